@@ -1,0 +1,708 @@
+//! One event, two views: the control-register value and the perf attr.
+//!
+//! pmx can program a counter itself (writing `IA32_PERFEVTSELx` or AMD's
+//! `PERF_CTLx` through the msr driver) or ask the kernel to (handing
+//! `perf_event_open(2)` a `perf_event_attr`). The two carry the same event
+//! differently: the register holds the privilege bits (USR/OS), the enable
+//! bit and the interrupt bit, where the attr says `exclude_user`,
+//! `exclude_kernel` and leaves enabling and interrupts to the kernel, which
+//! also ignores some register bits entirely. [`Encoded`] holds both views
+//! and every note about what differs between them.
+//!
+//! perf's placement of the core-PMU terms (`/sys/bus/event_source/devices/
+//! cpu/format/*` on x86): `event` config:0-7 (AMD also 32-35), `umask`
+//! config:8-15, `edge` 18, `pc` 19, `any` 21, `inv` 23, `cmask` 24-31,
+//! `in_tx` 32, `in_tx_cp` 33, `eq` 36, `umask2` 40-47; `ldlat`, `frontend`
+//! and `offcore_rsp` go to config1.
+
+use crate::register::{
+    amd_with_event_select, FieldValue, Layout, PerfUse, RegisterKind, AMD_PERF_CTL, INTEL_EVTSEL,
+    INTEL_UNCORE_EVTSEL,
+};
+use crate::spec::{closest, Body, EventSpec, Modifiers, Span, SpecError, Term, TermValue};
+use serde::Serialize;
+
+/// `PERF_TYPE_RAW`: the core PMU's type on x86.
+pub const PERF_TYPE_RAW: u32 = 4;
+
+/// Which vendor's register layout applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    /// Intel: `IA32_PERFEVTSELx`, 8-bit event select.
+    Intel,
+    /// AMD: `PERF_CTLx`, 12-bit event select split over bits 0–7 and 32–35.
+    Amd,
+}
+
+impl Arch {
+    /// Parse `intel` or `amd`.
+    pub fn from_name(s: &str) -> Option<Arch> {
+        match s.to_ascii_lowercase().as_str() {
+            "intel" | "genuineintel" => Some(Arch::Intel),
+            "amd" | "authenticamd" | "hygon" | "hygongenuine" => Some(Arch::Amd),
+            _ => None,
+        }
+    }
+
+    /// The core event-select layout.
+    pub fn core_layout(self) -> &'static Layout {
+        match self {
+            Arch::Intel => &INTEL_EVTSEL,
+            Arch::Amd => &AMD_PERF_CTL,
+        }
+    }
+}
+
+/// How to encode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncodeOptions {
+    /// Register layout to use.
+    pub arch: Arch,
+    /// The event will sample (sets INT in the register).
+    pub sampling: bool,
+}
+
+/// The subset of `perf_event_attr` that says which event is counted and
+/// how; [`pmx-perf`] turns it into the kernel's struct.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PerfAttr {
+    /// The PMU's name (`cpu`, `msr`, `uncore_cbox_0`…).
+    pub pmu: String,
+    /// `attr.type`, when known without asking sysfs.
+    #[serde(rename = "type")]
+    pub type_: Option<u32>,
+    /// `attr.config`.
+    pub config: u64,
+    /// `attr.config1` (`ldlat`, `frontend`, `offcore_rsp`).
+    pub config1: u64,
+    /// `attr.config2`.
+    pub config2: u64,
+    /// `attr.exclude_user`.
+    pub exclude_user: bool,
+    /// `attr.exclude_kernel`.
+    pub exclude_kernel: bool,
+    /// `attr.exclude_hv`.
+    pub exclude_hv: bool,
+    /// `attr.exclude_guest`.
+    pub exclude_guest: bool,
+    /// `attr.exclude_host`.
+    pub exclude_host: bool,
+    /// `attr.exclude_idle`.
+    pub exclude_idle: bool,
+    /// `attr.pinned`.
+    pub pinned: bool,
+    /// `attr.precise_ip` (0–3).
+    pub precise_ip: u8,
+    /// `attr.sample_period` when given (`period=`).
+    pub sample_period: Option<u64>,
+    /// `attr.sample_freq` when given (`freq=`).
+    pub sample_freq: Option<u64>,
+}
+
+impl PerfAttr {
+    /// Apply the privilege and scheduling modifiers as perf does.
+    pub fn apply_modifiers(&mut self, m: &Modifiers) {
+        self.exclude_user = m.exclude_user();
+        self.exclude_kernel = m.exclude_kernel();
+        self.exclude_hv = m.exclude_hv();
+        self.exclude_host = m.guest_only;
+        self.exclude_guest = m.host_only;
+        self.exclude_idle = m.exclude_idle;
+        self.pinned = m.pinned;
+        self.precise_ip = m.precise;
+    }
+}
+
+/// An event encoded both ways.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Encoded {
+    /// Layout used.
+    pub arch: Arch,
+    /// Which control register the value is for.
+    pub register_kind: RegisterKind,
+    /// The control-register value pmx would write (EN and privilege bits
+    /// set; INT only when sampling).
+    pub register: u64,
+    /// The attr for `perf_event_open(2)`.
+    pub attr: PerfAttr,
+    /// Every field of `register`.
+    pub fields: Vec<FieldValue>,
+    /// What differs between the views, and anything dropped.
+    pub notes: Vec<String>,
+}
+
+/// Encoding failures, pointing into the spec where they can.
+pub type EncodeError = SpecError;
+
+struct TermDef {
+    key: &'static str,
+    /// Where it goes: config bits (lo, width) or config1/config2.
+    place: Place,
+    intel: bool,
+    amd: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Place {
+    Config(u8, u8),
+    Config1(u8, u8),
+    WholeConfig,
+    WholeConfig1,
+    WholeConfig2,
+    Event,
+    Period,
+    Freq,
+    Name,
+}
+
+const TERMS: &[TermDef] = &[
+    TermDef {
+        key: "event",
+        place: Place::Event,
+        intel: true,
+        amd: true,
+    },
+    TermDef {
+        key: "umask",
+        place: Place::Config(8, 8),
+        intel: true,
+        amd: true,
+    },
+    TermDef {
+        key: "edge",
+        place: Place::Config(18, 1),
+        intel: true,
+        amd: true,
+    },
+    TermDef {
+        key: "pc",
+        place: Place::Config(19, 1),
+        intel: true,
+        amd: false,
+    },
+    TermDef {
+        key: "any",
+        place: Place::Config(21, 1),
+        intel: true,
+        amd: false,
+    },
+    TermDef {
+        key: "inv",
+        place: Place::Config(23, 1),
+        intel: true,
+        amd: true,
+    },
+    TermDef {
+        key: "cmask",
+        place: Place::Config(24, 8),
+        intel: true,
+        amd: true,
+    },
+    TermDef {
+        key: "in_tx",
+        place: Place::Config(32, 1),
+        intel: true,
+        amd: false,
+    },
+    TermDef {
+        key: "in_tx_cp",
+        place: Place::Config(33, 1),
+        intel: true,
+        amd: false,
+    },
+    TermDef {
+        key: "eq",
+        place: Place::Config(36, 1),
+        intel: true,
+        amd: false,
+    },
+    TermDef {
+        key: "umask2",
+        place: Place::Config(40, 8),
+        intel: true,
+        amd: false,
+    },
+    TermDef {
+        key: "ldlat",
+        place: Place::Config1(0, 16),
+        intel: true,
+        amd: false,
+    },
+    TermDef {
+        key: "frontend",
+        place: Place::Config1(0, 24),
+        intel: true,
+        amd: false,
+    },
+    TermDef {
+        key: "offcore_rsp",
+        place: Place::WholeConfig1,
+        intel: true,
+        amd: false,
+    },
+    TermDef {
+        key: "config",
+        place: Place::WholeConfig,
+        intel: true,
+        amd: true,
+    },
+    TermDef {
+        key: "config1",
+        place: Place::WholeConfig1,
+        intel: true,
+        amd: true,
+    },
+    TermDef {
+        key: "config2",
+        place: Place::WholeConfig2,
+        intel: true,
+        amd: true,
+    },
+    TermDef {
+        key: "period",
+        place: Place::Period,
+        intel: true,
+        amd: true,
+    },
+    TermDef {
+        key: "freq",
+        place: Place::Freq,
+        intel: true,
+        amd: true,
+    },
+    TermDef {
+        key: "name",
+        place: Place::Name,
+        intel: true,
+        amd: true,
+    },
+];
+
+/// Aliases perf and libpfm users type.
+fn canonical_term(key: &str) -> &str {
+    match key {
+        "e" => "edge",
+        "i" => "inv",
+        "c" | "cmask" | "counter_mask" => "cmask",
+        "t" | "anythread" | "any_thread" => "any",
+        "intx" => "in_tx",
+        "intxcp" | "in_txcp" => "in_tx_cp",
+        "offcore_response" | "offcore" => "offcore_rsp",
+        "fe_thres" => "frontend",
+        other => other,
+    }
+}
+
+/// Is this PMU name the core PMU?
+pub fn is_core_pmu(name: &str) -> bool {
+    matches!(name, "cpu" | "cpu_core" | "cpu_atom")
+}
+
+/// Encode a parsed spec whose event is given by terms or a raw config.
+/// Symbolic names need the event database; they are refused here with a
+/// pointer at the name.
+pub fn encode_spec(spec: &EventSpec, opts: EncodeOptions) -> Result<Encoded, EncodeError> {
+    let pmu = spec.pmu.clone().unwrap_or_else(|| "cpu".to_string());
+    let err = |span: Span, msg: String| SpecError::new(&spec.text, span, msg);
+    let uncore = pmu.starts_with("uncore_") || pmu.starts_with("uncore/");
+    if !is_core_pmu(&pmu) && !(uncore && opts.arch == Arch::Intel) {
+        let end = pmu.len().max(1);
+        return Err(err(
+            Span::new(0, end),
+            format!(
+                "PMU '{pmu}' is not the core PMU: its field placement comes from sysfs, which 'pmx encode' does not read (use 'cpu/…/')"
+            ),
+        ));
+    }
+    match &spec.body {
+        Body::Named { parts, spans } => {
+            let span = Span::new(spans[0].start, spans.last().map(|s| s.end).unwrap_or(1));
+            return Err(err(
+                span,
+                format!(
+                    "'{}' is a symbolic event name; encode takes terms (cpu/event=0x2e,umask=0x41/) or a raw config (r412e)",
+                    parts.join(":")
+                ),
+            ));
+        }
+        Body::Breakpoint { .. } => {
+            return Err(err(
+                Span::new(0, 3),
+                "a breakpoint (mem:) has no counter-register encoding".to_string(),
+            ))
+        }
+        Body::Terms | Body::Raw { .. } => {}
+    }
+
+    let mut attr = PerfAttr {
+        pmu: pmu.clone(),
+        type_: if is_core_pmu(&pmu) && pmu != "cpu_atom" {
+            Some(PERF_TYPE_RAW)
+        } else {
+            None
+        },
+        ..PerfAttr::default()
+    };
+    let mut notes = Vec::new();
+    if let Body::Raw { config, .. } = &spec.body {
+        attr.config = *config;
+    }
+    let mut saw_event = matches!(spec.body, Body::Raw { .. });
+
+    // `config=` first, so named fields override its bits.
+    let mut ordered: Vec<&Term> = spec.terms.iter().filter(|t| t.key == "config").collect();
+    ordered.extend(spec.terms.iter().filter(|t| t.key != "config"));
+    for term in ordered {
+        let key = canonical_term(&term.key);
+        let Some(def) = TERMS.iter().find(|d| d.key == key) else {
+            let sugg = closest(&term.key, TERMS.iter().map(|d| d.key), 3);
+            return Err(
+                err(term.key_span, format!("unknown term '{}'", term.key)).with_suggestions(sugg)
+            );
+        };
+        let supported = match opts.arch {
+            Arch::Intel => def.intel,
+            Arch::Amd => def.amd,
+        };
+        if !supported {
+            return Err(err(
+                term.key_span,
+                format!(
+                    "'{}' is not a field of {} event selects",
+                    def.key,
+                    arch_name(opts.arch)
+                ),
+            ));
+        }
+        if let Place::Name = def.place {
+            continue;
+        }
+        let Some(v) = term.number() else {
+            let TermValue::Text(t) = &term.value else {
+                unreachable!()
+            };
+            return Err(err(
+                term.span,
+                format!("'{}' takes a number, not '{t}'", def.key),
+            ));
+        };
+        let fit = |lo: u8, width: u8, target: &mut u64| -> Result<(), SpecError> {
+            let max = if width >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
+            if v > max {
+                return Err(err(
+                    term.span,
+                    format!(
+                        "{} = {v:#x} does not fit in {width} bit{} (max {max:#x})",
+                        def.key,
+                        if width == 1 { "" } else { "s" }
+                    ),
+                ));
+            }
+            *target = (*target & !(max << lo)) | (v << lo);
+            Ok(())
+        };
+        match def.place {
+            Place::Event => {
+                saw_event = true;
+                match opts.arch {
+                    Arch::Intel => {
+                        if v > 0xff {
+                            return Err(err(
+                                term.span,
+                                format!("event = {v:#x} is wider than Intel's 8-bit event select (12-bit event codes are AMD's: use --arch amd)"),
+                            ));
+                        }
+                        attr.config = (attr.config & !0xff) | v;
+                    }
+                    Arch::Amd => {
+                        if v > 0xfff {
+                            return Err(err(
+                                term.span,
+                                format!("event = {v:#x} is wider than AMD's 12-bit event select"),
+                            ));
+                        }
+                        attr.config = amd_with_event_select(attr.config, v as u16);
+                    }
+                }
+            }
+            Place::Config(lo, w) => fit(lo, w, &mut attr.config)?,
+            Place::Config1(lo, w) => fit(lo, w, &mut attr.config1)?,
+            Place::WholeConfig => {
+                saw_event = true;
+                attr.config = v;
+            }
+            Place::WholeConfig1 => attr.config1 = v,
+            Place::WholeConfig2 => attr.config2 = v,
+            Place::Period => attr.sample_period = Some(v),
+            Place::Freq => attr.sample_freq = Some(v),
+            Place::Name => {}
+        }
+    }
+    if !saw_event {
+        let span = spec
+            .terms
+            .first()
+            .map(|t| t.span)
+            .unwrap_or(Span::new(0, spec.text.len()));
+        return Err(err(
+            span,
+            "no event code: give event=0xNN (or config=, or a raw rNNN)".to_string(),
+        ));
+    }
+    if attr.sample_period.is_some() && attr.sample_freq.is_some() {
+        let t = spec.term("freq").map(|t| t.span).unwrap_or(Span::new(0, 1));
+        return Err(err(t, "give period= or freq=, not both".to_string()));
+    }
+    attr.apply_modifiers(&spec.modifiers);
+    let layout = if uncore {
+        &INTEL_UNCORE_EVTSEL
+    } else {
+        opts.arch.core_layout()
+    };
+    let sampling = opts.sampling || attr.sample_period.is_some() || attr.sample_freq.is_some();
+    let mut enc = encode_attr(attr, layout, opts.arch, sampling, &mut notes);
+    if uncore && spec.modifiers.privilege_given {
+        enc.notes.push(
+            "uncore counters count for the whole package: u/k modifiers do not apply".to_string(),
+        );
+    }
+    Ok(enc)
+}
+
+fn arch_name(a: Arch) -> &'static str {
+    match a {
+        Arch::Intel => "Intel",
+        Arch::Amd => "AMD",
+    }
+}
+
+/// Build both views from a perf attr (config bits already placed): the
+/// register gets the bits perf passes, plus EN, USR/OS from the exclude
+/// flags, INT when sampling, and on AMD Guest/HostOnly. Bits perf would
+/// drop are dropped from the attr too, with a note.
+pub fn encode_attr(
+    mut attr: PerfAttr,
+    layout: &'static Layout,
+    arch: Arch,
+    sampling: bool,
+    notes: &mut Vec<String>,
+) -> Encoded {
+    let passed = layout.perf_passed_mask();
+    let dropped = attr.config & !passed;
+    if dropped != 0 {
+        let names: Vec<String> = layout
+            .fields_set_in(attr.config, !passed)
+            .iter()
+            .map(|f| {
+                let why = match f.perf {
+                    PerfUse::Kernel => "set by the kernel from the attr",
+                    _ => "ignored by perf",
+                };
+                let name = if f.kind == crate::register::FieldKind::Reserved {
+                    "reserved"
+                } else {
+                    f.name
+                };
+                format!("{name} (bit {}: {why})", f.bits())
+            })
+            .collect();
+        notes.push(format!(
+            "config bits {dropped:#x} are not event bits for {}: {}; dropped",
+            layout.name,
+            names.join(", ")
+        ));
+        attr.config &= passed;
+    }
+    let mut reg = attr.config;
+    let set = |reg: &mut u64, name: &str, on: bool| {
+        if let Some(f) = layout.field(name) {
+            if on {
+                *reg |= f.mask();
+            } else {
+                *reg &= !f.mask();
+            }
+        }
+    };
+    let is_uncore = layout.kind == RegisterKind::IntelUncoreEvtSel;
+    if !is_uncore {
+        set(&mut reg, "USR", !attr.exclude_user);
+        set(&mut reg, "OS", !attr.exclude_kernel);
+        if attr.exclude_user && attr.exclude_kernel {
+            notes.push(
+                "neither user nor kernel mode selected: the counter would count nothing"
+                    .to_string(),
+            );
+        }
+    }
+    set(&mut reg, "EN", true);
+    set(&mut reg, "En", true);
+    if sampling {
+        set(&mut reg, "INT", true);
+        set(&mut reg, "OVF_PMI", true);
+    }
+    match arch {
+        Arch::Amd => {
+            set(&mut reg, "GuestOnly", attr.exclude_host);
+            set(&mut reg, "HostOnly", attr.exclude_guest);
+            if attr.precise_ip > 0 {
+                notes.push("AMD has no PEBS: precise sampling goes through IBS (the ibs_op PMU); the kernel maps cycles:p there".to_string());
+            }
+        }
+        Arch::Intel => {
+            if attr.exclude_host || attr.exclude_guest {
+                notes.push("Intel event selects have no guest/host bits: the kernel applies G/H through VM-entry/exit controls".to_string());
+            }
+            if attr.precise_ip > 0 {
+                notes.push(format!(
+                    "precise_ip={} uses PEBS: the kernel also sets this counter's bit in IA32_PEBS_ENABLE (0x3F1)",
+                    attr.precise_ip
+                ));
+            }
+        }
+    }
+    if !attr.exclude_hv && !is_uncore && attr.exclude_user && attr.exclude_kernel {
+        notes.push(
+            "x86 counters have no hypervisor-mode bit: 'h' alone counts nothing on the register"
+                .to_string(),
+        );
+    }
+    if attr.config1 != 0 {
+        notes.push(format!(
+            "config1 {:#x} goes to an auxiliary MSR (load-latency threshold, frontend or offcore-response filter), not the event select",
+            attr.config1
+        ));
+    }
+    Encoded {
+        arch,
+        register_kind: layout.kind,
+        register: reg,
+        fields: layout.decode(reg),
+        attr,
+        notes: std::mem::take(notes),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::parse_spec;
+
+    fn enc(s: &str, arch: Arch) -> Encoded {
+        encode_spec(
+            &parse_spec(s).unwrap(),
+            EncodeOptions {
+                arch,
+                sampling: false,
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn intel_privilege_variants() {
+        let u = enc("cpu/event=0x2e,umask=0x41/u", Arch::Intel);
+        assert_eq!(u.register, 0x41412e);
+        assert_eq!(u.attr.config, 0x412e);
+        assert!(u.attr.exclude_kernel && !u.attr.exclude_user && u.attr.exclude_hv);
+        let k = enc("cpu/event=0x2e,umask=0x41/k", Arch::Intel);
+        assert_eq!(k.register, 0x42412e);
+        assert_eq!(k.attr.config, 0x412e);
+        let both = enc("cpu/event=0x2e,umask=0x41/", Arch::Intel);
+        assert_eq!(both.register, 0x43412e);
+        assert_eq!(both.attr.config, 0x412e);
+        assert_eq!(both.attr.type_, Some(PERF_TYPE_RAW));
+        assert_eq!(
+            enc("event=0x2e,umask=0x41:u", Arch::Intel).register,
+            0x41412e
+        );
+        assert_eq!(enc("r412e:k", Arch::Intel).register, 0x42412e);
+    }
+
+    #[test]
+    fn amd_wide_event() {
+        let a = enc("cpu/event=0x4e1,umask=0xf7/", Arch::Amd);
+        // Event bits 11:8 go to 35:32 (DESIGN.md: 0x4_0000_F7E1).
+        assert_eq!(a.attr.config, 0x4_0000_f7e1);
+        assert_eq!(a.register, 0x4_0043_f7e1);
+        let g = enc("cpu/event=0xc0/G", Arch::Amd);
+        assert_eq!(g.register, 0x0100_0043_00c0);
+        assert!(g.attr.exclude_host);
+    }
+
+    #[test]
+    fn all_the_intel_fields() {
+        let e = enc(
+            "cpu/event=0xa3,umask=0x14,cmask=20,inv,edge,any,in_tx,in_tx_cp,eq,umask2=0x3/",
+            Arch::Intel,
+        );
+        assert_eq!(
+            e.attr.config,
+            0xa3 | 0x14 << 8
+                | 1 << 18
+                | 1 << 21
+                | 1 << 23
+                | 20 << 24
+                | 1 << 32
+                | 1 << 33
+                | 1 << 36
+                | 3 << 40
+        );
+        let l = enc("cpu/event=0xcd,umask=0x1,ldlat=3/pp", Arch::Intel);
+        assert_eq!(l.attr.config1, 3);
+        assert_eq!(l.attr.precise_ip, 2);
+        let s = encode_spec(
+            &parse_spec("cpu/event=0xc0,period=100003/").unwrap(),
+            EncodeOptions {
+                arch: Arch::Intel,
+                sampling: false,
+            },
+        )
+        .unwrap();
+        assert_eq!(s.register & (1 << 20), 1 << 20);
+    }
+
+    #[test]
+    fn raw_config_with_register_bits_is_cleaned_with_a_note() {
+        let e = enc("r53412e", Arch::Intel);
+        assert_eq!(e.attr.config, 0x412e);
+        assert_eq!(e.register, 0x43412e);
+        assert!(
+            e.notes
+                .iter()
+                .any(|n| n.contains("USR") && n.contains("dropped")),
+            "{:?}",
+            e.notes
+        );
+    }
+
+    #[test]
+    fn errors_point_at_terms() {
+        let o = EncodeOptions {
+            arch: Arch::Intel,
+            sampling: false,
+        };
+        let e = encode_spec(&parse_spec("cpu/event=0x2e,umsk=0x41/").unwrap(), o).unwrap_err();
+        assert_eq!(e.span.start, 15);
+        assert_eq!(e.suggestions[0], "umask");
+        let e = encode_spec(&parse_spec("cpu/event=0x4e1/").unwrap(), o).unwrap_err();
+        assert_eq!(e.span.start, 4);
+        let e = encode_spec(&parse_spec("cpu/umask=0x300/").unwrap(), o).unwrap_err();
+        assert!(e.message.contains("8 bits"));
+        let e = encode_spec(&parse_spec("cpu/umask=0x3/").unwrap(), o).unwrap_err();
+        assert!(e.message.contains("no event"));
+        let e = encode_spec(
+            &parse_spec("cpu/event=0x3c,any/").unwrap(),
+            EncodeOptions {
+                arch: Arch::Amd,
+                sampling: false,
+            },
+        )
+        .unwrap_err();
+        assert!(e.message.contains("AMD"));
+    }
+}

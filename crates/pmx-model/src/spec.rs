@@ -1,0 +1,977 @@
+//! The event-spec grammar users type, compatible with perf's and libpfm's.
+//!
+//! One spec names one event. The forms:
+//!
+//! ```text
+//! cpu/event=0x2e,umask=0x41,cmask=1,inv,edge/u     PMU with terms, modifiers after '/'
+//! cpu/event=0x2e,umask=0x41/:u                      (a ':' before the modifiers is allowed)
+//! event=0x2e,umask=0x41:u                           terms for the default (core) PMU
+//! r412e:k                                           raw perf config in hex
+//! LONGEST_LAT_CACHE.MISS:u                          a symbolic name (resolved elsewhere)
+//! LONGEST_LAT_CACHE:MISS:c=1:i=1:u                  libpfm style: umask and settings after ':'
+//! mem:0x1000/8:w                                    hardware breakpoint
+//! ```
+//!
+//! Modifiers (perf): `u` user, `k` kernel, `h` hypervisor (naming any of
+//! these excludes the others), `G` guest only, `H` host only, `p`/`pp`/`ppp`
+//! precise level, `P` maximal precision, `I` exclude idle, `D` pinned, `S`
+//! sample read, `W` weak group. libpfm style settings after a `:`: `c=N`
+//! counter mask, `i`/`i=1` invert, `e`/`e=1` edge, `t=1` any thread,
+//! `u=0|1`, `k=0|1`, `h=0|1`, `ldlat=N`, `period=N`, `freq=N`.
+//!
+//! Every error carries the byte position of the offending character;
+//! [`SpecError`]'s `Display` shows the spec with a caret under it.
+
+use serde::Serialize;
+use std::fmt;
+
+/// A byte range in the spec text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Span {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// A span from `start` to `end`.
+    pub const fn new(start: usize, end: usize) -> Span {
+        Span { start, end }
+    }
+}
+
+/// A malformed spec: what is wrong and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError {
+    /// The whole spec as typed.
+    pub input: String,
+    /// Where the mistake is.
+    pub span: Span,
+    /// What is wrong.
+    pub message: String,
+    /// Close matches, best first (e.g. for a misspelt term).
+    pub suggestions: Vec<String>,
+}
+
+impl SpecError {
+    /// An error at `span` of `input`.
+    pub fn new(input: &str, span: Span, message: impl Into<String>) -> SpecError {
+        SpecError {
+            input: input.to_string(),
+            span,
+            message: message.into(),
+            suggestions: Vec::new(),
+        }
+    }
+
+    /// Attach close matches.
+    pub fn with_suggestions(mut self, suggestions: Vec<String>) -> SpecError {
+        self.suggestions = suggestions;
+        self
+    }
+
+    /// 1-based column of the mistake, counted in characters.
+    pub fn column(&self) -> usize {
+        let end = self.span.start.min(self.input.len());
+        self.input
+            .get(..end)
+            .map(|s| s.chars().count())
+            .unwrap_or(end)
+            + 1
+    }
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "in event spec at column {}: {}",
+            self.column(),
+            self.message
+        )?;
+        if !self.suggestions.is_empty() {
+            let list: Vec<String> = self.suggestions.iter().map(|s| format!("'{s}'")).collect();
+            write!(f, " (did you mean {}?)", list.join(", "))?;
+        }
+        let printable: String = self
+            .input
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        let col = self.column() - 1;
+        let width = self
+            .input
+            .get(self.span.start.min(self.input.len())..self.span.end.min(self.input.len()))
+            .map(|s| s.chars().count())
+            .unwrap_or(1)
+            .max(1);
+        write!(
+            f,
+            "\n  {printable}\n  {}{}",
+            " ".repeat(col),
+            "^".repeat(width)
+        )
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// The value of a term.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TermValue {
+    /// A term written without `=` (`inv`, `edge`): means 1.
+    Flag,
+    /// A number (`0x2e`, `46`).
+    Number(u64),
+    /// Anything else (`name=foo`).
+    Text(String),
+}
+
+/// One `key=value` term.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Term {
+    /// The key as typed, lower-cased.
+    pub key: String,
+    /// The value.
+    pub value: TermValue,
+    /// Where the key is.
+    pub key_span: Span,
+    /// Where the whole term is.
+    pub span: Span,
+}
+
+impl Term {
+    /// The numeric value (a flag counts as 1); `None` for text.
+    pub fn number(&self) -> Option<u64> {
+        match &self.value {
+            TermValue::Flag => Some(1),
+            TermValue::Number(n) => Some(*n),
+            TermValue::Text(_) => None,
+        }
+    }
+}
+
+/// Privilege and scheduling modifiers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Modifiers {
+    /// `u` given (or `u=1`).
+    pub user: bool,
+    /// `k` given (or `k=1`).
+    pub kernel: bool,
+    /// `h` given (or `h=1`).
+    pub hv: bool,
+    /// Any of `u`, `k`, `h` (in either style) was given: only those count.
+    pub privilege_given: bool,
+    /// `G`: count only in guests.
+    pub guest_only: bool,
+    /// `H`: count only in the host.
+    pub host_only: bool,
+    /// `p` count (0–3); `P` gives 3.
+    pub precise: u8,
+    /// `P`: maximal precision the PMU offers.
+    pub max_precise: bool,
+    /// `I`: do not count when idle.
+    pub exclude_idle: bool,
+    /// `D`: pin to the PMU (no multiplexing).
+    pub pinned: bool,
+    /// `S`: read group on sample.
+    pub sample_read: bool,
+    /// `W`: weak group.
+    pub weak_group: bool,
+}
+
+impl Modifiers {
+    /// `exclude_user` as perf sets it.
+    pub fn exclude_user(&self) -> bool {
+        self.privilege_given && !self.user
+    }
+    /// `exclude_kernel` as perf sets it.
+    pub fn exclude_kernel(&self) -> bool {
+        self.privilege_given && !self.kernel
+    }
+    /// `exclude_hv` as perf sets it.
+    pub fn exclude_hv(&self) -> bool {
+        self.privilege_given && !self.hv
+    }
+}
+
+/// What a spec names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "form", rename_all = "lowercase")]
+pub enum Body {
+    /// Terms only (`event=0x2e,umask=0x41`), inside `pmu/…/` or bare.
+    Terms,
+    /// A raw perf config (`r412e`).
+    Raw {
+        /// The config.
+        config: u64,
+        /// Where it is.
+        span: Span,
+    },
+    /// A symbolic name; libpfm-style parts (`LONGEST_LAT_CACHE:MISS`) are
+    /// kept in order. Inside `pmu/…/` the name is the first bare term
+    /// (`cpu/cycles/`, `msr/tsc/`).
+    Named {
+        /// The name's parts.
+        parts: Vec<String>,
+        /// Where each part is.
+        spans: Vec<Span>,
+    },
+    /// A hardware breakpoint `mem:ADDR[/LEN][:ACCESS]`.
+    Breakpoint {
+        /// Address.
+        addr: u64,
+        /// Length in bytes (default 4 for r/w, `sizeof(long)` for x).
+        len: Option<u64>,
+        /// `r`, `w`, `x` or combinations such as `rw`.
+        access: String,
+    },
+}
+
+/// One parsed event spec.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventSpec {
+    /// The text as typed.
+    pub text: String,
+    /// The PMU named in `pmu/…/`, if any.
+    pub pmu: Option<String>,
+    /// What the spec names.
+    pub body: Body,
+    /// Terms from `pmu/…/`, the bare term form, and libpfm-style settings
+    /// (`c=` → `cmask`, `i` → `inv`, `e` → `edge`, `t` → `any`), in order.
+    pub terms: Vec<Term>,
+    /// Modifiers.
+    pub modifiers: Modifiers,
+}
+
+impl EventSpec {
+    /// The name for display: the symbolic name joined with '.', else the
+    /// text.
+    pub fn display_name(&self) -> String {
+        match &self.body {
+            Body::Named { parts, .. } => parts.join("."),
+            _ => self.text.clone(),
+        }
+    }
+
+    /// The last term with this key.
+    pub fn term(&self, key: &str) -> Option<&Term> {
+        self.terms.iter().rev().find(|t| t.key == key)
+    }
+}
+
+/// Parse one event spec.
+pub fn parse_spec(input: &str) -> Result<EventSpec, SpecError> {
+    Parser {
+        input,
+        bytes: input.as_bytes(),
+    }
+    .parse()
+}
+
+/// Levenshtein distance, for suggestions.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        cur[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// Up to `n` candidates closest to `word` (case-insensitive), best first,
+/// keeping only plausible ones.
+pub fn closest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    n: usize,
+) -> Vec<String> {
+    let w = word.to_ascii_lowercase();
+    let mut scored: Vec<(usize, String)> = candidates
+        .into_iter()
+        .map(|c| (edit_distance(&w, &c.to_ascii_lowercase()), c.to_string()))
+        .filter(|(d, c)| *d <= (c.len().max(w.len()) / 2).max(1))
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(n).map(|(_, c)| c).collect()
+}
+
+struct Parser<'a> {
+    input: &'a str,
+    bytes: &'a [u8],
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'@' | b'[' | b']' | b'+')
+}
+
+const MODIFIER_LETTERS: &str = "ukhGHpPIDSWei";
+
+/// libpfm-style settings accepted after ':' and the term each becomes.
+const COLON_SETTINGS: &[(&str, &str)] = &[
+    ("c", "cmask"),
+    ("cmask", "cmask"),
+    ("i", "inv"),
+    ("inv", "inv"),
+    ("e", "edge"),
+    ("edge", "edge"),
+    ("t", "any"),
+    ("any", "any"),
+    ("ldlat", "ldlat"),
+    ("period", "period"),
+    ("freq", "freq"),
+    ("precise", "precise"),
+    ("u", "u"),
+    ("k", "k"),
+    ("h", "h"),
+];
+
+impl<'a> Parser<'a> {
+    fn err(&self, start: usize, end: usize, msg: impl Into<String>) -> SpecError {
+        SpecError::new(self.input, Span::new(start, end.max(start + 1)), msg)
+    }
+
+    fn parse(&self) -> Result<EventSpec, SpecError> {
+        let input = self.input;
+        if input.trim().is_empty() {
+            return Err(self.err(0, 1, "empty event spec"));
+        }
+        if let Some(i) = input.find(|c: char| !c.is_ascii() || c.is_ascii_control() || c == ' ') {
+            let c = input[i..].chars().next().unwrap_or(' ');
+            let what = if c == ' ' {
+                "unexpected space".to_string()
+            } else {
+                format!("unexpected character {c:?}")
+            };
+            return Err(self.err(i, i + c.len_utf8(), what));
+        }
+        let mut spec = EventSpec {
+            text: input.to_string(),
+            pmu: None,
+            body: Body::Terms,
+            terms: Vec::new(),
+            modifiers: Modifiers::default(),
+        };
+
+        // PMU form: NAME '/' terms '/' [':'] [modifiers]
+        let lead = self.take_while(0, is_name_byte);
+        if lead > 0 && self.bytes.get(lead) == Some(&b'/') {
+            spec.pmu = Some(input[..lead].to_string());
+            let close = input[lead + 1..]
+                .find('/')
+                .map(|i| i + lead + 1)
+                .ok_or_else(|| {
+                    self.err(
+                        input.len(),
+                        input.len() + 1,
+                        "missing closing '/' after the PMU's terms",
+                    )
+                })?;
+            let terms_start = lead + 1;
+            let mut name: Option<(String, Span)> = None;
+            if close > terms_start {
+                for (start, end) in split_spans(input, terms_start, close, b',') {
+                    if start == end {
+                        return Err(self.err(start, start + 1, "empty term"));
+                    }
+                    let term = self.parse_term(start, end)?;
+                    if term.value == TermValue::Flag
+                        && name.is_none()
+                        && spec.terms.is_empty()
+                        && !is_known_flag_term(&term.key)
+                    {
+                        name = Some((input[start..end].to_string(), Span::new(start, end)));
+                    } else {
+                        spec.terms.push(term);
+                    }
+                }
+            }
+            if let Some((n, s)) = name {
+                spec.body = Body::Named {
+                    parts: vec![n],
+                    spans: vec![s],
+                };
+            }
+            let mut rest = close + 1;
+            if self.bytes.get(rest) == Some(&b':') {
+                rest += 1;
+                if rest == input.len() {
+                    return Err(self.err(rest - 1, rest, "':' with no modifiers after it"));
+                }
+            }
+            if rest < input.len() {
+                self.parse_colon_parts(&mut spec, rest, false)?;
+            }
+            return Ok(spec);
+        }
+
+        // Breakpoint: mem:ADDR[/LEN][:ACCESS][:mods]
+        if let Some(rest) = input.strip_prefix("mem:") {
+            let _ = rest;
+            return self.parse_breakpoint(spec);
+        }
+
+        // Bare terms: first token is KEY=...
+        let first_end = self.take_while(0, |b| b != b':' && b != b',');
+        if input[..first_end].contains('=') {
+            let colon = input.find(':').unwrap_or(input.len());
+            for (start, end) in split_spans(input, 0, colon, b',') {
+                if start == end {
+                    return Err(self.err(start, start + 1, "empty term"));
+                }
+                let term = self.parse_term(start, end)?;
+                if term.value == TermValue::Flag && !is_known_flag_term(&term.key) {
+                    return Err(self.err(
+                        start,
+                        end,
+                        format!(
+                            "'{}' is not a term; write key=value (e.g. event=0x2e)",
+                            &input[start..end]
+                        ),
+                    ));
+                }
+                spec.terms.push(term);
+            }
+            if colon < input.len() {
+                self.parse_colon_parts(&mut spec, colon + 1, false)?;
+            }
+            return Ok(spec);
+        }
+
+        // Raw: r<hex>
+        let colon = input.find(':').unwrap_or(input.len());
+        let head = &input[..colon];
+        if head.len() > 1
+            && head.starts_with('r')
+            && head[1..].bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            let digits = &head[1..];
+            let config = u64::from_str_radix(digits, 16).map_err(|_| {
+                self.err(
+                    1,
+                    colon,
+                    format!("raw config r{digits} does not fit in 64 bits"),
+                )
+            })?;
+            spec.body = Body::Raw {
+                config,
+                span: Span::new(0, colon),
+            };
+            if colon < input.len() {
+                self.parse_colon_parts(&mut spec, colon + 1, false)?;
+            }
+            return Ok(spec);
+        }
+        if head.starts_with('r') && head.len() > 1 && head[1..].starts_with("0x") {
+            return Err(self.err(
+                1,
+                3,
+                "raw configs are written rNNN in hex without 0x (e.g. r412e)",
+            ));
+        }
+
+        // Symbolic name with libpfm-style parts.
+        let name_end = self.take_while(0, is_name_byte);
+        if name_end == 0 {
+            return Err(self.err(
+                0,
+                1,
+                format!(
+                    "expected an event name, a PMU or a term, found {:?}",
+                    &input[..1]
+                ),
+            ));
+        }
+        if name_end < input.len() && self.bytes[name_end] != b':' {
+            let c = self.bytes[name_end] as char;
+            return Err(self.err(
+                name_end,
+                name_end + 1,
+                format!("unexpected '{c}' in event name"),
+            ));
+        }
+        spec.body = Body::Named {
+            parts: vec![input[..name_end].to_string()],
+            spans: vec![Span::new(0, name_end)],
+        };
+        if name_end < input.len() {
+            self.parse_colon_parts(&mut spec, name_end + 1, true)?;
+        }
+        Ok(spec)
+    }
+
+    fn take_while(&self, from: usize, pred: impl Fn(u8) -> bool) -> usize {
+        let mut i = from;
+        while i < self.bytes.len() && pred(self.bytes[i]) {
+            i += 1;
+        }
+        i
+    }
+
+    fn parse_number(&self, start: usize, end: usize) -> Result<u64, SpecError> {
+        let s = &self.input[start..end];
+        if s.is_empty() {
+            return Err(self.err(start, start + 1, "missing number"));
+        }
+        let (digits, radix, off) =
+            if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+                (h, 16, 2)
+            } else {
+                (s, 10, 0)
+            };
+        if digits.is_empty() {
+            return Err(self.err(start, end, "missing hex digits after 0x"));
+        }
+        if let Some(bad) = digits.bytes().position(|b| !(b as char).is_digit(radix)) {
+            let at = start + off + bad;
+            let kind = if radix == 16 {
+                "hex"
+            } else {
+                "decimal (use 0x for hex)"
+            };
+            return Err(self.err(
+                at,
+                at + 1,
+                format!("'{}' is not a {kind} digit", digits.as_bytes()[bad] as char),
+            ));
+        }
+        u64::from_str_radix(digits, radix)
+            .map_err(|_| self.err(start, end, format!("{s} does not fit in 64 bits")))
+    }
+
+    fn parse_term(&self, start: usize, end: usize) -> Result<Term, SpecError> {
+        let text = &self.input[start..end];
+        let (key_end, value) = match text.find('=') {
+            Some(eq) => {
+                let vstart = start + eq + 1;
+                if vstart == end {
+                    return Err(self.err(
+                        vstart,
+                        vstart + 1,
+                        format!("missing value after '{}='", &text[..eq]),
+                    ));
+                }
+                let vtext = &self.input[vstart..end];
+                let v = if vtext.as_bytes()[0].is_ascii_digit() {
+                    TermValue::Number(self.parse_number(vstart, end)?)
+                } else {
+                    let v = vtext.trim_matches(|c| c == '\'' || c == '"');
+                    TermValue::Text(v.to_string())
+                };
+                (start + eq, v)
+            }
+            None => (end, TermValue::Flag),
+        };
+        if key_end == start {
+            return Err(self.err(start, start + 1, "missing term name before '='"));
+        }
+        let key = &self.input[start..key_end];
+        if let Some(bad) = key.bytes().position(|b| !is_name_byte(b)) {
+            let at = start + bad;
+            return Err(self.err(
+                at,
+                at + 1,
+                format!("unexpected '{}' in term name", key.as_bytes()[bad] as char),
+            ));
+        }
+        Ok(Term {
+            key: key.to_ascii_lowercase(),
+            value,
+            key_span: Span::new(start, key_end),
+            span: Span::new(start, end),
+        })
+    }
+
+    /// Parse `part:part:…` from `from` to the end. With `names`, parts that
+    /// are neither modifiers nor settings extend the symbolic name.
+    fn parse_colon_parts(
+        &self,
+        spec: &mut EventSpec,
+        from: usize,
+        names: bool,
+    ) -> Result<(), SpecError> {
+        let mut seen_modifier = false;
+        for (start, end) in split_spans(self.input, from, self.input.len(), b':') {
+            if start == end {
+                return Err(self.err(start.saturating_sub(1), start, "empty part between ':'"));
+            }
+            let part = &self.input[start..end];
+            if let Some(eq) = part.find('=') {
+                let key = &part[..eq];
+                let Some((_, canonical)) = COLON_SETTINGS.iter().find(|(k, _)| *k == key) else {
+                    let sugg = closest(key, COLON_SETTINGS.iter().map(|(k, _)| *k), 3);
+                    return Err(self
+                        .err(start, start + eq, format!("unknown setting '{key}'"))
+                        .with_suggestions(sugg));
+                };
+                let mut term = self.parse_term(start, end)?;
+                let Some(n) = term.number() else {
+                    return Err(self.err(start + eq + 1, end, format!("'{key}=' takes a number")));
+                };
+                match *canonical {
+                    "u" | "k" | "h" => {
+                        if n > 1 {
+                            return Err(self.err(
+                                start + eq + 1,
+                                end,
+                                format!("'{key}=' takes 0 or 1"),
+                            ));
+                        }
+                        let m = &mut spec.modifiers;
+                        m.privilege_given = true;
+                        let on = n == 1;
+                        match *canonical {
+                            "u" => m.user = on,
+                            "k" => m.kernel = on,
+                            _ => m.hv = on,
+                        }
+                    }
+                    "precise" => {
+                        if n > 3 {
+                            return Err(self.err(start + eq + 1, end, "precise takes 0 to 3"));
+                        }
+                        spec.modifiers.precise = n as u8;
+                    }
+                    _ => {
+                        term.key = canonical.to_string();
+                        spec.terms.push(term);
+                    }
+                }
+                seen_modifier = true;
+                continue;
+            }
+            let all_mods = part.chars().all(|c| MODIFIER_LETTERS.contains(c));
+            if all_mods {
+                self.apply_modifier_letters(spec, start, end)?;
+                seen_modifier = true;
+                continue;
+            }
+            if names {
+                if seen_modifier {
+                    return Err(self.err(
+                        start,
+                        end,
+                        format!(
+                            "'{part}' is not a modifier, and name parts must come before modifiers"
+                        ),
+                    ));
+                }
+                if let Some(bad) = part.bytes().position(|b| !is_name_byte(b)) {
+                    let at = start + bad;
+                    return Err(self.err(
+                        at,
+                        at + 1,
+                        format!(
+                            "unexpected '{}' in event name",
+                            part.as_bytes()[bad] as char
+                        ),
+                    ));
+                }
+                if let Body::Named { parts, spans } = &mut spec.body {
+                    parts.push(part.to_string());
+                    spans.push(Span::new(start, end));
+                }
+                continue;
+            }
+            let bad = part
+                .char_indices()
+                .find(|(_, c)| !MODIFIER_LETTERS.contains(*c))
+                .map(|(i, _)| start + i)
+                .unwrap_or(start);
+            return Err(self.err(bad, bad + 1, format!(
+                "unknown modifier '{}' (modifiers: u k h G H p pp ppp P I D S W, settings: c=N i e t=1)",
+                &self.input[bad..bad + 1]
+            )));
+        }
+        Ok(())
+    }
+
+    fn apply_modifier_letters(
+        &self,
+        spec: &mut EventSpec,
+        start: usize,
+        end: usize,
+    ) -> Result<(), SpecError> {
+        for (i, c) in self.input[start..end].char_indices() {
+            let at = start + i;
+            let m = &mut spec.modifiers;
+            match c {
+                'u' => {
+                    m.user = true;
+                    m.privilege_given = true;
+                }
+                'k' => {
+                    m.kernel = true;
+                    m.privilege_given = true;
+                }
+                'h' => {
+                    m.hv = true;
+                    m.privilege_given = true;
+                }
+                'G' => m.guest_only = true,
+                'H' => m.host_only = true,
+                'p' => {
+                    if m.precise >= 3 {
+                        return Err(self.err(at, at + 1, "at most three 'p' (ppp)"));
+                    }
+                    m.precise += 1;
+                }
+                'P' => {
+                    m.max_precise = true;
+                    m.precise = 3;
+                }
+                'I' => m.exclude_idle = true,
+                'D' => m.pinned = true,
+                'S' => m.sample_read = true,
+                'W' => m.weak_group = true,
+                'e' | 'i' => {
+                    let key = if c == 'e' { "edge" } else { "inv" };
+                    spec.terms.push(Term {
+                        key: key.to_string(),
+                        value: TermValue::Flag,
+                        key_span: Span::new(at, at + 1),
+                        span: Span::new(at, at + 1),
+                    });
+                }
+                _ => return Err(self.err(at, at + 1, format!("unknown modifier '{c}'"))),
+            }
+        }
+        if spec.modifiers.guest_only && spec.modifiers.host_only {
+            return Err(self.err(
+                start,
+                end,
+                "'G' (guest only) and 'H' (host only) exclude each other",
+            ));
+        }
+        Ok(())
+    }
+
+    fn parse_breakpoint(&self, mut spec: EventSpec) -> Result<EventSpec, SpecError> {
+        let input = self.input;
+        let start = 4;
+        let addr_end = self.take_while(start, |b| b != b'/' && b != b':');
+        let addr = self.parse_number(start, addr_end)?;
+        let mut pos = addr_end;
+        let mut len = None;
+        if self.bytes.get(pos) == Some(&b'/') {
+            let len_end = self.take_while(pos + 1, |b| b != b':');
+            let l = self.parse_number(pos + 1, len_end)?;
+            if !matches!(l, 1 | 2 | 4 | 8) {
+                return Err(self.err(
+                    pos + 1,
+                    len_end,
+                    "breakpoint length must be 1, 2, 4 or 8 bytes",
+                ));
+            }
+            len = Some(l);
+            pos = len_end;
+        }
+        let mut access = "rw".to_string();
+        if pos < input.len() {
+            let a_start = pos + 1;
+            let a_end = self.take_while(a_start, |b| b != b':');
+            let a = &input[a_start..a_end];
+            if !a.is_empty() && a.chars().all(|c| "rwx".contains(c)) {
+                if a.contains('x') && a.len() > 1 {
+                    return Err(self.err(
+                        a_start,
+                        a_end,
+                        "an execute breakpoint ('x') cannot also be 'r' or 'w'",
+                    ));
+                }
+                access = a.to_string();
+                pos = a_end;
+                if pos < input.len() {
+                    self.parse_colon_parts(&mut spec, pos + 1, false)?;
+                }
+            } else {
+                self.parse_colon_parts(&mut spec, a_start, false)?;
+            }
+        }
+        spec.body = Body::Breakpoint { addr, len, access };
+        Ok(spec)
+    }
+}
+
+/// Terms that are meaningful without a value (`inv`, `edge`, …), as opposed
+/// to an event name inside `pmu/…/`.
+fn is_known_flag_term(key: &str) -> bool {
+    matches!(
+        key.to_ascii_lowercase().as_str(),
+        "edge"
+            | "inv"
+            | "any"
+            | "pc"
+            | "in_tx"
+            | "in_tx_cp"
+            | "eq"
+            | "e"
+            | "i"
+            | "t"
+            | "no-inherit"
+            | "inherit"
+            | "percore"
+    )
+}
+
+/// Split `input[from..to]` on `sep` into spans.
+fn split_spans(input: &str, from: usize, to: usize, sep: u8) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = from;
+    for (i, b) in input.as_bytes()[from..to].iter().enumerate() {
+        if *b == sep {
+            out.push((start, from + i));
+            start = from + i + 1;
+        }
+    }
+    out.push((start, to));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn num(spec: &EventSpec, key: &str) -> Option<u64> {
+        spec.term(key).and_then(|t| t.number())
+    }
+
+    #[test]
+    fn pmu_form_with_modifiers() {
+        let s = parse_spec("cpu/event=0x2e,umask=0x41,cmask=1,inv,edge/u").unwrap();
+        assert_eq!(s.pmu.as_deref(), Some("cpu"));
+        assert_eq!(s.body, Body::Terms);
+        assert_eq!(num(&s, "event"), Some(0x2e));
+        assert_eq!(num(&s, "umask"), Some(0x41));
+        assert_eq!(num(&s, "cmask"), Some(1));
+        assert_eq!(num(&s, "inv"), Some(1));
+        assert_eq!(num(&s, "edge"), Some(1));
+        assert!(s.modifiers.user && !s.modifiers.kernel);
+        assert!(s.modifiers.exclude_kernel() && s.modifiers.exclude_hv());
+        assert!(!s.modifiers.exclude_user());
+        let s2 = parse_spec("cpu/event=0x2e,umask=0x41/:k").unwrap();
+        assert!(s2.modifiers.kernel && s2.modifiers.exclude_user());
+    }
+
+    #[test]
+    fn bare_terms_and_raw() {
+        let s = parse_spec("event=0x2e,umask=0x41:u").unwrap();
+        assert_eq!(s.pmu, None);
+        assert_eq!(num(&s, "umask"), Some(0x41));
+        assert!(s.modifiers.user);
+        let r = parse_spec("r412e:k").unwrap();
+        assert_eq!(
+            r.body,
+            Body::Raw {
+                config: 0x412e,
+                span: Span::new(0, 5)
+            }
+        );
+        assert!(r.modifiers.kernel && r.modifiers.exclude_user());
+        let pp = parse_spec("r1c0:ppp").unwrap();
+        assert_eq!(pp.modifiers.precise, 3);
+        assert!(parse_spec("r1c0:pppp").is_err());
+    }
+
+    #[test]
+    fn libpfm_style_settings() {
+        let s = parse_spec("LONGEST_LAT_CACHE:MISS:c=1:i=1:u").unwrap();
+        assert_eq!(
+            s.body,
+            Body::Named {
+                parts: vec!["LONGEST_LAT_CACHE".into(), "MISS".into()],
+                spans: vec![Span::new(0, 17), Span::new(18, 22)],
+            }
+        );
+        assert_eq!(num(&s, "cmask"), Some(1));
+        assert_eq!(num(&s, "inv"), Some(1));
+        assert!(s.modifiers.user);
+        let e = parse_spec("INST_RETIRED.ANY:e:i:k=1:u=0").unwrap();
+        assert_eq!(num(&e, "edge"), Some(1));
+        assert_eq!(num(&e, "inv"), Some(1));
+        assert!(e.modifiers.kernel && !e.modifiers.user && e.modifiers.privilege_given);
+        assert_eq!(e.display_name(), "INST_RETIRED.ANY");
+    }
+
+    #[test]
+    fn names_inside_pmu_and_guest_host() {
+        let s = parse_spec("msr/tsc/").unwrap();
+        assert_eq!(s.pmu.as_deref(), Some("msr"));
+        assert!(matches!(s.body, Body::Named { ref parts, .. } if parts == &["tsc"]));
+        let g = parse_spec("cycles:G").unwrap();
+        assert!(g.modifiers.guest_only);
+        assert!(parse_spec("cycles:GH").is_err());
+        let t = parse_spec("sched:sched_switch").unwrap();
+        assert!(matches!(t.body, Body::Named { ref parts, .. } if parts.len() == 2));
+    }
+
+    #[test]
+    fn breakpoints() {
+        let b = parse_spec("mem:0x1000/8:w").unwrap();
+        assert_eq!(
+            b.body,
+            Body::Breakpoint {
+                addr: 0x1000,
+                len: Some(8),
+                access: "w".into()
+            }
+        );
+        let b = parse_spec("mem:4096:x:u").unwrap();
+        assert_eq!(
+            b.body,
+            Body::Breakpoint {
+                addr: 4096,
+                len: None,
+                access: "x".into()
+            }
+        );
+        assert!(b.modifiers.user);
+        assert!(parse_spec("mem:0x1000/3:w").is_err());
+    }
+
+    #[test]
+    fn errors_point_at_the_character() {
+        let e = parse_spec("cpu/event=0x2g/").unwrap_err();
+        assert_eq!(e.span.start, 13);
+        assert_eq!(e.column(), 14);
+        let e = parse_spec("cpu/event=0x2e").unwrap_err();
+        assert!(e.message.contains("closing"));
+        let e = parse_spec("r412e:q").unwrap_err();
+        assert_eq!(e.span.start, 6);
+        let e = parse_spec("event=0x2e,umask=:u").unwrap_err();
+        assert_eq!(e.span.start, 17);
+        let e = parse_spec("cycles:u:X").unwrap_err();
+        assert_eq!(e.span.start, 9);
+        let e = parse_spec("cycles:c=1:zz=3").unwrap_err();
+        assert_eq!(e.span.start, 11);
+        let e = parse_spec("event=99999999999999999999999").unwrap_err();
+        assert_eq!(e.span.start, 6);
+        let shown = parse_spec("cpu/event=0x2e,umask=0x4z/")
+            .unwrap_err()
+            .to_string();
+        assert!(shown.contains("column 25"), "{shown}");
+        assert!(
+            shown.ends_with("\n  cpu/event=0x2e,umask=0x4z/\n                          ^"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(
+            closest("umsk", ["umask", "event", "cmask"], 3),
+            vec!["umask", "cmask"]
+        );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}
