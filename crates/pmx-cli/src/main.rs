@@ -12,11 +12,15 @@
 //!
 //! `pmx stat -- cmd` (once it exists) exits with the command's own status.
 
+mod db;
 mod decode;
 mod encode;
 mod exit;
+mod explain;
+mod fetch;
 mod fields;
 mod info;
+mod list;
 
 use clap::{Parser, Subcommand};
 use pmx_model::encoding::Arch;
@@ -37,6 +41,21 @@ enum Command {
     Decode(decode::DecodeArgs),
     /// Describe this machine: CPU, PMU, kernel PMUs, topology, access.
     Info(info::InfoArgs),
+    /// List the events pmx knows for a CPU.
+    List(list::ListArgs),
+    /// Show how events resolve: source, encoding, counters, description.
+    Explain(explain::ExplainArgs),
+    /// Manage event tables.
+    Events {
+        #[command(subcommand)]
+        command: EventsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum EventsCommand {
+    /// Download Intel's perfmon tables for a CPU into the cache.
+    Fetch(fetch::FetchArgs),
 }
 
 fn main() {
@@ -56,6 +75,9 @@ fn main() {
         Command::Encode(args) => encode::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Info(args) => info::run(args),
+        Command::List(args) => list::run(args),
+        Command::Explain(args) => explain::run(args),
+        Command::Events { command: EventsCommand::Fetch(args) } => fetch::run(args),
     };
     std::process::exit(exit::from_result(result));
 }
@@ -78,22 +100,22 @@ pub(crate) fn resolve_arch(flag: Option<Arch>) -> (Arch, &'static str) {
 }
 
 fn host_arch() -> Option<Arch> {
-    host_vendor().and_then(|v| Arch::from_name(&v))
+    host_cpu_id().and_then(|c| Arch::from_name(c.vendor.cpuid_str()))
 }
 
-/// This CPU's vendor string (temporary: moves to pmx-sys's CPUID source).
-fn host_vendor() -> Option<String> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let r = std::arch::x86_64::__cpuid(0);
-        let mut b = Vec::with_capacity(12);
-        for w in [r.ebx, r.edx, r.ecx] {
-            b.extend_from_slice(&w.to_le_bytes());
-        }
-        Some(String::from_utf8_lossy(&b).into_owned())
+/// This machine's CPU key, from CPUID (None where there is no CPUID).
+pub(crate) fn host_cpu_id() -> Option<pmx_model::cpu::CpuId> {
+    use pmx_sys::cpuid::{CpuidSource, NativeCpuid};
+    let c = NativeCpuid;
+    if !c.available() {
+        return None;
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        None
+    let [_, ebx, ecx, edx] = c.cpuid(0, 0);
+    let mut b = Vec::with_capacity(12);
+    for w in [ebx, edx, ecx] {
+        b.extend_from_slice(&w.to_le_bytes());
     }
+    let vendor = pmx_model::cpu::Vendor::from_cpuid_str(&String::from_utf8_lossy(&b));
+    let eax1 = c.cpuid(1, 0)[0];
+    Some(pmx_model::cpu::CpuId::from_signature(vendor, eax1))
 }

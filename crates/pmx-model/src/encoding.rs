@@ -350,9 +350,54 @@ pub fn encode_spec(spec: &EventSpec, opts: EncodeOptions) -> Result<Encoded, Enc
     }
     let mut saw_event = matches!(spec.body, Body::Raw { .. });
 
+    saw_event |= apply_terms(&spec.text, &spec.terms, opts.arch, &mut attr)?;
+    if !saw_event {
+        let span = spec
+            .terms
+            .first()
+            .map(|t| t.span)
+            .unwrap_or(Span::new(0, spec.text.len()));
+        return Err(err(
+            span,
+            "no event code: give event=0xNN (or config=, or a raw rNNN)".to_string(),
+        ));
+    }
+    if attr.sample_period.is_some() && attr.sample_freq.is_some() {
+        let t = spec.term("freq").map(|t| t.span).unwrap_or(Span::new(0, 1));
+        return Err(err(t, "give period= or freq=, not both".to_string()));
+    }
+    attr.apply_modifiers(&spec.modifiers);
+    let layout = if uncore {
+        &INTEL_UNCORE_EVTSEL
+    } else {
+        opts.arch.core_layout()
+    };
+    let sampling = opts.sampling || attr.sample_period.is_some() || attr.sample_freq.is_some();
+    let mut enc = encode_attr(attr, layout, opts.arch, sampling, &mut notes);
+    if uncore && spec.modifiers.privilege_given {
+        enc.notes.push(
+            "uncore counters count for the whole package: u/k modifiers do not apply".to_string(),
+        );
+    }
+    Ok(enc)
+}
+
+/// Apply `terms` (`event=`, `umask=`, `cmask=`, `inv`, `ldlat=`, …) to the
+/// config words of `attr`, as perf places them for the core PMU of `arch`.
+/// `config=` is applied first so named fields override its bits. Returns
+/// whether a term gave the event code. Errors point into `text`.
+pub fn apply_terms(
+    text: &str,
+    terms: &[Term],
+    arch: Arch,
+    attr: &mut PerfAttr,
+) -> Result<bool, SpecError> {
+    let err = |span: Span, msg: String| SpecError::new(text, span, msg);
+    let mut saw_event = false;
+    let opts = EncodeOptions { arch, sampling: false };
     // `config=` first, so named fields override its bits.
-    let mut ordered: Vec<&Term> = spec.terms.iter().filter(|t| t.key == "config").collect();
-    ordered.extend(spec.terms.iter().filter(|t| t.key != "config"));
+    let mut ordered: Vec<&Term> = terms.iter().filter(|t| t.key == "config").collect();
+    ordered.extend(terms.iter().filter(|t| t.key != "config"));
     for term in ordered {
         let key = canonical_term(&term.key);
         let Some(def) = TERMS.iter().find(|d| d.key == key) else {
@@ -443,35 +488,7 @@ pub fn encode_spec(spec: &EventSpec, opts: EncodeOptions) -> Result<Encoded, Enc
             Place::Name => {}
         }
     }
-    if !saw_event {
-        let span = spec
-            .terms
-            .first()
-            .map(|t| t.span)
-            .unwrap_or(Span::new(0, spec.text.len()));
-        return Err(err(
-            span,
-            "no event code: give event=0xNN (or config=, or a raw rNNN)".to_string(),
-        ));
-    }
-    if attr.sample_period.is_some() && attr.sample_freq.is_some() {
-        let t = spec.term("freq").map(|t| t.span).unwrap_or(Span::new(0, 1));
-        return Err(err(t, "give period= or freq=, not both".to_string()));
-    }
-    attr.apply_modifiers(&spec.modifiers);
-    let layout = if uncore {
-        &INTEL_UNCORE_EVTSEL
-    } else {
-        opts.arch.core_layout()
-    };
-    let sampling = opts.sampling || attr.sample_period.is_some() || attr.sample_freq.is_some();
-    let mut enc = encode_attr(attr, layout, opts.arch, sampling, &mut notes);
-    if uncore && spec.modifiers.privilege_given {
-        enc.notes.push(
-            "uncore counters count for the whole package: u/k modifiers do not apply".to_string(),
-        );
-    }
-    Ok(enc)
+    Ok(saw_event)
 }
 
 fn arch_name(a: Arch) -> &'static str {

@@ -180,7 +180,11 @@ impl RecordedCpuid {
                     key.0, key.1
                 )));
             }
-            recorded.insert(key.0, key.1, [numbers[2], numbers[3], numbers[4], numbers[5]]);
+            recorded.insert(
+                key.0,
+                key.1,
+                [numbers[2], numbers[3], numbers[4], numbers[5]],
+            );
         }
         Ok(recorded)
     }
@@ -222,7 +226,10 @@ impl RecordedCpuid {
     pub fn to_text(&self) -> String {
         let mut out = String::from("# leaf    subleaf  eax      ebx      ecx      edx\n");
         for ((leaf, subleaf), [a, b, c, d]) in &self.leaves {
-            let _ = writeln!(out, "{leaf:08x}  {subleaf:<7x}  {a:08x} {b:08x} {c:08x} {d:08x}");
+            let _ = writeln!(
+                out,
+                "{leaf:08x}  {subleaf:<7x}  {a:08x} {b:08x} {c:08x} {d:08x}"
+            );
         }
         out
     }
@@ -261,7 +268,11 @@ mod tests {
         assert_eq!(rec.len(), 2);
         assert_eq!(rec.cpuid(0, 0), [0x16, 0x756e6547, 0x6c65746e, 0x49656e69]);
         assert_eq!(rec.cpuid(0xA, 0), [0x07300404, 0, 0, 0x603]);
-        assert_eq!(rec.cpuid(0xA, 1), [0; 4], "unrecorded subleaf reads as zeros");
+        assert_eq!(
+            rec.cpuid(0xA, 1),
+            [0; 4],
+            "unrecorded subleaf reads as zeros"
+        );
         assert_eq!(rec.cpuid(0x8000_0000, 0), [0; 4]);
         assert!(rec.available());
     }
@@ -270,9 +281,17 @@ mod tests {
     fn bad_lines_are_reported_with_their_number() {
         let cases = [
             ("0 0 0 0 0\n", 1, "5 fields, 6 expected"),
-            ("# x\n0 0 0 0 0 zz\n", 2, "\"zz\" is not a 32-bit hex number"),
+            (
+                "# x\n0 0 0 0 0 zz\n",
+                2,
+                "\"zz\" is not a 32-bit hex number",
+            ),
             ("0 0 0 0 0 100000000\n", 1, "not a 32-bit hex number"),
-            ("1 0 0 0 0 0\n\n0x1 0x0 1 1 1 1\n", 3, "already given on line 1"),
+            (
+                "1 0 0 0 0 0\n\n0x1 0x0 1 1 1 1\n",
+                3,
+                "already given on line 1",
+            ),
         ];
         for (text, line, message) in cases {
             match RecordedCpuid::parse(text) {
@@ -292,7 +311,10 @@ mod tests {
     #[test]
     fn missing_file_names_the_path() {
         let err = RecordedCpuid::from_file(Path::new("/nonexistent/cpuid.txt")).unwrap_err();
-        assert!(err.to_string().starts_with("/nonexistent/cpuid.txt: "), "{err}");
+        assert!(
+            err.to_string().starts_with("/nonexistent/cpuid.txt: "),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,0 +1,1 @@
+//! Downloading Intel's perfmon tables (being written).

@@ -1,0 +1,627 @@
+//! # pmx-events — the event database and the resolver
+//!
+//! Users name events the way their vendor does (`LONGEST_LAT_CACHE.MISS`,
+//! AMD's `RETIRED_BRANCH_INSTRUCTIONS`, libpfm's `LONGEST_LAT_CACHE:MISS`,
+//! the kernel's `cycles` or `L1-dcache-load-misses`). This crate turns such
+//! names into exact encodings for a given CPU — the one pmx runs on or any
+//! other named by its key (`GenuineIntel-6-55-4`) — and says where each
+//! answer came from.
+//!
+//! ## Sources
+//!
+//! Every source implements [`EventSource`] and yields [`EventDef`]s that
+//! carry their [`SourceKind`] and origin (file, sysfs path, libpfm PMU):
+//!
+//! - [`builtin`]: facts from the manuals and the kernel ABI — the kernel's
+//!   generic hardware, cache and software events, Intel's architectural
+//!   events and fixed counters.
+//! - [`sysfs`]: the kernel's own aliases under
+//!   `/sys/bus/event_source/devices/<pmu>/events`, placed with the PMU's
+//!   `format/*` (only for the machine pmx runs on).
+//! - [`intel_json`]: Intel's perfmon tables, chosen through `mapfile.csv`.
+//! - [`libpfm`]: libpfm4, loaded at run time with `dlopen("libpfm.so.4")`.
+//!
+//! ## Resolution order
+//!
+//! [`Database::resolve`] tries, in order, and the first match wins:
+//!
+//! 1. a spec that *is* an encoding (`cpu/event=…/`, `r412e`) — no lookup;
+//! 2. a `pmu/name/` spec — that PMU's sysfs alias;
+//! 3. the kernel's generic and software events (`cycles`, `task-clock`) —
+//!    perf users expect these names to mean what perf means;
+//! 4. sysfs aliases of every PMU on this machine (`tsc` → `msr/tsc/`);
+//! 5. Intel's JSON tables for the CPU (core first, then uncore);
+//! 6. libpfm4's tables for the CPU;
+//! 7. Intel's architectural events (`UNHALTED_CORE_CYCLES`, …).
+//!
+//! Names match case-insensitively, with `.` and `:` between event and unit
+//! mask interchangeable. Modifiers and terms typed after the name
+//! (`:u`, `:c=1`, `:i`) apply on top of the found encoding. An unknown name
+//! gets the three closest known names.
+
+pub mod builtin;
+pub mod fetch;
+pub mod intel_json;
+pub mod libpfm;
+pub mod sysfs;
+
+use pmx_model::cpu::{CpuId, Vendor};
+use pmx_model::encoding::{
+    apply_terms, encode_attr, encode_spec, is_core_pmu, Arch, EncodeOptions, Encoded, PerfAttr,
+};
+use pmx_model::spec::{closest, Body, EventSpec, Span, SpecError};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// `attr.type` values of the kernel ABI.
+pub mod perf_type {
+    /// `PERF_TYPE_HARDWARE`: generic hardware events.
+    pub const HARDWARE: u32 = 0;
+    /// `PERF_TYPE_SOFTWARE`.
+    pub const SOFTWARE: u32 = 1;
+    /// `PERF_TYPE_TRACEPOINT`.
+    pub const TRACEPOINT: u32 = 2;
+    /// `PERF_TYPE_HW_CACHE`.
+    pub const HW_CACHE: u32 = 3;
+    /// `PERF_TYPE_RAW`: the core PMU on x86.
+    pub const RAW: u32 = 4;
+    /// `PERF_TYPE_BREAKPOINT`.
+    pub const BREAKPOINT: u32 = 5;
+}
+
+/// Where an event definition came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceKind {
+    /// The spec itself was an encoding.
+    Spec,
+    /// The kernel's generic and software events.
+    Kernel,
+    /// sysfs aliases.
+    Sysfs,
+    /// Intel perfmon JSON.
+    IntelJson,
+    /// libpfm4.
+    Libpfm,
+    /// Intel architectural events and fixed counters (SDM).
+    Architectural,
+}
+
+impl SourceKind {
+    /// The name used by `--source`.
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            SourceKind::Spec => "spec",
+            SourceKind::Kernel => "kernel",
+            SourceKind::Sysfs => "sysfs",
+            SourceKind::IntelJson => "intel-json",
+            SourceKind::Libpfm => "libpfm",
+            SourceKind::Architectural => "arch",
+        }
+    }
+
+    /// Parse a `--source` name.
+    pub fn from_cli_name(s: &str) -> Option<SourceKind> {
+        [
+            SourceKind::Kernel,
+            SourceKind::Sysfs,
+            SourceKind::IntelJson,
+            SourceKind::Libpfm,
+            SourceKind::Architectural,
+        ]
+        .into_iter()
+        .find(|k| k.cli_name().eq_ignore_ascii_case(s) || (s == "json" && *k == SourceKind::IntelJson))
+    }
+}
+
+/// Which counters may hold an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Counters {
+    /// Any general-purpose counter.
+    AnyGp,
+    /// Only these general-purpose counters.
+    Gp {
+        /// Counter indices.
+        list: Vec<u8>,
+    },
+    /// A fixed counter (and, when `gp` is not empty, also these
+    /// general-purpose counters).
+    Fixed {
+        /// Fixed counter index.
+        index: u8,
+        /// General-purpose alternatives.
+        gp: Vec<u8>,
+    },
+    /// Not a core counter: the kernel or another PMU counts it.
+    NotCore,
+    /// The source does not say.
+    Unknown,
+}
+
+impl Counters {
+    /// Parse Intel's `Counter` column: `0,1,2,3`, `Fixed counter 1`,
+    /// `0-3`, `0,1,2,3,4,5,6,7`, `Fixed counter 0,1,...`.
+    pub fn parse_intel(s: &str) -> Counters {
+        let t = s.trim();
+        if let Some(rest) = t.strip_prefix("Fixed counter") {
+            let idx = rest.trim().split(',').next().and_then(|x| x.trim().parse().ok());
+            return match idx {
+                Some(i) => Counters::Fixed { index: i, gp: Vec::new() },
+                None => Counters::Unknown,
+            };
+        }
+        let mut list = Vec::new();
+        for part in t.split(',') {
+            let p = part.trim();
+            if p.is_empty() {
+                continue;
+            }
+            if let Some((a, b)) = p.split_once('-') {
+                match (a.trim().parse::<u8>(), b.trim().parse::<u8>()) {
+                    (Ok(a), Ok(b)) if a <= b => list.extend(a..=b),
+                    _ => return Counters::Unknown,
+                }
+            } else if let Ok(n) = p.parse() {
+                list.push(n);
+            } else {
+                return Counters::Unknown;
+            }
+        }
+        if list.is_empty() {
+            Counters::Unknown
+        } else {
+            Counters::Gp { list }
+        }
+    }
+
+    /// Plain words: "general-purpose 0–3 only", "fixed counter 1".
+    pub fn describe(&self) -> String {
+        fn ranges(list: &[u8]) -> String {
+            let mut out: Vec<String> = Vec::new();
+            let mut i = 0;
+            while i < list.len() {
+                let mut j = i;
+                while j + 1 < list.len() && list[j + 1] == list[j] + 1 {
+                    j += 1;
+                }
+                if j > i {
+                    out.push(format!("{}–{}", list[i], list[j]));
+                } else {
+                    out.push(list[i].to_string());
+                }
+                i = j + 1;
+            }
+            out.join(", ")
+        }
+        match self {
+            Counters::AnyGp => "any general-purpose counter".to_string(),
+            Counters::Gp { list } => format!("general-purpose {} only", ranges(list)),
+            Counters::Fixed { index, gp } if gp.is_empty() => format!("fixed counter {index}"),
+            Counters::Fixed { index, gp } => {
+                format!("fixed counter {index}, or general-purpose {}", ranges(gp))
+            }
+            Counters::NotCore => "not a core counter".to_string(),
+            Counters::Unknown => "not stated by the source".to_string(),
+        }
+    }
+}
+
+/// Precise (skid-free) sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Precise {
+    /// No precise form.
+    No,
+    /// Intel PEBS (the JSON's `PEBS` value: 1 precise, 2 precise with
+    /// extra records/precise distribution).
+    Pebs(u8),
+    /// AMD IBS (op sampling).
+    Ibs,
+    /// The source does not say.
+    Unknown,
+}
+
+/// One event as a source defines it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventDef {
+    /// The name as the source spells it (`LONGEST_LAT_CACHE.MISS`).
+    pub name: String,
+    /// The PMU that counts it (`cpu`, `software`, `msr`, `uncore_cha`…).
+    pub pmu: String,
+    /// Which source.
+    pub source: SourceKind,
+    /// Where in the source: file, sysfs path, libpfm PMU.
+    pub origin: String,
+    /// `attr.type` when fixed by the ABI; `None` when it comes from the
+    /// PMU's sysfs `type` at run time.
+    #[serde(rename = "type")]
+    pub perf_type: Option<u32>,
+    /// `attr.config`.
+    pub config: u64,
+    /// `attr.config1`.
+    pub config1: u64,
+    /// `attr.config2`.
+    pub config2: u64,
+    /// One line (or more) of description.
+    pub description: String,
+    /// Which counters may hold it.
+    pub counters: Counters,
+    /// Precise form.
+    pub precise: Precise,
+    /// Deprecated by its source.
+    pub deprecated: bool,
+    /// The source's suggested sample-after value.
+    pub sample_after: Option<u64>,
+    /// Anything else worth knowing (errata, what the kernel maps it to).
+    pub notes: Vec<String>,
+}
+
+impl EventDef {
+    /// A definition with the given identity and encoding; the rest empty.
+    pub fn new(name: &str, pmu: &str, source: SourceKind, origin: &str) -> EventDef {
+        EventDef {
+            name: name.to_string(),
+            pmu: pmu.to_string(),
+            source,
+            origin: origin.to_string(),
+            perf_type: None,
+            config: 0,
+            config1: 0,
+            config2: 0,
+            description: String::new(),
+            counters: Counters::Unknown,
+            precise: Precise::Unknown,
+            deprecated: false,
+            sample_after: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Does this event live on the core PMU (so it has a register view)?
+    pub fn is_core(&self) -> bool {
+        is_core_pmu(&self.pmu) && self.perf_type.is_none_or(|t| t == perf_type::RAW)
+    }
+}
+
+/// The lookup key of a name: lower case, `:` → `.`.
+pub fn name_key(name: &str) -> String {
+    name.trim().to_ascii_lowercase().replace(':', ".")
+}
+
+/// A source of event definitions.
+pub trait EventSource {
+    /// Which kind of source this is.
+    fn kind(&self) -> SourceKind;
+    /// Where it reads from, for messages (`SKX/events/skylakex_core.json`).
+    fn describe(&self) -> String;
+    /// Every event it knows, in its own order.
+    fn events(&self) -> Vec<EventDef>;
+    /// The event with this name (given as typed; match case-insensitively
+    /// with `.`/`:` interchangeable), or `None`.
+    fn find(&self, name: &str) -> Option<EventDef>;
+    /// Every name it knows, for suggestions.
+    fn names(&self) -> Vec<String> {
+        self.events().into_iter().map(|e| e.name).collect()
+    }
+}
+
+impl<T: EventSource + ?Sized> EventSource for std::sync::Arc<T> {
+    fn kind(&self) -> SourceKind {
+        (**self).kind()
+    }
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn events(&self) -> Vec<EventDef> {
+        (**self).events()
+    }
+    fn find(&self, name: &str) -> Option<EventDef> {
+        (**self).find(name)
+    }
+    fn names(&self) -> Vec<String> {
+        (**self).names()
+    }
+}
+
+/// Problems loading a source.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// An I/O error on a named file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What happened.
+        source: std::io::Error,
+    },
+    /// A malformed file.
+    #[error("{path}: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// What pmx resolves for: the CPU, its vendor's register layout, and
+/// whether it is the machine pmx runs on (only then do sysfs aliases apply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The CPU.
+    pub cpu: CpuId,
+    /// True when `cpu` is this machine's CPU.
+    pub host: bool,
+}
+
+impl Target {
+    /// The register layout for this CPU, when it is x86.
+    pub fn arch(&self) -> Option<Arch> {
+        match self.cpu.vendor {
+            Vendor::Intel => Some(Arch::Intel),
+            Vendor::Amd | Vendor::Hygon => Some(Arch::Amd),
+            Vendor::Other(_) => None,
+        }
+    }
+}
+
+/// Options for loading the database.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Directory of Intel's perfmon tables (with `mapfile.csv`).
+    pub events_dir: Option<PathBuf>,
+    /// Root for sysfs (tests); `/` by default.
+    pub sysfs_root: Option<PathBuf>,
+    /// Skip libpfm4 even when it is installed.
+    pub no_libpfm: bool,
+}
+
+/// Where Intel's tables are looked for: `--events-dir`, then
+/// `PMX_EVENTS_DIR`, then `$XDG_CACHE_HOME/pmx/events`, else
+/// `~/.cache/pmx/events`.
+pub fn default_events_dir(flag: Option<PathBuf>) -> Option<PathBuf> {
+    if flag.is_some() {
+        return flag;
+    }
+    if let Some(d) = std::env::var_os("PMX_EVENTS_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    cache_dir().map(|c| c.join("pmx").join("events"))
+}
+
+/// The user cache directory (`$XDG_CACHE_HOME`, else `~/.cache`).
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache"))
+}
+
+/// The loaded sources for one target, in resolution order.
+pub struct Database {
+    /// What it resolves for.
+    pub target: Target,
+    sources: Vec<Box<dyn EventSource>>,
+    sysfs: Option<std::sync::Arc<sysfs::SysfsEvents>>,
+    /// Sources that could not be loaded, and why (shown by `list`/`explain`).
+    pub unavailable: Vec<(SourceKind, String)>,
+}
+
+/// An event resolved to its encoding, with both views.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resolved {
+    /// The spec as typed.
+    pub spec: String,
+    /// The definition found (none when the spec was an encoding).
+    pub def: Option<EventDef>,
+    /// The source that answered.
+    pub source: SourceKind,
+    /// The attr for `perf_event_open(2)`, modifiers applied.
+    pub attr: PerfAttr,
+    /// The control-register view, for core-PMU events on x86.
+    pub register: Option<Encoded>,
+}
+
+impl Database {
+    /// A database over the given sources (in resolution order).
+    pub fn from_sources(target: Target, sources: Vec<Box<dyn EventSource>>) -> Database {
+        Database { target, sources, sysfs: None, unavailable: Vec::new() }
+    }
+
+    /// Load every source that applies to `target`.
+    pub fn load(target: Target, opts: &LoadOptions) -> Database {
+        let mut db = Database {
+            target: target.clone(),
+            sources: Vec::new(),
+            sysfs: None,
+            unavailable: Vec::new(),
+        };
+        db.sources.push(Box::new(builtin::KernelEvents::new(&target)));
+        if target.host {
+            let root = opts.sysfs_root.clone().unwrap_or_else(|| PathBuf::from("/"));
+            let sys = std::sync::Arc::new(sysfs::SysfsEvents::load(&root));
+            db.sysfs = Some(sys.clone());
+            db.sources.push(Box::new(sys));
+        }
+        if target.cpu.vendor == Vendor::Intel {
+            match default_events_dir(opts.events_dir.clone()) {
+                Some(dir) => match intel_json::IntelJson::load(&dir, &target.cpu) {
+                    Ok(src) => db.sources.push(Box::new(src)),
+                    Err(e) => db.unavailable.push((SourceKind::IntelJson, e.to_string())),
+                },
+                None => db.unavailable.push((
+                    SourceKind::IntelJson,
+                    "no events directory: give --events-dir or set PMX_EVENTS_DIR".to_string(),
+                )),
+            }
+        }
+        if !opts.no_libpfm {
+            match libpfm::Libpfm::load(&target.cpu) {
+                Ok(src) => db.sources.push(Box::new(src)),
+                Err(e) => db.unavailable.push((SourceKind::Libpfm, e)),
+            }
+        }
+        if target.cpu.vendor == Vendor::Intel {
+            db.sources.push(Box::new(builtin::Architectural::new(&target)));
+        }
+        db
+    }
+
+    /// The sysfs source, when resolving for this machine.
+    pub fn sysfs(&self) -> Option<&sysfs::SysfsEvents> {
+        self.sysfs.as_deref()
+    }
+
+    /// Use `sys` for sysfs aliases and `pmu/terms/` placement; it joins the
+    /// resolution order right after the kernel's generic events.
+    pub fn set_sysfs(&mut self, sys: std::sync::Arc<sysfs::SysfsEvents>) {
+        self.sources.retain(|s| s.kind() != SourceKind::Sysfs);
+        let at = self.sources.iter().take_while(|s| s.kind() == SourceKind::Kernel).count();
+        self.sources.insert(at, Box::new(sys.clone()));
+        self.sysfs = Some(sys);
+    }
+
+    /// Add a source at the end of the resolution order.
+    pub fn push_source(&mut self, source: Box<dyn EventSource>) {
+        self.sources.push(source);
+    }
+
+    /// The loaded sources.
+    pub fn sources(&self) -> &[Box<dyn EventSource>] {
+        &self.sources
+    }
+
+    /// Find a name in the sources, first match wins.
+    pub fn find(&self, name: &str) -> Option<EventDef> {
+        self.sources.iter().find_map(|s| s.find(name))
+    }
+
+    /// Up to three known names closest to `name`.
+    pub fn suggest(&self, name: &str) -> Vec<String> {
+        let names: Vec<String> = self.sources.iter().flat_map(|s| s.names()).collect();
+        let key = name_key(name);
+        // Compare in key space so '.' and ':' do not count as edits.
+        let keys: Vec<(String, &String)> = names.iter().map(|n| (name_key(n), n)).collect();
+        let best = closest(&key, keys.iter().map(|(k, _)| k.as_str()), 3);
+        let mut out: Vec<String> = Vec::new();
+        for b in best {
+            if let Some((_, n)) = keys.iter().find(|(k, _)| *k == b) {
+                if !out.contains(n) {
+                    out.push((*n).clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Resolve a parsed spec to an encoding.
+    pub fn resolve(&self, spec: &EventSpec) -> Result<Resolved, SpecError> {
+        let arch = self.target.arch();
+        match &spec.body {
+            Body::Terms | Body::Raw { .. } => {
+                let pmu = spec.pmu.as_deref().unwrap_or("cpu");
+                if is_core_pmu(pmu) {
+                    let Some(arch) = arch else {
+                        return Err(SpecError::new(&spec.text, Span::new(0, spec.text.len()), format!(
+                            "{} is not an x86 CPU: pmx has no core register layout for it",
+                            self.target.cpu
+                        )));
+                    };
+                    let enc = encode_spec(spec, EncodeOptions { arch, sampling: false })?;
+                    return Ok(Resolved {
+                        spec: spec.text.clone(),
+                        def: None,
+                        source: SourceKind::Spec,
+                        attr: enc.attr.clone(),
+                        register: Some(enc),
+                    });
+                }
+                // Terms for another PMU: placed by its sysfs format.
+                let placed = self.sysfs.as_ref().and_then(|s| s.place_spec(spec, pmu));
+                match placed {
+                    Some(r) => r,
+                    None => {
+                        let why = if self.target.host {
+                            format!("no PMU '{pmu}' on this machine (see 'pmx info' for the kernel's PMUs)")
+                        } else {
+                            format!("PMU '{pmu}': its format comes from sysfs, which only describes this machine, not {}", self.target.cpu)
+                        };
+                        Err(SpecError::new(&spec.text, Span::new(0, pmu.len()), why))
+                    }
+                }
+            }
+            Body::Breakpoint { .. } => Err(SpecError::new(
+                &spec.text,
+                Span::new(0, 3),
+                "breakpoints (mem:) are counted by pmx stat, not resolved to a counter encoding",
+            )),
+            Body::Named { parts, spans } => {
+                let name = parts.join(":");
+                let span = Span::new(spans[0].start, spans.last().map(|s| s.end).unwrap_or(1));
+                let def = match &spec.pmu {
+                    Some(pmu) if !is_core_pmu(pmu) || self.target.host => self
+                        .sources
+                        .iter()
+                        .filter(|s| s.kind() == SourceKind::Sysfs)
+                        .find_map(|s| s.find(&format!("{pmu}/{name}")))
+                        .or_else(|| if is_core_pmu(pmu) { self.find(&name) } else { None }),
+                    _ => self.find(&name),
+                };
+                let Some(def) = def else {
+                    let sugg = self.suggest(&name);
+                    let mut msg = format!("unknown event '{name}' for {}", self.target.cpu);
+                    if !self.unavailable.is_empty() {
+                        let why: Vec<String> = self
+                            .unavailable
+                            .iter()
+                            .map(|(k, w)| format!("{}: {w}", k.cli_name()))
+                            .collect();
+                        msg.push_str(&format!(" (sources not loaded: {})", why.join("; ")));
+                    }
+                    return Err(SpecError::new(&spec.text, span, msg).with_suggestions(sugg));
+                };
+                self.apply(spec, def)
+            }
+        }
+    }
+
+    /// Apply the spec's terms and modifiers to a found definition.
+    pub fn apply(&self, spec: &EventSpec, def: EventDef) -> Result<Resolved, SpecError> {
+        let mut attr = PerfAttr {
+            pmu: def.pmu.clone(),
+            type_: def.perf_type,
+            config: def.config,
+            config1: def.config1,
+            config2: def.config2,
+            ..PerfAttr::default()
+        };
+        let core = def.is_core();
+        if !spec.terms.is_empty() {
+            match (core, self.target.arch()) {
+                (true, Some(arch)) => {
+                    apply_terms(&spec.text, &spec.terms, arch, &mut attr)?;
+                }
+                _ => {
+                    let t = &spec.terms[0];
+                    return Err(SpecError::new(
+                        &spec.text,
+                        t.span,
+                        format!("'{}' applies to core-PMU events; {} is a {} event", t.key, def.name, def.pmu),
+                    ));
+                }
+            }
+        }
+        attr.apply_modifiers(&spec.modifiers);
+        let register = match (core, self.target.arch()) {
+            (true, Some(arch)) => {
+                let mut notes = Vec::new();
+                let enc = encode_attr(attr.clone(), arch.core_layout(), arch, false, &mut notes);
+                attr = enc.attr.clone();
+                Some(enc)
+            }
+            _ => None,
+        };
+        Ok(Resolved { spec: spec.text.clone(), source: def.source, def: Some(def), attr, register })
+    }
+}
