@@ -81,8 +81,8 @@ fn sysfs_mapping(db: &Database, r: &Resolved) -> Option<String> {
     let sys = db.sysfs()?;
     ["cpu", "cpu_core", "cpu_atom"].iter().find_map(|pmu| {
         let p = sys.pmu(pmu)?;
-        let content = p.aliases.get(&def.name)?;
-        Some(format!("this machine's kernel says {pmu}/{}/ = {content}", def.name))
+        let alias = p.event(&def.name)?;
+        Some(format!("this machine's kernel says {pmu}/{}/ = {}", def.name, alias.value))
     })
 }
 

@@ -178,17 +178,35 @@ impl EventSource for KernelEvents {
     }
 }
 
-/// Intel's architectural events: (libpfm name, SDM name, event, umask,
-/// CPUID.0AH:EBX bit that says it is unavailable, fixed counter).
-const ARCH_EVENTS: &[(&str, &str, u64, u64, u8, Option<u8>)] = &[
-    ("UNHALTED_CORE_CYCLES", "CPU_CLK_UNHALTED.THREAD_P", 0x3c, 0x00, 0, Some(1)),
-    ("INSTRUCTION_RETIRED", "INST_RETIRED.ANY_P", 0xc0, 0x00, 1, Some(0)),
-    ("UNHALTED_REFERENCE_CYCLES", "CPU_CLK_UNHALTED.REF_P", 0x3c, 0x01, 2, Some(2)),
-    ("LLC_REFERENCES", "LONGEST_LAT_CACHE.REFERENCE", 0x2e, 0x4f, 3, None),
-    ("LLC_MISSES", "LONGEST_LAT_CACHE.MISS", 0x2e, 0x41, 4, None),
-    ("BRANCH_INSTRUCTIONS_RETIRED", "BR_INST_RETIRED.ALL_BRANCHES", 0xc4, 0x00, 5, None),
-    ("MISPREDICTED_BRANCH_RETIRED", "BR_MISP_RETIRED.ALL_BRANCHES", 0xc5, 0x00, 6, None),
-    ("TOPDOWN_SLOTS", "TOPDOWN.SLOTS_P", 0xa4, 0x01, 7, Some(3)),
+/// One Intel architectural event.
+struct ArchEvent {
+    /// libpfm's `ix86arch` name.
+    name: &'static str,
+    /// The SDM / perfmon name.
+    sdm: &'static str,
+    event: u64,
+    umask: u64,
+    /// CPUID.0AH:EBX bit that says it is unavailable.
+    bit: u8,
+    /// The fixed counter that also counts it.
+    fixed: Option<u8>,
+}
+
+const fn ae(name: &'static str, sdm: &'static str, event: u64, umask: u64, bit: u8, fixed: Option<u8>) -> ArchEvent {
+    ArchEvent { name, sdm, event, umask, bit, fixed }
+}
+
+/// Intel's architectural events (SDM vol. 3B, table of pre-defined
+/// architectural performance events).
+const ARCH_EVENTS: &[ArchEvent] = &[
+    ae("UNHALTED_CORE_CYCLES", "CPU_CLK_UNHALTED.THREAD_P", 0x3c, 0x00, 0, Some(1)),
+    ae("INSTRUCTION_RETIRED", "INST_RETIRED.ANY_P", 0xc0, 0x00, 1, Some(0)),
+    ae("UNHALTED_REFERENCE_CYCLES", "CPU_CLK_UNHALTED.REF_P", 0x3c, 0x01, 2, Some(2)),
+    ae("LLC_REFERENCES", "LONGEST_LAT_CACHE.REFERENCE", 0x2e, 0x4f, 3, None),
+    ae("LLC_MISSES", "LONGEST_LAT_CACHE.MISS", 0x2e, 0x41, 4, None),
+    ae("BRANCH_INSTRUCTIONS_RETIRED", "BR_INST_RETIRED.ALL_BRANCHES", 0xc4, 0x00, 5, None),
+    ae("MISPREDICTED_BRANCH_RETIRED", "BR_MISP_RETIRED.ALL_BRANCHES", 0xc5, 0x00, 6, None),
+    ae("TOPDOWN_SLOTS", "TOPDOWN.SLOTS_P", 0xa4, 0x01, 7, Some(3)),
 ];
 
 /// Fixed-counter events as perf encodes them (event 0x00, umask = counter
@@ -217,7 +235,7 @@ impl Architectural {
     pub fn with_unavailable(target: &Target, ebx_unavailable: u32) -> Architectural {
         let _ = target;
         let mut events = Vec::new();
-        for (name, sdm, event, umask, bit, fixed) in ARCH_EVENTS {
+        for ArchEvent { name, sdm, event, umask, bit, fixed } in ARCH_EVENTS {
             if ebx_unavailable & (1 << bit) != 0 {
                 continue;
             }

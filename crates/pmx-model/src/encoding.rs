@@ -306,7 +306,8 @@ pub fn encode_spec(spec: &EventSpec, opts: EncodeOptions) -> Result<Encoded, Enc
     let pmu = spec.pmu.clone().unwrap_or_else(|| "cpu".to_string());
     let err = |span: Span, msg: String| SpecError::new(&spec.text, span, msg);
     let uncore = pmu.starts_with("uncore_") || pmu.starts_with("uncore/");
-    if !is_core_pmu(&pmu) && !(uncore && opts.arch == Arch::Intel) {
+    let encodable = is_core_pmu(&pmu) || (uncore && opts.arch == Arch::Intel);
+    if !encodable {
         let end = pmu.len().max(1);
         return Err(err(
             Span::new(0, end),

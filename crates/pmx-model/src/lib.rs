@@ -12,8 +12,6 @@
 //!   [`spec::EventSpec`] with byte spans so errors point at the character.
 //! - [`encoding`]: one event seen two ways — the control-register value pmx
 //!   would write itself and the `perf_event_attr` the kernel is handed.
-//! - [`format`]: PMU format fields (`config:0-7,32-35`): where sysfs says
-//!   each term of a PMU's events goes.
 //! - [`cpu`]: CPU identity (vendor, family, model, stepping, the
 //!   `GenuineIntel-6-55-4` key perf prints) and the microarchitecture name.
 //! - [`topology`]: logical CPU → core → die → package.
@@ -24,7 +22,6 @@
 pub mod count;
 pub mod cpu;
 pub mod encoding;
-pub mod format;
 pub mod register;
 pub mod spec;
 pub mod topology;

@@ -41,7 +41,8 @@ pub struct LogicalCpu {
 }
 
 impl LogicalCpu {
-    /// An online CPU with the given place in the tree and no sibling list.
+    /// Online CPU `cpu` in `package`, `die` and `core` (in that order), with
+    /// no sibling list.
     pub fn new(cpu: u32, package: u32, die: u32, core: u32) -> LogicalCpu {
         LogicalCpu {
             cpu,

@@ -175,8 +175,9 @@ impl Access {
         self.perf_event_paranoid.unwrap_or(2) < level
     }
 
-    /// May open perf events at all (Debian and Ubuntu add paranoid levels
-    /// 3 and 4 that forbid unprivileged `perf_event_open`).
+    /// May open perf events at all. Debian and Ubuntu kernels add paranoid
+    /// levels 3 and 4 that forbid unprivileged `perf_event_open`; a vanilla
+    /// kernel treats them like 2, so this answer is the cautious one.
     pub fn may_open_events(&self) -> bool {
         self.perfmon_capable() || self.paranoid_below(3)
     }
@@ -220,7 +221,7 @@ pub fn paranoid_meaning(level: i64) -> &'static str {
         0 => "any user may count kernel and CPU-wide, but not raw tracepoint data",
         1 => "any user may count user and kernel space of their own processes, not CPU-wide",
         2 => "any user may count only user space of their own processes",
-        _ => "perf_event_open is forbidden to users without CAP_PERFMON",
+        _ => "perf_event_open is forbidden to users without CAP_PERFMON (Debian and Ubuntu kernels; a vanilla kernel treats this like 2)",
     }
 }
 

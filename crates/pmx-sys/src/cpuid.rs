@@ -191,14 +191,20 @@ impl RecordedCpuid {
 
     /// Record the leaves pmx decodes from another source: every basic leaf
     /// up to the maximum (subleaf 0, plus subleaf 1 of leaf 7), the hypervisor
-    /// leaves when the hypervisor bit is set, and every extended leaf.
+    /// leaves when the hypervisor bit is set, and every extended leaf —
+    /// except those that answer all zeros.
     pub fn capture(source: &dyn CpuidSource) -> RecordedCpuid {
         let mut recorded = RecordedCpuid::new();
         if !source.available() {
             return recorded;
         }
+        // All-zero answers read back as zeros anyway; leaving them out keeps
+        // dumps short. Leaf 0 is always kept.
         let mut take = |leaf: u32, subleaf: u32| {
-            recorded.insert(leaf, subleaf, source.cpuid(leaf, subleaf));
+            let regs = source.cpuid(leaf, subleaf);
+            if leaf == 0 || regs != [0; 4] {
+                recorded.insert(leaf, subleaf, regs);
+            }
         };
         let max = source.cpuid(0, 0)[0].min(0x40);
         for leaf in 0..=max {
@@ -326,8 +332,10 @@ mod tests {
         source.insert(0x4000_0000, 0, [0x4000_0001, 0x4b4d564b, 0x564b4d56, 0x4d]);
         source.insert(0x8000_0000, 0, [0x8000_0001, 0, 0, 0]);
         let captured = RecordedCpuid::capture(&source);
-        // Leaves 0-7, 7.1, 0x40000000-1, 0x80000000-1.
-        assert_eq!(captured.len(), 8 + 1 + 2 + 2);
+        // Leaves 0, 1, 7.1, 0x40000000 and 0x80000000; the all-zero leaves
+        // 2-7.0, 0x40000001 and 0x80000001 are left out.
+        assert_eq!(captured.len(), 5);
+        assert_eq!(captured.cpuid(3, 0), [0; 4]);
         assert_eq!(captured.cpuid(7, 1), [5, 0, 0, 0]);
         let again = RecordedCpuid::parse(&captured.to_text()).unwrap();
         assert_eq!(again, captured);

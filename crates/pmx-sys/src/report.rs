@@ -166,6 +166,35 @@ fn verdict_order(name: &str) -> (usize, &str) {
     (rank, name)
 }
 
+/// Numbered PMUs folded into one name: `uncore_cbox_0` … `uncore_cbox_3`
+/// become `uncore_cbox_{0-3}`; order is kept, by first appearance.
+fn fold_numbered(names: &[String]) -> Vec<String> {
+    let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
+    for name in names {
+        let split = name
+            .rsplit_once('_')
+            .and_then(|(prefix, n)| Some((prefix, n.parse::<u32>().ok()?)));
+        match split {
+            Some((prefix, n)) => match groups
+                .iter_mut()
+                .find(|(p, ns)| p == prefix && !ns.is_empty())
+            {
+                Some((_, numbers)) => numbers.push(n),
+                None => groups.push((prefix.to_string(), vec![n])),
+            },
+            None => groups.push((name.clone(), Vec::new())),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(prefix, numbers)| match numbers.as_slice() {
+            [] => prefix,
+            [one] => format!("{prefix}_{one}"),
+            _ => format!("{prefix}_{{{}}}", format_cpu_list(&numbers)),
+        })
+        .collect()
+}
+
 /// `a`, `a and b`, `a, b and c`.
 fn join_words(words: &[String]) -> String {
     match words {
@@ -173,6 +202,13 @@ fn join_words(words: &[String]) -> String {
         [one] => one.clone(),
         [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
+}
+
+fn forbidden_note(access: &Access) -> String {
+    format!(
+        "perf_event_open is forbidden to this user ({}, as Debian and Ubuntu kernels read it)",
+        paranoid_note(access)
+    )
 }
 
 fn paranoid_note(access: &Access) -> String {
@@ -227,10 +263,7 @@ impl Verdict {
                 s += " per CPU)";
             }
             s += &if forbidden {
-                format!(
-                    ", but perf_event_open is forbidden to this user ({})",
-                    paranoid_note(access)
-                )
+                format!(", but {}", forbidden_note(access))
             } else if access.perfmon_capable() {
                 ": you may count user and kernel space, per task and CPU-wide".to_string()
             } else if access.may_count_system_wide() {
@@ -273,21 +306,19 @@ impl Verdict {
             }
             s += &format!(" ({})", reasons.join(", "));
             s += &if forbidden {
-                format!(
-                    ": perf_event_open is forbidden to this user ({})",
-                    paranoid_note(access)
-                )
+                format!(": {}", forbidden_note(access))
             } else if usable_pmus.is_empty() {
                 ": no PMU is usable".to_string()
             } else {
-                format!(": {} events work", join_words(&usable_pmus))
+                format!(": {} events work", join_words(&fold_numbered(&usable_pmus)))
             };
             s
         };
         let summary = if !forbidden && !restricted_pmus.is_empty() {
+            let folded = fold_numbered(&restricted_pmus);
             format!(
                 "{summary}; {} need{} CAP_PERFMON or a lower perf_event_paranoid",
-                join_words(&restricted_pmus),
+                join_words(&folded),
                 if restricted_pmus.len() == 1 { "s" } else { "" }
             )
         } else {
@@ -396,7 +427,7 @@ mod tests {
         let v = Verdict::derive(Some(&caps(true, None)), &vm_pmus(), &locked);
         assert!(
             v.summary
-                .ends_with("perf_event_open is forbidden to this user (perf_event_paranoid=4)"),
+                .ends_with("perf_event_open is forbidden to this user (perf_event_paranoid=4, as Debian and Ubuntu kernels read it)"),
             "{}",
             v.summary
         );
@@ -447,6 +478,24 @@ mod tests {
             v.summary,
             "hardware counters are not available (no `cpu` PMU in sysfs, although CPUID \
              describes 6 counters): no PMU is usable"
+        );
+    }
+
+    #[test]
+    fn numbered_pmus_fold() {
+        let names: Vec<String> = [
+            "msr",
+            "uncore_cbox_0",
+            "uncore_cbox_1",
+            "uncore_cbox_3",
+            "uncore_imc",
+            "uncore_imc_0",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            fold_numbered(&names),
+            vec!["msr", "uncore_cbox_{0-1,3}", "uncore_imc", "uncore_imc_0"]
         );
     }
 
