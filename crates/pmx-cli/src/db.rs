@@ -46,7 +46,8 @@ impl DbArgs {
             None => match host {
                 Some(cpu) => Ok(Target { cpu, host: true }),
                 None => Err(UsageError(
-                    "this machine has no CPUID: name the CPU with --cpu vendor-family-model".to_string(),
+                    "this machine has no CPUID: name the CPU with --cpu vendor-family-model"
+                        .to_string(),
                 )
                 .into()),
             },
@@ -63,7 +64,9 @@ impl DbArgs {
         };
         if let Some(d) = &self.events_dir {
             if !d.is_dir() {
-                return Err(UsageError(format!("--events-dir {}: not a directory", d.display())).into());
+                return Err(
+                    UsageError(format!("--events-dir {}: not a directory", d.display())).into(),
+                );
             }
         }
         Ok(Database::load(target, &opts))

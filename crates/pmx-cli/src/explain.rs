@@ -46,7 +46,11 @@ pub fn run(args: &ExplainArgs) -> anyhow::Result<i32> {
         }
     }
     if failed > 0 {
-        return Err(UsageError(format!("{failed} of {} events could not be resolved", args.events.len())).into());
+        return Err(UsageError(format!(
+            "{failed} of {} events could not be resolved",
+            args.events.len()
+        ))
+        .into());
     }
     Ok(crate::exit::OK)
 }
@@ -82,15 +86,25 @@ fn sysfs_mapping(db: &Database, r: &Resolved) -> Option<String> {
     ["cpu", "cpu_core", "cpu_atom"].iter().find_map(|pmu| {
         let p = sys.pmu(pmu)?;
         let alias = p.event(&def.name)?;
-        Some(format!("this machine's kernel says {pmu}/{}/ = {}", def.name, alias.value))
+        Some(format!(
+            "this machine's kernel says {pmu}/{}/ = {}",
+            def.name, alias.value
+        ))
     })
 }
 
 fn to_text(db: &Database, r: &Resolved) -> String {
     let a = &r.attr;
     let mut s = format!("{}\n", r.spec);
-    let origin = r.def.as_ref().map(|d| d.origin.as_str()).unwrap_or("the spec itself");
-    s.push_str(&format!("  source       {} ({origin})\n", r.source.cli_name()));
+    let origin = r
+        .def
+        .as_ref()
+        .map(|d| d.origin.as_str())
+        .unwrap_or("the spec itself");
+    s.push_str(&format!(
+        "  source       {} ({origin})\n",
+        r.source.cli_name()
+    ));
     if let Some(d) = &r.def {
         s.push_str(&format!("  event        {} on PMU {}\n", d.name, d.pmu));
     }
@@ -112,9 +126,17 @@ fn to_text(db: &Database, r: &Resolved) -> String {
         a.precise_ip
     ));
     if let Some(enc) = &r.register {
-        s.push_str(&format!("  register     {} = {:#x}\n", enc.register_kind.layout().name, enc.register));
+        s.push_str(&format!(
+            "  register     {} = {:#x}\n",
+            enc.register_kind.layout().name,
+            enc.register
+        ));
         s.push_str(&fields::table(&enc.fields, "    "));
-    } else if r.def.as_ref().is_some_and(|d| d.source == SourceKind::Kernel && d.perf_type != Some(1)) {
+    } else if r
+        .def
+        .as_ref()
+        .is_some_and(|d| d.source == SourceKind::Kernel && d.perf_type != Some(1))
+    {
         s.push_str("  register     chosen by the kernel (generic event)\n");
     }
     if let Some(d) = &r.def {

@@ -64,7 +64,9 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
 pub fn run(args: &ListArgs) -> anyhow::Result<i32> {
     let only = match &args.source {
         Some(s) => Some(SourceKind::from_cli_name(s).ok_or_else(|| {
-            UsageError(format!("unknown source '{s}' (kernel, sysfs, intel-json, libpfm, arch)"))
+            UsageError(format!(
+                "unknown source '{s}' (kernel, sysfs, intel-json, libpfm, arch)"
+            ))
         })?),
         None => None,
     };
@@ -72,7 +74,16 @@ pub fn run(args: &ListArgs) -> anyhow::Result<i32> {
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     if !args.json {
-        writeln!(out, "events for {}{}", db.target.cpu, if db.target.host { " (this machine)" } else { "" })?;
+        writeln!(
+            out,
+            "events for {}{}",
+            db.target.cpu,
+            if db.target.host {
+                " (this machine)"
+            } else {
+                ""
+            }
+        )?;
     }
     let mut shown = 0usize;
     for src in db.sources() {
@@ -105,7 +116,12 @@ pub fn run(args: &ListArgs) -> anyhow::Result<i32> {
             }
         } else {
             writeln!(out, "\n{} — {}", src.kind().cli_name(), src.describe())?;
-            let width = events.iter().map(|e| e.name.len()).max().unwrap_or(10).min(48);
+            let width = events
+                .iter()
+                .map(|e| e.name.len())
+                .max()
+                .unwrap_or(10)
+                .min(48);
             let mut pmu = "";
             for e in &events {
                 if e.pmu != pmu {

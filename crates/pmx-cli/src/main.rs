@@ -77,7 +77,9 @@ fn main() {
         Command::Info(args) => info::run(args),
         Command::List(args) => list::run(args),
         Command::Explain(args) => explain::run(args),
-        Command::Events { command: EventsCommand::Fetch(args) } => fetch::run(args),
+        Command::Events {
+            command: EventsCommand::Fetch(args),
+        } => fetch::run(args),
     };
     std::process::exit(exit::from_result(result));
 }

@@ -18,28 +18,68 @@ use pmx_model::cpu::Vendor;
 
 /// Generic hardware events: (names, config, what it means).
 const HARDWARE: &[(&[&str], u64, &str)] = &[
-    (&["cycles", "cpu-cycles"], 0, "CPU cycles (unhalted core cycles)"),
+    (
+        &["cycles", "cpu-cycles"],
+        0,
+        "CPU cycles (unhalted core cycles)",
+    ),
     (&["instructions"], 1, "instructions retired"),
-    (&["cache-references"], 2, "cache accesses (usually last-level cache references)"),
-    (&["cache-misses"], 3, "cache misses (usually last-level cache misses)"),
-    (&["branches", "branch-instructions"], 4, "retired branch instructions"),
+    (
+        &["cache-references"],
+        2,
+        "cache accesses (usually last-level cache references)",
+    ),
+    (
+        &["cache-misses"],
+        3,
+        "cache misses (usually last-level cache misses)",
+    ),
+    (
+        &["branches", "branch-instructions"],
+        4,
+        "retired branch instructions",
+    ),
     (&["branch-misses"], 5, "mispredicted branch instructions"),
     (&["bus-cycles"], 6, "bus cycles"),
-    (&["stalled-cycles-frontend", "idle-cycles-frontend"], 7, "cycles the frontend delivered no uops"),
-    (&["stalled-cycles-backend", "idle-cycles-backend"], 8, "cycles the backend accepted no uops"),
-    (&["ref-cycles"], 9, "reference cycles (constant rate, not affected by frequency scaling)"),
+    (
+        &["stalled-cycles-frontend", "idle-cycles-frontend"],
+        7,
+        "cycles the frontend delivered no uops",
+    ),
+    (
+        &["stalled-cycles-backend", "idle-cycles-backend"],
+        8,
+        "cycles the backend accepted no uops",
+    ),
+    (
+        &["ref-cycles"],
+        9,
+        "reference cycles (constant rate, not affected by frequency scaling)",
+    ),
 ];
 
 /// Software events: (names, config, what it means).
 const SOFTWARE: &[(&[&str], u64, &str)] = &[
-    (&["cpu-clock"], 0, "wall-clock time on the CPU, from a high-resolution timer (ns)"),
+    (
+        &["cpu-clock"],
+        0,
+        "wall-clock time on the CPU, from a high-resolution timer (ns)",
+    ),
     (&["task-clock"], 1, "time the task ran on a CPU (ns)"),
     (&["page-faults", "faults"], 2, "page faults"),
     (&["context-switches", "cs"], 3, "context switches"),
-    (&["cpu-migrations", "migrations"], 4, "migrations of the task to another CPU"),
+    (
+        &["cpu-migrations", "migrations"],
+        4,
+        "migrations of the task to another CPU",
+    ),
     (&["minor-faults"], 5, "page faults served without I/O"),
     (&["major-faults"], 6, "page faults that needed I/O"),
-    (&["alignment-faults"], 7, "alignment faults the kernel fixed up"),
+    (
+        &["alignment-faults"],
+        7,
+        "alignment faults the kernel fixed up",
+    ),
     (&["emulation-faults"], 8, "instructions the kernel emulated"),
     (&["dummy"], 9, "counts nothing; carries side-band records"),
     (&["bpf-output"], 10, "output of BPF programs"),
@@ -108,7 +148,8 @@ impl KernelEvents {
             for (access, miss, op) in OPS {
                 for (suffix, result) in [(access, 0u64), (miss, 1u64)] {
                     let name = format!("{cache}-{suffix}");
-                    let mut d = EventDef::new(&name, "cpu", SourceKind::Kernel, "PERF_TYPE_HW_CACHE");
+                    let mut d =
+                        EventDef::new(&name, "cpu", SourceKind::Kernel, "PERF_TYPE_HW_CACHE");
                     d.perf_type = Some(perf_type::HW_CACHE);
                     d.config = id | op << 8 | result << 16;
                     let op_word = match op {
@@ -131,7 +172,8 @@ impl KernelEvents {
         }
         for (names, config, what) in SOFTWARE {
             for name in *names {
-                let mut d = EventDef::new(name, "software", SourceKind::Kernel, "PERF_TYPE_SOFTWARE");
+                let mut d =
+                    EventDef::new(name, "software", SourceKind::Kernel, "PERF_TYPE_SOFTWARE");
                 d.perf_type = Some(perf_type::SOFTWARE);
                 d.config = *config;
                 d.description = what.to_string();
@@ -174,7 +216,10 @@ impl EventSource for KernelEvents {
     fn find(&self, name: &str) -> Option<EventDef> {
         // Generic names are matched exactly as perf does, but without case.
         let n = name.trim();
-        self.events.iter().find(|e| e.name.eq_ignore_ascii_case(n)).cloned()
+        self.events
+            .iter()
+            .find(|e| e.name.eq_ignore_ascii_case(n))
+            .cloned()
     }
 }
 
@@ -192,30 +237,102 @@ struct ArchEvent {
     fixed: Option<u8>,
 }
 
-const fn ae(name: &'static str, sdm: &'static str, event: u64, umask: u64, bit: u8, fixed: Option<u8>) -> ArchEvent {
-    ArchEvent { name, sdm, event, umask, bit, fixed }
+const fn ae(
+    name: &'static str,
+    sdm: &'static str,
+    event: u64,
+    umask: u64,
+    bit: u8,
+    fixed: Option<u8>,
+) -> ArchEvent {
+    ArchEvent {
+        name,
+        sdm,
+        event,
+        umask,
+        bit,
+        fixed,
+    }
 }
 
 /// Intel's architectural events (SDM vol. 3B, table of pre-defined
 /// architectural performance events).
 const ARCH_EVENTS: &[ArchEvent] = &[
-    ae("UNHALTED_CORE_CYCLES", "CPU_CLK_UNHALTED.THREAD_P", 0x3c, 0x00, 0, Some(1)),
-    ae("INSTRUCTION_RETIRED", "INST_RETIRED.ANY_P", 0xc0, 0x00, 1, Some(0)),
-    ae("UNHALTED_REFERENCE_CYCLES", "CPU_CLK_UNHALTED.REF_P", 0x3c, 0x01, 2, Some(2)),
-    ae("LLC_REFERENCES", "LONGEST_LAT_CACHE.REFERENCE", 0x2e, 0x4f, 3, None),
+    ae(
+        "UNHALTED_CORE_CYCLES",
+        "CPU_CLK_UNHALTED.THREAD_P",
+        0x3c,
+        0x00,
+        0,
+        Some(1),
+    ),
+    ae(
+        "INSTRUCTION_RETIRED",
+        "INST_RETIRED.ANY_P",
+        0xc0,
+        0x00,
+        1,
+        Some(0),
+    ),
+    ae(
+        "UNHALTED_REFERENCE_CYCLES",
+        "CPU_CLK_UNHALTED.REF_P",
+        0x3c,
+        0x01,
+        2,
+        Some(2),
+    ),
+    ae(
+        "LLC_REFERENCES",
+        "LONGEST_LAT_CACHE.REFERENCE",
+        0x2e,
+        0x4f,
+        3,
+        None,
+    ),
     ae("LLC_MISSES", "LONGEST_LAT_CACHE.MISS", 0x2e, 0x41, 4, None),
-    ae("BRANCH_INSTRUCTIONS_RETIRED", "BR_INST_RETIRED.ALL_BRANCHES", 0xc4, 0x00, 5, None),
-    ae("MISPREDICTED_BRANCH_RETIRED", "BR_MISP_RETIRED.ALL_BRANCHES", 0xc5, 0x00, 6, None),
+    ae(
+        "BRANCH_INSTRUCTIONS_RETIRED",
+        "BR_INST_RETIRED.ALL_BRANCHES",
+        0xc4,
+        0x00,
+        5,
+        None,
+    ),
+    ae(
+        "MISPREDICTED_BRANCH_RETIRED",
+        "BR_MISP_RETIRED.ALL_BRANCHES",
+        0xc5,
+        0x00,
+        6,
+        None,
+    ),
     ae("TOPDOWN_SLOTS", "TOPDOWN.SLOTS_P", 0xa4, 0x01, 7, Some(3)),
 ];
 
 /// Fixed-counter events as perf encodes them (event 0x00, umask = counter
 /// index + 1).
 const FIXED: &[(&str, u8, &str)] = &[
-    ("INST_RETIRED.ANY", 0, "instructions retired (fixed counter 0)"),
-    ("CPU_CLK_UNHALTED.THREAD", 1, "unhalted core cycles (fixed counter 1)"),
-    ("CPU_CLK_UNHALTED.REF_TSC", 2, "unhalted reference cycles at the TSC rate (fixed counter 2)"),
-    ("TOPDOWN.SLOTS", 3, "issue slots, pipeline width × core cycles (fixed counter 3)"),
+    (
+        "INST_RETIRED.ANY",
+        0,
+        "instructions retired (fixed counter 0)",
+    ),
+    (
+        "CPU_CLK_UNHALTED.THREAD",
+        1,
+        "unhalted core cycles (fixed counter 1)",
+    ),
+    (
+        "CPU_CLK_UNHALTED.REF_TSC",
+        2,
+        "unhalted reference cycles at the TSC rate (fixed counter 2)",
+    ),
+    (
+        "TOPDOWN.SLOTS",
+        3,
+        "issue slots, pipeline width × core cycles (fixed counter 3)",
+    ),
 ];
 
 /// Intel's architectural events and fixed counters.
@@ -235,11 +352,24 @@ impl Architectural {
     pub fn with_unavailable(target: &Target, ebx_unavailable: u32) -> Architectural {
         let _ = target;
         let mut events = Vec::new();
-        for ArchEvent { name, sdm, event, umask, bit, fixed } in ARCH_EVENTS {
+        for ArchEvent {
+            name,
+            sdm,
+            event,
+            umask,
+            bit,
+            fixed,
+        } in ARCH_EVENTS
+        {
             if ebx_unavailable & (1 << bit) != 0 {
                 continue;
             }
-            let mut d = EventDef::new(name, "cpu", SourceKind::Architectural, "Intel SDM architectural events");
+            let mut d = EventDef::new(
+                name,
+                "cpu",
+                SourceKind::Architectural,
+                "Intel SDM architectural events",
+            );
             d.perf_type = Some(perf_type::RAW);
             d.config = event | umask << 8;
             d.description = format!("architectural event {event:#x}/{umask:#x} ({sdm})");
@@ -251,11 +381,19 @@ impl Architectural {
             events.push(d);
         }
         for (name, idx, what) in FIXED {
-            let mut d = EventDef::new(name, "cpu", SourceKind::Architectural, "Intel SDM fixed counters");
+            let mut d = EventDef::new(
+                name,
+                "cpu",
+                SourceKind::Architectural,
+                "Intel SDM fixed counters",
+            );
             d.perf_type = Some(perf_type::RAW);
             d.config = (*idx as u64 + 1) << 8;
             d.description = what.to_string();
-            d.counters = Counters::Fixed { index: *idx, gp: Vec::new() };
+            d.counters = Counters::Fixed {
+                index: *idx,
+                gp: Vec::new(),
+            };
             d.precise = Precise::No;
             events.push(d);
         }
@@ -275,7 +413,10 @@ impl EventSource for Architectural {
     }
     fn find(&self, name: &str) -> Option<EventDef> {
         let k = crate::name_key(name);
-        self.events.iter().find(|e| crate::name_key(&e.name) == k).cloned()
+        self.events
+            .iter()
+            .find(|e| crate::name_key(&e.name) == k)
+            .cloned()
     }
 }
 
@@ -285,7 +426,10 @@ mod tests {
     use pmx_model::cpu::CpuId;
 
     fn target(key: &str) -> Target {
-        Target { cpu: key.parse::<CpuId>().unwrap(), host: false }
+        Target {
+            cpu: key.parse::<CpuId>().unwrap(),
+            host: false,
+        }
     }
 
     #[test]
@@ -299,8 +443,14 @@ mod tests {
         let l = k.find("LLC-prefetches").unwrap();
         assert_eq!(l.config, 0x202);
         let t = k.find("task-clock").unwrap();
-        assert_eq!((t.perf_type, t.config, t.pmu.as_str()), (Some(1), 1, "software"));
-        assert_eq!(k.events().iter().filter(|e| e.perf_type == Some(3)).count(), 42);
+        assert_eq!(
+            (t.perf_type, t.config, t.pmu.as_str()),
+            (Some(1), 1, "software")
+        );
+        assert_eq!(
+            k.events().iter().filter(|e| e.perf_type == Some(3)).count(),
+            42
+        );
         let a = KernelEvents::new(&target("AuthenticAMD-25-11-1"));
         assert!(a.find("cycles").unwrap().notes[0].contains("0x76"));
     }

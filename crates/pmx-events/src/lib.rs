@@ -110,7 +110,9 @@ impl SourceKind {
             SourceKind::Architectural,
         ]
         .into_iter()
-        .find(|k| k.cli_name().eq_ignore_ascii_case(s) || (s == "json" && *k == SourceKind::IntelJson))
+        .find(|k| {
+            k.cli_name().eq_ignore_ascii_case(s) || (s == "json" && *k == SourceKind::IntelJson)
+        })
     }
 }
 
@@ -145,9 +147,16 @@ impl Counters {
     pub fn parse_intel(s: &str) -> Counters {
         let t = s.trim();
         if let Some(rest) = t.strip_prefix("Fixed counter") {
-            let idx = rest.trim().split(',').next().and_then(|x| x.trim().parse().ok());
+            let idx = rest
+                .trim()
+                .split(',')
+                .next()
+                .and_then(|x| x.trim().parse().ok());
             return match idx {
-                Some(i) => Counters::Fixed { index: i, gp: Vec::new() },
+                Some(i) => Counters::Fixed {
+                    index: i,
+                    gp: Vec::new(),
+                },
                 None => Counters::Unknown,
             };
         }
@@ -395,7 +404,9 @@ pub fn cache_dir() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(d));
     }
-    std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache"))
+    std::env::var_os("HOME")
+        .filter(|d| !d.is_empty())
+        .map(|h| PathBuf::from(h).join(".cache"))
 }
 
 /// The loaded sources for one target, in resolution order.
@@ -426,7 +437,12 @@ pub struct Resolved {
 impl Database {
     /// A database over the given sources (in resolution order).
     pub fn from_sources(target: Target, sources: Vec<Box<dyn EventSource>>) -> Database {
-        Database { target, sources, sysfs: None, unavailable: Vec::new() }
+        Database {
+            target,
+            sources,
+            sysfs: None,
+            unavailable: Vec::new(),
+        }
     }
 
     /// Load every source that applies to `target`.
@@ -437,9 +453,13 @@ impl Database {
             sysfs: None,
             unavailable: Vec::new(),
         };
-        db.sources.push(Box::new(builtin::KernelEvents::new(&target)));
+        db.sources
+            .push(Box::new(builtin::KernelEvents::new(&target)));
         if target.host {
-            let root = opts.sysfs_root.clone().unwrap_or_else(|| PathBuf::from("/"));
+            let root = opts
+                .sysfs_root
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/"));
             let sys = std::sync::Arc::new(sysfs::SysfsEvents::load(&root));
             db.sysfs = Some(sys.clone());
             db.sources.push(Box::new(sys));
@@ -463,7 +483,8 @@ impl Database {
             }
         }
         if target.cpu.vendor == Vendor::Intel {
-            db.sources.push(Box::new(builtin::Architectural::new(&target)));
+            db.sources
+                .push(Box::new(builtin::Architectural::new(&target)));
         }
         db
     }
@@ -477,7 +498,11 @@ impl Database {
     /// resolution order right after the kernel's generic events.
     pub fn set_sysfs(&mut self, sys: std::sync::Arc<sysfs::SysfsEvents>) {
         self.sources.retain(|s| s.kind() != SourceKind::Sysfs);
-        let at = self.sources.iter().take_while(|s| s.kind() == SourceKind::Kernel).count();
+        let at = self
+            .sources
+            .iter()
+            .take_while(|s| s.kind() == SourceKind::Kernel)
+            .count();
         self.sources.insert(at, Box::new(sys.clone()));
         self.sysfs = Some(sys);
     }
@@ -523,12 +548,22 @@ impl Database {
                 let pmu = spec.pmu.as_deref().unwrap_or("cpu");
                 if is_core_pmu(pmu) {
                     let Some(arch) = arch else {
-                        return Err(SpecError::new(&spec.text, Span::new(0, spec.text.len()), format!(
-                            "{} is not an x86 CPU: pmx has no core register layout for it",
-                            self.target.cpu
-                        )));
+                        return Err(SpecError::new(
+                            &spec.text,
+                            Span::new(0, spec.text.len()),
+                            format!(
+                                "{} is not an x86 CPU: pmx has no core register layout for it",
+                                self.target.cpu
+                            ),
+                        ));
                     };
-                    let enc = encode_spec(spec, EncodeOptions { arch, sampling: false })?;
+                    let enc = encode_spec(
+                        spec,
+                        EncodeOptions {
+                            arch,
+                            sampling: false,
+                        },
+                    )?;
                     return Ok(Resolved {
                         spec: spec.text.clone(),
                         def: None,
@@ -565,7 +600,13 @@ impl Database {
                         .iter()
                         .filter(|s| s.kind() == SourceKind::Sysfs)
                         .find_map(|s| s.find(&format!("{pmu}/{name}")))
-                        .or_else(|| if is_core_pmu(pmu) { self.find(&name) } else { None }),
+                        .or_else(|| {
+                            if is_core_pmu(pmu) {
+                                self.find(&name)
+                            } else {
+                                None
+                            }
+                        }),
                     _ => self.find(&name),
                 };
                 let Some(def) = def else {
@@ -607,7 +648,10 @@ impl Database {
                     return Err(SpecError::new(
                         &spec.text,
                         t.span,
-                        format!("'{}' applies to core-PMU events; {} is a {} event", t.key, def.name, def.pmu),
+                        format!(
+                            "'{}' applies to core-PMU events; {} is a {} event",
+                            t.key, def.name, def.pmu
+                        ),
                     ));
                 }
             }
@@ -622,6 +666,12 @@ impl Database {
             }
             _ => None,
         };
-        Ok(Resolved { spec: spec.text.clone(), source: def.source, def: Some(def), attr, register })
+        Ok(Resolved {
+            spec: spec.text.clone(),
+            source: def.source,
+            def: Some(def),
+            attr,
+            register,
+        })
     }
 }

@@ -32,22 +32,36 @@ pub fn place_terms(pmu: &KernelPmu, text: &str, terms: &[Term]) -> Result<[u64; 
         }
         let Some(placement) = pmu.format_field(key).and_then(|f| f.placement.as_ref()) else {
             let names: Vec<&str> = pmu.format.iter().map(|f| f.name.as_str()).collect();
-            let list = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+            let list = if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            };
             return Err(SpecError::new(
                 text,
                 t.key_span,
-                format!("PMU '{}' has no term '{key}' (its format: {list})", pmu.name),
+                format!(
+                    "PMU '{}' has no term '{key}' (its format: {list})",
+                    pmu.name
+                ),
             )
             .with_suggestions(closest(key, names.iter().copied(), 3)));
         };
         let Some(n) = t.number() else {
-            return Err(SpecError::new(text, t.span, format!("'{key}' takes a number")));
+            return Err(SpecError::new(
+                text,
+                t.span,
+                format!("'{key}' takes a number"),
+            ));
         };
         let Some(bits) = placement.place(n) else {
             return Err(SpecError::new(
                 text,
                 t.span,
-                format!("{key} = {n:#x} does not fit {placement} (max {:#x})", placement.max_value()),
+                format!(
+                    "{key} = {n:#x} does not fit {placement} (max {:#x})",
+                    placement.max_value()
+                ),
             ));
         };
         let idx = match placement.word {
@@ -81,7 +95,11 @@ impl SysfsEvents {
                 events.push(alias_def(root, p, alias));
             }
         }
-        SysfsEvents { root: root.to_path_buf(), pmus, events }
+        SysfsEvents {
+            root: root.to_path_buf(),
+            pmus,
+            events,
+        }
     }
 
     /// The PMUs read.
@@ -107,7 +125,13 @@ impl SysfsEvents {
                 ..PerfAttr::default()
             };
             attr.apply_modifiers(&spec.modifiers);
-            Resolved { spec: spec.text.clone(), def: None, source: SourceKind::Sysfs, attr, register: None }
+            Resolved {
+                spec: spec.text.clone(),
+                def: None,
+                source: SourceKind::Sysfs,
+                attr,
+                register: None,
+            }
         }))
     }
 }
@@ -115,10 +139,20 @@ impl SysfsEvents {
 fn alias_def(root: &Path, p: &KernelPmu, alias: &pmx_sys::pmu::EventAlias) -> EventDef {
     let name = &alias.name;
     let content = &alias.value;
-    let origin = root.join(PMU_DIR).join(&p.name).join("events").join(name).display().to_string();
+    let origin = root
+        .join(PMU_DIR)
+        .join(&p.name)
+        .join("events")
+        .join(name)
+        .display()
+        .to_string();
     let mut d = EventDef::new(name, &p.name, SourceKind::Sysfs, &origin);
     d.perf_type = p.type_id;
-    d.counters = if is_core_pmu(&p.name) { Counters::Unknown } else { Counters::NotCore };
+    d.counters = if is_core_pmu(&p.name) {
+        Counters::Unknown
+    } else {
+        Counters::NotCore
+    };
     d.precise = Precise::Unknown;
     d.description = format!("kernel alias {}/{name}/ = {content}", p.name);
     // The alias content is the terms of `pmu/…/`.
@@ -130,9 +164,13 @@ fn alias_def(root: &Path, p: &KernelPmu, alias: &pmx_sys::pmu::EventAlias) -> Ev
                 d.config1 = w[1];
                 d.config2 = w[2];
             }
-            Err(e) => d.notes.push(format!("could not place the alias: {}", e.message)),
+            Err(e) => d
+                .notes
+                .push(format!("could not place the alias: {}", e.message)),
         },
-        Err(e) => d.notes.push(format!("could not parse the alias: {}", e.message)),
+        Err(e) => d
+            .notes
+            .push(format!("could not parse the alias: {}", e.message)),
     }
     if let Some(s) = &alias.scale {
         d.notes.push(format!("scale {s}"));
@@ -165,9 +203,15 @@ impl EventSource for SysfsEvents {
                 .find(|e| e.pmu == pmu && e.name.eq_ignore_ascii_case(alias))
                 .cloned();
         }
-        self.events.iter().find(|e| e.name.eq_ignore_ascii_case(n)).cloned()
+        self.events
+            .iter()
+            .find(|e| e.name.eq_ignore_ascii_case(n))
+            .cloned()
     }
     fn names(&self) -> Vec<String> {
-        self.events.iter().map(|e| format!("{}/{}/", e.pmu, e.name)).collect()
+        self.events
+            .iter()
+            .map(|e| format!("{}/{}/", e.pmu, e.name))
+            .collect()
     }
 }

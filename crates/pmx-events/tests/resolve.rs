@@ -38,7 +38,10 @@ fn fixture_root(tag: &str) -> PathBuf {
     w(&imc.join("type"), "17\n");
     w(&imc.join("format/event"), "config:0-7\n");
     w(&imc.join("format/umask"), "config:8-15\n");
-    w(&imc.join("events/cas_count_read"), "event=0x04,umask=0x03\n");
+    w(
+        &imc.join("events/cas_count_read"),
+        "event=0x04,umask=0x03\n",
+    );
     w(&imc.join("events/cas_count_read.scale"), "6.103515625e-5\n");
     w(&imc.join("events/cas_count_read.unit"), "MiB\n");
     root
@@ -81,17 +84,25 @@ fn sysfs_aliases_and_pmu_forms() {
     assert_eq!(cyc.source, SourceKind::Sysfs);
     assert_eq!(cyc.attr.config, 0x3c);
     assert_eq!(cyc.register.as_ref().unwrap().register, 0x41003c);
-    let imc = db.resolve(&parse_spec("uncore_imc_0/cas_count_read/").unwrap()).unwrap();
+    let imc = db
+        .resolve(&parse_spec("uncore_imc_0/cas_count_read/").unwrap())
+        .unwrap();
     assert_eq!((imc.attr.type_, imc.attr.config), (Some(17), 0x304));
     let def = imc.def.unwrap();
     assert!(def.notes.iter().any(|n| n.contains("MiB")));
     // Terms for a non-core PMU are placed through its format.
-    let t = db.resolve(&parse_spec("uncore_imc_0/event=0x4,umask=0x3/").unwrap()).unwrap();
+    let t = db
+        .resolve(&parse_spec("uncore_imc_0/event=0x4,umask=0x3/").unwrap())
+        .unwrap();
     assert_eq!((t.attr.type_, t.attr.config), (Some(17), 0x304));
-    let e = db.resolve(&parse_spec("uncore_imc_0/event=0x4,umsk=3/").unwrap()).unwrap_err();
+    let e = db
+        .resolve(&parse_spec("uncore_imc_0/event=0x4,umsk=3/").unwrap())
+        .unwrap_err();
     assert_eq!(e.span.start, 23);
     assert_eq!(e.suggestions.first().map(String::as_str), Some("umask"));
-    let e = db.resolve(&parse_spec("nope_pmu/event=1/").unwrap()).unwrap_err();
+    let e = db
+        .resolve(&parse_spec("nope_pmu/event=1/").unwrap())
+        .unwrap_err();
     assert!(e.message.contains("no PMU"), "{e}");
     let _ = std::fs::remove_dir_all(root);
 }
@@ -99,11 +110,15 @@ fn sysfs_aliases_and_pmu_forms() {
 #[test]
 fn architectural_names_with_libpfm_settings() {
     let (db, root) = db("arch");
-    let r = db.resolve(&parse_spec("LLC_MISSES:c=2:i:u").unwrap()).unwrap();
+    let r = db
+        .resolve(&parse_spec("LLC_MISSES:c=2:i:u").unwrap())
+        .unwrap();
     assert_eq!(r.source, SourceKind::Architectural);
     assert_eq!(r.attr.config, 0x412e | 2 << 24 | 1 << 23);
     assert_eq!(r.register.unwrap().register, 0x41412e | 2 << 24 | 1 << 23);
-    let fixed = db.resolve(&parse_spec("inst_retired:any").unwrap()).unwrap();
+    let fixed = db
+        .resolve(&parse_spec("inst_retired:any").unwrap())
+        .unwrap();
     assert_eq!(fixed.attr.config, 0x100);
     let _ = std::fs::remove_dir_all(root);
 }
@@ -116,9 +131,15 @@ fn unknown_names_get_three_suggestions_and_a_position() {
     assert_eq!(e.suggestions.first().map(String::as_str), Some("cycles"));
     assert!(e.suggestions.len() <= 3);
     let e = db.resolve(&parse_spec("LLC_MISES").unwrap()).unwrap_err();
-    assert!(e.suggestions.iter().any(|s| s == "LLC_MISSES"), "{:?}", e.suggestions);
+    assert!(
+        e.suggestions.iter().any(|s| s == "LLC_MISSES"),
+        "{:?}",
+        e.suggestions
+    );
     // Terms on a software event are refused with the term's position.
-    let e = db.resolve(&parse_spec("task-clock:c=1").unwrap()).unwrap_err();
+    let e = db
+        .resolve(&parse_spec("task-clock:c=1").unwrap())
+        .unwrap_err();
     assert_eq!(e.span.start, 11);
     let _ = std::fs::remove_dir_all(root);
 }
@@ -126,7 +147,9 @@ fn unknown_names_get_three_suggestions_and_a_position() {
 #[test]
 fn encodings_need_no_lookup() {
     let (db, root) = db("enc");
-    let r = db.resolve(&parse_spec("cpu/event=0x2e,umask=0x41/u").unwrap()).unwrap();
+    let r = db
+        .resolve(&parse_spec("cpu/event=0x2e,umask=0x41/u").unwrap())
+        .unwrap();
     assert_eq!(r.source, SourceKind::Spec);
     assert_eq!(r.register.unwrap().register, 0x41412e);
     let _ = std::fs::remove_dir_all(root);

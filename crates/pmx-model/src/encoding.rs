@@ -296,7 +296,7 @@ fn canonical_term(key: &str) -> &str {
 
 /// Is this PMU name the core PMU?
 pub fn is_core_pmu(name: &str) -> bool {
-    matches!(name, "cpu" | "cpu_core" | "cpu_atom")
+    matches!(name, "cpu" | "cpu_core" | "cpu_atom" | "cpu_lowpower")
 }
 
 /// Encode a parsed spec whose event is given by terms or a raw config.
@@ -338,7 +338,9 @@ pub fn encode_spec(spec: &EventSpec, opts: EncodeOptions) -> Result<Encoded, Enc
 
     let mut attr = PerfAttr {
         pmu: pmu.clone(),
-        type_: if is_core_pmu(&pmu) && pmu != "cpu_atom" {
+        // cpu and cpu_core are PERF_TYPE_RAW; the other core PMUs of hybrid
+        // parts get a type only sysfs knows.
+        type_: if pmu == "cpu" || pmu == "cpu_core" {
             Some(PERF_TYPE_RAW)
         } else {
             None
@@ -395,7 +397,10 @@ pub fn apply_terms(
 ) -> Result<bool, SpecError> {
     let err = |span: Span, msg: String| SpecError::new(text, span, msg);
     let mut saw_event = false;
-    let opts = EncodeOptions { arch, sampling: false };
+    let opts = EncodeOptions {
+        arch,
+        sampling: false,
+    };
     // `config=` first, so named fields override its bits.
     let mut ordered: Vec<&Term> = terms.iter().filter(|t| t.key == "config").collect();
     ordered.extend(terms.iter().filter(|t| t.key != "config"));
