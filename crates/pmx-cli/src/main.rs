@@ -21,6 +21,7 @@ mod fetch;
 mod fields;
 mod info;
 mod list;
+mod stat;
 
 use clap::{Parser, Subcommand};
 use pmx_model::encoding::Arch;
@@ -35,6 +36,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Count events for a command, processes, threads or CPUs.
+    Stat(Box<stat::StatArgs>),
     /// Encode event specs into control-register values and perf attrs.
     Encode(encode::EncodeArgs),
     /// Decode register values into their fields.
@@ -72,6 +75,7 @@ fn main() {
         }
     };
     let result = match &cli.command {
+        Command::Stat(args) => stat::run(args),
         Command::Encode(args) => encode::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Info(args) => info::run(args),

@@ -1,0 +1,358 @@
+//! `pmx stat`: count events for a command, processes, threads or CPUs.
+
+use crate::db::DbArgs;
+use crate::exit::UsageError;
+use pmx::stat::{
+    self, Aggregation, EventStatus, Row, RunOptions, Scope, Spread, StatPlan, StatRun,
+};
+use pmx_events::{builtin, sysfs::SysfsEvents, Database, EventSource};
+use pmx_model::topology::parse_cpu_list;
+use pmx_output::stat::StatReport;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Arguments of `pmx stat`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit status: the command's own (128+N when killed by signal N); 127 when it cannot be run; 2 for bad input; 1 when counting failed."
+)]
+pub struct StatArgs {
+    /// Events: names, pmu/…/ forms, raw rNNN, {a,b} groups; repeatable.
+    /// Default: perf's set (task-clock, context-switches, cpu-migrations,
+    /// page-faults, cycles, instructions, branches, branch-misses).
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Count these processes (every thread), comma-separated pids.
+    #[arg(short = 'p', long = "pid", value_name = "PID,…", conflicts_with_all = ["tid", "all_cpus", "cpus"])]
+    pub pid: Option<String>,
+    /// Count these threads, comma-separated tids.
+    #[arg(short = 't', long = "tid", value_name = "TID,…", conflicts_with_all = ["all_cpus", "cpus"])]
+    pub tid: Option<String>,
+    /// Count every task on every CPU.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Count every task on these CPUs (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpus", value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SEC")]
+    pub duration: Option<f64>,
+    /// Pin the launched command to these CPUs.
+    #[arg(long, value_name = "LIST")]
+    pub pin: Option<String>,
+    /// Do not count the command's children.
+    #[arg(long = "no-inherit")]
+    pub no_inherit: bool,
+    /// One row per CPU.
+    #[arg(short = 'A', long = "no-aggr")]
+    pub no_aggr: bool,
+    /// One row per physical core.
+    #[arg(long = "per-core", conflicts_with_all = ["no_aggr", "per_socket", "per_thread"])]
+    pub per_core: bool,
+    /// One row per package.
+    #[arg(long = "per-socket", conflicts_with_all = ["no_aggr", "per_thread"])]
+    pub per_socket: bool,
+    /// One row per thread (-p/-t).
+    #[arg(long = "per-thread", conflicts_with = "no_aggr")]
+    pub per_thread: bool,
+    /// Run the command N times: mean, standard deviation, spread.
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
+    /// CSV with this separator (columns: see the README).
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub separator: Option<String>,
+    /// Print a header line in CSV output.
+    #[arg(long = "csv-header")]
+    pub csv_header: bool,
+    /// JSON output.
+    #[arg(long, conflicts_with = "separator")]
+    pub json: bool,
+    /// Write the report to FILE instead of stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn cpu_list(flag: &str, text: &str) -> anyhow::Result<Vec<u32>> {
+    parse_cpu_list(text).map_err(|e| UsageError(format!("{flag} {text}: {e}")).into())
+}
+
+fn id_list(flag: &str, text: &str) -> anyhow::Result<Vec<i32>> {
+    text.split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    UsageError(format!("{flag} {text}: '{s}' is not a positive id")).into()
+                })
+        })
+        .collect()
+}
+
+fn online_cpus() -> Vec<u32> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| parse_cpu_list(s.trim()).ok())
+        .unwrap_or_else(|| {
+            let n = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1);
+            (0..n as u32).collect()
+        })
+}
+
+/// Resolve with the cheap sources first (kernel events and sysfs); load
+/// the full database only when a name needs it.
+fn make_plan(args: &StatArgs, groups: &[pmx::EventGroup]) -> anyhow::Result<StatPlan> {
+    let target = args.db.target()?;
+    if args.db.cpu.is_none() && args.db.events_dir.is_none() {
+        let mut light = Database::from_sources(
+            target.clone(),
+            vec![Box::new(builtin::KernelEvents::new(&target)) as Box<dyn EventSource>],
+        );
+        let root = args
+            .db
+            .sysfs_root
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/"));
+        light.set_sysfs(Arc::new(SysfsEvents::load(&root)));
+        if let Ok(p) = stat::plan(groups, &light) {
+            return Ok(p);
+        }
+    }
+    let db = args.db.load()?;
+    stat::plan(groups, &db).map_err(|e| UsageError(e.to_string()).into())
+}
+
+pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+    if args.repeat == 0 {
+        return Err(UsageError("-r 0: give at least one run".to_string()).into());
+    }
+    let mut groups = Vec::new();
+    let lists: Vec<String> = if args.events.is_empty() {
+        vec![stat::DEFAULT_EVENTS.to_string()]
+    } else {
+        args.events.clone()
+    };
+    for l in &lists {
+        groups.extend(pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?);
+    }
+    let scope = if let Some(p) = &args.pid {
+        Scope::Pids(id_list("-p", p)?)
+    } else if let Some(t) = &args.tid {
+        Scope::Tids(id_list("-t", t)?)
+    } else if let Some(c) = &args.cpus {
+        Scope::Cpus(cpu_list("-C", c)?)
+    } else if args.all_cpus {
+        Scope::Cpus(online_cpus())
+    } else {
+        Scope::Command
+    };
+    if scope == Scope::Command && args.command.is_empty() {
+        return Err(UsageError(
+            "nothing to count: give a command after --, or -p PID, -t TID, -a or -C LIST"
+                .to_string(),
+        )
+        .into());
+    }
+    if matches!(scope, Scope::Pids(_) | Scope::Tids(_)) && !args.command.is_empty() {
+        return Err(UsageError(
+            "-p/-t attach to running tasks; do not also give a command".to_string(),
+        )
+        .into());
+    }
+    if args.per_thread && !matches!(scope, Scope::Pids(_) | Scope::Tids(_)) {
+        return Err(UsageError(
+            "--per-thread needs -p or -t (a command's threads inherit one counter)".to_string(),
+        )
+        .into());
+    }
+    if args.repeat > 1 && args.command.is_empty() && args.duration.is_none() {
+        return Err(UsageError("-r needs a command or --duration".to_string()).into());
+    }
+    let duration = match args.duration {
+        Some(d) if !(d > 0.0 && d.is_finite()) => {
+            return Err(
+                UsageError(format!("--duration {d}: give a positive number of seconds")).into(),
+            )
+        }
+        Some(d) => Some(Duration::from_secs_f64(d)),
+        None => None,
+    };
+    let pin = match &args.pin {
+        Some(p) => Some(cpu_list("--pin", p)?),
+        None => None,
+    };
+    let how = if args.no_aggr {
+        Aggregation::PerCpu
+    } else if args.per_core {
+        Aggregation::PerCore
+    } else if args.per_socket {
+        Aggregation::PerSocket
+    } else if args.per_thread {
+        Aggregation::PerThread
+    } else {
+        Aggregation::Total
+    };
+    if matches!(
+        how,
+        Aggregation::PerCpu | Aggregation::PerCore | Aggregation::PerSocket
+    ) && !matches!(scope, Scope::Cpus(_))
+    {
+        return Err(UsageError("-A/--per-core/--per-socket need -a or -C".to_string()).into());
+    }
+    let plan = make_plan(args, &groups)?;
+    let topo = if matches!(how, Aggregation::PerCore | Aggregation::PerSocket) {
+        let mut problems = Vec::new();
+        Some(pmx_sys::topology::read_topology(
+            &pmx_sys::SysRoot::host(),
+            &mut problems,
+        ))
+    } else {
+        None
+    };
+    let opts = RunOptions {
+        scope: scope.clone(),
+        command: args.command.clone(),
+        inherit: !args.no_inherit,
+        pin,
+        duration,
+    };
+    stat::install_signal_handlers();
+    let mut runs: Vec<StatRun> = Vec::new();
+    for _ in 0..args.repeat {
+        match stat::run(&plan, &opts) {
+            Ok(r) => {
+                let stop = r.interrupted;
+                runs.push(r);
+                if stop || stat::stop_requested() {
+                    break;
+                }
+            }
+            Err(stat::RunError::Exec { cmd, reason }) => {
+                eprintln!("pmx stat: cannot run '{cmd}': {reason}");
+                return Ok(127);
+            }
+            Err(stat::RunError::Open(msg)) => anyhow::bail!("{msg}"),
+            Err(stat::RunError::Io(e)) => return Err(e.into()),
+        }
+    }
+    let report = build_report(args, &plan, &runs, how, topo.as_ref(), &scope);
+    let text = if args.json {
+        format!("{}\n", pmx_output::stat::json(&report))
+    } else if let Some(sep) = &args.separator {
+        pmx_output::stat::csv(&report, sep, args.csv_header)
+    } else {
+        pmx_output::stat::table(&report)
+    };
+    match &args.output {
+        Some(path) => std::fs::write(path, text.as_bytes())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        None => {
+            let mut err = std::io::stderr().lock();
+            err.write_all(text.as_bytes())?;
+        }
+    }
+    let code = runs
+        .last()
+        .and_then(|r| r.exit)
+        .map(|e| e.shell_code())
+        .unwrap_or(0);
+    Ok(code)
+}
+
+fn build_report<'a>(
+    args: &StatArgs,
+    plan: &'a StatPlan,
+    runs: &[StatRun],
+    how: Aggregation,
+    topo: Option<&pmx_model::topology::Topology>,
+    scope: &Scope,
+) -> StatReport<'a> {
+    let per_run: Vec<Vec<Row>> = runs
+        .iter()
+        .map(|r| stat::aggregate(plan, r, how, topo))
+        .collect();
+    let last = runs.last().expect("at least one run");
+    let mut rows = per_run.last().cloned().unwrap_or_default();
+    let mut spreads = vec![None; rows.len()];
+    if runs.len() > 1 {
+        for (j, row) in rows.iter_mut().enumerate() {
+            let values: Vec<f64> = per_run
+                .iter()
+                .filter_map(|rs| {
+                    rs.iter()
+                        .find(|r| r.event == row.event && r.domain == row.domain)
+                })
+                .filter_map(|r| r.value)
+                .collect();
+            if let Some(sp) = Spread::of(&values) {
+                row.value = Some(sp.mean);
+                spreads[j] = Some(sp);
+            }
+        }
+    }
+    // The status of an event: counted if it counted in any run.
+    let mut status = last.status.clone();
+    for r in runs {
+        for (i, s) in r.status.iter().enumerate() {
+            if *s == EventStatus::Counted {
+                status[i] = EventStatus::Counted;
+            }
+        }
+    }
+    let elapsed = runs.iter().map(|r| r.elapsed).sum::<Duration>() / runs.len() as u32;
+    let target = match scope {
+        Scope::Command => format!("'{}'", args.command.join(" ")),
+        Scope::Pids(p) => format!(
+            "process id {}",
+            p.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Scope::Tids(t) => format!(
+            "thread id {}",
+            t.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Scope::Cpus(c) => {
+            let list = pmx_model::topology::format_cpu_list(c);
+            if args.command.is_empty() {
+                format!("CPUs {list}")
+            } else {
+                format!("CPUs {list} while running '{}'", args.command.join(" "))
+            }
+        }
+    };
+    let mut notes = Vec::new();
+    if runs.len() < args.repeat as usize {
+        notes.push(format!(
+            "stopped after {} of {} runs",
+            runs.len(),
+            args.repeat
+        ));
+    }
+    StatReport {
+        target,
+        plan,
+        status,
+        rows,
+        spreads,
+        runs: runs.len(),
+        elapsed,
+        exit: last.exit,
+        interrupted: runs.iter().any(|r| r.interrupted),
+        notes,
+    }
+}

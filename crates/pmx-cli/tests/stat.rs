@@ -1,0 +1,293 @@
+//! `pmx stat` on the real kernel: software events, breakpoints, msr,
+//! exit statuses. Runs the real binary and `pmx-workload`.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+const WORK: &str = env!("CARGO_BIN_EXE_pmx-workload");
+
+fn pmx(args: &[&str]) -> Output {
+    Command::new(PMX).args(args).output().expect("run pmx")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Parse `-x,` output: (domain, value, event, status, reason) per line.
+fn csv_rows(o: &Output) -> Vec<Vec<String>> {
+    stderr(o)
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with("pmx"))
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+fn value_of(o: &Output, event: &str) -> f64 {
+    let rows = csv_rows(o);
+    let row = rows
+        .iter()
+        .find(|r| r.get(3).map(String::as_str) == Some(event))
+        .unwrap_or_else(|| panic!("no row for {event} in {}", stderr(o)));
+    row[1]
+        .parse()
+        .unwrap_or_else(|_| panic!("no value for {event}: {row:?}"))
+}
+
+fn faults(args: &[&str]) -> f64 {
+    let mut a = vec!["stat", "-e", "page-faults", "-x,", "--", WORK];
+    a.extend_from_slice(args);
+    let o = pmx(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    value_of(&o, "page-faults")
+}
+
+fn min_of(n: usize, f: impl Fn() -> f64) -> f64 {
+    (0..n).map(|_| f()).fold(f64::INFINITY, f64::min)
+}
+
+#[test]
+fn page_faults_are_exact() {
+    let n = 1000.0;
+    // The runtime's own faults vary by one or two between runs (address
+    // randomisation moves the stack and heap across page boundaries), so
+    // compare the minimum of several runs each. pmx-perf's tests show the
+    // exact count without a runtime around it.
+    let control = min_of(5, || faults(&["pages", "0"]));
+    let measured = min_of(5, || faults(&["pages", "1000"]));
+    let extra = measured - control;
+    assert!(
+        (extra - n).abs() <= 3.0,
+        "control {control}, measured {measured}: {extra} extra faults, expected {n}"
+    );
+}
+
+#[test]
+fn children_are_counted_unless_no_inherit() {
+    let n = 600.0;
+    let control = min_of(2, || faults(&["fork-pages", "0"]));
+    let with = min_of(2, || faults(&["fork-pages", "600"]));
+    assert!(
+        (with - control - n).abs() <= 10.0,
+        "inherit: control {control}, with child {with}"
+    );
+    let o = pmx(&[
+        "stat",
+        "-e",
+        "page-faults",
+        "-x,",
+        "--no-inherit",
+        "--",
+        WORK,
+        "fork-pages",
+        "600",
+    ]);
+    assert!(o.status.success());
+    let parent_only = value_of(&o, "page-faults");
+    assert!(
+        parent_only < control + 50.0,
+        "no-inherit counted the child: {parent_only} vs control {control}"
+    );
+}
+
+#[test]
+fn per_cpu_rows_for_every_cpu() {
+    let o = pmx(&[
+        "stat",
+        "-a",
+        "-A",
+        "-e",
+        "task-clock,context-switches",
+        "-x,",
+        "--duration",
+        "0.2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = csv_rows(&o);
+    let ncpu = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let task: Vec<&Vec<String>> = rows.iter().filter(|r| r[3] == "task-clock").collect();
+    assert_eq!(task.len(), ncpu, "{}", stderr(&o));
+    for (i, r) in task.iter().enumerate() {
+        assert_eq!(r[0], format!("CPU{i}"));
+        let ms: f64 = r[1].parse().unwrap();
+        assert!(ms > 50.0, "CPU{i} task-clock {ms} ms over 200 ms");
+    }
+}
+
+fn no_aslr(args: &[&str]) -> Vec<String> {
+    let mut v = vec![
+        "setarch".to_string(),
+        "x86_64".into(),
+        "-R".into(),
+        WORK.into(),
+    ];
+    v.extend(args.iter().map(|s| s.to_string()));
+    v
+}
+
+fn target_addr() -> Option<String> {
+    let out = Command::new("setarch")
+        .args(["x86_64", "-R", WORK, "addr"])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[test]
+fn breakpoints_count_exact_writes_and_the_fifth_is_refused() {
+    let Some(addr) = target_addr() else {
+        eprintln!("SKIP: setarch -R is not available to fix the workload's address");
+        return;
+    };
+    let ev = format!("mem:{addr}/8:w");
+    let writes = |n: &str| {
+        let mut a: Vec<String> = ["stat", "-e", ev.as_str(), "-x,", "--"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(no_aslr(&["writes", n]));
+        let o = Command::new(PMX).args(&a).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        value_of(&o, &ev)
+    };
+    // `setarch` itself runs at the same address before it execs the
+    // workload and writes there a few times: subtract a control run.
+    let control = writes("0");
+    assert_eq!(writes("12345") - control, 12345.0);
+    assert_eq!(writes("7") - control, 7.0);
+
+    let five = vec![ev.clone(); 5].join(",");
+    let mut a: Vec<String> = ["stat", "-e", five.as_str(), "-x,", "--"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    a.extend(no_aslr(&["writes", "10"]));
+    let o = Command::new(PMX).args(&a).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = csv_rows(&o);
+    assert_eq!(rows.len(), 5, "{}", stderr(&o));
+    assert_eq!(
+        rows.iter().filter(|r| r[4] == "counted").count(),
+        4,
+        "{}",
+        stderr(&o)
+    );
+    let refused = rows
+        .iter()
+        .find(|r| r[4] == "not-supported")
+        .expect("a refused breakpoint");
+    assert!(refused[10].contains("debug register"), "{refused:?}");
+}
+
+#[test]
+fn msr_tsc_counts() {
+    if !std::path::Path::new("/sys/bus/event_source/devices/msr").exists() {
+        eprintln!("SKIP: no msr PMU");
+        return;
+    }
+    let o = pmx(&["stat", "-e", "msr/tsc/", "-x,", "-a", "--duration", "0.1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(value_of(&o, "msr/tsc/") > 1e6, "{}", stderr(&o));
+}
+
+#[test]
+fn hardware_events_are_not_supported_here_and_the_run_goes_on() {
+    let o = pmx(&["stat", "-e", "cycles,instructions,task-clock", "--", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stderr(&o);
+    let unsupported = text
+        .lines()
+        .filter(|l| l.contains("<not supported>"))
+        .count();
+    let hw = std::fs::metadata("/sys/bus/event_source/devices/cpu").is_ok();
+    if !hw {
+        assert_eq!(unsupported, 2, "{text}");
+    }
+    assert!(text.contains("task-clock"));
+}
+
+#[test]
+fn exit_statuses() {
+    let o = pmx(&["stat", "-e", "task-clock", "--", WORK, "exit", "3"]);
+    assert_eq!(o.status.code(), Some(3));
+    let o = pmx(&["stat", "-e", "task-clock", "--", WORK, "kill", "9"]);
+    assert_eq!(o.status.code(), Some(128 + 9));
+    let o = pmx(&["stat", "-e", "task-clock", "--", "/nonexistent/command"]);
+    assert_eq!(o.status.code(), Some(127));
+    assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
+    let o = pmx(&["stat", "-e", "task-clock"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = pmx(&["stat", "-e", "cylces", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("did you mean 'cycles'"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn json_and_repeats() {
+    let o = pmx(&[
+        "stat",
+        "-e",
+        "page-faults,task-clock",
+        "--json",
+        "-r",
+        "3",
+        "--",
+        WORK,
+        "pages",
+        "100",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(stderr(&o).trim()).unwrap();
+    assert_eq!(j["runs"], 3);
+    let ev = &j["events"][0];
+    assert_eq!(ev["event"], "page-faults");
+    assert_eq!(ev["status"], "counted");
+    assert!(ev["spread"]["stddev"].as_f64().is_some());
+    assert!(ev["value"].as_f64().unwrap() >= 100.0);
+}
+
+#[test]
+fn ctrl_c_prints_counts_and_forwards_the_signal() {
+    let child = Command::new(PMX)
+        .args(["stat", "-e", "task-clock", "-x,", "--", WORK, "spin", "20"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(128 + libc::SIGINT), "{}", stderr(&o));
+    let ms = value_of(&o, "task-clock");
+    assert!(ms > 100.0 && ms < 15_000.0, "task-clock {ms}");
+}
+
+#[test]
+fn attach_to_a_pid_until_it_exits() {
+    let mut w = Command::new(WORK).args(["spin", "0.5"]).spawn().unwrap();
+    let pid = w.id().to_string();
+    let o = pmx(&[
+        "stat",
+        "-e",
+        "task-clock",
+        "-x,",
+        "-p",
+        &pid,
+        "--per-thread",
+    ]);
+    let _ = w.wait();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = csv_rows(&o);
+    assert_eq!(rows.len(), 1, "{}", stderr(&o));
+    assert_eq!(rows[0][0], format!("tid {pid}"));
+}

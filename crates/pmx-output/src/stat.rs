@@ -1,0 +1,247 @@
+//! Counting reports: table, CSV, JSON.
+//!
+//! CSV columns (`-x SEP`), one line per event and domain, no header unless
+//! asked for:
+//!
+//! | # | column | meaning |
+//! |---|--------|---------|
+//! | 1 | domain | empty for totals; `CPU3`, `S0-C1`, `S0`, `tid 123` |
+//! | 2 | value | scaled value (raw × enabled / running, × the event's scale); empty when not counted |
+//! | 3 | unit | `msec`, sysfs unit, or empty |
+//! | 4 | event | the event as typed |
+//! | 5 | status | `counted`, `estimate`, `not-counted`, `not-supported` |
+//! | 6 | running_pct | share of the enabled time the event ran, in % |
+//! | 7 | raw | the raw count |
+//! | 8 | enabled_ns | time enabled |
+//! | 9 | running_ns | time running |
+//! | 10 | stddev_pct | with `-r`: relative standard deviation in %, else empty |
+//! | 11 | reason | why not counted / not supported |
+
+use crate::readable;
+use pmx::launch::Exit;
+use pmx::stat::{EventStatus, Row, Spread, StatPlan, ESTIMATE_BELOW};
+use serde_json::json;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Everything a counting report shows.
+#[derive(Debug, Clone)]
+pub struct StatReport<'a> {
+    /// What was measured, for the heading (`'sleep 1'`, `system wide`).
+    pub target: String,
+    /// The plan (event names, units).
+    pub plan: &'a StatPlan,
+    /// Status per planned event.
+    pub status: Vec<EventStatus>,
+    /// Rows (mean over runs with `-r`).
+    pub rows: Vec<Row>,
+    /// With `-r`: spread per row, same order.
+    pub spreads: Vec<Option<Spread>>,
+    /// Runs made.
+    pub runs: usize,
+    /// Wall-clock time (mean over runs).
+    pub elapsed: Duration,
+    /// How the command ended.
+    pub exit: Option<Exit>,
+    /// Cut short by Ctrl-C.
+    pub interrupted: bool,
+    /// Extra lines for the reader (e.g. "3 runs, one per group set").
+    pub notes: Vec<String>,
+}
+
+fn status_word(report: &StatReport, row: &Row) -> &'static str {
+    match &report.status[row.event] {
+        EventStatus::NotSupported(_) => "not-supported",
+        EventStatus::NotCounted(_) => "not-counted",
+        EventStatus::Counted if row.value.is_none() => "not-counted",
+        EventStatus::Counted if row.is_estimate() => "estimate",
+        EventStatus::Counted => "counted",
+    }
+}
+
+fn reason(report: &StatReport, row: &Row) -> String {
+    match &report.status[row.event] {
+        EventStatus::NotSupported(r) | EventStatus::NotCounted(r) => r.clone(),
+        EventStatus::Counted if row.value.is_none() => "never ran".to_string(),
+        EventStatus::Counted => String::new(),
+    }
+}
+
+/// The readable table (for stderr).
+pub fn table(report: &StatReport) -> String {
+    let mut s = String::new();
+    let runs = if report.runs > 1 {
+        format!(" ({} runs)", report.runs)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "\n Performance counter stats for {}{runs}:\n",
+        report.target
+    );
+    let name_w = report
+        .plan
+        .events
+        .iter()
+        .map(|e| e.name.len())
+        .max()
+        .unwrap_or(10)
+        .clamp(10, 40);
+    let dom_w = report
+        .rows
+        .iter()
+        .map(|r| r.domain.label().len())
+        .max()
+        .unwrap_or(0);
+    for (i, row) in report.rows.iter().enumerate() {
+        let ev = &report.plan.events[row.event];
+        let dom = if dom_w > 0 {
+            format!("{:<dom_w$}  ", row.domain.label())
+        } else {
+            String::new()
+        };
+        let unit = ev.unit.clone().unwrap_or_default();
+        let word = status_word(report, row);
+        let value = match (word, row.value) {
+            ("not-supported", _) => "<not supported>".to_string(),
+            (_, None) => "<not counted>".to_string(),
+            (_, Some(v)) => readable(if ev.unit.as_deref() == Some("msec") {
+                (v * 100.0).round() / 100.0
+            } else {
+                v.round()
+            }),
+        };
+        let mut tail = String::new();
+        if let Some(share) = row.running_share.filter(|_| row.value.is_some()) {
+            let _ = write!(tail, "{:>6.1}% ran", share * 100.0);
+            if share < ESTIMATE_BELOW {
+                tail.push_str("  (estimate: scaled from a partial count)");
+            }
+        }
+        if let Some(Some(sp)) = report.spreads.get(i) {
+            let _ = write!(tail, "  ± {:.2}%", sp.relative * 100.0);
+        }
+        let why = reason(report, row);
+        if !why.is_empty() {
+            let _ = write!(tail, "  {why}");
+        }
+        let _ = writeln!(
+            s,
+            "  {dom}{value:>20} {unit:<5} {:<name_w$}  {tail}",
+            ev.name
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n {:>15.9} seconds time elapsed",
+        report.elapsed.as_secs_f64()
+    );
+    if report.interrupted {
+        let _ = writeln!(s, " (interrupted: counts cover the time until the stop)");
+    }
+    for n in &report.notes {
+        let _ = writeln!(s, " {n}");
+    }
+    s
+}
+
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e18 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+/// CSV with separator `sep` (columns in the module documentation).
+pub fn csv(report: &StatReport, sep: &str, header: bool) -> String {
+    let mut s = String::new();
+    let esc = |f: &str| -> String {
+        if f.contains(sep) || f.contains('"') || f.contains('\n') {
+            format!("\"{}\"", f.replace('"', "\"\""))
+        } else {
+            f.to_string()
+        }
+    };
+    if header {
+        let cols = [
+            "domain",
+            "value",
+            "unit",
+            "event",
+            "status",
+            "running_pct",
+            "raw",
+            "enabled_ns",
+            "running_ns",
+            "stddev_pct",
+            "reason",
+        ];
+        let _ = writeln!(s, "{}", cols.join(sep));
+    }
+    for (i, row) in report.rows.iter().enumerate() {
+        let ev = &report.plan.events[row.event];
+        let fields = [
+            row.domain.label(),
+            row.value.map(num).unwrap_or_default(),
+            ev.unit.clone().unwrap_or_default(),
+            ev.name.clone(),
+            status_word(report, row).to_string(),
+            row.running_share
+                .map(|x| format!("{:.2}", x * 100.0))
+                .unwrap_or_default(),
+            row.count.value.to_string(),
+            row.count.enabled.to_string(),
+            row.count.running.to_string(),
+            report
+                .spreads
+                .get(i)
+                .copied()
+                .flatten()
+                .map(|sp| format!("{:.2}", sp.relative * 100.0))
+                .unwrap_or_default(),
+            reason(report, row),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| esc(f)).collect();
+        let _ = writeln!(s, "{}", line.join(sep));
+    }
+    s
+}
+
+/// The report as one JSON document.
+pub fn json(report: &StatReport) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = report
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let ev = &report.plan.events[row.event];
+            json!({
+                "event": ev.name,
+                "domain": row.domain,
+                "value": row.value,
+                "unit": ev.unit,
+                "status": status_word(report, row),
+                "reason": reason(report, row),
+                "raw": row.count.value,
+                "time_enabled_ns": row.count.enabled,
+                "time_running_ns": row.count.running,
+                "running_share": row.running_share,
+                "estimate": row.is_estimate(),
+                "counters": row.instances,
+                "group": ev.group,
+                "spread": report.spreads.get(i).copied().flatten(),
+            })
+        })
+        .collect();
+    json!({
+        "target": report.target,
+        "runs": report.runs,
+        "elapsed_s": report.elapsed.as_secs_f64(),
+        "exit": report.exit,
+        "interrupted": report.interrupted,
+        "events": rows,
+        "notes": report.notes,
+    })
+}

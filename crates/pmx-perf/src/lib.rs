@@ -1,0 +1,512 @@
+//! # pmx-perf — `perf_event_open(2)` for pmx
+//!
+//! The kernel's counters, one file descriptor per event. The model:
+//!
+//! - [`Attr`] is what pmx asks of one event: the PMU (`type_`), the event
+//!   (`config`, `config1`, `config2`, or a breakpoint's address, length and
+//!   kind), the privilege filters (`exclude_*`), scheduling (`pinned`,
+//!   `exclusive`), and the `read_format` that decides what a read returns.
+//!   At open time it becomes the kernel's `struct perf_event_attr`
+//!   (`PERF_ATTR_SIZE_VER8`, 136 bytes; older kernels accept it because
+//!   every field they do not know is zero).
+//! - [`Target`] is where it counts: `pid` 0 is the calling *thread*, a tid
+//!   another thread (add `inherit` for the threads it creates later), -1
+//!   every task; `cpu` -1 follows the task wherever it runs, a CPU number
+//!   counts only while on that CPU. `pid -1, cpu -1` is not allowed.
+//! - [`Counter`] owns one open event's fd (close-on-exec, closed on drop),
+//!   knows its kernel id and its `read_format`. [`Counter::enable`],
+//!   [`Counter::disable`] and [`Counter::reset`] act on the event or, with
+//!   `group = true`, on its whole group at once. [`Counter::read`] returns a
+//!   [`Count`]: the raw value and how long the event was enabled and
+//!   actually running on the PMU (the times are 0 when `read_format` does
+//!   not ask for them).
+//! - A **group** is a leader opened with `group: None` and members opened
+//!   with `group: Some(&leader)`. The kernel schedules a group all or
+//!   nothing, so its members' ratios are exact. Create the leader
+//!   `disabled` and the members enabled (`disabled: false`, which makes
+//!   them follow the leader; see [`Counter::open`] for why not disabled),
+//!   then start and stop everything with one `leader.enable(true)` /
+//!   `leader.disable(true)`. Open the leader with `read_format::GROUP |
+//!   read_format::ID` and [`Counter::read_group`] reads every member in one
+//!   system call; the times in it are the leader's, shared by all.
+//! - **Times.** `running < enabled` means the event was multiplexed or,
+//!   for a per-task event bound to one CPU, that the task also ran
+//!   elsewhere; [`Count::scaled`] extrapolates. For per-task events both
+//!   times advance only while the task is on a CPU. `reset` zeroes the
+//!   value but not the times.
+//! - [`OpenError`] turns the errno into what it means for *this* event and
+//!   what to do: the `perf_event_paranoid` level and the `sysctl` or
+//!   capability that lifts it, "this machine's PMU does not count it", "no
+//!   free debug register", and so on, by [`OpenErrorKind`].
+//!
+//! Reading and ioctl errors are plain [`std::io::Error`]s; nothing here
+//! panics on what the kernel returns.
+//!
+//! ```no_run
+//! use pmx_perf::{event_type, read_format, software, Attr, Counter, Target};
+//!
+//! let this_thread = Target { pid: 0, cpu: -1 };
+//! let leader = Counter::open(
+//!     &Attr {
+//!         type_: event_type::SOFTWARE,
+//!         config: software::TASK_CLOCK,
+//!         disabled: true,
+//!         read_format: read_format::GROUP | read_format::ID
+//!             | read_format::TOTAL_TIME_ENABLED | read_format::TOTAL_TIME_RUNNING,
+//!         ..Attr::default()
+//!     },
+//!     this_thread,
+//!     None,
+//! )?;
+//! let faults = Counter::open(
+//!     &Attr { type_: event_type::SOFTWARE, config: software::PAGE_FAULTS, ..Attr::default() },
+//!     this_thread,
+//!     Some(&leader),
+//! )?;
+//! leader.enable(true)?;
+//! // ... the work ...
+//! leader.disable(true)?;
+//! for (id, count) in leader.read_group()? {
+//!     let which = if id == faults.id() { "page-faults" } else { "task-clock" };
+//!     println!("{which}: {} ({:?} of the time)", count.value, count.running_share());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod abi;
+mod error;
+mod read;
+
+pub use error::{perf_event_paranoid, OpenError, OpenErrorKind};
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use pmx_model::count::Count;
+use pmx_model::encoding::PerfAttr;
+
+/// `read_format` bits.
+pub mod read_format {
+    /// `PERF_FORMAT_TOTAL_TIME_ENABLED`.
+    pub const TOTAL_TIME_ENABLED: u64 = 1;
+    /// `PERF_FORMAT_TOTAL_TIME_RUNNING`.
+    pub const TOTAL_TIME_RUNNING: u64 = 2;
+    /// `PERF_FORMAT_ID`.
+    pub const ID: u64 = 4;
+    /// `PERF_FORMAT_GROUP`.
+    pub const GROUP: u64 = 8;
+    /// `PERF_FORMAT_LOST` (Linux 6.0): samples lost. Reads skip it; it is
+    /// here so a `read_format` that sets it is still decoded correctly.
+    pub const LOST: u64 = 16;
+}
+
+/// `attr.type` values the kernel fixes (`PERF_TYPE_*`). Other PMUs get a
+/// dynamic type, found in `/sys/bus/event_source/devices/<pmu>/type`.
+pub mod event_type {
+    /// `PERF_TYPE_HARDWARE`: the generic hardware events (`config` 0 is
+    /// cycles, 1 instructions, ...).
+    pub const HARDWARE: u32 = 0;
+    /// `PERF_TYPE_SOFTWARE`: events the kernel counts itself (see
+    /// [`crate::software`]).
+    pub const SOFTWARE: u32 = 1;
+    /// `PERF_TYPE_TRACEPOINT`: `config` is a tracepoint id.
+    pub const TRACEPOINT: u32 = 2;
+    /// `PERF_TYPE_HW_CACHE`: `config` = cache | op << 8 | result << 16.
+    pub const HW_CACHE: u32 = 3;
+    /// `PERF_TYPE_RAW`: `config` is the core PMU's own encoding.
+    pub const RAW: u32 = 4;
+    /// `PERF_TYPE_BREAKPOINT`: a hardware breakpoint (see [`crate::Attr::breakpoint`]).
+    pub const BREAKPOINT: u32 = 5;
+}
+
+/// `config` values of [`event_type::SOFTWARE`] (`PERF_COUNT_SW_*`).
+pub mod software {
+    /// Wall-clock time on the CPU (ns), from a high-resolution timer.
+    pub const CPU_CLOCK: u64 = 0;
+    /// Time the task ran (ns).
+    pub const TASK_CLOCK: u64 = 1;
+    /// Page faults, every kind.
+    pub const PAGE_FAULTS: u64 = 2;
+    /// Context switches.
+    pub const CONTEXT_SWITCHES: u64 = 3;
+    /// Migrations of the task to another CPU.
+    pub const CPU_MIGRATIONS: u64 = 4;
+    /// Page faults served without I/O.
+    pub const PAGE_FAULTS_MIN: u64 = 5;
+    /// Page faults that needed I/O.
+    pub const PAGE_FAULTS_MAJ: u64 = 6;
+    /// Counts nothing; a placeholder (for side-band records).
+    pub const DUMMY: u64 = 9;
+}
+
+/// Breakpoint kinds (`bp_type`).
+pub mod bp {
+    /// `HW_BREAKPOINT_R`.
+    pub const R: u32 = 1;
+    /// `HW_BREAKPOINT_W`.
+    pub const W: u32 = 2;
+    /// `HW_BREAKPOINT_RW`.
+    pub const RW: u32 = 3;
+    /// `HW_BREAKPOINT_X`.
+    pub const X: u32 = 4;
+}
+
+/// What pmx asks of one event. Defaults: counting, not sampling; every
+/// `exclude_*` false; `read_format` = enabled | running | id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attr {
+    /// `type`.
+    pub type_: u32,
+    /// `config`.
+    pub config: u64,
+    /// `config1` (also `bp_addr` for breakpoints).
+    pub config1: u64,
+    /// `config2` (also `bp_len` for breakpoints).
+    pub config2: u64,
+    /// `bp_type` (breakpoints only).
+    pub bp_type: u32,
+    /// `read_format`.
+    pub read_format: u64,
+    /// Created disabled: counts nothing until enabled.
+    pub disabled: bool,
+    /// Children inherit the counter.
+    pub inherit: bool,
+    /// Enabled when the task calls exec.
+    pub enable_on_exec: bool,
+    /// `pinned`: always on the PMU; if it cannot be, the event goes into
+    /// error state and reads fail. Group leaders only.
+    pub pinned: bool,
+    /// `exclusive`: alone on the PMU while it counts. Group leaders only.
+    pub exclusive: bool,
+    /// `exclude_user`.
+    pub exclude_user: bool,
+    /// `exclude_kernel`.
+    pub exclude_kernel: bool,
+    /// `exclude_hv`.
+    pub exclude_hv: bool,
+    /// `exclude_idle`.
+    pub exclude_idle: bool,
+    /// `exclude_guest`.
+    pub exclude_guest: bool,
+    /// `exclude_host`.
+    pub exclude_host: bool,
+    /// `precise_ip`.
+    pub precise_ip: u8,
+}
+
+impl Default for Attr {
+    fn default() -> Attr {
+        Attr {
+            type_: 0,
+            config: 0,
+            config1: 0,
+            config2: 0,
+            bp_type: 0,
+            read_format: read_format::TOTAL_TIME_ENABLED
+                | read_format::TOTAL_TIME_RUNNING
+                | read_format::ID,
+            disabled: false,
+            inherit: false,
+            enable_on_exec: false,
+            pinned: false,
+            exclusive: false,
+            exclude_user: false,
+            exclude_kernel: false,
+            exclude_hv: false,
+            exclude_idle: false,
+            exclude_guest: false,
+            exclude_host: false,
+            precise_ip: 0,
+        }
+    }
+}
+
+impl Attr {
+    /// From the model's attr. `type_` must be known (`PerfAttr::type_`);
+    /// `None` is an error the caller resolves through sysfs first.
+    pub fn from_perf_attr(a: &PerfAttr) -> Option<Attr> {
+        Some(Attr {
+            type_: a.type_?,
+            config: a.config,
+            config1: a.config1,
+            config2: a.config2,
+            exclude_user: a.exclude_user,
+            exclude_kernel: a.exclude_kernel,
+            exclude_hv: a.exclude_hv,
+            exclude_idle: a.exclude_idle,
+            exclude_guest: a.exclude_guest,
+            exclude_host: a.exclude_host,
+            pinned: a.pinned,
+            precise_ip: a.precise_ip,
+            ..Attr::default()
+        })
+    }
+
+    /// A hardware breakpoint (`PERF_TYPE_BREAKPOINT`) at `addr`: `len` 1,
+    /// 2, 4 or 8 bytes, `addr` aligned to it (an execute breakpoint is
+    /// `size_of::<usize>()` long), `bp_type` from [`bp`]. It counts every
+    /// matching access; x86 has four debug registers per thread.
+    pub fn breakpoint(addr: u64, len: u64, bp_type: u32) -> Attr {
+        Attr {
+            type_: event_type::BREAKPOINT,
+            config1: addr,
+            config2: len,
+            bp_type,
+            ..Attr::default()
+        }
+    }
+}
+
+/// Where an event counts.
+///
+/// `pid` 0 is the calling *thread* (not its process), a positive number a
+/// thread or process id; `cpu` -1 follows the task to any CPU. `pid -1`
+/// needs a CPU and counts every task there (`perf_event_paranoid` 0 or
+/// CAP_PERFMON). `pid` and `cpu` both set count the task only while it runs
+/// on that CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// `pid` argument: a tid/pid, or -1 for every task on `cpu`.
+    pub pid: i32,
+    /// `cpu` argument: a CPU, or -1 for any CPU the task runs on.
+    pub cpu: i32,
+}
+
+/// One open event.
+///
+/// Owns the fd (close-on-exec, closed on drop; closing a group leader
+/// turns its members into lone events). Knows the kernel's id for the event
+/// and the `read_format` it was opened with, which decides how reads are
+/// decoded.
+#[derive(Debug)]
+pub struct Counter {
+    fd: OwnedFd,
+    id: u64,
+    read_format: u64,
+}
+
+/// The largest group read pmx accepts, in `u64` words (16 MiB): far beyond
+/// any real group, a bound so a confused kernel answer cannot exhaust memory.
+const MAX_READ_WORDS: usize = 1 << 21;
+
+/// The first group read buffer: room for 16 members with every field.
+const FIRST_GROUP_WORDS: usize = 3 + 16 * 3;
+
+impl Counter {
+    /// Open `attr` on `target`, as a member of `group` (or a leader).
+    ///
+    /// A leader is usually opened `disabled`, with `read_format` `GROUP |
+    /// ID` (plus the times) so [`Counter::read_group`] can read the group.
+    /// Open members with `disabled: false`, as perf does: they then start
+    /// and stop exactly with the leader. A member opened disabled and
+    /// enabled later (even by `leader.enable(true)`) is, on current kernels,
+    /// not put on the PMU until the task next switches in when its PMU
+    /// differs from the leader's (task-clock and cpu-clock are PMUs of their
+    /// own), so it misses the start.
+    ///
+    /// On failure the [`OpenError`] says what the errno means for this
+    /// event and target and what to do; `precise_ip` above 3 is refused
+    /// before the kernel is asked.
+    pub fn open(
+        attr: &Attr,
+        target: Target,
+        group: Option<&Counter>,
+    ) -> Result<Counter, OpenError> {
+        let fail = |errno: i32| {
+            error::explain(
+                errno,
+                attr,
+                target,
+                group.is_some(),
+                &error::Context::of_this_machine(attr),
+            )
+        };
+        if attr.precise_ip > 3 {
+            // Two bits in the kernel's struct: refuse rather than truncate.
+            return Err(fail(libc::EINVAL));
+        }
+        let kattr = abi::PerfEventAttr::from_attr(attr);
+        let group_fd = group.map_or(-1, |g| g.fd.as_raw_fd());
+        let raw = abi::perf_event_open(&kattr, target.pid, target.cpu, group_fd).map_err(fail)?;
+        // SAFETY: perf_event_open just returned this fd; nothing else owns
+        // it, so the OwnedFd becomes its only owner and closes it once.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let mut id: u64 = 0;
+        // SAFETY: PERF_EVENT_IOC_ID writes one u64 through the pointer, which
+        // points to a live local u64; the fd is open.
+        let ret = unsafe {
+            libc::ioctl(
+                fd.as_raw_fd(),
+                abi::IOC_ID as libc::Ioctl,
+                &mut id as *mut u64,
+            )
+        };
+        if ret < 0 {
+            // Only kernels before 3.12 lack the ioctl; the fd closes here.
+            return Err(error::id_unavailable(abi::last_errno(), attr, target));
+        }
+        Ok(Counter {
+            fd,
+            id,
+            read_format: attr.read_format,
+        })
+    }
+
+    /// The kernel's id for this event (`PERF_EVENT_IOC_ID`).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The `read_format` this counter was opened with; it decides what
+    /// [`Counter::read`] and [`Counter::read_group`] can decode.
+    pub fn read_format(&self) -> u64 {
+        self.read_format
+    }
+
+    fn ioctl(&self, request: u64, group: bool) -> io::Result<()> {
+        let arg: libc::c_ulong = if group { abi::PERF_IOC_FLAG_GROUP } else { 0 };
+        // SAFETY: ENABLE, DISABLE and RESET take an integer argument and
+        // touch no memory of ours; the fd is open for as long as `self`.
+        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), request as libc::Ioctl, arg) };
+        if ret < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Enable; with `group`, the whole group at once.
+    pub fn enable(&self, group: bool) -> io::Result<()> {
+        self.ioctl(abi::IOC_ENABLE, group)
+    }
+
+    /// Disable; with `group`, the whole group at once.
+    pub fn disable(&self, group: bool) -> io::Result<()> {
+        self.ioctl(abi::IOC_DISABLE, group)
+    }
+
+    /// Reset to zero; with `group`, the whole group. Only the value: the
+    /// enabled and running times keep accumulating from where they were.
+    pub fn reset(&self, group: bool) -> io::Result<()> {
+        self.ioctl(abi::IOC_RESET, group)
+    }
+
+    /// One `read(2)` into `buf`, retried on EINTR and with a larger buffer
+    /// when the kernel says it does not fit. Returns the words read.
+    fn read_words(&self, mut buf: Vec<u64>) -> io::Result<Vec<u64>> {
+        loop {
+            let bytes = buf.len() * std::mem::size_of::<u64>();
+            // SAFETY: the pointer and length describe `buf`'s initialised
+            // memory, which the kernel may overwrite with any bytes (every
+            // bit pattern is a valid u64); the fd is open.
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), bytes) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::ENOSPC) if buf.len() < MAX_READ_WORDS => {
+                        buf = vec![0; (buf.len() * 2).min(MAX_READ_WORDS)];
+                        continue;
+                    }
+                    _ => return Err(e),
+                }
+            }
+            // n >= 0 here.
+            let n = n as usize;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the event is in error state and has stopped counting (a pinned event or \
+                     group could not get onto the PMU); reopen it",
+                ));
+            }
+            let (words, rest) = (n / 8, n % 8);
+            if rest != 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("perf read returned {n} bytes, not whole u64 words"),
+                ));
+            }
+            buf.truncate(words);
+            return Ok(buf);
+        }
+    }
+
+    /// Read one event (opened without `PERF_FORMAT_GROUP`).
+    ///
+    /// Times the `read_format` does not include are 0. A counter opened
+    /// with `PERF_FORMAT_GROUP` is read through its group and its own entry
+    /// returned, which needs `PERF_FORMAT_ID` unless the group has only it.
+    pub fn read(&self) -> io::Result<Count> {
+        if self.read_format & read_format::GROUP != 0 {
+            let entries = self.read_entries()?;
+            let only = entries.len() == 1;
+            return entries
+                .into_iter()
+                .find(|(id, _)| *id == Some(self.id) || (id.is_none() && only))
+                .map(|(_, c)| c)
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "this counter has a group read_format without PERF_FORMAT_ID, so its \
+                         value cannot be told from its group's: use read_group",
+                    )
+                });
+        }
+        let words = self.read_words(vec![0; read::single_len(self.read_format)])?;
+        Ok(read::parse_single(&words, self.read_format)?.1)
+    }
+
+    fn read_entries(&self) -> io::Result<Vec<read::Entry>> {
+        let words = self.read_words(vec![0; FIRST_GROUP_WORDS])?;
+        read::parse_group(&words, self.read_format)
+    }
+
+    /// Read a group through its leader (opened with `PERF_FORMAT_GROUP`):
+    /// `(id, count)` for every member, leader first.
+    ///
+    /// Needs `PERF_FORMAT_ID` too (the ids name the members); every count
+    /// carries the group's one pair of times. Members whose open failed are
+    /// simply not there; a group of any size is read in one go.
+    pub fn read_group(&self) -> io::Result<Vec<(u64, Count)>> {
+        let rf = self.read_format;
+        if rf & read_format::GROUP == 0 || rf & read_format::ID == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "read_group needs a counter opened with read_format GROUP | ID; this one \
+                     has {rf:#x}{}",
+                    if rf & read_format::GROUP == 0 {
+                        ": use read"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        self.read_entries()?
+            .into_iter()
+            .map(|(id, c)| {
+                id.map(|id| (id, c)).ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::InvalidData, "group read without ids")
+                })
+            })
+            .collect()
+    }
+}
+
+impl AsFd for Counter {
+    /// The event's fd, e.g. for `poll` or `mmap`; it stays owned by the
+    /// counter.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl AsRawFd for Counter {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}

@@ -1,0 +1,301 @@
+//! Open errors from the real kernel, and the messages pmx makes of them.
+//!
+//! The permission checks need an unprivileged process: the test re-runs
+//! itself in a child process which, when started as root, becomes `nobody`
+//! before it opens anything.
+
+mod common;
+
+use common::{sw, THREAD};
+use pmx_perf::{event_type, perf_event_paranoid, software, Attr, Counter, OpenErrorKind, Target};
+use std::process::Command;
+
+fn open_err(attr: &Attr, target: Target) -> pmx_perf::OpenError {
+    match Counter::open(attr, target, None) {
+        Ok(c) => panic!("opened (id {}), expected an error", c.id()),
+        Err(e) => {
+            eprintln!("{e}");
+            e
+        }
+    }
+}
+
+#[test]
+fn hardware_cycles_without_a_hardware_pmu() {
+    let cycles = Attr {
+        type_: event_type::HARDWARE,
+        config: 0,
+        ..Attr::default()
+    };
+    let has_core_pmu = ["cpu", "cpu_core", "cpu_atom"].iter().any(|p| {
+        std::path::Path::new("/sys/bus/event_source/devices")
+            .join(p)
+            .exists()
+    });
+    if has_core_pmu {
+        match Counter::open(&cycles, THREAD, None) {
+            Ok(_) => eprintln!("this machine counts cycles"),
+            Err(e) => eprintln!("a core PMU is registered, yet: {e}"),
+        }
+        return;
+    }
+    let e = open_err(&cycles, THREAD);
+    assert_eq!(e.kind, OpenErrorKind::NotSupported);
+    assert_eq!(e.errno, libc::ENOENT);
+    assert!(
+        e.message
+            .starts_with("cannot open hardware event cycles for this thread on any CPU: "),
+        "{e}"
+    );
+    assert!(
+        e.message
+            .contains("this machine's PMU does not count it (no hardware PMU exposed"),
+        "{e}"
+    );
+    // Raw and cache events go the same way.
+    for type_ in [event_type::RAW, event_type::HW_CACHE] {
+        let e = open_err(
+            &Attr {
+                type_,
+                ..cycles.clone()
+            },
+            THREAD,
+        );
+        assert_eq!(e.kind, OpenErrorKind::NotSupported);
+    }
+}
+
+#[test]
+fn no_such_process() {
+    let e = open_err(
+        &sw(software::TASK_CLOCK),
+        Target {
+            pid: i32::MAX,
+            cpu: -1,
+        },
+    );
+    assert_eq!(e.kind, OpenErrorKind::NoProcess);
+    assert_eq!(e.errno, libc::ESRCH);
+    assert!(
+        e.message
+            .contains(&format!("no process or thread {}", i32::MAX)),
+        "{e}"
+    );
+}
+
+#[test]
+fn invalid_targets_and_attrs() {
+    let e = open_err(&sw(software::TASK_CLOCK), Target { pid: -1, cpu: -1 });
+    assert_eq!(e.kind, OpenErrorKind::Invalid);
+    assert!(e.message.contains("pid -1 (every task) needs a CPU"), "{e}");
+
+    let e = open_err(&sw(software::TASK_CLOCK), Target { pid: 0, cpu: 4096 });
+    assert_eq!(e.kind, OpenErrorKind::Invalid);
+    assert!(e.message.contains("CPU 4096 does not exist"), "{e}");
+
+    // Refused before the kernel sees it: precise_ip has two bits.
+    let e = open_err(
+        &Attr {
+            precise_ip: 4,
+            ..sw(software::TASK_CLOCK)
+        },
+        THREAD,
+    );
+    assert_eq!(e.kind, OpenErrorKind::Invalid);
+    assert!(
+        e.message
+            .contains("precise_ip is 4, the highest level is 3"),
+        "{e}"
+    );
+
+    let e = open_err(&sw(4242), THREAD);
+    assert_eq!(e.kind, OpenErrorKind::NotSupported);
+    assert!(
+        e.message.contains("no software event with config 0x1092"),
+        "{e}"
+    );
+
+    let e = open_err(
+        &Attr {
+            type_: 0x7fff_0000,
+            ..Attr::default()
+        },
+        THREAD,
+    );
+    assert_eq!(e.kind, OpenErrorKind::NotSupported);
+    assert!(e.message.contains("no PMU with type 2147418112"), "{e}");
+}
+
+const CHILD: &str = "PMX_PERF_TEST_UNPRIVILEGED_CHILD";
+const NOBODY: libc::uid_t = 65534;
+
+#[test]
+fn unprivileged_opens_explain_perf_event_paranoid() {
+    if std::env::var_os(CHILD).is_some() {
+        return unprivileged_checks();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new(exe)
+        .args([
+            "--exact",
+            "unprivileged_opens_explain_perf_event_paranoid",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("--- child ---\n{text}--- end of child ---");
+    assert!(out.status.success(), "the unprivileged child failed");
+    assert!(
+        text.contains("1 passed"),
+        "the child did not run the checks"
+    );
+}
+
+/// Run in the child: become unprivileged, then open what the paranoid
+/// level forbids.
+fn unprivileged_checks() {
+    // SAFETY: geteuid only returns a number.
+    if unsafe { libc::geteuid() } == 0 {
+        // SAFETY: plain system calls with integer arguments (setgroups with
+        // an empty list reads no memory); glibc applies them to every
+        // thread of this process, which runs nothing else.
+        let dropped = unsafe {
+            libc::setgroups(0, std::ptr::null()) == 0
+                && libc::setgid(NOBODY) == 0
+                && libc::setuid(NOBODY) == 0
+        };
+        assert!(
+            dropped,
+            "dropping to nobody: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let cap_eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
+        .unwrap();
+    if cap_eff & (1 << 38 | 1 << 21) != 0 {
+        println!("skipped: this process keeps CAP_PERFMON or CAP_SYS_ADMIN");
+        return;
+    }
+    let p = perf_event_paranoid().expect("perf_event_paranoid");
+    // SAFETY: geteuid only returns a number.
+    let euid = unsafe { libc::geteuid() };
+    println!("unprivileged (euid {euid}), perf_event_paranoid {p}");
+    let user_only = |config| Attr {
+        exclude_kernel: true,
+        exclude_hv: true,
+        ..sw(config)
+    };
+
+    // Every task on CPU 0: needs level 0.
+    match Counter::open(
+        &user_only(software::CPU_CLOCK),
+        Target { pid: -1, cpu: 0 },
+        None,
+    ) {
+        Ok(_) => assert!(p <= 0, "CPU-wide opened at level {p}"),
+        Err(e) => {
+            println!("{e}");
+            assert!(p >= 1, "{e}");
+            assert_eq!(e.kind, OpenErrorKind::Permission);
+            assert!(
+                e.message
+                    .contains(&format!("kernel.perf_event_paranoid is {p} (")),
+                "{e}"
+            );
+            assert!(
+                e.message
+                    .contains("counting every task on a CPU needs level 0"),
+                "{e}"
+            );
+            assert!(
+                e.message.contains("sysctl kernel.perf_event_paranoid=0"),
+                "{e}"
+            );
+            assert!(e.message.contains("CAP_PERFMON"), "{e}");
+        }
+    }
+
+    // Kernel space of this thread: needs level 1.
+    match Counter::open(&sw(software::TASK_CLOCK), THREAD, None) {
+        Ok(_) => assert!(p <= 1, "kernel counting opened at level {p}"),
+        Err(e) => {
+            println!("{e}");
+            assert!(p >= 2, "{e}");
+            assert_eq!(e.kind, OpenErrorKind::Permission);
+            assert!(
+                e.message.contains("sysctl kernel.perf_event_paranoid=1"),
+                "{e}"
+            );
+            if p == 2 {
+                assert!(
+                    e.message
+                        .contains("count user space only (set exclude_kernel"),
+                    "{e}"
+                );
+            }
+        }
+    }
+
+    // User space of this thread: allowed up to level 2.
+    let own = Counter::open(&user_only(software::TASK_CLOCK), THREAD, None);
+    if p >= 3 {
+        assert_eq!(own.unwrap_err().kind, OpenErrorKind::Permission);
+        return;
+    }
+    own.unwrap();
+
+    // Another user's process: the paranoid level allows it, tracing does not.
+    let init_uid = std::fs::read_to_string("/proc/1/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|v| v.split_whitespace().nth(1)?.parse::<u32>().ok())
+        });
+    if init_uid.is_some_and(|uid| uid != NOBODY) {
+        let e = Counter::open(
+            &user_only(software::TASK_CLOCK),
+            Target { pid: 1, cpu: -1 },
+            None,
+        )
+        .unwrap_err();
+        println!("{e}");
+        assert_eq!(e.kind, OpenErrorKind::Permission);
+        assert!(
+            e.message
+                .contains(&format!("kernel.perf_event_paranoid is {p}, which allows")),
+            "{e}"
+        );
+        assert!(e.message.contains("ptrace_scope"), "{e}");
+    }
+
+    // Out of file descriptors: every counter is one.
+    let limit = libc::rlimit {
+        rlim_cur: 32,
+        rlim_max: 32,
+    };
+    // SAFETY: setrlimit reads one struct rlimit from a live local.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+    let mut held = Vec::new();
+    let e = loop {
+        match Counter::open(&user_only(software::DUMMY), THREAD, None) {
+            Ok(c) => held.push(c),
+            Err(e) => break e,
+        }
+        assert!(held.len() <= 32, "32 fds and still opening");
+    };
+    println!("after {} counters: {e}", held.len());
+    assert_eq!(e.kind, OpenErrorKind::TooManyFiles);
+    assert!(e.message.contains("ulimit -n is 32"), "{e}");
+}

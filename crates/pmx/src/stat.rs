@@ -1,0 +1,863 @@
+//! Counting: `pmx stat`'s engine.
+//!
+//! A [`StatPlan`] is the list of events, resolved to perf attrs (or to the
+//! reason they cannot be counted), in groups. [`run`] opens every event on
+//! every place it must count (the command's pid, each thread of `-p`/`-t`,
+//! each CPU of `-a`/`-C`, or the CPUs an uncore PMU names), starts them
+//! together, waits for the command, the duration or Ctrl-C, and reads them
+//! into a [`StatRun`]: one [`Instance`] per opened counter, which
+//! [`aggregate`] folds into rows per total, CPU, core, socket or thread.
+
+use crate::eventlist::EventGroup;
+use crate::launch::{self, Exit, StartError};
+use pmx_events::{Database, Resolved, SourceKind};
+use pmx_model::count::Count;
+use pmx_model::spec::{Body, EventSpec};
+use pmx_model::topology::Topology;
+use pmx_perf::{Attr, Counter, OpenErrorKind};
+use serde::Serialize;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Below this running share a count is an estimate.
+pub const ESTIMATE_BELOW: f64 = 0.7;
+
+/// perf's default events.
+pub const DEFAULT_EVENTS: &str =
+    "task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses";
+
+/// One event of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedEvent {
+    /// The spec as typed.
+    pub name: String,
+    /// Group index in the plan.
+    pub group: usize,
+    /// The attr to open, or why the event cannot be counted here.
+    #[serde(skip)]
+    pub attr: Result<Attr, String>,
+    /// Open only on these CPUs, system-wide (uncore and other PMUs with a
+    /// cpumask).
+    pub cpus: Option<Vec<u32>>,
+    /// Unit of the value (`msec` for clocks, from sysfs `.unit`).
+    pub unit: Option<String>,
+    /// Multiply the raw value by this (clock ns → ms, sysfs `.scale`).
+    pub scale: f64,
+    /// Where the encoding came from.
+    pub source: Option<SourceKind>,
+}
+
+/// The events, resolved, in groups.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatPlan {
+    /// Every event, in the order given.
+    pub events: Vec<PlannedEvent>,
+    /// Groups: indices into `events`; `explicit` ones came from `{…}`.
+    pub groups: Vec<PlanGroup>,
+}
+
+/// A group of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanGroup {
+    /// Indices into `StatPlan::events`, leader first.
+    pub members: Vec<usize>,
+    /// Written as `{…}` by the user.
+    pub explicit: bool,
+}
+
+/// Resolve the `-e` groups against the database. Nothing here fails: an
+/// event that cannot be resolved or has no attr is planned as "not
+/// supported" with the reason, so the run goes on.
+pub fn plan(groups: &[EventGroup], db: &Database) -> Result<StatPlan, pmx_model::spec::SpecError> {
+    let mut events = Vec::new();
+    let mut out_groups = Vec::new();
+    for (gi, g) in groups.iter().enumerate() {
+        let mut members = Vec::new();
+        for spec in &g.members {
+            let ev = plan_one(spec, db, gi)?;
+            members.push(events.len());
+            events.push(ev);
+        }
+        out_groups.push(PlanGroup {
+            members,
+            explicit: g.explicit,
+        });
+    }
+    Ok(StatPlan {
+        events,
+        groups: out_groups,
+    })
+}
+
+fn plan_one(
+    spec: &EventSpec,
+    db: &Database,
+    group: usize,
+) -> Result<PlannedEvent, pmx_model::spec::SpecError> {
+    let mut ev = PlannedEvent {
+        name: spec.text.clone(),
+        group,
+        attr: Err(String::new()),
+        cpus: None,
+        unit: None,
+        scale: 1.0,
+        source: None,
+    };
+    if let Body::Breakpoint { addr, len, access } = &spec.body {
+        let bp = match access.as_str() {
+            "r" => pmx_perf::bp::R,
+            "w" => pmx_perf::bp::W,
+            "x" => pmx_perf::bp::X,
+            _ => pmx_perf::bp::RW,
+        };
+        let len = len.unwrap_or(if bp == pmx_perf::bp::X { 8 } else { 4 });
+        let mut a = Attr::breakpoint(*addr, len, bp);
+        let m = &spec.modifiers;
+        a.exclude_user = m.exclude_user();
+        a.exclude_kernel = m.exclude_kernel();
+        a.exclude_hv = m.exclude_hv();
+        ev.attr = Ok(a);
+        return Ok(ev);
+    }
+    let resolved = match db.resolve(spec) {
+        Ok(r) => r,
+        Err(e) => {
+            // A two-part name may be a tracepoint (sched:sched_switch).
+            if let Body::Named { parts, .. } = &spec.body {
+                if parts.len() == 2 {
+                    if let Some(id) = tracepoint_id(&parts[0], &parts[1]) {
+                        let mut a = Attr {
+                            type_: 2,
+                            config: id,
+                            ..Attr::default()
+                        };
+                        let m = &spec.modifiers;
+                        a.exclude_user = m.exclude_user();
+                        a.exclude_kernel = m.exclude_kernel();
+                        ev.attr = Ok(a);
+                        return Ok(ev);
+                    }
+                }
+            }
+            return Err(e);
+        }
+    };
+    ev.source = Some(resolved.source);
+    apply_resolved(&mut ev, &resolved, db);
+    Ok(ev)
+}
+
+fn apply_resolved(ev: &mut PlannedEvent, r: &Resolved, db: &Database) {
+    let a = &r.attr;
+    if a.type_ == Some(pmx_events::perf_type::SOFTWARE) && (a.config == 0 || a.config == 1) {
+        ev.unit = Some("msec".to_string());
+        ev.scale = 1e-6;
+    }
+    let mut attr = a.clone();
+    if let Some(sys) = db.sysfs() {
+        if let Some(pmu) = sys.pmu(&a.pmu) {
+            if attr.type_.is_none() {
+                attr.type_ = pmu.type_id;
+            }
+            if let Some(mask) = &pmu.cpumask {
+                if !pmu.is_core() {
+                    ev.cpus = Some(mask.clone());
+                }
+            }
+        }
+    }
+    if let Some(def) = &r.def {
+        for n in &def.notes {
+            if let Some(u) = n.strip_prefix("unit ") {
+                ev.unit = Some(u.to_string());
+            }
+            if let Some(s) = n.strip_prefix("scale ") {
+                if let Ok(v) = s.parse::<f64>() {
+                    ev.scale = v;
+                }
+            }
+        }
+    }
+    ev.attr = match Attr::from_perf_attr(&attr) {
+        Some(x) => Ok(x),
+        None => Err(format!(
+            "PMU '{}' is not on this machine (its type comes from /sys/bus/event_source/devices/{}/type)",
+            attr.pmu, attr.pmu
+        )),
+    };
+}
+
+/// The tracepoint id from tracefs, if the tracepoint exists.
+pub fn tracepoint_id(system: &str, name: &str) -> Option<u64> {
+    if system.contains('/') || name.contains('/') || system.contains("..") || name.contains("..") {
+        return None;
+    }
+    for base in [
+        "/sys/kernel/tracing/events",
+        "/sys/kernel/debug/tracing/events",
+    ] {
+        let p = Path::new(base).join(system).join(name).join("id");
+        if let Ok(s) = std::fs::read_to_string(&p) {
+            if let Ok(id) = s.trim().parse() {
+                return Some(id);
+            }
+        }
+    }
+    None
+}
+
+/// What to count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// The launched command (and its children when `inherit`).
+    Command,
+    /// These processes: every thread of each.
+    Pids(Vec<i32>),
+    /// These threads.
+    Tids(Vec<i32>),
+    /// Every task on these CPUs.
+    Cpus(Vec<u32>),
+}
+
+/// Options of one counting run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// What to count.
+    pub scope: Scope,
+    /// Command to run (required for `Scope::Command`; optional otherwise).
+    pub command: Vec<String>,
+    /// Children inherit the counters.
+    pub inherit: bool,
+    /// Pin the command to these CPUs.
+    pub pin: Option<Vec<u32>>,
+    /// Stop after this long (without a command, or to cut it short).
+    pub duration: Option<Duration>,
+}
+
+/// One opened counter and its reading.
+#[derive(Debug, Clone, Serialize)]
+pub struct Instance {
+    /// Index into the plan's events.
+    pub event: usize,
+    /// CPU it was bound to, or -1.
+    pub cpu: i32,
+    /// Thread it was bound to, or -1.
+    pub tid: i32,
+    /// The reading.
+    pub count: Count,
+}
+
+/// Why an event has no count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "reason", rename_all = "kebab-case")]
+pub enum EventStatus {
+    /// Opened and read.
+    Counted,
+    /// Could not be opened here.
+    NotSupported(String),
+    /// Opened but never ran (or its group could not be opened).
+    NotCounted(String),
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatRun {
+    /// Every opened counter's reading.
+    pub instances: Vec<Instance>,
+    /// Per planned event: counted or why not.
+    pub status: Vec<EventStatus>,
+    /// Wall-clock time from start to stop.
+    pub elapsed: Duration,
+    /// How the command ended, when there was one.
+    pub exit: Option<Exit>,
+    /// The run was cut short by Ctrl-C / SIGTERM.
+    pub interrupted: bool,
+}
+
+/// Errors that stop a run before counting.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The command could not be started; exit 127.
+    #[error("cannot run '{cmd}': {reason}")]
+    Exec {
+        /// The command.
+        cmd: String,
+        /// Why.
+        reason: String,
+    },
+    /// No event could be opened at all, for a reason the user must fix.
+    #[error("{0}")]
+    Open(String),
+    /// Some other I/O failure.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+    let child = CHILD.load(Ordering::SeqCst);
+    if child > 0 {
+        // SAFETY: kill is async-signal-safe. Forward the signal to the
+        // command (from a terminal it may get SIGINT twice, which is as
+        // good as once).
+        unsafe { libc::kill(child, sig) };
+    }
+}
+
+/// Install pmx's SIGINT/SIGTERM handlers: they only set a flag and
+/// forward the signal to the command, so the counts so far are read and
+/// printed.
+pub fn install_signal_handlers() {
+    // SAFETY: installing a handler that only touches atomics and kill().
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as usize;
+        sa.sa_flags = 0;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Was a stop requested (Ctrl-C, SIGTERM)?
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// Where each group is opened: (pid, cpu) slots.
+fn slots(opts: &RunOptions, child: Option<i32>) -> Vec<(i32, i32)> {
+    match &opts.scope {
+        Scope::Command => vec![(child.unwrap_or(0), -1)],
+        Scope::Pids(pids) => {
+            let mut v = Vec::new();
+            for &p in pids {
+                let tids = threads_of(p);
+                if tids.is_empty() {
+                    v.push((p, -1));
+                }
+                v.extend(tids.into_iter().map(|t| (t, -1)));
+            }
+            v
+        }
+        Scope::Tids(t) => t.iter().map(|&t| (t, -1)).collect(),
+        Scope::Cpus(c) => c.iter().map(|&c| (-1, c as i32)).collect(),
+    }
+}
+
+/// The threads of a process, from `/proc/PID/task`.
+pub fn threads_of(pid: i32) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+struct Opened {
+    counter: Counter,
+    event: usize,
+    cpu: i32,
+    tid: i32,
+}
+
+/// Count `plan` once.
+pub fn run(plan: &StatPlan, opts: &RunOptions) -> Result<StatRun, RunError> {
+    STOP.store(false, Ordering::SeqCst);
+    let mut child = if opts.command.is_empty() {
+        None
+    } else {
+        Some(launch::fork_held(&opts.command, opts.pin.as_deref())?)
+    };
+    let by_exec = opts.scope == Scope::Command;
+    let child_pid = child.as_ref().map(|c| c.pid);
+    let slots = slots(opts, child_pid);
+    let mut status: Vec<EventStatus> = plan
+        .events
+        .iter()
+        .map(|e| match &e.attr {
+            Ok(_) => EventStatus::Counted,
+            Err(r) => EventStatus::NotSupported(r.clone()),
+        })
+        .collect();
+    let mut opened: Vec<Opened> = Vec::new();
+    let mut leaders: Vec<usize> = Vec::new();
+    let mut hard_error: Option<String> = None;
+    for g in &plan.groups {
+        let members: Vec<usize> = g
+            .members
+            .iter()
+            .copied()
+            .filter(|&i| plan.events[i].attr.is_ok())
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        // Events with their own CPU list (uncore) are opened system-wide on
+        // those CPUs; the group shares the first member's placement.
+        let own_cpus = plan.events[members[0]].cpus.clone();
+        let group_slots: Vec<(i32, i32)> = match &own_cpus {
+            Some(c) => c.iter().map(|&c| (-1, c as i32)).collect(),
+            None => slots.clone(),
+        };
+        for &(pid, cpu) in &group_slots {
+            let mut leader_idx: Option<usize> = None;
+            for &ei in &members {
+                if status[ei] != EventStatus::Counted {
+                    continue;
+                }
+                let mut attr = plan.events[ei].attr.clone().expect("filtered");
+                let is_leader = leader_idx.is_none();
+                // Children inherit task counters (not a single thread's).
+                attr.inherit = opts.inherit && pid != -1 && !matches!(opts.scope, Scope::Tids(_));
+                if is_leader {
+                    attr.disabled = true;
+                    attr.enable_on_exec = by_exec && own_cpus.is_none();
+                }
+                let group = leader_idx.map(|l| &opened[l].counter);
+                match Counter::open(&attr, pmx_perf::Target { pid, cpu }, group) {
+                    Ok(c) => {
+                        if is_leader {
+                            leader_idx = Some(opened.len());
+                            leaders.push(opened.len());
+                        }
+                        opened.push(Opened {
+                            counter: c,
+                            event: ei,
+                            cpu,
+                            tid: pid,
+                        });
+                    }
+                    Err(e) => {
+                        let reason = e.message.clone();
+                        match e.kind {
+                            OpenErrorKind::NotSupported
+                            | OpenErrorKind::NoDebugRegister
+                            | OpenErrorKind::Invalid => {
+                                status[ei] = EventStatus::NotSupported(reason);
+                            }
+                            OpenErrorKind::NoProcess => {
+                                if matches!(opts.scope, Scope::Pids(_)) {
+                                    // A thread exited between listing and opening.
+                                    continue;
+                                }
+                                hard_error
+                                    .get_or_insert(format!("{}: {reason}", plan.events[ei].name));
+                                status[ei] = EventStatus::NotCounted(reason);
+                            }
+                            _ => {
+                                hard_error
+                                    .get_or_insert(format!("{}: {reason}", plan.events[ei].name));
+                                status[ei] = EventStatus::NotCounted(reason);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if opened.is_empty() {
+        if let Some(h) = hard_error {
+            if let Some(c) = child.as_mut() {
+                c.abandon();
+            }
+            return Err(RunError::Open(h));
+        }
+    }
+    let start = Instant::now();
+    // Start: the command's counters start at exec; others now.
+    for &l in &leaders {
+        let o = &opened[l];
+        if !(by_exec && plan.events[o.event].cpus.is_none()) {
+            o.counter.enable(true)?;
+        }
+    }
+    let mut exit = None;
+    if let Some(c) = child.as_mut() {
+        CHILD.store(c.pid, Ordering::SeqCst);
+        if let Err(e) = c.release() {
+            let reason = match e {
+                StartError::Exec(errno) => {
+                    let err = std::io::Error::from_raw_os_error(errno);
+                    match errno {
+                        libc::ENOENT => "command not found".to_string(),
+                        libc::EACCES => "permission denied (not executable?)".to_string(),
+                        _ => err.to_string(),
+                    }
+                }
+                StartError::Pin(errno) => format!(
+                    "--pin: cannot pin to those CPUs: {}",
+                    std::io::Error::from_raw_os_error(errno)
+                ),
+            };
+            let _ = c.wait();
+            CHILD.store(0, Ordering::SeqCst);
+            return Err(RunError::Exec {
+                cmd: opts.command[0].clone(),
+                reason,
+            });
+        }
+    }
+    // Wait.
+    let mut interrupted = false;
+    match child.as_ref() {
+        Some(c) => {
+            if let Some(d) = opts.duration {
+                // Poll so the duration can cut the command short.
+                loop {
+                    let mut st = 0;
+                    // SAFETY: non-blocking wait for our own child.
+                    let r = unsafe { libc::waitpid(c.pid, &mut st, libc::WNOHANG) };
+                    if r == c.pid {
+                        exit = Some(decode_status(st));
+                        break;
+                    }
+                    if start.elapsed() >= d {
+                        // SAFETY: signalling our own child.
+                        unsafe { libc::kill(c.pid, libc::SIGINT) };
+                        exit = c.wait().ok();
+                        interrupted = true;
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            } else {
+                exit = Some(c.wait()?);
+            }
+            interrupted |= stop_requested();
+        }
+        None => {
+            let until = opts.duration.map(|d| start + d);
+            let watched: Vec<i32> = match &opts.scope {
+                Scope::Pids(p) | Scope::Tids(p) => p.clone(),
+                _ => Vec::new(),
+            };
+            loop {
+                if stop_requested() {
+                    interrupted = true;
+                    break;
+                }
+                // Attached tasks: stop when every one of them has ended.
+                if !watched.is_empty() && watched.iter().all(|&p| !task_alive(p)) {
+                    break;
+                }
+                if let Some(u) = until {
+                    let now = Instant::now();
+                    if now >= u {
+                        break;
+                    }
+                    std::thread::sleep((u - now).min(Duration::from_millis(20)));
+                } else {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+    }
+    CHILD.store(0, Ordering::SeqCst);
+    let elapsed = start.elapsed();
+    for &l in &leaders {
+        let _ = opened[l].counter.disable(true);
+    }
+    let mut instances = Vec::with_capacity(opened.len());
+    for o in &opened {
+        let count = o.counter.read()?;
+        instances.push(Instance {
+            event: o.event,
+            cpu: o.cpu,
+            tid: o.tid,
+            count,
+        });
+    }
+    for (i, st) in status.iter_mut().enumerate() {
+        if *st != EventStatus::Counted {
+            continue;
+        }
+        let mine: Vec<&Instance> = instances.iter().filter(|x| x.event == i).collect();
+        if mine.is_empty() {
+            *st = EventStatus::NotCounted("no counter could be opened for it".to_string());
+        } else if mine.iter().all(|x| x.count.running == 0) {
+            *st = EventStatus::NotCounted(if mine.iter().all(|x| x.count.enabled == 0) {
+                "never enabled: the measured task did not run".to_string()
+            } else {
+                "never scheduled onto a counter (all counters busy, or its group did not fit)"
+                    .to_string()
+            });
+        }
+    }
+    Ok(StatRun {
+        instances,
+        status,
+        elapsed,
+        exit,
+        interrupted,
+    })
+}
+
+/// Is the task running (present and not a zombie)?
+pub fn task_alive(tid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{tid}/stat")) {
+        Ok(s) => {
+            // The state follows the ')' that ends the command name.
+            let state = s
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z') | Some('X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+fn decode_status(st: i32) -> Exit {
+    if libc::WIFSIGNALED(st) {
+        Exit::Signal {
+            signal: libc::WTERMSIG(st),
+        }
+    } else {
+        Exit::Code {
+            code: libc::WEXITSTATUS(st),
+        }
+    }
+}
+
+/// How to fold instances into rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Aggregation {
+    /// One row per event.
+    Total,
+    /// Per CPU (`-A`).
+    PerCpu,
+    /// Per physical core.
+    PerCore,
+    /// Per package.
+    PerSocket,
+    /// Per thread (`-p`/`-t`).
+    PerThread,
+}
+
+/// The domain a row covers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Domain {
+    /// Everything.
+    Total,
+    /// One CPU.
+    Cpu {
+        /// CPU number.
+        cpu: u32,
+    },
+    /// One core.
+    Core {
+        /// Package.
+        package: u32,
+        /// Core id.
+        core: u32,
+    },
+    /// One package.
+    Socket {
+        /// Package.
+        package: u32,
+    },
+    /// One thread.
+    Thread {
+        /// Thread id.
+        tid: i32,
+    },
+}
+
+impl Domain {
+    /// Short label: `CPU1`, `S0-C3`, `S0`, `tid 1234`.
+    pub fn label(&self) -> String {
+        match self {
+            Domain::Total => String::new(),
+            Domain::Cpu { cpu } => format!("CPU{cpu}"),
+            Domain::Core { package, core } => format!("S{package}-C{core}"),
+            Domain::Socket { package } => format!("S{package}"),
+            Domain::Thread { tid } => format!("tid {tid}"),
+        }
+    }
+}
+
+/// One output row: one event in one domain.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Index into the plan's events.
+    pub event: usize,
+    /// The domain.
+    pub domain: Domain,
+    /// Summed raw value, enabled and running times.
+    pub count: Count,
+    /// Value scaled for multiplexing (per instance, then summed), times the
+    /// event's scale; `None` when it never ran.
+    pub value: Option<f64>,
+    /// running / enabled.
+    pub running_share: Option<f64>,
+    /// How many counters were summed.
+    pub instances: usize,
+}
+
+impl Row {
+    /// Ran less than [`ESTIMATE_BELOW`] of the time.
+    pub fn is_estimate(&self) -> bool {
+        self.running_share.is_some_and(|s| s < ESTIMATE_BELOW)
+    }
+}
+
+/// Fold a run's instances into rows, events in plan order.
+pub fn aggregate(
+    plan: &StatPlan,
+    run: &StatRun,
+    how: Aggregation,
+    topo: Option<&Topology>,
+) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for (ei, ev) in plan.events.iter().enumerate() {
+        let mut domains: Vec<Domain> = Vec::new();
+        let mut per: Vec<Row> = Vec::new();
+        for inst in run.instances.iter().filter(|i| i.event == ei) {
+            let d = domain_of(inst, how, topo);
+            let idx = match domains.iter().position(|x| *x == d) {
+                Some(i) => i,
+                None => {
+                    domains.push(d.clone());
+                    per.push(Row {
+                        event: ei,
+                        domain: d,
+                        count: Count::default(),
+                        value: None,
+                        running_share: None,
+                        instances: 0,
+                    });
+                    per.len() - 1
+                }
+            };
+            let r = &mut per[idx];
+            r.count.value = r.count.value.wrapping_add(inst.count.value);
+            r.count.enabled += inst.count.enabled;
+            r.count.running += inst.count.running;
+            r.instances += 1;
+            if let Some(s) = inst.count.scaled() {
+                r.value = Some(r.value.unwrap_or(0.0) + s * ev.scale);
+            }
+        }
+        if per.is_empty() {
+            per.push(Row {
+                event: ei,
+                domain: Domain::Total,
+                count: Count::default(),
+                value: None,
+                running_share: None,
+                instances: 0,
+            });
+        }
+        for r in &mut per {
+            r.running_share = r.count.running_share();
+            if r.count.running == 0 {
+                r.value = None;
+            }
+        }
+        per.sort_by(|a, b| a.domain.cmp(&b.domain));
+        rows.extend(per);
+    }
+    rows
+}
+
+fn domain_of(inst: &Instance, how: Aggregation, topo: Option<&Topology>) -> Domain {
+    let cpu = u32::try_from(inst.cpu).ok();
+    let info = cpu.and_then(|c| topo.and_then(|t| t.cpu(c)));
+    match how {
+        Aggregation::Total => Domain::Total,
+        Aggregation::PerThread => {
+            if inst.tid >= 0 {
+                Domain::Thread { tid: inst.tid }
+            } else {
+                Domain::Total
+            }
+        }
+        Aggregation::PerCpu => match cpu {
+            Some(c) => Domain::Cpu { cpu: c },
+            None => Domain::Total,
+        },
+        Aggregation::PerCore => match info {
+            Some(i) => Domain::Core {
+                package: i.package.unwrap_or(0),
+                core: i.core.unwrap_or(i.cpu),
+            },
+            None => Domain::Total,
+        },
+        Aggregation::PerSocket => match info {
+            Some(i) => Domain::Socket {
+                package: i.package.unwrap_or(0),
+            },
+            None => Domain::Total,
+        },
+    }
+}
+
+/// Mean, standard deviation and relative spread over repeated runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Spread {
+    /// Number of runs with a value.
+    pub runs: usize,
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation.
+    pub stddev: f64,
+    /// stddev / mean, as a fraction.
+    pub relative: f64,
+}
+
+impl Spread {
+    /// Statistics of `values`; `None` when empty.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<f64>() / n;
+        let var = if values.len() > 1 {
+            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)
+        } else {
+            0.0
+        };
+        let stddev = var.sqrt();
+        let relative = if mean != 0.0 {
+            stddev / mean.abs()
+        } else {
+            0.0
+        };
+        Some(Spread {
+            runs: values.len(),
+            mean,
+            stddev,
+            relative,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread() {
+        let s = Spread::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert_eq!(s.mean, 5.0);
+        assert!((s.stddev - 2.138).abs() < 1e-3);
+        assert!(Spread::of(&[]).is_none());
+        assert_eq!(Spread::of(&[3.0]).unwrap().stddev, 0.0);
+    }
+
+    #[test]
+    fn exit_codes() {
+        assert_eq!(Exit::Code { code: 3 }.shell_code(), 3);
+        assert_eq!(Exit::Signal { signal: 9 }.shell_code(), 137);
+    }
+}
