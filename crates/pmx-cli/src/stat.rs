@@ -69,6 +69,10 @@ pub struct StatArgs {
     /// JSON output.
     #[arg(long, conflicts_with = "separator")]
     pub json: bool,
+    /// Never multiplex: when the events do not fit the counters at once, run
+    /// the command once per set that fits and merge the results.
+    #[arg(long = "no-multiplex")]
+    pub no_multiplex: bool,
     /// Write the report to FILE instead of stderr.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -209,7 +213,12 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     {
         return Err(UsageError("-A/--per-core/--per-socket need -a or -C".to_string()).into());
     }
-    let plan = make_plan(args, &groups)?;
+    let mut plan = make_plan(args, &groups)?;
+    let budget = counter_budget();
+    let mut notes = Vec::new();
+    if let Some(b) = &budget {
+        notes.extend(plan.pack(b));
+    }
     let topo = if matches!(how, Aggregation::PerCore | Aggregation::PerSocket) {
         let mut problems = Vec::new();
         Some(pmx_sys::topology::read_topology(
@@ -226,10 +235,54 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         pin,
         duration,
     };
+    let sets = match (&budget, args.no_multiplex) {
+        (Some(b), true) => plan.run_sets(b),
+        _ => vec![plan.clone()],
+    };
+    if args.no_multiplex {
+        match (&budget, sets.len()) {
+            (None, _) => notes.push(
+                "--no-multiplex: this CPU's counters are unknown (no PMU described by CPUID), so everything ran at once".to_string(),
+            ),
+            (Some(_), 1) => notes.push("--no-multiplex: every event fit the counters at once: 1 run".to_string()),
+            (Some(_), n) => notes.push(format!(
+                "--no-multiplex: the events need {n} counter sets, so the command ran {n} times{} and the results were merged",
+                if args.repeat > 1 { " per repeat" } else { "" }
+            )),
+        }
+        if sets.len() > 1 && args.command.is_empty() {
+            return Err(UsageError(
+                "--no-multiplex with several counter sets needs a command to run once per set"
+                    .to_string(),
+            )
+            .into());
+        }
+    }
     stat::install_signal_handlers();
     let mut runs: Vec<StatRun> = Vec::new();
     for _ in 0..args.repeat {
-        match stat::run(&plan, &opts) {
+        let mut set_runs = Vec::new();
+        let mut failed = None;
+        for set in &sets {
+            match stat::run(set, &opts) {
+                Ok(r) => {
+                    let stop = r.interrupted;
+                    set_runs.push(r);
+                    if stop || stat::stop_requested() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let result = match failed {
+            Some(e) => Err(e),
+            None => Ok(stat::merge_runs(&sets[..set_runs.len()], set_runs)),
+        };
+        match result {
             Ok(r) => {
                 let stop = r.interrupted;
                 runs.push(r);
@@ -245,7 +298,8 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
             Err(stat::RunError::Io(e)) => return Err(e.into()),
         }
     }
-    let report = build_report(args, &plan, &runs, how, topo.as_ref(), &scope);
+    let mut report = build_report(args, &plan, &runs, how, topo.as_ref(), &scope);
+    report.notes.splice(0..0, notes);
     let text = if args.json {
         format!("{}\n", pmx_output::stat::json(&report))
     } else if let Some(sep) = &args.separator {
@@ -267,6 +321,24 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         .map(|e| e.shell_code())
         .unwrap_or(0);
     Ok(code)
+}
+
+/// The counters this CPU offers, from CPUID; `None` when CPUID describes
+/// no PMU (then the kernel schedules alone).
+fn counter_budget() -> Option<pmx::schedule::CounterBudget> {
+    let caps = pmx_sys::PmuCaps::decode(&pmx_sys::NativeCpuid)?;
+    let c = caps.counters?;
+    if c.general == 0 {
+        return None;
+    }
+    let watchdog = std::fs::read_to_string("/proc/sys/kernel/nmi_watchdog")
+        .map(|s| s.trim() != "0")
+        .unwrap_or(false);
+    Some(pmx::schedule::CounterBudget {
+        gp: c.general,
+        fixed: (0..c.fixed as u8).collect(),
+        watchdog,
+    })
 }
 
 fn build_report<'a>(

@@ -5,6 +5,7 @@
 //! pmx-workload pages N         touch N fresh pages (N page faults)
 //! pmx-workload fork-pages N    a child touches N fresh pages; the parent none
 //! pmx-workload spin SECONDS    busy loop on the CPU
+//! pmx-workload work N          a fixed amount of CPU work (N × 1e6 steps)
 //! pmx-workload addr            print the address of the write target
 //! pmx-workload writes N        write the target N times
 //! pmx-workload exit CODE       exit with CODE
@@ -83,6 +84,14 @@ fn main() {
             let s: f64 = arg(&args, 2);
             std::hint::black_box(spin(Duration::from_secs_f64(s)));
         }
+        Some("work") => {
+            let n: u64 = arg(&args, 2);
+            let mut x = 1u64;
+            for i in 0..n * 1_000_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+            }
+            std::hint::black_box(x);
+        }
         Some("threads") => {
             let n: usize = arg(&args, 2);
             let s: f64 = arg(&args, 3);
@@ -115,7 +124,7 @@ fn main() {
             std::process::exit(0);
         }
         _ => {
-            eprintln!("usage: pmx-workload pages N | fork-pages N | spin S | threads N S | addr | writes N | exit CODE | kill SIG");
+            eprintln!("usage: pmx-workload pages N | fork-pages N | spin S | work N | threads N S | addr | writes N | exit CODE | kill SIG");
             std::process::exit(2);
         }
     }

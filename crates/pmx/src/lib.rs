@@ -11,10 +11,14 @@
 //! folds those into rows per total, CPU, core, socket or thread, with the
 //! multiplexing scale and the share of time each event really ran.
 //!
+//! [`schedule`] knows the counters the CPU has and packs events onto them
+//! (or splits them into one run per set for `--no-multiplex`).
+//!
 //! Nothing here prints: renderers live in `pmx-output`.
 
 pub mod eventlist;
 pub mod launch;
+pub mod schedule;
 pub mod stat;
 
 pub use eventlist::{parse_event_list, EventGroup};

@@ -10,6 +10,7 @@
 
 use crate::eventlist::EventGroup;
 use crate::launch::{self, Exit, StartError};
+use crate::schedule::{self, CounterBudget, Need};
 use pmx_events::{Database, Resolved, SourceKind};
 use pmx_model::count::Count;
 use pmx_model::spec::{Body, EventSpec};
@@ -46,6 +47,9 @@ pub struct PlannedEvent {
     pub scale: f64,
     /// Where the encoding came from.
     pub source: Option<SourceKind>,
+    /// Which core counter it needs, for scheduling.
+    #[serde(skip)]
+    pub need: Need,
 }
 
 /// The events, resolved, in groups.
@@ -103,6 +107,7 @@ fn plan_one(
         unit: None,
         scale: 1.0,
         source: None,
+        need: Need::None,
     };
     if let Body::Breakpoint { addr, len, access } = &spec.body {
         let bp = match access.as_str() {
@@ -145,7 +150,110 @@ fn plan_one(
     };
     ev.source = Some(resolved.source);
     apply_resolved(&mut ev, &resolved, db);
+    ev.need = need_of(&resolved, db);
     Ok(ev)
+}
+
+/// Which core counter an event needs.
+fn need_of(r: &Resolved, db: &Database) -> Need {
+    use pmx_events::{perf_type, Counters};
+    let intel = db.target.cpu.vendor == pmx_model::cpu::Vendor::Intel;
+    match r.attr.type_ {
+        Some(perf_type::HARDWARE) => {
+            let all_gp: Vec<u8> = (0..8).collect();
+            Need::Counter(match (intel, r.attr.config) {
+                (true, 0) => Counters::Fixed {
+                    index: 1,
+                    gp: all_gp,
+                },
+                (true, 1) => Counters::Fixed {
+                    index: 0,
+                    gp: all_gp,
+                },
+                (true, 9) => Counters::Fixed {
+                    index: 2,
+                    gp: vec![],
+                },
+                _ => Counters::AnyGp,
+            })
+        }
+        Some(perf_type::HW_CACHE) => Need::Counter(Counters::AnyGp),
+        _ if r.register.is_some() => Need::Counter(
+            r.def
+                .as_ref()
+                .map(|d| d.counters.clone())
+                .unwrap_or(Counters::AnyGp),
+        ),
+        _ => Need::None,
+    }
+}
+
+impl StatPlan {
+    /// Pack the groups onto `budget` (see [`schedule::pack`]); returns the
+    /// notes to show.
+    pub fn pack(&mut self, budget: &CounterBudget) -> Vec<String> {
+        let groups: Vec<(Vec<usize>, bool)> = self
+            .groups
+            .iter()
+            .map(|g| (g.members.clone(), g.explicit))
+            .collect();
+        let needs: Vec<Need> = self.events.iter().map(|e| e.need.clone()).collect();
+        let names: Vec<String> = self.events.iter().map(|e| e.name.clone()).collect();
+        let p = schedule::pack(&groups, &needs, &names, budget);
+        self.groups = p
+            .groups
+            .into_iter()
+            .map(|(members, explicit)| PlanGroup { members, explicit })
+            .collect();
+        for (gi, g) in self.groups.iter().enumerate() {
+            for &m in &g.members {
+                self.events[m].group = gi;
+            }
+        }
+        p.notes
+    }
+
+    /// The plan split into sets that each fit on the PMU at once.
+    pub fn run_sets(&self, budget: &CounterBudget) -> Vec<StatPlan> {
+        let groups: Vec<(Vec<usize>, bool)> = self
+            .groups
+            .iter()
+            .map(|g| (g.members.clone(), g.explicit))
+            .collect();
+        let needs: Vec<Need> = self.events.iter().map(|e| e.need.clone()).collect();
+        schedule::run_sets(&groups, &needs, budget)
+            .into_iter()
+            .map(|set| StatPlan {
+                events: self.events.clone(),
+                groups: set.into_iter().map(|gi| self.groups[gi].clone()).collect(),
+            })
+            .collect()
+    }
+}
+
+/// Merge the runs of `--no-multiplex` sets (each counted a different part
+/// of the plan) into one.
+pub fn merge_runs(plans: &[StatPlan], runs: Vec<StatRun>) -> StatRun {
+    let mut it = runs.into_iter().zip(plans);
+    let (mut merged, first_plan) = it.next().expect("at least one run");
+    let in_plan = |p: &StatPlan, e: usize| p.groups.iter().any(|g| g.members.contains(&e));
+    for (i, st) in merged.status.iter_mut().enumerate() {
+        if !in_plan(first_plan, i) && *st == EventStatus::Counted {
+            *st = EventStatus::NotCounted("not in any run set".to_string());
+        }
+    }
+    for (r, p) in it {
+        for (i, st) in r.status.into_iter().enumerate() {
+            if in_plan(p, i) {
+                merged.status[i] = st;
+            }
+        }
+        merged.instances.extend(r.instances);
+        merged.elapsed += r.elapsed;
+        merged.exit = r.exit.or(merged.exit);
+        merged.interrupted |= r.interrupted;
+    }
+    merged
 }
 
 fn apply_resolved(ev: &mut PlannedEvent, r: &Resolved, db: &Database) {
@@ -565,9 +673,26 @@ pub fn run(plan: &StatPlan, opts: &RunOptions) -> Result<StatRun, RunError> {
     for &l in &leaders {
         let _ = opened[l].counter.disable(true);
     }
+    // Read: groups through their leader (one read, one time window),
+    // single events on their own.
+    let mut counts: Vec<Option<Count>> = vec![None; opened.len()];
+    for &l in &leaders {
+        let o = &opened[l];
+        if o.counter.read_format() & pmx_perf::read_format::GROUP == 0 {
+            continue;
+        }
+        for (id, c) in o.counter.read_group()? {
+            if let Some(k) = opened.iter().position(|x| x.counter.id() == id) {
+                counts[k] = Some(c);
+            }
+        }
+    }
     let mut instances = Vec::with_capacity(opened.len());
-    for o in &opened {
-        let count = o.counter.read()?;
+    for (k, o) in opened.iter().enumerate() {
+        let count = match counts[k] {
+            Some(c) => c,
+            None => o.counter.read()?,
+        };
         instances.push(Instance {
             event: o.event,
             cpu: o.cpu,
@@ -575,8 +700,11 @@ pub fn run(plan: &StatPlan, opts: &RunOptions) -> Result<StatRun, RunError> {
             count,
         });
     }
+    let planned: Vec<bool> = (0..plan.events.len())
+        .map(|e| plan.groups.iter().any(|g| g.members.contains(&e)))
+        .collect();
     for (i, st) in status.iter_mut().enumerate() {
-        if *st != EventStatus::Counted {
+        if *st != EventStatus::Counted || !planned[i] {
             continue;
         }
         let mine: Vec<&Instance> = instances.iter().filter(|x| x.event == i).collect();
