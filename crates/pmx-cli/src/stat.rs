@@ -69,6 +69,17 @@ pub struct StatArgs {
     /// JSON output.
     #[arg(long, conflicts_with = "separator")]
     pub json: bool,
+    /// Print the counts every MS milliseconds (at least 1): one row per
+    /// interval (per CPU with -A), written as it is measured.
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    pub interval: Option<u64>,
+    /// Stop after N intervals.
+    #[arg(long = "interval-count", value_name = "N", requires = "interval")]
+    pub interval_count: Option<u64>,
+    /// Interval time stamps: relative (seconds since the start) or absolute
+    /// (seconds since the epoch).
+    #[arg(long, value_name = "KIND", default_value = "relative", value_parser = ["relative", "absolute"])]
+    pub timestamps: String,
     /// Never multiplex: when the events do not fit the counters at once, run
     /// the command once per set that fits and merge the results.
     #[arg(long = "no-multiplex")]
@@ -228,12 +239,29 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     } else {
         None
     };
+    let interval = match args.interval {
+        Some(0) => {
+            return Err(UsageError("-I 0: the interval must be at least 1 ms".to_string()).into())
+        }
+        Some(ms) => {
+            if ms < 10 {
+                eprintln!("pmx stat: warning: -I {ms}: intervals under 10 ms cost noticeable CPU time and perturb what is measured");
+            }
+            if args.repeat > 1 {
+                return Err(UsageError("-I and -r cannot be combined".to_string()).into());
+            }
+            Some(Duration::from_millis(ms))
+        }
+        None => None,
+    };
     let opts = RunOptions {
         scope: scope.clone(),
         command: args.command.clone(),
         inherit: !args.no_inherit,
         pin,
         duration,
+        interval,
+        interval_count: args.interval_count,
     };
     let sets = match (&budget, args.no_multiplex) {
         (Some(b), true) => plan.run_sets(b),
@@ -250,6 +278,12 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
                 if args.repeat > 1 { " per repeat" } else { "" }
             )),
         }
+        if sets.len() > 1 && interval.is_some() {
+            return Err(UsageError(
+                "--no-multiplex with several counter sets cannot print intervals".to_string(),
+            )
+            .into());
+        }
         if sets.len() > 1 && args.command.is_empty() {
             return Err(UsageError(
                 "--no-multiplex with several counter sets needs a command to run once per set"
@@ -258,13 +292,66 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
             .into());
         }
     }
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(
+            std::fs::File::create(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        ),
+        None => Box::new(std::io::stderr()),
+    };
+    let sep = args.separator.clone();
+    let absolute = args.timestamps == "absolute";
+    let epoch0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let mut write_err: Option<std::io::Error> = None;
+    if interval.is_some() && args.csv_header {
+        if let Some(sep) = &sep {
+            out.write_all(pmx_output::stat::interval_csv_header(sep).as_bytes())?;
+        }
+    }
     stat::install_signal_handlers();
     let mut runs: Vec<StatRun> = Vec::new();
     for _ in 0..args.repeat {
         let mut set_runs = Vec::new();
         let mut failed = None;
         for set in &sets {
-            match stat::run(set, &opts) {
+            let mut on_tick = |t: &stat::Tick| {
+                if write_err.is_some() {
+                    return;
+                }
+                let run = StatRun {
+                    instances: t.instances.clone(),
+                    status: t.status.clone(),
+                    elapsed: t.at,
+                    exit: None,
+                    interrupted: false,
+                };
+                let rows = stat::aggregate(set, &run, how, topo.as_ref());
+                let time = if absolute {
+                    epoch0 + t.at.as_secs_f64()
+                } else {
+                    t.at.as_secs_f64()
+                };
+                let iv = pmx_output::stat::IntervalRows {
+                    time,
+                    plan: set,
+                    status: &run.status,
+                    rows: &rows,
+                };
+                let text = if args.json {
+                    pmx_output::stat::interval_json(&iv)
+                } else if let Some(sep) = &sep {
+                    pmx_output::stat::interval_csv(&iv, sep)
+                } else {
+                    pmx_output::stat::interval_table(&iv)
+                };
+                // One write per interval, flushed before the next starts.
+                if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                    write_err = Some(e);
+                }
+            };
+            match stat::run_with(set, &opts, &mut on_tick) {
                 Ok(r) => {
                     let stop = r.interrupted;
                     set_runs.push(r);
@@ -300,21 +387,31 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     }
     let mut report = build_report(args, &plan, &runs, how, topo.as_ref(), &scope);
     report.notes.splice(0..0, notes);
+    if let Some(e) = write_err {
+        return Err(anyhow::anyhow!("writing the interval rows: {e}"));
+    }
     let text = if args.json {
         format!("{}\n", pmx_output::stat::json(&report))
     } else if let Some(sep) = &args.separator {
-        pmx_output::stat::csv(&report, sep, args.csv_header)
+        let body = pmx_output::stat::csv(&report, sep, args.csv_header && interval.is_none());
+        if interval.is_some() {
+            // Totals after interval rows are comments, so every data line
+            // of the file has the interval columns.
+            let mut t = format!("# totals over {:.6} s\n", report.elapsed.as_secs_f64());
+            for l in body.lines() {
+                t.push_str("# ");
+                t.push_str(l);
+                t.push('\n');
+            }
+            t
+        } else {
+            body
+        }
     } else {
         pmx_output::stat::table(&report)
     };
-    match &args.output {
-        Some(path) => std::fs::write(path, text.as_bytes())
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-        None => {
-            let mut err = std::io::stderr().lock();
-            err.write_all(text.as_bytes())?;
-        }
-    }
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
     let code = runs
         .last()
         .and_then(|r| r.exit)

@@ -291,3 +291,124 @@ fn attach_to_a_pid_until_it_exits() {
     assert_eq!(rows.len(), 1, "{}", stderr(&o));
     assert_eq!(rows[0][0], format!("tid {pid}"));
 }
+
+fn interval_lines(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with("pmx"))
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn interval_deltas_add_up_to_the_totals() {
+    let o = pmx(&[
+        "stat",
+        "-I",
+        "50",
+        "-x,",
+        "-e",
+        "page-faults,task-clock",
+        "--",
+        WORK,
+        "spin",
+        "0.3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stderr(&o);
+    let rows = interval_lines(&text);
+    assert!(rows.len() >= 8, "{text}");
+    for event in ["page-faults", "task-clock"] {
+        let raw_sum: u64 = rows
+            .iter()
+            .filter(|r| r[4] == event)
+            .map(|r| r[7].parse::<u64>().unwrap())
+            .sum();
+        let total: u64 = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|r| r.len() > 6 && r[3] == event)
+            .map(|r| r[6].parse().unwrap())
+            .unwrap_or_else(|| panic!("no total for {event}: {text}"));
+        assert_eq!(
+            raw_sum, total,
+            "{event}: intervals {raw_sum} vs total {total}"
+        );
+    }
+}
+
+#[test]
+fn interval_count_per_cpu_rows() {
+    let o = pmx(&[
+        "stat",
+        "-I",
+        "20",
+        "--interval-count",
+        "5",
+        "-a",
+        "-A",
+        "-x,",
+        "-e",
+        "task-clock,context-switches,page-faults",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ncpu = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let rows = interval_lines(&stderr(&o));
+    assert_eq!(rows.len(), 5 * ncpu * 3, "{}", stderr(&o));
+    let times: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(times.len(), 5);
+}
+
+#[test]
+fn sigint_leaves_a_complete_interval_file() {
+    let dir = std::env::temp_dir().join(format!("pmx-stat-int-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("run.jsonl");
+    let child = Command::new(PMX)
+        .args([
+            "stat",
+            "-I",
+            "100",
+            "--json",
+            "-a",
+            "-A",
+            "-e",
+            "task-clock,context-switches",
+            "-o",
+        ])
+        .arg(&file)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1050));
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.ends_with('\n'));
+    let mut last_time = 0.0;
+    let mut intervals = 0;
+    let mut totals = 0;
+    for line in text.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        match v.get("time").and_then(|t| t.as_f64()) {
+            Some(t) => {
+                intervals += 1;
+                assert!(t >= last_time);
+                last_time = t;
+            }
+            None => totals += 1,
+        }
+    }
+    assert_eq!(totals, 1, "{text}");
+    assert!(intervals >= 8 * 2, "{text}");
+    // The partial last interval is there: it ends after the last full one.
+    assert!(
+        last_time > 1.0 && last_time < 3.0,
+        "last interval at {last_time}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

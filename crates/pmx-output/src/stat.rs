@@ -245,3 +245,157 @@ pub fn json(report: &StatReport) -> serde_json::Value {
         "notes": report.notes,
     })
 }
+
+/// One interval's rows, for `-I` output.
+#[derive(Debug, Clone)]
+pub struct IntervalRows<'a> {
+    /// Seconds since the start, or since the epoch with absolute
+    /// timestamps.
+    pub time: f64,
+    /// The plan (event names, units).
+    pub plan: &'a StatPlan,
+    /// Status per planned event.
+    pub status: &'a [EventStatus],
+    /// Rows of this interval (values are the interval's deltas).
+    pub rows: &'a [Row],
+}
+
+impl IntervalRows<'_> {
+    fn word(&self, row: &Row) -> &'static str {
+        match &self.status[row.event] {
+            EventStatus::NotSupported(_) => "not-supported",
+            EventStatus::NotCounted(_) => "not-counted",
+            EventStatus::Counted if row.value.is_none() => "not-counted",
+            EventStatus::Counted if row.is_estimate() => "estimate",
+            EventStatus::Counted => "counted",
+        }
+    }
+
+    fn why(&self, row: &Row) -> String {
+        match &self.status[row.event] {
+            EventStatus::NotSupported(r) | EventStatus::NotCounted(r) => r.clone(),
+            EventStatus::Counted if row.value.is_none() => {
+                "did not run in this interval".to_string()
+            }
+            EventStatus::Counted => String::new(),
+        }
+    }
+}
+
+/// The header line of interval CSV.
+pub fn interval_csv_header(sep: &str) -> String {
+    let cols = [
+        "time",
+        "domain",
+        "value",
+        "unit",
+        "event",
+        "status",
+        "running_pct",
+        "raw",
+        "enabled_ns",
+        "running_ns",
+        "stddev_pct",
+        "reason",
+    ];
+    format!("{}\n", cols.join(sep))
+}
+
+/// Interval rows as CSV: the stat columns with `time` first.
+pub fn interval_csv(iv: &IntervalRows, sep: &str) -> String {
+    let mut s = String::new();
+    let esc = |f: &str| -> String {
+        if f.contains(sep) || f.contains('"') || f.contains('\n') {
+            format!("\"{}\"", f.replace('"', "\"\""))
+        } else {
+            f.to_string()
+        }
+    };
+    for row in iv.rows {
+        let ev = &iv.plan.events[row.event];
+        let fields = [
+            format!("{:.6}", iv.time),
+            row.domain.label(),
+            row.value.map(num).unwrap_or_default(),
+            ev.unit.clone().unwrap_or_default(),
+            ev.name.clone(),
+            iv.word(row).to_string(),
+            row.running_share
+                .map(|x| format!("{:.2}", x * 100.0))
+                .unwrap_or_default(),
+            row.count.value.to_string(),
+            row.count.enabled.to_string(),
+            row.count.running.to_string(),
+            String::new(),
+            iv.why(row),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| esc(f)).collect();
+        let _ = writeln!(s, "{}", line.join(sep));
+    }
+    s
+}
+
+/// Interval rows as JSON lines.
+pub fn interval_json(iv: &IntervalRows) -> String {
+    let mut s = String::new();
+    for row in iv.rows {
+        let ev = &iv.plan.events[row.event];
+        let line = json!({
+            "time": iv.time,
+            "domain": row.domain,
+            "domain_label": row.domain.label(),
+            "event": ev.name,
+            "value": row.value,
+            "unit": ev.unit,
+            "status": iv.word(row),
+            "reason": iv.why(row),
+            "raw": row.count.value,
+            "time_enabled_ns": row.count.enabled,
+            "time_running_ns": row.count.running,
+            "running_share": row.running_share,
+            "estimate": row.is_estimate(),
+        });
+        let _ = writeln!(s, "{line}");
+    }
+    s
+}
+
+/// Interval rows as a readable table (perf's `-I` layout plus the running
+/// share).
+pub fn interval_table(iv: &IntervalRows) -> String {
+    let mut s = String::new();
+    let name_w = iv
+        .plan
+        .events
+        .iter()
+        .map(|e| e.name.len())
+        .max()
+        .unwrap_or(10)
+        .clamp(10, 40);
+    for row in iv.rows {
+        let ev = &iv.plan.events[row.event];
+        let value = match (iv.word(row), row.value) {
+            ("not-supported", _) => "<not supported>".to_string(),
+            (_, None) => "<not counted>".to_string(),
+            (_, Some(v)) => readable(if ev.unit.as_deref() == Some("msec") {
+                (v * 100.0).round() / 100.0
+            } else {
+                v.round()
+            }),
+        };
+        let share = row
+            .running_share
+            .filter(|_| row.value.is_some())
+            .map(|x| format!("{:>6.1}%", x * 100.0))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{:>14.6} {:<8} {value:>20} {:<5} {:<name_w$} {share}",
+            iv.time,
+            row.domain.label(),
+            ev.unit.clone().unwrap_or_default(),
+            ev.name
+        );
+    }
+    s
+}

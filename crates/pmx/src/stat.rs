@@ -341,6 +341,10 @@ pub struct RunOptions {
     pub pin: Option<Vec<u32>>,
     /// Stop after this long (without a command, or to cut it short).
     pub duration: Option<Duration>,
+    /// Read every this often (`-I`).
+    pub interval: Option<Duration>,
+    /// Stop after this many intervals.
+    pub interval_count: Option<u64>,
 }
 
 /// One opened counter and its reading.
@@ -476,8 +480,59 @@ struct Opened {
     tid: i32,
 }
 
+/// One interval's readings (`-I`).
+#[derive(Debug, Clone)]
+pub struct Tick {
+    /// 1-based interval number.
+    pub index: u64,
+    /// End of the interval, since the start.
+    pub at: Duration,
+    /// The final, partial interval at the end of the run.
+    pub last: bool,
+    /// Per counter: the change over the interval.
+    pub instances: Vec<Instance>,
+    /// Per planned event: opened or why not.
+    pub status: Vec<EventStatus>,
+}
+
 /// Count `plan` once.
 pub fn run(plan: &StatPlan, opts: &RunOptions) -> Result<StatRun, RunError> {
+    run_with(plan, opts, &mut |_| {})
+}
+
+/// `pidfd_open(2)`, so the wait can sleep until the child exits or the
+/// next interval, whichever is first.
+fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the syscall returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: fd is a fresh descriptor we own.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Sleep until `fd` is readable or `timeout_ms` passes (-1: no timeout);
+/// a signal ends the sleep early.
+fn poll_fd(fd: Option<&std::os::fd::OwnedFd>, timeout_ms: i32) {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: fd.map_or(-1, |f| f.as_raw_fd()),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd (a negative fd is ignored by poll).
+    unsafe { libc::poll(&mut p, 1, timeout_ms) };
+}
+
+/// Count `plan` once, calling `on_tick` after every interval (`-I`) with
+/// the deltas, and once more for the partial last interval.
+pub fn run_with(
+    plan: &StatPlan,
+    opts: &RunOptions,
+    on_tick: &mut dyn FnMut(&Tick),
+) -> Result<StatRun, RunError> {
     STOP.store(false, Ordering::SeqCst);
     let mut child = if opts.command.is_empty() {
         None
@@ -613,59 +668,140 @@ pub fn run(plan: &StatPlan, opts: &RunOptions) -> Result<StatRun, RunError> {
             });
         }
     }
-    // Wait.
-    let mut interrupted = false;
-    match child.as_ref() {
-        Some(c) => {
-            if let Some(d) = opts.duration {
-                // Poll so the duration can cut the command short.
-                loop {
-                    let mut st = 0;
-                    // SAFETY: non-blocking wait for our own child.
-                    let r = unsafe { libc::waitpid(c.pid, &mut st, libc::WNOHANG) };
-                    if r == c.pid {
-                        exit = Some(decode_status(st));
-                        break;
-                    }
-                    if start.elapsed() >= d {
-                        // SAFETY: signalling our own child.
-                        unsafe { libc::kill(c.pid, libc::SIGINT) };
-                        exit = c.wait().ok();
-                        interrupted = true;
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            } else {
-                exit = Some(c.wait()?);
+    // Wait for the end, reading every interval when asked.
+    let read_all = |opened: &[Opened]| -> std::io::Result<Vec<Count>> {
+        // Groups through their leader (one read, one time window), single
+        // events on their own.
+        let mut counts: Vec<Option<Count>> = vec![None; opened.len()];
+        for &l in &leaders {
+            let o = &opened[l];
+            if o.counter.read_format() & pmx_perf::read_format::GROUP == 0 {
+                continue;
             }
-            interrupted |= stop_requested();
+            for (id, c) in o.counter.read_group()? {
+                if let Some(k) = opened.iter().position(|x| x.counter.id() == id) {
+                    counts[k] = Some(c);
+                }
+            }
         }
-        None => {
-            let until = opts.duration.map(|d| start + d);
-            let watched: Vec<i32> = match &opts.scope {
-                Scope::Pids(p) | Scope::Tids(p) => p.clone(),
-                _ => Vec::new(),
-            };
-            loop {
-                if stop_requested() {
-                    interrupted = true;
-                    break;
-                }
-                // Attached tasks: stop when every one of them has ended.
-                if !watched.is_empty() && watched.iter().all(|&p| !task_alive(p)) {
-                    break;
-                }
-                if let Some(u) = until {
-                    let now = Instant::now();
-                    if now >= u {
-                        break;
-                    }
-                    std::thread::sleep((u - now).min(Duration::from_millis(20)));
-                } else {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
+        opened
+            .iter()
+            .enumerate()
+            .map(|(k, o)| match counts[k] {
+                Some(c) => Ok(c),
+                None => o.counter.read(),
+            })
+            .collect()
+    };
+    let to_instances = |counts: &[Count]| -> Vec<Instance> {
+        opened
+            .iter()
+            .zip(counts)
+            .map(|(o, c)| Instance {
+                event: o.event,
+                cpu: o.cpu,
+                tid: o.tid,
+                count: *c,
+            })
+            .collect()
+    };
+    let mut interrupted = false;
+    let pidfd = child.as_ref().and_then(|c| pidfd_open(c.pid));
+    let deadline = opts.duration.map(|d| start + d);
+    let mut next_tick = opts.interval.map(|i| start + i);
+    let mut prev: Vec<Count> = vec![Count::default(); opened.len()];
+    let mut ticks = 0u64;
+    let watched: Vec<i32> = match &opts.scope {
+        Scope::Pids(p) | Scope::Tids(p) => p.clone(),
+        _ => Vec::new(),
+    };
+    let mut ended_by_us = false;
+    loop {
+        if let Some(c) = child.as_ref() {
+            let mut st = 0;
+            // SAFETY: non-blocking wait for our own child.
+            let r = unsafe { libc::waitpid(c.pid, &mut st, libc::WNOHANG) };
+            if r == c.pid {
+                exit = Some(decode_status(st));
+                break;
             }
+            if r < 0 {
+                break;
+            }
+        }
+        if stop_requested() {
+            interrupted = true;
+            // The command got the signal too: wait for it to end.
+            if child.is_none() {
+                break;
+            }
+        }
+        if child.is_none() && !watched.is_empty() && watched.iter().all(|&p| !task_alive(p)) {
+            break;
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            interrupted |= child.is_some();
+            ended_by_us = true;
+            break;
+        }
+        if let (Some(t), Some(iv)) = (next_tick, opts.interval) {
+            if now >= t {
+                let counts = read_all(&opened)?;
+                let deltas: Vec<Count> = counts
+                    .iter()
+                    .zip(&prev)
+                    .map(|(c, p)| c.delta_since(p))
+                    .collect();
+                prev = counts;
+                ticks += 1;
+                on_tick(&Tick {
+                    index: ticks,
+                    at: t - start,
+                    last: false,
+                    instances: to_instances(&deltas),
+                    status: status.clone(),
+                });
+                if opts.interval_count.is_some_and(|n| ticks >= n) {
+                    ended_by_us = true;
+                    break;
+                }
+                let mut nt = t + iv;
+                while nt <= now {
+                    nt += iv;
+                }
+                next_tick = Some(nt);
+                continue;
+            }
+        }
+        let mut wake: Option<Instant> = None;
+        for t in [next_tick, deadline].into_iter().flatten() {
+            wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
+        }
+        let mut timeout_ms: i32 = match wake {
+            Some(w) => w
+                .saturating_duration_since(now)
+                .as_micros()
+                .div_ceil(1000)
+                .min(i32::MAX as u128) as i32,
+            None => -1,
+        };
+        if child.is_none() || pidfd.is_none() || stop_requested() {
+            // Nothing to wake us but time: re-check the tasks regularly.
+            let cap = if child.is_some() { 5 } else { 20 };
+            timeout_ms = if timeout_ms < 0 {
+                cap
+            } else {
+                timeout_ms.min(cap)
+            };
+        }
+        poll_fd(pidfd.as_ref(), timeout_ms);
+    }
+    if ended_by_us {
+        if let Some(c) = child.as_ref() {
+            // SAFETY: signalling our own child; then reap it.
+            unsafe { libc::kill(c.pid, libc::SIGINT) };
+            exit = c.wait().ok();
         }
     }
     CHILD.store(0, Ordering::SeqCst);
@@ -673,33 +809,26 @@ pub fn run(plan: &StatPlan, opts: &RunOptions) -> Result<StatRun, RunError> {
     for &l in &leaders {
         let _ = opened[l].counter.disable(true);
     }
-    // Read: groups through their leader (one read, one time window),
-    // single events on their own.
-    let mut counts: Vec<Option<Count>> = vec![None; opened.len()];
-    for &l in &leaders {
-        let o = &opened[l];
-        if o.counter.read_format() & pmx_perf::read_format::GROUP == 0 {
-            continue;
-        }
-        for (id, c) in o.counter.read_group()? {
-            if let Some(k) = opened.iter().position(|x| x.counter.id() == id) {
-                counts[k] = Some(c);
-            }
+    let finals = read_all(&opened)?;
+    if opts.interval.is_some() {
+        let deltas: Vec<Count> = finals
+            .iter()
+            .zip(&prev)
+            .map(|(c, p)| c.delta_since(p))
+            .collect();
+        // The partial last interval, unless the last tick just happened.
+        let count_reached = opts.interval_count.is_some_and(|n| ticks >= n);
+        if !count_reached && (deltas.iter().any(|d| d.enabled > 0) || ticks == 0) {
+            on_tick(&Tick {
+                index: ticks + 1,
+                at: elapsed,
+                last: true,
+                instances: to_instances(&deltas),
+                status: status.clone(),
+            });
         }
     }
-    let mut instances = Vec::with_capacity(opened.len());
-    for (k, o) in opened.iter().enumerate() {
-        let count = match counts[k] {
-            Some(c) => c,
-            None => o.counter.read()?,
-        };
-        instances.push(Instance {
-            event: o.event,
-            cpu: o.cpu,
-            tid: o.tid,
-            count,
-        });
-    }
+    let instances = to_instances(&finals);
     let planned: Vec<bool> = (0..plan.events.len())
         .map(|e| plan.groups.iter().any(|g| g.members.contains(&e)))
         .collect();
