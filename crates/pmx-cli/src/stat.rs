@@ -230,6 +230,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     if let Some(b) = &budget {
         notes.extend(plan.pack(b));
     }
+    plan.group_software();
     let topo = if matches!(how, Aggregation::PerCore | Aggregation::PerSocket) {
         let mut problems = Vec::new();
         Some(pmx_sys::topology::read_topology(

@@ -213,6 +213,44 @@ impl StatPlan {
         p.notes
     }
 
+    /// Put every ungrouped software event (task-clock, page-faults, …)
+    /// into one group. Software events never wait for a counter, so this
+    /// changes no count; it lets one read fetch them all, which matters
+    /// for `-I` on many CPUs (a read of another CPU's counter costs an
+    /// inter-processor call). Returns whether anything was merged.
+    pub fn group_software(&mut self) -> bool {
+        let is_sw = |e: &PlannedEvent| {
+            e.need == Need::None
+                && e.cpus.is_none()
+                && e.attr.as_ref().is_ok_and(|a| a.type_ == pmx_events::perf_type::SOFTWARE)
+        };
+        let singles: Vec<usize> = self
+            .groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| !g.explicit && g.members.len() == 1 && is_sw(&self.events[g.members[0]]))
+            .map(|(i, _)| i)
+            .collect();
+        if singles.len() < 2 {
+            return false;
+        }
+        let members: Vec<usize> = singles.iter().map(|&gi| self.groups[gi].members[0]).collect();
+        let first = singles[0];
+        self.groups[first].members = members;
+        let mut k = 0;
+        self.groups.retain(|_| {
+            let keep = k == first || !singles.contains(&k);
+            k += 1;
+            keep
+        });
+        for (gi, g) in self.groups.iter().enumerate() {
+            for &m in &g.members {
+                self.events[m].group = gi;
+            }
+        }
+        true
+    }
+
     /// The plan split into sets that each fit on the PMU at once.
     pub fn run_sets(&self, budget: &CounterBudget) -> Vec<StatPlan> {
         let groups: Vec<(Vec<usize>, bool)> = self
@@ -583,6 +621,10 @@ pub fn run_with(
                 if is_leader {
                     attr.disabled = true;
                     attr.enable_on_exec = by_exec && own_cpus.is_none();
+                    // A real group is read in one go through its leader.
+                    if members.len() > 1 {
+                        attr.read_format |= pmx_perf::read_format::GROUP;
+                    }
                 }
                 let group = leader_idx.map(|l| &opened[l].counter);
                 match Counter::open(&attr, pmx_perf::Target { pid, cpu }, group) {
