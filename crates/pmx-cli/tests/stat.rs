@@ -412,3 +412,32 @@ fn sigint_leaves_a_complete_interval_file() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn software_events_share_one_group_and_one_time_window() {
+    let o = pmx(&[
+        "stat",
+        "-e",
+        "task-clock,page-faults,context-switches",
+        "--json",
+        "--no-multiplex",
+        "--",
+        WORK,
+        "pages",
+        "10",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(stderr(&o).trim()).unwrap();
+    let evs = j["events"].as_array().unwrap();
+    assert!(evs.iter().all(|e| e["group"] == 0), "{j}");
+    let enabled: Vec<u64> = evs
+        .iter()
+        .map(|e| e["time_enabled_ns"].as_u64().unwrap())
+        .collect();
+    assert!(
+        enabled.windows(2).all(|w| w[0] == w[1]),
+        "group members read together: {enabled:?}"
+    );
+    let notes = j["notes"].to_string();
+    assert!(notes.contains("--no-multiplex"), "{notes}");
+}
