@@ -21,6 +21,7 @@ mod fetch;
 mod fields;
 mod info;
 mod list;
+mod plot;
 mod stat;
 
 use clap::{Parser, Subcommand};
@@ -38,6 +39,8 @@ struct Cli {
 enum Command {
     /// Count events for a command, processes, threads or CPUs.
     Stat(Box<stat::StatArgs>),
+    /// Draw an interval file (pmx stat -I, perf stat -I) as a line chart: SVG or PNG.
+    Plot(plot::PlotArgs),
     /// Encode event specs into control-register values and perf attrs.
     Encode(encode::EncodeArgs),
     /// Decode register values into their fields.
@@ -76,6 +79,7 @@ fn main() {
     };
     let result = match &cli.command {
         Command::Stat(args) => stat::run(args),
+        Command::Plot(args) => plot::run(args),
         Command::Encode(args) => encode::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Info(args) => info::run(args),

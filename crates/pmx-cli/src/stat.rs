@@ -80,6 +80,9 @@ pub struct StatArgs {
     /// (seconds since the epoch).
     #[arg(long, value_name = "KIND", default_value = "relative", value_parser = ["relative", "absolute"])]
     pub timestamps: String,
+    /// With -I: also draw the intervals as a chart (.svg or .png).
+    #[arg(long, value_name = "OUT", requires = "interval")]
+    pub plot: Option<PathBuf>,
     /// Never multiplex: when the events do not fit the counters at once, run
     /// the command once per set that fits and merge the results.
     #[arg(long = "no-multiplex")]
@@ -306,6 +309,17 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     let mut write_err: Option<std::io::Error> = None;
+    let plot_format = match &args.plot {
+        Some(path) => {
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            Some(pmx_output::plot::Format::from_extension(ext).ok_or_else(|| {
+                UsageError(format!("--plot {}: give a .svg or .png file name", path.display()))
+            })?)
+        }
+        None => None,
+    };
+    // The rows for --plot, kept as interval CSV.
+    let mut plot_rows = String::new();
     if interval.is_some() && args.csv_header {
         if let Some(sep) = &sep {
             out.write_all(pmx_output::stat::interval_csv_header(sep).as_bytes())?;
@@ -347,6 +361,9 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
                 } else {
                     pmx_output::stat::interval_table(&iv)
                 };
+                if plot_format.is_some() {
+                    plot_rows.push_str(&pmx_output::stat::interval_csv(&iv, ","));
+                }
                 // One write per interval, flushed before the next starts.
                 if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
                     write_err = Some(e);
@@ -413,12 +430,26 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     };
     out.write_all(text.as_bytes())?;
     out.flush()?;
+    if let (Some(path), Some(format)) = (&args.plot, plot_format) {
+        draw(&plot_rows, path, format)?;
+    }
     let code = runs
         .last()
         .and_then(|r| r.exit)
         .map(|e| e.shell_code())
         .unwrap_or(0);
     Ok(code)
+}
+
+/// Draw the interval rows collected for `--plot`.
+fn draw(rows: &str, path: &std::path::Path, format: pmx_output::plot::Format) -> anyhow::Result<()> {
+    use pmx_output::plot::{render, Chart, ChartOptions, Timeline};
+    let chart = Timeline::parse(rows)
+        .and_then(|t| Chart::build(&t, &ChartOptions::default()))
+        .map_err(|e| anyhow::anyhow!("--plot: {e}"))?;
+    let bytes = render(&chart, format, 960, 540).map_err(|e| anyhow::anyhow!("--plot: {e}"))?;
+    std::fs::write(path, bytes).map_err(|e| anyhow::anyhow!("--plot {}: {e}", path.display()))?;
+    Ok(())
 }
 
 /// The counters this CPU offers, from CPUID; `None` when CPUID describes

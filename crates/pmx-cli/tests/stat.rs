@@ -441,3 +441,20 @@ fn software_events_share_one_group_and_one_time_window() {
     let notes = j["notes"].to_string();
     assert!(notes.contains("--no-multiplex"), "{notes}");
 }
+
+#[test]
+fn interval_plot_at_the_end() {
+    let dir = std::env::temp_dir().join(format!("pmx-stat-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("run.svg");
+    let o = Command::new(PMX)
+        .args(["stat", "-I", "50", "-a", "-A", "-e", "task-clock", "--duration", "0.3", "--plot"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    assert_eq!(text.matches("<polyline").count(), ncpu, "one line per CPU");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -3,8 +3,12 @@
 //! Results come in as values from the `pmx` crate and leave as bytes: one
 //! module per format. [`stat`] renders a counting report as the readable
 //! table (numbers grouped for reading, the running share and the status
-//! spelled out), as CSV with documented columns (raw numbers), or as JSON.
+//! spelled out), as CSV with documented columns (raw numbers), or as JSON,
+//! totals and interval rows alike. [`plot`] reads interval files (pmx's CSV
+//! and JSON lines, perf's `-I -x,` CSV) and draws them as SVG or PNG line
+//! charts with a built-in stroke font.
 
+pub mod plot;
 pub mod stat;
 
 /// Group the digits of an integer with ',' (`1234567` → `1,234,567`).
