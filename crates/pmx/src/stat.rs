@@ -222,19 +222,26 @@ impl StatPlan {
         let is_sw = |e: &PlannedEvent| {
             e.need == Need::None
                 && e.cpus.is_none()
-                && e.attr.as_ref().is_ok_and(|a| a.type_ == pmx_events::perf_type::SOFTWARE)
+                && e.attr
+                    .as_ref()
+                    .is_ok_and(|a| a.type_ == pmx_events::perf_type::SOFTWARE)
         };
         let singles: Vec<usize> = self
             .groups
             .iter()
             .enumerate()
-            .filter(|(_, g)| !g.explicit && g.members.len() == 1 && is_sw(&self.events[g.members[0]]))
+            .filter(|(_, g)| {
+                !g.explicit && g.members.len() == 1 && is_sw(&self.events[g.members[0]])
+            })
             .map(|(i, _)| i)
             .collect();
         if singles.len() < 2 {
             return false;
         }
-        let members: Vec<usize> = singles.iter().map(|&gi| self.groups[gi].members[0]).collect();
+        let members: Vec<usize> = singles
+            .iter()
+            .map(|&gi| self.groups[gi].members[0])
+            .collect();
         let first = singles[0];
         self.groups[first].members = members;
         let mut k = 0;
