@@ -312,9 +312,14 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let plot_format = match &args.plot {
         Some(path) => {
             let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-            Some(pmx_output::plot::Format::from_extension(ext).ok_or_else(|| {
-                UsageError(format!("--plot {}: give a .svg or .png file name", path.display()))
-            })?)
+            Some(
+                pmx_output::plot::Format::from_extension(ext).ok_or_else(|| {
+                    UsageError(format!(
+                        "--plot {}: give a .svg or .png file name",
+                        path.display()
+                    ))
+                })?,
+            )
         }
         None => None,
     };
@@ -442,7 +447,11 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
 }
 
 /// Draw the interval rows collected for `--plot`.
-fn draw(rows: &str, path: &std::path::Path, format: pmx_output::plot::Format) -> anyhow::Result<()> {
+fn draw(
+    rows: &str,
+    path: &std::path::Path,
+    format: pmx_output::plot::Format,
+) -> anyhow::Result<()> {
     use pmx_output::plot::{render, Chart, ChartOptions, Timeline};
     let chart = Timeline::parse(rows)
         .and_then(|t| Chart::build(&t, &ChartOptions::default()))

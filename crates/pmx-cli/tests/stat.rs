@@ -448,13 +448,26 @@ fn interval_plot_at_the_end() {
     std::fs::create_dir_all(&dir).unwrap();
     let svg = dir.join("run.svg");
     let o = Command::new(PMX)
-        .args(["stat", "-I", "50", "-a", "-A", "-e", "task-clock", "--duration", "0.3", "--plot"])
+        .args([
+            "stat",
+            "-I",
+            "50",
+            "-a",
+            "-A",
+            "-e",
+            "task-clock",
+            "--duration",
+            "0.3",
+            "--plot",
+        ])
         .arg(&svg)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&svg).unwrap();
-    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let ncpu = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     assert_eq!(text.matches("<polyline").count(), ncpu, "one line per CPU");
     let _ = std::fs::remove_dir_all(dir);
 }
