@@ -21,6 +21,7 @@ mod fetch;
 mod fields;
 mod info;
 mod list;
+mod msr;
 mod plot;
 mod stat;
 
@@ -41,6 +42,8 @@ enum Command {
     Stat(Box<stat::StatArgs>),
     /// Draw an interval file (pmx stat -I, perf stat -I) as a line chart: SVG or PNG.
     Plot(plot::PlotArgs),
+    /// Raw MSR access: read, write, and the plan of the msr backend.
+    Msr(msr::MsrArgs),
     /// Encode event specs into control-register values and perf attrs.
     Encode(encode::EncodeArgs),
     /// Decode register values into their fields.
@@ -80,6 +83,7 @@ fn main() {
     let result = match &cli.command {
         Command::Stat(args) => stat::run(args),
         Command::Plot(args) => plot::run(args),
+        Command::Msr(args) => msr::run(args),
         Command::Encode(args) => encode::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Info(args) => info::run(args),

@@ -1,0 +1,310 @@
+//! `pmx msr read|write|plan` through the real binary, on fixture msr files
+//! (register N at byte 8·N of a sparse `cpuN/msr`) and a fixture sysfs.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+
+fn pmx(args: &[&str]) -> Output {
+    Command::new(PMX).args(args).output().expect("run pmx")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A temporary root with `dev/cpuN/msr` files and `sys/devices/system/cpu`
+/// for 4 CPUs in 2 packages (cpus 0,1 → package 0; 2,3 → package 1).
+struct Machine {
+    dir: tempfile::TempDir,
+}
+
+impl Machine {
+    fn new() -> Machine {
+        let dir = tempfile::tempdir().unwrap();
+        let cpu_dir = dir.path().join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&cpu_dir).unwrap();
+        std::fs::write(cpu_dir.join("online"), "0-3\n").unwrap();
+        for cpu in 0..4u32 {
+            let topo = cpu_dir.join(format!("cpu{cpu}/topology"));
+            std::fs::create_dir_all(&topo).unwrap();
+            std::fs::write(topo.join("physical_package_id"), format!("{}\n", cpu / 2)).unwrap();
+            std::fs::write(topo.join("die_id"), "0\n").unwrap();
+            std::fs::write(topo.join("core_id"), format!("{}\n", cpu % 2)).unwrap();
+            std::fs::write(topo.join("thread_siblings_list"), format!("{cpu}\n")).unwrap();
+            let dev = dir.path().join(format!("dev/cpu{cpu}"));
+            std::fs::create_dir_all(&dev).unwrap();
+            File::create(dev.join("msr"))
+                .unwrap()
+                .set_len(0xC002_0000 * 8)
+                .unwrap();
+        }
+        Machine { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn dev(&self) -> PathBuf {
+        self.dir.path().join("dev")
+    }
+
+    fn file(&self, cpu: u32) -> File {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(self.dev().join(format!("cpu{cpu}/msr")))
+            .unwrap()
+    }
+
+    fn set(&self, cpu: u32, address: u32, value: u64) {
+        self.file(cpu)
+            .write_all_at(&value.to_le_bytes(), address as u64 * 8)
+            .unwrap();
+    }
+
+    fn get(&self, cpu: u32, address: u32) -> u64 {
+        let mut b = [0u8; 8];
+        self.file(cpu)
+            .read_exact_at(&mut b, address as u64 * 8)
+            .unwrap();
+        u64::from_le_bytes(b)
+    }
+
+    /// `pmx msr <args> --msr-root DEV --sysfs-root ROOT --arch intel`.
+    fn pmx(&self, args: &[&str]) -> Output {
+        let mut a: Vec<String> = vec!["msr".into()];
+        a.extend(args.iter().map(|s| s.to_string()));
+        a.extend([
+            "--msr-root".to_string(),
+            self.dev().display().to_string(),
+            "--sysfs-root".to_string(),
+            self.root().display().to_string(),
+        ]);
+        if a[1] != "plan" {
+            a.extend(["--arch".to_string(), "intel".to_string()]);
+        }
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        pmx(&refs)
+    }
+}
+
+#[test]
+fn read_without_the_msr_driver_fails_in_one_sentence() {
+    if Path::new("/dev/cpu/0/msr").exists() {
+        eprintln!("skipped: this machine has the msr driver loaded");
+        return;
+    }
+    let o = pmx(&["msr", "read", "0x10"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "pmx: /dev/cpu/0/msr: not found — load the msr driver (modprobe msr)\n"
+    );
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn read_per_cpu_with_field_and_decode() {
+    let m = Machine::new();
+    m.set(0, 0x38f, 0x7_0000_000f);
+    m.set(1, 0x38f, 0x1_0000_0001);
+    let o = m.pmx(&["read", "IA32_PERF_GLOBAL_CTRL", "-c", "0,1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "cpu 0  IA32_PERF_GLOBAL_CTRL (0x38f) = 0x000000070000000f\n\
+         cpu 1  IA32_PERF_GLOBAL_CTRL (0x38f) = 0x0000000100000001\n"
+    );
+    let o = m.pmx(&["read", "0x38f", "--field", "34:32"]);
+    assert_eq!(
+        stdout(&o),
+        "cpu 0  IA32_PERF_GLOBAL_CTRL (0x38f) = 0x7 (bits 34:32)\n"
+    );
+    let o = m.pmx(&["read", "ia32_perf_global_ctrl", "-c", "1", "--decode"]);
+    let out = stdout(&o);
+    assert!(out.contains("PMC0_EN"), "{out}");
+    assert!(out.contains("FIXED_CTR0_EN"), "{out}");
+    let o = m.pmx(&["read", "0x10", "--decode"]);
+    assert!(stdout(&o).contains("no field layout"), "{}", stdout(&o));
+}
+
+#[test]
+fn package_registers_are_read_once_per_package() {
+    let m = Machine::new();
+    for cpu in 0..4 {
+        m.set(cpu, 0x606, 0x000A_0E03); // 1/16384 J
+    }
+    m.set(0, 0x611, 16384 * 3);
+    m.set(2, 0x611, 16384 / 2);
+    // The second CPU of each package: a read there would show this.
+    m.set(1, 0x611, 0x5555);
+    m.set(3, 0x611, 0x5555);
+    let o = m.pmx(&["read", "MSR_PKG_ENERGY_STATUS", "-a"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "package 0 (cpu 0)  MSR_PKG_ENERGY_STATUS (0x611) = 0x000000000000c000  (3.000000 J)\n\
+         package 1 (cpu 2)  MSR_PKG_ENERGY_STATUS (0x611) = 0x0000000000002000  (0.500000 J)\n"
+    );
+    let o = m.pmx(&["read", "MSR_PKG_ENERGY_STATUS", "-c", "3", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["cpu"], 3);
+    assert_eq!(v["domain"]["package"], 1);
+    // Thread-scope registers: every CPU.
+    let o = m.pmx(&["read", "0x10", "-a"]);
+    assert_eq!(stdout(&o).lines().count(), 4);
+}
+
+#[test]
+fn write_inside_the_allow_list() {
+    let m = Machine::new();
+    let o = m.pmx(&["write", "IA32_PERFEVTSEL0", "0x41412e", "-c", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "cpu 1  IA32_PERFEVTSEL0 (0x186): 0x0 → 0x41412e\n"
+    );
+    assert_eq!(m.get(1, 0x186), 0x41412e);
+    assert_eq!(m.get(0, 0x186), 0);
+    // Package scope: once per package.
+    let o = m.pmx(&["write", "MSR_UNC_PERF_GLOBAL_CTRL", "0x2000001f", "-a"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().count(), 2);
+    assert_eq!(m.get(2, 0xE01), 0x2000_001f);
+    assert_eq!(m.get(3, 0xE01), 0);
+}
+
+#[test]
+fn writes_outside_the_allow_list_are_refused() {
+    let m = Machine::new();
+    m.set(0, 0x1a0, 0x850089);
+    let o = m.pmx(&["write", "0x1a0", "0"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "pmx: refusing to write: MSR 0x1a0 is not a PMU register pmx knows; writes are limited to the vendor's performance-monitoring control and counter registers (--unsafe writes anyway)\n"
+    );
+    assert_eq!(m.get(0, 0x1a0), 0x850089);
+
+    let o = m.pmx(&["write", "IA32_PERFEVTSEL0", "0x1000000041412e"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("reserved bits 63:48"), "{}", stderr(&o));
+    let o = m.pmx(&["write", "IA32_PERF_GLOBAL_STATUS", "0"]);
+    assert!(
+        stderr(&o).contains("not writable through pmx"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(m.get(0, 0x186), 0);
+
+    let o = m.pmx(&["write", "0x1a0", "0", "--unsafe"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("pmx: WARNING: --unsafe:"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(m.get(0, 0x1a0), 0);
+}
+
+#[test]
+fn bad_input_is_a_usage_error() {
+    let m = Machine::new();
+    let o = m.pmx(&["read", "IA32_PERF_GLOBAL_CTLR"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("did you mean IA32_PERF_GLOBAL_CTRL"),
+        "{}",
+        stderr(&o)
+    );
+    let o = m.pmx(&["read", "0x38f", "--field", "3:9"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = m.pmx(&["read", "PERF_CTL0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("PERF_CTL0 is an AMD register; this CPU is Intel"));
+    let o = m.pmx(&["write", "0x186", "banana"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = m.pmx(&["read", "0x10", "-c", "9"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("CPU 9 has no msr device"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn plan_for_the_worked_example() {
+    let m = Machine::new();
+    m.set(0, 0x38f, 0x8);
+    let o = m.pmx(&[
+        "plan",
+        "-e",
+        "cpu/event=0x2e,umask=0x41/u,instructions",
+        "-c",
+        "0",
+        "--cpu",
+        "GenuineIntel-6-5E-3",
+        "--no-libpfm",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    // The writes, in order: counters zeroed, the event select, the fixed
+    // control (FC0 OS+USR), global control last (bits 0 and 32).
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let table: Vec<(&str, &str, &str, &str)> =
+        rows.iter().map(|r| (r[1], r[2], r[3], r[4])).collect();
+    assert_eq!(
+        table,
+        vec![
+            ("0xc1", "IA32_PMC0", "0x0", "0x0"),
+            ("0x309", "IA32_FIXED_CTR0", "0x0", "0x0"),
+            ("0x186", "IA32_PERFEVTSEL0", "0x0", "0x41412e"),
+            ("0x38d", "IA32_FIXED_CTR_CTRL", "0x0", "0x3"),
+            ("0x38f", "IA32_PERF_GLOBAL_CTRL", "0x8", "0x100000001"),
+        ],
+        "{out}"
+    );
+    assert!(
+        out.contains("EventSelect=0x2e UMASK=0x41 USR=1 EN=1"),
+        "{out}"
+    );
+    assert!(out.contains("FC0_OS=1 FC0_USR=1"), "{out}");
+    assert!(out.contains("PMC0_EN=1 FIXED_CTR0_EN=1"), "{out}");
+    // No side effects.
+    assert_eq!(m.get(0, 0x186), 0);
+    assert_eq!(m.get(0, 0x38f), 0x8);
+}
+
+#[test]
+fn plan_refuses_what_the_msr_backend_cannot_count() {
+    let m = Machine::new();
+    let base = ["-c", "0", "--cpu", "GenuineIntel-6-5E-3", "--no-libpfm"];
+    let mut a = vec!["plan", "-e", "task-clock"];
+    a.extend(base);
+    let o = m.pmx(&a);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("counted by the kernel"),
+        "{}",
+        stderr(&o)
+    );
+    let mut a = vec!["plan", "-e", "r00c4,r00c5,r003c,r412e,r4f2e"];
+    a.extend(base);
+    let o = m.pmx(&a);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("does not multiplex"), "{}", stderr(&o));
+}

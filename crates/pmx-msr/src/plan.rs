@@ -1,0 +1,1042 @@
+//! Programming plans: every write that counting a list of events needs.
+//!
+//! [`plan`] takes events as [`Encoded`] control-register values (what the
+//! event database resolves), assigns each to a counter, and lists the
+//! writes in the order they must happen:
+//!
+//! 1. [`Step::ZeroCounter`]: the counters that will count are set to 0;
+//! 2. [`Step::EventSelect`]: `IA32_PERFEVTSELx` / AMD `PERF_CTLx` / uncore
+//!    event selects get the event (with EN set);
+//! 3. [`Step::FixedControl`]: Intel `IA32_FIXED_CTR_CTRL` gets the fields of
+//!    the fixed counters used;
+//! 4. [`Step::GlobalControl`]: `IA32_PERF_GLOBAL_CTRL` (bit x for PMCx, bit
+//!    32 + x for FIXED_CTRx), AMD PerfMonV2 `PerfCntrGlobalCtl`, or the
+//!    client uncore's `MSR_UNC_PERF_GLOBAL_CTRL` — last, so every counter
+//!    starts at once from a known value.
+//!
+//! On Intel an event select with event code 0x00 and unit mask *n* + 1 is
+//! perf's name for fixed counter *n* (`INST_RETIRED.ANY` is 0x00/0x01);
+//! [`generic_hardware_event`] maps the kernel's generic `instructions`,
+//! `cycles` and `ref-cycles` to those fixed counters, and the other generic
+//! hardware events to the architectural (Intel) or Zen (AMD) encodings.
+//!
+//! Thread-scope events are programmed on every selected CPU; client uncore
+//! events (PMU `uncore_cbox_N`, `uncore_arb`) once per package, on the
+//! package's first selected CPU (see [`crate::scope`]).
+//!
+//! A plan has no side effects; [`Plan::fill_old`] reads the current values
+//! for display, and [`crate::session::Session`] applies it.
+
+use crate::catalogue::{
+    width_mask, CounterClass, CounterWidths, Msr, MsrDef, Scope, CATALOGUE, UNCORE_BOX_WIDTH,
+};
+use crate::device::MsrDevice;
+use crate::scope::{domains, DomainId};
+use pmx_model::encoding::{encode_attr, Arch, Encoded, PerfAttr, PERF_TYPE_RAW};
+use pmx_model::register::{FieldValue, RegisterKind, INTEL_EVTSEL};
+use pmx_model::topology::Topology;
+use pmx_sys::PmuCaps;
+use serde::Serialize;
+
+/// The counters a plan may use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PmuCounters {
+    /// Register layout.
+    pub arch: Arch,
+    /// General-purpose counters per logical CPU.
+    pub general: u32,
+    /// Fixed counters (Intel).
+    pub fixed: u32,
+    /// Counter widths.
+    pub widths: CounterWidths,
+    /// A global control register exists: Intel architectural PMU version 2
+    /// or later, AMD PerfMonV2.
+    pub global_control: bool,
+    /// AMD: the core counter extension (six counters at `0xC001_0200`);
+    /// without it the four legacy `PERF_CTLx` are used.
+    pub amd_core_ext: bool,
+    /// Where the numbers come from (`CPUID 0xA`, `assumed: …`).
+    pub source: String,
+}
+
+impl PmuCounters {
+    /// From CPUID; `None` when CPUID describes no counters (a VM without a
+    /// virtual PMU) or the vendor is neither Intel nor AMD.
+    pub fn from_caps(caps: &PmuCaps) -> Option<PmuCounters> {
+        let c = caps.counters?;
+        let widths = CounterWidths {
+            general: nonzero_or_default(c.general_width),
+            fixed: nonzero_or_default(c.fixed_width),
+        };
+        if let Some(intel) = &caps.intel {
+            return Some(PmuCounters {
+                arch: Arch::Intel,
+                general: c.general,
+                fixed: c.fixed,
+                widths,
+                global_control: intel.version >= 2,
+                amd_core_ext: false,
+                source: c.source.to_string(),
+            });
+        }
+        let amd = caps.amd.as_ref()?;
+        Some(PmuCounters {
+            arch: Arch::Amd,
+            general: c.general,
+            fixed: 0,
+            widths,
+            global_control: amd.perfmon_v2(),
+            amd_core_ext: amd.core_ext || c.general > 4,
+            source: c.source.to_string(),
+        })
+    }
+
+    /// What a plan assumes when CPUID cannot say (another CPU than this
+    /// one, or a VM): Intel 4 general-purpose and 3 fixed counters of 48
+    /// bits with global control; AMD the six-counter extension (family 15h
+    /// and later, `family` in display form) without PerfMonV2.
+    pub fn assumed(arch: Arch, family: Option<u32>) -> PmuCounters {
+        match arch {
+            Arch::Intel => PmuCounters {
+                arch,
+                general: 4,
+                fixed: 3,
+                widths: CounterWidths::default(),
+                global_control: true,
+                amd_core_ext: false,
+                source: "assumed: 4 general-purpose and 3 fixed counters, 48 bits".to_string(),
+            },
+            Arch::Amd => {
+                let ext = family.is_none_or(|f| f >= 0x15);
+                PmuCounters {
+                    arch,
+                    general: if ext { 6 } else { 4 },
+                    fixed: 0,
+                    widths: CounterWidths::default(),
+                    global_control: false,
+                    amd_core_ext: ext,
+                    source: format!(
+                        "assumed: {} counters of 48 bits, no PerfMonV2",
+                        if ext { 6 } else { 4 }
+                    ),
+                }
+            }
+        }
+    }
+}
+
+fn nonzero_or_default(w: u32) -> u32 {
+    if w == 0 {
+        crate::catalogue::DEFAULT_COUNTER_WIDTH
+    } else {
+        w
+    }
+}
+
+/// One event to plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MsrEvent {
+    /// The name to report it under (the spec as typed).
+    pub name: String,
+    /// Its control-register encoding.
+    pub encoded: Encoded,
+    /// General-purpose counters it may use (an event constraint); `None`:
+    /// any.
+    pub allowed: Option<Vec<u32>>,
+}
+
+impl MsrEvent {
+    /// An event that may use any counter.
+    pub fn new(name: impl Into<String>, encoded: Encoded) -> MsrEvent {
+        MsrEvent {
+            name: name.into(),
+            encoded,
+            allowed: None,
+        }
+    }
+}
+
+/// A counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum CounterId {
+    /// General-purpose counter (Intel `IA32_PMCx`, AMD `PERF_CTRx`).
+    General {
+        /// Index.
+        index: u32,
+    },
+    /// Intel fixed counter.
+    Fixed {
+        /// Index.
+        index: u32,
+    },
+    /// Intel client uncore C-Box counter.
+    CBox {
+        /// The C-Box (LLC slice).
+        cbox: u32,
+        /// Counter 0 or 1.
+        index: u32,
+    },
+    /// Intel client uncore ARB counter.
+    Arb {
+        /// Counter 0 or 1.
+        index: u32,
+    },
+}
+
+/// The order of writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    /// Set a counter to zero.
+    ZeroCounter,
+    /// Program an event select.
+    EventSelect,
+    /// Program the fixed-counter control.
+    FixedControl,
+    /// Enable the counters globally (last).
+    GlobalControl,
+}
+
+impl Step {
+    /// Short words for the plan listing.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Step::ZeroCounter => "zero the counter",
+            Step::EventSelect => "select the event",
+            Step::FixedControl => "enable fixed counters",
+            Step::GlobalControl => "enable globally",
+        }
+    }
+}
+
+/// An event and where it counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedEvent {
+    /// The name it was given.
+    pub name: String,
+    /// The counter.
+    pub counter: CounterId,
+    /// The counter register's name (`IA32_PMC0`).
+    pub counter_name: String,
+    /// Its address (read for the count).
+    pub counter_address: u32,
+    /// The control register's name (`IA32_PERFEVTSEL0`; the fixed-counter
+    /// control for a fixed counter).
+    pub control_name: String,
+    /// The value for the control register (for a fixed counter: its
+    /// four-bit field, unshifted).
+    pub control_value: u64,
+    /// Thread (core counters) or package (uncore).
+    pub scope: Scope,
+    /// Counter width in bits: deltas wrap at 2^width.
+    pub width: u32,
+    /// What pmx changed or wants said (INT cleared, …).
+    pub notes: Vec<String>,
+}
+
+/// One write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlannedWrite {
+    /// When.
+    pub step: Step,
+    /// On which CPU.
+    pub cpu: u32,
+    /// The MSR address.
+    pub address: u32,
+    /// Its name.
+    pub name: String,
+    /// Its scope.
+    pub scope: Scope,
+    /// The value before, when read ([`Plan::fill_old`]).
+    pub old: Option<u64>,
+    /// The value written.
+    pub new: u64,
+    /// `new` decoded, when pmx knows the register's fields.
+    pub fields: Vec<FieldValue>,
+}
+
+/// One counter to read: an event on one domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CounterSlot {
+    /// Index into [`Plan::events`].
+    pub event: usize,
+    /// The domain the count belongs to.
+    pub domain: DomainId,
+    /// The CPU to read it on.
+    pub cpu: u32,
+    /// The counter's address.
+    pub address: u32,
+    /// Its width.
+    pub width: u32,
+}
+
+/// Every write, in order, and every counter to read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    /// The counters planned with.
+    pub pmu: PmuCounters,
+    /// The selected CPUs.
+    pub cpus: Vec<u32>,
+    /// The events, in the order given.
+    pub events: Vec<PlannedEvent>,
+    /// The writes, in the order they are applied: by step, then CPU.
+    pub writes: Vec<PlannedWrite>,
+    /// The counters to read, grouped by CPU.
+    pub slots: Vec<CounterSlot>,
+}
+
+impl Plan {
+    /// The writes on one CPU, in order.
+    pub fn writes_on(&self, cpu: u32) -> impl Iterator<Item = &PlannedWrite> {
+        self.writes.iter().filter(move |w| w.cpu == cpu)
+    }
+
+    /// The CPUs that get writes or are read, ascending.
+    pub fn cpus_touched(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .writes
+            .iter()
+            .map(|w| w.cpu)
+            .chain(self.slots.iter().map(|s| s.cpu))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Read the current value of every register the plan writes, where the
+    /// device can (others stay `None`). Reads only.
+    pub fn fill_old(&mut self, device: &MsrDevice) {
+        for w in &mut self.writes {
+            w.old = device.read(w.cpu, w.address).ok();
+        }
+    }
+}
+
+/// Why a plan cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// No CPU selected.
+    #[error("no CPU to program")]
+    NoCpus,
+    /// The event is for the other vendor's layout.
+    #[error("{event}: encoded for {} event selects, but the counters are {}", crate::catalogue::arch_name(*.event_arch), crate::catalogue::arch_name(*.cpu_arch))]
+    WrongVendor {
+        /// The event.
+        event: String,
+        /// Its layout.
+        event_arch: Arch,
+        /// The counters'.
+        cpu_arch: Arch,
+    },
+    /// The event has no register pmx can program.
+    #[error("{event}: {why}")]
+    NotProgrammable {
+        /// The event.
+        event: String,
+        /// Why.
+        why: String,
+    },
+    /// More events than counters (the msr backend does not multiplex).
+    #[error("{needed} events need {what} counters, and there are {available}; the msr backend does not multiplex: count fewer events at once")]
+    TooMany {
+        /// Which counters.
+        what: String,
+        /// How many events.
+        needed: usize,
+        /// How many counters.
+        available: u32,
+    },
+    /// No free counter among the event's allowed ones.
+    #[error("{event}: counts only on general-purpose counter(s) {allowed:?}, and those are taken or absent")]
+    Constraint {
+        /// The event.
+        event: String,
+        /// Its allowed counters.
+        allowed: Vec<u32>,
+    },
+    /// A fixed counter the CPU does not have.
+    #[error("{event}: fixed counter {index} does not exist here ({available} fixed counters)")]
+    FixedAbsent {
+        /// The event.
+        event: String,
+        /// The counter.
+        index: u32,
+        /// How many exist.
+        available: u32,
+    },
+    /// Two events want the same fixed counter.
+    #[error("{event}: fixed counter {index} already counts {other}")]
+    FixedTaken {
+        /// The event.
+        event: String,
+        /// The counter.
+        index: u32,
+        /// The event that has it.
+        other: String,
+    },
+    /// Fields a fixed counter cannot apply.
+    #[error("{event}: a fixed counter cannot apply {}", fields.join(", "))]
+    FixedFields {
+        /// The event.
+        event: String,
+        /// The fields.
+        fields: Vec<String>,
+    },
+}
+
+/// Fixed-counter control bits of one counter (shifted down): ring 0,
+/// ring > 0, AnyThread.
+const FIXED_OS: u64 = 1;
+const FIXED_USR: u64 = 2;
+const FIXED_ANY: u64 = 4;
+
+/// `MSR_UNC_PERF_GLOBAL_CTRL`: EN (bit 29) and the five slice selects, as
+/// the kernel's client-uncore driver writes it.
+pub const UNC_GLOBAL_ENABLE: u64 = (1 << 29) | 0x1f;
+
+/// The kernel's generic hardware event `config` (`PERF_COUNT_HW_*`) as a
+/// register encoding: on Intel `instructions`, `cycles` and `ref-cycles`
+/// go to fixed counters 0, 1 and 2, the others to architectural events; on
+/// AMD the Zen encodings the kernel uses. Privilege comes from `attr`.
+/// `None` when the kernel has no mapping for the vendor.
+pub fn generic_hardware_event(arch: Arch, config: u64, attr: &PerfAttr) -> Option<Encoded> {
+    let raw = match arch {
+        Arch::Intel => match config {
+            0 => 0x0200, // cycles → fixed counter 1
+            1 => 0x0100, // instructions → fixed counter 0
+            2 => 0x4f2e,
+            3 => 0x412e,
+            4 => 0x00c4,
+            5 => 0x00c5,
+            6 => 0x013c,
+            9 => 0x0300, // ref-cycles → fixed counter 2
+            _ => return None,
+        },
+        Arch::Amd => match config {
+            0 => 0x0076,
+            1 => 0x00c0,
+            2 => 0xff60,
+            3 => 0x0964,
+            4 => 0x00c2,
+            5 => 0x00c3,
+            7 => 0x00a9,
+            _ => return None,
+        },
+    };
+    let a = PerfAttr {
+        pmu: "cpu".to_string(),
+        type_: Some(PERF_TYPE_RAW),
+        config: raw,
+        config1: 0,
+        config2: 0,
+        ..attr.clone()
+    };
+    let mut notes = Vec::new();
+    Some(encode_attr(a, arch.core_layout(), arch, false, &mut notes))
+}
+
+/// The Intel fixed counter an event select stands for (event 0x00, unit
+/// mask n + 1), if it is one.
+pub fn intel_fixed_index(register: u64) -> Option<u32> {
+    let event = register & 0xff;
+    let umask = (register >> 8) & 0xff;
+    (event == 0 && (1..=8).contains(&umask)).then(|| umask as u32 - 1)
+}
+
+enum Kind {
+    General(u64),
+    Fixed(u32, u64),
+    Uncore(Unit, u64),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    CBox(u32),
+    Arb,
+}
+
+fn entry(template: &str) -> &'static MsrDef {
+    CATALOGUE
+        .iter()
+        .find(|d| d.template == template)
+        .unwrap_or_else(|| panic!("catalogue has no {template}"))
+}
+
+fn msr(template: &str, index: u32) -> Msr {
+    Msr {
+        def: entry(template),
+        index,
+    }
+}
+
+/// Assign `events` to counters and list the writes for `cpus`.
+pub fn plan(
+    events: &[MsrEvent],
+    cpus: &[u32],
+    pmu: &PmuCounters,
+    topology: &Topology,
+) -> Result<Plan, PlanError> {
+    let mut cpus = cpus.to_vec();
+    cpus.sort_unstable();
+    cpus.dedup();
+    if cpus.is_empty() {
+        return Err(PlanError::NoCpus);
+    }
+    let mut notes: Vec<Vec<String>> = vec![Vec::new(); events.len()];
+    let kinds: Vec<Kind> = events
+        .iter()
+        .zip(notes.iter_mut())
+        .map(|(e, n)| classify(e, pmu, n))
+        .collect::<Result<_, _>>()?;
+
+    let counters = assign(events, &kinds, pmu)?;
+    let mut planned = Vec::with_capacity(events.len());
+    for (i, (e, kind)) in events.iter().zip(&kinds).enumerate() {
+        let counter = counters[i];
+        let (counter_msr, control_name, value, scope, width) = match (kind, counter) {
+            (Kind::General(v), CounterId::General { index }) => {
+                let (ctr, ctl) = general_msrs(pmu, index);
+                (ctr, ctl.name(), *v, Scope::Thread, pmu.widths.general)
+            }
+            (Kind::Fixed(_, nibble), CounterId::Fixed { index }) => (
+                msr("IA32_FIXED_CTRx", index),
+                "IA32_FIXED_CTR_CTRL".to_string(),
+                *nibble,
+                Scope::Thread,
+                pmu.widths.fixed,
+            ),
+            (Kind::Uncore(_, v), CounterId::CBox { cbox, index }) => (
+                msr(uncore_ctr_template(index), cbox),
+                msr(uncore_sel_template(index), cbox).name(),
+                *v,
+                Scope::Package,
+                UNCORE_BOX_WIDTH,
+            ),
+            (Kind::Uncore(_, v), CounterId::Arb { index }) => (
+                msr("MSR_UNC_ARB_PERFCTRx", index),
+                msr("MSR_UNC_ARB_PERFEVTSELx", index).name(),
+                *v,
+                Scope::Package,
+                UNCORE_BOX_WIDTH,
+            ),
+            _ => unreachable!("assign keeps kinds and counters in step"),
+        };
+        planned.push(PlannedEvent {
+            name: e.name.clone(),
+            counter,
+            counter_name: counter_msr.name(),
+            counter_address: counter_msr.address(),
+            control_name,
+            control_value: value,
+            scope,
+            width,
+            notes: std::mem::take(&mut notes[i]),
+        });
+    }
+
+    let mut writes = Vec::new();
+    let mut slots = Vec::new();
+    let mut push = |step: Step, cpu: u32, m: Msr, new: u64| {
+        writes.push(PlannedWrite {
+            step,
+            cpu,
+            address: m.address(),
+            name: m.name(),
+            scope: m.scope(),
+            old: None,
+            new,
+            fields: m.decode(new).unwrap_or_default(),
+        });
+    };
+
+    // Core counters: on every CPU.
+    let core: Vec<usize> = (0..planned.len())
+        .filter(|&i| planned[i].scope == Scope::Thread)
+        .collect();
+    if !core.is_empty() {
+        for &cpu in &cpus {
+            let mut fixed_ctrl = 0u64;
+            let mut global = 0u64;
+            for &i in &core {
+                let p = &planned[i];
+                match p.counter {
+                    CounterId::General { index } => {
+                        let (ctr, ctl) = general_msrs(pmu, index);
+                        push(Step::ZeroCounter, cpu, ctr, 0);
+                        push(Step::EventSelect, cpu, ctl, p.control_value);
+                        global |= 1 << index;
+                    }
+                    CounterId::Fixed { index } => {
+                        push(Step::ZeroCounter, cpu, msr("IA32_FIXED_CTRx", index), 0);
+                        fixed_ctrl |= p.control_value << (4 * index);
+                        global |= 1 << (32 + index);
+                    }
+                    _ => {}
+                }
+                slots.push(CounterSlot {
+                    event: i,
+                    domain: DomainId::Cpu { cpu },
+                    cpu,
+                    address: p.counter_address,
+                    width: p.width,
+                });
+            }
+            if fixed_ctrl != 0 {
+                push(
+                    Step::FixedControl,
+                    cpu,
+                    msr("IA32_FIXED_CTR_CTRL", 0),
+                    fixed_ctrl,
+                );
+            }
+            if pmu.global_control {
+                let g = match pmu.arch {
+                    Arch::Intel => msr("IA32_PERF_GLOBAL_CTRL", 0),
+                    Arch::Amd => msr("PERF_CNTR_GLOBAL_CTL", 0),
+                };
+                push(Step::GlobalControl, cpu, g, global);
+            }
+        }
+    }
+
+    // Client uncore: once per package.
+    let uncore: Vec<usize> = (0..planned.len())
+        .filter(|&i| planned[i].scope == Scope::Package)
+        .collect();
+    if !uncore.is_empty() {
+        for d in domains(Scope::Package, &cpus, topology) {
+            for &i in &uncore {
+                let p = &planned[i];
+                let (ctr, sel) = match p.counter {
+                    CounterId::CBox { cbox, index } => (
+                        msr(uncore_ctr_template(index), cbox),
+                        msr(uncore_sel_template(index), cbox),
+                    ),
+                    CounterId::Arb { index } => (
+                        msr("MSR_UNC_ARB_PERFCTRx", index),
+                        msr("MSR_UNC_ARB_PERFEVTSELx", index),
+                    ),
+                    _ => continue,
+                };
+                push(Step::ZeroCounter, d.cpu, ctr, 0);
+                push(Step::EventSelect, d.cpu, sel, p.control_value);
+                slots.push(CounterSlot {
+                    event: i,
+                    domain: d.id,
+                    cpu: d.cpu,
+                    address: p.counter_address,
+                    width: p.width,
+                });
+            }
+            push(
+                Step::GlobalControl,
+                d.cpu,
+                msr("MSR_UNC_PERF_GLOBAL_CTRL", 0),
+                UNC_GLOBAL_ENABLE,
+            );
+        }
+    }
+
+    // Apply order: by step, then CPU; stable, so per-CPU order is kept.
+    writes.sort_by_key(|w| (w.step, w.cpu));
+    slots.sort_by_key(|s| (s.cpu, s.event));
+    Ok(Plan {
+        pmu: pmu.clone(),
+        cpus,
+        events: planned,
+        writes,
+        slots,
+    })
+}
+
+fn uncore_ctr_template(index: u32) -> &'static str {
+    if index == 0 {
+        "MSR_UNC_CBO_x_PERFCTR0"
+    } else {
+        "MSR_UNC_CBO_x_PERFCTR1"
+    }
+}
+
+fn uncore_sel_template(index: u32) -> &'static str {
+    if index == 0 {
+        "MSR_UNC_CBO_x_PERFEVTSEL0"
+    } else {
+        "MSR_UNC_CBO_x_PERFEVTSEL1"
+    }
+}
+
+/// Counter and control MSR of general-purpose counter `index`.
+fn general_msrs(pmu: &PmuCounters, index: u32) -> (Msr, Msr) {
+    match pmu.arch {
+        Arch::Intel => (msr("IA32_PMCx", index), msr("IA32_PERFEVTSELx", index)),
+        Arch::Amd if pmu.amd_core_ext => (msr("PERF_CTR_EXTx", index), msr("PERF_CTL_EXTx", index)),
+        Arch::Amd => (msr("PERF_CTRx", index), msr("PERF_CTLx", index)),
+    }
+}
+
+fn classify(e: &MsrEvent, pmu: &PmuCounters, notes: &mut Vec<String>) -> Result<Kind, PlanError> {
+    let enc = &e.encoded;
+    if enc.arch != pmu.arch {
+        return Err(PlanError::WrongVendor {
+            event: e.name.clone(),
+            event_arch: enc.arch,
+            cpu_arch: pmu.arch,
+        });
+    }
+    let layout = enc.register_kind.layout();
+    let mut v = enc.register;
+    // pmx takes no overflow interrupts: an INT bit would send PMIs to a
+    // kernel that did not ask for them.
+    for name in ["INT", "OVF_PMI"] {
+        if let Some(f) = layout.field(name) {
+            if v & f.mask() != 0 {
+                v &= !f.mask();
+                notes.push(format!(
+                    "{name} cleared: pmx reads counters and takes no overflow interrupts"
+                ));
+            }
+        }
+    }
+    for name in ["EN", "En"] {
+        if let Some(f) = layout.field(name) {
+            v |= f.mask();
+        }
+    }
+    match enc.register_kind {
+        RegisterKind::IntelEvtSel => {
+            if let Some(index) = intel_fixed_index(v) {
+                let allowed = ["EventSelect", "UMASK", "USR", "OS", "ANY", "EN"];
+                let extra: Vec<String> = INTEL_EVTSEL
+                    .fields
+                    .iter()
+                    .filter(|f| v & f.mask() != 0 && !allowed.contains(&f.name))
+                    .map(|f| format!("{} (bit {})", f.name, f.bits()))
+                    .collect();
+                if !extra.is_empty() {
+                    return Err(PlanError::FixedFields {
+                        event: e.name.clone(),
+                        fields: extra,
+                    });
+                }
+                if index >= pmu.fixed {
+                    return Err(PlanError::FixedAbsent {
+                        event: e.name.clone(),
+                        index,
+                        available: pmu.fixed,
+                    });
+                }
+                let bit = |name: &str| layout.get(v, name).unwrap_or(0) != 0;
+                let mut nibble = 0;
+                if bit("OS") {
+                    nibble |= FIXED_OS;
+                }
+                if bit("USR") {
+                    nibble |= FIXED_USR;
+                }
+                if bit("ANY") {
+                    nibble |= FIXED_ANY;
+                }
+                return Ok(Kind::Fixed(index, nibble));
+            }
+            Ok(Kind::General(v))
+        }
+        RegisterKind::AmdPerfCtl => Ok(Kind::General(v)),
+        RegisterKind::IntelUncoreEvtSel => {
+            let pmu_name = enc.attr.pmu.as_str();
+            let unit = if let Some(n) = pmu_name.strip_prefix("uncore_cbox_") {
+                match n.parse::<u32>() {
+                    Ok(n) if n < entry("MSR_UNC_CBO_x_PERFCTR0").count => Unit::CBox(n),
+                    _ => {
+                        return Err(PlanError::NotProgrammable {
+                            event: e.name.clone(),
+                            why: format!(
+                                "pmx knows C-Boxes 0 to 3 of client parts, not {pmu_name}"
+                            ),
+                        })
+                    }
+                }
+            } else if pmu_name == "uncore_arb" {
+                Unit::Arb
+            } else {
+                return Err(PlanError::NotProgrammable {
+                    event: e.name.clone(),
+                    why: format!(
+                        "uncore PMU {pmu_name}: pmx programs the client uncore C-Boxes (uncore_cbox_N) and ARB (uncore_arb) only"
+                    ),
+                });
+            };
+            Ok(Kind::Uncore(unit, v))
+        }
+        other => Err(PlanError::NotProgrammable {
+            event: e.name.clone(),
+            why: format!("{} is not an event select", other.layout().name),
+        }),
+    }
+}
+
+/// Give every event a counter: fixed counters by index, general-purpose
+/// ones most-constrained first (lowest free allowed index), uncore per unit
+/// in order.
+fn assign(
+    events: &[MsrEvent],
+    kinds: &[Kind],
+    pmu: &PmuCounters,
+) -> Result<Vec<CounterId>, PlanError> {
+    let mut out: Vec<Option<CounterId>> = vec![None; events.len()];
+    let mut fixed_owner: Vec<Option<usize>> = vec![None; pmu.fixed as usize];
+    for (i, k) in kinds.iter().enumerate() {
+        if let Kind::Fixed(index, _) = k {
+            let slot = &mut fixed_owner[*index as usize];
+            if let Some(other) = *slot {
+                return Err(PlanError::FixedTaken {
+                    event: events[i].name.clone(),
+                    index: *index,
+                    other: events[other].name.clone(),
+                });
+            }
+            *slot = Some(i);
+            out[i] = Some(CounterId::Fixed { index: *index });
+        }
+    }
+    let general: Vec<usize> = (0..kinds.len())
+        .filter(|&i| matches!(kinds[i], Kind::General(_)))
+        .collect();
+    if general.len() > pmu.general as usize {
+        return Err(PlanError::TooMany {
+            what: "general-purpose".to_string(),
+            needed: general.len(),
+            available: pmu.general,
+        });
+    }
+    let all: Vec<u32> = (0..pmu.general).collect();
+    let mut order = general.clone();
+    order.sort_by_key(|&i| events[i].allowed.as_ref().map_or(usize::MAX, Vec::len));
+    let mut taken = vec![false; pmu.general as usize];
+    for i in order {
+        let allowed = events[i].allowed.as_deref().unwrap_or(&all);
+        let Some(&index) = allowed
+            .iter()
+            .find(|&&c| c < pmu.general && !taken[c as usize])
+        else {
+            return Err(PlanError::Constraint {
+                event: events[i].name.clone(),
+                allowed: allowed.to_vec(),
+            });
+        };
+        taken[index as usize] = true;
+        out[i] = Some(CounterId::General { index });
+    }
+    let mut used: Vec<(Unit, u32)> = Vec::new();
+    for (i, k) in kinds.iter().enumerate() {
+        if let Kind::Uncore(unit, _) = k {
+            let n = used.iter().filter(|(u, _)| u == unit).count() as u32;
+            if n >= 2 {
+                return Err(PlanError::TooMany {
+                    what: match unit {
+                        Unit::CBox(c) => format!("C-Box {c}"),
+                        Unit::Arb => "ARB".to_string(),
+                    },
+                    needed: n as usize + 1,
+                    available: 2,
+                });
+            }
+            used.push((*unit, n));
+            out[i] = Some(match unit {
+                Unit::CBox(cbox) => CounterId::CBox {
+                    cbox: *cbox,
+                    index: n,
+                },
+                Unit::Arb => CounterId::Arb { index: n },
+            });
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|c| c.unwrap_or(CounterId::General { index: 0 }))
+        .collect())
+}
+
+/// The counter's value mask for deltas.
+pub fn counter_mask(width: u32) -> u64 {
+    width_mask(width)
+}
+
+/// The width class of a counter.
+pub fn counter_class(counter: CounterId) -> CounterClass {
+    match counter {
+        CounterId::General { .. } => CounterClass::General,
+        CounterId::Fixed { .. } => CounterClass::Fixed,
+        CounterId::CBox { .. } | CounterId::Arb { .. } => CounterClass::UncoreBox,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmx_model::encoding::{encode_spec, EncodeOptions};
+    use pmx_model::spec::parse_spec;
+
+    fn enc(spec: &str, arch: Arch) -> Encoded {
+        encode_spec(
+            &parse_spec(spec).unwrap(),
+            EncodeOptions {
+                arch,
+                sampling: false,
+            },
+        )
+        .unwrap()
+    }
+
+    fn instructions(arch: Arch) -> Encoded {
+        let attr = PerfAttr {
+            type_: Some(0),
+            config: 1,
+            ..PerfAttr::default()
+        };
+        generic_hardware_event(arch, 1, &attr).unwrap()
+    }
+
+    #[test]
+    fn the_worked_example() {
+        let events = vec![
+            MsrEvent::new(
+                "cpu/event=0x2e,umask=0x41/u",
+                enc("cpu/event=0x2e,umask=0x41/u", Arch::Intel),
+            ),
+            MsrEvent::new("instructions", instructions(Arch::Intel)),
+        ];
+        let pmu = PmuCounters::assumed(Arch::Intel, None);
+        let p = plan(&events, &[0], &pmu, &Topology::default()).unwrap();
+        let w: Vec<(Step, u32, u64)> = p
+            .writes
+            .iter()
+            .map(|w| (w.step, w.address, w.new))
+            .collect();
+        assert_eq!(
+            w,
+            vec![
+                (Step::ZeroCounter, 0xc1, 0),
+                (Step::ZeroCounter, 0x309, 0),
+                (Step::EventSelect, 0x186, 0x41412e),
+                (Step::FixedControl, 0x38d, 0x3),
+                (Step::GlobalControl, 0x38f, (1 << 32) | 1),
+            ]
+        );
+        assert_eq!(p.events[1].counter, CounterId::Fixed { index: 0 });
+        assert_eq!(p.events[1].counter_name, "IA32_FIXED_CTR0");
+        assert_eq!(p.slots.len(), 2);
+        let names: Vec<&str> = p.writes.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "IA32_PMC0",
+                "IA32_FIXED_CTR0",
+                "IA32_PERFEVTSEL0",
+                "IA32_FIXED_CTR_CTRL",
+                "IA32_PERF_GLOBAL_CTRL"
+            ]
+        );
+    }
+
+    #[test]
+    fn amd_uses_the_extension_and_perfmon_v2() {
+        let mut pmu = PmuCounters::assumed(Arch::Amd, Some(0x19));
+        pmu.global_control = true;
+        let events = vec![
+            MsrEvent::new("a", enc("cpu/event=0x4e1,umask=0xf7/", Arch::Amd)),
+            MsrEvent::new("instructions", instructions(Arch::Amd)),
+        ];
+        let p = plan(&events, &[0, 1], &pmu, &Topology::default()).unwrap();
+        let cpu1: Vec<(u32, u64)> = p.writes_on(1).map(|w| (w.address, w.new)).collect();
+        assert_eq!(
+            cpu1,
+            vec![
+                (0xC001_0201, 0),
+                (0xC001_0203, 0),
+                (0xC001_0200, 0x4_0043_f7e1),
+                (0xC001_0202, 0x43_00c0),
+                (0xC000_0301, 0b11),
+            ]
+        );
+        let legacy = PmuCounters::assumed(Arch::Amd, Some(0x10));
+        let p = plan(&events, &[0], &legacy, &Topology::default()).unwrap();
+        assert_eq!(p.writes[0].address, 0xC001_0004);
+        assert!(p.writes.iter().all(|w| w.step != Step::GlobalControl));
+    }
+
+    #[test]
+    fn too_many_and_conflicts() {
+        let pmu = PmuCounters::assumed(Arch::Intel, None);
+        let gp: Vec<MsrEvent> = (0..5)
+            .map(|i| MsrEvent::new(format!("e{i}"), enc("cpu/event=0xc4/", Arch::Intel)))
+            .collect();
+        assert!(matches!(
+            plan(&gp, &[0], &pmu, &Topology::default()),
+            Err(PlanError::TooMany {
+                needed: 5,
+                available: 4,
+                ..
+            })
+        ));
+        let twice = vec![
+            MsrEvent::new("a", instructions(Arch::Intel)),
+            MsrEvent::new("b", instructions(Arch::Intel)),
+        ];
+        assert!(matches!(
+            plan(&twice, &[0], &pmu, &Topology::default()),
+            Err(PlanError::FixedTaken { .. })
+        ));
+        let amd = vec![MsrEvent::new("x", instructions(Arch::Amd))];
+        assert!(matches!(
+            plan(&amd, &[0], &pmu, &Topology::default()),
+            Err(PlanError::WrongVendor { .. })
+        ));
+        let slots = vec![MsrEvent::new(
+            "s",
+            enc("cpu/event=0x0,umask=0x4/", Arch::Intel),
+        )];
+        assert!(matches!(
+            plan(&slots, &[0], &pmu, &Topology::default()),
+            Err(PlanError::FixedAbsent { index: 3, .. })
+        ));
+        let cm = vec![MsrEvent::new(
+            "c",
+            enc("cpu/event=0x0,umask=0x1,cmask=1/", Arch::Intel),
+        )];
+        assert!(matches!(
+            plan(&cm, &[0], &pmu, &Topology::default()),
+            Err(PlanError::FixedFields { .. })
+        ));
+    }
+
+    #[test]
+    fn constraints_are_honoured() {
+        let pmu = PmuCounters::assumed(Arch::Intel, None);
+        let mut only2 = MsrEvent::new(
+            "only2",
+            enc("cpu/event=0xa3,umask=0x8,cmask=8/", Arch::Intel),
+        );
+        only2.allowed = Some(vec![2]);
+        let events = vec![
+            MsrEvent::new("a", enc("cpu/event=0xc4/", Arch::Intel)),
+            MsrEvent::new("b", enc("cpu/event=0xc5/", Arch::Intel)),
+            MsrEvent::new("c", enc("cpu/event=0x3c/", Arch::Intel)),
+            only2,
+        ];
+        let p = plan(&events, &[0], &pmu, &Topology::default()).unwrap();
+        assert_eq!(p.events[3].counter, CounterId::General { index: 2 });
+        assert_eq!(p.events[2].counter, CounterId::General { index: 3 });
+    }
+
+    #[test]
+    fn sampling_bits_are_cleared() {
+        let pmu = PmuCounters::assumed(Arch::Intel, None);
+        let mut e = enc("cpu/event=0xc4/", Arch::Intel);
+        e.register |= 1 << 20;
+        let p = plan(&[MsrEvent::new("s", e)], &[0], &pmu, &Topology::default()).unwrap();
+        assert_eq!(p.events[0].control_value & (1 << 20), 0);
+        assert!(p.events[0].notes[0].contains("INT cleared"));
+    }
+}
