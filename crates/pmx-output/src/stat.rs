@@ -49,8 +49,28 @@ pub struct StatReport<'a> {
     pub notes: Vec<String>,
 }
 
-fn status_word(report: &StatReport, row: &Row) -> &'static str {
-    match &report.status[row.event] {
+/// The columns of interval CSV; totals CSV has the same without `time`.
+pub const INTERVAL_COLUMNS: [&str; 12] = [
+    "time",
+    "domain",
+    "value",
+    "unit",
+    "event",
+    "status",
+    "running_pct",
+    "raw",
+    "enabled_ns",
+    "running_ns",
+    "stddev_pct",
+    "reason",
+];
+
+/// The words of the `status` column.
+pub const STATUS_WORDS: [&str; 4] = ["counted", "estimate", "not-counted", "not-supported"];
+
+/// The status word of a row.
+fn row_status(status: &[EventStatus], row: &Row) -> &'static str {
+    match &status[row.event] {
         EventStatus::NotSupported(_) => "not-supported",
         EventStatus::NotCounted(_) => "not-counted",
         EventStatus::Counted if row.value.is_none() => "not-counted",
@@ -59,11 +79,29 @@ fn status_word(report: &StatReport, row: &Row) -> &'static str {
     }
 }
 
-fn reason(report: &StatReport, row: &Row) -> String {
-    match &report.status[row.event] {
+/// Why a row has no value (empty when it has one).
+fn row_reason(status: &[EventStatus], row: &Row, never_ran: &str) -> String {
+    match &status[row.event] {
         EventStatus::NotSupported(r) | EventStatus::NotCounted(r) => r.clone(),
-        EventStatus::Counted if row.value.is_none() => "never ran".to_string(),
+        EventStatus::Counted if row.value.is_none() => never_ran.to_string(),
         EventStatus::Counted => String::new(),
+    }
+}
+
+fn status_word(report: &StatReport, row: &Row) -> &'static str {
+    row_status(&report.status, row)
+}
+
+fn reason(report: &StatReport, row: &Row) -> String {
+    row_reason(&report.status, row, "never ran")
+}
+
+/// One CSV field, quoted when it holds the separator, a quote or a newline.
+fn csv_field(f: &str, sep: &str) -> String {
+    if f.contains(sep) || f.contains('"') || f.contains('\n') {
+        format!("\"{}\"", f.replace('"', "\"\""))
+    } else {
+        f.to_string()
     }
 }
 
@@ -157,28 +195,8 @@ fn num(v: f64) -> String {
 /// CSV with separator `sep` (columns in the module documentation).
 pub fn csv(report: &StatReport, sep: &str, header: bool) -> String {
     let mut s = String::new();
-    let esc = |f: &str| -> String {
-        if f.contains(sep) || f.contains('"') || f.contains('\n') {
-            format!("\"{}\"", f.replace('"', "\"\""))
-        } else {
-            f.to_string()
-        }
-    };
     if header {
-        let cols = [
-            "domain",
-            "value",
-            "unit",
-            "event",
-            "status",
-            "running_pct",
-            "raw",
-            "enabled_ns",
-            "running_ns",
-            "stddev_pct",
-            "reason",
-        ];
-        let _ = writeln!(s, "{}", cols.join(sep));
+        let _ = writeln!(s, "{}", INTERVAL_COLUMNS[1..].join(sep));
     }
     for (i, row) in report.rows.iter().enumerate() {
         let ev = &report.plan.events[row.event];
@@ -203,7 +221,7 @@ pub fn csv(report: &StatReport, sep: &str, header: bool) -> String {
                 .unwrap_or_default(),
             reason(report, row),
         ];
-        let line: Vec<String> = fields.iter().map(|f| esc(f)).collect();
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
         let _ = writeln!(s, "{}", line.join(sep));
     }
     s
@@ -262,55 +280,22 @@ pub struct IntervalRows<'a> {
 
 impl IntervalRows<'_> {
     fn word(&self, row: &Row) -> &'static str {
-        match &self.status[row.event] {
-            EventStatus::NotSupported(_) => "not-supported",
-            EventStatus::NotCounted(_) => "not-counted",
-            EventStatus::Counted if row.value.is_none() => "not-counted",
-            EventStatus::Counted if row.is_estimate() => "estimate",
-            EventStatus::Counted => "counted",
-        }
+        row_status(self.status, row)
     }
 
     fn why(&self, row: &Row) -> String {
-        match &self.status[row.event] {
-            EventStatus::NotSupported(r) | EventStatus::NotCounted(r) => r.clone(),
-            EventStatus::Counted if row.value.is_none() => {
-                "did not run in this interval".to_string()
-            }
-            EventStatus::Counted => String::new(),
-        }
+        row_reason(self.status, row, "did not run in this interval")
     }
 }
 
 /// The header line of interval CSV.
 pub fn interval_csv_header(sep: &str) -> String {
-    let cols = [
-        "time",
-        "domain",
-        "value",
-        "unit",
-        "event",
-        "status",
-        "running_pct",
-        "raw",
-        "enabled_ns",
-        "running_ns",
-        "stddev_pct",
-        "reason",
-    ];
-    format!("{}\n", cols.join(sep))
+    format!("{}\n", INTERVAL_COLUMNS.join(sep))
 }
 
 /// Interval rows as CSV: the stat columns with `time` first.
 pub fn interval_csv(iv: &IntervalRows, sep: &str) -> String {
     let mut s = String::new();
-    let esc = |f: &str| -> String {
-        if f.contains(sep) || f.contains('"') || f.contains('\n') {
-            format!("\"{}\"", f.replace('"', "\"\""))
-        } else {
-            f.to_string()
-        }
-    };
     for row in iv.rows {
         let ev = &iv.plan.events[row.event];
         let fields = [
@@ -329,7 +314,7 @@ pub fn interval_csv(iv: &IntervalRows, sep: &str) -> String {
             String::new(),
             iv.why(row),
         ];
-        let line: Vec<String> = fields.iter().map(|f| esc(f)).collect();
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
         let _ = writeln!(s, "{}", line.join(sep));
     }
     s

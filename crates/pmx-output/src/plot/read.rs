@@ -225,23 +225,8 @@ struct Header {
     names: Vec<String>,
 }
 
-/// pmx's documented column order.
-const PMX_COLUMNS: [&str; 12] = [
-    "time",
-    "domain",
-    "value",
-    "unit",
-    "event",
-    "status",
-    "running_pct",
-    "raw",
-    "enabled_ns",
-    "running_ns",
-    "stddev_pct",
-    "reason",
-];
-
-const STATUS_WORDS: [&str; 4] = ["counted", "estimate", "not-counted", "not-supported"];
+/// pmx's documented column order and status words.
+use crate::stat::{INTERVAL_COLUMNS as PMX_COLUMNS, STATUS_WORDS};
 
 impl Header {
     /// `None` when the line is not a header; `Some(Err)` when it is one
