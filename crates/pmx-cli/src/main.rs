@@ -24,6 +24,8 @@ mod list;
 mod msr;
 mod plot;
 mod stat;
+mod stat_metrics;
+mod stat_msr;
 
 use clap::{Parser, Subcommand};
 use pmx_model::encoding::Arch;

@@ -83,6 +83,22 @@ pub struct StatArgs {
     /// With -I: also draw the intervals as a chart (.svg or .png).
     #[arg(long, value_name = "OUT", requires = "interval")]
     pub plot: Option<PathBuf>,
+    /// Derived metrics to compute beside the counts: names or groups
+    /// (IPC, CPI, TopdownL1, …), comma-separated. Without -e, only their
+    /// inputs are counted.
+    #[arg(short = 'M', long = "metrics", value_name = "LIST")]
+    pub metrics: Option<String>,
+    /// How to reach the counters: perf (perf_event_open, default) or msr
+    /// (program the PMU directly through /dev/cpu/N/msr; needs -a or -C).
+    #[arg(long, value_name = "KIND", default_value = "perf", value_parser = ["perf", "msr"])]
+    pub backend: String,
+    /// With --backend msr: program the counters even if something else has
+    /// them enabled.
+    #[arg(long)]
+    pub force: bool,
+    /// With --backend msr: where the msr devices are (default /dev/cpu).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub msr_root: Option<PathBuf>,
     /// Never multiplex: when the events do not fit the counters at once, run
     /// the command once per set that fits and merge the results.
     #[arg(long = "no-multiplex")]
@@ -151,17 +167,38 @@ fn make_plan(args: &StatArgs, groups: &[pmx::EventGroup]) -> anyhow::Result<Stat
 }
 
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+    if args.backend == "msr" {
+        return crate::stat_msr::run(args);
+    }
     if args.repeat == 0 {
         return Err(UsageError("-r 0: give at least one run".to_string()).into());
     }
     let mut groups = Vec::new();
-    let lists: Vec<String> = if args.events.is_empty() {
+    let lists: Vec<String> = if args.events.is_empty() && args.metrics.is_some() {
+        Vec::new()
+    } else if args.events.is_empty() {
         vec![stat::DEFAULT_EVENTS.to_string()]
     } else {
         args.events.clone()
     };
     for l in &lists {
         groups.extend(pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?);
+    }
+    let metrics = match &args.metrics {
+        Some(list) => {
+            let db = args.db.load()?;
+            let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
+            let setup = crate::stat_metrics::MetricSetup::new(list, &db, dir.as_deref())?;
+            let extra = setup.event_groups(&groups);
+            groups.extend(extra);
+            Some(setup)
+        }
+        None => None,
+    };
+    if groups.is_empty() {
+        return Err(
+            UsageError("-M: the metrics need no event pmx can count here".to_string()).into(),
+        );
     }
     let scope = if let Some(p) = &args.pid {
         Scope::Pids(id_list("-p", p)?)
@@ -409,6 +446,10 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         }
     }
     let mut report = build_report(args, &plan, &runs, how, topo.as_ref(), &scope);
+    if let Some(m) = &metrics {
+        report.metrics = m.evaluate(&plan, &report.status, &report.rows, report.elapsed);
+        report.notes.extend(m.notes.iter().cloned());
+    }
     report.notes.splice(0..0, notes);
     if let Some(e) = write_err {
         return Err(anyhow::anyhow!("writing the interval rows: {e}"));
@@ -447,7 +488,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
 }
 
 /// Draw the interval rows collected for `--plot`.
-fn draw(
+pub(crate) fn draw(
     rows: &str,
     path: &std::path::Path,
     format: pmx_output::plot::Format,
@@ -479,7 +520,7 @@ fn counter_budget() -> Option<pmx::schedule::CounterBudget> {
     })
 }
 
-fn build_report<'a>(
+pub(crate) fn build_report<'a>(
     args: &StatArgs,
     plan: &'a StatPlan,
     runs: &[StatRun],
@@ -564,5 +605,6 @@ fn build_report<'a>(
         exit: last.exit,
         interrupted: runs.iter().any(|r| r.interrupted),
         notes,
+        metrics: Vec::new(),
     }
 }

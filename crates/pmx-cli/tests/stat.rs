@@ -471,3 +471,31 @@ fn interval_plot_at_the_end() {
     assert_eq!(text.matches("<polyline").count(), ncpu, "one line per CPU");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn metrics_say_which_input_is_missing() {
+    let o = pmx(&[
+        "stat",
+        "-e",
+        "task-clock",
+        "-M",
+        "IPC",
+        "--json",
+        "--",
+        "true",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(stderr(&o).trim()).unwrap();
+    let m = &j["metrics"][0];
+    assert_eq!(m["name"], "IPC");
+    if std::fs::metadata("/sys/bus/event_source/devices/cpu").is_err() {
+        assert!(m["value"].is_null());
+        let why = m["missing"].as_str().unwrap();
+        assert!(
+            why.starts_with("IPC ← ") && why.contains("not supported"),
+            "{why}"
+        );
+    }
+    let o = pmx(&["stat", "-M", "NoSuchMetric", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -47,6 +47,27 @@ pub struct StatReport<'a> {
     pub interrupted: bool,
     /// Extra lines for the reader (e.g. "3 runs, one per group set").
     pub notes: Vec<String>,
+    /// Derived metrics (`-M`), computed from the rows.
+    pub metrics: Vec<MetricLine>,
+}
+
+/// One derived metric in one domain.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MetricLine {
+    /// The metric's name.
+    pub name: String,
+    /// Domain label (empty for totals).
+    pub domain: String,
+    /// The value, or `None` when an input is missing.
+    pub value: Option<f64>,
+    /// Unit (`%`, `GHz`…), may be empty.
+    pub unit: String,
+    /// Smallest running share among the inputs used.
+    pub reliability: Option<f64>,
+    /// Reliability below 0.7.
+    pub estimate: bool,
+    /// Why there is no value: the chain down to the missing input.
+    pub missing: Option<String>,
 }
 
 /// The columns of interval CSV; totals CSV has the same without `time`.
@@ -170,6 +191,45 @@ pub fn table(report: &StatReport) -> String {
             ev.name
         );
     }
+    if !report.metrics.is_empty() {
+        let _ = writeln!(s);
+        let mw = report
+            .metrics
+            .iter()
+            .map(|m| m.name.len())
+            .max()
+            .unwrap_or(10)
+            .clamp(10, 40);
+        for m in &report.metrics {
+            let dom = if m.domain.is_empty() {
+                String::new()
+            } else {
+                format!("{}  ", m.domain)
+            };
+            match m.value {
+                Some(v) => {
+                    let rel = match m.reliability {
+                        Some(r) if m.estimate => {
+                            format!("  (estimate: its inputs ran {:.1}% of the time)", r * 100.0)
+                        }
+                        Some(r) => format!("  (inputs ran {:.1}%)", r * 100.0),
+                        None => String::new(),
+                    };
+                    let _ = writeln!(
+                        s,
+                        "  {dom}{:>20} {:<mw$} {}{rel}",
+                        format!("{v:.3}"),
+                        m.name,
+                        m.unit
+                    );
+                }
+                None => {
+                    let why = m.missing.as_deref().unwrap_or("");
+                    let _ = writeln!(s, "  {dom}{:>20} {:<mw$}  {why}", "<not computed>", m.name);
+                }
+            }
+        }
+    }
     let _ = writeln!(
         s,
         "\n {:>15.9} seconds time elapsed",
@@ -224,6 +284,30 @@ pub fn csv(report: &StatReport, sep: &str, header: bool) -> String {
         let line: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
         let _ = writeln!(s, "{}", line.join(sep));
     }
+    for m in &report.metrics {
+        let status = match (m.value, m.estimate) {
+            (None, _) => "metric-missing",
+            (Some(_), true) => "metric-estimate",
+            (Some(_), false) => "metric",
+        };
+        let fields = [
+            m.domain.clone(),
+            m.value.map(num).unwrap_or_default(),
+            m.unit.clone(),
+            m.name.clone(),
+            status.to_string(),
+            m.reliability
+                .map(|x| format!("{:.2}", x * 100.0))
+                .unwrap_or_default(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            m.missing.clone().unwrap_or_default(),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
+        let _ = writeln!(s, "{}", line.join(sep));
+    }
     s
 }
 
@@ -260,6 +344,7 @@ pub fn json(report: &StatReport) -> serde_json::Value {
         "exit": report.exit,
         "interrupted": report.interrupted,
         "events": rows,
+        "metrics": report.metrics,
         "notes": report.notes,
     })
 }
