@@ -126,6 +126,15 @@ fn csv_field(f: &str, sep: &str) -> String {
     }
 }
 
+/// A value rounded for the table: counts to whole numbers, values with a
+/// unit (msec, J, MiB…) to two decimals.
+fn for_reading(v: f64, unit: Option<&str>) -> f64 {
+    match unit {
+        Some(u) if !u.is_empty() => (v * 100.0).round() / 100.0,
+        _ => v.round(),
+    }
+}
+
 /// The readable table (for stderr).
 pub fn table(report: &StatReport) -> String {
     let mut s = String::new();
@@ -165,11 +174,7 @@ pub fn table(report: &StatReport) -> String {
         let value = match (word, row.value) {
             ("not-supported", _) => "<not supported>".to_string(),
             (_, None) => "<not counted>".to_string(),
-            (_, Some(v)) => readable(if ev.unit.as_deref() == Some("msec") {
-                (v * 100.0).round() / 100.0
-            } else {
-                v.round()
-            }),
+            (_, Some(v)) => readable(for_reading(v, ev.unit.as_deref())),
         };
         let mut tail = String::new();
         if let Some(share) = row.running_share.filter(|_| row.value.is_some()) {
@@ -447,11 +452,7 @@ pub fn interval_table(iv: &IntervalRows) -> String {
         let value = match (iv.word(row), row.value) {
             ("not-supported", _) => "<not supported>".to_string(),
             (_, None) => "<not counted>".to_string(),
-            (_, Some(v)) => readable(if ev.unit.as_deref() == Some("msec") {
-                (v * 100.0).round() / 100.0
-            } else {
-                v.round()
-            }),
+            (_, Some(v)) => readable(for_reading(v, ev.unit.as_deref())),
         };
         let share = row
             .running_share
