@@ -12,6 +12,7 @@
 //!
 //! `pmx stat -- cmd` (once it exists) exits with the command's own status.
 
+mod analyze;
 mod db;
 mod decode;
 mod encode;
@@ -26,6 +27,7 @@ mod plot;
 mod stat;
 mod stat_metrics;
 mod stat_msr;
+mod tma;
 
 use clap::{Parser, Subcommand};
 use pmx_model::encoding::Arch;
@@ -42,6 +44,10 @@ struct Cli {
 enum Command {
     /// Count events for a command, processes, threads or CPUs.
     Stat(Box<stat::StatArgs>),
+    /// Top-down analysis of a command: count the tree's inputs, print the tree.
+    Tma(tma::TmaArgs),
+    /// Metrics and the top-down tree from counts saved earlier (pmx or perf CSV/JSON).
+    Analyze(analyze::AnalyzeArgs),
     /// Draw an interval file (pmx stat -I, perf stat -I) as a line chart: SVG or PNG.
     Plot(plot::PlotArgs),
     /// Raw MSR access: read, write, and the plan of the msr backend.
@@ -84,6 +90,8 @@ fn main() {
     };
     let result = match &cli.command {
         Command::Stat(args) => stat::run(args),
+        Command::Tma(args) => tma::run(args),
+        Command::Analyze(args) => analyze::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Msr(args) => msr::run(args),
         Command::Encode(args) => encode::run(args),

@@ -504,7 +504,7 @@ pub(crate) fn draw(
 
 /// The counters this CPU offers, from CPUID; `None` when CPUID describes
 /// no PMU (then the kernel schedules alone).
-fn counter_budget() -> Option<pmx::schedule::CounterBudget> {
+pub(crate) fn counter_budget() -> Option<pmx::schedule::CounterBudget> {
     let caps = pmx_sys::PmuCaps::decode(&pmx_sys::NativeCpuid)?;
     let c = caps.counters?;
     if c.general == 0 {

@@ -1,0 +1,338 @@
+//! `pmx analyze`: metrics and the top-down tree from saved counts (perf
+//! and pmx CSV/JSON), matched to metric inputs by encoding.
+//!
+//! The Skylake client files under `tests/data/analyze/` hold the TMA level-1
+//! inputs of Intel's Skylake table (SMT off):
+//!
+//! | input | count |
+//! |---|---|
+//! | CPU_CLK_UNHALTED.THREAD (CLKS) | 1,000,000 |
+//! | IDQ_UOPS_NOT_DELIVERED.CORE (written `r019c`) | 800,000 |
+//! | UOPS_ISSUED.ANY | 1,500,000 |
+//! | UOPS_RETIRED.RETIRE_SLOTS | 1,300,000 |
+//! | INT_MISC.RECOVERY_CYCLES | 20,000 |
+//!
+//! SLOTS = 4 × CLKS = 4,000,000, so by Intel's formulas:
+//! Frontend_Bound = 800,000 / 4,000,000 = 20.0 %;
+//! Bad_Speculation = (1,500,000 − 1,300,000 + 4 × 20,000) / 4,000,000 = 7.0 %;
+//! Retiring = 1,300,000 / 4,000,000 = 32.5 %;
+//! Backend_Bound = 1 − 0.2 − (1,500,000 + 4 × 20,000) / 4,000,000 = 40.5 %.
+//!
+//! Needs Intel's tables (`../shared/data/intel-perfmon`, or
+//! `$PMX_SHARED_DIR`); the tests print SKIP and pass without them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const CPU: &str = "GenuineIntel-6-5E-3";
+
+fn perfmon_dir() -> Option<PathBuf> {
+    let mut cands = Vec::new();
+    if let Some(d) = std::env::var_os("PMX_SHARED_DIR").filter(|d| !d.is_empty()) {
+        let d = PathBuf::from(d);
+        cands.push(d.join("data/intel-perfmon"));
+        cands.push(d.join("intel-perfmon"));
+    }
+    cands.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/intel-perfmon"));
+    let found = cands.into_iter().find(|d| d.join("mapfile.csv").is_file());
+    if found.is_none() {
+        println!("SKIP: no Intel perfmon data (../shared/data/intel-perfmon or $PMX_SHARED_DIR)");
+    }
+    found
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/analyze")
+        .join(name)
+}
+
+fn pmx(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pmx"))
+        .args(args)
+        .env_remove("PMX_EVENTS_DIR")
+        .output()
+        .expect("run pmx")
+}
+
+fn analyze(file: &str, dir: &Path, extra: &[&str]) -> (i32, String, String) {
+    let f = data(file);
+    let mut args = vec![
+        "analyze",
+        f.to_str().unwrap(),
+        "--cpu",
+        CPU,
+        "--events-dir",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = pmx(&args);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The line of the tree for `node`.
+fn node_line<'a>(text: &'a str, node: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.trim_start().starts_with(node))
+        .unwrap_or_else(|| panic!("no line for {node} in:\n{text}"))
+}
+
+const L1: [(&str, f64); 4] = [
+    ("Frontend_Bound", 800_000.0 / 4_000_000.0),
+    (
+        "Bad_Speculation",
+        (1_500_000.0 - 1_300_000.0 + 4.0 * 20_000.0) / 4_000_000.0,
+    ),
+    (
+        "Backend_Bound",
+        1.0 - 0.2 - (1_500_000.0 + 4.0 * 20_000.0) / 4_000_000.0,
+    ),
+    ("Retiring", 1_300_000.0 / 4_000_000.0),
+];
+
+fn assert_level1(text: &str) {
+    for (name, frac) in L1 {
+        let line = node_line(text, name);
+        let want = format!("{:.1}%", frac * 100.0);
+        assert!(
+            line.contains(&want),
+            "{name}: want {want} in '{line}'\n{text}"
+        );
+    }
+    // Frontend 20 % and Backend 40.5 % are over Intel's thresholds (> 15 %,
+    // > 20 %); Backend is the larger, so it is the bottleneck.
+    assert!(node_line(text, "Frontend_Bound").contains("OVER"), "{text}");
+    assert!(
+        node_line(text, "Backend_Bound").contains("bottleneck"),
+        "{text}"
+    );
+    assert!(text.contains("Bottleneck: Backend_Bound"), "{text}");
+}
+
+#[test]
+fn perf_csv_prints_the_level1_tree() {
+    let Some(dir) = perfmon_dir() else { return };
+    let (code, out, err) = analyze("skl_l1.csv", &dir, &["--tma", "-l", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("perf stat CSV"), "{out}");
+    assert!(out.contains("SKL/metrics/skylake_metrics.json"), "{out}");
+    assert_level1(&out);
+    // Level 1 only.
+    assert!(!out.contains("Fetch_Latency"), "{out}");
+    assert!(
+        node_line(&out, "Retiring").contains("reliability 100%"),
+        "{out}"
+    );
+}
+
+#[test]
+fn raw_encoding_matches_a_symbolic_input() {
+    let Some(dir) = perfmon_dir() else { return };
+    // The file has r019c and no IDQ_UOPS_NOT_DELIVERED.CORE.
+    let (code, out, err) = analyze("skl_l1.csv", &dir, &["-M", "Frontend_Bound", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let m = &v["metrics"][0];
+    assert_eq!(m["name"], "Frontend_Bound");
+    assert!((m["value"].as_f64().unwrap() - 20.0).abs() < 1e-9, "{m}");
+    // cpu/event=0x9c,umask=0x01/ (perf writes it unquoted in -x, output).
+    let (code, out, err) = analyze("skl_l1_missing.csv", &dir, &["-M", "Frontend_Bound"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        node_line(&out, "Frontend_Bound").contains("20.0000"),
+        "{out}"
+    );
+    // perf's generic `instructions`/`cycles` (IPC's inputs) are Intel's fixed
+    // counter events.
+    let (code, out, err) = analyze("skl_l1.csv", &dir, &["-M", "IPC"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(node_line(&out, "IPC").contains("1.2000"), "{out}");
+}
+
+#[test]
+fn missing_input_is_named() {
+    let Some(dir) = perfmon_dir() else { return };
+    let (code, out, err) = analyze("skl_l1_missing.csv", &dir, &["--tma"]);
+    assert_eq!(code, 0, "{err}");
+    let bs = node_line(&out, "Bad_Speculation");
+    assert!(
+        bs.contains("UOPS_ISSUED.ANY") && bs.contains("not counted"),
+        "{out}"
+    );
+    assert!(node_line(&out, "Frontend_Bound").contains("20.0%"), "{out}");
+    // An input absent from the file is listed by name.
+    let (code, out, err) = analyze("skl_l1.csv", &dir, &["-M", "Fetch_Latency"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Not computed (1)"), "{out}");
+    assert!(
+        node_line(&out, "Fetch_Latency: missing")
+            .contains("IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE"),
+        "{out}"
+    );
+    // Default mode: everything computable, and what is not, with inputs.
+    let (code, out, err) = analyze("skl_l1.csv", &dir, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(node_line(&out, "Retiring").contains("32.5000"), "{out}");
+    assert!(out.contains("Not computed ("), "{out}");
+    assert!(out.contains("missing "), "{out}");
+    // JSON lists them too.
+    let (code, out, _) = analyze("skl_l1.csv", &dir, &["--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let not = v["not_computed"].as_array().unwrap();
+    assert!(not.iter().any(|m| m["name"] == "Fetch_Latency"
+        && m["absent_inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i == "IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE")));
+}
+
+#[test]
+fn pmx_csv_and_json_inputs() {
+    let Some(dir) = perfmon_dir() else { return };
+    for (file, format) in [
+        ("skl_l1_pmx.csv", "pmx stat CSV"),
+        ("skl_l1_pmx_interval.csv", "pmx stat CSV (intervals)"),
+        ("skl_l1_pmx.json", "pmx stat JSON"),
+        ("skl_l1_pmx_lines.json", "pmx stat JSON (intervals)"),
+        ("skl_l1_perf.json", "perf stat JSON"),
+        ("skl_l1_interval.csv", "perf stat CSV (intervals)"),
+    ] {
+        let (code, out, err) = analyze(file, &dir, &["--tma"]);
+        assert_eq!(code, 0, "{file}: {err}");
+        assert!(out.contains(format), "{file}: {out}");
+        assert_level1(&out);
+    }
+}
+
+#[test]
+fn estimates_are_flagged() {
+    let Some(dir) = perfmon_dir() else { return };
+    // skl_l1_pmx.json: r019c (IDQ_UOPS_NOT_DELIVERED.CORE) ran half the time.
+    let (code, out, err) = analyze("skl_l1_pmx.json", &dir, &["--tma"]);
+    assert_eq!(code, 0, "{err}");
+    let fe = node_line(&out, "Frontend_Bound");
+    assert!(
+        fe.contains("reliability  50%") && fe.contains("ESTIMATE"),
+        "{out}"
+    );
+    assert!(!node_line(&out, "Retiring").contains("ESTIMATE"), "{out}");
+    let (_, out, _) = analyze("skl_l1_pmx.json", &dir, &["-M", "Frontend_Bound", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["metrics"][0]["estimate"], true);
+    assert_eq!(v["metrics"][0]["reliability"], 0.5);
+    // Interval file: per-interval spread, and the 50 % UOPS_RETIRED rows.
+    let (_, out, _) = analyze("skl_l1_interval.csv", &dir, &["-M", "Retiring"]);
+    let line = node_line(&out, "Retiring");
+    assert!(
+        line.contains("ESTIMATE") && line.contains("per interval min 32.5000"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let dir = std::env::temp_dir().join(format!("pmx-analyze-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let garbage = dir.join("garbage.csv");
+    std::fs::write(&garbage, "hello world\nthis is not perf\n").unwrap();
+    let bad_json = dir.join("bad.json");
+    std::fs::write(&bad_json, "{\"counter-value\" : \"1\", \n").unwrap();
+    let empty = dir.join("empty.csv");
+    std::fs::write(&empty, "# nothing\n").unwrap();
+    for (args, want) in [
+        (
+            vec![garbage.to_str().unwrap(), "--cpu", CPU],
+            "garbage.csv:1",
+        ),
+        (vec![bad_json.to_str().unwrap(), "--cpu", CPU], "not JSON"),
+        (vec![empty.to_str().unwrap(), "--cpu", CPU], "no counts"),
+        (
+            vec!["/nonexistent/file.csv", "--cpu", CPU],
+            "/nonexistent/file.csv",
+        ),
+        // No CPU in the file and no --cpu.
+        (vec![data("skl_l1.csv").to_str().unwrap()], "--cpu"),
+        (
+            vec![data("skl_l1.csv").to_str().unwrap(), "--cpu", "Nonsense"],
+            "--cpu",
+        ),
+        (
+            vec![
+                data("skl_l1.csv").to_str().unwrap(),
+                "--cpu",
+                CPU,
+                "-M",
+                "NoSuchMetric",
+            ],
+            "NoSuchMetric",
+        ),
+    ] {
+        let mut a = vec!["analyze"];
+        a.extend(args.iter().copied());
+        let out = pmx(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{a:?}: {err}");
+        assert!(err.contains(want), "{a:?}: want '{want}' in {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Files written by `pmx stat` itself (software events count everywhere;
+/// `-M IPC` adds metric rows, and interval JSON ends with the totals
+/// document): each is read, and IPC's missing input is named.
+#[test]
+fn reads_what_pmx_stat_writes() {
+    let dir = std::env::temp_dir().join(format!("pmx-analyze-rt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases: [(&str, &[&str], &str); 4] = [
+        ("t.csv", &["-x,", "--csv-header"], "pmx stat CSV"),
+        ("t.json", &["--json"], "pmx stat JSON"),
+        ("i.csv", &["-x,", "-I", "20"], "pmx stat CSV (intervals)"),
+        (
+            "i.json",
+            &["--json", "-I", "20"],
+            "pmx stat JSON (intervals)",
+        ),
+    ];
+    for (name, flags, format) in cases {
+        let path = dir.join(name);
+        let mut args = vec!["stat", "-M", "IPC", "-e", "task-clock,page-faults", "-o"];
+        args.push(path.to_str().unwrap());
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["--", "sleep", "0.05"]);
+        let out = pmx(&args);
+        if out.status.code() != Some(0) || !path.is_file() {
+            println!(
+                "SKIP {name}: pmx stat failed here: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            continue;
+        }
+        let out = pmx(&[
+            "analyze",
+            path.to_str().unwrap(),
+            "--cpu",
+            "AuthenticAMD-25-11-1",
+            "-M",
+            "IPC",
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        assert!(text.contains(format), "{name}: {text}");
+        // Counted where there is a PMU; named as missing where there is not.
+        assert!(
+            node_line(&text, "IPC").contains("instructions")
+                || text.contains("Metrics (1 computed)"),
+            "{name}: {text}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
