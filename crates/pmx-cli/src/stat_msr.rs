@@ -192,6 +192,8 @@ enum Source {
     Counter(usize),
     /// The package energy counter.
     Energy,
+    /// Package power: the energy counter over each interval's length.
+    Power,
 }
 
 /// The events: for the renderers, for the plan, and how they relate.
@@ -248,6 +250,13 @@ fn resolve(
             if is_energy_pkg(spec) {
                 stat.events.push(stat_event(&spec.text, gi, Some("J")));
                 sources.push(Source::Energy);
+                // And the power it means: joules per second of each
+                // interval (of the whole run for the totals).
+                members.push(stat.events.len());
+                let mut power = stat_event("power-pkg", gi, Some("W"));
+                power.scale = 1e-6;
+                stat.events.push(power);
+                sources.push(Source::Power);
                 continue;
             }
             let Some(db) = db.as_ref() else {
@@ -570,6 +579,8 @@ struct Counting {
     event_of: Vec<usize>,
     /// Reported events that are package energy.
     energy_events: Vec<usize>,
+    /// Reported events that are package power (microwatts, scale 1e-6).
+    power_events: Vec<usize>,
     /// Energy values are nanojoules (packages with different units), not
     /// energy units.
     nanojoules: bool,
@@ -634,6 +645,28 @@ impl Counting {
                         cpu: d.cpu as i32,
                         tid: -1,
                         count: count(v),
+                    });
+                }
+            }
+            let units = meter.units();
+            let seconds = ns as f64 * 1e-9;
+            for &p in &self.power_events {
+                for (i, (d, &v)) in meter.domains().iter().zip(energy).enumerate() {
+                    let joules = if self.nanojoules {
+                        v as f64 * 1e-9
+                    } else {
+                        v as f64 * units.get(i).map_or(1.0, |u| u.energy_joules)
+                    };
+                    let microwatts = if seconds > 0.0 {
+                        (joules / seconds * 1e6).round() as u64
+                    } else {
+                        0
+                    };
+                    out.push(Instance {
+                        event: p,
+                        cpu: d.cpu as i32,
+                        tid: -1,
+                        count: count(microwatts),
                     });
                 }
             }
@@ -714,7 +747,9 @@ fn ns(d: Duration) -> u64 {
 /// Run `pmx stat --backend msr`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let o = options(args)?;
-    let lists: Vec<String> = if args.events.is_empty() {
+    let lists: Vec<String> = if args.events.is_empty() && args.metrics.is_some() {
+        Vec::new()
+    } else if args.events.is_empty() {
         vec![DEFAULT_EVENTS.to_string()]
     } else {
         args.events.clone()
@@ -723,6 +758,18 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     for l in &lists {
         groups.extend(pmx::parse_event_list(l).map_err(|e| usage(e.to_string()))?);
     }
+    // -M: the metrics' inputs are counted like the events given with -e.
+    let metrics = match &args.metrics {
+        Some(list) => {
+            let db = args.db.load()?;
+            let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
+            let setup = crate::stat_metrics::MetricSetup::new(list, &db, dir.as_deref())?;
+            let extra = setup.event_groups(&groups);
+            groups.extend(extra);
+            Some(setup)
+        }
+        None => None,
+    };
     let target = args.db.target()?;
     let Some(arch) = target.arch() else {
         return Err(usage(format!(
@@ -785,6 +832,9 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let energy_events: Vec<usize> = (0..events.sources.len())
         .filter(|&i| events.sources[i] == Source::Energy)
         .collect();
+    let power_events: Vec<usize> = (0..events.sources.len())
+        .filter(|&i| events.sources[i] == Source::Power)
+        .collect();
     let meter = if energy_events.is_empty() {
         None
     } else {
@@ -816,6 +866,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         meter,
         event_of,
         energy_events,
+        power_events,
         nanojoules,
         buf: Vec::with_capacity(slots),
         pending: vec![0; slots],
@@ -985,6 +1036,10 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let scope = Scope::Cpus(cpus.clone());
     let runs = [run];
     let mut report: StatReport = build_report(args, stat_plan, &runs, o.how, Some(&topo), &scope);
+    if let Some(m) = &metrics {
+        report.metrics = m.evaluate(stat_plan, &report.status, &report.rows, report.elapsed);
+        report.notes.extend(m.notes.iter().cloned());
+    }
     let saved = counting.session.saved().len();
     let on = format!(
         "CPU{} {}",

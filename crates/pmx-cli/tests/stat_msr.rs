@@ -473,6 +473,18 @@ fn totals_as_json_per_socket_and_as_a_table() {
         .unwrap();
     assert_eq!(energy["unit"], "J");
     assert_eq!(energy["value"].as_f64(), Some(steps as f64 / 8.0));
+    // Power over the run: the package's joules over the elapsed time.
+    let power = rows
+        .iter()
+        .find(|r| r["event"] == "power-pkg" && r["domain"]["package"] == 1)
+        .unwrap_or_else(|| panic!("no power-pkg row: {v}"));
+    assert_eq!(power["unit"], "W");
+    let watts = power["value"].as_f64().unwrap();
+    let expect = steps as f64 / 8.0 / v["elapsed_s"].as_f64().unwrap();
+    assert!(
+        (watts - expect).abs() <= expect * 1e-3 + 1e-6,
+        "{watts} W vs {expect} W"
+    );
     assert_eq!(v["exit"]["code"], 0);
     let notes: Vec<&str> = v["notes"]
         .as_array()
@@ -747,5 +759,27 @@ fn sigint_and_sigterm_end_the_count_print_it_and_restore() {
     let err = stderr(&o);
     assert!(err.contains("interrupted"), "{err}");
     assert!(err.contains("instructions"), "{err}");
+    assert_restored(&m, &before);
+}
+
+#[test]
+fn metrics_from_msr_counts() {
+    let m = Machine::new();
+    m.dirty();
+    let before = m.snapshot();
+    let out_file = m.root().join("ipc.json");
+    let out_path = out_file.display().to_string();
+    let (o, rec) = run_simulated(&m, &["-C", "0", "-M", "IPC", "--json", "-o", &out_path], 10);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let ipc = &v["metrics"][0];
+    assert_eq!(ipc["name"], "IPC", "{v}");
+    // IPC's inputs land on fixed counters 0 (instructions) and 1 (cycles).
+    let expect = rec.added[&(0, Ctr::Fixed(0))] as f64 / rec.added[&(0, Ctr::Fixed(1))] as f64;
+    let got = ipc["value"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no IPC value: {v}"));
+    assert!((got - expect).abs() < 1e-9, "IPC {got}, simulated {expect}");
     assert_restored(&m, &before);
 }
