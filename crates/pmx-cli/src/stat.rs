@@ -373,6 +373,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         let mut set_runs = Vec::new();
         let mut failed = None;
         for set in &sets {
+            let mut last_at = Duration::ZERO;
             let mut on_tick = |t: &stat::Tick| {
                 if write_err.is_some() {
                     return;
@@ -390,11 +391,18 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
                 } else {
                     t.at.as_secs_f64()
                 };
+                let interval = t.at.saturating_sub(last_at);
+                last_at = t.at;
+                let metric_lines = match &metrics {
+                    Some(m) => m.evaluate(set, &run.status, &rows, interval),
+                    None => Vec::new(),
+                };
                 let iv = pmx_output::stat::IntervalRows {
                     time,
                     plan: set,
                     status: &run.status,
                     rows: &rows,
+                    metrics: &metric_lines,
                 };
                 let text = if args.json {
                     pmx_output::stat::interval_json(&iv)

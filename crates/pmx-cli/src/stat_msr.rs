@@ -700,6 +700,8 @@ struct IntervalWriter<'a> {
     /// The rows as interval CSV, for `--plot`.
     plot: Option<String>,
     error: Option<std::io::Error>,
+    /// `-M`: metrics computed for every interval.
+    metrics: Option<&'a crate::stat_metrics::MetricSetup>,
 }
 
 impl IntervalWriter<'_> {
@@ -715,11 +717,16 @@ impl IntervalWriter<'_> {
             interrupted: false,
         };
         let rows = pmx::stat::aggregate(self.plan, &run, self.how, Some(self.topo));
+        let metric_lines = match self.metrics {
+            Some(m) => m.evaluate(self.plan, &run.status, &rows, run.elapsed),
+            None => Vec::new(),
+        };
         let iv = IntervalRows {
             time: self.epoch0 + at.as_secs_f64(),
             plan: self.plan,
             status: &run.status,
             rows: &rows,
+            metrics: &metric_lines,
         };
         let text = match self.format {
             Format::Json => pmx_output::stat::interval_json(&iv),
@@ -900,6 +907,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         epoch0,
         plot: o.plot.as_ref().map(|_| String::new()),
         error: None,
+        metrics: metrics.as_ref(),
     };
 
     // Counting runs from here.

@@ -499,3 +499,32 @@ fn metrics_say_which_input_is_missing() {
     let o = pmx(&["stat", "-M", "NoSuchMetric", "--", "true"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn metrics_in_interval_rows() {
+    let o = pmx(&[
+        "stat",
+        "-I",
+        "50",
+        "-x,",
+        "-e",
+        "task-clock",
+        "-M",
+        "IPC",
+        "--",
+        WORK,
+        "spin",
+        "0.2",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = interval_lines(&stderr(&o));
+    let metric_rows: Vec<&Vec<String>> = rows.iter().filter(|r| r[4] == "IPC").collect();
+    let times: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        metric_rows.len(),
+        times.len(),
+        "one IPC line per interval: {}",
+        stderr(&o)
+    );
+    assert!(metric_rows.iter().all(|r| r[5].starts_with("metric")));
+}

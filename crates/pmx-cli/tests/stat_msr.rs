@@ -783,3 +783,29 @@ fn metrics_from_msr_counts() {
     assert!((got - expect).abs() < 1e-9, "IPC {got}, simulated {expect}");
     assert_restored(&m, &before);
 }
+
+#[test]
+fn metrics_per_interval_from_msr_counts() {
+    let m = Machine::new();
+    m.dirty();
+    let (o, rec) = run_simulated(&m, &["-C", "0", "-M", "IPC", "-I", "15", "-x,"], 10);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stderr(&o);
+    let lines: Vec<Vec<String>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty() && !l.starts_with("pmx"))
+        .map(fields)
+        .collect();
+    // Every interval that counted cycles has an IPC line equal to its
+    // instructions / cycles (the simulator's fixed-counter steps are fixed).
+    let expect = rec.added[&(0, Ctr::Fixed(0))] as f64 / rec.added[&(0, Ctr::Fixed(1))] as f64;
+    let ipc: Vec<f64> = lines
+        .iter()
+        .filter(|r| r.get(4).map(String::as_str) == Some("IPC") && r[5] == "metric")
+        .map(|r| r[2].parse().unwrap())
+        .collect();
+    assert!(!ipc.is_empty(), "{text}");
+    for v in ipc {
+        assert!((v - expect).abs() < 1e-5, "interval IPC {v} vs {expect}");
+    }
+}

@@ -87,7 +87,24 @@ pub const INTERVAL_COLUMNS: [&str; 12] = [
 ];
 
 /// The words of the `status` column.
-pub const STATUS_WORDS: [&str; 4] = ["counted", "estimate", "not-counted", "not-supported"];
+pub const STATUS_WORDS: [&str; 7] = [
+    "counted",
+    "estimate",
+    "not-counted",
+    "not-supported",
+    "metric",
+    "metric-estimate",
+    "metric-missing",
+];
+
+/// The status word of a metric line.
+fn metric_status(m: &MetricLine) -> &'static str {
+    match (m.value, m.estimate) {
+        (None, _) => "metric-missing",
+        (Some(_), true) => "metric-estimate",
+        (Some(_), false) => "metric",
+    }
+}
 
 /// The status word of a row.
 fn row_status(status: &[EventStatus], row: &Row) -> &'static str {
@@ -290,11 +307,7 @@ pub fn csv(report: &StatReport, sep: &str, header: bool) -> String {
         let _ = writeln!(s, "{}", line.join(sep));
     }
     for m in &report.metrics {
-        let status = match (m.value, m.estimate) {
-            (None, _) => "metric-missing",
-            (Some(_), true) => "metric-estimate",
-            (Some(_), false) => "metric",
-        };
+        let status = metric_status(m);
         let fields = [
             m.domain.clone(),
             m.value.map(num).unwrap_or_default(),
@@ -366,6 +379,8 @@ pub struct IntervalRows<'a> {
     pub status: &'a [EventStatus],
     /// Rows of this interval (values are the interval's deltas).
     pub rows: &'a [Row],
+    /// Metrics over this interval (`-M`).
+    pub metrics: &'a [MetricLine],
 }
 
 impl IntervalRows<'_> {
@@ -407,6 +422,26 @@ pub fn interval_csv(iv: &IntervalRows, sep: &str) -> String {
         let line: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
         let _ = writeln!(s, "{}", line.join(sep));
     }
+    for m in iv.metrics {
+        let fields = [
+            format!("{:.6}", iv.time),
+            m.domain.clone(),
+            m.value.map(num).unwrap_or_default(),
+            m.unit.clone(),
+            m.name.clone(),
+            metric_status(m).to_string(),
+            m.reliability
+                .map(|x| format!("{:.2}", x * 100.0))
+                .unwrap_or_default(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            m.missing.clone().unwrap_or_default(),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
+        let _ = writeln!(s, "{}", line.join(sep));
+    }
     s
 }
 
@@ -429,6 +464,21 @@ pub fn interval_json(iv: &IntervalRows) -> String {
             "time_running_ns": row.count.running,
             "running_share": row.running_share,
             "estimate": row.is_estimate(),
+        });
+        let _ = writeln!(s, "{line}");
+    }
+    for m in iv.metrics {
+        let line = json!({
+            "time": iv.time,
+            "kind": "metric",
+            "domain_label": m.domain,
+            "event": m.name,
+            "value": m.value,
+            "unit": m.unit,
+            "status": metric_status(m),
+            "reliability": m.reliability,
+            "estimate": m.estimate,
+            "missing": m.missing,
         });
         let _ = writeln!(s, "{line}");
     }
@@ -466,6 +516,22 @@ pub fn interval_table(iv: &IntervalRows) -> String {
             row.domain.label(),
             ev.unit.clone().unwrap_or_default(),
             ev.name
+        );
+    }
+    for m in iv.metrics {
+        let value = match m.value {
+            Some(v) => format!("{v:.3}"),
+            None => "<not computed>".to_string(),
+        };
+        let tail = match (&m.missing, m.estimate) {
+            (Some(why), _) => format!("  {why}"),
+            (None, true) => "  (estimate)".to_string(),
+            (None, false) => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "{:>14.6} {:<8} {value:>20} {:<5} {:<name_w$}{tail}",
+            iv.time, m.domain, m.unit, m.name
         );
     }
     s
