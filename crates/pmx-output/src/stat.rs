@@ -97,6 +97,25 @@ pub const STATUS_WORDS: [&str; 7] = [
     "metric-missing",
 ];
 
+/// A metric line in the CSV columns (without `time`).
+fn metric_fields(m: &MetricLine) -> [String; 11] {
+    [
+        m.domain.clone(),
+        m.value.map(num).unwrap_or_default(),
+        m.unit.clone(),
+        m.name.clone(),
+        metric_status(m).to_string(),
+        m.reliability
+            .map(|x| format!("{:.2}", x * 100.0))
+            .unwrap_or_default(),
+        String::new(),
+        String::new(),
+        String::new(),
+        String::new(),
+        m.missing.clone().unwrap_or_default(),
+    ]
+}
+
 /// The status word of a metric line.
 fn metric_status(m: &MetricLine) -> &'static str {
     match (m.value, m.estimate) {
@@ -307,23 +326,7 @@ pub fn csv(report: &StatReport, sep: &str, header: bool) -> String {
         let _ = writeln!(s, "{}", line.join(sep));
     }
     for m in &report.metrics {
-        let status = metric_status(m);
-        let fields = [
-            m.domain.clone(),
-            m.value.map(num).unwrap_or_default(),
-            m.unit.clone(),
-            m.name.clone(),
-            status.to_string(),
-            m.reliability
-                .map(|x| format!("{:.2}", x * 100.0))
-                .unwrap_or_default(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            m.missing.clone().unwrap_or_default(),
-        ];
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
+        let line: Vec<String> = metric_fields(m).iter().map(|f| csv_field(f, sep)).collect();
         let _ = writeln!(s, "{}", line.join(sep));
     }
     s
@@ -423,23 +426,11 @@ pub fn interval_csv(iv: &IntervalRows, sep: &str) -> String {
         let _ = writeln!(s, "{}", line.join(sep));
     }
     for m in iv.metrics {
-        let fields = [
-            format!("{:.6}", iv.time),
-            m.domain.clone(),
-            m.value.map(num).unwrap_or_default(),
-            m.unit.clone(),
-            m.name.clone(),
-            metric_status(m).to_string(),
-            m.reliability
-                .map(|x| format!("{:.2}", x * 100.0))
-                .unwrap_or_default(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            m.missing.clone().unwrap_or_default(),
-        ];
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
+        let time = format!("{:.6}", iv.time);
+        let line: Vec<String> = std::iter::once(time)
+            .chain(metric_fields(m))
+            .map(|f| csv_field(&f, sep))
+            .collect();
         let _ = writeln!(s, "{}", line.join(sep));
     }
     s
