@@ -173,33 +173,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     if args.repeat == 0 {
         return Err(UsageError("-r 0: give at least one run".to_string()).into());
     }
-    let mut groups = Vec::new();
-    let lists: Vec<String> = if args.events.is_empty() && args.metrics.is_some() {
-        Vec::new()
-    } else if args.events.is_empty() {
-        vec![stat::DEFAULT_EVENTS.to_string()]
-    } else {
-        args.events.clone()
-    };
-    for l in &lists {
-        groups.extend(pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?);
-    }
-    let metrics = match &args.metrics {
-        Some(list) => {
-            let db = args.db.load()?;
-            let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
-            let setup = crate::stat_metrics::MetricSetup::new(list, &db, dir.as_deref())?;
-            let extra = setup.event_groups(&groups);
-            groups.extend(extra);
-            Some(setup)
-        }
-        None => None,
-    };
-    if groups.is_empty() {
-        return Err(
-            UsageError("-M: the metrics need no event pmx can count here".to_string()).into(),
-        );
-    }
+    let (groups, metrics) = crate::stat_metrics::event_groups(args, stat::DEFAULT_EVENTS)?;
     let scope = if let Some(p) = &args.pid {
         Scope::Pids(id_list("-p", p)?)
     } else if let Some(t) = &args.tid {

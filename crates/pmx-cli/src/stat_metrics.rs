@@ -10,6 +10,43 @@ use pmx_model::spec::parse_spec;
 use pmx_output::stat::MetricLine;
 use std::time::Duration;
 
+/// The `-e` groups (or `default_events` when there is no `-e` and no `-M`)
+/// plus, with `-M`, the metrics' inputs; and the metric setup.
+pub fn event_groups(
+    args: &crate::stat::StatArgs,
+    default_events: &str,
+) -> anyhow::Result<(Vec<EventGroup>, Option<MetricSetup>)> {
+    let lists: Vec<String> = if args.events.is_empty() && args.metrics.is_some() {
+        Vec::new()
+    } else if args.events.is_empty() {
+        vec![default_events.to_string()]
+    } else {
+        args.events.clone()
+    };
+    let mut groups = Vec::new();
+    for l in &lists {
+        groups.extend(pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?);
+    }
+    // -M: the metrics' inputs are counted like the events given with -e.
+    let metrics = match &args.metrics {
+        Some(list) => {
+            let db = args.db.load()?;
+            let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
+            let setup = MetricSetup::new(list, &db, dir.as_deref())?;
+            let extra = setup.event_groups(&groups);
+            groups.extend(extra);
+            Some(setup)
+        }
+        None => None,
+    };
+    if groups.is_empty() {
+        return Err(
+            UsageError("-M: the metrics need no event pmx can count here".to_string()).into(),
+        );
+    }
+    Ok((groups, metrics))
+}
+
 /// The chosen metrics and the events they need.
 pub struct MetricSetup {
     lib: Library,

@@ -754,29 +754,7 @@ fn ns(d: Duration) -> u64 {
 /// Run `pmx stat --backend msr`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let o = options(args)?;
-    let lists: Vec<String> = if args.events.is_empty() && args.metrics.is_some() {
-        Vec::new()
-    } else if args.events.is_empty() {
-        vec![DEFAULT_EVENTS.to_string()]
-    } else {
-        args.events.clone()
-    };
-    let mut groups = Vec::new();
-    for l in &lists {
-        groups.extend(pmx::parse_event_list(l).map_err(|e| usage(e.to_string()))?);
-    }
-    // -M: the metrics' inputs are counted like the events given with -e.
-    let metrics = match &args.metrics {
-        Some(list) => {
-            let db = args.db.load()?;
-            let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
-            let setup = crate::stat_metrics::MetricSetup::new(list, &db, dir.as_deref())?;
-            let extra = setup.event_groups(&groups);
-            groups.extend(extra);
-            Some(setup)
-        }
-        None => None,
-    };
+    let (groups, metrics) = crate::stat_metrics::event_groups(args, DEFAULT_EVENTS)?;
     let target = args.db.target()?;
     let Some(arch) = target.arch() else {
         return Err(usage(format!(
