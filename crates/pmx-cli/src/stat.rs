@@ -198,9 +198,23 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    if args.per_thread && !matches!(scope, Scope::Pids(_) | Scope::Tids(_)) {
+    let trace_tasks = args.per_thread && scope == Scope::Command;
+    if args.per_thread && matches!(scope, Scope::Cpus(_)) {
         return Err(UsageError(
-            "--per-thread needs -p or -t (a command's threads inherit one counter)".to_string(),
+            "--per-thread needs -p, -t or a command (-a/-C count CPUs, not threads)".to_string(),
+        )
+        .into());
+    }
+    if trace_tasks && (args.interval.is_some() || args.duration.is_some()) {
+        return Err(UsageError(
+            "--per-thread with a command counts until the command ends: drop -I/--duration"
+                .to_string(),
+        )
+        .into());
+    }
+    if trace_tasks && args.no_inherit {
+        return Err(UsageError(
+            "--per-thread with a command follows every thread and child; --no-inherit contradicts it".to_string(),
         )
         .into());
     }
@@ -277,6 +291,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         duration,
         interval,
         interval_count: args.interval_count,
+        trace_tasks,
     };
     let sets = match (&budget, args.no_multiplex) {
         (Some(b), true) => plan.run_sets(b),

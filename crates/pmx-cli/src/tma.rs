@@ -292,6 +292,7 @@ pub fn run(args: &TmaArgs) -> anyhow::Result<i32> {
         duration: None,
         interval: None,
         interval_count: None,
+        trace_tasks: false,
     };
     let sets = match (&budget, args.no_multiplex) {
         (Some(b), true) => plan.run_sets(b),

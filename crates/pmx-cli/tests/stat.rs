@@ -528,3 +528,79 @@ fn metrics_in_interval_rows() {
     );
     assert!(metric_rows.iter().all(|r| r[5].starts_with("metric")));
 }
+
+#[test]
+fn per_thread_counts_every_thread_and_child_of_a_command() {
+    let o = pmx(&[
+        "stat",
+        "--per-thread",
+        "-e",
+        "task-clock",
+        "-x,",
+        "--",
+        WORK,
+        "threads",
+        "3",
+        "0.15",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = csv_rows(&o);
+    assert_eq!(rows.len(), 4, "main thread + 3 threads: {}", stderr(&o));
+    let tids: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(tids.len(), 4);
+    let busy = rows
+        .iter()
+        .filter(|r| r[1].parse::<f64>().unwrap() > 30.0)
+        .count();
+    assert_eq!(
+        busy,
+        3,
+        "the three spinning threads each ran: {}",
+        stderr(&o)
+    );
+
+    let o = pmx(&[
+        "stat",
+        "--per-thread",
+        "-e",
+        "page-faults",
+        "-x,",
+        "--",
+        WORK,
+        "fork-pages",
+        "600",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let faults: Vec<f64> = csv_rows(&o).iter().map(|r| r[1].parse().unwrap()).collect();
+    assert_eq!(faults.len(), 2, "{}", stderr(&o));
+    assert!(
+        faults.iter().any(|&f| f >= 600.0) && faults.iter().any(|&f| f < 300.0),
+        "{faults:?}"
+    );
+}
+
+#[test]
+fn per_thread_command_forwards_ctrl_c() {
+    let child = Command::new(PMX)
+        .args([
+            "stat",
+            "--per-thread",
+            "-e",
+            "task-clock",
+            "-x,",
+            "--",
+            WORK,
+            "threads",
+            "2",
+            "20",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(128 + libc::SIGINT), "{}", stderr(&o));
+    assert_eq!(csv_rows(&o).len(), 3, "{}", stderr(&o));
+}

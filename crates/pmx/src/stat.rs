@@ -390,6 +390,10 @@ pub struct RunOptions {
     pub interval: Option<Duration>,
     /// Stop after this many intervals.
     pub interval_count: Option<u64>,
+    /// Count each thread and process of the command on its own
+    /// (`--per-thread` with a command): pmx follows the command with
+    /// ptrace, and opens counters on every new task before it first runs.
+    pub trace_tasks: bool,
 }
 
 /// One opened counter and its reading.
@@ -586,6 +590,22 @@ pub fn run_with(
     };
     let by_exec = opts.scope == Scope::Command;
     let child_pid = child.as_ref().map(|c| c.pid);
+    let trace = opts.trace_tasks && by_exec && child_pid.is_some();
+    if let (true, Some(pid)) = (trace, child_pid) {
+        let options =
+            libc::PTRACE_O_TRACECLONE | libc::PTRACE_O_TRACEFORK | libc::PTRACE_O_TRACEVFORK;
+        // SAFETY: seizing our own held child; no memory is passed.
+        let r = unsafe { libc::ptrace(libc::PTRACE_SEIZE, pid, 0usize, options as usize) };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            if let Some(c) = child.as_mut() {
+                c.abandon();
+            }
+            return Err(RunError::Open(format!(
+                "--per-thread: cannot follow the command's threads with ptrace: {e} (is another tracer attached, or ptrace restricted by kernel.yama.ptrace_scope?)"
+            )));
+        }
+    }
     let slots = slots(opts, child_pid);
     let mut status: Vec<EventStatus> = plan
         .events
@@ -623,8 +643,10 @@ pub fn run_with(
                 }
                 let mut attr = plan.events[ei].attr.clone().expect("filtered");
                 let is_leader = leader_idx.is_none();
-                // Children inherit task counters (not a single thread's).
-                attr.inherit = opts.inherit && pid != -1 && !matches!(opts.scope, Scope::Tids(_));
+                // Children inherit task counters (not a single thread's;
+                // traced tasks get their own).
+                attr.inherit =
+                    opts.inherit && !trace && pid != -1 && !matches!(opts.scope, Scope::Tids(_));
                 if is_leader {
                     attr.disabled = true;
                     attr.enable_on_exec = by_exec && own_cpus.is_none();
@@ -717,6 +739,10 @@ pub fn run_with(
             });
         }
     }
+    if trace {
+        let main = child_pid.unwrap_or(0);
+        exit = follow_tasks(main, plan, &mut opened, &mut leaders);
+    }
     // Wait for the end, reading every interval when asked.
     let read_all = |opened: &[Opened]| -> std::io::Result<Vec<Count>> {
         // Groups through their leader (one read, one time window), single
@@ -766,6 +792,10 @@ pub fn run_with(
     };
     let mut ended_by_us = false;
     loop {
+        if trace {
+            // The traced command has already been followed to its end.
+            break;
+        }
         if let Some(c) = child.as_ref() {
             let mut st = 0;
             // SAFETY: non-blocking wait for our own child.
@@ -904,6 +934,105 @@ pub fn run_with(
         exit,
         interrupted,
     })
+}
+
+/// Follow a traced command until its main task ends: every new thread or
+/// process stops before it first runs, gets its own counters (enabled at
+/// once: they count from its first instruction), and is let go; signals
+/// are passed on. Returns how the main task ended.
+fn follow_tasks(
+    main: i32,
+    plan: &StatPlan,
+    opened: &mut Vec<Opened>,
+    leaders: &mut Vec<usize>,
+) -> Option<Exit> {
+    let mut known: std::collections::BTreeSet<i32> = [main].into_iter().collect();
+    let mut add = |tid: i32, opened: &mut Vec<Opened>, leaders: &mut Vec<usize>| {
+        if !known.insert(tid) {
+            return;
+        }
+        for g in &plan.groups {
+            let members: Vec<usize> = g
+                .members
+                .iter()
+                .copied()
+                .filter(|&i| plan.events[i].attr.is_ok() && plan.events[i].cpus.is_none())
+                .collect();
+            let mut leader: Option<usize> = None;
+            for &ei in &members {
+                let mut attr = plan.events[ei].attr.clone().expect("filtered");
+                attr.inherit = false;
+                if leader.is_none() && members.len() > 1 {
+                    attr.read_format |= pmx_perf::read_format::GROUP;
+                }
+                let group = leader.map(|l| &opened[l].counter);
+                if let Ok(c) = Counter::open(&attr, pmx_perf::Target { pid: tid, cpu: -1 }, group) {
+                    if leader.is_none() {
+                        leader = Some(opened.len());
+                        leaders.push(opened.len());
+                    }
+                    opened.push(Opened {
+                        counter: c,
+                        event: ei,
+                        cpu: -1,
+                        tid,
+                    });
+                }
+            }
+        }
+    };
+    let cont = |tid: i32, sig: i32| {
+        // SAFETY: resuming a tracee of ours; no memory is passed.
+        unsafe { libc::ptrace(libc::PTRACE_CONT, tid, 0usize, sig as usize) };
+    };
+    loop {
+        let mut st = 0;
+        // SAFETY: waiting for our children and tracees.
+        let w = unsafe { libc::waitpid(-1, &mut st, libc::__WALL) };
+        if w < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return None;
+        }
+        if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
+            if w == main {
+                return Some(decode_status(st));
+            }
+            continue;
+        }
+        if !libc::WIFSTOPPED(st) {
+            continue;
+        }
+        let sig = libc::WSTOPSIG(st);
+        let event = (st >> 16) & 0xff;
+        match event {
+            libc::PTRACE_EVENT_CLONE | libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
+                let mut msg: libc::c_ulong = 0;
+                // SAFETY: GETEVENTMSG writes one c_ulong into msg.
+                unsafe {
+                    libc::ptrace(
+                        libc::PTRACE_GETEVENTMSG,
+                        w,
+                        0usize,
+                        &mut msg as *mut libc::c_ulong,
+                    )
+                };
+                add(msg as i32, opened, leaders);
+                cont(w, 0);
+            }
+            libc::PTRACE_EVENT_STOP => {
+                // A new task's first stop (possibly before its parent's
+                // event), or a group stop: count it, let it run.
+                add(w, opened, leaders);
+                cont(w, 0);
+            }
+            _ => {
+                add(w, opened, leaders);
+                cont(w, sig);
+            }
+        }
+    }
 }
 
 /// Is the task running (present and not a zombie)?
