@@ -171,6 +171,15 @@ fn for_reading(v: f64, unit: Option<&str>) -> f64 {
     }
 }
 
+/// The part of a reason that does not name the event (after "what
+/// failed: "), so rows failing for one cause share one footnote.
+fn common_reason(why: &str) -> String {
+    match why.split_once(": ") {
+        Some((_, rest)) if why.starts_with("cannot open") => rest.to_string(),
+        _ => why.to_string(),
+    }
+}
+
 /// The readable table (for stderr).
 pub fn table(report: &StatReport) -> String {
     let mut s = String::new();
@@ -198,6 +207,7 @@ pub fn table(report: &StatReport) -> String {
         .map(|r| r.domain.label().len())
         .max()
         .unwrap_or(0);
+    let mut footnotes: Vec<String> = Vec::new();
     for (i, row) in report.rows.iter().enumerate() {
         let ev = &report.plan.events[row.event];
         let dom = if dom_w > 0 {
@@ -222,15 +232,36 @@ pub fn table(report: &StatReport) -> String {
         if let Some(Some(sp)) = report.spreads.get(i) {
             let _ = write!(tail, "  ± {:.2}%", sp.relative * 100.0);
         }
-        let why = reason(report, row);
+        let why = common_reason(&reason(report, row));
         if !why.is_empty() {
-            let _ = write!(tail, "  {why}");
+            // A reason shared by several rows is printed once, below.
+            let shared = report
+                .rows
+                .iter()
+                .filter(|r| common_reason(&reason(report, r)) == why)
+                .count()
+                > 1;
+            if shared {
+                let n = match footnotes.iter().position(|f| *f == why) {
+                    Some(i) => i + 1,
+                    None => {
+                        footnotes.push(why.clone());
+                        footnotes.len()
+                    }
+                };
+                let _ = write!(tail, "  [{n}]");
+            } else {
+                let _ = write!(tail, "  {why}");
+            }
         }
         let _ = writeln!(
             s,
             "  {dom}{value:>20} {unit:<5} {:<name_w$}  {tail}",
             ev.name
         );
+    }
+    for (n, f) in footnotes.iter().enumerate() {
+        let _ = writeln!(s, "\n  [{}] {f}", n + 1);
     }
     if !report.metrics.is_empty() {
         let _ = writeln!(s);
