@@ -367,14 +367,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
                 if write_err.is_some() {
                     return;
                 }
-                let run = StatRun {
-                    instances: t.instances.clone(),
-                    status: t.status.clone(),
-                    elapsed: t.at,
-                    exit: None,
-                    interrupted: false,
-                };
-                let rows = stat::aggregate(set, &run, how, topo.as_ref());
+                let rows = stat::aggregate(set, &t.instances, how, topo.as_ref());
                 let time = if absolute {
                     epoch0 + t.at.as_secs_f64()
                 } else {
@@ -383,13 +376,13 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
                 let interval = t.at.saturating_sub(last_at);
                 last_at = t.at;
                 let metric_lines = match &metrics {
-                    Some(m) => m.evaluate(set, &run.status, &rows, interval),
+                    Some(m) => m.evaluate(set, t.status, &rows, interval),
                     None => Vec::new(),
                 };
                 let iv = pmx_output::stat::IntervalRows {
                     time,
                     plan: set,
-                    status: &run.status,
+                    status: t.status,
                     rows: &rows,
                     metrics: &metric_lines,
                 };
@@ -527,7 +520,7 @@ pub(crate) fn build_report<'a>(
 ) -> StatReport<'a> {
     let per_run: Vec<Vec<Row>> = runs
         .iter()
-        .map(|r| stat::aggregate(plan, r, how, topo))
+        .map(|r| stat::aggregate(plan, &r.instances, how, topo))
         .collect();
     let last = runs.last().expect("at least one run");
     let mut rows = per_run.last().cloned().unwrap_or_default();

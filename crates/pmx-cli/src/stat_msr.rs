@@ -709,22 +709,20 @@ impl IntervalWriter<'_> {
         if self.error.is_some() {
             return;
         }
-        let run = StatRun {
-            instances,
-            status: self.status.to_vec(),
-            elapsed: Duration::from_nanos(elapsed_ns),
-            exit: None,
-            interrupted: false,
-        };
-        let rows = pmx::stat::aggregate(self.plan, &run, self.how, Some(self.topo));
+        let rows = pmx::stat::aggregate(self.plan, &instances, self.how, Some(self.topo));
         let metric_lines = match self.metrics {
-            Some(m) => m.evaluate(self.plan, &run.status, &rows, run.elapsed),
+            Some(m) => m.evaluate(
+                self.plan,
+                self.status,
+                &rows,
+                Duration::from_nanos(elapsed_ns),
+            ),
             None => Vec::new(),
         };
         let iv = IntervalRows {
             time: self.epoch0 + at.as_secs_f64(),
             plan: self.plan,
-            status: &run.status,
+            status: self.status,
             rows: &rows,
             metrics: &metric_lines,
         };

@@ -355,7 +355,7 @@ pub fn run(args: &TmaArgs) -> anyhow::Result<i32> {
     let mut inputs = Inputs::new();
     if let Some(r) = &run {
         inputs.duration = Some(r.elapsed.as_secs_f64());
-        let rows = stat::aggregate(&plan, r, Aggregation::Total, None);
+        let rows = stat::aggregate(&plan, &r.instances, Aggregation::Total, None);
         for row in &rows {
             let name = &planned_for[row.event];
             let reading = match &r.status[row.event] {

@@ -531,7 +531,7 @@ struct Opened {
 
 /// One interval's readings (`-I`).
 #[derive(Debug, Clone)]
-pub struct Tick {
+pub struct Tick<'a> {
     /// 1-based interval number.
     pub index: u64,
     /// End of the interval, since the start.
@@ -541,7 +541,7 @@ pub struct Tick {
     /// Per counter: the change over the interval.
     pub instances: Vec<Instance>,
     /// Per planned event: opened or why not.
-    pub status: Vec<EventStatus>,
+    pub status: &'a [EventStatus],
 }
 
 /// Count `plan` once.
@@ -744,6 +744,13 @@ pub fn run_with(
         exit = follow_tasks(main, plan, &mut opened, &mut leaders);
     }
     // Wait for the end, reading every interval when asked.
+    // Which opened counter a group read's id belongs to, built once so a
+    // read stays linear in the number of counters.
+    let by_id: std::collections::HashMap<u64, usize> = opened
+        .iter()
+        .enumerate()
+        .map(|(k, o)| (o.counter.id(), k))
+        .collect();
     let read_all = |opened: &[Opened]| -> std::io::Result<Vec<Count>> {
         // Groups through their leader (one read, one time window), single
         // events on their own.
@@ -754,7 +761,7 @@ pub fn run_with(
                 continue;
             }
             for (id, c) in o.counter.read_group()? {
-                if let Some(k) = opened.iter().position(|x| x.counter.id() == id) {
+                if let Some(&k) = by_id.get(&id) {
                     counts[k] = Some(c);
                 }
             }
@@ -839,7 +846,7 @@ pub fn run_with(
                     at: t - start,
                     last: false,
                     instances: to_instances(&deltas),
-                    status: status.clone(),
+                    status: &status,
                 });
                 if opts.interval_count.is_some_and(|n| ticks >= n) {
                     ended_by_us = true;
@@ -903,7 +910,7 @@ pub fn run_with(
                 at: elapsed,
                 last: true,
                 instances: to_instances(&deltas),
-                status: status.clone(),
+                status: &status,
             });
         }
     }
@@ -1148,7 +1155,7 @@ impl Row {
 /// Fold a run's instances into rows, events in plan order.
 pub fn aggregate(
     plan: &StatPlan,
-    run: &StatRun,
+    instances: &[Instance],
     how: Aggregation,
     topo: Option<&Topology>,
 ) -> Vec<Row> {
@@ -1156,7 +1163,7 @@ pub fn aggregate(
     for (ei, ev) in plan.events.iter().enumerate() {
         let mut domains: Vec<Domain> = Vec::new();
         let mut per: Vec<Row> = Vec::new();
-        for inst in run.instances.iter().filter(|i| i.event == ei) {
+        for inst in instances.iter().filter(|i| i.event == ei) {
             let d = domain_of(inst, how, topo);
             let idx = match domains.iter().position(|x| *x == d) {
                 Some(i) => i,
