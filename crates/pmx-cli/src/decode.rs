@@ -3,7 +3,7 @@
 use crate::exit::UsageError;
 use crate::fields;
 use pmx_model::encoding::Arch;
-use pmx_model::register::{FieldKind, RegisterKind};
+use pmx_model::register::RegisterKind;
 use serde_json::json;
 use std::io::Write;
 
@@ -259,7 +259,6 @@ impl Decoded {
         for n in &self.notes {
             s.push_str(&format!("  note: {n}\n"));
         }
-        let _ = FieldKind::Reserved;
         s
     }
 }

@@ -129,17 +129,5 @@ fn host_arch() -> Option<Arch> {
 
 /// This machine's CPU key, from CPUID (None where there is no CPUID).
 pub(crate) fn host_cpu_id() -> Option<pmx_model::cpu::CpuId> {
-    use pmx_sys::cpuid::{CpuidSource, NativeCpuid};
-    let c = NativeCpuid;
-    if !c.available() {
-        return None;
-    }
-    let [_, ebx, ecx, edx] = c.cpuid(0, 0);
-    let mut b = Vec::with_capacity(12);
-    for w in [ebx, edx, ecx] {
-        b.extend_from_slice(&w.to_le_bytes());
-    }
-    let vendor = pmx_model::cpu::Vendor::from_cpuid_str(&String::from_utf8_lossy(&b));
-    let eax1 = c.cpuid(1, 0)[0];
-    Some(pmx_model::cpu::CpuId::from_signature(vendor, eax1))
+    pmx_sys::caps::cpu_id(&pmx_sys::NativeCpuid)
 }

@@ -460,9 +460,7 @@ impl Database {
                 .sysfs_root
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("/"));
-            let sys = std::sync::Arc::new(sysfs::SysfsEvents::load(&root));
-            db.sysfs = Some(sys.clone());
-            db.sources.push(Box::new(sys));
+            db.set_sysfs(std::sync::Arc::new(sysfs::SysfsEvents::load(&root)));
         }
         if target.cpu.vendor == Vendor::Intel {
             match default_events_dir(opts.events_dir.clone()) {

@@ -397,10 +397,6 @@ pub fn apply_terms(
 ) -> Result<bool, SpecError> {
     let err = |span: Span, msg: String| SpecError::new(text, span, msg);
     let mut saw_event = false;
-    let opts = EncodeOptions {
-        arch,
-        sampling: false,
-    };
     // `config=` first, so named fields override its bits.
     let mut ordered: Vec<&Term> = terms.iter().filter(|t| t.key == "config").collect();
     ordered.extend(terms.iter().filter(|t| t.key != "config"));
@@ -412,7 +408,7 @@ pub fn apply_terms(
                 err(term.key_span, format!("unknown term '{}'", term.key)).with_suggestions(sugg)
             );
         };
-        let supported = match opts.arch {
+        let supported = match arch {
             Arch::Intel => def.intel,
             Arch::Amd => def.amd,
         };
@@ -422,7 +418,7 @@ pub fn apply_terms(
                 format!(
                     "'{}' is not a field of {} event selects",
                     def.key,
-                    arch_name(opts.arch)
+                    arch_name(arch)
                 ),
             ));
         }
@@ -460,7 +456,7 @@ pub fn apply_terms(
         match def.place {
             Place::Event => {
                 saw_event = true;
-                match opts.arch {
+                match arch {
                     Arch::Intel => {
                         if v > 0xff {
                             return Err(err(

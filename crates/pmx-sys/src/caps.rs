@@ -79,21 +79,33 @@ pub struct CoreCounters {
     pub source: &'static str,
 }
 
+/// The CPU's identity from leaves 0 and 1 alone (the cheap part of
+/// [`PmuCaps::decode`]); `None` without CPUID.
+pub fn cpu_id(source: &dyn CpuidSource) -> Option<CpuId> {
+    identify(source).map(|(cpu, _, _)| cpu)
+}
+
+/// Vendor and signature, the highest basic leaf, and leaf 1's registers.
+fn identify(source: &dyn CpuidSource) -> Option<(CpuId, u32, [u32; 4])> {
+    if !source.available() {
+        return None;
+    }
+    let [max_leaf, b, c, d] = source.cpuid(0, 0);
+    let vendor = Vendor::from_cpuid_str(&regs_to_string(&[b, d, c]));
+    let leaf1 = if max_leaf >= 1 {
+        source.cpuid(1, 0)
+    } else {
+        [0; 4]
+    };
+    Some((CpuId::from_signature(vendor, leaf1[0]), max_leaf, leaf1))
+}
+
 impl PmuCaps {
     /// Decode CPUID from `source`; `None` when the source has no CPUID (the
     /// machine is not x86).
     pub fn decode(source: &dyn CpuidSource) -> Option<PmuCaps> {
-        if !source.available() {
-            return None;
-        }
-        let [max_leaf, b, c, d] = source.cpuid(0, 0);
-        let vendor = Vendor::from_cpuid_str(&regs_to_string(&[b, d, c]));
-        let leaf1 = if max_leaf >= 1 {
-            source.cpuid(1, 0)
-        } else {
-            [0; 4]
-        };
-        let cpu = CpuId::from_signature(vendor.clone(), leaf1[0]);
+        let (cpu, max_leaf, leaf1) = identify(source)?;
+        let vendor = cpu.vendor.clone();
         let max_ext_leaf = match source.cpuid(0x8000_0000, 0)[0] {
             m if m & 0xFFFF_0000 == 0x8000_0000 => m,
             _ => 0,
