@@ -248,24 +248,34 @@ fn domain_label(d: &Domain) -> String {
 // ---------------------------------------------------------------------------
 // read
 
-fn read(args: &ReadArgs) -> anyhow::Result<i32> {
-    let caps = host_caps();
-    let arch = args.target.arch.or_else(|| host_arch(&caps));
-    let register = resolve(&args.register, arch).map_err(|e| usage(e.to_string()))?;
-    let field = args.field.as_deref().map(parse_field).transpose()?;
-    let sys = sys_root(&args.target.sysfs_root);
-    let topo = topology(&sys);
-    let root = msr_root(&args.target.msr_root, &args.target.sysfs_root);
-    let cpus = select_cpus(&args.target, &topo, &root)?;
+/// The selected CPUs folded into `register`'s scope domains (one CPU each),
+/// the device opened on those CPUs, and the width of the domain labels.
+fn open_domains(
+    target: &Target,
+    register: &Register,
+    mode: Mode,
+) -> anyhow::Result<(Vec<Domain>, MsrDevice, usize)> {
+    let topo = topology(&sys_root(&target.sysfs_root));
+    let root = msr_root(&target.msr_root, &target.sysfs_root);
+    let cpus = select_cpus(target, &topo, &root)?;
     let doms = domains(register.scope(), &cpus, &topo);
-    let readers: Vec<u32> = doms.iter().map(|d| d.cpu).collect();
-    let device = MsrDevice::open(&root, &readers, Mode::Read)?;
-    let mut out = std::io::stdout().lock();
+    let on: Vec<u32> = doms.iter().map(|d| d.cpu).collect();
+    let device = MsrDevice::open(&root, &on, mode)?;
     let width = doms
         .iter()
         .map(|d| domain_label(d).len())
         .max()
         .unwrap_or(0);
+    Ok((doms, device, width))
+}
+
+fn read(args: &ReadArgs) -> anyhow::Result<i32> {
+    let caps = host_caps();
+    let arch = args.target.arch.or_else(|| host_arch(&caps));
+    let register = resolve(&args.register, arch).map_err(|e| usage(e.to_string()))?;
+    let field = args.field.as_deref().map(parse_field).transpose()?;
+    let (doms, device, width) = open_domains(&args.target, &register, Mode::Read)?;
+    let mut out = std::io::stdout().lock();
     for d in &doms {
         let value = device.read(d.cpu, register.address)?;
         let energy = energy_joules(&device, d.cpu, &register, value);
@@ -370,19 +380,8 @@ fn write(args: &WriteArgs) -> anyhow::Result<i32> {
             "pmx: WARNING: --unsafe: {refusal}. Writing it anyway: a wrong value in an MSR can hang or reset the machine, corrupt data, or weaken its security."
         );
     }
-    let sys = sys_root(&args.target.sysfs_root);
-    let topo = topology(&sys);
-    let root = msr_root(&args.target.msr_root, &args.target.sysfs_root);
-    let cpus = select_cpus(&args.target, &topo, &root)?;
-    let doms = domains(register.scope(), &cpus, &topo);
-    let writers: Vec<u32> = doms.iter().map(|d| d.cpu).collect();
-    let device = MsrDevice::open(&root, &writers, Mode::ReadWrite)?;
+    let (doms, device, width) = open_domains(&args.target, &register, Mode::ReadWrite)?;
     let mut out = std::io::stdout().lock();
-    let width = doms
-        .iter()
-        .map(|d| domain_label(d).len())
-        .max()
-        .unwrap_or(0);
     for d in &doms {
         let old = device.read(d.cpu, register.address).ok();
         device
