@@ -13,6 +13,7 @@
 //! equal exactly what the simulator records it added, however slow the
 //! machine is.
 
+mod common;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -51,24 +52,7 @@ struct Machine {
 
 impl Machine {
     fn new() -> Machine {
-        let dir = tempfile::tempdir().unwrap();
-        let cpu_dir = dir.path().join("sys/devices/system/cpu");
-        std::fs::create_dir_all(&cpu_dir).unwrap();
-        std::fs::write(cpu_dir.join("online"), "0-3\n").unwrap();
-        for cpu in 0..CPUS {
-            let topo = cpu_dir.join(format!("cpu{cpu}/topology"));
-            std::fs::create_dir_all(&topo).unwrap();
-            std::fs::write(topo.join("physical_package_id"), format!("{}\n", cpu / 2)).unwrap();
-            std::fs::write(topo.join("die_id"), "0\n").unwrap();
-            std::fs::write(topo.join("core_id"), format!("{}\n", cpu % 2)).unwrap();
-            std::fs::write(topo.join("thread_siblings_list"), format!("{cpu}\n")).unwrap();
-            let dev = dir.path().join(format!("dev/cpu{cpu}"));
-            std::fs::create_dir_all(&dev).unwrap();
-            File::create(dev.join("msr"))
-                .unwrap()
-                .set_len(0xC002_0000 * 8)
-                .unwrap();
-        }
+        let dir = common::four_cpu_msr_root();
         let kernel = dir.path().join("proc/sys/kernel");
         std::fs::create_dir_all(&kernel).unwrap();
         std::fs::write(kernel.join("nmi_watchdog"), "0\n").unwrap();
