@@ -208,6 +208,12 @@ pub fn table(report: &StatReport) -> String {
         .max()
         .unwrap_or(0);
     let mut footnotes: Vec<String> = Vec::new();
+    let mut reason_counts: std::collections::HashMap<String, usize> = Default::default();
+    for r in &report.rows {
+        *reason_counts
+            .entry(common_reason(&reason(report, r)))
+            .or_default() += 1;
+    }
     for (i, row) in report.rows.iter().enumerate() {
         let ev = &report.plan.events[row.event];
         let dom = if dom_w > 0 {
@@ -235,12 +241,7 @@ pub fn table(report: &StatReport) -> String {
         let why = common_reason(&reason(report, row));
         if !why.is_empty() {
             // A reason shared by several rows is printed once, below.
-            let shared = report
-                .rows
-                .iter()
-                .filter(|r| common_reason(&reason(report, r)) == why)
-                .count()
-                > 1;
+            let shared = reason_counts.get(&why).is_some_and(|&n| n > 1);
             if shared {
                 let n = match footnotes.iter().position(|f| *f == why) {
                     Some(i) => i + 1,
