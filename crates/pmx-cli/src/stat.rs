@@ -144,8 +144,15 @@ fn online_cpus() -> Vec<u32> {
 }
 
 /// Resolve with the cheap sources first (kernel events and sysfs); load
-/// the full database only when a name needs it.
-fn make_plan(args: &StatArgs, groups: &[pmx::EventGroup]) -> anyhow::Result<StatPlan> {
+/// the full database only when a name needs it (or use `loaded`).
+fn make_plan(
+    args: &StatArgs,
+    groups: &[pmx::EventGroup],
+    loaded: Option<Database>,
+) -> anyhow::Result<StatPlan> {
+    if let Some(db) = loaded {
+        return stat::plan(groups, &db).map_err(|e| UsageError(e.to_string()).into());
+    }
     let target = args.db.target()?;
     if args.db.cpu.is_none() && args.db.events_dir.is_none() {
         let mut light = Database::from_sources(
@@ -173,7 +180,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     if args.repeat == 0 {
         return Err(UsageError("-r 0: give at least one run".to_string()).into());
     }
-    let (groups, metrics) = crate::stat_metrics::event_groups(args, stat::DEFAULT_EVENTS)?;
+    let (groups, metrics, db) = crate::stat_metrics::event_groups(args, stat::DEFAULT_EVENTS)?;
     let scope = if let Some(p) = &args.pid {
         Scope::Pids(id_list("-p", p)?)
     } else if let Some(t) = &args.tid {
@@ -252,7 +259,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     {
         return Err(UsageError("-A/--per-core/--per-socket need -a or -C".to_string()).into());
     }
-    let mut plan = make_plan(args, &groups)?;
+    let mut plan = make_plan(args, &groups, db)?;
     let budget = counter_budget();
     let mut notes = Vec::new();
     if let Some(b) = &budget {

@@ -11,11 +11,12 @@ use pmx_output::stat::MetricLine;
 use std::time::Duration;
 
 /// The `-e` groups (or `default_events` when there is no `-e` and no `-M`)
-/// plus, with `-M`, the metrics' inputs; and the metric setup.
+/// plus, with `-M`, the metrics' inputs; the metric setup; and the event
+/// database when `-M` had to load it (so it is not loaded twice).
 pub fn event_groups(
     args: &crate::stat::StatArgs,
     default_events: &str,
-) -> anyhow::Result<(Vec<EventGroup>, Option<MetricSetup>)> {
+) -> anyhow::Result<(Vec<EventGroup>, Option<MetricSetup>, Option<Database>)> {
     let lists: Vec<String> = if args.events.is_empty() && args.metrics.is_some() {
         Vec::new()
     } else if args.events.is_empty() {
@@ -28,23 +29,23 @@ pub fn event_groups(
         groups.extend(pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?);
     }
     // -M: the metrics' inputs are counted like the events given with -e.
-    let metrics = match &args.metrics {
+    let (metrics, db) = match &args.metrics {
         Some(list) => {
             let db = args.db.load()?;
             let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
             let setup = MetricSetup::new(list, &db, dir.as_deref())?;
             let extra = setup.event_groups(&groups);
             groups.extend(extra);
-            Some(setup)
+            (Some(setup), Some(db))
         }
-        None => None,
+        None => (None, None),
     };
     if groups.is_empty() {
         return Err(
             UsageError("-M: the metrics need no event pmx can count here".to_string()).into(),
         );
     }
-    Ok((groups, metrics))
+    Ok((groups, metrics, db))
 }
 
 /// The chosen metrics and the events they need.

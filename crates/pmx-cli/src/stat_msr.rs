@@ -227,15 +227,16 @@ fn resolve(
     args: &StatArgs,
     groups: &[pmx::EventGroup],
     arch: pmx_model::encoding::Arch,
+    loaded: Option<pmx_events::Database>,
 ) -> anyhow::Result<Events> {
     let needs_db = groups
         .iter()
         .flat_map(|g| &g.members)
         .any(|s| !is_energy_pkg(s));
-    let db = if needs_db {
-        Some(args.db.load()?)
-    } else {
-        None
+    let db = match loaded {
+        Some(db) => Some(db),
+        None if needs_db => Some(args.db.load()?),
+        None => None,
     };
     let mut stat = StatPlan {
         events: Vec::new(),
@@ -752,7 +753,7 @@ fn ns(d: Duration) -> u64 {
 /// Run `pmx stat --backend msr`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let o = options(args)?;
-    let (groups, metrics) = crate::stat_metrics::event_groups(args, DEFAULT_EVENTS)?;
+    let (groups, metrics, db) = crate::stat_metrics::event_groups(args, DEFAULT_EVENTS)?;
     let target = args.db.target()?;
     let Some(arch) = target.arch() else {
         return Err(usage(format!(
@@ -760,7 +761,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
             target.cpu
         )));
     };
-    let mut events = resolve(args, &groups, arch)?;
+    let mut events = resolve(args, &groups, arch, db)?;
     let sys = args
         .db
         .sysfs_root
