@@ -113,6 +113,23 @@ pub struct StatArgs {
     pub command: Vec<String>,
 }
 
+impl StatArgs {
+    /// How rows are folded: -A, --per-core, --per-socket, --per-thread.
+    pub(crate) fn aggregation(&self) -> Aggregation {
+        if self.no_aggr {
+            Aggregation::PerCpu
+        } else if self.per_core {
+            Aggregation::PerCore
+        } else if self.per_socket {
+            Aggregation::PerSocket
+        } else if self.per_thread {
+            Aggregation::PerThread
+        } else {
+            Aggregation::Total
+        }
+    }
+}
+
 fn cpu_list(flag: &str, text: &str) -> anyhow::Result<Vec<u32>> {
     parse_cpu_list(text).map_err(|e| UsageError(format!("{flag} {text}: {e}")).into())
 }
@@ -241,17 +258,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         Some(p) => Some(cpu_list("--pin", p)?),
         None => None,
     };
-    let how = if args.no_aggr {
-        Aggregation::PerCpu
-    } else if args.per_core {
-        Aggregation::PerCore
-    } else if args.per_socket {
-        Aggregation::PerSocket
-    } else if args.per_thread {
-        Aggregation::PerThread
-    } else {
-        Aggregation::Total
-    };
+    let how = args.aggregation();
     if matches!(
         how,
         Aggregation::PerCpu | Aggregation::PerCore | Aggregation::PerSocket

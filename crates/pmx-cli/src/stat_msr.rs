@@ -144,15 +144,7 @@ fn options(args: &StatArgs) -> anyhow::Result<Options> {
         }
         None => None,
     };
-    let how = if args.no_aggr {
-        Aggregation::PerCpu
-    } else if args.per_core {
-        Aggregation::PerCore
-    } else if args.per_socket {
-        Aggregation::PerSocket
-    } else {
-        Aggregation::Total
-    };
+    let how = args.aggregation();
     let format = if args.json {
         Format::Json
     } else if let Some(sep) = &args.separator {
@@ -944,11 +936,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
                     ended_by_us = true;
                     break;
                 }
-                let mut nt = t + iv;
-                while nt <= now {
-                    nt += iv;
-                }
-                next_tick = Some(nt);
+                next_tick = Some(pmx::stat::next_tick_after(t, iv, now));
                 next_read = read_at + READ_EVERY;
                 continue;
             }

@@ -54,20 +54,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 /// `attr.type` values of the kernel ABI.
-pub mod perf_type {
-    /// `PERF_TYPE_HARDWARE`: generic hardware events.
-    pub const HARDWARE: u32 = 0;
-    /// `PERF_TYPE_SOFTWARE`.
-    pub const SOFTWARE: u32 = 1;
-    /// `PERF_TYPE_TRACEPOINT`.
-    pub const TRACEPOINT: u32 = 2;
-    /// `PERF_TYPE_HW_CACHE`.
-    pub const HW_CACHE: u32 = 3;
-    /// `PERF_TYPE_RAW`: the core PMU on x86.
-    pub const RAW: u32 = 4;
-    /// `PERF_TYPE_BREAKPOINT`.
-    pub const BREAKPOINT: u32 = 5;
-}
+pub use pmx_model::encoding::perf_type;
 
 /// Where an event definition came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]

@@ -23,7 +23,25 @@ use crate::spec::{closest, Body, EventSpec, Modifiers, Span, SpecError, Term, Te
 use serde::Serialize;
 
 /// `PERF_TYPE_RAW`: the core PMU's type on x86.
-pub const PERF_TYPE_RAW: u32 = 4;
+pub const PERF_TYPE_RAW: u32 = perf_type::RAW;
+
+/// `attr.type` values the kernel fixes (`PERF_TYPE_*`). Other PMUs get a
+/// dynamic type, found in `/sys/bus/event_source/devices/<pmu>/type`.
+pub mod perf_type {
+    /// `PERF_TYPE_HARDWARE`: the generic hardware events (`config` 0 is
+    /// cycles, 1 instructions, ...).
+    pub const HARDWARE: u32 = 0;
+    /// `PERF_TYPE_SOFTWARE`: events the kernel counts itself.
+    pub const SOFTWARE: u32 = 1;
+    /// `PERF_TYPE_TRACEPOINT`: `config` is a tracepoint id.
+    pub const TRACEPOINT: u32 = 2;
+    /// `PERF_TYPE_HW_CACHE`: `config` = cache | op << 8 | result << 16.
+    pub const HW_CACHE: u32 = 3;
+    /// `PERF_TYPE_RAW`: `config` is the core PMU's own encoding (x86).
+    pub const RAW: u32 = 4;
+    /// `PERF_TYPE_BREAKPOINT`: a hardware breakpoint.
+    pub const BREAKPOINT: u32 = 5;
+}
 
 /// Which vendor's register layout applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -102,24 +102,8 @@ pub mod read_format {
     pub const LOST: u64 = 16;
 }
 
-/// `attr.type` values the kernel fixes (`PERF_TYPE_*`). Other PMUs get a
-/// dynamic type, found in `/sys/bus/event_source/devices/<pmu>/type`.
-pub mod event_type {
-    /// `PERF_TYPE_HARDWARE`: the generic hardware events (`config` 0 is
-    /// cycles, 1 instructions, ...).
-    pub const HARDWARE: u32 = 0;
-    /// `PERF_TYPE_SOFTWARE`: events the kernel counts itself (see
-    /// [`crate::software`]).
-    pub const SOFTWARE: u32 = 1;
-    /// `PERF_TYPE_TRACEPOINT`: `config` is a tracepoint id.
-    pub const TRACEPOINT: u32 = 2;
-    /// `PERF_TYPE_HW_CACHE`: `config` = cache | op << 8 | result << 16.
-    pub const HW_CACHE: u32 = 3;
-    /// `PERF_TYPE_RAW`: `config` is the core PMU's own encoding.
-    pub const RAW: u32 = 4;
-    /// `PERF_TYPE_BREAKPOINT`: a hardware breakpoint (see [`crate::Attr::breakpoint`]).
-    pub const BREAKPOINT: u32 = 5;
-}
+/// `attr.type` values the kernel fixes (`PERF_TYPE_*`), from the model.
+pub use pmx_model::encoding::perf_type as event_type;
 
 /// `config` values of [`event_type::SOFTWARE`] (`PERF_COUNT_SW_*`).
 pub mod software {

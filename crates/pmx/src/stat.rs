@@ -529,6 +529,16 @@ struct Opened {
     tid: i32,
 }
 
+/// The first interval boundary after `now`, on the grid `t + k·iv`: a
+/// late wake-up skips the boundaries it missed instead of drifting.
+pub fn next_tick_after(t: Instant, iv: Duration, now: Instant) -> Instant {
+    let mut nt = t + iv;
+    while nt <= now {
+        nt += iv;
+    }
+    nt
+}
+
 /// One interval's readings (`-I`).
 #[derive(Debug, Clone)]
 pub struct Tick<'a> {
@@ -852,11 +862,7 @@ pub fn run_with(
                     ended_by_us = true;
                     break;
                 }
-                let mut nt = t + iv;
-                while nt <= now {
-                    nt += iv;
-                }
-                next_tick = Some(nt);
+                next_tick = Some(next_tick_after(t, iv, now));
                 continue;
             }
         }
