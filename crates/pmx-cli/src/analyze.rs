@@ -282,16 +282,8 @@ fn is_value_like(s: &str) -> bool {
     num(s).is_some() || s.starts_with("<not ")
 }
 
-const PMX_STATUS: [&str; 7] = [
-    "counted",
-    "estimate",
-    "not-counted",
-    "not-supported",
-    // `pmx stat -M` rows: metrics, not counts (skipped; recomputed here).
-    "metric",
-    "metric-estimate",
-    "metric-missing",
-];
+/// pmx's status words; `metric*` rows are skipped (the metrics are recomputed here).
+use pmx_output::stat::STATUS_WORDS as PMX_STATUS;
 
 /// A CPU named in a comment: `# cpu: GenuineIntel-6-5E-3`.
 fn cpu_comment(line: &str) -> Option<String> {
