@@ -189,15 +189,21 @@ fn need_of(r: &Resolved, db: &Database) -> Need {
 }
 
 impl StatPlan {
-    /// Pack the groups onto `budget` (see [`schedule::pack`]); returns the
-    /// notes to show.
-    pub fn pack(&mut self, budget: &CounterBudget) -> Vec<String> {
-        let groups: Vec<(Vec<usize>, bool)> = self
+    /// The groups and each event's counter need, as [`schedule`] takes them.
+    fn schedule_input(&self) -> (Vec<(Vec<usize>, bool)>, Vec<Need>) {
+        let groups = self
             .groups
             .iter()
             .map(|g| (g.members.clone(), g.explicit))
             .collect();
-        let needs: Vec<Need> = self.events.iter().map(|e| e.need.clone()).collect();
+        let needs = self.events.iter().map(|e| e.need.clone()).collect();
+        (groups, needs)
+    }
+
+    /// Pack the groups onto `budget` (see [`schedule::pack`]); returns the
+    /// notes to show.
+    pub fn pack(&mut self, budget: &CounterBudget) -> Vec<String> {
+        let (groups, needs) = self.schedule_input();
         let names: Vec<String> = self.events.iter().map(|e| e.name.clone()).collect();
         let p = schedule::pack(&groups, &needs, &names, budget);
         self.groups = p
@@ -260,12 +266,7 @@ impl StatPlan {
 
     /// The plan split into sets that each fit on the PMU at once.
     pub fn run_sets(&self, budget: &CounterBudget) -> Vec<StatPlan> {
-        let groups: Vec<(Vec<usize>, bool)> = self
-            .groups
-            .iter()
-            .map(|g| (g.members.clone(), g.explicit))
-            .collect();
-        let needs: Vec<Need> = self.events.iter().map(|e| e.need.clone()).collect();
+        let (groups, needs) = self.schedule_input();
         schedule::run_sets(&groups, &needs, budget)
             .into_iter()
             .map(|set| StatPlan {
