@@ -22,8 +22,12 @@ mod fetch;
 mod fields;
 mod info;
 mod list;
+mod merge;
 mod msr;
 mod plot;
+mod record;
+mod report;
+mod serve;
 mod stat;
 mod stat_metrics;
 mod stat_msr;
@@ -50,6 +54,14 @@ enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// Draw an interval file (pmx stat -I, perf stat -I) as a line chart: SVG or PNG.
     Plot(plot::PlotArgs),
+    /// Sample a command, processes or CPUs into a perf.data file.
+    Record(Box<record::RecordArgs>),
+    /// Hotspots, folded stacks and flame graphs from a perf.data file.
+    Report(Box<report::ReportArgs>),
+    /// Count system-wide continuously and serve /metrics to Prometheus.
+    Serve(Box<serve::ServeArgs>),
+    /// Combine result files (per host, per rank) into one report.
+    Merge(merge::MergeArgs),
     /// Raw MSR access: read, write, and the plan of the msr backend.
     Msr(msr::MsrArgs),
     /// Encode event specs into control-register values and perf attrs.
@@ -93,6 +105,10 @@ fn main() {
         Command::Tma(args) => tma::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Plot(args) => plot::run(args),
+        Command::Record(args) => record::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Msr(args) => msr::run(args),
         Command::Encode(args) => encode::run(args),
         Command::Decode(args) => decode::run(args),

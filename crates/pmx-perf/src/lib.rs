@@ -77,6 +77,7 @@
 
 mod abi;
 mod error;
+pub mod mmap;
 mod read;
 
 pub use error::{perf_event_paranoid, OpenError, OpenErrorKind};
