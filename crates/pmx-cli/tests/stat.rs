@@ -554,14 +554,14 @@ fn per_thread_counts_every_thread_and_child_of_a_command() {
     assert_eq!(rows.len(), 4, "main thread + 3 threads: {}", stderr(&o));
     let tids: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(tids.len(), 4);
-    let busy = rows
-        .iter()
-        .filter(|r| r[1].parse::<f64>().unwrap() > 30.0)
-        .count();
-    assert_eq!(
-        busy,
-        3,
-        "the three spinning threads each ran: {}",
+    // The spinners spin for 0.15 s of wall time; on a loaded machine they
+    // get less CPU than that, so compare them with the main thread, which
+    // only waits for them.
+    let mut ms: Vec<f64> = rows.iter().map(|r| r[1].parse::<f64>().unwrap()).collect();
+    ms.sort_by(f64::total_cmp);
+    assert!(
+        ms[1..].iter().all(|&t| t > 5.0 * ms[0].max(0.5)),
+        "the three spinning threads each ran far longer than the waiting main thread: {}",
         stderr(&o)
     );
 

@@ -318,11 +318,9 @@ pub fn table(report: &StatReport) -> String {
 }
 
 fn num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e18 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v:.6}")
-    }
+    let mut s = String::new();
+    push_num(&mut s, v);
+    s
 }
 
 /// CSV with separator `sep` (columns in the module documentation).
@@ -434,38 +432,77 @@ pub fn interval_csv_header(sep: &str) -> String {
 }
 
 /// Interval rows as CSV: the stat columns with `time` first.
+///
+/// Written field by field into one string: at `-I 10` on many CPUs this
+/// runs thousands of times a second, so it allocates nothing per field.
 pub fn interval_csv(iv: &IntervalRows, sep: &str) -> String {
-    let mut s = String::new();
+    let mut s = String::with_capacity(96 * (iv.rows.len() + iv.metrics.len()));
+    let mut time = String::new();
+    let _ = write!(time, "{:.6}", iv.time);
+    let mut field = String::new();
     for row in iv.rows {
         let ev = &iv.plan.events[row.event];
-        let fields = [
-            format!("{:.6}", iv.time),
-            row.domain.label(),
-            row.value.map(num).unwrap_or_default(),
-            ev.unit.clone().unwrap_or_default(),
-            ev.name.clone(),
-            iv.word(row).to_string(),
-            row.running_share
-                .map(|x| format!("{:.2}", x * 100.0))
-                .unwrap_or_default(),
-            row.count.value.to_string(),
-            row.count.enabled.to_string(),
-            row.count.running.to_string(),
-            String::new(),
-            iv.why(row),
-        ];
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
-        let _ = writeln!(s, "{}", line.join(sep));
+        push_csv_field(&mut s, &time, sep);
+        s.push_str(sep);
+        push_csv_field(&mut s, &row.domain.label(), sep);
+        s.push_str(sep);
+        if let Some(v) = row.value {
+            field.clear();
+            push_num(&mut field, v);
+            push_csv_field(&mut s, &field, sep);
+        }
+        s.push_str(sep);
+        push_csv_field(&mut s, ev.unit.as_deref().unwrap_or(""), sep);
+        s.push_str(sep);
+        push_csv_field(&mut s, &ev.name, sep);
+        s.push_str(sep);
+        push_csv_field(&mut s, iv.word(row), sep);
+        s.push_str(sep);
+        if let Some(x) = row.running_share {
+            field.clear();
+            if x == 1.0 {
+                field.push_str("100.00");
+            } else {
+                let _ = write!(field, "{:.2}", x * 100.0);
+            }
+            push_csv_field(&mut s, &field, sep);
+        }
+        let _ = write!(
+            s,
+            "{sep}{}{sep}{}{sep}{}{sep}{sep}",
+            row.count.value, row.count.enabled, row.count.running
+        );
+        push_csv_field(&mut s, &iv.why(row), sep);
+        s.push('\n');
     }
     for m in iv.metrics {
-        let time = format!("{:.6}", iv.time);
-        let line: Vec<String> = std::iter::once(time)
+        let line: Vec<String> = std::iter::once(time.clone())
             .chain(metric_fields(m))
             .map(|f| csv_field(&f, sep))
             .collect();
         let _ = writeln!(s, "{}", line.join(sep));
     }
     s
+}
+
+/// Append `f` to `s` as a CSV field, quoted only when it must be.
+fn push_csv_field(s: &mut String, f: &str, sep: &str) {
+    if f.contains(sep) || f.contains('"') || f.contains('\n') {
+        s.push('"');
+        s.push_str(&f.replace('"', "\"\""));
+        s.push('"');
+    } else {
+        s.push_str(f);
+    }
+}
+
+/// [`num`] appended to `s`.
+fn push_num(s: &mut String, v: f64) {
+    if v.fract() == 0.0 && v.abs() < 1e18 {
+        let _ = write!(s, "{}", v as i64);
+    } else {
+        let _ = write!(s, "{v:.6}");
+    }
 }
 
 /// Interval rows as JSON lines.

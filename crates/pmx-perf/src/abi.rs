@@ -3,8 +3,12 @@
 //!
 //! Nothing here decides anything; [`crate::Counter`] and [`crate::Attr`] do.
 
-use crate::Attr;
+use crate::{Attr, SampleRate, Wakeup};
 use std::mem::{offset_of, size_of};
+
+/// `PERF_ATTR_SIZE_VER7`: the struct up to and including `sig_data`
+/// (Linux 5.13); the largest perf 6.1 reads from a perf.data file.
+pub(crate) const PERF_ATTR_SIZE_VER7: u32 = 128;
 
 /// `PERF_ATTR_SIZE_VER8`: the struct up to and including `config3`
 /// (Linux 6.3). Older kernels accept a larger struct as long as the bytes
@@ -72,11 +76,24 @@ pub(crate) mod flag {
     pub const EXCLUDE_KERNEL: u64 = 1 << 5;
     pub const EXCLUDE_HV: u64 = 1 << 6;
     pub const EXCLUDE_IDLE: u64 = 1 << 7;
+    pub const MMAP: u64 = 1 << 8;
+    pub const COMM: u64 = 1 << 9;
+    pub const FREQ: u64 = 1 << 10;
     pub const ENABLE_ON_EXEC: u64 = 1 << 12;
+    pub const TASK: u64 = 1 << 13;
+    pub const WATERMARK: u64 = 1 << 14;
     /// `precise_ip` occupies bits 15–16.
     pub const PRECISE_IP_SHIFT: u32 = 15;
+    pub const MMAP_DATA: u64 = 1 << 17;
+    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
     pub const EXCLUDE_HOST: u64 = 1 << 19;
     pub const EXCLUDE_GUEST: u64 = 1 << 20;
+    pub const EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
+    pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
+    pub const MMAP2: u64 = 1 << 23;
+    pub const COMM_EXEC: u64 = 1 << 24;
+    pub const USE_CLOCKID: u64 = 1 << 25;
+    pub const CONTEXT_SWITCH: u64 = 1 << 26;
 }
 
 impl PerfEventAttr {
@@ -96,23 +113,90 @@ impl PerfEventAttr {
             (attr.enable_on_exec, flag::ENABLE_ON_EXEC),
             (attr.exclude_host, flag::EXCLUDE_HOST),
             (attr.exclude_guest, flag::EXCLUDE_GUEST),
+            (
+                matches!(attr.sample, Some(SampleRate::Frequency(_))),
+                flag::FREQ,
+            ),
+            (matches!(attr.wakeup, Wakeup::Watermark(_)), flag::WATERMARK),
+            (attr.mmap, flag::MMAP),
+            (attr.mmap2, flag::MMAP2),
+            (attr.mmap_data, flag::MMAP_DATA),
+            (attr.comm, flag::COMM),
+            (attr.comm_exec, flag::COMM_EXEC),
+            (attr.task, flag::TASK),
+            (attr.context_switch, flag::CONTEXT_SWITCH),
+            (attr.sample_id_all, flag::SAMPLE_ID_ALL),
+            (
+                attr.exclude_callchain_kernel,
+                flag::EXCLUDE_CALLCHAIN_KERNEL,
+            ),
+            (attr.exclude_callchain_user, flag::EXCLUDE_CALLCHAIN_USER),
+            (attr.clockid.is_some(), flag::USE_CLOCKID),
         ];
         let flags = bits
             .iter()
             .filter(|(on, _)| *on)
             .fold(0, |acc, (_, bit)| acc | bit)
             | (u64::from(attr.precise_ip & 0b11) << flag::PRECISE_IP_SHIFT);
+        let sample_period = match attr.sample {
+            Some(SampleRate::Period(n)) | Some(SampleRate::Frequency(n)) => n,
+            None => 0,
+        };
+        let wakeup_events = match attr.wakeup {
+            Wakeup::Events(n) | Wakeup::Watermark(n) => n,
+        };
         PerfEventAttr {
             type_: attr.type_,
             size: PERF_ATTR_SIZE_VER8,
             config: attr.config,
+            sample_period,
+            sample_type: attr.sample_type,
             read_format: attr.read_format,
             flags,
+            wakeup_events,
             bp_type: attr.bp_type,
             config1: attr.config1,
             config2: attr.config2,
+            clockid: attr.clockid.unwrap_or(0),
+            sample_max_stack: attr.sample_max_stack,
             ..PerfEventAttr::default()
         }
+    }
+
+    /// The struct as the kernel reads it: every field native-endian at its
+    /// ABI offset (the struct has no padding, see the size assertion).
+    pub(crate) fn to_bytes(self) -> [u8; PERF_ATTR_SIZE_VER8 as usize] {
+        let mut b = [0u8; PERF_ATTR_SIZE_VER8 as usize];
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            b[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        put(&self.type_.to_ne_bytes());
+        put(&self.size.to_ne_bytes());
+        put(&self.config.to_ne_bytes());
+        put(&self.sample_period.to_ne_bytes());
+        put(&self.sample_type.to_ne_bytes());
+        put(&self.read_format.to_ne_bytes());
+        put(&self.flags.to_ne_bytes());
+        put(&self.wakeup_events.to_ne_bytes());
+        put(&self.bp_type.to_ne_bytes());
+        put(&self.config1.to_ne_bytes());
+        put(&self.config2.to_ne_bytes());
+        put(&self.branch_sample_type.to_ne_bytes());
+        put(&self.sample_regs_user.to_ne_bytes());
+        put(&self.sample_stack_user.to_ne_bytes());
+        put(&self.clockid.to_ne_bytes());
+        put(&self.sample_regs_intr.to_ne_bytes());
+        put(&self.aux_watermark.to_ne_bytes());
+        put(&self.sample_max_stack.to_ne_bytes());
+        put(&self.reserved_2.to_ne_bytes());
+        put(&self.aux_sample_size.to_ne_bytes());
+        put(&self.reserved_3.to_ne_bytes());
+        put(&self.sig_data.to_ne_bytes());
+        put(&self.config3.to_ne_bytes());
+        debug_assert_eq!(at, PERF_ATTR_SIZE_VER8 as usize);
+        b
     }
 }
 
@@ -216,6 +300,21 @@ mod tests {
             exclude_guest: true,
             exclude_host: true,
             precise_ip: 3,
+            sample: Some(SampleRate::Frequency(4000)),
+            sample_type: crate::sample_type::IP | crate::sample_type::CALLCHAIN,
+            wakeup: Wakeup::Watermark(4096),
+            sample_id_all: true,
+            mmap: true,
+            mmap2: true,
+            mmap_data: true,
+            comm: true,
+            comm_exec: true,
+            task: true,
+            context_switch: true,
+            exclude_callchain_kernel: true,
+            exclude_callchain_user: true,
+            sample_max_stack: 127,
+            clockid: Some(libc::CLOCK_MONOTONIC),
         };
         let k = PerfEventAttr::from_attr(&all);
         assert_eq!(k.size, 136);
@@ -224,8 +323,14 @@ mod tests {
             (9, 0x1234, 0x5678, 0x9abc)
         );
         assert_eq!(k.read_format, 12);
-        // bits 0-7, 12, 15-16, 19, 20.
-        assert_eq!(k.flags, 0xff | 1 << 12 | 0b11 << 15 | 1 << 19 | 1 << 20);
+        assert_eq!((k.sample_period, k.sample_type), (4000, 0x21));
+        assert_eq!(k.wakeup_events, 4096);
+        assert_eq!(
+            (k.sample_max_stack, k.clockid),
+            (127, libc::CLOCK_MONOTONIC)
+        );
+        // Every bit from 0 to 26 except inherit_stat (11).
+        assert_eq!(k.flags, ((1u64 << 27) - 1) & !(1 << 11));
 
         let one = |a: Attr| PerfEventAttr::from_attr(&a).flags;
         let d = Attr::default;
@@ -321,6 +426,152 @@ mod tests {
             }),
             1 << 20
         );
+    }
+
+    #[test]
+    fn sampling_flags_land_on_their_bits() {
+        let one = |a: Attr| PerfEventAttr::from_attr(&a).flags;
+        let d = Attr::default;
+        let cases: [(Attr, u64); 14] = [
+            (Attr { mmap: true, ..d() }, 1 << 8),
+            (Attr { comm: true, ..d() }, 1 << 9),
+            (
+                Attr {
+                    sample: Some(SampleRate::Frequency(99)),
+                    ..d()
+                },
+                1 << 10,
+            ),
+            (
+                Attr {
+                    sample: Some(SampleRate::Period(99)),
+                    ..d()
+                },
+                0,
+            ),
+            (Attr { task: true, ..d() }, 1 << 13),
+            (
+                Attr {
+                    wakeup: Wakeup::Watermark(1),
+                    ..d()
+                },
+                1 << 14,
+            ),
+            (
+                Attr {
+                    mmap_data: true,
+                    ..d()
+                },
+                1 << 17,
+            ),
+            (
+                Attr {
+                    sample_id_all: true,
+                    ..d()
+                },
+                1 << 18,
+            ),
+            (
+                Attr {
+                    exclude_callchain_kernel: true,
+                    ..d()
+                },
+                1 << 21,
+            ),
+            (
+                Attr {
+                    exclude_callchain_user: true,
+                    ..d()
+                },
+                1 << 22,
+            ),
+            (Attr { mmap2: true, ..d() }, 1 << 23),
+            (
+                Attr {
+                    comm_exec: true,
+                    ..d()
+                },
+                1 << 24,
+            ),
+            (
+                Attr {
+                    clockid: Some(1),
+                    ..d()
+                },
+                1 << 25,
+            ),
+            (
+                Attr {
+                    context_switch: true,
+                    ..d()
+                },
+                1 << 26,
+            ),
+        ];
+        for (a, bit) in cases {
+            assert_eq!(one(a.clone()), bit, "{a:?}");
+        }
+        let k = PerfEventAttr::from_attr(&Attr {
+            sample: Some(SampleRate::Period(100_003)),
+            wakeup: Wakeup::Events(7),
+            ..d()
+        });
+        assert_eq!((k.sample_period, k.wakeup_events, k.flags), (100_003, 7, 0));
+    }
+
+    /// The safe serialisation and the in-memory struct the kernel reads
+    /// are the same bytes.
+    #[test]
+    fn to_bytes_is_the_memory_layout() {
+        let k = PerfEventAttr {
+            type_: 1,
+            size: 136,
+            config: 2,
+            sample_period: 3,
+            sample_type: 4,
+            read_format: 5,
+            flags: 6,
+            wakeup_events: 7,
+            bp_type: 8,
+            config1: 9,
+            config2: 10,
+            branch_sample_type: 11,
+            sample_regs_user: 12,
+            sample_stack_user: 13,
+            clockid: 14,
+            sample_regs_intr: 15,
+            aux_watermark: 16,
+            sample_max_stack: 17,
+            reserved_2: 18,
+            aux_sample_size: 19,
+            reserved_3: 20,
+            sig_data: 21,
+            config3: 22,
+        };
+        // SAFETY: plain old data without padding (see the size assertion).
+        let mem: &[u8] = unsafe {
+            std::slice::from_raw_parts(
+                (&k as *const PerfEventAttr).cast::<u8>(),
+                size_of::<PerfEventAttr>(),
+            )
+        };
+        assert_eq!(&k.to_bytes()[..], mem);
+    }
+
+    #[test]
+    fn perf_data_bytes_fit_perf_6_1() {
+        let a = Attr {
+            sample: Some(SampleRate::Frequency(4000)),
+            sample_type: crate::sample_type::IP | crate::sample_type::TID,
+            ..Attr::default()
+        };
+        let full = a.to_kernel_bytes();
+        let file = a.to_perf_data_bytes();
+        assert_eq!((full.len(), file.len()), (136, 128));
+        assert_eq!(u32::from_ne_bytes(file[4..8].try_into().unwrap()), 128);
+        assert_eq!(full[8..128], file[8..128]);
+        assert_eq!(u64::from_ne_bytes(file[16..24].try_into().unwrap()), 4000);
+        assert_eq!(u64::from_ne_bytes(file[24..32].try_into().unwrap()), 3);
     }
 
     #[test]

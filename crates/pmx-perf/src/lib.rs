@@ -9,6 +9,18 @@
 //!   At open time it becomes the kernel's `struct perf_event_attr`
 //!   (`PERF_ATTR_SIZE_VER8`, 136 bytes; older kernels accept it because
 //!   every field they do not know is zero).
+//! - **Sampling.** The same [`Attr`] samples when [`Attr::sample`] is set:
+//!   [`SampleRate::Period`] takes a sample every N events (the
+//!   sample-after value), [`SampleRate::Frequency`] lets the kernel adjust
+//!   the period to reach N samples a second. [`Attr::sample_type`] (bits in
+//!   [`sample_type`]) says what a sample holds; `mmap2`, `comm`,
+//!   `comm_exec` and `task` ask for the side-band records a reader needs
+//!   to turn addresses into symbols, and `sample_id_all` stamps those with
+//!   the sample's TID/TIME/CPU/ID too. The records go into the event's ring
+//!   buffer ([`mmap`]); [`mmap::record`] and [`record_misc`] name their
+//!   header fields. [`Attr::to_kernel_bytes`] is the exact struct the
+//!   kernel was given and [`Attr::to_perf_data_bytes`] the form a
+//!   perf.data file stores. `Attr::default()` counts and never samples.
 //! - [`Target`] is where it counts: `pid` 0 is the calling *thread*, a tid
 //!   another thread (add `inherit` for the threads it creates later), -1
 //!   every task; `cpu` -1 follows the task wherever it runs, a CPU number
@@ -79,6 +91,8 @@ mod abi;
 mod error;
 pub mod mmap;
 mod read;
+#[cfg(test)]
+mod sampling_tests;
 
 pub use error::{perf_event_paranoid, OpenError, OpenErrorKind};
 
@@ -177,8 +191,141 @@ pub struct Attr {
     pub exclude_guest: bool,
     /// `exclude_host`.
     pub exclude_host: bool,
-    /// `precise_ip`.
+    /// `precise_ip`: how hard the PMU must try to record the exact
+    /// instruction (0 any skid, 1 constant skid, 2 asked for zero skid, 3
+    /// must have zero skid; Intel PEBS, AMD IBS).
     pub precise_ip: u8,
+
+    // ---- sampling ----
+    /// Take a sample every N events or at a target rate; `None` counts
+    /// only (`sample_period` 0).
+    pub sample: Option<SampleRate>,
+    /// What each sample holds: bits of [`sample_type`].
+    pub sample_type: u64,
+    /// When a reader sleeping in `poll` on the ring buffer is woken.
+    pub wakeup: Wakeup,
+    /// `sample_id_all`: the side-band records (MMAP, COMM, LOST …) carry
+    /// the sample's TID, TIME, ID, CPU, IDENTIFIER fields at their end, so
+    /// a reader can order and attribute them.
+    pub sample_id_all: bool,
+    /// `mmap`: a PERF_RECORD_MMAP for every executable mapping.
+    pub mmap: bool,
+    /// `mmap2`: the MMAP2 form (device, inode, protection, flags) instead.
+    pub mmap2: bool,
+    /// `mmap_data`: also non-executable mappings.
+    pub mmap_data: bool,
+    /// `comm`: a PERF_RECORD_COMM when a task changes its name.
+    pub comm: bool,
+    /// `comm_exec`: mark the COMM of an `exec` with `PERF_RECORD_MISC_COMM_EXEC`.
+    pub comm_exec: bool,
+    /// `task`: PERF_RECORD_FORK and PERF_RECORD_EXIT.
+    pub task: bool,
+    /// `context_switch`: PERF_RECORD_SWITCH at every context switch.
+    pub context_switch: bool,
+    /// `exclude_callchain_kernel`: call chains without the kernel part.
+    pub exclude_callchain_kernel: bool,
+    /// `exclude_callchain_user`: call chains without the user part.
+    pub exclude_callchain_user: bool,
+    /// `sample_max_stack`: the deepest call chain (0: the kernel's
+    /// `kernel.perf_event_max_stack`).
+    pub sample_max_stack: u16,
+    /// `use_clockid` + `clockid`: time stamps from this clock
+    /// (`CLOCK_MONOTONIC` …) instead of the kernel's perf clock.
+    pub clockid: Option<i32>,
+}
+
+/// How often a sampling event records a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SampleRate {
+    /// `sample_period`: one sample every N events (the sample-after value).
+    Period(u64),
+    /// `sample_freq` with `freq`: about N samples a second; the kernel
+    /// re-computes the period at every tick to reach it, capped by
+    /// `kernel.perf_event_max_sample_rate`.
+    Frequency(u64),
+}
+
+/// When the kernel wakes a reader polling the ring buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakeup {
+    /// `wakeup_events`: after this many samples (0: when the buffer is
+    /// half full).
+    Events(u32),
+    /// `wakeup_watermark` with `watermark`: when this many bytes wait.
+    Watermark(u32),
+}
+
+impl Default for Wakeup {
+    fn default() -> Wakeup {
+        Wakeup::Events(0)
+    }
+}
+
+/// `sample_type` bits (`PERF_SAMPLE_*`): which fields a PERF_RECORD_SAMPLE
+/// holds. They appear in the record in this order (the order of the bits,
+/// except IDENTIFIER, which comes first).
+pub mod sample_type {
+    /// `PERF_SAMPLE_IP`: the instruction pointer.
+    pub const IP: u64 = 1 << 0;
+    /// `PERF_SAMPLE_TID`: pid and tid (two u32).
+    pub const TID: u64 = 1 << 1;
+    /// `PERF_SAMPLE_TIME`: the time stamp (ns, perf clock unless clockid).
+    pub const TIME: u64 = 1 << 2;
+    /// `PERF_SAMPLE_ADDR`: the data address (memory events).
+    pub const ADDR: u64 = 1 << 3;
+    /// `PERF_SAMPLE_READ`: the counter values, in `read_format`'s layout.
+    pub const READ: u64 = 1 << 4;
+    /// `PERF_SAMPLE_CALLCHAIN`: `nr` then `nr` return addresses, with
+    /// context markers (`PERF_CONTEXT_KERNEL`, `PERF_CONTEXT_USER`).
+    pub const CALLCHAIN: u64 = 1 << 5;
+    /// `PERF_SAMPLE_ID`: the event's id.
+    pub const ID: u64 = 1 << 6;
+    /// `PERF_SAMPLE_CPU`: the CPU (u32) and a reserved u32.
+    pub const CPU: u64 = 1 << 7;
+    /// `PERF_SAMPLE_PERIOD`: the period this sample stands for.
+    pub const PERIOD: u64 = 1 << 8;
+    /// `PERF_SAMPLE_STREAM_ID`: the id of the event that was inherited from.
+    pub const STREAM_ID: u64 = 1 << 9;
+    /// `PERF_SAMPLE_RAW`: tracepoint payload.
+    pub const RAW: u64 = 1 << 10;
+    /// `PERF_SAMPLE_BRANCH_STACK`: LBR entries.
+    pub const BRANCH_STACK: u64 = 1 << 11;
+    /// `PERF_SAMPLE_REGS_USER`: user registers.
+    pub const REGS_USER: u64 = 1 << 12;
+    /// `PERF_SAMPLE_STACK_USER`: a copy of the user stack.
+    pub const STACK_USER: u64 = 1 << 13;
+    /// `PERF_SAMPLE_WEIGHT`: a cost (load latency).
+    pub const WEIGHT: u64 = 1 << 14;
+    /// `PERF_SAMPLE_DATA_SRC`: where the data came from.
+    pub const DATA_SRC: u64 = 1 << 15;
+    /// `PERF_SAMPLE_IDENTIFIER`: the event's id, first in the record and
+    /// last in `sample_id_all` trailers, so it is found without knowing
+    /// the event.
+    pub const IDENTIFIER: u64 = 1 << 16;
+    /// `PERF_SAMPLE_TRANSACTION`: TSX abort information.
+    pub const TRANSACTION: u64 = 1 << 17;
+    /// `PERF_SAMPLE_REGS_INTR`: registers at the interrupt.
+    pub const REGS_INTR: u64 = 1 << 18;
+    /// `PERF_SAMPLE_PHYS_ADDR`: the physical data address.
+    pub const PHYS_ADDR: u64 = 1 << 19;
+}
+
+/// `misc` bits of a record header (`PERF_RECORD_MISC_*`).
+pub mod record_misc {
+    /// The CPU mode mask (low 3 bits).
+    pub const CPUMODE_MASK: u16 = 7;
+    /// Kernel mode.
+    pub const KERNEL: u16 = 1;
+    /// User mode.
+    pub const USER: u16 = 2;
+    /// Hypervisor.
+    pub const HYPERVISOR: u16 = 3;
+    /// MMAP/MMAP2 of a data mapping; COMM from `exec` (`COMM_EXEC`).
+    pub const MMAP_DATA_OR_COMM_EXEC: u16 = 1 << 13;
+    /// A synthesized record whose `/proc/PID/maps` read timed out.
+    pub const PROC_MAP_PARSE_TIMEOUT: u16 = 1 << 12;
+    /// The sample's IP is the exact instruction (precise event).
+    pub const EXACT_IP: u16 = 1 << 14;
 }
 
 impl Default for Attr {
@@ -204,6 +351,21 @@ impl Default for Attr {
             exclude_guest: false,
             exclude_host: false,
             precise_ip: 0,
+            sample: None,
+            sample_type: 0,
+            wakeup: Wakeup::Events(0),
+            sample_id_all: false,
+            mmap: false,
+            mmap2: false,
+            mmap_data: false,
+            comm: false,
+            comm_exec: false,
+            task: false,
+            context_switch: false,
+            exclude_callchain_kernel: false,
+            exclude_callchain_user: false,
+            sample_max_stack: 0,
+            clockid: None,
         }
     }
 }
@@ -225,8 +387,45 @@ impl Attr {
             exclude_host: a.exclude_host,
             pinned: a.pinned,
             precise_ip: a.precise_ip,
+            sample: match (a.sample_period, a.sample_freq) {
+                (Some(p), _) => Some(SampleRate::Period(p)),
+                (None, Some(f)) => Some(SampleRate::Frequency(f)),
+                (None, None) => None,
+            },
             ..Attr::default()
         })
+    }
+
+    /// The exact `struct perf_event_attr` bytes [`Counter::open`] gives the
+    /// kernel (`PERF_ATTR_SIZE_VER8`, 136 bytes, native-endian), e.g. for
+    /// a perf.data file's attrs section.
+    pub fn to_kernel_bytes(&self) -> Vec<u8> {
+        abi::PerfEventAttr::from_attr(self).to_bytes().to_vec()
+    }
+
+    /// The attr as a perf.data file stores it: [`Attr::to_kernel_bytes`],
+    /// cut to `PERF_ATTR_SIZE_VER7` (128 bytes, `size` set to match) when
+    /// `config3` — the only field past it — is zero, which it always is
+    /// for attrs built from this type. perf before 6.3 refuses a file whose
+    /// attrs are larger than its own struct, and every reader zero-fills a
+    /// shorter one.
+    pub fn to_perf_data_bytes(&self) -> Vec<u8> {
+        let mut k = abi::PerfEventAttr::from_attr(self);
+        if k.config3 == 0 {
+            k.size = abi::PERF_ATTR_SIZE_VER7;
+        }
+        let mut b = k.to_bytes().to_vec();
+        b.truncate(k.size as usize);
+        b
+    }
+
+    /// Does this attr sample (a period or a frequency)?
+    pub fn is_sampling(&self) -> bool {
+        match self.sample {
+            Some(SampleRate::Period(p)) => p > 0,
+            Some(SampleRate::Frequency(f)) => f > 0,
+            None => false,
+        }
     }
 
     /// A hardware breakpoint (`PERF_TYPE_BREAKPOINT`) at `addr`: `len` 1,

@@ -20,6 +20,7 @@ pub mod eventlist;
 pub mod launch;
 pub mod schedule;
 pub mod stat;
+mod ticker;
 
 pub use eventlist::{parse_event_list, EventGroup};
 pub use stat::{aggregate, plan, run, Aggregation, RunOptions, Scope, StatPlan, StatRun};

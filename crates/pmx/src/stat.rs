@@ -11,6 +11,7 @@
 use crate::eventlist::EventGroup;
 use crate::launch::{self, Exit, StartError};
 use crate::schedule::{self, CounterBudget, Need};
+use crate::ticker::{self, Ticker};
 use pmx_events::{Database, Resolved, SourceKind};
 use pmx_model::count::Count;
 use pmx_model::spec::{Body, EventSpec};
@@ -530,6 +531,19 @@ struct Opened {
     tid: i32,
 }
 
+/// How long after an interval boundary pmx reads when tickers are in use:
+/// their samples are taken on the boundary by the kernel's timer, and
+/// waking slightly later finds them in the rings instead of racing them.
+fn tick_lag(iv: Duration) -> Duration {
+    (iv / 8).min(Duration::from_millis(1))
+}
+
+/// Whether system-wide interval reads may use tickers (`PMX_NO_TICKER`
+/// set to anything turns them off, to compare).
+fn tickers_allowed() -> bool {
+    std::env::var_os("PMX_NO_TICKER").is_none()
+}
+
 /// The first interval boundary after `now`, on the grid `t + k·iv`: a
 /// late wake-up skips the boundaries it missed instead of drifting.
 pub fn next_tick_after(t: Instant, iv: Duration, now: Instant) -> Instant {
@@ -573,17 +587,26 @@ fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
     Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// Sleep until `fd` is readable or `timeout_ms` passes (-1: no timeout);
-/// a signal ends the sleep early.
-fn poll_fd(fd: Option<&std::os::fd::OwnedFd>, timeout_ms: i32) {
+/// Sleep until `fd` is readable or `timeout` passes (`None`: no timeout);
+/// a signal ends the sleep early. Microsecond resolution, so interval
+/// boundaries are met to the timer's precision.
+fn poll_fd(fd: Option<&std::os::fd::OwnedFd>, timeout: Option<Duration>) {
     use std::os::fd::AsRawFd;
     let mut p = libc::pollfd {
         fd: fd.map_or(-1, |f| f.as_raw_fd()),
         events: libc::POLLIN,
         revents: 0,
     };
-    // SAFETY: one pollfd (a negative fd is ignored by poll).
-    unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(t.subsec_nanos() as i32),
+    });
+    let tp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: one pollfd (a negative fd is ignored), a timespec we own or
+    // null, no signal mask.
+    unsafe { libc::ppoll(&mut p, 1, tp, std::ptr::null()) };
 }
 
 /// Count `plan` once, calling `on_tick` after every interval (`-I`) with
@@ -628,6 +651,8 @@ pub fn run_with(
         .collect();
     let mut opened: Vec<Opened> = Vec::new();
     let mut leaders: Vec<usize> = Vec::new();
+    // Hidden sampling leaders and the opened counters in their groups.
+    let mut tickers: Vec<(Ticker, Vec<usize>)> = Vec::new();
     let mut hard_error: Option<String> = None;
     for g in &plan.groups {
         let members: Vec<usize> = g
@@ -646,14 +671,30 @@ pub fn run_with(
             Some(c) => c.iter().map(|&c| (-1, c as i32)).collect(),
             None => slots.clone(),
         };
+        // System-wide groups of software events read at intervals get a
+        // hidden sampling leader on each CPU (see `crate::ticker`).
+        let tickable = opts.interval.is_some()
+            && own_cpus.is_none()
+            && tickers_allowed()
+            && members.iter().all(|&i| {
+                plan.events[i]
+                    .attr
+                    .as_ref()
+                    .is_ok_and(|a| ticker::joins_ticker(a.type_))
+            });
         for &(pid, cpu) in &group_slots {
             let mut leader_idx: Option<usize> = None;
+            let mut ticker = match (tickable && pid == -1 && cpu >= 0, opts.interval) {
+                (true, Some(iv)) => Ticker::open(cpu, iv),
+                _ => None,
+            };
+            let first_member = opened.len();
             for &ei in &members {
                 if status[ei] != EventStatus::Counted {
                     continue;
                 }
                 let mut attr = plan.events[ei].attr.clone().expect("filtered");
-                let is_leader = leader_idx.is_none();
+                let is_leader = leader_idx.is_none() && ticker.is_none();
                 // Children inherit task counters (not a single thread's;
                 // traced tasks get their own).
                 attr.inherit =
@@ -666,7 +707,13 @@ pub fn run_with(
                         attr.read_format |= pmx_perf::read_format::GROUP;
                     }
                 }
-                let group = leader_idx.map(|l| &opened[l].counter);
+                if ticker.is_some() {
+                    attr.clockid = Some(ticker::CLOCK);
+                }
+                let group = match &ticker {
+                    Some(t) => Some(&t.counter),
+                    None => leader_idx.map(|l| &opened[l].counter),
+                };
                 match Counter::open(&attr, pmx_perf::Target { pid, cpu }, group) {
                     Ok(c) => {
                         if is_leader {
@@ -706,6 +753,11 @@ pub fn run_with(
                     }
                 }
             }
+            if let Some(t) = ticker.take() {
+                if opened.len() > first_member {
+                    tickers.push((t, (first_member..opened.len()).collect()));
+                }
+            }
         }
     }
     if opened.is_empty() {
@@ -717,7 +769,11 @@ pub fn run_with(
         }
     }
     let start = Instant::now();
+    let start_ns = ticker::monotonic_ns();
     // Start: the command's counters start at exec; others now.
+    for (t, _) in &tickers {
+        t.counter.enable(true)?;
+    }
     for &l in &leaders {
         let o = &opened[l];
         if !(by_exec && plan.events[o.event].cpus.is_none()) {
@@ -762,10 +818,24 @@ pub fn run_with(
         .enumerate()
         .map(|(k, o)| (o.counter.id(), k))
         .collect();
-    let read_all = |opened: &[Opened]| -> std::io::Result<Vec<Count>> {
-        // Groups through their leader (one read, one time window), single
-        // events on their own.
-        let mut counts: Vec<Option<Count>> = vec![None; opened.len()];
+    // Read every counter not already in `counts`: groups through their
+    // leader (one read, one time window), ticker groups through the
+    // hidden leader, single events on their own.
+    let read_rest = |opened: &[Opened],
+                     tickers: &mut [(Ticker, Vec<usize>)],
+                     mut counts: Vec<Option<Count>>|
+     -> std::io::Result<Vec<Count>> {
+        for (t, members) in tickers.iter_mut() {
+            if members.iter().all(|&k| counts[k].is_some()) {
+                continue;
+            }
+            for (id, c) in t.counter.read_group()? {
+                if let Some(&k) = by_id.get(&id) {
+                    counts[k] = Some(c);
+                }
+            }
+            t.read_directly_at(ticker::monotonic_ns());
+        }
         for &l in &leaders {
             let o = &opened[l];
             if o.counter.read_format() & pmx_perf::read_format::GROUP == 0 {
@@ -785,6 +855,28 @@ pub fn run_with(
                 None => o.counter.read(),
             })
             .collect()
+    };
+    // At an interval boundary: ticker groups from their samples where
+    // they are there, the rest read.
+    let read_at = |opened: &[Opened],
+                   tickers: &mut [(Ticker, Vec<usize>)],
+                   at: Instant|
+     -> std::io::Result<Vec<Count>> {
+        let mut counts: Vec<Option<Count>> = vec![None; opened.len()];
+        let at_ns = start_ns + u64::try_from((at - start).as_nanos()).unwrap_or(u64::MAX);
+        for (t, _) in tickers.iter_mut() {
+            if let Some(sample) = t.take(at_ns) {
+                for (id, c) in sample {
+                    if let Some(&k) = by_id.get(&id) {
+                        counts[k] = Some(c);
+                    }
+                }
+            }
+        }
+        read_rest(opened, tickers, counts)
+    };
+    let read_all = |opened: &[Opened], tickers: &mut [(Ticker, Vec<usize>)]| {
+        read_rest(opened, tickers, vec![None; opened.len()])
     };
     let to_instances = |counts: &[Count]| -> Vec<Instance> {
         opened
@@ -843,8 +935,8 @@ pub fn run_with(
             break;
         }
         if let (Some(t), Some(iv)) = (next_tick, opts.interval) {
-            if now >= t {
-                let counts = read_all(&opened)?;
+            if now >= t + tick_lag(iv) || (now >= t && tickers.is_empty()) {
+                let counts = read_at(&opened, &mut tickers, t)?;
                 let deltas: Vec<Count> = counts
                     .iter()
                     .zip(&prev)
@@ -868,27 +960,22 @@ pub fn run_with(
             }
         }
         let mut wake: Option<Instant> = None;
-        for t in [next_tick, deadline].into_iter().flatten() {
+        // With tickers, wake a little after the boundary so the samples
+        // taken on it are in the rings.
+        let tick_wake = match (next_tick, opts.interval) {
+            (Some(t), Some(iv)) if !tickers.is_empty() => Some(t + tick_lag(iv)),
+            _ => next_tick,
+        };
+        for t in [tick_wake, deadline].into_iter().flatten() {
             wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
         }
-        let mut timeout_ms: i32 = match wake {
-            Some(w) => w
-                .saturating_duration_since(now)
-                .as_micros()
-                .div_ceil(1000)
-                .min(i32::MAX as u128) as i32,
-            None => -1,
-        };
+        let mut timeout = wake.map(|w| w.saturating_duration_since(now));
         if child.is_none() || pidfd.is_none() || stop_requested() {
             // Nothing to wake us but time: re-check the tasks regularly.
-            let cap = if child.is_some() { 5 } else { 20 };
-            timeout_ms = if timeout_ms < 0 {
-                cap
-            } else {
-                timeout_ms.min(cap)
-            };
+            let cap = Duration::from_millis(if child.is_some() { 5 } else { 20 });
+            timeout = Some(timeout.map_or(cap, |t| t.min(cap)));
         }
-        poll_fd(pidfd.as_ref(), timeout_ms);
+        poll_fd(pidfd.as_ref(), timeout);
     }
     if ended_by_us {
         if let Some(c) = child.as_ref() {
@@ -899,10 +986,13 @@ pub fn run_with(
     }
     CHILD.store(0, Ordering::SeqCst);
     let elapsed = start.elapsed();
+    for (t, _) in &tickers {
+        let _ = t.counter.disable(true);
+    }
     for &l in &leaders {
         let _ = opened[l].counter.disable(true);
     }
-    let finals = read_all(&opened)?;
+    let finals = read_all(&opened, &mut tickers)?;
     if opts.interval.is_some() {
         let deltas: Vec<Count> = finals
             .iter()
