@@ -343,6 +343,71 @@ fn interval_deltas_add_up_to_the_totals() {
     }
 }
 
+/// System-wide software groups are read at each boundary from per-CPU
+/// ring samples (tickers): every CPU's deltas must add up to its totals,
+/// and each full interval's cpu-clock must be about the interval (a sample
+/// attributed to the wrong boundary would show 0 and 2 intervals).
+#[test]
+fn system_wide_intervals_add_up_per_cpu_and_follow_the_grid() {
+    let o = pmx(&[
+        "stat",
+        "-I",
+        "20",
+        "-a",
+        "-A",
+        "-x,",
+        "-e",
+        "cpu-clock,context-switches,page-faults",
+        "--duration",
+        "0.4",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stderr(&o);
+    let rows = interval_lines(&text);
+    let totals: Vec<Vec<&str>> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# "))
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| r.len() > 6)
+        .collect();
+    let cpus: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+    assert!(!cpus.is_empty(), "{text}");
+    for cpu in &cpus {
+        for event in ["cpu-clock", "context-switches", "page-faults"] {
+            let sum: u64 = rows
+                .iter()
+                .filter(|r| r[1] == *cpu && r[4] == event)
+                .map(|r| r[7].parse::<u64>().unwrap())
+                .sum();
+            let total: u64 = totals
+                .iter()
+                .find(|r| r[0] == *cpu && r[3] == event)
+                .map(|r| r[6].parse().unwrap())
+                .unwrap_or_else(|| panic!("no total for {cpu} {event}: {text}"));
+            assert_eq!(
+                sum, total,
+                "{cpu} {event}: intervals {sum} vs total {total}"
+            );
+        }
+        let clock: Vec<f64> = rows
+            .iter()
+            .filter(|r| r[1] == *cpu && r[4] == "cpu-clock")
+            .map(|r| r[7].parse::<f64>().unwrap() / 1e6)
+            .collect();
+        assert!(clock.len() >= 15, "{text}");
+        // The first and the partial last interval aside.
+        let inner = &clock[1..clock.len() - 1];
+        let off = inner
+            .iter()
+            .filter(|&&ms| !(10.0..=30.0).contains(&ms))
+            .count();
+        assert!(
+            off * 5 <= inner.len(),
+            "{cpu}: cpu-clock per 20 ms interval should be about 20 ms: {clock:?}"
+        );
+    }
+}
+
 #[test]
 fn interval_count_per_cpu_rows() {
     let o = pmx(&[
