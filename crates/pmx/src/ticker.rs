@@ -24,14 +24,11 @@
 //! multiplexing and stop the samples whenever the group is switched out.
 
 use pmx_model::count::Count;
-use pmx_perf::mmap::{parse_sample_read, Mmap, RecordHeader};
+use pmx_perf::mmap::{parse_sample_read, record::SAMPLE as RECORD_SAMPLE, Mmap, RecordHeader};
 use pmx_perf::{event_type, read_format, sample_type, software, Attr, Counter, Target};
 use pmx_perf::{SampleRate, Wakeup};
 use std::collections::VecDeque;
 use std::time::Duration;
-
-/// `PERF_RECORD_SAMPLE`.
-const RECORD_SAMPLE: u32 = 9;
 
 /// Whether events of this `type` can join a ticker's group.
 pub(crate) fn joins_ticker(type_: u32) -> bool {
