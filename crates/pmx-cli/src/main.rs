@@ -24,6 +24,7 @@ mod info;
 mod list;
 mod merge;
 mod msr;
+mod outpath;
 mod plot;
 mod record;
 mod report;

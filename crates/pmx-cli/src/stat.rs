@@ -337,9 +337,14 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         }
     }
     let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(
-            std::fs::File::create(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-        ),
+        Some(pattern) => {
+            // %h %p %r %j: one file per host, process, rank, job.
+            let path = crate::outpath::expand_path(pattern)?;
+            Box::new(
+                std::fs::File::create(&path)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+            )
+        }
         None => Box::new(std::io::stderr()),
     };
     let sep = args.separator.clone();
@@ -459,7 +464,9 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         return Err(anyhow::anyhow!("writing the interval rows: {e}"));
     }
     let text = if args.json {
-        format!("{}\n", pmx_output::stat::json(&report))
+        let mut doc = pmx_output::stat::json(&report);
+        crate::outpath::add_job_fields(&mut doc);
+        format!("{doc}\n")
     } else if let Some(sep) = &args.separator {
         let body = pmx_output::stat::csv(&report, sep, args.csv_header && interval.is_none());
         if interval.is_some() {

@@ -772,9 +772,13 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
 
     // The output first: a bad -o path fails before any register changes.
     let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(
-            std::fs::File::create(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-        ),
+        Some(pattern) => {
+            let path = crate::outpath::expand_path(pattern)?;
+            Box::new(
+                std::fs::File::create(&path)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+            )
+        }
         None => Box::new(std::io::stderr()),
     };
 

@@ -1,0 +1,806 @@
+//! `pmx serve` against the real kernel on loopback: the OpenMetrics text
+//! parses strictly, counts grow by what a workload did, `promtool` accepts
+//! the Prometheus text, a real Prometheus server scrapes it, memory stays
+//! flat over 1,000 scrapes, bad requests get 4xx, hotplug of the followed
+//! CPU list adds and drops series, SIGTERM stops it with exit 0.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+const WORKLOAD: &str = env!("CARGO_BIN_EXE_pmx-workload");
+
+/// A running `pmx serve`, killed on drop.
+struct Daemon {
+    child: Child,
+    addr: String,
+    log: mpsc::Receiver<String>,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(args: &[&str]) -> Daemon {
+    let mut child = Command::new(PMX)
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pmx serve");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let addr = rest.split('/').next().unwrap().to_string();
+                    return Daemon {
+                        child,
+                        addr,
+                        log: rx,
+                    };
+                }
+                seen.push(line);
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("pmx serve did not start: {seen:?}");
+            }
+        }
+    }
+}
+
+/// One HTTP exchange on a fresh connection: (status, headers, body).
+fn http(addr: &str, request: &[u8]) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(request).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+fn scrape(addr: &str, openmetrics: bool) -> String {
+    let accept = if openmetrics {
+        "Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n"
+    } else {
+        ""
+    };
+    let req = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n{accept}Connection: close\r\n\r\n");
+    let (status, head, body) = http(addr, req.as_bytes());
+    assert_eq!(status, 200, "{head}");
+    if openmetrics {
+        assert!(
+            head.contains(
+                "Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"
+            ),
+            "{head}"
+        );
+    } else {
+        assert!(
+            head.contains("Content-Type: text/plain; version=0.0.4"),
+            "{head}"
+        );
+    }
+    body
+}
+
+/// A sample: metric name, labels, value.
+type Sample = (String, BTreeMap<String, String>, f64);
+
+fn valid_name(n: &str) -> bool {
+    let mut b = n.bytes();
+    matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_' || c == b':')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b':')
+}
+
+/// A strict reading of OpenMetrics 1.0 text as pmx writes it: families
+/// declared once with TYPE before their samples, sample names matching the
+/// family type (counter `_total`, info `_info`), UNIT matching the name
+/// suffix, label syntax and escapes, unique label sets, counters ≥ 0, and
+/// `# EOF` last.
+fn parse_openmetrics(text: &str) -> Result<Vec<Sample>, String> {
+    let body = text
+        .strip_suffix("# EOF\n")
+        .ok_or("does not end with '# EOF\\n'")?;
+    if body.contains("# EOF") {
+        return Err("# EOF before the end".into());
+    }
+    let mut out = Vec::new();
+    let mut families: BTreeMap<String, String> = BTreeMap::new();
+    let mut current: Option<(String, String)> = None;
+    let mut seen_series: std::collections::BTreeSet<String> = Default::default();
+    for (n, line) in body.lines().enumerate() {
+        let err = |m: &str| format!("line {}: {m}: {line}", n + 1);
+        if let Some(rest) = line.strip_prefix("# ") {
+            let mut parts = rest.splitn(3, ' ');
+            let (kw, name, arg) = (parts.next(), parts.next(), parts.next());
+            let name = name.ok_or_else(|| err("metadata without a name"))?;
+            match kw {
+                Some("TYPE") => {
+                    let t = arg.ok_or_else(|| err("TYPE without a type"))?;
+                    if ![
+                        "counter",
+                        "gauge",
+                        "info",
+                        "histogram",
+                        "summary",
+                        "stateset",
+                        "gaugehistogram",
+                        "unknown",
+                    ]
+                    .contains(&t)
+                    {
+                        return Err(err("unknown type"));
+                    }
+                    if !valid_name(name) {
+                        return Err(err("bad family name"));
+                    }
+                    if families.insert(name.to_string(), t.to_string()).is_some() {
+                        return Err(err("family declared twice"));
+                    }
+                    current = Some((name.to_string(), t.to_string()));
+                }
+                Some("HELP") | Some("UNIT") => {
+                    let cur = current
+                        .as_ref()
+                        .ok_or_else(|| err("metadata before TYPE"))?;
+                    if cur.0 != name {
+                        return Err(err("metadata of another family"));
+                    }
+                    if kw == Some("UNIT") {
+                        let unit = arg.ok_or_else(|| err("UNIT without a unit"))?;
+                        if !name.ends_with(&format!("_{unit}")) {
+                            return Err(err("family name does not end with its unit"));
+                        }
+                    }
+                }
+                _ => return Err(err("unknown comment")),
+            }
+            continue;
+        }
+        let (fam, ty) = current
+            .as_ref()
+            .ok_or_else(|| err("sample before any TYPE"))?;
+        let (series, value) = line.rsplit_once(' ').ok_or_else(|| err("no value"))?;
+        let (name, labels_text) = match series.find('{') {
+            Some(i) => {
+                let l = series[i + 1..]
+                    .strip_suffix('}')
+                    .ok_or_else(|| err("unclosed labels"))?;
+                (&series[..i], Some(l))
+            }
+            None => (series, None),
+        };
+        let expected = match ty.as_str() {
+            "counter" => format!("{fam}_total"),
+            "info" => format!("{fam}_info"),
+            _ => fam.clone(),
+        };
+        if name != expected && !(ty == "counter" && name == format!("{fam}_created")) {
+            return Err(err(&format!("sample name is not {expected}")));
+        }
+        let mut labels = BTreeMap::new();
+        if let Some(mut l) = labels_text {
+            while !l.is_empty() {
+                let eq = l.find("=\"").ok_or_else(|| err("label without =\""))?;
+                let lname = &l[..eq];
+                if !valid_name(lname) || lname.contains(':') {
+                    return Err(err("bad label name"));
+                }
+                let mut val = String::new();
+                let mut chars = l[eq + 2..].char_indices();
+                let mut end = None;
+                while let Some((i, c)) = chars.next() {
+                    match c {
+                        '\\' => match chars.next() {
+                            Some((_, '\\')) => val.push('\\'),
+                            Some((_, '"')) => val.push('"'),
+                            Some((_, 'n')) => val.push('\n'),
+                            _ => return Err(err("bad escape")),
+                        },
+                        '"' => {
+                            end = Some(eq + 2 + i + 1);
+                            break;
+                        }
+                        '\n' => return Err(err("newline in a label value")),
+                        c => val.push(c),
+                    }
+                }
+                let end = end.ok_or_else(|| err("unterminated label value"))?;
+                if labels.insert(lname.to_string(), val).is_some() {
+                    return Err(err("label twice"));
+                }
+                l = &l[end..];
+                if let Some(rest) = l.strip_prefix(',') {
+                    l = rest;
+                    if l.is_empty() {
+                        return Err(err("trailing comma"));
+                    }
+                } else if !l.is_empty() {
+                    return Err(err("junk after a label"));
+                }
+            }
+        }
+        let v: f64 = match value {
+            "NaN" => f64::NAN,
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v.parse().map_err(|_| err("bad value"))?,
+        };
+        if ty == "counter" && (v.is_nan() || v < 0.0) {
+            return Err(err("negative or NaN counter"));
+        }
+        if !seen_series.insert(series.to_string()) {
+            return Err(err("series twice"));
+        }
+        out.push((name.to_string(), labels, v));
+    }
+    Ok(out)
+}
+
+fn samples(text: &str) -> Vec<Sample> {
+    parse_openmetrics(text).unwrap_or_else(|e| panic!("not valid OpenMetrics: {e}\n{text}"))
+}
+
+/// Sum of `name` samples whose labels include `want`.
+fn sum(s: &[Sample], name: &str, want: &[(&str, &str)]) -> f64 {
+    s.iter()
+        .filter(|(n, l, _)| {
+            n == name
+                && want
+                    .iter()
+                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|(_, _, v)| v)
+        .sum()
+}
+
+fn series(s: &[Sample], name: &str, want: &[(&str, &str)]) -> Vec<BTreeMap<String, String>> {
+    s.iter()
+        .filter(|(n, l, _)| {
+            n == name
+                && want
+                    .iter()
+                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|(_, l, _)| l.clone())
+        .collect()
+}
+
+fn touch_pages(n: u64) {
+    let st = Command::new(WORKLOAD)
+        .args(["pages", &n.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+#[test]
+fn openmetrics_counts_grow_by_the_workload() {
+    let d = start(&["-e", "page-faults,task-clock,context-switches,cycles"]);
+    let a = samples(&scrape(&d.addr, true));
+    assert_eq!(sum(&a, "pmx_up", &[]), 1.0);
+    assert_eq!(sum(&a, "pmx_build_info", &[]), 1.0);
+    assert_eq!(
+        sum(
+            &a,
+            "pmx_event_supported",
+            &[("event", "page-faults"), ("pmu", "software")]
+        ),
+        1.0
+    );
+    // No PMU in a VM: cycles is exported as absent, not as a zero count.
+    let cycles_supported = sum(&a, "pmx_event_supported", &[("event", "cycles")]);
+    if cycles_supported == 0.0 {
+        assert!(series(&a, "pmx_events_total", &[("event", "cycles")]).is_empty());
+    }
+    let cpus = series(&a, "pmx_events_total", &[("event", "page-faults")]);
+    assert!(!cpus.is_empty() && cpus.iter().all(|l| l.contains_key("cpu")));
+    let n = 30_000u64;
+    touch_pages(n);
+    let b = samples(&scrape(&d.addr, true));
+    let grew = sum(&b, "pmx_events_total", &[("event", "page-faults")])
+        - sum(&a, "pmx_events_total", &[("event", "page-faults")]);
+    // System-wide: at least the workload's faults, and not absurdly more.
+    assert!(grew >= n as f64, "page faults grew by {grew}, want ≥ {n}");
+    assert!(grew < 20.0 * n as f64, "page faults grew by {grew}");
+    // Every counter is monotonic between the two scrapes.
+    for (name, labels, v) in &b {
+        if name.ends_with("_total") && name != "pmx_scrapes_total" {
+            let before = a.iter().find(|(n2, l2, _)| n2 == name && l2 == labels);
+            if let Some((_, _, old)) = before {
+                assert!(v >= old, "{name} {labels:?} went from {old} to {v}");
+            }
+        }
+    }
+    // Software events always run: the running ratio over the window is 1.
+    let ratio = sum(
+        &b,
+        "pmx_event_running_ratio",
+        &[("event", "page-faults"), ("cpu", "0")],
+    );
+    assert!((ratio - 1.0).abs() < 1e-9, "{ratio}");
+    assert!(sum(&b, "pmx_window_seconds", &[]) > 0.0);
+    // The Prometheus text format of the same daemon has no EOF and is
+    // typed by sample name.
+    let t = scrape(&d.addr, false);
+    assert!(t.contains("# TYPE pmx_events_total counter\n") && !t.contains("# EOF"));
+}
+
+#[test]
+fn promtool_accepts_the_text_format() {
+    if Command::new("promtool").arg("--version").output().is_err() {
+        eprintln!("skipping: promtool not installed (Debian: apt-get install prometheus)");
+        return;
+    }
+    let d = start(&[
+        "-e",
+        "page-faults,task-clock,{context-switches,cpu-migrations}",
+    ]);
+    for om in [false, true] {
+        let body = scrape(&d.addr, om);
+        if om {
+            // promtool reads the Prometheus text format; check it strictly
+            // here and with promtool below.
+            samples(&body);
+            continue;
+        }
+        let mut p = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        p.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+        let out = p.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool: {}{}\n{body}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_real_prometheus_scrapes_it() {
+    if Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipping: prometheus not installed (Debian: apt-get install prometheus)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("pmx.conf");
+    std::fs::write(
+        &conf,
+        "events = page-faults,task-clock\ndefine faults_per_second = page-faults / duration_time\n",
+    )
+    .unwrap();
+    let d = start(&["--config", conf.to_str().unwrap()]);
+    let prom_port = free_port();
+    let prom_conf = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prom_conf,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: pmx\n    static_configs:\n      - targets: ['{}']\n",
+            d.addr
+        ),
+    )
+    .unwrap();
+    let prom = Command::new("prometheus")
+        .arg(format!("--config.file={}", prom_conf.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+        .arg("--log.level=warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _guard = Kill(prom);
+    let api = format!("127.0.0.1:{prom_port}");
+    let query = |q: &str| -> Option<String> {
+        let s = TcpStream::connect(&api).ok()?;
+        drop(s);
+        let req = format!(
+            "GET /api/v1/query?query={q} HTTP/1.1\r\nHost: {api}\r\nConnection: close\r\n\r\n"
+        );
+        let (status, _, body) = http(&api, req.as_bytes());
+        (status == 200).then_some(body)
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = String::new();
+    let found = loop {
+        if let Some(body) = query("pmx_events_total") {
+            if body.contains("\"event\":\"page-faults\"") && body.contains("\"cpu\":\"0\"") {
+                break true;
+            }
+            last = body;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(found, "Prometheus never returned pmx_events_total: {last}");
+    // The target is up (OpenMetrics negotiated and parsed by Prometheus)
+    // and the user metric's gauge is there after two scrapes.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let up = query("up").unwrap_or_default();
+        let m = query("pmx_metric").unwrap_or_default();
+        if up.contains("\"1\"]") && m.contains("\"metric\":\"faults_per_second\"") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "up: {up}\npmx_metric: {m}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_thousand_scrapes_keep_memory_flat_and_counts_right() {
+    let d = start(&[
+        "-e",
+        "page-faults,task-clock,context-switches,cpu-migrations",
+    ]);
+    let pid = d.child.id();
+    let mut last_faults = 0.0;
+    let mut check = |body: &str, i: usize| {
+        let s = samples(body);
+        let f = sum(&s, "pmx_events_total", &[("event", "page-faults")]);
+        assert!(f >= last_faults, "scrape {i}: page faults went back");
+        last_faults = f;
+        sum(&s, "pmx_scrapes_total", &[])
+    };
+    for i in 0..100 {
+        check(&scrape(&d.addr, true), i);
+    }
+    let before = rss_kb(pid);
+    let mut n = 0.0;
+    for i in 0..1000 {
+        n = check(&scrape(&d.addr, true), i);
+    }
+    let after = rss_kb(pid);
+    eprintln!("RSS over 1,000 scrapes: {before} kB → {after} kB");
+    assert_eq!(n, 1100.0, "pmx_scrapes_total after 1,100 scrapes");
+    let change = (after as f64 - before as f64) / before as f64;
+    assert!(
+        change.abs() < 0.05,
+        "RSS {before} kB → {after} kB ({:+.1}%)",
+        change * 100.0
+    );
+}
+
+#[test]
+fn malformed_requests_get_4xx_and_the_daemon_keeps_serving() {
+    let d = start(&["-e", "page-faults"]);
+    let cases: Vec<(Vec<u8>, u16)> = vec![
+        (b"GARBAGE\r\n\r\n".to_vec(), 400),
+        (b"GET /metrics\r\n\r\n".to_vec(), 400),
+        (
+            b"GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n".to_vec(),
+            400,
+        ),
+        (b"\x00\xff\xfe binary\r\n\r\n".to_vec(), 400),
+        (
+            format!(
+                "GET /metrics HTTP/1.1\r\nX-Big: {}\r\n\r\n",
+                "a".repeat(20_000)
+            )
+            .into_bytes(),
+            431,
+        ),
+        (b"GET /metrics HTTP/2.0\r\n\r\n".to_vec(), 505),
+        (
+            b"POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc".to_vec(),
+            405,
+        ),
+        (b"DELETE / HTTP/1.1\r\n\r\n".to_vec(), 405),
+        (b"GET /admin HTTP/1.1\r\n\r\n".to_vec(), 404),
+    ];
+    for (req, want) in cases {
+        let (status, head, _) = http(&d.addr, &req);
+        assert_eq!(
+            status,
+            want,
+            "{:?} → {head}",
+            String::from_utf8_lossy(&req[..req.len().min(40)])
+        );
+    }
+    // A client that connects and sends half a request, then goes away.
+    {
+        let mut s = TcpStream::connect(&d.addr).unwrap();
+        s.write_all(b"GET /met").unwrap();
+    }
+    // HEAD has the headers and no body; / has a short page.
+    let (status, head, body) = http(
+        &d.addr,
+        b"HEAD /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("Content-Length: 0") && body.is_empty(),
+        "{head}"
+    );
+    let (status, _, body) = http(&d.addr, b"GET / HTTP/1.0\r\n\r\n");
+    assert_eq!(status, 200);
+    assert!(body.contains("/metrics") && body.contains("page-faults"));
+    // Two requests on one keep-alive connection.
+    let (status, _, body) = http(
+        &d.addr,
+        b"GET /metrics HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        body.matches("HTTP/1.1 200 OK").count(),
+        1,
+        "second response follows the first"
+    );
+    samples(&scrape(&d.addr, true));
+}
+
+#[test]
+fn sigterm_stops_it_with_exit_zero() {
+    let mut d = start(&["-e", "page-faults"]);
+    // An idle keep-alive connection must not hold the stop up.
+    let mut idle = TcpStream::connect(&d.addr).unwrap();
+    idle.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(d.child.id() as i32, libc::SIGTERM) };
+    let status = loop {
+        if let Some(st) = d.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "still running 5 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    let lines: Vec<String> = d.log.try_iter().collect();
+    assert!(lines.iter().any(|l| l.contains("stopped")), "{lines:?}");
+}
+
+#[test]
+fn hotplug_of_the_followed_cpu_list() {
+    let n = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    if n < 2 {
+        eprintln!("skipping: needs 2 CPUs to take one away");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let online = dir.path().join("online");
+    std::fs::write(&online, "0-1\n").unwrap();
+    let d = start(&[
+        "-e",
+        "task-clock,page-faults",
+        "--online-file",
+        online.to_str().unwrap(),
+    ]);
+    let has_cpu1 = |s: &[Sample]| !series(s, "pmx_events_total", &[("cpu", "1")]).is_empty();
+    let wait_for = |want: bool| -> Vec<Sample> {
+        let t = Instant::now();
+        loop {
+            let s = samples(&scrape(&d.addr, true));
+            if has_cpu1(&s) == want {
+                return s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "CPU 1 series present: {}",
+                !want
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let s = wait_for(true);
+    assert_eq!(sum(&s, "pmx_cpus_counted", &[]), 2.0);
+    std::fs::write(&online, "0\n").unwrap();
+    let s = wait_for(false);
+    assert_eq!(sum(&s, "pmx_cpus_counted", &[]), 1.0);
+    let clock_before = s
+        .iter()
+        .find(|(n, l, _)| {
+            n == "pmx_events_total"
+                && l.get("event").map(String::as_str) == Some("task-clock")
+                && l.get("cpu").map(String::as_str) == Some("0")
+        })
+        .map(|x| x.2)
+        .unwrap();
+    std::fs::write(&online, "0-1\n").unwrap();
+    let s = wait_for(true);
+    let clock_after = sum(
+        &s,
+        "pmx_events_total",
+        &[("event", "task-clock"), ("cpu", "0")],
+    );
+    assert!(clock_after > clock_before, "CPU 0 kept counting");
+    let lines: Vec<String> = d.log.try_iter().collect();
+    assert!(
+        lines.iter().any(|l| l.contains("CPU 1 offline")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("CPU 1 online")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn per_socket_series_and_bad_input() {
+    let d = start(&["-e", "task-clock", "--per-socket"]);
+    let s = samples(&scrape(&d.addr, true));
+    let ser = series(&s, "pmx_events_total", &[("event", "task-clock")]);
+    assert!(!ser.is_empty());
+    assert!(
+        ser.iter()
+            .all(|l| l.contains_key("socket") && !l.contains_key("cpu")),
+        "{ser:?}"
+    );
+    drop(d);
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.conf");
+    std::fs::write(&bad, "listen = 127.0.0.1:0\nper = thread\n").unwrap();
+    for args in [
+        vec!["serve", "--config", bad.to_str().unwrap()],
+        vec!["serve", "--listen", "nowhere"],
+        vec!["serve", "--listen", "127.0.0.1:0", "-e", "page-faults:zz"],
+        vec!["serve", "--config", "/nonexistent/pmx.conf"],
+    ] {
+        let out = Command::new(PMX).args(&args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A port already taken is a failure to run (1), said plainly.
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = Command::new(PMX)
+        .args(["serve", "-e", "page-faults", "--listen", &addr])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen on"));
+}
+
+#[test]
+fn the_deploy_files_are_valid() {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy");
+    // The sample configuration runs as it is (on a loopback port here:
+    // flags override the file), and its user metric is exported.
+    let conf = deploy.join("pmx-serve.conf");
+    let d = start(&["--config", conf.to_str().unwrap()]);
+    touch_pages(1000);
+    let s = samples(&scrape(&d.addr, true));
+    let fps = sum(
+        &s,
+        "pmx_metric",
+        &[("metric", "page_faults_per_second"), ("cpu", "0")],
+    ) + sum(
+        &s,
+        "pmx_metric",
+        &[("metric", "page_faults_per_second"), ("cpu", "1")],
+    );
+    assert!(fps > 0.0, "page_faults_per_second: {fps}");
+    if Command::new("promtool").arg("--version").output().is_err() {
+        eprintln!("skipping the promtool checks: promtool not installed (Debian: apt-get install prometheus)");
+        return;
+    }
+    for (what, file) in [("config", "prometheus.yml"), ("rules", "pmx-rules.yml")] {
+        let out = Command::new("promtool")
+            .args(["check", what])
+            .arg(deploy.join(file))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool check {what} {file}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn connections_over_the_cap_get_503() {
+    let d = start(&["-e", "page-faults", "--max-connections", "1"]);
+    // One client holds the only slot with a half-sent request.
+    let mut hog = TcpStream::connect(&d.addr).unwrap();
+    hog.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let (status, head, _) = http(
+        &d.addr,
+        b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 503, "{head}");
+    assert!(head.contains("Retry-After: 1"));
+    // The hog finishes its request; the slot frees and scrapes work again.
+    hog.write_all(b"Connection: close\r\n\r\n").unwrap();
+    let mut rest = String::new();
+    hog.read_to_string(&mut rest).unwrap();
+    assert!(rest.starts_with("HTTP/1.1 200 OK"));
+    drop(hog);
+    let t = Instant::now();
+    loop {
+        let (status, _, body) = http(
+            &d.addr,
+            b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
+        );
+        if status == 200 {
+            assert!(body.contains("pmx_events_total"));
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "still refused: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,259 @@
+//! `pmx serve --config FILE`: a small `key = value` file.
+//!
+//! ```text
+//! # pmx serve configuration
+//! listen = 127.0.0.1:9464
+//! events = task-clock,page-faults       # repeatable: lists add up
+//! events = context-switches
+//! metrics = IPC                         # names or groups, as -M
+//! per = cpu                             # cpu | core | socket
+//! define faults_per_second = page-faults / duration_time
+//! max-connections = 32
+//! ```
+//!
+//! One setting per line; `#` starts a comment (outside quotes); a value may
+//! be wrapped in double quotes. `define NAME = FORMULA` adds a user metric
+//! (pmx's formula language, `duration_time` is the window in seconds) and
+//! exports it. Unknown keys, malformed lines and bad values are errors that
+//! name the line. Command-line flags override the file.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// Default listen address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
+/// Default cap on concurrent connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 32;
+
+/// How the series are split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Per {
+    /// One series per CPU (default).
+    Cpu,
+    /// One per physical core.
+    Core,
+    /// One per package.
+    Socket,
+}
+
+impl Per {
+    /// Parse `cpu`, `core`, `socket` (also `package`).
+    pub fn parse(s: &str) -> Option<Per> {
+        match s {
+            "cpu" => Some(Per::Cpu),
+            "core" => Some(Per::Core),
+            "socket" | "package" => Some(Per::Socket),
+            _ => None,
+        }
+    }
+
+    /// The matching aggregation.
+    pub fn aggregation(self) -> pmx::stat::Aggregation {
+        match self {
+            Per::Cpu => pmx::stat::Aggregation::PerCpu,
+            Per::Core => pmx::stat::Aggregation::PerCore,
+            Per::Socket => pmx::stat::Aggregation::PerSocket,
+        }
+    }
+}
+
+/// What a configuration file sets (each `None`/empty when not set).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FileConfig {
+    /// `listen`.
+    pub listen: Option<SocketAddr>,
+    /// `events`, each line one `-e` list.
+    pub events: Vec<String>,
+    /// `metrics`, each line one `-M` list.
+    pub metrics: Vec<String>,
+    /// `per`.
+    pub per: Option<Per>,
+    /// `define NAME = FORMULA`: user metrics, in order.
+    pub defines: Vec<(String, String)>,
+    /// `max-connections`.
+    pub max_connections: Option<usize>,
+}
+
+/// A configuration error, with the line it is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// 1-based line number (0: the file as a whole).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "line {}: {}", self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Strip a comment that is not inside double quotes.
+fn strip_comment(line: &str) -> &str {
+    let mut quoted = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '#' if !quoted => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+fn unquote(v: &str, line: usize) -> Result<String, ConfigError> {
+    let v = v.trim();
+    if let Some(inner) = v.strip_prefix('"') {
+        return inner
+            .strip_suffix('"')
+            .filter(|i| !i.contains('"'))
+            .map(str::to_string)
+            .ok_or(ConfigError {
+                line,
+                message: format!("unbalanced quotes in {v}"),
+            });
+    }
+    Ok(v.to_string())
+}
+
+impl FileConfig {
+    /// Parse the text of a configuration file.
+    pub fn parse(text: &str) -> Result<FileConfig, ConfigError> {
+        let mut c = FileConfig::default();
+        for (i, raw) in text.lines().enumerate() {
+            let n = i + 1;
+            let line = strip_comment(raw).trim();
+            if line.is_empty() {
+                continue;
+            }
+            let err = |message: String| ConfigError { line: n, message };
+            if let Some(rest) = line
+                .strip_prefix("define ")
+                .or(line.strip_prefix("define\t"))
+            {
+                let (name, formula) = rest
+                    .split_once('=')
+                    .ok_or_else(|| err("define needs NAME = FORMULA".into()))?;
+                let name = name.trim();
+                if name.is_empty()
+                    || !name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+                {
+                    return Err(err(format!(
+                        "define: '{name}' is not a metric name (letters, digits, _ and .)"
+                    )));
+                }
+                let formula = unquote(formula, n)?;
+                if formula.is_empty() {
+                    return Err(err(format!("define {name}: the formula is empty")));
+                }
+                c.defines.push((name.to_string(), formula));
+                continue;
+            }
+            let (key, value) = line
+                .split_once('=')
+                .ok_or_else(|| err(format!("expected key = value, found '{line}'")))?;
+            let key = key.trim();
+            let value = unquote(value, n)?;
+            if value.is_empty() {
+                return Err(err(format!("{key}: empty value")));
+            }
+            match key {
+                "listen" => {
+                    c.listen = Some(value.parse().map_err(|_| {
+                        err(format!(
+                            "listen: '{value}' is not ADDRESS:PORT (e.g. 127.0.0.1:9464)"
+                        ))
+                    })?)
+                }
+                "events" | "event" => c.events.push(value),
+                "metrics" | "metric" => c.metrics.push(value),
+                "per" => {
+                    c.per =
+                        Some(Per::parse(&value).ok_or_else(|| {
+                            err(format!("per: '{value}' is not cpu, core or socket"))
+                        })?)
+                }
+                "max-connections" | "max_connections" => {
+                    let m: usize = value.parse().ok().filter(|&m| m > 0).ok_or_else(|| {
+                        err(format!(
+                            "max-connections: '{value}' is not a positive number"
+                        ))
+                    })?;
+                    c.max_connections = Some(m);
+                }
+                other => {
+                    return Err(err(format!(
+                    "unknown key '{other}' (listen, events, metrics, per, define, max-connections)"
+                )))
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    /// Read and parse a file.
+    pub fn load(path: &Path) -> Result<FileConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            line: 0,
+            message: format!("{}: {e}", path.display()),
+        })?;
+        FileConfig::parse(&text).map_err(|e| ConfigError {
+            line: 0,
+            message: format!("{}: {e}", path.display()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file() {
+        let c = FileConfig::parse(
+            "# comment\nlisten = 127.0.0.1:9000\nevents = task-clock,page-faults # two\n\
+             events = \"{a,b}\"\nmetrics=IPC\nper = core\n\
+             define fps = page-faults / duration_time\nmax-connections = 4\n",
+        )
+        .unwrap();
+        assert_eq!(c.listen, Some("127.0.0.1:9000".parse().unwrap()));
+        assert_eq!(c.events, vec!["task-clock,page-faults", "{a,b}"]);
+        assert_eq!(c.metrics, vec!["IPC"]);
+        assert_eq!(c.per, Some(Per::Core));
+        assert_eq!(
+            c.defines,
+            vec![("fps".to_string(), "page-faults / duration_time".to_string())]
+        );
+        assert_eq!(c.max_connections, Some(4));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = FileConfig::parse("listen = 1.2.3.4:1\nbogus = 3\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("unknown key 'bogus'"));
+        for bad in [
+            "listen = nowhere",
+            "per = thread",
+            "just words",
+            "max-connections = 0",
+            "events = \"open",
+            "define = x",
+            "define a b = 1",
+            "events =",
+        ] {
+            let e = FileConfig::parse(bad).unwrap_err();
+            assert_eq!(e.line, 1, "{bad}");
+        }
+    }
+}
