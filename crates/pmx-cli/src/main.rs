@@ -27,6 +27,7 @@ mod msr;
 mod outpath;
 mod plot;
 mod record;
+mod regions;
 mod report;
 mod serve;
 mod stat;

@@ -106,6 +106,10 @@ pub struct StatArgs {
     /// Write the report to FILE instead of stderr.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also report the command's regions (pmx::region, pmx.h) per region
+    /// and thread, counting the -e events and -M metrics.
+    #[arg(long)]
+    pub regions: bool,
     #[command(flatten)]
     pub db: DbArgs,
     /// The command to run, after `--`.
@@ -191,6 +195,9 @@ fn make_plan(
 }
 
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+    if args.regions && !crate::regions::active() {
+        return crate::regions::run(args);
+    }
     if args.backend == "msr" {
         return crate::stat_msr::run(args);
     }

@@ -90,6 +90,7 @@
 mod abi;
 mod error;
 pub mod mmap;
+pub mod rdpmc;
 mod read;
 #[cfg(test)]
 mod sampling_tests;

@@ -14,13 +14,46 @@
 //! [`schedule`] knows the counters the CPU has and packs events onto them
 //! (or splits them into one run per set for `--no-multiplex`).
 //!
-//! Nothing here prints: renderers live in `pmx-output`.
+//! ## The library API: instrumenting a program
+//!
+//! The same grammar, database and groups serve programs that count parts
+//! of themselves, the way PAPI and LIKWID's marker API are used:
+//!
+//! - [`Counters`] ([`counters`]): events opened as perf groups on the
+//!   calling thread, a process, a thread or CPUs; `enable`, `disable`,
+//!   `reset`, and reads — [`Counters::read_into`] is one `read(2)` per
+//!   group into buffers allocated once (or `rdpmc` from user space where
+//!   the kernel allows it, [`pmx_perf::rdpmc`]); metrics (`IPC`, TMA
+//!   nodes) through [`metrics`]. [`Backend::Msr`] programs the same
+//!   events through `/dev/cpu/N/msr` instead.
+//! - Regions ([`region`](mod@region)): `let _r = pmx::region("solve");`
+//!   accumulates counts per region name and thread, nested regions
+//!   inclusive; the cost of an empty region is measured and reported.
+//!   [`results`] is the one results format (JSON file, table, CSV) the
+//!   Rust API, the C ABI (`pmx-capi`, `include/pmx.h`) and
+//!   `pmx stat --regions` share.
+//! - [`recorder`]: a set of per-CPU handles (perf events or MSRs) read
+//!   together every N ms into a buffer of fixed capacity, each with a
+//!   transform (raw, delta modulo the counter width, a closure), dumped
+//!   as CSV.
+//!
+//! Nothing here prints: renderers of `pmx stat` live in `pmx-output`; the
+//! region results render themselves to strings for the library's users.
 
+mod backend_msr;
+mod backend_rdpmc;
+pub mod counters;
 pub mod eventlist;
 pub mod launch;
+pub mod metrics;
+pub mod recorder;
+pub mod region;
+pub mod results;
 pub mod schedule;
 pub mod stat;
 mod ticker;
 
+pub use counters::{Backend, CountTarget, Counters, MsrOptions, Reading};
 pub use eventlist::{parse_event_list, EventGroup};
+pub use region::region;
 pub use stat::{aggregate, plan, run, Aggregation, RunOptions, Scope, StatPlan, StatRun};

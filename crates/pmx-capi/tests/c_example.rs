@@ -1,0 +1,279 @@
+//! The C example (`examples/c/regions.c`) built with the system C
+//! compiler against `libpmx.a` and `libpmx.so` from this build, run on
+//! the real kernel: exact page faults per region and thread, nested
+//! regions, the results file, and `PMX_DISABLE` compiling every call away.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `target/debug` (or release) of this build: the test binary is in its
+/// `deps/`.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn have_cc() -> bool {
+    Command::new("cc").arg("--version").output().is_ok()
+}
+
+fn build(out: &Path, extra: &[&str]) {
+    let mut cmd = Command::new("cc");
+    cmd.arg("-Wall")
+        .arg("-Wextra")
+        .arg("-Werror")
+        .arg("-I")
+        .arg(repo().join("include"))
+        .arg(repo().join("examples/c/regions.c"))
+        .arg("-o")
+        .arg(out)
+        .args(extra)
+        .args(["-lpthread", "-ldl", "-lm"]);
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "cc failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn run(exe: &Path, results: &Path) -> String {
+    let o = Command::new(exe)
+        .args(["40", "12"])
+        .env("PMX_EVENTS", "page-faults,task-clock")
+        .env("PMX_TEST_RESULTS", results)
+        .env_remove("PMX_REGIONS_OUT")
+        .env_remove("PMX_METRICS")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        exe.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn check(stdout: &str, results: &Path) {
+    // The main thread: alloc 40, fill 12, outer (around both) 52 faults.
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(
+        lines[0].starts_with("region alloc calls 1 page-faults=40 task-clock="),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].starts_with("region fill calls 1 page-faults=12 task-clock="),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("region outer calls 1 page-faults=52 task-clock="),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(results).unwrap();
+    let r = pmx_rs_results(&text);
+    assert_eq!(r["format"], "pmx-regions/1");
+    let events: Vec<&str> = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["page-faults", "task-clock"]);
+    // Every (region, thread): the second thread did twice the work.
+    let mut seen = Vec::new();
+    for rec in r["regions"].as_array().unwrap() {
+        let name = rec["name"].as_str().unwrap().to_string();
+        let faults = rec["counts"][0]["value"].as_u64().unwrap();
+        let tid = rec["tid"].as_i64().unwrap();
+        seen.push((name, tid, faults));
+    }
+    let main_tid = seen
+        .iter()
+        .find(|s| s.0 == "alloc" && s.2 == 40)
+        .expect("main alloc")
+        .1;
+    let other_tid = seen
+        .iter()
+        .find(|s| s.0 == "alloc" && s.2 == 80)
+        .expect("other alloc")
+        .1;
+    assert_ne!(main_tid, other_tid);
+    let want = [
+        ("alloc", main_tid, 40),
+        ("fill", main_tid, 12),
+        ("outer", main_tid, 52),
+        ("alloc", other_tid, 80),
+        ("fill", other_tid, 24),
+        ("outer", other_tid, 104),
+    ];
+    for (n, t, f) in want {
+        assert!(
+            seen.iter().any(|s| s.0 == n && s.1 == t && s.2 == f),
+            "missing {n} on {t} with {f} faults: {seen:?}"
+        );
+    }
+    assert_eq!(seen.len(), 6, "{seen:?}");
+}
+
+fn pmx_rs_results(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap()
+}
+
+#[test]
+fn the_c_example_counts_page_faults_per_region_and_thread() {
+    if !have_cc() {
+        eprintln!("SKIP: no C compiler (cc)");
+        return;
+    }
+    let lib = target_dir().join("libpmx.a");
+    if !lib.exists() {
+        eprintln!("SKIP: {} not built", lib.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("regions_static");
+    build(&exe, &[lib.to_str().unwrap()]);
+    let results = dir.path().join("static.json");
+    let out = run(&exe, &results);
+    check(&out, &results);
+}
+
+#[test]
+fn the_c_example_links_against_the_shared_library() {
+    if !have_cc() {
+        eprintln!("SKIP: no C compiler (cc)");
+        return;
+    }
+    let so = target_dir().join("libpmx.so");
+    if !so.exists() {
+        eprintln!("SKIP: {} not built", so.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Link against a copy, so a concurrent build cannot swap it.
+    let copy = dir.path().join("libpmx.so");
+    std::fs::copy(&so, &copy).unwrap();
+    let exe = dir.path().join("regions_shared");
+    let rpath = format!("-Wl,-rpath,{}", dir.path().display());
+    build(
+        &exe,
+        &[&format!("-L{}", dir.path().display()), "-lpmx", &rpath],
+    );
+    let results = dir.path().join("shared.json");
+    let out = run(&exe, &results);
+    check(&out, &results);
+}
+
+#[test]
+fn pmx_disable_compiles_every_call_to_nothing() {
+    if !have_cc() {
+        eprintln!("SKIP: no C compiler (cc)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("regions_off");
+    // No library on the command line: it would not link if any call
+    // were left.
+    build(&exe, &["-DPMX_DISABLE"]);
+    let o = Command::new(&exe).output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "disabled\n");
+}
+
+const ABI_PROGRAM: &str = r#"
+#include <pmx.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+    /* Before configuration: nothing to name. */
+    if (pmx_init_events("page-faults,task-clock") != 0) {
+        printf("init_events: %s\n", pmx_last_error());
+        return 1;
+    }
+    /* Configured once: a second list is refused with a reason. */
+    if (pmx_init_events("task-clock") != -1 || !strstr(pmx_last_error(), "already")) {
+        printf("second init accepted\n");
+        return 1;
+    }
+    printf("events %d %s %s %p\n", pmx_event_count(), pmx_event_name(0), pmx_event_name(1),
+           (const void *)pmx_event_name(2));
+    if (pmx_region_begin(NULL) != -1)
+        return 1;
+    printf("null: %s\n", pmx_last_error());
+    pmx_region_begin("r");
+    pmx_region_end("r");
+    pmx_region_begin("r");
+    pmx_region_end("r");
+    double v[1] = { -1 };
+    int n = 1;
+    long long calls = 0;
+    double secs = -1;
+    if (pmx_region_get("r", &n, v, &secs, &calls) != 0)
+        return 1;
+    /* Room for one value; told there are two events. */
+    printf("get n=%d calls=%lld faults=%.0f secs_ok=%d\n", n, calls, v[0], secs >= 0);
+    n = 0;
+    if (pmx_region_get("nope", &n, NULL, NULL, NULL) != -1)
+        return 1;
+    printf("missing: %s\n", pmx_last_error());
+    return pmx_print_results();
+}
+"#;
+
+#[test]
+fn the_c_abi_takes_an_event_list_and_reports_errors() {
+    if !have_cc() {
+        eprintln!("SKIP: no C compiler (cc)");
+        return;
+    }
+    let lib = target_dir().join("libpmx.a");
+    if !lib.exists() {
+        eprintln!("SKIP: {} not built", lib.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("abi.c");
+    std::fs::write(&src, ABI_PROGRAM).unwrap();
+    let exe = dir.path().join("abi");
+    let o = Command::new("cc")
+        .arg("-Wall")
+        .arg("-Werror")
+        .arg("-I")
+        .arg(repo().join("include"))
+        .arg(&src)
+        .arg(&lib)
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(&exe)
+        .env_remove("PMX_EVENTS")
+        .env_remove("PMX_REGIONS_OUT")
+        .env_remove("PMX_METRICS")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{out}\n{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "events 2 page-faults task-clock (nil)", "{out}");
+    assert_eq!(lines[1], "null: pmx: region name is NULL");
+    assert_eq!(lines[2], "get n=2 calls=2 faults=0 secs_ok=1");
+    assert_eq!(
+        lines[3],
+        "missing: pmx_region_get: this thread has not completed region 'nope'"
+    );
+    // The table on stderr.
+    assert!(err.contains("pmx regions of process"), "{err}");
+    assert!(err.contains("page-faults"), "{err}");
+}

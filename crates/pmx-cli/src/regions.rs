@@ -1,0 +1,118 @@
+//! `pmx stat --regions -- ./app`: the instrumented program's regions
+//! (pmx's Rust API or C ABI) count the events given here and report back.
+//!
+//! pmx puts the event list in `PMX_EVENTS` (from `-e`; without `-e`
+//! the library's own default), the metrics in `PMX_METRICS` (from `-M`)
+//! and a fresh file name in `PMX_REGIONS_OUT`; the command inherits them,
+//! its library counts each region per thread and writes the results file
+//! at exit (or `pmx_finalize`). After the normal `pmx stat` report, pmx
+//! reads the file and prints one row per region and thread — as a table,
+//! `-x` CSV or `--json` — so changing the events needs no rebuild.
+
+use crate::exit::UsageError;
+use crate::stat::StatArgs;
+use pmx::region::{ENV_EVENTS, ENV_METRICS, ENV_OUT};
+use pmx::results::RegionResults;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// True while `--regions` runs the ordinary `pmx stat` inside [`run`].
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::SeqCst)
+}
+
+/// Removes the results file however `run` ends.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn results_path() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!(
+        "pmx-regions-{}-{nanos:08x}.json",
+        std::process::id()
+    ))
+}
+
+/// Run `pmx stat` with the regions environment set, then report the
+/// regions.
+pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+    if args.command.is_empty() || args.pid.is_some() || args.tid.is_some() {
+        return Err(UsageError(
+            "--regions needs a command after -- (the program whose regions report)".to_string(),
+        )
+        .into());
+    }
+    if args.repeat > 1 {
+        return Err(UsageError(
+            "--regions reports one run: drop -r (or run pmx stat --regions once per run)"
+                .to_string(),
+        )
+        .into());
+    }
+    if !args.events.is_empty() {
+        // Check the list here, so a typo is a usage error of pmx and not
+        // a failure inside the program.
+        for l in &args.events {
+            pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?;
+        }
+        std::env::set_var(ENV_EVENTS, args.events.join(","));
+    }
+    if let Some(m) = &args.metrics {
+        std::env::set_var(ENV_METRICS, m);
+    }
+    let file = TempFile(results_path());
+    let _ = std::fs::remove_file(&file.0);
+    std::env::set_var(ENV_OUT, &file.0);
+    ACTIVE.store(true, Ordering::SeqCst);
+    let code = crate::stat::run(args);
+    ACTIVE.store(false, Ordering::SeqCst);
+    let code = code?;
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(pattern) => {
+            // The same %h %p %r %j expansion stat used: %p is this process.
+            let path = crate::outpath::expand_path(pattern)?;
+            Box::new(
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&path)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+            )
+        }
+        None => Box::new(std::io::stderr()),
+    };
+    let text = match std::fs::read_to_string(&file.0) {
+        Ok(t) => t,
+        Err(_) => {
+            eprintln!(
+                "pmx stat: --regions: '{}' wrote no region results (is it built with pmx's \
+                 library — pmx::region or pmx.h — and did it enter a region?)",
+                args.command.join(" ")
+            );
+            return Ok(code);
+        }
+    };
+    let results = RegionResults::from_json(&text)
+        .map_err(|e| anyhow::anyhow!("--regions: the results of the command: {e}"))?;
+    let rendered = if args.json {
+        format!("{}\n", serde_json::to_string(&results)?)
+    } else if let Some(sep) = &args.separator {
+        results.to_csv(sep, args.csv_header)
+    } else {
+        results.to_table()
+    };
+    out.write_all(rendered.as_bytes())?;
+    out.flush()?;
+    Ok(code)
+}
