@@ -4,13 +4,12 @@
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
+use pmx::metrics::{MetricError, MetricSet};
 use pmx::stat::{self, EventStatus, StatPlan};
 use pmx::EventGroup;
 use pmx_events::{builtin, sysfs::SysfsEvents, Database, EventSource};
-use pmx_metrics::{Library, Machine, MetricId};
-use pmx_model::spec::parse_spec;
 use pmx_serve::config::{FileConfig, Per, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS};
-use pmx_serve::{Collector, Daemon, MetricInput, MetricSet, Options};
+use pmx_serve::{Collector, Daemon, Options};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -70,98 +69,6 @@ fn listen_addr(text: &str) -> anyhow::Result<SocketAddr> {
             ))
             .into()
         })
-}
-
-/// The metrics to export: `-M` (or the file's `metrics`) plus the file's
-/// `define`s, with the event specs their inputs need.
-struct MetricChoice {
-    lib: Library,
-    chosen: Vec<MetricId>,
-    inputs: Vec<(String, Result<String, String>)>,
-    machine: Machine,
-}
-
-fn metric_choice(
-    list: Option<&str>,
-    defines: &[(String, String)],
-    db: &Database,
-    args: &ServeArgs,
-) -> anyhow::Result<MetricChoice> {
-    let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
-    let mut lib = Library::for_cpu(Some(&db.target.cpu), dir.as_deref().filter(|d| d.is_dir()));
-    let mut defined = Vec::new();
-    for (name, formula) in defines {
-        let id = lib
-            .define(name, formula)
-            .map_err(|e| UsageError(format!("define {name}: {e}")))?;
-        defined.push(id);
-    }
-    let wanted = match list {
-        Some(l) => lib.select(l).map_err(|e| {
-            let mut m = format!(
-                "-M: no metric or metric group '{}' for {}",
-                e.name, db.target.cpu
-            );
-            if !e.suggestions.is_empty() {
-                m.push_str(&format!(" (did you mean {}?)", e.suggestions.join(", ")));
-            }
-            UsageError(m)
-        })?,
-        None => Vec::new(),
-    };
-    let topo = {
-        let mut problems = Vec::new();
-        pmx_sys::topology::read_topology(&pmx_sys::SysRoot::host(), &mut problems)
-    };
-    let machine = Machine {
-        smt_on: Some(topo.smt_active()),
-        num_cpus: Some(topo.cpu_count() as u32),
-        num_cpus_online: Some(topo.online_count() as u32),
-        num_cores: Some(topo.core_count() as u32),
-        num_packages: Some(topo.package_count() as u32),
-        ..Machine::default()
-    };
-    let countable = |e: &pmx_metrics::EventRef| {
-        e.spec("cpu")
-            .and_then(|s| parse_spec(&s).ok())
-            .is_some_and(|spec| db.resolve(&spec).is_ok())
-    };
-    let mut chosen: Vec<MetricId> = wanted
-        .iter()
-        .filter_map(|alts| {
-            lib.choose(alts, Some(&machine), countable)
-                .or(alts.first().copied())
-        })
-        .collect();
-    for id in defined {
-        if !chosen.contains(&id) {
-            chosen.push(id);
-        }
-    }
-    let req = lib.requirements(&chosen, false, Some(&machine));
-    let inputs = req
-        .events
-        .iter()
-        .map(|e| {
-            let spec = match e.spec("cpu") {
-                None => Err(format!("{} is not a count pmx can take", e.name)),
-                Some(s) => match parse_spec(&s) {
-                    Err(err) => Err(err.message),
-                    Ok(p) => match db.resolve(&p) {
-                        Ok(_) => Ok(s),
-                        Err(err) => Err(format!("{} for {}", err.message, db.target.cpu)),
-                    },
-                },
-            };
-            (e.name.clone(), spec)
-        })
-        .collect();
-    Ok(MetricChoice {
-        lib,
-        chosen,
-        inputs,
-        machine,
-    })
 }
 
 /// The light database (kernel events and sysfs) when it resolves every
@@ -241,24 +148,20 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
     for l in &lists {
         groups.extend(pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?);
     }
-    let (choice, db) = if wants_metrics {
+    let (metrics, db) = if wants_metrics {
         let db = args.db.load()?;
-        let c = metric_choice(metric_list.as_deref(), &file.defines, &db, args)?;
-        for (_, spec) in &c.inputs {
-            let Ok(text) = spec else { continue };
-            let have = groups
-                .iter()
-                .any(|g| g.members.iter().any(|m| &m.text == text));
-            if !have {
-                if let Ok(parsed) = parse_spec(text) {
-                    groups.push(EventGroup {
-                        members: vec![parsed],
-                        explicit: false,
-                    });
-                }
-            }
+        let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
+        let set =
+            MetricSet::with_definitions(metric_list.as_deref(), &file.defines, &db, dir.as_deref())
+                .map_err(|e| match e {
+                    MetricError::Unknown(u) => UsageError(format!("-M: {u}")),
+                    d => UsageError(d.to_string()),
+                })?;
+        for n in set.notes() {
+            eprintln!("pmx serve: {n}");
         }
-        (Some(c), Some(db))
+        groups.extend(set.event_groups(&groups));
+        (Some(set), Some(db))
     } else {
         (None, None)
     };
@@ -275,24 +178,6 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
         }
     }
     plan.group_software();
-    let metrics = choice.map(|c| {
-        let inputs = c
-            .inputs
-            .iter()
-            .map(|(name, spec)| MetricInput {
-                name: name.clone(),
-                event: match spec {
-                    Err(why) => Err(why.clone()),
-                    Ok(text) => plan
-                        .events
-                        .iter()
-                        .position(|e| &e.name == text)
-                        .ok_or_else(|| format!("{text} is not in the plan")),
-                },
-            })
-            .collect();
-        MetricSet::new(c.lib, c.chosen, inputs, c.machine)
-    });
     let online_file = args
         .online_file
         .clone()

@@ -44,19 +44,18 @@
 //!   polls; open connections are shut down, counters closed, exit 0.
 //!
 //! [`render`] writes the families; [`config`] reads `--config FILE`;
-//! [`metrics`] evaluates derived metrics per domain.
+//! derived metrics are `pmx::metrics::MetricSet`, evaluated per domain.
 
 #![warn(missing_docs)]
 
 pub mod collect;
 pub mod config;
 pub mod http;
-pub mod metrics;
 pub mod render;
 pub mod server;
 
 pub use collect::{Collector, Snapshot};
 pub use config::{FileConfig, Per};
-pub use metrics::{MetricInput, MetricSet};
+pub use pmx::metrics::MetricSet;
 pub use render::Format;
 pub use server::{Daemon, Options, Stop, StopTrigger};

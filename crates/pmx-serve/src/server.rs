@@ -4,8 +4,8 @@
 use crate::collect::{Collector, Snapshot};
 use crate::config::Per;
 use crate::http::{self, HttpError, Request, Response};
-use crate::metrics::MetricSet;
 use crate::render::{self, Family, Format, Kind, Value};
+use pmx::metrics::MetricSet;
 use pmx::stat::{aggregate, Aggregation, Domain, EventStatus, Instance, Row, StatPlan};
 use pmx_model::topology::{LogicalCpu, Topology};
 use pmx_sys::SysRoot;
@@ -757,9 +757,15 @@ impl Shared {
                 Kind::Gauge,
                 "Smallest running share among a metric's inputs over the window; below 0.7 the metric is an estimate.",
             );
-            for v in m.evaluate(&self.plan, status, iv_rows, window) {
+            for (domain, v) in m.evaluate_rows(
+                &self.plan,
+                status,
+                iv_rows,
+                window,
+                "did not run in the window",
+            ) {
                 let mut labels = vec![("metric", v.name.clone())];
-                labels.extend(domain_labels(&v.domain));
+                labels.extend(domain_labels(&domain));
                 if let Some(x) = v.value {
                     value.push(labels.clone(), Value::Float(x));
                     if let Some(r) = v.reliability {

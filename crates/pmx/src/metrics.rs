@@ -7,6 +7,8 @@
 //! says which input and why (`IPC ← cycles: not supported: …`), exactly
 //! as `pmx stat -M` does; below a 70% running share it is an estimate.
 
+use crate::eventlist::EventGroup;
+use crate::stat::{Domain, EventStatus, Row, StatPlan};
 use pmx_events::Database;
 use pmx_metrics::{Inputs, Library, Machine, MetricId, Reading};
 use pmx_model::count::Count;
@@ -78,30 +80,59 @@ impl MetricSet {
         db: &Database,
         events_dir: Option<&std::path::Path>,
     ) -> Result<MetricSet, UnknownMetric> {
-        let lib = Library::for_cpu(Some(&db.target.cpu), events_dir.filter(|d| d.is_dir()));
-        let wanted = lib.select(list).map_err(|e| UnknownMetric {
-            name: e.name.clone(),
-            cpu: db.target.cpu.to_string(),
-            suggestions: e.suggestions.clone(),
-        })?;
-        let topo = pmx_sys::topology::read_topology(&pmx_sys::SysRoot::host(), &mut Vec::new());
-        let machine = Machine {
-            smt_on: Some(topo.smt_active()),
-            num_cpus: Some(topo.online_count() as u32),
-            ..Machine::default()
+        match MetricSet::with_definitions(Some(list), &[], db, events_dir) {
+            Ok(m) => Ok(m),
+            Err(MetricError::Unknown(u)) => Err(u),
+            Err(MetricError::Define { .. }) => unreachable!("no definitions were given"),
+        }
+    }
+
+    /// [`MetricSet::new`] for an optional `list` plus metrics defined here
+    /// (`NAME = FORMULA`, in the library's formula language, over event
+    /// names and other metrics); the defined ones follow the listed ones.
+    pub fn with_definitions(
+        list: Option<&str>,
+        defines: &[(String, String)],
+        db: &Database,
+        events_dir: Option<&std::path::Path>,
+    ) -> Result<MetricSet, MetricError> {
+        let mut lib = Library::for_cpu(Some(&db.target.cpu), events_dir.filter(|d| d.is_dir()));
+        let mut defined = Vec::new();
+        for (name, formula) in defines {
+            let id = lib.define(name, formula).map_err(|e| MetricError::Define {
+                name: name.clone(),
+                message: e.to_string(),
+            })?;
+            defined.push(id);
+        }
+        let wanted = match list {
+            Some(l) => lib.select(l).map_err(|e| {
+                MetricError::Unknown(UnknownMetric {
+                    name: e.name.clone(),
+                    cpu: db.target.cpu.to_string(),
+                    suggestions: e.suggestions.clone(),
+                })
+            })?,
+            None => Vec::new(),
         };
+        let machine = this_machine();
         let countable = |e: &pmx_metrics::EventRef| {
             e.spec("cpu")
                 .and_then(|s| parse_spec(&s).ok())
                 .is_some_and(|spec| db.resolve(&spec).is_ok())
         };
-        let chosen: Vec<MetricId> = wanted
+        let mut chosen: Vec<MetricId> = wanted
             .iter()
             .filter_map(|alts| {
                 lib.choose(alts, Some(&machine), countable)
                     .or(alts.first().copied())
             })
             .collect();
+        for id in defined {
+            if !chosen.contains(&id) {
+                chosen.push(id);
+            }
+        }
         let req = lib.requirements(&chosen, false, Some(&machine));
         let inputs = req
             .events
@@ -126,6 +157,38 @@ impl MetricSet {
             inputs,
             machine,
         })
+    }
+
+    /// What loading the library noticed (files it could not read, …), one
+    /// line each.
+    pub fn notes(&self) -> Vec<String> {
+        self.lib
+            .warnings
+            .iter()
+            .map(|w| format!("metrics: {w}"))
+            .collect()
+    }
+
+    /// The events to count for the metrics as single-event groups (the
+    /// scheduler packs them), skipping those already in `have`.
+    pub fn event_groups(&self, have: &[EventGroup]) -> Vec<EventGroup> {
+        let mut out: Vec<EventGroup> = Vec::new();
+        for text in self.event_specs() {
+            let already = have
+                .iter()
+                .chain(out.iter())
+                .any(|g| g.members.iter().any(|m| m.text == text));
+            if already {
+                continue;
+            }
+            if let Ok(parsed) = parse_spec(&text) {
+                out.push(EventGroup {
+                    members: vec![parsed],
+                    explicit: false,
+                });
+            }
+        }
+        out
     }
 
     /// The chosen metrics' names, in the order asked.
@@ -158,19 +221,31 @@ impl MetricSet {
         lookup: &dyn Fn(&str) -> Result<Count, String>,
         duration: Option<f64>,
     ) -> Vec<MetricValue> {
+        self.evaluate_inputs(
+            &|spec| match lookup(spec) {
+                Ok(c) if c.running > 0 || c.enabled == 0 => Input::Count(c),
+                Ok(_) => Input::NotCounted("never ran".to_string()),
+                Err(why) => Input::NotSupported(why),
+            },
+            duration,
+        )
+    }
+
+    /// The metrics from what `lookup(spec)` says of each input.
+    pub fn evaluate_inputs(
+        &self,
+        lookup: &dyn Fn(&str) -> Input,
+        duration: Option<f64>,
+    ) -> Vec<MetricValue> {
         let mut inputs = Inputs::new();
         inputs.duration = duration;
         for (name, spec) in &self.inputs {
             let reading = match spec {
                 Err(why) => Reading::NotSupported { why: why.clone() },
                 Ok(text) => match lookup(text) {
-                    Ok(c) if c.running > 0 || c.enabled == 0 => {
-                        Reading::count(c.value, c.enabled, c.running)
-                    }
-                    Ok(_) => Reading::NotCounted {
-                        why: Some("never ran".to_string()),
-                    },
-                    Err(why) => Reading::NotSupported { why },
+                    Input::Count(c) => Reading::count(c.value, c.enabled, c.running),
+                    Input::NotSupported(why) => Reading::NotSupported { why },
+                    Input::NotCounted(why) => Reading::NotCounted { why: Some(why) },
                 },
             };
             inputs.insert(name, reading);
@@ -191,5 +266,89 @@ impl MetricSet {
                 }
             })
             .collect()
+    }
+
+    /// The metrics for every domain of `rows` (from
+    /// [`crate::stat::aggregate`] over `plan`), whose counts cover
+    /// `duration` seconds. An input is the plan's event of the same name,
+    /// in the row's domain or, for events counted once for the whole
+    /// machine, the total; a counted event without a running row there has
+    /// `idle` as its reason.
+    pub fn evaluate_rows(
+        &self,
+        plan: &StatPlan,
+        status: &[EventStatus],
+        rows: &[Row],
+        duration: f64,
+        idle: &str,
+    ) -> Vec<(Domain, MetricValue)> {
+        let mut domains: Vec<Domain> = rows.iter().map(|r| r.domain.clone()).collect();
+        domains.sort();
+        domains.dedup();
+        let mut out = Vec::new();
+        for d in &domains {
+            let lookup = |text: &str| match plan.events.iter().position(|e| e.name == text) {
+                None => Input::NotCounted("not scheduled".to_string()),
+                Some(ei) => match status.get(ei) {
+                    Some(EventStatus::NotSupported(why)) => Input::NotSupported(why.clone()),
+                    Some(EventStatus::NotCounted(why)) => Input::NotCounted(why.clone()),
+                    Some(EventStatus::Counted) => match rows
+                        .iter()
+                        .find(|r| r.event == ei && (&r.domain == d || r.domain == Domain::Total))
+                    {
+                        Some(r) if r.count.running > 0 => Input::Count(r.count),
+                        _ => Input::NotCounted(idle.to_string()),
+                    },
+                    None => Input::NotCounted("not scheduled".to_string()),
+                },
+            };
+            out.extend(
+                self.evaluate_inputs(&lookup, Some(duration))
+                    .into_iter()
+                    .map(|v| (d.clone(), v)),
+            );
+        }
+        out
+    }
+}
+
+/// What is known of one metric input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// Counted.
+    Count(Count),
+    /// This machine cannot count it: why.
+    NotSupported(String),
+    /// It could be counted but was not (never scheduled, never ran): why.
+    NotCounted(String),
+}
+
+/// Why a metric set cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetricError {
+    /// A listed name is neither a metric nor a group.
+    #[error("{0}")]
+    Unknown(UnknownMetric),
+    /// A definition does not parse or names what does not exist.
+    #[error("define {name}: {message}")]
+    Define {
+        /// The metric being defined.
+        name: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+/// The facts about this machine that metric formulas use (SMT, CPU, core
+/// and package counts), from sysfs.
+pub fn this_machine() -> Machine {
+    let topo = pmx_sys::topology::read_topology(&pmx_sys::SysRoot::host(), &mut Vec::new());
+    Machine {
+        smt_on: Some(topo.smt_active()),
+        num_cpus: Some(topo.cpu_count() as u32),
+        num_cpus_online: Some(topo.online_count() as u32),
+        num_cores: Some(topo.core_count() as u32),
+        num_packages: Some(topo.package_count() as u32),
+        ..Machine::default()
     }
 }
