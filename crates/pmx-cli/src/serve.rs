@@ -172,7 +172,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
         .into());
     }
     let mut plan = plan_with(&groups, args, db.as_ref())?;
-    if let Some(b) = crate::stat::counter_budget() {
+    if let Some(b) = pmx::schedule::CounterBudget::this_cpu() {
         for n in plan.pack(&b) {
             eprintln!("pmx serve: {n}");
         }

@@ -274,7 +274,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         return Err(UsageError("-A/--per-core/--per-socket need -a or -C".to_string()).into());
     }
     let mut plan = make_plan(args, &groups, db)?;
-    let budget = counter_budget();
+    let budget = pmx::schedule::CounterBudget::this_cpu();
     let mut notes = Vec::new();
     if let Some(b) = &budget {
         notes.extend(plan.pack(b));
@@ -518,24 +518,6 @@ pub(crate) fn draw(
     let bytes = render(&chart, format, 960, 540).map_err(|e| anyhow::anyhow!("--plot: {e}"))?;
     std::fs::write(path, bytes).map_err(|e| anyhow::anyhow!("--plot {}: {e}", path.display()))?;
     Ok(())
-}
-
-/// The counters this CPU offers, from CPUID; `None` when CPUID describes
-/// no PMU (then the kernel schedules alone).
-pub(crate) fn counter_budget() -> Option<pmx::schedule::CounterBudget> {
-    let caps = pmx_sys::PmuCaps::decode(&pmx_sys::NativeCpuid)?;
-    let c = caps.counters?;
-    if c.general == 0 {
-        return None;
-    }
-    let watchdog = std::fs::read_to_string("/proc/sys/kernel/nmi_watchdog")
-        .map(|s| s.trim() != "0")
-        .unwrap_or(false);
-    Some(pmx::schedule::CounterBudget {
-        gp: c.general,
-        fixed: (0..c.fixed as u8).collect(),
-        watchdog,
-    })
 }
 
 pub(crate) fn build_report<'a>(

@@ -280,7 +280,7 @@ pub fn run(args: &TmaArgs) -> anyhow::Result<i32> {
             )),
         }
     }
-    let budget = crate::stat::counter_budget();
+    let budget = pmx::schedule::CounterBudget::this_cpu();
     if let Some(b) = &budget {
         notes.extend(plan.pack(b));
     }

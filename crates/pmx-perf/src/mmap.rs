@@ -114,6 +114,29 @@ pub struct UserPage {
 }
 
 impl UserPage {
+    /// The fields from a copy of the page's bytes (native-endian); `None`
+    /// when `page` is too short.
+    pub fn decode(page: &[u8]) -> Option<UserPage> {
+        let u16_at = |o: usize| Some(u16::from_ne_bytes(page.get(o..o + 2)?.try_into().ok()?));
+        let u32_at = |o: usize| Some(u32::from_ne_bytes(page.get(o..o + 4)?.try_into().ok()?));
+        let u64_at = |o: usize| Some(u64::from_ne_bytes(page.get(o..o + 8)?.try_into().ok()?));
+        Some(UserPage {
+            lock: u32_at(off::LOCK)?,
+            index: u32_at(off::INDEX)?,
+            offset: u64_at(off::OFFSET)? as i64,
+            time_enabled: u64_at(off::TIME_ENABLED)?,
+            time_running: u64_at(off::TIME_RUNNING)?,
+            capabilities: u64_at(off::CAPABILITIES)?,
+            pmc_width: u16_at(off::PMC_WIDTH)?,
+            time_shift: u16_at(off::TIME_SHIFT)?,
+            time_mult: u32_at(off::TIME_MULT)?,
+            time_offset: u64_at(off::TIME_OFFSET)?,
+            time_zero: u64_at(off::TIME_ZERO)?,
+            time_cycles: u64_at(off::TIME_CYCLES)?,
+            time_mask: u64_at(off::TIME_MASK)?,
+        })
+    }
+
     /// `cap_user_rdpmc`.
     pub fn cap_user_rdpmc(&self) -> bool {
         self.capabilities & cap::USER_RDPMC != 0
@@ -316,6 +339,15 @@ impl Mmap {
     /// A consistent snapshot of the metadata page (retried while the
     /// kernel is updating it).
     pub fn user_page(&self) -> UserPage {
+        self.user_page_with(|_| ()).0
+    }
+
+    /// A consistent snapshot of the metadata page and what `inside`
+    /// returned, called within the same pass of the sequence lock (a
+    /// user-space counter read — `rdpmc`, `rdtsc` — must happen there);
+    /// the pass is retried, `inside` included, while the kernel updates
+    /// the page.
+    pub fn user_page_with<T>(&self, mut inside: impl FnMut(&UserPage) -> T) -> (UserPage, T) {
         loop {
             let lock: u32 = self.volatile(off::LOCK);
             fence(Ordering::Acquire);
@@ -334,9 +366,12 @@ impl Mmap {
                 time_cycles: self.volatile(off::TIME_CYCLES),
                 time_mask: self.volatile(off::TIME_MASK),
             };
+            let out = inside(&page);
             fence(Ordering::Acquire);
+            // The kernel bumps the lock before and after an update: an odd
+            // value is an update in progress.
             if lock & 1 == 0 && self.volatile::<u32>(off::LOCK) == lock {
-                return page;
+                return (page, out);
             }
             std::hint::spin_loop();
         }
@@ -504,6 +539,30 @@ mod tests {
             })
         );
         assert_eq!(RecordHeader::parse(&b[..7]), None);
+    }
+
+    #[test]
+    fn user_page_decodes_the_kernel_layout() {
+        let mut b = vec![0u8; 128];
+        b[off::INDEX..off::INDEX + 4].copy_from_slice(&2u32.to_ne_bytes());
+        b[off::OFFSET..off::OFFSET + 8].copy_from_slice(&(-5i64).to_ne_bytes());
+        b[off::TIME_ENABLED..off::TIME_ENABLED + 8].copy_from_slice(&7u64.to_ne_bytes());
+        b[off::TIME_RUNNING..off::TIME_RUNNING + 8].copy_from_slice(&6u64.to_ne_bytes());
+        let caps = cap::USER_RDPMC | cap::USER_TIME | cap::USER_TIME_SHORT | 2;
+        b[off::CAPABILITIES..off::CAPABILITIES + 8].copy_from_slice(&caps.to_ne_bytes());
+        b[off::PMC_WIDTH..off::PMC_WIDTH + 2].copy_from_slice(&48u16.to_ne_bytes());
+        b[off::TIME_SHIFT..off::TIME_SHIFT + 2].copy_from_slice(&31u16.to_ne_bytes());
+        b[off::TIME_MULT..off::TIME_MULT + 4].copy_from_slice(&99u32.to_ne_bytes());
+        b[off::TIME_MASK..off::TIME_MASK + 8].copy_from_slice(&0xFFu64.to_ne_bytes());
+        let p = UserPage::decode(&b).unwrap();
+        assert_eq!(p.index, 2);
+        assert_eq!(p.offset, -5);
+        assert_eq!((p.time_enabled, p.time_running), (7, 6));
+        assert!(p.cap_user_rdpmc() && p.cap_user_time() && p.cap_user_time_short());
+        assert!(!p.cap_user_time_zero());
+        assert_eq!((p.pmc_width, p.time_shift, p.time_mult), (48, 31, 99));
+        assert_eq!(p.time_mask, 0xFF);
+        assert_eq!(UserPage::decode(&b[..40]), None);
     }
 
     #[test]

@@ -33,7 +33,7 @@ impl UserRead {
             .map(UserPageMap::new)
             .collect::<Result<_, _>>()
             .ok()?;
-        if pages.len() != slots.len() || pages.len() > 16 || !pages[0].fields().cap_user_rdpmc {
+        if pages.len() != slots.len() || pages.len() > 16 || !pages[0].fields().cap_user_rdpmc() {
             return None;
         }
         Some(UserRead {

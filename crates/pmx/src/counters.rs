@@ -419,29 +419,11 @@ pub(crate) fn plan_groups(
             }
         }
     };
-    if let Some(b) = counter_budget() {
+    if let Some(b) = crate::schedule::CounterBudget::this_cpu() {
         plan.pack(&b);
     }
     plan.group_software();
     Ok(plan)
-}
-
-/// The counters this CPU offers, from CPUID; `None` when CPUID describes
-/// no PMU (then the kernel schedules alone).
-pub fn counter_budget() -> Option<crate::schedule::CounterBudget> {
-    let caps = pmx_sys::PmuCaps::decode(&pmx_sys::NativeCpuid)?;
-    let c = caps.counters?;
-    if c.general == 0 {
-        return None;
-    }
-    let watchdog = std::fs::read_to_string("/proc/sys/kernel/nmi_watchdog")
-        .map(|s| s.trim() != "0")
-        .unwrap_or(false);
-    Some(crate::schedule::CounterBudget {
-        gp: c.general,
-        fixed: (0..c.fixed as u8).collect(),
-        watchdog,
-    })
 }
 
 /// A set of open counters.

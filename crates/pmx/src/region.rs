@@ -191,7 +191,7 @@ thread_local! {
 static LAST_ERROR: Mutex<Option<String>> = Mutex::new(None);
 
 fn default_events() -> String {
-    if counters::counter_budget().is_some() {
+    if crate::schedule::CounterBudget::this_cpu().is_some() {
         format!("{DEFAULT_EVENTS},cycles,instructions")
     } else {
         DEFAULT_EVENTS.to_string()

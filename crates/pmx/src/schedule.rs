@@ -30,6 +30,27 @@ pub struct CounterBudget {
 }
 
 impl CounterBudget {
+    /// The counters this CPU offers, from CPUID (general-purpose, fixed,
+    /// and whether the NMI watchdog holds one); `None` when CPUID
+    /// describes no PMU (then the kernel schedules alone).
+    pub fn this_cpu() -> Option<CounterBudget> {
+        let caps = pmx_sys::PmuCaps::decode(&pmx_sys::NativeCpuid)?;
+        let c = caps.counters?;
+        if c.general == 0 {
+            return None;
+        }
+        let watchdog = std::fs::read_to_string("/proc/sys/kernel/nmi_watchdog")
+            .map(|s| s.trim() != "0")
+            .unwrap_or(false);
+        Some(CounterBudget {
+            gp: c.general,
+            fixed: (0..c.fixed as u8).collect(),
+            watchdog,
+        })
+    }
+}
+
+impl CounterBudget {
     /// General-purpose counters left for events.
     pub fn usable_gp(&self) -> u32 {
         self.gp.saturating_sub(u32::from(self.watchdog))
