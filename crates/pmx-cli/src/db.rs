@@ -2,7 +2,7 @@
 //! `--events-dir`) and loading the database from them.
 
 use crate::exit::UsageError;
-use pmx_events::{Database, LoadOptions, Target};
+use pmx_events::{builtin, sysfs::SysfsEvents, Database, EventSource, LoadOptions, Target};
 use pmx_model::cpu::CpuId;
 use std::path::PathBuf;
 
@@ -52,6 +52,36 @@ impl DbArgs {
                 .into()),
             },
         }
+    }
+
+    /// Plan `groups`: with `loaded` when the full database is already
+    /// there; otherwise with the cheap sources first (kernel events and
+    /// sysfs), loading the full database only when a name needs it.
+    pub fn plan(
+        &self,
+        groups: &[pmx::EventGroup],
+        loaded: Option<&Database>,
+    ) -> anyhow::Result<pmx::StatPlan> {
+        if let Some(db) = loaded {
+            return pmx::plan(groups, db).map_err(|e| UsageError(e.to_string()).into());
+        }
+        let target = self.target()?;
+        if self.cpu.is_none() && self.events_dir.is_none() {
+            let mut light = Database::from_sources(
+                target.clone(),
+                vec![Box::new(builtin::KernelEvents::new(&target)) as Box<dyn EventSource>],
+            );
+            let root = self
+                .sysfs_root
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("/"));
+            light.set_sysfs(std::sync::Arc::new(SysfsEvents::load(&root)));
+            if let Ok(p) = pmx::plan(groups, &light) {
+                return Ok(p);
+            }
+        }
+        let db = self.load()?;
+        pmx::plan(groups, &db).map_err(|e| UsageError(e.to_string()).into())
     }
 
     /// Load the database for the target.

@@ -5,14 +5,11 @@
 use crate::db::DbArgs;
 use crate::exit::UsageError;
 use pmx::metrics::{MetricError, MetricSet};
-use pmx::stat::{self, EventStatus, StatPlan};
-use pmx::EventGroup;
-use pmx_events::{builtin, sysfs::SysfsEvents, Database, EventSource};
+use pmx::stat::{self, EventStatus};
 use pmx_serve::config::{FileConfig, Per, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS};
 use pmx_serve::{Collector, Daemon, Options};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Arguments of `pmx serve`.
 #[derive(Debug, clap::Args)]
@@ -69,36 +66,6 @@ fn listen_addr(text: &str) -> anyhow::Result<SocketAddr> {
             ))
             .into()
         })
-}
-
-/// The light database (kernel events and sysfs) when it resolves every
-/// event, else the full one.
-fn plan_with(
-    groups: &[EventGroup],
-    args: &ServeArgs,
-    full: Option<&Database>,
-) -> anyhow::Result<StatPlan> {
-    if let Some(db) = full {
-        return stat::plan(groups, db).map_err(|e| UsageError(e.to_string()).into());
-    }
-    let target = args.db.target()?;
-    if args.db.cpu.is_none() && args.db.events_dir.is_none() {
-        let mut light = Database::from_sources(
-            target.clone(),
-            vec![Box::new(builtin::KernelEvents::new(&target)) as Box<dyn EventSource>],
-        );
-        let root = args
-            .db
-            .sysfs_root
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("/"));
-        light.set_sysfs(Arc::new(SysfsEvents::load(&root)));
-        if let Ok(p) = stat::plan(groups, &light) {
-            return Ok(p);
-        }
-    }
-    let db = args.db.load()?;
-    stat::plan(groups, &db).map_err(|e| UsageError(e.to_string()).into())
 }
 
 /// Run `pmx serve`.
@@ -171,7 +138,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    let mut plan = plan_with(&groups, args, db.as_ref())?;
+    let mut plan = args.db.plan(&groups, db.as_ref())?;
     if let Some(b) = pmx::schedule::CounterBudget::this_cpu() {
         for n in plan.pack(&b) {
             eprintln!("pmx serve: {n}");

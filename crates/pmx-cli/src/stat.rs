@@ -5,12 +5,10 @@ use crate::exit::UsageError;
 use pmx::stat::{
     self, Aggregation, EventStatus, Row, RunOptions, Scope, Spread, StatPlan, StatRun,
 };
-use pmx_events::{builtin, sysfs::SysfsEvents, Database, EventSource};
 use pmx_model::topology::parse_cpu_list;
 use pmx_output::stat::StatReport;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Arguments of `pmx stat`.
@@ -164,36 +162,6 @@ fn online_cpus() -> Vec<u32> {
         })
 }
 
-/// Resolve with the cheap sources first (kernel events and sysfs); load
-/// the full database only when a name needs it (or use `loaded`).
-fn make_plan(
-    args: &StatArgs,
-    groups: &[pmx::EventGroup],
-    loaded: Option<Database>,
-) -> anyhow::Result<StatPlan> {
-    if let Some(db) = loaded {
-        return stat::plan(groups, &db).map_err(|e| UsageError(e.to_string()).into());
-    }
-    let target = args.db.target()?;
-    if args.db.cpu.is_none() && args.db.events_dir.is_none() {
-        let mut light = Database::from_sources(
-            target.clone(),
-            vec![Box::new(builtin::KernelEvents::new(&target)) as Box<dyn EventSource>],
-        );
-        let root = args
-            .db
-            .sysfs_root
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("/"));
-        light.set_sysfs(Arc::new(SysfsEvents::load(&root)));
-        if let Ok(p) = stat::plan(groups, &light) {
-            return Ok(p);
-        }
-    }
-    let db = args.db.load()?;
-    stat::plan(groups, &db).map_err(|e| UsageError(e.to_string()).into())
-}
-
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     if args.regions && !crate::regions::active() {
         return crate::regions::run(args);
@@ -273,7 +241,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     {
         return Err(UsageError("-A/--per-core/--per-socket need -a or -C".to_string()).into());
     }
-    let mut plan = make_plan(args, &groups, db)?;
+    let mut plan = args.db.plan(&groups, db.as_ref())?;
     let budget = pmx::schedule::CounterBudget::this_cpu();
     let mut notes = Vec::new();
     if let Some(b) = &budget {
