@@ -1,10 +1,312 @@
-//! `pmx record` (being written).
+//! `pmx record`: sample events into a perf.data file that `perf report`,
+//! `perf script` and `pmx report` read.
+
+use crate::db::DbArgs;
+use crate::exit::UsageError;
+use pmx::record::{self, RecordEvent, RecordOptions, RecordSummary, SampleRate};
+use pmx::stat::{self, Scope};
+use pmx_events::{builtin, sysfs::SysfsEvents, Database, EventSource};
+use pmx_model::topology::parse_cpu_list;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Arguments of `pmx record`.
 #[derive(Debug, clap::Args)]
-pub struct RecordArgs {}
+#[command(
+    after_help = "Default event: cycles where the PMU counts it (the most precise form this machine opens), else cpu-clock; pmx says which. Default rate: -F 4000.\n\nExit status: the command's own (128+N when killed by signal N); 127 when it cannot be run; 2 for bad input; 1 when recording failed."
+)]
+pub struct RecordArgs {
+    /// Events to sample: names, pmu/…/ forms, raw rNNN; modifiers
+    /// (:u, :k, :p, :pp, :ppp, period=N, freq=N) apply. Repeatable.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Sample every PERIOD events (the sample-after value).
+    #[arg(
+        short = 'c',
+        long = "count",
+        value_name = "PERIOD",
+        conflicts_with = "freq"
+    )]
+    pub count: Option<u64>,
+    /// Sample about HZ times a second (the kernel adjusts the period), or
+    /// `max` for kernel.perf_event_max_sample_rate.
+    #[arg(short = 'F', long = "freq", value_name = "HZ")]
+    pub freq: Option<String>,
+    /// Record call chains (frame pointers: build the program with
+    /// -fno-omit-frame-pointer).
+    #[arg(short = 'g')]
+    pub callgraph: bool,
+    /// Sample every task on every CPU.
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
+    pub all_cpus: bool,
+    /// Sample every task on these CPUs (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpus", value_name = "LIST", conflicts_with_all = ["pid", "tid"])]
+    pub cpus: Option<String>,
+    /// Sample these running processes (every thread), comma-separated.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID,…",
+        conflicts_with = "tid"
+    )]
+    pub pid: Option<String>,
+    /// Sample these threads, comma-separated.
+    #[arg(short = 't', long = "tid", value_name = "TID,…")]
+    pub tid: Option<String>,
+    /// The file to write; an existing one is renamed to FILE.old.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "perf.data"
+    )]
+    pub output: PathBuf,
+    /// Data pages of each CPU's ring buffer: a power of two.
+    #[arg(short = 'm', long = "mmap-pages", value_name = "N", default_value_t = record::DEFAULT_MMAP_PAGES)]
+    pub mmap_pages: usize,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SEC")]
+    pub duration: Option<f64>,
+    /// Do not sample the command's children.
+    #[arg(long = "no-inherit")]
+    pub no_inherit: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn id_list(flag: &str, text: &str) -> anyhow::Result<Vec<i32>> {
+    text.split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    UsageError(format!("{flag} {text}: '{s}' is not a positive id")).into()
+                })
+        })
+        .collect()
+}
+
+/// Resolve the `-e` list with the cheap sources first (kernel events and
+/// sysfs), the full database only when a name needs it.
+fn resolve(args: &RecordArgs, groups: &[pmx::EventGroup]) -> anyhow::Result<stat::StatPlan> {
+    let target = args.db.target()?;
+    if args.db.cpu.is_none() && args.db.events_dir.is_none() {
+        let mut light = Database::from_sources(
+            target.clone(),
+            vec![Box::new(builtin::KernelEvents::new(&target)) as Box<dyn EventSource>],
+        );
+        let root = args
+            .db
+            .sysfs_root
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/"));
+        light.set_sysfs(Arc::new(SysfsEvents::load(&root)));
+        if let Ok(p) = stat::plan(groups, &light) {
+            return Ok(p);
+        }
+    }
+    let db = args.db.load()?;
+    stat::plan(groups, &db).map_err(|e| UsageError(e.to_string()).into())
+}
+
+fn rate(args: &RecordArgs) -> anyhow::Result<(SampleRate, Vec<String>)> {
+    let mut notes = Vec::new();
+    let max = record::max_sample_rate();
+    if let Some(c) = args.count {
+        if c == 0 {
+            return Err(UsageError("-c 0: give a period of at least 1".to_string()).into());
+        }
+        return Ok((SampleRate::Period(c), notes));
+    }
+    let hz = match args.freq.as_deref() {
+        None => record::DEFAULT_FREQUENCY,
+        Some("max") => max.ok_or_else(|| {
+            UsageError(
+                "-F max: kernel.perf_event_max_sample_rate cannot be read; give a number"
+                    .to_string(),
+            )
+        })?,
+        Some(s) => s.parse::<u64>().ok().filter(|&f| f > 0).ok_or_else(|| {
+            UsageError(format!(
+                "-F {s}: give a positive number of samples per second, or max"
+            ))
+        })?,
+    };
+    if let Some(m) = max.filter(|&m| hz > m) {
+        notes.push(format!(
+            "-F {hz} is above kernel.perf_event_max_sample_rate ({m}); using {m} Hz \
+             (raise it with sysctl kernel.perf_event_max_sample_rate=N)"
+        ));
+        return Ok((SampleRate::Frequency(m), notes));
+    }
+    Ok((SampleRate::Frequency(hz), notes))
+}
+
+/// The `-e` events as sampling events; an event that cannot sample here
+/// is an error with its reason.
+fn events(args: &RecordArgs, rate: SampleRate) -> anyhow::Result<(Vec<RecordEvent>, Vec<String>)> {
+    if args.events.is_empty() {
+        let (ev, notes) = record::default_event(rate);
+        return Ok((vec![ev], notes));
+    }
+    let mut groups = Vec::new();
+    for l in &args.events {
+        groups.extend(pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?);
+    }
+    if groups.iter().any(|g| g.explicit) {
+        return Err(UsageError(
+            "pmx record samples events one by one: drop the {…} grouping".to_string(),
+        )
+        .into());
+    }
+    let plan = resolve(args, &groups)?;
+    let mut out = Vec::new();
+    for e in plan.events {
+        let attr = e
+            .attr
+            .map_err(|why| anyhow::anyhow!("{} cannot be sampled here: {why}", e.name))?;
+        if e.cpus.is_some() {
+            anyhow::bail!(
+                "{} belongs to a PMU outside the cores (uncore): it counts, but cannot \
+                 attribute events to instructions, so it cannot be sampled",
+                e.name
+            );
+        }
+        out.push(RecordEvent { name: e.name, attr });
+    }
+    Ok((out, Vec::new()))
+}
+
+fn print_summary(s: &RecordSummary) {
+    let per_event = if s.events.len() > 1 {
+        format!(
+            " ({})",
+            s.events
+                .iter()
+                .map(|e| format!("{} {}", e.name, e.samples))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else {
+        format!(" of {}", s.events[0].name)
+    };
+    eprintln!(
+        "pmx record: {} samples{per_event}, written to {} ({:.3} MB); {} records lost in {} \
+         LOST events, {} throttle events",
+        s.samples(),
+        s.output.display(),
+        s.bytes as f64 / 1e6,
+        s.lost_records,
+        s.lost_events,
+        s.throttled,
+    );
+    if s.lost_samples > 0 {
+        eprintln!(
+            "pmx record: the PMU dropped {} samples (PERF_RECORD_LOST_SAMPLES)",
+            s.lost_samples
+        );
+    }
+    if s.lost_events > 0 {
+        eprintln!(
+            "pmx record: the ring buffers overflowed: use a larger -m, a lower rate (-F/-c), \
+             or fewer CPUs"
+        );
+    }
+    if s.throttled > 0 {
+        eprintln!(
+            "pmx record: the kernel throttled sampling {} times (more interrupts than \
+             kernel.perf_event_max_sample_rate allows): lower the rate",
+            s.throttled
+        );
+    }
+    if let Some(old) = &s.old_output {
+        eprintln!(
+            "pmx record: the previous file was kept as {}",
+            old.display()
+        );
+    }
+    for n in &s.notes {
+        eprintln!("pmx record: note: {n}");
+    }
+}
 
 /// Run `pmx record`.
-pub fn run(_args: &RecordArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("pmx record is not built yet")
+pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
+    let scope = if let Some(p) = &args.pid {
+        Scope::Pids(id_list("-p", p)?)
+    } else if let Some(t) = &args.tid {
+        Scope::Tids(id_list("-t", t)?)
+    } else if let Some(c) = &args.cpus {
+        Scope::Cpus(parse_cpu_list(c).map_err(|e| UsageError(format!("-C {c}: {e}")))?)
+    } else if args.all_cpus {
+        Scope::Cpus(record::online_cpus())
+    } else {
+        Scope::Command
+    };
+    if scope == Scope::Command && args.command.is_empty() {
+        return Err(UsageError(
+            "nothing to record: give a command after --, or -p PID, -t TID, -a or -C LIST"
+                .to_string(),
+        )
+        .into());
+    }
+    if matches!(scope, Scope::Pids(_) | Scope::Tids(_)) && !args.command.is_empty() {
+        return Err(UsageError(
+            "-p/-t attach to running tasks; do not also give a command".to_string(),
+        )
+        .into());
+    }
+    if args.mmap_pages == 0 || !args.mmap_pages.is_power_of_two() {
+        return Err(UsageError(format!(
+            "-m {}: the ring size must be a power of two of pages (1, 2, 4 … 128 …)",
+            args.mmap_pages
+        ))
+        .into());
+    }
+    let duration = match args.duration {
+        Some(d) if !(d > 0.0 && d.is_finite()) => {
+            return Err(
+                UsageError(format!("--duration {d}: give a positive number of seconds")).into(),
+            )
+        }
+        Some(d) => Some(Duration::from_secs_f64(d)),
+        None => None,
+    };
+    let (rate, mut notes) = rate(args)?;
+    let (events, more) = events(args, rate)?;
+    notes.extend(more);
+    for n in &notes {
+        eprintln!("pmx record: {n}");
+    }
+    let opts = RecordOptions {
+        scope,
+        command: args.command.clone(),
+        inherit: !args.no_inherit,
+        rate,
+        callchain: args.callgraph,
+        mmap_pages: args.mmap_pages,
+        duration,
+        output: args.output.clone(),
+        cmdline: std::env::args().collect(),
+    };
+    record::install_signal_handlers();
+    match record::record(&events, &opts) {
+        Ok(summary) => {
+            print_summary(&summary);
+            Ok(summary.exit.map_or(0, |e| e.shell_code()))
+        }
+        Err(record::RecordError::Exec { cmd, reason }) => {
+            eprintln!("pmx record: cannot run '{cmd}': {reason}");
+            Ok(127)
+        }
+        Err(record::RecordError::Invalid(m)) => Err(UsageError(m).into()),
+        Err(e) => Err(anyhow::anyhow!("{e}")),
+    }
 }

@@ -1,4 +1,68 @@
 //! # pmx-perfdata — the perf.data file format
 //!
-//! (Being written: the format's layout, a reader for file and pipe mode,
-//! and a writer that `perf report` and `perf script` read.)
+//! perf.data is what `perf record` writes and `perf report` reads. This
+//! crate knows its bytes and nothing else (no syscalls beyond reading and
+//! writing files, no other pmx crate).
+//!
+//! The model:
+//!
+//! - A file starts with a [`format::FileHeader`]: the magic `PERFILE2`, the
+//!   **attrs** section (one `perf_event_attr` per event, each with the
+//!   section holding the sample **ids** of its file descriptors), the
+//!   **data** section (the records) and a 256-bit bitmap of **feature**
+//!   sections, whose index follows the data (hostname, build-ids, event
+//!   names…).
+//! - A **pipe** stream (`perf record -o -`) has a 16-byte header and only
+//!   records: attrs come as `HEADER_ATTR` records, features as
+//!   `HEADER_FEATURE` records, names as `EVENT_UPDATE`, in the stream.
+//! - Every record starts with a `perf_event_header` (type, misc, size).
+//!   A SAMPLE's fields depend on its event's `sample_type`; which event a
+//!   record belongs to is found from its sample **id** (at a position
+//!   fixed by `PERF_SAMPLE_IDENTIFIER`, or computed from the other bits),
+//!   or is the only event when there is one. Side-band records (MMAP,
+//!   COMM, FORK…) carry a `sample_id` trailer when the attr has
+//!   `sample_id_all`.
+//! - `COMPRESSED` records hold zstd-compressed records; perf compresses
+//!   with one streaming context, so one decompressor runs over all of them
+//!   and a record may straddle two of them.
+//!
+//! [`read::Reader`] reads both modes in one streaming pass with a fixed
+//! buffer (memory does not grow with the file) and never panics on bad
+//! input: every problem is an [`Error`] with the byte offset.
+//! [`write::Writer`] writes file mode the way perf 6.1 reads it.
+
+pub mod format;
+pub mod read;
+pub mod write;
+
+pub use format::{EventAttr, FileAttr};
+pub use read::{Reader, Record, Sample};
+pub use write::{BuildIdEntry, Features, Writer};
+
+/// An error reading or writing perf.data.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file could not be read or written.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The bytes are not valid perf.data; `offset` is where in the file
+    /// (or pipe stream; for compressed records, the compressed record's
+    /// offset) the problem was found.
+    #[error("at byte {offset:#x}: {message}")]
+    Format {
+        /// Byte offset in the file or stream.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Error {
+    /// A format error at `offset`.
+    pub fn format(offset: u64, message: impl Into<String>) -> Error {
+        Error::Format {
+            offset,
+            message: message.into(),
+        }
+    }
+}

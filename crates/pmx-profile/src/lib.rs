@@ -1,4 +1,35 @@
 //! # pmx-profile — from samples to hotspots
 //!
-//! (Being written: symbolization, hotspot tables, folded stacks, flame
-//! graphs.)
+//! The model: a perf.data stream (read by `pmx-perfdata`) is replayed once.
+//! Side-band records build the state a sample needs: COMM gives a thread its
+//! command name, FORK copies a parent's name and maps, MMAP/MMAP2 add a
+//! mapping `[start, end) → (binary, file offset)` to a process. A sample's
+//! address is turned into a **frame**:
+//!
+//! - user address → the mapping that covers it → file offset
+//!   (`addr − start + pgoff`) → ELF virtual address through the binary's
+//!   load segments (so PIE executables and shared objects work) → the
+//!   function symbol of `.symtab` (else `.dynsym`), demangled (Rust, C++);
+//!   a binary whose build-id differs from the recorded one is not used
+//!   (a warning says so), and DWARF line info is read on demand;
+//! - kernel address → `/proc/kallsyms`, only when the file was recorded
+//!   on this machine (kernel build-id, else host name and release, match);
+//!   otherwise the raw address, as perf shows it.
+//!
+//! Frames are cached per (binary, file offset) and per kernel address, so
+//! each distinct address is resolved once.
+//!
+//! **Aggregation** ([`profile::build`]): per event, rows keyed by the
+//! `--sort` keys (comm, pid, dso, symbol, cpu) with sample counts and the
+//! sum of periods; the period share is perf's Overhead (`perf report
+//! --no-children`: the leaf frame only). With stacks on, every sample's
+//! call chain (markers `PERF_CONTEXT_*` dropped, root first, kernel frames
+//! after user ones) is counted for [`flame::folded`] and [`flame::svg`].
+
+pub mod elf;
+pub mod flame;
+pub mod kernel;
+pub mod profile;
+pub mod symbolize;
+
+pub use profile::{build, EventProfile, KernelSymbols, MachineId, Options, Profile, Row, SortKey};

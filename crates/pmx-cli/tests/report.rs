@@ -1,0 +1,440 @@
+//! `pmx report` end to end: every real recording in `../shared/data/perfdata`
+//! (per-event sample counts equal to `perf script`'s where perf 6.1 reads
+//! the file), recordings made here with perf of a program with one hot
+//! function (file mode, pipe mode, zstd), folded stacks, flame graphs and
+//! bad input.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+
+fn pmx(args: &[&str]) -> Output {
+    Command::new(PMX)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run pmx")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn shared() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/perfdata");
+    p.is_dir().then_some(p)
+}
+
+fn perf_available() -> bool {
+    Command::new("perf")
+        .arg("version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// Per-event sample counts from `pmx report --json`.
+fn pmx_counts(file: &Path) -> BTreeMap<String, u64> {
+    let o = pmx(&["report", "--json", "-q", "-i", file.to_str().unwrap()]);
+    assert!(
+        o.status.success(),
+        "pmx report {}: {}",
+        file.display(),
+        text(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["samples"].as_u64().unwrap() > 0)
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["samples"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Per-event sample counts from `perf script -F event`, or `None` when
+/// perf cannot read the file.
+fn perf_counts(file: &Path) -> Option<BTreeMap<String, u64>> {
+    let o = Command::new("perf")
+        .args(["script", "-G", "-F", "event", "-i"])
+        .arg(file)
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    if !o.status.success() {
+        return None;
+    }
+    let mut m = BTreeMap::new();
+    for line in text(&o.stdout).lines() {
+        let name = line.trim().trim_end_matches(':').trim();
+        if !name.is_empty() {
+            *m.entry(name.to_string()).or_insert(0) += 1;
+        }
+    }
+    Some(m)
+}
+
+#[test]
+fn reads_every_shared_recording_and_matches_perf_script() {
+    let Some(dir) = shared() else {
+        eprintln!("skipped: ../shared/data/perfdata is absent");
+        return;
+    };
+    let perf = perf_available();
+    let mut compared = 0;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 7, "{files:?}");
+    for f in &files {
+        let ours = pmx_counts(f);
+        assert!(!ours.is_empty(), "{}: no samples", f.display());
+        // Table and folded output work on every file too.
+        let o = pmx(&["report", "-q", "-i", f.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(text(&o.stdout).contains("# Samples:"));
+        if !perf {
+            continue;
+        }
+        match perf_counts(f) {
+            Some(theirs) => {
+                assert_eq!(ours, theirs, "{}: pmx vs perf script", f.display());
+                compared += 1;
+            }
+            None => eprintln!(
+                "{}: perf 6.1 cannot read it; pmx counts {ours:?}",
+                f.display()
+            ),
+        }
+    }
+    if perf {
+        assert!(
+            compared >= 5,
+            "only {compared} files compared with perf script"
+        );
+    }
+}
+
+#[test]
+fn shared_compressed_pipe_file() {
+    let Some(dir) = shared() else {
+        eprintln!("skipped: ../shared/data/perfdata is absent");
+        return;
+    };
+    let f = dir.join("linux-perf-data__fibo.compressed2.pipe.data");
+    let o = pmx(&["report", "--json", "-i", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["mode"], "pipe");
+    assert_eq!(v["host"]["hostname"], "arthur-des");
+    let ev = &v["events"][0];
+    assert_eq!(ev["name"], "cycles:P");
+    assert_eq!(ev["samples"], 547);
+    // Standard input: the same stream piped.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cat '{}' | '{PMX}' report --json -i -",
+            f.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(w["events"][0]["samples"], 547);
+}
+
+/// A program with one hot function, compiled with frame pointers.
+fn hot_program(dir: &Path) -> Option<PathBuf> {
+    let src = dir.join("hot.c");
+    std::fs::write(
+        &src,
+        "#include <stdlib.h>\n\
+         __attribute__((noinline)) long hot_function(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * i) ^ (s >> 3); return s; }\n\
+         __attribute__((noinline)) long cold_function(long n) { long s = 1; for (long i = 0; i < n; i++) s += i ^ s; return s; }\n\
+         int main(int argc, char **argv) { long n = argc > 1 ? atol(argv[1]) : 60000000; return (int)((hot_function(n) + cold_function(n / 20)) & 1); }\n",
+    )
+    .unwrap();
+    let bin = dir.join("hot");
+    let ok = Command::new("cc")
+        .args(["-O0", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    ok.then_some(bin)
+}
+
+/// `perf record` the hot program; `extra` are more perf flags. Returns
+/// false when perf cannot sample here.
+fn record(bin: &Path, out: &Path, extra: &[&str]) -> bool {
+    let mut cmd = Command::new("perf");
+    cmd.args(["record", "-q", "-e", "cpu-clock", "-F", "5000", "-g"])
+        .args(extra)
+        .arg("-o")
+        .arg(out)
+        .arg("--")
+        .arg(bin);
+    match cmd.stdin(Stdio::null()).output() {
+        Ok(o) if o.status.success() => true,
+        Ok(o) => {
+            eprintln!("perf record failed: {}", text(&o.stderr));
+            false
+        }
+        Err(_) => false,
+    }
+}
+
+struct Recording {
+    _dir: tempfile::TempDir,
+    dir: PathBuf,
+    bin: PathBuf,
+}
+
+fn setup() -> Option<Recording> {
+    if !perf_available() {
+        eprintln!("skipped: perf is not installed");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    let Some(bin) = hot_program(&path) else {
+        eprintln!("skipped: no C compiler");
+        return None;
+    };
+    Some(Recording {
+        _dir: dir,
+        dir: path,
+        bin,
+    })
+}
+
+#[test]
+fn hot_function_first_with_callchains_folded_and_flamegraph() {
+    let Some(r) = setup() else { return };
+    let data = r.dir.join("perf.data");
+    if !record(&r.bin, &data, &[]) {
+        return;
+    }
+    let f = data.to_str().unwrap();
+    let o = pmx(&["report", "--json", "-i", f]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ev = &v["events"][0];
+    assert_eq!(ev["name"], "cpu-clock");
+    let top = &ev["rows"][0];
+    assert_eq!(top["symbol"], "hot_function", "{ev:#}");
+    assert_eq!(top["dso"], "hot");
+    assert_eq!(top["comm"], "hot");
+    assert!(top["overhead"].as_f64().unwrap() > 60.0, "{top}");
+    assert_eq!(
+        Some(ev["samples"].as_u64().unwrap()),
+        perf_counts(&data).map(|m| m["cpu-clock"])
+    );
+
+    // The table names it first too, with perf's [.] marker.
+    let o = pmx(&["report", "-i", f, "--lines"]);
+    let table = text(&o.stdout);
+    let first = table
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .unwrap();
+    assert!(
+        first.contains("[.] hot_function") && first.contains("hot.c:"),
+        "{table}"
+    );
+
+    // Folded stacks: hot_function called from main.
+    let o = pmx(&["report", "--folded", "-i", f]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let folded = text(&o.stdout);
+    let hot: u64 = folded
+        .lines()
+        .filter(|l| l.starts_with("hot;") && l.contains(";main;hot_function"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(hot * 2 > ev["samples"].as_u64().unwrap(), "{folded}");
+
+    // Flame graph SVG.
+    let svg = r.dir.join("flame.svg");
+    let o = pmx(&[
+        "report",
+        "-q",
+        "-i",
+        f,
+        "--flamegraph",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        s.starts_with("<?xml") && s.contains("<title>hot_function (") && s.contains(">main</text>"),
+        "{s}"
+    );
+
+    // --children: main holds most samples inclusively, none itself.
+    let o = pmx(&["report", "--json", "--children", "-i", f]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["events"][0]["rows"].as_array().unwrap();
+    let main = rows
+        .iter()
+        .find(|r| r["symbol"] == "main")
+        .expect("main row");
+    assert!(
+        main["children"].as_f64().unwrap() > 60.0 && main["overhead"].as_f64().unwrap() < 5.0,
+        "{main}"
+    );
+
+    // --sort pid,symbol and --percent-limit.
+    let o = pmx(&[
+        "report",
+        "--json",
+        "--sort",
+        "pid,sym",
+        "--percent-limit",
+        "50",
+        "-i",
+        f,
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["events"][0]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0]["pid"].as_u64().unwrap() > 0 && rows[0]["comm"].is_null());
+}
+
+#[test]
+fn pipe_mode_and_zstd_give_perf_script_counts() {
+    let Some(r) = setup() else { return };
+    // Pipe mode: perf record -o - > file, read from the file and from stdin.
+    let pipe = r.dir.join("pipe.data");
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "perf record -q -e cpu-clock -F 5000 -g -o - -- '{}' > '{}'",
+            r.bin.display(),
+            pipe.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ours = pmx_counts(&pipe);
+    assert_eq!(Some(ours.clone()), perf_counts(&pipe));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cat '{}' | '{PMX}' report --json -i -",
+            pipe.display()
+        ))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["events"][0]["samples"].as_u64(),
+        ours.get("cpu-clock").copied()
+    );
+    assert_eq!(v["events"][0]["rows"][0]["symbol"], "hot_function");
+
+    // zstd-compressed records (perf record -z).
+    let z = r.dir.join("z.data");
+    if !record(&r.bin, &z, &["-z"]) {
+        return;
+    }
+    let ours = pmx_counts(&z);
+    assert_eq!(Some(ours), perf_counts(&z));
+    let o = pmx(&["report", "-i", z.to_str().unwrap()]);
+    assert!(
+        text(&o.stdout).contains("zstd-compressed"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+/// `pmx record`'s files (written with pmx-perfdata's writer) read the same
+/// in pmx report and perf script.
+#[test]
+fn reads_pmx_record_files() {
+    let Some(r) = setup() else { return };
+    let data = r.dir.join("pmx.data");
+    let o = Command::new(PMX)
+        .args(["record", "-e", "cpu-clock", "-F", "5000", "-g", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&r.bin)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    if !o.status.success() && !data.exists() {
+        eprintln!("skipped: pmx record failed here: {}", text(&o.stderr));
+        return;
+    }
+    let ours = pmx_counts(&data);
+    assert_eq!(Some(ours), perf_counts(&data));
+    let o = pmx(&["report", "--json", "-i", data.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["events"][0]["rows"][0]["symbol"], "hot_function", "{v:#}");
+}
+
+#[test]
+fn bad_input_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.data");
+    let o = pmx(&["report", "-i", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("no such file"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    let junk = dir.path().join("junk.data");
+    std::fs::write(&junk, b"definitely not a perf.data file").unwrap();
+    let o = pmx(&["report", "-i", junk.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("not a perf.data file"),
+        "{}",
+        text(&o.stderr)
+    );
+
+    if let Some(shared) = shared() {
+        // A truncated real file: an error with the offset, never a panic.
+        let bytes =
+            std::fs::read(shared.join("perf_data_converter__perf.data.lost_samples-4.4")).unwrap();
+        let cut = dir.path().join("cut.data");
+        std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        let o = pmx(&["report", "-i", cut.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(text(&o.stderr).contains("truncated"), "{}", text(&o.stderr));
+
+        let f = shared.join("perf_data_converter__perf.data.group_desc-4.14");
+        let o = pmx(&["report", "--event", "nosuch", "-i", f.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(
+            text(&o.stderr).contains("cache-references"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+
+    let o = pmx(&[
+        "report",
+        "--sort",
+        "comm,bogus",
+        "-i",
+        junk.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("bogus"));
+    let o = pmx(&["report", "--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,1625 @@
+//! Reading perf.data, file mode and pipe mode, in one streaming pass.
+//!
+//! [`Reader::new`] takes any `Read + Seek` (a file, standard input, a
+//! cursor over bytes). It reads the first 16 bytes: a header size of 16
+//! means a pipe stream (only records follow; the source is never seeked),
+//! otherwise a file-mode header, whose attrs, ids and feature sections are
+//! read with seeks before the data section is streamed.
+//!
+//! [`Reader::next_record`] returns one decoded record at a time, borrowing
+//! the reader's buffer (a fixed window: memory does not grow with the
+//! file). The records that describe the file itself (`HEADER_ATTR`,
+//! `HEADER_FEATURE`, `EVENT_UPDATE`, `ID_INDEX`, `COMPRESSED`…) are
+//! consumed by the reader and update [`Reader::events`] and
+//! [`Reader::features`]; compressed records are decompressed transparently.
+
+use crate::format::{
+    check_magic, feature, le_u32, le_u64, misc, read_format, record_type, sample_type, EventAttr,
+    EventHeader, FileHeader, Section, EVENT_HEADER_SIZE, FILE_HEADER_SIZE, PIPE_HEADER_SIZE,
+};
+use crate::write::BuildIdEntry;
+use crate::Error;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Size of the read window; records are at most 64 KiB.
+const WINDOW: usize = 1 << 20;
+/// The largest feature section or attrs section this reader accepts.
+const MAX_SECTION: u64 = 1 << 30;
+
+/// One event of the file: its attr decoded, its raw bytes, ids and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The decoded `perf_event_attr`.
+    pub attr: EventAttr,
+    /// The raw attr bytes as stored.
+    pub raw: Vec<u8>,
+    /// Sample ids of the event's file descriptors.
+    pub ids: Vec<u64>,
+    /// The event's name: from EVENT_DESC or EVENT_UPDATE, else perf's
+    /// default name for the attr.
+    pub name: String,
+}
+
+/// The COMPRESSED feature: how the records were compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressionInfo {
+    /// Format version.
+    pub version: u32,
+    /// Compressor: 1 = zstd.
+    pub kind: u32,
+    /// Compression level.
+    pub level: u32,
+    /// Compression ratio perf measured.
+    pub ratio: u32,
+    /// Size of the mmap buffers.
+    pub mmap_len: u32,
+}
+
+/// The feature sections of a file (or the HEADER_FEATURE records of a pipe).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileFeatures {
+    /// Features present, by number.
+    pub present: Vec<u32>,
+    /// HOSTNAME.
+    pub hostname: Option<String>,
+    /// OSRELEASE.
+    pub osrelease: Option<String>,
+    /// VERSION of the tool that wrote the file.
+    pub version: Option<String>,
+    /// ARCH.
+    pub arch: Option<String>,
+    /// NRCPUS: (online, available).
+    pub nrcpus: Option<(u32, u32)>,
+    /// CPUDESC.
+    pub cpudesc: Option<String>,
+    /// CPUID.
+    pub cpuid: Option<String>,
+    /// TOTAL_MEM in KiB.
+    pub total_mem_kib: Option<u64>,
+    /// CMDLINE.
+    pub cmdline: Option<Vec<String>>,
+    /// BUILD_ID entries.
+    pub build_ids: Vec<BuildIdEntry>,
+    /// EVENT_DESC: name, attr and ids per event.
+    pub event_desc: Vec<(String, EventAttr, Vec<u64>)>,
+    /// SAMPLE_TIME: first and last sample time.
+    pub sample_time: Option<(u64, u64)>,
+    /// COMPRESSED.
+    pub compressed: Option<CompressionInfo>,
+    /// Every other feature's raw bytes.
+    pub raw: BTreeMap<u32, Vec<u8>>,
+}
+
+/// The `sample_id` fields of a side-band record (its trailer when the
+/// attr has `sample_id_all`) or of a sample.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SampleId {
+    /// Process id.
+    pub pid: Option<u32>,
+    /// Thread id.
+    pub tid: Option<u32>,
+    /// Timestamp.
+    pub time: Option<u64>,
+    /// Sample id.
+    pub id: Option<u64>,
+    /// Stream id.
+    pub stream_id: Option<u64>,
+    /// CPU.
+    pub cpu: Option<u32>,
+}
+
+/// A decoded SAMPLE record. Fields the event's sample_type lacks are 0
+/// (`period` is the attr's period then, as perf does).
+#[derive(Debug, Clone, Copy)]
+pub struct Sample<'a> {
+    /// Index into [`Reader::events`].
+    pub event: usize,
+    /// The header's misc (CPU mode in the low 3 bits).
+    pub misc: u16,
+    /// Instruction pointer.
+    pub ip: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Timestamp.
+    pub time: u64,
+    /// Data address.
+    pub addr: u64,
+    /// Sample id.
+    pub id: u64,
+    /// Stream id.
+    pub stream_id: u64,
+    /// CPU.
+    pub cpu: u32,
+    /// Period (weight of the sample).
+    pub period: u64,
+    /// The call chain, raw (u64 little-endian each; markers included).
+    pub callchain_bytes: &'a [u8],
+    /// Raw data (tracepoint fields).
+    pub raw: &'a [u8],
+    /// Weight (the first u64 of WEIGHT or WEIGHT_STRUCT).
+    pub weight: u64,
+    /// Data source.
+    pub data_src: u64,
+    /// Physical address.
+    pub phys_addr: u64,
+}
+
+impl<'a> Sample<'a> {
+    /// The call chain entries, leaf first, `PERF_CONTEXT_*` markers included.
+    pub fn callchain(&self) -> impl Iterator<Item = u64> + 'a {
+        self.callchain_bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+    }
+
+    /// The CPU mode (`misc & 7`).
+    pub fn cpumode(&self) -> u16 {
+        self.misc & misc::CPUMODE_MASK
+    }
+}
+
+/// An MMAP or MMAP2 record.
+#[derive(Debug, Clone, Copy)]
+pub struct Mmap<'a> {
+    /// Header misc (CPU mode: kernel or user mapping).
+    pub misc: u16,
+    /// Process id (-1 as u32 for kernel maps).
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Start address.
+    pub start: u64,
+    /// Length.
+    pub len: u64,
+    /// File offset of the start.
+    pub pgoff: u64,
+    /// MMAP2: protection bits.
+    pub prot: Option<u32>,
+    /// MMAP2: mmap flags.
+    pub flags: Option<u32>,
+    /// MMAP2 with a build-id instead of the inode.
+    pub build_id: Option<&'a [u8]>,
+    /// File name.
+    pub filename: &'a [u8],
+    /// Trailer.
+    pub id: SampleId,
+}
+
+/// A COMM record.
+#[derive(Debug, Clone, Copy)]
+pub struct Comm<'a> {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// The name changed because of exec.
+    pub exec: bool,
+    /// The new name.
+    pub comm: &'a [u8],
+    /// Trailer.
+    pub id: SampleId,
+}
+
+/// A FORK or EXIT record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Task {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Parent thread id.
+    pub ptid: u32,
+    /// Time.
+    pub time: u64,
+    /// Trailer.
+    pub id: SampleId,
+}
+
+/// A decoded record.
+#[derive(Debug, Clone, Copy)]
+pub enum Record<'a> {
+    /// A sample.
+    Sample(Sample<'a>),
+    /// MMAP or MMAP2.
+    Mmap(Mmap<'a>),
+    /// COMM.
+    Comm(Comm<'a>),
+    /// FORK.
+    Fork(Task),
+    /// EXIT.
+    Exit(Task),
+    /// LOST: the kernel dropped `lost` records of event `id`.
+    Lost {
+        /// Event id.
+        id: u64,
+        /// Records lost.
+        lost: u64,
+    },
+    /// THROTTLE (`throttled` true) or UNTHROTTLE.
+    Throttle {
+        /// Throttle (true) or unthrottle.
+        throttled: bool,
+        /// Time.
+        time: u64,
+        /// Event id.
+        id: u64,
+    },
+    /// LOST_SAMPLES.
+    LostSamples {
+        /// Samples lost.
+        lost: u64,
+    },
+    /// FINISHED_ROUND: records before it may be sorted by time.
+    FinishedRound,
+    /// Any other record: its type, misc and bytes after the header.
+    Other {
+        /// Record type.
+        kind: u32,
+        /// Header misc.
+        misc: u16,
+        /// The body (after the 8-byte header).
+        data: &'a [u8],
+    },
+}
+
+/// Counts the reader keeps while reading.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Records seen per type (decompressed ones included; COMPRESSED
+    /// records themselves counted too).
+    pub records: BTreeMap<u32, u64>,
+    /// Sum of LOST records' counts.
+    pub lost: u64,
+    /// Sum of LOST_SAMPLES records' counts.
+    pub lost_samples: u64,
+    /// Samples whose id matched no event (skipped, as perf does).
+    pub unknown_id_samples: u64,
+}
+
+/// Where the next record's bytes are.
+#[derive(Clone, Copy)]
+enum Loc {
+    Main(usize, usize),
+    Decomp(usize, usize),
+}
+
+/// The perf.data reader. See the module documentation.
+pub struct Reader {
+    src: Box<dyn Read + Send>,
+    pipe: bool,
+    header: Option<FileHeader>,
+    events: Vec<Event>,
+    id_to_event: HashMap<u64, usize>,
+    features: FileFeatures,
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    /// File offset of `buf[0]`.
+    buf_offset: u64,
+    /// File mode: bytes of the data section not yet read into `buf`.
+    remaining: Option<u64>,
+    total: Option<u64>,
+    decomp: Option<zstd::stream::raw::Decoder<'static>>,
+    dbuf: Vec<u8>,
+    dpos: usize,
+    /// Offset of the COMPRESSED record that produced the pending bytes.
+    doffset: u64,
+    stats: Stats,
+    names_from_update: HashMap<u64, String>,
+}
+
+fn fmt_err(offset: u64, msg: impl Into<String>) -> Error {
+    Error::format(offset, msg)
+}
+
+/// Read exactly `n` bytes at `offset`, or a format error naming `what`.
+fn read_at<R: Read + Seek>(
+    r: &mut R,
+    offset: u64,
+    n: u64,
+    what: &str,
+    file_len: u64,
+) -> Result<Vec<u8>, Error> {
+    if n > MAX_SECTION {
+        return Err(fmt_err(
+            offset,
+            format!("{what}: implausible size {n} bytes"),
+        ));
+    }
+    match offset.checked_add(n) {
+        Some(end) if end <= file_len => {}
+        _ => {
+            return Err(fmt_err(
+                offset,
+                format!("{what} ({n} bytes) runs past the end of the file ({file_len} bytes): truncated file?"),
+            ))
+        }
+    }
+    r.seek(SeekFrom::Start(offset))?;
+    let mut v = vec![0u8; n as usize];
+    r.read_exact(&mut v)?;
+    Ok(v)
+}
+
+/// A cursor over feature bytes with bounds checks.
+struct Cur<'a> {
+    b: &'a [u8],
+    at: usize,
+    base: u64,
+}
+
+impl<'a> Cur<'a> {
+    fn new(b: &'a [u8], base: u64) -> Self {
+        Cur { b, at: 0, base }
+    }
+    fn err(&self, what: &str) -> Error {
+        fmt_err(
+            self.base + self.at as u64,
+            format!("{what} runs past the end of its section"),
+        )
+    }
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], Error> {
+        if self.b.len().saturating_sub(self.at) < n {
+            return Err(self.err(what));
+        }
+        let s = &self.b[self.at..self.at + n];
+        self.at += n;
+        Ok(s)
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, Error> {
+        Ok(le_u32(self.take(4, what)?, 0))
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, Error> {
+        Ok(le_u64(self.take(8, what)?, 0))
+    }
+    /// A perf header string: u32 length then that many bytes, NUL-padded.
+    fn string(&mut self, what: &str) -> Result<String, Error> {
+        let n = self.u32(what)? as usize;
+        let b = self.take(n, what)?;
+        Ok(c_str(b))
+    }
+    fn rest(&self) -> usize {
+        self.b.len().saturating_sub(self.at)
+    }
+}
+
+/// The bytes up to the first NUL, as (lossy) UTF-8.
+fn c_str(b: &[u8]) -> String {
+    String::from_utf8_lossy(until_nul(b)).into_owned()
+}
+
+fn until_nul(b: &[u8]) -> &[u8] {
+    match b.iter().position(|&c| c == 0) {
+        Some(n) => &b[..n],
+        None => b,
+    }
+}
+
+/// Parse one feature body into `f`.
+fn parse_feature(f: &mut FileFeatures, id: u32, body: &[u8], base: u64) -> Result<(), Error> {
+    let mut c = Cur::new(body, base);
+    if !f.present.contains(&id) {
+        f.present.push(id);
+    }
+    match id {
+        feature::HOSTNAME => f.hostname = Some(c.string("hostname")?),
+        feature::OSRELEASE => f.osrelease = Some(c.string("osrelease")?),
+        feature::VERSION => f.version = Some(c.string("version")?),
+        feature::ARCH => f.arch = Some(c.string("arch")?),
+        feature::CPUDESC => f.cpudesc = Some(c.string("cpudesc")?),
+        feature::CPUID => f.cpuid = Some(c.string("cpuid")?),
+        feature::NRCPUS => {
+            let avail = c.u32("nrcpus")?;
+            let online = c.u32("nrcpus")?;
+            f.nrcpus = Some((online, avail));
+        }
+        feature::TOTAL_MEM => f.total_mem_kib = Some(c.u64("total_mem")?),
+        feature::CMDLINE => {
+            let n = c.u32("cmdline")?;
+            let mut v = Vec::new();
+            for _ in 0..n {
+                v.push(c.string("cmdline")?);
+            }
+            f.cmdline = Some(v);
+        }
+        feature::SAMPLE_TIME => {
+            let a = c.u64("sample_time")?;
+            let b = c.u64("sample_time")?;
+            f.sample_time = Some((a, b));
+        }
+        feature::COMPRESSED => {
+            f.compressed = Some(CompressionInfo {
+                version: c.u32("compressed")?,
+                kind: c.u32("compressed")?,
+                level: c.u32("compressed")?,
+                ratio: c.u32("compressed")?,
+                mmap_len: c.u32("compressed")?,
+            });
+        }
+        feature::BUILD_ID => {
+            while c.rest() >= EVENT_HEADER_SIZE {
+                let start = c.at;
+                let h = EventHeader::parse(c.take(8, "build_id entry")?);
+                let size = h.size as usize;
+                if size < 36 {
+                    return Err(fmt_err(
+                        base + start as u64,
+                        format!("build_id entry of {size} bytes"),
+                    ));
+                }
+                let pid = le_u32(c.take(4, "build_id entry")?, 0) as i32;
+                let idb = c.take(24, "build_id entry")?;
+                let name = c.take(size - 36, "build_id entry")?;
+                let len = if h.misc & misc::BUILD_ID_SIZE != 0 {
+                    (idb[20] as usize).min(20)
+                } else {
+                    20
+                };
+                f.build_ids.push(BuildIdEntry {
+                    pid,
+                    misc: h.misc & !misc::BUILD_ID_SIZE,
+                    build_id: idb[..len].to_vec(),
+                    filename: c_str(name),
+                });
+            }
+        }
+        feature::EVENT_DESC => {
+            let nr = c.u32("event_desc")?;
+            let attr_size = c.u32("event_desc")? as usize;
+            if attr_size < 8 {
+                return Err(c.err("event_desc attr"));
+            }
+            for _ in 0..nr {
+                let ab = c.take(attr_size, "event_desc attr")?;
+                let attr = EventAttr::parse(ab, base + c.at as u64)?;
+                let nids = c.u32("event_desc")? as usize;
+                let name = c.string("event_desc name")?;
+                if nids > c.rest() / 8 {
+                    return Err(c.err("event_desc ids"));
+                }
+                let mut ids = Vec::with_capacity(nids);
+                for _ in 0..nids {
+                    ids.push(c.u64("event_desc ids")?);
+                }
+                f.event_desc.push((name, attr, ids));
+            }
+        }
+        _ => {
+            f.raw.insert(id, body.to_vec());
+        }
+    }
+    Ok(())
+}
+
+impl Reader {
+    /// Open a file (or `/dev/stdin`).
+    pub fn open(path: &Path) -> Result<Reader, Error> {
+        let file = std::fs::File::open(path)?;
+        Reader::new(file)
+    }
+
+    /// Read from any source; pipe streams are read without seeking.
+    pub fn new<R: Read + Seek + Send + 'static>(mut src: R) -> Result<Reader, Error> {
+        let mut first = [0u8; 16];
+        read_full(&mut src, &mut first).map_err(|e| match e {
+            Error::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => fmt_err(
+                0,
+                "file too short for a perf.data header (empty or truncated)",
+            ),
+            e => e,
+        })?;
+        check_magic(le_u64(&first, 0))?;
+        let size = le_u64(&first, 8);
+        let mut r = Reader {
+            src: Box::new(std::io::empty()),
+            pipe: false,
+            header: None,
+            events: Vec::new(),
+            id_to_event: HashMap::new(),
+            features: FileFeatures::default(),
+            buf: vec![0u8; WINDOW],
+            pos: 0,
+            end: 0,
+            buf_offset: 0,
+            remaining: None,
+            total: None,
+            decomp: None,
+            dbuf: Vec::new(),
+            dpos: 0,
+            doffset: 0,
+            stats: Stats::default(),
+            names_from_update: HashMap::new(),
+        };
+        if size == PIPE_HEADER_SIZE {
+            r.pipe = true;
+            r.buf_offset = PIPE_HEADER_SIZE;
+            r.src = Box::new(src);
+            return Ok(r);
+        }
+        if size != FILE_HEADER_SIZE {
+            return Err(fmt_err(
+                8,
+                format!("header size {size}: expected 104 (file) or 16 (pipe)"),
+            ));
+        }
+        let file_len = src.seek(SeekFrom::End(0)).map_err(|e| {
+            Error::Io(std::io::Error::new(
+                e.kind(),
+                format!("file-mode perf.data needs a seekable input: {e}"),
+            ))
+        })?;
+        let hb = read_at(&mut src, 0, FILE_HEADER_SIZE, "header", file_len)?;
+        let header = FileHeader::parse(&hb)?;
+        r.read_attrs(&mut src, &header, file_len)?;
+        r.read_features(&mut src, &header, file_len)?;
+        let data_end = header
+            .data
+            .end()
+            .ok_or_else(|| fmt_err(40, "data section overflows"))?;
+        if data_end > file_len {
+            return Err(fmt_err(
+                40,
+                format!(
+                    "data section ends at byte {data_end} but the file has {file_len} bytes: truncated file \
+                     (was perf record interrupted?)"
+                ),
+            ));
+        }
+        src.seek(SeekFrom::Start(header.data.offset))?;
+        r.buf_offset = header.data.offset;
+        r.remaining = Some(header.data.size);
+        r.total = Some(header.data.size);
+        r.header = Some(header);
+        r.src = Box::new(src);
+        r.apply_names();
+        Ok(r)
+    }
+
+    fn read_attrs<R: Read + Seek>(
+        &mut self,
+        src: &mut R,
+        h: &FileHeader,
+        file_len: u64,
+    ) -> Result<(), Error> {
+        if h.attrs.size == 0 {
+            return Ok(());
+        }
+        if h.attr_size < 16 + 8 {
+            return Err(fmt_err(
+                16,
+                format!("attr_size {} is too small", h.attr_size),
+            ));
+        }
+        let bytes = read_at(src, h.attrs.offset, h.attrs.size, "attrs section", file_len)?;
+        let n = (h.attrs.size / h.attr_size) as usize;
+        for i in 0..n {
+            let at = i * h.attr_size as usize;
+            let entry = &bytes[at..at + h.attr_size as usize];
+            let alen = entry.len() - 16;
+            let off = h.attrs.offset + at as u64;
+            let attr = EventAttr::parse(&entry[..alen], off)?;
+            let ids_sec = Section::parse(&entry[alen..]);
+            let idb = read_at(src, ids_sec.offset, ids_sec.size, "attr ids", file_len)?;
+            let ids: Vec<u64> = idb.chunks_exact(8).map(|c| le_u64(c, 0)).collect();
+            self.add_event(attr, entry[..alen].to_vec(), ids);
+        }
+        Ok(())
+    }
+
+    fn read_features<R: Read + Seek>(
+        &mut self,
+        src: &mut R,
+        h: &FileHeader,
+        file_len: u64,
+    ) -> Result<(), Error> {
+        let list = h.feature_list();
+        if list.is_empty() {
+            return Ok(());
+        }
+        let index_at = h
+            .data
+            .end()
+            .ok_or_else(|| fmt_err(40, "data section overflows"))?;
+        let index = read_at(
+            src,
+            index_at,
+            16 * list.len() as u64,
+            "feature index",
+            file_len,
+        )?;
+        for (i, f) in list.iter().enumerate() {
+            let sec = Section::parse(&index[16 * i..16 * i + 16]);
+            if *f == feature::TRACING_DATA || *f == feature::BPF_BTF || *f == feature::BPF_PROG_INFO
+            {
+                // Large and not needed to read samples: recorded as present only.
+                self.features.present.push(*f);
+                continue;
+            }
+            let body = read_at(
+                src,
+                sec.offset,
+                sec.size,
+                feature::name(*f).unwrap_or("feature section"),
+                file_len,
+            )?;
+            parse_feature(&mut self.features, *f, &body, sec.offset)?;
+        }
+        Ok(())
+    }
+
+    fn add_event(&mut self, attr: EventAttr, raw: Vec<u8>, ids: Vec<u64>) {
+        let idx = self.events.len();
+        for id in &ids {
+            self.id_to_event.insert(*id, idx);
+        }
+        let name = attr.default_name();
+        self.events.push(Event {
+            attr,
+            raw,
+            ids,
+            name,
+        });
+    }
+
+    /// Names from EVENT_DESC (matched by id, else by position) and EVENT_UPDATE.
+    fn apply_names(&mut self) {
+        for (i, (name, _, ids)) in self.features.event_desc.iter().enumerate() {
+            let by_id = ids.iter().find_map(|id| self.id_to_event.get(id).copied());
+            let idx = by_id
+                .or_else(|| (self.features.event_desc.len() == self.events.len()).then_some(i));
+            if let Some(idx) = idx {
+                if !name.is_empty() {
+                    self.events[idx].name = name.clone();
+                }
+            }
+        }
+        for (id, name) in &self.names_from_update {
+            if let Some(&idx) = self.id_to_event.get(id) {
+                self.events[idx].name = name.clone();
+            }
+        }
+    }
+
+    /// The events (attrs) of the file; in pipe mode this grows as
+    /// HEADER_ATTR records are read.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// The event (index into [`Reader::events`]) a sample id belongs to:
+    /// the only event when there is one.
+    pub fn event_of_id(&self, id: u64) -> Option<usize> {
+        if self.events.len() == 1 {
+            return Some(0);
+        }
+        self.id_to_event.get(&id).copied()
+    }
+
+    /// The feature sections (pipe mode: those seen so far).
+    pub fn features(&self) -> &FileFeatures {
+        &self.features
+    }
+
+    /// The file header (`None` in pipe mode).
+    pub fn header(&self) -> Option<&FileHeader> {
+        self.header.as_ref()
+    }
+
+    /// Whether this is a pipe stream.
+    pub fn is_pipe(&self) -> bool {
+        self.pipe
+    }
+
+    /// Counts so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Bytes of the data section (or stream) consumed so far.
+    pub fn bytes_read(&self) -> u64 {
+        let start = self
+            .header
+            .as_ref()
+            .map_or(PIPE_HEADER_SIZE, |h| h.data.offset);
+        (self.buf_offset + self.pos as u64).saturating_sub(start)
+    }
+
+    /// Size of the data section (file mode), for progress.
+    pub fn total_bytes(&self) -> Option<u64> {
+        self.total
+    }
+
+    /// Offset in the file of the current position.
+    fn offset(&self) -> u64 {
+        self.buf_offset + self.pos as u64
+    }
+
+    /// Make `n` bytes available at `pos`. `Ok(false)` at a clean end
+    /// (no byte left); an error if the stream ends inside the `n` bytes.
+    fn fill(&mut self, n: usize) -> Result<bool, Error> {
+        if self.end - self.pos >= n {
+            return Ok(true);
+        }
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.buf_offset += self.pos as u64;
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        if self.buf.len() < n {
+            self.buf.resize(n, 0);
+        }
+        while self.end < n {
+            let mut want = self.buf.len() - self.end;
+            if let Some(rem) = self.remaining {
+                want = want.min(rem as usize);
+                if want == 0 {
+                    break;
+                }
+            }
+            let got = match self.src.read(&mut self.buf[self.end..self.end + want]) {
+                Ok(0) => break,
+                Ok(k) => k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            };
+            self.end += got;
+            if let Some(rem) = &mut self.remaining {
+                *rem -= got as u64;
+            }
+        }
+        if self.end == 0 && self.pos == 0 {
+            return Ok(false);
+        }
+        if self.end < n {
+            return Err(fmt_err(
+                self.offset(),
+                format!(
+                    "the data ends inside a record ({} of {n} bytes): truncated file{}",
+                    self.end,
+                    if self.pipe { " or stream" } else { "" }
+                ),
+            ));
+        }
+        Ok(true)
+    }
+
+    /// Skip `n` bytes of payload that follow a record (AUXTRACE data,
+    /// pipe-mode tracing data).
+    fn skip(&mut self, mut n: u64) -> Result<(), Error> {
+        while n > 0 {
+            if self.pos == self.end && !self.fill(1)? {
+                return Err(fmt_err(
+                    self.offset(),
+                    "the data ends inside a record's payload: truncated file",
+                ));
+            }
+            let k = ((self.end - self.pos) as u64).min(n) as usize;
+            self.pos += k;
+            n -= k as u64;
+        }
+        Ok(())
+    }
+
+    /// The next complete raw record from the main stream, or `None` at the end.
+    fn next_main(&mut self) -> Result<Option<(usize, usize, u64)>, Error> {
+        if !self.fill(EVENT_HEADER_SIZE)? {
+            return Ok(None);
+        }
+        let at = self.offset();
+        let h = EventHeader::parse(&self.buf[self.pos..]);
+        if (h.size as usize) < EVENT_HEADER_SIZE {
+            return Err(fmt_err(
+                at,
+                format!(
+                    "record of type {} claims size {} (less than its header)",
+                    h.kind, h.size
+                ),
+            ));
+        }
+        self.fill(h.size as usize)?;
+        let start = self.pos;
+        self.pos += h.size as usize;
+        Ok(Some((start, self.pos, at)))
+    }
+
+    /// The next complete record from decompressed data, if one is there.
+    fn next_decomp(&mut self) -> Result<Option<(usize, usize)>, Error> {
+        let avail = self.dbuf.len() - self.dpos;
+        if avail < EVENT_HEADER_SIZE {
+            return Ok(None);
+        }
+        let h = EventHeader::parse(&self.dbuf[self.dpos..]);
+        if (h.size as usize) < EVENT_HEADER_SIZE {
+            return Err(fmt_err(
+                self.doffset,
+                format!(
+                    "compressed data holds a record of type {} with size {}",
+                    h.kind, h.size
+                ),
+            ));
+        }
+        if avail < h.size as usize {
+            return Ok(None);
+        }
+        let start = self.dpos;
+        self.dpos += h.size as usize;
+        Ok(Some((start, self.dpos)))
+    }
+
+    fn decompress(&mut self, start: usize, end: usize, at: u64, kind: u32) -> Result<(), Error> {
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        let (body_start, body_end) = if kind == record_type::COMPRESSED2 {
+            if end - start < 16 {
+                return Err(fmt_err(at, "COMPRESSED2 record shorter than 16 bytes"));
+            }
+            let n = le_u64(&self.buf[start + 8..], 0) as usize;
+            if n > end - start - 16 {
+                return Err(fmt_err(
+                    at,
+                    format!("COMPRESSED2 data_size {n} exceeds the record"),
+                ));
+            }
+            (start + 16, start + 16 + n)
+        } else {
+            (start + 8, end)
+        };
+        if self.decomp.is_none() {
+            self.decomp = Some(zstd::stream::raw::Decoder::new()?);
+        }
+        // Drop consumed decompressed bytes before adding more.
+        if self.dpos > 0 {
+            self.dbuf.drain(..self.dpos);
+            self.dpos = 0;
+        }
+        self.doffset = at;
+        let dec = self.decomp.as_mut().expect("decoder");
+        let mut input = InBuffer::around(&self.buf[body_start..body_end]);
+        let mut chunk = vec![0u8; 256 * 1024];
+        loop {
+            let before = input.pos();
+            let mut out = OutBuffer::around(&mut chunk[..]);
+            let hint = dec
+                .run(&mut input, &mut out)
+                .map_err(|e| fmt_err(at, format!("zstd: corrupt compressed records: {e}")))?;
+            let produced = out.pos();
+            self.dbuf.extend_from_slice(&chunk[..produced]);
+            if self.dbuf.len() > MAX_SECTION as usize {
+                return Err(fmt_err(
+                    at,
+                    "compressed records expand to more than 1 GiB without completing a record: corrupt file",
+                ));
+            }
+            if input.pos() == input.src.len() && (produced < chunk.len() || hint == 0) {
+                break;
+            }
+            if produced == 0 && (input.pos() == input.src.len() || input.pos() == before) {
+                // Everything consumed, or no progress possible: the rest
+                // (if any) waits for the next compressed record.
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Handle a record that describes the file; returns true when consumed.
+    fn consume_meta(&mut self, loc: Loc, at: u64) -> Result<bool, Error> {
+        let (buf, start, end) = match loc {
+            Loc::Main(s, e) => (&self.buf, s, e),
+            Loc::Decomp(s, e) => (&self.dbuf, s, e),
+        };
+        let h = EventHeader::parse(&buf[start..]);
+        let body = buf[start + 8..end].to_vec();
+        match h.kind {
+            record_type::HEADER_ATTR => {
+                if body.len() < 8 {
+                    return Err(fmt_err(at, "HEADER_ATTR record too short"));
+                }
+                let size = le_u32(&body, 4) as usize;
+                let size = if size == 0 { 64 } else { size };
+                if size > body.len() {
+                    return Err(fmt_err(
+                        at,
+                        format!(
+                            "HEADER_ATTR attr of {size} bytes in a {}-byte record",
+                            body.len()
+                        ),
+                    ));
+                }
+                let attr = EventAttr::parse(&body[..size], at + 8)?;
+                let ids = body[size..].chunks_exact(8).map(|c| le_u64(c, 0)).collect();
+                self.add_event(attr, body[..size].to_vec(), ids);
+                self.apply_names();
+            }
+            record_type::HEADER_FEATURE => {
+                if body.len() < 8 {
+                    return Err(fmt_err(at, "HEADER_FEATURE record too short"));
+                }
+                let id = le_u64(&body, 0) as u32;
+                parse_feature(&mut self.features, id, &body[8..], at + 16)?;
+                self.apply_names();
+            }
+            record_type::EVENT_UPDATE => {
+                // u64 type, u64 id, data; type 2 = name.
+                if body.len() >= 16 && le_u64(&body, 0) == 2 {
+                    let id = le_u64(&body, 8);
+                    self.names_from_update.insert(id, c_str(&body[16..]));
+                    self.apply_names();
+                }
+            }
+            record_type::ID_INDEX => {
+                // Entries {id, idx, cpu, tid}: idx is the position of the
+                // id among its event's file descriptors, not the event;
+                // events are known from their attrs' ids. Checked, not used.
+                if body.len() < 8 {
+                    return Err(fmt_err(at, "ID_INDEX record too short"));
+                }
+                let nr = le_u64(&body, 0);
+                if nr > (body.len() as u64 - 8) / 32 {
+                    return Err(fmt_err(at, format!("ID_INDEX claims {nr} entries")));
+                }
+            }
+            record_type::HEADER_TRACING_DATA => {
+                if body.len() < 4 {
+                    return Err(fmt_err(at, "TRACING_DATA record too short"));
+                }
+                let size = le_u32(&body, 0) as u64;
+                if matches!(loc, Loc::Main(..)) {
+                    self.skip((size + 7) & !7)?;
+                }
+                self.features.present.push(feature::TRACING_DATA);
+            }
+            record_type::AUXTRACE => {
+                if body.len() < 8 {
+                    return Err(fmt_err(at, "AUXTRACE record too short"));
+                }
+                let size = le_u64(&body, 0);
+                if matches!(loc, Loc::Main(..)) {
+                    self.skip(size)?;
+                }
+            }
+            record_type::HEADER_BUILD_ID => {
+                let mut entry = EventHeader {
+                    kind: 0,
+                    misc: h.misc,
+                    size: h.size,
+                }
+                .to_bytes()
+                .to_vec();
+                entry.extend_from_slice(&body);
+                parse_feature(&mut self.features, feature::BUILD_ID, &entry, at)?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The next record, or `None` at the end of the data.
+    pub fn next_record(&mut self) -> Result<Option<Record<'_>>, Error> {
+        let (loc, at) = loop {
+            let (loc, at) = if let Some((s, e)) = self.next_decomp()? {
+                (Loc::Decomp(s, e), self.doffset)
+            } else {
+                match self.next_main()? {
+                    Some((s, e, at)) => (Loc::Main(s, e), at),
+                    None => {
+                        if self.dbuf.len() > self.dpos {
+                            return Err(fmt_err(
+                                self.doffset,
+                                "compressed records end inside a record: truncated file",
+                            ));
+                        }
+                        return Ok(None);
+                    }
+                }
+            };
+            let (s, buf) = match loc {
+                Loc::Main(s, _) => (s, &self.buf),
+                Loc::Decomp(s, _) => (s, &self.dbuf),
+            };
+            let h = EventHeader::parse(&buf[s..]);
+            *self.stats.records.entry(h.kind).or_insert(0) += 1;
+            match h.kind {
+                record_type::COMPRESSED | record_type::COMPRESSED2 => {
+                    let Loc::Main(s, e) = loc else {
+                        return Err(fmt_err(at, "a compressed record inside compressed data"));
+                    };
+                    self.decompress(s, e, at, h.kind)?;
+                    continue;
+                }
+                record_type::SAMPLE => {
+                    let data = match loc {
+                        Loc::Main(s, e) => &self.buf[s..e],
+                        Loc::Decomp(s, e) => &self.dbuf[s..e],
+                    };
+                    if self.sample_event(data).is_none() {
+                        self.stats.unknown_id_samples += 1;
+                        continue;
+                    }
+                }
+                record_type::LOST if h.size >= 24 => {
+                    self.stats.lost += le_u64(&buf[s + 16..], 0);
+                }
+                record_type::LOST_SAMPLES if h.size >= 16 => {
+                    self.stats.lost_samples += le_u64(&buf[s + 8..], 0);
+                }
+                k if k >= record_type::HEADER_ATTR && self.consume_meta(loc, at)? => continue,
+                _ => {}
+            }
+            break (loc, at);
+        };
+        let data = match loc {
+            Loc::Main(s, e) => &self.buf[s..e],
+            Loc::Decomp(s, e) => &self.dbuf[s..e],
+        };
+        self.decode(data, at).map(Some)
+    }
+
+    /// The event a sample belongs to: the only one, or found by its id.
+    fn sample_event(&self, rec: &[u8]) -> Option<usize> {
+        if self.events.len() <= 1 {
+            return (!self.events.is_empty()).then_some(0);
+        }
+        let st = self.events[0].attr.sample_type;
+        let pos = if st & sample_type::IDENTIFIER != 0 {
+            0
+        } else if st & sample_type::ID != 0 {
+            [
+                sample_type::IP,
+                sample_type::TID,
+                sample_type::TIME,
+                sample_type::ADDR,
+            ]
+            .iter()
+            .filter(|&&b| st & b != 0)
+            .count()
+        } else {
+            return Some(0);
+        };
+        let at = 8 + pos * 8;
+        let id = le_u64(rec.get(at..at + 8)?, 0);
+        if id == 0 {
+            return Some(0);
+        }
+        self.id_to_event.get(&id).copied()
+    }
+
+    /// The `sample_id` trailer of a side-band record and the event it names.
+    fn trailer(&self, rec: &[u8]) -> (SampleId, usize) {
+        let mut id = SampleId::default();
+        let Some(ev) = self.events.first() else {
+            return (id, 8);
+        };
+        if !ev.attr.sample_id_all() {
+            return (id, rec.len());
+        }
+        let st = ev.attr.sample_type;
+        let bits = [
+            sample_type::TID,
+            sample_type::TIME,
+            sample_type::ID,
+            sample_type::STREAM_ID,
+            sample_type::CPU,
+            sample_type::IDENTIFIER,
+        ];
+        let n = bits.iter().filter(|&&b| st & b != 0).count() * 8;
+        if rec.len() < 8 + n {
+            return (id, rec.len());
+        }
+        let mut at = rec.len() - n;
+        let body_end = at;
+        for b in bits {
+            if st & b == 0 {
+                continue;
+            }
+            let v = le_u64(rec, at);
+            match b {
+                sample_type::TID => {
+                    id.pid = Some(v as u32);
+                    id.tid = Some((v >> 32) as u32);
+                }
+                sample_type::TIME => id.time = Some(v),
+                sample_type::ID | sample_type::IDENTIFIER => id.id = Some(v),
+                sample_type::STREAM_ID => id.stream_id = Some(v),
+                sample_type::CPU => id.cpu = Some(v as u32),
+                _ => {}
+            }
+            at += 8;
+        }
+        (id, body_end)
+    }
+
+    fn decode<'a>(&'a self, rec: &'a [u8], at: u64) -> Result<Record<'a>, Error> {
+        let h = EventHeader::parse(rec);
+        let short = |what: &str| {
+            fmt_err(
+                at,
+                format!("{what} record of {} bytes is too short", rec.len()),
+            )
+        };
+        Ok(match h.kind {
+            record_type::SAMPLE => {
+                let ev = self.sample_event(rec).unwrap_or(0);
+                Record::Sample(parse_sample(rec, ev, &self.events[ev].attr, at)?)
+            }
+            record_type::MMAP | record_type::MMAP2 => {
+                let (id, body_end) = self.trailer(rec);
+                let two = h.kind == record_type::MMAP2;
+                let fixed = if two { 72 } else { 40 };
+                if body_end < fixed {
+                    return Err(short(if two { "MMAP2" } else { "MMAP" }));
+                }
+                let b = &rec[..body_end];
+                let has_bid = two && h.misc & misc::MMAP_BUILD_ID != 0;
+                Record::Mmap(Mmap {
+                    misc: h.misc,
+                    pid: le_u32(b, 8),
+                    tid: le_u32(b, 12),
+                    start: le_u64(b, 16),
+                    len: le_u64(b, 24),
+                    pgoff: le_u64(b, 32),
+                    prot: two.then(|| le_u32(b, 64)),
+                    flags: two.then(|| le_u32(b, 68)),
+                    build_id: has_bid.then(|| &b[44..44 + (b[40] as usize).min(20)]),
+                    filename: until_nul(&b[fixed..]),
+                    id,
+                })
+            }
+            record_type::COMM => {
+                let (id, body_end) = self.trailer(rec);
+                if body_end < 16 {
+                    return Err(short("COMM"));
+                }
+                Record::Comm(Comm {
+                    pid: le_u32(rec, 8),
+                    tid: le_u32(rec, 12),
+                    exec: h.misc & misc::COMM_EXEC != 0,
+                    comm: until_nul(&rec[16..body_end]),
+                    id,
+                })
+            }
+            record_type::FORK | record_type::EXIT => {
+                if rec.len() < 32 {
+                    return Err(short("FORK/EXIT"));
+                }
+                let (id, _) = self.trailer(rec);
+                let t = Task {
+                    pid: le_u32(rec, 8),
+                    ppid: le_u32(rec, 12),
+                    tid: le_u32(rec, 16),
+                    ptid: le_u32(rec, 20),
+                    time: le_u64(rec, 24),
+                    id,
+                };
+                if h.kind == record_type::FORK {
+                    Record::Fork(t)
+                } else {
+                    Record::Exit(t)
+                }
+            }
+            record_type::LOST => {
+                if rec.len() < 24 {
+                    return Err(short("LOST"));
+                }
+                Record::Lost {
+                    id: le_u64(rec, 8),
+                    lost: le_u64(rec, 16),
+                }
+            }
+            record_type::THROTTLE | record_type::UNTHROTTLE => {
+                if rec.len() < 24 {
+                    return Err(short("THROTTLE"));
+                }
+                Record::Throttle {
+                    throttled: h.kind == record_type::THROTTLE,
+                    time: le_u64(rec, 8),
+                    id: le_u64(rec, 16),
+                }
+            }
+            record_type::LOST_SAMPLES => {
+                if rec.len() < 16 {
+                    return Err(short("LOST_SAMPLES"));
+                }
+                Record::LostSamples {
+                    lost: le_u64(rec, 8),
+                }
+            }
+            record_type::FINISHED_ROUND => Record::FinishedRound,
+            kind => Record::Other {
+                kind,
+                misc: h.misc,
+                data: &rec[8..],
+            },
+        })
+    }
+}
+
+/// Read exactly `buf.len()` bytes.
+fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<(), Error> {
+    r.read_exact(buf)?;
+    Ok(())
+}
+
+/// Decode a SAMPLE record by its event's sample_type.
+pub fn parse_sample<'a>(
+    rec: &'a [u8],
+    event: usize,
+    attr: &EventAttr,
+    at: u64,
+) -> Result<Sample<'a>, Error> {
+    let st = attr.sample_type;
+    let h = EventHeader::parse(rec);
+    let mut c = Cur::new(rec, at);
+    c.at = 8;
+    let mut s = Sample {
+        event,
+        misc: h.misc,
+        ip: 0,
+        pid: 0,
+        tid: 0,
+        time: 0,
+        addr: 0,
+        id: 0,
+        stream_id: 0,
+        cpu: 0,
+        period: attr.sample_period_or_freq,
+        callchain_bytes: &[],
+        raw: &[],
+        weight: 0,
+        data_src: 0,
+        phys_addr: 0,
+    };
+    let e = "SAMPLE";
+    if st & sample_type::IDENTIFIER != 0 {
+        s.id = c.u64(e)?;
+    }
+    if st & sample_type::IP != 0 {
+        s.ip = c.u64(e)?;
+    }
+    if st & sample_type::TID != 0 {
+        s.pid = c.u32(e)?;
+        s.tid = c.u32(e)?;
+    }
+    if st & sample_type::TIME != 0 {
+        s.time = c.u64(e)?;
+    }
+    if st & sample_type::ADDR != 0 {
+        s.addr = c.u64(e)?;
+    }
+    if st & sample_type::ID != 0 {
+        s.id = c.u64(e)?;
+    }
+    if st & sample_type::STREAM_ID != 0 {
+        s.stream_id = c.u64(e)?;
+    }
+    if st & sample_type::CPU != 0 {
+        s.cpu = c.u32(e)?;
+        c.u32(e)?;
+    }
+    if st & sample_type::PERIOD != 0 {
+        s.period = c.u64(e)?;
+    }
+    if st & sample_type::READ != 0 {
+        let rf = attr.read_format;
+        let per_value =
+            1 + u64::from(rf & read_format::ID != 0) + u64::from(rf & read_format::LOST != 0);
+        let times = u64::from(rf & read_format::TOTAL_TIME_ENABLED != 0)
+            + u64::from(rf & read_format::TOTAL_TIME_RUNNING != 0);
+        let words = if rf & read_format::GROUP != 0 {
+            let nr = c.u64("SAMPLE read group")?;
+            nr.checked_mul(per_value)
+                .and_then(|x| x.checked_add(times))
+                .ok_or_else(|| c.err("SAMPLE read"))?
+        } else {
+            per_value + times
+        };
+        let n = usize::try_from(words.saturating_mul(8)).map_err(|_| c.err("SAMPLE read"))?;
+        c.take(n, "SAMPLE read values")?;
+    }
+    if st & sample_type::CALLCHAIN != 0 {
+        let nr = c.u64("SAMPLE callchain")?;
+        if nr > (c.rest() / 8) as u64 {
+            return Err(fmt_err(
+                at,
+                format!("SAMPLE call chain of {nr} entries does not fit its record"),
+            ));
+        }
+        s.callchain_bytes = c.take(nr as usize * 8, "SAMPLE callchain")?;
+    }
+    if st & sample_type::RAW != 0 {
+        let n = c.u32("SAMPLE raw")? as usize;
+        s.raw = c.take(n, "SAMPLE raw data")?;
+    }
+    // Everything after this is optional to the caller: stop quietly at a
+    // layout we cannot follow rather than fail the sample.
+    let rest = (|| -> Result<(), Error> {
+        if st & sample_type::BRANCH_STACK != 0 {
+            let nr = c.u64(e)?;
+            if attr.branch_sample_type & crate::format::branch_sample_type::HW_INDEX != 0 {
+                c.u64(e)?;
+            }
+            let n = usize::try_from(nr.saturating_mul(24)).map_err(|_| c.err(e))?;
+            c.take(n, e)?;
+        }
+        if st & sample_type::REGS_USER != 0 {
+            let abi = c.u64(e)?;
+            if abi != 0 {
+                c.take(attr.sample_regs_user.count_ones() as usize * 8, e)?;
+            }
+        }
+        if st & sample_type::STACK_USER != 0 {
+            let size = c.u64(e)?;
+            if size != 0 {
+                let n = usize::try_from(size).map_err(|_| c.err(e))?;
+                c.take(n, e)?;
+                c.u64(e)?;
+            }
+        }
+        if st & (sample_type::WEIGHT | sample_type::WEIGHT_STRUCT) != 0 {
+            s.weight = c.u64(e)?;
+        }
+        if st & sample_type::DATA_SRC != 0 {
+            s.data_src = c.u64(e)?;
+        }
+        if st & sample_type::TRANSACTION != 0 {
+            c.u64(e)?;
+        }
+        if st & sample_type::REGS_INTR != 0 {
+            let abi = c.u64(e)?;
+            if abi != 0 {
+                c.take(attr.sample_regs_intr.count_ones() as usize * 8, e)?;
+            }
+        }
+        if st & sample_type::PHYS_ADDR != 0 {
+            s.phys_addr = c.u64(e)?;
+        }
+        Ok(())
+    })();
+    if let Err(err) = rest {
+        return Err(fmt_err(
+            at,
+            format!("SAMPLE record does not fit its sample_type: {err}"),
+        ));
+    }
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{callchain, FileAttr};
+    use crate::write::{Features, Writer};
+    use std::io::Cursor;
+
+    fn attr(sample_type: u64, flags: u64) -> Vec<u8> {
+        let mut a = vec![0u8; 128];
+        a[0..4].copy_from_slice(&1u32.to_le_bytes());
+        a[4..8].copy_from_slice(&128u32.to_le_bytes());
+        a[16..24].copy_from_slice(&1000u64.to_le_bytes());
+        a[24..32].copy_from_slice(&sample_type.to_le_bytes());
+        a[40..48].copy_from_slice(&flags.to_le_bytes());
+        a
+    }
+
+    fn rec(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+        let mut r = EventHeader {
+            kind,
+            misc,
+            size: (8 + body.len()) as u16,
+        }
+        .to_bytes()
+        .to_vec();
+        r.extend_from_slice(body);
+        r
+    }
+
+    const ST: u64 = sample_type::IDENTIFIER
+        | sample_type::IP
+        | sample_type::TID
+        | sample_type::TIME
+        | sample_type::PERIOD
+        | sample_type::CALLCHAIN;
+
+    fn sample(id: u64, ip: u64, chain: &[u64]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for v in [id, ip, 7 | (8 << 32), 99, 500, chain.len() as u64] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in chain {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        rec(record_type::SAMPLE, misc::USER, &b)
+    }
+
+    /// A two-event file: samples for both, a COMM with a trailer.
+    fn two_event_file() -> Vec<u8> {
+        let flags = 1 << 18;
+        let attrs = vec![
+            FileAttr {
+                attr: attr(ST, flags),
+                ids: vec![10, 11],
+                name: "a".into(),
+            },
+            FileAttr {
+                attr: attr(ST, flags),
+                ids: vec![20],
+                name: "b".into(),
+            },
+        ];
+        let mut w = Writer::create(Cursor::new(Vec::new()), attrs).unwrap();
+        let mut comm = Vec::new();
+        comm.extend_from_slice(&7u32.to_le_bytes());
+        comm.extend_from_slice(&8u32.to_le_bytes());
+        comm.extend_from_slice(b"prog\0\0\0\0");
+        for v in [7u64 | (8 << 32), 42, 20] {
+            comm.extend_from_slice(&v.to_le_bytes());
+        }
+        w.write_record(&rec(record_type::COMM, 0, &comm)).unwrap();
+        w.write_record(&sample(
+            10,
+            0x1000,
+            &[callchain::CONTEXT_USER, 0x1000, 0x2000],
+        ))
+        .unwrap();
+        w.write_record(&sample(11, 0x1001, &[])).unwrap();
+        w.write_record(&sample(20, 0x3000, &[])).unwrap();
+        w.write_record(&sample(99, 0x4000, &[])).unwrap(); // unknown id
+        w.finish(&Features {
+            hostname: Some("h".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .into_inner()
+    }
+
+    type Summary = (Vec<(usize, u64, usize)>, Stats, Vec<String>);
+
+    fn read_all(bytes: Vec<u8>) -> Result<Summary, Error> {
+        let mut r = Reader::new(Cursor::new(bytes))?;
+        let mut out = Vec::new();
+        while let Some(rec) = r.next_record()? {
+            if let Record::Sample(s) = rec {
+                out.push((s.event, s.ip, s.callchain().count()));
+            }
+        }
+        let names = r.events().iter().map(|e| e.name.clone()).collect();
+        Ok((out, r.stats().clone(), names))
+    }
+
+    #[test]
+    fn events_found_by_identifier() {
+        let (samples, stats, names) = read_all(two_event_file()).unwrap();
+        assert_eq!(
+            samples,
+            vec![(0, 0x1000, 3), (0, 0x1001, 0), (1, 0x3000, 0)]
+        );
+        assert_eq!(stats.unknown_id_samples, 1);
+        assert_eq!(names, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn comm_trailer_is_decoded() {
+        let mut r = Reader::new(Cursor::new(two_event_file())).unwrap();
+        let Some(Record::Comm(c)) = r.next_record().unwrap() else {
+            panic!("COMM first")
+        };
+        assert_eq!(c.comm, b"prog");
+        assert_eq!(
+            (c.id.pid, c.id.tid, c.id.time, c.id.id),
+            (Some(7), Some(8), Some(42), Some(20))
+        );
+    }
+
+    /// The same records as a pipe stream, with the records zstd-compressed
+    /// in two COMPRESSED records split in the middle of a record.
+    #[test]
+    fn pipe_mode_with_compressed_records() {
+        let a = attr(ST, 1 << 18);
+        let mut stream = Vec::new();
+        stream.extend_from_slice(b"PERFILE2");
+        stream.extend_from_slice(&16u64.to_le_bytes());
+        let mut body = a.clone();
+        body.extend_from_slice(&10u64.to_le_bytes());
+        stream.extend_from_slice(&rec(record_type::HEADER_ATTR, 0, &body));
+        let mut body = a.clone();
+        body.extend_from_slice(&20u64.to_le_bytes());
+        stream.extend_from_slice(&rec(record_type::HEADER_ATTR, 0, &body));
+        let mut upd = Vec::new();
+        upd.extend_from_slice(&2u64.to_le_bytes());
+        upd.extend_from_slice(&20u64.to_le_bytes());
+        upd.extend_from_slice(b"second\0\0");
+        stream.extend_from_slice(&rec(record_type::EVENT_UPDATE, 0, &upd));
+        let mut plain = Vec::new();
+        for i in 0..50u64 {
+            plain.extend_from_slice(&sample(
+                if i % 2 == 0 { 10 } else { 20 },
+                0x1000 + i,
+                &[0x1000 + i, 0x5000],
+            ));
+        }
+        let compressed = zstd::stream::encode_all(&plain[..], 3).unwrap();
+        let cut = compressed.len() / 2;
+        for part in [&compressed[..cut], &compressed[cut..]] {
+            let mut p = part.to_vec();
+            let pad = (8 - (p.len() + 16) % 8) % 8;
+            let mut body = (p.len() as u64).to_le_bytes().to_vec();
+            p.resize(p.len() + pad, 0);
+            body.extend_from_slice(&p);
+            stream.extend_from_slice(&rec(record_type::COMPRESSED2, 0, &body));
+        }
+        let (samples, stats, names) = read_all(stream).unwrap();
+        assert_eq!(samples.len(), 50);
+        assert_eq!(samples.iter().filter(|s| s.0 == 1).count(), 25);
+        assert!(samples.iter().all(|s| s.2 == 2));
+        assert_eq!(names, vec!["cpu-clock", "second"]);
+        assert_eq!(stats.records[&record_type::COMPRESSED2], 2);
+    }
+
+    /// Every truncation and many corruptions give errors, never panics.
+    #[test]
+    fn truncated_and_garbled_input_never_panics() {
+        let good = two_event_file();
+        for n in 0..good.len() {
+            let _ = read_all(good[..n].to_vec());
+        }
+        assert!(read_all(good[..good.len() - 3].to_vec()).is_err());
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        for _ in 0..3000 {
+            let mut bad = good.clone();
+            for _ in 0..4 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let at = (seed % bad.len() as u64) as usize;
+                bad[at] = (seed >> 32) as u8;
+            }
+            let _ = read_all(bad);
+        }
+    }
+
+    /// Truncated pipe streams (with compressed records) fail cleanly too.
+    #[test]
+    fn truncated_pipe_streams_never_panic() {
+        let a = attr(ST, 1 << 18);
+        let mut stream = b"PERFILE2".to_vec();
+        stream.extend_from_slice(&16u64.to_le_bytes());
+        let mut body = a.clone();
+        body.extend_from_slice(&10u64.to_le_bytes());
+        stream.extend_from_slice(&rec(record_type::HEADER_ATTR, 0, &body));
+        let mut plain = Vec::new();
+        for i in 0..20u64 {
+            plain.extend_from_slice(&sample(10, 0x1000 + i, &[0x1000 + i]));
+        }
+        let z = zstd::stream::encode_all(&plain[..], 1).unwrap();
+        let mut body = (z.len() as u64).to_le_bytes().to_vec();
+        body.extend_from_slice(&z);
+        body.resize(body.len().next_multiple_of(8), 0);
+        stream.extend_from_slice(&rec(record_type::COMPRESSED2, 0, &body));
+        assert_eq!(read_all(stream.clone()).unwrap().0.len(), 20);
+        for n in 0..stream.len() {
+            let r = read_all(stream[..n].to_vec());
+            if n > 16 && n < stream.len() {
+                assert!(r.is_err() || r.unwrap().0.len() < 20);
+            }
+        }
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let e = read_all(b"hello world, not perf".to_vec())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a perf.data"), "{e}");
+        let e = read_all(Vec::new()).unwrap_err().to_string();
+        assert!(e.contains("too short"), "{e}");
+        let good = two_event_file();
+        let e = read_all(good[..200].to_vec()).unwrap_err().to_string();
+        assert!(e.contains("truncated") || e.contains("past the end"), "{e}");
+    }
+}

@@ -1,0 +1,283 @@
+//! The writer's files are read by the installed `perf` (script and report)
+//! and by this crate's reader. A tiny non-PIE C program gives a real binary
+//! with a known symbol to map and sample in.
+
+use pmx_perfdata::format::{misc, record_type, sample_type, EventHeader};
+use pmx_perfdata::{BuildIdEntry, Features, FileAttr, Writer};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const ST: u64 = sample_type::IP
+    | sample_type::TID
+    | sample_type::TIME
+    | sample_type::CPU
+    | sample_type::PERIOD
+    | sample_type::CALLCHAIN;
+
+/// A 136-byte cpu-clock attr (as pmx-perf gives the kernel), period 250000,
+/// sample_id_all, mmap2, comm, task.
+fn cpu_clock_attr() -> Vec<u8> {
+    let mut a = vec![0u8; 136];
+    a[0..4].copy_from_slice(&1u32.to_le_bytes());
+    a[4..8].copy_from_slice(&136u32.to_le_bytes());
+    a[8..16].copy_from_slice(&0u64.to_le_bytes());
+    a[16..24].copy_from_slice(&250_000u64.to_le_bytes());
+    a[24..32].copy_from_slice(&ST.to_le_bytes());
+    let flags: u64 =
+        (1 << 0) | (1 << 1) | (1 << 8) | (1 << 9) | (1 << 13) | (1 << 18) | (1 << 23) | (1 << 24);
+    a[40..48].copy_from_slice(&flags.to_le_bytes());
+    a
+}
+
+fn perf_available() -> bool {
+    Command::new("perf")
+        .arg("version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// Compile a non-PIE program with a function `hot_spot`; returns the
+/// binary and the address of `hot_spot`.
+fn build_program(dir: &Path) -> Option<(PathBuf, u64)> {
+    let src = dir.join("hot.c");
+    std::fs::write(
+        &src,
+        "int hot_spot(int n) { volatile int s = 0; for (int i = 0; i < n; i++) s += i; return s; }\n\
+         int main(void) { return hot_spot(1000) & 1; }\n",
+    )
+    .unwrap();
+    let bin = dir.join("hot");
+    let ok = Command::new("cc")
+        .args(["-O1", "-g", "-no-pie", "-fno-omit-frame-pointer", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        return None;
+    }
+    let nm = Command::new("nm").arg(&bin).output().ok()?;
+    let text = String::from_utf8_lossy(&nm.stdout);
+    let addr = text
+        .lines()
+        .find(|l| l.ends_with(" hot_spot"))
+        .and_then(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())?;
+    Some((bin, addr))
+}
+
+fn record(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+    let size = 8 + body.len();
+    let mut r = EventHeader {
+        kind,
+        misc,
+        size: size as u16,
+    }
+    .to_bytes()
+    .to_vec();
+    r.extend_from_slice(body);
+    r
+}
+
+/// sample_id trailer for TID|TIME|CPU.
+fn trailer(pid: u32, time: u64, cpu: u32) -> Vec<u8> {
+    let mut t = Vec::new();
+    t.extend_from_slice(&pid.to_le_bytes());
+    t.extend_from_slice(&pid.to_le_bytes());
+    t.extend_from_slice(&time.to_le_bytes());
+    t.extend_from_slice(&cpu.to_le_bytes());
+    t.extend_from_slice(&0u32.to_le_bytes());
+    t
+}
+
+fn padded_name(s: &str) -> Vec<u8> {
+    let mut b = s.as_bytes().to_vec();
+    b.push(0);
+    while !b.len().is_multiple_of(8) {
+        b.push(0);
+    }
+    b
+}
+
+/// Build a file: COMM, MMAP2 of the binary, `n` samples in hot_spot
+/// (with a call chain user marker, hot_spot, main).
+fn build_file(path: &Path, bin: &Path, hot: u64, n: u64) {
+    let pid = 4242u32;
+    let mut recs = Vec::new();
+    let mut body = Vec::new();
+    body.extend_from_slice(&pid.to_le_bytes());
+    body.extend_from_slice(&pid.to_le_bytes());
+    body.extend_from_slice(&padded_name("hot"));
+    body.extend_from_slice(&trailer(pid, 1000, 0));
+    recs.push(record(record_type::COMM, misc::COMM_EXEC, &body));
+    let size = std::fs::metadata(bin).unwrap().len();
+    let mut body = Vec::new();
+    body.extend_from_slice(&pid.to_le_bytes());
+    body.extend_from_slice(&pid.to_le_bytes());
+    body.extend_from_slice(&0x400000u64.to_le_bytes());
+    body.extend_from_slice(&((size + 0xfff) & !0xfff).to_le_bytes());
+    body.extend_from_slice(&0u64.to_le_bytes());
+    body.extend_from_slice(&[0u8; 24]); // maj, min, ino, ino_generation
+    body.extend_from_slice(&5u32.to_le_bytes()); // PROT_READ|PROT_EXEC
+    body.extend_from_slice(&2u32.to_le_bytes()); // MAP_PRIVATE
+    body.extend_from_slice(&padded_name(bin.to_str().unwrap()));
+    body.extend_from_slice(&trailer(pid, 1001, 0));
+    recs.push(record(record_type::MMAP2, misc::USER, &body));
+    for i in 0..n {
+        let mut s = Vec::new();
+        s.extend_from_slice(&(hot + 4).to_le_bytes());
+        s.extend_from_slice(&pid.to_le_bytes());
+        s.extend_from_slice(&pid.to_le_bytes());
+        s.extend_from_slice(&(2000 + i * 250_000).to_le_bytes());
+        s.extend_from_slice(&((i % 2) as u32).to_le_bytes());
+        s.extend_from_slice(&0u32.to_le_bytes());
+        s.extend_from_slice(&250_000u64.to_le_bytes());
+        s.extend_from_slice(&2u64.to_le_bytes());
+        s.extend_from_slice(&pmx_perfdata::format::callchain::CONTEXT_USER.to_le_bytes());
+        s.extend_from_slice(&(hot + 4).to_le_bytes());
+        recs.push(record(record_type::SAMPLE, misc::USER, &s));
+    }
+    let file = std::fs::File::create(path).unwrap();
+    let attr = FileAttr {
+        attr: cpu_clock_attr(),
+        ids: vec![17, 18],
+        name: "cpu-clock".into(),
+    };
+    let mut w = Writer::create(std::io::BufWriter::new(file), vec![attr]).unwrap();
+    for r in &recs {
+        w.write_record(r).unwrap();
+    }
+    assert_eq!(
+        w.data_size(),
+        recs.iter().map(|r| r.len() as u64).sum::<u64>()
+    );
+    let features = Features {
+        hostname: Some("testhost".into()),
+        osrelease: Some("6.1.0-test".into()),
+        version: Some("pmx-test".into()),
+        arch: Some("x86_64".into()),
+        nrcpus: Some((2, 4)),
+        cpudesc: Some("Test CPU @ 1GHz".into()),
+        cpuid: Some("GenuineIntel,6,85,4".into()),
+        total_mem_kib: Some(1 << 20),
+        cmdline: Some(vec!["pmx".into(), "record".into(), "./hot".into()]),
+        build_ids: vec![BuildIdEntry {
+            pid: -1,
+            misc: misc::USER,
+            build_id: vec![0x11; 20],
+            filename: "/nonexistent/binary".into(),
+        }],
+        sample_time: Some((2000, 2000 + (n - 1) * 250_000)),
+    };
+    w.finish(&features).unwrap();
+}
+
+#[test]
+fn perf_script_and_report_read_the_written_file() {
+    if !perf_available() {
+        eprintln!("skipped: perf is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some((bin, hot)) = build_program(dir.path()) else {
+        eprintln!("skipped: no C compiler / nm");
+        return;
+    };
+    let file = dir.path().join("perf.data");
+    build_file(&file, &bin, hot, 25);
+
+    let out = Command::new("perf")
+        .args(["script", "-G", "-F", "comm,pid,ip,sym,event", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "perf script failed: {stderr}");
+    assert!(
+        !stderr.to_lowercase().contains("warning"),
+        "perf warned: {stderr}"
+    );
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.contains("cpu-clock")).collect();
+    assert_eq!(lines.len(), 25, "{stdout}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("hot") && l.contains("hot_spot")),
+        "{stdout}"
+    );
+
+    let out = Command::new("perf")
+        .args(["report", "--stdio", "--header-only", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let header = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for want in [
+        "hostname : testhost",
+        "os release : 6.1.0-test",
+        "perf version : pmx-test",
+        "arch : x86_64",
+        "nrcpus online : 2",
+        "nrcpus avail : 4",
+        "cpudesc : Test CPU @ 1GHz",
+        "cpuid : GenuineIntel,6,85,4",
+        "total memory : 1048576 kB",
+        "cmdline : pmx record ./hot",
+        "event : name = cpu-clock",
+    ] {
+        assert!(header.contains(want), "missing {want:?} in:\n{header}");
+    }
+    assert!(header.contains("id = { 17, 18 }"), "{header}");
+}
+
+#[test]
+fn own_reader_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = std::env::current_exe().unwrap();
+    let file = dir.path().join("perf.data");
+    build_file(&file, &bin, 0x401000, 10);
+    let mut r = pmx_perfdata::Reader::open(&file).unwrap();
+    assert_eq!(r.events().len(), 1);
+    assert_eq!(r.events()[0].name, "cpu-clock");
+    assert_eq!(r.events()[0].ids, vec![17, 18]);
+    assert_eq!(
+        r.events()[0].attr.size,
+        128,
+        "written as 128 bytes for perf 6.1"
+    );
+    let f = r.features();
+    assert_eq!(f.hostname.as_deref(), Some("testhost"));
+    assert_eq!(f.nrcpus, Some((2, 4)));
+    assert_eq!(f.cmdline.as_ref().unwrap().len(), 3);
+    assert_eq!(f.build_ids[0].filename, "/nonexistent/binary");
+    assert_eq!(f.build_ids[0].build_id, vec![0x11; 20]);
+    assert_eq!(f.sample_time, Some((2000, 2000 + 9 * 250_000)));
+    let (mut samples, mut comms, mut mmaps) = (0, 0, 0);
+    while let Some(rec) = r.next_record().unwrap() {
+        match rec {
+            pmx_perfdata::Record::Sample(s) => {
+                assert_eq!(s.ip, 0x401004);
+                assert_eq!(s.pid, 4242);
+                assert_eq!(s.period, 250_000);
+                assert_eq!(s.callchain().collect::<Vec<_>>().len(), 2);
+                samples += 1;
+            }
+            pmx_perfdata::Record::Comm(c) => {
+                assert_eq!(c.comm, b"hot");
+                assert_eq!(c.id.time, Some(1000));
+                comms += 1;
+            }
+            pmx_perfdata::Record::Mmap(m) => {
+                assert_eq!(m.start, 0x400000);
+                assert_eq!(m.id.time, Some(1001));
+                mmaps += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((samples, comms, mmaps), (10, 1, 1));
+}

@@ -1,0 +1,266 @@
+//! One ELF binary's symbols: the function symbols of `.symtab` (else
+//! `.dynsym`), the load segments that turn a file offset into a virtual
+//! address, its GNU build-id, and DWARF line info on demand.
+
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use std::path::Path;
+
+/// A function symbol: `[start, end)` in the ELF's virtual addresses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// The raw (mangled) name.
+    pub name: String,
+}
+
+/// A loaded ELF file.
+pub struct ElfFile {
+    map: memmap2::Mmap,
+    /// Function symbols sorted by start.
+    symbols: Vec<Symbol>,
+    /// Load segments: (file offset, file size, vaddr).
+    segments: Vec<(u64, u64, u64)>,
+    build_id: Option<Vec<u8>>,
+    lines: Option<Option<LineTable>>,
+}
+
+type Dwarf = gimli::Dwarf<gimli::EndianRcSlice<gimli::RunTimeEndian>>;
+
+struct LineTable {
+    ctx: addr2line::Context<gimli::EndianRcSlice<gimli::RunTimeEndian>>,
+}
+
+impl std::fmt::Debug for ElfFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ElfFile")
+            .field("symbols", &self.symbols.len())
+            .field("build_id", &self.build_id)
+            .finish()
+    }
+}
+
+impl ElfFile {
+    /// Open and index `path`. Errors name the file and the problem. When
+    /// the distribution's separate debug file exists
+    /// (`/usr/lib/debug/.build-id/xx/yyyy.debug`, by build-id), its symbols
+    /// and line info are used: it has the static functions a stripped
+    /// binary lacks.
+    pub fn open(path: &Path) -> Result<ElfFile, String> {
+        let map = map_file(path)?;
+        let (mut symbols, segments, build_id) = {
+            let obj = object::File::parse(&*map)
+                .map_err(|e| format!("{}: not an ELF file: {e}", path.display()))?;
+            let segments = obj
+                .segments()
+                .filter_map(|s| {
+                    let (off, size) = s.file_range();
+                    (size > 0).then_some((off, size, s.address()))
+                })
+                .collect();
+            let build_id = obj.build_id().ok().flatten().map(|b| b.to_vec());
+            (function_symbols(&obj), segments, build_id)
+        };
+        let mut lines_map = None;
+        if let Some(id) = build_id.as_deref().filter(|id| id.len() > 1) {
+            let hexid: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            let debug = Path::new("/usr/lib/debug/.build-id")
+                .join(&hexid[..2])
+                .join(format!("{}.debug", &hexid[2..]));
+            if let Ok(dmap) = map_file(&debug) {
+                if let Ok(dobj) = object::File::parse(&*dmap) {
+                    let dsyms = function_symbols(&dobj);
+                    if dsyms.len() > symbols.len() {
+                        symbols = dsyms;
+                    }
+                    drop(dobj);
+                    lines_map = Some(dmap);
+                }
+            }
+        }
+        Ok(ElfFile {
+            map: lines_map.unwrap_or(map),
+            symbols,
+            segments,
+            build_id,
+            lines: None,
+        })
+    }
+
+    /// The GNU build-id, when the file has one.
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.as_deref()
+    }
+
+    /// Number of function symbols.
+    pub fn symbol_count(&self) -> usize {
+        self.symbols.len()
+    }
+
+    /// The symbols, sorted by start.
+    pub fn symbols(&self) -> &[Symbol] {
+        &self.symbols
+    }
+
+    /// The virtual address of a file offset, through the load segments.
+    pub fn offset_to_vaddr(&self, offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(off, size, _)| offset >= *off && offset < off + size)
+            .map(|(off, _, vaddr)| offset - off + vaddr)
+    }
+
+    /// The file offset of a virtual address, through the load segments.
+    pub fn vaddr_to_offset(&self, vaddr: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(_, size, va)| vaddr >= *va && vaddr < va + size)
+            .map(|(off, _, va)| vaddr - va + off)
+    }
+
+    /// The index of the symbol containing `vaddr`.
+    pub fn lookup(&self, vaddr: u64) -> Option<usize> {
+        let i = self.symbols.partition_point(|s| s.start <= vaddr);
+        if i == 0 {
+            return None;
+        }
+        let s = &self.symbols[i - 1];
+        (vaddr < s.end).then_some(i - 1)
+    }
+
+    /// Source file and line of `vaddr` from DWARF, when the file has it.
+    pub fn line(&mut self, vaddr: u64) -> Option<(String, u32)> {
+        if self.lines.is_none() {
+            self.lines = Some(self.load_lines());
+        }
+        let table = self.lines.as_ref()?.as_ref()?;
+        let loc = table.ctx.find_location(vaddr).ok()??;
+        Some((loc.file?.to_string(), loc.line?))
+    }
+
+    fn load_lines(&self) -> Option<LineTable> {
+        let obj = object::File::parse(&*self.map).ok()?;
+        obj.section_by_name(".debug_line")?;
+        let endian = if obj.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let load = |id: gimli::SectionId| -> Result<gimli::EndianRcSlice<gimli::RunTimeEndian>, gimli::Error> {
+            let data = obj
+                .section_by_name(id.name())
+                .and_then(|s| s.uncompressed_data().ok())
+                .map(|d| d.into_owned())
+                .unwrap_or_default();
+            Ok(gimli::EndianRcSlice::new(std::rc::Rc::from(data.into_boxed_slice()), endian))
+        };
+        let dwarf: Dwarf = gimli::Dwarf::load(load).ok()?;
+        let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
+        Some(LineTable { ctx })
+    }
+}
+
+fn map_file(path: &Path) -> Result<memmap2::Mmap, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: the mapping is read-only; a binary changed under us can give
+    // wrong symbols but object's parser checks every bound.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The function symbols of `.symtab` (else `.dynsym`), sorted by start,
+/// one per start address, zero-sized ones reaching to the next symbol.
+fn function_symbols(obj: &object::File<'_>) -> Vec<Symbol> {
+    fn collect<'d>(it: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<Symbol> {
+        let mut syms = Vec::new();
+        for s in it {
+            if s.kind() != SymbolKind::Text || s.address() == 0 || s.is_undefined() {
+                continue;
+            }
+            if let Ok(name) = s.name() {
+                if !name.is_empty() {
+                    syms.push(Symbol {
+                        start: s.address(),
+                        end: s.address() + s.size(),
+                        name: name.to_string(),
+                    });
+                }
+            }
+        }
+        syms
+    }
+    let mut syms = collect(obj.symbols());
+    if syms.is_empty() {
+        syms = collect(obj.dynamic_symbols());
+    }
+    // For the same start keep the largest (sort by start, size descending).
+    syms.sort_by(|a, b| {
+        a.start
+            .cmp(&b.start)
+            .then((b.end - b.start).cmp(&(a.end - a.start)))
+    });
+    syms.dedup_by(|b, a| a.start == b.start);
+    for i in 0..syms.len() {
+        if syms[i].end == syms[i].start {
+            let next = syms.get(i + 1).map_or(syms[i].start + 1, |n| n.start);
+            syms[i].end = next.max(syms[i].start + 1);
+        }
+    }
+    syms
+}
+
+/// A symbol name demangled (Rust legacy and v0, C++ Itanium), without
+/// Rust's hash suffix; other names unchanged.
+pub fn demangle(name: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return format!("{d:#}");
+    }
+    if name.starts_with("_Z") {
+        if let Ok(sym) = cpp_demangle::Symbol::new(name) {
+            if let Ok(s) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
+                return s;
+            }
+        }
+    }
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_binary_has_symbols_and_this_function() {
+        let exe = std::env::current_exe().unwrap();
+        let f = ElfFile::open(&exe).unwrap();
+        assert!(f.symbol_count() > 100);
+        // The test binary is PIE: find the symbol by its (mangled) name
+        // instead of the run-time address, then look its start up.
+        let s = f
+            .symbols()
+            .iter()
+            .find(|s| demangle(&s.name).ends_with("own_binary_has_symbols_and_this_function"))
+            .expect("symbol of this test");
+        assert_eq!(f.lookup(s.start), f.symbols().iter().position(|x| x == s));
+        assert!(f.build_id().is_some_and(|b| !b.is_empty()));
+    }
+
+    #[test]
+    fn demangles_rust_and_cpp() {
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
+        assert_eq!(demangle("main"), "main");
+    }
+
+    #[test]
+    fn errors_name_the_file() {
+        let e = ElfFile::open(Path::new("/nonexistent/x")).unwrap_err();
+        assert!(e.contains("/nonexistent/x"), "{e}");
+        let e = ElfFile::open(Path::new("/proc/self/status")).unwrap_err();
+        assert!(e.contains("/proc/self/status"), "{e}");
+    }
+}

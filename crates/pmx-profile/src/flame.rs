@@ -1,0 +1,247 @@
+//! Folded stacks (`comm;outer;…;inner count`, one line per distinct stack,
+//! the format of Brendan Gregg's stackcollapse scripts) and a flame graph
+//! SVG drawn from them: one rectangle per frame, width proportional to its
+//! samples, children above their caller and sorted by name, a colour
+//! derived from the name, `<title>` tooltips. Same input, same bytes.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Folded-stack text: `frames joined by ';' count` per line, sorted.
+pub fn folded(stacks: &[(Vec<String>, u64, u64)]) -> String {
+    let mut out = String::new();
+    for (frames, samples, _) in stacks {
+        let line: Vec<String> = frames.iter().map(|f| f.replace(';', ":")).collect();
+        let _ = writeln!(out, "{} {samples}", line.join(";"));
+    }
+    out
+}
+
+#[derive(Default)]
+struct Node {
+    value: u64,
+    children: BTreeMap<String, Node>,
+}
+
+/// Options of a flame graph.
+#[derive(Debug, Clone)]
+pub struct FlameOptions {
+    /// Title at the top.
+    pub title: String,
+    /// Width in pixels.
+    pub width: u32,
+    /// What a count is (`samples`).
+    pub unit: String,
+}
+
+impl Default for FlameOptions {
+    fn default() -> Self {
+        FlameOptions {
+            title: "Flame Graph".into(),
+            width: 1200,
+            unit: "samples".into(),
+        }
+    }
+}
+
+const FRAME_H: f64 = 16.0;
+const PAD_TOP: f64 = 36.0;
+const PAD_BOTTOM: f64 = 12.0;
+const PAD_X: f64 = 10.0;
+const CHAR_W: f64 = 6.6;
+
+fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            c if (c as u32) < 0x20 => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// FNV-1a over the name: the colour is a function of the name only.
+fn colour(name: &str) -> (u8, u8, u8) {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    let r = 205 + (h % 50) as u8;
+    let g = ((h >> 16) % 190) as u8;
+    let b = ((h >> 32) % 55) as u8;
+    (r, g, b)
+}
+
+/// Draw the flame graph of folded stacks as SVG.
+pub fn svg(stacks: &[(Vec<String>, u64, u64)], opts: &FlameOptions) -> String {
+    let mut root = Node::default();
+    let mut depth_max = 0;
+    for (frames, samples, _) in stacks {
+        root.value += samples;
+        let mut node = &mut root;
+        for f in frames {
+            node = node.children.entry(f.clone()).or_default();
+            node.value += samples;
+        }
+        depth_max = depth_max.max(frames.len());
+    }
+    let width = f64::from(opts.width.max(200));
+    // Only frames wide enough to draw count for the height.
+    let min_value = root.value as f64 * 0.1 / (width - 2.0 * PAD_X);
+    let depth_max = depth_max.min(visible_depth(&root, min_value));
+    let height = PAD_TOP + PAD_BOTTOM + FRAME_H * (depth_max as f64 + 1.0);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<?xml version=\"1.0\" standalone=\"no\"?>\n\
+         <svg version=\"1.1\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" \
+         xmlns=\"http://www.w3.org/2000/svg\">\n\
+         <style>text {{ font-family: Verdana, sans-serif; font-size: 11px; fill: #000; }} \
+         rect:hover {{ stroke: #000; stroke-width: 0.5; }}</style>\n\
+         <rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"#f8f8f0\"/>\n\
+         <text x=\"{cx}\" y=\"22\" text-anchor=\"middle\" style=\"font-size:16px\">{title}</text>\n",
+        w = width,
+        h = height,
+        cx = width / 2.0,
+        title = escape(&opts.title)
+    );
+    if root.value == 0 {
+        out.push_str("<text x=\"10\" y=\"50\">no samples</text>\n</svg>\n");
+        return out;
+    }
+    let scale = (width - 2.0 * PAD_X) / root.value as f64;
+    let total = root.value;
+    draw(
+        &mut out, "all", &root, 0, PAD_X, scale, height, total, &opts.unit,
+    );
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Depth of the deepest node at least `min_value` wide (the root is 0).
+fn visible_depth(node: &Node, min_value: f64) -> usize {
+    node.children
+        .values()
+        .filter(|c| c.value as f64 >= min_value)
+        .map(|c| 1 + visible_depth(c, min_value))
+        .max()
+        .unwrap_or(0)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn draw(
+    out: &mut String,
+    name: &str,
+    node: &Node,
+    depth: usize,
+    x: f64,
+    scale: f64,
+    height: f64,
+    total: u64,
+    unit: &str,
+) {
+    let w = node.value as f64 * scale;
+    if w < 0.1 {
+        return;
+    }
+    let y = height - PAD_BOTTOM - FRAME_H * (depth as f64 + 1.0);
+    let (r, g, b) = if depth == 0 {
+        (220, 220, 220)
+    } else {
+        colour(name)
+    };
+    let pct = node.value as f64 * 100.0 / total as f64;
+    let _ = write!(
+        out,
+        "<g><title>{} ({} {unit}, {pct:.2}%)</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{fh:.1}\" \
+         fill=\"rgb({r},{g},{b})\" rx=\"2\" ry=\"2\"/>",
+        escape(name),
+        node.value,
+        fh = FRAME_H - 1.0
+    );
+    let fit = ((w - 6.0) / CHAR_W).floor();
+    if fit >= 3.0 {
+        let fit = fit as usize;
+        let label: String = if name.chars().count() <= fit {
+            name.to_string()
+        } else {
+            let mut s: String = name.chars().take(fit - 2).collect();
+            s.push_str("..");
+            s
+        };
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            x + 3.0,
+            y + FRAME_H - 5.0,
+            escape(&label)
+        );
+    }
+    out.push_str("</g>\n");
+    let mut cx = x;
+    for (child_name, child) in &node.children {
+        draw(
+            out,
+            child_name,
+            child,
+            depth + 1,
+            cx,
+            scale,
+            height,
+            total,
+            unit,
+        );
+        cx += child.value as f64 * scale;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stacks() -> Vec<(Vec<String>, u64, u64)> {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        vec![
+            (s(&["prog", "main", "hot<T>"]), 90, 900),
+            (s(&["prog", "main", "cold;x"]), 10, 100),
+        ]
+    }
+
+    #[test]
+    fn folded_lines() {
+        assert_eq!(
+            folded(&stacks()),
+            "prog;main;hot<T> 90\nprog;main;cold:x 10\n"
+        );
+    }
+
+    #[test]
+    fn svg_has_frames_titles_and_is_deterministic() {
+        let a = svg(&stacks(), &FlameOptions::default());
+        assert_eq!(a, svg(&stacks(), &FlameOptions::default()));
+        assert!(a.starts_with("<?xml"));
+        assert!(
+            a.contains("<title>hot&lt;T&gt; (90 samples, 90.00%)</title>"),
+            "{a}"
+        );
+        assert!(a.contains(">main</text>"));
+        assert_eq!(a.matches("<rect").count(), 1 + 5);
+        // The same name always gets the same colour.
+        assert_eq!(colour("main"), colour("main"));
+        assert!(svg(&[], &FlameOptions::default()).contains("no samples"));
+        // A deep stack too thin to draw does not make the picture taller.
+        let mut deep = stacks();
+        deep.push(((0..200).map(|i| format!("f{i}")).collect(), 1, 1));
+        deep[0].1 = 1_000_000;
+        let d = svg(&deep, &FlameOptions::default());
+        // Background, all, prog, main, hot<T> (cold is now too thin).
+        assert_eq!(d.matches("<rect").count(), 5);
+        assert!(d.contains("height=\"112\""), "{}", &d[..300]);
+    }
+}

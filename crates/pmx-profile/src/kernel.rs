@@ -1,0 +1,159 @@
+//! Kernel symbols from `/proc/kallsyms` (text symbols of the kernel and
+//! its modules), and the running kernel's build-id from `/sys/kernel/notes`.
+
+/// One kernel text symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSymbol {
+    /// Address.
+    pub start: u64,
+    /// Name.
+    pub name: String,
+    /// `None` for the kernel image, else the module's name.
+    pub module: Option<String>,
+}
+
+/// The kernel's text symbols sorted by address.
+#[derive(Debug, Clone, Default)]
+pub struct Kallsyms {
+    symbols: Vec<KernelSymbol>,
+}
+
+impl Kallsyms {
+    /// Parse kallsyms text (`addr type name [module]` lines). Addresses
+    /// that are all zero (no permission to see them) give an empty table.
+    pub fn parse(text: &str) -> Kallsyms {
+        let mut symbols = Vec::new();
+        for line in text.lines() {
+            let mut it = line.split_whitespace();
+            let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            if !matches!(kind, "t" | "T" | "w" | "W") {
+                continue;
+            }
+            let Ok(start) = u64::from_str_radix(addr, 16) else {
+                continue;
+            };
+            if start == 0 {
+                continue;
+            }
+            let module = it
+                .next()
+                .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
+            symbols.push(KernelSymbol {
+                start,
+                name: name.to_string(),
+                module,
+            });
+        }
+        symbols.sort_by_key(|s| s.start);
+        Kallsyms { symbols }
+    }
+
+    /// This machine's `/proc/kallsyms` (empty when unreadable).
+    pub fn load() -> Kallsyms {
+        std::fs::read_to_string("/proc/kallsyms")
+            .map(|t| Kallsyms::parse(&t))
+            .unwrap_or_default()
+    }
+
+    /// Whether there are any symbols.
+    pub fn is_empty(&self) -> bool {
+        self.symbols.is_empty()
+    }
+
+    /// The symbol at or before `addr` (index), if `addr` is not past the
+    /// last symbol by more than 1 MiB.
+    pub fn lookup(&self, addr: u64) -> Option<usize> {
+        let i = self.symbols.partition_point(|s| s.start <= addr);
+        if i == 0 {
+            return None;
+        }
+        let s = &self.symbols[i - 1];
+        if i == self.symbols.len() && addr - s.start > (1 << 20) {
+            return None;
+        }
+        Some(i - 1)
+    }
+
+    /// The symbol at an index from [`Kallsyms::lookup`].
+    pub fn symbol(&self, i: usize) -> &KernelSymbol {
+        &self.symbols[i]
+    }
+}
+
+/// The running kernel's GNU build-id from `/sys/kernel/notes`.
+pub fn running_kernel_build_id() -> Option<Vec<u8>> {
+    let notes = std::fs::read("/sys/kernel/notes").ok()?;
+    note_build_id(&notes)
+}
+
+/// The build-id in an ELF note section's bytes (type 3, name "GNU").
+pub fn note_build_id(mut b: &[u8]) -> Option<Vec<u8>> {
+    let align = |n: usize| (n + 3) & !3;
+    while b.len() >= 12 {
+        let namesz = u32::from_le_bytes(b[0..4].try_into().ok()?) as usize;
+        let descsz = u32::from_le_bytes(b[4..8].try_into().ok()?) as usize;
+        let kind = u32::from_le_bytes(b[8..12].try_into().ok()?);
+        let name_end = 12usize.checked_add(align(namesz))?;
+        let desc_end = name_end.checked_add(align(descsz))?;
+        if desc_end > b.len() {
+            return None;
+        }
+        if kind == 3 && &b[12..12 + namesz.min(4)] == b"GNU\0"[..namesz.min(4)].as_ref() {
+            return Some(b[name_end..name_end + descsz].to_vec());
+        }
+        b = &b[desc_end..];
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_looks_up() {
+        let k = Kallsyms::parse(
+            "ffffffff81000000 T _stext\nffffffff81000100 t do_one\nffffffff81000200 D data_sym\n\
+             ffffffffc0000000 t mod_fn\t[kvm]\n0000000000000000 T hidden\n",
+        );
+        assert_eq!(
+            k.symbol(k.lookup(0xffffffff81000150).unwrap()).name,
+            "do_one"
+        );
+        let m = k.symbol(k.lookup(0xffffffffc0000010).unwrap());
+        assert_eq!(
+            (m.name.as_str(), m.module.as_deref()),
+            ("mod_fn", Some("kvm"))
+        );
+        assert!(k.lookup(0x1000).is_none());
+        assert!(k.lookup(0xffffffffd0000000).is_none());
+    }
+
+    #[test]
+    fn finds_the_gnu_note() {
+        let mut n = Vec::new();
+        n.extend_from_slice(&4u32.to_le_bytes());
+        n.extend_from_slice(&4u32.to_le_bytes());
+        n.extend_from_slice(&1u32.to_le_bytes());
+        n.extend_from_slice(b"Xen\0abcd");
+        n.extend_from_slice(&4u32.to_le_bytes());
+        n.extend_from_slice(&20u32.to_le_bytes());
+        n.extend_from_slice(&3u32.to_le_bytes());
+        n.extend_from_slice(b"GNU\0");
+        n.extend_from_slice(&[7u8; 20]);
+        assert_eq!(note_build_id(&n), Some(vec![7u8; 20]));
+        assert_eq!(note_build_id(&n[..30]), None);
+    }
+
+    #[test]
+    fn this_machine_when_readable() {
+        let k = Kallsyms::load();
+        if k.is_empty() {
+            eprintln!("skipped: /proc/kallsyms has no addresses here");
+            return;
+        }
+        assert!(k.symbols.iter().any(|s| s.name == "schedule"));
+    }
+}

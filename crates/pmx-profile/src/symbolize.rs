@@ -1,0 +1,484 @@
+//! Addresses → frames: process maps from MMAP/MMAP2 records, ELF symbols
+//! of the mapped files, kernel symbols from kallsyms, with a cache per
+//! (binary, file offset) and per kernel address.
+
+use crate::elf::{demangle, ElfFile};
+use crate::kernel::Kallsyms;
+use rustc_hash::FxHashMap as HashMap;
+use std::path::PathBuf;
+
+/// Index of a binary (DSO) in a [`Symbolizer`].
+pub type DsoId = u32;
+/// Index of a frame (a resolved symbol, or an unresolved address) in a [`Symbolizer`].
+pub type FrameId = u32;
+
+/// The kernel image's DSO id.
+pub const KERNEL_DSO: DsoId = 0;
+/// The DSO id of addresses no mapping covers.
+pub const UNKNOWN_DSO: DsoId = 1;
+
+/// A binary seen in the maps.
+#[derive(Debug)]
+pub struct Dso {
+    /// Path as recorded (`/usr/lib/x86_64-linux-gnu/libc.so.6`, `[vdso]`,
+    /// `[kernel.kallsyms]`, a module name in brackets).
+    pub path: String,
+    /// What perf shows in its Shared Object column: the file's base name.
+    pub short: String,
+    /// Build-id the recording saw, if any.
+    pub expected_build_id: Option<Vec<u8>>,
+    elf: Option<ElfFile>,
+    tried: bool,
+}
+
+/// What a frame is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum FrameName {
+    /// A symbol (demangled name).
+    Symbol(String),
+    /// An address that no symbol covers: the ELF virtual address (or file
+    /// offset) for user code, the raw address for the kernel.
+    Address(u64),
+}
+
+/// A frame: which binary, which symbol, kernel or user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The binary.
+    pub dso: DsoId,
+    /// The symbol or address.
+    pub name: FrameName,
+    /// Kernel code.
+    pub kernel: bool,
+}
+
+impl Frame {
+    /// The symbol's name, or the address in hex (`0x…`, 16 digits), as perf shows it.
+    pub fn label(&self) -> String {
+        match &self.name {
+            FrameName::Symbol(s) => s.clone(),
+            FrameName::Address(a) => format!("{a:#018x}"),
+        }
+    }
+}
+
+/// A mapping of a process: `[start, end)` maps file offset `pgoff` of `dso`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Map {
+    start: u64,
+    end: u64,
+    pgoff: u64,
+    dso: DsoId,
+}
+
+#[derive(Hash, PartialEq, Eq)]
+enum FrameKey {
+    Sym(DsoId, usize),
+    Addr(DsoId, u64),
+}
+
+/// The symbolizer: maps per process, binaries, kernel symbols and caches.
+pub struct Symbolizer {
+    dsos: Vec<Dso>,
+    dso_by_path: HashMap<Vec<u8>, DsoId>,
+    maps: HashMap<u32, Vec<Map>>,
+    frames: Vec<Frame>,
+    frame_ids: HashMap<FrameKey, FrameId>,
+    cache: HashMap<(DsoId, u64), FrameId>,
+    kernel_cache: HashMap<u64, FrameId>,
+    kallsyms: Kallsyms,
+    module_dsos: HashMap<String, DsoId>,
+    build_ids: HashMap<String, Vec<u8>>,
+    root: Option<PathBuf>,
+    warnings: Vec<String>,
+    defer_kernel: bool,
+    provisional: Vec<(FrameId, u64)>,
+}
+
+impl Symbolizer {
+    /// A symbolizer with these kernel symbols (empty: kernel addresses stay
+    /// unresolved), the recorded build-ids by file name, and an optional
+    /// root directory under which recorded paths are looked up (perf's --symfs).
+    pub fn new(
+        kallsyms: Kallsyms,
+        build_ids: HashMap<String, Vec<u8>>,
+        root: Option<PathBuf>,
+    ) -> Self {
+        let mut s = Symbolizer {
+            dsos: Vec::new(),
+            dso_by_path: HashMap::default(),
+            maps: HashMap::default(),
+            frames: Vec::new(),
+            frame_ids: HashMap::default(),
+            cache: HashMap::default(),
+            kernel_cache: HashMap::default(),
+            kallsyms,
+            module_dsos: HashMap::default(),
+            build_ids,
+            root,
+            warnings: Vec::new(),
+            defer_kernel: false,
+            provisional: Vec::new(),
+        };
+        s.add_dso(b"[kernel.kallsyms]");
+        s.add_dso(b"[unknown]");
+        s
+    }
+
+    /// Resolve kernel addresses later: [`Symbolizer::kernel_frame`] gives a
+    /// provisional frame per address until [`Symbolizer::resolve_deferred`]
+    /// (so the kernel symbols can be loaded meanwhile, and pipe mode can
+    /// learn where the file was recorded).
+    pub fn defer_kernel(&mut self) {
+        self.defer_kernel = true;
+    }
+
+    /// Resolve the provisional kernel frames with `kallsyms`; returns, for
+    /// every frame id so far, the id to use instead (itself for all but
+    /// the provisional frames).
+    pub fn resolve_deferred(&mut self, kallsyms: Kallsyms) -> Vec<FrameId> {
+        self.kallsyms = kallsyms;
+        self.defer_kernel = false;
+        self.kernel_cache.clear();
+        let mut remap: Vec<FrameId> = (0..self.frames.len() as FrameId).collect();
+        for (fid, addr) in std::mem::take(&mut self.provisional) {
+            remap[fid as usize] = self.kernel_frame(addr);
+        }
+        remap
+    }
+
+    /// Warnings so far (binaries that differ from the recording, unreadable files).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The binary with this id.
+    pub fn dso(&self, id: DsoId) -> &Dso {
+        &self.dsos[id as usize]
+    }
+
+    /// The frame with this id.
+    pub fn frame(&self, id: FrameId) -> &Frame {
+        &self.frames[id as usize]
+    }
+
+    fn add_dso(&mut self, path: &[u8]) -> DsoId {
+        if let Some(&id) = self.dso_by_path.get(path) {
+            return id;
+        }
+        let p = String::from_utf8_lossy(path).into_owned();
+        let short = if p.starts_with('[') {
+            p.clone()
+        } else {
+            p.rsplit('/').next().unwrap_or(&p).to_string()
+        };
+        let id = self.dsos.len() as DsoId;
+        let expected_build_id = self.build_ids.get(&p).cloned();
+        self.dsos.push(Dso {
+            path: p,
+            short,
+            expected_build_id,
+            elf: None,
+            tried: false,
+        });
+        self.dso_by_path.insert(path.to_vec(), id);
+        id
+    }
+
+    /// Record a build-id seen in an MMAP2 record for a file.
+    pub fn set_build_id(&mut self, path: &[u8], build_id: &[u8]) {
+        let id = self.add_dso(path);
+        self.dsos[id as usize].expected_build_id = Some(build_id.to_vec());
+    }
+
+    /// A user mapping (MMAP/MMAP2) of process `pid`. Parts of older maps
+    /// it overlaps are removed.
+    pub fn add_map(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &[u8]) {
+        let dso = self.add_dso(path);
+        let end = start.saturating_add(len);
+        let maps = self.maps.entry(pid).or_default();
+        let mut out = Vec::with_capacity(maps.len() + 2);
+        for m in maps.drain(..) {
+            if m.end <= start || m.start >= end {
+                out.push(m);
+                continue;
+            }
+            if m.start < start {
+                out.push(Map { end: start, ..m });
+            }
+            if m.end > end {
+                out.push(Map {
+                    start: end,
+                    pgoff: m.pgoff + (end - m.start),
+                    ..m
+                });
+            }
+        }
+        out.push(Map {
+            start,
+            end,
+            pgoff,
+            dso,
+        });
+        out.sort_by_key(|m| m.start);
+        *maps = out;
+    }
+
+    /// A new process `pid` forked from `parent`: it starts with the
+    /// parent's maps.
+    pub fn fork(&mut self, parent: u32, pid: u32) {
+        if parent == pid {
+            return;
+        }
+        let maps = self.maps.get(&parent).cloned().unwrap_or_default();
+        self.maps.insert(pid, maps);
+    }
+
+    /// The frame of a user address in process `pid`.
+    pub fn user_frame(&mut self, pid: u32, addr: u64) -> FrameId {
+        let map = self.maps.get(&pid).and_then(|maps| {
+            let i = maps.partition_point(|m| m.start <= addr);
+            (i > 0 && addr < maps[i - 1].end).then(|| maps[i - 1])
+        });
+        let Some(m) = map else {
+            return self.intern(FrameKey::Addr(UNKNOWN_DSO, addr), || Frame {
+                dso: UNKNOWN_DSO,
+                name: FrameName::Address(addr),
+                kernel: false,
+            });
+        };
+        let offset = addr - m.start + m.pgoff;
+        if let Some(&f) = self.cache.get(&(m.dso, offset)) {
+            return f;
+        }
+        let f = self.resolve_in_dso(m.dso, offset);
+        self.cache.insert((m.dso, offset), f);
+        f
+    }
+
+    fn load_elf(&mut self, dso: DsoId) {
+        let d = &mut self.dsos[dso as usize];
+        if d.tried {
+            return;
+        }
+        d.tried = true;
+        if d.path.starts_with('[')
+            || d.path.starts_with("//")
+            || d.path.is_empty()
+            || d.path.contains(" (deleted)")
+        {
+            return;
+        }
+        let path = match &self.root {
+            Some(r) => r.join(d.path.trim_start_matches('/')),
+            None => PathBuf::from(&d.path),
+        };
+        match ElfFile::open(&path) {
+            Ok(elf) => {
+                if let (Some(want), Some(have)) = (&d.expected_build_id, elf.build_id()) {
+                    if want.as_slice() != have {
+                        self.warnings.push(format!(
+                            "{}: the file on disk differs from the one recorded (build-id {} recorded, {} on disk): \
+                             its addresses are left unresolved",
+                            d.path,
+                            hex(want),
+                            hex(have)
+                        ));
+                        return;
+                    }
+                }
+                d.elf = Some(elf);
+            }
+            Err(e) => {
+                if std::path::Path::new(&path).exists() {
+                    self.warnings.push(e);
+                }
+            }
+        }
+    }
+
+    fn resolve_in_dso(&mut self, dso: DsoId, offset: u64) -> FrameId {
+        self.load_elf(dso);
+        let found = self.dsos[dso as usize].elf.as_ref().map(|elf| {
+            let vaddr = elf.offset_to_vaddr(offset).unwrap_or(offset);
+            (vaddr, elf.lookup(vaddr))
+        });
+        match found {
+            Some((_, Some(i))) => {
+                let name = &self.dsos[dso as usize]
+                    .elf
+                    .as_ref()
+                    .expect("loaded")
+                    .symbols()[i]
+                    .name;
+                let name = demangle(name);
+                self.intern(FrameKey::Sym(dso, i), || Frame {
+                    dso,
+                    name: FrameName::Symbol(name),
+                    kernel: false,
+                })
+            }
+            Some((vaddr, None)) => self.intern(FrameKey::Addr(dso, vaddr), || Frame {
+                dso,
+                name: FrameName::Address(vaddr),
+                kernel: false,
+            }),
+            None => self.intern(FrameKey::Addr(dso, offset), || Frame {
+                dso,
+                name: FrameName::Address(offset),
+                kernel: false,
+            }),
+        }
+    }
+
+    /// The frame of a kernel address.
+    pub fn kernel_frame(&mut self, addr: u64) -> FrameId {
+        if let Some(&f) = self.kernel_cache.get(&addr) {
+            return f;
+        }
+        if self.defer_kernel {
+            let f = self.intern(FrameKey::Addr(KERNEL_DSO, addr), || Frame {
+                dso: KERNEL_DSO,
+                name: FrameName::Address(addr),
+                kernel: true,
+            });
+            self.provisional.push((f, addr));
+            self.kernel_cache.insert(addr, f);
+            return f;
+        }
+        let f = match self.kallsyms.lookup(addr) {
+            Some(i) => {
+                let sym = self.kallsyms.symbol(i).clone();
+                let dso = match &sym.module {
+                    None => KERNEL_DSO,
+                    Some(m) => match self.module_dsos.get(m) {
+                        Some(&d) => d,
+                        None => {
+                            let d = self.add_dso(format!("[{m}]").as_bytes());
+                            self.module_dsos.insert(m.clone(), d);
+                            d
+                        }
+                    },
+                };
+                self.intern(FrameKey::Sym(dso, i), || Frame {
+                    dso,
+                    name: FrameName::Symbol(sym.name),
+                    kernel: true,
+                })
+            }
+            None => self.intern(FrameKey::Addr(KERNEL_DSO, addr), || Frame {
+                dso: KERNEL_DSO,
+                name: FrameName::Address(addr),
+                kernel: true,
+            }),
+        };
+        self.kernel_cache.insert(addr, f);
+        f
+    }
+
+    /// Source file and line of a frame's address, from DWARF (user frames of
+    /// binaries with line info; `addr` is a process address in `pid`).
+    pub fn source_line(&mut self, pid: u32, addr: u64) -> Option<(String, u32)> {
+        let maps = self.maps.get(&pid)?;
+        let i = maps.partition_point(|m| m.start <= addr);
+        if i == 0 || addr >= maps[i - 1].end {
+            return None;
+        }
+        let m = maps[i - 1];
+        self.load_elf(m.dso);
+        let elf = self.dsos[m.dso as usize].elf.as_mut()?;
+        let vaddr = elf.offset_to_vaddr(addr - m.start + m.pgoff)?;
+        elf.line(vaddr)
+    }
+
+    fn intern(&mut self, key: FrameKey, make: impl FnOnce() -> Frame) -> FrameId {
+        if let Some(&id) = self.frame_ids.get(&key) {
+            return id;
+        }
+        let id = self.frames.len() as FrameId;
+        self.frames.push(make());
+        self.frame_ids.insert(key, id);
+        id
+    }
+}
+
+/// Bytes as lowercase hex.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_split_on_overlap_and_resolve_this_binary() {
+        let exe = std::env::current_exe().unwrap();
+        let elf = ElfFile::open(&exe).unwrap();
+        let sym = elf
+            .symbols()
+            .iter()
+            .find(|s| s.name.contains("maps_split_on_overlap"))
+            .unwrap()
+            .clone();
+        let mut s = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
+        // Map the whole file at `base`: the symbol is at base + its file offset.
+        let off = elf.vaddr_to_offset(sym.start).unwrap();
+        let base = 0x5555_0000_0000u64;
+        s.add_map(7, base, 1 << 30, 0, exe.to_str().unwrap().as_bytes());
+        let f = s.user_frame(7, base + off);
+        assert_eq!(s.frame(f).label(), demangle(&sym.name));
+        assert_eq!(
+            s.dso(s.frame(f).dso).short,
+            exe.file_name().unwrap().to_str().unwrap()
+        );
+        // A later anonymous map over the middle splits the first.
+        s.add_map(7, base + 0x1000, 0x1000, 0, b"//anon");
+        let f2 = s.user_frame(7, base + 0x1800);
+        assert_eq!(s.dso(s.frame(f2).dso).path, "//anon");
+        assert_eq!(s.user_frame(7, base + off), f);
+        // Unknown pid → [unknown].
+        let u = s.user_frame(8, 0x1234);
+        assert_eq!(s.frame(u).dso, UNKNOWN_DSO);
+        assert_eq!(s.frame(u).label(), "0x0000000000001234");
+        s.fork(7, 9);
+        assert_eq!(s.user_frame(9, base + off), f);
+    }
+
+    #[test]
+    fn differing_build_id_leaves_addresses_unresolved() {
+        let exe = std::env::current_exe().unwrap();
+        let path = exe.to_str().unwrap().to_string();
+        let ids: HashMap<String, Vec<u8>> = [(path.clone(), vec![1u8; 20])].into_iter().collect();
+        let mut s = Symbolizer::new(Kallsyms::default(), ids, None);
+        s.add_map(1, 0x1000_0000, 1 << 30, 0, path.as_bytes());
+        let f = s.user_frame(1, 0x1000_0000 + 0x2000);
+        assert!(matches!(s.frame(f).name, FrameName::Address(_)));
+        assert!(s.warnings()[0].contains("differs"), "{:?}", s.warnings());
+    }
+
+    #[test]
+    fn kernel_addresses() {
+        let k = Kallsyms::parse(
+            "ffffffff81000000 T start_kernel\nffffffffc0001000 t vmx_run\t[kvm_intel]\n",
+        );
+        let mut s = Symbolizer::new(k, HashMap::default(), None);
+        let f = s.kernel_frame(0xffffffff81000010);
+        assert_eq!(s.frame(f).label(), "start_kernel");
+        assert_eq!(s.dso(s.frame(f).dso).short, "[kernel.kallsyms]");
+        let m = s.kernel_frame(0xffffffffc0001004);
+        assert_eq!(s.dso(s.frame(m).dso).short, "[kvm_intel]");
+        let mut d = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
+        d.defer_kernel();
+        let a = d.kernel_frame(0xffffffff81000010);
+        let b = d.kernel_frame(0xffffffff81000020);
+        assert_ne!(a, b);
+        let k = Kallsyms::parse("ffffffff81000000 T start_kernel\n");
+        let remap = d.resolve_deferred(k);
+        assert_eq!(remap[a as usize], remap[b as usize]);
+        assert_eq!(d.frame(remap[a as usize]).label(), "start_kernel");
+        let mut empty = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
+        let u = empty.kernel_frame(0xffffffff81000010);
+        assert_eq!(empty.frame(u).label(), "0xffffffff81000010");
+    }
+}
