@@ -350,7 +350,12 @@ fn header_lines(p: &Profile, shown: &str, args: &ReportArgs) -> Vec<String> {
         h.push(format!("cmdline: {}", c.join(" ")));
     }
     if let Some(v) = &f.version {
-        h.push(format!("written by: perf {v}"));
+        // perf writes its bare version ("6.1.187"); pmx writes "pmx 0.1.0".
+        if v.starts_with(|c: char| c.is_ascii_digit()) {
+            h.push(format!("written by: perf {v}"));
+        } else {
+            h.push(format!("written by: {v}"));
+        }
     }
     if let Some((a, b)) = p.time_range {
         h.push(format!("samples span {:.3} s", (b - a) as f64 / 1e9));
