@@ -33,6 +33,7 @@ mod serve;
 mod stat;
 mod stat_metrics;
 mod stat_msr;
+mod target;
 mod tma;
 
 use clap::{Parser, Subcommand};

@@ -4,12 +4,8 @@
 use crate::db::DbArgs;
 use crate::exit::UsageError;
 use pmx::record::{self, RecordEvent, RecordOptions, RecordSummary, SampleRate};
-use pmx::stat::{self, Scope};
-use pmx_events::{builtin, sysfs::SysfsEvents, Database, EventSource};
-use pmx_model::topology::parse_cpu_list;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Arguments of `pmx record`.
@@ -79,43 +75,6 @@ pub struct RecordArgs {
     pub command: Vec<String>,
 }
 
-fn id_list(flag: &str, text: &str) -> anyhow::Result<Vec<i32>> {
-    text.split(',')
-        .map(|s| {
-            s.trim()
-                .parse::<i32>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| {
-                    UsageError(format!("{flag} {text}: '{s}' is not a positive id")).into()
-                })
-        })
-        .collect()
-}
-
-/// Resolve the `-e` list with the cheap sources first (kernel events and
-/// sysfs), the full database only when a name needs it.
-fn resolve(args: &RecordArgs, groups: &[pmx::EventGroup]) -> anyhow::Result<stat::StatPlan> {
-    let target = args.db.target()?;
-    if args.db.cpu.is_none() && args.db.events_dir.is_none() {
-        let mut light = Database::from_sources(
-            target.clone(),
-            vec![Box::new(builtin::KernelEvents::new(&target)) as Box<dyn EventSource>],
-        );
-        let root = args
-            .db
-            .sysfs_root
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("/"));
-        light.set_sysfs(Arc::new(SysfsEvents::load(&root)));
-        if let Ok(p) = stat::plan(groups, &light) {
-            return Ok(p);
-        }
-    }
-    let db = args.db.load()?;
-    stat::plan(groups, &db).map_err(|e| UsageError(e.to_string()).into())
-}
-
 fn rate(args: &RecordArgs) -> anyhow::Result<(SampleRate, Vec<String>)> {
     let mut notes = Vec::new();
     let max = record::max_sample_rate();
@@ -166,7 +125,7 @@ fn events(args: &RecordArgs, rate: SampleRate) -> anyhow::Result<(Vec<RecordEven
         )
         .into());
     }
-    let plan = resolve(args, &groups)?;
+    let plan = args.db.plan(&groups, None)?;
     let mut out = Vec::new();
     for e in plan.events {
         let attr = e
@@ -239,30 +198,16 @@ fn print_summary(s: &RecordSummary) {
 
 /// Run `pmx record`.
 pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
-    let scope = if let Some(p) = &args.pid {
-        Scope::Pids(id_list("-p", p)?)
-    } else if let Some(t) = &args.tid {
-        Scope::Tids(id_list("-t", t)?)
-    } else if let Some(c) = &args.cpus {
-        Scope::Cpus(parse_cpu_list(c).map_err(|e| UsageError(format!("-C {c}: {e}")))?)
-    } else if args.all_cpus {
-        Scope::Cpus(record::online_cpus())
-    } else {
-        Scope::Command
-    };
-    if scope == Scope::Command && args.command.is_empty() {
-        return Err(UsageError(
-            "nothing to record: give a command after --, or -p PID, -t TID, -a or -C LIST"
-                .to_string(),
-        )
-        .into());
-    }
-    if matches!(scope, Scope::Pids(_) | Scope::Tids(_)) && !args.command.is_empty() {
-        return Err(UsageError(
-            "-p/-t attach to running tasks; do not also give a command".to_string(),
-        )
-        .into());
-    }
+    let scope = crate::target::scope(
+        &crate::target::TargetFlags {
+            pid: args.pid.as_deref(),
+            tid: args.tid.as_deref(),
+            cpus: args.cpus.as_deref(),
+            all_cpus: args.all_cpus,
+            command: &args.command,
+        },
+        "record",
+    )?;
     if args.mmap_pages == 0 || !args.mmap_pages.is_power_of_two() {
         return Err(UsageError(format!(
             "-m {}: the ring size must be a power of two of pages (1, 2, 4 … 128 …)",

@@ -5,7 +5,6 @@ use crate::exit::UsageError;
 use pmx::stat::{
     self, Aggregation, EventStatus, Row, RunOptions, Scope, Spread, StatPlan, StatRun,
 };
-use pmx_model::topology::parse_cpu_list;
 use pmx_output::stat::StatReport;
 use std::io::Write;
 use std::path::PathBuf;
@@ -132,36 +131,6 @@ impl StatArgs {
     }
 }
 
-fn cpu_list(flag: &str, text: &str) -> anyhow::Result<Vec<u32>> {
-    parse_cpu_list(text).map_err(|e| UsageError(format!("{flag} {text}: {e}")).into())
-}
-
-fn id_list(flag: &str, text: &str) -> anyhow::Result<Vec<i32>> {
-    text.split(',')
-        .map(|s| {
-            s.trim()
-                .parse::<i32>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| {
-                    UsageError(format!("{flag} {text}: '{s}' is not a positive id")).into()
-                })
-        })
-        .collect()
-}
-
-fn online_cpus() -> Vec<u32> {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| parse_cpu_list(s.trim()).ok())
-        .unwrap_or_else(|| {
-            let n = std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1);
-            (0..n as u32).collect()
-        })
-}
-
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     if args.regions && !crate::regions::active() {
         return crate::regions::run(args);
@@ -173,30 +142,16 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         return Err(UsageError("-r 0: give at least one run".to_string()).into());
     }
     let (groups, metrics, db) = crate::stat_metrics::event_groups(args, stat::DEFAULT_EVENTS)?;
-    let scope = if let Some(p) = &args.pid {
-        Scope::Pids(id_list("-p", p)?)
-    } else if let Some(t) = &args.tid {
-        Scope::Tids(id_list("-t", t)?)
-    } else if let Some(c) = &args.cpus {
-        Scope::Cpus(cpu_list("-C", c)?)
-    } else if args.all_cpus {
-        Scope::Cpus(online_cpus())
-    } else {
-        Scope::Command
-    };
-    if scope == Scope::Command && args.command.is_empty() {
-        return Err(UsageError(
-            "nothing to count: give a command after --, or -p PID, -t TID, -a or -C LIST"
-                .to_string(),
-        )
-        .into());
-    }
-    if matches!(scope, Scope::Pids(_) | Scope::Tids(_)) && !args.command.is_empty() {
-        return Err(UsageError(
-            "-p/-t attach to running tasks; do not also give a command".to_string(),
-        )
-        .into());
-    }
+    let scope = crate::target::scope(
+        &crate::target::TargetFlags {
+            pid: args.pid.as_deref(),
+            tid: args.tid.as_deref(),
+            cpus: args.cpus.as_deref(),
+            all_cpus: args.all_cpus,
+            command: &args.command,
+        },
+        "count",
+    )?;
     let trace_tasks = args.per_thread && scope == Scope::Command;
     if args.per_thread && matches!(scope, Scope::Cpus(_)) {
         return Err(UsageError(
@@ -230,7 +185,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         None => None,
     };
     let pin = match &args.pin {
-        Some(p) => Some(cpu_list("--pin", p)?),
+        Some(p) => Some(crate::target::cpu_list("--pin", p)?),
         None => None,
     };
     let how = args.aggregation();

@@ -197,34 +197,6 @@ fn errno_text(errno: i32) -> String {
     }
 }
 
-const HARDWARE_NAMES: &[&str] = &[
-    "cycles",
-    "instructions",
-    "cache-references",
-    "cache-misses",
-    "branches",
-    "branch-misses",
-    "bus-cycles",
-    "stalled-cycles-frontend",
-    "stalled-cycles-backend",
-    "ref-cycles",
-];
-
-const SOFTWARE_NAMES: &[&str] = &[
-    "cpu-clock",
-    "task-clock",
-    "page-faults",
-    "context-switches",
-    "cpu-migrations",
-    "minor-faults",
-    "major-faults",
-    "alignment-faults",
-    "emulation-faults",
-    "dummy",
-    "bpf-output",
-    "cgroup-switches",
-];
-
 fn bp_kind(bp_type: u32) -> String {
     match bp_type {
         crate::bp::R => "read".into(),
@@ -245,8 +217,8 @@ fn describe_event(attr: &Attr, pmu_name: Option<&str>) -> String {
         None => format!("{kind} event config {:#x}", attr.config),
     };
     let mut s = match attr.type_ {
-        event_type::HARDWARE => named(HARDWARE_NAMES, "hardware"),
-        event_type::SOFTWARE => named(SOFTWARE_NAMES, "software"),
+        event_type::HARDWARE => named(pmx_perfdata::format::HARDWARE_EVENT_NAMES, "hardware"),
+        event_type::SOFTWARE => named(pmx_perfdata::format::SOFTWARE_EVENT_NAMES, "software"),
         event_type::TRACEPOINT => format!("tracepoint id {}", attr.config),
         event_type::HW_CACHE => format!("hardware cache event config {:#x}", attr.config),
         event_type::RAW => format!("raw event config {:#x}", attr.config),

@@ -103,20 +103,9 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use pmx_model::count::Count;
 use pmx_model::encoding::PerfAttr;
 
-/// `read_format` bits.
-pub mod read_format {
-    /// `PERF_FORMAT_TOTAL_TIME_ENABLED`.
-    pub const TOTAL_TIME_ENABLED: u64 = 1;
-    /// `PERF_FORMAT_TOTAL_TIME_RUNNING`.
-    pub const TOTAL_TIME_RUNNING: u64 = 2;
-    /// `PERF_FORMAT_ID`.
-    pub const ID: u64 = 4;
-    /// `PERF_FORMAT_GROUP`.
-    pub const GROUP: u64 = 8;
-    /// `PERF_FORMAT_LOST` (Linux 6.0): samples lost. Reads skip it; it is
-    /// here so a `read_format` that sets it is still decoded correctly.
-    pub const LOST: u64 = 16;
-}
+/// `read_format` bits (`PERF_FORMAT_*`). `LOST` (Linux 6.0) is skipped by
+/// reads; it is there so a `read_format` that sets it is still decoded.
+pub use pmx_perfdata::format::read_format;
 
 /// `attr.type` values the kernel fixes (`PERF_TYPE_*`), from the model.
 pub use pmx_model::encoding::perf_type as event_type;
@@ -263,71 +252,12 @@ impl Default for Wakeup {
 }
 
 /// `sample_type` bits (`PERF_SAMPLE_*`): which fields a PERF_RECORD_SAMPLE
-/// holds. They appear in the record in this order (the order of the bits,
-/// except IDENTIFIER, which comes first).
-pub mod sample_type {
-    /// `PERF_SAMPLE_IP`: the instruction pointer.
-    pub const IP: u64 = 1 << 0;
-    /// `PERF_SAMPLE_TID`: pid and tid (two u32).
-    pub const TID: u64 = 1 << 1;
-    /// `PERF_SAMPLE_TIME`: the time stamp (ns, perf clock unless clockid).
-    pub const TIME: u64 = 1 << 2;
-    /// `PERF_SAMPLE_ADDR`: the data address (memory events).
-    pub const ADDR: u64 = 1 << 3;
-    /// `PERF_SAMPLE_READ`: the counter values, in `read_format`'s layout.
-    pub const READ: u64 = 1 << 4;
-    /// `PERF_SAMPLE_CALLCHAIN`: `nr` then `nr` return addresses, with
-    /// context markers (`PERF_CONTEXT_KERNEL`, `PERF_CONTEXT_USER`).
-    pub const CALLCHAIN: u64 = 1 << 5;
-    /// `PERF_SAMPLE_ID`: the event's id.
-    pub const ID: u64 = 1 << 6;
-    /// `PERF_SAMPLE_CPU`: the CPU (u32) and a reserved u32.
-    pub const CPU: u64 = 1 << 7;
-    /// `PERF_SAMPLE_PERIOD`: the period this sample stands for.
-    pub const PERIOD: u64 = 1 << 8;
-    /// `PERF_SAMPLE_STREAM_ID`: the id of the event that was inherited from.
-    pub const STREAM_ID: u64 = 1 << 9;
-    /// `PERF_SAMPLE_RAW`: tracepoint payload.
-    pub const RAW: u64 = 1 << 10;
-    /// `PERF_SAMPLE_BRANCH_STACK`: LBR entries.
-    pub const BRANCH_STACK: u64 = 1 << 11;
-    /// `PERF_SAMPLE_REGS_USER`: user registers.
-    pub const REGS_USER: u64 = 1 << 12;
-    /// `PERF_SAMPLE_STACK_USER`: a copy of the user stack.
-    pub const STACK_USER: u64 = 1 << 13;
-    /// `PERF_SAMPLE_WEIGHT`: a cost (load latency).
-    pub const WEIGHT: u64 = 1 << 14;
-    /// `PERF_SAMPLE_DATA_SRC`: where the data came from.
-    pub const DATA_SRC: u64 = 1 << 15;
-    /// `PERF_SAMPLE_IDENTIFIER`: the event's id, first in the record and
-    /// last in `sample_id_all` trailers, so it is found without knowing
-    /// the event.
-    pub const IDENTIFIER: u64 = 1 << 16;
-    /// `PERF_SAMPLE_TRANSACTION`: TSX abort information.
-    pub const TRANSACTION: u64 = 1 << 17;
-    /// `PERF_SAMPLE_REGS_INTR`: registers at the interrupt.
-    pub const REGS_INTR: u64 = 1 << 18;
-    /// `PERF_SAMPLE_PHYS_ADDR`: the physical data address.
-    pub const PHYS_ADDR: u64 = 1 << 19;
-}
+/// holds, in the order of the bits (IDENTIFIER first). The kernel's
+/// numbers, shared with the perf.data format.
+pub use pmx_perfdata::format::sample_type;
 
 /// `misc` bits of a record header (`PERF_RECORD_MISC_*`).
-pub mod record_misc {
-    /// The CPU mode mask (low 3 bits).
-    pub const CPUMODE_MASK: u16 = 7;
-    /// Kernel mode.
-    pub const KERNEL: u16 = 1;
-    /// User mode.
-    pub const USER: u16 = 2;
-    /// Hypervisor.
-    pub const HYPERVISOR: u16 = 3;
-    /// MMAP/MMAP2 of a data mapping; COMM from `exec` (`COMM_EXEC`).
-    pub const MMAP_DATA_OR_COMM_EXEC: u16 = 1 << 13;
-    /// A synthesized record whose `/proc/PID/maps` read timed out.
-    pub const PROC_MAP_PARSE_TIMEOUT: u16 = 1 << 12;
-    /// The sample's IP is the exact instruction (precise event).
-    pub const EXACT_IP: u16 = 1 << 14;
-}
+pub use pmx_perfdata::format::misc as record_misc;
 
 impl Default for Attr {
     fn default() -> Attr {

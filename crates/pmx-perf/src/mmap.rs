@@ -178,31 +178,8 @@ impl RecordHeader {
     }
 }
 
-/// `PERF_RECORD_*` numbers of the records the kernel writes to a ring.
-pub mod record {
-    /// `PERF_RECORD_MMAP`.
-    pub const MMAP: u32 = 1;
-    /// `PERF_RECORD_LOST`: `{ u64 id; u64 lost; }` records were dropped.
-    pub const LOST: u32 = 2;
-    /// `PERF_RECORD_COMM`.
-    pub const COMM: u32 = 3;
-    /// `PERF_RECORD_EXIT`.
-    pub const EXIT: u32 = 4;
-    /// `PERF_RECORD_THROTTLE`.
-    pub const THROTTLE: u32 = 5;
-    /// `PERF_RECORD_UNTHROTTLE`.
-    pub const UNTHROTTLE: u32 = 6;
-    /// `PERF_RECORD_FORK`.
-    pub const FORK: u32 = 7;
-    /// `PERF_RECORD_READ`.
-    pub const READ: u32 = 8;
-    /// `PERF_RECORD_SAMPLE`.
-    pub const SAMPLE: u32 = 9;
-    /// `PERF_RECORD_MMAP2`.
-    pub const MMAP2: u32 = 10;
-    /// `PERF_RECORD_LOST_SAMPLES`.
-    pub const LOST_SAMPLES: u32 = 13;
-}
+/// `PERF_RECORD_*` numbers of the records (those below 64 are the kernel's).
+pub use pmx_perfdata::format::record_type as record;
 
 /// One event's mapping: the metadata page and `data_pages` ring pages.
 ///

@@ -178,6 +178,37 @@ pub mod record_type {
 }
 
 /// Bits of `perf_event_attr.sample_type`: which fields a SAMPLE record has.
+/// perf's names of the generic hardware events, by `config`
+/// (`PERF_COUNT_HW_*`).
+pub const HARDWARE_EVENT_NAMES: &[&str] = &[
+    "cycles",
+    "instructions",
+    "cache-references",
+    "cache-misses",
+    "branches",
+    "branch-misses",
+    "bus-cycles",
+    "stalled-cycles-frontend",
+    "stalled-cycles-backend",
+    "ref-cycles",
+];
+
+/// perf's names of the software events, by `config` (`PERF_COUNT_SW_*`).
+pub const SOFTWARE_EVENT_NAMES: &[&str] = &[
+    "cpu-clock",
+    "task-clock",
+    "page-faults",
+    "context-switches",
+    "cpu-migrations",
+    "minor-faults",
+    "major-faults",
+    "alignment-faults",
+    "emulation-faults",
+    "dummy",
+    "bpf-output",
+    "cgroup-switches",
+];
+
 pub mod sample_type {
     /// Instruction pointer.
     pub const IP: u64 = 1 << 0;
@@ -277,6 +308,8 @@ pub mod misc {
     pub const BUILD_ID_SIZE: u16 = 1 << 15;
     /// SAMPLE: the ip is exact (precise event).
     pub const EXACT_IP: u16 = 1 << 14;
+    /// A synthesized MMAP whose `/proc/PID/maps` read timed out.
+    pub const PROC_MAP_PARSE_TIMEOUT: u16 = 1 << 12;
 }
 
 /// Call chain context markers: values in a call chain that say which
@@ -750,37 +783,13 @@ impl EventAttr {
     /// generic hardware and software names, `rXXX` for raw, else
     /// `type:config`; with perf's modifier suffix (`:u`, `:k`, `:pp`…).
     pub fn default_name(&self) -> String {
-        const HW: [&str; 10] = [
-            "cycles",
-            "instructions",
-            "cache-references",
-            "cache-misses",
-            "branches",
-            "branch-misses",
-            "bus-cycles",
-            "stalled-cycles-frontend",
-            "stalled-cycles-backend",
-            "ref-cycles",
-        ];
-        const SW: [&str; 12] = [
-            "cpu-clock",
-            "task-clock",
-            "page-faults",
-            "context-switches",
-            "cpu-migrations",
-            "minor-faults",
-            "major-faults",
-            "alignment-faults",
-            "emulation-faults",
-            "dummy",
-            "bpf-output",
-            "cgroup-switches",
-        ];
         let base = match (self.kind, self.config) {
-            (0, c) if (c & 0xffff_ffff) < HW.len() as u64 => {
-                HW[(c & 0xffff_ffff) as usize].to_string()
+            (0, c) if (c & 0xffff_ffff) < HARDWARE_EVENT_NAMES.len() as u64 => {
+                HARDWARE_EVENT_NAMES[(c & 0xffff_ffff) as usize].to_string()
             }
-            (1, c) if c < SW.len() as u64 => SW[c as usize].to_string(),
+            (1, c) if c < SOFTWARE_EVENT_NAMES.len() as u64 => {
+                SOFTWARE_EVENT_NAMES[c as usize].to_string()
+            }
             (4, c) => format!("r{c:x}"),
             (t, c) => format!("{t}:{c:#x}"),
         };

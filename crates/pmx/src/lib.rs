@@ -51,6 +51,7 @@ pub mod recorder;
 pub mod region;
 pub mod results;
 pub mod schedule;
+pub mod signals;
 pub mod stat;
 mod ticker;
 

@@ -61,7 +61,6 @@ use pmx_perfdata::FileAttr;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 pub use buildid::{of_elf_file as build_id_of_file, of_running_kernel as kernel_build_id};
@@ -187,38 +186,7 @@ pub enum RecordError {
     Io(#[from] io::Error),
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-static CHILD: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-    let child = CHILD.load(Ordering::SeqCst);
-    if child > 0 {
-        // SAFETY: kill is async-signal-safe; the signal goes on to the
-        // command, whose exit then ends the recording.
-        unsafe { libc::kill(child, sig) };
-    }
-}
-
-/// Install SIGINT/SIGTERM handlers that end the recording cleanly: they
-/// set a flag and forward the signal to the command; the rings are then
-/// drained and the file finished.
-pub fn install_signal_handlers() {
-    // SAFETY: the handler only touches atomics and calls kill().
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = 0;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
-
-/// Was a stop requested (SIGINT, SIGTERM)?
-pub fn stop_requested() -> bool {
-    STOP.load(Ordering::SeqCst)
-}
+pub use crate::signals::{install as install_signal_handlers, stop_requested};
 
 /// `kernel.perf_event_max_sample_rate`: the highest `-F` the kernel
 /// accepts, and the rate beyond which it throttles.
@@ -364,17 +332,6 @@ fn sampling_attr(ev: &RecordEvent, index: usize, n: usize, opts: &RecordOptions)
         task: side_band,
         ..ev.attr.clone()
     }
-}
-
-/// The CPUs the kernel has online.
-pub fn online_cpus() -> Vec<u32> {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|s| pmx_model::topology::parse_cpu_list(s.trim()).ok())
-        .unwrap_or_else(|| {
-            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (0..n as u32).collect()
-        })
 }
 
 /// One CPU's ring.
@@ -745,7 +702,7 @@ fn features(opts: &RecordOptions, tally: &Tally, notes: &mut Vec<String>) -> Fea
         .ok()
         .and_then(|s| pmx_model::topology::parse_cpu_list(s.trim()).ok())
         .map(|v| v.iter().max().map_or(0, |m| m + 1));
-    let online = online_cpus().len() as u32;
+    let online = crate::stat::online_cpus().len() as u32;
     let mem = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
         m.lines()
             .find_map(|l| l.strip_prefix("MemTotal:"))
@@ -861,7 +818,7 @@ fn poll_fds(fds: &[i32], timeout_ms: i32) {
 
 /// Record `events` as `opts` says, into `opts.output`.
 pub fn record(events: &[RecordEvent], opts: &RecordOptions) -> Result<RecordSummary, RecordError> {
-    STOP.store(false, Ordering::SeqCst);
+    crate::signals::reset();
     if events.is_empty() {
         return Err(RecordError::Invalid("no event to record".to_string()));
     }
@@ -885,7 +842,7 @@ pub fn record(events: &[RecordEvent], opts: &RecordOptions) -> Result<RecordSumm
             c.abandon();
         }
     }
-    CHILD.store(0, Ordering::SeqCst);
+    crate::signals::set_child(0);
     result
 }
 
@@ -903,7 +860,7 @@ fn record_with(
     let st = attrs[0].sample_type;
     let cpus = match &opts.scope {
         Scope::Cpus(c) => c.clone(),
-        _ => online_cpus(),
+        _ => crate::stat::online_cpus(),
     };
     if cpus.is_empty() {
         return Err(RecordError::Invalid("no CPU to record on".to_string()));
@@ -1067,7 +1024,7 @@ fn record_with(
     let mut exit: Option<Exit> = None;
     let pidfd = match child.as_mut() {
         Some(c) => {
-            CHILD.store(c.pid, Ordering::SeqCst);
+            crate::signals::set_child(c.pid);
             if let Err(e) = c.release() {
                 let _ = c.wait();
                 return Err(RecordError::Exec {
@@ -1183,7 +1140,7 @@ fn record_with(
             exit = Some(c.wait()?);
         }
     }
-    CHILD.store(0, Ordering::SeqCst);
+    crate::signals::set_child(0);
     let feats = features(opts, &tally, &mut notes);
     let out = writer.finish(&feats)?;
     let file = out.into_inner().map_err(|e| e.into_error())?;

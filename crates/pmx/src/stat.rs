@@ -19,7 +19,6 @@ use pmx_model::topology::Topology;
 use pmx_perf::{Attr, Counter, OpenErrorKind};
 use serde::Serialize;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Below this running share a count is an estimate.
@@ -457,39 +456,7 @@ pub enum RunError {
     Io(#[from] std::io::Error),
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-static CHILD: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-    let child = CHILD.load(Ordering::SeqCst);
-    if child > 0 {
-        // SAFETY: kill is async-signal-safe. Forward the signal to the
-        // command (from a terminal it may get SIGINT twice, which is as
-        // good as once).
-        unsafe { libc::kill(child, sig) };
-    }
-}
-
-/// Install pmx's SIGINT/SIGTERM handlers: they only set a flag and
-/// forward the signal to the command, so the counts so far are read and
-/// printed.
-pub fn install_signal_handlers() {
-    // SAFETY: installing a handler that only touches atomics and kill().
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = 0;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
-
-/// Was a stop requested (Ctrl-C, SIGTERM)?
-pub fn stop_requested() -> bool {
-    STOP.load(Ordering::SeqCst)
-}
+pub use crate::signals::{install as install_signal_handlers, stop_requested};
 
 /// Where each group is opened: (pid, cpu) slots.
 fn slots(opts: &RunOptions, child: Option<i32>) -> Vec<(i32, i32)> {
@@ -616,7 +583,7 @@ pub fn run_with(
     opts: &RunOptions,
     on_tick: &mut dyn FnMut(&Tick),
 ) -> Result<StatRun, RunError> {
-    STOP.store(false, Ordering::SeqCst);
+    crate::signals::reset();
     let mut child = if opts.command.is_empty() {
         None
     } else {
@@ -782,7 +749,7 @@ pub fn run_with(
     }
     let mut exit = None;
     if let Some(c) = child.as_mut() {
-        CHILD.store(c.pid, Ordering::SeqCst);
+        crate::signals::set_child(c.pid);
         if let Err(e) = c.release() {
             let reason = match e {
                 StartError::Exec(errno) => {
@@ -799,7 +766,7 @@ pub fn run_with(
                 ),
             };
             let _ = c.wait();
-            CHILD.store(0, Ordering::SeqCst);
+            crate::signals::set_child(0);
             return Err(RunError::Exec {
                 cmd: opts.command[0].clone(),
                 reason,
@@ -984,7 +951,7 @@ pub fn run_with(
             exit = c.wait().ok();
         }
     }
-    CHILD.store(0, Ordering::SeqCst);
+    crate::signals::set_child(0);
     let elapsed = start.elapsed();
     for (t, _) in &tickers {
         let _ = t.counter.disable(true);
@@ -1137,6 +1104,18 @@ fn follow_tasks(
             }
         }
     }
+}
+
+/// The online CPUs (`/sys/devices/system/cpu/online`; every CPU the
+/// process may use when that cannot be read).
+pub fn online_cpus() -> Vec<u32> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| pmx_model::topology::parse_cpu_list(s.trim()).ok())
+        .unwrap_or_else(|| {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (0..n as u32).collect()
+        })
 }
 
 /// Is the task running (present and not a zombie)?

@@ -1,0 +1,49 @@
+//! SIGINT and SIGTERM for sessions that measure a command (`stat`,
+//! `record`): the handler only sets a flag and forwards the signal to the
+//! command, so the session ends the way it ends when the command exits —
+//! counters read, rings drained, files finished — instead of dying with
+//! the data.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+    let child = CHILD.load(Ordering::SeqCst);
+    if child > 0 {
+        // SAFETY: kill is async-signal-safe. The command gets the signal
+        // too (from a terminal it may get SIGINT twice, which is as good
+        // as once) and its exit ends the session.
+        unsafe { libc::kill(child, sig) };
+    }
+}
+
+/// Install the SIGINT/SIGTERM handlers.
+pub fn install() {
+    // SAFETY: installing a handler that only touches atomics and kill().
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as usize;
+        sa.sa_flags = 0;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Was a stop requested (Ctrl-C, SIGTERM) since the session began?
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// A session begins: forget earlier requests.
+pub(crate) fn reset() {
+    STOP.store(false, Ordering::SeqCst);
+}
+
+/// The command signals are forwarded to (0: none).
+pub(crate) fn set_child(pid: i32) {
+    CHILD.store(pid, Ordering::SeqCst);
+}
