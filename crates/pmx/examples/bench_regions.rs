@@ -2,10 +2,12 @@
 //! of a 4-event software group, [`pmx::Counters::read_into`] and
 //! [`pmx::Counters::read`] of the same group, and one region begin/end
 //! pair (two group reads). The variants are measured in turn, round after
-//! round (so a machine that slows down or speeds up affects them alike);
-//! each figure is the median over 9 rounds of N operations, timed with
-//! the thread's CPU clock so that waiting for a CPU on a shared machine
-//! does not count.
+//! round (so a machine that slows down or speeds up affects them alike),
+//! timed with the thread's CPU clock so that waiting for a CPU on a shared
+//! machine does not count. Each ns figure is the median over the rounds;
+//! each percentage is the median over the rounds of that round's ratio to
+//! the bare read *of the same round*, which cancels the drift of the
+//! system call's own cost (±10% between rounds in a VM).
 //!
 //! ```sh
 //! cargo run --release -p pmx --example bench_regions [N]
@@ -17,7 +19,7 @@ use pmx_perf::{read_format, software, Attr, Counter, Target};
 use std::os::fd::AsRawFd;
 
 const EVENTS: &str = "task-clock,page-faults,context-switches,cpu-migrations";
-const RUNS: usize = 9;
+const RUNS: usize = 41;
 
 /// The calling thread's CPU time (ns): unlike wall time, it does not
 /// grow while the thread waits for a CPU on a busy machine.
@@ -48,7 +50,7 @@ fn main() {
     let n: u64 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap_or(200_000);
+        .unwrap_or(50_000);
     // The bare system call: the same group opened with pmx-perf, read
     // with libc::read into a stack buffer.
     let this = Target { pid: 0, cpu: -1 };
@@ -118,29 +120,38 @@ fn main() {
             region::end("bench").unwrap();
         }));
     }
+    // Per-round ratios to the same round's bare read.
+    let ratio = |v: &[f64], k: f64| -> f64 {
+        median(v.iter().zip(&bare).map(|(x, b)| x / (k * b)).collect())
+    };
+    let (r_into, r_vec, r_pair) = (
+        ratio(&read_into, 1.0),
+        ratio(&read_vec, 1.0),
+        ratio(&pair, 2.0),
+    );
     let (bare, read_into, read_vec, pair) = (
-        median(bare),
-        median(read_into),
-        median(read_vec),
-        median(pair),
+        median(bare.clone()),
+        median(read_into.clone()),
+        median(read_vec.clone()),
+        median(pair.clone()),
     );
     let cal = region::results().calibration;
 
     println!(
-        "events: {EVENTS} (one group), {n} operations per run, median of {RUNS} interleaved rounds"
+        "events: {EVENTS} (one group), {n} operations per round, {RUNS} interleaved rounds (medians; % = median of per-round ratios)"
     );
     println!("bare read(2) of the group        {bare:8.1} ns");
     println!(
         "Counters::read_into              {read_into:8.1} ns  ({:+.1}% vs bare read)",
-        (read_into / bare - 1.0) * 100.0
+        (r_into - 1.0) * 100.0
     );
     println!(
-        "Counters::read (named, allocates) {read_vec:7.1} ns  ({:+.1}% vs bare read)",
-        (read_vec / bare - 1.0) * 100.0
+        "Counters::read (named)            {read_vec:7.1} ns  ({:+.1}% vs bare read)",
+        (r_vec - 1.0) * 100.0
     );
     println!(
         "region begin + end (2 reads)     {pair:8.1} ns  ({:+.1}% vs 2 bare reads)",
-        (pair / (2.0 * bare) - 1.0) * 100.0
+        (r_pair - 1.0) * 100.0
     );
     if let Some(cal) = cal {
         println!(

@@ -123,21 +123,21 @@ pub struct EventInfo {
 
 /// One event's reading.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reading {
+pub struct Reading<'a> {
     /// The spec as given.
-    pub name: String,
+    pub name: &'a str,
     /// Raw value, enabled and running time (summed over the target's
     /// threads or CPUs); all zero when the event is not counted.
     pub count: Count,
     /// Unit of [`Reading::value`].
-    pub unit: Option<String>,
+    pub unit: Option<&'a str>,
     /// Raw value × `scale` = value in `unit`.
     pub scale: f64,
     /// Counting, or why not.
-    pub status: EventStatus,
+    pub status: &'a EventStatus,
 }
 
-impl Reading {
+impl Reading<'_> {
     /// The raw value scaled for multiplexing (`value × enabled /
     /// running`); `None` when the event is not counted or never ran.
     pub fn scaled(&self) -> Option<f64> {
@@ -666,23 +666,26 @@ impl Counters {
     }
 
     /// Read every event, named, in [`Counters::events`] order.
-    pub fn read(&mut self) -> io::Result<Vec<Reading>> {
+    ///
+    /// The readings borrow the names, units and statuses from the
+    /// counters, so a read allocates only the returned vector.
+    pub fn read(&mut self) -> io::Result<Vec<Reading<'_>>> {
         let mut counts = std::mem::take(&mut self.scratch);
         let r = self.read_into(&mut counts);
-        let out = self
+        self.scratch = counts;
+        r?;
+        Ok(self
             .events
             .iter()
-            .zip(&counts)
+            .zip(&self.scratch)
             .map(|(e, c)| Reading {
-                name: e.name.clone(),
+                name: &e.name,
                 count: *c,
-                unit: e.unit.clone(),
+                unit: e.unit.as_deref(),
                 scale: e.scale,
-                status: e.status.clone(),
+                status: &e.status,
             })
-            .collect();
-        self.scratch = counts;
-        r.map(|_| out)
+            .collect())
     }
 
     /// Per thread or CPU: `(tid, cpu, counts)` for each place counted
@@ -723,10 +726,15 @@ impl Counters {
         if self.metrics.is_none() {
             return Ok(Vec::new());
         }
-        let readings = self.read()?;
         let duration = self.elapsed().as_secs_f64();
-        let set = self.metrics.as_ref().expect("checked above");
-        Ok(evaluate_readings(set, &readings, Some(duration)))
+        let metrics = self.metrics.take();
+        let out = match (&metrics, self.read()) {
+            (Some(set), Ok(readings)) => Ok(evaluate_readings(set, &readings, Some(duration))),
+            (_, Err(e)) => Err(e),
+            (None, Ok(_)) => Ok(Vec::new()),
+        };
+        self.metrics = metrics;
+        out
     }
 }
 
@@ -739,7 +747,7 @@ pub(crate) fn evaluate_readings(
     let lookup = |spec: &str| -> Result<Count, String> {
         match readings.iter().find(|r| r.name == spec) {
             None => Err("not counted".to_string()),
-            Some(r) => match &r.status {
+            Some(r) => match r.status {
                 EventStatus::Counted => Ok(r.count),
                 EventStatus::NotSupported(w) | EventStatus::NotCounted(w) => Err(w.clone()),
             },
@@ -788,7 +796,7 @@ mod tests {
         assert_eq!(r[0].name, "page-faults");
         assert_eq!(r[0].count.value, 100);
         assert_eq!(r[0].scaled(), Some(100.0));
-        assert!(r[1].count.value > 0 && r[1].unit.as_deref() == Some("msec"));
+        assert!(r[1].count.value > 0 && r[1].unit == Some("msec"));
         // Disabled: another touch is not counted.
         touch_pages(10);
         assert_eq!(c.read().unwrap()[0].count.value, 100);
@@ -808,7 +816,7 @@ mod tests {
         let list = format!("page-faults,{}", specs.join(","));
         let mut c = Counters::new(&list).unwrap();
         let r = c.read().unwrap();
-        assert_eq!(r[0].status, EventStatus::Counted);
+        assert_eq!(*r[0].status, EventStatus::Counted);
         let failed: Vec<&Reading> = r
             .iter()
             .filter(|r| matches!(r.status, EventStatus::NotSupported(_)))
