@@ -9,7 +9,6 @@
 //! | 0    | success |
 //! | 1    | the operation failed (I/O, the kernel refused, …) |
 //! | 2    | bad input: a malformed event spec, value or flag |
-//!
 //! | N    | `pmx stat`/`pmx record -- cmd`: the command's own exit status |
 //! | 128+N | … killed by signal N (Ctrl-C: 130, after the counts are written) |
 //! | 127  | … the command could not be run |
