@@ -11,7 +11,10 @@
 //! 3.5 (MAD: the median absolute deviation from the median; the rule of
 //! Iglewicz and Hoaglin) *and* it differs from the median by more than
 //! 10% — the second condition keeps a tight cluster (MAD near 0) from
-//! flagging trivial differences.
+//! flagging trivial differences. For plain counts (events without a unit)
+//! the difference must also exceed the counting noise, `3·√(median + 1)`,
+//! so one rank with 1 migration among ranks with none does not stand out
+//! while one with 30 does.
 
 use crate::exit::UsageError;
 use serde_json::{json, Value};
@@ -21,7 +24,7 @@ use std::path::{Path, PathBuf};
 /// Arguments of `pmx merge`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Outliers: robust z-score |v - median| / (1.4826 MAD) > 3.5 and more than 10% from the median, among 3 or more members.\nExit status: 0 merged; 1 a file cannot be read; 2 a file is not a pmx stat --json report, or bad flags."
+    after_help = "Outliers: robust z-score |v - median| / (1.4826 MAD) > 3.5 and more than 10% from the median (for counts also more than 3 sqrt(median + 1) away), among 3 or more members.\nExit status: 0 merged; 1 a file cannot be read; 2 a file is not a pmx stat --json report, or bad flags."
 )]
 pub struct MergeArgs {
     /// Result files written by `pmx stat --json` (e.g. with -o 'out-%h-%p-%r.json').
@@ -176,7 +179,10 @@ const Z_LIMIT: f64 = 3.5;
 /// Smallest relative deviation from the median that can be an outlier.
 const MIN_DEVIATION: f64 = 0.10;
 
-fn stats(values: &[(usize, f64)]) -> Option<Stats> {
+/// Statistics of one event or metric over the members; `counts` says the
+/// values are plain event counts (no unit), which adds the counting-noise
+/// floor to the outlier rule.
+fn stats(values: &[(usize, f64)], counts: bool) -> Option<Stats> {
     let (&first, _) = values.split_first()?;
     let n = values.len();
     let sum: f64 = values.iter().map(|(_, v)| v).sum();
@@ -206,7 +212,8 @@ fn stats(values: &[(usize, f64)]) -> Option<Stats> {
                 0.0
             };
             let z_ok = mad == 0.0 || d / (1.4826 * mad) > Z_LIMIT;
-            if d > 0.0 && z_ok && rel > MIN_DEVIATION {
+            let above_noise = !counts || d > 3.0 * (med.abs() + 1.0).sqrt();
+            if d > 0.0 && z_ok && rel > MIN_DEVIATION && above_noise {
                 let pct = if med != 0.0 {
                     (v - med) / med.abs() * 100.0
                 } else {
@@ -307,7 +314,8 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
             .iter()
             .find_map(|m| m.values.get(k).map(|(_, u)| u.clone()))
             .unwrap_or_default();
-        if let Some(s) = stats(&vals) {
+        let counts = k.0 == "event" && unit.is_empty();
+        if let Some(s) = stats(&vals, counts) {
             results.push((k, unit, s));
         }
     }
@@ -456,9 +464,9 @@ pub fn run(args: &MergeArgs) -> anyhow::Result<i32> {
             .collect();
         out.push('\n');
         if flagged.is_empty() {
-            out.push_str("no member stands out (robust z > 3.5 and > 10% from the median)\n");
+            out.push_str("no member stands out (robust z > 3.5, > 10% from the median, and for counts beyond counting noise)\n");
         } else {
-            out.push_str("stand out (robust z > 3.5 and > 10% from the median):\n");
+            out.push_str("stand out (robust z > 3.5, > 10% from the median, and for counts beyond counting noise):\n");
             for (k, unit, s) in flagged {
                 for (i, v, pct) in &s.outliers {
                     let what = if k.2.is_empty() {
@@ -507,18 +515,24 @@ mod tests {
 
     #[test]
     fn robust_outliers() {
-        let s = stats(&[(0, 1100.0), (1, 1105.0), (2, 10100.0), (3, 1098.0)]).unwrap();
+        let s = stats(&[(0, 1100.0), (1, 1105.0), (2, 10100.0), (3, 1098.0)], true).unwrap();
         assert_eq!(s.sum, 13403.0);
         assert_eq!(s.max, (10100.0, 2));
         assert_eq!(s.min, (1098.0, 3));
         assert_eq!(s.outliers.len(), 1);
         assert_eq!(s.outliers[0].0, 2);
         // A tight cluster: small differences are not outliers.
-        let s = stats(&[(0, 100.0), (1, 100.0), (2, 103.0), (3, 100.0)]).unwrap();
+        let s = stats(&[(0, 100.0), (1, 100.0), (2, 103.0), (3, 100.0)], true).unwrap();
         assert!(s.outliers.is_empty());
         // Two members: nobody can stand out.
-        let s = stats(&[(0, 1.0), (1, 100.0)]).unwrap();
+        let s = stats(&[(0, 1.0), (1, 100.0)], true).unwrap();
         assert!(s.outliers.is_empty());
         assert_eq!(s.median, 50.5);
+        // Counting noise: 1 among zeros is not an outlier, 30 is; a value
+        // with a unit (msec) has no such floor.
+        let zeros = |x: f64| [(0, 0.0), (1, 0.0), (2, x), (3, 0.0)];
+        assert!(stats(&zeros(1.0), true).unwrap().outliers.is_empty());
+        assert_eq!(stats(&zeros(30.0), true).unwrap().outliers.len(), 1);
+        assert_eq!(stats(&zeros(1.0), false).unwrap().outliers.len(), 1);
     }
 }
