@@ -171,15 +171,6 @@ fn for_reading(v: f64, unit: Option<&str>) -> f64 {
     }
 }
 
-/// The part of a reason that does not name the event (after "what
-/// failed: "), so rows failing for one cause share one footnote.
-fn common_reason(why: &str) -> String {
-    match why.split_once(": ") {
-        Some((_, rest)) if why.starts_with("cannot open") => rest.to_string(),
-        _ => why.to_string(),
-    }
-}
-
 /// The readable table (for stderr).
 pub fn table(report: &StatReport) -> String {
     let mut s = String::new();
@@ -210,9 +201,7 @@ pub fn table(report: &StatReport) -> String {
     let mut footnotes: Vec<String> = Vec::new();
     let mut reason_counts: std::collections::HashMap<String, usize> = Default::default();
     for r in &report.rows {
-        *reason_counts
-            .entry(common_reason(&reason(report, r)))
-            .or_default() += 1;
+        *reason_counts.entry(reason(report, r)).or_default() += 1;
     }
     for (i, row) in report.rows.iter().enumerate() {
         let ev = &report.plan.events[row.event];
@@ -238,7 +227,7 @@ pub fn table(report: &StatReport) -> String {
         if let Some(Some(sp)) = report.spreads.get(i) {
             let _ = write!(tail, "  ± {:.2}%", sp.relative * 100.0);
         }
-        let why = common_reason(&reason(report, row));
+        let why = reason(report, row);
         if !why.is_empty() {
             // A reason shared by several rows is printed once, below.
             let shared = reason_counts.get(&why).is_some_and(|&n| n > 1);

@@ -42,8 +42,13 @@ pub struct OpenError {
     pub errno: i32,
     /// What it means.
     pub kind: OpenErrorKind,
-    /// The reason and the fix, in plain words.
+    /// The whole sentence: which event could not be opened where, the
+    /// reason and the fix.
     pub message: String,
+    /// The reason and the fix alone, without naming the event or the
+    /// target (the tail of `message`): the same for every event that
+    /// fails for the same cause, so reports can group them.
+    pub cause: String,
 }
 
 /// Where the PMUs are described.
@@ -354,25 +359,31 @@ pub(crate) fn explain(
             "the kernel refused it for a reason pmx does not recognise".to_string(),
         ),
     };
+    let cause = format!("{why} ({})", errno_text(errno));
     OpenError {
         errno,
         kind,
-        message: format!("{head}: {why} ({})", errno_text(errno)),
+        message: format!("{head}: {cause}"),
+        cause,
     }
 }
 
 /// The event opened but `PERF_EVENT_IOC_ID` failed (kernels before 3.12).
 pub(crate) fn id_unavailable(errno: i32, attr: &Attr, target: Target) -> OpenError {
+    let cause = format!(
+        "the kernel opened it but would not give its id (PERF_EVENT_IOC_ID); pmx needs \
+         Linux 3.12 or later ({})",
+        errno_text(errno)
+    );
     OpenError {
         errno,
         kind: OpenErrorKind::Other,
         message: format!(
-            "cannot open {} {}: the kernel opened it but would not give its id \
-             (PERF_EVENT_IOC_ID); pmx needs Linux 3.12 or later ({})",
+            "cannot open {} {}: {cause}",
             describe_event(attr, None),
             describe_target(target),
-            errno_text(errno)
         ),
+        cause,
     }
 }
 

@@ -260,7 +260,7 @@ impl Collector {
                             | OpenErrorKind::NoDebugRegister
                             | OpenErrorKind::Invalid => {
                                 if self.status[ei] != EventStatus::Counted {
-                                    self.status[ei] = EventStatus::NotSupported(e.message.clone());
+                                    self.status[ei] = EventStatus::NotSupported(e.cause.clone());
                                 }
                                 if first {
                                     self.log
@@ -269,7 +269,7 @@ impl Collector {
                             }
                             _ => {
                                 if self.status[ei] != EventStatus::Counted {
-                                    self.status[ei] = EventStatus::NotCounted(e.message.clone());
+                                    self.status[ei] = EventStatus::NotCounted(e.cause.clone());
                                 }
                                 if first {
                                     self.log.push(format!(

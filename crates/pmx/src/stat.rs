@@ -695,7 +695,10 @@ pub fn run_with(
                         });
                     }
                     Err(e) => {
-                        let reason = e.message.clone();
+                        // Rows name the event; their reason is the cause,
+                        // shared by every event failing for it.
+                        let reason = e.cause.clone();
+                        let fatal = format!("{}: {}", plan.events[ei].name, e.message);
                         match e.kind {
                             OpenErrorKind::NotSupported
                             | OpenErrorKind::NoDebugRegister
@@ -707,13 +710,11 @@ pub fn run_with(
                                     // A thread exited between listing and opening.
                                     continue;
                                 }
-                                hard_error
-                                    .get_or_insert(format!("{}: {reason}", plan.events[ei].name));
+                                hard_error.get_or_insert(fatal);
                                 status[ei] = EventStatus::NotCounted(reason);
                             }
                             _ => {
-                                hard_error
-                                    .get_or_insert(format!("{}: {reason}", plan.events[ei].name));
+                                hard_error.get_or_insert(fatal);
                                 status[ei] = EventStatus::NotCounted(reason);
                             }
                         }
