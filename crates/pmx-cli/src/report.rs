@@ -2,6 +2,9 @@
 //! zstd-compressed or not) → hotspots per event, folded stacks or a flame
 //! graph. Reading lives in `pmx-perfdata`, symbolization and aggregation in
 //! `pmx-profile`; this module turns flags into options and renders.
+//! A truncated or unfinished file (perf record killed, a cut copy) is
+//! reported as far as its complete records go, with a `WARNING` line in
+//! the header (and a `truncated` object in the JSON).
 
 use crate::exit::UsageError;
 use pmx_perfdata::Reader;
@@ -17,8 +20,11 @@ Overhead is each row's share of the event's total period (the sum of the \
 samples' periods), for the leaf frame of each sample: what \
 `perf report --stdio --no-children` shows. User addresses are resolved \
 from the ELF symbol tables of the mapped files (a file whose build-id \
-differs from the recorded one is not used); kernel addresses from \
-/proc/kallsyms when the file was recorded on this machine.")]
+differs from the recorded one is not used); JIT code in anonymous \
+mappings from /tmp/perf-PID.map; [vdso] addresses from the running \
+kernel's vDSO and kernel addresses from /proc/kallsyms when the file was \
+recorded on this machine. A truncated file (perf record killed, a cut \
+copy) is read up to its last complete record, with a warning.")]
 pub struct ReportArgs {
     /// Input file ('-' reads a pipe-mode stream from standard input).
     #[arg(short, long, value_name = "FILE", default_value = "perf.data")]
@@ -314,6 +320,12 @@ fn header_lines(p: &Profile, shown: &str, args: &ReportArgs) -> Vec<String> {
         if p.pipe { "pipe" } else { "file" },
         p.data_bytes as f64 / (1 << 20) as f64
     )];
+    if let Some(t) = &p.truncated {
+        h.push(format!(
+            "WARNING: {}",
+            pmx_profile::truncation_warning(t, p.data_bytes)
+        ));
+    }
     if !p.pipe && args.input.as_os_str() != "-" {
         if let Ok(t) = std::fs::metadata(&args.input).and_then(|m| m.modified()) {
             if let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) {
@@ -569,6 +581,15 @@ fn json(p: &Profile, selected: &[usize], shown: &str, args: &ReportArgs) -> serd
             "nrcpus_online": f.nrcpus.map(|n| n.0), "nrcpus_available": f.nrcpus.map(|n| n.1),
             "cpudesc": f.cpudesc, "cpuid": f.cpuid, "version": f.version, "cmdline": f.cmdline,
         },
+        "truncated": p.truncated.as_ref().map(|t| json!({
+            "unfinished": t.unfinished,
+            "declared_data_end": t.declared_data_end,
+            "file_size": t.file_len,
+            "partial_record_bytes": t.partial_bytes,
+            "missing_features": t.missing_features.iter()
+                .map(|&f| pmx_perfdata::format::feature::name(f).map_or_else(|| f.to_string(), str::to_string))
+                .collect::<Vec<_>>(),
+        })),
         "lost_records": p.stats.lost,
         "lost_samples": p.stats.lost_samples,
         "sort": args.sort.split(',').map(str::trim).collect::<Vec<_>>(),

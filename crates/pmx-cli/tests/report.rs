@@ -384,6 +384,196 @@ fn reads_pmx_record_files() {
     assert_eq!(v["events"][0]["rows"][0]["symbol"], "hot_function", "{v:#}");
 }
 
+/// File offset and size of every SAMPLE record, from `perf report -D`.
+fn perf_sample_records(file: &Path) -> Vec<(u64, u64)> {
+    let o = Command::new("perf")
+        .args(["report", "-D", "-i"])
+        .arg(file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let hex = |t: &str| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok();
+    let mut out = Vec::new();
+    for line in text(&o.stdout).lines() {
+        let t: Vec<&str> = line.split_whitespace().collect();
+        for i in 0..t.len().saturating_sub(2) {
+            if t[i + 2].starts_with("PERF_RECORD_SAMPLE") && t[i + 1].starts_with("[0x") {
+                let size = hex(t[i + 1].trim_start_matches('[').trim_end_matches("]:"));
+                if let (Some(off), Some(size)) = (hex(t[i]), size) {
+                    out.push((off, size));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A recording cut inside its data section (as a full disk or a killed
+/// copy leaves it) or with data size 0 (perf record killed): the complete
+/// samples before the cut are reported, with a warning.
+#[test]
+fn truncated_and_unfinished_recordings() {
+    let Some(r) = setup() else { return };
+    let data = r.dir.join("perf.data");
+    if !record(&r.bin, &data, &[]) {
+        return;
+    }
+    let bytes = std::fs::read(&data).unwrap();
+    let data_offset = u64::from_le_bytes(bytes[40..48].try_into().unwrap());
+    let data_end = data_offset + u64::from_le_bytes(bytes[48..56].try_into().unwrap());
+    let samples = perf_sample_records(&data);
+    let full = pmx_counts(&data)["cpu-clock"];
+    assert_eq!(samples.len() as u64, full);
+    let span = data_end - data_offset;
+    let cut_file = r.dir.join("cut.data");
+    for cut in [
+        data_offset + span / 4,
+        data_offset + span / 2 + 5,
+        data_offset + span * 3 / 4 + 1,
+        data_end - 3,
+    ] {
+        std::fs::write(&cut_file, &bytes[..cut as usize]).unwrap();
+        let want = samples.iter().filter(|(o, s)| o + s <= cut).count() as u64;
+        let o = pmx(&["report", "--json", "-i", cut_file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "cut {cut}: {}", text(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let ev = &v["events"][0];
+        assert_eq!(ev["samples"].as_u64(), Some(want), "cut at {cut}");
+        assert!(want <= full && want > 0);
+        assert_eq!(
+            ev["rows"][0]["symbol"], "hot_function",
+            "cut at {cut}: {ev:#}"
+        );
+        assert_eq!(v["truncated"]["declared_data_end"].as_u64(), Some(data_end));
+        assert!(
+            text(&o.stderr).contains("the file is truncated: ")
+                && text(&o.stderr).contains("missing"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    // Data size 0, as a killed perf record leaves it, features not written.
+    let cut = data_offset + span / 2;
+    let mut unfinished = bytes[..cut as usize].to_vec();
+    unfinished[48..56].fill(0);
+    std::fs::write(&cut_file, &unfinished).unwrap();
+    let o = pmx(&["report", "-i", cut_file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let table = text(&o.stdout);
+    let want = samples.iter().filter(|(o, s)| o + s <= cut).count();
+    assert!(
+        table.contains("# WARNING: the file is truncated: ")
+            && table.contains("data size is 0")
+            && table.contains(&format!("# Samples: {want} of event 'cpu-clock'")),
+        "{table}"
+    );
+}
+
+/// `[vdso]` rows of `perf report --stdio --sort dso,sym`: symbol → overhead.
+fn perf_vdso_rows(file: &Path) -> BTreeMap<String, f64> {
+    let o = Command::new("perf")
+        .args(["report", "--stdio", "--sort", "dso,sym", "-i"])
+        .arg(file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    text(&o.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains("[vdso]"))
+        .filter_map(|l| {
+            let pct = l
+                .split_whitespace()
+                .next()?
+                .trim_end_matches('%')
+                .parse()
+                .ok()?;
+            let sym = l.split_once("[.] ")?.1.trim().to_string();
+            Some((sym, pct))
+        })
+        .collect()
+}
+
+/// A program spending its time in the vDSO's clock_gettime: pmx names
+/// the vDSO's functions as perf report does, with the same overheads.
+#[test]
+fn vdso_symbols_match_perf_report() {
+    let Some(r) = setup() else { return };
+    let src = r.dir.join("vdso.c");
+    std::fs::write(
+        &src,
+        "#include <time.h>\n\
+         int main(void) { struct timespec t, s; long n = 0; clock_gettime(CLOCK_MONOTONIC, &s);\n\
+         do { clock_gettime(CLOCK_MONOTONIC, &t); n++; } while ((t.tv_sec - s.tv_sec) * 1000000000L + (t.tv_nsec - s.tv_nsec) < 300000000L);\n\
+         return n == 0; }\n",
+    )
+    .unwrap();
+    let bin = r.dir.join("vdso");
+    assert!(Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .unwrap()
+        .success());
+    let data = r.dir.join("vdso.data");
+    let ok = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock", "-F", "5000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&bin)
+        .stdin(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: perf record failed");
+        return;
+    }
+    let theirs = perf_vdso_rows(&data);
+    let o = pmx(&[
+        "report",
+        "--json",
+        "--sort",
+        "dso,sym",
+        "-i",
+        data.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ours: BTreeMap<String, f64> = v["events"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["dso"] == "[vdso]")
+        .map(|r| {
+            (
+                r["symbol"].as_str().unwrap().to_string(),
+                r["overhead"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let top = ours
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(s, p)| (s.clone(), *p));
+    let (sym, pct) = top.expect("a [vdso] row");
+    assert!(sym.contains("clock_gettime") && pct > 30.0, "{ours:?}");
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>(),
+        "pmx {ours:?} vs perf {theirs:?}"
+    );
+    for (s, p) in &theirs {
+        assert!(
+            (ours[s] - p).abs() < 0.01,
+            "{s}: pmx {} vs perf {p}",
+            ours[s]
+        );
+    }
+}
+
 #[test]
 fn bad_input_and_flags() {
     let dir = tempfile::tempdir().unwrap();
@@ -407,14 +597,31 @@ fn bad_input_and_flags() {
     );
 
     if let Some(shared) = shared() {
-        // A truncated real file: an error with the offset, never a panic.
+        // A truncated real file is read as far as it goes, with a warning;
+        // a corrupt record in it is an error with the offset, never a panic.
         let bytes =
             std::fs::read(shared.join("perf_data_converter__perf.data.lost_samples-4.4")).unwrap();
         let cut = dir.path().join("cut.data");
-        std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        let mut half = bytes[..bytes.len() / 2].to_vec();
+        std::fs::write(&cut, &half).unwrap();
+        let o = pmx(&["report", "-i", cut.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stdout).contains("# WARNING: the file is truncated: ")
+                && text(&o.stderr).contains("truncated"),
+            "{}",
+            text(&o.stdout)
+        );
+        let data_offset = u64::from_le_bytes(half[40..48].try_into().unwrap()) as usize;
+        half[data_offset + 6..data_offset + 8].copy_from_slice(&3u16.to_le_bytes());
+        std::fs::write(&cut, &half).unwrap();
         let o = pmx(&["report", "-i", cut.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(1));
-        assert!(text(&o.stderr).contains("truncated"), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(&format!("at byte {data_offset:#x}: record of type")),
+            "{}",
+            text(&o.stderr)
+        );
 
         let f = shared.join("perf_data_converter__perf.data.group_desc-4.14");
         let o = pmx(&["report", "--event", "nosuch", "-i", f.to_str().unwrap()]);

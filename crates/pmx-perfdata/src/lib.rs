@@ -29,6 +29,13 @@
 //! [`read::Reader`] reads both modes in one streaming pass with a fixed
 //! buffer (memory does not grow with the file) and never panics on bad
 //! input: every problem is an [`Error`] with the byte offset.
+//! A file-mode file that is merely **truncated** is read as far as it
+//! goes, as perf intends (`perf record` writes the data size and the
+//! feature sections only when it finishes): when the data size is 0 or
+//! runs past the end of the file, the records run to the end of the file
+//! and stop cleanly before an incomplete last record; feature sections
+//! the file ends before are skipped; [`Reader::truncation`] says what was
+//! recovered. Pipe streams that end inside a record remain an error.
 //! [`write::Writer`] writes file mode the way perf 6.1 reads it.
 
 pub mod format;
@@ -36,7 +43,7 @@ pub mod read;
 pub mod write;
 
 pub use format::{EventAttr, FileAttr};
-pub use read::{Reader, Record, Sample};
+pub use read::{Reader, Record, Sample, Truncation};
 pub use write::{BuildIdEntry, Features, Writer};
 
 /// An error reading or writing perf.data.

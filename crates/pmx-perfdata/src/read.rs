@@ -12,6 +12,15 @@
 //! `HEADER_FEATURE`, `EVENT_UPDATE`, `ID_INDEX`, `COMPRESSED`…) are
 //! consumed by the reader and update [`Reader::events`] and
 //! [`Reader::features`]; compressed records are decompressed transparently.
+//!
+//! Truncated files: when the header's data size is 0 (the writer never
+//! finished) or the data section runs past the end of the file, the
+//! records are read from the data offset to the end of the file and end
+//! cleanly before an incomplete last record; feature sections the file
+//! ends before are skipped. [`Reader::truncation`] describes the recovery.
+//! A complete file without records (data size 0, followed by a sound
+//! feature index) is told apart by its feature index. Anything else that
+//! does not parse remains an error with its offset.
 
 use crate::format::{
     check_magic, feature, le_u32, le_u64, misc, read_format, record_type, sample_type, EventAttr,
@@ -282,6 +291,32 @@ pub struct Stats {
     pub unknown_id_samples: u64,
 }
 
+/// How the reader recovered a truncated or unfinished file (file mode).
+///
+/// A `perf record` that was killed leaves the header's data size at 0
+/// (it is written when recording ends) and no feature sections; a file
+/// cut short (a full disk, `head -c`, an interrupted copy) has a data
+/// section or feature index that runs past the end. Either way the
+/// records run from the data offset to the end of the file: the reader
+/// returns every complete record and stops cleanly before an incomplete
+/// last one; the feature sections that are not there are skipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Truncation {
+    /// The header's data size is 0: the writer never finished the file.
+    pub unfinished: bool,
+    /// The end of the data section the header declares, when it lies
+    /// past the end of the file.
+    pub declared_data_end: Option<u64>,
+    /// Size of the file.
+    pub file_len: u64,
+    /// Bytes of an incomplete last record that were dropped (known once
+    /// the records are read).
+    pub partial_bytes: u64,
+    /// The feature sections (ids, see [`feature`]) that could not be
+    /// read because the file ends before them.
+    pub missing_features: Vec<u32>,
+}
+
 /// Where the next record's bytes are.
 #[derive(Clone, Copy)]
 enum Loc {
@@ -312,6 +347,11 @@ pub struct Reader {
     doffset: u64,
     stats: Stats,
     names_from_update: HashMap<u64, String>,
+    /// Set for a truncated or unfinished file: records stop cleanly at
+    /// the last complete one.
+    truncation: Option<Truncation>,
+    /// An incomplete record was met in a truncated file: no more records.
+    stopped: bool,
 }
 
 fn fmt_err(offset: u64, msg: impl Into<String>) -> Error {
@@ -535,6 +575,8 @@ impl Reader {
             doffset: 0,
             stats: Stats::default(),
             names_from_update: HashMap::new(),
+            truncation: None,
+            stopped: false,
         };
         if size == PIPE_HEADER_SIZE {
             r.pipe = true;
@@ -557,24 +599,48 @@ impl Reader {
         let hb = read_at(&mut src, 0, FILE_HEADER_SIZE, "header", file_len)?;
         let header = FileHeader::parse(&hb)?;
         r.read_attrs(&mut src, &header, file_len)?;
-        r.read_features(&mut src, &header, file_len)?;
-        let data_end = header
-            .data
-            .end()
-            .ok_or_else(|| fmt_err(40, "data section overflows"))?;
-        if data_end > file_len {
+        if header.data.offset < FILE_HEADER_SIZE || header.data.offset > file_len {
             return Err(fmt_err(
                 40,
                 format!(
-                    "data section ends at byte {data_end} but the file has {file_len} bytes: truncated file \
-                     (was perf record interrupted?)"
+                    "data section offset {} is outside the file ({file_len} bytes)",
+                    header.data.offset
                 ),
             ));
         }
+        let declared_end = header.data.end().filter(|&e| e <= file_len);
+        let unfinished =
+            header.data.size == 0 && !r.empty_data_with_features(&mut src, &header, file_len)?;
+        let data_size = match declared_end {
+            Some(_) if !unfinished => {
+                if let Some(missing) = r.read_features(&mut src, &header, file_len)? {
+                    r.truncation = Some(Truncation {
+                        file_len,
+                        missing_features: missing,
+                        ..Truncation::default()
+                    });
+                }
+                header.data.size
+            }
+            _ => {
+                // perf record was killed (data size 0) or the file was cut
+                // inside the data section: the records run to the end of
+                // the file and the features are not there.
+                r.truncation = Some(Truncation {
+                    unfinished,
+                    declared_data_end: (!unfinished)
+                        .then(|| header.data.offset.saturating_add(header.data.size)),
+                    file_len,
+                    partial_bytes: 0,
+                    missing_features: header.feature_list(),
+                });
+                file_len - header.data.offset
+            }
+        };
         src.seek(SeekFrom::Start(header.data.offset))?;
         r.buf_offset = header.data.offset;
-        r.remaining = Some(header.data.size);
-        r.total = Some(header.data.size);
+        r.remaining = Some(data_size);
+        r.total = Some(data_size);
         r.header = Some(header);
         r.src = Box::new(src);
         r.apply_names();
@@ -612,27 +678,49 @@ impl Reader {
         Ok(())
     }
 
+    /// A data size of 0 is also what a complete recording without records
+    /// has: it is one when the feature index that then follows the header
+    /// at the data offset points at sections that lie in the file.
+    fn empty_data_with_features<R: Read + Seek>(
+        &mut self,
+        src: &mut R,
+        h: &FileHeader,
+        file_len: u64,
+    ) -> Result<bool, Error> {
+        let list = h.feature_list();
+        let index_len = 16 * list.len() as u64;
+        if list.is_empty() || h.data.offset + index_len > file_len {
+            return Ok(list.is_empty() && h.data.offset == file_len);
+        }
+        let index = read_at(src, h.data.offset, index_len, "feature index", file_len)?;
+        let body_start = h.data.offset + index_len;
+        Ok(index.chunks_exact(16).all(|c| {
+            let sec = Section::parse(c);
+            sec.offset >= body_start && sec.end().is_some_and(|e| e <= file_len)
+        }))
+    }
+
+    /// Read the feature sections; `Some(missing)` when the file ends
+    /// before some of them (a truncated file): those are skipped.
     fn read_features<R: Read + Seek>(
         &mut self,
         src: &mut R,
         h: &FileHeader,
         file_len: u64,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Vec<u32>>, Error> {
         let list = h.feature_list();
         if list.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         let index_at = h
             .data
             .end()
             .ok_or_else(|| fmt_err(40, "data section overflows"))?;
-        let index = read_at(
-            src,
-            index_at,
-            16 * list.len() as u64,
-            "feature index",
-            file_len,
-        )?;
+        let index_len = 16 * list.len() as u64;
+        if index_at + index_len > file_len {
+            return Ok(Some(list));
+        }
+        let index = read_at(src, index_at, index_len, "feature index", file_len)?;
         for (i, f) in list.iter().enumerate() {
             let sec = Section::parse(&index[16 * i..16 * i + 16]);
             if *f == feature::TRACING_DATA || *f == feature::BPF_BTF || *f == feature::BPF_PROG_INFO
@@ -640,6 +728,10 @@ impl Reader {
                 // Large and not needed to read samples: recorded as present only.
                 self.features.present.push(*f);
                 continue;
+            }
+            if sec.size <= MAX_SECTION && sec.end().is_some_and(|e| e > file_len) {
+                // The file was cut here: this section and those after it are gone.
+                return Ok(Some(list[i..].to_vec()));
             }
             let body = read_at(
                 src,
@@ -650,7 +742,7 @@ impl Reader {
             )?;
             parse_feature(&mut self.features, *f, &body, sec.offset)?;
         }
-        Ok(())
+        Ok(None)
     }
 
     fn add_event(&mut self, attr: EventAttr, raw: Vec<u8>, ids: Vec<u64>) {
@@ -730,6 +822,30 @@ impl Reader {
         (self.buf_offset + self.pos as u64).saturating_sub(start)
     }
 
+    /// How a truncated or unfinished file was recovered (`None` for a
+    /// complete file and in pipe mode). [`Truncation::partial_bytes`] is
+    /// known once [`Reader::next_record`] has returned `None`.
+    pub fn truncation(&self) -> Option<&Truncation> {
+        self.truncation.as_ref()
+    }
+
+    /// Whether the records run to the end of a truncated or unfinished
+    /// file (so an incomplete last record ends them instead of being an error).
+    fn records_cut(&self) -> bool {
+        self.truncation
+            .as_ref()
+            .is_some_and(|t| t.unfinished || t.declared_data_end.is_some())
+    }
+
+    /// The data ends inside a record of a truncated file: drop the
+    /// `n` bytes of it that are there and end the records.
+    fn stop_at_partial(&mut self, n: u64) {
+        if let Some(t) = &mut self.truncation {
+            t.partial_bytes += n;
+        }
+        self.stopped = true;
+    }
+
     /// Size of the data section (file mode), for progress.
     pub fn total_bytes(&self) -> Option<u64> {
         self.total
@@ -778,6 +894,12 @@ impl Reader {
             return Ok(false);
         }
         if self.end < n {
+            if self.records_cut() {
+                let have = (self.end - self.pos) as u64;
+                self.end = self.pos;
+                self.stop_at_partial(have);
+                return Ok(false);
+            }
             return Err(fmt_err(
                 self.offset(),
                 format!(
@@ -795,6 +917,10 @@ impl Reader {
     fn skip(&mut self, mut n: u64) -> Result<(), Error> {
         while n > 0 {
             if self.pos == self.end && !self.fill(1)? {
+                if self.records_cut() {
+                    self.stop_at_partial(n);
+                    return Ok(());
+                }
                 return Err(fmt_err(
                     self.offset(),
                     "the data ends inside a record's payload: truncated file",
@@ -809,7 +935,7 @@ impl Reader {
 
     /// The next complete raw record from the main stream, or `None` at the end.
     fn next_main(&mut self) -> Result<Option<(usize, usize, u64)>, Error> {
-        if !self.fill(EVENT_HEADER_SIZE)? {
+        if self.stopped || !self.fill(EVENT_HEADER_SIZE)? {
             return Ok(None);
         }
         let at = self.offset();
@@ -823,7 +949,9 @@ impl Reader {
                 ),
             ));
         }
-        self.fill(h.size as usize)?;
+        if !self.fill(h.size as usize)? {
+            return Ok(None);
+        }
         let start = self.pos;
         self.pos += h.size as usize;
         Ok(Some((start, self.pos, at)))
@@ -1010,6 +1138,12 @@ impl Reader {
                     Some((s, e, at)) => (Loc::Main(s, e), at),
                     None => {
                         if self.dbuf.len() > self.dpos {
+                            if self.records_cut() {
+                                let n = (self.dbuf.len() - self.dpos) as u64;
+                                self.dpos = self.dbuf.len();
+                                self.stop_at_partial(n);
+                                return Ok(None);
+                            }
                             return Err(fmt_err(
                                 self.doffset,
                                 "compressed records end inside a record: truncated file",
@@ -1568,7 +1702,6 @@ mod tests {
         for n in 0..good.len() {
             let _ = read_all(good[..n].to_vec());
         }
-        assert!(read_all(good[..good.len() - 3].to_vec()).is_err());
         let mut seed = 0x1234_5678_9abc_def0u64;
         for _ in 0..3000 {
             let mut bad = good.clone();
@@ -1581,6 +1714,97 @@ mod tests {
             }
             let _ = read_all(bad);
         }
+    }
+
+    /// A file cut anywhere after its data offset reads every complete
+    /// record before the cut and says what is missing; so does a file
+    /// whose data size is 0 (perf record killed).
+    #[test]
+    fn truncated_files_give_the_complete_records() {
+        let good = two_event_file();
+        let (full, _, _) = read_all(good.clone()).unwrap();
+        let h = FileHeader::parse(&good[..104]).unwrap();
+        let (start, end) = (h.data.offset as usize, h.data.end().unwrap() as usize);
+        // (end of record, whether it is a sample of a known event)
+        let mut recs = Vec::new();
+        let mut at = start;
+        while at < end {
+            let eh = EventHeader::parse(&good[at..]);
+            let known = eh.kind == record_type::SAMPLE && le_u64(&good, at + 8) != 99;
+            at += eh.size as usize;
+            recs.push((at, known));
+        }
+        assert_eq!(recs.iter().filter(|r| r.1).count(), full.len());
+        for n in start..good.len() {
+            let mut r = Reader::new(Cursor::new(good[..n].to_vec())).unwrap();
+            let mut got = Vec::new();
+            while let Some(rec) = r.next_record().unwrap() {
+                if let Record::Sample(s) = rec {
+                    got.push((s.event, s.ip, s.callchain().count()));
+                }
+            }
+            let t = r.truncation().expect("truncation noticed").clone();
+            assert_eq!(t.file_len, n as u64);
+            let all = h.feature_list();
+            assert!(all.ends_with(&t.missing_features) && !t.missing_features.is_empty());
+            assert_eq!(
+                r.features().hostname.is_none(),
+                t.missing_features.contains(&feature::HOSTNAME)
+            );
+            let complete = recs.iter().take_while(|r| r.0 <= n).count();
+            let last_end = if complete == 0 {
+                start
+            } else {
+                recs[complete - 1].0
+            };
+            let want = recs[..complete].iter().filter(|r| r.1).count();
+            assert_eq!(got, full[..want], "cut at {n}");
+            if n < end {
+                assert_eq!(t.declared_data_end, Some(end as u64));
+                assert_eq!(t.partial_bytes, (n - last_end) as u64, "cut at {n}");
+                assert_eq!(r.bytes_read(), (last_end - start) as u64);
+                assert_eq!(t.missing_features, all);
+            } else {
+                assert_eq!((t.declared_data_end, t.partial_bytes), (None, 0));
+            }
+        }
+        // Data size 0: the records run to the end of the file.
+        let mut killed = good[..end].to_vec();
+        killed[48..56].fill(0);
+        let mut r = Reader::new(Cursor::new(killed.clone())).unwrap();
+        let mut n = 0;
+        while let Some(rec) = r.next_record().unwrap() {
+            n += matches!(rec, Record::Sample(_)) as usize;
+        }
+        assert_eq!(n, full.len());
+        assert!(r.truncation().unwrap().unfinished);
+        // Garbage after the cut is still an error with its offset.
+        killed.extend_from_slice(&[1, 0, 0, 0, 0, 0, 4, 0]);
+        let e = read_all(killed).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("{end:#x}")) && e.contains("less than its header"),
+            "{e}"
+        );
+        // A complete file without records also has data size 0: not truncated.
+        let w = Writer::create(
+            Cursor::new(Vec::new()),
+            vec![FileAttr {
+                attr: attr(ST, 0),
+                ids: vec![1],
+                name: "a".into(),
+            }],
+        )
+        .unwrap();
+        let empty = w
+            .finish(&Features {
+                hostname: Some("h".into()),
+                ..Default::default()
+            })
+            .unwrap()
+            .into_inner();
+        let r = Reader::new(Cursor::new(empty)).unwrap();
+        assert!(r.truncation().is_none());
+        assert_eq!(r.features().hostname.as_deref(), Some("h"));
     }
 
     /// Truncated pipe streams (with compressed records) fail cleanly too.

@@ -50,9 +50,25 @@ impl ElfFile {
     /// binary lacks.
     pub fn open(path: &Path) -> Result<ElfFile, String> {
         let map = map_file(path)?;
+        ElfFile::from_map(map, &path.display().to_string())
+    }
+
+    /// Index an ELF image held in memory (the vDSO); `name` is used in
+    /// error messages. The separate debug file is used as in [`ElfFile::open`].
+    pub fn from_bytes(bytes: &[u8], name: &str) -> Result<ElfFile, String> {
+        if bytes.is_empty() {
+            return Err(format!("{name}: empty ELF image"));
+        }
+        let mut m = memmap2::MmapMut::map_anon(bytes.len()).map_err(|e| format!("{name}: {e}"))?;
+        m.copy_from_slice(bytes);
+        let map = m.make_read_only().map_err(|e| format!("{name}: {e}"))?;
+        ElfFile::from_map(map, name)
+    }
+
+    fn from_map(map: memmap2::Mmap, name: &str) -> Result<ElfFile, String> {
         let (mut symbols, segments, build_id) = {
-            let obj = object::File::parse(&*map)
-                .map_err(|e| format!("{}: not an ELF file: {e}", path.display()))?;
+            let obj =
+                object::File::parse(&*map).map_err(|e| format!("{name}: not an ELF file: {e}"))?;
             let segments = obj
                 .segments()
                 .filter_map(|s| {
@@ -172,7 +188,13 @@ fn map_file(path: &Path) -> Result<memmap2::Mmap, String> {
 /// The function symbols of `.symtab` (else `.dynsym`), sorted by start,
 /// one per start address, zero-sized ones reaching to the next symbol.
 fn function_symbols(obj: &object::File<'_>) -> Vec<Symbol> {
-    fn collect<'d>(it: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<Symbol> {
+    /// A symbol and how good a name it is among aliases at one address
+    /// (lower is better): sized before zero-sized, strong before weak,
+    /// global before local, fewer leading underscores, longer name — so
+    /// the vDSO's `__vdso_clock_gettime` wins over its weak alias
+    /// `clock_gettime`, as perf shows it.
+    type Ranked = (Symbol, (bool, bool, bool, usize, std::cmp::Reverse<usize>));
+    fn collect<'d>(it: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<Ranked> {
         let mut syms = Vec::new();
         for s in it {
             if s.kind() != SymbolKind::Text || s.address() == 0 || s.is_undefined() {
@@ -180,26 +202,40 @@ fn function_symbols(obj: &object::File<'_>) -> Vec<Symbol> {
             }
             if let Ok(name) = s.name() {
                 if !name.is_empty() {
-                    syms.push(Symbol {
-                        start: s.address(),
-                        end: s.address() + s.size(),
-                        name: name.to_string(),
-                    });
+                    let underscores = name.len() - name.trim_start_matches('_').len();
+                    let rank = (
+                        s.size() == 0,
+                        s.is_weak(),
+                        !s.is_global(),
+                        underscores,
+                        std::cmp::Reverse(name.len()),
+                    );
+                    syms.push((
+                        Symbol {
+                            start: s.address(),
+                            end: s.address() + s.size(),
+                            name: name.to_string(),
+                        },
+                        rank,
+                    ));
                 }
             }
         }
         syms
     }
-    let mut syms = collect(obj.symbols());
-    if syms.is_empty() {
-        syms = collect(obj.dynamic_symbols());
+    let mut ranked = collect(obj.symbols());
+    if ranked.is_empty() {
+        ranked = collect(obj.dynamic_symbols());
     }
-    // For the same start keep the largest (sort by start, size descending).
-    syms.sort_by(|a, b| {
+    // For the same start keep the best name, then the largest.
+    ranked.sort_by(|(a, ra), (b, rb)| {
         a.start
             .cmp(&b.start)
+            .then(ra.cmp(rb))
             .then((b.end - b.start).cmp(&(a.end - a.start)))
+            .then(a.name.cmp(&b.name))
     });
+    let mut syms: Vec<Symbol> = ranked.into_iter().map(|(s, _)| s).collect();
     syms.dedup_by(|b, a| a.start == b.start);
     for i in 0..syms.len() {
         if syms[i].end == syms[i].start {

@@ -1,5 +1,6 @@
 //! Kernel symbols from `/proc/kallsyms` (text symbols of the kernel and
-//! its modules), and the running kernel's build-id from `/sys/kernel/notes`.
+//! its modules), the running kernel's build-id from `/sys/kernel/notes`,
+//! and the running kernel's vDSO image (read from this process's memory).
 
 /// One kernel text symbol.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +87,44 @@ impl Kallsyms {
 pub fn running_kernel_build_id() -> Option<Vec<u8>> {
     let notes = std::fs::read("/sys/kernel/notes").ok()?;
     note_build_id(&notes)
+}
+
+/// The ELF image of the vDSO the running kernel maps into every process,
+/// read once from this process: the `[vdso]` line of `/proc/self/maps`
+/// gives its address range, `/proc/self/mem` its bytes. Samples of a
+/// process recorded on this kernel that fall in `[vdso]` are resolved
+/// against it (the kernel maps the same image into every 64-bit process).
+pub fn running_vdso() -> Result<&'static [u8], String> {
+    static VDSO: std::sync::OnceLock<Result<Vec<u8>, String>> = std::sync::OnceLock::new();
+    VDSO.get_or_init(read_vdso)
+        .as_ref()
+        .map(|v| v.as_slice())
+        .map_err(Clone::clone)
+}
+
+fn read_vdso() -> Result<Vec<u8>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let maps =
+        std::fs::read_to_string("/proc/self/maps").map_err(|e| format!("/proc/self/maps: {e}"))?;
+    let line = maps
+        .lines()
+        .find(|l| l.split_whitespace().nth(5) == Some("[vdso]"))
+        .ok_or("this process has no [vdso] mapping")?;
+    let range = line.split_whitespace().next().unwrap_or("");
+    let (a, b) = range.split_once('-').ok_or("bad /proc/self/maps line")?;
+    let parse = |x: &str| u64::from_str_radix(x, 16).map_err(|e| format!("/proc/self/maps: {e}"));
+    let (start, end) = (parse(a)?, parse(b)?);
+    if end <= start || end - start > 1 << 24 {
+        return Err(format!("implausible [vdso] range {range}"));
+    }
+    let mut mem =
+        std::fs::File::open("/proc/self/mem").map_err(|e| format!("/proc/self/mem: {e}"))?;
+    mem.seek(SeekFrom::Start(start))
+        .map_err(|e| format!("/proc/self/mem: {e}"))?;
+    let mut image = vec![0u8; (end - start) as usize];
+    mem.read_exact(&mut image)
+        .map_err(|e| format!("reading the vDSO from /proc/self/mem: {e}"))?;
+    Ok(image)
 }
 
 /// The build-id in an ELF note section's bytes (type 3, name "GNU").

@@ -14,7 +14,16 @@
 //!   (a warning says so), and DWARF line info is read on demand;
 //! - kernel address → `/proc/kallsyms`, only when the file was recorded
 //!   on this machine (kernel build-id, else host name and release, match);
-//!   otherwise the raw address, as perf shows it.
+//!   otherwise the raw address, as perf shows it;
+//! - JIT code (an anonymous mapping, or none) → `/tmp/perf-PID.map`
+//!   when the runtime wrote one (DSO `perf-PID.map`, as perf shows it);
+//! - `[vdso]` → the running kernel's vDSO image, when the file was
+//!   recorded on this kernel (or its recorded build-id matches).
+//!
+//! Of several symbols at one address, the one perf shows is kept: sized,
+//! strong, global, fewest leading underscores, longest name. A truncated
+//! file gives a [`Profile`] of its complete records with
+//! [`Profile::truncated`] set and a warning.
 //!
 //! Frames are cached per (binary, file offset) and per kernel address, so
 //! each distinct address is resolved once.
@@ -32,4 +41,7 @@ pub mod kernel;
 pub mod profile;
 pub mod symbolize;
 
-pub use profile::{build, EventProfile, KernelSymbols, MachineId, Options, Profile, Row, SortKey};
+pub use profile::{
+    build, truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row,
+    SortKey,
+};

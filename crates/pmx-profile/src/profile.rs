@@ -10,7 +10,7 @@
 use crate::kernel::Kallsyms;
 use crate::symbolize::{DsoId, FrameId, Symbolizer, KERNEL_DSO};
 use pmx_perfdata::format::{callchain, misc};
-use pmx_perfdata::read::{FileFeatures, Record, Stats};
+use pmx_perfdata::read::{FileFeatures, Record, Stats, Truncation};
 use pmx_perfdata::Reader;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
@@ -194,6 +194,48 @@ pub struct Profile {
     pub warnings: Vec<String>,
     /// First and last sample time.
     pub time_range: Option<(u64, u64)>,
+    /// The file was truncated or unfinished: what was recovered (its
+    /// warning, [`truncation_warning`], is also in [`Profile::warnings`]).
+    pub truncated: Option<Truncation>,
+}
+
+/// The one-line warning for a truncated or unfinished file, of which
+/// `data_bytes` bytes of records were read.
+pub fn truncation_warning(t: &Truncation, data_bytes: u64) -> String {
+    let mut w = format!("the file is truncated: {data_bytes} bytes of records read");
+    if t.unfinished {
+        w.push_str(" (its data size is 0: the recording was not finished)");
+    } else if let Some(end) = t.declared_data_end {
+        w.push_str(&format!(
+            " (its data section should end at byte {end}, the file has {} bytes)",
+            t.file_len
+        ));
+    }
+    if t.partial_bytes > 0 {
+        w.push_str(&format!(
+            ", an incomplete last record ({} bytes) dropped",
+            t.partial_bytes
+        ));
+    }
+    if !t.missing_features.is_empty() {
+        let names: Vec<String> = t
+            .missing_features
+            .iter()
+            .map(|&f| {
+                pmx_perfdata::format::feature::name(f)
+                    .map_or_else(|| format!("#{f}"), str::to_string)
+            })
+            .collect();
+        let shown = names.len().min(4);
+        w.push_str(&format!(
+            ", {} feature section{} missing ({}{})",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names[..shown].join(", "),
+            if shown < names.len() { ", …" } else { "" }
+        ));
+    }
+    w
 }
 
 #[derive(Hash, PartialEq, Eq, Clone, Copy)]
@@ -504,6 +546,7 @@ pub fn build(
     };
     let mut sym = Symbolizer::new(Kallsyms::default(), build_ids, options.root.clone());
     sym.defer_kernel();
+    sym.allow_running_vdso(here);
     let want = |k: SortKey| options.sort.contains(&k);
     let mut st = State {
         options,
@@ -541,6 +584,7 @@ pub fn build(
             let now_here = recorded_here(reader.features(), &options.this_machine);
             if now_here != here {
                 here = now_here;
+                st.sym.allow_running_vdso(here);
             }
             for b in &reader.features().build_ids {
                 st.sym.set_build_id(b.filename.as_bytes(), &b.build_id);
@@ -679,7 +723,12 @@ pub fn build(
         kernel_symbols_used,
         warnings: sym.warnings().to_vec(),
         time_range,
+        truncated: reader.truncation().cloned(),
     };
+    if let Some(t) = &out.truncated {
+        out.warnings
+            .insert(0, truncation_warning(t, reader.bytes_read()));
+    }
     for (ev, acc) in events.iter().zip(accs) {
         // Merge the rows whose provisional kernel frames resolved to one
         // symbol: (self samples, self period, children samples, children

@@ -1,6 +1,21 @@
 //! Addresses → frames: process maps from MMAP/MMAP2 records, ELF symbols
 //! of the mapped files, kernel symbols from kallsyms, with a cache per
 //! (binary, file offset) and per kernel address.
+//!
+//! Two kinds of user code have no file to read:
+//!
+//! - **JIT code** (Java, Node.js, .NET, LuaJIT…) lives in anonymous
+//!   executable mappings. The runtime describes it in `/tmp/perf-PID.map`
+//!   (perf's JIT interface: one `START SIZE name` line per function, START
+//!   and SIZE in hex with or without `0x`, later lines winning where code
+//!   was reused). An address of process PID in an anonymous mapping (or in
+//!   no mapping) is looked up there; its DSO is shown as `perf-PID.map`,
+//!   as perf does.
+//! - **The vDSO** (`[vdso]`) is an ELF image the kernel maps into every
+//!   process. When the recording was made on the running kernel (see
+//!   [`Symbolizer::allow_running_vdso`]; a recorded `[vdso]` build-id must
+//!   match), it is read from this process's memory once and resolved like
+//!   a file.
 
 use crate::elf::{demangle, ElfFile};
 use crate::kernel::Kallsyms;
@@ -93,6 +108,94 @@ pub struct Symbolizer {
     warnings: Vec<String>,
     defer_kernel: bool,
     provisional: Vec<(FrameId, u64)>,
+    jit_dir: PathBuf,
+    jit_maps: HashMap<u32, Option<JitMap>>,
+    vdso_here: bool,
+}
+
+/// The functions of one `/tmp/perf-PID.map`.
+struct JitMap {
+    dso: DsoId,
+    /// (start, end, line number, name), sorted by start then line.
+    entries: Vec<(u64, u64, usize, String)>,
+    /// The longest entry, to bound the backward scan of a lookup.
+    max_len: u64,
+}
+
+impl JitMap {
+    /// Parse perf-PID.map text: `START SIZE name` lines, START and SIZE in
+    /// hex (with or without `0x`), the name the rest of the line. Returns
+    /// the map and the number of lines that could not be parsed.
+    fn parse(text: &str, dso: DsoId) -> (JitMap, usize) {
+        let hex = |t: &str| {
+            let t = t
+                .strip_prefix("0x")
+                .or_else(|| t.strip_prefix("0X"))
+                .unwrap_or(t);
+            u64::from_str_radix(t, 16).ok()
+        };
+        let mut entries = Vec::new();
+        let mut bad = 0;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim_end_matches('\r');
+            if line.trim().is_empty() {
+                continue;
+            }
+            let fields = line.trim().split_once([' ', '\t']).and_then(|(a, rest)| {
+                let (b, name) = rest.trim_start().split_once([' ', '\t'])?;
+                Some((hex(a)?, hex(b)?, name.trim()))
+            });
+            let parsed = match fields {
+                Some((start, size, name)) if size > 0 && !name.is_empty() => {
+                    start.checked_add(size).map(|end| (start, end, name))
+                }
+                _ => None,
+            };
+            match parsed {
+                Some((start, end, name)) => entries.push((start, end, n, name.to_string())),
+                None => bad += 1,
+            }
+        }
+        entries.sort_by_key(|e| (e.0, e.2));
+        let max_len = entries.iter().map(|e| e.1 - e.0).max().unwrap_or(0);
+        (
+            JitMap {
+                dso,
+                entries,
+                max_len,
+            },
+            bad,
+        )
+    }
+
+    /// The entry covering `addr`: of several, the one written last.
+    fn lookup(&self, addr: u64) -> Option<usize> {
+        let i = self.entries.partition_point(|e| e.0 <= addr);
+        let mut best: Option<usize> = None;
+        for j in (0..i).rev() {
+            let e = &self.entries[j];
+            if addr - e.0 >= self.max_len {
+                break;
+            }
+            if addr < e.1 && best.is_none_or(|b| self.entries[b].2 < e.2) {
+                best = Some(j);
+            }
+        }
+        best
+    }
+}
+
+/// Whether a mapping's path is anonymous memory (where JIT code lives),
+/// as perf decides it.
+fn is_anon(path: &str) -> bool {
+    path.is_empty()
+        || path == "//anon"
+        || path.starts_with("[anon")
+        || path == "/dev/zero"
+        || path.starts_with("/dev/zero ")
+        || path == "/anon_hugepage"
+        || path.starts_with("/anon_hugepage ")
+        || path.starts_with("/memfd:")
 }
 
 impl Symbolizer {
@@ -119,6 +222,9 @@ impl Symbolizer {
             warnings: Vec::new(),
             defer_kernel: false,
             provisional: Vec::new(),
+            jit_dir: PathBuf::from("/tmp"),
+            jit_maps: HashMap::default(),
+            vdso_here: false,
         };
         s.add_dso(b"[kernel.kallsyms]");
         s.add_dso(b"[unknown]");
@@ -145,6 +251,20 @@ impl Symbolizer {
             remap[fid as usize] = self.kernel_frame(addr);
         }
         remap
+    }
+
+    /// Resolve `[vdso]` addresses with the running kernel's vDSO when the
+    /// recording was made on this kernel (`here`). A `[vdso]` build-id in
+    /// the recording is checked either way: when it matches the running
+    /// vDSO's, the image is used even if `here` is false.
+    pub fn allow_running_vdso(&mut self, here: bool) {
+        self.vdso_here = here;
+    }
+
+    /// Look JIT maps (`perf-PID.map`) up in this directory instead of `/tmp`.
+    pub fn set_jit_dir(&mut self, dir: PathBuf) {
+        self.jit_dir = dir;
+        self.jit_maps.clear();
     }
 
     /// Warnings so far (binaries that differ from the recording, unreadable files).
@@ -240,6 +360,11 @@ impl Symbolizer {
             let i = maps.partition_point(|m| m.start <= addr);
             (i > 0 && addr < maps[i - 1].end).then(|| maps[i - 1])
         });
+        if map.is_none_or(|m| is_anon(&self.dsos[m.dso as usize].path)) {
+            if let Some(f) = self.jit_frame(pid, addr) {
+                return f;
+            }
+        }
         let Some(m) = map else {
             return self.intern(FrameKey::Addr(UNKNOWN_DSO, addr), || Frame {
                 dso: UNKNOWN_DSO,
@@ -256,12 +381,96 @@ impl Symbolizer {
         f
     }
 
+    /// The frame of `addr` from process `pid`'s `perf-PID.map`, if it has
+    /// one that covers the address.
+    fn jit_frame(&mut self, pid: u32, addr: u64) -> Option<FrameId> {
+        if pid == 0 || pid == u32::MAX {
+            return None;
+        }
+        if !self.jit_maps.contains_key(&pid) {
+            let path = self.jit_dir.join(format!("perf-{pid}.map"));
+            let map = match std::fs::read(&path) {
+                Ok(bytes) => {
+                    let dso = self.add_dso(path.to_string_lossy().as_bytes());
+                    let text = String::from_utf8_lossy(&bytes);
+                    let (map, bad) = JitMap::parse(&text, dso);
+                    if bad > 0 {
+                        self.warnings.push(format!(
+                            "{}: {bad} line(s) are not `START SIZE name` and were skipped",
+                            path.display()
+                        ));
+                    }
+                    Some(map)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    self.warnings.push(format!("{}: {e}", path.display()));
+                    None
+                }
+            };
+            self.jit_maps.insert(pid, map);
+        }
+        let jit = self.jit_maps.get(&pid)?.as_ref()?;
+        let dso = jit.dso;
+        if let Some(&f) = self.cache.get(&(dso, addr)) {
+            return Some(f);
+        }
+        let i = jit.lookup(addr)?;
+        let name = jit.entries[i].3.clone();
+        let f = self.intern(FrameKey::Sym(dso, i), || Frame {
+            dso,
+            name: FrameName::Symbol(name),
+            kernel: false,
+        });
+        self.cache.insert((dso, addr), f);
+        Some(f)
+    }
+
+    /// Load the running vDSO for the `[vdso]` DSO when allowed.
+    fn load_vdso(&mut self, dso: DsoId) {
+        let d = &self.dsos[dso as usize];
+        if !self.vdso_here && d.expected_build_id.is_none() {
+            return;
+        }
+        let image = match crate::kernel::running_vdso() {
+            Ok(image) => image,
+            Err(e) => {
+                self.warnings
+                    .push(format!("[vdso] addresses left unresolved: {e}"));
+                return;
+            }
+        };
+        match ElfFile::from_bytes(image, "[vdso]") {
+            Ok(elf) => {
+                if let (Some(want), Some(have)) = (&d.expected_build_id, elf.build_id()) {
+                    if want.as_slice() != have {
+                        if self.vdso_here {
+                            self.warnings.push(format!(
+                                "[vdso]: the running kernel's vDSO differs from the one recorded \
+                                 (build-id {} recorded, {} running): its addresses are left unresolved",
+                                hex(want),
+                                hex(have)
+                            ));
+                        }
+                        return;
+                    }
+                }
+                self.dsos[dso as usize].elf = Some(elf);
+            }
+            Err(e) => self.warnings.push(e),
+        }
+    }
+
     fn load_elf(&mut self, dso: DsoId) {
         let d = &mut self.dsos[dso as usize];
         if d.tried {
             return;
         }
         d.tried = true;
+        if d.path == "[vdso]" {
+            self.load_vdso(dso);
+            return;
+        }
         if d.path.starts_with('[')
             || d.path.starts_with("//")
             || d.path.is_empty()
@@ -455,6 +664,31 @@ mod tests {
         let f = s.user_frame(1, 0x1000_0000 + 0x2000);
         assert!(matches!(s.frame(f).name, FrameName::Address(_)));
         assert!(s.warnings()[0].contains("differs"), "{:?}", s.warnings());
+    }
+
+    #[test]
+    fn jit_map_lines() {
+        let (m, bad) = JitMap::parse(
+            "1000  20\tfoo bar\r\n0X2000 10 baz\n3000 0 empty\nzz 10 x\n4000 10\n\nffffffffffffffff 10 wraps\n",
+            5,
+        );
+        assert_eq!(bad, 4);
+        let names: Vec<&str> = m.entries.iter().map(|e| e.3.as_str()).collect();
+        assert_eq!(names, ["foo bar", "baz"]);
+        assert_eq!(
+            m.lookup(0x101f).map(|i| m.entries[i].3.as_str()),
+            Some("foo bar")
+        );
+        assert_eq!(m.lookup(0x1020), None);
+        assert_eq!(
+            m.lookup(0x200f).map(|i| m.entries[i].3.as_str()),
+            Some("baz")
+        );
+        assert!(
+            is_anon("//anon")
+                && is_anon("/memfd:doublemapper (deleted)")
+                && !is_anon("/usr/bin/node")
+        );
     }
 
     #[test]
