@@ -1178,10 +1178,14 @@ impl Reader {
                     }
                 }
                 record_type::LOST if h.size >= 24 => {
-                    self.stats.lost += le_u64(&buf[s + 16..], 0);
+                    // Counts from the file: a corrupt one must not overflow.
+                    self.stats.lost = self.stats.lost.saturating_add(le_u64(&buf[s + 16..], 0));
                 }
                 record_type::LOST_SAMPLES if h.size >= 16 => {
-                    self.stats.lost_samples += le_u64(&buf[s + 8..], 0);
+                    self.stats.lost_samples = self
+                        .stats
+                        .lost_samples
+                        .saturating_add(le_u64(&buf[s + 8..], 0));
                 }
                 k if k >= record_type::HEADER_ATTR && self.consume_meta(loc, at)? => continue,
                 _ => {}

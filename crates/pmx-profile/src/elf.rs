@@ -179,6 +179,12 @@ impl ElfFile {
 }
 
 fn map_file(path: &Path) -> Result<memmap2::Mmap, String> {
+    // Paths come from the recording: only regular files are opened (a FIFO
+    // would block the open, a device is no binary).
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a regular file", path.display()));
+    }
     let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     // SAFETY: the mapping is read-only; a binary changed under us can give
     // wrong symbols but object's parser checks every bound.
@@ -298,5 +304,17 @@ mod tests {
         assert!(e.contains("/nonexistent/x"), "{e}");
         let e = ElfFile::open(Path::new("/proc/self/status")).unwrap_err();
         assert!(e.contains("/proc/self/status"), "{e}");
+        // Devices and FIFOs named by a recording are never opened (a FIFO
+        // would block the open).
+        let e = ElfFile::open(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let dir = std::env::temp_dir().join(format!("pmx-fifo-{}", std::process::id()));
+        let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0 {
+            let e = ElfFile::open(&dir).unwrap_err();
+            let _ = std::fs::remove_file(&dir);
+            assert!(e.contains("not a regular file"), "{e}");
+        }
     }
 }

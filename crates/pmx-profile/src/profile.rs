@@ -422,10 +422,10 @@ impl State<'_> {
         }
         let acc = &mut self.accs[event];
         acc.samples += 1;
-        acc.period += period;
+        acc.period = acc.period.saturating_add(period);
         let e = acc.rows.entry(key).or_insert((0, 0, pid, ip));
         e.0 += 1;
-        e.1 += period;
+        e.1 = e.1.saturating_add(period);
         if !self.options.stacks && !self.options.children {
             return;
         }
@@ -468,7 +468,7 @@ impl State<'_> {
                 };
                 let e = acc.children.entry(k).or_insert((0, 0, pid, ip));
                 e.0 += 1;
-                e.1 += period;
+                e.1 = e.1.saturating_add(period);
             }
         }
         if !self.options.stacks {
@@ -480,7 +480,7 @@ impl State<'_> {
         let acc = &mut self.accs[event];
         if let Some(v) = acc.stacks.get_mut(&self.stack_buf[..]) {
             v.0 += 1;
-            v.1 += period;
+            v.1 = v.1.saturating_add(period);
         } else {
             acc.stacks
                 .insert(self.stack_buf.clone().into_boxed_slice(), (1, period));
@@ -675,7 +675,7 @@ pub fn build(
                 if st.accs.len() <= e {
                     st.accs.resize_with(e + 1, EventAcc::default);
                 }
-                st.accs[e].lost += lost;
+                st.accs[e].lost = st.accs[e].lost.saturating_add(lost);
                 st.accs[e].throttled += throttled;
             }
         }
@@ -744,13 +744,13 @@ pub fn build(
         };
         for (k, v) in acc.rows {
             let e = merged.entry(rekey(k)).or_insert((0, 0, 0, 0, v.2, v.3));
-            e.0 += v.0;
-            e.1 += v.1;
+            e.0 = e.0.saturating_add(v.0);
+            e.1 = e.1.saturating_add(v.1);
         }
         for (k, v) in acc.children {
             let e = merged.entry(rekey(k)).or_insert((0, 0, 0, 0, v.2, v.3));
-            e.2 += v.0;
-            e.3 += v.1;
+            e.2 = e.2.saturating_add(v.0);
+            e.3 = e.3.saturating_add(v.1);
         }
         let mut rows: Vec<Row> = merged
             .into_iter()
@@ -798,7 +798,7 @@ pub fn build(
             names.extend(k[1..].iter().map(|&f| sym.frame(remap_frame(f)).label()));
             let e = by_names.entry(names).or_default();
             e.0 += samples;
-            e.1 += period;
+            e.1 = e.1.saturating_add(period);
         }
         let stacks: Vec<(Vec<String>, u64, u64)> =
             by_names.into_iter().map(|(n, (a, b))| (n, a, b)).collect();

@@ -389,7 +389,14 @@ impl Symbolizer {
         }
         if !self.jit_maps.contains_key(&pid) {
             let path = self.jit_dir.join(format!("perf-{pid}.map"));
-            let map = match std::fs::read(&path) {
+            // Only a regular file: a FIFO in /tmp would block the read.
+            let regular = std::fs::metadata(&path).is_ok_and(|m| m.is_file());
+            let read = if regular {
+                std::fs::read(&path)
+            } else {
+                Err(std::io::Error::from(std::io::ErrorKind::NotFound))
+            };
+            let map = match read {
                 Ok(bytes) => {
                     let dso = self.add_dso(path.to_string_lossy().as_bytes());
                     let text = String::from_utf8_lossy(&bytes);
