@@ -2,7 +2,7 @@
 //! `--events-dir`) and loading the database from them.
 
 use crate::exit::UsageError;
-use pmx_events::{builtin, sysfs::SysfsEvents, Database, EventSource, LoadOptions, Target};
+use pmx_events::{Database, LoadOptions, Target};
 use pmx_model::cpu::CpuId;
 use std::path::PathBuf;
 
@@ -67,15 +67,11 @@ impl DbArgs {
         }
         let target = self.target()?;
         if self.cpu.is_none() && self.events_dir.is_none() {
-            let mut light = Database::from_sources(
-                target.clone(),
-                vec![Box::new(builtin::KernelEvents::new(&target)) as Box<dyn EventSource>],
-            );
             let root = self
                 .sysfs_root
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("/"));
-            light.set_sysfs(std::sync::Arc::new(SysfsEvents::load(&root)));
+            let light = Database::light(target, &root);
             if let Ok(p) = pmx::plan(groups, &light) {
                 return Ok(p);
             }

@@ -432,6 +432,19 @@ impl Database {
         }
     }
 
+    /// The cheap database: the kernel's generic and software events and
+    /// the sysfs aliases under `sysfs_root` (`/` on the host), without
+    /// Intel's tables or libpfm4. Most `-e` lists resolve with it; load the
+    /// full one ([`Database::load`]) when a name does not.
+    pub fn light(target: Target, sysfs_root: &std::path::Path) -> Database {
+        let mut db = Database::from_sources(
+            target.clone(),
+            vec![Box::new(builtin::KernelEvents::new(&target)) as Box<dyn EventSource>],
+        );
+        db.set_sysfs(std::sync::Arc::new(sysfs::SysfsEvents::load(sysfs_root)));
+        db
+    }
+
     /// Load every source that applies to `target`.
     pub fn load(target: Target, opts: &LoadOptions) -> Database {
         let mut db = Database {

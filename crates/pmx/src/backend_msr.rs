@@ -123,16 +123,7 @@ impl MsrCounters {
             }
         }
         if planned.is_empty() {
-            let why: Vec<String> = events
-                .iter()
-                .map(|e| match &e.status {
-                    EventStatus::NotSupported(w) | EventStatus::NotCounted(w) => {
-                        format!("{}: {w}", e.name)
-                    }
-                    EventStatus::Counted => e.name.clone(),
-                })
-                .collect();
-            return Err(Error::Open(why.join("; ")));
+            return Err(crate::counters::nothing_opened(events));
         }
         let caps = if db.target.host {
             pmx_sys::PmuCaps::decode(&pmx_sys::NativeCpuid)

@@ -56,13 +56,12 @@ pub use crate::backend_msr::MsrOptions;
 use crate::eventlist::{parse_event_list, EventGroup};
 use crate::metrics::{MetricSet, MetricValue, UnknownMetric};
 use crate::stat::{self, EventStatus, StatPlan};
-use pmx_events::{builtin, sysfs::SysfsEvents, Database, EventSource, LoadOptions};
+use pmx_events::{Database, LoadOptions};
 use pmx_model::count::Count;
 use pmx_perf::{read_format, Counter, OpenErrorKind, Target};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Where the counters count.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -408,11 +407,7 @@ pub(crate) fn plan_groups(
         None => {
             let cpu = pmx_sys::caps::cpu_id(&pmx_sys::NativeCpuid).ok_or(Error::NoCpu)?;
             let target = pmx_events::Target { cpu, host: true };
-            let mut light = Database::from_sources(
-                target.clone(),
-                vec![Box::new(builtin::KernelEvents::new(&target)) as Box<dyn EventSource>],
-            );
-            light.set_sysfs(Arc::new(SysfsEvents::load(std::path::Path::new("/"))));
+            let light = Database::light(target, std::path::Path::new("/"));
             match stat::plan(groups, &light) {
                 Ok(p) => p,
                 Err(_) => stat::plan(groups, &full_database(events_dir)?)?,
@@ -561,16 +556,7 @@ impl Counters {
             }
         }
         if groups.is_empty() {
-            let why: Vec<String> = events
-                .iter()
-                .map(|e| match &e.status {
-                    EventStatus::NotSupported(w) | EventStatus::NotCounted(w) => {
-                        format!("{}: {w}", e.name)
-                    }
-                    EventStatus::Counted => e.name.clone(),
-                })
-                .collect();
-            return Err(Error::Open(why.join("; ")));
+            return Err(nothing_opened(&events));
         }
         let n = events.len();
         Ok(Counters {
@@ -754,6 +740,20 @@ pub(crate) fn evaluate_readings(
         }
     };
     set.evaluate(&lookup, duration)
+}
+
+/// The error when no event could be opened: each event with its reason.
+pub(crate) fn nothing_opened(events: &[EventInfo]) -> Error {
+    let why: Vec<String> = events
+        .iter()
+        .map(|e| match &e.status {
+            EventStatus::NotSupported(w) | EventStatus::NotCounted(w) => {
+                format!("{}: {w}", e.name)
+            }
+            EventStatus::Counted => e.name.clone(),
+        })
+        .collect();
+    Error::Open(why.join("; "))
 }
 
 #[cfg(test)]
