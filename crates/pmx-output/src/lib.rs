@@ -27,12 +27,22 @@ pub fn group_digits(n: u64) -> String {
 /// A value for reading: grouped integer when whole, else two decimals
 /// (grouped integer part).
 pub fn readable(v: f64) -> String {
+    readable_as(v, false)
+}
+
+/// A measurement with a unit (msec, J, W …) for reading: always two
+/// decimals, so a column of them lines up even when one is whole.
+pub fn readable_measure(v: f64) -> String {
+    readable_as(v, true)
+}
+
+fn readable_as(v: f64, decimals: bool) -> String {
     if !v.is_finite() {
         return v.to_string();
     }
     let neg = v < 0.0;
     let a = v.abs();
-    let s = if a.fract() == 0.0 && a < 1e18 {
+    let s = if a.fract() == 0.0 && a < 1e18 && !decimals {
         group_digits(a as u64)
     } else {
         let whole = a.trunc();
@@ -57,6 +67,9 @@ mod tests {
 
     #[test]
     fn grouping() {
+        assert_eq!(readable(200.0), "200");
+        assert_eq!(readable_measure(200.0), "200.00");
+        assert_eq!(readable_measure(1234.5), "1,234.50");
         assert_eq!(group_digits(0), "0");
         assert_eq!(group_digits(999), "999");
         assert_eq!(group_digits(1000), "1,000");

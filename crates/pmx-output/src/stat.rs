@@ -162,6 +162,15 @@ fn csv_field(f: &str, sep: &str) -> String {
     }
 }
 
+/// A value as the table shows it: counts as grouped whole numbers, values
+/// with a unit with two decimals.
+fn reading_text(v: f64, unit: Option<&str>) -> String {
+    match unit {
+        Some(u) if !u.is_empty() => crate::readable_measure(for_reading(v, unit)),
+        _ => readable(for_reading(v, unit)),
+    }
+}
+
 /// A value rounded for the table: counts to whole numbers, values with a
 /// unit (msec, J, MiB…) to two decimals.
 fn for_reading(v: f64, unit: Option<&str>) -> f64 {
@@ -215,7 +224,7 @@ pub fn table(report: &StatReport) -> String {
         let value = match (word, row.value) {
             ("not-supported", _) => "<not supported>".to_string(),
             (_, None) => "<not counted>".to_string(),
-            (_, Some(v)) => readable(for_reading(v, ev.unit.as_deref())),
+            (_, Some(v)) => reading_text(v, ev.unit.as_deref()),
         };
         let mut tail = String::new();
         if let Some(share) = row.running_share.filter(|_| row.value.is_some()) {
@@ -551,7 +560,7 @@ pub fn interval_table(iv: &IntervalRows) -> String {
         let value = match (iv.word(row), row.value) {
             ("not-supported", _) => "<not supported>".to_string(),
             (_, None) => "<not counted>".to_string(),
-            (_, Some(v)) => readable(for_reading(v, ev.unit.as_deref())),
+            (_, Some(v)) => reading_text(v, ev.unit.as_deref()),
         };
         let share = row
             .running_share

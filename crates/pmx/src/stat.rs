@@ -864,6 +864,7 @@ pub fn run_with(
     let mut next_tick = opts.interval.map(|i| start + i);
     let mut prev: Vec<Count> = vec![Count::default(); opened.len()];
     let mut ticks = 0u64;
+    let mut last_tick_at = Duration::ZERO;
     let watched: Vec<i32> = match &opts.scope {
         Scope::Pids(p) | Scope::Tids(p) => p.clone(),
         _ => Vec::new(),
@@ -912,6 +913,7 @@ pub fn run_with(
                     .collect();
                 prev = counts;
                 ticks += 1;
+                last_tick_at = t - start;
                 on_tick(&Tick {
                     index: ticks,
                     at: t - start,
@@ -953,14 +955,21 @@ pub fn run_with(
         }
     }
     crate::signals::set_child(0);
-    let elapsed = start.elapsed();
+    let mut elapsed = start.elapsed();
     for (t, _) in &tickers {
         let _ = t.counter.disable(true);
     }
     for &l in &leaders {
         let _ = opened[l].counter.disable(true);
     }
-    let finals = read_all(&opened, &mut tickers)?;
+    let mut finals = read_all(&opened, &mut tickers)?;
+    // `--interval-count N` measures exactly N intervals: the totals are the
+    // last one's readings, not what trickled in until the counters stopped.
+    let count_reached = opts.interval.is_some() && opts.interval_count.is_some_and(|n| ticks >= n);
+    if count_reached {
+        finals = prev.clone();
+        elapsed = last_tick_at;
+    }
     if opts.interval.is_some() {
         let deltas: Vec<Count> = finals
             .iter()
@@ -968,7 +977,6 @@ pub fn run_with(
             .map(|(c, p)| c.delta_since(p))
             .collect();
         // The partial last interval, unless the last tick just happened.
-        let count_reached = opts.interval_count.is_some_and(|n| ticks >= n);
         if !count_reached && (deltas.iter().any(|d| d.enabled > 0) || ticks == 0) {
             on_tick(&Tick {
                 index: ticks + 1,
