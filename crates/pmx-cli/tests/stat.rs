@@ -430,6 +430,29 @@ fn interval_count_per_cpu_rows() {
     assert_eq!(rows.len(), 5 * ncpu * 3, "{}", stderr(&o));
     let times: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(times.len(), 5);
+    // Exactly 5 intervals were measured: the totals are their sum.
+    let text = stderr(&o);
+    let totals: Vec<Vec<&str>> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# "))
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|r| r.len() > 6)
+        .collect();
+    assert_eq!(totals.len(), ncpu * 3, "{text}");
+    for r in totals {
+        let sum: u64 = rows
+            .iter()
+            .filter(|x| x[1] == r[0] && x[4] == r[3])
+            .map(|x| x[7].parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(
+            sum,
+            r[6].parse::<u64>().unwrap(),
+            "{} {}: {text}",
+            r[0],
+            r[3]
+        );
+    }
 }
 
 #[test]
