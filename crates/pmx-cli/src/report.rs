@@ -583,6 +583,7 @@ fn json(p: &Profile, selected: &[usize], shown: &str, args: &ReportArgs) -> serd
         },
         "truncated": p.truncated.as_ref().map(|t| json!({
             "unfinished": t.unfinished,
+            "stream_cut": t.stream_cut,
             "declared_data_end": t.declared_data_end,
             "file_size": t.file_len,
             "partial_record_bytes": t.partial_bytes,

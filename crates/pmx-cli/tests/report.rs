@@ -344,6 +344,22 @@ fn pipe_mode_and_zstd_give_perf_script_counts() {
     );
     assert_eq!(v["events"][0]["rows"][0]["symbol"], "hot_function");
 
+    // A pipe stream cut inside a record (the writer was stopped): the
+    // complete records stand, as perf script reads them, with a warning.
+    let bytes = std::fs::read(&pipe).unwrap();
+    let cut = r.dir.join("cut.pipe");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3 + 3]).unwrap();
+    let o = pmx(&["report", "--json", "-i", cut.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["truncated"]["stream_cut"], true, "{v}");
+    assert!(text(&o.stderr).contains("the stream is truncated"));
+    let ours = pmx_counts(&cut);
+    assert!(ours["cpu-clock"] > 0);
+    if let Some(theirs) = perf_counts(&cut) {
+        assert_eq!(ours, theirs);
+    }
+
     // zstd-compressed records (perf record -z).
     let z = r.dir.join("z.data");
     if !record(&r.bin, &z, &["-z"]) {

@@ -291,7 +291,8 @@ pub struct Stats {
     pub unknown_id_samples: u64,
 }
 
-/// How the reader recovered a truncated or unfinished file (file mode).
+/// How the reader recovered a truncated or unfinished file, or a pipe
+/// stream that ended inside a record.
 ///
 /// A `perf record` that was killed leaves the header's data size at 0
 /// (it is written when recording ends) and no feature sections; a file
@@ -304,6 +305,8 @@ pub struct Stats {
 pub struct Truncation {
     /// The header's data size is 0: the writer never finished the file.
     pub unfinished: bool,
+    /// A pipe-mode stream ended inside a record (the writer was stopped).
+    pub stream_cut: bool,
     /// The end of the data section the header declares, when it lies
     /// past the end of the file.
     pub declared_data_end: Option<u64>,
@@ -631,8 +634,8 @@ impl Reader {
                     declared_data_end: (!unfinished)
                         .then(|| header.data.offset.saturating_add(header.data.size)),
                     file_len,
-                    partial_bytes: 0,
                     missing_features: header.feature_list(),
+                    ..Truncation::default()
                 });
                 file_len - header.data.offset
             }
@@ -829,12 +832,25 @@ impl Reader {
         self.truncation.as_ref()
     }
 
+    /// A pipe-mode stream that ends inside a record (the writer was
+    /// killed, `head -c`): note it as an unfinished recording, so the
+    /// records read so far stand and the incomplete one is dropped.
+    fn cut_pipe(&mut self) {
+        if self.pipe && self.truncation.is_none() {
+            self.truncation = Some(Truncation {
+                stream_cut: true,
+                file_len: self.offset() + (self.end - self.pos) as u64,
+                ..Truncation::default()
+            });
+        }
+    }
+
     /// Whether the records run to the end of a truncated or unfinished
     /// file (so an incomplete last record ends them instead of being an error).
     fn records_cut(&self) -> bool {
         self.truncation
             .as_ref()
-            .is_some_and(|t| t.unfinished || t.declared_data_end.is_some())
+            .is_some_and(|t| t.unfinished || t.stream_cut || t.declared_data_end.is_some())
     }
 
     /// The data ends inside a record of a truncated file: drop the
@@ -894,6 +910,7 @@ impl Reader {
             return Ok(false);
         }
         if self.end < n {
+            self.cut_pipe();
             if self.records_cut() {
                 let have = (self.end - self.pos) as u64;
                 self.end = self.pos;
@@ -917,6 +934,7 @@ impl Reader {
     fn skip(&mut self, mut n: u64) -> Result<(), Error> {
         while n > 0 {
             if self.pos == self.end && !self.fill(1)? {
+                self.cut_pipe();
                 if self.records_cut() {
                     self.stop_at_partial(n);
                     return Ok(());

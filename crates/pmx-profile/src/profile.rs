@@ -202,8 +202,11 @@ pub struct Profile {
 /// The one-line warning for a truncated or unfinished file, of which
 /// `data_bytes` bytes of records were read.
 pub fn truncation_warning(t: &Truncation, data_bytes: u64) -> String {
-    let mut w = format!("the file is truncated: {data_bytes} bytes of records read");
-    if t.unfinished {
+    let what = if t.stream_cut { "stream" } else { "file" };
+    let mut w = format!("the {what} is truncated: {data_bytes} bytes of records read");
+    if t.stream_cut {
+        w.push_str(" (the stream ended inside a record: the recording was not finished)");
+    } else if t.unfinished {
         w.push_str(" (its data size is 0: the recording was not finished)");
     } else if let Some(end) = t.declared_data_end {
         w.push_str(&format!(
