@@ -1,7 +1,7 @@
 //! `pmx stat --backend msr`: counting by programming the PMU through the
 //! msr devices (`/dev/cpu/N/msr`) instead of `perf_event_open`.
 //!
-//! The register work is pmx-msr's ([`pmx_msr::plan`], [`Session`],
+//! The register work is pmx-msr's ([`pmx_msr::plan()`], [`Session`],
 //! [`EnergyMeter`]). This module selects the CPUs, resolves the events to
 //! register encodings ([`msr_event`]), checks that nobody else is using the
 //! counters, runs the command pinned to the measured CPUs, reads deltas

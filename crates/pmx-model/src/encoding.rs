@@ -82,7 +82,7 @@ pub struct EncodeOptions {
 }
 
 /// The subset of `perf_event_attr` that says which event is counted and
-/// how; [`pmx-perf`] turns it into the kernel's struct.
+/// how; `pmx-perf` turns it into the kernel's struct.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PerfAttr {
     /// The PMU's name (`cpu`, `msr`, `uncore_cbox_0`…).
