@@ -175,23 +175,34 @@ fn host_arch(caps: &Option<PmuCaps>) -> Option<Arch> {
 /// The selected CPUs: `-c`, `-a` (online CPUs; the devices under the root
 /// when sysfs says nothing), or CPU 0.
 fn select_cpus(t: &Target, topo: &Topology, root: &MsrRoot) -> anyhow::Result<Vec<u32>> {
-    if let Some(text) = &t.cpus {
-        let cpus = parse_cpu_list(text).map_err(|e| usage(format!("-c {text}: {e}")))?;
+    if t.cpus.is_none() && !t.all {
+        return Ok(vec![0]);
+    }
+    msr_cpus(t.cpus.as_deref(), "-c", topo, root)
+}
+
+/// The CPUs an msr command works on: the list given with `flag`, else the
+/// online CPUs, else those with an msr device, else CPU 0.
+pub(crate) fn msr_cpus(
+    list: Option<&str>,
+    flag: &str,
+    topo: &Topology,
+    root: &MsrRoot,
+) -> anyhow::Result<Vec<u32>> {
+    if let Some(text) = list {
+        let cpus = parse_cpu_list(text).map_err(|e| usage(format!("{flag} {text}: {e}")))?;
         if cpus.is_empty() {
-            return Err(usage(format!("-c {text:?}: no CPU")));
+            return Err(usage(format!("{flag} {text:?}: no CPU")));
         }
         return Ok(cpus);
     }
-    if t.all {
-        let online = topo.online_cpus();
-        if !online.is_empty() {
-            return Ok(online);
-        }
-        let with_devices = root.cpus_with_devices();
-        if !with_devices.is_empty() {
-            return Ok(with_devices);
-        }
-        return Ok(vec![0]);
+    let online = topo.online_cpus();
+    if !online.is_empty() {
+        return Ok(online);
+    }
+    let with_devices = root.cpus_with_devices();
+    if !with_devices.is_empty() {
+        return Ok(with_devices);
     }
     Ok(vec![0])
 }

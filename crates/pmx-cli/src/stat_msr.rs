@@ -284,22 +284,7 @@ fn msr_root(args: &StatArgs) -> MsrRoot {
 /// `-C LIST`, or for `-a` the online CPUs (the CPUs with a device when
 /// sysfs says nothing).
 fn select_cpus(args: &StatArgs, topo: &Topology, root: &MsrRoot) -> anyhow::Result<Vec<u32>> {
-    if let Some(text) = &args.cpus {
-        let cpus = parse_cpu_list(text).map_err(|e| usage(format!("-C {text}: {e}")))?;
-        if cpus.is_empty() {
-            return Err(usage(format!("-C {text:?}: no CPU")));
-        }
-        return Ok(cpus);
-    }
-    let online = topo.online_cpus();
-    if !online.is_empty() {
-        return Ok(online);
-    }
-    let with_devices = root.cpus_with_devices();
-    if !with_devices.is_empty() {
-        return Ok(with_devices);
-    }
-    Ok(vec![0])
+    crate::msr::msr_cpus(args.cpus.as_deref(), "-C", topo, root)
 }
 
 /// A device error in one sentence; without the driver, point at perf.
