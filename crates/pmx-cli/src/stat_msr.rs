@@ -66,7 +66,7 @@ use pmx_msr::{
 use pmx_output::stat::{IntervalRows, StatReport};
 use pmx_sys::SysRoot;
 use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -429,18 +429,6 @@ struct Child {
     exit: Option<Exit>,
 }
 
-fn decode_status(st: i32) -> Exit {
-    if libc::WIFSIGNALED(st) {
-        Exit::Signal {
-            signal: libc::WTERMSIG(st),
-        }
-    } else {
-        Exit::Code {
-            code: libc::WEXITSTATUS(st),
-        }
-    }
-}
-
 impl Child {
     fn pid(&self) -> i32 {
         self.launched.pid
@@ -479,7 +467,7 @@ impl Child {
         // SAFETY: a non-blocking wait for our own child.
         let r = unsafe { libc::waitpid(self.pid(), &mut st, libc::WNOHANG) };
         if r == self.pid() {
-            self.exit = Some(decode_status(st));
+            self.exit = Some(Exit::from_wait_status(st));
             self.done = true;
         } else if r < 0 {
             self.done = true;
@@ -521,17 +509,6 @@ impl Drop for Child {
             self.stop(libc::SIGTERM);
         }
     }
-}
-
-/// `pidfd_open(2)`: sleep until the command ends or the next deadline.
-fn pidfd(pid: i32) -> Option<OwnedFd> {
-    // SAFETY: the syscall returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: a fresh descriptor this process owns.
-    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Sleep up to `ms`, less when the command ends or a signal arrives (the
@@ -877,7 +854,9 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
             return Ok(127);
         }
     }
-    let wake_fd = child.as_ref().and_then(|c| pidfd(c.pid()));
+    let wake_fd = child
+        .as_ref()
+        .and_then(|c| pmx::launch::pidfd_open(c.pid()));
     let deadline = o.duration.map(|d| start + d);
     let mut next_tick = o.interval.map(|i| start + i);
     let mut next_read = start + READ_EVERY;

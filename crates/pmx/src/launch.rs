@@ -36,6 +36,19 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// From a `waitpid` status of a task that ended (exited or killed).
+    pub fn from_wait_status(st: i32) -> Exit {
+        if libc::WIFSIGNALED(st) {
+            Exit::Signal {
+                signal: libc::WTERMSIG(st),
+            }
+        } else {
+            Exit::Code {
+                code: libc::WEXITSTATUS(st),
+            }
+        }
+    }
+
     /// The shell's view: the code, or 128 + signal.
     pub fn shell_code(&self) -> i32 {
         match *self {
@@ -43,6 +56,20 @@ impl Exit {
             Exit::Signal { signal } => 128 + signal,
         }
     }
+}
+
+/// `pidfd_open(2)`: a descriptor that polls readable when `pid` ends, so
+/// a session can sleep until the command exits or its next deadline;
+/// `None` on kernels before 5.3 (then poll with a timeout).
+pub fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: the syscall returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Fork `argv` and hold it before exec. `pin`: CPUs to pin it to.

@@ -790,18 +790,6 @@ fn exec_reason(e: StartError) -> String {
     }
 }
 
-/// `pidfd_open(2)`: a descriptor that polls readable when `pid` exits.
-fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: the syscall returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: a fresh descriptor nobody else owns.
-    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
-}
-
 /// Sleep until one of `fds` is readable, or `timeout_ms`.
 fn poll_fds(fds: &[i32], timeout_ms: i32) {
     let mut p: Vec<libc::pollfd> = fds
@@ -1032,7 +1020,7 @@ fn record_with(
                     reason: exec_reason(e),
                 });
             }
-            pidfd_open(c.pid)
+            crate::launch::pidfd_open(c.pid)
         }
         None => None,
     };

@@ -541,19 +541,6 @@ pub fn run(plan: &StatPlan, opts: &RunOptions) -> Result<StatRun, RunError> {
     run_with(plan, opts, &mut |_| {})
 }
 
-/// `pidfd_open(2)`, so the wait can sleep until the child exits or the
-/// next interval, whichever is first.
-fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: the syscall returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: fd is a fresh descriptor we own.
-    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
-}
-
 /// Sleep until `fd` is readable or `timeout` passes (`None`: no timeout);
 /// a signal ends the sleep early. Microsecond resolution, so interval
 /// boundaries are met to the timer's precision.
@@ -859,7 +846,7 @@ pub fn run_with(
             .collect()
     };
     let mut interrupted = false;
-    let pidfd = child.as_ref().and_then(|c| pidfd_open(c.pid));
+    let pidfd = child.as_ref().and_then(|c| launch::pidfd_open(c.pid));
     let deadline = opts.duration.map(|d| start + d);
     let mut next_tick = opts.interval.map(|i| start + i);
     let mut prev: Vec<Count> = vec![Count::default(); opened.len()];
@@ -880,7 +867,7 @@ pub fn run_with(
             // SAFETY: non-blocking wait for our own child.
             let r = unsafe { libc::waitpid(c.pid, &mut st, libc::WNOHANG) };
             if r == c.pid {
-                exit = Some(decode_status(st));
+                exit = Some(Exit::from_wait_status(st));
                 break;
             }
             if r < 0 {
@@ -1077,7 +1064,7 @@ fn follow_tasks(
         }
         if libc::WIFEXITED(st) || libc::WIFSIGNALED(st) {
             if w == main {
-                return Some(decode_status(st));
+                return Some(Exit::from_wait_status(st));
             }
             continue;
         }
@@ -1138,18 +1125,6 @@ pub fn task_alive(tid: i32) -> bool {
             !matches!(state, Some('Z') | Some('X') | None)
         }
         Err(_) => false,
-    }
-}
-
-fn decode_status(st: i32) -> Exit {
-    if libc::WIFSIGNALED(st) {
-        Exit::Signal {
-            signal: libc::WTERMSIG(st),
-        }
-    } else {
-        Exit::Code {
-            code: libc::WEXITSTATUS(st),
-        }
     }
 }
 
