@@ -724,11 +724,8 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
     }
     let db = db_args.load()?;
     let cpu = db.target.cpu.clone();
-    let events_dir = db_args
-        .events_dir
-        .clone()
-        .or_else(|| std::env::var_os("PMX_EVENTS_DIR").map(PathBuf::from));
-    let lib = Library::for_cpu(Some(&cpu), events_dir.as_deref());
+    let events_dir = pmx_events::default_events_dir(db_args.events_dir.clone());
+    let lib = Library::for_cpu(Some(&cpu), events_dir.as_deref().filter(|d| d.is_dir()));
     let machine = Machine {
         smt_on: Some(args.smt == "on"),
         threads_per_core: Some(if args.smt == "on" { 2 } else { 1 }),

@@ -8,7 +8,6 @@ use pmx::stat::{self, Aggregation, EventStatus, RunOptions, Scope, StatPlan, Sta
 use pmx_metrics::{EventRef, Flag, Inputs, Library, Machine, Reading, TmaReport};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 /// Arguments of `pmx tma`.
 #[derive(Debug, clap::Args)]
@@ -195,17 +194,7 @@ pub fn run(args: &TmaArgs) -> anyhow::Result<i32> {
     }
     let db = args.db.load()?;
     let cpu = db.target.cpu.clone();
-    let events_dir = args
-        .db
-        .events_dir
-        .clone()
-        .or_else(|| std::env::var_os("PMX_EVENTS_DIR").map(PathBuf::from))
-        .or_else(|| {
-            let base = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-            Some(base.join("pmx/events"))
-        });
+    let events_dir = pmx_events::default_events_dir(args.db.events_dir.clone());
     let lib = Library::for_cpu(Some(&cpu), events_dir.as_deref().filter(|d| d.is_dir()));
     let Some(tree) = lib.tma_tree() else {
         return Err(UsageError(format!(
