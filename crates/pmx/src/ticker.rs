@@ -19,6 +19,11 @@
 //! from an ordinary read after the counters are disabled, so the interval
 //! deltas still add up to them exactly.
 //!
+//! An idle CPU gives few samples: the kernel (6.18 here) mostly skips
+//! `cpu-clock` samples while the CPU idles, so an idle CPU's group is
+//! usually read directly — the inter-processor call this avoids for busy
+//! CPUs.
+//!
 //! Only software-context events (software, tracepoint) join a ticker: a
 //! hardware event in the group would tie the leader to the PMU's
 //! multiplexing and stop the samples whenever the group is switched out.
