@@ -387,7 +387,9 @@ impl Mmap {
                 break;
             }
             let start = (tail & mask) as usize;
-            let hdr = self.copy_out(ring, start, 8);
+            // Records are 8-byte multiples in a ring of 8-byte multiples, so
+            // a header never wraps.
+            let hdr = self.ring_bytes(ring, start, 8);
             let size = u64::from(u16::from_ne_bytes([hdr[6], hdr[7]]));
             if size < 8 || size % 8 != 0 || size > avail {
                 tail = head;
@@ -406,8 +408,8 @@ impl Mmap {
                 let first = self.data_size - start;
                 let mut buf = std::mem::take(&mut self.scratch);
                 buf.clear();
-                buf.extend_from_slice(&self.copy_out(ring, start, first));
-                buf.extend_from_slice(&self.copy_out(ring, 0, size - first));
+                buf.extend_from_slice(self.ring_bytes(ring, start, first));
+                buf.extend_from_slice(self.ring_bytes(ring, 0, size - first));
                 f(&buf);
                 self.scratch = buf;
             }
@@ -420,11 +422,12 @@ impl Mmap {
     }
 
     /// `len` bytes of the ring from `start` (no wrap: the caller splits).
-    fn copy_out(&self, ring: usize, start: usize, len: usize) -> Vec<u8> {
+    fn ring_bytes(&self, ring: usize, start: usize, len: usize) -> &[u8] {
         let len = len.min(self.data_size.saturating_sub(start));
         // SAFETY: [ring + start, ring + start + len) is inside the ring by the
-        // clamp above and the ring is inside the mapping (checked in new).
-        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(ring + start), len) }.to_vec()
+        // clamp above and the ring is inside the mapping (checked in new);
+        // the kernel does not write it until the tail moves past it.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(ring + start), len) }
     }
 }
 
