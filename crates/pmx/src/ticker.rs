@@ -238,7 +238,22 @@ mod tests {
         .expect("member");
         let start = monotonic_ns();
         t.counter.enable(true).unwrap();
-        std::thread::sleep(Duration::from_millis(60));
+        // Keep CPU 0 busy meanwhile: an idle CPU gives few timer samples
+        // (see the module page), which is not what this test is about.
+        std::thread::spawn(|| {
+            // SAFETY: a zeroed cpu_set_t with CPU 0 set, for this thread.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(0, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+            }
+            let until = std::time::Instant::now() + Duration::from_millis(60);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        })
+        .join()
+        .unwrap();
         let mut got = 0;
         let mut prev = 0u64;
         for k in 1..=10u64 {
