@@ -312,11 +312,15 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         let mut failed = None;
         for set in &sets {
             let mut last_at = Duration::ZERO;
+            // Built once per run: every interval refills them in place.
+            let mut aggregator = stat::Aggregator::new(how);
+            let mut csv = sep.as_deref().map(pmx_output::stat::IntervalCsv::new);
+            let mut plot_csv = pmx_output::stat::IntervalCsv::new(",");
             let mut on_tick = |t: &stat::Tick| {
                 if write_err.is_some() {
                     return;
                 }
-                let rows = stat::aggregate(set, &t.instances, how, topo.as_ref());
+                let rows = aggregator.rows(set, t.instances, topo.as_ref());
                 let time = if absolute {
                     epoch0 + t.at.as_secs_f64()
                 } else {
@@ -325,25 +329,28 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
                 let interval = t.at.saturating_sub(last_at);
                 last_at = t.at;
                 let metric_lines = match &metrics {
-                    Some(m) => m.evaluate(set, t.status, &rows, interval),
+                    Some(m) => m.evaluate(set, t.status, rows, interval),
                     None => Vec::new(),
                 };
                 let iv = pmx_output::stat::IntervalRows {
                     time,
                     plan: set,
                     status: t.status,
-                    rows: &rows,
+                    rows,
                     metrics: &metric_lines,
                 };
-                let text = if args.json {
-                    pmx_output::stat::interval_json(&iv)
-                } else if let Some(sep) = &sep {
-                    pmx_output::stat::interval_csv(&iv, sep)
+                let owned;
+                let text: &str = if args.json {
+                    owned = pmx_output::stat::interval_json(&iv);
+                    &owned
+                } else if let Some(csv) = csv.as_mut() {
+                    csv.format(&iv)
                 } else {
-                    pmx_output::stat::interval_table(&iv)
+                    owned = pmx_output::stat::interval_table(&iv);
+                    &owned
                 };
                 if plot_format.is_some() {
-                    plot_rows.push_str(&pmx_output::stat::interval_csv(&iv, ","));
+                    plot_rows.push_str(plot_csv.format(&iv));
                 }
                 // One write per interval, flushed before the next starts.
                 if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {

@@ -457,14 +457,17 @@ fn truncated_and_unfinished_recordings() {
         let ev = &v["events"][0];
         assert_eq!(ev["samples"].as_u64(), Some(want), "cut at {cut}");
         assert!(want <= full && want > 0);
-        // Early in the data the samples taken before the program's exec
-        // (comm perf-exec) can still outweigh it; it is there, and first
+        // Early in the data the samples taken before the program reaches
+        // its loop (perf-exec, the loader) can outweigh it, or on a loaded
+        // machine be all there is; it is there from the half on, and first
         // once most of the recording is in.
         let rows = ev["rows"].as_array().unwrap();
-        assert!(
-            rows.iter().any(|r| r["symbol"] == "hot_function"),
-            "cut at {cut}: {ev:#}"
-        );
+        if cut >= data_offset + span / 2 {
+            assert!(
+                rows.iter().any(|r| r["symbol"] == "hot_function"),
+                "cut at {cut}: {ev:#}"
+            );
+        }
         if cut >= data_offset + span * 3 / 4 {
             assert_eq!(rows[0]["symbol"], "hot_function", "cut at {cut}: {ev:#}");
         }

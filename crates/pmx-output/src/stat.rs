@@ -19,7 +19,7 @@
 
 use crate::readable;
 use pmx::launch::Exit;
-use pmx::stat::{EventStatus, Row, Spread, StatPlan, ESTIMATE_BELOW};
+use pmx::stat::{Domain, EventStatus, Row, Spread, StatPlan, ESTIMATE_BELOW};
 use serde_json::json;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -137,11 +137,11 @@ fn row_status(status: &[EventStatus], row: &Row) -> &'static str {
 }
 
 /// Why a row has no value (empty when it has one).
-fn row_reason(status: &[EventStatus], row: &Row, never_ran: &str) -> String {
+fn row_reason<'a>(status: &'a [EventStatus], row: &Row, never_ran: &'a str) -> &'a str {
     match &status[row.event] {
-        EventStatus::NotSupported(r) | EventStatus::NotCounted(r) => r.clone(),
-        EventStatus::Counted if row.value.is_none() => never_ran.to_string(),
-        EventStatus::Counted => String::new(),
+        EventStatus::NotSupported(r) | EventStatus::NotCounted(r) => r,
+        EventStatus::Counted if row.value.is_none() => never_ran,
+        EventStatus::Counted => "",
     }
 }
 
@@ -150,7 +150,7 @@ fn status_word(report: &StatReport, row: &Row) -> &'static str {
 }
 
 fn reason(report: &StatReport, row: &Row) -> String {
-    row_reason(&report.status, row, "never ran")
+    row_reason(&report.status, row, "never ran").to_string()
 }
 
 /// One CSV field, quoted when it holds the separator, a quote or a newline.
@@ -419,7 +419,7 @@ impl IntervalRows<'_> {
         row_status(self.status, row)
     }
 
-    fn why(&self, row: &Row) -> String {
+    fn why(&self, row: &Row) -> &str {
         row_reason(self.status, row, "did not run in this interval")
     }
 }
@@ -431,56 +431,161 @@ pub fn interval_csv_header(sep: &str) -> String {
 
 /// Interval rows as CSV: the stat columns with `time` first.
 ///
-/// Written field by field into one string: at `-I 10` on many CPUs this
-/// runs thousands of times a second, so it allocates nothing per field.
+/// For a stream of intervals, keep one [`IntervalCsv`] instead: it builds
+/// each row's fixed fields once.
 pub fn interval_csv(iv: &IntervalRows, sep: &str) -> String {
-    let mut s = String::with_capacity(96 * (iv.rows.len() + iv.metrics.len()));
-    let mut time = String::new();
-    let _ = write!(time, "{:.6}", iv.time);
-    let mut field = String::new();
-    for row in iv.rows {
-        let ev = &iv.plan.events[row.event];
-        push_csv_field(&mut s, &time, sep);
-        s.push_str(sep);
-        push_csv_field(&mut s, &row.domain.label(), sep);
-        s.push_str(sep);
-        if let Some(v) = row.value {
-            field.clear();
-            push_num(&mut field, v);
-            push_csv_field(&mut s, &field, sep);
+    IntervalCsv::new(sep).format(iv).to_string()
+}
+
+/// Interval CSV for a stream of intervals, written into one reused buffer.
+///
+/// At `-I 10` on many CPUs this runs thousands of rows a second, so each
+/// row's fixed fields (domain, unit, event name, quoted as they must be)
+/// are built once and kept for as long as the rows keep their order, and
+/// numbers are written without `core::fmt`. The bytes are those of
+/// [`interval_csv`].
+#[derive(Debug, Clone)]
+pub struct IntervalCsv {
+    sep: String,
+    /// Numbers and status words never need quoting with this separator.
+    plain: bool,
+    /// Per row: the (event, domain) its fields were built for, the domain
+    /// field, and `sep unit sep event sep`.
+    fixed: Vec<(usize, Domain, String, String)>,
+    /// The formatted interval, reused.
+    buf: String,
+}
+
+impl IntervalCsv {
+    /// A writer for separator `sep`.
+    pub fn new(sep: &str) -> IntervalCsv {
+        let risky = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '"');
+        IntervalCsv {
+            sep: sep.to_string(),
+            plain: !sep.is_empty() && !sep.contains(risky) && !sep.contains('\n'),
+            fixed: Vec::new(),
+            buf: String::new(),
         }
-        s.push_str(sep);
-        push_csv_field(&mut s, ev.unit.as_deref().unwrap_or(""), sep);
-        s.push_str(sep);
-        push_csv_field(&mut s, &ev.name, sep);
-        s.push_str(sep);
-        push_csv_field(&mut s, iv.word(row), sep);
-        s.push_str(sep);
-        if let Some(x) = row.running_share {
-            field.clear();
-            if x == 1.0 {
-                field.push_str("100.00");
+    }
+
+    /// One interval's rows (and metric lines), each line complete.
+    pub fn format(&mut self, iv: &IntervalRows) -> &str {
+        let sep = self.sep.as_str();
+        let stale = self.fixed.len() != iv.rows.len()
+            || self
+                .fixed
+                .iter()
+                .zip(iv.rows)
+                .any(|(f, r)| f.0 != r.event || f.1 != r.domain);
+        if stale {
+            self.fixed = iv
+                .rows
+                .iter()
+                .map(|row| {
+                    let ev = &iv.plan.events[row.event];
+                    let mut domain = String::new();
+                    push_csv_field(&mut domain, &row.domain.label(), sep);
+                    let mut mid = String::from(sep);
+                    push_csv_field(&mut mid, ev.unit.as_deref().unwrap_or(""), sep);
+                    mid.push_str(sep);
+                    push_csv_field(&mut mid, &ev.name, sep);
+                    mid.push_str(sep);
+                    (row.event, row.domain.clone(), domain, mid)
+                })
+                .collect();
+        }
+        let s = &mut self.buf;
+        s.clear();
+        let mut time = [0u8; 64];
+        let time = fixed_point(&mut time, iv.time, 1_000_000);
+        let mut field = String::new();
+        let mut num = itoa::Buffer::new();
+        // A field that is plain text unless this separator makes it need
+        // quotes.
+        let plain = self.plain;
+        let push = |s: &mut String, f: &str| {
+            if plain {
+                s.push_str(f);
             } else {
-                let _ = write!(field, "{:.2}", x * 100.0);
+                push_csv_field(s, f, sep);
             }
-            push_csv_field(&mut s, &field, sep);
+        };
+        for (row, (_, _, domain, mid)) in iv.rows.iter().zip(&self.fixed) {
+            push(s, time);
+            s.push_str(sep);
+            s.push_str(domain);
+            s.push_str(sep);
+            if let Some(v) = row.value {
+                field.clear();
+                push_num(&mut field, v);
+                push(s, &field);
+            }
+            s.push_str(mid);
+            push(s, iv.word(row));
+            s.push_str(sep);
+            if let Some(x) = row.running_share {
+                let mut pct = [0u8; 64];
+                push(s, fixed_point(&mut pct, x * 100.0, 100));
+            }
+            for n in [row.count.value, row.count.enabled, row.count.running] {
+                s.push_str(sep);
+                push(s, num.format(n));
+            }
+            s.push_str(sep);
+            s.push_str(sep);
+            push_csv_field(s, iv.why(row), sep);
+            s.push('\n');
         }
-        let _ = write!(
-            s,
-            "{sep}{}{sep}{}{sep}{}{sep}{sep}",
-            row.count.value, row.count.enabled, row.count.running
-        );
-        push_csv_field(&mut s, &iv.why(row), sep);
-        s.push('\n');
+        for m in iv.metrics {
+            push(s, time);
+            for f in metric_fields(m) {
+                s.push_str(sep);
+                push_csv_field(s, &f, sep);
+            }
+            s.push('\n');
+        }
+        &self.buf
     }
-    for m in iv.metrics {
-        let line: Vec<String> = std::iter::once(time.clone())
-            .chain(metric_fields(m))
-            .map(|f| csv_field(&f, sep))
-            .collect();
-        let _ = writeln!(s, "{}", line.join(sep));
-    }
-    s
+}
+
+/// `v` with as many decimals as `scale` has zeros (`scale` a power of ten
+/// up to 10⁶), rounded, into `buf`: what `{:.N}` writes, without the
+/// formatting machinery. Values it cannot write exactly this way (negative,
+/// huge, not finite) go through `{:.N}` itself.
+fn fixed_point(buf: &mut [u8; 64], v: f64, scale: u64) -> &str {
+    let digits = match scale {
+        1 => 0,
+        10 => 1,
+        100 => 2,
+        1_000 => 3,
+        10_000 => 4,
+        100_000 => 5,
+        _ => 6,
+    };
+    let scaled = v * scale as f64;
+    let len = if v.is_finite() && v >= 0.0 && scaled < 9.0e15 {
+        let n = scaled.round() as u64;
+        let mut ip = itoa::Buffer::new();
+        let whole = ip.format(n / scale).as_bytes();
+        let mut at = whole.len();
+        buf[..at].copy_from_slice(whole);
+        if digits > 0 {
+            buf[at] = b'.';
+            at += 1;
+            let mut frac = n % scale;
+            for k in (0..digits).rev() {
+                buf[at + k] = b'0' + (frac % 10) as u8;
+                frac /= 10;
+            }
+            at += digits;
+        }
+        at
+    } else {
+        let mut w = std::io::Cursor::new(&mut buf[..]);
+        let _ = std::io::Write::write_fmt(&mut w, format_args!("{v:.digits$}"));
+        w.position() as usize
+    };
+    std::str::from_utf8(&buf[..len]).unwrap_or("")
 }
 
 /// Append `f` to `s` as a CSV field, quoted only when it must be.
@@ -497,7 +602,7 @@ fn push_csv_field(s: &mut String, f: &str, sep: &str) {
 /// [`num`] appended to `s`.
 fn push_num(s: &mut String, v: f64) {
     if v.fract() == 0.0 && v.abs() < 1e18 {
-        let _ = write!(s, "{}", v as i64);
+        s.push_str(itoa::Buffer::new().format(v as i64));
     } else {
         let _ = write!(s, "{v:.6}");
     }

@@ -126,6 +126,10 @@ pub mod software {
     pub const PAGE_FAULTS_MIN: u64 = 5;
     /// Page faults that needed I/O.
     pub const PAGE_FAULTS_MAJ: u64 = 6;
+    /// Unaligned accesses the kernel fixed up.
+    pub const ALIGNMENT_FAULTS: u64 = 7;
+    /// Instructions the kernel emulated.
+    pub const EMULATION_FAULTS: u64 = 8;
     /// Counts nothing; a placeholder (for side-band records).
     pub const DUMMY: u64 = 9;
 }
@@ -492,6 +496,28 @@ impl Counter {
         }
     }
 
+    /// `PERF_EVENT_IOC_SET_FILTER`: a tracepoint filter in ftrace's
+    /// syntax (`"next_pid == 0"`); the kernel then counts (and samples)
+    /// only the hits that pass it.
+    pub fn set_filter(&self, filter: &str) -> io::Result<()> {
+        let c = std::ffi::CString::new(filter)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "filter holds a NUL byte"))?;
+        // SAFETY: SET_FILTER reads a NUL-terminated string we own for the
+        // duration of the call; the fd is open.
+        let ret = unsafe {
+            libc::ioctl(
+                self.fd.as_raw_fd(),
+                abi::IOC_SET_FILTER as libc::Ioctl,
+                c.as_ptr(),
+            )
+        };
+        if ret < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
     /// Enable; with `group`, the whole group at once.
     pub fn enable(&self, group: bool) -> io::Result<()> {
         self.ioctl(abi::IOC_ENABLE, group)
@@ -509,8 +535,9 @@ impl Counter {
     }
 
     /// One `read(2)` into `buf`, retried on EINTR and with a larger buffer
-    /// when the kernel says it does not fit. Returns the words read.
-    fn read_words(&self, mut buf: Vec<u64>) -> io::Result<Vec<u64>> {
+    /// when the kernel says it does not fit. Leaves `buf` holding the words
+    /// read.
+    fn read_words(&self, buf: &mut Vec<u64>) -> io::Result<()> {
         loop {
             let bytes = buf.len() * std::mem::size_of::<u64>();
             // SAFETY: the pointer and length describe `buf`'s initialised
@@ -522,7 +549,7 @@ impl Counter {
                 match e.raw_os_error() {
                     Some(libc::EINTR) => continue,
                     Some(libc::ENOSPC) if buf.len() < MAX_READ_WORDS => {
-                        buf = vec![0; (buf.len() * 2).min(MAX_READ_WORDS)];
+                        buf.resize((buf.len() * 2).clamp(1, MAX_READ_WORDS), 0);
                         continue;
                     }
                     _ => return Err(e),
@@ -545,7 +572,7 @@ impl Counter {
                 ));
             }
             buf.truncate(words);
-            return Ok(buf);
+            return Ok(());
         }
     }
 
@@ -570,12 +597,14 @@ impl Counter {
                     )
                 });
         }
-        let words = self.read_words(vec![0; read::single_len(self.read_format)])?;
+        let mut words = vec![0; read::single_len(self.read_format)];
+        self.read_words(&mut words)?;
         Ok(read::parse_single(&words, self.read_format)?.1)
     }
 
     fn read_entries(&self) -> io::Result<Vec<read::Entry>> {
-        let words = self.read_words(vec![0; FIRST_GROUP_WORDS])?;
+        let mut words = vec![0; FIRST_GROUP_WORDS];
+        self.read_words(&mut words)?;
         read::parse_group(&words, self.read_format)
     }
 
@@ -609,6 +638,31 @@ impl Counter {
                 })
             })
             .collect()
+    }
+
+    /// [`read_group`](Self::read_group) without allocating: the words are
+    /// read into `buf` (grown as needed, kept for the next call) and `f`
+    /// gets every member, leader first. For reads in a loop, such as one
+    /// per interval.
+    pub fn read_group_with(
+        &self,
+        buf: &mut Vec<u64>,
+        mut f: impl FnMut(u64, Count),
+    ) -> io::Result<()> {
+        let rf = self.read_format;
+        if rf & read_format::GROUP == 0 || rf & read_format::ID == 0 {
+            // The same refusal, worded once.
+            return self.read_group().map(|_| ());
+        }
+        if buf.len() < FIRST_GROUP_WORDS {
+            buf.resize(FIRST_GROUP_WORDS, 0);
+        }
+        self.read_words(buf)?;
+        let result = read::visit_group(buf, rf, |id, c| f(id.unwrap_or(0), c));
+        // Leave the grown size for the next read.
+        let cap = buf.capacity();
+        buf.resize(cap, 0);
+        result
     }
 }
 

@@ -472,6 +472,19 @@ pub type SampleReadEntry = (Option<u64>, Count);
 /// member, leader first (ids are `None` without `PERF_FORMAT_ID`).
 /// Returns the entries and the number of `u64` words consumed.
 pub fn parse_sample_read(words: &[u64], rf: u64) -> io::Result<(Vec<SampleReadEntry>, usize)> {
+    let mut out = Vec::new();
+    let len = visit_sample_read(words, rf, |id, c| out.push((id, c)))?;
+    Ok((out, len))
+}
+
+/// [`parse_sample_read`] without collecting: `f` gets every member, leader
+/// first; returns the number of `u64` words consumed. A malformed read
+/// visits nothing.
+pub fn visit_sample_read(
+    words: &[u64],
+    rf: u64,
+    f: impl FnMut(Option<u64>, Count),
+) -> io::Result<usize> {
     let nr = *words
         .first()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "empty sample read"))?;
@@ -491,7 +504,8 @@ pub fn parse_sample_read(words: &[u64], rf: u64) -> io::Result<(Vec<SampleReadEn
             ),
         )
     })?;
-    Ok((crate::read::parse_group(body, rf)?, len))
+    crate::read::visit_group(body, rf, f)?;
+    Ok(len)
 }
 
 #[cfg(test)]

@@ -77,6 +77,19 @@ pub(crate) fn parse_single(words: &[u64], rf: u64) -> io::Result<Entry> {
 
 /// Decode a group read: every member with the group's shared times.
 pub(crate) fn parse_group(words: &[u64], rf: u64) -> io::Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    visit_group(words, rf, |id, c| out.push((id, c)))?;
+    Ok(out)
+}
+
+/// Decode a group read without collecting it: `f` gets every member, leader
+/// first, with the group's shared times. Checks the length before calling
+/// `f` at all, so a malformed read visits nothing.
+pub(crate) fn visit_group(
+    words: &[u64],
+    rf: u64,
+    mut f: impl FnMut(Option<u64>, Count),
+) -> io::Result<()> {
     let Some(&nr) = words.first() else {
         return Err(invalid("perf group read returned nothing".into()));
     };
@@ -100,21 +113,20 @@ pub(crate) fn parse_group(words: &[u64], rf: u64) -> io::Result<Vec<Entry>> {
     };
     let enabled = take_if(has(rf, read_format::TOTAL_TIME_ENABLED)).unwrap_or(0);
     let running = take_if(has(rf, read_format::TOTAL_TIME_RUNNING)).unwrap_or(0);
-    let mut out = Vec::with_capacity(nr);
     for _ in 0..nr {
         let value = take_if(true).unwrap_or(0);
         let id = take_if(has(rf, read_format::ID));
         let _lost = take_if(has(rf, read_format::LOST));
-        out.push((
+        f(
             id,
             Count {
                 value,
                 enabled,
                 running,
             },
-        ));
+        );
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

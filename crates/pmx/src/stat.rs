@@ -531,7 +531,7 @@ pub struct Tick<'a> {
     /// The final, partial interval at the end of the run.
     pub last: bool,
     /// Per counter: the change over the interval.
-    pub instances: Vec<Instance>,
+    pub instances: &'a [Instance],
     /// Per planned event: opened or why not.
     pub status: &'a [EventStatus],
 }
@@ -773,22 +773,27 @@ pub fn run_with(
         .enumerate()
         .map(|(k, o)| (o.counter.id(), k))
         .collect();
-    // Read every counter not already in `counts`: groups through their
-    // leader (one read, one time window), ticker groups through the
-    // hidden leader, single events on their own.
+    // A group read's words, reused.
+    let mut scratch: Vec<u64> = Vec::new();
+    // Read every counter not already in `counts` into `out`: groups
+    // through their leader (one read, one time window), ticker groups
+    // through the hidden leader, single events on their own. Allocates
+    // nothing once the buffers have grown.
     let read_rest = |opened: &[Opened],
                      tickers: &mut [(Ticker, Vec<usize>)],
-                     mut counts: Vec<Option<Count>>|
-     -> std::io::Result<Vec<Count>> {
+                     counts: &mut [Option<Count>],
+                     scratch: &mut Vec<u64>,
+                     out: &mut Vec<Count>|
+     -> std::io::Result<()> {
         for (t, members) in tickers.iter_mut() {
             if members.iter().all(|&k| counts[k].is_some()) {
                 continue;
             }
-            for (id, c) in t.counter.read_group()? {
+            t.counter.read_group_with(scratch, |id, c| {
                 if let Some(&k) = by_id.get(&id) {
                     counts[k] = Some(c);
                 }
-            }
+            })?;
             t.read_directly_at(ticker::monotonic_ns());
         }
         for &l in &leaders {
@@ -796,60 +801,63 @@ pub fn run_with(
             if o.counter.read_format() & pmx_perf::read_format::GROUP == 0 {
                 continue;
             }
-            for (id, c) in o.counter.read_group()? {
+            o.counter.read_group_with(scratch, |id, c| {
                 if let Some(&k) = by_id.get(&id) {
                     counts[k] = Some(c);
                 }
-            }
+            })?;
         }
-        opened
-            .iter()
-            .enumerate()
-            .map(|(k, o)| match counts[k] {
-                Some(c) => Ok(c),
-                None => o.counter.read(),
-            })
-            .collect()
+        out.clear();
+        for (k, o) in opened.iter().enumerate() {
+            out.push(match counts[k] {
+                Some(c) => c,
+                None => o.counter.read()?,
+            });
+        }
+        Ok(())
     };
-    // At an interval boundary: ticker groups from their samples where
-    // they are there, the rest read.
-    let read_at = |opened: &[Opened],
-                   tickers: &mut [(Ticker, Vec<usize>)],
-                   at: Instant|
-     -> std::io::Result<Vec<Count>> {
-        let mut counts: Vec<Option<Count>> = vec![None; opened.len()];
-        let at_ns = start_ns + u64::try_from((at - start).as_nanos()).unwrap_or(u64::MAX);
-        for (t, _) in tickers.iter_mut() {
-            if let Some(sample) = t.take(at_ns) {
-                for (id, c) in sample {
-                    if let Some(&k) = by_id.get(&id) {
-                        counts[k] = Some(c);
+    // At an interval boundary (`Some`): ticker groups from their samples
+    // where they are there, the rest read. At the end (`None`): all read.
+    let mut counts_buf: Vec<Option<Count>> = Vec::new();
+    let mut read_at = |opened: &[Opened],
+                       tickers: &mut [(Ticker, Vec<usize>)],
+                       at: Option<Instant>,
+                       out: &mut Vec<Count>|
+     -> std::io::Result<()> {
+        counts_buf.clear();
+        counts_buf.resize(opened.len(), None);
+        if let Some(at) = at {
+            let at_ns = start_ns + u64::try_from((at - start).as_nanos()).unwrap_or(u64::MAX);
+            for (t, _) in tickers.iter_mut() {
+                if let Some(sample) = t.take(at_ns) {
+                    for (id, c) in sample {
+                        if let Some(&k) = by_id.get(id) {
+                            counts_buf[k] = Some(*c);
+                        }
                     }
                 }
             }
         }
-        read_rest(opened, tickers, counts)
+        read_rest(opened, tickers, &mut counts_buf, &mut scratch, out)
     };
-    let read_all = |opened: &[Opened], tickers: &mut [(Ticker, Vec<usize>)]| {
-        read_rest(opened, tickers, vec![None; opened.len()])
-    };
-    let to_instances = |counts: &[Count]| -> Vec<Instance> {
-        opened
-            .iter()
-            .zip(counts)
-            .map(|(o, c)| Instance {
-                event: o.event,
-                cpu: o.cpu,
-                tid: o.tid,
-                count: *c,
-            })
-            .collect()
+    // Counts (or deltas) as instances, into `out`.
+    let fill_instances = |out: &mut Vec<Instance>, counts: &mut dyn Iterator<Item = Count>| {
+        out.clear();
+        out.extend(opened.iter().zip(counts).map(|(o, count)| Instance {
+            event: o.event,
+            cpu: o.cpu,
+            tid: o.tid,
+            count,
+        }));
     };
     let mut interrupted = false;
     let pidfd = child.as_ref().and_then(|c| launch::pidfd_open(c.pid));
     let deadline = opts.duration.map(|d| start + d);
     let mut next_tick = opts.interval.map(|i| start + i);
     let mut prev: Vec<Count> = vec![Count::default(); opened.len()];
+    // This interval's readings and deltas, reused.
+    let mut cur: Vec<Count> = Vec::with_capacity(opened.len());
+    let mut tick_instances: Vec<Instance> = Vec::with_capacity(opened.len());
     let mut ticks = 0u64;
     let mut last_tick_at = Duration::ZERO;
     let watched: Vec<i32> = match &opts.scope {
@@ -892,20 +900,19 @@ pub fn run_with(
         }
         if let (Some(t), Some(iv)) = (next_tick, opts.interval) {
             if now >= t + tick_lag(iv) || (now >= t && tickers.is_empty()) {
-                let counts = read_at(&opened, &mut tickers, t)?;
-                let deltas: Vec<Count> = counts
-                    .iter()
-                    .zip(&prev)
-                    .map(|(c, p)| c.delta_since(p))
-                    .collect();
-                prev = counts;
+                read_at(&opened, &mut tickers, Some(t), &mut cur)?;
+                fill_instances(
+                    &mut tick_instances,
+                    &mut cur.iter().zip(&prev).map(|(c, p)| c.delta_since(p)),
+                );
+                std::mem::swap(&mut prev, &mut cur);
                 ticks += 1;
                 last_tick_at = t - start;
                 on_tick(&Tick {
                     index: ticks,
                     at: t - start,
                     last: false,
-                    instances: to_instances(&deltas),
+                    instances: &tick_instances,
                     status: &status,
                 });
                 if opts.interval_count.is_some_and(|n| ticks >= n) {
@@ -949,7 +956,8 @@ pub fn run_with(
     for &l in &leaders {
         let _ = opened[l].counter.disable(true);
     }
-    let mut finals = read_all(&opened, &mut tickers)?;
+    read_at(&opened, &mut tickers, None, &mut cur)?;
+    let mut finals = cur;
     // `--interval-count N` measures exactly N intervals: the totals are the
     // last one's readings, not what trickled in until the counters stopped.
     let count_reached = opts.interval.is_some() && opts.interval_count.is_some_and(|n| ticks >= n);
@@ -958,23 +966,23 @@ pub fn run_with(
         elapsed = last_tick_at;
     }
     if opts.interval.is_some() {
-        let deltas: Vec<Count> = finals
-            .iter()
-            .zip(&prev)
-            .map(|(c, p)| c.delta_since(p))
-            .collect();
+        fill_instances(
+            &mut tick_instances,
+            &mut finals.iter().zip(&prev).map(|(c, p)| c.delta_since(p)),
+        );
         // The partial last interval, unless the last tick just happened.
-        if !count_reached && (deltas.iter().any(|d| d.enabled > 0) || ticks == 0) {
+        if !count_reached && (tick_instances.iter().any(|d| d.count.enabled > 0) || ticks == 0) {
             on_tick(&Tick {
                 index: ticks + 1,
                 at: elapsed,
                 last: true,
-                instances: to_instances(&deltas),
+                instances: &tick_instances,
                 status: &status,
             });
         }
     }
-    let instances = to_instances(&finals);
+    let mut instances = Vec::new();
+    fill_instances(&mut instances, &mut finals.iter().copied());
     let planned: Vec<bool> = (0..plan.events.len())
         .map(|e| plan.groups.iter().any(|g| g.members.contains(&e)))
         .collect();
@@ -1219,56 +1227,121 @@ pub fn aggregate(
     how: Aggregation,
     topo: Option<&Topology>,
 ) -> Vec<Row> {
-    let mut rows: Vec<Row> = Vec::new();
-    for (ei, ev) in plan.events.iter().enumerate() {
-        let mut domains: Vec<Domain> = Vec::new();
-        let mut per: Vec<Row> = Vec::new();
-        for inst in instances.iter().filter(|i| i.event == ei) {
-            let d = domain_of(inst, how, topo);
-            let idx = match domains.iter().position(|x| *x == d) {
-                Some(i) => i,
-                None => {
-                    domains.push(d.clone());
-                    per.push(Row {
-                        event: ei,
-                        domain: d,
-                        count: Count::default(),
-                        value: None,
-                        running_share: None,
-                        instances: 0,
-                    });
-                    per.len() - 1
-                }
+    Aggregator::new(how).rows(plan, instances, topo).to_vec()
+}
+
+/// [`aggregate`] for a stream of readings of the same counters, such as
+/// one per interval: which row each instance adds to is worked out once,
+/// and the rows are refilled in place, allocating nothing, for as long as
+/// the instances keep their layout (event, CPU and thread of each).
+#[derive(Debug, Clone)]
+pub struct Aggregator {
+    how: Aggregation,
+    /// The number of planned events the rows were built for (`None`:
+    /// not built yet).
+    events: Option<usize>,
+    /// (event, cpu, tid) of each instance the layout was built for.
+    layout: Vec<(usize, i32, i32)>,
+    /// Per instance: its row.
+    slot: Vec<usize>,
+    rows: Vec<Row>,
+}
+
+impl Aggregator {
+    /// An aggregator folding by `how`.
+    pub fn new(how: Aggregation) -> Aggregator {
+        Aggregator {
+            how,
+            events: None,
+            layout: Vec::new(),
+            slot: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// The rows of `instances`: events in plan order, each event's domains
+    /// in order, one `Total` row without a value for an event with no
+    /// instance.
+    pub fn rows(
+        &mut self,
+        plan: &StatPlan,
+        instances: &[Instance],
+        topo: Option<&Topology>,
+    ) -> &[Row] {
+        let same = self.events == Some(plan.events.len())
+            && self.layout.len() == instances.len()
+            && self
+                .layout
+                .iter()
+                .zip(instances)
+                .all(|(&(e, c, t), i)| e == i.event && c == i.cpu && t == i.tid);
+        if !same {
+            self.build(plan, instances, topo);
+        }
+        for r in &mut self.rows {
+            r.count = Count::default();
+            r.value = None;
+            r.running_share = None;
+            r.instances = 0;
+        }
+        for (inst, &k) in instances.iter().zip(&self.slot) {
+            // An instance of no planned event has no row.
+            let Some(r) = self.rows.get_mut(k) else {
+                continue;
             };
-            let r = &mut per[idx];
             r.count.value = r.count.value.wrapping_add(inst.count.value);
             r.count.enabled += inst.count.enabled;
             r.count.running += inst.count.running;
             r.instances += 1;
             if let Some(s) = inst.count.scaled() {
-                r.value = Some(r.value.unwrap_or(0.0) + s * ev.scale);
+                let scale = plan.events[inst.event].scale;
+                r.value = Some(r.value.unwrap_or(0.0) + s * scale);
             }
         }
-        if per.is_empty() {
-            per.push(Row {
-                event: ei,
-                domain: Domain::Total,
-                count: Count::default(),
-                value: None,
-                running_share: None,
-                instances: 0,
-            });
-        }
-        for r in &mut per {
+        for r in &mut self.rows {
             r.running_share = r.count.running_share();
             if r.count.running == 0 {
                 r.value = None;
             }
         }
-        per.sort_by(|a, b| a.domain.cmp(&b.domain));
-        rows.extend(per);
+        &self.rows
     }
-    rows
+
+    /// Work out the rows and which row each instance adds to.
+    fn build(&mut self, plan: &StatPlan, instances: &[Instance], topo: Option<&Topology>) {
+        self.events = Some(plan.events.len());
+        self.layout = instances.iter().map(|i| (i.event, i.cpu, i.tid)).collect();
+        self.slot = vec![usize::MAX; instances.len()];
+        self.rows.clear();
+        for ei in 0..plan.events.len() {
+            // This event's domains in order, each with its instances.
+            let mut per: Vec<(Domain, Vec<usize>)> = Vec::new();
+            for (k, inst) in instances.iter().enumerate().filter(|(_, i)| i.event == ei) {
+                let d = domain_of(inst, self.how, topo);
+                match per.iter_mut().find(|(x, _)| *x == d) {
+                    Some((_, ks)) => ks.push(k),
+                    None => per.push((d, vec![k])),
+                }
+            }
+            if per.is_empty() {
+                per.push((Domain::Total, Vec::new()));
+            }
+            per.sort_by(|a, b| a.0.cmp(&b.0));
+            for (domain, ks) in per {
+                for k in ks {
+                    self.slot[k] = self.rows.len();
+                }
+                self.rows.push(Row {
+                    event: ei,
+                    domain,
+                    count: Count::default(),
+                    value: None,
+                    running_share: None,
+                    instances: 0,
+                });
+            }
+        }
+    }
 }
 
 fn domain_of(inst: &Instance, how: Aggregation, topo: Option<&Topology>) -> Domain {

@@ -29,7 +29,7 @@
 //! multiplexing and stop the samples whenever the group is switched out.
 
 use pmx_model::count::Count;
-use pmx_perf::mmap::{parse_sample_read, record::SAMPLE as RECORD_SAMPLE, Mmap, RecordHeader};
+use pmx_perf::mmap::{record::SAMPLE as RECORD_SAMPLE, visit_sample_read, Mmap, RecordHeader};
 use pmx_perf::{event_type, read_format, sample_type, software, Attr, Counter, Target};
 use pmx_perf::{SampleRate, Wakeup};
 use std::collections::VecDeque;
@@ -53,20 +53,30 @@ pub(crate) const CLOCK: i32 = libc::CLOCK_MONOTONIC;
 
 /// One sample: its time (ns, `CLOCK_MONOTONIC`) and the group's counts by
 /// id.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Sample {
     time: u64,
     counts: Vec<(u64, Count)>,
 }
 
 /// A hidden sampling leader on one CPU and its ring.
+///
+/// Taking a sample allocates nothing once the buffers have grown to the
+/// group's size: at `-I 10` on many CPUs this runs thousands of times a
+/// second.
 #[derive(Debug)]
 pub(crate) struct Ticker {
     /// The leader: open it first, then open the group's events with it as
     /// their group.
     pub counter: Counter,
     ring: Mmap,
+    /// Samples already taken from the ring that belong to a later
+    /// boundary (rare: only when pmx wakes before the kernel's timer).
     pending: VecDeque<Sample>,
+    /// The sample chosen for the current boundary.
+    chosen: Sample,
+    /// A record's words, reused.
+    words: Vec<u64>,
     /// Time of the last reading handed out (sample or direct read).
     last: u64,
     interval_ns: u64,
@@ -103,40 +113,59 @@ impl Ticker {
             counter,
             ring,
             pending: VecDeque::new(),
+            chosen: Sample::default(),
+            words: Vec::new(),
             last: 0,
             interval_ns,
         })
     }
 
-    /// Move every sample from the ring into the queue.
-    fn drain(&mut self) {
-        let pending = &mut self.pending;
-        self.ring.read_records(|rec| {
-            if let Some(s) = parse_sample(rec) {
-                pending.push_back(s);
-            }
-        });
-    }
-
     /// The counts at the interval boundary `at` (ns, `CLOCK_MONOTONIC`):
     /// the latest sample within half an interval of it, newer than the
     /// previous reading. `None`: not there (yet); read the group instead.
-    pub fn take(&mut self, at: u64) -> Option<Vec<(u64, Count)>> {
-        self.drain();
-        let half = self.interval_ns / 2;
-        let mut chosen = None;
-        while let Some(s) = self.pending.front() {
-            if s.time > at.saturating_add(half) {
-                break;
+    pub fn take(&mut self, at: u64) -> Option<&[(u64, Count)]> {
+        let limit = at.saturating_add(self.interval_ns / 2);
+        let Ticker {
+            ring,
+            pending,
+            chosen,
+            words,
+            ..
+        } = self;
+        let mut found = false;
+        // Samples kept from an earlier call come first: they are older
+        // than anything still in the ring.
+        while pending.front().is_some_and(|s| s.time <= limit) {
+            if let Some(s) = pending.pop_front() {
+                *chosen = s;
+                found = true;
             }
-            chosen = self.pending.pop_front();
         }
-        let s = chosen?;
-        if s.time + half < at || s.time <= self.last {
+        ring.read_records(|rec| {
+            let Some(time) = sample_words(rec, words) else {
+                return;
+            };
+            if time <= limit && pending.is_empty() {
+                // A malformed record spoils the buffer: then read instead.
+                found = fill_counts(words, &mut chosen.counts);
+                chosen.time = time;
+            } else {
+                let mut later = Sample {
+                    time,
+                    counts: Vec::new(),
+                };
+                if fill_counts(words, &mut later.counts) {
+                    pending.push_back(later);
+                }
+            }
+        });
+        let half = self.interval_ns / 2;
+        let s = &self.chosen;
+        if !found || s.time + half < at || s.time <= self.last {
             return None;
         }
         self.last = s.time;
-        Some(s.counts)
+        Some(&s.counts)
     }
 
     /// Record that the group was read directly at `now` (ns,
@@ -159,25 +188,46 @@ pub(crate) fn monotonic_ns() -> u64 {
         .saturating_add(ts.tv_nsec as u64)
 }
 
-/// A `PERF_RECORD_SAMPLE` of `TIME | READ` with the group read format;
-/// anything else (or a malformed record) is `None`.
-fn parse_sample(rec: &[u8]) -> Option<Sample> {
+/// The words after the header of a `PERF_RECORD_SAMPLE`, into `words`,
+/// and its time (the first word); anything else (or a malformed record)
+/// is `None`.
+fn sample_words(rec: &[u8], words: &mut Vec<u64>) -> Option<u64> {
     let h = RecordHeader::parse(rec)?;
     if h.type_ != RECORD_SAMPLE {
         return None;
     }
-    let words: Vec<u64> = rec
-        .get(8..usize::from(h.size).min(rec.len()))?
-        .chunks_exact(8)
-        .map(|c| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-        .collect();
-    let (&time, rest) = words.split_first()?;
-    let (entries, _) = parse_sample_read(rest, READ_FORMAT).ok()?;
-    let counts = entries
-        .into_iter()
-        .map(|(id, c)| id.map(|id| (id, c)))
-        .collect::<Option<Vec<_>>>()?;
-    Some(Sample { time, counts })
+    words.clear();
+    words.extend(
+        rec.get(8..usize::from(h.size).min(rec.len()))?
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])),
+    );
+    words.first().copied()
+}
+
+/// The group counts of a `TIME | READ` sample's words (time first) into
+/// `counts`; `false` (and `counts` unusable) when they are malformed.
+fn fill_counts(words: &[u64], counts: &mut Vec<(u64, Count)>) -> bool {
+    counts.clear();
+    let mut ids = true;
+    let ok = words.get(1..).is_some_and(|rest| {
+        visit_sample_read(rest, READ_FORMAT, |id, c| match id {
+            Some(id) => counts.push((id, c)),
+            None => ids = false,
+        })
+        .is_ok()
+    });
+    ok && ids
+}
+
+/// A `PERF_RECORD_SAMPLE` of `TIME | READ` with the group read format;
+/// anything else (or a malformed record) is `None`.
+#[cfg(test)]
+fn parse_sample(rec: &[u8]) -> Option<Sample> {
+    let mut words = Vec::new();
+    let time = sample_words(rec, &mut words)?;
+    let mut counts = Vec::new();
+    fill_counts(&words, &mut counts).then_some(Sample { time, counts })
 }
 
 #[cfg(test)]
