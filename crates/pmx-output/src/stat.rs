@@ -496,8 +496,9 @@ impl IntervalCsv {
         }
         let s = &mut self.buf;
         s.clear();
-        let mut time = [0u8; 64];
-        let time = fixed_point(&mut time, iv.time, 1_000_000);
+        let mut time = String::new();
+        push_fixed(&mut time, iv.time, 1_000_000);
+        let time = time.as_str();
         let mut field = String::new();
         let mut num = itoa::Buffer::new();
         // A field that is plain text unless this separator makes it need
@@ -524,8 +525,9 @@ impl IntervalCsv {
             push(s, iv.word(row));
             s.push_str(sep);
             if let Some(x) = row.running_share {
-                let mut pct = [0u8; 64];
-                push(s, fixed_point(&mut pct, x * 100.0, 100));
+                field.clear();
+                push_fixed(&mut field, x * 100.0, 100);
+                push(s, &field);
             }
             for n in [row.count.value, row.count.enabled, row.count.running] {
                 s.push_str(sep);
@@ -549,10 +551,10 @@ impl IntervalCsv {
 }
 
 /// `v` with as many decimals as `scale` has zeros (`scale` a power of ten
-/// up to 10⁶), rounded, into `buf`: what `{:.N}` writes, without the
-/// formatting machinery. Values it cannot write exactly this way (negative,
-/// huge, not finite) go through `{:.N}` itself.
-fn fixed_point(buf: &mut [u8; 64], v: f64, scale: u64) -> &str {
+/// up to 10⁶), rounded, appended to `s`: what `{:.N}` writes, without the
+/// formatting machinery. Values it cannot write exactly this way
+/// (negative, huge, not finite) go through `{:.N}` itself.
+fn push_fixed(s: &mut String, v: f64, scale: u64) {
     let digits = match scale {
         1 => 0,
         10 => 1,
@@ -562,30 +564,30 @@ fn fixed_point(buf: &mut [u8; 64], v: f64, scale: u64) -> &str {
         100_000 => 5,
         _ => 6,
     };
-    let scaled = v * scale as f64;
-    let len = if v.is_finite() && v >= 0.0 && scaled < 9.0e15 {
-        let n = scaled.round() as u64;
-        let mut ip = itoa::Buffer::new();
-        let whole = ip.format(n / scale).as_bytes();
-        let mut at = whole.len();
-        buf[..at].copy_from_slice(whole);
-        if digits > 0 {
-            buf[at] = b'.';
-            at += 1;
-            let mut frac = n % scale;
-            for k in (0..digits).rev() {
-                buf[at + k] = b'0' + (frac % 10) as u8;
-                frac /= 10;
-            }
-            at += digits;
+    if !(0.0..9.0e15).contains(&v) {
+        let _ = write!(s, "{v:.digits$}");
+        return;
+    }
+    // Whole and fractional parts apart, so the rounding sees the fraction
+    // at full precision (the subtraction is exact).
+    let whole = v.trunc();
+    let mut frac_scaled = ((v - whole) * scale as f64).round() as u64;
+    let mut whole = whole as u64;
+    if frac_scaled >= scale {
+        whole += 1;
+        frac_scaled -= scale;
+    }
+    s.push_str(itoa::Buffer::new().format(whole));
+    if digits > 0 {
+        let mut frac = [b'0'; 6];
+        let mut rest = frac_scaled;
+        for d in frac[..digits].iter_mut().rev() {
+            *d = b'0' + (rest % 10) as u8;
+            rest /= 10;
         }
-        at
-    } else {
-        let mut w = std::io::Cursor::new(&mut buf[..]);
-        let _ = std::io::Write::write_fmt(&mut w, format_args!("{v:.digits$}"));
-        w.position() as usize
-    };
-    std::str::from_utf8(&buf[..len]).unwrap_or("")
+        s.push('.');
+        s.push_str(std::str::from_utf8(&frac[..digits]).unwrap_or(""));
+    }
 }
 
 /// Append `f` to `s` as a CSV field, quoted only when it must be.
@@ -604,7 +606,7 @@ fn push_num(s: &mut String, v: f64) {
     if v.fract() == 0.0 && v.abs() < 1e18 {
         s.push_str(itoa::Buffer::new().format(v as i64));
     } else {
-        let _ = write!(s, "{v:.6}");
+        push_fixed(s, v, 1_000_000);
     }
 }
 
@@ -698,4 +700,151 @@ pub fn interval_table(iv: &IntervalRows) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmx::stat::{Aggregation, Instance, PlannedEvent};
+    use pmx_model::count::Count;
+
+    #[test]
+    fn push_fixed_writes_what_format_writes() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut values = vec![0.0, 1.0, 0.5, 0.004999, 99.995, 1e9 + 0.25, 123456.0000004];
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mantissa = (x >> 11) as f64 / (1u64 << 53) as f64;
+            values.push(mantissa * 10f64.powi((x % 12) as i32));
+        }
+        values.extend([-1.5, f64::NAN, f64::INFINITY, 1e300]);
+        let mut mismatches = 0;
+        for v in values {
+            for (scale, digits) in [(100u64, 2usize), (1_000_000, 6)] {
+                let mut ours = String::new();
+                push_fixed(&mut ours, v, scale);
+                let theirs = format!("{v:.digits$}");
+                if ours != theirs {
+                    // Only a value a hair from a rounding tie may differ,
+                    // and then by one in the last digit.
+                    let frac = (v * scale as f64).fract();
+                    assert!((frac - 0.5).abs() < 1e-6, "{v}: {ours} vs {theirs}");
+                    mismatches += 1;
+                }
+            }
+        }
+        assert!(mismatches < 5, "{mismatches} rounding differences");
+    }
+
+    fn event(name: &str, unit: Option<&str>, scale: f64) -> PlannedEvent {
+        PlannedEvent {
+            name: name.to_string(),
+            group: 0,
+            attr: Err("not opened in this test".to_string()),
+            cpus: None,
+            unit: unit.map(str::to_string),
+            scale,
+            source: None,
+            need: pmx::schedule::Need::None,
+        }
+    }
+
+    /// Interval CSV as the columns say, one field at a time through the
+    /// general CSV quoting: what `IntervalCsv` must write.
+    fn reference(iv: &IntervalRows, sep: &str) -> String {
+        let mut s = String::new();
+        for row in iv.rows {
+            let ev = &iv.plan.events[row.event];
+            let fields = [
+                format!("{:.6}", iv.time),
+                row.domain.label(),
+                row.value
+                    .map(|v| {
+                        if v.fract() == 0.0 {
+                            format!("{}", v as i64)
+                        } else {
+                            format!("{v:.6}")
+                        }
+                    })
+                    .unwrap_or_default(),
+                ev.unit.clone().unwrap_or_default(),
+                ev.name.clone(),
+                iv.word(row).to_string(),
+                row.running_share
+                    .map(|x| format!("{:.2}", x * 100.0))
+                    .unwrap_or_default(),
+                row.count.value.to_string(),
+                row.count.enabled.to_string(),
+                row.count.running.to_string(),
+                String::new(),
+                iv.why(row).to_string(),
+            ];
+            let line: Vec<String> = fields.iter().map(|f| csv_field(f, sep)).collect();
+            s.push_str(&line.join(sep));
+            s.push('\n');
+        }
+        s
+    }
+
+    #[test]
+    fn interval_csv_matches_the_columns_for_any_separator() {
+        let plan = StatPlan {
+            events: vec![
+                event("task-clock", Some("msec"), 1e-6),
+                event("faults, \"odd\" name", None, 1.0),
+                event("gone", None, 1.0),
+            ],
+            groups: Vec::new(),
+        };
+        let status = vec![
+            EventStatus::Counted,
+            EventStatus::Counted,
+            EventStatus::NotSupported("no such event; here".to_string()),
+        ];
+        let inst = |event, cpu, value, running| Instance {
+            event,
+            cpu,
+            tid: -1,
+            count: Count {
+                value,
+                enabled: 10_000_000,
+                running,
+            },
+        };
+        let intervals = [
+            vec![
+                inst(0, 0, 10_001_234, 10_000_000),
+                inst(0, 1, 9_999_999, 10_000_000),
+                inst(1, 0, 7, 5_000_000),
+                inst(1, 1, 0, 0),
+            ],
+            vec![
+                inst(0, 0, 10_000_000, 10_000_000),
+                inst(0, 1, 1, 10_000_000),
+                inst(1, 0, 12, 10_000_000),
+                inst(1, 1, 3, 10_000_000),
+            ],
+            // Fewer CPUs: the rows change, and the cached fields with them.
+            vec![inst(1, 0, 4, 10_000_000), inst(0, 0, 5_000_000, 10_000_000)],
+        ];
+        for sep in [",", ";", "\t", " | ", ".", "-", "0", "x"] {
+            let mut csv = IntervalCsv::new(sep);
+            let mut agg = pmx::stat::Aggregator::new(Aggregation::PerCpu);
+            for (k, instances) in intervals.iter().enumerate() {
+                let rows = agg.rows(&plan, instances, None);
+                let iv = IntervalRows {
+                    time: 0.01 * (k + 1) as f64 + 1e-7,
+                    plan: &plan,
+                    status: &status,
+                    rows,
+                    metrics: &[],
+                };
+                let want = reference(&iv, sep);
+                assert_eq!(csv.format(&iv), want, "separator {sep:?}, interval {k}");
+                assert_eq!(interval_csv(&iv, sep), want);
+            }
+        }
+    }
 }

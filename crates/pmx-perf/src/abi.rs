@@ -210,7 +210,6 @@ pub(crate) const PERF_IOC_FLAG_GROUP: libc::c_ulong = 1;
 // dir << 30 | size << 16 | type << 8 | nr, with type '$'.
 const IOC_TYPE: u64 = b'$' as u64;
 const IOC_READ: u64 = 2;
-const IOC_WRITE: u64 = 1;
 
 const fn io(nr: u64) -> u64 {
     (IOC_TYPE << 8) | nr
@@ -218,10 +217,6 @@ const fn io(nr: u64) -> u64 {
 
 const fn ior(nr: u64, size: usize) -> u64 {
     (IOC_READ << 30) | ((size as u64) << 16) | (IOC_TYPE << 8) | nr
-}
-
-const fn iow(nr: u64, size: usize) -> u64 {
-    (IOC_WRITE << 30) | ((size as u64) << 16) | (IOC_TYPE << 8) | nr
 }
 
 /// `PERF_EVENT_IOC_ENABLE`: `_IO('$', 0)`.
@@ -233,9 +228,6 @@ pub(crate) const IOC_RESET: u64 = io(3);
 /// `PERF_EVENT_IOC_ID`: `_IOR('$', 7, __u64 *)`. The kernel header sizes
 /// it by the *pointer* type, so it differs between 32- and 64-bit ABIs.
 pub(crate) const IOC_ID: u64 = ior(7, size_of::<*mut u64>());
-/// `PERF_EVENT_IOC_SET_FILTER`: `_IOW('$', 6, char *)`, sized by the
-/// pointer like `IOC_ID`.
-pub(crate) const IOC_SET_FILTER: u64 = iow(6, size_of::<*mut libc::c_char>());
 
 /// `perf_event_open(attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC)`:
 /// the new fd, or the errno.
@@ -285,8 +277,6 @@ mod tests {
         assert_eq!(IOC_RESET, 0x2403);
         #[cfg(target_pointer_width = "64")]
         assert_eq!(IOC_ID, 0x8008_2407);
-        #[cfg(target_pointer_width = "64")]
-        assert_eq!(IOC_SET_FILTER, 0x4008_2406);
     }
 
     #[test]

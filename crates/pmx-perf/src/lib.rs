@@ -496,28 +496,6 @@ impl Counter {
         }
     }
 
-    /// `PERF_EVENT_IOC_SET_FILTER`: a tracepoint filter in ftrace's
-    /// syntax (`"next_pid == 0"`); the kernel then counts (and samples)
-    /// only the hits that pass it.
-    pub fn set_filter(&self, filter: &str) -> io::Result<()> {
-        let c = std::ffi::CString::new(filter)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "filter holds a NUL byte"))?;
-        // SAFETY: SET_FILTER reads a NUL-terminated string we own for the
-        // duration of the call; the fd is open.
-        let ret = unsafe {
-            libc::ioctl(
-                self.fd.as_raw_fd(),
-                abi::IOC_SET_FILTER as libc::Ioctl,
-                c.as_ptr(),
-            )
-        };
-        if ret < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    }
-
     /// Enable; with `group`, the whole group at once.
     pub fn enable(&self, group: bool) -> io::Result<()> {
         self.ioctl(abi::IOC_ENABLE, group)

@@ -24,6 +24,13 @@
 //! usually read directly — the inter-processor call this avoids for busy
 //! CPUs.
 //!
+//! Reading the group of the CPU pmx itself runs on needs no interrupt at
+//! all, so pmx also moves its interval loop (never the measured command)
+//! to the CPU whose group it had to read across CPUs most often — an idle
+//! one, which keeps it off the busy CPUs too. It moves only within the
+//! CPUs it was allowed at the start, at most once per 50 intervals, and
+//! puts its affinity back when the run ends ([`Home`]).
+//!
 //! Only software-context events (software, tracepoint) join a ticker: a
 //! hardware event in the group would tie the leader to the PMU's
 //! multiplexing and stop the samples whenever the group is switched out.
@@ -80,6 +87,10 @@ pub(crate) struct Ticker {
     /// Time of the last reading handed out (sample or direct read).
     last: u64,
     interval_ns: u64,
+    /// The CPU it samples.
+    pub cpu: i32,
+    /// How often the group was read directly (a sample missing).
+    pub reads: u64,
 }
 
 impl Ticker {
@@ -117,6 +128,8 @@ impl Ticker {
             words: Vec::new(),
             last: 0,
             interval_ns,
+            cpu,
+            reads: 0,
         })
     }
 
@@ -172,7 +185,110 @@ impl Ticker {
     /// `CLOCK_MONOTONIC`): older samples can no longer be used.
     pub fn read_directly_at(&mut self, now: u64) {
         self.last = self.last.max(now);
+        self.reads += 1;
     }
+}
+
+/// Where pmx's interval loop runs: moved next to the group it reads
+/// directly most often (see the module page), and put back on drop.
+pub(crate) struct Home {
+    /// The affinity at the start: the CPUs pmx may move to, and what is
+    /// restored at the end. `None` when it could not be read (then pmx
+    /// stays where it is).
+    original: Option<libc::cpu_set_t>,
+    /// Each ticker's direct reads at the last decision.
+    seen: Vec<u64>,
+    ticks: u64,
+}
+
+impl Home {
+    /// Intervals between decisions.
+    const WINDOW: u64 = 50;
+
+    pub fn new() -> Home {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+        // writes at most its size.
+        let original = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            (libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) == 0).then_some(set)
+        };
+        Home {
+            original,
+            seen: Vec::new(),
+            ticks: 0,
+        }
+    }
+
+    /// After an interval: every [`Self::WINDOW`] intervals, move to a better
+    /// CPU if there is one.
+    pub fn after_tick<'a>(&mut self, tickers: impl Iterator<Item = &'a Ticker> + Clone) {
+        self.ticks += 1;
+        if !self.ticks.is_multiple_of(Self::WINDOW) {
+            return;
+        }
+        let Some(allowed) = self.original else {
+            return;
+        };
+        self.seen.resize(tickers.clone().count(), 0);
+        let window: Vec<(i32, u64)> = tickers
+            .zip(self.seen.iter_mut())
+            .map(|(t, seen)| {
+                let fresh = t.reads - *seen;
+                *seen = t.reads;
+                (t.cpu, fresh)
+            })
+            .collect();
+        // SAFETY: sched_getcpu takes nothing and returns a CPU or -1.
+        let here = unsafe { libc::sched_getcpu() };
+        let may = |cpu: i32| {
+            // SAFETY: CPU_ISSET reads one bit of a set we own; the index is
+            // checked against the set's size.
+            usize::try_from(cpu).is_ok_and(|c| {
+                c < 8 * std::mem::size_of::<libc::cpu_set_t>()
+                    && unsafe { libc::CPU_ISSET(c, &allowed) }
+            })
+        };
+        if let Some(cpu) = better_home(&window, here, Self::WINDOW, may) {
+            // SAFETY: a zeroed cpu_set_t with one allowed CPU set, for this
+            // thread only.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu as usize, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+            }
+        }
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        if let (Some(set), true) = (self.original, self.ticks >= Self::WINDOW) {
+            // SAFETY: restoring the set sched_getaffinity gave us.
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+        }
+    }
+}
+
+/// The CPU to run on, given each ticker's `(cpu, direct reads)` over the
+/// last `window` intervals and the CPU pmx runs on now: the one whose
+/// group was read directly most, when that was at least half the
+/// intervals and clearly more than the group here (which is read without
+/// an interrupt). `None`: stay.
+fn better_home(
+    reads: &[(i32, u64)],
+    here: i32,
+    window: u64,
+    allowed: impl Fn(i32) -> bool,
+) -> Option<i32> {
+    let here_reads: u64 = reads.iter().filter(|r| r.0 == here).map(|r| r.1).sum();
+    let (cpu, most) = reads.iter().filter(|r| r.0 != here && allowed(r.0)).fold(
+        None::<(i32, u64)>,
+        |best, &(cpu, n)| match best {
+            Some((_, m)) if m >= n => best,
+            _ => Some((cpu, n)),
+        },
+    )?;
+    (2 * most >= window && most > here_reads + window / 4).then_some(cpu)
 }
 
 /// `CLOCK_MONOTONIC` now, in ns.
@@ -256,6 +372,26 @@ mod tests {
         assert_eq!(s.counts[1].1.value, 20);
         assert_eq!(s.counts[1].1.enabled, 500);
         assert_eq!(s.counts[1].1.running, 400);
+    }
+
+    #[test]
+    fn the_loop_moves_next_to_the_group_it_reads_across_cpus() {
+        let all = |_| true;
+        // On CPU 0, whose samples arrive; CPU 1's group read every time.
+        assert_eq!(better_home(&[(0, 0), (1, 50)], 0, 50, all), Some(1));
+        // Already there: its own group is read locally, stay.
+        assert_eq!(better_home(&[(0, 0), (1, 50)], 1, 50, all), None);
+        // Both idle and read every time: moving gains nothing.
+        assert_eq!(better_home(&[(0, 50), (1, 50)], 0, 50, all), None);
+        // A few misses are not worth a move.
+        assert_eq!(better_home(&[(0, 0), (1, 10)], 0, 50, all), None);
+        // The worst of several; never outside the CPUs allowed.
+        assert_eq!(
+            better_home(&[(0, 0), (1, 30), (2, 45), (3, 50)], 0, 50, |c| c != 3),
+            Some(2)
+        );
+        // Not on a measured CPU at all.
+        assert_eq!(better_home(&[(0, 40), (1, 50)], 5, 50, all), Some(1));
     }
 
     #[test]
