@@ -92,6 +92,20 @@ fn one_ioctl_drives_the_group_and_one_read_returns_it() {
     // Disabled: frozen.
     Pages::fresh(8).touch();
     assert_eq!(lead.read_group().unwrap(), counts);
+    // The allocation-free read gives the same, into a buffer too small at
+    // first (it grows) and then reused as it is.
+    for start in [1, 0] {
+        let mut buf = vec![0u64; start];
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            got.clear();
+            lead.read_group_with(&mut buf, |id, c| got.push((id, c)))
+                .unwrap();
+            assert_eq!(got, counts);
+        }
+    }
+    // Without GROUP | ID it refuses, as read_group does.
+    assert!(faults.read_group_with(&mut Vec::new(), |_, _| {}).is_err());
 
     lead.reset(true).unwrap();
     assert!(lead.read_group().unwrap().iter().all(|(_, c)| c.value == 0));
