@@ -454,6 +454,9 @@ pub struct IntervalCsv {
     fixed: Vec<(usize, Domain, String, String)>,
     /// The formatted interval, reused.
     buf: String,
+    /// The time and one number, reused.
+    time: String,
+    field: String,
 }
 
 impl IntervalCsv {
@@ -465,6 +468,8 @@ impl IntervalCsv {
             plain: !sep.is_empty() && !sep.contains(risky) && !sep.contains('\n'),
             fixed: Vec::new(),
             buf: String::new(),
+            time: String::new(),
+            field: String::new(),
         }
     }
 
@@ -496,10 +501,10 @@ impl IntervalCsv {
         }
         let s = &mut self.buf;
         s.clear();
-        let mut time = String::new();
-        push_fixed(&mut time, iv.time, 1_000_000);
-        let time = time.as_str();
-        let mut field = String::new();
+        self.time.clear();
+        push_fixed(&mut self.time, iv.time, 1_000_000);
+        let time = self.time.as_str();
+        let field = &mut self.field;
         let mut num = itoa::Buffer::new();
         // A field that is plain text unless this separator makes it need
         // quotes.
@@ -518,16 +523,16 @@ impl IntervalCsv {
             s.push_str(sep);
             if let Some(v) = row.value {
                 field.clear();
-                push_num(&mut field, v);
-                push(s, &field);
+                push_num(field, v);
+                push(s, field);
             }
             s.push_str(mid);
             push(s, iv.word(row));
             s.push_str(sep);
             if let Some(x) = row.running_share {
                 field.clear();
-                push_fixed(&mut field, x * 100.0, 100);
-                push(s, &field);
+                push_fixed(field, x * 100.0, 100);
+                push(s, field);
             }
             for n in [row.count.value, row.count.enabled, row.count.running] {
                 s.push_str(sep);

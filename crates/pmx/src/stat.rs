@@ -774,7 +774,7 @@ pub fn run_with(
         .map(|(k, o)| (o.counter.id(), k))
         .collect();
     // A group read's words, reused.
-    let mut scratch: Vec<u64> = Vec::new();
+    let mut scratch: Vec<u64> = vec![0; 64 + 2 * opened.len()];
     // Read every counter not already in `counts` into `out`: groups
     // through their leader (one read, one time window), ticker groups
     // through the hidden leader, single events on their own. Allocates
@@ -818,7 +818,7 @@ pub fn run_with(
     };
     // At an interval boundary (`Some`): ticker groups from their samples
     // where they are there, the rest read. At the end (`None`): all read.
-    let mut counts_buf: Vec<Option<Count>> = Vec::new();
+    let mut counts_buf: Vec<Option<Count>> = Vec::with_capacity(opened.len());
     let mut read_at = |opened: &[Opened],
                        tickers: &mut [(Ticker, Vec<usize>)],
                        at: Option<Instant>,
@@ -860,7 +860,7 @@ pub fn run_with(
     let mut tick_instances: Vec<Instance> = Vec::with_capacity(opened.len());
     let mut ticks = 0u64;
     // Move the loop next to the group it would otherwise interrupt most.
-    let mut home = (!tickers.is_empty()).then(ticker::Home::new);
+    let mut home = (!tickers.is_empty()).then(|| ticker::Home::new(tickers.len()));
     let mut last_tick_at = Duration::ZERO;
     let watched: Vec<i32> = match &opts.scope {
         Scope::Pids(p) | Scope::Tids(p) => p.clone(),

@@ -80,6 +80,8 @@ pub(crate) struct Ticker {
     /// Samples already taken from the ring that belong to a later
     /// boundary (rare: only when pmx wakes before the kernel's timer).
     pending: VecDeque<Sample>,
+    /// Count buffers of used samples, for the next ones that must wait.
+    spare: Vec<Vec<(u64, Count)>>,
     /// The sample chosen for the current boundary.
     chosen: Sample,
     /// A record's words, reused.
@@ -123,9 +125,17 @@ impl Ticker {
         Some(Ticker {
             counter,
             ring,
-            pending: VecDeque::new(),
-            chosen: Sample::default(),
-            words: Vec::new(),
+            // Room for samples of 8 boundaries that must wait (pmx woken
+            // up 8 intervals late), without allocating then.
+            pending: VecDeque::with_capacity(8),
+            spare: (0..8).map(|_| Vec::with_capacity(32)).collect(),
+            // Sized for groups of up to 32 events, so even a CPU whose
+            // first sample comes late does not allocate then.
+            chosen: Sample {
+                time: 0,
+                counts: Vec::with_capacity(32),
+            },
+            words: Vec::with_capacity(4 + 2 * 32),
             last: 0,
             interval_ns,
             cpu,
@@ -141,6 +151,7 @@ impl Ticker {
         let Ticker {
             ring,
             pending,
+            spare,
             chosen,
             words,
             ..
@@ -150,7 +161,7 @@ impl Ticker {
         // than anything still in the ring.
         while pending.front().is_some_and(|s| s.time <= limit) {
             if let Some(s) = pending.pop_front() {
-                *chosen = s;
+                spare.push(std::mem::replace(chosen, s).counts);
                 found = true;
             }
         }
@@ -165,10 +176,12 @@ impl Ticker {
             } else {
                 let mut later = Sample {
                     time,
-                    counts: Vec::new(),
+                    counts: spare.pop().unwrap_or_default(),
                 };
                 if fill_counts(words, &mut later.counts) {
                     pending.push_back(later);
+                } else {
+                    spare.push(later.counts);
                 }
             }
         });
@@ -198,6 +211,8 @@ pub(crate) struct Home {
     original: Option<libc::cpu_set_t>,
     /// Each ticker's direct reads at the last decision.
     seen: Vec<u64>,
+    /// Each ticker's (CPU, direct reads) over the last window, reused.
+    window: Vec<(i32, u64)>,
     ticks: u64,
 }
 
@@ -205,7 +220,8 @@ impl Home {
     /// Intervals between decisions.
     const WINDOW: u64 = 50;
 
-    pub fn new() -> Home {
+    /// For `tickers` tickers (the buffers are sized once, here).
+    pub fn new(tickers: usize) -> Home {
         // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
         // writes at most its size.
         let original = unsafe {
@@ -214,7 +230,8 @@ impl Home {
         };
         Home {
             original,
-            seen: Vec::new(),
+            seen: Vec::with_capacity(tickers),
+            window: Vec::with_capacity(tickers),
             ticks: 0,
         }
     }
@@ -230,14 +247,13 @@ impl Home {
             return;
         };
         self.seen.resize(tickers.clone().count(), 0);
-        let window: Vec<(i32, u64)> = tickers
-            .zip(self.seen.iter_mut())
-            .map(|(t, seen)| {
+        self.window.clear();
+        self.window
+            .extend(tickers.zip(self.seen.iter_mut()).map(|(t, seen)| {
                 let fresh = t.reads - *seen;
                 *seen = t.reads;
                 (t.cpu, fresh)
-            })
-            .collect();
+            }));
         // SAFETY: sched_getcpu takes nothing and returns a CPU or -1.
         let here = unsafe { libc::sched_getcpu() };
         let may = |cpu: i32| {
@@ -248,7 +264,7 @@ impl Home {
                     && unsafe { libc::CPU_ISSET(c, &allowed) }
             })
         };
-        if let Some(cpu) = better_home(&window, here, Self::WINDOW, may) {
+        if let Some(cpu) = better_home(&self.window, here, Self::WINDOW, may) {
             // SAFETY: a zeroed cpu_set_t with one allowed CPU set, for this
             // thread only.
             unsafe {
