@@ -11,18 +11,15 @@
 use crate::db::DbArgs;
 use crate::exit::{UsageError, OK};
 use anyhow::Context as _;
-use pmx_events::{Counters, Database, Resolved, SourceKind};
-use pmx_model::encoding::{encode_spec, Arch, EncodeOptions, Encoded};
+use pmx::stat_msr::{msr_event, pmu_counters};
+use pmx_model::encoding::Arch;
 use pmx_model::register::{FieldKind, FieldValue};
-use pmx_model::spec::{Body, EventSpec};
+use pmx_model::spec::EventSpec;
 use pmx_model::topology::{format_cpu_list, parse_cpu_list, Topology};
 use pmx_msr::allow::{check, WritePolicy};
 use pmx_msr::catalogue::{parse_u64, resolve, CounterWidths, Register, Role};
 use pmx_msr::rapl::RaplUnits;
-use pmx_msr::{
-    domains, generic_hardware_event, plan, Domain, Mode, MsrDevice, MsrEvent, MsrRoot, Plan,
-    PmuCounters,
-};
+use pmx_msr::{domains, plan, Domain, Mode, MsrDevice, MsrEvent, MsrRoot, Plan};
 use pmx_sys::{NativeCpuid, PmuCaps, SysRoot};
 use serde_json::json;
 use std::io::Write as _;
@@ -196,15 +193,7 @@ pub(crate) fn msr_cpus(
         }
         return Ok(cpus);
     }
-    let online = topo.online_cpus();
-    if !online.is_empty() {
-        return Ok(online);
-    }
-    let with_devices = root.cpus_with_devices();
-    if !with_devices.is_empty() {
-        return Ok(with_devices);
-    }
-    Ok(vec![0])
+    Ok(pmx::stat_msr::default_cpus(topo, root))
 }
 
 /// `HI:LO` or `N` → (hi, lo).
@@ -437,7 +426,7 @@ fn run_plan(args: &PlanArgs) -> anyhow::Result<i32> {
     let db = args.db.load()?;
     let events = specs
         .iter()
-        .map(|s| msr_event(&db, s, arch))
+        .map(|s| msr_event(&db, s, arch).map_err(|e| usage(e.to_string())))
         .collect::<anyhow::Result<Vec<_>>>()?;
 
     let pmu = pmu_counters(&target, arch);
@@ -487,87 +476,6 @@ fn run_plan(args: &PlanArgs) -> anyhow::Result<i32> {
         render_plan(&p, &target.cpu.to_string(), &events, old_values.as_deref())
     )?;
     Ok(OK)
-}
-
-/// The counters to plan with for `target`: CPUID's when it is this machine
-/// and CPUID describes them, else [`PmuCounters::assumed`] (with a note in
-/// `source`). Shared with `pmx stat --backend msr`.
-pub fn pmu_counters(target: &pmx_events::Target, arch: Arch) -> PmuCounters {
-    let caps = if target.host { host_caps() } else { None };
-    caps.as_ref()
-        .and_then(PmuCounters::from_caps)
-        .filter(|p| p.arch == arch)
-        .unwrap_or_else(|| {
-            let mut p = PmuCounters::assumed(arch, Some(target.cpu.family));
-            if target.host {
-                p.source.push_str(" (CPUID describes no counters here)");
-            }
-            p
-        })
-}
-
-/// An event of an `-e` list as a register encoding the msr backend can
-/// program: core-PMU encodings from the database, the kernel's generic
-/// hardware events through [`generic_hardware_event`] (fixed counters on
-/// Intel), client-uncore terms through the register model, the counter
-/// constraint from the event's definition. Anything the kernel counts
-/// (software events, tracepoints) is a usage error. Shared with
-/// `pmx stat --backend msr`.
-pub fn msr_event(db: &Database, spec: &EventSpec, arch: Arch) -> anyhow::Result<MsrEvent> {
-    let text = spec.text.clone();
-    // Client uncore PMUs: the model encodes them (the database places
-    // non-core PMUs through sysfs, which has no register view).
-    if let Some(pmu) = spec.pmu.as_deref().filter(|p| p.starts_with("uncore_")) {
-        if arch == Arch::Intel && !matches!(spec.body, Body::Named { .. }) {
-            let enc = encode_spec(
-                spec,
-                EncodeOptions {
-                    arch,
-                    sampling: false,
-                },
-            )
-            .map_err(|e| usage(e.to_string()))?;
-            return Ok(MsrEvent::new(text, enc));
-        }
-        return Err(usage(format!(
-            "{text}: the msr backend programs the client uncore by terms (uncore_cbox_0/event=0x22,umask=0x41/), not {pmu} aliases"
-        )));
-    }
-    let r: Resolved = db.resolve(spec).map_err(|e| usage(e.to_string()))?;
-    let encoded: Encoded = match (&r.register, &r.def) {
-        (Some(enc), _) => enc.clone(),
-        (None, Some(def))
-            if def.source == SourceKind::Kernel && def.perf_type == Some(pmx_events::perf_type::HARDWARE) =>
-        {
-            generic_hardware_event(arch, def.config, &r.attr).ok_or_else(|| {
-                usage(format!(
-                    "{text}: the kernel has no {} encoding for '{}', so neither has the msr backend",
-                    pmx_msr::catalogue::arch_name(arch),
-                    def.name
-                ))
-            })?
-        }
-        (None, Some(def)) => {
-            return Err(usage(format!(
-                "{text}: '{}' is counted by the kernel ({} PMU), not by a PMU counter the msr backend can program",
-                def.name, def.pmu
-            )))
-        }
-        (None, None) => {
-            return Err(usage(format!(
-                "{text}: has no control-register encoding the msr backend can program"
-            )))
-        }
-    };
-    let allowed = r.def.as_ref().and_then(|d| match &d.counters {
-        Counters::Gp { list } => Some(list.iter().map(|&c| u32::from(c)).collect()),
-        _ => None,
-    });
-    Ok(MsrEvent {
-        name: text,
-        encoded,
-        allowed,
-    })
 }
 
 fn render_plan(p: &Plan, cpu: &str, events: &[MsrEvent], old_unknown: Option<&str>) -> String {

@@ -1,9 +1,11 @@
 //! The MSR backend of [`crate::Counters`]: the same events, programmed
 //! straight into the PMU through `/dev/cpu/N/msr` by `pmx-msr`.
 //!
-//! Each event is resolved to its control-register encoding (from the
-//! database; the kernel's generic hardware events through
-//! [`pmx_msr::generic_hardware_event`], fixed counters on Intel); what the
+//! Each event is resolved to its control-register encoding by
+//! [`crate::stat_msr::msr_event`], the resolver `pmx stat --backend msr`
+//! uses (from the database; the kernel's generic hardware events through
+//! [`pmx_msr::generic_hardware_event`], fixed counters on Intel; client
+//! uncore terms through the register model); what the
 //! kernel counts by itself (software events, tracepoints) cannot be
 //! programmed and is kept as not supported with that reason. The events
 //! are planned onto the CPU's counters ([`pmx_msr::plan()`]) and a
@@ -18,14 +20,11 @@
 
 use crate::counters::{Error, EventInfo};
 use crate::stat::EventStatus;
-use pmx_events::{Database, SourceKind};
+use crate::stat_msr::{msr_event, pmu_counters};
+use pmx_events::Database;
 use pmx_model::count::Count;
-use pmx_model::encoding::Arch;
 use pmx_model::spec::{Body, EventSpec};
-use pmx_msr::{
-    generic_hardware_event, CounterReading, Mode, MsrDevice, MsrEvent, MsrRoot, PmuCounters,
-    Session, SessionOptions, Signals,
-};
+use pmx_msr::{CounterReading, Mode, MsrDevice, MsrRoot, Session, SessionOptions, Signals};
 use std::io;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -41,47 +40,6 @@ pub struct MsrOptions {
     /// Program the counters even when something else has them enabled
     /// (their registers are restored when the counters drop).
     pub force: bool,
-}
-
-/// An event as the msr backend can program it, or why not.
-fn msr_event(db: &Database, spec: &EventSpec, arch: Arch) -> Result<MsrEvent, String> {
-    if matches!(spec.body, Body::Breakpoint { .. }) {
-        return Err("a breakpoint is the kernel's, not a PMU counter".to_string());
-    }
-    let r = db.resolve(spec).map_err(|e| e.message)?;
-    let encoded = match (&r.register, &r.def) {
-        (Some(enc), _) => enc.clone(),
-        (None, Some(def))
-            if def.source == SourceKind::Kernel
-                && def.perf_type == Some(pmx_events::perf_type::HARDWARE) =>
-        {
-            generic_hardware_event(arch, def.config, &r.attr).ok_or_else(|| {
-                format!(
-                    "the kernel has no {} encoding for '{}', so neither has the msr backend",
-                    pmx_msr::catalogue::arch_name(arch),
-                    def.name
-                )
-            })?
-        }
-        (None, Some(def)) => {
-            return Err(format!(
-                "'{}' is counted by the kernel ({} PMU), not by a PMU counter the msr backend can program",
-                def.name, def.pmu
-            ))
-        }
-        (None, None) => {
-            return Err("no control-register encoding the msr backend can program".to_string())
-        }
-    };
-    let allowed = r.def.as_ref().and_then(|d| match &d.counters {
-        pmx_events::Counters::Gp { list } => Some(list.iter().map(|&c| u32::from(c)).collect()),
-        _ => None,
-    });
-    Ok(MsrEvent {
-        name: spec.text.clone(),
-        encoded,
-        allowed,
-    })
 }
 
 /// Counters programmed through the msr devices.
@@ -114,27 +72,24 @@ impl MsrCounters {
         let mut planned = Vec::new();
         let mut event_of = Vec::new();
         for (i, spec) in specs.iter().enumerate() {
+            if matches!(spec.body, Body::Breakpoint { .. }) {
+                events[i].status = EventStatus::NotSupported(
+                    "a breakpoint is the kernel's, not a PMU counter".to_string(),
+                );
+                continue;
+            }
             match msr_event(db, spec, arch) {
                 Ok(e) => {
                     planned.push(e);
                     event_of.push(i);
                 }
-                Err(why) => events[i].status = EventStatus::NotSupported(why),
+                Err(why) => events[i].status = EventStatus::NotSupported(why.reason()),
             }
         }
         if planned.is_empty() {
             return Err(crate::counters::nothing_opened(events));
         }
-        let caps = if db.target.host {
-            pmx_sys::PmuCaps::decode(&pmx_sys::NativeCpuid)
-        } else {
-            None
-        };
-        let pmu = caps
-            .as_ref()
-            .and_then(PmuCounters::from_caps)
-            .filter(|p| p.arch == arch)
-            .unwrap_or_else(|| PmuCounters::assumed(arch, Some(db.target.cpu.family)));
+        let pmu = pmu_counters(&db.target, arch);
         let sys = opts
             .sysfs
             .as_ref()

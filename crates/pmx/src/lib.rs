@@ -53,6 +53,7 @@ pub mod results;
 pub mod schedule;
 pub mod signals;
 pub mod stat;
+pub mod stat_msr;
 mod ticker;
 
 pub use counters::{Backend, CountTarget, Counters, MsrOptions, Reading};
