@@ -410,6 +410,61 @@ mod tests {
         assert_eq!(better_home(&[(0, 40), (1, 50)], 5, 50, all), Some(1));
     }
 
+    fn affinity() -> Vec<usize> {
+        // SAFETY: a zeroed set is valid; the kernel writes at most its size.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set),
+                0
+            );
+            (0..64).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+        }
+    }
+
+    /// The real kernel: with the group on the other CPU read directly in
+    /// every interval, the loop's thread moves there after one window,
+    /// and gets its affinity back when the run ends.
+    #[test]
+    fn the_loop_thread_really_moves_and_comes_back() {
+        std::thread::spawn(|| {
+            let before = affinity();
+            if before.len() < 2 {
+                eprintln!("skipped: fewer than 2 CPUs allowed");
+                return;
+            }
+            let (a, b) = (before[0], before[1]);
+            let iv = Duration::from_millis(10);
+            let (Some(ta), Some(tb)) = (Ticker::open(a as i32, iv), Ticker::open(b as i32, iv))
+            else {
+                eprintln!("skipped: cannot open cpu-clock sampling events here");
+                return;
+            };
+            let mut tickers = [ta, tb];
+            // SAFETY: sched_getcpu takes nothing.
+            let here = unsafe { libc::sched_getcpu() } as usize;
+            let far = if here == a { 1 } else { 0 };
+            let target = tickers[far].cpu as usize;
+            let mut home = Home::new(2);
+            for _ in 0..Home::WINDOW {
+                tickers[far].reads += 1;
+                home.after_tick(tickers.iter());
+            }
+            assert_eq!(
+                affinity(),
+                vec![target],
+                "moved next to the group read directly"
+            );
+            std::thread::yield_now();
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::sched_getcpu() } as usize, target);
+            drop(home);
+            assert_eq!(affinity(), before, "affinity restored");
+        })
+        .join()
+        .unwrap();
+    }
+
     #[test]
     fn malformed_samples_are_ignored() {
         assert!(parse_sample(&record(&[1234, 3, 500, 400, 10, 77])).is_none());
