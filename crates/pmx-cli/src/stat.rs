@@ -316,6 +316,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
             let mut aggregator = stat::Aggregator::new(how);
             let mut csv = sep.as_deref().map(pmx_output::stat::IntervalCsv::new);
             let mut plot_csv = pmx_output::stat::IntervalCsv::new(",");
+            let mut json = pmx_output::stat::IntervalJson::new();
             let mut on_tick = |t: &stat::Tick| {
                 if write_err.is_some() {
                     return;
@@ -341,8 +342,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
                 };
                 let owned;
                 let text: &str = if args.json {
-                    owned = pmx_output::stat::interval_json(&iv);
-                    &owned
+                    json.format(&iv)
                 } else if let Some(csv) = csv.as_mut() {
                     csv.format(&iv)
                 } else {

@@ -616,43 +616,120 @@ fn push_num(s: &mut String, v: f64) {
 }
 
 /// Interval rows as JSON lines.
+///
+/// For a stream of intervals, keep one [`IntervalJson`] instead.
 pub fn interval_json(iv: &IntervalRows) -> String {
-    let mut s = String::new();
-    for row in iv.rows {
-        let ev = &iv.plan.events[row.event];
-        let line = json!({
-            "time": iv.time,
-            "domain": row.domain,
-            "domain_label": row.domain.label(),
-            "event": ev.name,
-            "value": row.value,
-            "unit": ev.unit,
-            "status": iv.word(row),
-            "reason": iv.why(row),
-            "raw": row.count.value,
-            "time_enabled_ns": row.count.enabled,
-            "time_running_ns": row.count.running,
-            "running_share": row.running_share,
-            "estimate": row.is_estimate(),
-        });
-        let _ = writeln!(s, "{line}");
+    IntervalJson::new().format(iv).to_string()
+}
+
+/// Interval JSON lines for a stream of intervals, written into one reused
+/// buffer: each row's fixed members (domain, its label, event, unit) are
+/// serialized once and kept while the rows keep their order; the rest is
+/// written member by member, numbers as `serde_json` writes them (`ryu`
+/// for floats, `null` for a missing or non-finite value). Members in
+/// alphabetical order, one object per line; the bytes are those of
+/// `serde_json::json!` with the same members. Metric lines (`-M`) are
+/// built with `serde_json` as before.
+#[derive(Debug, Clone, Default)]
+pub struct IntervalJson {
+    /// Per row: the (event, domain) it was built for, `{"domain":…,
+    /// "domain_label":…,"estimate":` and `,"event":…,"raw":`, and
+    /// `,"unit":…,"value":`.
+    fixed: Vec<(usize, Domain, String, String, String)>,
+    buf: String,
+}
+
+impl IntervalJson {
+    /// An empty writer.
+    pub fn new() -> IntervalJson {
+        IntervalJson::default()
     }
-    for m in iv.metrics {
-        let line = json!({
-            "time": iv.time,
-            "kind": "metric",
-            "domain_label": m.domain,
-            "event": m.name,
-            "value": m.value,
-            "unit": m.unit,
-            "status": metric_status(m),
-            "reliability": m.reliability,
-            "estimate": m.estimate,
-            "missing": m.missing,
-        });
-        let _ = writeln!(s, "{line}");
+
+    /// One interval's rows (and metric lines), each line complete.
+    pub fn format(&mut self, iv: &IntervalRows) -> &str {
+        let stale = self.fixed.len() != iv.rows.len()
+            || self
+                .fixed
+                .iter()
+                .zip(iv.rows)
+                .any(|(f, r)| f.0 != r.event || f.1 != r.domain);
+        if stale {
+            self.fixed = iv
+                .rows
+                .iter()
+                .map(|row| {
+                    let ev = &iv.plan.events[row.event];
+                    let head = format!(
+                        "{{\"domain\":{},\"domain_label\":{},\"estimate\":",
+                        json!(row.domain),
+                        json!(row.domain.label())
+                    );
+                    let event = format!(",\"event\":{},\"raw\":", json!(ev.name));
+                    let unit = format!(",\"unit\":{},\"value\":", json!(ev.unit));
+                    (row.event, row.domain.clone(), head, event, unit)
+                })
+                .collect();
+        }
+        let s = &mut self.buf;
+        s.clear();
+        let mut int = itoa::Buffer::new();
+        let mut float = ryu::Buffer::new();
+        let mut push_f64 = |s: &mut String, v: Option<f64>| match v {
+            Some(v) if v.is_finite() => s.push_str(float.format_finite(v)),
+            _ => s.push_str("null"),
+        };
+        for (row, (_, _, head, event, unit)) in iv.rows.iter().zip(&self.fixed) {
+            s.push_str(head);
+            s.push_str(if row.is_estimate() { "true" } else { "false" });
+            s.push_str(event);
+            s.push_str(int.format(row.count.value));
+            s.push_str(",\"reason\":");
+            push_json_str(s, iv.why(row));
+            s.push_str(",\"running_share\":");
+            push_f64(s, row.running_share);
+            s.push_str(",\"status\":");
+            push_json_str(s, iv.word(row));
+            s.push_str(",\"time\":");
+            push_f64(s, Some(iv.time));
+            s.push_str(",\"time_enabled_ns\":");
+            s.push_str(int.format(row.count.enabled));
+            s.push_str(",\"time_running_ns\":");
+            s.push_str(int.format(row.count.running));
+            s.push_str(unit);
+            push_f64(s, row.value);
+            s.push_str("}\n");
+        }
+        for m in iv.metrics {
+            let line = json!({
+                "time": iv.time,
+                "kind": "metric",
+                "domain_label": m.domain,
+                "event": m.name,
+                "value": m.value,
+                "unit": m.unit,
+                "status": metric_status(m),
+                "reliability": m.reliability,
+                "estimate": m.estimate,
+                "missing": m.missing,
+            });
+            let _ = writeln!(s, "{line}");
+        }
+        &self.buf
     }
-    s
+}
+
+/// `v` as a JSON string, escaped as `serde_json` escapes it, appended to
+/// `s` without allocating for plain text.
+fn push_json_str(s: &mut String, v: &str) {
+    if v.bytes()
+        .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7f)
+    {
+        s.push('"');
+        s.push_str(v);
+        s.push('"');
+    } else {
+        let _ = write!(s, "{}", json!(v));
+    }
 }
 
 /// Interval rows as a readable table (perf's `-I` layout plus the running
@@ -849,6 +926,105 @@ mod tests {
                 let want = reference(&iv, sep);
                 assert_eq!(csv.format(&iv), want, "separator {sep:?}, interval {k}");
                 assert_eq!(interval_csv(&iv, sep), want);
+            }
+        }
+    }
+
+    /// The rows as `serde_json::json!` writes them: what `IntervalJson`
+    /// must write.
+    fn reference_json(iv: &IntervalRows) -> String {
+        let mut s = String::new();
+        for row in iv.rows {
+            let ev = &iv.plan.events[row.event];
+            let line = json!({
+                "time": iv.time,
+                "domain": row.domain,
+                "domain_label": row.domain.label(),
+                "event": ev.name,
+                "value": row.value,
+                "unit": ev.unit,
+                "status": iv.word(row),
+                "reason": iv.why(row),
+                "raw": row.count.value,
+                "time_enabled_ns": row.count.enabled,
+                "time_running_ns": row.count.running,
+                "running_share": row.running_share,
+                "estimate": row.is_estimate(),
+            });
+            let _ = writeln!(s, "{line}");
+        }
+        for m in iv.metrics {
+            let line = json!({
+                "time": iv.time,
+                "kind": "metric",
+                "domain_label": m.domain,
+                "event": m.name,
+                "value": m.value,
+                "unit": m.unit,
+                "status": metric_status(m),
+                "reliability": m.reliability,
+                "estimate": m.estimate,
+                "missing": m.missing,
+            });
+            let _ = writeln!(s, "{line}");
+        }
+        s
+    }
+
+    #[test]
+    fn interval_json_matches_serde_json() {
+        let plan = StatPlan {
+            events: vec![
+                event("task-clock", Some("msec"), 1e-6),
+                event("odd \"name\"\twith\\escapes", None, 1.0),
+                event("gone", Some("µs"), 1.0),
+            ],
+            groups: Vec::new(),
+        };
+        let status = vec![
+            EventStatus::Counted,
+            EventStatus::Counted,
+            EventStatus::NotSupported("no \"such\" event;\nhere \u{1}".to_string()),
+        ];
+        let inst = |event, cpu, value, running| Instance {
+            event,
+            cpu,
+            tid: -1,
+            count: Count {
+                value,
+                enabled: 10_000_000,
+                running,
+            },
+        };
+        let intervals = [
+            vec![
+                inst(0, 0, 10_001_234, 10_000_000),
+                inst(0, 1, 9_999_999, 10_000_000),
+                inst(1, 0, 7, 5_000_000),
+                inst(1, 1, 0, 0),
+            ],
+            vec![inst(1, 0, 4, 1_000_000), inst(0, 0, 5_000_000, 10_000_000)],
+        ];
+        let mut json = IntervalJson::new();
+        let mut agg = pmx::stat::Aggregator::new(Aggregation::PerCpu);
+        for (k, instances) in intervals.iter().enumerate() {
+            let mut rows = agg.rows(&plan, instances, None).to_vec();
+            // A value no count gives, written as serde_json writes it.
+            rows[0].value = Some(f64::NAN);
+            for time in [0.01 * (k + 1) as f64, 1.7e9 + 0.123456] {
+                let iv = IntervalRows {
+                    time,
+                    plan: &plan,
+                    status: &status,
+                    rows: &rows,
+                    metrics: &[],
+                };
+                let want = reference_json(&iv);
+                assert_eq!(json.format(&iv), want, "interval {k}");
+                assert_eq!(interval_json(&iv), want);
+                for line in want.lines() {
+                    let _: serde_json::Value = serde_json::from_str(line).unwrap();
+                }
             }
         }
     }

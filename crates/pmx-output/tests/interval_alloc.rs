@@ -2,11 +2,12 @@
 //! second, so once its buffers have grown it must not allocate: not in the
 //! library's read loop (`pmx::stat::run_with`: tickers, group reads,
 //! deltas), not in folding rows (`Aggregator`), not in writing interval
-//! CSV (`IntervalCsv`). A counting allocator checks it on the real kernel,
-//! system-wide, over 120 intervals.
+//! CSV (`IntervalCsv`) or JSON lines (`IntervalJson`). A counting
+//! allocator checks it on the real kernel, system-wide, over 120
+//! intervals.
 
 use pmx::stat::{self, Aggregation, Aggregator, RunOptions, Scope, Tick};
-use pmx_output::stat::{IntervalCsv, IntervalRows};
+use pmx_output::stat::{IntervalCsv, IntervalJson, IntervalRows};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -60,6 +61,7 @@ fn the_interval_path_allocates_nothing_once_warm() {
     };
     let mut aggregator = Aggregator::new(Aggregation::PerCpu);
     let mut csv = IntervalCsv::new(",");
+    let mut json = IntervalJson::new();
     let mut at_tick: Vec<u64> = Vec::with_capacity(1000);
     let mut bytes = 0usize;
     let mut on_tick = |t: &Tick| {
@@ -72,6 +74,7 @@ fn the_interval_path_allocates_nothing_once_warm() {
             metrics: &[],
         };
         bytes += csv.format(&iv).len();
+        bytes += json.format(&iv).len();
         at_tick.push(ALLOCATIONS.load(Ordering::Relaxed));
     };
     match stat::run_with(&plan, &opts, &mut on_tick) {
