@@ -870,20 +870,23 @@ mod tests {
         s
     }
 
-    #[test]
-    fn interval_csv_matches_the_columns_for_any_separator() {
+    /// Three events (one with a unit, one whose name needs quoting and
+    /// escaping, one not supported with a reason that does too), their
+    /// statuses, and three intervals of instances on two CPUs, the last
+    /// with fewer rows (the cached fields must follow).
+    fn fixture() -> (StatPlan, Vec<EventStatus>, Vec<Vec<Instance>>) {
         let plan = StatPlan {
             events: vec![
                 event("task-clock", Some("msec"), 1e-6),
-                event("faults, \"odd\" name", None, 1.0),
-                event("gone", None, 1.0),
+                event("faults, \"odd\"\tname\\", None, 1.0),
+                event("gone", Some("µs"), 1.0),
             ],
             groups: Vec::new(),
         };
         let status = vec![
             EventStatus::Counted,
             EventStatus::Counted,
-            EventStatus::NotSupported("no such event; here".to_string()),
+            EventStatus::NotSupported("no \"such\" event; here\n\u{1}".to_string()),
         ];
         let inst = |event, cpu, value, running| Instance {
             event,
@@ -895,7 +898,7 @@ mod tests {
                 running,
             },
         };
-        let intervals = [
+        let intervals = vec![
             vec![
                 inst(0, 0, 10_001_234, 10_000_000),
                 inst(0, 1, 9_999_999, 10_000_000),
@@ -908,9 +911,14 @@ mod tests {
                 inst(1, 0, 12, 10_000_000),
                 inst(1, 1, 3, 10_000_000),
             ],
-            // Fewer CPUs: the rows change, and the cached fields with them.
             vec![inst(1, 0, 4, 10_000_000), inst(0, 0, 5_000_000, 10_000_000)],
         ];
+        (plan, status, intervals)
+    }
+
+    #[test]
+    fn interval_csv_matches_the_columns_for_any_separator() {
+        let (plan, status, intervals) = fixture();
         for sep in [",", ";", "\t", " | ", ".", "-", "0", "x"] {
             let mut csv = IntervalCsv::new(sep);
             let mut agg = pmx::stat::Aggregator::new(Aggregation::PerCpu);
@@ -973,38 +981,7 @@ mod tests {
 
     #[test]
     fn interval_json_matches_serde_json() {
-        let plan = StatPlan {
-            events: vec![
-                event("task-clock", Some("msec"), 1e-6),
-                event("odd \"name\"\twith\\escapes", None, 1.0),
-                event("gone", Some("µs"), 1.0),
-            ],
-            groups: Vec::new(),
-        };
-        let status = vec![
-            EventStatus::Counted,
-            EventStatus::Counted,
-            EventStatus::NotSupported("no \"such\" event;\nhere \u{1}".to_string()),
-        ];
-        let inst = |event, cpu, value, running| Instance {
-            event,
-            cpu,
-            tid: -1,
-            count: Count {
-                value,
-                enabled: 10_000_000,
-                running,
-            },
-        };
-        let intervals = [
-            vec![
-                inst(0, 0, 10_001_234, 10_000_000),
-                inst(0, 1, 9_999_999, 10_000_000),
-                inst(1, 0, 7, 5_000_000),
-                inst(1, 1, 0, 0),
-            ],
-            vec![inst(1, 0, 4, 1_000_000), inst(0, 0, 5_000_000, 10_000_000)],
-        ];
+        let (plan, status, intervals) = fixture();
         let mut json = IntervalJson::new();
         let mut agg = pmx::stat::Aggregator::new(Aggregation::PerCpu);
         for (k, instances) in intervals.iter().enumerate() {
