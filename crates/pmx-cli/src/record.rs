@@ -6,7 +6,6 @@ use crate::exit::UsageError;
 use pmx::record::{self, RecordEvent, RecordOptions, RecordSummary, SampleRate};
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Arguments of `pmx record`.
 #[derive(Debug, clap::Args)]
@@ -215,15 +214,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         ))
         .into());
     }
-    let duration = match args.duration {
-        Some(d) if !(d > 0.0 && d.is_finite()) => {
-            return Err(
-                UsageError(format!("--duration {d}: give a positive number of seconds")).into(),
-            )
-        }
-        Some(d) => Some(Duration::from_secs_f64(d)),
-        None => None,
-    };
+    let duration = crate::target::duration(args.duration)?;
     let (rate, mut notes) = rate(args)?;
     let (events, more) = events(args, rate)?;
     notes.extend(more);

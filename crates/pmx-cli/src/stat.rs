@@ -175,15 +175,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     if args.repeat > 1 && args.command.is_empty() && args.duration.is_none() {
         return Err(UsageError("-r needs a command or --duration".to_string()).into());
     }
-    let duration = match args.duration {
-        Some(d) if !(d > 0.0 && d.is_finite()) => {
-            return Err(
-                UsageError(format!("--duration {d}: give a positive number of seconds")).into(),
-            )
-        }
-        Some(d) => Some(Duration::from_secs_f64(d)),
-        None => None,
-    };
+    let duration = crate::target::duration(args.duration)?;
     let pin = match &args.pin {
         Some(p) => Some(crate::target::cpu_list("--pin", p)?),
         None => None,

@@ -68,15 +68,7 @@ fn options(args: &StatArgs) -> anyhow::Result<Options> {
             "--backend msr counts CPUs: give -a or -C LIST (a command after -- runs pinned to them)",
         ));
     }
-    let duration = match args.duration {
-        Some(d) if !(d > 0.0 && d.is_finite()) => {
-            return Err(usage(format!(
-                "--duration {d}: give a positive number of seconds"
-            )))
-        }
-        Some(d) => Some(Duration::from_secs_f64(d)),
-        None => None,
-    };
+    let duration = crate::target::duration(args.duration)?;
     let interval = match args.interval {
         Some(0) => return Err(usage("-I 0: the interval must be at least 1 ms")),
         Some(ms) => {

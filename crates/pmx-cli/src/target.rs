@@ -1,5 +1,5 @@
 //! Where a measurement happens, from `-p`, `-t`, `-C`, `-a` or a command:
-//! shared by `pmx stat` and `pmx record`.
+//! shared by `pmx stat` and `pmx record`; and how long (`--duration`).
 
 use crate::exit::UsageError;
 use pmx::stat::Scope;
@@ -66,4 +66,15 @@ pub fn id_list(flag: &str, text: &str) -> anyhow::Result<Vec<i32>> {
                 })
         })
         .collect()
+}
+
+/// `--duration SEC`: a positive, finite number of seconds.
+pub fn duration(seconds: Option<f64>) -> anyhow::Result<Option<std::time::Duration>> {
+    match seconds {
+        Some(d) if !(d > 0.0 && d.is_finite()) => {
+            Err(UsageError(format!("--duration {d}: give a positive number of seconds")).into())
+        }
+        Some(d) => Ok(Some(std::time::Duration::from_secs_f64(d))),
+        None => Ok(None),
+    }
 }
