@@ -50,9 +50,12 @@ use crate::compile::{Compiled, Node};
 use crate::event::EventRef;
 use crate::formula::{BinOp, Constant, Expr, ExprKind, Func, Special};
 use crate::library::{Library, MetricId};
+// The input maps are hashed once per reading and per event of every
+// interval, and their keys are short.
+use pmx_model::hash::FnvMap;
 use pmx_model::Count;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -137,31 +140,6 @@ impl Reading {
         }
     }
 }
-
-/// FNV-1a: the input maps are hashed once per reading and per event of
-/// every interval, and their keys are short.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
 
 /// A function from an event name to the key readings are matched by.
 pub type KeyFn = Arc<dyn Fn(&str) -> String + Send + Sync>;

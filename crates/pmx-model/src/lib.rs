@@ -16,12 +16,14 @@
 //!   `GenuineIntel-6-55-4` key perf prints) and the microarchitecture name.
 //! - [`topology`]: logical CPU → core → die → package.
 //! - [`count`]: a counter reading with its enabled/running times.
+//! - [`hash`]: a fast hash for the short names pmx looks up on hot paths.
 //!
 //! Arrows point into this crate only; it depends on nothing of pmx.
 
 pub mod count;
 pub mod cpu;
 pub mod encoding;
+pub mod hash;
 pub mod register;
 pub mod spec;
 pub mod topology;

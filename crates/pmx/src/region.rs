@@ -50,7 +50,6 @@ use crate::results::{self, Calibration, RegionRecord, RegionResults, ResultEvent
 use crate::stat::{EventStatus, StatPlan};
 use pmx_model::count::Count;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -147,29 +146,8 @@ struct Open {
     start: Vec<Count>,
 }
 
-/// FNV-1a: region names are short and trusted; SipHash's protection
-/// against chosen keys costs more than the lookup itself here.
-#[derive(Default)]
-struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
-type Names = HashMap<Box<str>, usize, std::hash::BuildHasherDefault<Fnv>>;
+/// Region names by id: short, trusted, looked up on every begin.
+type Names = pmx_model::hash::FnvMap<Box<str>, usize>;
 
 struct Local {
     counters: Counters,
