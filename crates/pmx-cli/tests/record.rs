@@ -48,6 +48,26 @@ struct Fixture {
     hot: PathBuf,
 }
 
+impl Fixture {
+    /// `pmx record OPTIONS… -o DIR/NAME -- hot N`, which must succeed:
+    /// the file and pmx's output.
+    fn record(&self, name: &str, options: &[&str], n: &str) -> (PathBuf, Output) {
+        let data = self.dir.path().join(name);
+        let mut args = vec!["record"];
+        args.extend_from_slice(options);
+        args.extend([
+            "-o",
+            data.to_str().unwrap(),
+            "--",
+            self.hot.to_str().unwrap(),
+            n,
+        ]);
+        let o = pmx(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        (data, o)
+    }
+}
+
 /// Compile the test program, or `None` (with a message) without `cc`.
 fn fixture() -> Option<Fixture> {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -159,20 +179,7 @@ fn perf_report_top(file: &Path) -> (f64, String) {
 #[test]
 fn hot_function_first_and_perf_reads_the_file_without_warnings() {
     let Some(fx) = fixture() else { return };
-    let data = fx.dir.path().join("hot.data");
-    let o = pmx(&[
-        "record",
-        "-F",
-        "5000",
-        "-e",
-        "cpu-clock",
-        "-o",
-        data.to_str().unwrap(),
-        "--",
-        fx.hot.to_str().unwrap(),
-        HOT_N,
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (data, o) = fx.record("hot.data", &["-F", "5000", "-e", "cpu-clock"], HOT_N);
     let (samples, lost) = summary(&o);
     assert!(
         samples > 200,
@@ -214,21 +221,7 @@ fn hot_function_first_and_perf_reads_the_file_without_warnings() {
 #[test]
 fn call_chains_resolve_through_main() {
     let Some(fx) = fixture() else { return };
-    let data = fx.dir.path().join("g.data");
-    let o = pmx(&[
-        "record",
-        "-g",
-        "-F",
-        "5000",
-        "-e",
-        "cpu-clock",
-        "-o",
-        data.to_str().unwrap(),
-        "--",
-        fx.hot.to_str().unwrap(),
-        HOT_N,
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (data, o) = fx.record("g.data", &["-g", "-F", "5000", "-e", "cpu-clock"], HOT_N);
     let (samples, _) = summary(&o);
     if !have_perf() {
         return;
@@ -251,23 +244,11 @@ fn call_chains_resolve_through_main() {
 #[test]
 fn a_one_page_ring_at_a_high_rate_loses_records_and_says_so() {
     let Some(fx) = fixture() else { return };
-    let data = fx.dir.path().join("lost.data");
-    let o = pmx(&[
-        "record",
-        "-g",
-        "-m",
-        "1",
-        "-c",
-        "1000",
-        "-e",
-        "cpu-clock",
-        "-o",
-        data.to_str().unwrap(),
-        "--",
-        fx.hot.to_str().unwrap(),
+    let (data, o) = fx.record(
+        "lost.data",
+        &["-g", "-m", "1", "-c", "1000", "-e", "cpu-clock"],
         "20000000",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    );
     let (samples, lost) = summary(&o);
     assert!(lost > 0, "no records lost: {}", stderr(&o));
     assert!(stderr(&o).contains("the ring buffers overflowed"));
@@ -353,20 +334,11 @@ fn attach_to_a_running_process() {
 #[test]
 fn several_events_are_told_apart() {
     let Some(fx) = fixture() else { return };
-    let data = fx.dir.path().join("multi.data");
-    let o = pmx(&[
-        "record",
-        "-e",
-        "cpu-clock,task-clock",
-        "-c",
-        "200000",
-        "-o",
-        data.to_str().unwrap(),
-        "--",
-        fx.hot.to_str().unwrap(),
+    let (data, o) = fx.record(
+        "multi.data",
+        &["-e", "cpu-clock,task-clock", "-c", "200000"],
         HOT_N,
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    );
     let err = stderr(&o);
     let per_event = |name: &str| -> u64 {
         let at = err.find(&format!("{name} ")).expect("per-event count") + name.len() + 1;
