@@ -437,6 +437,33 @@ pub fn interval_csv(iv: &IntervalRows, sep: &str) -> String {
     IntervalCsv::new(sep).format(iv).to_string()
 }
 
+/// What a stream writer keeps per row: parts built once from each row's
+/// event and domain, rebuilt only when the rows change (number, order,
+/// events or domains).
+#[derive(Debug, Clone, Default)]
+struct RowCache<T> {
+    /// The (event, domain) of each row the parts were built for.
+    keys: Vec<(usize, Domain)>,
+    parts: Vec<T>,
+}
+
+impl<T> RowCache<T> {
+    /// The parts for `rows`, built by `build` if the rows changed.
+    fn refresh(&mut self, rows: &[Row], build: impl FnMut(&Row) -> T) -> &[T] {
+        let same = self.keys.len() == rows.len()
+            && self
+                .keys
+                .iter()
+                .zip(rows)
+                .all(|(k, r)| k.0 == r.event && k.1 == r.domain);
+        if !same {
+            self.keys = rows.iter().map(|r| (r.event, r.domain.clone())).collect();
+            self.parts = rows.iter().map(build).collect();
+        }
+        &self.parts
+    }
+}
+
 /// Interval CSV for a stream of intervals, written into one reused buffer.
 ///
 /// At `-I 10` on many CPUs this runs thousands of rows a second, so each
@@ -449,9 +476,8 @@ pub struct IntervalCsv {
     sep: String,
     /// Numbers and status words never need quoting with this separator.
     plain: bool,
-    /// Per row: the (event, domain) its fields were built for, the domain
-    /// field, and `sep unit sep event sep`.
-    fixed: Vec<(usize, Domain, String, String)>,
+    /// Per row: the domain field, and `sep unit sep event sep`.
+    fixed: RowCache<(String, String)>,
     /// The formatted interval, reused.
     buf: String,
     /// The time and one number, reused.
@@ -466,7 +492,7 @@ impl IntervalCsv {
         IntervalCsv {
             sep: sep.to_string(),
             plain: !sep.is_empty() && !sep.contains(risky) && !sep.contains('\n'),
-            fixed: Vec::new(),
+            fixed: RowCache::default(),
             buf: String::new(),
             time: String::new(),
             field: String::new(),
@@ -476,29 +502,17 @@ impl IntervalCsv {
     /// One interval's rows (and metric lines), each line complete.
     pub fn format(&mut self, iv: &IntervalRows) -> &str {
         let sep = self.sep.as_str();
-        let stale = self.fixed.len() != iv.rows.len()
-            || self
-                .fixed
-                .iter()
-                .zip(iv.rows)
-                .any(|(f, r)| f.0 != r.event || f.1 != r.domain);
-        if stale {
-            self.fixed = iv
-                .rows
-                .iter()
-                .map(|row| {
-                    let ev = &iv.plan.events[row.event];
-                    let mut domain = String::new();
-                    push_csv_field(&mut domain, &row.domain.label(), sep);
-                    let mut mid = String::from(sep);
-                    push_csv_field(&mut mid, ev.unit.as_deref().unwrap_or(""), sep);
-                    mid.push_str(sep);
-                    push_csv_field(&mut mid, &ev.name, sep);
-                    mid.push_str(sep);
-                    (row.event, row.domain.clone(), domain, mid)
-                })
-                .collect();
-        }
+        let fixed = self.fixed.refresh(iv.rows, |row| {
+            let ev = &iv.plan.events[row.event];
+            let mut domain = String::new();
+            push_csv_field(&mut domain, &row.domain.label(), sep);
+            let mut mid = String::from(sep);
+            push_csv_field(&mut mid, ev.unit.as_deref().unwrap_or(""), sep);
+            mid.push_str(sep);
+            push_csv_field(&mut mid, &ev.name, sep);
+            mid.push_str(sep);
+            (domain, mid)
+        });
         let s = &mut self.buf;
         s.clear();
         self.time.clear();
@@ -516,7 +530,7 @@ impl IntervalCsv {
                 push_csv_field(s, f, sep);
             }
         };
-        for (row, (_, _, domain, mid)) in iv.rows.iter().zip(&self.fixed) {
+        for (row, (domain, mid)) in iv.rows.iter().zip(fixed) {
             push(s, time);
             s.push_str(sep);
             s.push_str(domain);
@@ -632,10 +646,9 @@ pub fn interval_json(iv: &IntervalRows) -> String {
 /// built with `serde_json` as before.
 #[derive(Debug, Clone, Default)]
 pub struct IntervalJson {
-    /// Per row: the (event, domain) it was built for, `{"domain":…,
-    /// "domain_label":…,"estimate":` and `,"event":…,"raw":`, and
-    /// `,"unit":…,"value":`.
-    fixed: Vec<(usize, Domain, String, String, String)>,
+    /// Per row: `{"domain":…,"domain_label":…,"estimate":`,
+    /// `,"event":…,"raw":` and `,"unit":…,"value":`.
+    fixed: RowCache<(String, String, String)>,
     buf: String,
 }
 
@@ -647,29 +660,17 @@ impl IntervalJson {
 
     /// One interval's rows (and metric lines), each line complete.
     pub fn format(&mut self, iv: &IntervalRows) -> &str {
-        let stale = self.fixed.len() != iv.rows.len()
-            || self
-                .fixed
-                .iter()
-                .zip(iv.rows)
-                .any(|(f, r)| f.0 != r.event || f.1 != r.domain);
-        if stale {
-            self.fixed = iv
-                .rows
-                .iter()
-                .map(|row| {
-                    let ev = &iv.plan.events[row.event];
-                    let head = format!(
-                        "{{\"domain\":{},\"domain_label\":{},\"estimate\":",
-                        json!(row.domain),
-                        json!(row.domain.label())
-                    );
-                    let event = format!(",\"event\":{},\"raw\":", json!(ev.name));
-                    let unit = format!(",\"unit\":{},\"value\":", json!(ev.unit));
-                    (row.event, row.domain.clone(), head, event, unit)
-                })
-                .collect();
-        }
+        let fixed = self.fixed.refresh(iv.rows, |row| {
+            let ev = &iv.plan.events[row.event];
+            let head = format!(
+                "{{\"domain\":{},\"domain_label\":{},\"estimate\":",
+                json!(row.domain),
+                json!(row.domain.label())
+            );
+            let event = format!(",\"event\":{},\"raw\":", json!(ev.name));
+            let unit = format!(",\"unit\":{},\"value\":", json!(ev.unit));
+            (head, event, unit)
+        });
         let s = &mut self.buf;
         s.clear();
         let mut int = itoa::Buffer::new();
@@ -678,7 +679,7 @@ impl IntervalJson {
             Some(v) if v.is_finite() => s.push_str(float.format_finite(v)),
             _ => s.push_str("null"),
         };
-        for (row, (_, _, head, event, unit)) in iv.rows.iter().zip(&self.fixed) {
+        for (row, (head, event, unit)) in iv.rows.iter().zip(fixed) {
             s.push_str(head);
             s.push_str(if row.is_estimate() { "true" } else { "false" });
             s.push_str(event);
