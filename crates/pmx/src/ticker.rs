@@ -60,7 +60,7 @@ pub(crate) const CLOCK: i32 = libc::CLOCK_MONOTONIC;
 
 /// One sample: its time (ns, `CLOCK_MONOTONIC`) and the group's counts by
 /// id.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Sample {
     time: u64,
     counts: Vec<(u64, Count)>,
