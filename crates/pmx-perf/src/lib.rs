@@ -94,6 +94,7 @@ pub mod rdpmc;
 mod read;
 #[cfg(test)]
 mod sampling_tests;
+pub mod workload;
 
 pub use error::{perf_event_paranoid, OpenError, OpenErrorKind};
 

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{allowed_cpus, open, pin_to, pmu_type, spin, sw, THREAD};
+use common::{open, pmu_type, sw, THREAD};
+use pmx_testkit::workload::{allowed_cpus, pin_to, spin};
 use pmx_perf::{software, Attr, Counter, OpenErrorKind, Target};
 use std::time::Duration;
 

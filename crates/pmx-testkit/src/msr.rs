@@ -1,0 +1,90 @@
+//! Fixture machines for the MSR backend, on sparse files.
+//!
+//! pmx reads a CPU's registers from `cpuN/msr` with register N at byte
+//! 8·N, like the kernel's msr driver; a sparse regular file of
+//! [`FILE_SIZE`] bytes holds every address the catalogue has and costs no
+//! disk. Two shapes:
+//!
+//! - [`msr_files`]: a directory of `cpuN/msr` files only (what
+//!   `MsrRoot::new(dir)` opens);
+//! - [`machine`]: a whole root with `dev/cpuN/msr` and the sysfs topology
+//!   under `sys/devices/system/cpu`, for code that also reads which CPUs
+//!   are online and how they are grouped into packages.
+//!
+//! [`get`] and [`set`] read and write one register of such a directory.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use tempfile::TempDir;
+
+/// Every MSR address the catalogue has fits below this (register N at
+/// byte 8·N).
+pub const FILE_SIZE: u64 = 0xC002_0000 * 8;
+
+/// Create sparse `cpuN/msr` files, every register 0, for CPUs
+/// `0..cpus` under `dir`.
+pub fn create_files(dir: &Path, cpus: u32) {
+    for cpu in 0..cpus {
+        let cpu_dir = dir.join(format!("cpu{cpu}"));
+        std::fs::create_dir_all(&cpu_dir).unwrap();
+        File::create(cpu_dir.join("msr"))
+            .unwrap()
+            .set_len(FILE_SIZE)
+            .unwrap();
+    }
+}
+
+/// A temporary directory of `cpuN/msr` files for CPUs `0..cpus`.
+pub fn msr_files(cpus: u32) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    create_files(dir.path(), cpus);
+    dir
+}
+
+/// A temporary machine root of `cpus` CPUs, `per_package` to a package
+/// (CPU c is in package c / per_package, core c % per_package, one thread
+/// a core): `sys/devices/system/cpu/{online,cpuN/topology/*}` and
+/// `dev/cpuN/msr`.
+pub fn machine(cpus: u32, per_package: u32) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let cpu_dir = dir.path().join("sys/devices/system/cpu");
+    std::fs::create_dir_all(&cpu_dir).unwrap();
+    std::fs::write(cpu_dir.join("online"), format!("0-{}\n", cpus - 1)).unwrap();
+    for cpu in 0..cpus {
+        let topo = cpu_dir.join(format!("cpu{cpu}/topology"));
+        std::fs::create_dir_all(&topo).unwrap();
+        let package = cpu / per_package;
+        std::fs::write(topo.join("physical_package_id"), format!("{package}\n")).unwrap();
+        std::fs::write(topo.join("die_id"), "0\n").unwrap();
+        let core = cpu % per_package;
+        std::fs::write(topo.join("core_id"), format!("{core}\n")).unwrap();
+        std::fs::write(topo.join("thread_siblings_list"), format!("{cpu}\n")).unwrap();
+    }
+    create_files(&dir.path().join("dev"), cpus);
+    dir
+}
+
+fn file(dir: &Path, cpu: u32) -> File {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join(format!("cpu{cpu}/msr")))
+        .unwrap()
+}
+
+/// Register `address` of `cpu` in the `cpuN/msr` files under `dir`.
+pub fn get(dir: &Path, cpu: u32, address: u32) -> u64 {
+    let mut b = [0u8; 8];
+    file(dir, cpu)
+        .read_exact_at(&mut b, u64::from(address) * 8)
+        .unwrap();
+    u64::from_le_bytes(b)
+}
+
+/// Set register `address` of `cpu` in the `cpuN/msr` files under `dir`.
+pub fn set(dir: &Path, cpu: u32, address: u32, value: u64) {
+    file(dir, cpu)
+        .write_all_at(&value.to_le_bytes(), u64::from(address) * 8)
+        .unwrap();
+}

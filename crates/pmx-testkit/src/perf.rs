@@ -1,0 +1,36 @@
+//! The installed `perf`, for cross-checks: whether it is there, and
+//! running one of its commands on a file.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// `perf version` runs and succeeds.
+pub fn available() -> bool {
+    Command::new("perf")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// [`available`], or a `SKIP: perf is not installed` line (with `what`
+/// is skipped, when given) and false.
+pub fn require(what: &str) -> bool {
+    let ok = available();
+    if !ok {
+        crate::skip(format_args!("{what}perf is not installed"));
+    }
+    ok
+}
+
+/// `perf ARGS… -i FILE` with stdin closed; panics only when perf cannot
+/// be started (check [`available`] first). The status is the caller's to
+/// check.
+pub fn on_file(args: &[&str], file: &Path) -> Output {
+    Command::new("perf")
+        .args(args)
+        .arg("-i")
+        .arg(file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run perf {}: {e}", args.join(" ")))
+}
