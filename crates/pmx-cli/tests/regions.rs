@@ -4,33 +4,11 @@
 //! pmx; the numbers are exact for page faults and identical between the
 //! two programs and the library's own view.
 
+use pmx_testkit::workload::touch_pages;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const CHILD: &str = "PMX_REGIONS_TEST_CHILD";
-
-/// Touch `n` fresh pages: exactly `n` minor faults.
-fn touch_pages(n: usize) {
-    let page = 4096;
-    // SAFETY: a fresh private anonymous mapping, written within its
-    // length, then unmapped.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            n * page,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        assert_ne!(p, libc::MAP_FAILED);
-        libc::madvise(p, n * page, libc::MADV_NOHUGEPAGE);
-        for i in 0..n {
-            std::ptr::write_volatile((p as *mut u8).add(i * page), 1);
-        }
-        libc::munmap(p, n * page);
-    }
-}
 
 /// The same work as the C example: outer { alloc A pages; fill B pages }.
 fn work(a: usize, b: usize) {

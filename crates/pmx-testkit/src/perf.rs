@@ -12,12 +12,14 @@ pub fn available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// [`available`], or a `SKIP: perf is not installed` line (with `what`
-/// is skipped, when given) and false.
+/// [`available`], or false after a `SKIP: [WHAT: ]perf is not installed`
+/// line (`what` names what is skipped, when not the whole test).
 pub fn require(what: &str) -> bool {
     let ok = available();
-    if !ok {
-        crate::skip(format_args!("{what}perf is not installed"));
+    if !ok && what.is_empty() {
+        crate::skip("perf is not installed");
+    } else if !ok {
+        crate::skip(format_args!("{what}: perf is not installed"));
     }
     ok
 }
