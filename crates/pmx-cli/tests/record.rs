@@ -8,6 +8,7 @@
 //! Needs a C compiler (`cc`) for the test program and `perf` for the
 //! cross-checks; without them the affected checks skip with a message.
 
+use pmx_testkit::{cc, perf};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -71,36 +72,17 @@ impl Fixture {
 /// Compile the test program, or `None` (with a message) without `cc`.
 fn fixture() -> Option<Fixture> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let src = dir.path().join("hot.c");
-    std::fs::write(&src, HOT_C).unwrap();
-    let hot = dir.path().join("hot");
-    let out = Command::new("cc")
-        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
-        .arg(&hot)
-        .arg(&src)
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(Fixture { dir, hot }),
-        Ok(o) => {
-            eprintln!("skipped: cc failed: {}", String::from_utf8_lossy(&o.stderr));
-            None
-        }
-        Err(e) => {
-            eprintln!("skipped: no C compiler (cc: {e})");
+    match cc::compile(dir.path(), "hot", HOT_C, &["-O1", "-fno-omit-frame-pointer"]) {
+        Ok(hot) => Some(Fixture { dir, hot }),
+        Err(why) => {
+            pmx_testkit::skip(why);
             None
         }
     }
 }
 
 fn have_perf() -> bool {
-    let ok = Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped the perf cross-check: perf is not installed");
-    }
-    ok
+    perf::require("the perf cross-check")
 }
 
 fn pmx(args: &[&str]) -> Output {
@@ -133,13 +115,9 @@ fn summary(o: &Output) -> (u64, u64) {
 
 /// `perf script -i file`: (stdout, stderr).
 fn perf_script(file: &Path, extra: &[&str]) -> (String, String) {
-    let o = Command::new("perf")
-        .arg("script")
-        .arg("-i")
-        .arg(file)
-        .args(extra)
-        .output()
-        .expect("run perf script");
+    let mut args = vec!["script"];
+    args.extend_from_slice(extra);
+    let o = perf::on_file(&args, file);
     assert!(o.status.success(), "perf script failed: {}", stderr(&o));
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -156,11 +134,7 @@ fn sample_lines(script: &str, event: &str) -> usize {
 
 /// The first row of `perf report --stdio --no-children`: (percent, symbol).
 fn perf_report_top(file: &Path) -> (f64, String) {
-    let o = Command::new("perf")
-        .args(["report", "--stdio", "--no-children", "-g", "none", "-i"])
-        .arg(file)
-        .output()
-        .expect("run perf report");
+    let o = perf::on_file(&["report", "--stdio", "--no-children", "-g", "none"], file);
     assert!(o.status.success(), "perf report failed: {}", stderr(&o));
     assert_eq!(stderr(&o).trim(), "", "perf report warned");
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -448,11 +422,7 @@ fn the_default_event_is_cycles_or_cpu_clock_and_pmx_says_which() {
     if !have_perf() {
         return;
     }
-    let h = Command::new("perf")
-        .args(["report", "--header-only", "-i"])
-        .arg(&data)
-        .output()
-        .unwrap();
+    let h = perf::on_file(&["report", "--header-only"], &data);
     let header = String::from_utf8_lossy(&h.stdout).into_owned();
     let want = if fell_back {
         "name = cpu-clock,"

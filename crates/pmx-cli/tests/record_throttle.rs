@@ -5,6 +5,7 @@
 //! because it changes a system-wide setting (put back even when an
 //! assertion fails); needs root, skips otherwise.
 
+use pmx_testkit::perf;
 use std::process::Command;
 
 const PMX: &str = env!("CARGO_BIN_EXE_pmx");
@@ -55,11 +56,7 @@ fn throttle_records_are_counted_as_perf_counts_them() {
     assert!(err.contains("the kernel throttled sampling"), "{err}");
     drop(_restore);
 
-    let perf = Command::new("perf")
-        .args(["report", "--stats", "-i"])
-        .arg(&data)
-        .output();
-    match perf {
+    match perf::try_on_file(&["report", "--stats"], &data) {
         Ok(p) if p.status.success() => {
             let text = String::from_utf8_lossy(&p.stdout);
             let line = text

@@ -4,6 +4,7 @@
 //! pmx; the numbers are exact for page faults and identical between the
 //! two programs and the library's own view.
 
+use pmx_testkit::cc;
 use pmx_testkit::workload::touch_pages;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -185,39 +186,14 @@ fn a_program_without_regions_is_reported_plainly() {
     assert!(err.contains("wrote no region results"), "{err}");
 }
 
-/// `libpmx.a` of this build: pmx-capi is a dev-dependency, so cargo built
-/// it next to this test binary.
-fn static_lib() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let deps = exe.parent()?;
-    [deps.join("libpmx.a"), deps.parent()?.join("libpmx.a")]
-        .into_iter()
-        .find(|p| p.exists())
-}
-
+/// The C example against `libpmx.a` of this build (pmx-capi is a
+/// dev-dependency, so cargo built it next to this test binary).
 fn build_c(dir: &Path) -> Option<PathBuf> {
-    let Some(lib) = static_lib() else {
-        eprintln!("SKIP: libpmx.a not found next to the test binary");
-        return None;
-    };
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lib = cc::built_library("libpmx.a")?;
+    let example = cc::repo().join("examples/c/regions.c");
     let exe = dir.join("regions_c");
-    let o = match Command::new("cc")
-        .arg("-I")
-        .arg(repo.join("include"))
-        .arg(repo.join("examples/c/regions.c"))
-        .arg(&lib)
-        .args(["-lpthread", "-ldl", "-lm", "-o"])
-        .arg(&exe)
-        .output()
-    {
-        Ok(o) => o,
-        Err(_) => {
-            eprintln!("SKIP: no C compiler (cc)");
-            return None;
-        }
-    };
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let inputs = [example.to_str().unwrap(), lib.to_str().unwrap()];
+    cc::build_with_pmx(&[], &inputs, &exe)?;
     Some(exe)
 }
 

@@ -11,8 +11,8 @@
 use pmx_events::libpfm::{self, InitMode, Libpfm};
 use pmx_events::{name_key, EventDef, EventSource, Precise, SourceKind};
 use pmx_model::cpu::CpuId;
+use pmx_testkit::shared::shared_data;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -33,10 +33,6 @@ fn available() -> bool {
     }
 }
 
-fn dumps_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/libpfm-dumps")
-}
-
 /// One row of a dump: the name (`EVENT` or `EVENT:UMASK`) and, when libpfm
 /// encoded it for perf, `(config, config1, config2)`.
 type Row = (String, Option<(u64, u64, u64)>);
@@ -48,7 +44,7 @@ fn hex(s: &str) -> u64 {
 /// The rows of `<pmu>.tsv`, or `None` (with a message) when the shared data
 /// is not there.
 fn dump(pmu: &str) -> Option<Vec<Row>> {
-    let path = dumps_dir().join(format!("{pmu}.tsv"));
+    let path = shared_data("libpfm-dumps")?.join(format!("{pmu}.tsv"));
     let Ok(text) = std::fs::read_to_string(&path) else {
         eprintln!("skipped: {} not found", path.display());
         return None;
@@ -252,8 +248,11 @@ fn whole_pmus_match_the_dumps() {
     if !available() {
         return;
     }
-    let Ok(dir) = std::fs::read_dir(dumps_dir()) else {
-        eprintln!("skipped: {} not found", dumps_dir().display());
+    let Some(dumps) = shared_data("libpfm-dumps") else {
+        return;
+    };
+    let Ok(dir) = std::fs::read_dir(&dumps) else {
+        pmx_testkit::skip(format_args!("{} is not readable", dumps.display()));
         return;
     };
     let mut files: Vec<String> = dir

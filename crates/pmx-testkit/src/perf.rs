@@ -24,15 +24,19 @@ pub fn require(what: &str) -> bool {
     ok
 }
 
-/// `perf ARGS… -i FILE` with stdin closed; panics only when perf cannot
-/// be started (check [`available`] first). The status is the caller's to
-/// check.
-pub fn on_file(args: &[&str], file: &Path) -> Output {
+/// `perf ARGS… -i FILE` with stdin closed, or the error of starting it.
+/// The status is the caller's to check.
+pub fn try_on_file(args: &[&str], file: &Path) -> std::io::Result<Output> {
     Command::new("perf")
         .args(args)
         .arg("-i")
         .arg(file)
         .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("run perf {}: {e}", args.join(" ")))
+}
+
+/// [`try_on_file`], panicking when perf cannot be started (check
+/// [`available`] first).
+pub fn on_file(args: &[&str], file: &Path) -> Output {
+    try_on_file(args, file).unwrap_or_else(|e| panic!("run perf {}: {e}", args.join(" ")))
 }

@@ -38,3 +38,10 @@ pub fn shared_data(sub: &str) -> Option<PathBuf> {
     }
     found
 }
+
+/// The Intel perfmon tables (`intel-perfmon`, with its `mapfile.csv`), or
+/// `None` after a `SKIP: …` line.
+pub fn intel_perfmon() -> Option<PathBuf> {
+    let mapfile = shared_data("intel-perfmon/mapfile.csv")?;
+    mapfile.parent().map(PathBuf::from)
+}
