@@ -7,7 +7,7 @@
 //!
 //! - [`msr_files`]: a directory of `cpuN/msr` files only (what
 //!   `MsrRoot::new(dir)` opens);
-//! - [`machine`]: a whole root with `dev/cpuN/msr` and the sysfs topology
+//! - [`Machine`]: a whole root with `dev/cpuN/msr` and the sysfs topology
 //!   under `sys/devices/system/cpu`, for code that also reads which CPUs
 //!   are online and how they are grouped into packages.
 //!
@@ -15,7 +15,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 /// Every MSR address the catalogue has fits below this (register N at
@@ -42,27 +42,63 @@ pub fn msr_files(cpus: u32) -> TempDir {
     dir
 }
 
-/// A temporary machine root of `cpus` CPUs, `per_package` to a package
-/// (CPU c is in package c / per_package, core c % per_package, one thread
-/// a core): `sys/devices/system/cpu/{online,cpuN/topology/*}` and
-/// `dev/cpuN/msr`.
-pub fn machine(cpus: u32, per_package: u32) -> TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let cpu_dir = dir.path().join("sys/devices/system/cpu");
-    std::fs::create_dir_all(&cpu_dir).unwrap();
-    std::fs::write(cpu_dir.join("online"), format!("0-{}\n", cpus - 1)).unwrap();
-    for cpu in 0..cpus {
-        let topo = cpu_dir.join(format!("cpu{cpu}/topology"));
-        std::fs::create_dir_all(&topo).unwrap();
-        let package = cpu / per_package;
-        std::fs::write(topo.join("physical_package_id"), format!("{package}\n")).unwrap();
-        std::fs::write(topo.join("die_id"), "0\n").unwrap();
-        let core = cpu % per_package;
-        std::fs::write(topo.join("core_id"), format!("{core}\n")).unwrap();
-        std::fs::write(topo.join("thread_siblings_list"), format!("{cpu}\n")).unwrap();
+/// A temporary machine root: `sys/devices/system/cpu/{online,
+/// cpuN/topology/*}` and `dev/cpuN/msr`, removed on drop.
+pub struct Machine {
+    dir: TempDir,
+}
+
+impl Machine {
+    /// `cpus` CPUs, `per_package` to a package (CPU c is in package
+    /// c / per_package, core c % per_package, one thread a core), every
+    /// register 0.
+    pub fn new(cpus: u32, per_package: u32) -> Machine {
+        let dir = tempfile::tempdir().unwrap();
+        let cpu_dir = dir.path().join("sys/devices/system/cpu");
+        std::fs::create_dir_all(&cpu_dir).unwrap();
+        std::fs::write(cpu_dir.join("online"), format!("0-{}\n", cpus - 1)).unwrap();
+        for cpu in 0..cpus {
+            let topo = cpu_dir.join(format!("cpu{cpu}/topology"));
+            std::fs::create_dir_all(&topo).unwrap();
+            let package = cpu / per_package;
+            std::fs::write(topo.join("physical_package_id"), format!("{package}\n")).unwrap();
+            std::fs::write(topo.join("die_id"), "0\n").unwrap();
+            let core = cpu % per_package;
+            std::fs::write(topo.join("core_id"), format!("{core}\n")).unwrap();
+            std::fs::write(topo.join("thread_siblings_list"), format!("{cpu}\n")).unwrap();
+        }
+        create_files(&dir.path().join("dev"), cpus);
+        Machine { dir }
     }
-    create_files(&dir.path().join("dev"), cpus);
-    dir
+
+    /// The root (what `--sysfs-root` and `SysRoot::new` take).
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `ROOT/dev`, the directory of `cpuN/msr` (what `--msr-root` and
+    /// `MsrRoot::new` take).
+    pub fn dev(&self) -> PathBuf {
+        self.path().join("dev")
+    }
+
+    /// Register `address` of `cpu`.
+    pub fn get(&self, cpu: u32, address: u32) -> u64 {
+        get(&self.dev(), cpu, address)
+    }
+
+    /// Set register `address` of `cpu`.
+    pub fn set(&self, cpu: u32, address: u32, value: u64) {
+        set(&self.dev(), cpu, address, value);
+    }
+
+    /// Write `proc/sys/kernel/nmi_watchdog` = 0 (no counter is taken by
+    /// the watchdog).
+    pub fn nmi_watchdog_off(&self) {
+        let kernel = self.path().join("proc/sys/kernel");
+        std::fs::create_dir_all(&kernel).unwrap();
+        std::fs::write(kernel.join("nmi_watchdog"), "0\n").unwrap();
+    }
 }
 
 fn file(dir: &Path, cpu: u32) -> File {

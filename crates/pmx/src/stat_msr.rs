@@ -1310,12 +1310,10 @@ mod tests {
 
     /// Two CPUs in one package, msr fixture files, `/proc` with the NMI
     /// watchdog off and no other process.
-    fn machine() -> tempfile::TempDir {
-        let dir = pmx_testkit::msr::machine(2, 2);
-        let kernel = dir.path().join("proc/sys/kernel");
-        std::fs::create_dir_all(&kernel).unwrap();
-        std::fs::write(kernel.join("nmi_watchdog"), "0\n").unwrap();
-        dir
+    fn machine() -> pmx_testkit::msr::Machine {
+        let m = pmx_testkit::msr::Machine::new(2, 2);
+        m.nmi_watchdog_off();
+        m
     }
 
     const PMC0: u32 = 0xC1;

@@ -24,7 +24,7 @@ fn set(root: &Path, cpu: u32, address: u32, value: u64) {
 
 #[test]
 fn msr_backend_counts_what_the_simulated_pmu_advances() {
-    let dir = msr::machine(2, 2);
+    let dir = msr::Machine::new(2, 2);
     let root = dir.path();
     let mut c = Counters::builder()
         .events("r00c0,instructions,page-faults")
