@@ -21,9 +21,10 @@
 //! Needs Intel's tables (`../shared/data/intel-perfmon`, or
 //! `$PMX_SHARED_DIR`); the tests print SKIP and pass without them.
 
+mod common;
+use common::pmx;
 use pmx_testkit::shared::intel_perfmon;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const CPU: &str = "GenuineIntel-6-5E-3";
 
@@ -31,14 +32,6 @@ fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/analyze")
         .join(name)
-}
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pmx"))
-        .args(args)
-        .env_remove("PMX_EVENTS_DIR")
-        .output()
-        .expect("run pmx")
 }
 
 fn analyze(file: &str, dir: &Path, extra: &[&str]) -> (i32, String, String) {

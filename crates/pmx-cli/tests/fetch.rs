@@ -4,6 +4,7 @@
 //! connection dropped halfway through a file, a missing file.
 
 use pmx_testkit::shared::intel_perfmon;
+use pmx_testkit::text;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -168,10 +169,6 @@ fn pmx(args: &[&str], home: &Path, extra_env: &[(&str, &Path)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().expect("run pmx")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Every file under `dir`, relative, with `/` separators.

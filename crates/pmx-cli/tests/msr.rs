@@ -2,23 +2,10 @@
 //! (register N at byte 8·N of a sparse `cpuN/msr`) and a fixture sysfs.
 
 mod common;
+use common::{pmx, stderr, stdout};
 use pmx_testkit::msr::Machine;
 use std::path::Path;
-use std::process::{Command, Output};
-
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(PMX).args(args).output().expect("run pmx")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::Output;
 
 /// `pmx msr` on the fixture machine.
 trait MsrCommand {

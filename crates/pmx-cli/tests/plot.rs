@@ -5,27 +5,17 @@
 //! Regenerate the golden files with `PMX_BLESS=1 cargo test -p pmx-cli
 //! --test plot`.
 
+mod common;
+use common::{pmx, stderr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+use common::PMX;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/plot")
         .join(name)
-}
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(PMX)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run pmx")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Run `pmx plot` writing to `out` in a temporary directory; the output.

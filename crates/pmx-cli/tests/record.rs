@@ -8,12 +8,14 @@
 //! Needs a C compiler (`cc`) for the test program and `perf` for the
 //! cross-checks; without them the affected checks skip with a message.
 
+mod common;
+use common::{pmx, stderr};
 use pmx_testkit::{cc, perf};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+use common::PMX;
 
 /// The test program: `hot_loop` does nearly all the work; it calls a
 /// tiny function once so that GCC gives it a frame (leaf functions get
@@ -72,7 +74,12 @@ impl Fixture {
 /// Compile the test program, or `None` (with a message) without `cc`.
 fn fixture() -> Option<Fixture> {
     let dir = tempfile::tempdir().expect("tempdir");
-    match cc::compile(dir.path(), "hot", HOT_C, &["-O1", "-fno-omit-frame-pointer"]) {
+    match cc::compile(
+        dir.path(),
+        "hot",
+        HOT_C,
+        &["-O1", "-fno-omit-frame-pointer"],
+    ) {
         Ok(hot) => Some(Fixture { dir, hot }),
         Err(why) => {
             pmx_testkit::skip(why);
@@ -83,14 +90,6 @@ fn fixture() -> Option<Fixture> {
 
 fn have_perf() -> bool {
     perf::require("the perf cross-check")
-}
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(PMX).args(args).output().expect("run pmx")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// The summary line's numbers: (samples, records lost).

@@ -4,25 +4,16 @@
 //! function (file mode, pipe mode, zstd), folded stacks, flame graphs and
 //! bad input.
 
+use pmx_testkit::text;
+mod common;
+use common::pmx;
 use pmx_testkit::shared::shared_data;
 use pmx_testkit::{cc, perf};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(PMX)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run pmx")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use common::PMX;
 
 fn shared() -> Option<PathBuf> {
     shared_data("perfdata")

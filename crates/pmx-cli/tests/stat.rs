@@ -1,19 +1,13 @@
 //! `pmx stat` on the real kernel: software events, breakpoints, msr,
 //! exit statuses. Runs the real binary and `pmx-workload`.
 
+mod common;
+use common::{pmx, stderr};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+use common::PMX;
 const WORK: &str = env!("CARGO_BIN_EXE_pmx-workload");
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(PMX).args(args).output().expect("run pmx")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Parse `-x,` output: (domain, value, event, status, reason) per line.
 fn csv_rows(o: &Output) -> Vec<Vec<String>> {

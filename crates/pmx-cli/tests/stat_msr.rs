@@ -14,10 +14,11 @@
 //! machine is.
 
 mod common;
+use common::stderr;
+use pmx_testkit::msr::Machine;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
-use pmx_testkit::msr::Machine;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+use common::PMX;
 const CPU: &str = "GenuineIntel-6-55-4";
 const CPUS: u32 = 4;
 
@@ -39,10 +40,6 @@ const PKG_ENERGY: u32 = 0x611;
 /// PU 3, ESU 14 (1/16384 J), TU 10: a typical Intel value.
 const RAPL_UNIT_VALUE: u64 = 0x000A_0E03;
 const JOULE: u64 = 16384;
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// The fixture machine (common's 4 CPUs in 2 packages) with
 /// `proc/sys/kernel/nmi_watchdog` (0), and `sync/` for the command and

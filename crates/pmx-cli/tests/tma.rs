@@ -5,15 +5,8 @@
 //! and exit with the command's status. Where the PMU does count, the tree
 //! has values instead; the test accepts either and checks the shape.
 
-use std::process::{Command, Output};
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pmx"))
-        .args(args)
-        .env_remove("PMX_EVENTS_DIR")
-        .output()
-        .expect("run pmx")
-}
+mod common;
+use common::pmx;
 
 fn has_hardware_pmu() -> bool {
     std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{open, sw, THREAD};
-use pmx_testkit::workload::fresh_pages;
 use pmx_perf::{read_format, software, Attr, Counter, OpenErrorKind};
+use pmx_testkit::workload::fresh_pages;
 
 fn group_format() -> u64 {
     read_format::GROUP

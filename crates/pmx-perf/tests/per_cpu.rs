@@ -5,8 +5,8 @@
 mod common;
 
 use common::{open, pmu_type, sw, THREAD};
-use pmx_testkit::workload::{allowed_cpus, pin_to, spin};
 use pmx_perf::{software, Attr, Counter, OpenErrorKind, Target};
+use pmx_testkit::workload::{allowed_cpus, pin_to, spin};
 use std::time::Duration;
 
 #[test]

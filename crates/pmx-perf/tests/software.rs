@@ -4,8 +4,8 @@
 mod common;
 
 use common::{open, sw, THREAD};
-use pmx_testkit::workload::{fresh_pages, spin};
 use pmx_perf::{software, Counter};
+use pmx_testkit::workload::{fresh_pages, spin};
 use std::time::{Duration, Instant};
 
 /// The counter's value over `work` alone: reset, enable, work, disable.

@@ -6,9 +6,9 @@
 
 use pmx_perfdata::format::{misc, record_type, sample_type};
 use pmx_perfdata::{BuildIdEntry, Features, Reader};
-use pmx_testkit::perfdata::{self, pid_tid, record as rec, SAMPLE_ID_ALL};
 use pmx_profile::elf::ElfFile;
 use pmx_profile::{build, Options, Profile, SortKey};
+use pmx_testkit::perfdata::{self, pid_tid, record as rec, SAMPLE_ID_ALL};
 use std::io::Cursor;
 
 const ST: u64 = sample_type::IP | sample_type::TID | sample_type::TIME | sample_type::PERIOD;

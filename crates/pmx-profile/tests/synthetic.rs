@@ -78,7 +78,10 @@ fn file_with(features: &Features) -> Vec<u8> {
     comm.extend_from_slice(&trailer(100, 0));
     w.write_record(&rec(record_type::COMM, misc::COMM_EXEC, &comm))
         .unwrap();
-    let len = std::fs::metadata(&exe).unwrap().len().next_multiple_of(4096);
+    let len = std::fs::metadata(&exe)
+        .unwrap()
+        .len()
+        .next_multiple_of(4096);
     let mut mm = perfdata::mmap2(PID, BASE, len, 5, exe.to_str().unwrap());
     mm.extend_from_slice(&trailer(200, 0));
     w.write_record(&rec(record_type::MMAP2, misc::USER, &mm))

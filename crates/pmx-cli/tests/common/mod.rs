@@ -1,6 +1,34 @@
-//! Fixtures shared by the msr tests.
+//! What the command-line tests share: running the `pmx` binary of this
+//! build, and the msr fixture machine. The helpers that are not
+//! pmx-cli's own come from `pmx_testkit`.
+
+#![allow(dead_code)] // Each test binary uses a different part.
 
 use pmx_testkit::msr::Machine;
+use std::process::{Command, Output};
+
+/// The `pmx` binary of this build.
+pub const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+
+/// `pmx ARGS…`, its output captured and stdin closed, with
+/// `$PMX_EVENTS_DIR` unset so that the event data is what the test says.
+pub fn pmx(args: &[&str]) -> Output {
+    Command::new(PMX)
+        .args(args)
+        .env_remove("PMX_EVENTS_DIR")
+        .output()
+        .expect("run pmx")
+}
+
+/// A process's stdout as text.
+pub fn stdout(o: &Output) -> String {
+    pmx_testkit::text(&o.stdout)
+}
+
+/// A process's stderr as text.
+pub fn stderr(o: &Output) -> String {
+    pmx_testkit::text(&o.stderr)
+}
 
 /// A fixture machine root with `dev/cpuN/msr` sparse files and
 /// `sys/devices/system/cpu` for 4 CPUs in 2 packages (cpus 0,1 → package
