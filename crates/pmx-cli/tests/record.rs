@@ -8,6 +8,7 @@
 //! Needs a C compiler (`cc`) for the test program and `perf` for the
 //! cross-checks; without them the affected checks skip with a message.
 
+use pmx_testkit::process::interrupt_after;
 mod common;
 use common::{pmx, stderr};
 use pmx_testkit::{cc, perf};
@@ -248,10 +249,7 @@ fn ctrl_c_leaves_a_complete_file() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn pmx");
-    std::thread::sleep(Duration::from_millis(700));
-    // SAFETY: signalling the child we just spawned, by its pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
+    let o = interrupt_after(child, Duration::from_millis(700));
     // The command was killed by the forwarded SIGINT: 128 + 2.
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let (samples, _) = summary(&o);

@@ -1,6 +1,7 @@
 //! `pmx stat` on the real kernel: software events, breakpoints, msr,
 //! exit statuses. Runs the real binary and `pmx-workload`.
 
+use pmx_testkit::process::interrupt_after;
 mod common;
 use common::{pmx, stderr};
 use std::process::{Command, Output, Stdio};
@@ -263,10 +264,7 @@ fn ctrl_c_prints_counts_and_forwards_the_signal() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(600));
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
+    let o = interrupt_after(child, Duration::from_millis(600));
     assert_eq!(o.status.code(), Some(128 + libc::SIGINT), "{}", stderr(&o));
     let ms = value_of(&o, "task-clock");
     assert!(ms > 100.0 && ms < 15_000.0, "task-clock {ms}");
@@ -454,25 +452,8 @@ fn sigint_leaves_a_complete_interval_file() {
     let dir = std::env::temp_dir().join(format!("pmx-stat-int-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("run.jsonl");
-    let child = Command::new(PMX)
-        .args([
-            "stat",
-            "-I",
-            "100",
-            "--json",
-            "-a",
-            "-A",
-            "-e",
-            "task-clock,context-switches",
-            "-o",
-        ])
-        .arg(&file)
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1050));
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
+    let child = common::spawn_system_intervals("100", "--json", &file);
+    let o = interrupt_after(child, Duration::from_millis(1050));
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.ends_with('\n'));
@@ -685,10 +666,7 @@ fn per_thread_command_forwards_ctrl_c() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
+    let o = interrupt_after(child, Duration::from_millis(500));
     assert_eq!(o.status.code(), Some(128 + libc::SIGINT), "{}", stderr(&o));
     assert_eq!(csv_rows(&o).len(), 3, "{}", stderr(&o));
 }

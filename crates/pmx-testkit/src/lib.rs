@@ -15,6 +15,7 @@
 //!   `pmx_perfdata::Writer`.
 //! - [`perf`]: the installed `perf`: is it there, and run `perf script` /
 //!   `perf report` on a file.
+//! - [`process`]: stop a child as Ctrl-C would and collect its output.
 //! - [`cc`]: compile a small C program for a test (or say why not).
 //! - [`shared`]: find the shared reference data that sits beside the
 //!   repository (`../shared/data` or `$PMX_SHARED_DIR`).
@@ -58,6 +59,7 @@ pub mod events;
 pub mod msr;
 pub mod perf;
 pub mod perfdata;
+pub mod process;
 pub mod shared;
 pub mod workload;
 

@@ -5,7 +5,8 @@
 #![allow(dead_code)] // Each test binary uses a different part.
 
 use pmx_testkit::msr::Machine;
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
 
 /// The `pmx` binary of this build.
 pub const PMX: &str = env!("CARGO_BIN_EXE_pmx");
@@ -35,4 +36,17 @@ pub fn stderr(o: &Output) -> String {
 /// 0; 2,3 → package 1). Register N lives at byte 8·N of each file.
 pub fn four_cpu_msr_machine() -> Machine {
     Machine::new(4, 2)
+}
+
+/// `pmx stat -I MS FORM -a -A -e task-clock,context-switches -o FILE`,
+/// spawned with stderr captured: every CPU's software counters at
+/// intervals, until interrupted.
+pub fn spawn_system_intervals(ms: &str, form: &str, file: &Path) -> Child {
+    let events = "task-clock,context-switches";
+    Command::new(PMX)
+        .args(["stat", "-I", ms, form, "-a", "-A", "-e", events, "-o"])
+        .arg(file)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn pmx")
 }
