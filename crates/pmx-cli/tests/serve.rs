@@ -399,15 +399,7 @@ fn hotplug_of_the_followed_cpu_list() {
         &[("event", "task-clock"), ("cpu", "0")],
     );
     assert!(clock_after > clock_before, "CPU 0 kept counting");
-    let lines: Vec<String> = d.log.try_iter().collect();
-    assert!(
-        lines.iter().any(|l| l.contains("CPU 1 offline")),
-        "{lines:?}"
-    );
-    assert!(
-        lines.iter().any(|l| l.contains("CPU 1 online")),
-        "{lines:?}"
-    );
+    d.assert_logged(&["CPU 1 offline", "CPU 1 online"]);
 }
 
 #[test]

@@ -90,13 +90,5 @@ fn real_cpu_hotplug_drops_and_restores_the_series() {
         later > cpu1_after,
         "CPU 1 counts again: {later} vs {cpu1_after}"
     );
-    let lines: Vec<String> = d.log.try_iter().collect();
-    assert!(
-        lines.iter().any(|l| l.contains("CPU 1 offline")),
-        "{lines:?}"
-    );
-    assert!(
-        lines.iter().any(|l| l.contains("CPU 1 online")),
-        "{lines:?}"
-    );
+    d.assert_logged(&["CPU 1 offline", "CPU 1 online"]);
 }

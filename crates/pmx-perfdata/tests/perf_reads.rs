@@ -2,19 +2,14 @@
 //! and by this crate's reader. A tiny non-PIE C program gives a real binary
 //! with a known symbol to map and sample in.
 
-use pmx_perfdata::format::{misc, record_type, sample_type};
+use pmx_perfdata::format::{misc, record_type};
 use pmx_perfdata::{BuildIdEntry, Features, FileAttr, Writer};
 use pmx_testkit::perfdata::{self, sample_id};
 use pmx_testkit::{cc, perf};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const ST: u64 = sample_type::IP
-    | sample_type::TID
-    | sample_type::TIME
-    | sample_type::CPU
-    | sample_type::PERIOD
-    | sample_type::CALLCHAIN;
+const ST: u64 = perfdata::CALLCHAIN_SAMPLES;
 
 /// A 136-byte cpu-clock attr (as pmx-perf gives the kernel), period 250000,
 /// sample_id_all, mmap2, comm, task.

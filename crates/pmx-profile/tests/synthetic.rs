@@ -4,7 +4,7 @@
 //! order must fix it), kernel samples resolved through given kallsyms,
 //! call stacks, sort keys.
 
-use pmx_perfdata::format::{callchain, misc, record_type, sample_type};
+use pmx_perfdata::format::{callchain, misc, record_type};
 use pmx_perfdata::{Features, Reader};
 use pmx_profile::elf::{demangle, ElfFile};
 use pmx_profile::kernel::Kallsyms;
@@ -22,12 +22,7 @@ pub fn caller_function(x: u64) -> u64 {
     marker_function(x) ^ 5
 }
 
-const ST: u64 = sample_type::IP
-    | sample_type::TID
-    | sample_type::TIME
-    | sample_type::CPU
-    | sample_type::PERIOD
-    | sample_type::CALLCHAIN;
+const ST: u64 = perfdata::CALLCHAIN_SAMPLES;
 const PID: u32 = 77;
 const BASE: u64 = 0x5555_0000_0000;
 

@@ -8,9 +8,18 @@
 //! back with pmx's reader or the installed perf. Samples are left to each
 //! test: their layout follows the test's own `sample_type`.
 
-use pmx_perfdata::format::EventHeader;
+use pmx_perfdata::format::{sample_type, EventHeader};
 use pmx_perfdata::{FileAttr, Writer};
 use std::io::Cursor;
+
+/// IP, TID, TIME, CPU, PERIOD and CALLCHAIN: the samples of `perf record
+/// -g` (and `pmx record -g`) on one event.
+pub const CALLCHAIN_SAMPLES: u64 = sample_type::IP
+    | sample_type::TID
+    | sample_type::TIME
+    | sample_type::CPU
+    | sample_type::PERIOD
+    | sample_type::CALLCHAIN;
 
 /// `attr.flags` bit 18: `sample_id_all` (side-band records carry the
 /// sample-id trailer).
