@@ -125,6 +125,17 @@ fn perf_script(file: &Path, extra: &[&str]) -> (String, String) {
     )
 }
 
+/// `perf script -i file` (stdout) after checking that perf read the file
+/// without a warning; `None` (with a message) without perf.
+fn clean_perf_script(file: &Path, extra: &[&str]) -> Option<String> {
+    if !have_perf() {
+        return None;
+    }
+    let (script, warnings) = perf_script(file, extra);
+    assert_eq!(warnings.trim(), "", "perf script warned");
+    Some(script)
+}
+
 /// Sample lines of `perf script` output for `event` (the first line of
 /// each sample names the event).
 fn sample_lines(script: &str, event: &str) -> usize {
@@ -181,11 +192,9 @@ fn hot_function_first_and_perf_reads_the_file_without_warnings() {
         eprintln!("pmx report not usable here: {}", stderr(&r));
     }
 
-    if !have_perf() {
+    let Some(script) = clean_perf_script(&data, &[]) else {
         return;
-    }
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    };
     assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
     let (pct, sym) = perf_report_top(&data);
     assert_eq!(sym, "hot_loop");
@@ -197,11 +206,9 @@ fn call_chains_resolve_through_main() {
     let Some(fx) = fixture() else { return };
     let (data, o) = fx.record("g.data", &["-g", "-F", "5000", "-e", "cpu-clock"], HOT_N);
     let (samples, _) = summary(&o);
-    if !have_perf() {
+    let Some(script) = clean_perf_script(&data, &[]) else {
         return;
-    }
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    };
     assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
     // A sample in hot_loop whose next frame is main.
     let lines: Vec<&str> = script.lines().collect();
@@ -254,11 +261,9 @@ fn ctrl_c_leaves_a_complete_file() {
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let (samples, _) = summary(&o);
     assert!(samples > 50, "{samples} samples in 0.7 s at 1 kHz");
-    if !have_perf() {
+    let Some(script) = clean_perf_script(&data, &[]) else {
         return;
-    }
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    };
     assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
 }
 
@@ -290,13 +295,11 @@ fn attach_to_a_running_process() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let (samples, _) = summary(&o);
     assert!(samples > 50, "{samples} samples");
-    if !have_perf() {
-        return;
-    }
     // The process started before recording: its maps and name come from
     // the synthesized COMM/MMAP2 records.
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    let Some(script) = clean_perf_script(&data, &[]) else {
+        return;
+    };
     assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
     let (_, sym) = perf_report_top(&data);
     assert_eq!(sym, "hot_loop");
@@ -322,11 +325,9 @@ fn several_events_are_told_apart() {
     };
     let (cpu, task) = (per_event("cpu-clock"), per_event("task-clock"));
     assert!(cpu > 100 && task > 100, "{err}");
-    if !have_perf() {
+    let Some(script) = clean_perf_script(&data, &[]) else {
         return;
-    }
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    };
     assert_eq!(sample_lines(&script, "cpu-clock") as u64, cpu);
     assert_eq!(sample_lines(&script, "task-clock") as u64, task);
 }
@@ -351,11 +352,9 @@ fn all_cpus_for_a_duration() {
     let (samples, _) = summary(&o);
     // cpu-clock ticks on idle CPUs too: about 1000 per CPU.
     assert!(samples > 500, "{samples} samples");
-    if !have_perf() {
+    let Some(script) = clean_perf_script(&data, &[]) else {
         return;
-    }
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    };
     assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
 }
 
@@ -472,11 +471,9 @@ fn one_cpu_only() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let (samples, _) = summary(&o);
     assert!(samples > 100, "{samples} samples");
-    if !have_perf() {
+    let Some(script) = clean_perf_script(&data, &["-F", "cpu"]) else {
         return;
-    }
-    let (script, warnings) = perf_script(&data, &["-F", "cpu"]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    };
     let cpus: Vec<&str> = script.lines().map(str::trim).collect();
     assert_eq!(cpus.len() as u64, samples);
     assert!(
