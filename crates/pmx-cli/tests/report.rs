@@ -143,20 +143,14 @@ fn hot_program(dir: &Path) -> Option<PathBuf> {
 /// `perf record` the hot program; `extra` are more perf flags. Returns
 /// false when perf cannot sample here.
 fn record(bin: &Path, out: &Path, extra: &[&str]) -> bool {
-    let mut cmd = Command::new("perf");
-    cmd.args(["record", "-q", "-e", "cpu-clock", "-F", "5000", "-g"])
-        .args(extra)
-        .arg("-o")
-        .arg(out)
-        .arg("--")
-        .arg(bin);
-    match cmd.stdin(Stdio::null()).output() {
-        Ok(o) if o.status.success() => true,
-        Ok(o) => {
-            eprintln!("perf record failed: {}", text(&o.stderr));
+    let mut args = vec!["-g"];
+    args.extend_from_slice(extra);
+    match perf::record_cpu_clock(&args, out, bin) {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("{why}");
             false
         }
-        Err(_) => false,
     }
 }
 
@@ -491,17 +485,8 @@ fn vdso_symbols_match_perf_report() {
     )
     .unwrap();
     let data = r.dir.join("vdso.data");
-    let ok = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock", "-F", "5000", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(&bin)
-        .stdin(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("skipped: perf record failed");
+    if let Err(why) = perf::record_cpu_clock(&[], &data, &bin) {
+        pmx_testkit::skip(why);
         return;
     }
     let theirs = perf_vdso_rows(&data);

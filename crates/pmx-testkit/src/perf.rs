@@ -40,3 +40,27 @@ pub fn try_on_file(args: &[&str], file: &Path) -> std::io::Result<Output> {
 pub fn on_file(args: &[&str], file: &Path) -> Output {
     try_on_file(args, file).unwrap_or_else(|e| panic!("run perf {}: {e}", args.join(" ")))
 }
+
+/// `perf record -q -e cpu-clock -F 5000 EXTRA… -o OUT -- PROGRAM`, stdin
+/// closed: `Ok` when perf recorded, else why not (perf missing, or its
+/// errors: no permission, no sampling here).
+pub fn record_cpu_clock(extra: &[&str], out: &Path, program: &Path) -> Result<(), String> {
+    let o = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock", "-F", "5000"])
+        .args(extra)
+        .arg("-o")
+        .arg(out)
+        .arg("--")
+        .arg(program)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("perf: {e}"))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "perf record failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ))
+    }
+}
