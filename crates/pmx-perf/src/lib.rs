@@ -54,6 +54,10 @@
 //! Reading and ioctl errors are plain [`std::io::Error`]s; nothing here
 //! panics on what the kernel returns.
 //!
+//! [`workload`] is work with an exactly known count (touching fresh pages:
+//! one `page-faults` each), shared by pmx's tests and the `pmx-workload`
+//! program.
+//!
 //! ```no_run
 //! use pmx_perf::{event_type, read_format, software, Attr, Counter, Target};
 //!

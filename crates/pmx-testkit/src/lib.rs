@@ -40,17 +40,21 @@
 //!
 //! The kit depends on `pmx-model` (for [`events`]), `pmx-perf` (for
 //! [`workload`]), `pmx-perfdata` (for [`perfdata`]), `libc` and
-//! `tempfile`, and on nothing above them. When crate X's *unit* tests (`#[cfg(test)]` in
-//! `src/`) use the kit and the kit depends on X, cargo builds X twice:
-//! the kit sees the library X, the tests the test build of X, and a value
-//! of one X's type is not a value of the other's. So the kit's API passes
-//! std types (paths, bytes, numbers) where it can; the exceptions are
-//! [`events::encode`] (a `pmx-model` type: not for `pmx-model`'s unit
-//! tests), [`workload::Pages`] (from `pmx-perf`: not for `pmx-perf`'s unit
-//! tests) and [`perfdata::memory_writer`] (a `pmx-perfdata` writer: not for
-//! `pmx-perfdata`'s unit tests, which use the byte builders only). Integration tests (`tests/`) are unaffected.
-//! Keep it that way: a helper that needs a type of `pmx`, `pmx-msr` or
-//! another higher crate belongs in that crate's `tests/common`.
+//! `tempfile`, and on nothing above them: no `pmx`, `pmx-msr`,
+//! `pmx-events` or CLI crate, so that any crate's tests may use it.
+//!
+//! When crate X's *unit* tests (`#[cfg(test)]` in `src/`) use the kit and
+//! the kit depends on X, cargo builds X twice: the kit sees the library X,
+//! the tests the test build of X, and a value of one X's type is not a
+//! value of the other's. So the kit's API passes std types (paths, bytes,
+//! numbers) where it can. The exceptions: [`events::encode`] returns a
+//! `pmx-model` type (not for `pmx-model`'s unit tests),
+//! [`workload::Pages`] is `pmx-perf`'s (not for `pmx-perf`'s unit tests)
+//! and [`perfdata::memory_writer`] returns a `pmx-perfdata` writer (not
+//! for `pmx-perfdata`'s unit tests, which use the byte builders only).
+//! Integration tests (`tests/`) see one copy of everything and may use it
+//! all. Keep it that way: a helper that needs a type of `pmx`, `pmx-msr`
+//! or another higher crate belongs in that crate's `tests/common`.
 
 #![warn(missing_docs)]
 

@@ -124,3 +124,27 @@ pub fn set(dir: &Path, cpu: u32, address: u32, value: u64) {
         .write_all_at(&value.to_le_bytes(), u64::from(address) * 8)
         .unwrap();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_machine_has_its_topology_and_registers() {
+        let m = Machine::new(4, 2);
+        let topo = |cpu: u32, file: &str| {
+            let p = m
+                .path()
+                .join(format!("sys/devices/system/cpu/cpu{cpu}/topology/{file}"));
+            std::fs::read_to_string(p).unwrap()
+        };
+        assert_eq!(topo(3, "physical_package_id"), "1\n");
+        assert_eq!(topo(3, "core_id"), "1\n");
+        let online = m.path().join("sys/devices/system/cpu/online");
+        assert_eq!(std::fs::read_to_string(online).unwrap(), "0-3\n");
+        assert_eq!(m.get(2, 0xC001_0201), 0, "AMD addresses fit");
+        m.set(2, 0x38f, 0x7_0000_000f);
+        assert_eq!(m.get(2, 0x38f), 0x7_0000_000f);
+        assert_eq!(get(&m.dev(), 1, 0x38f), 0, "other CPUs untouched");
+    }
+}

@@ -109,3 +109,20 @@ pub fn memory_writer(attr: Vec<u8>) -> Writer<Cursor<Vec<u8>>> {
     )
     .unwrap()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmx_perfdata::format::record_type;
+
+    #[test]
+    fn records_are_sized_and_strings_padded() {
+        let r = record(record_type::COMM, 0, &comm(7, "prog"));
+        assert_eq!(r.len(), 8 + 8 + 8);
+        assert_eq!(u16::from_le_bytes([r[6], r[7]]), 24);
+        assert_eq!(padded(b"12345678").len(), 16);
+        assert_eq!(sample_id(1, 2, 3).len(), 24);
+        assert_eq!(mmap2(1, 0, 4096, 5, "/x").len() % 8, 0);
+        assert_eq!(attr(136, 1000, CALLCHAIN_SAMPLES, SAMPLE_ID_ALL).len(), 136);
+    }
+}

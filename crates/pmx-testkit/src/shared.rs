@@ -45,3 +45,15 @@ pub fn intel_perfmon() -> Option<PathBuf> {
     let mapfile = shared_data("intel-perfmon/mapfile.csv")?;
     mapfile.parent().map(PathBuf::from)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_beside_the_repository_is_looked_for_last() {
+        let c = candidates("x");
+        assert_eq!(c.last(), Some(&beside_repository().join("x")));
+        assert!(shared_data("surely-not-here").is_none());
+    }
+}

@@ -85,3 +85,19 @@ pub fn thread_cpu_ns() -> u64 {
     };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_can_be_touched_and_zero_pages_are_nothing() {
+        touch_pages(0);
+        touch_pages(3);
+        let p = fresh_pages(2);
+        assert_eq!(p.len(), 2);
+        p.touch();
+        assert!(thread_cpu_ns() > 0);
+        assert!(!allowed_cpus().is_empty());
+    }
+}
