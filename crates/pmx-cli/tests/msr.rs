@@ -34,7 +34,7 @@ impl MsrCommand for Machine {
 #[test]
 fn read_without_the_msr_driver_fails_in_one_sentence() {
     if Path::new("/dev/cpu/0/msr").exists() {
-        eprintln!("skipped: this machine has the msr driver loaded");
+        pmx_testkit::skip("this machine has the msr driver loaded");
         return;
     }
     let o = pmx(&["msr", "read", "0x10"]);

@@ -167,7 +167,7 @@ fn setup() -> Option<Recording> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     let Some(bin) = hot_program(&path) else {
-        eprintln!("skipped: no C compiler");
+        pmx_testkit::skip("no C compiler");
         return None;
     };
     Some(Recording {
@@ -348,7 +348,7 @@ fn reads_pmx_record_files() {
         .output()
         .unwrap();
     if !o.status.success() && !data.exists() {
-        eprintln!("skipped: pmx record failed here: {}", text(&o.stderr));
+        pmx_testkit::skip(format_args!("pmx record failed here: {}", text(&o.stderr)));
         return;
     }
     let ours = pmx_counts(&data);

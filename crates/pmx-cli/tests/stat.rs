@@ -143,7 +143,7 @@ fn target_addr() -> Option<String> {
 #[test]
 fn breakpoints_count_exact_writes_and_the_fifth_is_refused() {
     let Some(addr) = target_addr() else {
-        eprintln!("SKIP: setarch -R is not available to fix the workload's address");
+        pmx_testkit::skip("setarch -R is not available to fix the workload's address");
         return;
     };
     let ev = format!("mem:{addr}/8:w");
@@ -189,7 +189,7 @@ fn breakpoints_count_exact_writes_and_the_fifth_is_refused() {
 #[test]
 fn msr_tsc_counts() {
     if !std::path::Path::new("/sys/bus/event_source/devices/msr").exists() {
-        eprintln!("SKIP: no msr PMU");
+        pmx_testkit::skip("no msr PMU");
         return;
     }
     let o = pmx(&["stat", "-e", "msr/tsc/", "-x,", "-a", "--duration", "0.1"]);

@@ -578,7 +578,7 @@ fn the_nmi_watchdog_and_open_perf_events_mean_the_counters_are_in_use() {
 #[test]
 fn without_the_msr_driver_it_fails_in_one_sentence() {
     if Path::new("/dev/cpu/0/msr").exists() {
-        eprintln!("skipped: this machine has the msr driver loaded");
+        pmx_testkit::skip("this machine has the msr driver loaded");
         return;
     }
     let o = Command::new(PMX)

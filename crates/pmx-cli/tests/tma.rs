@@ -18,7 +18,7 @@ fn tma_level2_runs_and_explains() {
     let out = pmx(&["tma", "-l", "2", "--", "true"]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("no top-down metrics are known") {
-        println!("SKIP: no top-down tree for this CPU: {err}");
+        pmx_testkit::skip(format_args!("no top-down tree for this CPU: {err}"));
         assert_eq!(out.status.code(), Some(2));
         return;
     }
@@ -39,7 +39,7 @@ fn tma_exits_with_the_command_status() {
     let out = pmx(&["tma", "-l", "2", "--", "sh", "-c", "exit 3"]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("no top-down metrics are known") {
-        println!("SKIP: no top-down tree for this CPU");
+        pmx_testkit::skip("no top-down tree for this CPU");
         return;
     }
     assert_eq!(out.status.code(), Some(3), "{err}");
@@ -52,7 +52,7 @@ fn tma_json_and_an_intel_tree_elsewhere() {
     let out = pmx(&["tma", "--json", "--", "true"]);
     let text = String::from_utf8_lossy(&out.stdout);
     if out.status.code() == Some(2) {
-        println!("SKIP: no top-down tree for this CPU");
+        pmx_testkit::skip("no top-down tree for this CPU");
         return;
     }
     let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");

@@ -27,7 +27,7 @@ fn available() -> bool {
     match libpfm::library_info() {
         Ok(_) => true,
         Err(e) => {
-            eprintln!("skipped: libpfm4 is not available: {e}");
+            pmx_testkit::skip(format_args!("libpfm4 is not available: {e}"));
             false
         }
     }
@@ -46,7 +46,7 @@ fn hex(s: &str) -> u64 {
 fn dump(pmu: &str) -> Option<Vec<Row>> {
     let path = shared_data("libpfm-dumps")?.join(format!("{pmu}.tsv"));
     let Ok(text) = std::fs::read_to_string(&path) else {
-        eprintln!("skipped: {} not found", path.display());
+        pmx_testkit::skip(format_args!("{} not found", path.display()));
         return None;
     };
     let mut rows = Vec::new();
@@ -168,7 +168,7 @@ fn host_cpu_uses_libpfm_detection() {
     }
     use pmx_sys::{CpuidSource, NativeCpuid};
     if !NativeCpuid.available() {
-        eprintln!("skipped: no CPUID on this machine");
+        pmx_testkit::skip("no CPUID on this machine");
         return;
     }
     let l0 = NativeCpuid.cpuid(0, 0);
@@ -292,7 +292,7 @@ fn whole_pmus_match_the_dumps() {
     }
     eprintln!("{total} encodings checked over {} PMUs", pmus_checked.len());
     if pmus_checked.is_empty() {
-        eprintln!("skipped: no dump checked");
+        pmx_testkit::skip("no dump checked");
         return;
     }
     for required in ["amd64_fam19h_zen4", "amd64_fam10h_barcelona"] {

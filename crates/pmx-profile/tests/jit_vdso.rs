@@ -147,7 +147,7 @@ fn vdso_clock_gettime() -> Option<(ElfFile, u64, String)> {
     let image = match pmx_profile::kernel::running_vdso() {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("skipped: no vDSO here: {e}");
+            pmx_testkit::skip(format_args!("no vDSO here: {e}"));
             return None;
         }
     };

@@ -72,7 +72,7 @@ fn the_background_thread_fills_the_buffer_and_stops() {
     let h = match PerfHandle::open("cpu-clock", &cpus) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("SKIP: per-CPU cpu-clock cannot be opened here: {e}");
+            pmx_testkit::skip(format_args!("per-CPU cpu-clock cannot be opened here: {e}"));
             return;
         }
     };
@@ -102,7 +102,7 @@ fn stop_keeps_the_samples_so_far() {
     let h = match PerfHandle::open("cpu-clock", &[0]) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("SKIP: per-CPU cpu-clock cannot be opened here: {e}");
+            pmx_testkit::skip(format_args!("per-CPU cpu-clock cannot be opened here: {e}"));
             return;
         }
     };
