@@ -5,9 +5,9 @@
 //! Regenerate the golden files with `PMX_BLESS=1 cargo test -p pmx-cli
 //! --test plot`.
 
-use pmx_testkit::process::interrupt_after;
 mod common;
 use common::{pmx, stderr};
+use pmx_testkit::process::interrupt_after;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

@@ -8,15 +8,13 @@
 //! Needs a C compiler (`cc`) for the test program and `perf` for the
 //! cross-checks; without them the affected checks skip with a message.
 
-use pmx_testkit::process::interrupt_after;
 mod common;
-use common::{pmx, stderr};
+use common::{pmx, stderr, PMX};
+use pmx_testkit::process::interrupt_after;
 use pmx_testkit::{cc, perf};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-
-use common::PMX;
 
 /// The test program: `hot_loop` does nearly all the work; it calls a
 /// tiny function once so that GCC gives it a frame (leaf functions get

@@ -4,16 +4,14 @@
 //! function (file mode, pipe mode, zstd), folded stacks, flame graphs and
 //! bad input.
 
-use pmx_testkit::text;
 mod common;
-use common::pmx;
+use common::{pmx, PMX};
 use pmx_testkit::shared::shared_data;
+use pmx_testkit::text;
 use pmx_testkit::{cc, perf};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-use common::PMX;
 
 fn shared() -> Option<PathBuf> {
     shared_data("perfdata")

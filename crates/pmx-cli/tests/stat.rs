@@ -1,13 +1,12 @@
 //! `pmx stat` on the real kernel: software events, breakpoints, msr,
 //! exit statuses. Runs the real binary and `pmx-workload`.
 
-use pmx_testkit::process::interrupt_after;
 mod common;
-use common::{pmx, stderr};
+use common::{pmx, stderr, PMX};
+use pmx_testkit::process::interrupt_after;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::PMX;
 const WORK: &str = env!("CARGO_BIN_EXE_pmx-workload");
 
 /// Parse `-x,` output: (domain, value, event, status, reason) per line.

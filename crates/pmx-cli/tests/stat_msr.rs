@@ -14,7 +14,7 @@
 //! machine is.
 
 mod common;
-use common::stderr;
+use common::{stderr, PMX};
 use pmx_testkit::msr::Machine;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -26,7 +26,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::PMX;
 const CPU: &str = "GenuineIntel-6-55-4";
 const CPUS: u32 = 4;
 
