@@ -208,7 +208,11 @@ mod tests {
         let e = selection(&opts("AuthenticAMD-25-11-1")).unwrap_err();
         assert!(matches!(e, EventsFetchError::NotIntel { host: false, .. }));
         assert!(e.is_usage());
-        assert!(e.to_string().starts_with("AuthenticAMD-25-11-1 is an AMD CPU"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("AuthenticAMD-25-11-1 is an AMD CPU"),
+            "{e}"
+        );
         let s = selection(&opts("GenuineIntel-6-55-4")).unwrap();
         assert!(matches!(s, Selection::Cpu(c) if c.model == 0x55));
         let all = EventsFetchOptions {

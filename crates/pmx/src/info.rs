@@ -121,9 +121,6 @@ mod tests {
             ..Default::default()
         };
         let e = collect(&opts).unwrap_err();
-        assert!(
-            e.to_string().starts_with("/nonexistent/cpuid.txt: "),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("/nonexistent/cpuid.txt: "), "{e}");
     }
 }

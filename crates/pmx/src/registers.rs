@@ -251,8 +251,12 @@ mod tests {
             choose_register(Some(RegisterKind::IntelFixedCtrCtrl), None, Arch::Amd).unwrap(),
             RegisterKind::IntelFixedCtrCtrl
         );
-        let e = choose_register(Some(RegisterKind::AmdPerfCtl), Some(Arch::Intel), Arch::Intel)
-            .unwrap_err();
+        let e = choose_register(
+            Some(RegisterKind::AmdPerfCtl),
+            Some(Arch::Intel),
+            Arch::Intel,
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "--register perf-ctl is an Amd register, but --arch says Intel"
@@ -268,7 +272,11 @@ mod tests {
         assert!(d.warnings.is_empty(), "{:?}", d.warnings);
         assert_eq!(d.notes.len(), 1, "{:?}", d.notes);
         assert!(d.notes[0].contains("USR (16), OS (17)"), "{}", d.notes[0]);
-        let event = d.fields.iter().find(|f| f.field.name == "EventSelect").unwrap();
+        let event = d
+            .fields
+            .iter()
+            .find(|f| f.field.name == "EventSelect")
+            .unwrap();
         assert_eq!(event.value, 0x2e);
         let disabled = decode(RegisterKind::IntelEvtSel, 0x412e);
         assert!(disabled.notes.iter().any(|n| n.contains("EN is clear")));

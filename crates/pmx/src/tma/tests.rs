@@ -29,7 +29,11 @@ fn the_model_names_the_inputs_of_the_level() {
     assert_eq!(model.cpu.to_string(), "AuthenticAMD-25-11");
     assert_eq!(model.machine.cpuid.as_deref(), Some("AuthenticAMD-25-11"));
     assert_eq!(model.machine.smt_on, Some(false), "not this machine");
-    let mut got: Vec<String> = model.inputs_to_level(1).into_iter().map(|e| e.name).collect();
+    let mut got: Vec<String> = model
+        .inputs_to_level(1)
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     got.sort();
     let mut want: Vec<String> = INPUTS.iter().map(|s| s.to_string()).collect();
     want.sort();
