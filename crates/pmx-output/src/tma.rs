@@ -197,3 +197,110 @@ fn unavailable_text(s: &mut String, report: &TmaReport) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmx::database::{self, DatabaseOptions};
+    use pmx::tma::{Inputs, Model, Reading};
+
+    /// A report for AMD Zen 4's level-1 tree: `counts` as readings, and
+    /// the inputs without a count unavailable for `why`.
+    fn zen4_report(counts: &[(&str, f64)], unavailable: &[(&str, &str)]) -> TmaReport {
+        let opts = DatabaseOptions {
+            cpu: Some("AuthenticAMD-25-11".into()),
+            no_libpfm: true,
+            ..Default::default()
+        };
+        let db = database::load(&opts).unwrap();
+        let model = Model::for_database(&db, None).unwrap();
+        let mut inputs = Inputs::new();
+        for (name, n) in counts {
+            inputs.insert(name, Reading::exact(*n));
+        }
+        for (name, why) in unavailable {
+            inputs.insert(
+                name,
+                Reading::NotSupported {
+                    why: why.to_string(),
+                },
+            );
+        }
+        TmaReport {
+            command: vec!["true".into()],
+            cpu: model.cpu.clone(),
+            level: 1,
+            exit_code: 0,
+            events: model
+                .inputs_to_level(1)
+                .into_iter()
+                .map(|e| e.name)
+                .collect(),
+            unavailable: unavailable
+                .iter()
+                .map(|(n, w)| (n.to_string(), w.to_string()))
+                .collect(),
+            tree: model.evaluate(&inputs, 1),
+            notes: vec!["a note".into()],
+        }
+    }
+
+    #[test]
+    fn unavailable_inputs_are_grouped_by_the_general_reason() {
+        let r = zen4_report(
+            &[],
+            &[
+                ("CYCLES_NOT_IN_HALT", "cpu: no hardware PMU"),
+                ("RETIRED_OPS", "cpu: no hardware PMU"),
+                ("DISPATCH_STALLS_1:FE_NO_OPS", "sampled"),
+            ],
+        );
+        let text = text(&r);
+        assert!(
+            text.starts_with("\n pmx tma for 'true' on AuthenticAMD-25-11: 6 inputs for level 1\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "\n 3 of the 6 events are not available here, so the nodes that need them have no value:\n   why: no hardware PMU\n     CYCLES_NOT_IN_HALT (cpu)\n     RETIRED_OPS (cpu)\n   why: sampled\n     DISPATCH_STALLS_1:FE_NO_OPS\n"
+        ), "{text}");
+        assert!(
+            text.contains("Bottleneck: none named: no node could be computed\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("Note: a note\n"), "{text}");
+    }
+
+    #[test]
+    fn counted_nodes_show_their_share() {
+        let r = zen4_report(
+            &[
+                ("CYCLES_NOT_IN_HALT", 1_000.0),
+                ("DISPATCH_STALLS_1:FE_NO_OPS", 1_200.0),
+                (
+                    "OPS_SOURCE_DISPATCHED_FROM_DECODER:DECODER:OPCACHE:LOOP_BUFFER",
+                    2_700.0,
+                ),
+                ("RETIRED_OPS", 2_400.0),
+                ("DISPATCH_STALLS_1:BE_STALLS", 1_800.0),
+                ("DISPATCH_STALLS_1:SMT_CONTENTION", 600.0),
+            ],
+            &[],
+        );
+        let text = tree_text(&r.tree, 1, &[], true);
+        let retiring = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("retiring"))
+            .unwrap();
+        assert!(retiring.contains("  40.0%"), "{retiring}");
+        assert!(retiring.ends_with("reliability   - "), "{retiring:?}");
+        assert!(
+            text.contains("Bottleneck: none named: no node is over its threshold"),
+            "{text}"
+        );
+        let json = json(&r);
+        assert_eq!(json["exit_code"], 0);
+        assert_eq!(json["tma"]["nodes"][4]["name"], "retiring");
+        assert_eq!(json["tma"]["nodes"][4]["percent"], 40.0);
+        assert_eq!(json["unavailable"].as_array().unwrap().len(), 0);
+    }
+}
