@@ -1,6 +1,6 @@
 //! `pmx info`'s report as text: one section per kind of fact (CPU, PMU as
 //! CPUID describes it, kernel PMUs, topology, access), then the verdict.
-//! `--json` is the report itself ([`json`]).
+//! `--json` is the report itself ([`json()`]).
 
 use pmx::info::{
     fixed_counter_name, paranoid_meaning, AmdPerfmon, IntelArchPerfmon, KernelPmu, MachineReport,

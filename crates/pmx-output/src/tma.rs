@@ -1,5 +1,5 @@
 //! The top-down tree as text and JSON: `pmx tma`'s report
-//! ([`text`], [`json`]) and the evaluated tree alone ([`tree_text`],
+//! ([`text`], [`json()`]) and the evaluated tree alone ([`tree_text`],
 //! [`tree_json`]), which `pmx analyze --tma` shares.
 
 use pmx::tma::{EventRef, Flag, Reason, TmaReport, Tree};

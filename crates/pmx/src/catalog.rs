@@ -15,7 +15,7 @@ pub use pmx_events::{Counters, EventDef, Precise, Resolved, SourceKind, Target};
 /// What `pmx list` is asked for.
 #[derive(Debug, Clone, Default)]
 pub struct ListOptions {
-    /// Only names matching this pattern ([`matches`]).
+    /// Only names matching this pattern ([`matches()`]).
     pub pattern: Option<String>,
     /// Only this source.
     pub source: Option<SourceKind>,
