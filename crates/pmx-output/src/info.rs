@@ -414,6 +414,7 @@ fn render_topology(out: &mut String, report: &MachineReport) {
     row(out, "SMT", smt);
 }
 
+/// Who runs pmx and what perf lets them count.
 fn render_access(out: &mut String, report: &MachineReport) {
     let a = &report.access;
     out.push_str("Access\n");
@@ -453,6 +454,12 @@ fn render_access(out: &mut String, report: &MachineReport) {
             s
         },
     );
+    render_devices(out, report);
+}
+
+/// The msr device, rdpmc, the NMI watchdog and lockdown.
+fn render_devices(out: &mut String, report: &MachineReport) {
+    let a = &report.access;
     row(
         out,
         "msr device",
