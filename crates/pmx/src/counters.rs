@@ -58,7 +58,7 @@ use crate::metrics::{MetricSet, MetricValue, UnknownMetric};
 use crate::stat::{self, EventStatus, StatPlan};
 use pmx_events::{Database, LoadOptions};
 use pmx_model::count::Count;
-use pmx_perf::{read_format, Counter, OpenErrorKind, Target};
+use pmx_perf::{read_format, Counter, OpenCause, Target};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -520,7 +520,7 @@ impl Counters {
                             }
                         }
                         Err(e) => {
-                            if e.kind == OpenErrorKind::NoProcess && places.len() > 1 {
+                            if e.cause == OpenCause::NoProcess && places.len() > 1 {
                                 // A thread that exited since it was listed.
                                 continue;
                             }
