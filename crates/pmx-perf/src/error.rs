@@ -621,8 +621,30 @@ fn invalid(
     pmu: Option<&str>,
     cpus: Option<u32>,
 ) -> String {
+    let certain = certain_invalid(attr, target, in_group, cpus);
+    let maybe = possible_invalid(attr, target, in_group, pmu);
+    let mut s = String::from("the kernel rejects this attr");
+    if !certain.is_empty() {
+        let _ = write!(s, ": {}", certain.join("; "));
+    }
+    if !maybe.is_empty() {
+        let _ = write!(
+            s,
+            ". {}: {}",
+            if certain.is_empty() {
+                "Possible causes"
+            } else {
+                "Other possible causes"
+            },
+            maybe.join("; ")
+        );
+    }
+    s
+}
+
+/// EINVAL: what is certainly wrong with the attr or the target.
+fn certain_invalid(attr: &Attr, target: Target, in_group: bool, cpus: Option<u32>) -> Vec<String> {
     let mut certain: Vec<String> = Vec::new();
-    let mut maybe: Vec<String> = Vec::new();
     if target.pid == -1 && target.cpu == -1 {
         certain.push("pid -1 (every task) needs a CPU: give cpu >= 0".into());
     }
@@ -652,6 +674,12 @@ fn invalid(
             attr.read_format
         ));
     }
+    certain
+}
+
+/// EINVAL: what may be wrong, given what this kind of event and PMU accept.
+fn possible_invalid(attr: &Attr, target: Target, in_group: bool, pmu: Option<&str>) -> Vec<String> {
+    let mut maybe: Vec<String> = Vec::new();
     if attr.type_ == event_type::BREAKPOINT {
         maybe.push(format!(
             "a breakpoint shape the CPU cannot watch (it needs len 1, 2, 4 or 8, exactly 8 \
@@ -718,23 +746,7 @@ fn invalid(
     if attr.inherit && attr.read_format & crate::read_format::GROUP != 0 {
         maybe.push("inherit with a group read format, which older kernels refuse".into());
     }
-    let mut s = String::from("the kernel rejects this attr");
-    if !certain.is_empty() {
-        let _ = write!(s, ": {}", certain.join("; "));
-    }
-    if !maybe.is_empty() {
-        let _ = write!(
-            s,
-            ". {}: {}",
-            if certain.is_empty() {
-                "Possible causes"
-            } else {
-                "Other possible causes"
-            },
-            maybe.join("; ")
-        );
-    }
-    s
+    maybe
 }
 
 #[cfg(test)]
