@@ -37,13 +37,20 @@
 //!   transform (raw, delta modulo the counter width, a closure), dumped
 //!   as CSV.
 //!
-//! Nothing here prints: renderers of `pmx stat` live in `pmx-output`; the
+//! [`analyze`] computes metrics and the top-down tree from counts saved
+//! earlier; [`merge`] combines per-rank result files. Both read through
+//! `pmx-formats`, which also holds the value types of a result
+//! ([`stat::Row`], [`stat::Domain`], …) and their writers.
+//!
+//! Nothing here prints: renderers of `pmx stat` live in `pmx-formats`; the
 //! region results render themselves to strings for the library's users.
 
 mod backend_msr;
 mod backend_rdpmc;
 pub mod counters;
+pub mod analyze;
 pub mod eventlist;
+mod formats;
 pub mod launch;
 pub mod metrics;
 pub mod record;

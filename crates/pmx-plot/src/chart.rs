@@ -26,7 +26,7 @@
 //!   says "not counted". A line with no value at all is listed in the
 //!   legend as `EVENT (not counted)` (per event) and not shaded.
 
-use super::read::{Sample, Timeline};
+use pmx_formats::timeline::{Sample, Timeline};
 use super::PlotError;
 use std::cmp::Ordering;
 use std::collections::HashMap;

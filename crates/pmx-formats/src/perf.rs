@@ -1,0 +1,1 @@
+//! perf's forms written from a [`StatReport`](crate::StatReport).
