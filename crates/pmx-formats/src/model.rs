@@ -272,7 +272,10 @@ mod tests {
         for d in [
             Domain::Total,
             Domain::Cpu { cpu: 17 },
-            Domain::Core { package: 1, core: 3 },
+            Domain::Core {
+                package: 1,
+                core: 3,
+            },
             Domain::Socket { package: 2 },
             Domain::Thread { tid: 4321 },
         ] {

@@ -17,8 +17,11 @@
 //! | 10 | stddev_pct | with `-r`: relative standard deviation in %, else empty |
 //! | 11 | reason | why not counted / not supported |
 
-use crate::model::{Domain, EventStatus, EventTable, Exit, MetricLine, Row, Spread, ESTIMATE_BELOW};
+use crate::model::{
+    Domain, EventStatus, EventTable, Exit, MetricLine, Row, Spread, ESTIMATE_BELOW,
+};
 use crate::numbers::{push_fixed, push_num, readable, readable_measure};
+use crate::report::{Provenance, ReportMetric, ReportRow, RowStatus, StatReport};
 use serde_json::json;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -717,6 +720,92 @@ fn event_of(plan: &dyn EventTable, i: usize) -> EventRef<'_> {
         name: plan.name(i),
         unit: plan.unit(i),
         group: plan.group(i),
+    }
+}
+
+/// One row as the files state it: what a reader gives back.
+fn report_row(
+    plan: &dyn EventTable,
+    status: &[EventStatus],
+    row: &Row,
+    never_ran: &str,
+) -> ReportRow {
+    let ev = event_of(plan, row.event);
+    let mut r = ReportRow::new(ev.name, &row.domain.label());
+    r.value = row.value;
+    r.unit = ev.unit.unwrap_or_default().to_string();
+    r.status = RowStatus::from_word(row_status(status, row)).unwrap_or(RowStatus::Counted);
+    r.reason = row_reason(status, row, never_ran).to_string();
+    r.raw = Some(row.count.value);
+    r.enabled_ns = Some(row.count.enabled);
+    r.running_ns = Some(row.count.running);
+    r.running_pct = row.running_share.map(|x| x * 100.0);
+    r
+}
+
+fn report_metric(m: &MetricLine, time: Option<f64>) -> ReportMetric {
+    ReportMetric {
+        time,
+        name: m.name.clone(),
+        domain: m.domain.clone(),
+        value: m.value,
+        unit: m.unit.clone(),
+        reliability: m.reliability,
+        estimate: m.estimate,
+        missing: m.missing.clone(),
+    }
+}
+
+impl StatView<'_> {
+    /// The report these writers put in a file: what the readers give back
+    /// from pmx's JSON document (its CSV states the rows and metrics only).
+    pub fn to_report(&self) -> StatReport {
+        let rows = self.rows.iter().enumerate().map(|(i, row)| {
+            let mut r = report_row(self.plan, &self.status, row, "never ran");
+            r.spread = self.spreads.get(i).copied().flatten();
+            r.stddev_pct = r.spread.map(|sp| sp.relative * 100.0);
+            r.counters = Some(row.instances);
+            r.group = Some(self.plan.group(row.event));
+            r
+        });
+        StatReport {
+            provenance: Provenance {
+                command: Some(self.target.clone()),
+                ..Provenance::default()
+            },
+            runs: Some(self.runs),
+            elapsed_s: Some(self.elapsed.as_secs_f64()),
+            exit: self.exit,
+            interrupted: Some(self.interrupted),
+            notes: self.notes.clone(),
+            rows: rows.collect(),
+            metrics: self
+                .metrics
+                .iter()
+                .map(|m| report_metric(m, None))
+                .collect(),
+        }
+    }
+}
+
+impl IntervalRows<'_> {
+    /// This interval's rows and metric lines as the files state them.
+    pub fn to_report(&self) -> StatReport {
+        let time = Some(self.time);
+        let rows = self.rows.iter().map(|row| {
+            let mut r = report_row(self.plan, self.status, row, "did not run in this interval");
+            r.time = time;
+            r
+        });
+        StatReport {
+            rows: rows.collect(),
+            metrics: self
+                .metrics
+                .iter()
+                .map(|m| report_metric(m, time))
+                .collect(),
+            ..StatReport::default()
+        }
     }
 }
 

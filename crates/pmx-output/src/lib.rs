@@ -5,6 +5,8 @@
 //! directions, live in `pmx-formats` ([`stat`] re-exports its writers under
 //! their old paths); the charts of `pmx plot` in `pmx-plot` ([`plot`]).
 
+pub mod analyze;
+pub mod merge;
 pub mod stat;
 
 pub use pmx_formats::numbers::{group_digits, readable, readable_measure};

@@ -45,13 +45,14 @@
 //! Nothing here prints: renderers of `pmx stat` live in `pmx-formats`; the
 //! region results render themselves to strings for the library's users.
 
+pub mod analyze;
 mod backend_msr;
 mod backend_rdpmc;
 pub mod counters;
-pub mod analyze;
 pub mod eventlist;
 mod formats;
 pub mod launch;
+pub mod merge;
 pub mod metrics;
 pub mod record;
 pub mod recorder;

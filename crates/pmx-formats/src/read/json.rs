@@ -145,6 +145,12 @@ fn perf_line(report: &mut StatReport, v: &Value) -> Result<(), String> {
 
 /// pmx's document: `events`, `metrics`, and what was measured.
 pub fn document(doc: &Value) -> Result<StatReport, ReadError> {
+    document_with(doc, true)
+}
+
+/// [`document`]; when not `strict`, entries without `event` (or metrics
+/// without `name`) are skipped instead of failing the read.
+pub(crate) fn document_with(doc: &Value, strict: bool) -> Result<StatReport, ReadError> {
     let mut report = StatReport::default();
     report.provenance.format = Some(SourceFormat::PmxJson);
     report.provenance.cpu = jstr(doc, "cpu").map(str::to_string);
@@ -159,12 +165,17 @@ pub fn document(doc: &Value) -> Result<StatReport, ReadError> {
     report.interrupted = doc.get("interrupted").and_then(Value::as_bool);
     report.notes = strings(doc.get("notes"));
     for e in doc["events"].as_array().into_iter().flatten() {
-        report
-            .rows
-            .push(pmx_row(e, None).map_err(|_| ReadError::EntryWithoutEvent)?);
+        match pmx_row(e, None) {
+            Ok(row) => report.rows.push(row),
+            Err(_) if !strict => {}
+            Err(_) => return Err(ReadError::EntryWithoutEvent),
+        }
     }
-    for m in doc.get("metrics").and_then(Value::as_array).into_iter().flatten() {
-        report.metrics.push(metric(m, None));
+    let metrics = doc.get("metrics").and_then(Value::as_array);
+    for m in metrics.into_iter().flatten() {
+        if strict || jstr(m, "name").is_some() {
+            report.metrics.push(metric(m, None));
+        }
     }
     Ok(report)
 }
@@ -204,7 +215,10 @@ fn pmx_row(e: &Value, time: Option<f64>) -> Result<ReportRow, String> {
             relative: jnum(s, "relative").unwrap_or(0.0),
         });
     row.stddev_pct = row.spread.map(|s| s.relative * 100.0);
-    row.counters = e.get("counters").and_then(Value::as_u64).map(|n| n as usize);
+    row.counters = e
+        .get("counters")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
     row.group = e.get("group").and_then(Value::as_u64).map(|n| n as usize);
     Ok(row)
 }

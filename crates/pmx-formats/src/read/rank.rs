@@ -16,7 +16,8 @@ pub fn read_rank_file(path: &Path) -> Result<StatReport, ReadError> {
     let doc = totals_document(&text).ok_or_else(|| ReadError::NotReport {
         path: path.to_path_buf(),
     })?;
-    let mut report = super::json::document(&doc)?;
+    // Entries without a name are skipped, as `pmx merge` always has.
+    let mut report = super::json::document_with(&doc, false)?;
     report.provenance.path = Some(path.to_path_buf());
     Ok(report)
 }

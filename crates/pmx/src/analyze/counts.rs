@@ -170,7 +170,6 @@ pub(crate) fn inputs_of(key: &pmx_metrics::KeyFn, keys: &[String], iv: &Interval
     inputs
 }
 
-
 impl Counts {
     /// Fold the rows of `report` (and, as pmx has always read them, the
     /// metric lines of `-I --json` files, as counts named by the metric)
@@ -198,7 +197,9 @@ impl Counts {
         for m in metrics {
             metric_line(c.acc(m.time, &m.name), m.value);
         }
-        if !report.is_interval() && report.provenance.format == Some(pmx_formats::SourceFormat::PmxJson) {
+        if !report.is_interval()
+            && report.provenance.format == Some(pmx_formats::SourceFormat::PmxJson)
+        {
             let elapsed = c.elapsed;
             c.intervals.iter_mut().for_each(|i| i.duration = elapsed);
         }

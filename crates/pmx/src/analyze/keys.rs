@@ -91,4 +91,3 @@ pub fn key_fn<'a>(
     let map = Arc::new(map);
     Arc::new(move |name: &str| map.get(name).cloned().unwrap_or_else(|| event_key(name)))
 }
-

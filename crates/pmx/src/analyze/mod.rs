@@ -33,7 +33,8 @@ pub struct AnalyzeOptions<'a> {
     pub counts: &'a StatReport,
     /// The event database of the CPU the counts were taken on.
     pub db: &'a Database,
-    /// Intel's perfmon tables, when there are some.
+    /// `--events-dir`: Intel's perfmon tables (default: the one
+    /// `pmx_events::default_events_dir` names, when it exists).
     pub events_dir: Option<&'a std::path::Path>,
     /// `-M`: metrics or metric groups, comma-separated; `None`: every
     /// metric whose inputs are in the file.
@@ -166,7 +167,8 @@ pub struct AnalyzeReport {
 pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
     let counts = Counts::of(opts.counts);
     let cpu = opts.db.target.cpu.clone();
-    let lib = Library::for_cpu(Some(&cpu), opts.events_dir.filter(|d| d.is_dir()));
+    let events_dir = pmx_events::default_events_dir(opts.events_dir.map(|d| d.to_path_buf()));
+    let lib = Library::for_cpu(Some(&cpu), events_dir.as_deref().filter(|d| d.is_dir()));
     let machine = Machine {
         smt_on: Some(opts.smt_on),
         threads_per_core: Some(if opts.smt_on { 2 } else { 1 }),
@@ -221,7 +223,11 @@ pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
 
 /// The metrics to compute: each a list of alternatives, the first with a
 /// value wins.
-fn select(lib: &Library, opts: &AnalyzeOptions, cpu: &str) -> Result<Vec<Vec<MetricId>>, AnalyzeError> {
+fn select(
+    lib: &Library,
+    opts: &AnalyzeOptions,
+    cpu: &str,
+) -> Result<Vec<Vec<MetricId>>, AnalyzeError> {
     match opts.metrics {
         Some(list) => lib.select(list).map_err(|u| AnalyzeError::UnknownMetric {
             name: u.name,
@@ -288,7 +294,12 @@ fn evaluate(
 }
 
 /// Each metric with a value over the totals, per interval.
-fn spreads(lib: &Library, metrics: &mut [MetricResult], per_interval: &[Inputs], machine: &Machine) {
+fn spreads(
+    lib: &Library,
+    metrics: &mut [MetricResult],
+    per_interval: &[Inputs],
+    machine: &Machine,
+) {
     let mut vals: Vec<Vec<f64>> = vec![Vec::new(); metrics.len()];
     for inputs in per_interval {
         let mut ev = lib.evaluator(inputs, machine);
