@@ -8,7 +8,7 @@
 //!   repeats, [`Exit`], [`MetricLine`] — which `pmx::stat` produces and
 //!   re-exports under its own paths, and [`EventTable`], the event names
 //!   and units rows point into.
-//! - [`write`]: pmx's writers over a live result ([`StatView`] for totals,
+//! - [`write`](mod@write): pmx's writers over a live result ([`StatView`] for totals,
 //!   [`IntervalRows`] for one `-I` interval): the readable table, CSV with
 //!   any separator, the JSON document, interval CSV and JSON lines. The
 //!   stream writers [`IntervalCsv`] and [`IntervalJson`] keep their

@@ -242,45 +242,7 @@ pub fn table(report: &StatView) -> String {
     for (n, f) in footnotes.iter().enumerate() {
         let _ = writeln!(s, "\n  [{}] {f}", n + 1);
     }
-    if !report.metrics.is_empty() {
-        let _ = writeln!(s);
-        let mw = report
-            .metrics
-            .iter()
-            .map(|m| m.name.len())
-            .max()
-            .unwrap_or(10)
-            .clamp(10, 40);
-        for m in &report.metrics {
-            let dom = if m.domain.is_empty() {
-                String::new()
-            } else {
-                format!("{}  ", m.domain)
-            };
-            match m.value {
-                Some(v) => {
-                    let rel = match m.reliability {
-                        Some(r) if m.estimate => {
-                            format!("  (estimate: its inputs ran {:.1}% of the time)", r * 100.0)
-                        }
-                        Some(r) => format!("  (inputs ran {:.1}%)", r * 100.0),
-                        None => String::new(),
-                    };
-                    let _ = writeln!(
-                        s,
-                        "  {dom}{:>20} {:<mw$} {}{rel}",
-                        format!("{v:.3}"),
-                        m.name,
-                        m.unit
-                    );
-                }
-                None => {
-                    let why = m.missing.as_deref().unwrap_or("");
-                    let _ = writeln!(s, "  {dom}{:>20} {:<mw$}  {why}", "<not computed>", m.name);
-                }
-            }
-        }
-    }
+    table_metrics(&mut s, &report.metrics);
     let _ = writeln!(
         s,
         "\n {:>15.9} seconds time elapsed",
@@ -293,6 +255,49 @@ pub fn table(report: &StatView) -> String {
         let _ = writeln!(s, " {n}");
     }
     s
+}
+
+/// The metric lines of the table.
+fn table_metrics(s: &mut String, metrics: &[MetricLine]) {
+    if metrics.is_empty() {
+        return;
+    }
+    let _ = writeln!(s);
+    let mw = metrics
+        .iter()
+        .map(|m| m.name.len())
+        .max()
+        .unwrap_or(10)
+        .clamp(10, 40);
+    for m in metrics {
+        let dom = if m.domain.is_empty() {
+            String::new()
+        } else {
+            format!("{}  ", m.domain)
+        };
+        match m.value {
+            Some(v) => {
+                let rel = match m.reliability {
+                    Some(r) if m.estimate => {
+                        format!("  (estimate: its inputs ran {:.1}% of the time)", r * 100.0)
+                    }
+                    Some(r) => format!("  (inputs ran {:.1}%)", r * 100.0),
+                    None => String::new(),
+                };
+                let _ = writeln!(
+                    s,
+                    "  {dom}{:>20} {:<mw$} {}{rel}",
+                    format!("{v:.3}"),
+                    m.name,
+                    m.unit
+                );
+            }
+            None => {
+                let why = m.missing.as_deref().unwrap_or("");
+                let _ = writeln!(s, "  {dom}{:>20} {:<mw$}  {why}", "<not computed>", m.name);
+            }
+        }
+    }
 }
 
 /// CSV with separator `sep` (columns in the module documentation).

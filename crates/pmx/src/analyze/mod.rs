@@ -4,7 +4,7 @@
 //! CSV and JSON, totals or `-I` intervals; perf's `-x,` CSV and `-j`
 //! JSON). [`analyze`] runs in stages, each a function below:
 //!
-//! 1. [`Counts::of`](counts): the rows folded per event and interval (rows
+//! 1. `Counts::of`: the rows folded per event and interval (rows
 //!    of one event in several domains summed; perf's msec clocks in ns).
 //! 2. [`keys`]: every event name of the file and of the metric library
 //!    matched by encoding.
