@@ -267,3 +267,78 @@ fn perf_row(acc: &mut Acc, row: &ReportRow) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn counts(text: &str) -> Counts {
+        Counts::of(&pmx_formats::read_text(Path::new("t"), text).unwrap())
+    }
+
+    fn reading(c: &Counts, interval: usize, event: &str) -> Reading {
+        let i = c.events.iter().position(|e| e == event).unwrap();
+        c.intervals[interval].accs[i].reading()
+    }
+
+    #[test]
+    fn pmx_rows_are_scaled_from_raw_and_domains_summed() {
+        let c = counts(
+            "CPU0,2000,,cycles,estimate,50.00,1000,4000,2000,,\n\
+             CPU1,3000,,cycles,counted,100.00,3000,4000,4000,,\n\
+             ,,,gone,not-supported,,0,0,0,,no such event\n",
+        );
+        assert_eq!(c.events, ["cycles", "gone"]);
+        match reading(&c, 0, "cycles") {
+            Reading::Scaled {
+                value,
+                running_share,
+            } => {
+                assert_eq!(value, 5000.0);
+                // Weighted by running time: (2000 × 0.5 + 4000 × 1) / 6000.
+                assert!((running_share.unwrap() - 5.0 / 6.0).abs() < 1e-12);
+            }
+            r => panic!("{r:?}"),
+        }
+        assert_eq!(
+            reading(&c, 0, "gone"),
+            Reading::NotSupported {
+                why: "no such event".into()
+            }
+        );
+    }
+
+    #[test]
+    fn perf_clocks_count_nanoseconds_and_intervals_have_durations() {
+        let c = counts(
+            "1.000100000,2.50,msec,task-clock,2500000,100.00,,\n\
+             1.000100000,<not counted>,,cycles,0,0.00,,\n\
+             2.000200000,1.25,msec,task-clock,1250000,100.00,,\n",
+        );
+        assert!(c.is_interval());
+        assert_eq!(c.intervals.len(), 2);
+        let Reading::Scaled { value, .. } = reading(&c, 1, "task-clock") else {
+            panic!()
+        };
+        assert_eq!(value, 1.25e6);
+        assert_eq!(
+            reading(&c, 0, "cycles"),
+            Reading::NotCounted {
+                why: Some("perf: <not counted>".into())
+            }
+        );
+        assert!((c.intervals[1].duration.unwrap() - 1.0001).abs() < 1e-9);
+        assert!((c.totals().duration.unwrap() - 2.0002).abs() < 1e-9);
+    }
+
+    #[test]
+    fn interval_json_metric_lines_count_after_their_rows() {
+        let c = counts(
+            "{\"time\":1.0,\"event\":\"cycles\",\"value\":10,\"raw\":10,\"time_enabled_ns\":5,\"time_running_ns\":5}\n\
+             {\"time\":1.0,\"kind\":\"metric\",\"event\":\"IPC\",\"value\":1.5}\n\
+             {\"time\":2.0,\"event\":\"instructions\",\"value\":10,\"raw\":10,\"time_enabled_ns\":5,\"time_running_ns\":5}\n",
+        );
+        assert_eq!(c.events, ["cycles", "IPC", "instructions"]);
+    }
+}
