@@ -153,6 +153,49 @@ impl Timeline {
         Ok(timeline)
     }
 
+    /// The interval rows of a report, each interval's metric lines after
+    /// its rows, as `pmx plot` reads them from a file (rows without a
+    /// time are skipped); `None` when it has none.
+    pub fn from_report(report: &crate::StatReport) -> Option<Timeline> {
+        use crate::report::SourceFormat as Form;
+        let format = match report.provenance.format {
+            Some(Form::PmxJson | Form::PmxJsonIntervals) => SourceFormat::PmxJson,
+            Some(Form::PerfCsv | Form::PerfCsvIntervals) => SourceFormat::PerfCsv,
+            Some(Form::PerfJson | Form::PerfJsonIntervals) => SourceFormat::PerfJson,
+            _ => SourceFormat::PmxCsv,
+        };
+        let rows = report.rows.iter().filter_map(|r| {
+            let s = Sample {
+                time: r.time?,
+                domain: r.domain.clone(),
+                event: r.event.clone(),
+                unit: r.unit.clone(),
+                value: r.value,
+            };
+            Some((false, s))
+        });
+        let metrics = report.metrics.iter().filter_map(|m| {
+            let s = Sample {
+                time: m.time?,
+                domain: m.domain.clone(),
+                event: m.name.clone(),
+                unit: m.unit.clone(),
+                value: m.value,
+            };
+            Some((true, s))
+        });
+        let mut tagged: Vec<(bool, Sample)> = rows.chain(metrics).collect();
+        // Intervals in order of first appearance; in each, rows first.
+        let mut times: std::collections::HashMap<u64, usize> = Default::default();
+        for (_, s) in &tagged {
+            let n = times.len();
+            times.entry(s.time.to_bits()).or_insert(n);
+        }
+        tagged.sort_by_key(|(metric, s)| (times[&s.time.to_bits()], *metric));
+        let samples: Vec<Sample> = tagged.into_iter().map(|(_, s)| s).collect();
+        (!samples.is_empty()).then_some(Timeline { format, samples })
+    }
+
     /// The events, in order of first appearance.
     pub fn events(&self) -> Vec<EventInfo> {
         let mut out: Vec<EventInfo> = Vec::new();

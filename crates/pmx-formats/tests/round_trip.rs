@@ -196,6 +196,9 @@ fn interval_csv_and_json_read_back() {
     assert_eq!(want.rows[3].reason, "did not run in this interval");
     want.provenance = provenance(SourceFormat::PmxCsvIntervals);
     assert_eq!(read(&csv_text), want);
+    // `pmx plot` reads the same samples as the report has interval rows.
+    let timeline = pmx_formats::Timeline::read(&csv_text).unwrap();
+    assert_eq!(Some(timeline), pmx_formats::Timeline::from_report(&want));
     // Without the header, too.
     let body = csv_text.split_once('\n').unwrap().1;
     assert_eq!(read(body), want);
