@@ -127,3 +127,47 @@ pub(crate) fn perf_value(row: &mut crate::report::ReportRow, value: &str) {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        read_text(Path::new("c.csv"), text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_the_file_and_line() {
+        assert_eq!(
+            err("# cpu: GenuineIntel-6-5E-3\n\n12,,cycles,,\nnonsense\n"),
+            "c.csv:4: not a line of pmx stat -x, or perf stat -x, output: 'nonsense'"
+        );
+        assert_eq!(err("# only a comment\n"), "c.csv: no counts found");
+        assert_eq!(
+            err("{\"event\":\"cycles\",\"time\":1}\n[1]\n"),
+            "c.csv:2: expected a JSON object"
+        );
+        assert_eq!(
+            err("{\"x\":1}\n"),
+            "c.csv:1: neither a pmx nor a perf stat JSON line"
+        );
+        assert_eq!(
+            err("{\"events\":[{\"value\":1}]}"),
+            "an entry without \"event\""
+        );
+    }
+
+    #[test]
+    fn the_cpu_comes_from_a_comment_or_the_document() {
+        let r = read_text(Path::new("c"), "# cpu: GenuineIntel-6-5E-3\n12,,cycles,,\n").unwrap();
+        assert_eq!(r.provenance.cpu.as_deref(), Some("GenuineIntel-6-5E-3"));
+        assert_eq!(r.provenance.format, Some(crate::SourceFormat::PerfCsv));
+        let r = read_text(
+            Path::new("c"),
+            "{\"cpu\":\"AuthenticAMD-25-11-1\",\"events\":[]}",
+        )
+        .unwrap();
+        assert_eq!(r.provenance.cpu.as_deref(), Some("AuthenticAMD-25-11-1"));
+        assert!(r.rows.is_empty());
+    }
+}
