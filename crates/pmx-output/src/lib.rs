@@ -4,10 +4,22 @@
 //! module per command's report. The formats of `pmx stat`'s results, both
 //! directions, live in `pmx-formats` ([`stat`] re-exports its writers under
 //! their old paths); the charts of `pmx plot` in `pmx-plot` ([`plot`]).
+//!
+//! The other commands' reports render here too, each in its own module:
+//! [`tma`] (the top-down tree, shared with `pmx analyze --tma`), [`info`]
+//! (what this machine is), [`catalog`] (`pmx list`, `pmx explain`),
+//! [`registers`] (field tables, `pmx encode`, `pmx decode`), [`fetch`]
+//! (`pmx events fetch`'s progress and summary), [`analyze`] (`pmx
+//! analyze`'s metrics) and [`merge`] (`pmx merge`'s table, CSV, JSON).
 
 pub mod analyze;
+pub mod catalog;
+pub mod fetch;
+pub mod info;
 pub mod merge;
+pub mod registers;
 pub mod stat;
+pub mod tma;
 
 pub use pmx_formats::numbers::{group_digits, readable, readable_measure};
 pub use pmx_plot as plot;
