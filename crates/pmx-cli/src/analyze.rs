@@ -5,7 +5,7 @@
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
-use pmx::analyze::{AnalyzeOptions, AnalyzeReport};
+use pmx::analyze::AnalyzeOptions;
 use pmx_formats::ReadError;
 use std::path::PathBuf;
 
@@ -80,21 +80,9 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
     };
     let report = pmx::analyze::analyze(&opts).map_err(|e| UsageError(e.to_string()))?;
     if args.json {
-        let tma = report
-            .tma
-            .as_ref()
-            .map(|t| crate::tma::report_json(&report.library, &t.report, &t.absent));
-        println!("{}", pmx_output::analyze::json(&report, &args.file, tma));
+        println!("{}", pmx_output::analyze::json(&report, &args.file));
     } else {
-        print!("{}", text(&report, args));
+        print!("{}", pmx_output::analyze::text(&report, &args.file));
     }
     Ok(0)
-}
-
-fn text(report: &AnalyzeReport, args: &AnalyzeArgs) -> String {
-    let tma = report
-        .tma
-        .as_ref()
-        .map(|t| crate::tma::render(&report.library, &t.report, t.level, &t.absent, false));
-    pmx_output::analyze::text(report, &args.file, tma.as_deref())
 }

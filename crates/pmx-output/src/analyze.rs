@@ -1,7 +1,5 @@
-//! `pmx analyze`'s report as text and as one JSON document.
-//!
-//! The top-down tree's own rendering is passed in (it is shared with
-//! `pmx tma`).
+//! `pmx analyze`'s report as text and as one JSON document; the top-down
+//! tree (`--tma`) as [`crate::tma`] renders it for `pmx tma`.
 
 use pmx::analyze::{AnalyzeReport, MetricResult};
 use serde_json::{json, Value};
@@ -36,8 +34,12 @@ fn metric_json(r: &MetricResult) -> Value {
     })
 }
 
-/// The report as one JSON document; `tma` is the tree's document.
-pub fn json(report: &AnalyzeReport, file: &Path, tma: Option<Value>) -> Value {
+/// The report as one JSON document.
+pub fn json(report: &AnalyzeReport, file: &Path) -> Value {
+    let tma = report
+        .tma
+        .as_ref()
+        .map(|t| crate::tma::tree_json(&t.report, &t.absent));
     let computed: Vec<Value> = report
         .metrics
         .iter()
@@ -64,16 +66,16 @@ pub fn json(report: &AnalyzeReport, file: &Path, tma: Option<Value>) -> Value {
     })
 }
 
-/// The report as text; `tma` is the tree's text.
-pub fn text(report: &AnalyzeReport, file: &Path, tma: Option<&str>) -> String {
+/// The report as text.
+pub fn text(report: &AnalyzeReport, file: &Path) -> String {
     let mut s = heading(report, file);
     if report.selected {
         metrics_text(&mut s, report);
         not_computed_text(&mut s, report);
     }
-    if let Some(t) = tma {
+    if let Some(t) = &report.tma {
         s.push('\n');
-        s.push_str(t);
+        s.push_str(&crate::tma::tree_text(&t.report, t.level, &t.absent, false));
     }
     for w in &report.library.warnings {
         let _ = writeln!(s, "warning: {w}");
