@@ -10,19 +10,11 @@
 //! `-x` CSV or `--json` — so changing the events needs no rebuild.
 
 use crate::exit::UsageError;
-use crate::stat::StatArgs;
+use crate::stat_args::StatArgs;
 use pmx::region::{ENV_EVENTS, ENV_METRICS, ENV_OUT};
 use pmx::results::RegionResults;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-static ACTIVE: AtomicBool = AtomicBool::new(false);
-
-/// True while `--regions` runs the ordinary `pmx stat` inside [`run`].
-pub fn active() -> bool {
-    ACTIVE.load(Ordering::SeqCst)
-}
 
 /// Removes the results file however `run` ends.
 struct TempFile(PathBuf);
@@ -44,9 +36,9 @@ fn results_path() -> PathBuf {
     ))
 }
 
-/// Run `pmx stat` with the regions environment set, then report the
-/// regions.
-pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+/// Run `pmx stat` (`count`) with the regions environment set, then report
+/// the regions.
+pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyhow::Result<i32> {
     if args.command.is_empty() || args.pid.is_some() || args.tid.is_some() {
         return Err(UsageError(
             "--regions needs a command after -- (the program whose regions report)".to_string(),
@@ -74,24 +66,9 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let file = TempFile(results_path());
     let _ = std::fs::remove_file(&file.0);
     std::env::set_var(ENV_OUT, &file.0);
-    ACTIVE.store(true, Ordering::SeqCst);
-    let code = crate::stat::run(args);
-    ACTIVE.store(false, Ordering::SeqCst);
-    let code = code?;
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(pattern) => {
-            // The same %h %p %r %j expansion stat used: %p is this process.
-            let path = crate::outpath::expand_path(pattern)?;
-            Box::new(
-                std::fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(&path)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-            )
-        }
-        None => Box::new(std::io::stderr()),
-    };
+    let code = count(args)?;
+    // The same %h %p %r %j expansion stat used: %p is this process.
+    let mut out = crate::stat_render::output(args, true)?;
     let text = match std::fs::read_to_string(&file.0) {
         Ok(t) => t,
         Err(_) => {

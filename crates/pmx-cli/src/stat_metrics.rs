@@ -2,10 +2,10 @@
 //! values from the counted rows.
 
 use crate::exit::UsageError;
-use pmx::metrics::MetricSet;
+use crate::stat_args::StatArgs;
+use pmx::metrics::{default_events_dir, Database, MetricSet};
 use pmx::stat::{EventStatus, Row, StatPlan};
 use pmx::EventGroup;
-use pmx_events::Database;
 use pmx_output::stat::MetricLine;
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use std::time::Duration;
 /// plus, with `-M`, the metrics' inputs; the metric setup; and the event
 /// database when `-M` had to load it (so it is not loaded twice).
 pub fn event_groups(
-    args: &crate::stat::StatArgs,
+    args: &StatArgs,
     default_events: &str,
 ) -> anyhow::Result<(Vec<EventGroup>, Option<MetricSetup>, Option<Database>)> {
     let lists: Vec<String> = if args.events.is_empty() && args.metrics.is_some() {
@@ -31,7 +31,7 @@ pub fn event_groups(
     let (metrics, db) = match &args.metrics {
         Some(list) => {
             let db = args.db.load()?;
-            let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
+            let dir = default_events_dir(args.db.events_dir.clone());
             let setup = MetricSetup::new(list, &db, dir.as_deref())?;
             let extra = setup.event_groups(&groups);
             groups.extend(extra);

@@ -44,6 +44,7 @@ mod backend_msr;
 mod backend_rdpmc;
 pub mod counters;
 pub mod eventlist;
+pub mod job;
 pub mod launch;
 pub mod metrics;
 pub mod record;

@@ -65,20 +65,37 @@
 use crate::eventlist::EventGroup;
 use crate::launch::{fork_held, Exit, Launched, StartError};
 use crate::schedule::Need;
-use crate::stat::{EventStatus, Instance, PlanGroup, PlannedEvent, StatPlan, StatRun, Tick};
+use crate::stat::{
+    EventStatus, Instance, IntervalClock, PlanGroup, PlannedEvent, StatPlan, StatRun, Tick,
+};
 use pmx_events::{Counters, Database, SourceKind};
 use pmx_model::count::Count;
 use pmx_model::encoding::{encode_spec, Arch, EncodeOptions, Encoded};
 use pmx_model::spec::{Body, EventSpec, SpecError};
 use pmx_model::topology::{format_cpu_list, Topology};
 use pmx_msr::{
-    generic_hardware_event, CounterReading, EnergyMeter, Mode, MsrDevice, MsrError, MsrEvent,
-    MsrRoot, Plan, PlanError, PmuCounters, Session, SessionOptions, Signals,
+    generic_hardware_event, CounterReading, EnergyMeter, Mode, MsrDevice, MsrEvent, Plan,
+    PlanError, PmuCounters, Session, SessionOptions, Signals,
 };
 use pmx_sys::{NativeCpuid, PmuCaps, SysRoot};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+pub use pmx_msr::{MsrError, MsrRoot};
+
+/// Where the msr devices are: `dir` (default `/dev/cpu`), with the
+/// topology read under `sysfs_root`'s `sys` when given (tests).
+pub fn msr_root(dir: Option<&Path>, sysfs_root: Option<&Path>) -> MsrRoot {
+    let root = match dir {
+        Some(dir) if dir != Path::new(MsrRoot::DEFAULT_DIR) => MsrRoot::new(dir),
+        _ => MsrRoot::host(),
+    };
+    match sysfs_root {
+        Some(r) => root.with_sysfs(r.join("sys")),
+        None => root,
+    }
+}
 
 /// Read the counters at least this often, intervals or not, so a counter
 /// cannot wrap twice between two reads.
@@ -1053,38 +1070,86 @@ impl MsrRunning {
     /// for the partial last interval unless the interval count ended the
     /// run. Then restore the registers.
     pub fn run(mut self, on_tick: &mut dyn FnMut(&Tick)) -> Result<MsrOutcome, Error> {
-        let counting = &mut self.counting;
-        let child = &mut self.child;
-        let status = &self.status;
         // Counting runs from here.
         let start = Instant::now();
-        if let Some(c) = child.as_mut() {
+        if let Some(c) = self.child.as_mut() {
             if let Err(reason) = c.release() {
-                counting.session.restore()?;
+                self.counting.session.restore()?;
                 return Err(Error::Exec {
                     cmd: self.command.clone(),
                     reason,
                 });
             }
         }
+        let mut clock =
+            IntervalClock::new(start, self.duration, self.interval, self.interval_count);
+        let mut end = self.count(&mut clock, on_tick);
+        if let Some(c) = self.child.as_mut() {
+            if end.failure.is_some() {
+                c.stop(libc::SIGTERM);
+            } else if end.ended_by_us {
+                c.stop(libc::SIGINT);
+            }
+        }
+        if end.failure.is_none() {
+            if let Err(e) = self.counting.read() {
+                end.failure = Some(e);
+            }
+        }
+        let now = Instant::now();
+        let elapsed = now - start;
+        if end.failure.is_none() && self.interval.is_some() && !clock.count_reached() {
+            // The partial last interval, unless the last tick just ended
+            // the run.
+            let instances = self.counting.take_interval(ns(now - end.interval_start));
+            on_tick(&Tick {
+                index: clock.ticks + 1,
+                at: elapsed,
+                last: true,
+                instances: &instances,
+                status: &self.status,
+            });
+        }
+        let restored = self.counting.session.restore();
+        if let Some(e) = end.failure {
+            return Err(Error::Read(e));
+        }
+        let run = StatRun {
+            instances: self.counting.totals(ns(elapsed)),
+            status: self.status.clone(),
+            elapsed,
+            exit: self.child.as_ref().and_then(|c| c.exit),
+            interrupted: end.interrupted,
+        };
+        let notes = self.notes(restored.is_ok(), elapsed);
+        Ok(MsrOutcome {
+            run,
+            notes,
+            restore_error: restored.err(),
+        })
+    }
+
+    /// The read loop: read the counters every [`READ_EVERY`] (before they
+    /// can wrap) and at every interval boundary, until the end.
+    fn count(&mut self, clock: &mut IntervalClock, on_tick: &mut dyn FnMut(&Tick)) -> MsrEnding {
+        let (counting, child, status) = (&mut self.counting, &mut self.child, &self.status);
         let wake_fd = child
             .as_ref()
             .and_then(|c| crate::launch::pidfd_open(c.pid()));
-        let deadline = self.duration.map(|d| start + d);
-        let mut next_tick = self.interval.map(|i| start + i);
-        let mut next_read = start + READ_EVERY;
-        let mut interval_start = start;
-        let mut ticks = 0u64;
-        let mut interrupted = false;
+        let mut next_read = clock.start + READ_EVERY;
+        let mut end = MsrEnding {
+            interval_start: clock.start,
+            interrupted: false,
+            ended_by_us: false,
+            failure: None,
+        };
         let mut forwarded = false;
-        let mut ended_by_us = false;
-        let mut failure: Option<MsrError> = None;
         loop {
             if child.as_mut().is_some_and(|c| c.poll()) {
                 break;
             }
             if let Some(sig) = counting.session.interrupted() {
-                interrupted = true;
+                end.interrupted = true;
                 match child.as_ref() {
                     // From a terminal the command got it too; from kill(1)
                     // only pmx did.
@@ -1097,52 +1162,46 @@ impl MsrRunning {
                 }
             }
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                interrupted |= child.is_some();
-                ended_by_us = true;
+            if clock.expired(now) {
+                end.interrupted |= child.is_some();
+                end.ended_by_us = true;
                 break;
             }
-            if let (Some(t), Some(iv)) = (next_tick, self.interval) {
-                if now >= t {
-                    if let Err(e) = counting.read() {
-                        failure = Some(e);
-                        break;
-                    }
-                    let read_at = Instant::now();
-                    let span = ns(read_at - interval_start);
-                    interval_start = read_at;
-                    ticks += 1;
-                    let instances = counting.take_interval(span);
-                    on_tick(&Tick {
-                        index: ticks,
-                        at: t - start,
-                        last: false,
-                        instances: &instances,
-                        status,
-                    });
-                    if self.interval_count.is_some_and(|n| ticks >= n) {
-                        ended_by_us = true;
-                        break;
-                    }
-                    next_tick = Some(crate::stat::next_tick_after(t, iv, now));
-                    next_read = read_at + READ_EVERY;
-                    continue;
+            if let Some(t) = clock.due(now, Duration::ZERO) {
+                if let Err(e) = counting.read() {
+                    end.failure = Some(e);
+                    break;
                 }
+                let read_at = Instant::now();
+                let span = ns(read_at - end.interval_start);
+                end.interval_start = read_at;
+                let instances = counting.take_interval(span);
+                on_tick(&Tick {
+                    index: clock.ticks + 1,
+                    at: t - clock.start,
+                    last: false,
+                    instances: &instances,
+                    status,
+                });
+                if clock.ticked(t, now) {
+                    end.ended_by_us = true;
+                    break;
+                }
+                next_read = read_at + READ_EVERY;
+                continue;
             }
             if now >= next_read {
                 if let Err(e) = counting.read() {
-                    failure = Some(e);
+                    end.failure = Some(e);
                     break;
                 }
                 next_read = Instant::now() + READ_EVERY;
                 continue;
             }
-            let wake = [next_tick, deadline, Some(next_read)]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(next_read);
-            let mut ms = wake
+            let wake = clock
+                .next_wake(Duration::ZERO)
+                .map_or(next_read, |w| w.min(next_read));
+            let ms = wake
                 .saturating_duration_since(now)
                 .as_micros()
                 .div_ceil(1000)
@@ -1154,51 +1213,15 @@ impl MsrRunning {
             } else {
                 100
             };
-            ms = ms.clamp(1, cap);
-            nap(wake_fd.as_ref(), ms);
+            nap(wake_fd.as_ref(), ms.clamp(1, cap));
         }
-        if let Some(c) = child.as_mut() {
-            if failure.is_some() {
-                c.stop(libc::SIGTERM);
-            } else if ended_by_us {
-                c.stop(libc::SIGINT);
-            }
-        }
-        if failure.is_none() {
-            if let Err(e) = counting.read() {
-                failure = Some(e);
-            }
-        }
-        let end = Instant::now();
-        let elapsed = end - start;
-        if failure.is_none() && self.interval.is_some() {
-            // The partial last interval, unless the last tick just ended
-            // the run.
-            let count_reached = self.interval_count.is_some_and(|n| ticks >= n);
-            if !count_reached {
-                let span = ns(end - interval_start);
-                let instances = counting.take_interval(span);
-                on_tick(&Tick {
-                    index: ticks + 1,
-                    at: elapsed,
-                    last: true,
-                    instances: &instances,
-                    status,
-                });
-            }
-        }
-        let restored = counting.session.restore();
-        if let Some(e) = failure {
-            return Err(Error::Read(e));
-        }
+        end
+    }
 
-        let run = StatRun {
-            instances: counting.totals(ns(elapsed)),
-            status: self.status.clone(),
-            elapsed,
-            exit: child.as_ref().and_then(|c| c.exit),
-            interrupted,
-        };
+    /// The report's notes: what was programmed and put back, the
+    /// session's own notes, and each package's energy.
+    fn notes(&mut self, restored: bool, elapsed: Duration) -> Vec<String> {
+        let counting = &self.counting;
         let mut notes = std::mem::take(&mut self.notes);
         let cpus = &self.cpus;
         let saved = counting.session.saved().len();
@@ -1207,7 +1230,7 @@ impl MsrRunning {
             if cpus.len() == 1 { "" } else { "s" },
             format_cpu_list(cpus)
         );
-        notes.push(match (saved, restored.is_ok()) {
+        notes.push(match (saved, restored) {
             (0, _) => format!("counted through the msr devices (--backend msr) on {on}; no register written"),
             (n, true) => format!(
                 "counted through the msr devices (--backend msr): {n} register{} on {on} programmed and put back",
@@ -1231,12 +1254,20 @@ impl MsrRunning {
                 ));
             }
         }
-        Ok(MsrOutcome {
-            run,
-            notes,
-            restore_error: restored.err(),
-        })
+        notes
     }
+}
+
+/// How the msr read loop ended.
+struct MsrEnding {
+    /// The start of the current interval.
+    interval_start: Instant,
+    /// Cut short by a signal, or by the duration while a command ran.
+    interrupted: bool,
+    /// The duration or the interval count ended the run.
+    ended_by_us: bool,
+    /// A read failed.
+    failure: Option<MsrError>,
 }
 
 #[cfg(test)]
