@@ -1,5 +1,5 @@
 //! `pmx stat -M`: the metrics to compute, the events they need, and their
-//! values from the counted rows.
+//! values from the counted rows as the renderers' metric lines.
 
 use crate::exit::UsageError;
 use crate::stat_args::StatArgs;
@@ -32,10 +32,12 @@ pub fn event_groups(
         Some(list) => {
             let db = args.db.load()?;
             let dir = default_events_dir(args.db.events_dir.clone());
-            let setup = MetricSetup::new(list, &db, dir.as_deref())?;
-            let extra = setup.event_groups(&groups);
+            let set = MetricSet::new(list, &db, dir.as_deref())
+                .map_err(|e| UsageError(format!("-M: {e}")))?;
+            let extra = set.event_groups(&groups);
             groups.extend(extra);
-            (Some(setup), Some(db))
+            let notes = set.notes();
+            (Some(MetricSetup { set, notes }), Some(db))
         }
         None => (None, None),
     };
@@ -47,8 +49,7 @@ pub fn event_groups(
     Ok((groups, metrics, db))
 }
 
-/// The chosen metrics and the events they need (`pmx::metrics`), with the
-/// notes for the report.
+/// The chosen metrics (`pmx::metrics`), with the notes for the report.
 pub struct MetricSetup {
     set: MetricSet,
     /// Notes for the report.
@@ -56,24 +57,6 @@ pub struct MetricSetup {
 }
 
 impl MetricSetup {
-    /// Select `list` (names or groups) from the CPU's library.
-    pub fn new(
-        list: &str,
-        db: &Database,
-        events_dir: Option<&std::path::Path>,
-    ) -> anyhow::Result<MetricSetup> {
-        let set =
-            MetricSet::new(list, db, events_dir).map_err(|e| UsageError(format!("-M: {e}")))?;
-        let notes = set.notes();
-        Ok(MetricSetup { set, notes })
-    }
-
-    /// The events to count for the metrics, each on its own (the scheduler
-    /// packs them), skipping those already in `have`.
-    pub fn event_groups(&self, have: &[EventGroup]) -> Vec<EventGroup> {
-        self.set.event_groups(have)
-    }
-
     /// The metrics for every domain of `rows`.
     pub fn evaluate(
         &self,

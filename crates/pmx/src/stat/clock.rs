@@ -1,8 +1,8 @@
 //! The clock of a counting loop: the end of `--duration`, the grid of
 //! `-I` interval boundaries and `--interval-count`. Shared by the perf
-//! loop ([`super::run_with`]) and the msr session
-//! ([`crate::stat_msr::MsrRunning::run`]); each decides what to read at a
-//! boundary and how to sleep until the next one.
+//! loop ([`super::run_with`]) and the msr session's loop (`stat_msr`);
+//! each decides what to read at a boundary and how to sleep until the
+//! next one.
 
 use std::time::{Duration, Instant};
 
