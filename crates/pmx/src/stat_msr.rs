@@ -576,6 +576,24 @@ impl MsrStat {
             opts.force,
             &mut notes,
         )?;
+        let counting = self.counting(session)?;
+        Ok(MsrRunning {
+            counting,
+            child,
+            status: vec![EventStatus::Counted; self.plan.events.len()],
+            notes,
+            cpus: self.cpus.clone(),
+            command: opts.command.first().cloned().unwrap_or_default(),
+            duration: opts.duration,
+            interval: opts.interval,
+            interval_count: opts.interval_count,
+        })
+    }
+
+    /// The started session's reading state: the energy meter (when an
+    /// energy or power event is planned, with the energy events' scale
+    /// set in the plan), each counter's event, empty totals.
+    fn counting(&mut self, session: Session) -> Result<Counting, Error> {
         let energy_events: Vec<usize> = (0..self.sources.len())
             .filter(|&i| self.sources[i] == Source::Energy)
             .collect();
@@ -614,29 +632,19 @@ impl MsrStat {
         }
         let slots = session.plan().slots.len();
         let packages = meter.as_ref().map_or(0, |m| m.domains().len());
-        Ok(MsrRunning {
-            counting: Counting {
-                session,
-                meter,
-                event_of,
-                energy_events,
-                power_events,
-                nanojoules,
-                energy_scale,
-                buf: Vec::with_capacity(slots),
-                pending: vec![0; slots],
-                total: vec![0; slots],
-                e_pending: vec![0; packages],
-                e_total: vec![0; packages],
-            },
-            child,
-            status: vec![EventStatus::Counted; self.plan.events.len()],
-            notes,
-            cpus: self.cpus.clone(),
-            command: opts.command.first().cloned().unwrap_or_default(),
-            duration: opts.duration,
-            interval: opts.interval,
-            interval_count: opts.interval_count,
+        Ok(Counting {
+            session,
+            meter,
+            event_of,
+            energy_events,
+            power_events,
+            nanojoules,
+            energy_scale,
+            buf: Vec::with_capacity(slots),
+            pending: vec![0; slots],
+            total: vec![0; slots],
+            e_pending: vec![0; packages],
+            e_total: vec![0; packages],
         })
     }
 }
