@@ -318,3 +318,81 @@ fn poll_fd(fd: Option<&std::os::fd::OwnedFd>, timeout: Option<Duration>) {
     // null, no signal mask.
     unsafe { libc::ppoll(&mut p, 1, tp, std::ptr::null()) };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stat::{plan, Scope};
+
+    fn software_plan() -> StatPlan {
+        let cpu = pmx_sys::caps::cpu_id(&pmx_sys::NativeCpuid).expect("cpuid");
+        let target = pmx_events::Target { cpu, host: true };
+        let db = pmx_events::Database::light(target, std::path::Path::new("/"));
+        let groups = crate::parse_event_list("task-clock,page-faults").expect("list");
+        let mut plan = plan(&groups, &db).expect("plan");
+        plan.group_software();
+        plan
+    }
+
+    fn command(argv: &[&str], interval: Option<Duration>) -> RunOptions {
+        RunOptions {
+            scope: Scope::Command,
+            command: argv.iter().map(|s| s.to_string()).collect(),
+            inherit: true,
+            pin: None,
+            duration: None,
+            interval,
+            interval_count: None,
+            trace_tasks: false,
+        }
+    }
+
+    /// The command is counted from its exec to its exit, and its exit
+    /// status is kept.
+    #[test]
+    fn a_command_is_counted_and_its_exit_kept() {
+        let plan = software_plan();
+        let r = run(&plan, &command(&["sh", "-c", "exit 3"], None)).expect("run");
+        assert_eq!(r.exit, Some(Exit::Code { code: 3 }));
+        assert!(!r.interrupted);
+        assert_eq!(r.status, [EventStatus::Counted, EventStatus::Counted]);
+        assert_eq!(r.instances.len(), 2);
+        assert!(r.instances.iter().all(|i| i.count.value > 0), "{r:?}");
+    }
+
+    /// Interval deltas, the partial last one included, add up exactly to
+    /// the totals; indices count up and only the last is marked so.
+    #[test]
+    fn intervals_add_up_to_the_totals() {
+        let plan = software_plan();
+        let opts = command(&["sleep", "0.07"], Some(Duration::from_millis(20)));
+        let mut sums = vec![0u64; 2];
+        let mut ticks = Vec::new();
+        let r = run_with(&plan, &opts, &mut |t| {
+            for (s, i) in sums.iter_mut().zip(t.instances) {
+                *s += i.count.value;
+            }
+            ticks.push((t.index, t.last));
+        })
+        .expect("run");
+        let totals: Vec<u64> = r.instances.iter().map(|i| i.count.value).collect();
+        assert_eq!(sums, totals);
+        assert!(ticks.len() >= 2, "{ticks:?}");
+        for (k, &(index, last)) in ticks.iter().enumerate() {
+            assert_eq!(index, k as u64 + 1);
+            assert_eq!(last, k + 1 == ticks.len());
+        }
+    }
+
+    #[test]
+    fn a_missing_command_is_an_exec_error() {
+        let plan = software_plan();
+        match run(&plan, &command(&["/nonexistent/pmx-test"], None)) {
+            Err(RunError::Exec { cmd, reason }) => {
+                assert_eq!(cmd, "/nonexistent/pmx-test");
+                assert_eq!(reason, "command not found");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
