@@ -3,7 +3,8 @@
 
 use crate::exit::UsageError;
 use crate::stat_args::StatArgs;
-use pmx::metrics::{default_events_dir, Database, MetricSet};
+use pmx::database::{default_events_dir, Database};
+use pmx::metrics::MetricSet;
 use pmx::stat::{EventStatus, Row, StatPlan};
 use pmx::EventGroup;
 use pmx_output::stat::MetricLine;

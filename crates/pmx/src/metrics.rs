@@ -9,14 +9,11 @@
 
 use crate::eventlist::EventGroup;
 use crate::stat::{Domain, EventStatus, Row, StatPlan};
+use pmx_events::Database;
 use pmx_metrics::{Inputs, Library, Machine, MetricId, Reading};
 use pmx_model::count::Count;
 use pmx_model::spec::parse_spec;
 use serde::{Deserialize, Serialize};
-
-/// The event database metrics are chosen against, and where Intel's
-/// tables are looked for by default (`$PMX_EVENTS_DIR`, then the cache).
-pub use pmx_events::{default_events_dir, Database};
 
 /// The chosen metrics and the events they need.
 pub struct MetricSet {
