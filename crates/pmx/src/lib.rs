@@ -53,6 +53,7 @@
 //! Nothing here prints: renderers of `pmx stat` live in `pmx-output`; the
 //! region results render themselves to strings for the library's users.
 
+mod backend;
 mod backend_msr;
 mod backend_rdpmc;
 pub mod catalog;

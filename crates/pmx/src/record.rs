@@ -55,7 +55,7 @@ mod buildid;
 use crate::launch::{self, Exit, StartError};
 use crate::stat::Scope;
 use pmx_perf::mmap::{Mmap, RecordHeader};
-use pmx_perf::{read_format, record_misc, sample_type, Attr, Counter, OpenErrorKind};
+use pmx_perf::{read_format, record_misc, sample_type, Attr, Counter, OpenCause};
 use pmx_perfdata::write::{BuildIdEntry, Features, Writer};
 use pmx_perfdata::FileAttr;
 use std::collections::{BTreeMap, HashMap};
@@ -258,19 +258,21 @@ pub fn default_event(rate: SampleRate) -> (RecordEvent, Vec<String>) {
             }
             // Not allowed with the kernel: user space only, or the reason
             // that one gives (the permission check comes before the PMU's).
-            Err(e) if e.kind == OpenErrorKind::Permission => match opens(&user_only(&a)) {
-                Ok(()) => {
-                    let u = user_only(&a);
-                    let ev = RecordEvent {
-                        name: name("cycles", &u),
-                        attr: u,
-                    };
-                    return (ev, vec![paranoid_note()]);
+            Err(e) if matches!(e.cause, OpenCause::Permission { .. }) => {
+                match opens(&user_only(&a)) {
+                    Ok(()) => {
+                        let u = user_only(&a);
+                        let ev = RecordEvent {
+                            name: name("cycles", &u),
+                            attr: u,
+                        };
+                        return (ev, vec![paranoid_note()]);
+                    }
+                    Err(e) => reason = Some(e.to_string()),
                 }
-                Err(e) => reason = Some(e.message),
-            },
+            }
             // The least precise form's reason is the one that matters.
-            Err(e) => reason = Some(e.message),
+            Err(e) => reason = Some(e.to_string()),
         }
     }
     let why = reason.unwrap_or_else(|| "it cannot be opened".to_string());
@@ -284,7 +286,7 @@ pub fn default_event(rate: SampleRate) -> (RecordEvent, Vec<String>) {
         ..Attr::default()
     };
     if let Err(e) = opens(&clock) {
-        if e.kind == OpenErrorKind::Permission && opens(&user_only(&clock)).is_ok() {
+        if matches!(e.cause, OpenCause::Permission { .. }) && opens(&user_only(&clock)).is_ok() {
             clock = user_only(&clock);
             notes.push(paranoid_note());
         }
@@ -888,13 +890,8 @@ fn record_with(
                     None,
                 ) {
                     Ok(c) => c,
-                    Err(e) if e.kind == OpenErrorKind::NoProcess && tolerate_gone => break,
-                    Err(e) => {
-                        return Err(RecordError::Open(format!(
-                            "{}: {}",
-                            events[ei].name, e.message
-                        )))
-                    }
+                    Err(e) if e.cause == OpenCause::NoProcess && tolerate_gone => break,
+                    Err(e) => return Err(RecordError::Open(format!("{}: {e}", events[ei].name))),
                 };
                 match owner {
                     Some(o) => c.set_output(&counters[o]).map_err(|e| {

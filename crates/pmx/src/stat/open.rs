@@ -8,7 +8,7 @@ use super::options::{RunOptions, Scope};
 use super::plan::StatPlan;
 use super::report::EventStatus;
 use crate::ticker::{self, Ticker};
-use pmx_perf::{Counter, OpenError, OpenErrorKind};
+use pmx_perf::{Counter, OpenCause, OpenError};
 
 /// One opened counter.
 #[derive(Debug)]
@@ -216,26 +216,24 @@ struct Failure {
     fatal: Option<String>,
 }
 
-/// The one place that reads an open error's kind: rows name the event,
-/// their reason is the cause (shared by every event failing for it); a
+/// The one place that reads an open error's cause: rows name the event,
+/// their reason is the cause's (shared by every event failing for it); a
 /// hard error names the event and says everything.
 fn failure(e: &OpenError, name: &str, attaching_pids: bool) -> Failure {
-    let reason = e.cause.clone();
-    match e.kind {
-        OpenErrorKind::NotSupported | OpenErrorKind::NoDebugRegister | OpenErrorKind::Invalid => {
-            Failure {
-                status: Some(EventStatus::NotSupported(reason)),
-                fatal: None,
-            }
-        }
+    let reason = e.reason();
+    match e.cause {
+        ref c if c.is_unsupported_event() => Failure {
+            status: Some(EventStatus::NotSupported(reason)),
+            fatal: None,
+        },
         // A thread exited between listing and opening.
-        OpenErrorKind::NoProcess if attaching_pids => Failure {
+        OpenCause::NoProcess if attaching_pids => Failure {
             status: None,
             fatal: None,
         },
         _ => Failure {
             status: Some(EventStatus::NotCounted(reason)),
-            fatal: Some(format!("{name}: {}", e.message)),
+            fatal: Some(format!("{name}: {e}")),
         },
     }
 }
@@ -245,24 +243,26 @@ mod tests {
     use super::*;
     use crate::stat::{plan, tasks};
 
-    fn error(kind: OpenErrorKind) -> OpenError {
+    fn error(cause: OpenCause) -> OpenError {
         OpenError {
-            errno: 0,
-            kind,
-            message: "the whole sentence".to_string(),
-            cause: "the cause".to_string(),
+            errno: libc::ENOENT,
+            attr: Box::default(),
+            target: pmx_perf::Target { pid: 0, cpu: -1 },
+            pmu: None,
+            cause,
         }
     }
 
     #[test]
     fn failures_are_unsupported_skipped_or_fatal() {
-        let f = failure(&error(OpenErrorKind::NotSupported), "cycles", false);
+        let unsupported = error(OpenCause::NotSupported { core_pmu: None });
+        let f = failure(&unsupported, "cycles", false);
         assert_eq!(
             f.status,
-            Some(EventStatus::NotSupported("the cause".into()))
+            Some(EventStatus::NotSupported(unsupported.reason()))
         );
         assert_eq!(f.fatal, None);
-        let f = failure(&error(OpenErrorKind::NoProcess), "cycles", true);
+        let f = failure(&error(OpenCause::NoProcess), "cycles", true);
         assert_eq!(
             f,
             Failure {
@@ -270,10 +270,12 @@ mod tests {
                 fatal: None
             }
         );
-        let f = failure(&error(OpenErrorKind::NoProcess), "cycles", false);
-        assert_eq!(f.fatal.as_deref(), Some("cycles: the whole sentence"));
-        let f = failure(&error(OpenErrorKind::Permission), "cycles", false);
-        assert_eq!(f.status, Some(EventStatus::NotCounted("the cause".into())));
+        let gone = error(OpenCause::NoProcess);
+        let f = failure(&gone, "cycles", false);
+        assert_eq!(f.fatal, Some(format!("cycles: {gone}")));
+        let busy = error(OpenCause::Busy);
+        let f = failure(&busy, "cycles", false);
+        assert_eq!(f.status, Some(EventStatus::NotCounted(busy.reason())));
     }
 
     /// Software events open on this process, disabled, as one group; the
