@@ -4,7 +4,7 @@
 
 use super::outcome::Instance;
 use super::plan::StatPlan;
-use super::report::{Domain, Row};
+use pmx_formats::{Domain, Row};
 use pmx_model::count::Count;
 use pmx_model::topology::Topology;
 use serde::Serialize;

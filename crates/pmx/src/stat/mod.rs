@@ -32,7 +32,7 @@
 //!   spreads and status a report shows.
 //!
 //! The plain values of a report ([`Row`], [`Domain`], [`EventStatus`],
-//! [`Spread`]) live in `report.rs`, apart from the engine.
+//! [`Spread`]) are `pmx-formats`'s, re-exported here.
 
 mod aggregate;
 mod clock;
@@ -44,7 +44,6 @@ mod pack;
 mod plan;
 mod read;
 mod repeat;
-mod report;
 mod run;
 mod summary;
 mod target;
@@ -56,8 +55,10 @@ pub(crate) use clock::IntervalClock;
 pub use options::{RunOptions, Scope};
 pub use outcome::{merge_runs, Instance, RunError, StatRun, Tick};
 pub use plan::{plan, tracepoint_id, PlanGroup, PlannedEvent, StatPlan, DEFAULT_EVENTS};
+/// The result values, defined in `pmx-formats` (whose readers and writers
+/// take them) and used here under their old paths.
+pub use pmx_formats::{Domain, EventStatus, Row, Spread, ESTIMATE_BELOW};
 pub use repeat::{fit, FitError, Fitted};
-pub use report::{Domain, EventStatus, Row, Spread, ESTIMATE_BELOW};
 pub use run::{run, run_with};
 pub use summary::{summarize, Summary};
 pub use tasks::{online_cpus, task_alive, threads_of};

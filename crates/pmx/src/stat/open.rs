@@ -6,8 +6,8 @@
 
 use super::options::{RunOptions, Scope};
 use super::plan::StatPlan;
-use super::report::EventStatus;
 use crate::ticker::{self, Ticker};
+use pmx_formats::EventStatus;
 use pmx_perf::{Counter, OpenCause, OpenError};
 
 /// One opened counter.

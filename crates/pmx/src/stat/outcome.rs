@@ -3,8 +3,8 @@
 //! [`RunError`]s that stop a run before it counts.
 
 use super::plan::StatPlan;
-use super::report::EventStatus;
 use crate::launch::Exit;
+use pmx_formats::EventStatus;
 use pmx_model::count::Count;
 use serde::Serialize;
 use std::time::Duration;

@@ -10,12 +10,12 @@ use super::options::RunOptions;
 use super::outcome::{Instance, RunError, StatRun, Tick};
 use super::plan::StatPlan;
 use super::read::{fill_instances, Reader};
-use super::report::EventStatus;
 use super::target::{RunTarget, Waited};
 use super::tasks::slots;
 use crate::launch::Exit;
 use crate::signals::stop_requested;
 use crate::ticker::{self, Home};
+use pmx_formats::EventStatus;
 use pmx_model::count::Count;
 use std::time::{Duration, Instant};
 

@@ -8,8 +8,8 @@ use super::aggregate::{aggregate, Aggregation};
 use super::options::Scope;
 use super::outcome::StatRun;
 use super::plan::StatPlan;
-use super::report::{EventStatus, Row, Spread};
 use crate::launch::Exit;
+use pmx_formats::{EventStatus, Row, Spread};
 use pmx_model::topology::Topology;
 use std::time::Duration;
 
