@@ -3,7 +3,7 @@
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
-use pmx::record::{self, RecordEvent, RecordOptions, RecordSummary, SampleRate};
+use pmx::record::{self, RecordEvent, RecordOptions, SampleRate};
 
 use std::path::PathBuf;
 
@@ -142,59 +142,6 @@ fn events(args: &RecordArgs, rate: SampleRate) -> anyhow::Result<(Vec<RecordEven
     Ok((out, Vec::new()))
 }
 
-fn print_summary(s: &RecordSummary) {
-    let per_event = if s.events.len() > 1 {
-        format!(
-            " ({})",
-            s.events
-                .iter()
-                .map(|e| format!("{} {}", e.name, e.samples))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    } else {
-        format!(" of {}", s.events[0].name)
-    };
-    eprintln!(
-        "pmx record: {} samples{per_event}, written to {} ({:.3} MB); {} records lost in {} \
-         LOST events, {} throttle events",
-        s.samples(),
-        s.output.display(),
-        s.bytes as f64 / 1e6,
-        s.lost_records,
-        s.lost_events,
-        s.throttled,
-    );
-    if s.lost_samples > 0 {
-        eprintln!(
-            "pmx record: the PMU dropped {} samples (PERF_RECORD_LOST_SAMPLES)",
-            s.lost_samples
-        );
-    }
-    if s.lost_events > 0 {
-        eprintln!(
-            "pmx record: the ring buffers overflowed: use a larger -m, a lower rate (-F/-c), \
-             or fewer CPUs"
-        );
-    }
-    if s.throttled > 0 {
-        eprintln!(
-            "pmx record: the kernel throttled sampling {} times (more interrupts than \
-             kernel.perf_event_max_sample_rate allows): lower the rate",
-            s.throttled
-        );
-    }
-    if let Some(old) = &s.old_output {
-        eprintln!(
-            "pmx record: the previous file was kept as {}",
-            old.display()
-        );
-    }
-    for n in &s.notes {
-        eprintln!("pmx record: note: {n}");
-    }
-}
-
 /// Run `pmx record`.
 pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     let scope = crate::target::scope(
@@ -235,7 +182,9 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     record::install_signal_handlers();
     match record::record(&events, &opts) {
         Ok(summary) => {
-            print_summary(&summary);
+            for line in summary.messages() {
+                eprintln!("pmx record: {line}");
+            }
             Ok(summary.exit.map_or(0, |e| e.shell_code()))
         }
         Err(record::RecordError::Exec { cmd, reason }) => {

@@ -8,6 +8,7 @@
 //! and JSON lines, perf's `-I -x,` CSV) and draws them as SVG or PNG line
 //! charts with a built-in stroke font.
 
+pub mod msr;
 pub mod plot;
 pub mod stat;
 

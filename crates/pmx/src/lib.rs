@@ -46,6 +46,7 @@ pub mod counters;
 pub mod eventlist;
 pub mod launch;
 pub mod metrics;
+pub mod msr;
 pub mod record;
 pub mod recorder;
 pub mod region;

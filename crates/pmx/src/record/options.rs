@@ -92,6 +92,60 @@ impl RecordSummary {
     pub fn samples(&self) -> u64 {
         self.events.iter().map(|e| e.samples).sum()
     }
+
+    /// What `pmx record` says at the end, one line each: samples, file and
+    /// losses, then advice on losses and throttling, the kept old file and
+    /// the notes.
+    pub fn messages(&self) -> Vec<String> {
+        let s = self;
+        let per_event = if s.events.len() > 1 {
+            format!(
+                " ({})",
+                s.events
+                    .iter()
+                    .map(|e| format!("{} {}", e.name, e.samples))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            format!(" of {}", s.events[0].name)
+        };
+        let mut m = vec![format!(
+            "{} samples{per_event}, written to {} ({:.3} MB); {} records lost in {} \
+             LOST events, {} throttle events",
+            s.samples(),
+            s.output.display(),
+            s.bytes as f64 / 1e6,
+            s.lost_records,
+            s.lost_events,
+            s.throttled,
+        )];
+        if s.lost_samples > 0 {
+            m.push(format!(
+                "the PMU dropped {} samples (PERF_RECORD_LOST_SAMPLES)",
+                s.lost_samples
+            ));
+        }
+        if s.lost_events > 0 {
+            m.push(
+                "the ring buffers overflowed: use a larger -m, a lower rate (-F/-c), \
+                 or fewer CPUs"
+                    .to_string(),
+            );
+        }
+        if s.throttled > 0 {
+            m.push(format!(
+                "the kernel throttled sampling {} times (more interrupts than \
+                 kernel.perf_event_max_sample_rate allows): lower the rate",
+                s.throttled
+            ));
+        }
+        if let Some(old) = &s.old_output {
+            m.push(format!("the previous file was kept as {}", old.display()));
+        }
+        m.extend(s.notes.iter().map(|n| format!("note: {n}")));
+        m
+    }
 }
 
 /// Why a recording could not be made.
