@@ -8,6 +8,7 @@
 //! the header (and a `truncated` object in the JSON).
 
 use crate::exit::UsageError;
+use pmx_output::progress::Progress;
 use pmx_profile::{render, Report, ReportError, ReportOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -66,50 +67,6 @@ pub struct ReportArgs {
     /// No progress bar or notes on standard error (warnings still appear).
     #[arg(short, long)]
     pub quiet: bool,
-}
-
-/// A progress bar on stderr, drawn only when stderr is a terminal and the
-/// file is large.
-struct Progress {
-    on: bool,
-    last: u64,
-}
-
-impl Progress {
-    fn new(quiet: bool) -> Progress {
-        // SAFETY: isatty only inspects the descriptor.
-        let tty = unsafe { libc::isatty(2) } == 1;
-        Progress {
-            on: tty && !quiet,
-            last: u64::MAX,
-        }
-    }
-
-    fn update(&mut self, done: u64, total: Option<u64>) {
-        let Some(total) = total else { return };
-        if !self.on || total < (32 << 20) {
-            return;
-        }
-        let pct = (done.min(total) * 100 / total.max(1)).min(100);
-        if pct == self.last {
-            return;
-        }
-        self.last = pct;
-        let filled = (pct / 4) as usize;
-        eprint!(
-            "\r[{}{}] {pct:3}%  {} / {} MiB",
-            "#".repeat(filled),
-            " ".repeat(25 - filled),
-            done >> 20,
-            total >> 20
-        );
-    }
-
-    fn finish(&self) {
-        if self.on && self.last != u64::MAX {
-            eprint!("\r{}\r", " ".repeat(60));
-        }
-    }
 }
 
 /// Run `pmx report`.

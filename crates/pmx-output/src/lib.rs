@@ -10,6 +10,7 @@
 
 pub mod msr;
 pub mod plot;
+pub mod progress;
 pub mod stat;
 
 /// Group the digits of an integer with ',' (`1234567` → `1,234,567`).

@@ -59,5 +59,6 @@ mod ticker;
 
 pub use counters::{Backend, CountTarget, Counters, MsrOptions, Reading};
 pub use eventlist::{parse_event_list, EventGroup};
+pub use pmx_events::{default_events_dir, Database};
 pub use region::region;
 pub use stat::{aggregate, plan, run, Aggregation, RunOptions, Scope, StatPlan, StatRun};

@@ -68,6 +68,7 @@
 //! describes the machine at the end.
 
 mod buildid;
+mod choose;
 mod default;
 mod existing;
 mod features;
@@ -88,6 +89,7 @@ use std::time::Duration;
 use target::Lifecycle;
 
 pub use buildid::{of_elf_file as build_id_of_file, of_running_kernel as kernel_build_id};
+pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate};
 pub use options::{EventSamples, RecordError, RecordEvent, RecordOptions, RecordSummary};
 pub use pmx_perf::SampleRate;
