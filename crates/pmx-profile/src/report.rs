@@ -281,3 +281,96 @@ impl Report {
         flame::folded(&self.profile.events[index].stacks)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(input: &str) -> ReportOptions {
+        ReportOptions {
+            input: input.into(),
+            sort: "comm,dso,symbol".into(),
+            event: None,
+            stacks: false,
+            children: false,
+            lines: false,
+            symfs: None,
+            percent_limit: 0.0,
+            limit: None,
+        }
+    }
+
+    #[test]
+    fn sort_keys_parse_and_refuse() {
+        assert_eq!(
+            sort_keys("comm, sym,comm").unwrap(),
+            vec![SortKey::Comm, SortKey::Symbol]
+        );
+        assert!(matches!(sort_keys(" , "), Err(ReportError::NoSortKey)));
+        assert_eq!(
+            sort_keys("dso,foo").unwrap_err().to_string(),
+            "unknown key 'foo' (known: comm, pid, dso, symbol, cpu)"
+        );
+    }
+
+    #[test]
+    fn options_are_checked_before_the_file_is_read() {
+        let mut o = options("/nonexistent/perf.data");
+        assert!(matches!(
+            report(&o, &mut |_, _| {}),
+            Err(ReportError::NotFound(_))
+        ));
+        o.percent_limit = 101.0;
+        assert!(matches!(
+            report(&o, &mut |_, _| {}),
+            Err(ReportError::PercentLimit(_))
+        ));
+    }
+
+    #[test]
+    fn rows_shown_follow_the_limits() {
+        let row = |period| Row {
+            comm: None,
+            pid: None,
+            dso: None,
+            symbol: None,
+            kernel: false,
+            cpu: None,
+            samples: 1,
+            period,
+            children_samples: 0,
+            children_period: 0,
+            example: (0, 0),
+            source: None,
+        };
+        let e = EventProfile {
+            name: "cpu-clock".into(),
+            samples: 3,
+            period: 100,
+            rows: vec![row(60), row(30), row(10)],
+            ..EventProfile::default()
+        };
+        let mut o = options("x");
+        o.percent_limit = 20.0;
+        let r = Report {
+            profile: Profile {
+                events: vec![e.clone(), EventProfile::default()],
+                ..Profile::default()
+            },
+            selected: vec![0, 1],
+            file: "x".into(),
+            captured: None,
+            sort: vec![SortKey::Comm],
+            options: o,
+        };
+        assert_eq!(r.visible(&e).count(), 2);
+        assert_eq!(
+            r.stack_event().unwrap(),
+            StackEvent {
+                index: 0,
+                of_several: false
+            }
+        );
+        assert_eq!(pct(1, 0), 0.0);
+    }
+}

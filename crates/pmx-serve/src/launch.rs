@@ -207,3 +207,54 @@ fn first_reason(collector: &Collector) -> String {
         .next()
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_override_the_file_which_overrides_the_defaults() {
+        let file = FileConfig {
+            listen: Some("0.0.0.0:1".parse().unwrap()),
+            events: vec!["page-faults".into()],
+            per: Some(Per::Core),
+            max_connections: Some(4),
+            ..FileConfig::default()
+        };
+        let s = Settings::resolve(&ServeFlags::default(), &file).unwrap();
+        assert_eq!(s.listen, "0.0.0.0:1".parse().unwrap());
+        assert_eq!((s.per, s.max_connections), (Per::Core, 4));
+        assert_eq!(s.event_lists, vec!["page-faults".to_string()]);
+        assert!(!s.wants_metrics());
+        let flags = ServeFlags {
+            events: vec!["task-clock".into()],
+            per: Some(Per::Socket),
+            max_connections: Some(2),
+            ..ServeFlags::default()
+        };
+        let s = Settings::resolve(&flags, &file).unwrap();
+        assert_eq!((s.per, s.max_connections), (Per::Socket, 2));
+        assert_eq!(s.event_lists, vec!["task-clock".to_string()]);
+        assert_eq!(s.event_groups().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn defaults_and_refusals() {
+        let s = Settings::resolve(&ServeFlags::default(), &FileConfig::default()).unwrap();
+        assert_eq!(s.listen, DEFAULT_LISTEN.parse().unwrap());
+        assert_eq!(s.event_lists, vec![pmx::stat::DEFAULT_EVENTS.to_string()]);
+        let metrics = FileConfig {
+            metrics: vec!["IPC".into(), "CPI".into()],
+            ..FileConfig::default()
+        };
+        let s = Settings::resolve(&ServeFlags::default(), &metrics).unwrap();
+        assert!(s.event_lists.is_empty() && s.wants_metrics());
+        assert_eq!(s.metric_list.as_deref(), Some("IPC,CPI"));
+        let zero = ServeFlags {
+            max_connections: Some(0),
+            ..ServeFlags::default()
+        };
+        let e = Settings::resolve(&zero, &FileConfig::default()).unwrap_err();
+        assert_eq!(e.to_string(), "--max-connections 0: allow at least one");
+    }
+}

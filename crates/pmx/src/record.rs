@@ -90,12 +90,10 @@ use target::Lifecycle;
 
 pub use buildid::{of_elf_file as build_id_of_file, of_running_kernel as kernel_build_id};
 pub use choose::{event_groups, sample_rate, sampling_events};
-pub use default::{default_event, max_sample_rate};
+pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
 pub use options::{EventSamples, RecordError, RecordEvent, RecordOptions, RecordSummary};
 pub use pmx_perf::SampleRate;
 
-/// perf's default sampling rate (`-F 4000`).
-pub const DEFAULT_FREQUENCY: u64 = 4000;
 /// perf's default ring size in data pages per CPU (512 KiB with 4 KiB
 /// pages: what `kernel.perf_event_mlock_kb`'s default of 516 allows).
 pub const DEFAULT_MMAP_PAGES: usize = 128;

@@ -2,14 +2,14 @@
 //! vendor, the selected CPUs folded into the register's scope domains, and
 //! one read (or write) per domain.
 
-use super::{domain_label, MsrCommandError};
+use super::error::MsrCommandError;
 use pmx_model::encoding::Arch;
 use pmx_model::register::FieldValue;
 use pmx_model::topology::{parse_cpu_list, Topology};
 use pmx_msr::allow::{check, WritePolicy};
 use pmx_msr::catalogue::{parse_u64, resolve, CounterWidths, Register, Role};
 use pmx_msr::rapl::RaplUnits;
-use pmx_msr::{domains, Domain, Mode, MsrDevice, MsrError, MsrRoot};
+use pmx_msr::{domains, Domain, DomainId, Mode, MsrDevice, MsrError, MsrRoot};
 use pmx_sys::{NativeCpuid, PmuCaps, SysRoot};
 use std::path::{Path, PathBuf};
 
@@ -112,7 +112,7 @@ pub fn read(opts: &ReadOptions) -> Result<Reading, MsrCommandError> {
     let arch = opts.target.arch.or_else(|| host_arch(&caps));
     let register =
         resolve(&opts.register, arch).map_err(|e| MsrCommandError::Usage(e.to_string()))?;
-    let field = opts.field.as_deref().map(super::parse_field).transpose()?;
+    let field = opts.field.as_deref().map(parse_field).transpose()?;
     let (doms, device, label_width) = open_domains(&opts.target, &register, Mode::Read)?;
     let mut reading = Reading {
         register,
@@ -307,4 +307,41 @@ fn energy_joules(device: &MsrDevice, cpu: u32, register: &Register, value: u64) 
     };
     let units = RaplUnits::decode(device.read(cpu, unit_addr).ok()?);
     Some(units.joules(value & 0xffff_ffff))
+}
+
+/// `HI:LO` or `N` → (hi, lo): the bits `--field` selects.
+pub fn parse_field(text: &str) -> Result<(u32, u32), MsrCommandError> {
+    let bad = || {
+        MsrCommandError::Usage(format!(
+            "--field {text}: give bits as HI:LO (63:32) or one bit N"
+        ))
+    };
+    let (hi, lo) = match text.split_once(':') {
+        Some((h, l)) => (h.trim().parse::<u32>(), l.trim().parse::<u32>()),
+        None => (text.trim().parse::<u32>(), text.trim().parse::<u32>()),
+    };
+    let (hi, lo) = (hi.map_err(|_| bad())?, lo.map_err(|_| bad())?);
+    if hi > 63 || lo > hi {
+        return Err(bad());
+    }
+    Ok((hi, lo))
+}
+
+/// Bits `hi:lo` of `value`, shifted down.
+pub fn extract(value: u64, (hi, lo): (u32, u32)) -> u64 {
+    let width = hi - lo + 1;
+    let mask = if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
+    (value >> lo) & mask
+}
+
+/// How a domain is shown: `cpu 3`, or `package 0 (cpu 0)`.
+pub fn domain_label(d: &Domain) -> String {
+    match d.id {
+        DomainId::Cpu { .. } => d.id.to_string(),
+        _ => format!("{} (cpu {})", d.id, d.cpu),
+    }
 }

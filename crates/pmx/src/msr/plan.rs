@@ -3,7 +3,7 @@
 //! none made.
 
 use super::access::{msr_root, sys_root, topology};
-use super::MsrCommandError;
+use super::error::MsrCommandError;
 use crate::stat_msr::{msr_event, pmu_counters};
 use pmx_events::{Database, Target};
 use pmx_model::encoding::Arch;

@@ -2,9 +2,8 @@
 //! or `-F max`, capped at `kernel.perf_event_max_sample_rate`) and the
 //! events of `-e` lists, each of which must sample on the cores.
 
-use super::default::max_sample_rate;
+use super::default::{max_sample_rate, DEFAULT_FREQUENCY};
 use super::options::{RecordError, RecordEvent};
-use super::DEFAULT_FREQUENCY;
 use crate::{EventGroup, StatPlan};
 use pmx_perf::SampleRate;
 
@@ -83,4 +82,59 @@ pub fn sampling_events(plan: StatPlan) -> Result<Vec<RecordEvent>, RecordError> 
         out.push(RecordEvent { name: e.name, attr });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_period_or_a_frequency_within_the_kernel_limit() {
+        assert_eq!(
+            sample_rate(Some(5000), None).unwrap().0,
+            SampleRate::Period(5000)
+        );
+        assert_eq!(
+            sample_rate(Some(0), None).unwrap_err().to_string(),
+            "-c 0: give a period of at least 1"
+        );
+        for bad in ["0", "fast", "-3"] {
+            let e = sample_rate(None, Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("give a positive number"), "{e}");
+        }
+        let max = max_sample_rate();
+        let (rate, notes) = sample_rate(None, None).unwrap();
+        match max {
+            Some(m) if m < DEFAULT_FREQUENCY => {
+                assert_eq!(rate, SampleRate::Frequency(m));
+                assert_eq!(notes.len(), 1);
+            }
+            _ => assert_eq!(
+                (rate, notes),
+                (SampleRate::Frequency(DEFAULT_FREQUENCY), vec![])
+            ),
+        }
+        if let Some(m) = max {
+            assert_eq!(
+                sample_rate(None, Some("max")).unwrap().0,
+                SampleRate::Frequency(m)
+            );
+            let (r, n) = sample_rate(None, Some(&(m + 1).to_string())).unwrap();
+            assert_eq!(r, SampleRate::Frequency(m));
+            assert!(n[0].contains("above kernel.perf_event_max_sample_rate"));
+        }
+    }
+
+    #[test]
+    fn explicit_groups_are_refused() {
+        assert_eq!(
+            event_groups(&["cpu-clock,task-clock".into()])
+                .unwrap()
+                .len(),
+            2
+        );
+        let e = event_groups(&["{cpu-clock,task-clock}".into()]).unwrap_err();
+        assert!(matches!(e, RecordError::Invalid(_)));
+        assert!(event_groups(&["{cpu-clock".into()]).is_err());
+    }
 }

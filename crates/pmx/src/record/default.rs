@@ -4,6 +4,9 @@
 use super::options::RecordEvent;
 use pmx_perf::{sample_type, Attr, Counter, OpenError, OpenErrorKind, SampleRate};
 
+/// perf's default sampling rate (`-F 4000`).
+pub const DEFAULT_FREQUENCY: u64 = 4000;
+
 /// `kernel.perf_event_max_sample_rate`: the highest `-F` the kernel
 /// accepts, and the rate beyond which it throttles.
 pub fn max_sample_rate() -> Option<u64> {

@@ -144,6 +144,66 @@ mod tests {
     use super::*;
     use pmx_perf::SampleRate;
 
+    fn options(scope: Scope, command: &[&str]) -> RecordOptions {
+        RecordOptions {
+            scope,
+            command: command.iter().map(|s| s.to_string()).collect(),
+            inherit: true,
+            rate: SampleRate::Frequency(1000),
+            callchain: false,
+            mmap_pages: 4,
+            duration: None,
+            output: "x".into(),
+            cmdline: vec![],
+        }
+    }
+
+    fn clock() -> RecordEvent {
+        RecordEvent {
+            name: "cpu-clock".into(),
+            attr: Attr {
+                type_: 1,
+                ..Attr::default()
+            },
+        }
+    }
+
+    #[test]
+    fn validate_refuses_what_cannot_work() {
+        let ok = options(Scope::Command, &["true"]);
+        assert!(validate(&[clock()], &ok).is_ok());
+        assert!(matches!(validate(&[], &ok), Err(RecordError::Invalid(_))));
+        let pages = RecordOptions {
+            mmap_pages: 3,
+            ..ok.clone()
+        };
+        let e = validate(&[clock()], &pages).unwrap_err().to_string();
+        assert!(e.starts_with("3 ring pages: give a power of two"), "{e}");
+        let none = options(Scope::Command, &[]);
+        assert_eq!(
+            validate(&[clock()], &none).unwrap_err().to_string(),
+            "no command to record"
+        );
+    }
+
+    #[test]
+    fn plans_tasks_per_scope() {
+        let cpus = Plan::new(&[clock()], &options(Scope::Cpus(vec![0]), &[]), None).unwrap();
+        assert_eq!((cpus.cpus.clone(), cpus.tasks.clone()), (vec![0], vec![-1]));
+        assert!(!cpus.tolerate_gone);
+        let cmd = Plan::new(&[clock()], &options(Scope::Command, &["true"]), Some(42)).unwrap();
+        assert_eq!(cmd.tasks, vec![42]);
+        assert!(cmd.attrs[0].enable_on_exec);
+        // A pid without threads in /proc is opened as itself.
+        let gone = Plan::new(&[clock()], &options(Scope::Pids(vec![i32::MAX]), &[]), None).unwrap();
+        assert_eq!(gone.tasks, vec![i32::MAX]);
+        assert!(gone.tolerate_gone && gone.samples_kernel());
+        assert!(matches!(
+            Plan::new(&[clock()], &options(Scope::Cpus(vec![]), &[]), None),
+            Err(RecordError::Invalid(_))
+        ));
+    }
+
     #[test]
     fn sampling_attrs_put_side_band_on_the_first_event_only() {
         let ev = RecordEvent {

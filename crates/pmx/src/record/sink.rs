@@ -146,3 +146,55 @@ fn rotate(path: &Path) -> io::Result<Option<PathBuf>> {
     })?;
     Ok(Some(old))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::synth::{comm_record, id_trailer};
+    use pmx_perf::{read_format, sample_type};
+
+    #[test]
+    fn records_are_counted_written_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("t.data");
+        std::fs::write(&out, b"old").unwrap();
+        let st = sample_type::IP | sample_type::TID | sample_type::TIME;
+        let attr = Attr {
+            type_: 1,
+            sample_type: st,
+            read_format: read_format::ID,
+            sample_id_all: true,
+            ..Attr::default()
+        };
+        let ev = RecordEvent {
+            name: "cpu-clock".into(),
+            attr: attr.clone(),
+        };
+        let (mut sink, old) =
+            Sink::create(&out, &[attr], &[ev], &[vec![7]], HashMap::new()).unwrap();
+        assert_eq!(old, Some(dir.path().join("t.data.old")));
+        let r = comm_record(5, 5, "worker", &id_trailer(st, 5, 5, 7)).unwrap();
+        sink.write(&r).unwrap();
+        // No ring, nothing drained: no FINISHED_ROUND either.
+        sink.drain(&mut []).unwrap();
+        assert_eq!(sink.records, 1);
+        let mut notes = Vec::new();
+        let w = sink
+            .finish(&["pmx".into(), "record".into()], &mut notes)
+            .unwrap();
+        assert_eq!(w.records, 1);
+        assert_eq!(w.bytes, std::fs::metadata(&out).unwrap().len());
+        let mut reader = pmx_perfdata::Reader::open(&out).unwrap();
+        let mut comms = Vec::new();
+        while let Some(rec) = reader.next_record().unwrap() {
+            if let pmx_perfdata::read::Record::Comm(c) = rec {
+                comms.push(String::from_utf8_lossy(c.comm).into_owned());
+            }
+        }
+        assert_eq!(comms, ["worker"]);
+        assert_eq!(
+            reader.features().cmdline.as_deref(),
+            Some(&["pmx".to_string(), "record".to_string()][..])
+        );
+    }
+}

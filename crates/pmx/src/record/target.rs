@@ -159,3 +159,54 @@ pub(super) fn poll_fds(fds: &[i32], timeout_ms: i32) {
     // SAFETY: `p` is a valid array of p.len() pollfds.
     unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(scope: Scope, duration: Option<Duration>) -> RecordOptions {
+        RecordOptions {
+            scope,
+            command: vec![],
+            inherit: false,
+            rate: pmx_perf::SampleRate::Frequency(1000),
+            callchain: false,
+            mmap_pages: 1,
+            duration,
+            output: "x".into(),
+            cmdline: vec![],
+        }
+    }
+
+    #[test]
+    fn a_duration_ends_the_recording() {
+        let opts = options(Scope::Cpus(vec![0]), Some(Duration::ZERO));
+        let mut life = Lifecycle::start(None, &opts).unwrap();
+        assert_eq!(life.poll_fd(), None);
+        assert!(life.over());
+        assert_eq!(life.timeout_ms(), 1);
+        assert_eq!(life.finish().unwrap(), (None, false));
+        let open = options(Scope::Cpus(vec![0]), None);
+        let mut life = Lifecycle::start(None, &open).unwrap();
+        assert!(!life.over());
+        assert_eq!(life.timeout_ms(), 100);
+    }
+
+    #[test]
+    fn gone_tasks_end_the_recording() {
+        let opts = options(Scope::Tids(vec![i32::MAX]), None);
+        assert!(Lifecycle::start(None, &opts).unwrap().over());
+    }
+
+    #[test]
+    fn a_command_that_cannot_run_is_an_exec_error() {
+        let mut opts = options(Scope::Command, None);
+        opts.command = vec!["/nonexistent/pmx-test".into()];
+        let mut child = launch(&opts).unwrap().unwrap();
+        match Lifecycle::start(Some(&mut child), &opts) {
+            Err(RecordError::Exec { reason, .. }) => assert_eq!(reason, "command not found"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        crate::signals::set_child(0);
+    }
+}
