@@ -89,7 +89,7 @@ pub struct DomainWrite {
     pub old: Option<u64>,
 }
 
-/// The answer of [`write`].
+/// The answer of [`write()`].
 #[derive(Debug)]
 pub struct Writing {
     /// The register written.
@@ -184,7 +184,7 @@ pub fn write(opts: &WriteOptions) -> Result<Writing, MsrCommandError> {
             w.error = Some(MsrCommandError::Write {
                 domain: domain.id.to_string(),
                 register: w.register.label(),
-                source,
+                source: Box::new(source),
             });
             break;
         }

@@ -13,7 +13,7 @@ pub enum MsrCommandError {
     Refused(String),
     /// The device could not be opened or read.
     #[error(transparent)]
-    Msr(#[from] MsrError),
+    Msr(Box<MsrError>),
     /// A write failed on one domain.
     #[error("{domain}: writing {register}")]
     Write {
@@ -23,6 +23,12 @@ pub enum MsrCommandError {
         register: String,
         /// Why.
         #[source]
-        source: MsrError,
+        source: Box<MsrError>,
     },
+}
+
+impl From<MsrError> for MsrCommandError {
+    fn from(e: MsrError) -> MsrCommandError {
+        MsrCommandError::Msr(Box::new(e))
+    }
 }

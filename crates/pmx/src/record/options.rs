@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// description) and its attr as resolved (PMU, config, modifiers,
 /// `precise_ip`, and a period or frequency when the spec gave one). The
-/// sampling fields are filled by [`record`].
+/// sampling fields are filled by [`record`](super::record).
 #[derive(Debug, Clone)]
 pub struct RecordEvent {
     /// The name written to the file.
