@@ -2,8 +2,9 @@
 //! ([`json`]). Folded stacks and flame graphs are [`Report::folded`] and
 //! [`Report::flame_svg`].
 
-use crate::profile::{Row, SortKey};
+use crate::profile::{Profile, Row, SortKey};
 use crate::report::{pct, Report};
+use pmx_perfdata::read::FileFeatures;
 use std::io::Write;
 
 fn symbol_cell(r: &Row) -> String {
@@ -65,22 +66,7 @@ pub fn header_lines(report: &Report) -> Vec<String> {
     if let Some(secs) = report.captured {
         h.push(format!("captured on: {}", utc(secs)));
     }
-    let mut host = Vec::new();
-    if let Some(x) = &f.hostname {
-        host.push(x.clone());
-    }
-    if let Some(x) = &f.osrelease {
-        host.push(format!("Linux {x}"));
-    }
-    if let Some(x) = &f.arch {
-        host.push(x.clone());
-    }
-    if let Some((online, avail)) = f.nrcpus {
-        host.push(format!("{online} of {avail} CPUs online"));
-    }
-    if !host.is_empty() {
-        h.push(format!("host: {}", host.join(", ")));
-    }
+    host_line(&mut h, f);
     if let Some(x) = &f.cpudesc {
         h.push(format!(
             "cpu: {x}{}",
@@ -110,6 +96,33 @@ pub fn header_lines(report: &Report) -> Vec<String> {
             c.level, c.ratio
         ));
     }
+    loss_lines(&mut h, p);
+    h
+}
+
+/// `host: NAME, Linux RELEASE, ARCH, N of M CPUs online`, from what the
+/// file says.
+fn host_line(h: &mut Vec<String>, f: &FileFeatures) {
+    let mut host = Vec::new();
+    if let Some(x) = &f.hostname {
+        host.push(x.clone());
+    }
+    if let Some(x) = &f.osrelease {
+        host.push(format!("Linux {x}"));
+    }
+    if let Some(x) = &f.arch {
+        host.push(x.clone());
+    }
+    if let Some((online, avail)) = f.nrcpus {
+        host.push(format!("{online} of {avail} CPUs online"));
+    }
+    if !host.is_empty() {
+        h.push(format!("host: {}", host.join(", ")));
+    }
+}
+
+/// Losses and throttling, events and their counts, and raw kernel addresses.
+fn loss_lines(h: &mut Vec<String>, p: &Profile) {
     let lost_records = p.stats.lost;
     let throttles = p
         .stats
@@ -143,7 +156,6 @@ pub fn header_lines(report: &Report) -> Vec<String> {
     if !p.kernel_symbols_used && p.events.iter().any(|e| e.rows.iter().any(|r| r.kernel)) {
         h.push("kernel addresses shown raw: the file was not recorded on this machine (or kallsyms is unreadable)".into());
     }
-    h
 }
 
 /// The hotspot table of every selected event, perf's `--stdio` layout,
