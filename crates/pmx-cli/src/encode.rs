@@ -1,10 +1,9 @@
-//! `pmx encode`: event specs → control-register value + perf attr.
+//! `pmx encode`: event specs → control-register value + perf attr
+//! ([`pmx::registers::encode`], rendered by [`pmx_output::registers`]).
 
 use crate::exit::UsageError;
-use crate::fields;
-use pmx_model::encoding::{encode_spec, Arch, EncodeOptions, Encoded};
-use pmx_model::spec::parse_spec;
-use serde_json::json;
+use pmx_model::encoding::{Arch, EncodeOptions};
+use pmx_output::registers::{encoded_json, encoded_text};
 use std::io::Write;
 
 /// Arguments of `pmx encode`.
@@ -33,17 +32,13 @@ pub fn run(args: &EncodeArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     let mut failed = 0;
     for (i, text) in args.specs.iter().enumerate() {
-        let result = parse_spec(text).and_then(|spec| encode_spec(&spec, opts));
-        match result {
+        match pmx::registers::encode(text, opts) {
+            Ok(enc) if args.json => writeln!(out, "{}", encoded_json(text, &enc))?,
             Ok(enc) => {
-                if args.json {
-                    writeln!(out, "{}", to_json(text, &enc))?;
-                } else {
-                    if i > 0 {
-                        writeln!(out)?;
-                    }
-                    write!(out, "{}", to_text(text, &enc, arch_src))?;
+                if i > 0 {
+                    writeln!(out)?;
                 }
+                write!(out, "{}", encoded_text(text, &enc, arch_src))?;
             }
             Err(e) => {
                 failed += 1;
@@ -60,58 +55,4 @@ pub fn run(args: &EncodeArgs) -> anyhow::Result<i32> {
         .into());
     }
     Ok(crate::exit::OK)
-}
-
-fn to_text(text: &str, e: &Encoded, arch_src: &str) -> String {
-    let layout = e.register_kind.layout();
-    let a = &e.attr;
-    let yn = |b: bool| u8::from(b);
-    let ty = match a.type_ {
-        Some(t) => format!("{t} (PERF_TYPE_RAW)"),
-        None => format!("from /sys/bus/event_source/devices/{}/type", a.pmu),
-    };
-    let mut s = format!(
-        "{text}\n  register   {} = {:#x}   ({:?} layout, {arch_src})\n  perf attr  pmu={} type={ty}\n             config={:#x} config1={:#x} config2={:#x}\n             exclude_user={} exclude_kernel={} exclude_hv={} exclude_guest={} exclude_host={} precise_ip={}\n",
-        layout.name,
-        e.register,
-        e.arch,
-        a.pmu,
-        a.config,
-        a.config1,
-        a.config2,
-        yn(a.exclude_user),
-        yn(a.exclude_kernel),
-        yn(a.exclude_hv),
-        yn(a.exclude_guest),
-        yn(a.exclude_host),
-        a.precise_ip,
-    );
-    if let Some(p) = a.sample_period {
-        s.push_str(&format!("             sample_period={p}\n"));
-    }
-    if let Some(f) = a.sample_freq {
-        s.push_str(&format!("             sample_freq={f} (freq=1)\n"));
-    }
-    s.push_str(&fields::table(&e.fields, "  "));
-    for n in &e.notes {
-        s.push_str(&format!("  note: {n}\n"));
-    }
-    s
-}
-
-fn to_json(text: &str, e: &Encoded) -> serde_json::Value {
-    let layout = e.register_kind.layout();
-    json!({
-        "spec": text,
-        "arch": e.arch,
-        "register_name": layout.name,
-        "register_kind": e.register_kind,
-        "register": fields::hex(e.register),
-        "config": fields::hex(e.attr.config),
-        "config1": fields::hex(e.attr.config1),
-        "config2": fields::hex(e.attr.config2),
-        "attr": e.attr,
-        "fields": fields::json(&e.fields),
-        "notes": e.notes,
-    })
 }

@@ -151,5 +151,5 @@ fn host_arch() -> Option<Arch> {
 
 /// This machine's CPU key, from CPUID (None where there is no CPUID).
 pub(crate) fn host_cpu_id() -> Option<pmx_model::cpu::CpuId> {
-    pmx_sys::caps::cpu_id(&pmx_sys::NativeCpuid)
+    pmx::database::host_cpu_id()
 }

@@ -580,6 +580,13 @@ fn bool_val(b: bool) -> f64 {
     }
 }
 
+impl Library {
+    /// An evaluator of this library's metrics over `inputs`.
+    pub fn evaluator<'a>(&'a self, inputs: &'a Inputs, machine: &'a Machine) -> Evaluator<'a> {
+        Evaluator::new(self, inputs, machine)
+    }
+}
+
 impl<'a> Evaluator<'a> {
     pub(crate) fn new(lib: &'a Library, inputs: &'a Inputs, machine: &'a Machine) -> Evaluator<'a> {
         Evaluator {

@@ -73,6 +73,7 @@ pub mod eval;
 pub mod event;
 pub mod formula;
 pub mod library;
+pub mod requirements;
 pub mod tables;
 pub mod tma;
 
@@ -82,9 +83,9 @@ pub use eval::{
 pub use event::{event_key, event_key_in, EventRef};
 pub use formula::{Constant, Dialect, Formula, FormulaError};
 pub use library::{
-    Library, Metric, MetricId, MetricSource, MetricTable, Requirements, SourceKind, Threshold,
-    UnknownName,
+    Library, Metric, MetricId, MetricSource, MetricTable, SourceKind, Threshold, UnknownName,
 };
+pub use requirements::Requirements;
 pub use tma::{Flag, TmaNode, TmaReport, TmaResult, TmaTree};
 
 use pmx_model::cpu::CpuId;

@@ -24,13 +24,13 @@
 //! events (PMU `uncore_cbox_N`, `uncore_arb`) once per package, on the
 //! package's first selected CPU (see [`crate::scope`]).
 //!
-//! A plan has no side effects; [`Plan::fill_old`] reads the current values
-//! for display, and [`crate::session::Session`] applies it.
+//! A plan has no side effects and touches no device; [`Plan::fill_old`]
+//! (with the session code, which does the device I/O) reads the current
+//! values for display, and [`crate::session::Session`] applies it.
 
 use crate::catalogue::{
     width_mask, CounterClass, CounterWidths, Msr, MsrDef, Scope, CATALOGUE, UNCORE_BOX_WIDTH,
 };
-use crate::device::MsrDevice;
 use crate::scope::{domains, DomainId};
 use pmx_model::encoding::{encode_attr, Arch, Encoded, PerfAttr, PERF_TYPE_RAW};
 use pmx_model::register::{FieldValue, RegisterKind, INTEL_EVTSEL};
@@ -303,14 +303,6 @@ impl Plan {
         v.sort_unstable();
         v.dedup();
         v
-    }
-
-    /// Read the current value of every register the plan writes, where the
-    /// device can (others stay `None`). Reads only.
-    pub fn fill_old(&mut self, device: &MsrDevice) {
-        for w in &mut self.writes {
-            w.old = device.read(w.cpu, w.address).ok();
-        }
     }
 }
 

@@ -359,6 +359,17 @@ fn busy(plan: &Plan, saved: &[(Step, SavedRegister)]) -> Vec<String> {
     out
 }
 
+impl Plan {
+    /// Read the current value of every register the plan writes, where the
+    /// device can (others stay `None`). Reads only. (Here rather than in
+    /// [`mod@crate::plan`], which makes plans without touching a device.)
+    pub fn fill_old(&mut self, device: &MsrDevice) {
+        for w in &mut self.writes {
+            w.old = device.read(w.cpu, w.address).ok();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

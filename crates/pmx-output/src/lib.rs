@@ -7,11 +7,22 @@
 //! totals and interval rows alike. [`plot`] reads interval files (pmx's CSV
 //! and JSON lines, perf's `-I -x,` CSV) and draws them as SVG or PNG line
 //! charts with a built-in stroke font.
+//!
+//! The other commands' reports render here too, each in its own module:
+//! [`tma`] (the top-down tree, shared with `pmx analyze --tma`), [`info`]
+//! (what this machine is), [`catalog`] (`pmx list`, `pmx explain`),
+//! [`registers`] (field tables, `pmx encode`, `pmx decode`) and [`fetch`]
+//! (`pmx events fetch`'s progress and summary).
 
+pub mod catalog;
+pub mod fetch;
+pub mod info;
 pub mod msr;
 pub mod plot;
 pub mod progress;
+pub mod registers;
 pub mod stat;
+pub mod tma;
 
 /// Group the digits of an integer with ',' (`1234567` → `1,234,567`).
 pub fn group_digits(n: u64) -> String {

@@ -5,50 +5,202 @@
 //! depends on the event (ENOSPC is "no debug register" for a breakpoint),
 //! the target (EACCES on a CPU-wide event is about `perf_event_paranoid`
 //! level 0) and the machine (ENOENT on `cycles` in a VM without a virtual
-//! PMU). [`explain`] takes all of that as plain values in a [`Context`], so
-//! every message can be tested with any paranoid level, capability or sysfs
-//! view; [`Context::of_this_machine`] fills it from `/proc` and `/sys`.
+//! PMU). An [`OpenError`] keeps all of that as values: the errno, the attr
+//! and target that failed, the PMU the attr names, and an [`OpenCause`]
+//! holding the facts of the machine that decided it (the paranoid level,
+//! the capabilities, the open-file limit, …). Callers match on the cause;
+//! the sentence a user reads (the reason and the fix) is written in one
+//! place, [`OpenError::reason`], and `Display` puts the event and target in
+//! front of it.
+//!
+//! [`explain`] classifies from plain values in a [`Context`], so every
+//! message can be tested with any paranoid level, capability or sysfs view;
+//! [`Context::of_this_machine`] fills it from `/proc` and `/sys`.
 
 use crate::{event_type, Attr, Target};
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::path::Path;
 
-/// Why an open failed, in the user's terms.
+/// Why an open failed, with the facts that decided it.
+///
+/// The errno alone does not say everything (the [`OpenError`] keeps it):
+/// `NotSupported` is ENOENT, EOPNOTSUPP or ENODEV; `Invalid` is EINVAL,
+/// E2BIG or EOVERFLOW; `TooManyFiles` is EMFILE (this process) or ENFILE
+/// (the system).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OpenErrorKind {
-    /// ENOENT/EOPNOTSUPP on a hardware event: this machine does not count it.
-    NotSupported,
-    /// EACCES/EPERM: not allowed at this paranoid level / without capability.
-    Permission,
+pub enum OpenCause {
+    /// EACCES/EPERM: not allowed at this paranoid level or without a
+    /// capability, or something else (a security module, ptrace rights)
+    /// forbids it.
+    Permission {
+        /// `kernel.perf_event_paranoid`, when it could be read.
+        paranoid: Option<i64>,
+        /// Whether CAP_PERFMON or CAP_SYS_ADMIN is effective, when known.
+        capable: Option<bool>,
+        /// The open counts every task on a CPU (pid -1).
+        cpu_wide: bool,
+        /// The open counts kernel space (`exclude_kernel` is not set).
+        kernel: bool,
+    },
+    /// ENOENT/EOPNOTSUPP: this machine does not count the event (or not as
+    /// asked); ENODEV: its PMU does not count on that CPU or target.
+    NotSupported {
+        /// Whether a core (hardware) PMU is registered, when known: `false`
+        /// is a VM without a virtual PMU.
+        core_pmu: Option<bool>,
+    },
     /// ENOSPC on a breakpoint: no free debug register.
     NoDebugRegister,
-    /// EINVAL, E2BIG: the kernel rejects the attr.
-    Invalid,
-    /// EBUSY: another user holds the PMU exclusively.
+    /// EINVAL, E2BIG, EOVERFLOW: the kernel rejects the attr (or the
+    /// target); `precise_ip` above 3 is refused before the kernel is asked.
+    Invalid {
+        /// The CPUs the kernel was configured for, when known.
+        cpus: Option<u32>,
+        /// The event was joining a group.
+        in_group: bool,
+    },
+    /// EBUSY: the PMU is held exclusively (or this exclusive event cannot
+    /// have it to itself).
     Busy,
-    /// ESRCH: no such process.
+    /// ESRCH: no such process or thread.
     NoProcess,
-    /// EMFILE: too many open files.
-    TooManyFiles,
-    /// Anything else.
+    /// EMFILE/ENFILE: too many open files.
+    TooManyFiles {
+        /// This process's soft `RLIMIT_NOFILE` (`ulimit -n`), when known.
+        limit: Option<u64>,
+    },
+    /// The event opened but `PERF_EVENT_IOC_ID` failed (kernels before
+    /// 3.12).
+    NoId,
+    /// Anything else (ENOSPC on a PMU with no room left, an errno pmx does
+    /// not recognise).
     Other,
 }
 
-/// A failed `perf_event_open`.
+impl OpenCause {
+    /// Whether the event itself cannot be counted here — not supported, no
+    /// free debug register, or an attr the kernel rejects — as opposed to
+    /// the open being refused for reasons of the run (permission, a busy
+    /// PMU, a process gone, files): `pmx stat` shows such an event as "not
+    /// supported" and counts the others.
+    pub fn is_unsupported_event(&self) -> bool {
+        matches!(
+            self,
+            OpenCause::NotSupported { .. } | OpenCause::NoDebugRegister | OpenCause::Invalid { .. }
+        )
+    }
+}
+
+/// A failed `perf_event_open`: what was asked, the errno, and why.
+///
+/// `Display` gives the whole sentence: which event could not be opened
+/// where, the reason and the fix, and the errno
+/// (`cannot open hardware event cycles for this thread on any CPU: this
+/// machine's PMU does not count it (…) (ENOENT: No such file or directory)`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
 pub struct OpenError {
     /// The errno.
     pub errno: i32,
-    /// What it means.
-    pub kind: OpenErrorKind,
-    /// The whole sentence: which event could not be opened where, the
-    /// reason and the fix.
-    pub message: String,
-    /// The reason and the fix alone, without naming the event or the
-    /// target (the tail of `message`): the same for every event that
-    /// fails for the same cause, so reports can group them.
-    pub cause: String,
+    /// The attr that failed.
+    pub attr: Box<Attr>,
+    /// Where it was to count.
+    pub target: Target,
+    /// The sysfs name of the PMU whose `type` is the attr's type, when one
+    /// was found.
+    pub pmu: Option<String>,
+    /// What the errno means here.
+    pub cause: OpenCause,
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cannot open {} {}: {}",
+            describe_event(&self.attr, self.pmu.as_deref()),
+            describe_target(self.target),
+            self.reason()
+        )
+    }
+}
+
+impl OpenError {
+    /// The reason and the fix, with the errno, without naming the event or
+    /// the target (the tail of the `Display` text): the same for every
+    /// event that fails for the same cause, so reports can group them.
+    pub fn reason(&self) -> String {
+        format!("{} ({})", self.why(), errno_text(self.errno))
+    }
+
+    /// The reason and the fix in words: the one place they are written.
+    fn why(&self) -> String {
+        let (attr, target, errno) = (&*self.attr, self.target, self.errno);
+        let pmu = self.pmu.as_deref();
+        match self.cause {
+            OpenCause::Permission {
+                paranoid,
+                capable,
+                cpu_wide,
+                kernel,
+            } => permission(paranoid, capable, cpu_wide, kernel, target),
+            OpenCause::NotSupported { .. } if errno == libc::ENODEV => no_device(attr, target, pmu),
+            OpenCause::NotSupported { core_pmu } => not_supported(errno, attr, pmu, core_pmu),
+            OpenCause::NoDebugRegister => {
+                "no free debug register: x86 has four (DR0-DR3), and this thread's breakpoints, \
+                 every CPU-wide breakpoint and any debugger attached share them; close a \
+                 breakpoint or watch fewer addresses at once"
+                    .to_string()
+            }
+            OpenCause::Invalid { .. } if errno == libc::E2BIG => {
+                "this kernel is older than the perf_event_attr pmx passes and the attr uses a \
+                 field it does not know; update the kernel or leave that field unset"
+                    .to_string()
+            }
+            OpenCause::Invalid { .. } if errno == libc::EOVERFLOW => {
+                "a value in the attr exceeds the kernel's limit (e.g. the call-chain depth, \
+                 kernel.perf_event_max_stack)"
+                    .to_string()
+            }
+            OpenCause::Invalid { cpus, in_group } => invalid(attr, target, in_group, pmu, cpus),
+            OpenCause::Busy if attr.exclusive => {
+                "this exclusive event cannot have the PMU to itself: other events hold it; \
+                 drop `exclusive` or stop the other users"
+                    .to_string()
+            }
+            OpenCause::Busy => {
+                "the PMU is held exclusively by another user (an exclusive event, another \
+                 profiler or a driver using the counters directly); stop it and retry"
+                    .to_string()
+            }
+            OpenCause::NoProcess => format!(
+                "no process or thread {} (it has exited, or lives in another PID namespace)",
+                target.pid
+            ),
+            OpenCause::TooManyFiles { .. } if errno == libc::ENFILE => {
+                "the system has reached its open-file limit (fs.file-max); raise it with \
+                 `sysctl fs.file-max=...` or count fewer events"
+                    .to_string()
+            }
+            OpenCause::TooManyFiles { limit } => format!(
+                "this process has reached its open-file limit{}; every counter is one file \
+                 descriptor (events x CPUs, or events x threads): raise the limit, e.g. \
+                 `ulimit -n 65536`, or count fewer events",
+                match limit {
+                    Some(n) => format!(" (ulimit -n is {n})"),
+                    None => String::new(),
+                }
+            ),
+            OpenCause::NoId => "the kernel opened it but would not give its id \
+                 (PERF_EVENT_IOC_ID); pmx needs Linux 3.12 or later"
+                .to_string(),
+            OpenCause::Other if errno == libc::ENOSPC => {
+                "the PMU has no room left for this event".to_string()
+            }
+            OpenCause::Other => {
+                "the kernel refused it for a reason pmx does not recognise".to_string()
+            }
+        }
+    }
 }
 
 /// Where the PMUs are described.
@@ -281,116 +433,56 @@ pub(crate) fn explain(
     in_group: bool,
     ctx: &Context,
 ) -> OpenError {
-    let pmu = ctx.pmu_name.as_deref();
-    let head = format!(
-        "cannot open {} {}",
-        describe_event(attr, pmu),
-        describe_target(target)
-    );
-    let (kind, why) = match errno {
-        libc::EACCES | libc::EPERM => (OpenErrorKind::Permission, permission(attr, target, ctx)),
-        libc::ENOENT | libc::EOPNOTSUPP => {
-            (OpenErrorKind::NotSupported, not_supported(errno, attr, ctx))
-        }
-        libc::ENOSPC if attr.type_ == event_type::BREAKPOINT => (
-            OpenErrorKind::NoDebugRegister,
-            "no free debug register: x86 has four (DR0-DR3), and this thread's breakpoints, \
-             every CPU-wide breakpoint and any debugger attached share them; close a \
-             breakpoint or watch fewer addresses at once"
-                .to_string(),
-        ),
-        libc::ENOSPC => (
-            OpenErrorKind::Other,
-            "the PMU has no room left for this event".to_string(),
-        ),
-        libc::ENODEV => (OpenErrorKind::NotSupported, no_device(attr, target, ctx)),
-        libc::EINVAL => (OpenErrorKind::Invalid, invalid(attr, target, in_group, ctx)),
-        libc::E2BIG => (
-            OpenErrorKind::Invalid,
-            "this kernel is older than the perf_event_attr pmx passes and the attr uses a \
-             field it does not know; update the kernel or leave that field unset"
-                .to_string(),
-        ),
-        libc::EOVERFLOW => (
-            OpenErrorKind::Invalid,
-            "a value in the attr exceeds the kernel's limit (e.g. the call-chain depth, \
-             kernel.perf_event_max_stack)"
-                .to_string(),
-        ),
-        libc::EBUSY => (
-            OpenErrorKind::Busy,
-            if attr.exclusive {
-                "this exclusive event cannot have the PMU to itself: other events hold it; \
-                 drop `exclusive` or stop the other users"
-                    .to_string()
-            } else {
-                "the PMU is held exclusively by another user (an exclusive event, another \
-                 profiler or a driver using the counters directly); stop it and retry"
-                    .to_string()
-            },
-        ),
-        libc::ESRCH => (
-            OpenErrorKind::NoProcess,
-            format!(
-                "no process or thread {} (it has exited, or lives in another PID namespace)",
-                target.pid
-            ),
-        ),
-        libc::EMFILE => (
-            OpenErrorKind::TooManyFiles,
-            format!(
-                "this process has reached its open-file limit{}; every counter is one file \
-                 descriptor (events x CPUs, or events x threads): raise the limit, e.g. \
-                 `ulimit -n 65536`, or count fewer events",
-                match ctx.nofile_limit {
-                    Some(n) => format!(" (ulimit -n is {n})"),
-                    None => String::new(),
-                }
-            ),
-        ),
-        libc::ENFILE => (
-            OpenErrorKind::TooManyFiles,
-            "the system has reached its open-file limit (fs.file-max); raise it with \
-             `sysctl fs.file-max=...` or count fewer events"
-                .to_string(),
-        ),
-        _ => (
-            OpenErrorKind::Other,
-            "the kernel refused it for a reason pmx does not recognise".to_string(),
-        ),
+    let cause = match errno {
+        libc::EACCES | libc::EPERM => OpenCause::Permission {
+            paranoid: ctx.paranoid,
+            capable: ctx.capable,
+            cpu_wide: target.pid == -1,
+            kernel: !attr.exclude_kernel,
+        },
+        libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => OpenCause::NotSupported {
+            core_pmu: ctx.core_pmu,
+        },
+        libc::ENOSPC if attr.type_ == event_type::BREAKPOINT => OpenCause::NoDebugRegister,
+        libc::EINVAL | libc::E2BIG | libc::EOVERFLOW => OpenCause::Invalid {
+            cpus: ctx.cpus,
+            in_group,
+        },
+        libc::EBUSY => OpenCause::Busy,
+        libc::ESRCH => OpenCause::NoProcess,
+        libc::EMFILE | libc::ENFILE => OpenCause::TooManyFiles {
+            limit: ctx.nofile_limit,
+        },
+        _ => OpenCause::Other,
     };
-    let cause = format!("{why} ({})", errno_text(errno));
     OpenError {
         errno,
-        kind,
-        message: format!("{head}: {cause}"),
+        attr: Box::new(attr.clone()),
+        target,
+        pmu: ctx.pmu_name.clone(),
         cause,
     }
 }
 
 /// The event opened but `PERF_EVENT_IOC_ID` failed (kernels before 3.12).
 pub(crate) fn id_unavailable(errno: i32, attr: &Attr, target: Target) -> OpenError {
-    let cause = format!(
-        "the kernel opened it but would not give its id (PERF_EVENT_IOC_ID); pmx needs \
-         Linux 3.12 or later ({})",
-        errno_text(errno)
-    );
     OpenError {
         errno,
-        kind: OpenErrorKind::Other,
-        message: format!(
-            "cannot open {} {}: {cause}",
-            describe_event(attr, None),
-            describe_target(target),
-        ),
-        cause,
+        attr: Box::new(attr.clone()),
+        target,
+        pmu: None,
+        cause: OpenCause::NoId,
     }
 }
 
 /// EACCES/EPERM: the paranoid level, what this open needs, and the fix.
-fn permission(attr: &Attr, target: Target, ctx: &Context) -> String {
-    let system_wide = target.pid == -1;
-    let kernel = !attr.exclude_kernel;
+fn permission(
+    paranoid: Option<i64>,
+    capable: Option<bool>,
+    system_wide: bool,
+    kernel: bool,
+    target: Target,
+) -> String {
     // The highest level that allows this open to a user without CAP_PERFMON.
     let (needed, what) = if system_wide {
         (0, "counting every task on a CPU")
@@ -400,7 +492,7 @@ fn permission(attr: &Attr, target: Target, ctx: &Context) -> String {
         (2, "counting a process")
     };
     let mut s = String::new();
-    if ctx.capable == Some(true) {
+    if capable == Some(true) {
         s.push_str(
             "denied although this process has CAP_PERFMON or CAP_SYS_ADMIN: a security module \
              (SELinux, AppArmor, kernel lockdown) or the target's protection forbids it",
@@ -410,7 +502,7 @@ fn permission(attr: &Attr, target: Target, ctx: &Context) -> String {
         }
         return s;
     }
-    match ctx.paranoid {
+    match paranoid {
         Some(level) if level > needed => {
             let _ = write!(
                 s,
@@ -458,11 +550,10 @@ fn permission(attr: &Attr, target: Target, ctx: &Context) -> String {
 
 /// ENOENT/EOPNOTSUPP: the event or the way it is asked for does not exist
 /// here.
-fn not_supported(errno: i32, attr: &Attr, ctx: &Context) -> String {
-    let pmu = ctx.pmu_name.as_deref();
+fn not_supported(errno: i32, attr: &Attr, pmu: Option<&str>, core_pmu: Option<bool>) -> String {
     if is_core_event(attr, pmu) {
         let mut s = String::from("this machine's PMU does not count it");
-        if ctx.core_pmu == Some(false) {
+        if core_pmu == Some(false) {
             s.push_str(
                 " (no hardware PMU exposed: /sys/bus/event_source/devices has no `cpu` PMU, \
                  as in a VM without a virtual PMU); software events, breakpoints and msr/tsc \
@@ -507,10 +598,9 @@ fn not_supported(errno: i32, attr: &Attr, ctx: &Context) -> String {
 }
 
 /// ENODEV: the PMU exists but not where it was asked to count.
-fn no_device(attr: &Attr, target: Target, ctx: &Context) -> String {
-    let pmu = ctx
-        .pmu_name
-        .clone()
+fn no_device(attr: &Attr, target: Target, pmu: Option<&str>) -> String {
+    let pmu = pmu
+        .map(str::to_string)
         .unwrap_or_else(|| format!("type {}", attr.type_));
     if target.cpu >= 0 {
         format!(
@@ -524,17 +614,44 @@ fn no_device(attr: &Attr, target: Target, ctx: &Context) -> String {
 }
 
 /// EINVAL: the likely causes, the certain ones first.
-fn invalid(attr: &Attr, target: Target, in_group: bool, ctx: &Context) -> String {
-    let pmu = ctx.pmu_name.as_deref();
+fn invalid(
+    attr: &Attr,
+    target: Target,
+    in_group: bool,
+    pmu: Option<&str>,
+    cpus: Option<u32>,
+) -> String {
+    let certain = certain_invalid(attr, target, in_group, cpus);
+    let maybe = possible_invalid(attr, target, in_group, pmu);
+    let mut s = String::from("the kernel rejects this attr");
+    if !certain.is_empty() {
+        let _ = write!(s, ": {}", certain.join("; "));
+    }
+    if !maybe.is_empty() {
+        let _ = write!(
+            s,
+            ". {}: {}",
+            if certain.is_empty() {
+                "Possible causes"
+            } else {
+                "Other possible causes"
+            },
+            maybe.join("; ")
+        );
+    }
+    s
+}
+
+/// EINVAL: what is certainly wrong with the attr or the target.
+fn certain_invalid(attr: &Attr, target: Target, in_group: bool, cpus: Option<u32>) -> Vec<String> {
     let mut certain: Vec<String> = Vec::new();
-    let mut maybe: Vec<String> = Vec::new();
     if target.pid == -1 && target.cpu == -1 {
         certain.push("pid -1 (every task) needs a CPU: give cpu >= 0".into());
     }
     if target.cpu < -1 || target.pid < -1 {
         certain.push("pid and cpu must be >= -1".into());
     }
-    if let Some(n) = ctx.cpus {
+    if let Some(n) = cpus {
         if target.cpu >= 0 && target.cpu as u32 >= n {
             certain.push(format!(
                 "CPU {} does not exist (this machine has {n})",
@@ -557,6 +674,12 @@ fn invalid(attr: &Attr, target: Target, in_group: bool, ctx: &Context) -> String
             attr.read_format
         ));
     }
+    certain
+}
+
+/// EINVAL: what may be wrong, given what this kind of event and PMU accept.
+fn possible_invalid(attr: &Attr, target: Target, in_group: bool, pmu: Option<&str>) -> Vec<String> {
+    let mut maybe: Vec<String> = Vec::new();
     if attr.type_ == event_type::BREAKPOINT {
         maybe.push(format!(
             "a breakpoint shape the CPU cannot watch (it needs len 1, 2, 4 or 8, exactly 8 \
@@ -623,23 +746,7 @@ fn invalid(attr: &Attr, target: Target, in_group: bool, ctx: &Context) -> String
     if attr.inherit && attr.read_format & crate::read_format::GROUP != 0 {
         maybe.push("inherit with a group read format, which older kernels refuse".into());
     }
-    let mut s = String::from("the kernel rejects this attr");
-    if !certain.is_empty() {
-        let _ = write!(s, ": {}", certain.join("; "));
-    }
-    if !maybe.is_empty() {
-        let _ = write!(
-            s,
-            ". {}: {}",
-            if certain.is_empty() {
-                "Possible causes"
-            } else {
-                "Other possible causes"
-            },
-            maybe.join("; ")
-        );
-    }
-    s
+    maybe
 }
 
 #[cfg(test)]
@@ -669,9 +776,26 @@ mod tests {
     #[test]
     fn cpu_wide_at_level_2_names_the_level_and_the_fix() {
         let e = explain(libc::EACCES, &sw(0), CPU0, false, &user(2));
-        assert_eq!(e.kind, OpenErrorKind::Permission);
+        assert_eq!(
+            e.cause,
+            OpenCause::Permission {
+                paranoid: Some(2),
+                capable: Some(false),
+                cpu_wide: true,
+                kernel: true,
+            }
+        );
         assert_eq!(e.errno, libc::EACCES);
-        let m = &e.message;
+        assert_eq!(e.target, CPU0);
+        assert_eq!(*e.attr, sw(0));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot open software event cpu-clock for every task on CPU 0: {}",
+                e.reason()
+            )
+        );
+        let m = &e.to_string();
         assert!(
             m.starts_with("cannot open software event cpu-clock for every task on CPU 0: "),
             "{m}"
@@ -691,7 +815,7 @@ mod tests {
     #[test]
     fn kernel_counting_at_level_2_suggests_user_only() {
         let e = explain(libc::EACCES, &sw(1), THREAD, false, &user(2));
-        let m = &e.message;
+        let m = &e.to_string();
         assert!(m.contains("counting kernel space"), "{m}");
         assert!(m.contains("sysctl kernel.perf_event_paranoid=1"), "{m}");
         assert!(m.contains("set exclude_kernel"), "{m}");
@@ -703,7 +827,7 @@ mod tests {
             exclude_kernel: true,
             ..sw(1)
         };
-        let m = explain(libc::EACCES, &a, THREAD, false, &user(3)).message;
+        let m = explain(libc::EACCES, &a, THREAD, false, &user(3)).to_string();
         assert!(m.contains("kernel.perf_event_paranoid is 3"), "{m}");
         assert!(m.contains("may not open perf events at all"), "{m}");
         assert!(m.contains("sysctl kernel.perf_event_paranoid=2"), "{m}");
@@ -718,7 +842,7 @@ mod tests {
             false,
             &user(-1),
         )
-        .message;
+        .to_string();
         assert!(
             m.contains("kernel.perf_event_paranoid is -1, which allows"),
             "{m}"
@@ -729,10 +853,10 @@ mod tests {
             capable: Some(true),
             ..Context::default()
         };
-        let m = explain(libc::EACCES, &sw(1), CPU0, false, &root).message;
+        let m = explain(libc::EACCES, &sw(1), CPU0, false, &root).to_string();
         assert!(m.contains("although this process has CAP_PERFMON"), "{m}");
         let unknown = Context::default();
-        let m = explain(libc::EACCES, &sw(1), CPU0, false, &unknown).message;
+        let m = explain(libc::EACCES, &sw(1), CPU0, false, &unknown).to_string();
         assert!(m.contains("perf_event_paranoid could not be read"), "{m}");
     }
 
@@ -743,12 +867,12 @@ mod tests {
             ..Context::default()
         };
         let e = explain(libc::ENOENT, &Attr::default(), THREAD, false, &ctx);
-        assert_eq!(e.kind, OpenErrorKind::NotSupported);
-        assert!(e.message.contains("hardware event cycles"), "{}", e.message);
+        assert!(matches!(e.cause, OpenCause::NotSupported { .. }), "{e}");
+        assert!(e.to_string().contains("hardware event cycles"), "{e}");
         assert!(
-            e.message.contains("no hardware PMU exposed"),
+            e.to_string().contains("no hardware PMU exposed"),
             "{}",
-            e.message
+            e.to_string()
         );
         let ctx = Context {
             core_pmu: Some(true),
@@ -761,14 +885,14 @@ mod tests {
         };
         let e = explain(libc::ENOENT, &raw, THREAD, false, &ctx);
         assert!(
-            e.message.contains("raw event config 0x412e"),
+            e.to_string().contains("raw event config 0x412e"),
             "{}",
-            e.message
+            e.to_string()
         );
         assert!(
-            e.message.contains("does not have this event"),
+            e.to_string().contains("does not have this event"),
             "{}",
-            e.message
+            e.to_string()
         );
     }
 
@@ -776,15 +900,15 @@ mod tests {
     fn enospc_is_a_debug_register_only_for_breakpoints() {
         let b = Attr::breakpoint(0x1000, 8, bp::W);
         let e = explain(libc::ENOSPC, &b, THREAD, false, &Context::default());
-        assert_eq!(e.kind, OpenErrorKind::NoDebugRegister);
+        assert!(matches!(e.cause, OpenCause::NoDebugRegister), "{e}");
         assert!(
-            e.message.contains("write breakpoint at 0x1000 (len 8)"),
+            e.to_string().contains("write breakpoint at 0x1000 (len 8)"),
             "{}",
-            e.message
+            e.to_string()
         );
-        assert!(e.message.contains("x86 has four"), "{}", e.message);
+        assert!(e.to_string().contains("x86 has four"), "{e}");
         let e = explain(libc::ENOSPC, &sw(1), THREAD, false, &Context::default());
-        assert_eq!(e.kind, OpenErrorKind::Other);
+        assert!(matches!(e.cause, OpenCause::Other), "{e}");
     }
 
     #[test]
@@ -800,8 +924,8 @@ mod tests {
             ..Attr::default()
         };
         let e = explain(libc::EINVAL, &msr, Target { pid: -1, cpu: 0 }, false, &ctx);
-        assert_eq!(e.kind, OpenErrorKind::Invalid);
-        let m = &e.message;
+        assert!(matches!(e.cause, OpenCause::Invalid { .. }), "{e}");
+        let m = &e.to_string();
         assert!(m.contains("msr PMU event config 0x0"), "{m}");
         assert!(m.contains("exclude_kernel set"), "{m}");
         assert!(m.contains("in /sys/bus/event_source/devices/msr)"), "{m}");
@@ -812,12 +936,12 @@ mod tests {
             false,
             &ctx,
         )
-        .message;
+        .to_string();
         assert!(
             m.contains("rejects this attr: pid -1 (every task) needs a CPU"),
             "{m}"
         );
-        let m = explain(libc::EINVAL, &sw(1), Target { pid: 0, cpu: 7 }, false, &ctx).message;
+        let m = explain(libc::EINVAL, &sw(1), Target { pid: 0, cpu: 7 }, false, &ctx).to_string();
         assert!(
             m.contains("CPU 7 does not exist (this machine has 2)"),
             "{m}"
@@ -826,7 +950,7 @@ mod tests {
             pinned: true,
             ..sw(1)
         };
-        let m = explain(libc::EINVAL, &pinned, THREAD, true, &ctx).message;
+        let m = explain(libc::EINVAL, &pinned, THREAD, true, &ctx).to_string();
         assert!(m.contains("only a group leader may be pinned"), "{m}");
         let m = explain(
             libc::EINVAL,
@@ -835,7 +959,7 @@ mod tests {
             false,
             &ctx,
         )
-        .message;
+        .to_string();
         assert!(m.contains("len 1, 2, 4 or 8"), "{m}");
     }
 
@@ -855,37 +979,37 @@ mod tests {
             false,
             &c,
         );
-        assert_eq!(e.kind, OpenErrorKind::NoProcess);
+        assert!(matches!(e.cause, OpenCause::NoProcess), "{e}");
         assert!(
-            e.message.contains("no process or thread 99999"),
+            e.to_string().contains("no process or thread 99999"),
             "{}",
-            e.message
+            e.to_string()
         );
         let e = explain(libc::EMFILE, &sw(1), THREAD, false, &c);
-        assert_eq!(e.kind, OpenErrorKind::TooManyFiles);
-        assert!(e.message.contains("ulimit -n is 1024"), "{}", e.message);
-        assert!(e.message.contains("ulimit -n 65536"), "{}", e.message);
-        assert_eq!(
-            explain(libc::EBUSY, &sw(1), THREAD, false, &c).kind,
-            OpenErrorKind::Busy
-        );
-        assert_eq!(
-            explain(libc::E2BIG, &sw(1), THREAD, false, &c).kind,
-            OpenErrorKind::Invalid
-        );
-        assert_eq!(
-            explain(libc::ENODEV, &sw(1), CPU0, false, &c).kind,
-            OpenErrorKind::NotSupported
-        );
+        assert_eq!(e.cause, OpenCause::TooManyFiles { limit: Some(1024) });
+        assert!(e.to_string().contains("ulimit -n is 1024"), "{e}");
+        assert!(e.to_string().contains("ulimit -n 65536"), "{e}");
+        assert!(matches!(
+            explain(libc::EBUSY, &sw(1), THREAD, false, &c).cause,
+            OpenCause::Busy
+        ));
+        assert!(matches!(
+            explain(libc::E2BIG, &sw(1), THREAD, false, &c).cause,
+            OpenCause::Invalid { .. }
+        ));
+        assert!(matches!(
+            explain(libc::ENODEV, &sw(1), CPU0, false, &c).cause,
+            OpenCause::NotSupported { .. }
+        ));
         let e = explain(libc::EFAULT, &sw(1), THREAD, false, &c);
-        assert_eq!(e.kind, OpenErrorKind::Other);
+        assert!(matches!(e.cause, OpenCause::Other), "{e}");
         assert!(
-            e.message.ends_with("(EFAULT: Bad address)"),
+            e.to_string().ends_with("(EFAULT: Bad address)"),
             "{}",
-            e.message
+            e.to_string()
         );
         assert!(explain(12345, &sw(1), THREAD, false, &c)
-            .message
+            .to_string()
             .contains("errno 12345"));
     }
 

@@ -49,7 +49,9 @@
 //! - [`OpenError`] turns the errno into what it means for *this* event and
 //!   what to do: the `perf_event_paranoid` level and the `sysctl` or
 //!   capability that lifts it, "this machine's PMU does not count it", "no
-//!   free debug register", and so on, by [`OpenErrorKind`].
+//!   free debug register", and so on: an [`OpenCause`] with the facts that
+//!   decided it (the paranoid level, the capabilities, the open-file
+//!   limit, …), for callers to match on.
 //!
 //! Reading and ioctl errors are plain [`std::io::Error`]s; nothing here
 //! panics on what the kernel returns.
@@ -95,7 +97,7 @@ mod read;
 #[cfg(test)]
 mod sampling_tests;
 
-pub use error::{perf_event_paranoid, OpenError, OpenErrorKind};
+pub use error::{perf_event_paranoid, OpenCause, OpenError};
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{open, THREAD};
-use pmx_perf::{bp, Attr, Counter, OpenErrorKind};
+use pmx_perf::{bp, Attr, Counter, OpenCause};
 use std::ptr::{read_volatile, write_volatile};
 use std::sync::atomic::AtomicU64;
 
@@ -107,10 +107,11 @@ fn a_fifth_breakpoint_finds_no_debug_register() {
         .collect();
     let e = Counter::open(&watch(addr(4), bp::W), THREAD, None).unwrap_err();
     eprintln!("{e}");
-    assert_eq!(e.kind, OpenErrorKind::NoDebugRegister);
+    assert!(matches!(e.cause, OpenCause::NoDebugRegister), "{e}");
     assert_eq!(e.errno, libc::ENOSPC);
     assert!(
-        e.message.contains("no free debug register: x86 has four"),
+        e.to_string()
+            .contains("no free debug register: x86 has four"),
         "{e}"
     );
     // Give one back and the fifth fits.
@@ -128,7 +129,7 @@ fn shapes_the_cpu_cannot_watch_are_invalid() {
         (Attr::breakpoint(p, 8, bp::R), "read-only (x86 has none)"),
     ] {
         let e = Counter::open(&attr, THREAD, None).unwrap_err();
-        assert_eq!(e.kind, OpenErrorKind::Invalid, "{what}: {e}");
-        assert!(e.message.contains("len 1, 2, 4 or 8"), "{what}: {e}");
+        assert!(matches!(e.cause, OpenCause::Invalid { .. }), "{what}: {e}");
+        assert!(e.to_string().contains("len 1, 2, 4 or 8"), "{what}: {e}");
     }
 }

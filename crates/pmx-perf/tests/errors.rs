@@ -7,7 +7,7 @@
 mod common;
 
 use common::{sw, THREAD};
-use pmx_perf::{event_type, perf_event_paranoid, software, Attr, Counter, OpenErrorKind, Target};
+use pmx_perf::{event_type, perf_event_paranoid, software, Attr, Counter, OpenCause, Target};
 use std::process::Command;
 
 fn open_err(attr: &Attr, target: Target) -> pmx_perf::OpenError {
@@ -40,15 +40,15 @@ fn hardware_cycles_without_a_hardware_pmu() {
         return;
     }
     let e = open_err(&cycles, THREAD);
-    assert_eq!(e.kind, OpenErrorKind::NotSupported);
+    assert!(matches!(e.cause, OpenCause::NotSupported { .. }), "{e}");
     assert_eq!(e.errno, libc::ENOENT);
     assert!(
-        e.message
+        e.to_string()
             .starts_with("cannot open hardware event cycles for this thread on any CPU: "),
         "{e}"
     );
     assert!(
-        e.message
+        e.to_string()
             .contains("this machine's PMU does not count it (no hardware PMU exposed"),
         "{e}"
     );
@@ -61,7 +61,7 @@ fn hardware_cycles_without_a_hardware_pmu() {
             },
             THREAD,
         );
-        assert_eq!(e.kind, OpenErrorKind::NotSupported);
+        assert!(matches!(e.cause, OpenCause::NotSupported { .. }), "{e}");
     }
 }
 
@@ -74,10 +74,10 @@ fn no_such_process() {
             cpu: -1,
         },
     );
-    assert_eq!(e.kind, OpenErrorKind::NoProcess);
+    assert!(matches!(e.cause, OpenCause::NoProcess), "{e}");
     assert_eq!(e.errno, libc::ESRCH);
     assert!(
-        e.message
+        e.to_string()
             .contains(&format!("no process or thread {}", i32::MAX)),
         "{e}"
     );
@@ -86,12 +86,15 @@ fn no_such_process() {
 #[test]
 fn invalid_targets_and_attrs() {
     let e = open_err(&sw(software::TASK_CLOCK), Target { pid: -1, cpu: -1 });
-    assert_eq!(e.kind, OpenErrorKind::Invalid);
-    assert!(e.message.contains("pid -1 (every task) needs a CPU"), "{e}");
+    assert!(matches!(e.cause, OpenCause::Invalid { .. }), "{e}");
+    assert!(
+        e.to_string().contains("pid -1 (every task) needs a CPU"),
+        "{e}"
+    );
 
     let e = open_err(&sw(software::TASK_CLOCK), Target { pid: 0, cpu: 4096 });
-    assert_eq!(e.kind, OpenErrorKind::Invalid);
-    assert!(e.message.contains("CPU 4096 does not exist"), "{e}");
+    assert!(matches!(e.cause, OpenCause::Invalid { .. }), "{e}");
+    assert!(e.to_string().contains("CPU 4096 does not exist"), "{e}");
 
     // Refused before the kernel sees it: precise_ip has two bits.
     let e = open_err(
@@ -101,17 +104,18 @@ fn invalid_targets_and_attrs() {
         },
         THREAD,
     );
-    assert_eq!(e.kind, OpenErrorKind::Invalid);
+    assert!(matches!(e.cause, OpenCause::Invalid { .. }), "{e}");
     assert!(
-        e.message
+        e.to_string()
             .contains("precise_ip is 4, the highest level is 3"),
         "{e}"
     );
 
     let e = open_err(&sw(4242), THREAD);
-    assert_eq!(e.kind, OpenErrorKind::NotSupported);
+    assert!(matches!(e.cause, OpenCause::NotSupported { .. }), "{e}");
     assert!(
-        e.message.contains("no software event with config 0x1092"),
+        e.to_string()
+            .contains("no software event with config 0x1092"),
         "{e}"
     );
 
@@ -122,8 +126,8 @@ fn invalid_targets_and_attrs() {
         },
         THREAD,
     );
-    assert_eq!(e.kind, OpenErrorKind::NotSupported);
-    assert!(e.message.contains("no PMU with type 2147418112"), "{e}");
+    assert!(matches!(e.cause, OpenCause::NotSupported { .. }), "{e}");
+    assert!(e.to_string().contains("no PMU with type 2147418112"), "{e}");
 }
 
 const CHILD: &str = "PMX_PERF_TEST_UNPRIVILEGED_CHILD";
@@ -207,22 +211,23 @@ fn unprivileged_checks() {
         Err(e) => {
             println!("{e}");
             assert!(p >= 1, "{e}");
-            assert_eq!(e.kind, OpenErrorKind::Permission);
+            assert!(matches!(e.cause, OpenCause::Permission { .. }), "{e}");
             assert!(
-                e.message
+                e.to_string()
                     .contains(&format!("kernel.perf_event_paranoid is {p} (")),
                 "{e}"
             );
             assert!(
-                e.message
+                e.to_string()
                     .contains("counting every task on a CPU needs level 0"),
                 "{e}"
             );
             assert!(
-                e.message.contains("sysctl kernel.perf_event_paranoid=0"),
+                e.to_string()
+                    .contains("sysctl kernel.perf_event_paranoid=0"),
                 "{e}"
             );
-            assert!(e.message.contains("CAP_PERFMON"), "{e}");
+            assert!(e.to_string().contains("CAP_PERFMON"), "{e}");
         }
     }
 
@@ -232,14 +237,15 @@ fn unprivileged_checks() {
         Err(e) => {
             println!("{e}");
             assert!(p >= 2, "{e}");
-            assert_eq!(e.kind, OpenErrorKind::Permission);
+            assert!(matches!(e.cause, OpenCause::Permission { .. }), "{e}");
             assert!(
-                e.message.contains("sysctl kernel.perf_event_paranoid=1"),
+                e.to_string()
+                    .contains("sysctl kernel.perf_event_paranoid=1"),
                 "{e}"
             );
             if p == 2 {
                 assert!(
-                    e.message
+                    e.to_string()
                         .contains("count user space only (set exclude_kernel"),
                     "{e}"
                 );
@@ -250,7 +256,10 @@ fn unprivileged_checks() {
     // User space of this thread: allowed up to level 2.
     let own = Counter::open(&user_only(software::TASK_CLOCK), THREAD, None);
     if p >= 3 {
-        assert_eq!(own.unwrap_err().kind, OpenErrorKind::Permission);
+        assert!(matches!(
+            own.unwrap_err().cause,
+            OpenCause::Permission { .. }
+        ));
         return;
     }
     own.unwrap();
@@ -271,13 +280,13 @@ fn unprivileged_checks() {
         )
         .unwrap_err();
         println!("{e}");
-        assert_eq!(e.kind, OpenErrorKind::Permission);
+        assert!(matches!(e.cause, OpenCause::Permission { .. }), "{e}");
         assert!(
-            e.message
+            e.to_string()
                 .contains(&format!("kernel.perf_event_paranoid is {p}, which allows")),
             "{e}"
         );
-        assert!(e.message.contains("ptrace_scope"), "{e}");
+        assert!(e.to_string().contains("ptrace_scope"), "{e}");
     }
 
     // Out of file descriptors: every counter is one.
@@ -296,6 +305,6 @@ fn unprivileged_checks() {
         assert!(held.len() <= 32, "32 fds and still opening");
     };
     println!("after {} counters: {e}", held.len());
-    assert_eq!(e.kind, OpenErrorKind::TooManyFiles);
-    assert!(e.message.contains("ulimit -n is 32"), "{e}");
+    assert!(matches!(e.cause, OpenCause::TooManyFiles { .. }), "{e}");
+    assert!(e.to_string().contains("ulimit -n is 32"), "{e}");
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{allowed_cpus, open, pin_to, pmu_type, spin, sw, THREAD};
-use pmx_perf::{software, Attr, Counter, OpenErrorKind, Target};
+use pmx_perf::{software, Attr, Counter, OpenCause, Target};
 use std::time::Duration;
 
 #[test]
@@ -23,7 +23,7 @@ fn msr_tsc_counted_on_cpu_0_grows() {
     let cpu0 = Target { pid: -1, cpu: 0 };
     let c = match Counter::open(&attr, cpu0, None) {
         Ok(c) => c,
-        Err(e) if e.kind == OpenErrorKind::Permission => {
+        Err(e) if matches!(e.cause, OpenCause::Permission { .. }) => {
             eprintln!("skipped, not allowed to count CPU-wide here: {e}");
             return;
         }
@@ -51,13 +51,13 @@ fn msr_pmu_refuses_privilege_filters() {
     };
     let e = Counter::open(&attr, Target { pid: -1, cpu: 0 }, None).unwrap_err();
     eprintln!("{e}");
-    if e.kind == OpenErrorKind::Permission {
+    if matches!(e.cause, OpenCause::Permission { .. }) {
         return;
     }
-    assert_eq!(e.kind, OpenErrorKind::Invalid);
-    assert!(e.message.contains("msr PMU event config 0x0"), "{e}");
+    assert!(matches!(e.cause, OpenCause::Invalid { .. }), "{e}");
+    assert!(e.to_string().contains("msr PMU event config 0x0"), "{e}");
     assert!(
-        e.message
+        e.to_string()
             .contains("does not filter by privilege level (exclude_kernel set"),
         "{e}"
     );

@@ -17,7 +17,7 @@
 
 use pmx::stat::{EventStatus, StatPlan};
 use pmx_model::count::Count;
-use pmx_perf::{Counter, OpenErrorKind, Target};
+use pmx_perf::{Counter, Target};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -255,28 +255,20 @@ impl Collector {
                     Err(e) => {
                         let first = self.open_logged.insert(ei);
                         let name = &self.plan.events[ei].name;
-                        match e.kind {
-                            OpenErrorKind::NotSupported
-                            | OpenErrorKind::NoDebugRegister
-                            | OpenErrorKind::Invalid => {
-                                if self.status[ei] != EventStatus::Counted {
-                                    self.status[ei] = EventStatus::NotSupported(e.cause.clone());
-                                }
-                                if first {
-                                    self.log
-                                        .push(format!("{name}: not supported: {}", e.message));
-                                }
+                        if e.cause.is_unsupported_event() {
+                            if self.status[ei] != EventStatus::Counted {
+                                self.status[ei] = EventStatus::NotSupported(e.reason());
                             }
-                            _ => {
-                                if self.status[ei] != EventStatus::Counted {
-                                    self.status[ei] = EventStatus::NotCounted(e.cause.clone());
-                                }
-                                if first {
-                                    self.log.push(format!(
-                                        "{name}: cannot open on CPU {cpu}: {}",
-                                        e.message
-                                    ));
-                                }
+                            if first {
+                                self.log.push(format!("{name}: not supported: {e}"));
+                            }
+                        } else {
+                            if self.status[ei] != EventStatus::Counted {
+                                self.status[ei] = EventStatus::NotCounted(e.reason());
+                            }
+                            if first {
+                                self.log
+                                    .push(format!("{name}: cannot open on CPU {cpu}: {e}"));
                             }
                         }
                     }

@@ -18,7 +18,7 @@
 //! counters are not multiplexed: enabled and running times are both the
 //! wall-clock time spent enabled.
 
-use crate::counters::{Error, EventInfo};
+use crate::backend::{nothing_opened, Error, EventInfo};
 use crate::stat::EventStatus;
 use crate::stat_msr::{msr_event, pmu_counters};
 use pmx_events::Database;
@@ -87,7 +87,7 @@ impl MsrCounters {
             }
         }
         if planned.is_empty() {
-            return Err(crate::counters::nothing_opened(events));
+            return Err(nothing_opened(events));
         }
         let pmu = pmu_counters(&db.target, arch);
         let sys = opts

@@ -51,14 +51,16 @@
 //! # Ok::<(), pmx::counters::Error>(())
 //! ```
 
+use crate::backend::nothing_opened;
+pub use crate::backend::{Error, EventInfo};
 use crate::backend_msr::MsrCounters;
 pub use crate::backend_msr::MsrOptions;
 use crate::eventlist::{parse_event_list, EventGroup};
-use crate::metrics::{MetricSet, MetricValue, UnknownMetric};
+use crate::metrics::{MetricSet, MetricValue};
 use crate::stat::{self, EventStatus, StatPlan};
 use pmx_events::{Database, LoadOptions};
 use pmx_model::count::Count;
-use pmx_perf::{read_format, Counter, OpenErrorKind, Target};
+use pmx_perf::{read_format, Counter, OpenCause, Target};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -77,47 +79,6 @@ pub enum CountTarget {
     /// Every task on these CPUs (needs `perf_event_paranoid` ≤ 0 or
     /// CAP_PERFMON).
     Cpus(Vec<u32>),
-}
-
-/// Why counters could not be built or read.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A malformed event list (bad input).
-    #[error("{0}")]
-    Spec(#[from] pmx_model::spec::SpecError),
-    /// A metric this CPU's library does not have (bad input).
-    #[error("{0}")]
-    Metric(#[from] UnknownMetric),
-    /// No event could be opened; the reasons, one per event.
-    #[error("no event could be counted: {0}")]
-    Open(String),
-    /// This machine has no CPUID to find its event tables by.
-    #[error("this machine has no CPUID, so its events cannot be looked up")]
-    NoCpu,
-    /// A read or ioctl failed.
-    #[error("{0}")]
-    Io(#[from] io::Error),
-}
-
-impl Error {
-    /// The error is the caller's input (a spec or metric name), not the
-    /// machine: the CLI's exit code 2.
-    pub fn is_bad_input(&self) -> bool {
-        matches!(self, Error::Spec(_) | Error::Metric(_))
-    }
-}
-
-/// One event of a set of counters.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EventInfo {
-    /// The spec as given (`page-faults`, `cycles:u`).
-    pub name: String,
-    /// Unit of [`Reading::value`] (`msec` for the clocks).
-    pub unit: Option<String>,
-    /// Raw value × `scale` = value in `unit`.
-    pub scale: f64,
-    /// Counting, or why not.
-    pub status: EventStatus,
 }
 
 /// One event's reading.
@@ -520,7 +481,7 @@ impl Counters {
                             }
                         }
                         Err(e) => {
-                            if e.kind == OpenErrorKind::NoProcess && places.len() > 1 {
+                            if e.cause == OpenCause::NoProcess && places.len() > 1 {
                                 // A thread that exited since it was listed.
                                 continue;
                             }
@@ -740,20 +701,6 @@ pub(crate) fn evaluate_readings(
         }
     };
     set.evaluate(&lookup, duration)
-}
-
-/// The error when no event could be opened: each event with its reason.
-pub(crate) fn nothing_opened(events: &[EventInfo]) -> Error {
-    let why: Vec<String> = events
-        .iter()
-        .map(|e| match &e.status {
-            EventStatus::NotSupported(w) | EventStatus::NotCounted(w) => {
-                format!("{}: {w}", e.name)
-            }
-            EventStatus::Counted => e.name.clone(),
-        })
-        .collect();
-    Error::Open(why.join("; "))
 }
 
 #[cfg(test)]

@@ -37,28 +37,48 @@
 //!   transform (raw, delta modulo the counter width, a closure), dumped
 //!   as CSV.
 //!
+//! ## The commands as calls
+//!
+//! Besides `stat` and `record`, each of the CLI's commands is one call
+//! that takes an options struct and returns a report value:
+//! [`tma::run`] (count the top-down tree's inputs for a command, evaluate
+//! the tree), [`info::collect`] (what this machine is),
+//! [`catalog::list`] and [`catalog::explain`] (the events known for a CPU,
+//! how one resolves), [`events_fetch::events_fetch`] (Intel's tables into
+//! the events directory), [`registers::encode`] and [`registers::decode`]
+//! (specs to register values and back). [`database`] chooses the CPU and
+//! loads the event database from the options every resolving command
+//! shares.
+//!
 //! Nothing here prints: renderers of `pmx stat` live in `pmx-output`; the
 //! region results render themselves to strings for the library's users.
 
+mod backend;
 mod backend_msr;
 mod backend_rdpmc;
+pub mod catalog;
 pub mod counters;
+pub mod database;
 pub mod eventlist;
+pub mod events_fetch;
+pub mod info;
 pub mod launch;
 pub mod metrics;
 pub mod msr;
 pub mod record;
 pub mod recorder;
 pub mod region;
+pub mod registers;
 pub mod results;
 pub mod schedule;
 pub mod signals;
 pub mod stat;
 pub mod stat_msr;
 mod ticker;
+pub mod tma;
 
 pub use counters::{Backend, CountTarget, Counters, MsrOptions, Reading};
+pub use database::{Database, DatabaseOptions};
 pub use eventlist::{parse_event_list, EventGroup};
-pub use pmx_events::{default_events_dir, Database};
 pub use region::region;
 pub use stat::{aggregate, plan, run, Aggregation, RunOptions, Scope, StatPlan, StatRun};

@@ -16,7 +16,7 @@ use pmx_events::{Database, Resolved, SourceKind};
 use pmx_model::count::Count;
 use pmx_model::spec::{Body, EventSpec};
 use pmx_model::topology::Topology;
-use pmx_perf::{Attr, Counter, OpenErrorKind};
+use pmx_perf::{Attr, Counter, OpenCause};
 use serde::Serialize;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -688,15 +688,13 @@ pub fn run_with(
                     Err(e) => {
                         // Rows name the event; their reason is the cause,
                         // shared by every event failing for it.
-                        let reason = e.cause.clone();
-                        let fatal = format!("{}: {}", plan.events[ei].name, e.message);
-                        match e.kind {
-                            OpenErrorKind::NotSupported
-                            | OpenErrorKind::NoDebugRegister
-                            | OpenErrorKind::Invalid => {
+                        let reason = e.reason();
+                        let fatal = format!("{}: {e}", plan.events[ei].name);
+                        match e.cause {
+                            ref c if c.is_unsupported_event() => {
                                 status[ei] = EventStatus::NotSupported(reason);
                             }
-                            OpenErrorKind::NoProcess => {
+                            OpenCause::NoProcess => {
                                 if matches!(opts.scope, Scope::Pids(_)) {
                                     // A thread exited between listing and opening.
                                     continue;

@@ -2,7 +2,7 @@
 //! samples when no `-e` is given.
 
 use super::options::RecordEvent;
-use pmx_perf::{sample_type, Attr, Counter, OpenError, OpenErrorKind, SampleRate};
+use pmx_perf::{sample_type, Attr, Counter, OpenCause, OpenError, SampleRate};
 
 /// perf's default sampling rate (`-F 4000`).
 pub const DEFAULT_FREQUENCY: u64 = 4000;
@@ -80,12 +80,12 @@ fn probe(a: &Attr, rate: SampleRate) -> Result<(), OpenError> {
 
 /// The open failed for lack of permission (`kernel.perf_event_paranoid`).
 fn refused(e: &OpenError) -> bool {
-    e.kind == OpenErrorKind::Permission
+    matches!(e.cause, OpenCause::Permission { .. })
 }
 
 /// The reason an open failed, as the user reads it.
 fn why(e: OpenError) -> String {
-    e.message
+    e.to_string()
 }
 
 /// `a` for user space only.

@@ -5,7 +5,7 @@
 use super::options::{RecordError, RecordEvent};
 use super::plan::Plan;
 use pmx_perf::mmap::Mmap;
-use pmx_perf::{Counter, OpenError, OpenErrorKind};
+use pmx_perf::{Counter, OpenCause, OpenError};
 use std::collections::HashMap;
 use std::io;
 
@@ -84,12 +84,12 @@ pub(super) fn open(
 
 /// The task exited before its events could be opened.
 fn task_gone(e: &OpenError) -> bool {
-    e.kind == OpenErrorKind::NoProcess
+    e.cause == OpenCause::NoProcess
 }
 
 /// An event that cannot be opened: its name, the reason and the fix.
 fn open_error(event: &str, e: OpenError) -> RecordError {
-    RecordError::Open(format!("{event}: {}", e.message))
+    RecordError::Open(format!("{event}: {e}"))
 }
 
 impl Opened {

@@ -1,0 +1,255 @@
+//! Downloading Intel's perfmon tables into the events directory
+//! (`pmx events fetch`).
+//!
+//! The download itself is `pmx-events`' [`fetch`](pmx_events::fetch::fetch)
+//! (atomic: nothing replaced unless every file arrived). This module makes
+//! the choices around it from what the user asked: which CPU (named, this
+//! one, or every CPU), where from, and which events directory — and how
+//! that directory was chosen ([`Place`]), which decides what the user must
+//! set to use the tables.
+
+use pmx_events::fetch::fetch as download;
+use pmx_model::cpu::{CpuId, Vendor};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+pub use pmx_events::fetch::{
+    FetchError, FetchReport, FetchedFile, Origin, Progress, Selection, DEFAULT_BASE_URL,
+};
+
+/// What to fetch, from where, to where.
+#[derive(Debug, Clone)]
+pub struct EventsFetchOptions {
+    /// The CPU key (`GenuineIntel-6-55-4`); `None`: this CPU (unless `all`).
+    pub cpu: Option<String>,
+    /// Every file `mapfile.csv` lists, not one CPU's.
+    pub all: bool,
+    /// Base URL of Intel's perfmon repository, or a local copy.
+    pub from: String,
+    /// The events directory; `None`: where pmx looks by default.
+    pub events_dir: Option<PathBuf>,
+    /// Set (from a signal handler, say) to stop cleanly.
+    pub cancel: Option<&'static AtomicBool>,
+}
+
+/// How the events directory was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// `--events-dir`, not where pmx looks by default.
+    Flag,
+    /// `PMX_EVENTS_DIR` (or `--events-dir` naming the same directory).
+    Env,
+    /// The user cache directory (or `--events-dir` naming it).
+    Cache,
+}
+
+/// What was fetched.
+#[derive(Debug, Clone)]
+pub struct EventsFetchReport {
+    /// The files, where from and where to.
+    pub fetched: FetchReport,
+    /// Which CPU's tables (or all).
+    pub selection: Selection,
+    /// How the events directory was chosen.
+    pub place: Place,
+}
+
+/// Why nothing was fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum EventsFetchError {
+    /// The CPU key does not parse.
+    #[error("--cpu {text}: {reason}")]
+    BadCpu {
+        /// The text given.
+        text: String,
+        /// Why it does not parse.
+        reason: String,
+    },
+    /// No CPU named and no CPUID to tell this one.
+    #[error(
+        "cannot tell this machine's CPU (no CPUID): name it with --cpu \
+         vendor-family-model, or fetch every table with --all"
+    )]
+    NoCpuid,
+    /// The CPU is not Intel's; `host` when it is this machine's.
+    #[error("{}{reason}", if *.host { "this machine's CPU: " } else { "" })]
+    NotIntel {
+        /// The CPU was this machine's, not named.
+        host: bool,
+        /// The fetcher's explanation.
+        reason: FetchError,
+    },
+    /// The origin is not a URL or directory.
+    #[error("--from {0}")]
+    BadOrigin(String),
+    /// Neither a directory given nor a home to put the cache in.
+    #[error(
+        "no events directory: neither HOME nor XDG_CACHE_HOME is set; \
+         give --events-dir DIR or set PMX_EVENTS_DIR"
+    )]
+    NoEventsDir,
+    /// The events directory exists and is a file.
+    #[error("{}: exists and is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// Stopped through [`EventsFetchOptions::cancel`]; nothing in `dest`
+    /// was replaced.
+    #[error("interrupted; nothing in {} was replaced", .dest.display())]
+    Interrupted {
+        /// The events directory.
+        dest: PathBuf,
+    },
+    /// The download failed.
+    #[error(transparent)]
+    Fetch(FetchError),
+}
+
+impl EventsFetchError {
+    /// Is this a mistake in what was asked (rather than a failure)?
+    pub fn is_usage(&self) -> bool {
+        !matches!(
+            self,
+            EventsFetchError::Interrupted { .. } | EventsFetchError::Fetch(_)
+        )
+    }
+}
+
+/// Fetch the tables, telling `progress` how the downloads go.
+pub fn events_fetch(
+    opts: &EventsFetchOptions,
+    progress: &mut dyn Progress,
+) -> Result<EventsFetchReport, EventsFetchError> {
+    let selection = selection(opts)?;
+    let origin = Origin::parse(&opts.from).map_err(EventsFetchError::BadOrigin)?;
+    let (dest, place) = destination(opts.events_dir.clone())?;
+    let fetch_opts = pmx_events::fetch::FetchOptions {
+        origin,
+        dest: dest.clone(),
+        selection: selection.clone(),
+        cancel: opts.cancel,
+    };
+    match download(&fetch_opts, progress) {
+        Ok(fetched) => Ok(EventsFetchReport {
+            fetched,
+            selection,
+            place,
+        }),
+        Err(FetchError::Interrupted) => Err(EventsFetchError::Interrupted { dest }),
+        Err(e @ FetchError::NotIntel { .. }) => Err(EventsFetchError::NotIntel {
+            host: false,
+            reason: e,
+        }),
+        Err(e) => Err(EventsFetchError::Fetch(e)),
+    }
+}
+
+/// Which tables: every CPU's, the named CPU's or this CPU's (Intel only).
+fn selection(opts: &EventsFetchOptions) -> Result<Selection, EventsFetchError> {
+    if opts.all {
+        return Ok(Selection::All);
+    }
+    let cpu = match &opts.cpu {
+        Some(text) => text
+            .parse::<CpuId>()
+            .map_err(|e| EventsFetchError::BadCpu {
+                text: text.clone(),
+                reason: format!("{e}"),
+            })?,
+        None => crate::database::host_cpu_id().ok_or(EventsFetchError::NoCpuid)?,
+    };
+    if cpu.vendor != Vendor::Intel {
+        return Err(EventsFetchError::NotIntel {
+            host: opts.cpu.is_none(),
+            reason: FetchError::NotIntel { cpu },
+        });
+    }
+    Ok(Selection::Cpu(cpu))
+}
+
+/// The events directory (absolute) and how it was chosen.
+pub fn destination(flag: Option<PathBuf>) -> Result<(PathBuf, Place), EventsFetchError> {
+    let env_set = std::env::var_os("PMX_EVENTS_DIR").is_some_and(|d| !d.is_empty());
+    let default = pmx_events::default_events_dir(None).map(|d| absolute(&d));
+    let is_default = match &flag {
+        Some(f) => default.as_deref() == Some(absolute(f).as_path()),
+        None => true,
+    };
+    let place = match (is_default, env_set) {
+        (false, _) => Place::Flag,
+        (true, true) => Place::Env,
+        (true, false) => Place::Cache,
+    };
+    let dir = pmx_events::default_events_dir(flag).ok_or(EventsFetchError::NoEventsDir)?;
+    if dir.exists() && !dir.is_dir() {
+        return Err(EventsFetchError::NotADirectory(dir));
+    }
+    Ok((absolute(&dir), place))
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(cpu: &str) -> EventsFetchOptions {
+        EventsFetchOptions {
+            cpu: Some(cpu.into()),
+            all: false,
+            from: DEFAULT_BASE_URL.into(),
+            events_dir: None,
+            cancel: None,
+        }
+    }
+
+    #[test]
+    fn only_intel_cpus_have_tables() {
+        let e = selection(&opts("AuthenticAMD-25-11-1")).unwrap_err();
+        assert!(matches!(e, EventsFetchError::NotIntel { host: false, .. }));
+        assert!(e.is_usage());
+        assert!(
+            e.to_string()
+                .starts_with("AuthenticAMD-25-11-1 is an AMD CPU"),
+            "{e}"
+        );
+        let s = selection(&opts("GenuineIntel-6-55-4")).unwrap();
+        assert!(matches!(s, Selection::Cpu(c) if c.model == 0x55));
+        let all = EventsFetchOptions {
+            all: true,
+            ..opts("nonsense")
+        };
+        assert!(matches!(selection(&all).unwrap(), Selection::All));
+        let e = selection(&opts("nonsense")).unwrap_err();
+        assert!(e.to_string().starts_with("--cpu nonsense: "), "{e}");
+    }
+
+    #[test]
+    fn a_named_directory_is_a_flag_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, place) = destination(Some(dir.path().join("ev"))).unwrap();
+        assert_eq!(path, dir.path().join("ev"));
+        assert_eq!(place, Place::Flag);
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let e = destination(Some(file.clone())).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{}: exists and is not a directory", file.display())
+        );
+    }
+
+    #[test]
+    fn a_bad_origin_names_the_flag() {
+        let o = EventsFetchOptions {
+            from: "http://".into(),
+            ..opts("GenuineIntel-6-55-4")
+        };
+        let e = events_fetch(&o, &mut NoProgress).unwrap_err();
+        assert!(e.to_string().starts_with("--from "), "{e}");
+        assert!(e.is_usage());
+    }
+
+    struct NoProgress;
+    impl Progress for NoProgress {}
+}
