@@ -163,23 +163,7 @@ fn read(args: &ReadArgs) -> anyhow::Result<i32> {
     .map_err(failure)?;
     let mut out = std::io::stdout().lock();
     for d in &r.domains {
-        if args.json {
-            let fields = d.fields.as_deref().filter(|_| args.decode);
-            let obj = render::read_json(&r, d, fields.map(crate::fields::json));
-            writeln!(out, "{obj}")?;
-            continue;
-        }
-        writeln!(out, "{}", render::read_line(&r, d))?;
-        if args.decode {
-            match &d.fields {
-                Some(fields) => write!(out, "{}", crate::fields::table(fields, "    "))?,
-                None => writeln!(
-                    out,
-                    "    (pmx has no field layout for {})",
-                    r.register.label()
-                )?,
-            }
-        }
+        out.write_all(render::read_domain(&r, d, args.decode, args.json).as_bytes())?;
     }
     match r.error {
         Some(e) => Err(e.into()),

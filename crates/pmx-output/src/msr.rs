@@ -1,8 +1,9 @@
 //! Renderers of `pmx msr`'s answers ([`pmx::msr`]): the lines and JSON
-//! objects of `read` (a register's field table or field JSON is added by
-//! the caller, which owns those shapes), the lines of `write`, and the
-//! plan of `plan` as text or JSON.
+//! objects of `read` (with `--decode`, the field tables of
+//! [`crate::registers`]), the lines of `write`, and the plan of `plan` as
+//! text or JSON.
 
+use crate::registers::{field_json, field_table};
 use pmx::msr::{
     arch_name, domain_label, extract, DomainRead, DomainWrite, PlanReport, Reading, Writing,
 };
@@ -10,6 +11,30 @@ use pmx_model::register::{FieldKind, FieldValue};
 use pmx_model::topology::format_cpu_list;
 use serde_json::json;
 use std::fmt::Write as _;
+
+/// One domain's read as `pmx msr read` prints it: a JSON object on one
+/// line, or the text line followed, with `decode`, by the field table.
+pub fn read_domain(r: &Reading, d: &DomainRead, decode: bool, as_json: bool) -> String {
+    if as_json {
+        let fields = d.fields.as_deref().filter(|_| decode);
+        return format!("{}\n", read_json(r, d, fields.map(field_json)));
+    }
+    let mut s = read_line(r, d);
+    s.push('\n');
+    if decode {
+        match &d.fields {
+            Some(fields) => s.push_str(&field_table(fields, "    ")),
+            None => {
+                let _ = writeln!(
+                    s,
+                    "    (pmx has no field layout for {})",
+                    r.register.label()
+                );
+            }
+        }
+    }
+    s
+}
 
 /// The text line of one domain's read: `cpu 0  IA32_PMC0 = 0x…`, the
 /// field when one was asked for, joules for an energy register.
