@@ -5,11 +5,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pmx_output::plot::{self, Chart, ChartOptions, Format, SeriesBy, Timeline};
+use pmx_plot as plot;
+use pmx_plot::{Chart, ChartOptions, Format, SeriesBy, Timeline};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    let Ok(timeline) = Timeline::parse(&text) else {
+    let Ok(timeline) = Timeline::read(&text) else {
         return;
     };
     let _ = timeline.events();

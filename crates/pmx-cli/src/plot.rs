@@ -1,10 +1,10 @@
 //! `pmx plot`: an interval file (`pmx stat -I`, or perf's) → a line chart
 //! (SVG or PNG). Reading, the chart model and drawing live in
-//! `pmx_output::plot`; this module turns flags into options, reads and
+//! `pmx_plot`; this module turns flags into options, reads and
 //! writes files, and maps bad input to exit code 2.
 
 use crate::exit::UsageError;
-use pmx_output::plot::{self, Chart, ChartOptions, Format, SeriesBy, Timeline};
+use pmx_plot::{self as plot, Chart, ChartOptions, Format, SeriesBy, Timeline};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 

@@ -5,8 +5,7 @@
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
-use pmx::tma::{EventRef, Library, TmaError, TmaOptions, Tree};
-use serde_json::Value;
+use pmx::tma::{TmaError, TmaOptions};
 
 /// Arguments of `pmx tma`.
 #[derive(Debug, clap::Args)]
@@ -29,22 +28,6 @@ pub struct TmaArgs {
     /// The command to run, after `--`.
     #[arg(last = true, value_name = "CMD", required = true)]
     pub command: Vec<String>,
-}
-
-/// The tree as indented text ([`pmx_output::tma::tree_text`]).
-pub(crate) fn render(
-    _lib: &Library,
-    report: &Tree,
-    level: u32,
-    absent: &[EventRef],
-    short: bool,
-) -> String {
-    pmx_output::tma::tree_text(report, level, absent, short)
-}
-
-/// The tree as JSON ([`pmx_output::tma::tree_json`]).
-pub(crate) fn report_json(_lib: &Library, report: &Tree, absent: &[EventRef]) -> Value {
-    pmx_output::tma::tree_json(report, absent)
 }
 
 pub fn run(args: &TmaArgs) -> anyhow::Result<i32> {

@@ -19,44 +19,8 @@ pub struct Launched {
     released: bool,
 }
 
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "how", rename_all = "lowercase")]
-pub enum Exit {
-    /// Exited with this status.
-    Code {
-        /// The status.
-        code: i32,
-    },
-    /// Killed by this signal.
-    Signal {
-        /// The signal number.
-        signal: i32,
-    },
-}
-
-impl Exit {
-    /// From a `waitpid` status of a task that ended (exited or killed).
-    pub fn from_wait_status(st: i32) -> Exit {
-        if libc::WIFSIGNALED(st) {
-            Exit::Signal {
-                signal: libc::WTERMSIG(st),
-            }
-        } else {
-            Exit::Code {
-                code: libc::WEXITSTATUS(st),
-            }
-        }
-    }
-
-    /// The shell's view: the code, or 128 + signal.
-    pub fn shell_code(&self) -> i32 {
-        match *self {
-            Exit::Code { code } => code,
-            Exit::Signal { signal } => 128 + signal,
-        }
-    }
-}
+/// How a command ended (a result value, defined in `pmx-formats`).
+pub use pmx_formats::Exit;
 
 /// `pidfd_open(2)`: a descriptor that polls readable when `pid` ends, so
 /// a session can sleep until the command exits or its next deadline;

@@ -50,9 +50,15 @@
 //! loads the event database from the options every resolving command
 //! shares.
 //!
-//! Nothing here prints: renderers of `pmx stat` live in `pmx-output`; the
+//! [`analyze`] computes metrics and the top-down tree from counts saved
+//! earlier; [`merge`] combines per-rank result files. Both read through
+//! `pmx-formats`, which also holds the value types of a result
+//! ([`stat::Row`], [`stat::Domain`], …) and their writers.
+//!
+//! Nothing here prints: renderers of `pmx stat` live in `pmx-formats`; the
 //! region results render themselves to strings for the library's users.
 
+pub mod analyze;
 mod backend;
 mod backend_msr;
 mod backend_rdpmc;
@@ -61,8 +67,10 @@ pub mod counters;
 pub mod database;
 pub mod eventlist;
 pub mod events_fetch;
+mod formats;
 pub mod info;
 pub mod launch;
+pub mod merge;
 pub mod metrics;
 pub mod msr;
 pub mod record;

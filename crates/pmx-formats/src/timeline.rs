@@ -1,4 +1,4 @@
-//! Reading interval files into a [`Timeline`].
+//! Reading interval files into a [`Timeline`] (the input of `pmx plot`).
 //!
 //! Four forms are recognised, by their first data line:
 //!
@@ -25,8 +25,26 @@
 //! diagnostics (`pmx: …`) are skipped. Anything else that does not parse is
 //! an error naming its line.
 
-use super::PlotError;
 use serde_json::Value;
+
+/// Why an interval file could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TimelineError {
+    /// No interval rows at all.
+    #[error(
+        "no interval rows (expected the output of 'pmx stat -I MS -x,' or \
+         'pmx stat -I MS --json', or of 'perf stat -I MS -x,')"
+    )]
+    Empty,
+    /// A line that is not an interval row.
+    #[error("line {line}: {message}")]
+    Line {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+}
 
 /// Which program and form wrote the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +107,14 @@ pub struct Timeline {
 
 impl Timeline {
     /// Parse an interval file (any of the forms in the module
-    /// documentation).
-    pub fn parse(text: &str) -> Result<Timeline, PlotError> {
+    /// documentation), with the error in the caller's type (`pmx plot`'s
+    /// `PlotError` is one).
+    pub fn parse<E: From<TimelineError>>(text: &str) -> Result<Timeline, E> {
+        Timeline::read(text).map_err(E::from)
+    }
+
+    /// [`Timeline::parse`] with its own error type.
+    pub fn read(text: &str) -> Result<Timeline, TimelineError> {
         let lines: Vec<(usize, &str)> = text
             .lines()
             .enumerate()
@@ -98,18 +122,18 @@ impl Timeline {
             .filter(|(_, l)| !skippable(l))
             .collect();
         let Some(&(first_no, first)) = lines.first() else {
-            return Err(PlotError::Empty);
+            return Err(TimelineError::Empty);
         };
         let timeline = if first.trim_start().starts_with('{') {
             parse_json(&lines)?
         } else if let Some(header) = Header::parse(first) {
-            let header = header.map_err(|message| PlotError::Line {
+            let header = header.map_err(|message| TimelineError::Line {
                 line: first_no,
                 message,
             })?;
             parse_csv(&lines[1..], &CsvForm::Pmx(header), SourceFormat::PmxCsv)?
         } else {
-            let form = detect_csv(first).ok_or_else(|| PlotError::Line {
+            let form = detect_csv(first).ok_or_else(|| TimelineError::Line {
                 line: first_no,
                 message: format!(
                     "not an interval row of pmx (stat -I MS -x, or --json) or perf \
@@ -124,9 +148,52 @@ impl Timeline {
             parse_csv(&lines, &form, format)?
         };
         if timeline.samples.is_empty() {
-            return Err(PlotError::Empty);
+            return Err(TimelineError::Empty);
         }
         Ok(timeline)
+    }
+
+    /// The interval rows of a report, each interval's metric lines after
+    /// its rows, as `pmx plot` reads them from a file (rows without a
+    /// time are skipped); `None` when it has none.
+    pub fn from_report(report: &crate::StatReport) -> Option<Timeline> {
+        use crate::report::SourceFormat as Form;
+        let format = match report.provenance.format {
+            Some(Form::PmxJson | Form::PmxJsonIntervals) => SourceFormat::PmxJson,
+            Some(Form::PerfCsv | Form::PerfCsvIntervals) => SourceFormat::PerfCsv,
+            Some(Form::PerfJson | Form::PerfJsonIntervals) => SourceFormat::PerfJson,
+            _ => SourceFormat::PmxCsv,
+        };
+        let rows = report.rows.iter().filter_map(|r| {
+            let s = Sample {
+                time: r.time?,
+                domain: r.domain.clone(),
+                event: r.event.clone(),
+                unit: r.unit.clone(),
+                value: r.value,
+            };
+            Some((false, s))
+        });
+        let metrics = report.metrics.iter().filter_map(|m| {
+            let s = Sample {
+                time: m.time?,
+                domain: m.domain.clone(),
+                event: m.name.clone(),
+                unit: m.unit.clone(),
+                value: m.value,
+            };
+            Some((true, s))
+        });
+        let mut tagged: Vec<(bool, Sample)> = rows.chain(metrics).collect();
+        // Intervals in order of first appearance; in each, rows first.
+        let mut times: std::collections::HashMap<u64, usize> = Default::default();
+        for (_, s) in &tagged {
+            let n = times.len();
+            times.entry(s.time.to_bits()).or_insert(n);
+        }
+        tagged.sort_by_key(|(metric, s)| (times[&s.time.to_bits()], *metric));
+        let samples: Vec<Sample> = tagged.into_iter().map(|(_, s)| s).collect();
+        (!samples.is_empty()).then_some(Timeline { format, samples })
     }
 
     /// The events, in order of first appearance.
@@ -226,7 +293,7 @@ struct Header {
 }
 
 /// pmx's documented column order and status words.
-use crate::stat::{INTERVAL_COLUMNS as PMX_COLUMNS, STATUS_WORDS};
+use crate::write::{INTERVAL_COLUMNS as PMX_COLUMNS, STATUS_WORDS};
 
 impl Header {
     /// `None` when the line is not a header; `Some(Err)` when it is one
@@ -401,10 +468,10 @@ fn parse_csv(
     lines: &[(usize, &str)],
     form: &CsvForm,
     format: SourceFormat,
-) -> Result<Timeline, PlotError> {
+) -> Result<Timeline, TimelineError> {
     let mut samples = Vec::new();
     for &(no, line) in lines {
-        let err = |message: String| PlotError::Line { line: no, message };
+        let err = |message: String| TimelineError::Line { line: no, message };
         let sample = match form {
             CsvForm::Pmx(h) => {
                 let f = split_fields(line, &h.sep);
@@ -468,7 +535,7 @@ fn domain_label(d: &Value) -> String {
 }
 
 /// perf's `-j` domain keys.
-fn perf_domain(o: &serde_json::Map<String, Value>) -> String {
+pub(crate) fn perf_domain(o: &serde_json::Map<String, Value>) -> String {
     if let Some(c) = o.get("cpu") {
         return match c {
             Value::String(s) => format!("CPU{}", s.trim()),
@@ -483,11 +550,11 @@ fn perf_domain(o: &serde_json::Map<String, Value>) -> String {
     String::new()
 }
 
-fn parse_json(lines: &[(usize, &str)]) -> Result<Timeline, PlotError> {
+fn parse_json(lines: &[(usize, &str)]) -> Result<Timeline, TimelineError> {
     let mut samples = Vec::new();
     let mut format = SourceFormat::PmxJson;
     for &(no, line) in lines {
-        let err = |message: String| PlotError::Line { line: no, message };
+        let err = |message: String| TimelineError::Line { line: no, message };
         let v: Value = serde_json::from_str(line)
             .map_err(|e| err(format!("not a JSON object ({e}): {}", snippet(line))))?;
         let Some(o) = v.as_object() else { continue };
@@ -548,7 +615,7 @@ mod tests {
     use super::*;
 
     fn parse(t: &str) -> Timeline {
-        Timeline::parse(t).unwrap_or_else(|e| panic!("{e}\n{t}"))
+        Timeline::read(t).unwrap_or_else(|e| panic!("{e}\n{t}"))
     }
 
     #[test]
@@ -641,27 +708,27 @@ mod tests {
 
     #[test]
     fn errors_name_the_line() {
-        let e = Timeline::parse("").unwrap_err();
-        assert!(matches!(e, PlotError::Empty));
-        let e = Timeline::parse("# only a comment\n\n").unwrap_err();
-        assert!(matches!(e, PlotError::Empty));
-        let e = Timeline::parse("hello world\n").unwrap_err();
-        assert!(matches!(e, PlotError::Line { line: 1, .. }), "{e}");
-        let e = Timeline::parse("0.1,CPU0,5,,ev,1,100.00,,\n0.2,CPU0,x,,ev,1,100,,\n").unwrap_err();
-        assert!(matches!(e, PlotError::Line { line: 2, .. }), "{e}");
-        let e = Timeline::parse("time,domain,value,unit,event\n1,CPU0,5,,ev\n2,CPU0,x,,ev\n")
+        let e = Timeline::read("").unwrap_err();
+        assert!(matches!(e, TimelineError::Empty));
+        let e = Timeline::read("# only a comment\n\n").unwrap_err();
+        assert!(matches!(e, TimelineError::Empty));
+        let e = Timeline::read("hello world\n").unwrap_err();
+        assert!(matches!(e, TimelineError::Line { line: 1, .. }), "{e}");
+        let e = Timeline::read("0.1,CPU0,5,,ev,1,100.00,,\n0.2,CPU0,x,,ev,1,100,,\n").unwrap_err();
+        assert!(matches!(e, TimelineError::Line { line: 2, .. }), "{e}");
+        let e = Timeline::read("time,domain,value,unit,event\n1,CPU0,5,,ev\n2,CPU0,x,,ev\n")
             .unwrap_err();
-        assert!(matches!(e, PlotError::Line { line: 3, .. }), "{e}");
+        assert!(matches!(e, TimelineError::Line { line: 3, .. }), "{e}");
         assert!(e.to_string().contains("\"x\" is not a number"), "{e}");
-        let e = Timeline::parse("time,domain,value,unit,event\n1,CPU0\n").unwrap_err();
+        let e = Timeline::read("time,domain,value,unit,event\n1,CPU0\n").unwrap_err();
         assert!(
             e.to_string().starts_with("line 2: expected 5 fields"),
             "{e}"
         );
-        let e = Timeline::parse("{\"time\":1,\"event\":\"a\",\"value\":1}\n{nope\n").unwrap_err();
-        assert!(matches!(e, PlotError::Line { line: 2, .. }), "{e}");
-        let e = Timeline::parse("1e999,CPU0,5,,ev,1,100.00,,\n").unwrap_err();
-        assert!(matches!(e, PlotError::Line { line: 1, .. }), "{e}");
+        let e = Timeline::read("{\"time\":1,\"event\":\"a\",\"value\":1}\n{nope\n").unwrap_err();
+        assert!(matches!(e, TimelineError::Line { line: 2, .. }), "{e}");
+        let e = Timeline::read("1e999,CPU0,5,,ev,1,100.00,,\n").unwrap_err();
+        assert!(matches!(e, TimelineError::Line { line: 1, .. }), "{e}");
     }
 
     #[test]
@@ -676,7 +743,7 @@ mod tests {
                 x ^= x << 17;
                 s.push(alphabet[(x % alphabet.len() as u64) as usize] as char);
             }
-            let _ = Timeline::parse(&s);
+            let _ = Timeline::read(&s);
         }
     }
 }

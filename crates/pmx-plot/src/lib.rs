@@ -1,10 +1,10 @@
-//! # Line charts of counter timelines (`pmx plot`)
+//! # pmx-plot — line charts of counter timelines (`pmx plot`)
 //!
 //! An interval file (`pmx stat -I`, or perf's) becomes a chart in four
 //! steps, each a pure function on values:
 //!
-//! 1. [`read`]: the text becomes a [`Timeline`], a list of [`Sample`]s
-//!    (time, domain, event, unit, value).
+//! 1. [`read`] (`pmx_formats::timeline`): the text becomes a [`Timeline`],
+//!    a list of [`Sample`]s (time, domain, event, unit, value).
 //! 2. [`chart`]: the timeline and the [`ChartOptions`] become a [`Chart`]:
 //!    panels stacked vertically that share the time axis, each with its
 //!    lines ([`Series`]), a y-axis label with the unit, one legend and a
@@ -25,11 +25,11 @@
 pub mod chart;
 mod font;
 pub mod raster;
-pub mod read;
 mod scene;
 pub mod svg;
 
 pub use chart::{Chart, ChartOptions, LegendEntry, Panel, Rgb, Series, SeriesBy};
+pub use pmx_formats::timeline as read;
 pub use read::{EventInfo, Sample, SourceFormat, Timeline};
 
 /// Smallest width or height [`render`] draws, in pixels.
@@ -109,6 +109,15 @@ impl std::fmt::Display for PlotError {
 }
 
 impl std::error::Error for PlotError {}
+
+impl From<read::TimelineError> for PlotError {
+    fn from(e: read::TimelineError) -> PlotError {
+        match e {
+            read::TimelineError::Empty => PlotError::Empty,
+            read::TimelineError::Line { line, message } => PlotError::Line { line, message },
+        }
+    }
+}
 
 /// Draw `chart` at `width` × `height` pixels (each clamped to
 /// [`MIN_SIZE`]..=[`MAX_SIZE`]) in `format`.

@@ -1,0 +1,173 @@
+//! Readers: a file of counts in any form pmx knows → [`StatReport`].
+//!
+//! The form is told by the first line that is neither blank nor a `#`
+//! comment: `{` starts pmx's JSON document or JSON lines, or perf's `-j`
+//! lines ([`json`]); anything else is CSV — pmx's columns (totals or
+//! intervals, with or without a header) or perf's `-x SEP` columns with
+//! `-I` time and `-A`/`--per-*` domain columns ([`csv`]). A `# cpu: ID`
+//! comment names the CPU. [`rank`] reads the totals document of a
+//! per-rank result file.
+
+pub mod csv;
+pub mod json;
+pub mod rank;
+
+use crate::report::StatReport;
+use std::path::{Path, PathBuf};
+
+/// Why a file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// It could not be opened or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// It is not UTF-8 text.
+    #[error("{}: not a text file", path.display())]
+    NotText {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A line is not of any form known.
+    #[error("{}:{line}: {message}", path.display())]
+    Line {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// An entry of a JSON document's `events` list has no `event`.
+    #[error("an entry without \"event\"")]
+    EntryWithoutEvent,
+    /// The file parsed but holds no counts.
+    #[error("{}: no counts found", path.display())]
+    NoCounts {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A per-rank file without a pmx stat JSON document.
+    #[error("{}: not a pmx stat --json report (no \"events\" list)", path.display())]
+    NotReport {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Read the counts in `path` (any form in the module documentation).
+pub fn read_file(path: &Path) -> Result<StatReport, ReadError> {
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| ReadError::NotText {
+        path: path.to_path_buf(),
+    })?;
+    read_text(path, &text)
+}
+
+/// Read counts from `text`; `path` names the file in errors and the
+/// report's provenance.
+pub fn read_text(path: &Path, text: &str) -> Result<StatReport, ReadError> {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .unwrap_or("");
+    let mut report = if first.starts_with('{') {
+        json::parse(path, text)?
+    } else {
+        csv::parse(path, text)?
+    };
+    report.provenance.path = Some(path.to_path_buf());
+    Ok(report)
+}
+
+/// A number field: trimmed, finite, `None` when empty or not a number.
+pub(crate) fn num(s: &str) -> Option<f64> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    s.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// A CPU named in a comment: `# cpu: GenuineIntel-6-5E-3`.
+pub(crate) fn cpu_comment(line: &str) -> Option<String> {
+    let l = line.trim_start_matches('#').trim();
+    let (k, v) = l.split_once(':')?;
+    let k = k.trim().to_ascii_lowercase();
+    (k == "cpu" || k == "cpuid" || k == "pmx-cpu").then(|| v.trim().to_string())
+}
+
+/// A perf value field as a row: a number is counted; `<not supported>`
+/// and `<not counted>` (or anything else not a number) say why not.
+pub(crate) fn perf_value(row: &mut crate::report::ReportRow, value: &str) {
+    use crate::report::RowStatus;
+    match value {
+        "<not supported>" => {
+            row.status = RowStatus::NotSupported;
+            row.reason = "perf: <not supported>".into();
+        }
+        v if v.starts_with("<not") => {
+            row.status = RowStatus::NotCounted;
+            row.reason = format!("perf: {v}");
+        }
+        v => match num(v) {
+            Some(x) => row.value = Some(x),
+            None => {
+                row.status = RowStatus::NotCounted;
+                row.reason = format!("perf: '{v}'");
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        read_text(Path::new("c.csv"), text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_the_file_and_line() {
+        assert_eq!(
+            err("# cpu: GenuineIntel-6-5E-3\n\n12,,cycles,,\nnonsense\n"),
+            "c.csv:4: not a line of pmx stat -x, or perf stat -x, output: 'nonsense'"
+        );
+        assert_eq!(err("# only a comment\n"), "c.csv: no counts found");
+        assert_eq!(
+            err("{\"event\":\"cycles\",\"time\":1}\n[1]\n"),
+            "c.csv:2: expected a JSON object"
+        );
+        assert_eq!(
+            err("{\"x\":1}\n"),
+            "c.csv:1: neither a pmx nor a perf stat JSON line"
+        );
+        assert_eq!(
+            err("{\"events\":[{\"value\":1}]}"),
+            "an entry without \"event\""
+        );
+    }
+
+    #[test]
+    fn the_cpu_comes_from_a_comment_or_the_document() {
+        let r = read_text(Path::new("c"), "# cpu: GenuineIntel-6-5E-3\n12,,cycles,,\n").unwrap();
+        assert_eq!(r.provenance.cpu.as_deref(), Some("GenuineIntel-6-5E-3"));
+        assert_eq!(r.provenance.format, Some(crate::SourceFormat::PerfCsv));
+        let r = read_text(
+            Path::new("c"),
+            "{\"cpu\":\"AuthenticAMD-25-11-1\",\"events\":[]}",
+        )
+        .unwrap();
+        assert_eq!(r.provenance.cpu.as_deref(), Some("AuthenticAMD-25-11-1"));
+        assert!(r.rows.is_empty());
+    }
+}

@@ -1,0 +1,258 @@
+//! Every form pmx writes reads back to the report it was written from:
+//! totals CSV (with and without header) and JSON, interval CSV and JSON
+//! lines, and perf's `-x,` and `-j` forms. The table is for reading only.
+
+use pmx_formats::model::EventList;
+use pmx_formats::{
+    perf, read_text, write, Domain, EventStatus, Exit, IntervalCsv, IntervalJson, IntervalRows,
+    MetricLine, Provenance, ReportRow, Row, RowStatus, SourceFormat, Spread, StatReport, StatView,
+    Tool,
+};
+use pmx_model::count::Count;
+use std::path::Path;
+use std::time::Duration;
+
+/// Four events (a clock with a unit, one whose name needs quoting, one in
+/// a group of its own, one not supported).
+fn plan() -> EventList {
+    let ev = |n: &str, u: Option<&str>, g| (n.to_string(), u.map(str::to_string), g);
+    EventList {
+        events: vec![
+            ev("task-clock", Some("msec"), 0),
+            ev("faults, \"odd\" name", None, 0),
+            ev("cpu/event=0x3c,umask=0x00/", None, 1),
+            ev("gone", None, 2),
+        ],
+    }
+}
+
+fn status() -> Vec<EventStatus> {
+    vec![
+        EventStatus::Counted,
+        EventStatus::Counted,
+        EventStatus::Counted,
+        EventStatus::NotSupported("no such event, \"here\"".to_string()),
+    ]
+}
+
+/// Values every form writes exactly: halves and quarters.
+fn row(event: usize, domain: Domain, value: Option<f64>, running: u64) -> Row {
+    let count = Count {
+        value: 1000 + event as u64,
+        enabled: 4_000_000,
+        running,
+    };
+    Row {
+        event,
+        domain,
+        count,
+        value,
+        running_share: count.running_share(),
+        instances: 2,
+    }
+}
+
+fn rows() -> Vec<Row> {
+    vec![
+        row(0, Domain::Cpu { cpu: 0 }, Some(1234.5), 4_000_000),
+        row(0, Domain::Cpu { cpu: 17 }, Some(0.25), 2_000_000),
+        row(
+            1,
+            Domain::Core {
+                package: 1,
+                core: 3,
+            },
+            Some(77.0),
+            1_000_000,
+        ),
+        row(2, Domain::Thread { tid: 4321 }, None, 0),
+        row(3, Domain::Socket { package: 0 }, None, 0),
+    ]
+}
+
+fn metrics() -> Vec<MetricLine> {
+    vec![
+        MetricLine {
+            name: "IPC".to_string(),
+            domain: String::new(),
+            value: Some(1.5),
+            unit: String::new(),
+            reliability: Some(0.5),
+            estimate: true,
+            missing: None,
+        },
+        MetricLine {
+            name: "Frontend_Bound".to_string(),
+            domain: "CPU0".to_string(),
+            value: None,
+            unit: "%".to_string(),
+            reliability: None,
+            estimate: false,
+            missing: Some("needs IDQ_UOPS_NOT_DELIVERED.CORE, not counted".to_string()),
+        },
+    ]
+}
+
+fn read(text: &str) -> StatReport {
+    read_text(Path::new("f"), text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn provenance(format: SourceFormat) -> Provenance {
+    Provenance {
+        format: Some(format),
+        path: Some("f".into()),
+        ..Provenance::default()
+    }
+}
+
+/// The part of `report` a CSV file states: rows and metrics.
+fn csv_part(mut report: StatReport, format: SourceFormat) -> StatReport {
+    for r in &mut report.rows {
+        (r.spread, r.counters, r.group) = (None, None, None);
+    }
+    StatReport {
+        provenance: provenance(format),
+        rows: report.rows,
+        metrics: report.metrics,
+        ..StatReport::default()
+    }
+}
+
+#[test]
+fn totals_csv_and_json_read_back() {
+    let (plan, status, rows, metrics) = (plan(), status(), rows(), metrics());
+    let mut spreads = vec![None; rows.len()];
+    spreads[0] = Some(Spread {
+        runs: 3,
+        mean: 1234.5,
+        stddev: 2.5,
+        relative: 0.125,
+    });
+    let view = StatView {
+        target: "'sleep 1'".to_string(),
+        plan: &plan,
+        status,
+        rows,
+        spreads,
+        runs: 3,
+        elapsed: Duration::from_millis(1500),
+        exit: Some(Exit::Code { code: 3 }),
+        interrupted: false,
+        notes: vec!["3 runs".to_string()],
+        metrics,
+    };
+    let want = view.to_report();
+    assert_eq!(want.rows[3].status, RowStatus::NotCounted);
+    assert_eq!(want.rows[3].reason, "never ran");
+    assert_eq!(want.rows[4].status, RowStatus::NotSupported);
+    assert_eq!(want.rows[1].status, RowStatus::Estimate);
+    for header in [false, true] {
+        let text = write::csv(&view, ",", header);
+        assert_eq!(read(&text), csv_part(want.clone(), SourceFormat::PmxCsv));
+    }
+    let mut doc = write::json(&view).to_string();
+    let mut json = want.clone();
+    json.provenance.format = Some(SourceFormat::PmxJson);
+    json.provenance.path = Some("f".into());
+    assert_eq!(read(&doc), json);
+    // As `pmx merge` reads it: with the rank and host `-o` files record.
+    doc.insert_str(1, "\"host\":\"n01\",\"rank\":7,");
+    let dir = std::env::temp_dir().join(format!("pmx-formats-rt-{}", std::process::id()));
+    std::fs::write(&dir, &doc).unwrap();
+    let ranked = pmx_formats::read::rank::read_rank_file(&dir).unwrap();
+    std::fs::remove_file(&dir).unwrap();
+    assert_eq!(ranked.provenance.host.as_deref(), Some("n01"));
+    assert_eq!(ranked.provenance.rank, Some(7));
+    assert_eq!((ranked.rows, ranked.metrics), (json.rows, json.metrics));
+}
+
+#[test]
+fn interval_csv_and_json_read_back() {
+    let (plan, status, metrics) = (plan(), status(), metrics());
+    let first = rows();
+    let mut second = rows();
+    second[0].value = Some(99.5);
+    second.truncate(3);
+    let intervals = [(1.5, &first), (2.75, &second)];
+    let mut csv = IntervalCsv::new(",");
+    let mut json = IntervalJson::new();
+    let mut csv_text = write::interval_csv_header(",");
+    let mut json_text = String::new();
+    let mut want = StatReport::default();
+    for (time, rows) in intervals {
+        let iv = IntervalRows {
+            time,
+            plan: &plan,
+            status: &status,
+            rows,
+            metrics: &metrics,
+        };
+        csv_text.push_str(csv.format(&iv));
+        json_text.push_str(json.format(&iv));
+        let part = iv.to_report();
+        want.rows.extend(part.rows);
+        want.metrics.extend(part.metrics);
+    }
+    assert_eq!(want.rows[3].reason, "did not run in this interval");
+    want.provenance = provenance(SourceFormat::PmxCsvIntervals);
+    assert_eq!(read(&csv_text), want);
+    // `pmx plot` reads the same samples as the report has interval rows.
+    let timeline = pmx_formats::Timeline::read(&csv_text).unwrap();
+    assert_eq!(Some(timeline), pmx_formats::Timeline::from_report(&want));
+    // Without the header, too.
+    let body = csv_text.split_once('\n').unwrap().1;
+    assert_eq!(read(body), want);
+    want.provenance = provenance(SourceFormat::PmxJsonIntervals);
+    assert_eq!(read(&json_text), want);
+}
+
+/// perf's rows: counted with run time and share, not counted, not
+/// supported; totals and per CPU.
+fn perf_rows(time: Option<f64>) -> Vec<ReportRow> {
+    let mut out = Vec::new();
+    for (domain, event, value, unit) in [
+        ("", "task-clock", Some(1234.5), "msec"),
+        ("CPU0", "cycles", Some(1000.0), ""),
+        ("CPU3", "cpu/event=0x3c,umask=0x00/", None, ""),
+        ("", "gone", None, ""),
+    ] {
+        let mut r = ReportRow::new(event, domain);
+        r.origin = Tool::Perf;
+        r.time = time;
+        r.value = value;
+        r.unit = unit.to_string();
+        if value.is_some() {
+            r.runtime_ns = Some(2_000_000.0);
+            r.running_pct = Some(50.0);
+        } else if event == "gone" {
+            r.status = RowStatus::NotSupported;
+            r.reason = "perf: <not supported>".to_string();
+        } else {
+            r.status = RowStatus::NotCounted;
+            r.reason = "perf: <not counted>".to_string();
+        }
+        out.push(r);
+    }
+    out
+}
+
+#[test]
+fn perf_forms_read_back() {
+    for (time, csv_form, json_form) in [
+        (None, SourceFormat::PerfCsv, SourceFormat::PerfJson),
+        (
+            Some(1.5),
+            SourceFormat::PerfCsvIntervals,
+            SourceFormat::PerfJsonIntervals,
+        ),
+    ] {
+        let mut report = StatReport {
+            rows: perf_rows(time),
+            ..StatReport::default()
+        };
+        report.provenance = provenance(csv_form);
+        assert_eq!(read(&perf::csv(&report, ",")), report);
+        report.provenance = provenance(json_form);
+        assert_eq!(read(&perf::json(&report)), report);
+    }
+}

@@ -1,0 +1,191 @@
+//! `pmx analyze`'s report as text and as one JSON document; the top-down
+//! tree (`--tma`) as [`crate::tma`] renders it for `pmx tma`.
+
+use pmx::analyze::{AnalyzeReport, MetricResult};
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// A value with four decimals, or in scientific notation when very large
+/// or small.
+fn fmt_value(v: f64) -> String {
+    if v != 0.0 && (v.abs() >= 1e7 || v.abs() < 1e-3) {
+        format!("{v:.4e}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+fn metric_json(r: &MetricResult) -> Value {
+    let ev = &r.evaluated;
+    json!({
+        "name": r.name,
+        "value": r.value,
+        "unit": r.unit,
+        "reliability": ev.reliability,
+        "least_running": ev.least_running,
+        "estimate": ev.is_estimate(),
+        "missing": ev.missing().map(|x| json!({
+            "input": x.input, "reason": x.reason.to_string(), "chain": x.chain, "text": x.to_string(),
+        })),
+        "absent_inputs": r.absent,
+        "intervals": r.spread.map(|s| json!({"n": s.n, "min": s.min, "mean": s.mean, "max": s.max})),
+        "assumptions": ev.assumptions,
+    })
+}
+
+/// The report as one JSON document.
+pub fn json(report: &AnalyzeReport, file: &Path) -> Value {
+    let tma = report
+        .tma
+        .as_ref()
+        .map(|t| crate::tma::tree_json(&t.report, &t.absent));
+    let computed: Vec<Value> = report
+        .metrics
+        .iter()
+        .filter(|r| r.value.is_some())
+        .map(metric_json)
+        .collect();
+    let not: Vec<Value> = report
+        .metrics
+        .iter()
+        .filter(|r| r.listed)
+        .map(metric_json)
+        .collect();
+    json!({
+        "file": file.display().to_string(),
+        "format": report.format,
+        "cpu": report.cpu,
+        "events": report.events,
+        "intervals": report.intervals,
+        "smt_on": report.smt_on,
+        "metrics": computed,
+        "not_computed": not,
+        "tma": tma,
+        "warnings": report.library.warnings,
+    })
+}
+
+/// The report as text.
+pub fn text(report: &AnalyzeReport, file: &Path) -> String {
+    let mut s = heading(report, file);
+    if report.selected {
+        metrics_text(&mut s, report);
+        not_computed_text(&mut s, report);
+    }
+    if let Some(t) = &report.tma {
+        s.push('\n');
+        s.push_str(&crate::tma::tree_text(&t.report, t.level, &t.absent, false));
+    }
+    for w in &report.library.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}
+
+fn heading(report: &AnalyzeReport, file: &Path) -> String {
+    let intervals = report.intervals;
+    format!(
+        "{}: {}, {} events{}, CPU {}{}\n",
+        file.display(),
+        report.format,
+        report.events.len(),
+        if intervals > 0 {
+            format!(
+                ", {intervals} intervals (values over their sum; min/mean/max per interval beside)"
+            )
+        } else {
+            String::new()
+        },
+        report.cpu,
+        if report.smt_on {
+            ", SMT on"
+        } else {
+            ", SMT off (--smt on if it was on)"
+        },
+    )
+}
+
+fn metrics_text(s: &mut String, report: &AnalyzeReport) {
+    let shown: Vec<&MetricResult> = report
+        .metrics
+        .iter()
+        .filter(|r| r.value.is_some())
+        .collect();
+    let w = shown
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(10)
+        .clamp(10, 48);
+    let _ = writeln!(s, "\nMetrics ({} computed):", shown.len());
+    for r in &shown {
+        let ev = &r.evaluated;
+        let mut tail = String::new();
+        if let Some(rel) = ev.reliability {
+            let _ = write!(tail, "  reliability {:.0}%", rel * 100.0);
+        }
+        if ev.is_estimate() {
+            let _ = write!(
+                tail,
+                "  ESTIMATE ({} ran {:.0}% of the time)",
+                ev.least_running.as_deref().unwrap_or("an input"),
+                ev.reliability.unwrap_or(0.0) * 100.0
+            );
+        }
+        if let Some(sp) = r.spread {
+            let _ = write!(
+                tail,
+                "  per interval min {} mean {} max {}",
+                fmt_value(sp.min),
+                fmt_value(sp.mean),
+                fmt_value(sp.max)
+            );
+        }
+        let v = r.value.unwrap_or(0.0);
+        let _ = writeln!(
+            s,
+            "  {:<w$} {:>14} {:<8}{tail}",
+            r.name,
+            fmt_value(v),
+            r.unit
+        );
+    }
+}
+
+fn not_computed_text(s: &mut String, report: &AnalyzeReport) {
+    let not: Vec<&MetricResult> = report.metrics.iter().filter(|r| r.listed).collect();
+    if !not.is_empty() {
+        let _ = writeln!(s, "\nNot computed ({}):", not.len());
+        for r in &not {
+            let why = r
+                .evaluated
+                .missing()
+                .map(|m| m.to_string())
+                .unwrap_or_default();
+            if r.absent.is_empty() {
+                let _ = writeln!(s, "  {}: {why}", r.name);
+            } else {
+                const SHOW: usize = 6;
+                let mut list = r.absent[..r.absent.len().min(SHOW)].join(", ");
+                if r.absent.len() > SHOW {
+                    let _ = write!(
+                        list,
+                        " and {} more (--json lists all)",
+                        r.absent.len() - SHOW
+                    );
+                }
+                let _ = writeln!(s, "  {}: missing {list}", r.name);
+            }
+        }
+    }
+    if report.default_mode {
+        let other = report.metrics.iter().filter(|r| r.value.is_none()).count() - not.len();
+        if other > 0 {
+            let _ = writeln!(
+                s,
+                "\n({other} other metrics of the library have none of their inputs in the file; name them with -M to see what they need)"
+            );
+        }
+    }
+}

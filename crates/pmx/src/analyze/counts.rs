@@ -1,0 +1,344 @@
+//! A report's rows folded into what the metric formulas read: per event
+//! and interval the summed value (rows of one event in several domains
+//! are summed), the running share weighted by running time, or why there
+//! is no value.
+
+use pmx_formats::{ReportRow, RowStatus, StatReport, Tool};
+use pmx_metrics::{Inputs, Reading};
+use std::collections::HashMap;
+
+/// What is known about one event in one interval (or in the totals).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Acc {
+    value: f64,
+    has_value: bool,
+    /// Sum of weight × running share, and the weights (running time when
+    /// known, else 1 per row).
+    share_w: f64,
+    weight: f64,
+    share_known: bool,
+    not_supported: Option<String>,
+    not_counted: Option<String>,
+}
+
+impl Acc {
+    fn add_value(&mut self, v: f64, share: Option<f64>, weight: f64) {
+        self.value += v;
+        self.has_value = true;
+        if let Some(s) = share {
+            let w = if weight > 0.0 { weight } else { 1.0 };
+            self.share_w += w * s.clamp(0.0, 1.0);
+            self.weight += w;
+            self.share_known = true;
+        }
+    }
+
+    fn merge(&mut self, o: &Acc) {
+        if o.has_value {
+            self.value += o.value;
+            self.has_value = true;
+        }
+        self.share_w += o.share_w;
+        self.weight += o.weight;
+        self.share_known |= o.share_known;
+        if self.not_supported.is_none() {
+            self.not_supported.clone_from(&o.not_supported);
+        }
+        if self.not_counted.is_none() {
+            self.not_counted.clone_from(&o.not_counted);
+        }
+    }
+
+    fn reading(&self) -> Reading {
+        if self.has_value {
+            Reading::Scaled {
+                value: self.value,
+                running_share: (self.share_known && self.weight > 0.0)
+                    .then(|| self.share_w / self.weight),
+            }
+        } else if let Some(why) = &self.not_supported {
+            Reading::NotSupported { why: why.clone() }
+        } else {
+            Reading::NotCounted {
+                why: self.not_counted.clone(),
+            }
+        }
+    }
+}
+
+/// One interval (or the whole run for a totals file).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Interval {
+    time: Option<f64>,
+    accs: Vec<Acc>,
+    duration: Option<f64>,
+}
+
+/// A file's counts per event and interval.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Counts {
+    pub events: Vec<String>,
+    index: HashMap<String, usize>,
+    pub intervals: Vec<Interval>,
+    elapsed: Option<f64>,
+}
+
+impl Counts {
+    fn interval_at(&mut self, time: Option<f64>) -> &mut Interval {
+        let same = self
+            .intervals
+            .last()
+            .is_some_and(|iv| match (iv.time, time) {
+                (Some(a), Some(b)) => (a - b).abs() < 1e-9,
+                (None, None) => true,
+                _ => false,
+            });
+        if !same {
+            self.intervals.push(Interval {
+                time,
+                ..Interval::default()
+            });
+        }
+        self.intervals.last_mut().expect("just pushed")
+    }
+
+    fn acc(&mut self, time: Option<f64>, event: &str) -> &mut Acc {
+        let n = self.events.len();
+        let i = *self.index.entry(event.to_string()).or_insert(n);
+        if i == n {
+            self.events.push(event.to_string());
+        }
+        let iv = self.interval_at(time);
+        if iv.accs.len() <= i {
+            iv.accs.resize(i + 1, Acc::default());
+        }
+        &mut iv.accs[i]
+    }
+
+    pub(crate) fn is_interval(&self) -> bool {
+        self.intervals.iter().any(|i| i.time.is_some())
+    }
+
+    /// Per-interval durations from the time stamps; the `duration_time`
+    /// event (ns) when the file has it.
+    fn finish(&mut self) {
+        let mut prev = 0.0;
+        let dt = self.index.get("duration_time").copied();
+        for iv in &mut self.intervals {
+            if let Some(t) = iv.time {
+                iv.duration = Some((t - prev).max(0.0));
+                prev = t;
+            }
+            if let Some(a) = dt.and_then(|i| iv.accs.get(i)).filter(|a| a.has_value) {
+                iv.duration = Some(a.value / 1e9);
+            }
+        }
+    }
+
+    pub(crate) fn totals(&self) -> Interval {
+        let mut t = Interval {
+            time: None,
+            accs: vec![Acc::default(); self.events.len()],
+            duration: self.elapsed,
+        };
+        let mut dur = 0.0;
+        let mut any_dur = false;
+        for iv in &self.intervals {
+            for (i, a) in iv.accs.iter().enumerate() {
+                t.accs[i].merge(a);
+            }
+            if let Some(d) = iv.duration {
+                dur += d;
+                any_dur = true;
+            }
+        }
+        if t.duration.is_none() && any_dur {
+            t.duration = Some(dur);
+        }
+        t
+    }
+}
+
+/// Build the inputs of one interval.
+pub(crate) fn inputs_of(key: &pmx_metrics::KeyFn, keys: &[String], iv: &Interval) -> Inputs {
+    let mut inputs = Inputs::with_key_fn(key.clone());
+    inputs.reserve(iv.accs.len());
+    for (i, a) in iv.accs.iter().enumerate() {
+        inputs.insert_keyed(keys[i].clone(), a.reading());
+    }
+    inputs.duration = iv.duration;
+    inputs
+}
+
+impl Counts {
+    /// Fold the rows of `report` (and, as pmx has always read them, the
+    /// metric lines of `-I --json` files, as counts named by the metric)
+    /// in file order.
+    pub(crate) fn of(report: &StatReport) -> Counts {
+        let mut c = Counts {
+            elapsed: report.elapsed_s,
+            ..Counts::default()
+        };
+        let timed_metrics = report.metrics.iter().filter(|m| m.time.is_some());
+        let mut metrics = timed_metrics.peekable();
+        for (i, row) in report.rows.iter().enumerate() {
+            let acc = c.acc(row.time, &row.event);
+            match row.origin {
+                Tool::Pmx => pmx_row(acc, row),
+                Tool::Perf => perf_row(acc, row),
+            }
+            // An interval's metric lines follow its rows.
+            let last_of_time = report.rows.get(i + 1).is_none_or(|n| n.time != row.time);
+            while last_of_time && metrics.peek().is_some_and(|m| m.time == row.time) {
+                let m = metrics.next().expect("peeked");
+                metric_line(c.acc(m.time, &m.name), m.value);
+            }
+        }
+        for m in metrics {
+            metric_line(c.acc(m.time, &m.name), m.value);
+        }
+        if !report.is_interval()
+            && report.provenance.format == Some(pmx_formats::SourceFormat::PmxJson)
+        {
+            let elapsed = c.elapsed;
+            c.intervals.iter_mut().for_each(|i| i.duration = elapsed);
+        }
+        c.finish();
+        c
+    }
+}
+
+fn metric_line(acc: &mut Acc, value: Option<f64>) {
+    match value {
+        Some(v) => acc.add_value(v, None, 0.0),
+        None => acc.not_counted = Some("no value in the file".into()),
+    }
+}
+
+/// A row of pmx's forms: the raw count scaled by enabled / running when
+/// the form has them (task-clock stays in ns, as formulas want), else the
+/// value.
+fn pmx_row(acc: &mut Acc, row: &ReportRow) {
+    let reason = row.reason.clone();
+    match row.status {
+        RowStatus::NotSupported => {
+            acc.not_supported = Some(if reason.is_empty() {
+                "not supported".into()
+            } else {
+                reason
+            })
+        }
+        RowStatus::NotCounted => {
+            acc.not_counted = Some(if reason.is_empty() {
+                "not counted".into()
+            } else {
+                reason
+            })
+        }
+        _ => match (row.raw, row.enabled_ns, row.running_ns) {
+            (Some(r), Some(e), Some(ru)) if ru > 0 => acc.add_value(
+                r as f64 * e as f64 / ru as f64,
+                Some(ru as f64 / e.max(1) as f64),
+                ru as f64,
+            ),
+            (Some(r), _, _) => acc.add_value(r as f64, None, 0.0),
+            _ => match row.value {
+                Some(v) => acc.add_value(v, None, 0.0),
+                None => acc.not_counted = Some("no value in the file".into()),
+            },
+        },
+    }
+}
+
+/// A row of perf's forms: clocks in msec (formulas count nanoseconds).
+fn perf_row(acc: &mut Acc, row: &ReportRow) {
+    match (row.status, row.value) {
+        (RowStatus::NotSupported, _) => acc.not_supported = Some(row.reason.clone()),
+        (_, None) => acc.not_counted = Some(row.reason.clone()),
+        (_, Some(mut x)) => {
+            if row.unit == "msec" {
+                x *= 1e6;
+            }
+            acc.add_value(
+                x,
+                row.running_pct.map(|p| p / 100.0),
+                row.runtime_ns.unwrap_or(0.0),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn counts(text: &str) -> Counts {
+        Counts::of(&pmx_formats::read_text(Path::new("t"), text).unwrap())
+    }
+
+    fn reading(c: &Counts, interval: usize, event: &str) -> Reading {
+        let i = c.events.iter().position(|e| e == event).unwrap();
+        c.intervals[interval].accs[i].reading()
+    }
+
+    #[test]
+    fn pmx_rows_are_scaled_from_raw_and_domains_summed() {
+        let c = counts(
+            "CPU0,2000,,cycles,estimate,50.00,1000,4000,2000,,\n\
+             CPU1,3000,,cycles,counted,100.00,3000,4000,4000,,\n\
+             ,,,gone,not-supported,,0,0,0,,no such event\n",
+        );
+        assert_eq!(c.events, ["cycles", "gone"]);
+        match reading(&c, 0, "cycles") {
+            Reading::Scaled {
+                value,
+                running_share,
+            } => {
+                assert_eq!(value, 5000.0);
+                // Weighted by running time: (2000 × 0.5 + 4000 × 1) / 6000.
+                assert!((running_share.unwrap() - 5.0 / 6.0).abs() < 1e-12);
+            }
+            r => panic!("{r:?}"),
+        }
+        assert_eq!(
+            reading(&c, 0, "gone"),
+            Reading::NotSupported {
+                why: "no such event".into()
+            }
+        );
+    }
+
+    #[test]
+    fn perf_clocks_count_nanoseconds_and_intervals_have_durations() {
+        let c = counts(
+            "1.000100000,2.50,msec,task-clock,2500000,100.00,,\n\
+             1.000100000,<not counted>,,cycles,0,0.00,,\n\
+             2.000200000,1.25,msec,task-clock,1250000,100.00,,\n",
+        );
+        assert!(c.is_interval());
+        assert_eq!(c.intervals.len(), 2);
+        let Reading::Scaled { value, .. } = reading(&c, 1, "task-clock") else {
+            panic!()
+        };
+        assert_eq!(value, 1.25e6);
+        assert_eq!(
+            reading(&c, 0, "cycles"),
+            Reading::NotCounted {
+                why: Some("perf: <not counted>".into())
+            }
+        );
+        assert!((c.intervals[1].duration.unwrap() - 1.0001).abs() < 1e-9);
+        assert!((c.totals().duration.unwrap() - 2.0002).abs() < 1e-9);
+    }
+
+    #[test]
+    fn interval_json_metric_lines_count_after_their_rows() {
+        let c = counts(
+            "{\"time\":1.0,\"event\":\"cycles\",\"value\":10,\"raw\":10,\"time_enabled_ns\":5,\"time_running_ns\":5}\n\
+             {\"time\":1.0,\"kind\":\"metric\",\"event\":\"IPC\",\"value\":1.5}\n\
+             {\"time\":2.0,\"event\":\"instructions\",\"value\":10,\"raw\":10,\"time_enabled_ns\":5,\"time_running_ns\":5}\n",
+        );
+        assert_eq!(c.events, ["cycles", "IPC", "instructions"]);
+    }
+}

@@ -1,0 +1,93 @@
+//! Matching the events of a file to the inputs of metrics: by encoding,
+//! so `r019c`, `cpu/event=0x9c,umask=0x01/` and
+//! `IDQ_UOPS_NOT_DELIVERED.CORE` are one input. Names that do not resolve
+//! (perf's `topdown-*` aliases, software events) are matched by
+//! [`pmx_metrics::event_key`].
+
+use pmx_metrics::{event_key, EventRef};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The matching key of an event: its encoding when the database resolves
+/// it, else [`event_key`].
+fn encoding_key(db: &pmx_events::Database, name: &str) -> Option<String> {
+    let ek = event_key(name);
+    if ek.starts_with("perf_metrics.") || ek == "topdown.slots" || ek == "duration_time" {
+        return None;
+    }
+    let er = EventRef::new(name);
+    if er.retire_latency {
+        return None;
+    }
+    let text = er.spec("cpu").unwrap_or_else(|| name.to_string());
+    let spec = pmx_model::spec::parse_spec(&text).ok()?;
+    let r = db.resolve(&spec).ok()?;
+    let a = &r.attr;
+    let pmu = if a.pmu.is_empty() {
+        "cpu"
+    } else {
+        a.pmu.as_str()
+    };
+    // perf's generic events count on Intel's fixed counters: `cycles`,
+    // `instructions` and `ref-cycles` are the same inputs as
+    // CPU_CLK_UNHALTED.THREAD(_P), INST_RETIRED.ANY(_P) and
+    // CPU_CLK_UNHALTED.REF_TSC.
+    let mods = format!(
+        "{}{}{}",
+        u8::from(a.exclude_user),
+        u8::from(a.exclude_kernel),
+        u8::from(a.exclude_hv)
+    );
+    let generic = match (a.type_, a.config) {
+        (Some(0), 0) => Some("cycles"),
+        (Some(0), 1) => Some("instructions"),
+        (Some(0), 9) => Some("ref-cycles"),
+        (Some(4), c)
+            if is_core(pmu)
+                && db.target.cpu.vendor == pmx_model::cpu::Vendor::Intel
+                && c >> 16 == 0
+                && a.config1 == 0 =>
+        {
+            match c & 0xffff {
+                0x0100 | 0x00c0 => Some("instructions"),
+                0x0200 | 0x003c => Some("cycles"),
+                0x0300 => Some("ref-cycles"),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    if let Some(g) = generic {
+        return Some(format!("gen:{g}:{mods}"));
+    }
+    Some(format!(
+        "enc:{pmu}:{}:{:#x}:{:#x}:{:#x}:{}{}{}",
+        a.type_.map(|t| t.to_string()).unwrap_or_default(),
+        a.config,
+        a.config1,
+        a.config2,
+        u8::from(a.exclude_user),
+        u8::from(a.exclude_kernel),
+        u8::from(a.exclude_hv),
+    ))
+}
+
+fn is_core(pmu: &str) -> bool {
+    pmu == "cpu" || pmu == "cpu_core" || pmu == "cpu_atom"
+}
+
+/// A key function over the names of the library and of the file.
+pub fn key_fn<'a>(
+    db: &pmx_events::Database,
+    names: impl IntoIterator<Item = &'a str>,
+) -> pmx_metrics::KeyFn {
+    let mut map: HashMap<String, String> = HashMap::new();
+    for n in names {
+        if !map.contains_key(n) {
+            let k = encoding_key(db, n).unwrap_or_else(|| event_key(n));
+            map.insert(n.to_string(), k);
+        }
+    }
+    let map = Arc::new(map);
+    Arc::new(move |name: &str| map.get(name).cloned().unwrap_or_else(|| event_key(name)))
+}
