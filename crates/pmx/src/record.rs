@@ -175,9 +175,13 @@ pub enum RecordError {
         /// Why.
         reason: String,
     },
-    /// An event could not be opened, with the reason and the fix.
+    /// An event could not be opened, with the reason and the fix (match
+    /// on its `cause`).
     #[error("{0}")]
-    Open(String),
+    Open(Box<crate::stat::EventOpenError>),
+    /// Every task to attach to had exited before its counters opened.
+    #[error("none of the tasks exists any more: nothing to record")]
+    NoTask,
     /// The options cannot work (no CPU, bad page count …).
     #[error("{0}")]
     Invalid(String),
@@ -891,7 +895,12 @@ fn record_with(
                 ) {
                     Ok(c) => c,
                     Err(e) if e.cause == OpenCause::NoProcess && tolerate_gone => break,
-                    Err(e) => return Err(RecordError::Open(format!("{}: {e}", events[ei].name))),
+                    Err(error) => {
+                        return Err(RecordError::Open(Box::new(crate::stat::EventOpenError {
+                            event: events[ei].name.clone(),
+                            error,
+                        })))
+                    }
                 };
                 match owner {
                     Some(o) => c.set_output(&counters[o]).map_err(|e| {
@@ -918,9 +927,7 @@ fn record_with(
         }
     }
     if counters.is_empty() {
-        return Err(RecordError::Open(
-            "none of the tasks exists any more: nothing to record".to_string(),
-        ));
+        return Err(RecordError::NoTask);
     }
     let by_id: HashMap<u64, usize> = ids
         .iter()
