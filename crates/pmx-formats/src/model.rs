@@ -370,4 +370,19 @@ mod tests {
         assert_eq!(Exit::Code { code: 3 }.shell_code(), 3);
         assert_eq!(Exit::Signal { signal: 9 }.shell_code(), 137);
     }
+
+    #[test]
+    fn a_reason_keeps_its_parts_and_serializes_as_its_text() {
+        let r = Reason::with_detail("cycles", "no PMU: none at all");
+        assert_eq!(r.detail(), Some("cycles"));
+        assert_eq!(r.cause(), "no PMU: none at all");
+        assert_eq!(r.to_string(), "cycles: no PMU: none at all");
+        let plain = Reason::new("a: b");
+        assert_eq!((plain.detail(), plain.cause()), (None, "a: b"));
+        let json = serde_json::to_string(&EventStatus::NotSupported(r)).unwrap();
+        assert_eq!(
+            json,
+            r#"{"status":"not-supported","reason":"cycles: no PMU: none at all"}"#
+        );
+    }
 }

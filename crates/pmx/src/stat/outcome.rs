@@ -144,3 +144,48 @@ pub fn merge_runs(plans: &[StatPlan], runs: Vec<StatRun>) -> StatRun {
     }
     merged
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmx_perf::OpenCause;
+
+    /// A caller tells a run's open failure by its cause, and the message
+    /// stays `event: cannot open …`.
+    #[test]
+    fn callers_match_a_run_open_error_on_its_cause() {
+        let error = OpenError {
+            errno: libc::EACCES,
+            attr: Box::default(),
+            target: pmx_perf::Target { pid: 0, cpu: -1 },
+            pmu: None,
+            cause: OpenCause::Permission {
+                paranoid: Some(4),
+                capable: Some(false),
+                cpu_wide: false,
+                kernel: true,
+            },
+        };
+        let err = RunError::Open(Box::new(EventOpenError {
+            event: "cycles".into(),
+            error: error.clone(),
+        }));
+        assert_eq!(err.to_string(), format!("cycles: {error}"));
+        let paranoid = match &err {
+            RunError::Open(e) => match e.cause {
+                OpenCause::Permission { paranoid, .. } => paranoid,
+                _ => None,
+            },
+            _ => None,
+        };
+        assert_eq!(paranoid, Some(4));
+        let why = match &err {
+            RunError::Open(e) => e.as_reason(),
+            _ => unreachable!(),
+        };
+        assert_eq!(why.detail(), Some("cycles"));
+        assert_eq!(why.cause(), error.to_string());
+        let cut = open_reason(&error);
+        assert_eq!(cut.as_str(), error.reason());
+    }
+}
