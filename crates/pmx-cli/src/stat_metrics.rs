@@ -31,7 +31,7 @@ pub fn event_groups(
     let (metrics, db) = match &args.metrics {
         Some(list) => {
             let db = args.db.load()?;
-            let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
+            let dir = pmx_events::default_events_dir(args.db.events_dirs.first().cloned());
             let setup = MetricSetup::new(list, &db, dir.as_deref())?;
             let extra = setup.event_groups(&groups);
             groups.extend(extra);

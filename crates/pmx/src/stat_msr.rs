@@ -1367,6 +1367,7 @@ mod tests {
                 events_dir: None,
                 sysfs_root: Some(root.to_path_buf()),
                 no_libpfm: true,
+                ..Default::default()
             },
         );
         let groups = crate::parse_event_list(events).unwrap();
