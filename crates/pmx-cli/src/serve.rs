@@ -118,7 +118,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
 /// The metrics asked for (`-M`, the file's `metrics` and `define`s), with
 /// their notes on stderr.
 fn metric_set(args: &ServeArgs, s: &Settings, db: &pmx::Database) -> anyhow::Result<MetricSet> {
-    let dir = pmx::database::default_events_dir(args.db.events_dir.clone());
+    let dir = pmx::database::default_events_dir(args.db.events_dirs.first().cloned());
     let set = MetricSet::with_definitions(s.metric_list.as_deref(), &s.defines, db, dir.as_deref())
         .map_err(|e| match e {
             MetricError::Unknown(u) => UsageError(format!("-M: {u}")),
