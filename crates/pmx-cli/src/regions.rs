@@ -41,7 +41,7 @@ pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyh
     let handoff = Handoff::export(events.as_deref(), args.metrics.as_deref());
     let code = count(args)?;
     // The same %h %p %r %j expansion stat used: %p is this process.
-    let mut out = crate::stat_render::output(args, true)?;
+    let mut out = args.output(true)?;
     let text = match handoff.text() {
         Some(t) => t,
         None => {
@@ -55,13 +55,8 @@ pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyh
     };
     let results = RegionResults::from_json(&text)
         .map_err(|e| anyhow::anyhow!("--regions: the results of the command: {e}"))?;
-    let rendered = if args.json {
-        format!("{}\n", serde_json::to_string(&results)?)
-    } else if let Some(sep) = &args.separator {
-        results.to_csv(sep, args.csv_header)
-    } else {
-        results.to_table()
-    };
+    let rendered =
+        pmx_output::stat_render::regions(&results, &args.style().format, args.csv_header)?;
     out.write_all(rendered.as_bytes())?;
     out.flush()?;
     Ok(code)
