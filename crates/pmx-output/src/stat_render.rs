@@ -310,3 +310,87 @@ pub fn regions(
         StatFormat::Table => results.to_table(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmx_formats::model::EventList;
+
+    fn style(format: StatFormat, intervals: bool, csv_header: bool) -> StatStyle {
+        StatStyle {
+            format,
+            intervals,
+            csv_header,
+        }
+    }
+
+    fn report(plan: &EventList) -> StatReport<'_> {
+        StatReport {
+            target: "'true'".into(),
+            plan,
+            status: vec![EventStatus::Counted],
+            rows: Vec::new(),
+            spreads: Vec::new(),
+            runs: 1,
+            elapsed: Duration::from_millis(1500),
+            exit: None,
+            interrupted: false,
+            notes: Vec::new(),
+            metrics: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_interval_header_is_only_for_interval_csv_with_header() {
+        let csv = StatFormat::Csv(";".into());
+        let header = style(csv.clone(), true, true).interval_header().unwrap();
+        assert!(header.starts_with("time;domain;value"), "{header}");
+        assert!(header.ends_with('\n'));
+        assert_eq!(style(csv.clone(), false, true).interval_header(), None);
+        assert_eq!(style(csv, true, false).interval_header(), None);
+        assert_eq!(style(StatFormat::Json, true, true).interval_header(), None);
+        assert_eq!(style(StatFormat::Table, true, true).interval_header(), None);
+    }
+
+    #[test]
+    fn csv_totals_after_intervals_are_comments() {
+        let plan = EventList {
+            events: vec![("task-clock".into(), Some("msec".into()), 0)],
+        };
+        let r = report(&plan);
+        let csv = StatFormat::Csv(",".into());
+        let plain = totals(&r, &style(csv.clone(), false, true), None);
+        assert_eq!(plain, crate::stat::csv(&r, ",", true));
+        let after = totals(&r, &style(csv, true, true), None);
+        let mut lines = after.lines();
+        assert_eq!(lines.next(), Some("# totals over 1.500000 s"));
+        let body: Vec<&str> = lines.collect();
+        // The header is not repeated after the interval header.
+        let expect: Vec<String> = crate::stat::csv(&r, ",", false)
+            .lines()
+            .map(|l| format!("# {l}"))
+            .collect();
+        assert_eq!(body, expect);
+    }
+
+    #[test]
+    fn json_and_table_totals_are_the_writers_own() {
+        let plan = EventList::default();
+        let r = report(&plan);
+        let json = totals(&r, &style(StatFormat::Json, false, false), None);
+        assert_eq!(json, format!("{}\n", crate::stat::json(&r)));
+        let table = totals(&r, &style(StatFormat::Table, true, false), None);
+        assert_eq!(table, crate::stat::table(&r));
+    }
+
+    #[test]
+    fn json_totals_record_the_job() {
+        let plan = EventList::default();
+        let r = report(&plan);
+        let ctx = JobContext::current().unwrap();
+        let json = totals(&r, &style(StatFormat::Json, false, false), Some(&ctx));
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(doc["pid"], serde_json::json!(ctx.pid));
+        assert!(doc.get("host").is_some());
+    }
+}
