@@ -5,15 +5,8 @@
 //! and exit with the command's status. Where the PMU does count, the tree
 //! has values instead; the test accepts either and checks the shape.
 
-use std::process::{Command, Output};
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pmx"))
-        .args(args)
-        .env_remove("PMX_EVENTS_DIR")
-        .output()
-        .expect("run pmx")
-}
+mod common;
+use common::pmx;
 
 fn has_hardware_pmu() -> bool {
     std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
@@ -25,7 +18,7 @@ fn tma_level2_runs_and_explains() {
     let out = pmx(&["tma", "-l", "2", "--", "true"]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("no top-down metrics are known") {
-        println!("SKIP: no top-down tree for this CPU: {err}");
+        pmx_testkit::skip(format_args!("no top-down tree for this CPU: {err}"));
         assert_eq!(out.status.code(), Some(2));
         return;
     }
@@ -46,7 +39,7 @@ fn tma_exits_with_the_command_status() {
     let out = pmx(&["tma", "-l", "2", "--", "sh", "-c", "exit 3"]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("no top-down metrics are known") {
-        println!("SKIP: no top-down tree for this CPU");
+        pmx_testkit::skip("no top-down tree for this CPU");
         return;
     }
     assert_eq!(out.status.code(), Some(3), "{err}");
@@ -59,7 +52,7 @@ fn tma_json_and_an_intel_tree_elsewhere() {
     let out = pmx(&["tma", "--json", "--", "true"]);
     let text = String::from_utf8_lossy(&out.stdout);
     if out.status.code() == Some(2) {
-        println!("SKIP: no top-down tree for this CPU");
+        pmx_testkit::skip("no top-down tree for this CPU");
         return;
     }
     let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
