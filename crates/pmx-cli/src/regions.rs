@@ -19,18 +19,14 @@ use std::io::Write;
 /// Run `pmx stat` (`count`) with the regions environment set, then report
 /// the regions.
 pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyhow::Result<i32> {
+    let usage = |msg: &str| Err(UsageError(msg.to_string()).into());
     if args.command.is_empty() || args.pid.is_some() || args.tid.is_some() {
-        return Err(UsageError(
-            "--regions needs a command after -- (the program whose regions report)".to_string(),
-        )
-        .into());
+        return usage("--regions needs a command after -- (the program whose regions report)");
     }
     if args.repeat > 1 {
-        return Err(UsageError(
-            "--regions reports one run: drop -r (or run pmx stat --regions once per run)"
-                .to_string(),
-        )
-        .into());
+        return usage(
+            "--regions reports one run: drop -r (or run pmx stat --regions once per run)",
+        );
     }
     // Check the list here, so a typo is a usage error of pmx and not a
     // failure inside the program.

@@ -7,6 +7,7 @@
 //! `stat_render.rs` (which drives `pmx_output::stat_render`).
 
 use crate::exit::UsageError;
+use crate::stat_args::usage;
 use crate::stat_render;
 use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope};
 use pmx_output::stat_render::compose;
@@ -27,10 +28,6 @@ fn count(args: &StatArgs) -> anyhow::Result<i32> {
         return crate::stat_msr::run(args);
     }
     count_perf(args)
-}
-
-fn usage(msg: &str) -> anyhow::Error {
-    UsageError(msg.to_string()).into()
 }
 
 /// What the perf backend refuses about the target: `--per-thread` where

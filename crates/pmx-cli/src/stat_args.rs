@@ -11,6 +11,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// A usage error (exit 2) of `pmx stat`'s flags.
+pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
 /// Arguments of `pmx stat`.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -178,15 +183,13 @@ impl StatArgs {
     /// `-I MS`: at least 1 ms (a warning under 10 ms), not with `-r`.
     pub(crate) fn interval(&self) -> anyhow::Result<Option<Duration>> {
         match self.interval {
-            Some(0) => {
-                Err(UsageError("-I 0: the interval must be at least 1 ms".to_string()).into())
-            }
+            Some(0) => Err(usage("-I 0: the interval must be at least 1 ms")),
             Some(ms) => {
                 if ms < 10 {
                     eprintln!("pmx stat: warning: -I {ms}: intervals under 10 ms cost noticeable CPU time and perturb what is measured");
                 }
                 if self.repeat > 1 {
-                    return Err(UsageError("-I and -r cannot be combined".to_string()).into());
+                    return Err(usage("-I and -r cannot be combined"));
                 }
                 Ok(Some(Duration::from_millis(ms)))
             }
@@ -200,12 +203,13 @@ impl StatArgs {
             return Ok(None);
         };
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let format = pmx_output::plot::Format::from_extension(ext).ok_or_else(|| {
-            UsageError(format!(
+        let bad = || {
+            usage(format!(
                 "--plot {}: give a .svg or .png file name",
                 path.display()
             ))
-        })?;
+        };
+        let format = pmx_output::plot::Format::from_extension(ext).ok_or_else(bad)?;
         Ok(Some((path.clone(), format)))
     }
 }

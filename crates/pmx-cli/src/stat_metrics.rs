@@ -2,7 +2,7 @@
 //! values become metric lines in `pmx_output::stat_render::StatMetrics`.
 
 use crate::exit::UsageError;
-use crate::stat_args::StatArgs;
+use crate::stat_args::{usage, StatArgs};
 use pmx::database::{default_events_dir, Database};
 use pmx::metrics::MetricSet;
 use pmx::EventGroup;
@@ -40,9 +40,7 @@ pub fn event_groups(
         None => (None, None),
     };
     if groups.is_empty() {
-        return Err(
-            UsageError("-M: the metrics need no event pmx can count here".to_string()).into(),
-        );
+        return Err(usage("-M: the metrics need no event pmx can count here"));
     }
     Ok((groups, metrics, db))
 }

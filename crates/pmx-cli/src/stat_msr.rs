@@ -11,9 +11,8 @@
 //! the same shape, one `Count { value: delta, enabled: ns, running: ns }`
 //! per counter per CPU.
 
-use crate::exit::UsageError;
 use crate::msr::msr_cpus;
-use crate::stat_args::StatArgs;
+use crate::stat_args::{usage, StatArgs};
 use crate::stat_render;
 use pmx::stat::Scope;
 use pmx::stat_msr::{msr_root, pmu_counters, Error, MsrError, MsrEvents, MsrRunOptions};
@@ -24,10 +23,6 @@ use pmx_sys::SysRoot;
 /// The events counted when `-e` is not given: the hardware part of perf's
 /// default set (the software events are the kernel's, not the PMU's).
 pub const DEFAULT_EVENTS: &str = "cycles,instructions,branches,branch-misses";
-
-fn usage(msg: impl Into<String>) -> anyhow::Error {
-    UsageError(msg.into()).into()
-}
 
 /// What the msr backend refuses: tasks, per-thread, repeats, no CPUs.
 fn check(args: &StatArgs) -> anyhow::Result<()> {
