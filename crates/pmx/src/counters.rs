@@ -335,7 +335,7 @@ impl Builder {
             metrics: None,
             started: None,
             elapsed: std::time::Duration::ZERO,
-            scratch: vec![Count::default(); n],
+            scratch: written(n),
             msr: Some(msr),
         })
     }
@@ -492,7 +492,7 @@ impl Counters {
                     }
                 }
                 if let Some(leader) = leader {
-                    let buf = vec![0u64; 3 + 2 * slots.len()];
+                    let buf = written(3 + 2 * slots.len());
                     let user_page = if pid == 0 && cpu == -1 && all_hardware {
                         crate::backend_rdpmc::UserRead::new(&leader, &members, &slots)
                     } else {
@@ -530,7 +530,7 @@ impl Counters {
             metrics: None,
             started: None,
             elapsed: std::time::Duration::ZERO,
-            scratch: vec![Count::default(); n],
+            scratch: written(n),
             msr: None,
         })
     }
@@ -777,4 +777,16 @@ mod tests {
         let mut one = [Count::default(); 1];
         assert!(c.read_into(&mut one).is_err());
     }
+}
+
+/// A buffer of `n` default values, every element written now. A zeroed
+/// allocation may be pages nobody touched yet; if the kernel's copy of a
+/// read into it were the first touch, the page fault would come after the
+/// counts were taken and be charged to whatever is measured next.
+pub(crate) fn written<T: Default>(n: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(std::hint::black_box(T::default()));
+    }
+    v
 }

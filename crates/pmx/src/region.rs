@@ -308,16 +308,31 @@ fn new_local(reg: &Registry) -> Result<Local, String> {
     };
     let mut counters = counters;
     counters.enable().map_err(|e| e.to_string())?;
+    // The read buffers of the first levels of nesting are made and
+    // written now, outside every region: a buffer allocated on entering a
+    // region could come from fresh zeroed pages that only the kernel's
+    // copy into it touches, after it took the counts, so the region would
+    // be charged a page fault that is not its own.
+    let stack = (0..PREALLOCATED_DEPTH)
+        .map(|_| Open {
+            id: 0,
+            t0: Instant::now(),
+            start: crate::counters::written(n),
+        })
+        .collect();
     Ok(Local {
         counters,
         ids: Names::default(),
         names: Vec::new(),
-        stack: Vec::new(),
+        stack,
         depth: 0,
-        now: vec![Count::default(); n],
+        now: crate::counters::written(n),
         data,
     })
 }
+
+/// Levels of nesting whose buffers exist before the first region opens.
+const PREALLOCATED_DEPTH: usize = 8;
 
 /// Run `f` with this thread's state, creating it (and, on the first
 /// thread, measuring the calibration) on first use.
@@ -452,7 +467,7 @@ pub fn begin(name: &str) -> Result<(), Error> {
             l.stack.push(Open {
                 id,
                 t0: Instant::now(),
-                start: vec![Count::default(); l.now.len()],
+                start: crate::counters::written(l.now.len()),
             });
         }
         let top = &mut l.stack[l.depth];
