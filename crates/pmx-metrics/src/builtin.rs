@@ -501,6 +501,7 @@ pub fn builtin_table(cpu: Option<&CpuId>) -> MetricTable {
             Err(e) => table.warnings.push(format!("{}: {e}", d.name)),
         }
     }
+    crate::perf_x86::pipeline_thresholds(&mut table);
     table
 }
 
@@ -536,6 +537,7 @@ fn build(d: &Def) -> Result<Metric, crate::FormulaError> {
         m.threshold = Some(Threshold {
             formula: Formula::parse(t, Dialect::Pmx)?,
             issues: Vec::new(),
+            supplied_by: None,
         });
     }
     if d.groups.contains(&"TmaL1") {

@@ -160,6 +160,18 @@ impl TmaTree {
                     .to_string(),
             );
         }
+        let mut supplied: Vec<&str> = Vec::new();
+        for r in &results {
+            let by = lib.metric(r.metric).threshold.as_ref();
+            if let Some(by) = by.and_then(|t| t.supplied_by.as_deref()) {
+                if !supplied.contains(&by) {
+                    supplied.push(by);
+                }
+            }
+        }
+        for by in supplied {
+            notes.push(format!("thresholds: {by}"));
+        }
         if results.iter().all(|r| r.flag == Flag::NoThreshold) {
             notes.push(
                 "no thresholds are defined for this tree: no node is flagged and no bottleneck \

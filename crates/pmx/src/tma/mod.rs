@@ -75,10 +75,12 @@ pub enum TmaError {
     #[error(transparent)]
     Database(#[from] DatabaseError),
     /// No top-down tree is known for this CPU.
-    #[error("no top-down metrics are known for {cpu} (Intel cores need Intel's tables: pmx events fetch)")]
+    #[error("no top-down metrics are known for {cpu} ({hint})")]
     NoTree {
         /// The CPU.
         cpu: CpuId,
+        /// Where a tree could come from, or why there is none.
+        hint: String,
     },
     /// The command could not be started (exit 127).
     #[error("cannot run '{cmd}': {reason}")]
@@ -128,7 +130,8 @@ impl Model {
         let events_dir = database::default_events_dir(events_dir);
         let library = Library::for_cpu(Some(&cpu), events_dir.as_deref().filter(|d| d.is_dir()));
         let Some(tree) = library.tma_tree() else {
-            return Err(TmaError::NoTree { cpu });
+            let hint = no_tree_hint(&cpu);
+            return Err(TmaError::NoTree { cpu, hint });
         };
         let mut machine = if db.target.host {
             host_machine()
@@ -160,6 +163,27 @@ impl Model {
     pub fn evaluate(&self, inputs: &Inputs, level: u32) -> Tree {
         let mut ev = self.library.evaluator(inputs, &self.machine);
         self.tree.evaluate(&mut ev, level)
+    }
+}
+
+/// Why a CPU has no tree, and where one could come from.
+pub fn no_tree_hint(cpu: &CpuId) -> String {
+    let arch = cpu.microarch();
+    match arch.as_ref().map(|a| a.code) {
+        Some(code @ ("zen1" | "zen2" | "zen3")) => format!(
+            "the pipeline-utilization tree is unavailable: AMD defines no top-down metrics for \
+             {} (perf's amd{code} tables have none; their other metrics, such as the groups \
+             l2_cache and amd_cache, work with -M)",
+            arch.as_ref().map_or(code, |a| a.name)
+        ),
+        Some("zen4" | "zen5") => "AMD's pipeline-utilization tree comes from Linux perf's \
+             tables: --events-dir DIR with DIR/x86/mapfile.csv and DIR/x86/amdzenN/"
+            .to_string(),
+        _ if cpu.vendor.is_amd_like() => {
+            "AMD defines top-down (pipeline-utilization) metrics for Zen 4 and later only"
+                .to_string()
+        }
+        _ => "Intel cores need Intel's tables: pmx events fetch".to_string(),
     }
 }
 
