@@ -69,6 +69,7 @@
 
 #![warn(missing_docs)]
 
+pub mod amd_cache;
 pub mod builtin;
 mod compile;
 pub mod eval;
