@@ -336,3 +336,65 @@ fn reads_what_pmx_stat_writes() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Linux perf's tables (`../shared/data/linux-perf-events`, with
+/// `x86/mapfile.csv` and `x86/amdzenN/`).
+fn perf_events_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("PMX_SHARED_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
+    let dir = base.join("linux-perf-events");
+    if dir.join("x86/mapfile.csv").is_file() {
+        Some(dir)
+    } else {
+        println!("SKIP: no Linux perf event tables at {}", dir.display());
+        None
+    }
+}
+
+/// `zen4_pipeline_l1.csv`: what `perf stat -x, -M PipelineL1` writes on a
+/// Zen 4. perf's `amdzen4/pipeline.json`: slots = 6 × ls_not_halted_cyc =
+/// 6,000,000; frontend_bound = 1,500,000 / 6e6 = 25.0 %; bad_speculation =
+/// (2,700,000 − 2,400,000) / 6e6 = 5.0 %; backend_bound = 1,620,000 / 6e6 =
+/// 27.0 %; smt_contention = 180,000 / 6e6 = 3.0 %; retiring = 2,400,000 /
+/// 6e6 = 40.0 %.
+#[test]
+fn zen4_perf_csv_prints_amds_level1_tree() {
+    let Some(dir) = perf_events_dir() else { return };
+    let f = data("zen4_pipeline_l1.csv");
+    let out = pmx(&[
+        "analyze",
+        f.to_str().unwrap(),
+        "--cpu",
+        "AuthenticAMD-25-11-1",
+        "--events-dir",
+        dir.to_str().unwrap(),
+        "--tma",
+        "-l",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(text.contains("x86/amdzen4/pipeline.json"), "{text}");
+    for (node, want) in [
+        ("frontend_bound", "25.0%"),
+        ("bad_speculation", "5.0%"),
+        ("backend_bound", "27.0%"),
+        ("smt_contention", "3.0%"),
+        ("retiring", "40.0%"),
+    ] {
+        let line = node_line(&text, node);
+        assert!(line.contains(want), "{node}: want {want} in '{line}'");
+        assert!(line.contains("reliability 100%"), "{line}");
+    }
+    // pmx's thresholds (AMD publishes none): 25 % > 15 %, 27 % > 20 %.
+    assert!(
+        node_line(&text, "frontend_bound").contains("OVER"),
+        "{text}"
+    );
+    assert!(text.contains("Bottleneck: backend_bound"), "{text}");
+    assert!(text.contains("thresholds: pmx's"), "{text}");
+    assert!(!text.contains("frontend_bound_latency"), "level 1 only");
+}
