@@ -3,7 +3,8 @@
 //!
 //! The tree comes from one source of the library — the most preferred one
 //! that has top-down nodes: Intel's tables when loaded (full depth, Intel's
-//! thresholds), else the built-in level 1. Parents come from Intel's
+//! thresholds), perf's AMD `pipeline.json` on Zen 4 and 5 (two levels,
+//! pmx's thresholds: [`crate::perf_x86`]), else the built-in level 1. Parents come from Intel's
 //! `ParentCategory` or perf's `tma_<parent>_group` membership; a node's
 //! level is its depth in the tree (Intel's `Level` field disagrees with the
 //! tree for a few nodes — Skylake-SP's `Serializing_Operation` says 3 but

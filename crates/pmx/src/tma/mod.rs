@@ -118,9 +118,10 @@ pub struct Model {
 }
 
 impl Model {
-    /// The model for the database's target: Intel's tables from
-    /// `events_dir` (the default place when `None`), else pmx's built-in
-    /// metrics. Machine facts are read from this machine when the target
+    /// The model for the database's target: the metric tables from
+    /// `events_dir` (the default place when `None`; Intel's, or perf's AMD
+    /// Zen tables), then pmx's built-in metrics; the tree is the most
+    /// preferred source's. Machine facts are read from this machine when the target
     /// is this machine.
     pub fn for_database(
         db: &Database,
