@@ -34,8 +34,10 @@ mod regions;
 mod report;
 mod serve;
 mod stat;
+mod stat_args;
 mod stat_metrics;
 mod stat_msr;
+mod stat_render;
 mod target;
 mod tma;
 

@@ -3,50 +3,22 @@
 //!
 //! pmx puts the event list in `PMX_EVENTS` (from `-e`; without `-e`
 //! the library's own default), the metrics in `PMX_METRICS` (from `-M`)
-//! and a fresh file name in `PMX_REGIONS_OUT`; the command inherits them,
+//! and a fresh file name in `PMX_REGIONS_OUT` ([`Handoff`]); the command
+//! inherits them,
 //! its library counts each region per thread and writes the results file
 //! at exit (or `pmx_finalize`). After the normal `pmx stat` report, pmx
 //! reads the file and prints one row per region and thread — as a table,
 //! `-x` CSV or `--json` — so changing the events needs no rebuild.
 
 use crate::exit::UsageError;
-use crate::stat::StatArgs;
-use pmx::region::{ENV_EVENTS, ENV_METRICS, ENV_OUT};
+use crate::stat_args::StatArgs;
+use pmx::region::Handoff;
 use pmx::results::RegionResults;
 use std::io::Write;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-static ACTIVE: AtomicBool = AtomicBool::new(false);
-
-/// True while `--regions` runs the ordinary `pmx stat` inside [`run`].
-pub fn active() -> bool {
-    ACTIVE.load(Ordering::SeqCst)
-}
-
-/// Removes the results file however `run` ends.
-struct TempFile(PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn results_path() -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    std::env::temp_dir().join(format!(
-        "pmx-regions-{}-{nanos:08x}.json",
-        std::process::id()
-    ))
-}
-
-/// Run `pmx stat` with the regions environment set, then report the
-/// regions.
-pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+/// Run `pmx stat` (`count`) with the regions environment set, then report
+/// the regions.
+pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyhow::Result<i32> {
     if args.command.is_empty() || args.pid.is_some() || args.tid.is_some() {
         return Err(UsageError(
             "--regions needs a command after -- (the program whose regions report)".to_string(),
@@ -60,41 +32,19 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    if !args.events.is_empty() {
-        // Check the list here, so a typo is a usage error of pmx and not
-        // a failure inside the program.
-        for l in &args.events {
-            pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?;
-        }
-        std::env::set_var(ENV_EVENTS, args.events.join(","));
+    // Check the list here, so a typo is a usage error of pmx and not a
+    // failure inside the program.
+    for l in &args.events {
+        pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?;
     }
-    if let Some(m) = &args.metrics {
-        std::env::set_var(ENV_METRICS, m);
-    }
-    let file = TempFile(results_path());
-    let _ = std::fs::remove_file(&file.0);
-    std::env::set_var(ENV_OUT, &file.0);
-    ACTIVE.store(true, Ordering::SeqCst);
-    let code = crate::stat::run(args);
-    ACTIVE.store(false, Ordering::SeqCst);
-    let code = code?;
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(pattern) => {
-            // The same %h %p %r %j expansion stat used: %p is this process.
-            let path = crate::outpath::expand_path(pattern)?;
-            Box::new(
-                std::fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(&path)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-            )
-        }
-        None => Box::new(std::io::stderr()),
-    };
-    let text = match std::fs::read_to_string(&file.0) {
-        Ok(t) => t,
-        Err(_) => {
+    let events = (!args.events.is_empty()).then(|| args.events.join(","));
+    let handoff = Handoff::export(events.as_deref(), args.metrics.as_deref());
+    let code = count(args)?;
+    // The same %h %p %r %j expansion stat used: %p is this process.
+    let mut out = crate::stat_render::output(args, true)?;
+    let text = match handoff.text() {
+        Some(t) => t,
+        None => {
             eprintln!(
                 "pmx stat: --regions: '{}' wrote no region results (is it built with pmx's \
                  library — pmx::region or pmx.h — and did it enter a region?)",

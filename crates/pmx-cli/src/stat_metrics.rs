@@ -1,11 +1,12 @@
 //! `pmx stat -M`: the metrics to compute, the events they need, and their
-//! values from the counted rows.
+//! values from the counted rows as the renderers' metric lines.
 
 use crate::exit::UsageError;
+use crate::stat_args::StatArgs;
+use pmx::database::{default_events_dir, Database};
 use pmx::metrics::MetricSet;
 use pmx::stat::{EventStatus, Row, StatPlan};
 use pmx::EventGroup;
-use pmx_events::Database;
 use pmx_output::stat::MetricLine;
 use std::time::Duration;
 
@@ -13,7 +14,7 @@ use std::time::Duration;
 /// plus, with `-M`, the metrics' inputs; the metric setup; and the event
 /// database when `-M` had to load it (so it is not loaded twice).
 pub fn event_groups(
-    args: &crate::stat::StatArgs,
+    args: &StatArgs,
     default_events: &str,
 ) -> anyhow::Result<(Vec<EventGroup>, Option<MetricSetup>, Option<Database>)> {
     let lists: Vec<String> = if args.events.is_empty() && args.metrics.is_some() {
@@ -31,11 +32,13 @@ pub fn event_groups(
     let (metrics, db) = match &args.metrics {
         Some(list) => {
             let db = args.db.load()?;
-            let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
-            let setup = MetricSetup::new(list, &db, dir.as_deref())?;
-            let extra = setup.event_groups(&groups);
+            let dir = default_events_dir(args.db.events_dir.clone());
+            let set = MetricSet::new(list, &db, dir.as_deref())
+                .map_err(|e| UsageError(format!("-M: {e}")))?;
+            let extra = set.event_groups(&groups);
             groups.extend(extra);
-            (Some(setup), Some(db))
+            let notes = set.notes();
+            (Some(MetricSetup { set, notes }), Some(db))
         }
         None => (None, None),
     };
@@ -47,8 +50,7 @@ pub fn event_groups(
     Ok((groups, metrics, db))
 }
 
-/// The chosen metrics and the events they need (`pmx::metrics`), with the
-/// notes for the report.
+/// The chosen metrics (`pmx::metrics`), with the notes for the report.
 pub struct MetricSetup {
     set: MetricSet,
     /// Notes for the report.
@@ -56,24 +58,6 @@ pub struct MetricSetup {
 }
 
 impl MetricSetup {
-    /// Select `list` (names or groups) from the CPU's library.
-    pub fn new(
-        list: &str,
-        db: &Database,
-        events_dir: Option<&std::path::Path>,
-    ) -> anyhow::Result<MetricSetup> {
-        let set =
-            MetricSet::new(list, db, events_dir).map_err(|e| UsageError(format!("-M: {e}")))?;
-        let notes = set.notes();
-        Ok(MetricSetup { set, notes })
-    }
-
-    /// The events to count for the metrics, each on its own (the scheduler
-    /// packs them), skipping those already in `have`.
-    pub fn event_groups(&self, have: &[EventGroup]) -> Vec<EventGroup> {
-        self.set.event_groups(have)
-    }
-
     /// The metrics for every domain of `rows`.
     pub fn evaluate(
         &self,

@@ -69,6 +69,7 @@ pub mod eventlist;
 pub mod events_fetch;
 mod formats;
 pub mod info;
+pub mod job;
 pub mod launch;
 pub mod merge;
 pub mod metrics;

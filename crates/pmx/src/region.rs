@@ -64,6 +64,50 @@ pub const ENV_OUT: &str = "PMX_REGIONS_OUT";
 /// The events counted when `PMX_EVENTS` is not set.
 pub const DEFAULT_EVENTS: &str = "task-clock,page-faults,context-switches";
 
+/// The hand-off of `pmx stat --regions`: the events, the metrics and a
+/// fresh results file name put in the environment a command inherits;
+/// its regions count those events and write the file at exit. The file
+/// is removed when this is dropped.
+#[derive(Debug)]
+pub struct Handoff {
+    path: PathBuf,
+}
+
+impl Handoff {
+    /// Set [`ENV_EVENTS`] (when `events` is given), [`ENV_METRICS`] (when
+    /// `metrics` is) and [`ENV_OUT`] to a fresh file in the temp directory.
+    pub fn export(events: Option<&str>, metrics: Option<&str>) -> Handoff {
+        if let Some(e) = events {
+            std::env::set_var(ENV_EVENTS, e);
+        }
+        if let Some(m) = metrics {
+            std::env::set_var(ENV_METRICS, m);
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "pmx-regions-{}-{nanos:08x}.json",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        std::env::set_var(ENV_OUT, &path);
+        Handoff { path }
+    }
+
+    /// The results file's text, `None` when the command wrote none.
+    pub fn text(&self) -> Option<String> {
+        std::fs::read_to_string(&self.path).ok()
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// How regions count.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {

@@ -1,0 +1,187 @@
+//! The flags of `pmx stat`, shared by both backends, `-M` and
+//! `--regions`, and what each flag means once checked: the aggregation,
+//! the interval, the output format, the `--plot` file.
+
+use crate::db::DbArgs;
+use crate::exit::UsageError;
+use pmx::stat::Aggregation;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `pmx stat`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit status: the command's own (128+N when killed by signal N); 127 when it cannot be run; 2 for bad input; 1 when counting failed."
+)]
+pub struct StatArgs {
+    /// Events: names, pmu/…/ forms, raw rNNN, {a,b} groups; repeatable.
+    /// Default: perf's set (task-clock, context-switches, cpu-migrations,
+    /// page-faults, cycles, instructions, branches, branch-misses).
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Count these processes (every thread), comma-separated pids.
+    #[arg(short = 'p', long = "pid", value_name = "PID,…", conflicts_with_all = ["tid", "all_cpus", "cpus"])]
+    pub pid: Option<String>,
+    /// Count these threads, comma-separated tids.
+    #[arg(short = 't', long = "tid", value_name = "TID,…", conflicts_with_all = ["all_cpus", "cpus"])]
+    pub tid: Option<String>,
+    /// Count every task on every CPU.
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Count every task on these CPUs (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpus", value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "SEC")]
+    pub duration: Option<f64>,
+    /// Pin the launched command to these CPUs.
+    #[arg(long, value_name = "LIST")]
+    pub pin: Option<String>,
+    /// Do not count the command's children.
+    #[arg(long = "no-inherit")]
+    pub no_inherit: bool,
+    /// One row per CPU.
+    #[arg(short = 'A', long = "no-aggr")]
+    pub no_aggr: bool,
+    /// One row per physical core.
+    #[arg(long = "per-core", conflicts_with_all = ["no_aggr", "per_socket", "per_thread"])]
+    pub per_core: bool,
+    /// One row per package.
+    #[arg(long = "per-socket", conflicts_with_all = ["no_aggr", "per_thread"])]
+    pub per_socket: bool,
+    /// One row per thread (-p/-t).
+    #[arg(long = "per-thread", conflicts_with = "no_aggr")]
+    pub per_thread: bool,
+    /// Run the command N times: mean, standard deviation, spread.
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
+    /// CSV with this separator (columns: see the README).
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub separator: Option<String>,
+    /// Print a header line in CSV output.
+    #[arg(long = "csv-header")]
+    pub csv_header: bool,
+    /// JSON output.
+    #[arg(long, conflicts_with = "separator")]
+    pub json: bool,
+    /// Print the counts every MS milliseconds (at least 1): one row per
+    /// interval (per CPU with -A), written as it is measured.
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    pub interval: Option<u64>,
+    /// Stop after N intervals.
+    #[arg(long = "interval-count", value_name = "N", requires = "interval")]
+    pub interval_count: Option<u64>,
+    /// Interval time stamps: relative (seconds since the start) or absolute
+    /// (seconds since the epoch).
+    #[arg(long, value_name = "KIND", default_value = "relative", value_parser = ["relative", "absolute"])]
+    pub timestamps: String,
+    /// With -I: also draw the intervals as a chart (.svg or .png).
+    #[arg(long, value_name = "OUT", requires = "interval")]
+    pub plot: Option<PathBuf>,
+    /// Derived metrics to compute beside the counts: names or groups
+    /// (IPC, CPI, TopdownL1, …), comma-separated. Without -e, only their
+    /// inputs are counted.
+    #[arg(short = 'M', long = "metrics", value_name = "LIST")]
+    pub metrics: Option<String>,
+    /// How to reach the counters: perf (perf_event_open, default) or msr
+    /// (program the PMU directly through /dev/cpu/N/msr; needs -a or -C).
+    #[arg(long, value_name = "KIND", default_value = "perf", value_parser = ["perf", "msr"])]
+    pub backend: String,
+    /// With --backend msr: program the counters even if something else has
+    /// them enabled.
+    #[arg(long)]
+    pub force: bool,
+    /// With --backend msr: where the msr devices are (default /dev/cpu).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub msr_root: Option<PathBuf>,
+    /// Never multiplex: when the events do not fit the counters at once, run
+    /// the command once per set that fits and merge the results.
+    #[arg(long = "no-multiplex")]
+    pub no_multiplex: bool,
+    /// Write the report to FILE instead of stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also report the command's regions (pmx::region, pmx.h) per region
+    /// and thread, counting the -e events and -M metrics.
+    #[arg(long)]
+    pub regions: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The command to run, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+impl StatArgs {
+    /// How rows are folded: -A, --per-core, --per-socket, --per-thread.
+    pub(crate) fn aggregation(&self) -> Aggregation {
+        if self.no_aggr {
+            Aggregation::PerCpu
+        } else if self.per_core {
+            Aggregation::PerCore
+        } else if self.per_socket {
+            Aggregation::PerSocket
+        } else if self.per_thread {
+            Aggregation::PerThread
+        } else {
+            Aggregation::Total
+        }
+    }
+}
+
+/// How totals and intervals are written.
+pub enum Format {
+    /// The table (default).
+    Table,
+    /// `-x SEP`.
+    Csv(String),
+    /// `--json`.
+    Json,
+}
+
+impl StatArgs {
+    /// `--json`, `-x SEP` or the table.
+    pub(crate) fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else if let Some(sep) = &self.separator {
+            Format::Csv(sep.clone())
+        } else {
+            Format::Table
+        }
+    }
+
+    /// `-I MS`: at least 1 ms (a warning under 10 ms), not with `-r`.
+    pub(crate) fn interval(&self) -> anyhow::Result<Option<Duration>> {
+        match self.interval {
+            Some(0) => {
+                Err(UsageError("-I 0: the interval must be at least 1 ms".to_string()).into())
+            }
+            Some(ms) => {
+                if ms < 10 {
+                    eprintln!("pmx stat: warning: -I {ms}: intervals under 10 ms cost noticeable CPU time and perturb what is measured");
+                }
+                if self.repeat > 1 {
+                    return Err(UsageError("-I and -r cannot be combined".to_string()).into());
+                }
+                Ok(Some(Duration::from_millis(ms)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// `--plot FILE`: the file and its format (from the extension).
+    pub(crate) fn plot(&self) -> anyhow::Result<Option<(PathBuf, pmx_output::plot::Format)>> {
+        let Some(path) = &self.plot else {
+            return Ok(None);
+        };
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let format = pmx_output::plot::Format::from_extension(ext).ok_or_else(|| {
+            UsageError(format!(
+                "--plot {}: give a .svg or .png file name",
+                path.display()
+            ))
+        })?;
+        Ok(Some((path.clone(), format)))
+    }
+}

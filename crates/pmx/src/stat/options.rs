@@ -1,0 +1,39 @@
+//! What to count and how: the [`Scope`] and the [`RunOptions`] of a run.
+
+use std::time::Duration;
+
+/// What to count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// The launched command (and its children when `inherit`).
+    Command,
+    /// These processes: every thread of each.
+    Pids(Vec<i32>),
+    /// These threads.
+    Tids(Vec<i32>),
+    /// Every task on these CPUs.
+    Cpus(Vec<u32>),
+}
+
+/// Options of one counting run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// What to count.
+    pub scope: Scope,
+    /// Command to run (required for `Scope::Command`; optional otherwise).
+    pub command: Vec<String>,
+    /// Children inherit the counters.
+    pub inherit: bool,
+    /// Pin the command to these CPUs.
+    pub pin: Option<Vec<u32>>,
+    /// Stop after this long (without a command, or to cut it short).
+    pub duration: Option<Duration>,
+    /// Read every this often (`-I`).
+    pub interval: Option<Duration>,
+    /// Stop after this many intervals.
+    pub interval_count: Option<u64>,
+    /// Count each thread and process of the command on its own
+    /// (`--per-thread` with a command): pmx follows the command with
+    /// ptrace, and opens counters on every new task before it first runs.
+    pub trace_tasks: bool,
+}

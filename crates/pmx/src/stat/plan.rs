@@ -1,0 +1,233 @@
+//! Plan: the `-e` groups resolved through the event database to perf
+//! attrs (or to the reason an event cannot be counted here), in groups.
+
+use crate::eventlist::EventGroup;
+use crate::schedule::Need;
+use pmx_events::{Database, Resolved, SourceKind};
+use pmx_model::spec::{Body, EventSpec};
+use pmx_perf::Attr;
+use serde::Serialize;
+use std::path::Path;
+
+/// perf's default events.
+pub const DEFAULT_EVENTS: &str =
+    "task-clock,context-switches,cpu-migrations,page-faults,cycles,instructions,branches,branch-misses";
+
+/// One event of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedEvent {
+    /// The spec as typed.
+    pub name: String,
+    /// Group index in the plan.
+    pub group: usize,
+    /// The attr to open, or why the event cannot be counted here.
+    #[serde(skip)]
+    pub attr: Result<Attr, String>,
+    /// Open only on these CPUs, system-wide (uncore and other PMUs with a
+    /// cpumask).
+    pub cpus: Option<Vec<u32>>,
+    /// Unit of the value (`msec` for clocks, from sysfs `.unit`).
+    pub unit: Option<String>,
+    /// Multiply the raw value by this (clock ns → ms, sysfs `.scale`).
+    pub scale: f64,
+    /// Where the encoding came from.
+    pub source: Option<SourceKind>,
+    /// Which core counter it needs, for scheduling.
+    #[serde(skip)]
+    pub need: Need,
+}
+
+/// The events, resolved, in groups.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatPlan {
+    /// Every event, in the order given.
+    pub events: Vec<PlannedEvent>,
+    /// Groups: indices into `events`; `explicit` ones came from `{…}`.
+    pub groups: Vec<PlanGroup>,
+}
+
+/// A group of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanGroup {
+    /// Indices into `StatPlan::events`, leader first.
+    pub members: Vec<usize>,
+    /// Written as `{…}` by the user.
+    pub explicit: bool,
+}
+
+/// Resolve the `-e` groups against the database. Nothing here fails: an
+/// event that cannot be resolved or has no attr is planned as "not
+/// supported" with the reason, so the run goes on.
+pub fn plan(groups: &[EventGroup], db: &Database) -> Result<StatPlan, pmx_model::spec::SpecError> {
+    let mut events = Vec::new();
+    let mut out_groups = Vec::new();
+    for (gi, g) in groups.iter().enumerate() {
+        let mut members = Vec::new();
+        for spec in &g.members {
+            let ev = plan_one(spec, db, gi)?;
+            members.push(events.len());
+            events.push(ev);
+        }
+        out_groups.push(PlanGroup {
+            members,
+            explicit: g.explicit,
+        });
+    }
+    Ok(StatPlan {
+        events,
+        groups: out_groups,
+    })
+}
+
+fn plan_one(
+    spec: &EventSpec,
+    db: &Database,
+    group: usize,
+) -> Result<PlannedEvent, pmx_model::spec::SpecError> {
+    let mut ev = PlannedEvent {
+        name: spec.text.clone(),
+        group,
+        attr: Err(String::new()),
+        cpus: None,
+        unit: None,
+        scale: 1.0,
+        source: None,
+        need: Need::None,
+    };
+    if let Body::Breakpoint { addr, len, access } = &spec.body {
+        let bp = match access.as_str() {
+            "r" => pmx_perf::bp::R,
+            "w" => pmx_perf::bp::W,
+            "x" => pmx_perf::bp::X,
+            _ => pmx_perf::bp::RW,
+        };
+        let len = len.unwrap_or(if bp == pmx_perf::bp::X { 8 } else { 4 });
+        let mut a = Attr::breakpoint(*addr, len, bp);
+        let m = &spec.modifiers;
+        a.exclude_user = m.exclude_user();
+        a.exclude_kernel = m.exclude_kernel();
+        a.exclude_hv = m.exclude_hv();
+        ev.attr = Ok(a);
+        return Ok(ev);
+    }
+    let resolved = match db.resolve(spec) {
+        Ok(r) => r,
+        Err(e) => {
+            // A two-part name may be a tracepoint (sched:sched_switch).
+            if let Body::Named { parts, .. } = &spec.body {
+                if parts.len() == 2 {
+                    if let Some(id) = tracepoint_id(&parts[0], &parts[1]) {
+                        let mut a = Attr {
+                            type_: 2,
+                            config: id,
+                            ..Attr::default()
+                        };
+                        let m = &spec.modifiers;
+                        a.exclude_user = m.exclude_user();
+                        a.exclude_kernel = m.exclude_kernel();
+                        ev.attr = Ok(a);
+                        return Ok(ev);
+                    }
+                }
+            }
+            return Err(e);
+        }
+    };
+    ev.source = Some(resolved.source);
+    apply_resolved(&mut ev, &resolved, db);
+    ev.need = need_of(&resolved, db);
+    Ok(ev)
+}
+
+/// Which core counter an event needs.
+fn need_of(r: &Resolved, db: &Database) -> Need {
+    use pmx_events::{perf_type, Counters};
+    let intel = db.target.cpu.vendor == pmx_model::cpu::Vendor::Intel;
+    match r.attr.type_ {
+        Some(perf_type::HARDWARE) => {
+            let all_gp: Vec<u8> = (0..8).collect();
+            Need::Counter(match (intel, r.attr.config) {
+                (true, 0) => Counters::Fixed {
+                    index: 1,
+                    gp: all_gp,
+                },
+                (true, 1) => Counters::Fixed {
+                    index: 0,
+                    gp: all_gp,
+                },
+                (true, 9) => Counters::Fixed {
+                    index: 2,
+                    gp: vec![],
+                },
+                _ => Counters::AnyGp,
+            })
+        }
+        Some(perf_type::HW_CACHE) => Need::Counter(Counters::AnyGp),
+        _ if r.register.is_some() => Need::Counter(
+            r.def
+                .as_ref()
+                .map(|d| d.counters.clone())
+                .unwrap_or(Counters::AnyGp),
+        ),
+        _ => Need::None,
+    }
+}
+
+fn apply_resolved(ev: &mut PlannedEvent, r: &Resolved, db: &Database) {
+    let a = &r.attr;
+    if a.type_ == Some(pmx_events::perf_type::SOFTWARE) && (a.config == 0 || a.config == 1) {
+        ev.unit = Some("msec".to_string());
+        ev.scale = 1e-6;
+    }
+    let mut attr = a.clone();
+    if let Some(sys) = db.sysfs() {
+        if let Some(pmu) = sys.pmu(&a.pmu) {
+            if attr.type_.is_none() {
+                attr.type_ = pmu.type_id;
+            }
+            if let Some(mask) = &pmu.cpumask {
+                if !pmu.is_core() {
+                    ev.cpus = Some(mask.clone());
+                }
+            }
+        }
+    }
+    if let Some(def) = &r.def {
+        for n in &def.notes {
+            if let Some(u) = n.strip_prefix("unit ") {
+                ev.unit = Some(u.to_string());
+            }
+            if let Some(s) = n.strip_prefix("scale ") {
+                if let Ok(v) = s.parse::<f64>() {
+                    ev.scale = v;
+                }
+            }
+        }
+    }
+    ev.attr = match Attr::from_perf_attr(&attr) {
+        Some(x) => Ok(x),
+        None => Err(format!(
+            "PMU '{}' is not on this machine (its type comes from /sys/bus/event_source/devices/{}/type)",
+            attr.pmu, attr.pmu
+        )),
+    };
+}
+
+/// The tracepoint id from tracefs, if the tracepoint exists.
+pub fn tracepoint_id(system: &str, name: &str) -> Option<u64> {
+    if system.contains('/') || name.contains('/') || system.contains("..") || name.contains("..") {
+        return None;
+    }
+    for base in [
+        "/sys/kernel/tracing/events",
+        "/sys/kernel/debug/tracing/events",
+    ] {
+        let p = Path::new(base).join(system).join(name).join("id");
+        if let Ok(s) = std::fs::read_to_string(&p) {
+            if let Ok(id) = s.trim().parse() {
+                return Some(id);
+            }
+        }
+    }
+    None
+}

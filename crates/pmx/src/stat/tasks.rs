@@ -1,0 +1,109 @@
+//! The tasks and CPUs a run counts: the (pid, cpu) slots each group is
+//! opened on, the threads of a process, the online CPUs, whether a task
+//! still runs.
+
+use super::options::{RunOptions, Scope};
+
+/// Where each group is opened: (pid, cpu) slots.
+pub(crate) fn slots(opts: &RunOptions, child: Option<i32>) -> Vec<(i32, i32)> {
+    match &opts.scope {
+        Scope::Command => vec![(child.unwrap_or(0), -1)],
+        Scope::Pids(pids) => {
+            let mut v = Vec::new();
+            for &p in pids {
+                let tids = threads_of(p);
+                if tids.is_empty() {
+                    v.push((p, -1));
+                }
+                v.extend(tids.into_iter().map(|t| (t, -1)));
+            }
+            v
+        }
+        Scope::Tids(t) => t.iter().map(|&t| (t, -1)).collect(),
+        Scope::Cpus(c) => c.iter().map(|&c| (-1, c as i32)).collect(),
+    }
+}
+
+/// The threads of a process, from `/proc/PID/task`.
+pub fn threads_of(pid: i32) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The online CPUs (`/sys/devices/system/cpu/online`; every CPU the
+/// process may use when that cannot be read).
+pub fn online_cpus() -> Vec<u32> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| pmx_model::topology::parse_cpu_list(s.trim()).ok())
+        .unwrap_or_else(|| {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (0..n as u32).collect()
+        })
+}
+
+/// Is the task running (present and not a zombie)?
+pub fn task_alive(tid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{tid}/stat")) {
+        Ok(s) => {
+            // The state follows the ')' that ends the command name.
+            let state = s
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z') | Some('X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(scope: Scope) -> RunOptions {
+        RunOptions {
+            scope,
+            command: Vec::new(),
+            inherit: true,
+            pin: None,
+            duration: None,
+            interval: None,
+            interval_count: None,
+            trace_tasks: false,
+        }
+    }
+
+    #[test]
+    fn slots_per_scope() {
+        let me = std::process::id() as i32;
+        assert_eq!(slots(&options(Scope::Command), Some(42)), [(42, -1)]);
+        assert_eq!(
+            slots(&options(Scope::Tids(vec![7, 8])), None),
+            [(7, -1), (8, -1)]
+        );
+        assert_eq!(
+            slots(&options(Scope::Cpus(vec![0, 3])), None),
+            [(-1, 0), (-1, 3)]
+        );
+        let mine = slots(&options(Scope::Pids(vec![me])), None);
+        assert!(mine.contains(&(me, -1)), "{mine:?}");
+        assert_eq!(mine.len(), threads_of(me).len());
+    }
+
+    #[test]
+    fn this_process_is_alive_and_has_threads() {
+        let me = std::process::id() as i32;
+        assert!(task_alive(me));
+        assert!(threads_of(me).contains(&me));
+        assert!(!task_alive(i32::MAX));
+        assert!(threads_of(i32::MAX).is_empty());
+        assert!(!online_cpus().is_empty());
+    }
+}
