@@ -1,6 +1,5 @@
 //! The event-database flags every resolving command shares (`--cpu`,
-//! `--events-dir`) and loading the database from them
-//! ([`pmx::database`]).
+//! `--events-dir`) and loading the database from them ([`pmx::database`]).
 
 use crate::exit::UsageError;
 use pmx::database::{self, Database, DatabaseOptions, Target};
@@ -14,10 +13,10 @@ pub struct DbArgs {
     /// AuthenticAMD-25-11-1). Default: this CPU.
     #[arg(long = "cpu", value_name = "ID")]
     pub cpu: Option<String>,
-    /// Directory of Intel's perfmon tables (with mapfile.csv). Default:
-    /// $PMX_EVENTS_DIR, then $XDG_CACHE_HOME/pmx/events or ~/.cache/pmx/events.
-    #[arg(long, value_name = "DIR")]
-    pub events_dir: Option<PathBuf>,
+    /// Event tables: Intel's (mapfile.csv) and/or perf's (x86/mapfile.csv); repeatable.
+    /// Default: $PMX_EVENTS_DIR, then $XDG_CACHE_HOME/pmx/events or ~/.cache/pmx/events.
+    #[arg(long = "events-dir", value_name = "DIR")]
+    pub events_dirs: Vec<PathBuf>,
     /// Do not load libpfm4.
     #[arg(long)]
     pub no_libpfm: bool,
@@ -36,7 +35,8 @@ impl DbArgs {
     pub fn options(&self) -> DatabaseOptions {
         DatabaseOptions {
             cpu: self.cpu.clone(),
-            events_dir: self.events_dir.clone(),
+            events_dir: self.events_dirs.first().cloned(),
+            more_events_dirs: self.events_dirs.iter().skip(1).cloned().collect(),
             no_libpfm: self.no_libpfm,
             sysfs_root: self.sysfs_root.clone(),
         }

@@ -117,7 +117,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
     }
     let (metrics, db) = if wants_metrics {
         let db = args.db.load()?;
-        let dir = pmx_events::default_events_dir(args.db.events_dir.clone());
+        let dir = pmx_events::default_events_dir(args.db.events_dirs.first().cloned());
         let set =
             MetricSet::with_definitions(metric_list.as_deref(), &file.defines, &db, dir.as_deref())
                 .map_err(|e| match e {

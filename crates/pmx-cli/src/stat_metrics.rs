@@ -32,7 +32,7 @@ pub fn event_groups(
     let (metrics, db) = match &args.metrics {
         Some(list) => {
             let db = args.db.load()?;
-            let dir = default_events_dir(args.db.events_dir.clone());
+            let dir = default_events_dir(args.db.events_dirs.first().cloned());
             let set = MetricSet::new(list, &db, dir.as_deref())
                 .map_err(|e| UsageError(format!("-M: {e}")))?;
             let extra = set.event_groups(&groups);

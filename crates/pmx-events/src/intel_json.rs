@@ -555,10 +555,10 @@ fn split_csv(line: &str) -> Vec<String> {
 /// A JSON scalar read as text: strings as they are, numbers and booleans
 /// formatted, `null` and structured values as absent.
 #[derive(Debug, Default, Clone)]
-struct Text<'a>(Option<Cow<'a, str>>);
+pub(crate) struct Text<'a>(Option<Cow<'a, str>>);
 
 impl Text<'_> {
-    fn get(&self) -> Option<&str> {
+    pub(crate) fn get(&self) -> Option<&str> {
         self.0.as_deref().map(str::trim).filter(|s| !s.is_empty())
     }
     /// The value when it is meaningful (not `null`, `na`, `none`).
@@ -566,10 +566,10 @@ impl Text<'_> {
         self.get()
             .filter(|s| !matches!(s.to_ascii_lowercase().as_str(), "null" | "na" | "none"))
     }
-    fn num(&self) -> Option<u64> {
+    pub(crate) fn num(&self) -> Option<u64> {
         self.get().and_then(parse_num)
     }
-    fn flag(&self) -> bool {
+    pub(crate) fn flag(&self) -> bool {
         self.num().is_some_and(|v| v != 0)
     }
     fn list(&self) -> Vec<u64> {

@@ -19,6 +19,9 @@
 //!   `/sys/bus/event_source/devices/<pmu>/events`, placed with the PMU's
 //!   `format/*` (only for the machine pmx runs on).
 //! - [`intel_json`]: Intel's perfmon tables, chosen through `mapfile.csv`.
+//! - [`perf_json`]: Linux perf's tables (`x86/mapfile.csv` + `amdzenN/`),
+//!   the AMD Zen 1–5 events with their uncore (L3, data fabric, memory
+//!   controller) PMUs.
 //! - [`libpfm`]: libpfm4, loaded at run time with `dlopen("libpfm.so.4")`.
 //!
 //! ## Resolution order
@@ -30,9 +33,19 @@
 //! 3. the kernel's generic and software events (`cycles`, `task-clock`) —
 //!    perf users expect these names to mean what perf means;
 //! 4. sysfs aliases of every PMU on this machine (`tsc` → `msr/tsc/`);
-//! 5. Intel's JSON tables for the CPU (core first, then uncore);
-//! 6. libpfm4's tables for the CPU;
+//! 5. the event tables for the CPU from the events directories: Intel's
+//!    JSON tables on Intel CPUs (core first, then uncore), Linux perf's
+//!    tables on the others (AMD);
+//! 6. libpfm4's tables for the CPU — an event that has the same encoding
+//!    as one of step 5 is the same event (see [`Database::same_encoding`]);
 //! 7. Intel's architectural events (`UNHALTED_CORE_CYCLES`, …).
+//!
+//! ## Events directories
+//!
+//! [`default_events_dirs`]: every `--events-dir` given, in order, else
+//! `$PMX_EVENTS_DIR`, else the cache (`~/.cache/pmx/events`). Each may hold
+//! Intel's layout, perf's, or both ([`perf_json::layouts`]); the first
+//! directory with tables for the CPU is used.
 //!
 //! Names match case-insensitively, with `.` and `:` between event and unit
 //! mask interchangeable. Modifiers and terms typed after the name
@@ -43,6 +56,7 @@ pub mod builtin;
 pub mod fetch;
 pub mod intel_json;
 pub mod libpfm;
+pub mod perf_json;
 pub mod sysfs;
 
 use pmx_model::cpu::{CpuId, Vendor};
@@ -68,6 +82,8 @@ pub enum SourceKind {
     Sysfs,
     /// Intel perfmon JSON.
     IntelJson,
+    /// Linux perf's JSON tables (AMD).
+    PerfJson,
     /// libpfm4.
     Libpfm,
     /// Intel architectural events and fixed counters (SDM).
@@ -82,6 +98,7 @@ impl SourceKind {
             SourceKind::Kernel => "kernel",
             SourceKind::Sysfs => "sysfs",
             SourceKind::IntelJson => "intel-json",
+            SourceKind::PerfJson => "perf-json",
             SourceKind::Libpfm => "libpfm",
             SourceKind::Architectural => "arch",
         }
@@ -93,12 +110,15 @@ impl SourceKind {
             SourceKind::Kernel,
             SourceKind::Sysfs,
             SourceKind::IntelJson,
+            SourceKind::PerfJson,
             SourceKind::Libpfm,
             SourceKind::Architectural,
         ]
         .into_iter()
         .find(|k| {
-            k.cli_name().eq_ignore_ascii_case(s) || (s == "json" && *k == SourceKind::IntelJson)
+            k.cli_name().eq_ignore_ascii_case(s)
+                || (s == "json" && *k == SourceKind::IntelJson)
+                || (s == "perf" && *k == SourceKind::PerfJson)
         })
     }
 }
@@ -251,6 +271,14 @@ pub struct EventDef {
     pub sample_after: Option<u64>,
     /// Anything else worth knowing (errata, what the kernel maps it to).
     pub notes: Vec<String>,
+    /// The encoding in the source's own terms (`event=0x29,umask=0x01`),
+    /// when the source has such a form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub terms: Option<String>,
+    /// The same encoding under other names, with their source
+    /// (`libpfm4 LS_DISPATCH:LD_DISPATCH`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
 }
 
 impl EventDef {
@@ -271,6 +299,8 @@ impl EventDef {
             deprecated: false,
             sample_after: None,
             notes: Vec::new(),
+            terms: None,
+            also: Vec::new(),
         }
     }
 
@@ -365,8 +395,12 @@ impl Target {
 /// Options for loading the database.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
-    /// Directory of Intel's perfmon tables (with `mapfile.csv`).
+    /// Events directory (Intel's perfmon tables, Linux perf's tables or
+    /// both); `None` and `more_events_dirs` empty: [`default_events_dirs`].
     pub events_dir: Option<PathBuf>,
+    /// Further events directories (`--events-dir` given more than once),
+    /// searched after `events_dir`.
+    pub more_events_dirs: Vec<PathBuf>,
     /// Root for sysfs (tests); `/` by default.
     pub sysfs_root: Option<PathBuf>,
     /// Skip libpfm4 even when it is installed.
@@ -384,6 +418,15 @@ pub fn default_events_dir(flag: Option<PathBuf>) -> Option<PathBuf> {
         return Some(PathBuf::from(d));
     }
     cache_dir().map(|c| c.join("pmx").join("events"))
+}
+
+/// The events directories to search, in order: `flags` when any is given,
+/// else `PMX_EVENTS_DIR`, else the cache ([`default_events_dir`]).
+pub fn default_events_dirs(flags: &[PathBuf]) -> Vec<PathBuf> {
+    if !flags.is_empty() {
+        return flags.to_vec();
+    }
+    default_events_dir(None).into_iter().collect()
 }
 
 /// The user cache directory (`$XDG_CACHE_HOME`, else `~/.cache`).
@@ -404,6 +447,23 @@ pub struct Database {
     sysfs: Option<std::sync::Arc<sysfs::SysfsEvents>>,
     /// Sources that could not be loaded, and why (shown by `list`/`explain`).
     pub unavailable: Vec<(SourceKind, String)>,
+}
+
+/// Do two definitions encode the same event (PMU, type and config words)?
+pub fn same_encoding(a: &EventDef, b: &EventDef) -> bool {
+    a.pmu == b.pmu
+        && a.perf_type == b.perf_type
+        && (a.config, a.config1, a.config2) == (b.config, b.config1, b.config2)
+}
+
+/// How a source is named beside an event name (`libpfm4`, `perf`).
+pub fn source_label(kind: SourceKind) -> &'static str {
+    match kind {
+        SourceKind::Libpfm => "libpfm4",
+        SourceKind::PerfJson => "perf",
+        SourceKind::IntelJson => "Intel",
+        other => other.cli_name(),
+    }
 }
 
 /// An event resolved to its encoding, with both views.
@@ -462,17 +522,27 @@ impl Database {
                 .unwrap_or_else(|| PathBuf::from("/"));
             db.set_sysfs(std::sync::Arc::new(sysfs::SysfsEvents::load(&root)));
         }
-        if target.cpu.vendor == Vendor::Intel {
-            match default_events_dir(opts.events_dir.clone()) {
-                Some(dir) => match intel_json::IntelJson::load(&dir, &target.cpu) {
-                    Ok(src) => db.sources.push(Box::new(src)),
-                    Err(e) => db.unavailable.push((SourceKind::IntelJson, e.to_string())),
-                },
-                None => db.unavailable.push((
-                    SourceKind::IntelJson,
-                    "no events directory: give --events-dir or set PMX_EVENTS_DIR".to_string(),
-                )),
-            }
+        let flags: Vec<PathBuf> = opts
+            .events_dir
+            .iter()
+            .chain(&opts.more_events_dirs)
+            .cloned()
+            .collect();
+        let dirs = default_events_dirs(&flags);
+        if dirs.is_empty() {
+            let kind = if target.cpu.vendor == Vendor::Intel {
+                SourceKind::IntelJson
+            } else {
+                SourceKind::PerfJson
+            };
+            db.unavailable.push((
+                kind,
+                "no events directory: give --events-dir or set PMX_EVENTS_DIR".to_string(),
+            ));
+        } else if target.cpu.vendor == Vendor::Intel {
+            db.load_intel_tables(&dirs);
+        } else {
+            db.load_perf_tables(&dirs);
         }
         if !opts.no_libpfm {
             match libpfm::Libpfm::load(&target.cpu) {
@@ -485,6 +555,101 @@ impl Database {
                 .push(Box::new(builtin::Architectural::new(&target)));
         }
         db
+    }
+
+    /// Intel's tables from the first directory that has them for the CPU
+    /// (a single directory is read as Intel's layout, as it always was).
+    fn load_intel_tables(&mut self, dirs: &[PathBuf]) {
+        let mut errors = Vec::new();
+        for dir in dirs {
+            let intel = dirs.len() == 1
+                || perf_json::layouts(dir)
+                    .iter()
+                    .any(|l| matches!(l, perf_json::Layout::Intel(_)));
+            if !intel {
+                errors.push(format!(
+                    "{}: no Intel perfmon tables (mapfile.csv)",
+                    dir.display()
+                ));
+                continue;
+            }
+            match intel_json::IntelJson::load(dir, &self.target.cpu) {
+                Ok(src) => {
+                    self.sources.push(Box::new(src));
+                    return;
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        self.unavailable
+            .push((SourceKind::IntelJson, errors.join("; ")));
+    }
+
+    /// Linux perf's tables from the first directory that has them for the
+    /// CPU; uncore terms placed by this machine's PMU formats when it is
+    /// the host.
+    fn load_perf_tables(&mut self, dirs: &[PathBuf]) {
+        let formats = perf_json::UncoreFormats {
+            host: match &self.sysfs {
+                Some(s) if self.target.host => s
+                    .pmus()
+                    .iter()
+                    .filter(|p| p.name.starts_with("amd_"))
+                    .cloned()
+                    .collect(),
+                _ => Vec::new(),
+            },
+        };
+        let mut errors = Vec::new();
+        for dir in dirs {
+            let perf: Vec<PathBuf> = perf_json::layouts(dir)
+                .into_iter()
+                .filter_map(|l| match l {
+                    perf_json::Layout::Perf(p) => Some(p),
+                    perf_json::Layout::Intel(_) => None,
+                })
+                .collect();
+            if perf.is_empty() {
+                errors.push(format!(
+                    "{}: no Linux perf tables (x86/mapfile.csv; 'pmx events fetch' puts them there)",
+                    dir.display()
+                ));
+            }
+            for x86 in perf {
+                match perf_json::PerfJson::load(&x86, &self.target.cpu, &formats) {
+                    Ok(src) => {
+                        self.sources.push(Box::new(src));
+                        return;
+                    }
+                    Err(e) => errors.push(e.to_string()),
+                }
+            }
+        }
+        self.unavailable
+            .push((SourceKind::PerfJson, errors.join("; ")));
+    }
+
+    /// Other names of `def`'s encoding in the other loaded sources (same
+    /// PMU, type and config words): `libpfm4 LS_DISPATCH:LD_DISPATCH`.
+    pub fn same_encoding(&self, def: &EventDef) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in &self.sources {
+            if s.kind() == def.source
+                || !matches!(
+                    s.kind(),
+                    SourceKind::Libpfm | SourceKind::PerfJson | SourceKind::IntelJson
+                )
+            {
+                continue;
+            }
+            for e in s.events() {
+                let name = format!("{} {}", source_label(s.kind()), e.name);
+                if same_encoding(&e, def) && !out.contains(&name) {
+                    out.push(name);
+                }
+            }
+        }
+        out
     }
 
     /// The sysfs source, when resolving for this machine.

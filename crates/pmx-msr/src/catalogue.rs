@@ -423,6 +423,68 @@ pub static AMD_GLOBAL_STATUS_FIELDS: &[FieldDef] = &[
     rsv(6, 63),
 ];
 
+/// AMD data-fabric `DF_PERF_CTLx` (`0xC001_0240 + 2x`; Linux's
+/// `MSR_F15H_NB_PERF_CTL`): both generations' fields. With PerfMonV2
+/// (Zen 4, 5) the event select's bits 13:8 are at 37:32 and the unit mask
+/// has 12 bits (11:8 at 27:24); before it (Zen 1–3) event bits 11:8 are
+/// at 35:32 and 13:12 at 60:59.
+pub static AMD_DF_CTL_FIELDS: &[FieldDef] = &[
+    val("EventSelect[7:0]", 0, 7, "event select, low 8 bits"),
+    val("UnitMask[7:0]", 8, 15, "unit mask, low 8 bits"),
+    rsv(16, 21),
+    bit("En", 22, "enable the counter"),
+    rsv(23, 23),
+    val(
+        "UnitMask[11:8]",
+        24,
+        27,
+        "unit mask, high 4 bits (PerfMonV2)",
+    ),
+    rsv(28, 31),
+    val(
+        "EventSelect[13:8]",
+        32,
+        37,
+        "event select, high bits (PerfMonV2; bits 11:8 at 35:32 before it)",
+    ),
+    rsv(38, 58),
+    val(
+        "EventSelect[13:12]",
+        59,
+        60,
+        "event select, bits 13:12 (before PerfMonV2)",
+    ),
+    rsv(61, 63),
+];
+
+/// AMD L3 `ChL3PmcCfg` (`0xC001_0230 + 2x`; Linux's `MSR_F16H_L2I_PERF_CTL`):
+/// family 19h's fields, which widen family 17h's (SliceMask 51:48,
+/// ThreadMask 63:56).
+pub static AMD_L3_CTL_FIELDS: &[FieldDef] = &[
+    val("EventSelect", 0, 7, "event select"),
+    val("UnitMask", 8, 15, "unit mask"),
+    rsv(16, 21),
+    bit("En", 22, "enable the counter"),
+    rsv(23, 41),
+    val("CoreId", 42, 44, "core of the CCX to count (family 19h)"),
+    rsv(45, 45),
+    bit("EnAllSlices", 46, "count every L3 slice (family 19h)"),
+    bit("EnAllCores", 47, "count every core of the CCX (family 19h)"),
+    val(
+        "SliceId",
+        48,
+        51,
+        "slice to count (19h: bits 50:48; 17h: SliceMask 51:48)",
+    ),
+    rsv(52, 55),
+    val(
+        "ThreadMask",
+        56,
+        63,
+        "threads to count (19h: bits 57:56; 17h: bits 63:56)",
+    ),
+];
+
 // ---------------------------------------------------------------------------
 // The catalogue.
 
@@ -546,6 +608,15 @@ pub static CATALOGUE: &[MsrDef] = &[
         "PerfMonV2 global enable: bit x enables core counter x"),
     def("PERF_CNTR_GLOBAL_STATUS_CLR", &["PerfCntrGlobalStatusClr", "MSR_AMD64_PERF_CNTR_GLOBAL_STATUS_CLR"], 0xC000_0302, 0, 1, AMD, S::Thread, R::StatusClear, None, AMD_GLOBAL_STATUS_FIELDS, W::LayoutFields,
         "PerfMonV2: write 1s to clear overflow status bits"),
+    // AMD L3 (one set per core complex, CCX) and data fabric (package).
+    def("L3_PERF_CTLx", &["ChL3PmcCfgx", "MSR_F16H_L2I_PERF_CTLx"], 0xC001_0230, 2, 6, AMD, S::Package, R::Control, None, AMD_L3_CTL_FIELDS, W::LayoutFields,
+        "L3 counter control x; shared by the cores of one CCX: pmx models it as package scope, so on parts with several CCXs per package read it on a CPU of each CCX"),
+    def("L3_PERF_CTRx", &["ChL3Pmcx", "MSR_F16H_L2I_PERF_CTRx"], 0xC001_0231, 2, 6, AMD, S::Package, R::Counter, None, &[], W::Mask(0xFFFF_FFFF_FFFF),
+        "L3 counter x (48 bits); per CCX, modelled as package scope (see L3_PERF_CTLx)"),
+    def("DF_PERF_CTLx", &["DF_PerfCtlx", "MSR_F15H_NB_PERF_CTLx"], 0xC001_0240, 2, 16, AMD, S::Package, R::Control, None, AMD_DF_CTL_FIELDS, W::LayoutFields,
+        "data-fabric counter control x, one set per package (4 counters before PerfMonV2; CPUID 0x80000022 EBX[15:10] with it)"),
+    def("DF_PERF_CTRx", &["DF_PerfCtrx", "MSR_F15H_NB_PERF_CTRx"], 0xC001_0241, 2, 16, AMD, S::Package, R::Counter, None, &[], W::Mask(0xFFFF_FFFF_FFFF),
+        "data-fabric counter x (48 bits), one set per package"),
     // AMD RAPL.
     def("RAPL_PWR_UNIT", &["MSR_AMD_RAPL_POWER_UNIT"], 0xC001_0299, 0, 1, AMD, S::Package, R::Info, None, RAPL_POWER_UNIT_FIELDS, W::No,
         "RAPL units: power, energy (bits 12:8), time"),
@@ -797,6 +868,8 @@ mod tests {
             UNC_FIXED_CTRL_FIELDS,
             AMD_GLOBAL_CTL_FIELDS,
             AMD_GLOBAL_STATUS_FIELDS,
+            AMD_DF_CTL_FIELDS,
+            AMD_L3_CTL_FIELDS,
         ] {
             let mut next = 0u32;
             for f in list {
@@ -894,5 +967,43 @@ mod tests {
                 .writable_mask(&w),
             0
         );
+    }
+
+    #[test]
+    fn amd_extended_core_l3_and_data_fabric_registers() {
+        let w = CounterWidths::default();
+        // (name, address, scope): AMD PPR, six core pairs at 0xC0010200 + 2i,
+        // L3 at 0xC0010230 + 2i, data fabric at 0xC0010240 + 2i.
+        for (name, address, scope) in [
+            ("PERF_CTL_EXT0", 0xC001_0200, Scope::Thread),
+            ("PERF_CTR_EXT5", 0xC001_020B, Scope::Thread),
+            ("L3_PERF_CTL0", 0xC001_0230, Scope::Package),
+            ("L3_PERF_CTR5", 0xC001_023B, Scope::Package),
+            ("DF_PERF_CTL0", 0xC001_0240, Scope::Package),
+            ("DF_PERF_CTR3", 0xC001_0247, Scope::Package),
+        ] {
+            let m = lookup_name(name).unwrap();
+            assert_eq!((m.address(), m.scope()), (address, scope), "{name}");
+            let back = lookup_address(address, Some(Arch::Amd)).unwrap();
+            assert_eq!(back.name(), name);
+        }
+        assert!(lookup_name("MSR_F15H_NB_PERF_CTL1").is_ok());
+        assert!(lookup_address(0xC001_0240, Some(Arch::Intel)).is_none());
+        // Writable: the fields, never reserved bits.
+        let df = lookup_name("DF_PERF_CTL0").unwrap();
+        assert_eq!(df.writable_mask(&w), 0x1800_003F_0F40_FFFF);
+        let l3 = lookup_name("L3_PERF_CTL2").unwrap();
+        assert_eq!(l3.writable_mask(&w), 0xFF0F_DC00_0040_FFFF);
+        assert_eq!(
+            lookup_name("DF_PERF_CTR0").unwrap().writable_mask(&w),
+            (1 << 48) - 1
+        );
+        // A data-fabric event with PerfMonV2: event 0x15f, umask 0x7fe, En.
+        let fields = df.decode(0x1_0740_FE5F).unwrap();
+        let get = |n: &str| fields.iter().find(|f| f.field.name == n).map(|f| f.value);
+        assert_eq!(get("EventSelect[7:0]"), Some(0x5f));
+        assert_eq!(get("EventSelect[13:8]"), Some(0x1));
+        assert_eq!(get("UnitMask[11:8]"), Some(0x7));
+        assert_eq!(get("En"), Some(1));
     }
 }

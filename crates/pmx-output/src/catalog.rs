@@ -45,7 +45,17 @@ pub fn list_text(listing: &Listing) -> String {
             let desc = e.description.lines().next().unwrap_or("");
             let desc: String = desc.chars().take(100).collect();
             let dep = if e.deprecated { " (deprecated)" } else { "" };
-            let _ = writeln!(out, "    {:<width$}  {desc}{dep}", e.name);
+            let terms = e
+                .terms
+                .as_deref()
+                .map(|t| format!("{t}  "))
+                .unwrap_or_default();
+            let also = if e.also.is_empty() {
+                String::new()
+            } else {
+                format!(" [same as {}]", e.also.join(", "))
+            };
+            let _ = writeln!(out, "    {:<width$}  {terms}{desc}{dep}{also}", e.name);
         }
     }
     out
@@ -64,6 +74,8 @@ pub fn list_json(listing: &Listing) -> String {
             "config1": format!("{:#x}", e.config1),
             "description": e.description,
             "deprecated": e.deprecated,
+            "terms": e.terms,
+            "also": e.also,
         });
         let _ = writeln!(out, "{line}");
     }
@@ -105,6 +117,12 @@ pub fn explanation_text(cpu: &CpuId, x: &Explanation) -> String {
     let _ = writeln!(s, "  source       {} ({origin})", r.source.cli_name());
     if let Some(d) = &r.def {
         let _ = writeln!(s, "  event        {} on PMU {}", d.name, d.pmu);
+        if let Some(t) = &d.terms {
+            let _ = writeln!(s, "  encoding     {t}");
+        }
+        if !d.also.is_empty() {
+            let _ = writeln!(s, "  same as      {}", d.also.join(", "));
+        }
     }
     let _ = writeln!(s, "  cpu          {cpu}");
     let _ = writeln!(
@@ -198,6 +216,8 @@ pub fn explanation_json(cpu: &CpuId, x: &Explanation) -> Value {
         "deprecated": d.map(|d| d.deprecated),
         "description": d.map(|d| d.description.clone()),
         "notes": d.map(|d| d.notes.clone()).unwrap_or_default(),
+        "terms": d.and_then(|d| d.terms.clone()),
+        "also": d.map(|d| d.also.clone()).unwrap_or_default(),
         "kernel_mapping": x.kernel_mapping,
         "register_notes": r.register.as_ref().map(|e| e.notes.clone()).unwrap_or_default(),
     })

@@ -122,6 +122,7 @@ pub fn list_in(db: &Database, opts: &ListOptions) -> Listing {
             events,
         });
     }
+    merge_same_encodings(db, &mut sections);
     Listing {
         target: db.target.clone(),
         sections,
@@ -132,6 +133,77 @@ pub fn list_in(db: &Database, opts: &ListOptions) -> Listing {
             .cloned()
             .collect(),
     }
+}
+
+/// An event of libpfm4 with the encoding of an event of the CPU's tables
+/// (Intel's or perf's) is the same event: it is listed once, under the
+/// tables' name, which names libpfm4's in [`EventDef::also`].
+fn merge_same_encodings(db: &Database, sections: &mut Vec<ListSection>) {
+    let Some(lib) = sections.iter().position(|s| s.kind == SourceKind::Libpfm) else {
+        return;
+    };
+    let Some(table) = db
+        .sources()
+        .iter()
+        .find(|s| matches!(s.kind(), SourceKind::PerfJson | SourceKind::IntelJson))
+    else {
+        return;
+    };
+    type Key = (String, Option<u32>, u64, u64, u64);
+    let key =
+        |e: &EventDef| -> Key { (e.pmu.clone(), e.perf_type, e.config, e.config1, e.config2) };
+    let mut by_key: std::collections::HashMap<Key, EventDef> = std::collections::HashMap::new();
+    for e in table.events() {
+        by_key.entry(key(&e)).or_insert(e);
+    }
+    let mut moved: Vec<EventDef> = Vec::new();
+    let libpfm = std::mem::take(&mut sections[lib].events);
+    for e in libpfm {
+        match by_key.get(&key(&e)) {
+            Some(t) => {
+                let also = format!("libpfm4 {}", e.name);
+                match moved
+                    .iter_mut()
+                    .find(|m| m.name == t.name && m.pmu == t.pmu)
+                {
+                    Some(m) => m.also.push(also),
+                    None => {
+                        let mut t = t.clone();
+                        t.also.push(also);
+                        moved.push(t);
+                    }
+                }
+            }
+            None => sections[lib].events.push(e),
+        }
+    }
+    if moved.is_empty() {
+        return;
+    }
+    let kind = table.kind();
+    let at = match sections.iter().position(|s| s.kind == kind) {
+        Some(i) => i,
+        None => {
+            sections.insert(
+                lib,
+                ListSection {
+                    kind,
+                    description: table.describe(),
+                    events: Vec::new(),
+                },
+            );
+            lib
+        }
+    };
+    let evs = &mut sections[at].events;
+    for m in moved {
+        match evs.iter_mut().find(|e| e.name == m.name && e.pmu == m.pmu) {
+            Some(e) => e.also = m.also,
+            None => evs.push(m),
+        }
+    }
+    evs.sort_by(|a, b| a.pmu.cmp(&b.pmu).then_with(|| a.name.cmp(&b.name)));
+    sections.retain(|s| !s.events.is_empty());
 }
 
 /// What `pmx explain` is asked for.
@@ -181,7 +253,10 @@ pub fn explain_in(db: &Database, events: &[String]) -> ExplainReport {
     let entries = events
         .iter()
         .map(|text| {
-            let resolved = parse_spec(text).and_then(|s| db.resolve(&s))?;
+            let mut resolved = parse_spec(text).and_then(|s| db.resolve(&s))?;
+            if let Some(d) = resolved.def.as_mut() {
+                d.also = db.same_encoding(d);
+            }
             Ok(Explanation {
                 kernel_mapping: kernel_mapping(db, &resolved),
                 resolved,

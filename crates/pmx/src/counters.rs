@@ -312,6 +312,7 @@ impl Builder {
                 events_dir: pmx_events::default_events_dir(self.events_dir.clone()),
                 sysfs_root: None,
                 no_libpfm: false,
+                ..Default::default()
             },
         );
         let specs: Vec<pmx_model::spec::EventSpec> =
@@ -351,6 +352,7 @@ pub(crate) fn full_database(events_dir: Option<PathBuf>) -> Result<Database, Err
             events_dir,
             sysfs_root: None,
             no_libpfm: false,
+            ..Default::default()
         },
     ))
 }

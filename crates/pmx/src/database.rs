@@ -21,9 +21,13 @@ pub use pmx_events::{default_events_dir, Database, Target};
 pub struct DatabaseOptions {
     /// The CPU as perf prints it (`GenuineIntel-6-55-4`); `None`: this CPU.
     pub cpu: Option<String>,
-    /// Directory of Intel's perfmon tables; `None`: the default place
+    /// Events directory (Intel's perfmon tables, Linux perf's tables, or
+    /// both); `None` (and no `more_events_dirs`): the default place
     /// ([`default_events_dir`]).
     pub events_dir: Option<PathBuf>,
+    /// Further events directories (`--events-dir` given more than once),
+    /// searched in order after `events_dir`.
+    pub more_events_dirs: Vec<PathBuf>,
     /// Do not load libpfm4.
     pub no_libpfm: bool,
     /// Root of sysfs (tests); `None`: `/`.
@@ -83,13 +87,14 @@ pub fn target(opts: &DatabaseOptions) -> Result<Target, DatabaseError> {
 /// Load the full database for the target.
 pub fn load(opts: &DatabaseOptions) -> Result<Database, DatabaseError> {
     let target = target(opts)?;
-    if let Some(d) = &opts.events_dir {
+    for d in opts.events_dir.iter().chain(&opts.more_events_dirs) {
         if !d.is_dir() {
             return Err(DatabaseError::NotADirectory(d.clone()));
         }
     }
     let load = LoadOptions {
         events_dir: opts.events_dir.clone(),
+        more_events_dirs: opts.more_events_dirs.clone(),
         sysfs_root: opts.sysfs_root.clone(),
         no_libpfm: opts.no_libpfm,
     };
@@ -109,7 +114,7 @@ pub fn plan(
         return Ok(crate::stat::plan(groups, db)?);
     }
     let target = target(opts)?;
-    if opts.cpu.is_none() && opts.events_dir.is_none() {
+    if opts.cpu.is_none() && opts.events_dir.is_none() && opts.more_events_dirs.is_empty() {
         let root = opts
             .sysfs_root
             .clone()

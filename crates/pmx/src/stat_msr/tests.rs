@@ -75,6 +75,7 @@ fn skylake_sp(root: &Path, events: &str) -> MsrStat {
             events_dir: None,
             sysfs_root: Some(root.to_path_buf()),
             no_libpfm: true,
+            ..Default::default()
         },
     );
     let groups = crate::parse_event_list(events).unwrap();
