@@ -164,6 +164,24 @@ fn tma_level2_on_zen5_from_perfs_tables() {
         assert!(err.contains("why: "), "{err}");
         assert!(err.contains("ls_not_halted_cyc"), "{err}");
     }
+    // perf's tables as the second of two --events-dir (an empty first one).
+    let empty = std::env::temp_dir().join(format!("pmx-tma-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = pmx(&[
+        "tma",
+        "--cpu",
+        "AuthenticAMD-26-2-1",
+        "--events-dir",
+        empty.to_str().unwrap(),
+        "--events-dir",
+        d,
+        "--",
+        "true",
+    ]);
+    let _ = std::fs::remove_dir(&empty);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("tree from x86/amdzen5/pipeline.json"), "{err}");
     // Without the tables: where the tree comes from.
     let out = pmx(&["tma", "--cpu", "AuthenticAMD-26-2-1", "--", "true"]);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -103,8 +103,17 @@ impl Library {
     /// built-in metrics. Problems loading the tables are kept in
     /// [`Library::warnings`], not fatal.
     pub fn for_cpu(cpu: Option<&CpuId>, events_dir: Option<&Path>) -> Library {
+        let dirs: Vec<&Path> = events_dir.into_iter().collect();
+        Library::for_cpu_dirs(cpu, &dirs)
+    }
+
+    /// [`Library::for_cpu`] over several events directories (`--events-dir`
+    /// given more than once): each one's tables, in order, then the
+    /// built-in metrics.
+    pub fn for_cpu_dirs(cpu: Option<&CpuId>, events_dirs: &[&Path]) -> Library {
         let mut lib = Library::new();
-        if let (Some(cpu), Some(dir)) = (cpu, events_dir) {
+        for &dir in events_dirs {
+            let Some(cpu) = cpu else { break };
             let intel_layout = dir.join("mapfile.csv").is_file()
                 && !matches!(perf_x86::select_dir(dir, cpu), Ok(Some(_)));
             if intel_layout {
