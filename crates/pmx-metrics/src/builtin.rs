@@ -269,7 +269,7 @@ const ZEN4_PIPELINE: &[Def] = &[
         "slots",
         1.0,
         "Dispatch slots: 6 per unhalted cycle",
-        &["PipelineL1"],
+        &["Pipeline"],
     ),
     zen_l1(
         "frontend_bound",
