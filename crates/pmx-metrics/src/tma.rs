@@ -161,6 +161,17 @@ impl TmaTree {
                     .to_string(),
             );
         }
+        // AMD's trees count dispatch slots per cycle: say how many.
+        let slots = lib
+            .lookup("total_dispatch_slots")
+            .into_iter()
+            .find(|&id| lib.source_of(id).origin == self.origin);
+        if let Some(id) = slots {
+            notes.push(format!(
+                "dispatch slots: total_dispatch_slots = {}",
+                lib.metric(id).formula
+            ));
+        }
         let mut supplied: Vec<&str> = Vec::new();
         for r in &results {
             let by = lib.metric(r.metric).threshold.as_ref();

@@ -169,6 +169,12 @@ fn zen4_pipeline_levels_1_and_2() {
         r.notes
     );
 
+    assert!(
+        r.notes
+            .contains(&"dispatch slots: total_dispatch_slots = 6 * ls_not_halted_cyc".to_string()),
+        "{:?}",
+        r.notes
+    );
     // Level 1 only: five nodes.
     assert_eq!(evaluate(&lib, &inputs, 1).nodes.len(), 5);
 
@@ -250,6 +256,12 @@ fn zen5_pipeline_levels_1_and_2() {
     assert_eq!(
         r.bottleneck_path(),
         ["frontend_bound", "frontend_bound_by_bandwidth"]
+    );
+    assert!(
+        r.notes
+            .contains(&"dispatch slots: total_dispatch_slots = 8 * ls_not_halted_cyc".to_string()),
+        "{:?}",
+        r.notes
     );
     let node = |n: &str| r.nodes.iter().find(|x| x.name == n).unwrap();
     assert!(node("backend_bound_by_memory").evaluated.is_estimate());
