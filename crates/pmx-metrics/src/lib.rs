@@ -114,8 +114,9 @@ impl Library {
         let mut lib = Library::new();
         for &dir in events_dirs {
             let Some(cpu) = cpu else { break };
-            let intel_layout = dir.join("mapfile.csv").is_file()
-                && !matches!(perf_x86::select_dir(dir, cpu), Ok(Some(_)));
+            let intel_layout = pmx_events::perf_json::layouts(dir)
+                .iter()
+                .any(|l| matches!(l, pmx_events::perf_json::Layout::Intel(_)));
             if intel_layout {
                 match tables::load_intel_tables(dir, cpu) {
                     Ok(ts) => ts.into_iter().for_each(|t| lib.add_table(t)),
