@@ -3,42 +3,15 @@
 //! the real kernel: exact page faults per region and thread, nested
 //! regions, the results file, and `PMX_DISABLE` compiling every call away.
 
-use std::path::{Path, PathBuf};
+use pmx_testkit::cc;
+use std::path::Path;
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// `target/debug` (or release) of this build: the test binary is in its
-/// `deps/`.
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
-fn have_cc() -> bool {
-    Command::new("cc").arg("--version").output().is_ok()
-}
-
 fn build(out: &Path, extra: &[&str]) {
-    let mut cmd = Command::new("cc");
-    cmd.arg("-Wall")
-        .arg("-Wextra")
-        .arg("-Werror")
-        .arg("-I")
-        .arg(repo().join("include"))
-        .arg(repo().join("examples/c/regions.c"))
-        .arg("-o")
-        .arg(out)
-        .args(extra)
-        .args(["-lpthread", "-ldl", "-lm"]);
-    let o = cmd.output().unwrap();
-    assert!(
-        o.status.success(),
-        "cc failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let example = cc::repo().join("examples/c/regions.c");
+    let mut inputs = vec![example.to_str().unwrap()];
+    inputs.extend_from_slice(extra);
+    cc::build_with_pmx(&["-Wall", "-Wextra", "-Werror"], &inputs, out).expect("cc");
 }
 
 fn run(exe: &Path, results: &Path) -> String {
@@ -127,15 +100,12 @@ fn pmx_rs_results(text: &str) -> serde_json::Value {
 
 #[test]
 fn the_c_example_counts_page_faults_per_region_and_thread() {
-    if !have_cc() {
-        eprintln!("SKIP: no C compiler (cc)");
+    if !cc::require() {
         return;
     }
-    let lib = target_dir().join("libpmx.a");
-    if !lib.exists() {
-        eprintln!("SKIP: {} not built", lib.display());
+    let Some(lib) = cc::built_library("libpmx.a") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("regions_static");
     build(&exe, &[lib.to_str().unwrap()]);
@@ -146,15 +116,12 @@ fn the_c_example_counts_page_faults_per_region_and_thread() {
 
 #[test]
 fn the_c_example_links_against_the_shared_library() {
-    if !have_cc() {
-        eprintln!("SKIP: no C compiler (cc)");
+    if !cc::require() {
         return;
     }
-    let so = target_dir().join("libpmx.so");
-    if !so.exists() {
-        eprintln!("SKIP: {} not built", so.display());
+    let Some(so) = cc::built_library("libpmx.so") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     // Link against a copy, so a concurrent build cannot swap it.
     let copy = dir.path().join("libpmx.so");
@@ -172,8 +139,7 @@ fn the_c_example_links_against_the_shared_library() {
 
 #[test]
 fn pmx_disable_compiles_every_call_to_nothing() {
-    if !have_cc() {
-        eprintln!("SKIP: no C compiler (cc)");
+    if !cc::require() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -231,31 +197,18 @@ int main(void)
 
 #[test]
 fn the_c_abi_takes_an_event_list_and_reports_errors() {
-    if !have_cc() {
-        eprintln!("SKIP: no C compiler (cc)");
+    if !cc::require() {
         return;
     }
-    let lib = target_dir().join("libpmx.a");
-    if !lib.exists() {
-        eprintln!("SKIP: {} not built", lib.display());
+    let Some(lib) = cc::built_library("libpmx.a") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("abi.c");
     std::fs::write(&src, ABI_PROGRAM).unwrap();
     let exe = dir.path().join("abi");
-    let o = Command::new("cc")
-        .arg("-Wall")
-        .arg("-Werror")
-        .arg("-I")
-        .arg(repo().join("include"))
-        .arg(&src)
-        .arg(&lib)
-        .args(["-lpthread", "-ldl", "-lm", "-o"])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let inputs = [src.to_str().unwrap(), lib.to_str().unwrap()];
+    cc::build_with_pmx(&["-Wall", "-Werror"], &inputs, &exe).expect("cc");
     let o = Command::new(&exe)
         .env_remove("PMX_EVENTS")
         .env_remove("PMX_REGIONS_OUT")

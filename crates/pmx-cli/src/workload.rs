@@ -18,31 +18,11 @@ use std::time::{Duration, Instant};
 
 static TARGET: AtomicU64 = AtomicU64::new(0);
 
+/// Touch `n` fresh pages: exactly `n` minor page faults.
 fn touch_pages(n: usize) {
-    let page = 4096usize;
-    let len = n * page;
-    if len == 0 {
-        return;
-    }
-    // SAFETY: a fresh private anonymous mapping, written within its length.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            eprintln!("mmap failed");
-            std::process::exit(1);
-        }
-        let base = p.cast::<u8>();
-        for i in 0..n {
-            std::ptr::write_volatile(base.add(i * page), 1);
-        }
-        libc::munmap(p, len);
+    if pmx_perf::workload::touch_pages(n).is_err() {
+        eprintln!("mmap failed");
+        std::process::exit(1);
     }
 }
 

@@ -21,38 +21,17 @@
 //! Needs Intel's tables (`../shared/data/intel-perfmon`, or
 //! `$PMX_SHARED_DIR`); the tests print SKIP and pass without them.
 
+mod common;
+use common::pmx;
+use pmx_testkit::shared::intel_perfmon;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const CPU: &str = "GenuineIntel-6-5E-3";
-
-fn perfmon_dir() -> Option<PathBuf> {
-    let mut cands = Vec::new();
-    if let Some(d) = std::env::var_os("PMX_SHARED_DIR").filter(|d| !d.is_empty()) {
-        let d = PathBuf::from(d);
-        cands.push(d.join("data/intel-perfmon"));
-        cands.push(d.join("intel-perfmon"));
-    }
-    cands.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/intel-perfmon"));
-    let found = cands.into_iter().find(|d| d.join("mapfile.csv").is_file());
-    if found.is_none() {
-        println!("SKIP: no Intel perfmon data (../shared/data/intel-perfmon or $PMX_SHARED_DIR)");
-    }
-    found
-}
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/analyze")
         .join(name)
-}
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pmx"))
-        .args(args)
-        .env_remove("PMX_EVENTS_DIR")
-        .output()
-        .expect("run pmx")
 }
 
 fn analyze(file: &str, dir: &Path, extra: &[&str]) -> (i32, String, String) {
@@ -115,7 +94,7 @@ fn assert_level1(text: &str) {
 
 #[test]
 fn perf_csv_prints_the_level1_tree() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     let (code, out, err) = analyze("skl_l1.csv", &dir, &["--tma", "-l", "1"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("perf stat CSV"), "{out}");
@@ -131,7 +110,7 @@ fn perf_csv_prints_the_level1_tree() {
 
 #[test]
 fn raw_encoding_matches_a_symbolic_input() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     // The file has r019c and no IDQ_UOPS_NOT_DELIVERED.CORE.
     let (code, out, err) = analyze("skl_l1.csv", &dir, &["-M", "Frontend_Bound", "--json"]);
     assert_eq!(code, 0, "{err}");
@@ -155,7 +134,7 @@ fn raw_encoding_matches_a_symbolic_input() {
 
 #[test]
 fn missing_input_is_named() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     let (code, out, err) = analyze("skl_l1_missing.csv", &dir, &["--tma"]);
     assert_eq!(code, 0, "{err}");
     let bs = node_line(&out, "Bad_Speculation");
@@ -194,7 +173,7 @@ fn missing_input_is_named() {
 
 #[test]
 fn pmx_csv_and_json_inputs() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     for (file, format) in [
         ("skl_l1_pmx.csv", "pmx stat CSV"),
         ("skl_l1_pmx_interval.csv", "pmx stat CSV (intervals)"),
@@ -212,7 +191,7 @@ fn pmx_csv_and_json_inputs() {
 
 #[test]
 fn estimates_are_flagged() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     // skl_l1_pmx.json: r019c (IDQ_UOPS_NOT_DELIVERED.CORE) ran half the time.
     let (code, out, err) = analyze("skl_l1_pmx.json", &dir, &["--tma"]);
     assert_eq!(code, 0, "{err}");
@@ -340,15 +319,11 @@ fn reads_what_pmx_stat_writes() {
 /// Linux perf's tables (`../shared/data/linux-perf-events`, with
 /// `x86/mapfile.csv` and `x86/amdzenN/`).
 fn perf_events_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("PMX_SHARED_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    let dir = base.join("linux-perf-events");
+    let dir = pmx_testkit::shared::shared_data("linux-perf-events")?;
     if dir.join("x86/mapfile.csv").is_file() {
         Some(dir)
     } else {
-        println!("SKIP: no Linux perf event tables at {}", dir.display());
+        pmx_testkit::skip(format!("no x86/mapfile.csv in {}", dir.display()));
         None
     }
 }

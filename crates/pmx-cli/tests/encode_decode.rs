@@ -1,13 +1,8 @@
 //! `pmx encode` and `pmx decode` run as the real binary.
 
-use std::process::{Command, Output};
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pmx"))
-        .args(args)
-        .output()
-        .expect("run pmx")
-}
+mod common;
+use common::pmx;
+use std::process::Output;
 
 fn json_of(out: &Output) -> serde_json::Value {
     let text = String::from_utf8(out.stdout.clone()).unwrap();

@@ -3,10 +3,12 @@
 //! (or `$PMX_SHARED_DIR/data/intel-perfmon`), optionally misbehaving: a
 //! connection dropped halfway through a file, a missing file.
 
+use pmx_testkit::shared::intel_perfmon;
+use pmx_testkit::text;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,23 +23,6 @@ const SKX_FILES: [&str; 5] = [
     "SKX/events/skylakex_uncore_experimental.json",
     "SKX/metrics/skylakex_metrics.json",
 ];
-
-fn perfmon_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("PMX_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-        .join("data/intel-perfmon");
-    if dir.join("mapfile.csv").is_file() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIP: {} is absent (the shared reference data sits beside the repository); \
-             pmx events fetch test not run",
-            dir.display()
-        );
-        None
-    }
-}
 
 /// How the server misbehaves.
 #[derive(Clone, Default)]
@@ -186,10 +171,6 @@ fn pmx(args: &[&str], home: &Path, extra_env: &[(&str, &Path)]) -> Output {
     cmd.output().expect("run pmx")
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 /// Every file under `dir`, relative, with `/` separators.
 fn files_under(dir: &Path) -> BTreeSet<String> {
     fn walk(base: &Path, dir: &Path, out: &mut BTreeSet<String>) {
@@ -241,7 +222,7 @@ fn skx_fetch(server: &Server, dest: &Path, home: &Path) -> Output {
 
 #[test]
 fn fetches_exactly_the_skx_files_byte_for_byte() {
-    let Some(data) = perfmon_dir() else { return };
+    let Some(data) = intel_perfmon() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("events");
     let server = Server::start(&data, Faults::default());
@@ -275,7 +256,7 @@ fn fetches_exactly_the_skx_files_byte_for_byte() {
 
 #[test]
 fn all_fetches_every_file_the_mapfile_lists() {
-    let Some(data) = perfmon_dir() else { return };
+    let Some(data) = intel_perfmon() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("events");
     let server = Server::start(&data, Faults::default());
@@ -308,7 +289,7 @@ fn all_fetches_every_file_the_mapfile_lists() {
 
 #[test]
 fn default_destination_is_the_cache_and_env_overrides_it() {
-    let Some(data) = perfmon_dir() else { return };
+    let Some(data) = intel_perfmon() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let server = Server::start(&data, Faults::default());
     let base = ["events", "fetch", "--cpu", "GenuineIntel-6-55-4", "--from"];
@@ -338,7 +319,7 @@ fn default_destination_is_the_cache_and_env_overrides_it() {
 
 #[test]
 fn dropped_connection_leaves_no_partial_file_and_keeps_old_copies() {
-    let Some(data) = perfmon_dir() else { return };
+    let Some(data) = intel_perfmon() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let victim = "SKX/events/skylakex_uncore_experimental.json";
     let faults = Faults {
@@ -381,7 +362,7 @@ fn dropped_connection_leaves_no_partial_file_and_keeps_old_copies() {
 
 #[test]
 fn http_404_is_a_clear_error() {
-    let Some(data) = perfmon_dir() else { return };
+    let Some(data) = intel_perfmon() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let missing = "SKX/events/skylakex_uncore.json";
     let server = Server::start(
@@ -428,7 +409,7 @@ fn http_404_is_a_clear_error() {
 
 #[test]
 fn cpu_not_in_mapfile_fails_and_writes_nothing() {
-    let Some(data) = perfmon_dir() else { return };
+    let Some(data) = intel_perfmon() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let server = Server::start(&data, Faults::default());
     let dest = tmp.path().join("events");

@@ -2,16 +2,10 @@
 //! fixtures of pmx-sys (through the hidden `--cpuid-file` and `--sysfs-root`
 //! flags).
 
+mod common;
+use common::pmx;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pmx"))
-        .args(args)
-        .output()
-        .expect("run pmx")
-}
 
 fn stdout_of(args: &[&str]) -> String {
     let out = pmx(args);

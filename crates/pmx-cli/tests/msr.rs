@@ -2,67 +2,17 @@
 //! (register N at byte 8·N of a sparse `cpuN/msr`) and a fixture sysfs.
 
 mod common;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use common::{pmx, stderr, stdout};
+use pmx_testkit::msr::Machine;
+use std::path::Path;
+use std::process::Output;
 
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(PMX).args(args).output().expect("run pmx")
+/// `pmx msr` on the fixture machine.
+trait MsrCommand {
+    fn pmx(&self, args: &[&str]) -> Output;
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A temporary root with `dev/cpuN/msr` files and `sys/devices/system/cpu`
-/// for 4 CPUs in 2 packages (cpus 0,1 → package 0; 2,3 → package 1).
-struct Machine {
-    dir: tempfile::TempDir,
-}
-
-impl Machine {
-    fn new() -> Machine {
-        let dir = common::four_cpu_msr_root();
-        Machine { dir }
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn dev(&self) -> PathBuf {
-        self.dir.path().join("dev")
-    }
-
-    fn file(&self, cpu: u32) -> File {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(self.dev().join(format!("cpu{cpu}/msr")))
-            .unwrap()
-    }
-
-    fn set(&self, cpu: u32, address: u32, value: u64) {
-        self.file(cpu)
-            .write_all_at(&value.to_le_bytes(), address as u64 * 8)
-            .unwrap();
-    }
-
-    fn get(&self, cpu: u32, address: u32) -> u64 {
-        let mut b = [0u8; 8];
-        self.file(cpu)
-            .read_exact_at(&mut b, address as u64 * 8)
-            .unwrap();
-        u64::from_le_bytes(b)
-    }
-
+impl MsrCommand for Machine {
     /// `pmx msr <args> --msr-root DEV --sysfs-root ROOT --arch intel`.
     fn pmx(&self, args: &[&str]) -> Output {
         let mut a: Vec<String> = vec!["msr".into()];
@@ -71,7 +21,7 @@ impl Machine {
             "--msr-root".to_string(),
             self.dev().display().to_string(),
             "--sysfs-root".to_string(),
-            self.root().display().to_string(),
+            self.path().display().to_string(),
         ]);
         if a[1] != "plan" {
             a.extend(["--arch".to_string(), "intel".to_string()]);
@@ -84,7 +34,7 @@ impl Machine {
 #[test]
 fn read_without_the_msr_driver_fails_in_one_sentence() {
     if Path::new("/dev/cpu/0/msr").exists() {
-        eprintln!("skipped: this machine has the msr driver loaded");
+        pmx_testkit::skip("this machine has the msr driver loaded");
         return;
     }
     let o = pmx(&["msr", "read", "0x10"]);
@@ -98,7 +48,7 @@ fn read_without_the_msr_driver_fails_in_one_sentence() {
 
 #[test]
 fn read_per_cpu_with_field_and_decode() {
-    let m = Machine::new();
+    let m = common::four_cpu_msr_machine();
     m.set(0, 0x38f, 0x7_0000_000f);
     m.set(1, 0x38f, 0x1_0000_0001);
     let o = m.pmx(&["read", "IA32_PERF_GLOBAL_CTRL", "-c", "0,1"]);
@@ -123,7 +73,7 @@ fn read_per_cpu_with_field_and_decode() {
 
 #[test]
 fn package_registers_are_read_once_per_package() {
-    let m = Machine::new();
+    let m = common::four_cpu_msr_machine();
     for cpu in 0..4 {
         m.set(cpu, 0x606, 0x000A_0E03); // 1/16384 J
     }
@@ -150,7 +100,7 @@ fn package_registers_are_read_once_per_package() {
 
 #[test]
 fn write_inside_the_allow_list() {
-    let m = Machine::new();
+    let m = common::four_cpu_msr_machine();
     let o = m.pmx(&["write", "IA32_PERFEVTSEL0", "0x41412e", "-c", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
@@ -169,7 +119,7 @@ fn write_inside_the_allow_list() {
 
 #[test]
 fn writes_outside_the_allow_list_are_refused() {
-    let m = Machine::new();
+    let m = common::four_cpu_msr_machine();
     m.set(0, 0x1a0, 0x850089);
     let o = m.pmx(&["write", "0x1a0", "0"]);
     assert_eq!(o.status.code(), Some(1));
@@ -202,7 +152,7 @@ fn writes_outside_the_allow_list_are_refused() {
 
 #[test]
 fn bad_input_is_a_usage_error() {
-    let m = Machine::new();
+    let m = common::four_cpu_msr_machine();
     let o = m.pmx(&["read", "IA32_PERF_GLOBAL_CTLR"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -228,7 +178,7 @@ fn bad_input_is_a_usage_error() {
 
 #[test]
 fn plan_for_the_worked_example() {
-    let m = Machine::new();
+    let m = common::four_cpu_msr_machine();
     m.set(0, 0x38f, 0x8);
     let o = m.pmx(&[
         "plan",
@@ -275,7 +225,7 @@ fn plan_for_the_worked_example() {
 
 #[test]
 fn plan_refuses_what_the_msr_backend_cannot_count() {
-    let m = Machine::new();
+    let m = common::four_cpu_msr_machine();
     let base = ["-c", "0", "--cpu", "GenuineIntel-6-5E-3", "--no-libpfm"];
     let mut a = vec!["plan", "-e", "task-clock"];
     a.extend(base);

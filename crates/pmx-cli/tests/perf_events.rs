@@ -227,7 +227,7 @@ fn msr_plan_writes_the_tables_encodings_on_zen5() {
     let Some(dir) = shared("linux-perf-events") else {
         return;
     };
-    let root = common::four_cpu_msr_root();
+    let root = common::four_cpu_msr_machine();
     let dev = root.path().join("dev");
     let out = ok(&pmx(
         &[

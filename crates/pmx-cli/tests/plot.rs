@@ -5,27 +5,16 @@
 //! Regenerate the golden files with `PMX_BLESS=1 cargo test -p pmx-cli
 //! --test plot`.
 
+mod common;
+use common::{pmx, stderr};
+use pmx_testkit::process::interrupt_after;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+use std::process::Output;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/plot")
         .join(name)
-}
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(PMX)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run pmx")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Run `pmx plot` writing to `out` in a temporary directory; the output.
@@ -381,26 +370,8 @@ fn a_run_stopped_with_sigint_plots_one_line_per_cpu() {
     let dir = tempfile::tempdir().unwrap();
     for (name, form) in [("run.csv", "-x,"), ("run.jsonl", "--json")] {
         let file = dir.path().join(name);
-        let child = Command::new(PMX)
-            .args([
-                "stat",
-                "-I",
-                "50",
-                form,
-                "-a",
-                "-A",
-                "-e",
-                "task-clock,context-switches",
-                "-o",
-            ])
-            .arg(&file)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(400));
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        let o = child.wait_with_output().unwrap();
+        let child = common::spawn_system_intervals("50", form, &file);
+        let o = interrupt_after(child, std::time::Duration::from_millis(400));
         assert!(o.status.success(), "{}", stderr(&o));
         let svg = svg_text(&plot_ok(&file, "run.svg", &[]));
         assert_eq!(polylines(&svg), ncpu(), "{name}");

@@ -8,11 +8,13 @@
 //! Needs a C compiler (`cc`) for the test program and `perf` for the
 //! cross-checks; without them the affected checks skip with a message.
 
+mod common;
+use common::{pmx, stderr, PMX};
+use pmx_testkit::process::interrupt_after;
+use pmx_testkit::{cc, perf};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
 
 /// The test program: `hot_loop` does nearly all the work; it calls a
 /// tiny function once so that GCC gives it a frame (leaf functions get
@@ -71,44 +73,22 @@ impl Fixture {
 /// Compile the test program, or `None` (with a message) without `cc`.
 fn fixture() -> Option<Fixture> {
     let dir = tempfile::tempdir().expect("tempdir");
-    let src = dir.path().join("hot.c");
-    std::fs::write(&src, HOT_C).unwrap();
-    let hot = dir.path().join("hot");
-    let out = Command::new("cc")
-        .args(["-O1", "-fno-omit-frame-pointer", "-o"])
-        .arg(&hot)
-        .arg(&src)
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(Fixture { dir, hot }),
-        Ok(o) => {
-            eprintln!("skipped: cc failed: {}", String::from_utf8_lossy(&o.stderr));
-            None
-        }
-        Err(e) => {
-            eprintln!("skipped: no C compiler (cc: {e})");
+    match cc::compile(
+        dir.path(),
+        "hot",
+        HOT_C,
+        &["-O1", "-fno-omit-frame-pointer"],
+    ) {
+        Ok(hot) => Some(Fixture { dir, hot }),
+        Err(why) => {
+            pmx_testkit::skip(why);
             None
         }
     }
 }
 
 fn have_perf() -> bool {
-    let ok = Command::new("perf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped the perf cross-check: perf is not installed");
-    }
-    ok
-}
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(PMX).args(args).output().expect("run pmx")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    perf::require("the perf cross-check")
 }
 
 /// The summary line's numbers: (samples, records lost).
@@ -133,18 +113,33 @@ fn summary(o: &Output) -> (u64, u64) {
 
 /// `perf script -i file`: (stdout, stderr).
 fn perf_script(file: &Path, extra: &[&str]) -> (String, String) {
-    let o = Command::new("perf")
-        .arg("script")
-        .arg("-i")
-        .arg(file)
-        .args(extra)
-        .output()
-        .expect("run perf script");
+    let mut args = vec!["script"];
+    args.extend_from_slice(extra);
+    let o = perf::on_file(&args, file);
     assert!(o.status.success(), "perf script failed: {}", stderr(&o));
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
+}
+
+/// `perf script -i file` (stdout) after checking that perf read the file
+/// without a warning; `None` (with a message) without perf.
+fn clean_perf_script(file: &Path, extra: &[&str]) -> Option<String> {
+    if !have_perf() {
+        return None;
+    }
+    let (script, warnings) = perf_script(file, extra);
+    assert_eq!(warnings.trim(), "", "perf script warned");
+    Some(script)
+}
+
+/// perf reads `data` without a warning and counts `samples` cpu-clock
+/// samples in it (nothing to check without perf).
+fn perf_counts_cpu_clock(data: &Path, samples: u64) {
+    if let Some(script) = clean_perf_script(data, &[]) {
+        assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
+    }
 }
 
 /// Sample lines of `perf script` output for `event` (the first line of
@@ -156,11 +151,7 @@ fn sample_lines(script: &str, event: &str) -> usize {
 
 /// The first row of `perf report --stdio --no-children`: (percent, symbol).
 fn perf_report_top(file: &Path) -> (f64, String) {
-    let o = Command::new("perf")
-        .args(["report", "--stdio", "--no-children", "-g", "none", "-i"])
-        .arg(file)
-        .output()
-        .expect("run perf report");
+    let o = perf::on_file(&["report", "--stdio", "--no-children", "-g", "none"], file);
     assert!(o.status.success(), "perf report failed: {}", stderr(&o));
     assert_eq!(stderr(&o).trim(), "", "perf report warned");
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -207,11 +198,9 @@ fn hot_function_first_and_perf_reads_the_file_without_warnings() {
         eprintln!("pmx report not usable here: {}", stderr(&r));
     }
 
-    if !have_perf() {
+    let Some(script) = clean_perf_script(&data, &[]) else {
         return;
-    }
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    };
     assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
     let (pct, sym) = perf_report_top(&data);
     assert_eq!(sym, "hot_loop");
@@ -223,11 +212,9 @@ fn call_chains_resolve_through_main() {
     let Some(fx) = fixture() else { return };
     let (data, o) = fx.record("g.data", &["-g", "-F", "5000", "-e", "cpu-clock"], HOT_N);
     let (samples, _) = summary(&o);
-    if !have_perf() {
+    let Some(script) = clean_perf_script(&data, &[]) else {
         return;
-    }
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    };
     assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
     // A sample in hot_loop whose next frame is main.
     let lines: Vec<&str> = script.lines().collect();
@@ -275,20 +262,12 @@ fn ctrl_c_leaves_a_complete_file() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn pmx");
-    std::thread::sleep(Duration::from_millis(700));
-    // SAFETY: signalling the child we just spawned, by its pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
+    let o = interrupt_after(child, Duration::from_millis(700));
     // The command was killed by the forwarded SIGINT: 128 + 2.
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let (samples, _) = summary(&o);
     assert!(samples > 50, "{samples} samples in 0.7 s at 1 kHz");
-    if !have_perf() {
-        return;
-    }
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
-    assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
+    perf_counts_cpu_clock(&data, samples);
 }
 
 #[test]
@@ -319,13 +298,11 @@ fn attach_to_a_running_process() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let (samples, _) = summary(&o);
     assert!(samples > 50, "{samples} samples");
-    if !have_perf() {
-        return;
-    }
     // The process started before recording: its maps and name come from
     // the synthesized COMM/MMAP2 records.
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    let Some(script) = clean_perf_script(&data, &[]) else {
+        return;
+    };
     assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
     let (_, sym) = perf_report_top(&data);
     assert_eq!(sym, "hot_loop");
@@ -351,11 +328,9 @@ fn several_events_are_told_apart() {
     };
     let (cpu, task) = (per_event("cpu-clock"), per_event("task-clock"));
     assert!(cpu > 100 && task > 100, "{err}");
-    if !have_perf() {
+    let Some(script) = clean_perf_script(&data, &[]) else {
         return;
-    }
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    };
     assert_eq!(sample_lines(&script, "cpu-clock") as u64, cpu);
     assert_eq!(sample_lines(&script, "task-clock") as u64, task);
 }
@@ -380,12 +355,7 @@ fn all_cpus_for_a_duration() {
     let (samples, _) = summary(&o);
     // cpu-clock ticks on idle CPUs too: about 1000 per CPU.
     assert!(samples > 500, "{samples} samples");
-    if !have_perf() {
-        return;
-    }
-    let (script, warnings) = perf_script(&data, &[]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
-    assert_eq!(sample_lines(&script, "cpu-clock") as u64, samples);
+    perf_counts_cpu_clock(&data, samples);
 }
 
 #[test]
@@ -448,11 +418,7 @@ fn the_default_event_is_cycles_or_cpu_clock_and_pmx_says_which() {
     if !have_perf() {
         return;
     }
-    let h = Command::new("perf")
-        .args(["report", "--header-only", "-i"])
-        .arg(&data)
-        .output()
-        .unwrap();
+    let h = perf::on_file(&["report", "--header-only"], &data);
     let header = String::from_utf8_lossy(&h.stdout).into_owned();
     let want = if fell_back {
         "name = cpu-clock,"
@@ -505,11 +471,9 @@ fn one_cpu_only() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let (samples, _) = summary(&o);
     assert!(samples > 100, "{samples} samples");
-    if !have_perf() {
+    let Some(script) = clean_perf_script(&data, &["-F", "cpu"]) else {
         return;
-    }
-    let (script, warnings) = perf_script(&data, &["-F", "cpu"]);
-    assert_eq!(warnings.trim(), "", "perf script warned");
+    };
     let cpus: Vec<&str> = script.lines().map(str::trim).collect();
     assert_eq!(cpus.len() as u64, samples);
     assert!(

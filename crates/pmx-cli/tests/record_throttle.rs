@@ -5,6 +5,7 @@
 //! because it changes a system-wide setting (put back even when an
 //! assertion fails); needs root, skips otherwise.
 
+use pmx_testkit::perf;
 use std::process::Command;
 
 const PMX: &str = env!("CARGO_BIN_EXE_pmx");
@@ -29,11 +30,11 @@ fn count_before(text: &str, label: &str) -> Option<u64> {
 #[test]
 fn throttle_records_are_counted_as_perf_counts_them() {
     let Ok(old) = std::fs::read_to_string(RATE) else {
-        eprintln!("skipping: {RATE} is not readable (no perf events?)");
+        pmx_testkit::skip(format_args!("{RATE} is not readable (no perf events?)"));
         return;
     };
     if std::fs::write(RATE, "1000").is_err() {
-        eprintln!("skipping: cannot lower {RATE} (needs root)");
+        pmx_testkit::skip(format_args!("cannot lower {RATE} (needs root)"));
         return;
     }
     let _restore = Restore(old.trim().to_string());
@@ -55,11 +56,7 @@ fn throttle_records_are_counted_as_perf_counts_them() {
     assert!(err.contains("the kernel throttled sampling"), "{err}");
     drop(_restore);
 
-    let perf = Command::new("perf")
-        .args(["report", "--stats", "-i"])
-        .arg(&data)
-        .output();
-    match perf {
+    match perf::try_on_file(&["report", "--stats"], &data) {
         Ok(p) if p.status.success() => {
             let text = String::from_utf8_lossy(&p.stdout);
             let line = text
@@ -74,7 +71,7 @@ fn throttle_records_are_counted_as_perf_counts_them() {
                 .unwrap();
             assert_eq!(pmx_throttled, perf_throttled, "{line}");
         }
-        _ => eprintln!("skipped the perf cross-check: perf is not installed"),
+        _ => pmx_testkit::skip("the perf cross-check: perf is not installed"),
     }
     // pmx report reads the same number back.
     let r = Command::new(PMX)

@@ -4,33 +4,12 @@
 //! pmx; the numbers are exact for page faults and identical between the
 //! two programs and the library's own view.
 
+use pmx_testkit::cc;
+use pmx_testkit::workload::touch_pages;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const CHILD: &str = "PMX_REGIONS_TEST_CHILD";
-
-/// Touch `n` fresh pages: exactly `n` minor faults.
-fn touch_pages(n: usize) {
-    let page = 4096;
-    // SAFETY: a fresh private anonymous mapping, written within its
-    // length, then unmapped.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            n * page,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        assert_ne!(p, libc::MAP_FAILED);
-        libc::madvise(p, n * page, libc::MADV_NOHUGEPAGE);
-        for i in 0..n {
-            std::ptr::write_volatile((p as *mut u8).add(i * page), 1);
-        }
-        libc::munmap(p, n * page);
-    }
-}
 
 /// The same work as the C example: outer { alloc A pages; fill B pages }.
 fn work(a: usize, b: usize) {
@@ -207,39 +186,14 @@ fn a_program_without_regions_is_reported_plainly() {
     assert!(err.contains("wrote no region results"), "{err}");
 }
 
-/// `libpmx.a` of this build: pmx-capi is a dev-dependency, so cargo built
-/// it next to this test binary.
-fn static_lib() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let deps = exe.parent()?;
-    [deps.join("libpmx.a"), deps.parent()?.join("libpmx.a")]
-        .into_iter()
-        .find(|p| p.exists())
-}
-
+/// The C example against `libpmx.a` of this build (pmx-capi is a
+/// dev-dependency, so cargo built it next to this test binary).
 fn build_c(dir: &Path) -> Option<PathBuf> {
-    let Some(lib) = static_lib() else {
-        eprintln!("SKIP: libpmx.a not found next to the test binary");
-        return None;
-    };
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lib = cc::built_library("libpmx.a")?;
+    let example = cc::repo().join("examples/c/regions.c");
     let exe = dir.join("regions_c");
-    let o = match Command::new("cc")
-        .arg("-I")
-        .arg(repo.join("include"))
-        .arg(repo.join("examples/c/regions.c"))
-        .arg(&lib)
-        .args(["-lpthread", "-ldl", "-lm", "-o"])
-        .arg(&exe)
-        .output()
-    {
-        Ok(o) => o,
-        Err(_) => {
-            eprintln!("SKIP: no C compiler (cc)");
-            return None;
-        }
-    };
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let inputs = [example.to_str().unwrap(), lib.to_str().unwrap()];
+    cc::build_with_pmx(&[], &inputs, &exe)?;
     Some(exe)
 }
 

@@ -4,35 +4,17 @@
 //! function (file mode, pipe mode, zstd), folded stacks, flame graphs and
 //! bad input.
 
+mod common;
+use common::{pmx, PMX};
+use pmx_testkit::shared::shared_data;
+use pmx_testkit::text;
+use pmx_testkit::{cc, perf};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(PMX)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run pmx")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use std::process::{Command, Stdio};
 
 fn shared() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/perfdata");
-    p.is_dir().then_some(p)
-}
-
-fn perf_available() -> bool {
-    Command::new("perf")
-        .arg("version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+    shared_data("perfdata")
 }
 
 /// Per-event sample counts from `pmx report --json`.
@@ -62,12 +44,7 @@ fn pmx_counts(file: &Path) -> BTreeMap<String, u64> {
 /// Per-event sample counts from `perf script -F event`, or `None` when
 /// perf cannot read the file.
 fn perf_counts(file: &Path) -> Option<BTreeMap<String, u64>> {
-    let o = Command::new("perf")
-        .args(["script", "-G", "-F", "event", "-i"])
-        .arg(file)
-        .stdin(Stdio::null())
-        .output()
-        .ok()?;
+    let o = perf::try_on_file(&["script", "-G", "-F", "event"], file).ok()?;
     if !o.status.success() {
         return None;
     }
@@ -83,11 +60,8 @@ fn perf_counts(file: &Path) -> Option<BTreeMap<String, u64>> {
 
 #[test]
 fn reads_every_shared_recording_and_matches_perf_script() {
-    let Some(dir) = shared() else {
-        eprintln!("skipped: ../shared/data/perfdata is absent");
-        return;
-    };
-    let perf = perf_available();
+    let Some(dir) = shared() else { return };
+    let perf = perf::available();
     let mut compared = 0;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -126,10 +100,7 @@ fn reads_every_shared_recording_and_matches_perf_script() {
 
 #[test]
 fn shared_compressed_pipe_file() {
-    let Some(dir) = shared() else {
-        eprintln!("skipped: ../shared/data/perfdata is absent");
-        return;
-    };
+    let Some(dir) = shared() else { return };
     let f = dir.join("linux-perf-data__fibo.compressed2.pipe.data");
     let o = pmx(&["report", "--json", "-i", f.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -155,43 +126,29 @@ fn shared_compressed_pipe_file() {
 
 /// A program with one hot function, compiled with frame pointers.
 fn hot_program(dir: &Path) -> Option<PathBuf> {
-    let src = dir.join("hot.c");
-    std::fs::write(
-        &src,
+    cc::compile(
+        dir,
+        "hot",
         "#include <stdlib.h>\n\
          __attribute__((noinline)) long hot_function(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * i) ^ (s >> 3); return s; }\n\
          __attribute__((noinline)) long cold_function(long n) { long s = 1; for (long i = 0; i < n; i++) s += i ^ s; return s; }\n\
          int main(int argc, char **argv) { long n = argc > 1 ? atol(argv[1]) : 60000000; return (int)((hot_function(n) + cold_function(n / 20)) & 1); }\n",
+        &["-O0", "-g", "-fno-omit-frame-pointer"],
     )
-    .unwrap();
-    let bin = dir.join("hot");
-    let ok = Command::new("cc")
-        .args(["-O0", "-g", "-fno-omit-frame-pointer", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    ok.then_some(bin)
+    .ok()
 }
 
 /// `perf record` the hot program; `extra` are more perf flags. Returns
 /// false when perf cannot sample here.
 fn record(bin: &Path, out: &Path, extra: &[&str]) -> bool {
-    let mut cmd = Command::new("perf");
-    cmd.args(["record", "-q", "-e", "cpu-clock", "-F", "5000", "-g"])
-        .args(extra)
-        .arg("-o")
-        .arg(out)
-        .arg("--")
-        .arg(bin);
-    match cmd.stdin(Stdio::null()).output() {
-        Ok(o) if o.status.success() => true,
-        Ok(o) => {
-            eprintln!("perf record failed: {}", text(&o.stderr));
+    let mut args = vec!["-g"];
+    args.extend_from_slice(extra);
+    match perf::record_cpu_clock(&args, out, bin) {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("{why}");
             false
         }
-        Err(_) => false,
     }
 }
 
@@ -202,14 +159,13 @@ struct Recording {
 }
 
 fn setup() -> Option<Recording> {
-    if !perf_available() {
-        eprintln!("skipped: perf is not installed");
+    if !perf::require("") {
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     let Some(bin) = hot_program(&path) else {
-        eprintln!("skipped: no C compiler");
+        pmx_testkit::skip("no C compiler");
         return None;
     };
     Some(Recording {
@@ -390,7 +346,7 @@ fn reads_pmx_record_files() {
         .output()
         .unwrap();
     if !o.status.success() && !data.exists() {
-        eprintln!("skipped: pmx record failed here: {}", text(&o.stderr));
+        pmx_testkit::skip(format_args!("pmx record failed here: {}", text(&o.stderr)));
         return;
     }
     let ours = pmx_counts(&data);
@@ -402,12 +358,7 @@ fn reads_pmx_record_files() {
 
 /// File offset and size of every SAMPLE record, from `perf report -D`.
 fn perf_sample_records(file: &Path) -> Vec<(u64, u64)> {
-    let o = Command::new("perf")
-        .args(["report", "-D", "-i"])
-        .arg(file)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = perf::on_file(&["report", "-D"], file);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let hex = |t: &str| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok();
     let mut out = Vec::new();
@@ -498,12 +449,7 @@ fn truncated_and_unfinished_recordings() {
 
 /// `[vdso]` rows of `perf report --stdio --sort dso,sym`: symbol → overhead.
 fn perf_vdso_rows(file: &Path) -> BTreeMap<String, f64> {
-    let o = Command::new("perf")
-        .args(["report", "--stdio", "--sort", "dso,sym", "-i"])
-        .arg(file)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = perf::on_file(&["report", "--stdio", "--sort", "dso,sym"], file);
     assert!(o.status.success(), "{}", text(&o.stderr));
     text(&o.stdout)
         .lines()
@@ -526,35 +472,19 @@ fn perf_vdso_rows(file: &Path) -> BTreeMap<String, f64> {
 #[test]
 fn vdso_symbols_match_perf_report() {
     let Some(r) = setup() else { return };
-    let src = r.dir.join("vdso.c");
-    std::fs::write(
-        &src,
+    let bin = cc::compile(
+        &r.dir,
+        "vdso",
         "#include <time.h>\n\
          int main(void) { struct timespec t, s; long n = 0; clock_gettime(CLOCK_MONOTONIC, &s);\n\
          do { clock_gettime(CLOCK_MONOTONIC, &t); n++; } while ((t.tv_sec - s.tv_sec) * 1000000000L + (t.tv_nsec - s.tv_nsec) < 300000000L);\n\
          return n == 0; }\n",
+        &["-O1"],
     )
     .unwrap();
-    let bin = r.dir.join("vdso");
-    assert!(Command::new("cc")
-        .args(["-O1", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success());
     let data = r.dir.join("vdso.data");
-    let ok = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock", "-F", "5000", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(&bin)
-        .stdin(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("skipped: perf record failed");
+    if let Err(why) = perf::record_cpu_clock(&[], &data, &bin) {
+        pmx_testkit::skip(why);
         return;
     }
     let theirs = perf_vdso_rows(&data);

@@ -80,7 +80,7 @@ fn openmetrics_counts_grow_by_the_workload() {
 #[test]
 fn promtool_accepts_the_text_format() {
     if Command::new("promtool").arg("--version").output().is_err() {
-        eprintln!("skipping: promtool not installed (Debian: apt-get install prometheus)");
+        pmx_testkit::skip("promtool not installed (Debian: apt-get install prometheus)");
         return;
     }
     let d = start(&[
@@ -128,7 +128,7 @@ fn a_real_prometheus_scrapes_it() {
         .output()
         .is_err()
     {
-        eprintln!("skipping: prometheus not installed (Debian: apt-get install prometheus)");
+        pmx_testkit::skip("prometheus not installed (Debian: apt-get install prometheus)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -349,7 +349,7 @@ fn hotplug_of_the_followed_cpu_list() {
         .map(|n| n.get())
         .unwrap_or(1);
     if n < 2 {
-        eprintln!("skipping: needs 2 CPUs to take one away");
+        pmx_testkit::skip("needs 2 CPUs to take one away");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -399,15 +399,7 @@ fn hotplug_of_the_followed_cpu_list() {
         &[("event", "task-clock"), ("cpu", "0")],
     );
     assert!(clock_after > clock_before, "CPU 0 kept counting");
-    let lines: Vec<String> = d.log.try_iter().collect();
-    assert!(
-        lines.iter().any(|l| l.contains("CPU 1 offline")),
-        "{lines:?}"
-    );
-    assert!(
-        lines.iter().any(|l| l.contains("CPU 1 online")),
-        "{lines:?}"
-    );
+    d.assert_logged(&["CPU 1 offline", "CPU 1 online"]);
 }
 
 #[test]
@@ -470,7 +462,9 @@ fn the_deploy_files_are_valid() {
     );
     assert!(fps > 0.0, "page_faults_per_second: {fps}");
     if Command::new("promtool").arg("--version").output().is_err() {
-        eprintln!("skipping the promtool checks: promtool not installed (Debian: apt-get install prometheus)");
+        pmx_testkit::skip(
+            "the promtool checks: promtool not installed (Debian: apt-get install prometheus)",
+        );
         return;
     }
     for (what, file) in [("config", "prometheus.yml"), ("rules", "pmx-rules.yml")] {

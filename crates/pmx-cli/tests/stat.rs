@@ -1,19 +1,13 @@
 //! `pmx stat` on the real kernel: software events, breakpoints, msr,
 //! exit statuses. Runs the real binary and `pmx-workload`.
 
+mod common;
+use common::{pmx, stderr, PMX};
+use pmx_testkit::process::interrupt_after;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
 const WORK: &str = env!("CARGO_BIN_EXE_pmx-workload");
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(PMX).args(args).output().expect("run pmx")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Parse `-x,` output: (domain, value, event, status, reason) per line.
 fn csv_rows(o: &Output) -> Vec<Vec<String>> {
@@ -148,7 +142,7 @@ fn target_addr() -> Option<String> {
 #[test]
 fn breakpoints_count_exact_writes_and_the_fifth_is_refused() {
     let Some(addr) = target_addr() else {
-        eprintln!("SKIP: setarch -R is not available to fix the workload's address");
+        pmx_testkit::skip("setarch -R is not available to fix the workload's address");
         return;
     };
     let ev = format!("mem:{addr}/8:w");
@@ -194,7 +188,7 @@ fn breakpoints_count_exact_writes_and_the_fifth_is_refused() {
 #[test]
 fn msr_tsc_counts() {
     if !std::path::Path::new("/sys/bus/event_source/devices/msr").exists() {
-        eprintln!("SKIP: no msr PMU");
+        pmx_testkit::skip("no msr PMU");
         return;
     }
     let o = pmx(&["stat", "-e", "msr/tsc/", "-x,", "-a", "--duration", "0.1"]);
@@ -269,10 +263,7 @@ fn ctrl_c_prints_counts_and_forwards_the_signal() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(600));
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
+    let o = interrupt_after(child, Duration::from_millis(600));
     assert_eq!(o.status.code(), Some(128 + libc::SIGINT), "{}", stderr(&o));
     let ms = value_of(&o, "task-clock");
     assert!(ms > 100.0 && ms < 15_000.0, "task-clock {ms}");
@@ -460,25 +451,8 @@ fn sigint_leaves_a_complete_interval_file() {
     let dir = std::env::temp_dir().join(format!("pmx-stat-int-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("run.jsonl");
-    let child = Command::new(PMX)
-        .args([
-            "stat",
-            "-I",
-            "100",
-            "--json",
-            "-a",
-            "-A",
-            "-e",
-            "task-clock,context-switches",
-            "-o",
-        ])
-        .arg(&file)
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1050));
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
+    let child = common::spawn_system_intervals("100", "--json", &file);
+    let o = interrupt_after(child, Duration::from_millis(1050));
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.ends_with('\n'));
@@ -691,10 +665,7 @@ fn per_thread_command_forwards_ctrl_c() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let o = child.wait_with_output().unwrap();
+    let o = interrupt_after(child, Duration::from_millis(500));
     assert_eq!(o.status.code(), Some(128 + libc::SIGINT), "{}", stderr(&o));
     assert_eq!(csv_rows(&o).len(), 3, "{}", stderr(&o));
 }

@@ -14,6 +14,8 @@
 //! machine is.
 
 mod common;
+use common::{stderr, PMX};
+use pmx_testkit::msr::Machine;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -24,7 +26,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-const PMX: &str = env!("CARGO_BIN_EXE_pmx");
 const CPU: &str = "GenuineIntel-6-55-4";
 const CPUS: u32 = 4;
 
@@ -39,41 +40,33 @@ const PKG_ENERGY: u32 = 0x611;
 const RAPL_UNIT_VALUE: u64 = 0x000A_0E03;
 const JOULE: u64 = 16384;
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+/// The fixture machine (common's 4 CPUs in 2 packages) with
+/// `proc/sys/kernel/nmi_watchdog` (0), and `sync/` for the command and
+/// the simulator.
+fn machine() -> Machine {
+    let m = common::four_cpu_msr_machine();
+    m.nmi_watchdog_off();
+    std::fs::create_dir_all(m.path().join("sync")).unwrap();
+    for cpu in 0..CPUS {
+        m.set(cpu, RAPL_UNIT, RAPL_UNIT_VALUE);
+    }
+    m
 }
 
-/// A temporary root: `dev/cpuN/msr`, `sys/devices/system/cpu` (cpus 0,1
-/// in package 0, cpus 2,3 in package 1), `proc/sys/kernel/nmi_watchdog`
-/// (0), and `sync/` for the command and the simulator.
-struct Machine {
-    dir: tempfile::TempDir,
+/// What the `pmx stat` tests do with the fixture machine.
+trait StatFixture {
+    fn sync(&self) -> PathBuf;
+    fn files(&self) -> Vec<File>;
+    fn snapshot(&self) -> BTreeMap<(u32, u32), u64>;
+    fn dirty(&self);
+    fn args(&self, extra: &[&str]) -> Vec<String>;
+    fn pmx(&self, extra: &[&str]) -> Output;
+    fn waiter(&self) -> Vec<String>;
 }
 
-impl Machine {
-    fn new() -> Machine {
-        let dir = common::four_cpu_msr_root();
-        let kernel = dir.path().join("proc/sys/kernel");
-        std::fs::create_dir_all(&kernel).unwrap();
-        std::fs::write(kernel.join("nmi_watchdog"), "0\n").unwrap();
-        std::fs::create_dir_all(dir.path().join("sync")).unwrap();
-        let m = Machine { dir };
-        for cpu in 0..CPUS {
-            m.set(cpu, RAPL_UNIT, RAPL_UNIT_VALUE);
-        }
-        m
-    }
-
-    fn root(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn dev(&self) -> PathBuf {
-        self.root().join("dev")
-    }
-
+impl StatFixture for Machine {
     fn sync(&self) -> PathBuf {
-        self.root().join("sync")
+        self.path().join("sync")
     }
 
     fn files(&self) -> Vec<File> {
@@ -86,16 +79,6 @@ impl Machine {
                     .unwrap()
             })
             .collect()
-    }
-
-    fn set(&self, cpu: u32, address: u32, value: u64) {
-        self.files()[cpu as usize]
-            .write_all_at(&value.to_le_bytes(), address as u64 * 8)
-            .unwrap();
-    }
-
-    fn get(&self, cpu: u32, address: u32) -> u64 {
-        get(&self.files()[cpu as usize], address)
     }
 
     /// Every catalogue register on every CPU.
@@ -138,7 +121,7 @@ impl Machine {
             "--msr-root".into(),
             self.dev().display().to_string(),
             "--sysfs-root".into(),
-            self.root().display().to_string(),
+            self.path().display().to_string(),
             "--cpu".into(),
             CPU.into(),
             "--no-libpfm".into(),
@@ -305,10 +288,10 @@ fn fields(line: &str) -> Vec<String> {
 
 #[test]
 fn intervals_per_cpu_add_up_to_exactly_what_the_pmu_counted() {
-    let m = Machine::new();
+    let m = machine();
     m.dirty();
     let before = m.snapshot();
-    let out_file = m.root().join("out.csv");
+    let out_file = m.path().join("out.csv");
     let out_path = out_file.display().to_string();
     let steps = 60;
     let (o, rec) = run_simulated(
@@ -411,10 +394,10 @@ fn intervals_per_cpu_add_up_to_exactly_what_the_pmu_counted() {
 
 #[test]
 fn totals_as_json_per_socket_and_as_a_table() {
-    let m = Machine::new();
+    let m = machine();
     m.dirty();
     let before = m.snapshot();
-    let out_file = m.root().join("out.json");
+    let out_file = m.path().join("out.json");
     let out_path = out_file.display().to_string();
     let steps = 20;
     let (o, rec) = run_simulated(
@@ -506,7 +489,7 @@ fn totals_as_json_per_socket_and_as_a_table() {
 
 #[test]
 fn a_busy_counter_is_refused_unless_forced() {
-    let m = Machine::new();
+    let m = machine();
     m.dirty();
     // Someone enabled PMC0 on CPU 1 (its event select has no EN, so the
     // simulator does not advance it).
@@ -540,9 +523,9 @@ fn a_busy_counter_is_refused_unless_forced() {
 
 #[test]
 fn the_nmi_watchdog_and_open_perf_events_mean_the_counters_are_in_use() {
-    let m = Machine::new();
+    let m = machine();
     let before = m.snapshot();
-    let watchdog = m.root().join("proc/sys/kernel/nmi_watchdog");
+    let watchdog = m.path().join("proc/sys/kernel/nmi_watchdog");
     std::fs::write(&watchdog, "1\n").unwrap();
     let o = m.pmx(&["-a", "-e", "instructions", "--duration", "0.05"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -553,12 +536,12 @@ fn the_nmi_watchdog_and_open_perf_events_mean_the_counters_are_in_use() {
     assert_eq!(m.snapshot(), before);
 
     std::fs::write(&watchdog, "0\n").unwrap();
-    let fd = m.root().join("proc/4242/fd");
+    let fd = m.path().join("proc/4242/fd");
     std::fs::create_dir_all(&fd).unwrap();
     std::os::unix::fs::symlink("anon_inode:[perf_event]", fd.join("3")).unwrap();
     std::os::unix::fs::symlink("/dev/null", fd.join("4")).unwrap();
-    std::fs::write(m.root().join("proc/4242/comm"), "perf\n").unwrap();
-    let quiet = m.root().join("proc/77/fd");
+    std::fs::write(m.path().join("proc/4242/comm"), "perf\n").unwrap();
+    let quiet = m.path().join("proc/77/fd");
     std::fs::create_dir_all(&quiet).unwrap();
     std::os::unix::fs::symlink("/dev/null", quiet.join("0")).unwrap();
     let o = m.pmx(&["-a", "-e", "instructions", "--duration", "0.05"]);
@@ -594,7 +577,7 @@ fn the_nmi_watchdog_and_open_perf_events_mean_the_counters_are_in_use() {
 #[test]
 fn without_the_msr_driver_it_fails_in_one_sentence() {
     if Path::new("/dev/cpu/0/msr").exists() {
-        eprintln!("skipped: this machine has the msr driver loaded");
+        pmx_testkit::skip("this machine has the msr driver loaded");
         return;
     }
     let o = Command::new(PMX)
@@ -620,7 +603,7 @@ fn without_the_msr_driver_it_fails_in_one_sentence() {
 
 #[test]
 fn what_the_msr_backend_cannot_do_is_a_usage_error() {
-    let m = Machine::new();
+    let m = machine();
     let before = m.snapshot();
     for (args, says) in [
         (
@@ -649,7 +632,7 @@ fn what_the_msr_backend_cannot_do_is_a_usage_error() {
 
 #[test]
 fn the_exit_status_is_the_commands() {
-    let m = Machine::new();
+    let m = machine();
     m.dirty();
     let before = m.snapshot();
     let o = m.pmx(&[
@@ -720,7 +703,7 @@ fn signalled(m: &Machine, extra: &[&str], sig: i32) -> Output {
 
 #[test]
 fn sigint_and_sigterm_end_the_count_print_it_and_restore() {
-    let m = Machine::new();
+    let m = machine();
     m.dirty();
     let before = m.snapshot();
     // No command: counts until Ctrl-C.
@@ -748,10 +731,10 @@ fn sigint_and_sigterm_end_the_count_print_it_and_restore() {
 
 #[test]
 fn metrics_from_msr_counts() {
-    let m = Machine::new();
+    let m = machine();
     m.dirty();
     let before = m.snapshot();
-    let out_file = m.root().join("ipc.json");
+    let out_file = m.path().join("ipc.json");
     let out_path = out_file.display().to_string();
     let (o, rec) = run_simulated(&m, &["-C", "0", "-M", "IPC", "--json", "-o", &out_path], 10);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -770,7 +753,7 @@ fn metrics_from_msr_counts() {
 
 #[test]
 fn metrics_per_interval_from_msr_counts() {
-    let m = Machine::new();
+    let m = machine();
     m.dirty();
     let (o, rec) = run_simulated(&m, &["-C", "0", "-M", "IPC", "-I", "15", "-x,"], 10);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

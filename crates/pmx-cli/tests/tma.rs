@@ -5,15 +5,8 @@
 //! and exit with the command's status. Where the PMU does count, the tree
 //! has values instead; the test accepts either and checks the shape.
 
-use std::process::{Command, Output};
-
-fn pmx(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pmx"))
-        .args(args)
-        .env_remove("PMX_EVENTS_DIR")
-        .output()
-        .expect("run pmx")
-}
+mod common;
+use common::pmx;
 
 fn has_hardware_pmu() -> bool {
     std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
@@ -25,7 +18,7 @@ fn tma_level2_runs_and_explains() {
     let out = pmx(&["tma", "-l", "2", "--", "true"]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("no top-down metrics are known") {
-        println!("SKIP: no top-down tree for this CPU: {err}");
+        pmx_testkit::skip(format_args!("no top-down tree for this CPU: {err}"));
         assert_eq!(out.status.code(), Some(2));
         return;
     }
@@ -46,7 +39,7 @@ fn tma_exits_with_the_command_status() {
     let out = pmx(&["tma", "-l", "2", "--", "sh", "-c", "exit 3"]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("no top-down metrics are known") {
-        println!("SKIP: no top-down tree for this CPU");
+        pmx_testkit::skip("no top-down tree for this CPU");
         return;
     }
     assert_eq!(out.status.code(), Some(3), "{err}");
@@ -59,7 +52,7 @@ fn tma_json_and_an_intel_tree_elsewhere() {
     let out = pmx(&["tma", "--json", "--", "true"]);
     let text = String::from_utf8_lossy(&out.stdout);
     if out.status.code() == Some(2) {
-        println!("SKIP: no top-down tree for this CPU");
+        pmx_testkit::skip("no top-down tree for this CPU");
         return;
     }
     let v: serde_json::Value = serde_json::from_str(&text).expect("one JSON document");
@@ -93,17 +86,11 @@ fn tma_bad_input_exits_2() {
 
 /// Linux perf's tables (`../shared/data/linux-perf-events`).
 fn perf_events_dir() -> Option<std::path::PathBuf> {
-    let base = std::env::var_os("PMX_SHARED_DIR")
-        .filter(|d| !d.is_empty())
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
-        });
-    let dir = base.join("linux-perf-events");
+    let dir = pmx_testkit::shared::shared_data("linux-perf-events")?;
     if dir.join("x86/mapfile.csv").is_file() {
         Some(dir)
     } else {
-        println!("SKIP: no Linux perf event tables at {}", dir.display());
+        pmx_testkit::skip(format!("no x86/mapfile.csv in {}", dir.display()));
         None
     }
 }

@@ -7,33 +7,12 @@
 use pmx_events::intel_json::{parse_file, parse_table, IntelJson, Mapfile, ParseOptions};
 use pmx_events::{name_key, Counters, EventDef, EventSource, Precise};
 use pmx_model::cpu::CpuId;
+use pmx_testkit::shared::{intel_perfmon, shared_data};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-fn shared_data() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("PMX_SHARED_DIR").filter(|d| !d.is_empty()) {
-        let p = PathBuf::from(d).join("data");
-        if p.is_dir() {
-            return Some(p);
-        }
-    }
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    p.is_dir().then_some(p)
-}
-
-fn data_dir(sub: &str) -> Option<PathBuf> {
-    let d = shared_data().map(|d| d.join(sub)).filter(|d| d.exists());
-    if d.is_none() {
-        eprintln!(
-            "SKIP: shared data '{sub}' not found (looked in $PMX_SHARED_DIR/data and {}/../../../shared/data)",
-            env!("CARGO_MANIFEST_DIR")
-        );
-    }
-    d
-}
-
 fn perfmon() -> Option<PathBuf> {
-    data_dir("intel-perfmon")
+    intel_perfmon()
 }
 
 fn cpu(key: &str) -> CpuId {
@@ -526,7 +505,7 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[
 
 #[test]
 fn libpfm_cross_check() {
-    let (Some(dir), Some(dumps)) = (perfmon(), data_dir("libpfm-dumps")) else {
+    let (Some(dir), Some(dumps)) = (perfmon(), shared_data("libpfm-dumps")) else {
         return;
     };
     let mut report = Vec::new();

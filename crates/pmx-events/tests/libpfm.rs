@@ -11,8 +11,8 @@
 use pmx_events::libpfm::{self, InitMode, Libpfm};
 use pmx_events::{name_key, EventDef, EventSource, Precise, SourceKind};
 use pmx_model::cpu::CpuId;
+use pmx_testkit::shared::shared_data;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -27,14 +27,10 @@ fn available() -> bool {
     match libpfm::library_info() {
         Ok(_) => true,
         Err(e) => {
-            eprintln!("skipped: libpfm4 is not available: {e}");
+            pmx_testkit::skip(format_args!("libpfm4 is not available: {e}"));
             false
         }
     }
-}
-
-fn dumps_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/libpfm-dumps")
 }
 
 /// One row of a dump: the name (`EVENT` or `EVENT:UMASK`) and, when libpfm
@@ -48,9 +44,9 @@ fn hex(s: &str) -> u64 {
 /// The rows of `<pmu>.tsv`, or `None` (with a message) when the shared data
 /// is not there.
 fn dump(pmu: &str) -> Option<Vec<Row>> {
-    let path = dumps_dir().join(format!("{pmu}.tsv"));
+    let path = shared_data("libpfm-dumps")?.join(format!("{pmu}.tsv"));
     let Ok(text) = std::fs::read_to_string(&path) else {
-        eprintln!("skipped: {} not found", path.display());
+        pmx_testkit::skip(format_args!("{} not found", path.display()));
         return None;
     };
     let mut rows = Vec::new();
@@ -172,7 +168,7 @@ fn host_cpu_uses_libpfm_detection() {
     }
     use pmx_sys::{CpuidSource, NativeCpuid};
     if !NativeCpuid.available() {
-        eprintln!("skipped: no CPUID on this machine");
+        pmx_testkit::skip("no CPUID on this machine");
         return;
     }
     let l0 = NativeCpuid.cpuid(0, 0);
@@ -252,8 +248,11 @@ fn whole_pmus_match_the_dumps() {
     if !available() {
         return;
     }
-    let Ok(dir) = std::fs::read_dir(dumps_dir()) else {
-        eprintln!("skipped: {} not found", dumps_dir().display());
+    let Some(dumps) = shared_data("libpfm-dumps") else {
+        return;
+    };
+    let Ok(dir) = std::fs::read_dir(&dumps) else {
+        pmx_testkit::skip(format_args!("{} is not readable", dumps.display()));
         return;
     };
     let mut files: Vec<String> = dir
@@ -293,7 +292,7 @@ fn whole_pmus_match_the_dumps() {
     }
     eprintln!("{total} encodings checked over {} PMUs", pmus_checked.len());
     if pmus_checked.is_empty() {
-        eprintln!("skipped: no dump checked");
+        pmx_testkit::skip("no dump checked");
         return;
     }
     for required in ["amd64_fam19h_zen4", "amd64_fam10h_barcelona"] {

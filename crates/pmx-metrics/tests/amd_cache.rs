@@ -167,14 +167,11 @@ fn family_10h_still_answers_to_its_group_and_to_amd_cache() {
 }
 
 fn perf_x86() -> Option<PathBuf> {
-    let base = std::env::var_os("PMX_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    let dir = base.join("linux-perf-events/x86");
-    if dir.join("mapfile.csv").is_file() {
-        Some(dir)
+    let dir = pmx_testkit::shared::shared_data("linux-perf-events")?;
+    if dir.join("x86/mapfile.csv").is_file() {
+        Some(dir.join("x86"))
     } else {
-        println!("SKIP: no Linux perf event tables at {}", dir.display());
+        pmx_testkit::skip(format!("no x86/mapfile.csv in {}", dir.display()));
         None
     }
 }

@@ -14,17 +14,11 @@ use pmx_metrics::{Flag, Inputs, Library, Machine, Reading, Reason, TmaReport};
 use std::path::{Path, PathBuf};
 
 fn perf_events_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("PMX_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    let dir = base.join("linux-perf-events");
+    let dir = pmx_testkit::shared::shared_data("linux-perf-events")?;
     if dir.join("x86/mapfile.csv").is_file() {
         Some(dir)
     } else {
-        println!(
-            "SKIP: no Linux perf event tables at {} (set PMX_SHARED_DIR)",
-            dir.display()
-        );
+        pmx_testkit::skip(format!("no x86/mapfile.csv in {}", dir.display()));
         None
     }
 }

@@ -11,23 +11,8 @@ use pmx_metrics::tables::{load_intel_tables, parse_metric_file, parse_retire_lat
 use pmx_metrics::{
     builtin, Evaluated, Flag, Inputs, Library, Machine, MetricId, Reading, SourceKind,
 };
+use pmx_testkit::shared::intel_perfmon;
 use std::path::{Path, PathBuf};
-
-fn perfmon_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("PMX_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"));
-    let dir = base.join("intel-perfmon");
-    if dir.join("mapfile.csv").is_file() {
-        Some(dir)
-    } else {
-        println!(
-            "SKIP: no Intel perfmon data at {} (set PMX_SHARED_DIR)",
-            dir.display()
-        );
-        None
-    }
-}
 
 /// Every metric file under `<PLATFORM>/metrics/` and `metrics/perf/`.
 fn metric_files(dir: &Path) -> Vec<PathBuf> {
@@ -63,7 +48,7 @@ fn fake_count(name: &str) -> u64 {
 
 #[test]
 fn every_formula_and_threshold_of_every_table_parses() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     let files = metric_files(&dir);
     assert!(files.len() >= 30, "only {} metric files found", files.len());
     let machine = Machine {
@@ -175,7 +160,7 @@ fn every_formula_and_threshold_of_every_table_parses() {
 
 #[test]
 fn every_platform_has_a_tma_tree() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     let map = pmx_events::intel_json::Mapfile::read(&dir).unwrap();
     let mut seen = std::collections::BTreeSet::new();
     for row in map.rows() {
@@ -252,7 +237,7 @@ fn library(dir: &Path, key: &str) -> Library {
 
 #[test]
 fn skylake_sp_level1_classic_formulas() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     let lib = library(&dir, "GenuineIntel-6-55-4");
     let (thread, thread_any) = (1_000_000.0, 1_800_000.0);
     let idq_not_delivered = 800_000.0;
@@ -392,7 +377,7 @@ fn slots_form_inputs() -> Inputs {
 
 #[test]
 fn ice_lake_level1_slots_form() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     let lib = library(&dir, "GenuineIntel-6-7E");
     let inputs = slots_form_inputs();
     let machine = Machine::default();
@@ -434,7 +419,7 @@ fn ice_lake_level1_slots_form() {
 
 #[test]
 fn sapphire_rapids_level1_slots_form() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     let lib = library(&dir, "GenuineIntel-6-8F-8");
     let mut inputs = slots_form_inputs();
     let machine = Machine::default();
@@ -478,7 +463,7 @@ fn sapphire_rapids_level1_slots_form() {
 
 #[test]
 fn retire_latency_defaults_are_used_and_reported() {
-    let Some(dir) = perfmon_dir() else { return };
+    let Some(dir) = intel_perfmon() else { return };
     let lib = library(&dir, "GenuineIntel-6-AD");
     let with_rl = lib
         .iter()

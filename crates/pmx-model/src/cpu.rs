@@ -767,14 +767,10 @@ mod tests {
     /// the mapfile names.
     #[test]
     fn intel_codes_match_perfmon_mapfile() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/data/intel-perfmon/mapfile.csv"
-        );
-        let Ok(text) = std::fs::read_to_string(path) else {
-            eprintln!("skipped: {path} not found");
+        let Some(path) = pmx_testkit::shared::shared_data("intel-perfmon/mapfile.csv") else {
             return;
         };
+        let text = std::fs::read_to_string(&path).unwrap();
         let mut checked = 0;
         for line in text.lines().skip(1) {
             let cols: Vec<&str> = line.split(',').collect();

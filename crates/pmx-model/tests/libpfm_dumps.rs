@@ -9,30 +9,14 @@
 use pmx_model::encoding::{encode_spec, Arch, EncodeOptions};
 use pmx_model::register::{amd_event_select, RegisterKind};
 use pmx_model::spec::parse_spec;
-use std::path::PathBuf;
-
-fn shared_data() -> Option<PathBuf> {
-    let dir = std::env::var_os("PMX_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-        .join("data");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIP: {} is absent (the shared reference data sits beside the repository); libpfm cross-check not run",
-            dir.display()
-        );
-        None
-    }
-}
+use pmx_testkit::shared::shared_data;
 
 fn hex(s: &str) -> u64 {
     u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap_or_else(|_| panic!("bad hex {s:?}"))
 }
 
 fn check_dump(data: &std::path::Path, pmu: &str, arch: Arch) -> usize {
-    let path = data.join("libpfm-dumps").join(format!("{pmu}.tsv"));
+    let path = data.join(format!("{pmu}.tsv"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let layout = arch.core_layout();
     let int = layout.field("INT").unwrap().mask();
@@ -124,7 +108,9 @@ fn check_dump(data: &std::path::Path, pmu: &str, arch: Arch) -> usize {
 
 #[test]
 fn libpfm_encodings_round_trip() {
-    let Some(data) = shared_data() else { return };
+    let Some(data) = shared_data("libpfm-dumps") else {
+        return;
+    };
     let mut total = 0;
     for (pmu, arch) in [
         ("skl", Arch::Intel),

@@ -21,21 +21,9 @@ use pmx_msr::{
     plan, CounterReading, Mode, MsrDevice, MsrEvent, MsrRoot, PmuCounters, Session, SessionOptions,
     Signals,
 };
-use std::fs::File;
+use pmx_testkit::msr::msr_files as fixture;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-
-fn fixture(cpus: u32) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for cpu in 0..cpus {
-        std::fs::create_dir_all(dir.path().join(format!("cpu{cpu}"))).unwrap();
-        File::create(dir.path().join(format!("cpu{cpu}/msr")))
-            .unwrap()
-            .set_len(0xC002_0000 * 8)
-            .unwrap();
-    }
-    dir
-}
 
 /// Median time per iteration of `f` over `samples` samples of `iters` each.
 fn time(samples: usize, iters: u32, mut f: impl FnMut()) -> Duration {

@@ -867,19 +867,7 @@ pub fn counter_class(counter: CounterId) -> CounterClass {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pmx_model::encoding::{encode_spec, EncodeOptions};
-    use pmx_model::spec::parse_spec;
-
-    fn enc(spec: &str, arch: Arch) -> Encoded {
-        encode_spec(
-            &parse_spec(spec).unwrap(),
-            EncodeOptions {
-                arch,
-                sampling: false,
-            },
-        )
-        .unwrap()
-    }
+    use pmx_testkit::events::encode as enc;
 
     fn instructions(arch: Arch) -> Encoded {
         let attr = PerfAttr {

@@ -56,6 +56,10 @@
 //! Reading and ioctl errors are plain [`std::io::Error`]s; nothing here
 //! panics on what the kernel returns.
 //!
+//! [`workload`] is work with an exactly known count (touching fresh pages:
+//! one `page-faults` each), shared by pmx's tests and the `pmx-workload`
+//! program.
+//!
 //! ```no_run
 //! use pmx_perf::{event_type, read_format, software, Attr, Counter, Target};
 //!
@@ -96,6 +100,7 @@ pub mod rdpmc;
 mod read;
 #[cfg(test)]
 mod sampling_tests;
+pub mod workload;
 
 pub use error::{perf_event_paranoid, OpenCause, OpenError};
 

@@ -188,7 +188,7 @@ fn unprivileged_checks() {
         .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
         .unwrap();
     if cap_eff & (1 << 38 | 1 << 21) != 0 {
-        println!("skipped: this process keeps CAP_PERFMON or CAP_SYS_ADMIN");
+        pmx_testkit::skip("this process keeps CAP_PERFMON or CAP_SYS_ADMIN");
         return;
     }
     let p = perf_event_paranoid().expect("perf_event_paranoid");

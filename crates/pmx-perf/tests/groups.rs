@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{open, sw, Pages, THREAD};
+use common::{open, sw, THREAD};
 use pmx_perf::{read_format, software, Attr, Counter, OpenCause};
+use pmx_testkit::workload::fresh_pages;
 
 fn group_format() -> u64 {
     read_format::GROUP
@@ -42,7 +43,7 @@ fn one_ioctl_drives_the_group_and_one_read_returns_it() {
     let switches = open(&member(software::CONTEXT_SWITCHES), THREAD, Some(&lead));
 
     // Enabled members of a disabled leader do not count.
-    Pages::fresh(4).touch();
+    fresh_pages(4).touch();
     let idle = lead.read_group().unwrap();
     assert_eq!(idle.len(), 4);
     assert!(
@@ -50,7 +51,7 @@ fn one_ioctl_drives_the_group_and_one_read_returns_it() {
         "{idle:?}"
     );
 
-    let pages = Pages::fresh(32);
+    let pages = fresh_pages(32);
     lead.enable(true).unwrap();
     pages.touch();
     std::thread::sleep(std::time::Duration::from_millis(1));
@@ -90,7 +91,7 @@ fn one_ioctl_drives_the_group_and_one_read_returns_it() {
     // The leader's read() picks its own entry out of the group read.
     assert_eq!(lead.read().unwrap(), counts[0].1);
     // Disabled: frozen.
-    Pages::fresh(8).touch();
+    fresh_pages(8).touch();
     assert_eq!(lead.read_group().unwrap(), counts);
     // The allocation-free read gives the same, into a buffer too small at
     // first (it grows) and then reused as it is.
@@ -122,7 +123,7 @@ fn enabled_members_start_with_any_software_leader() {
     ] {
         let lead = leader(config);
         let faults = open(&member(software::PAGE_FAULTS_MIN), THREAD, Some(&lead));
-        let pages = Pages::fresh(16);
+        let pages = fresh_pages(16);
         lead.enable(true).unwrap();
         pages.touch();
         lead.disable(true).unwrap();
@@ -139,7 +140,7 @@ fn enabled_members_start_with_any_software_leader() {
 fn enabling_only_the_leader_leaves_disabled_members_off() {
     let lead = leader(software::PAGE_FAULTS);
     let off = open(&sw(software::PAGE_FAULTS), THREAD, Some(&lead));
-    let pages = Pages::fresh(16);
+    let pages = fresh_pages(16);
     lead.enable(false).unwrap();
     pages.touch();
     lead.disable(false).unwrap();
@@ -161,7 +162,7 @@ fn a_large_group_is_read_in_one_go() {
     let members: Vec<Counter> = (0..MEMBERS)
         .map(|_| open(&member(software::PAGE_FAULTS), THREAD, Some(&lead)))
         .collect();
-    let pages = Pages::fresh(8);
+    let pages = fresh_pages(8);
     lead.enable(true).unwrap();
     pages.touch();
     lead.disable(true).unwrap();

@@ -4,14 +4,15 @@
 
 mod common;
 
-use common::{allowed_cpus, open, pin_to, pmu_type, spin, sw, THREAD};
+use common::{open, pmu_type, sw, THREAD};
 use pmx_perf::{software, Attr, Counter, OpenCause, Target};
+use pmx_testkit::workload::{allowed_cpus, pin_to, spin};
 use std::time::Duration;
 
 #[test]
 fn msr_tsc_counted_on_cpu_0_grows() {
     let Some(msr) = pmu_type("msr") else {
-        eprintln!("skipped: no msr PMU registered");
+        pmx_testkit::skip("no msr PMU registered");
         return;
     };
     // `msr/tsc/` is config 0 (sysfs: events/tsc = "event=0x00").
@@ -24,7 +25,7 @@ fn msr_tsc_counted_on_cpu_0_grows() {
     let c = match Counter::open(&attr, cpu0, None) {
         Ok(c) => c,
         Err(e) if matches!(e.cause, OpenCause::Permission { .. }) => {
-            eprintln!("skipped, not allowed to count CPU-wide here: {e}");
+            pmx_testkit::skip(format_args!("not allowed to count CPU-wide here: {e}"));
             return;
         }
         Err(e) => panic!("{e}"),
@@ -41,7 +42,7 @@ fn msr_tsc_counted_on_cpu_0_grows() {
 #[test]
 fn msr_pmu_refuses_privilege_filters() {
     let Some(msr) = pmu_type("msr") else {
-        eprintln!("skipped: no msr PMU registered");
+        pmx_testkit::skip("no msr PMU registered");
         return;
     };
     let attr = Attr {
@@ -67,7 +68,7 @@ fn msr_pmu_refuses_privilege_filters() {
 fn a_task_bound_to_cpu_0_runs_only_part_of_its_enabled_time() {
     let cpus = allowed_cpus();
     if !(cpus.contains(&0) && cpus.contains(&1)) {
-        eprintln!("skipped: needs CPUs 0 and 1, may run on {cpus:?}");
+        pmx_testkit::skip(format_args!("needs CPUs 0 and 1, may run on {cpus:?}"));
         return;
     }
     // task-clock of this thread, counted only while it is on CPU 0.

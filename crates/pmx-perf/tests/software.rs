@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{open, spin, sw, Pages, THREAD};
+use common::{open, sw, THREAD};
 use pmx_perf::{software, Counter};
+use pmx_testkit::workload::{fresh_pages, spin};
 use std::time::{Duration, Instant};
 
 /// The counter's value over `work` alone: reset, enable, work, disable.
@@ -20,7 +21,7 @@ fn count_over(c: &Counter, work: impl FnOnce()) -> u64 {
 fn first_write_to_each_fresh_page_is_exactly_one_fault() {
     const N: u64 = 64;
     // Fault in the code paths and a mapping of the same shape first.
-    let warm = Pages::fresh(N as usize);
+    let warm = fresh_pages(N as usize);
     warm.touch();
     for (config, name) in [
         (software::PAGE_FAULTS, "page-faults"),
@@ -29,13 +30,13 @@ fn first_write_to_each_fresh_page_is_exactly_one_fault() {
         let c = open(&sw(config), THREAD, None);
         // Control: the same loop over pages already present.
         let control = count_over(&c, || warm.touch());
-        let fresh = Pages::fresh(N as usize);
+        let fresh = fresh_pages(N as usize);
         let measured = count_over(&c, || fresh.touch());
         eprintln!("{name}: {measured} over {N} fresh pages, {control} over present ones");
         assert_eq!(measured - control, N, "{name}");
     }
     let major = open(&sw(software::PAGE_FAULTS_MAJ), THREAD, None);
-    let fresh = Pages::fresh(N as usize);
+    let fresh = fresh_pages(N as usize);
     assert_eq!(
         count_over(&major, || fresh.touch()),
         0,
@@ -49,10 +50,10 @@ fn enable_disable_and_reset() {
     // Created disabled: nothing counted, no time.
     let before = c.read().unwrap();
     assert_eq!((before.value, before.enabled, before.running), (0, 0, 0));
-    Pages::fresh(8).touch();
+    fresh_pages(8).touch();
     assert_eq!(c.read().unwrap().value, 0, "faults while disabled");
 
-    let (a, b) = (Pages::fresh(16), Pages::fresh(8));
+    let (a, b) = (fresh_pages(16), fresh_pages(8));
     c.enable(false).unwrap();
     a.touch();
     c.disable(false).unwrap();
@@ -71,7 +72,7 @@ fn enable_disable_and_reset() {
     assert_eq!(reset.value, 0);
     assert_eq!(reset.enabled, on.enabled, "reset keeps the times");
 
-    let d = Pages::fresh(4);
+    let d = fresh_pages(4);
     c.enable(false).unwrap();
     d.touch();
     c.disable(false).unwrap();
@@ -85,7 +86,7 @@ fn enable_disable_and_reset() {
 
 #[test]
 fn a_counter_opened_enabled_counts_at_once() {
-    let pages = Pages::fresh(32);
+    let pages = fresh_pages(32);
     let attr = pmx_perf::Attr {
         disabled: false,
         ..sw(software::PAGE_FAULTS)
@@ -145,7 +146,7 @@ fn another_thread_is_counted_by_its_tid_even_after_it_exits() {
         let tid = unsafe { libc::gettid() };
         tid_tx.send(tid).unwrap();
         go_rx.recv().unwrap();
-        Pages::fresh(24).touch();
+        fresh_pages(24).touch();
     });
     let tid = tid_rx.recv().unwrap();
     let attr = pmx_perf::Attr {
@@ -159,6 +160,6 @@ fn another_thread_is_counted_by_its_tid_even_after_it_exits() {
     let n = c.read().unwrap();
     assert!(n.value >= 24, "{n:?}");
     // This thread's own faults are not in it.
-    Pages::fresh(16).touch();
+    fresh_pages(16).touch();
     assert_eq!(c.read().unwrap(), n);
 }

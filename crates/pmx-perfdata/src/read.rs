@@ -1553,26 +1553,11 @@ mod tests {
     use crate::write::{Features, Writer};
     use std::io::Cursor;
 
-    fn attr(sample_type: u64, flags: u64) -> Vec<u8> {
-        let mut a = vec![0u8; 128];
-        a[0..4].copy_from_slice(&1u32.to_le_bytes());
-        a[4..8].copy_from_slice(&128u32.to_le_bytes());
-        a[16..24].copy_from_slice(&1000u64.to_le_bytes());
-        a[24..32].copy_from_slice(&sample_type.to_le_bytes());
-        a[40..48].copy_from_slice(&flags.to_le_bytes());
-        a
-    }
+    use pmx_testkit::perfdata::record as rec;
 
-    fn rec(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
-        let mut r = EventHeader {
-            kind,
-            misc,
-            size: (8 + body.len()) as u16,
-        }
-        .to_bytes()
-        .to_vec();
-        r.extend_from_slice(body);
-        r
+    /// A 128-byte cpu-clock attr sampling every 1000.
+    fn attr(sample_type: u64, flags: u64) -> Vec<u8> {
+        pmx_testkit::perfdata::attr(128, 1000, sample_type, flags)
     }
 
     const ST: u64 = sample_type::IDENTIFIER

@@ -2,62 +2,34 @@
 //! and by this crate's reader. A tiny non-PIE C program gives a real binary
 //! with a known symbol to map and sample in.
 
-use pmx_perfdata::format::{misc, record_type, sample_type, EventHeader};
+use pmx_perfdata::format::{misc, record_type};
 use pmx_perfdata::{BuildIdEntry, Features, FileAttr, Writer};
+use pmx_testkit::perfdata::{self, sample_id};
+use pmx_testkit::{cc, perf};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const ST: u64 = sample_type::IP
-    | sample_type::TID
-    | sample_type::TIME
-    | sample_type::CPU
-    | sample_type::PERIOD
-    | sample_type::CALLCHAIN;
+const ST: u64 = perfdata::CALLCHAIN_SAMPLES;
 
 /// A 136-byte cpu-clock attr (as pmx-perf gives the kernel), period 250000,
 /// sample_id_all, mmap2, comm, task.
 fn cpu_clock_attr() -> Vec<u8> {
-    let mut a = vec![0u8; 136];
-    a[0..4].copy_from_slice(&1u32.to_le_bytes());
-    a[4..8].copy_from_slice(&136u32.to_le_bytes());
-    a[8..16].copy_from_slice(&0u64.to_le_bytes());
-    a[16..24].copy_from_slice(&250_000u64.to_le_bytes());
-    a[24..32].copy_from_slice(&ST.to_le_bytes());
     let flags: u64 =
         (1 << 0) | (1 << 1) | (1 << 8) | (1 << 9) | (1 << 13) | (1 << 18) | (1 << 23) | (1 << 24);
-    a[40..48].copy_from_slice(&flags.to_le_bytes());
-    a
-}
-
-fn perf_available() -> bool {
-    Command::new("perf")
-        .arg("version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+    perfdata::attr(136, 250_000, ST, flags)
 }
 
 /// Compile a non-PIE program with a function `hot_spot`; returns the
 /// binary and the address of `hot_spot`.
 fn build_program(dir: &Path) -> Option<(PathBuf, u64)> {
-    let src = dir.join("hot.c");
-    std::fs::write(
-        &src,
+    let bin = cc::compile(
+        dir,
+        "hot",
         "int hot_spot(int n) { volatile int s = 0; for (int i = 0; i < n; i++) s += i; return s; }\n\
          int main(void) { return hot_spot(1000) & 1; }\n",
+        &["-O1", "-g", "-no-pie", "-fno-omit-frame-pointer"],
     )
-    .unwrap();
-    let bin = dir.join("hot");
-    let ok = Command::new("cc")
-        .args(["-O1", "-g", "-no-pie", "-fno-omit-frame-pointer", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
-        return None;
-    }
+    .ok()?;
     let nm = Command::new("nm").arg(&bin).output().ok()?;
     let text = String::from_utf8_lossy(&nm.stdout);
     let addr = text
@@ -67,76 +39,28 @@ fn build_program(dir: &Path) -> Option<(PathBuf, u64)> {
     Some((bin, addr))
 }
 
-fn record(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
-    let size = 8 + body.len();
-    let mut r = EventHeader {
-        kind,
-        misc,
-        size: size as u16,
-    }
-    .to_bytes()
-    .to_vec();
-    r.extend_from_slice(body);
-    r
-}
-
-/// sample_id trailer for TID|TIME|CPU.
-fn trailer(pid: u32, time: u64, cpu: u32) -> Vec<u8> {
-    let mut t = Vec::new();
-    t.extend_from_slice(&pid.to_le_bytes());
-    t.extend_from_slice(&pid.to_le_bytes());
-    t.extend_from_slice(&time.to_le_bytes());
-    t.extend_from_slice(&cpu.to_le_bytes());
-    t.extend_from_slice(&0u32.to_le_bytes());
-    t
-}
-
-fn padded_name(s: &str) -> Vec<u8> {
-    let mut b = s.as_bytes().to_vec();
-    b.push(0);
-    while !b.len().is_multiple_of(8) {
-        b.push(0);
-    }
-    b
-}
-
 /// Build a file: COMM, MMAP2 of the binary, `n` samples in hot_spot
 /// (with a call chain user marker, hot_spot, main).
 fn build_file(path: &Path, bin: &Path, hot: u64, n: u64) {
     let pid = 4242u32;
     let mut recs = Vec::new();
-    let mut body = Vec::new();
-    body.extend_from_slice(&pid.to_le_bytes());
-    body.extend_from_slice(&pid.to_le_bytes());
-    body.extend_from_slice(&padded_name("hot"));
-    body.extend_from_slice(&trailer(pid, 1000, 0));
-    recs.push(record(record_type::COMM, misc::COMM_EXEC, &body));
+    let mut body = perfdata::comm(pid, "hot");
+    body.extend_from_slice(&sample_id(pid, 1000, 0));
+    recs.push(perfdata::record(record_type::COMM, misc::COMM_EXEC, &body));
     let size = std::fs::metadata(bin).unwrap().len();
-    let mut body = Vec::new();
-    body.extend_from_slice(&pid.to_le_bytes());
-    body.extend_from_slice(&pid.to_le_bytes());
-    body.extend_from_slice(&0x400000u64.to_le_bytes());
-    body.extend_from_slice(&((size + 0xfff) & !0xfff).to_le_bytes());
-    body.extend_from_slice(&0u64.to_le_bytes());
-    body.extend_from_slice(&[0u8; 24]); // maj, min, ino, ino_generation
-    body.extend_from_slice(&5u32.to_le_bytes()); // PROT_READ|PROT_EXEC
-    body.extend_from_slice(&2u32.to_le_bytes()); // MAP_PRIVATE
-    body.extend_from_slice(&padded_name(bin.to_str().unwrap()));
-    body.extend_from_slice(&trailer(pid, 1001, 0));
-    recs.push(record(record_type::MMAP2, misc::USER, &body));
+    let len = (size + 0xfff) & !0xfff;
+    // PROT_READ|PROT_EXEC
+    let mut body = perfdata::mmap2(pid, 0x400000, len, 5, bin.to_str().unwrap());
+    body.extend_from_slice(&sample_id(pid, 1001, 0));
+    recs.push(perfdata::record(record_type::MMAP2, misc::USER, &body));
     for i in 0..n {
-        let mut s = Vec::new();
-        s.extend_from_slice(&(hot + 4).to_le_bytes());
-        s.extend_from_slice(&pid.to_le_bytes());
-        s.extend_from_slice(&pid.to_le_bytes());
-        s.extend_from_slice(&(2000 + i * 250_000).to_le_bytes());
-        s.extend_from_slice(&((i % 2) as u32).to_le_bytes());
-        s.extend_from_slice(&0u32.to_le_bytes());
+        let mut s = (hot + 4).to_le_bytes().to_vec();
+        s.extend_from_slice(&sample_id(pid, 2000 + i * 250_000, (i % 2) as u32));
         s.extend_from_slice(&250_000u64.to_le_bytes());
         s.extend_from_slice(&2u64.to_le_bytes());
         s.extend_from_slice(&pmx_perfdata::format::callchain::CONTEXT_USER.to_le_bytes());
         s.extend_from_slice(&(hot + 4).to_le_bytes());
-        recs.push(record(record_type::SAMPLE, misc::USER, &s));
+        recs.push(perfdata::record(record_type::SAMPLE, misc::USER, &s));
     }
     let file = std::fs::File::create(path).unwrap();
     let attr = FileAttr {
@@ -175,23 +99,18 @@ fn build_file(path: &Path, bin: &Path, hot: u64, n: u64) {
 
 #[test]
 fn perf_script_and_report_read_the_written_file() {
-    if !perf_available() {
-        eprintln!("skipped: perf is not installed");
+    if !perf::require("") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let Some((bin, hot)) = build_program(dir.path()) else {
-        eprintln!("skipped: no C compiler / nm");
+        pmx_testkit::skip("no C compiler / nm");
         return;
     };
     let file = dir.path().join("perf.data");
     build_file(&file, &bin, hot, 25);
 
-    let out = Command::new("perf")
-        .args(["script", "-G", "-F", "comm,pid,ip,sym,event", "-i"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = perf::on_file(&["script", "-G", "-F", "comm,pid,ip,sym,event"], &file);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "perf script failed: {stderr}");
@@ -208,11 +127,7 @@ fn perf_script_and_report_read_the_written_file() {
         "{stdout}"
     );
 
-    let out = Command::new("perf")
-        .args(["report", "--stdio", "--header-only", "-i"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = perf::on_file(&["report", "--stdio", "--header-only"], &file);
     let header = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");

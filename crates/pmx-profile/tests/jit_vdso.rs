@@ -4,29 +4,14 @@
 //! from the running kernel's vDSO (only for a file recorded on this
 //! kernel, and only when a recorded vDSO build-id matches).
 
-use pmx_perfdata::format::{misc, record_type, sample_type, EventHeader};
-use pmx_perfdata::{BuildIdEntry, Features, FileAttr, Reader, Writer};
+use pmx_perfdata::format::{misc, record_type, sample_type};
+use pmx_perfdata::{BuildIdEntry, Features, Reader};
 use pmx_profile::elf::ElfFile;
 use pmx_profile::{build, Options, Profile, SortKey};
+use pmx_testkit::perfdata::{self, pid_tid, record as rec, SAMPLE_ID_ALL};
 use std::io::Cursor;
 
 const ST: u64 = sample_type::IP | sample_type::TID | sample_type::TIME | sample_type::PERIOD;
-
-fn rec(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
-    let mut r = EventHeader {
-        kind,
-        misc,
-        size: (8 + body.len()) as u16,
-    }
-    .to_bytes()
-    .to_vec();
-    r.extend_from_slice(body);
-    r
-}
-
-fn pid_tid(pid: u32) -> Vec<u8> {
-    [pid.to_le_bytes(), pid.to_le_bytes()].concat()
-}
 
 fn sample(pid: u32, ip: u64, time: u64) -> Vec<u8> {
     let mut b = ip.to_le_bytes().to_vec();
@@ -39,17 +24,7 @@ fn sample(pid: u32, ip: u64, time: u64) -> Vec<u8> {
 /// An MMAP2 of `path` at `[start, start + len)` with `prot`, with the
 /// sample_id trailer (pid, tid, time).
 fn mmap2(pid: u32, start: u64, len: u64, prot: u32, path: &str) -> Vec<u8> {
-    let mut b = pid_tid(pid);
-    for v in [start, len, 0] {
-        b.extend_from_slice(&v.to_le_bytes());
-    }
-    b.extend_from_slice(&[0u8; 24]);
-    b.extend_from_slice(&prot.to_le_bytes());
-    b.extend_from_slice(&2u32.to_le_bytes());
-    let mut name = path.as_bytes().to_vec();
-    name.push(0);
-    name.resize(name.len().next_multiple_of(8), 0);
-    b.extend_from_slice(&name);
+    let mut b = perfdata::mmap2(pid, start, len, prot, path);
     b.extend_from_slice(&pid_tid(pid));
     b.extend_from_slice(&1u64.to_le_bytes());
     rec(record_type::MMAP2, misc::USER, &b)
@@ -57,21 +32,7 @@ fn mmap2(pid: u32, start: u64, len: u64, prot: u32, path: &str) -> Vec<u8> {
 
 /// A file with `maps` then one sample per address (pid, ip).
 fn file(maps: &[Vec<u8>], samples: &[(u32, u64)], features: &Features) -> Vec<u8> {
-    let mut attr = vec![0u8; 128];
-    attr[0..4].copy_from_slice(&1u32.to_le_bytes());
-    attr[4..8].copy_from_slice(&128u32.to_le_bytes());
-    attr[16..24].copy_from_slice(&1000u64.to_le_bytes());
-    attr[24..32].copy_from_slice(&ST.to_le_bytes());
-    attr[40..48].copy_from_slice(&(1u64 << 18).to_le_bytes());
-    let mut w = Writer::create(
-        Cursor::new(Vec::new()),
-        vec![FileAttr {
-            attr,
-            ids: vec![1],
-            name: "cpu-clock".into(),
-        }],
-    )
-    .unwrap();
+    let mut w = perfdata::memory_writer(perfdata::attr(128, 1000, ST, SAMPLE_ID_ALL));
     for m in maps {
         w.write_record(m).unwrap();
     }
@@ -186,7 +147,7 @@ fn vdso_clock_gettime() -> Option<(ElfFile, u64, String)> {
     let image = match pmx_profile::kernel::running_vdso() {
         Ok(i) => i,
         Err(e) => {
-            eprintln!("skipped: no vDSO here: {e}");
+            pmx_testkit::skip(format_args!("no vDSO here: {e}"));
             return None;
         }
     };

@@ -4,11 +4,12 @@
 //! order must fix it), kernel samples resolved through given kallsyms,
 //! call stacks, sort keys.
 
-use pmx_perfdata::format::{callchain, misc, record_type, sample_type, EventHeader};
-use pmx_perfdata::{Features, FileAttr, Reader, Writer};
+use pmx_perfdata::format::{callchain, misc, record_type};
+use pmx_perfdata::{Features, Reader};
 use pmx_profile::elf::{demangle, ElfFile};
 use pmx_profile::kernel::Kallsyms;
 use pmx_profile::{build, KernelSymbols, Options, SortKey};
+use pmx_testkit::perfdata::{self, record as rec, sample_id, SAMPLE_ID_ALL};
 use std::io::Cursor;
 
 #[inline(never)]
@@ -21,56 +22,23 @@ pub fn caller_function(x: u64) -> u64 {
     marker_function(x) ^ 5
 }
 
-const ST: u64 = sample_type::IP
-    | sample_type::TID
-    | sample_type::TIME
-    | sample_type::CPU
-    | sample_type::PERIOD
-    | sample_type::CALLCHAIN;
+const ST: u64 = perfdata::CALLCHAIN_SAMPLES;
 const PID: u32 = 77;
 const BASE: u64 = 0x5555_0000_0000;
 
-fn rec(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
-    let mut r = EventHeader {
-        kind,
-        misc,
-        size: (8 + body.len()) as u16,
-    }
-    .to_bytes()
-    .to_vec();
-    r.extend_from_slice(body);
-    r
-}
-
 fn trailer(time: u64, cpu: u32) -> Vec<u8> {
-    let mut t = Vec::new();
-    t.extend_from_slice(&PID.to_le_bytes());
-    t.extend_from_slice(&PID.to_le_bytes());
-    t.extend_from_slice(&time.to_le_bytes());
-    t.extend_from_slice(&u64::from(cpu).to_le_bytes());
-    t
+    sample_id(PID, time, cpu)
 }
 
 fn sample(misc: u16, ip: u64, time: u64, cpu: u32, period: u64, chain: &[u64]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&ip.to_le_bytes());
-    b.extend_from_slice(&PID.to_le_bytes());
-    b.extend_from_slice(&PID.to_le_bytes());
-    b.extend_from_slice(&time.to_le_bytes());
-    b.extend_from_slice(&u64::from(cpu).to_le_bytes());
+    let mut b = ip.to_le_bytes().to_vec();
+    b.extend_from_slice(&trailer(time, cpu));
     b.extend_from_slice(&period.to_le_bytes());
     b.extend_from_slice(&(chain.len() as u64).to_le_bytes());
     for c in chain {
         b.extend_from_slice(&c.to_le_bytes());
     }
     rec(record_type::SAMPLE, misc, &b)
-}
-
-fn padded(s: &[u8]) -> Vec<u8> {
-    let mut b = s.to_vec();
-    b.push(0);
-    b.resize(b.len().next_multiple_of(8), 0);
-    b
 }
 
 fn file() -> Vec<u8> {
@@ -89,21 +57,7 @@ fn file_with(features: &Features) -> Vec<u8> {
         BASE + elf.vaddr_to_offset(s.start).unwrap()
     };
     let (marker, caller) = (addr_of("::marker_function"), addr_of("::caller_function"));
-    let mut attr = vec![0u8; 128];
-    attr[0..4].copy_from_slice(&1u32.to_le_bytes());
-    attr[4..8].copy_from_slice(&128u32.to_le_bytes());
-    attr[16..24].copy_from_slice(&1000u64.to_le_bytes());
-    attr[24..32].copy_from_slice(&ST.to_le_bytes());
-    attr[40..48].copy_from_slice(&(1u64 << 18).to_le_bytes());
-    let mut w = Writer::create(
-        Cursor::new(Vec::new()),
-        vec![FileAttr {
-            attr,
-            ids: vec![1],
-            name: "cpu-clock".into(),
-        }],
-    )
-    .unwrap();
+    let mut w = perfdata::memory_writer(perfdata::attr(128, 1000, ST, SAMPLE_ID_ALL));
     let user_chain = |leaf: u64| vec![callchain::CONTEXT_USER, leaf, caller + 5];
     // Written first, but later in time than the COMM and MMAP2 below (another CPU's buffer).
     w.write_record(&sample(
@@ -115,29 +69,15 @@ fn file_with(features: &Features) -> Vec<u8> {
         &user_chain(marker + 2),
     ))
     .unwrap();
-    let mut comm = Vec::new();
-    comm.extend_from_slice(&PID.to_le_bytes());
-    comm.extend_from_slice(&PID.to_le_bytes());
-    comm.extend_from_slice(&padded(b"prog"));
+    let mut comm = perfdata::comm(PID, "prog");
     comm.extend_from_slice(&trailer(100, 0));
     w.write_record(&rec(record_type::COMM, misc::COMM_EXEC, &comm))
         .unwrap();
-    let mut mm = Vec::new();
-    mm.extend_from_slice(&PID.to_le_bytes());
-    mm.extend_from_slice(&PID.to_le_bytes());
-    mm.extend_from_slice(&BASE.to_le_bytes());
-    mm.extend_from_slice(
-        &std::fs::metadata(&exe)
-            .unwrap()
-            .len()
-            .next_multiple_of(4096)
-            .to_le_bytes(),
-    );
-    mm.extend_from_slice(&0u64.to_le_bytes());
-    mm.extend_from_slice(&[0u8; 24]);
-    mm.extend_from_slice(&5u32.to_le_bytes());
-    mm.extend_from_slice(&2u32.to_le_bytes());
-    mm.extend_from_slice(&padded(exe.to_str().unwrap().as_bytes()));
+    let len = std::fs::metadata(&exe)
+        .unwrap()
+        .len()
+        .next_multiple_of(4096);
+    let mut mm = perfdata::mmap2(PID, BASE, len, 5, exe.to_str().unwrap());
     mm.extend_from_slice(&trailer(200, 0));
     w.write_record(&rec(record_type::MMAP2, misc::USER, &mm))
         .unwrap();

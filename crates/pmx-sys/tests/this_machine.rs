@@ -22,11 +22,11 @@ fn cpuinfo() -> Option<HashMap<String, String>> {
 #[test]
 fn cpuid_agrees_with_proc_cpuinfo() {
     let Some(caps) = PmuCaps::decode(&NativeCpuid) else {
-        eprintln!("skipped: no CPUID on this architecture");
+        pmx_testkit::skip("no CPUID on this architecture");
         return;
     };
     let Some(info) = cpuinfo() else {
-        eprintln!("skipped: no /proc/cpuinfo");
+        pmx_testkit::skip("no /proc/cpuinfo");
         return;
     };
     let num = |k: &str| info.get(k).and_then(|v| v.parse::<u32>().ok());
@@ -117,7 +117,7 @@ fn amd_specific_facts_when_the_cpu_is_amd() {
         return;
     };
     if caps.vendor != Vendor::Amd {
-        eprintln!("skipped: vendor is {}", caps.vendor);
+        pmx_testkit::skip(format_args!("vendor is {}", caps.vendor));
         return;
     }
     let amd = caps.amd.as_ref().expect("AMD CPUs get AMD PMU facts");

@@ -16,22 +16,11 @@
 use pmx::region::{self, Config};
 use pmx_model::count::Count;
 use pmx_perf::{read_format, software, Attr, Counter, Target};
+use pmx_testkit::workload::thread_cpu_ns;
 use std::os::fd::AsRawFd;
 
 const EVENTS: &str = "task-clock,page-faults,context-switches,cpu-migrations";
 const RUNS: usize = 41;
-
-/// The calling thread's CPU time (ns): unlike wall time, it does not
-/// grow while the thread waits for a CPU on a busy machine.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 fn time_ns(n: u64, f: &mut dyn FnMut()) -> f64 {
     let t = thread_cpu_ns();

@@ -11,27 +11,9 @@
 
 /// Touch `n` fresh pages of a new mapping: exactly `n` minor faults.
 fn touch_pages(n: usize) {
-    let len = n.max(1) * 4096;
-    // SAFETY: a fresh private anonymous mapping, written within its
-    // length, then unmapped.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            eprintln!("mmap: {}", std::io::Error::last_os_error());
-            std::process::exit(1);
-        }
-        libc::madvise(p, len, libc::MADV_NOHUGEPAGE);
-        for i in 0..n {
-            std::ptr::write_volatile((p as *mut u8).add(i * 4096), 1);
-        }
-        libc::munmap(p, len);
+    if let Err(e) = pmx_perf::workload::touch_pages(n) {
+        eprintln!("mmap: {e}");
+        std::process::exit(1);
     }
 }
 

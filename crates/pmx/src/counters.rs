@@ -708,28 +708,7 @@ pub(crate) fn evaluate_readings(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn touch_pages(n: usize) {
-        let page = 4096;
-        // SAFETY: a fresh private anonymous mapping, written within its
-        // length, then unmapped.
-        unsafe {
-            let p = libc::mmap(
-                std::ptr::null_mut(),
-                n * page,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            assert_ne!(p, libc::MAP_FAILED);
-            libc::madvise(p, n * page, libc::MADV_NOHUGEPAGE);
-            for i in 0..n {
-                std::ptr::write_volatile((p as *mut u8).add(i * page), 1);
-            }
-            libc::munmap(p, n * page);
-        }
-    }
+    use pmx_testkit::workload::touch_pages;
 
     #[test]
     fn page_faults_of_the_calling_thread_are_exact() {

@@ -5,8 +5,7 @@
 
 use pmx::{Backend, CountTarget, Counters, MsrOptions};
 use pmx_model::count::Count;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use pmx_testkit::msr;
 use std::path::Path;
 
 const IA32_PMC0: u32 = 0xC1;
@@ -15,53 +14,17 @@ const IA32_FIXED_CTR0: u32 = 0x309;
 const IA32_FIXED_CTR_CTRL: u32 = 0x38D;
 const IA32_PERF_GLOBAL_CTRL: u32 = 0x38F;
 
-fn fixture() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let cpu_dir = dir.path().join("sys/devices/system/cpu");
-    std::fs::create_dir_all(&cpu_dir).unwrap();
-    std::fs::write(cpu_dir.join("online"), "0-1\n").unwrap();
-    for cpu in 0..2u32 {
-        let topo = cpu_dir.join(format!("cpu{cpu}/topology"));
-        std::fs::create_dir_all(&topo).unwrap();
-        std::fs::write(topo.join("physical_package_id"), "0\n").unwrap();
-        std::fs::write(topo.join("die_id"), "0\n").unwrap();
-        std::fs::write(topo.join("core_id"), format!("{cpu}\n")).unwrap();
-        std::fs::write(topo.join("thread_siblings_list"), format!("{cpu}\n")).unwrap();
-        let dev = dir.path().join(format!("dev/cpu{cpu}"));
-        std::fs::create_dir_all(&dev).unwrap();
-        File::create(dev.join("msr"))
-            .unwrap()
-            .set_len(0x1000 * 8)
-            .unwrap();
-    }
-    dir
-}
-
-fn file(root: &Path, cpu: u32) -> File {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(root.join(format!("dev/cpu{cpu}/msr")))
-        .unwrap()
-}
-
 fn get(root: &Path, cpu: u32, address: u32) -> u64 {
-    let mut b = [0u8; 8];
-    file(root, cpu)
-        .read_exact_at(&mut b, u64::from(address) * 8)
-        .unwrap();
-    u64::from_le_bytes(b)
+    msr::get(&root.join("dev"), cpu, address)
 }
 
 fn set(root: &Path, cpu: u32, address: u32, value: u64) {
-    file(root, cpu)
-        .write_all_at(&value.to_le_bytes(), u64::from(address) * 8)
-        .unwrap();
+    msr::set(&root.join("dev"), cpu, address, value);
 }
 
 #[test]
 fn msr_backend_counts_what_the_simulated_pmu_advances() {
-    let dir = fixture();
+    let dir = msr::Machine::new(2, 2);
     let root = dir.path();
     let mut c = Counters::builder()
         .events("r00c0,instructions,page-faults")

@@ -6,39 +6,16 @@
 
 use pmx::recorder::{MsrHandle, PerfHandle, Recorder, Transform};
 use pmx_msr::{Mode, MsrDevice, MsrRoot};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
-use std::path::Path;
+use pmx_testkit::msr::{msr_files, set};
 use std::sync::Arc;
 use std::time::Duration;
 
 const IA32_FIXED_CTR0: u32 = 0x309;
 const IA32_TIME_STAMP_COUNTER: u32 = 0x10;
 
-fn set(dir: &Path, cpu: u32, address: u32, value: u64) {
-    OpenOptions::new()
-        .write(true)
-        .open(dir.join(format!("cpu{cpu}/msr")))
-        .unwrap()
-        .write_all_at(&value.to_le_bytes(), u64::from(address) * 8)
-        .unwrap();
-}
-
-fn fixture(cpus: u32) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for cpu in 0..cpus {
-        std::fs::create_dir_all(dir.path().join(format!("cpu{cpu}"))).unwrap();
-        File::create(dir.path().join(format!("cpu{cpu}/msr")))
-            .unwrap()
-            .set_len(0x1000 * 8)
-            .unwrap();
-    }
-    dir
-}
-
 #[test]
 fn delta_on_a_simulated_msr_device_gives_the_exact_csv() {
-    let dir = fixture(2);
+    let dir = msr_files(2);
     let p = dir.path();
     // Instructions retired (48-bit fixed counter 0) and the TSC.
     set(p, 0, IA32_FIXED_CTR0, 1_000);
@@ -95,7 +72,7 @@ fn the_background_thread_fills_the_buffer_and_stops() {
     let h = match PerfHandle::open("cpu-clock", &cpus) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("SKIP: per-CPU cpu-clock cannot be opened here: {e}");
+            pmx_testkit::skip(format_args!("per-CPU cpu-clock cannot be opened here: {e}"));
             return;
         }
     };
@@ -125,7 +102,7 @@ fn stop_keeps_the_samples_so_far() {
     let h = match PerfHandle::open("cpu-clock", &[0]) {
         Ok(h) => h,
         Err(e) => {
-            eprintln!("SKIP: per-CPU cpu-clock cannot be opened here: {e}");
+            pmx_testkit::skip(format_args!("per-CPU cpu-clock cannot be opened here: {e}"));
             return;
         }
     };

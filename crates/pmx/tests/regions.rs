@@ -2,6 +2,7 @@
 //! thread, nesting, errors, the results file.
 
 use pmx::region::{self, Config};
+use pmx_testkit::workload::{thread_cpu_ns, tid, touch_pages};
 use std::sync::Once;
 
 static SETUP: Once = Once::new();
@@ -14,34 +15,6 @@ fn setup() {
         })
         .unwrap();
     });
-}
-
-/// Touch `n` fresh pages: exactly `n` minor faults.
-fn touch_pages(n: usize) {
-    let page = 4096;
-    // SAFETY: a fresh private anonymous mapping, written within its
-    // length, then unmapped.
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            n * page,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        assert_ne!(p, libc::MAP_FAILED);
-        libc::madvise(p, n * page, libc::MADV_NOHUGEPAGE);
-        for i in 0..n {
-            std::ptr::write_volatile((p as *mut u8).add(i * page), 1);
-        }
-        libc::munmap(p, n * page);
-    }
-}
-
-fn tid() -> i32 {
-    // SAFETY: gettid cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
 fn faults(r: &pmx::results::RegionResults, name: &str, tid: i32) -> (u64, u64) {
@@ -127,16 +100,6 @@ fn ending_a_region_that_is_not_innermost_is_an_error() {
     })
     .join()
     .unwrap();
-}
-
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[test]

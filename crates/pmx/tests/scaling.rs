@@ -29,7 +29,7 @@ fn scaled_count_of_a_half_running_event_is_within_ten_percent() {
         .map(|n| n.get())
         .unwrap_or(1);
     if ncpu < 2 {
-        eprintln!("SKIP: needs two CPUs");
+        pmx_testkit::skip("needs two CPUs");
         return;
     }
     let clock = |cpu: i32| {

@@ -1,28 +1,52 @@
-//! Fixtures shared by the msr tests.
+//! What the command-line tests share: running the `pmx` binary of this
+//! build, and the msr fixture machine. The helpers that are not
+//! pmx-cli's own come from `pmx_testkit`.
 
-use std::fs::File;
+#![allow(dead_code)] // Each test binary uses a different part.
 
-/// A temporary root with `dev/cpuN/msr` sparse files and
+use pmx_testkit::msr::Machine;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+/// The `pmx` binary of this build.
+pub const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+
+/// `pmx ARGS…`, its output captured and stdin closed, with
+/// `$PMX_EVENTS_DIR` unset so that the event data is what the test says.
+pub fn pmx(args: &[&str]) -> Output {
+    Command::new(PMX)
+        .args(args)
+        .env_remove("PMX_EVENTS_DIR")
+        .output()
+        .expect("run pmx")
+}
+
+/// A process's stdout as text.
+pub fn stdout(o: &Output) -> String {
+    pmx_testkit::text(&o.stdout)
+}
+
+/// A process's stderr as text.
+pub fn stderr(o: &Output) -> String {
+    pmx_testkit::text(&o.stderr)
+}
+
+/// A fixture machine root with `dev/cpuN/msr` sparse files and
 /// `sys/devices/system/cpu` for 4 CPUs in 2 packages (cpus 0,1 → package
 /// 0; 2,3 → package 1). Register N lives at byte 8·N of each file.
-pub fn four_cpu_msr_root() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let cpu_dir = dir.path().join("sys/devices/system/cpu");
-    std::fs::create_dir_all(&cpu_dir).unwrap();
-    std::fs::write(cpu_dir.join("online"), "0-3\n").unwrap();
-    for cpu in 0..4u32 {
-        let topo = cpu_dir.join(format!("cpu{cpu}/topology"));
-        std::fs::create_dir_all(&topo).unwrap();
-        std::fs::write(topo.join("physical_package_id"), format!("{}\n", cpu / 2)).unwrap();
-        std::fs::write(topo.join("die_id"), "0\n").unwrap();
-        std::fs::write(topo.join("core_id"), format!("{}\n", cpu % 2)).unwrap();
-        std::fs::write(topo.join("thread_siblings_list"), format!("{cpu}\n")).unwrap();
-        let dev = dir.path().join(format!("dev/cpu{cpu}"));
-        std::fs::create_dir_all(&dev).unwrap();
-        File::create(dev.join("msr"))
-            .unwrap()
-            .set_len(0xC002_0000 * 8)
-            .unwrap();
-    }
-    dir
+pub fn four_cpu_msr_machine() -> Machine {
+    Machine::new(4, 2)
+}
+
+/// `pmx stat -I MS FORM -a -A -e task-clock,context-switches -o FILE`,
+/// spawned with stderr captured: every CPU's software counters at
+/// intervals, until interrupted.
+pub fn spawn_system_intervals(ms: &str, form: &str, file: &Path) -> Child {
+    let events = "task-clock,context-switches";
+    Command::new(PMX)
+        .args(["stat", "-I", ms, form, "-a", "-A", "-e", events, "-o"])
+        .arg(file)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn pmx")
 }

@@ -26,6 +26,17 @@ impl Drop for Daemon {
     }
 }
 
+impl Daemon {
+    /// The daemon has logged, since the last look, a line containing
+    /// each of `wanted`.
+    pub fn assert_logged(&self, wanted: &[&str]) {
+        let lines: Vec<String> = self.log.try_iter().collect();
+        for w in wanted {
+            assert!(lines.iter().any(|l| l.contains(w)), "{lines:?}");
+        }
+    }
+}
+
 pub fn start(args: &[&str]) -> Daemon {
     let mut child = Command::new(PMX)
         .arg("serve")
@@ -269,27 +280,26 @@ pub fn samples(text: &str) -> Vec<Sample> {
     parse_openmetrics(text).unwrap_or_else(|e| panic!("not valid OpenMetrics: {e}\n{text}"))
 }
 
-/// Sum of `name` samples whose labels include `want`.
-pub fn sum(s: &[Sample], name: &str, want: &[(&str, &str)]) -> f64 {
-    s.iter()
-        .filter(|(n, l, _)| {
-            n == name
-                && want
-                    .iter()
-                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
-        })
-        .map(|(_, _, v)| v)
-        .sum()
+/// The `name` samples whose labels include `want`.
+fn matching<'a>(
+    s: &'a [Sample],
+    name: &'a str,
+    want: &'a [(&str, &str)],
+) -> impl Iterator<Item = &'a Sample> {
+    s.iter().filter(move |(n, l, _)| {
+        n == name
+            && want
+                .iter()
+                .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+    })
 }
 
+/// Sum of `name` samples whose labels include `want`.
+pub fn sum(s: &[Sample], name: &str, want: &[(&str, &str)]) -> f64 {
+    matching(s, name, want).map(|(_, _, v)| v).sum()
+}
+
+/// The label sets of `name` samples whose labels include `want`.
 pub fn series(s: &[Sample], name: &str, want: &[(&str, &str)]) -> Vec<BTreeMap<String, String>> {
-    s.iter()
-        .filter(|(n, l, _)| {
-            n == name
-                && want
-                    .iter()
-                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
-        })
-        .map(|(_, l, _)| l.clone())
-        .collect()
+    matching(s, name, want).map(|(_, l, _)| l.clone()).collect()
 }

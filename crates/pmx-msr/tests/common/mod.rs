@@ -3,17 +3,11 @@
 
 #![allow(dead_code)]
 
-use pmx_model::encoding::{encode_spec, Arch, EncodeOptions, Encoded, PerfAttr};
-use pmx_model::spec::parse_spec;
+use pmx_model::encoding::{Arch, Encoded, PerfAttr};
 use pmx_model::topology::{LogicalCpu, Topology};
 use pmx_msr::{generic_hardware_event, MsrEvent, MsrRoot};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use pmx_testkit::msr;
 use std::path::{Path, PathBuf};
-
-/// Every MSR address the catalogue has fits below this (register N at
-/// byte 8·N, as pmx keeps registers in a regular file).
-pub const FILE_SIZE: u64 = 0xC002_0000 * 8;
 
 /// `cpuN/msr` files under a temporary directory.
 pub struct Fixture {
@@ -25,13 +19,8 @@ pub struct Fixture {
 impl Fixture {
     /// `cpus` CPUs, every register 0.
     pub fn new(cpus: u32) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = msr::msr_files(cpus);
         let path = dir.path().to_path_buf();
-        for cpu in 0..cpus {
-            std::fs::create_dir_all(path.join(format!("cpu{cpu}"))).unwrap();
-            let f = File::create(path.join(format!("cpu{cpu}/msr"))).unwrap();
-            f.set_len(FILE_SIZE).unwrap();
-        }
         Fixture {
             _dir: Some(dir),
             path,
@@ -52,26 +41,12 @@ impl Fixture {
         MsrRoot::new(&self.path)
     }
 
-    fn file(&self, cpu: u32) -> File {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(self.path.join(format!("cpu{cpu}/msr")))
-            .unwrap()
-    }
-
     pub fn get(&self, cpu: u32, address: u32) -> u64 {
-        let mut b = [0u8; 8];
-        self.file(cpu)
-            .read_exact_at(&mut b, address as u64 * 8)
-            .unwrap();
-        u64::from_le_bytes(b)
+        msr::get(&self.path, cpu, address)
     }
 
     pub fn set(&self, cpu: u32, address: u32, value: u64) {
-        self.file(cpu)
-            .write_all_at(&value.to_le_bytes(), address as u64 * 8)
-            .unwrap();
+        msr::set(&self.path, cpu, address, value);
     }
 
     /// The value of every listed register on every CPU.
@@ -229,16 +204,7 @@ pub fn two_packages() -> Topology {
     ])
 }
 
-pub fn encode(spec: &str, arch: Arch) -> Encoded {
-    encode_spec(
-        &parse_spec(spec).unwrap(),
-        EncodeOptions {
-            arch,
-            sampling: false,
-        },
-    )
-    .unwrap()
-}
+pub use pmx_testkit::events::encode;
 
 pub fn generic(arch: Arch, config: u64) -> Encoded {
     let attr = PerfAttr {

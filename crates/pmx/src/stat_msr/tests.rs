@@ -9,48 +9,19 @@ use std::time::Duration;
 
 /// Register `address` of `cpu` in a fixture device (byte 8·N).
 fn reg(root: &Path, cpu: u32, address: u32) -> u64 {
-    use std::os::unix::fs::FileExt;
-    let f = std::fs::File::open(root.join(format!("dev/cpu{cpu}/msr"))).unwrap();
-    let mut b = [0u8; 8];
-    f.read_exact_at(&mut b, u64::from(address) * 8).unwrap();
-    u64::from_le_bytes(b)
+    pmx_testkit::msr::get(&root.join("dev"), cpu, address)
 }
 
 fn set_reg(root: &Path, cpu: u32, address: u32, value: u64) {
-    use std::os::unix::fs::FileExt;
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(root.join(format!("dev/cpu{cpu}/msr")))
-        .unwrap();
-    f.write_all_at(&value.to_le_bytes(), u64::from(address) * 8)
-        .unwrap();
+    pmx_testkit::msr::set(&root.join("dev"), cpu, address, value);
 }
 
 /// Two CPUs in one package, msr fixture files, `/proc` with the NMI
 /// watchdog off and no other process.
-fn machine() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let cpu_dir = dir.path().join("sys/devices/system/cpu");
-    std::fs::create_dir_all(&cpu_dir).unwrap();
-    std::fs::write(cpu_dir.join("online"), "0-1\n").unwrap();
-    for cpu in 0..2u32 {
-        let topo = cpu_dir.join(format!("cpu{cpu}/topology"));
-        std::fs::create_dir_all(&topo).unwrap();
-        std::fs::write(topo.join("physical_package_id"), "0\n").unwrap();
-        std::fs::write(topo.join("die_id"), "0\n").unwrap();
-        std::fs::write(topo.join("core_id"), format!("{cpu}\n")).unwrap();
-        std::fs::write(topo.join("thread_siblings_list"), format!("{cpu}\n")).unwrap();
-        let dev = dir.path().join(format!("dev/cpu{cpu}"));
-        std::fs::create_dir_all(&dev).unwrap();
-        std::fs::File::create(dev.join("msr"))
-            .unwrap()
-            .set_len(0x1000 * 8)
-            .unwrap();
-    }
-    let kernel = dir.path().join("proc/sys/kernel");
-    std::fs::create_dir_all(&kernel).unwrap();
-    std::fs::write(kernel.join("nmi_watchdog"), "0\n").unwrap();
-    dir
+fn machine() -> pmx_testkit::msr::Machine {
+    let m = pmx_testkit::msr::Machine::new(2, 2);
+    m.nmi_watchdog_off();
+    m
 }
 
 const PMC0: u32 = 0xC1;
