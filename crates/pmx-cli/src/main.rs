@@ -22,7 +22,6 @@ mod encode;
 mod exit;
 mod explain;
 mod fetch;
-mod fields;
 mod info;
 mod list;
 mod merge;

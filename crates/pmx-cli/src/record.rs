@@ -3,8 +3,7 @@
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
-use pmx::record::{self, RecordEvent, RecordOptions, RecordSummary, SampleRate};
-
+use pmx::record::{self, RecordError, RecordEvent, RecordOptions, SampleRate};
 use std::path::PathBuf;
 
 /// Arguments of `pmx record`.
@@ -74,124 +73,23 @@ pub struct RecordArgs {
     pub command: Vec<String>,
 }
 
-fn rate(args: &RecordArgs) -> anyhow::Result<(SampleRate, Vec<String>)> {
-    let mut notes = Vec::new();
-    let max = record::max_sample_rate();
-    if let Some(c) = args.count {
-        if c == 0 {
-            return Err(UsageError("-c 0: give a period of at least 1".to_string()).into());
-        }
-        return Ok((SampleRate::Period(c), notes));
-    }
-    let hz = match args.freq.as_deref() {
-        None => record::DEFAULT_FREQUENCY,
-        Some("max") => max.ok_or_else(|| {
-            UsageError(
-                "-F max: kernel.perf_event_max_sample_rate cannot be read; give a number"
-                    .to_string(),
-            )
-        })?,
-        Some(s) => s.parse::<u64>().ok().filter(|&f| f > 0).ok_or_else(|| {
-            UsageError(format!(
-                "-F {s}: give a positive number of samples per second, or max"
-            ))
-        })?,
-    };
-    if let Some(m) = max.filter(|&m| hz > m) {
-        notes.push(format!(
-            "-F {hz} is above kernel.perf_event_max_sample_rate ({m}); using {m} Hz \
-             (raise it with sysctl kernel.perf_event_max_sample_rate=N)"
-        ));
-        return Ok((SampleRate::Frequency(m), notes));
-    }
-    Ok((SampleRate::Frequency(hz), notes))
-}
-
-/// The `-e` events as sampling events; an event that cannot sample here
-/// is an error with its reason.
+/// The `-e` events as sampling events (the default event without `-e`),
+/// with notes on what was chosen.
 fn events(args: &RecordArgs, rate: SampleRate) -> anyhow::Result<(Vec<RecordEvent>, Vec<String>)> {
     if args.events.is_empty() {
         let (ev, notes) = record::default_event(rate);
         return Ok((vec![ev], notes));
     }
-    let mut groups = Vec::new();
-    for l in &args.events {
-        groups.extend(pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?);
-    }
-    if groups.iter().any(|g| g.explicit) {
-        return Err(UsageError(
-            "pmx record samples events one by one: drop the {…} grouping".to_string(),
-        )
-        .into());
-    }
+    let groups = record::event_groups(&args.events).map_err(failure)?;
     let plan = args.db.plan(&groups, None)?;
-    let mut out = Vec::new();
-    for e in plan.events {
-        let attr = e
-            .attr
-            .map_err(|why| anyhow::anyhow!("{} cannot be sampled here: {why}", e.name))?;
-        if e.cpus.is_some() {
-            anyhow::bail!(
-                "{} belongs to a PMU outside the cores (uncore): it counts, but cannot \
-                 attribute events to instructions, so it cannot be sampled",
-                e.name
-            );
-        }
-        out.push(RecordEvent { name: e.name, attr });
-    }
-    Ok((out, Vec::new()))
+    Ok((record::sampling_events(plan).map_err(failure)?, Vec::new()))
 }
 
-fn print_summary(s: &RecordSummary) {
-    let per_event = if s.events.len() > 1 {
-        format!(
-            " ({})",
-            s.events
-                .iter()
-                .map(|e| format!("{} {}", e.name, e.samples))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    } else {
-        format!(" of {}", s.events[0].name)
-    };
-    eprintln!(
-        "pmx record: {} samples{per_event}, written to {} ({:.3} MB); {} records lost in {} \
-         LOST events, {} throttle events",
-        s.samples(),
-        s.output.display(),
-        s.bytes as f64 / 1e6,
-        s.lost_records,
-        s.lost_events,
-        s.throttled,
-    );
-    if s.lost_samples > 0 {
-        eprintln!(
-            "pmx record: the PMU dropped {} samples (PERF_RECORD_LOST_SAMPLES)",
-            s.lost_samples
-        );
-    }
-    if s.lost_events > 0 {
-        eprintln!(
-            "pmx record: the ring buffers overflowed: use a larger -m, a lower rate (-F/-c), \
-             or fewer CPUs"
-        );
-    }
-    if s.throttled > 0 {
-        eprintln!(
-            "pmx record: the kernel throttled sampling {} times (more interrupts than \
-             kernel.perf_event_max_sample_rate allows): lower the rate",
-            s.throttled
-        );
-    }
-    if let Some(old) = &s.old_output {
-        eprintln!(
-            "pmx record: the previous file was kept as {}",
-            old.display()
-        );
-    }
-    for n in &s.notes {
-        eprintln!("pmx record: note: {n}");
+/// A recording's failure as the CLI reports it (bad input: exit 2).
+fn failure(e: RecordError) -> anyhow::Error {
+    match e {
+        RecordError::Invalid(m) => UsageError(m).into(),
+        e => anyhow::anyhow!("{e}"),
     }
 }
 
@@ -215,7 +113,8 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         .into());
     }
     let duration = crate::target::duration(args.duration)?;
-    let (rate, mut notes) = rate(args)?;
+    let (rate, mut notes) =
+        record::sample_rate(args.count, args.freq.as_deref()).map_err(failure)?;
     let (events, more) = events(args, rate)?;
     notes.extend(more);
     for n in &notes {
@@ -235,14 +134,15 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     record::install_signal_handlers();
     match record::record(&events, &opts) {
         Ok(summary) => {
-            print_summary(&summary);
+            for line in summary.messages() {
+                eprintln!("pmx record: {line}");
+            }
             Ok(summary.exit.map_or(0, |e| e.shell_code()))
         }
-        Err(record::RecordError::Exec { cmd, reason }) => {
+        Err(RecordError::Exec { cmd, reason }) => {
             eprintln!("pmx record: cannot run '{cmd}': {reason}");
             Ok(127)
         }
-        Err(record::RecordError::Invalid(m)) => Err(UsageError(m).into()),
-        Err(e) => Err(anyhow::anyhow!("{e}")),
+        Err(e) => Err(failure(e)),
     }
 }

@@ -5,9 +5,7 @@
 use crate::db::DbArgs;
 use crate::exit::UsageError;
 use pmx::metrics::{MetricError, MetricSet};
-use pmx::stat::{self, EventStatus};
-use pmx_serve::config::{FileConfig, Per, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS};
-use pmx_serve::{Collector, Daemon, Options};
+use pmx_serve::{FileConfig, Per, ServeError, ServeFlags, Settings};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
@@ -74,59 +72,26 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
         Some(p) => FileConfig::load(p).map_err(|e| UsageError(format!("--config {e}")))?,
         None => FileConfig::default(),
     };
-    let listen = match (&args.listen, file.listen) {
-        (Some(t), _) => listen_addr(t)?,
-        (None, Some(a)) => a,
-        (None, None) => DEFAULT_LISTEN.parse().expect("valid default"),
+    let flags = ServeFlags {
+        listen: args.listen.as_deref().map(listen_addr).transpose()?,
+        events: args.events.clone(),
+        metrics: args.metrics.clone(),
+        per: if args.per_core {
+            Some(Per::Core)
+        } else if args.per_socket {
+            Some(Per::Socket)
+        } else if args.per_cpu {
+            Some(Per::Cpu)
+        } else {
+            None
+        },
+        max_connections: args.max_connections,
     };
-    let per = if args.per_core {
-        Per::Core
-    } else if args.per_socket {
-        Per::Socket
-    } else if args.per_cpu {
-        Per::Cpu
-    } else {
-        file.per.unwrap_or(Per::Cpu)
-    };
-    let max_connections = args
-        .max_connections
-        .or(file.max_connections)
-        .unwrap_or(DEFAULT_MAX_CONNECTIONS);
-    if max_connections == 0 {
-        return Err(UsageError("--max-connections 0: allow at least one".to_string()).into());
-    }
-    let event_lists: Vec<String> = if !args.events.is_empty() {
-        args.events.clone()
-    } else {
-        file.events.clone()
-    };
-    let metric_list: Option<String> = match &args.metrics {
-        Some(m) => Some(m.clone()),
-        None if !file.metrics.is_empty() => Some(file.metrics.join(",")),
-        None => None,
-    };
-    let wants_metrics = metric_list.is_some() || !file.defines.is_empty();
-    let lists: Vec<String> = if event_lists.is_empty() && !wants_metrics {
-        vec![stat::DEFAULT_EVENTS.to_string()]
-    } else {
-        event_lists
-    };
-    let mut groups = Vec::new();
-    for l in &lists {
-        groups.extend(pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?);
-    }
-    let (metrics, db) = if wants_metrics {
+    let settings = Settings::resolve(&flags, &file).map_err(failure)?;
+    let mut groups = settings.event_groups().map_err(failure)?;
+    let (metrics, db) = if settings.wants_metrics() {
         let db = args.db.load()?;
-        let dir = pmx_events::default_events_dir(args.db.events_dirs.first().cloned());
-        let set =
-            MetricSet::with_definitions(metric_list.as_deref(), &file.defines, &db, dir.as_deref())
-                .map_err(|e| match e {
-                    MetricError::Unknown(u) => UsageError(format!("-M: {u}")),
-                    d => UsageError(d.to_string()),
-                })?;
-        for n in set.notes() {
-            eprintln!("pmx serve: {n}");
-        }
+        let set = metric_set(args, &settings, &db)?;
         groups.extend(set.event_groups(&groups));
         (Some(set), Some(db))
     } else {
@@ -138,65 +103,37 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    let mut plan = args.db.plan(&groups, db.as_ref())?;
-    if let Some(b) = pmx::schedule::CounterBudget::this_cpu() {
-        for n in plan.pack(&b) {
-            eprintln!("pmx serve: {n}");
-        }
-    }
-    plan.group_software();
+    let plan = args.db.plan(&groups, db.as_ref())?;
     let online_file = args
         .online_file
         .clone()
         .unwrap_or_else(|| PathBuf::from(pmx_serve::collect::ONLINE_FILE));
-    let collector = Collector::open(plan, &online_file)
-        .map_err(|e| anyhow::anyhow!("cannot read the online CPUs: {e}"))?;
-    if !collector.status().contains(&EventStatus::Counted) {
-        let why = collector
-            .status()
-            .iter()
-            .zip(&collector.plan().events)
-            .map(|(s, e)| match s {
-                EventStatus::NotSupported(r) | EventStatus::NotCounted(r) => {
-                    format!("{}: {r}", e.name)
-                }
-                EventStatus::Counted => String::new(),
-            })
-            .next()
-            .unwrap_or_default();
-        anyhow::bail!("no event can be counted system-wide here ({why})");
-    }
-    let counted = collector
-        .status()
-        .iter()
-        .filter(|s| **s == EventStatus::Counted)
-        .count();
-    let cpus = pmx_model::topology::format_cpu_list(&collector.cpus());
-    let names = metrics.as_ref().map(|m| m.names()).unwrap_or_default();
-    let opts = Options {
-        listen,
-        per,
-        max_connections,
-        ..Options::default()
-    };
-    let daemon = Daemon::bind(
-        collector,
-        metrics,
-        opts,
-        Box::new(|l: &str| eprintln!("pmx serve: {l}")),
-    )
-    .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
-    daemon.stop().install_signal_handlers()?;
-    let addr = daemon.local_addr()?;
-    eprintln!(
-        "pmx serve: listening on http://{addr}/metrics ({counted} event{} on CPUs {cpus}{})",
-        if counted == 1 { "" } else { "s" },
-        if names.is_empty() {
-            String::new()
-        } else {
-            format!("; metrics {}", names.join(", "))
-        }
-    );
-    daemon.run()?;
+    let log = Box::new(|l: &str| eprintln!("pmx serve: {l}"));
+    let started = pmx_serve::start(plan, metrics, &settings, &online_file, log).map_err(failure)?;
+    eprintln!("pmx serve: {}", started.banner);
+    started.daemon.run()?;
     Ok(0)
+}
+
+/// The metrics asked for (`-M`, the file's `metrics` and `define`s), with
+/// their notes on stderr.
+fn metric_set(args: &ServeArgs, s: &Settings, db: &pmx::Database) -> anyhow::Result<MetricSet> {
+    let dir = pmx::database::default_events_dir(args.db.events_dirs.first().cloned());
+    let set = MetricSet::with_definitions(s.metric_list.as_deref(), &s.defines, db, dir.as_deref())
+        .map_err(|e| match e {
+            MetricError::Unknown(u) => UsageError(format!("-M: {u}")),
+            d => UsageError(d.to_string()),
+        })?;
+    for n in set.notes() {
+        eprintln!("pmx serve: {n}");
+    }
+    Ok(set)
+}
+
+/// A start-up failure as the CLI reports it (bad input: exit 2).
+fn failure(e: ServeError) -> anyhow::Error {
+    match e {
+        ServeError::Usage(m) => UsageError(m).into(),
+        e => e.into(),
+    }
 }

@@ -17,6 +17,8 @@ pub mod catalog;
 pub mod fetch;
 pub mod info;
 pub mod merge;
+pub mod msr;
+pub mod progress;
 pub mod registers;
 pub mod stat;
 pub mod tma;

@@ -34,14 +34,21 @@
 //! --no-children`: the leaf frame only). With stacks on, every sample's
 //! call chain (markers `PERF_CONTEXT_*` dropped, root first, kernel frames
 //! after user ones) is counted for [`flame::folded`] and [`flame::svg`].
+//!
+//! **Reports** ([`report()`]): `pmx report` as a call, options in, a typed
+//! [`Report`] out (the profile, the events selected, the rows to show);
+//! [`render`] draws it as perf's table or as JSON.
 
 pub mod elf;
 pub mod flame;
 pub mod kernel;
 pub mod profile;
+pub mod render;
+pub mod report;
 pub mod symbolize;
 
 pub use profile::{
     build, truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row,
     SortKey,
 };
+pub use report::{report, Report, ReportError, ReportOptions, StackEvent};

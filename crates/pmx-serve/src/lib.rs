@@ -43,7 +43,8 @@
 //! - **Stop**: SIGTERM or SIGINT writes to a self-pipe the accept loop
 //!   polls; open connections are shut down, counters closed, exit 0.
 //!
-//! [`render`] writes the families; [`config`] reads `--config FILE`;
+//! [`launch`] turns the settings (flags over the file) into a started
+//! daemon. [`render`] writes the families; [`config`] reads `--config FILE`;
 //! derived metrics are `pmx::metrics::MetricSet`, evaluated per domain.
 
 #![warn(missing_docs)]
@@ -51,11 +52,13 @@
 pub mod collect;
 pub mod config;
 pub mod http;
+pub mod launch;
 pub mod render;
 pub mod server;
 
 pub use collect::{Collector, Snapshot};
 pub use config::{FileConfig, Per};
+pub use launch::{start, ServeError, ServeFlags, Settings, Started};
 pub use pmx::metrics::MetricSet;
 pub use render::Format;
 pub use server::{Daemon, Options, Stop, StopTrigger};

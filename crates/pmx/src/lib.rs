@@ -73,6 +73,7 @@ pub mod job;
 pub mod launch;
 pub mod merge;
 pub mod metrics;
+pub mod msr;
 pub mod record;
 pub mod recorder;
 pub mod region;

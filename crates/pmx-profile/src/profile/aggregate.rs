@@ -1,0 +1,290 @@
+//! Aggregation by sort keys: the replay's state (command names per
+//! thread, the symbolizer's maps) and, per event, the rows keyed by the
+//! `--sort` keys, the inclusive ("children") rows and the call stacks,
+//! all with interned ids (resolved to names at the end, in `rows`).
+
+use super::types::{Options, SortKey};
+use crate::symbolize::{DsoId, FrameId, Symbolizer};
+use pmx_perfdata::format::{callchain, misc};
+use rustc_hash::FxHashMap as HashMap;
+
+#[derive(Hash, PartialEq, Eq, Clone, Copy)]
+pub(super) struct RawKey {
+    pub(super) comm: u32,
+    pub(super) pid: u32,
+    pub(super) dso: DsoId,
+    pub(super) frame: FrameId,
+    pub(super) cpu: u32,
+}
+
+#[derive(Default)]
+pub(super) struct EventAcc {
+    pub(super) samples: u64,
+    pub(super) period: u64,
+    pub(super) lost: u64,
+    pub(super) throttled: u64,
+    pub(super) rows: HashMap<RawKey, (u64, u64, u32, u64)>,
+    pub(super) children: HashMap<RawKey, (u64, u64, u32, u64)>,
+    pub(super) stacks: HashMap<Box<[u32]>, (u64, u64)>,
+}
+
+pub(super) const NONE: u32 = u32::MAX;
+
+/// A record kept until its round is processed in time order.
+pub(super) enum Item {
+    Sample {
+        event: usize,
+        misc: u16,
+        ip: u64,
+        pid: u32,
+        tid: u32,
+        cpu: u32,
+        period: u64,
+        chain: std::ops::Range<usize>,
+    },
+    Comm {
+        tid: u32,
+        comm: u32,
+    },
+    Fork {
+        pid: u32,
+        ppid: u32,
+        tid: u32,
+        ptid: u32,
+    },
+    Mmap(Box<MmapItem>),
+}
+
+/// A user mapping waiting for its round.
+pub(super) struct MmapItem {
+    pub(super) pid: u32,
+    pub(super) start: u64,
+    pub(super) len: u64,
+    pub(super) pgoff: u64,
+    pub(super) path: Vec<u8>,
+    pub(super) build_id: Option<Vec<u8>>,
+}
+
+/// What the replay has built so far.
+pub(super) struct State<'o> {
+    pub(super) options: &'o Options,
+    pub(super) keys: [bool; 5],
+    pub(super) sym: Symbolizer,
+    pub(super) comms: Vec<String>,
+    pub(super) comm_ids: HashMap<Vec<u8>, u32>,
+    pub(super) thread_comm: HashMap<u32, u32>,
+    pub(super) accs: Vec<EventAcc>,
+    pub(super) stack_buf: Vec<u32>,
+    pub(super) frames: Vec<u32>,
+}
+
+impl<'o> State<'o> {
+    /// Empty state for `options`, symbolizing with `sym`.
+    pub(super) fn new(options: &'o Options, sym: Symbolizer) -> State<'o> {
+        let want = |k: SortKey| options.sort.contains(&k);
+        State {
+            options,
+            keys: [
+                want(SortKey::Comm),
+                want(SortKey::Pid),
+                want(SortKey::Dso),
+                want(SortKey::Symbol),
+                want(SortKey::Cpu),
+            ],
+            sym,
+            comms: Vec::new(),
+            comm_ids: HashMap::default(),
+            thread_comm: HashMap::default(),
+            accs: Vec::new(),
+            stack_buf: Vec::new(),
+            frames: Vec::new(),
+        }
+    }
+
+    /// The accumulator of event `e`, created on first use.
+    pub(super) fn acc(&mut self, e: usize) -> &mut EventAcc {
+        if self.accs.len() <= e {
+            self.accs.resize_with(e + 1, EventAcc::default);
+        }
+        &mut self.accs[e]
+    }
+
+    pub(super) fn intern_comm(&mut self, name: &[u8]) -> u32 {
+        if let Some(&id) = self.comm_ids.get(name) {
+            return id;
+        }
+        let id = self.comms.len() as u32;
+        self.comms.push(String::from_utf8_lossy(name).into_owned());
+        self.comm_ids.insert(name.to_vec(), id);
+        id
+    }
+
+    pub(super) fn apply(&mut self, item: &Item, arena: &[u64]) {
+        match *item {
+            Item::Sample {
+                event,
+                misc: m,
+                ip,
+                pid,
+                tid,
+                cpu,
+                period,
+                ref chain,
+            } => self.sample(event, m, ip, pid, tid, cpu, period, &arena[chain.clone()]),
+            Item::Comm { tid, comm } => {
+                self.thread_comm.insert(tid, comm);
+            }
+            Item::Fork {
+                pid,
+                ppid,
+                tid,
+                ptid,
+            } => {
+                if let Some(&c) = self
+                    .thread_comm
+                    .get(&ptid)
+                    .or_else(|| self.thread_comm.get(&ppid))
+                {
+                    self.thread_comm.insert(tid, c);
+                }
+                self.sym.fork(ppid, pid);
+            }
+            Item::Mmap(ref m) => {
+                if let Some(b) = &m.build_id {
+                    self.sym.set_build_id(&m.path, b);
+                }
+                self.sym.add_map(m.pid, m.start, m.len, m.pgoff, &m.path);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sample(
+        &mut self,
+        event: usize,
+        m: u16,
+        ip: u64,
+        pid: u32,
+        tid: u32,
+        cpu: u32,
+        period: u64,
+        chain: &[u64],
+    ) {
+        let [k_comm, k_pid, k_dso, k_sym, k_cpu] = self.keys;
+        let mode = m & misc::CPUMODE_MASK;
+        let kernel = mode == misc::KERNEL || (mode != misc::USER && ip >= 0xffff_8000_0000_0000);
+        let leaf = if kernel {
+            self.sym.kernel_frame(ip)
+        } else {
+            self.sym.user_frame(pid, ip)
+        };
+        let comm = self.comm_of(pid, tid);
+        let dso = self.sym.frame(leaf).dso;
+        let key = RawKey {
+            comm: if k_comm { comm } else { NONE },
+            pid: if k_pid { pid } else { NONE },
+            dso: if k_dso || k_sym { dso } else { NONE },
+            frame: if k_sym || k_dso { leaf } else { NONE },
+            cpu: if k_cpu { cpu } else { NONE },
+        };
+        if self.accs.len() <= event {
+            self.accs.resize_with(event + 1, EventAcc::default);
+        }
+        let acc = &mut self.accs[event];
+        acc.samples += 1;
+        acc.period = acc.period.saturating_add(period);
+        let e = acc.rows.entry(key).or_insert((0, 0, pid, ip));
+        e.0 += 1;
+        e.1 = e.1.saturating_add(period);
+        if !self.options.stacks && !self.options.children {
+            return;
+        }
+        self.chain_frames(chain, kernel, pid, leaf);
+        if self.options.children {
+            self.add_children(event, key, pid, ip, period);
+        }
+        if self.options.stacks {
+            self.add_stack(event, comm, period);
+        }
+    }
+
+    /// The command name id of thread `tid` of `pid` (perf names the idle
+    /// task swapper and others by pid).
+    fn comm_of(&mut self, pid: u32, tid: u32) -> u32 {
+        match self
+            .thread_comm
+            .get(&tid)
+            .or_else(|| self.thread_comm.get(&pid))
+        {
+            Some(&c) => c,
+            None if pid == 0 => self.intern_comm(b"swapper"),
+            None => self.intern_comm(format!(":{pid}").as_bytes()),
+        }
+    }
+
+    /// The frames of a call chain into `self.frames`, leaf first (the
+    /// `PERF_CONTEXT_*` markers switch between kernel and user); the leaf
+    /// alone when there is no chain.
+    fn chain_frames(&mut self, chain: &[u64], kernel: bool, pid: u32, leaf: FrameId) {
+        self.frames.clear();
+        let mut ctx_kernel = kernel;
+        let mut first = true;
+        for &a in chain {
+            if a >= callchain::CONTEXT_MAX {
+                ctx_kernel = a == callchain::CONTEXT_KERNEL;
+                continue;
+            }
+            // Return addresses point after the call: look up the call itself.
+            let addr = if first { a } else { a.saturating_sub(1) };
+            first = false;
+            let f = if ctx_kernel {
+                self.sym.kernel_frame(addr)
+            } else {
+                self.sym.user_frame(pid, addr)
+            };
+            self.frames.push(f);
+        }
+        if self.frames.is_empty() {
+            self.frames.push(leaf);
+        }
+    }
+
+    /// Count the sample once for each distinct function of `self.frames`
+    /// (recursion counts once) in the event's inclusive rows.
+    fn add_children(&mut self, event: usize, key: RawKey, pid: u32, ip: u64, period: u64) {
+        let [_, _, k_dso, k_sym, _] = self.keys;
+        let acc = &mut self.accs[event];
+        for (i, &f) in self.frames.iter().enumerate() {
+            if self.frames[..i].contains(&f) {
+                continue;
+            }
+            let k = RawKey {
+                dso: if k_dso || k_sym {
+                    self.sym.frame(f).dso
+                } else {
+                    NONE
+                },
+                frame: if k_sym || k_dso { f } else { NONE },
+                ..key
+            };
+            let e = acc.children.entry(k).or_insert((0, 0, pid, ip));
+            e.0 += 1;
+            e.1 = e.1.saturating_add(period);
+        }
+    }
+
+    /// Count the stack `comm; self.frames root → leaf`.
+    fn add_stack(&mut self, event: usize, comm: u32, period: u64) {
+        self.stack_buf.clear();
+        self.stack_buf.push(comm);
+        self.stack_buf.extend(self.frames.iter().rev());
+        let acc = &mut self.accs[event];
+        if let Some(v) = acc.stacks.get_mut(&self.stack_buf[..]) {
+            v.0 += 1;
+            v.1 = v.1.saturating_add(period);
+        } else {
+            acc.stacks
+                .insert(self.stack_buf.clone().into_boxed_slice(), (1, period));
+        }
+    }
+}

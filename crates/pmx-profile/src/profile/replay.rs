@@ -1,0 +1,251 @@
+//! Side-band replay: the records of a stream, queued and applied in time
+//! order per round (as perf does), so a sample written before the MMAP it
+//! needs, from another CPU's buffer, still finds it.
+
+use super::aggregate::{Item, MmapItem, State};
+use super::types::MachineId;
+use pmx_perfdata::format::misc;
+use pmx_perfdata::read::{FileFeatures, Record};
+use pmx_perfdata::Reader;
+
+/// Whether the kernel addresses of a file with these features belong to
+/// the running kernel.
+pub(super) fn recorded_here(f: &FileFeatures, here: &MachineId) -> bool {
+    let kernel_id = f
+        .build_ids
+        .iter()
+        .find(|b| b.filename == "[kernel.kallsyms]")
+        .map(|b| &b.build_id);
+    if let (Some(a), Some(b)) = (kernel_id, &here.kernel_build_id) {
+        return a == b;
+    }
+    match (&f.hostname, &f.osrelease) {
+        (None, None) => true,
+        (h, r) => {
+            h.as_ref().is_none_or(|h| Some(h) == here.hostname.as_ref())
+                && r.as_ref()
+                    .is_none_or(|r| Some(r) == here.osrelease.as_ref())
+        }
+    }
+}
+
+/// Records waiting for their round, and the call chains of their samples.
+#[derive(Default)]
+struct Queue {
+    items: Vec<(u64, Item)>,
+    arena: Vec<u64>,
+}
+
+/// Above this many queued records a round is processed anyway (files
+/// without FINISHED_ROUND records).
+const MAX_QUEUED: usize = 1 << 20;
+
+impl Queue {
+    /// Apply, in time order, the queued records up to time `limit`; keep the rest.
+    fn flush(&mut self, limit: u64, state: &mut State<'_>) {
+        self.items.sort_by_key(|(t, _)| *t);
+        let n = self.items.partition_point(|(t, _)| *t <= limit);
+        for (_, item) in &self.items[..n] {
+            state.apply(item, &self.arena);
+        }
+        self.items.drain(..n);
+        // Rebuild the arena for the records kept.
+        let mut arena = Vec::new();
+        for (_, item) in &mut self.items {
+            if let Item::Sample { chain, .. } = item {
+                let start = arena.len();
+                arena.extend_from_slice(&self.arena[chain.clone()]);
+                *chain = start..arena.len();
+            }
+        }
+        self.arena = arena;
+    }
+}
+
+/// What one record did.
+enum Step {
+    /// Queued for its round (or not used).
+    Queued,
+    /// A FINISHED_ROUND: the round was applied.
+    RoundEnd,
+    /// LOST or THROTTLE of the event with this id.
+    Side { id: u64, lost: u64, throttled: u64 },
+}
+
+/// Where the replay is: the queue of the current round, the time span of
+/// the samples, and what the pipe-mode features said so far.
+pub(super) struct Replay {
+    queue: Queue,
+    /// First and last sample time.
+    pub(super) time_range: Option<(u64, u64)>,
+    /// The kernel addresses are this machine's (updated in pipe mode).
+    pub(super) here: bool,
+    features_seen: usize,
+    max_time: u64,
+    prev_round_max: u64,
+}
+
+impl Replay {
+    /// Before the first record of `reader`; `here`: recorded on this machine.
+    pub(super) fn new(reader: &Reader, here: bool) -> Replay {
+        Replay {
+            queue: Queue::default(),
+            time_range: None,
+            here,
+            features_seen: reader.features().present.len(),
+            max_time: 0,
+            prev_round_max: 0,
+        }
+    }
+
+    /// Replay every record of `reader` into `st`; `progress` now and then.
+    pub(super) fn run(
+        &mut self,
+        reader: &mut Reader,
+        st: &mut State<'_>,
+        this_machine: &MachineId,
+        progress: &mut dyn FnMut(u64, Option<u64>),
+    ) -> Result<(), pmx_perfdata::Error> {
+        let mut n = 0u64;
+        loop {
+            n += 1;
+            if n.is_multiple_of(65536) {
+                progress(reader.bytes_read(), reader.total_bytes());
+            }
+            if reader.is_pipe() && reader.features().present.len() != self.features_seen {
+                self.pipe_features(reader.features(), st, this_machine);
+            }
+            let Some(rec) = reader.next_record()? else {
+                break;
+            };
+            match self.record(rec, st) {
+                // The round was applied; the queue's size is looked at
+                // after the next record.
+                Step::RoundEnd => continue,
+                Step::Side {
+                    id,
+                    lost,
+                    throttled,
+                } => {
+                    if let Some(e) = reader.event_of_id(id) {
+                        let acc = st.acc(e);
+                        acc.lost = acc.lost.saturating_add(lost);
+                        acc.throttled += throttled;
+                    }
+                }
+                Step::Queued => {}
+            }
+            if self.queue.items.len() >= MAX_QUEUED {
+                self.queue.flush(u64::MAX, st);
+            }
+        }
+        self.queue.flush(u64::MAX, st);
+        Ok(())
+    }
+
+    /// Pipe mode: the features (hostname, build-ids) arrive in the stream.
+    fn pipe_features(&mut self, f: &FileFeatures, st: &mut State<'_>, this_machine: &MachineId) {
+        self.features_seen = f.present.len();
+        let now_here = recorded_here(f, this_machine);
+        if now_here != self.here {
+            self.here = now_here;
+            st.sym.allow_running_vdso(self.here);
+        }
+        for b in &f.build_ids {
+            st.sym.set_build_id(b.filename.as_bytes(), &b.build_id);
+        }
+    }
+
+    /// One record: queued for its round (samples, COMM, FORK, user maps),
+    /// the end of a round (the round is applied), or LOST and THROTTLE to
+    /// count at once.
+    fn record(&mut self, rec: Record<'_>, st: &mut State<'_>) -> Step {
+        match rec {
+            Record::Lost { id, lost } => Step::Side {
+                id,
+                lost,
+                throttled: 0,
+            },
+            Record::Throttle {
+                throttled: true,
+                id,
+                ..
+            } => Step::Side {
+                id,
+                lost: 0,
+                throttled: 1,
+            },
+            Record::FinishedRound => {
+                self.queue.flush(self.prev_round_max, st);
+                self.prev_round_max = self.max_time;
+                Step::RoundEnd
+            }
+            rec => {
+                if let Some((time, item)) = self.item(rec, st) {
+                    self.max_time = self.max_time.max(time);
+                    self.queue.items.push((time, item));
+                }
+                Step::Queued
+            }
+        }
+    }
+
+    /// The queued form of a record and its time; `None` for records the
+    /// profile does not use (and for kernel maps: kallsyms covers them).
+    fn item(&mut self, rec: Record<'_>, st: &mut State<'_>) -> Option<(u64, Item)> {
+        Some(match rec {
+            Record::Sample(s) => {
+                if s.time != 0 {
+                    self.time_range = Some(
+                        self.time_range
+                            .map_or((s.time, s.time), |(a, b)| (a.min(s.time), b.max(s.time))),
+                    );
+                }
+                let start = self.queue.arena.len();
+                if st.options.stacks || st.options.children {
+                    self.queue.arena.extend(s.callchain());
+                }
+                let item = Item::Sample {
+                    event: s.event,
+                    misc: s.misc,
+                    ip: s.ip,
+                    pid: s.pid,
+                    tid: s.tid,
+                    cpu: s.cpu,
+                    period: s.period,
+                    chain: start..self.queue.arena.len(),
+                };
+                (s.time, item)
+            }
+            Record::Comm(c) => {
+                let comm = st.intern_comm(c.comm);
+                (c.id.time.unwrap_or(0), Item::Comm { tid: c.tid, comm })
+            }
+            Record::Fork(t) => (
+                t.time,
+                Item::Fork {
+                    pid: t.pid,
+                    ppid: t.ppid,
+                    tid: t.tid,
+                    ptid: t.ptid,
+                },
+            ),
+            Record::Mmap(m) => {
+                let kernel_map = m.pid == u32::MAX || m.misc & misc::CPUMODE_MASK == misc::KERNEL;
+                if kernel_map {
+                    return None;
+                }
+                let item = Item::Mmap(Box::new(MmapItem {
+                    pid: m.pid,
+                    start: m.start,
+                    len: m.len,
+                    pgoff: m.pgoff,
+                    path: m.filename.to_vec(),
+                    build_id: m.build_id.map(|b| b.to_vec()),
+                }));
+                (m.id.time.unwrap_or(0), item)
+            }
+            _ => return None,
+        })
+    }
+}

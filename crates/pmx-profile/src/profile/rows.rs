@@ -1,0 +1,138 @@
+//! The end of a build: kernel addresses symbolized (with this machine's
+//! kallsyms when it recorded the file), provisional frames merged, and per
+//! event the rows (heaviest first, with source lines) and the named stacks.
+
+use super::aggregate::{EventAcc, RawKey, NONE};
+use super::types::{EventProfile, KernelSymbols, Options, Row, SortKey, SOURCE_LINE_ROWS};
+use crate::kernel::Kallsyms;
+use crate::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
+use rustc_hash::FxHashMap as HashMap;
+
+/// The kernel symbols to resolve with: those loaded on a second thread or
+/// given, when the file was recorded `here`; none otherwise.
+pub(super) fn kernel_symbols(
+    options: &Options,
+    loader: Option<std::thread::JoinHandle<Kallsyms>>,
+    here: bool,
+) -> Kallsyms {
+    match (&options.kallsyms, loader) {
+        (_, Some(handle)) => {
+            let k = handle.join().unwrap_or_default();
+            if here {
+                k
+            } else {
+                Kallsyms::default()
+            }
+        }
+        (KernelSymbols::Given(k), None) if here => k.clone(),
+        _ => Kallsyms::default(),
+    }
+}
+
+/// One event's profile from its accumulator: `remap` maps provisional
+/// kernel frames to resolved ones, `comms` the interned command names.
+pub(super) fn event_profile(
+    name: &str,
+    acc: EventAcc,
+    sym: &mut Symbolizer,
+    remap: &[FrameId],
+    comms: &[String],
+    options: &Options,
+) -> EventProfile {
+    let remap_frame = |f: FrameId| remap.get(f as usize).copied().unwrap_or(f);
+    let mut rows = rows(&acc, sym, &remap_frame, comms, options);
+    if options.lines {
+        for r in rows.iter_mut().take(SOURCE_LINE_ROWS).filter(|r| !r.kernel) {
+            r.source = sym
+                .source_line(r.example.0, r.example.1)
+                .map(|(f, l)| format!("{f}:{l}"));
+        }
+    }
+    let mut by_names: std::collections::BTreeMap<Vec<String>, (u64, u64)> = Default::default();
+    for (k, (samples, period)) in acc.stacks {
+        let mut names = vec![comms[k[0] as usize].clone()];
+        names.extend(k[1..].iter().map(|&f| sym.frame(remap_frame(f)).label()));
+        let e = by_names.entry(names).or_default();
+        e.0 += samples;
+        e.1 = e.1.saturating_add(period);
+    }
+    EventProfile {
+        name: name.to_string(),
+        samples: acc.samples,
+        period: acc.period,
+        lost: acc.lost,
+        throttled: acc.throttled,
+        rows,
+        stacks: by_names.into_iter().map(|(n, (a, b))| (n, a, b)).collect(),
+    }
+}
+
+/// The rows of an event, heaviest first: self and children rows merged
+/// where their provisional kernel frames resolved to one symbol.
+fn rows(
+    acc: &EventAcc,
+    sym: &Symbolizer,
+    remap_frame: &dyn Fn(FrameId) -> FrameId,
+    comms: &[String],
+    options: &Options,
+) -> Vec<Row> {
+    let (k_dso, k_sym) = (
+        options.sort.contains(&SortKey::Dso),
+        options.sort.contains(&SortKey::Symbol),
+    );
+    // (self samples, self period, children samples, children period,
+    // example pid, example ip).
+    let mut merged: HashMap<RawKey, (u64, u64, u64, u64, u32, u64)> = HashMap::default();
+    let rekey = |mut k: RawKey| {
+        if k.frame != NONE {
+            let f = remap_frame(k.frame);
+            k.dso = if k_dso { sym.frame(f).dso } else { NONE };
+            k.frame = if k_sym { f } else { NONE };
+        }
+        k
+    };
+    for (&k, v) in &acc.rows {
+        let e = merged.entry(rekey(k)).or_insert((0, 0, 0, 0, v.2, v.3));
+        e.0 = e.0.saturating_add(v.0);
+        e.1 = e.1.saturating_add(v.1);
+    }
+    for (&k, v) in &acc.children {
+        let e = merged.entry(rekey(k)).or_insert((0, 0, 0, 0, v.2, v.3));
+        e.2 = e.2.saturating_add(v.0);
+        e.3 = e.3.saturating_add(v.1);
+    }
+    let mut rows: Vec<Row> = merged
+        .into_iter()
+        .map(
+            |(k, (samples, period, children_samples, children_period, pid, ip))| {
+                let frame = (k.frame != NONE).then(|| sym.frame(k.frame).clone());
+                Row {
+                    comm: (k.comm != NONE).then(|| comms[k.comm as usize].clone()),
+                    pid: (k.pid != NONE).then_some(k.pid),
+                    dso: (k_dso && k.dso != NONE).then(|| sym.dso(k.dso).short.clone()),
+                    symbol: frame.as_ref().map(|f| f.label()),
+                    kernel: frame.as_ref().is_some_and(|f| f.kernel)
+                        || (k.frame == NONE && k.dso == KERNEL_DSO),
+                    cpu: (k.cpu != NONE).then_some(k.cpu),
+                    samples,
+                    period,
+                    children_samples,
+                    children_period,
+                    example: (pid, ip),
+                    source: None,
+                }
+            },
+        )
+        .collect();
+    rows.sort_by(|a, b| {
+        b.children_period
+            .cmp(&a.children_period)
+            .then(b.period.cmp(&a.period))
+            .then(b.samples.cmp(&a.samples))
+            .then_with(|| {
+                (&a.comm, a.pid, &a.dso, &a.symbol, a.cpu)
+                    .cmp(&(&b.comm, b.pid, &b.dso, &b.symbol, b.cpu))
+            })
+    });
+    rows
+}

@@ -1,0 +1,233 @@
+//! The values of a profile: what to build ([`Options`], [`SortKey`],
+//! [`KernelSymbols`], [`MachineId`]) and what was built ([`Profile`],
+//! [`EventProfile`], [`Row`]).
+
+use crate::kernel::Kallsyms;
+use pmx_perfdata::read::{FileFeatures, Stats, Truncation};
+use std::path::PathBuf;
+
+/// A key rows are grouped by (`--sort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SortKey {
+    /// Command name of the thread.
+    Comm,
+    /// Process id.
+    Pid,
+    /// The binary (shared object).
+    Dso,
+    /// The function.
+    Symbol,
+    /// The CPU.
+    Cpu,
+}
+
+impl SortKey {
+    /// Parse one key name (perf's names: `comm`, `pid`, `dso`, `symbol`/`sym`, `cpu`).
+    pub fn parse(s: &str) -> Option<SortKey> {
+        Some(match s.trim() {
+            "comm" => SortKey::Comm,
+            "pid" => SortKey::Pid,
+            "dso" => SortKey::Dso,
+            "symbol" | "sym" => SortKey::Symbol,
+            "cpu" => SortKey::Cpu,
+            _ => return None,
+        })
+    }
+}
+
+/// How to build a profile.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Row keys, in order (perf's default: comm, dso, symbol).
+    pub sort: Vec<SortKey>,
+    /// Also collect call stacks (for folded output and flame graphs).
+    pub stacks: bool,
+    /// Also total each row's inclusive ("children") weight: every sample
+    /// counts once for each distinct function on its call chain, as
+    /// perf's `--children`.
+    pub children: bool,
+    /// Kernel symbols; used only when the file was recorded on this
+    /// machine (see [`Profile::kernel_symbols_used`]).
+    pub kallsyms: KernelSymbols,
+    /// This machine's kernel build-id, hostname and release, to decide
+    /// whether the kernel addresses of the file are this kernel's.
+    pub this_machine: MachineId,
+    /// Directory recorded paths are looked up under (perf's `--symfs`).
+    pub root: Option<PathBuf>,
+    /// Find the source file:line (DWARF) of the first sample of the
+    /// heaviest rows ([`SOURCE_LINE_ROWS`] per event).
+    pub lines: bool,
+}
+
+/// Where kernel symbols come from.
+#[derive(Debug, Clone, Default)]
+pub enum KernelSymbols {
+    /// Kernel addresses stay unresolved.
+    #[default]
+    Off,
+    /// These symbols.
+    Given(Kallsyms),
+    /// This machine's `/proc/kallsyms`, read on a second thread while the
+    /// file is read (kernel addresses are resolved at the end).
+    Load,
+}
+
+/// How many rows per event get a source line with [`Options::lines`].
+pub const SOURCE_LINE_ROWS: usize = 200;
+
+/// What identifies the machine a file was recorded on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MachineId {
+    /// Kernel build-id.
+    pub kernel_build_id: Option<Vec<u8>>,
+    /// Host name.
+    pub hostname: Option<String>,
+    /// Kernel release.
+    pub osrelease: Option<String>,
+}
+
+impl MachineId {
+    /// This machine, from `/sys/kernel/notes` and `/proc/sys/kernel`.
+    pub fn current() -> MachineId {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        MachineId {
+            kernel_build_id: crate::kernel::running_kernel_build_id(),
+            hostname: read("/proc/sys/kernel/hostname"),
+            osrelease: read("/proc/sys/kernel/osrelease"),
+        }
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            sort: vec![SortKey::Comm, SortKey::Dso, SortKey::Symbol],
+            stacks: false,
+            children: false,
+            kallsyms: KernelSymbols::Off,
+            this_machine: MachineId::default(),
+            root: None,
+            lines: false,
+        }
+    }
+}
+
+/// One row of a hotspot table: the key's parts (those sorted by) and the totals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// Command.
+    pub comm: Option<String>,
+    /// Process id.
+    pub pid: Option<u32>,
+    /// Shared object (base name).
+    pub dso: Option<String>,
+    /// Symbol (or hex address).
+    pub symbol: Option<String>,
+    /// Whether the symbol is kernel code (`[k]`) rather than user (`[.]`).
+    pub kernel: bool,
+    /// CPU.
+    pub cpu: Option<u32>,
+    /// Samples.
+    pub samples: u64,
+    /// Sum of periods.
+    pub period: u64,
+    /// With [`Options::children`]: samples whose call chain holds this
+    /// row's function (each sample once).
+    pub children_samples: u64,
+    /// With [`Options::children`]: the sum of those samples' periods.
+    pub children_period: u64,
+    /// A representative address (the first sample's) and its pid.
+    pub example: (u32, u64),
+    /// Source file:line of that address, with [`Options::lines`].
+    pub source: Option<String>,
+}
+
+/// One event's results.
+#[derive(Debug, Clone, Default)]
+pub struct EventProfile {
+    /// Event name.
+    pub name: String,
+    /// Samples.
+    pub samples: u64,
+    /// Sum of periods.
+    pub period: u64,
+    /// LOST records' lost counts for this event.
+    pub lost: u64,
+    /// THROTTLE records.
+    pub throttled: u64,
+    /// Rows, heaviest first.
+    pub rows: Vec<Row>,
+    /// Call stacks: comm, then frames root → leaf (kernel after user),
+    /// with sample counts and periods.
+    pub stacks: Vec<(Vec<String>, u64, u64)>,
+}
+
+/// The profile of a file.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    /// Per event, in the file's order.
+    pub events: Vec<EventProfile>,
+    /// The file's features.
+    pub features: FileFeatures,
+    /// The reader's counts (records by type, lost, …).
+    pub stats: Stats,
+    /// Pipe mode.
+    pub pipe: bool,
+    /// Bytes of records.
+    pub data_bytes: u64,
+    /// Kernel addresses were resolved with this machine's kallsyms.
+    pub kernel_symbols_used: bool,
+    /// Warnings (binaries that differ from the recording…).
+    pub warnings: Vec<String>,
+    /// First and last sample time.
+    pub time_range: Option<(u64, u64)>,
+    /// The file was truncated or unfinished: what was recovered (its
+    /// warning, [`truncation_warning`], is also in [`Profile::warnings`]).
+    pub truncated: Option<Truncation>,
+}
+
+/// The one-line warning for a truncated or unfinished file, of which
+/// `data_bytes` bytes of records were read.
+pub fn truncation_warning(t: &Truncation, data_bytes: u64) -> String {
+    let what = if t.stream_cut { "stream" } else { "file" };
+    let mut w = format!("the {what} is truncated: {data_bytes} bytes of records read");
+    if t.stream_cut {
+        w.push_str(" (the stream ended inside a record: the recording was not finished)");
+    } else if t.unfinished {
+        w.push_str(" (its data size is 0: the recording was not finished)");
+    } else if let Some(end) = t.declared_data_end {
+        w.push_str(&format!(
+            " (its data section should end at byte {end}, the file has {} bytes)",
+            t.file_len
+        ));
+    }
+    if t.partial_bytes > 0 {
+        w.push_str(&format!(
+            ", an incomplete last record ({} bytes) dropped",
+            t.partial_bytes
+        ));
+    }
+    if !t.missing_features.is_empty() {
+        let names: Vec<String> = t
+            .missing_features
+            .iter()
+            .map(|&f| {
+                pmx_perfdata::format::feature::name(f)
+                    .map_or_else(|| format!("#{f}"), str::to_string)
+            })
+            .collect();
+        let shown = names.len().min(4);
+        w.push_str(&format!(
+            ", {} feature section{} missing ({}{})",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            names[..shown].join(", "),
+            if shown < names.len() { ", …" } else { "" }
+        ));
+    }
+    w
+}

@@ -1,0 +1,376 @@
+//! `pmx report` as a library call: [`report`] takes [`ReportOptions`]
+//! (the file, the sort keys, the event, what to show) and returns a
+//! [`Report`]: the [`Profile`] of the file, the events selected, the rows
+//! to show of each, and what the header needs. The renderers are in
+//! [`crate::render`] (table, JSON) and [`crate::flame`] (folded stacks,
+//! flame graph SVG).
+
+use crate::flame::{self, FlameOptions};
+use crate::profile::{build, KernelSymbols, MachineId, Options, Profile, Row, SortKey};
+use crate::EventProfile;
+use pmx_perfdata::Reader;
+use std::path::{Path, PathBuf};
+
+/// What to report on, and how.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// The perf.data file; `-` reads a pipe-mode stream from standard input.
+    pub input: PathBuf,
+    /// Row keys as given, comma-separated (`comm,dso,symbol`).
+    pub sort: String,
+    /// Only this event (its name as in the file, or without modifiers).
+    pub event: Option<String>,
+    /// Collect call stacks (for folded stacks and flame graphs).
+    pub stacks: bool,
+    /// Inclusive ("children") shares, and rows sorted by them.
+    pub children: bool,
+    /// Source file:line of each row's first sample.
+    pub lines: bool,
+    /// Look binaries up under this directory (perf's `--symfs`).
+    pub symfs: Option<PathBuf>,
+    /// Rows below this overhead (percent) are not shown.
+    pub percent_limit: f64,
+    /// At most this many rows per event are shown.
+    pub limit: Option<usize>,
+}
+
+/// Why there is no report.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A sort key that is not one of comm, pid, dso, symbol, cpu.
+    #[error("unknown key '{0}' (known: comm, pid, dso, symbol, cpu)")]
+    UnknownSortKey(String),
+    /// No sort key at all.
+    #[error("give at least one key (comm, pid, dso, symbol, cpu)")]
+    NoSortKey,
+    /// A percent limit outside 0..=100.
+    #[error("{0}: give a percentage from 0 to 100")]
+    PercentLimit(f64),
+    /// The file does not exist.
+    #[error("{0}: no such file (record one with `pmx record` or `perf record`, or give -i FILE)")]
+    NotFound(String),
+    /// The file could not be read.
+    #[error("{file}: {source}")]
+    Read {
+        /// The file as shown.
+        file: String,
+        /// Why.
+        source: pmx_perfdata::Error,
+    },
+    /// The event asked for is not in the file.
+    #[error("{event}: not in {file} (its events: {})", known_list(.known))]
+    UnknownEvent {
+        /// The event asked for.
+        event: String,
+        /// The file as shown.
+        file: String,
+        /// The file's events.
+        known: Vec<String>,
+        /// The profile's warnings, found before the event was looked for.
+        warnings: Vec<String>,
+    },
+    /// Folded stacks or a flame graph of events without samples.
+    #[error("no samples to draw")]
+    NoSamples,
+}
+
+fn known_list(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// A report: the profile, the events selected and what the renderers need.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The profile of the whole file.
+    pub profile: Profile,
+    /// The events to show (indices into `profile.events`).
+    pub selected: Vec<usize>,
+    /// The file as shown: its path, or `standard input`.
+    pub file: String,
+    /// The file's modification time (seconds since the epoch), for a file.
+    pub captured: Option<u64>,
+    /// The row keys, parsed.
+    pub sort: Vec<SortKey>,
+    /// The options it was made with.
+    pub options: ReportOptions,
+}
+
+/// The event folded stacks and flame graphs are drawn for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackEvent {
+    /// Index into `profile.events`.
+    pub index: usize,
+    /// Other selected events have samples too (the user may want `--event`).
+    pub of_several: bool,
+}
+
+/// Parse comma-separated sort keys (duplicates dropped).
+pub fn sort_keys(s: &str) -> Result<Vec<SortKey>, ReportError> {
+    let mut keys = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let k = SortKey::parse(part)
+            .ok_or_else(|| ReportError::UnknownSortKey(part.trim().to_string()))?;
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    if keys.is_empty() {
+        return Err(ReportError::NoSortKey);
+    }
+    Ok(keys)
+}
+
+/// Read `opts.input` and build its report; `progress` is called now and
+/// then with (bytes read, total bytes when known).
+pub fn report(
+    opts: &ReportOptions,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<Report, ReportError> {
+    let sort = sort_keys(&opts.sort)?;
+    if !(0.0..=100.0).contains(&opts.percent_limit) {
+        return Err(ReportError::PercentLimit(opts.percent_limit));
+    }
+    let stdin = opts.input.as_os_str() == "-";
+    let path: &Path = if stdin {
+        Path::new("/dev/stdin")
+    } else {
+        &opts.input
+    };
+    let file = if stdin {
+        "standard input".to_string()
+    } else {
+        opts.input.display().to_string()
+    };
+    let mut reader = match Reader::open(path) {
+        Ok(r) => r,
+        Err(pmx_perfdata::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ReportError::NotFound(file))
+        }
+        Err(source) => return Err(ReportError::Read { file, source }),
+    };
+    let options = Options {
+        sort: sort.clone(),
+        stacks: opts.stacks,
+        lines: opts.lines,
+        children: opts.children,
+        kallsyms: KernelSymbols::Load,
+        this_machine: MachineId::current(),
+        root: opts.symfs.clone(),
+    };
+    let profile = match build(&mut reader, &options, progress) {
+        Ok(p) => p,
+        Err(source) => return Err(ReportError::Read { file, source }),
+    };
+    let selected = select(&profile, opts.event.as_deref(), &file)?;
+    let captured = (!profile.pipe && !stdin)
+        .then(|| modified(&opts.input))
+        .flatten();
+    Ok(Report {
+        profile,
+        selected,
+        file,
+        captured,
+        sort,
+        options: opts.clone(),
+    })
+}
+
+/// The events of `p` named `event` (with or without modifiers), or all.
+fn select(p: &Profile, event: Option<&str>, file: &str) -> Result<Vec<usize>, ReportError> {
+    let Some(name) = event else {
+        return Ok((0..p.events.len()).collect());
+    };
+    let found: Vec<usize> = p
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.name == name || e.name.split(':').next() == Some(name))
+        .map(|(i, _)| i)
+        .collect();
+    if found.is_empty() {
+        return Err(ReportError::UnknownEvent {
+            event: name.to_string(),
+            file: file.to_string(),
+            known: p.events.iter().map(|e| e.name.clone()).collect(),
+            warnings: p.warnings.clone(),
+        });
+    }
+    Ok(found)
+}
+
+/// A file's modification time in seconds since the epoch.
+fn modified(path: &Path) -> Option<u64> {
+    let t = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs())
+}
+
+/// `part` as a percentage of `total` (0 when the total is).
+pub fn pct(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / total as f64
+    }
+}
+
+impl Report {
+    /// The rows of `e` to show: over the percent limit (of the self or,
+    /// with children, the inclusive share), at most the row limit.
+    pub fn visible<'a>(&self, e: &'a EventProfile) -> impl Iterator<Item = &'a Row> {
+        let total = e.period;
+        let limit = self.options.percent_limit;
+        let children = self.options.children;
+        e.rows
+            .iter()
+            .filter(move |r| {
+                pct(
+                    if children {
+                        r.children_period
+                    } else {
+                        r.period
+                    },
+                    total,
+                ) >= limit
+            })
+            .take(self.options.limit.unwrap_or(usize::MAX))
+    }
+
+    /// The event to draw stacks of: the only selected one with samples,
+    /// else the first with samples.
+    pub fn stack_event(&self) -> Result<StackEvent, ReportError> {
+        let with: Vec<usize> = self
+            .selected
+            .iter()
+            .copied()
+            .filter(|&i| self.profile.events[i].samples > 0)
+            .collect();
+        match with.as_slice() {
+            [] => Err(ReportError::NoSamples),
+            [one] => Ok(StackEvent {
+                index: *one,
+                of_several: false,
+            }),
+            [first, ..] => Ok(StackEvent {
+                index: *first,
+                of_several: true,
+            }),
+        }
+    }
+
+    /// The flame graph SVG of event `index`, titled with the file's name,
+    /// the event and its samples.
+    pub fn flame_svg(&self, index: usize) -> String {
+        let e = &self.profile.events[index];
+        let name = self.file.rsplit('/').next().unwrap_or(&self.file);
+        let title = format!("{name} — {} ({} samples)", e.name, e.samples);
+        flame::svg(
+            &e.stacks,
+            &FlameOptions {
+                title,
+                ..FlameOptions::default()
+            },
+        )
+    }
+
+    /// The folded stacks of event `index`.
+    pub fn folded(&self, index: usize) -> String {
+        flame::folded(&self.profile.events[index].stacks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(input: &str) -> ReportOptions {
+        ReportOptions {
+            input: input.into(),
+            sort: "comm,dso,symbol".into(),
+            event: None,
+            stacks: false,
+            children: false,
+            lines: false,
+            symfs: None,
+            percent_limit: 0.0,
+            limit: None,
+        }
+    }
+
+    #[test]
+    fn sort_keys_parse_and_refuse() {
+        assert_eq!(
+            sort_keys("comm, sym,comm").unwrap(),
+            vec![SortKey::Comm, SortKey::Symbol]
+        );
+        assert!(matches!(sort_keys(" , "), Err(ReportError::NoSortKey)));
+        assert_eq!(
+            sort_keys("dso,foo").unwrap_err().to_string(),
+            "unknown key 'foo' (known: comm, pid, dso, symbol, cpu)"
+        );
+    }
+
+    #[test]
+    fn options_are_checked_before_the_file_is_read() {
+        let mut o = options("/nonexistent/perf.data");
+        assert!(matches!(
+            report(&o, &mut |_, _| {}),
+            Err(ReportError::NotFound(_))
+        ));
+        o.percent_limit = 101.0;
+        assert!(matches!(
+            report(&o, &mut |_, _| {}),
+            Err(ReportError::PercentLimit(_))
+        ));
+    }
+
+    #[test]
+    fn rows_shown_follow_the_limits() {
+        let row = |period| Row {
+            comm: None,
+            pid: None,
+            dso: None,
+            symbol: None,
+            kernel: false,
+            cpu: None,
+            samples: 1,
+            period,
+            children_samples: 0,
+            children_period: 0,
+            example: (0, 0),
+            source: None,
+        };
+        let e = EventProfile {
+            name: "cpu-clock".into(),
+            samples: 3,
+            period: 100,
+            rows: vec![row(60), row(30), row(10)],
+            ..EventProfile::default()
+        };
+        let mut o = options("x");
+        o.percent_limit = 20.0;
+        let r = Report {
+            profile: Profile {
+                events: vec![e.clone(), EventProfile::default()],
+                ..Profile::default()
+            },
+            selected: vec![0, 1],
+            file: "x".into(),
+            captured: None,
+            sort: vec![SortKey::Comm],
+            options: o,
+        };
+        assert_eq!(r.visible(&e).count(), 2);
+        assert_eq!(
+            r.stack_event().unwrap(),
+            StackEvent {
+                index: 0,
+                of_several: false
+            }
+        );
+        assert_eq!(pct(1, 0), 0.0);
+    }
+}

@@ -1,0 +1,140 @@
+//! What to sample, from the user's words: the rate (`-c PERIOD`, `-F HZ`
+//! or `-F max`, capped at `kernel.perf_event_max_sample_rate`) and the
+//! events of `-e` lists, each of which must sample on the cores.
+
+use super::default::{max_sample_rate, DEFAULT_FREQUENCY};
+use super::options::{RecordError, RecordEvent};
+use crate::{EventGroup, StatPlan};
+use pmx_perf::SampleRate;
+
+/// The rate of `-c count` or `-F freq` (a number or `max`; perf's 4000 Hz
+/// without either), with a note when the kernel's limit lowered it.
+pub fn sample_rate(
+    count: Option<u64>,
+    freq: Option<&str>,
+) -> Result<(SampleRate, Vec<String>), RecordError> {
+    let mut notes = Vec::new();
+    let max = max_sample_rate();
+    if let Some(c) = count {
+        if c == 0 {
+            return Err(invalid("-c 0: give a period of at least 1".to_string()));
+        }
+        return Ok((SampleRate::Period(c), notes));
+    }
+    let hz = match freq {
+        None => DEFAULT_FREQUENCY,
+        Some("max") => max.ok_or_else(|| {
+            invalid(
+                "-F max: kernel.perf_event_max_sample_rate cannot be read; give a number"
+                    .to_string(),
+            )
+        })?,
+        Some(s) => s.parse::<u64>().ok().filter(|&f| f > 0).ok_or_else(|| {
+            invalid(format!(
+                "-F {s}: give a positive number of samples per second, or max"
+            ))
+        })?,
+    };
+    if let Some(m) = max.filter(|&m| hz > m) {
+        notes.push(format!(
+            "-F {hz} is above kernel.perf_event_max_sample_rate ({m}); using {m} Hz \
+             (raise it with sysctl kernel.perf_event_max_sample_rate=N)"
+        ));
+        return Ok((SampleRate::Frequency(m), notes));
+    }
+    Ok((SampleRate::Frequency(hz), notes))
+}
+
+fn invalid(m: String) -> RecordError {
+    RecordError::Invalid(m)
+}
+
+/// The groups of `-e` lists; groups (`{…}`) are refused: events are
+/// sampled one by one.
+pub fn event_groups(lists: &[String]) -> Result<Vec<EventGroup>, RecordError> {
+    let mut groups = Vec::new();
+    for l in lists {
+        groups.extend(crate::parse_event_list(l).map_err(|e| invalid(e.to_string()))?);
+    }
+    if groups.iter().any(|g| g.explicit) {
+        return Err(invalid(
+            "pmx record samples events one by one: drop the {…} grouping".to_string(),
+        ));
+    }
+    Ok(groups)
+}
+
+/// The planned events as sampling events; one that cannot be opened here,
+/// or that belongs to an uncore PMU, is an error with its reason.
+pub fn sampling_events(plan: StatPlan) -> Result<Vec<RecordEvent>, RecordError> {
+    let mut out = Vec::new();
+    for e in plan.events {
+        let attr = e.attr.map_err(|why| {
+            RecordError::Open(format!("{} cannot be sampled here: {why}", e.name))
+        })?;
+        if e.cpus.is_some() {
+            return Err(RecordError::Open(format!(
+                "{} belongs to a PMU outside the cores (uncore): it counts, but cannot \
+                 attribute events to instructions, so it cannot be sampled",
+                e.name
+            )));
+        }
+        out.push(RecordEvent { name: e.name, attr });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_period_or_a_frequency_within_the_kernel_limit() {
+        assert_eq!(
+            sample_rate(Some(5000), None).unwrap().0,
+            SampleRate::Period(5000)
+        );
+        assert_eq!(
+            sample_rate(Some(0), None).unwrap_err().to_string(),
+            "-c 0: give a period of at least 1"
+        );
+        for bad in ["0", "fast", "-3"] {
+            let e = sample_rate(None, Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("give a positive number"), "{e}");
+        }
+        let max = max_sample_rate();
+        let (rate, notes) = sample_rate(None, None).unwrap();
+        match max {
+            Some(m) if m < DEFAULT_FREQUENCY => {
+                assert_eq!(rate, SampleRate::Frequency(m));
+                assert_eq!(notes.len(), 1);
+            }
+            _ => assert_eq!(
+                (rate, notes),
+                (SampleRate::Frequency(DEFAULT_FREQUENCY), vec![])
+            ),
+        }
+        if let Some(m) = max {
+            assert_eq!(
+                sample_rate(None, Some("max")).unwrap().0,
+                SampleRate::Frequency(m)
+            );
+            let (r, n) = sample_rate(None, Some(&(m + 1).to_string())).unwrap();
+            assert_eq!(r, SampleRate::Frequency(m));
+            assert!(n[0].contains("above kernel.perf_event_max_sample_rate"));
+        }
+    }
+
+    #[test]
+    fn explicit_groups_are_refused() {
+        assert_eq!(
+            event_groups(&["cpu-clock,task-clock".into()])
+                .unwrap()
+                .len(),
+            2
+        );
+        let e = event_groups(&["{cpu-clock,task-clock}".into()]).unwrap_err();
+        assert!(matches!(e, RecordError::Invalid(_)));
+        assert!(event_groups(&["{cpu-clock".into()]).is_err());
+    }
+}

@@ -1,0 +1,117 @@
+//! What existed before the recording started, as records: the kernel's
+//! map, and for `-p`/`-t`/`-a` every thread's COMM and every executable
+//! mapping of the processes concerned (a launched command needs none: its
+//! events start at `exec`, so the kernel reports them itself).
+
+use super::synth::{comm_record, id_trailer, kernel_mmap_record, mmap2_record, parse_map_line};
+use crate::stat::Scope;
+use std::collections::BTreeMap;
+
+/// Every process id in `/proc`.
+fn all_pids() -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The process a thread belongs to (`Tgid:` in its status).
+fn tgid_of(tid: i32) -> Option<i32> {
+    let s = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// COMM records for every thread of `pid` (or only `only_tids`) and MMAP2
+/// records for its executable mappings.
+fn synthesize_process(
+    pid: i32,
+    only_tids: Option<&[i32]>,
+    st: u64,
+    id: u64,
+    out: &mut Vec<Vec<u8>>,
+) {
+    let tids = match only_tids {
+        Some(t) => t.to_vec(),
+        None => crate::stat::threads_of(pid),
+    };
+    for &tid in &tids {
+        let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")) else {
+            continue;
+        };
+        if let Some(r) = comm_record(
+            pid,
+            tid,
+            comm.trim_end_matches('\n'),
+            &id_trailer(st, pid, tid, id),
+        ) {
+            out.push(r);
+        }
+    }
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return;
+    };
+    let trailer = id_trailer(st, pid, pid, id);
+    for m in maps.lines().filter_map(parse_map_line) {
+        if m.prot & libc::PROT_EXEC as u32 == 0 {
+            continue;
+        }
+        if let Some(r) = mmap2_record(pid, &m, &trailer) {
+            out.push(r);
+        }
+    }
+}
+
+/// The records for what existed before: the kernel's map (or a note why
+/// there is none, unless no event samples the kernel), then the tasks of
+/// `scope`. `st` is the shared sample_type, `first_id` the id the
+/// trailers carry.
+pub(super) fn existing(
+    scope: &Scope,
+    st: u64,
+    first_id: u64,
+    samples_kernel: bool,
+    notes: &mut Vec<String>,
+) -> Vec<Vec<u8>> {
+    let mut synth = Vec::new();
+    match kernel_mmap_record(&id_trailer(st, -1, 0, first_id)) {
+        Ok(r) => synth.push(r),
+        // Nothing to symbolize when no event samples the kernel.
+        Err(_) if !samples_kernel => {}
+        Err(why) => notes.push(format!(
+            "no kernel map: {why}; kernel addresses will not be symbolized"
+        )),
+    }
+    match scope {
+        Scope::Command => {}
+        Scope::Pids(p) => {
+            for &pid in p {
+                synthesize_process(pid, None, st, first_id, &mut synth);
+            }
+        }
+        Scope::Tids(t) => {
+            let mut by_process: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+            for &tid in t {
+                by_process
+                    .entry(tgid_of(tid).unwrap_or(tid))
+                    .or_default()
+                    .push(tid);
+            }
+            for (pid, tids) in by_process {
+                synthesize_process(pid, Some(&tids), st, first_id, &mut synth);
+            }
+        }
+        Scope::Cpus(_) => {
+            for pid in all_pids() {
+                synthesize_process(pid, None, st, first_id, &mut synth);
+            }
+        }
+    }
+    synth
+}
