@@ -5,24 +5,13 @@
 //! every test skips with a message when that data is absent.
 
 mod common;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 const ZEN5: &str = "AuthenticAMD-26-2-1";
 
 fn shared(sub: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(sub);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!(
-            "SKIP: {} not found (the shared reference data)",
-            p.display()
-        );
-        None
-    }
+    pmx_testkit::shared::shared_data(sub)
 }
 
 fn pmx(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -91,7 +80,7 @@ fn explain_prints_the_tables_encoding_on_zen5_and_here() {
     assert!(out.contains("config=0x100001ea0 "), "{out}");
     assert!(out.contains("PERF_CTLx = 0x100411ea0"), "{out}");
     if !host_is_amd() {
-        eprintln!("SKIP (host part): this machine is not an AMD CPU");
+        pmx_testkit::skip("host part: this machine is not an AMD CPU");
         return;
     }
     // This machine, through $PMX_EVENTS_DIR; libpfm4's name of the same
@@ -140,7 +129,7 @@ fn list_shows_perf_names_with_encodings_once() {
     ));
     assert!(out.contains("  [amd_l3]\n"), "{out}");
     if !host_is_amd() {
-        eprintln!("SKIP (host part): this machine is not an AMD CPU");
+        pmx_testkit::skip("host part: this machine is not an AMD CPU");
         return;
     }
     let o = pmx(&["list", "--events-dir", d, "ls_dispatch"], &[]);
@@ -158,7 +147,7 @@ fn list_shows_perf_names_with_encodings_once() {
             "{out}"
         );
     } else {
-        eprintln!("SKIP (libpfm4 part): libpfm4 does not know this CPU");
+        pmx_testkit::skip("libpfm4 part: libpfm4 does not know this CPU");
     }
 }
 
@@ -228,7 +217,7 @@ fn msr_plan_writes_the_tables_encodings_on_zen5() {
         return;
     };
     let root = common::four_cpu_msr_machine();
-    let dev = root.path().join("dev");
+    let dev = root.dev();
     let out = ok(&pmx(
         &[
             "msr",

@@ -14,23 +14,8 @@ use pmx_model::spec::parse_spec;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-fn shared_data() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("PMX_SHARED_DIR").filter(|d| !d.is_empty()) {
-        let p = PathBuf::from(d).join("data");
-        if p.is_dir() {
-            return Some(p);
-        }
-    }
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    p.is_dir().then_some(p)
-}
-
 fn data_dir(sub: &str) -> Option<PathBuf> {
-    let d = shared_data().map(|d| d.join(sub)).filter(|d| d.exists());
-    if d.is_none() {
-        eprintln!("SKIP: shared data '{sub}' not found (looked in $PMX_SHARED_DIR/data and ../shared/data)");
-    }
-    d
+    pmx_testkit::shared::shared_data(sub)
 }
 
 /// perf's `x86/` directory of the shared data.
@@ -323,7 +308,7 @@ fn the_database_resolves_perf_names_and_merges_libpfm_synonyms() {
 fn libpfm_synonyms_are_found_by_encoding() {
     let Some(x86) = x86() else { return };
     if pmx_events::libpfm::library_info().is_err() {
-        eprintln!("SKIP: libpfm4 is not installed");
+        pmx_testkit::skip("libpfm4 is not installed");
         return;
     }
     let target = Target {
