@@ -1,5 +1,5 @@
 //! `-o` paths with the job patterns expanded (`%h %p %r %j %%`, see
-//! [`pmx::job`]), and the job fields of a JSON report.
+//! [`pmx::job`]).
 
 use crate::exit::UsageError;
 use pmx::job::JobContext;
@@ -18,11 +18,4 @@ pub fn expand_path(pattern: &std::path::Path) -> anyhow::Result<PathBuf> {
             .and_then(|c| c.expand(text))
             .map_err(|e| UsageError(e.0))?,
     ))
-}
-
-/// Add host, pid, rank and job to a JSON report object.
-pub fn add_job_fields(report: &mut serde_json::Value) {
-    if let (Some(obj), Ok(ctx)) = (report.as_object_mut(), JobContext::current()) {
-        obj.extend(ctx.json_fields());
-    }
 }

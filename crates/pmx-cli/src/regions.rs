@@ -19,18 +19,14 @@ use std::io::Write;
 /// Run `pmx stat` (`count`) with the regions environment set, then report
 /// the regions.
 pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyhow::Result<i32> {
+    let usage = |msg: &str| Err(UsageError(msg.to_string()).into());
     if args.command.is_empty() || args.pid.is_some() || args.tid.is_some() {
-        return Err(UsageError(
-            "--regions needs a command after -- (the program whose regions report)".to_string(),
-        )
-        .into());
+        return usage("--regions needs a command after -- (the program whose regions report)");
     }
     if args.repeat > 1 {
-        return Err(UsageError(
-            "--regions reports one run: drop -r (or run pmx stat --regions once per run)"
-                .to_string(),
-        )
-        .into());
+        return usage(
+            "--regions reports one run: drop -r (or run pmx stat --regions once per run)",
+        );
     }
     // Check the list here, so a typo is a usage error of pmx and not a
     // failure inside the program.
@@ -41,7 +37,7 @@ pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyh
     let handoff = Handoff::export(events.as_deref(), args.metrics.as_deref());
     let code = count(args)?;
     // The same %h %p %r %j expansion stat used: %p is this process.
-    let mut out = crate::stat_render::output(args, true)?;
+    let mut out = args.output(true)?;
     let text = match handoff.text() {
         Some(t) => t,
         None => {
@@ -55,13 +51,8 @@ pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyh
     };
     let results = RegionResults::from_json(&text)
         .map_err(|e| anyhow::anyhow!("--regions: the results of the command: {e}"))?;
-    let rendered = if args.json {
-        format!("{}\n", serde_json::to_string(&results)?)
-    } else if let Some(sep) = &args.separator {
-        results.to_csv(sep, args.csv_header)
-    } else {
-        results.to_table()
-    };
+    let rendered =
+        pmx_output::stat_render::regions(&results, &args.style().format, args.csv_header)?;
     out.write_all(rendered.as_bytes())?;
     out.flush()?;
     Ok(code)

@@ -4,12 +4,13 @@
 //! `--backend msr` (`stat_msr.rs`), or perf here. This module checks the
 //! flags into [`RunOptions`], makes the library's calls ([`stat::fit`],
 //! [`stat::Fitted::run`], [`stat::summarize`]) and renders through
-//! `stat_render.rs`.
+//! `stat_render.rs` (which drives `pmx_output::stat_render`).
 
 use crate::exit::UsageError;
-use crate::stat_render::{self, IntervalWriter};
+use crate::stat_args::usage;
+use crate::stat_render;
 use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope};
-use std::io::Write;
+use pmx_output::stat_render::compose;
 
 pub use crate::stat_args::StatArgs;
 
@@ -27,10 +28,6 @@ fn count(args: &StatArgs) -> anyhow::Result<i32> {
         return crate::stat_msr::run(args);
     }
     count_perf(args)
-}
-
-fn usage(msg: &str) -> anyhow::Error {
-    UsageError(msg.to_string()).into()
 }
 
 /// What the perf backend refuses about the target: `--per-thread` where
@@ -114,19 +111,13 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     });
     opts.interval = args.interval()?;
     fitted.check(&opts).map_err(|e| UsageError(e.to_string()))?;
-    let mut out = stat_render::output(args, false)?;
+    let mut out = args.output(false)?;
     let plot = args.plot()?;
-    stat_render::interval_header(&mut *out, args)?;
+    let m = metrics.as_ref();
+    let mut intervals = stat_render::intervals(&mut *out, args, topo.as_ref(), m, plot.is_some())?;
     stat::install_signal_handlers();
-    let mut intervals = IntervalWriter::new(
-        &mut *out,
-        args,
-        topo.as_ref(),
-        metrics.as_ref(),
-        plot.is_some(),
-    );
     let result = fitted.run(&opts, args.repeat, &mut |set, t| intervals.write(set, t));
-    let (plot_rows, write_err) = (intervals.plot.take(), intervals.error.take());
+    let end = intervals.finish();
     let runs = match result {
         Ok(runs) => runs,
         Err(RunError::Exec { cmd, reason }) => {
@@ -141,15 +132,9 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
         .and_then(|r| r.exit)
         .map_or(0, |e| e.shell_code());
     let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), args.repeat);
-    let m = metrics.as_ref();
-    let report = stat_render::report(args, &plan, summary, &opts.scope, m, fitted.notes);
-    if let Some(e) = write_err {
-        return Err(anyhow::anyhow!("writing the interval rows: {e}"));
-    }
-    out.write_all(stat_render::totals(&report, args, true).as_bytes())?;
-    out.flush()?;
-    if let (Some((path, format)), Some(rows)) = (&plot, plot_rows) {
-        stat_render::draw(&rows, path, *format)?;
-    }
+    let target = opts.scope.describe(&args.command);
+    let report = compose(target, &plan, summary, m, fitted.notes);
+    stat_render::totals(&mut *out, args, &report, end.error, true)?;
+    stat_render::draw(&plot, end.plot)?;
     Ok(code)
 }

@@ -1,12 +1,20 @@
 //! The flags of `pmx stat`, shared by both backends, `-M` and
 //! `--regions`, and what each flag means once checked: the aggregation,
-//! the interval, the output format, the `--plot` file.
+//! the interval, the output (`-o`) and its format, the `--plot` file.
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
 use pmx::stat::Aggregation;
+use pmx_output::stat_render::{IntervalOptions, StatFormat, StatStyle};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// A usage error (exit 2) of `pmx stat`'s flags.
+pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
 
 /// Arguments of `pmx stat`.
 #[derive(Debug, clap::Args)]
@@ -127,42 +135,61 @@ impl StatArgs {
             Aggregation::Total
         }
     }
-}
 
-/// How totals and intervals are written.
-pub enum Format {
-    /// The table (default).
-    Table,
-    /// `-x SEP`.
-    Csv(String),
-    /// `--json`.
-    Json,
-}
-
-impl StatArgs {
-    /// `--json`, `-x SEP` or the table.
-    pub(crate) fn format(&self) -> Format {
-        if self.json {
-            Format::Json
+    /// `--json`, `-x SEP` or the table; with `-I` or not; `--csv-header`.
+    pub(crate) fn style(&self) -> StatStyle {
+        let format = if self.json {
+            StatFormat::Json
         } else if let Some(sep) = &self.separator {
-            Format::Csv(sep.clone())
+            StatFormat::Csv(sep.clone())
         } else {
-            Format::Table
+            StatFormat::Table
+        };
+        StatStyle {
+            format,
+            intervals: self.interval.is_some(),
+            csv_header: self.csv_header,
         }
+    }
+
+    /// How the interval rows are written; `plot`: kept for `--plot`.
+    pub(crate) fn interval_options(&self, plot: bool) -> IntervalOptions {
+        IntervalOptions {
+            format: self.style().format,
+            absolute_time: self.timestamps == "absolute",
+            measured_span: self.backend == "msr",
+            aggregation: self.aggregation(),
+            plot,
+        }
+    }
+
+    /// `-o FILE` (with `%h %p %r %j` expanded; appended to with `append`),
+    /// or stderr.
+    pub(crate) fn output(&self, append: bool) -> anyhow::Result<Box<dyn Write>> {
+        let Some(pattern) = &self.output else {
+            return Ok(Box::new(std::io::stderr()));
+        };
+        let path = crate::outpath::expand_path(pattern)?;
+        let file = if append {
+            OpenOptions::new().append(true).create(true).open(&path)
+        } else {
+            File::create(&path)
+        };
+        Ok(Box::new(
+            file.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        ))
     }
 
     /// `-I MS`: at least 1 ms (a warning under 10 ms), not with `-r`.
     pub(crate) fn interval(&self) -> anyhow::Result<Option<Duration>> {
         match self.interval {
-            Some(0) => {
-                Err(UsageError("-I 0: the interval must be at least 1 ms".to_string()).into())
-            }
+            Some(0) => Err(usage("-I 0: the interval must be at least 1 ms")),
             Some(ms) => {
                 if ms < 10 {
                     eprintln!("pmx stat: warning: -I {ms}: intervals under 10 ms cost noticeable CPU time and perturb what is measured");
                 }
                 if self.repeat > 1 {
-                    return Err(UsageError("-I and -r cannot be combined".to_string()).into());
+                    return Err(usage("-I and -r cannot be combined"));
                 }
                 Ok(Some(Duration::from_millis(ms)))
             }
@@ -176,12 +203,13 @@ impl StatArgs {
             return Ok(None);
         };
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let format = pmx_output::plot::Format::from_extension(ext).ok_or_else(|| {
-            UsageError(format!(
+        let bad = || {
+            usage(format!(
                 "--plot {}: give a .svg or .png file name",
                 path.display()
             ))
-        })?;
+        };
+        let format = pmx_output::plot::Format::from_extension(ext).ok_or_else(bad)?;
         Ok(Some((path.clone(), format)))
     }
 }

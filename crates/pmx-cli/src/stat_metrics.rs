@@ -1,14 +1,12 @@
-//! `pmx stat -M`: the metrics to compute, the events they need, and their
-//! values from the counted rows as the renderers' metric lines.
+//! `pmx stat -M`: the metrics to compute and the events they need; their
+//! values become metric lines in `pmx_output::stat_render::StatMetrics`.
 
 use crate::exit::UsageError;
-use crate::stat_args::StatArgs;
+use crate::stat_args::{usage, StatArgs};
 use pmx::database::{default_events_dir, Database};
 use pmx::metrics::MetricSet;
-use pmx::stat::{EventStatus, Row, StatPlan};
 use pmx::EventGroup;
-use pmx_output::stat::MetricLine;
-use std::time::Duration;
+use pmx_output::stat_render::StatMetrics;
 
 /// The `-e` groups (or `default_events` when there is no `-e` and no `-M`)
 /// plus, with `-M`, the metrics' inputs; the metric setup; and the event
@@ -16,7 +14,7 @@ use std::time::Duration;
 pub fn event_groups(
     args: &StatArgs,
     default_events: &str,
-) -> anyhow::Result<(Vec<EventGroup>, Option<MetricSetup>, Option<Database>)> {
+) -> anyhow::Result<(Vec<EventGroup>, Option<StatMetrics>, Option<Database>)> {
     let lists: Vec<String> = if args.events.is_empty() && args.metrics.is_some() {
         Vec::new()
     } else if args.events.is_empty() {
@@ -37,47 +35,12 @@ pub fn event_groups(
                 .map_err(|e| UsageError(format!("-M: {e}")))?;
             let extra = set.event_groups(&groups);
             groups.extend(extra);
-            let notes = set.notes();
-            (Some(MetricSetup { set, notes }), Some(db))
+            (Some(StatMetrics::new(set)), Some(db))
         }
         None => (None, None),
     };
     if groups.is_empty() {
-        return Err(
-            UsageError("-M: the metrics need no event pmx can count here".to_string()).into(),
-        );
+        return Err(usage("-M: the metrics need no event pmx can count here"));
     }
     Ok((groups, metrics, db))
-}
-
-/// The chosen metrics (`pmx::metrics`), with the notes for the report.
-pub struct MetricSetup {
-    set: MetricSet,
-    /// Notes for the report.
-    pub notes: Vec<String>,
-}
-
-impl MetricSetup {
-    /// The metrics for every domain of `rows`.
-    pub fn evaluate(
-        &self,
-        plan: &StatPlan,
-        status: &[EventStatus],
-        rows: &[Row],
-        elapsed: Duration,
-    ) -> Vec<MetricLine> {
-        self.set
-            .evaluate_rows(plan, status, rows, elapsed.as_secs_f64(), "never ran")
-            .into_iter()
-            .map(|(d, v)| MetricLine {
-                name: v.name,
-                domain: d.label(),
-                value: v.value,
-                unit: v.unit,
-                reliability: v.reliability,
-                estimate: v.estimate,
-                missing: v.missing,
-            })
-            .collect()
-    }
 }

@@ -6,28 +6,23 @@
 //! held command, the read loop, energy, restoring every register). This
 //! module checks the flags, selects the CPUs, turns the flags into
 //! [`MsrRunOptions`], and renders what the session gives back with the
-//! perf backend's renderers (`stat_render.rs`: table, CSV, JSON,
-//! intervals, `--plot`, `-M`): the session's [`pmx::stat::StatRun`] has
+//! perf backend's renderers (`stat_render.rs`, `pmx_output::stat_render`:
+//! table, CSV, JSON, intervals, `--plot`, `-M`): the session's [`pmx::stat::StatRun`] has
 //! the same shape, one `Count { value: delta, enabled: ns, running: ns }`
 //! per counter per CPU.
 
-use crate::exit::UsageError;
 use crate::msr::msr_cpus;
-use crate::stat_args::StatArgs;
-use crate::stat_render::{self, IntervalWriter};
+use crate::stat_args::{usage, StatArgs};
+use crate::stat_render;
 use pmx::stat::Scope;
 use pmx::stat_msr::{msr_root, pmu_counters, Error, MsrError, MsrEvents, MsrRunOptions};
 use pmx_model::topology::parse_cpu_list;
+use pmx_output::stat_render::compose;
 use pmx_sys::SysRoot;
-use std::io::Write;
 
 /// The events counted when `-e` is not given: the hardware part of perf's
 /// default set (the software events are the kernel's, not the PMU's).
 pub const DEFAULT_EVENTS: &str = "cycles,instructions,branches,branch-misses";
-
-fn usage(msg: impl Into<String>) -> anyhow::Error {
-    UsageError(msg.into()).into()
-}
 
 /// What the msr backend refuses: tasks, per-thread, repeats, no CPUs.
 fn check(args: &StatArgs) -> anyhow::Result<()> {
@@ -109,7 +104,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
         None => cpus.clone(),
     };
     // The output first: a bad -o path fails before any register changes.
-    let mut out = stat_render::output(args, false)?;
+    let mut out = args.output(false)?;
     let options = MsrRunOptions {
         root,
         sys,
@@ -122,16 +117,10 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     };
     let running = stat.start(&options).map_err(session_error)?;
     let plan = &stat.plan;
-    stat_render::interval_header(&mut *out, args)?;
-    let mut intervals = IntervalWriter::new(
-        &mut *out,
-        args,
-        Some(&topo),
-        metrics.as_ref(),
-        plot.is_some(),
-    );
+    let m = metrics.as_ref();
+    let mut intervals = stat_render::intervals(&mut *out, args, Some(&topo), m, plot.is_some())?;
     let result = running.run(&mut |t| intervals.write(plan, t));
-    let (plot_rows, write_err) = (intervals.plot.take(), intervals.error.take());
+    let end = intervals.finish();
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(Error::Exec { cmd, reason }) => {
@@ -143,19 +132,12 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let exit = outcome.run.exit;
     let runs = [outcome.run];
     let summary = pmx::stat::summarize(plan, &runs, how, Some(&topo), args.repeat);
-    let scope = Scope::Cpus(cpus);
-    let m = metrics.as_ref();
-    let report = stat_render::report(args, plan, summary, &scope, m, outcome.notes);
-    if let Some(e) = write_err {
-        return Err(anyhow::anyhow!("writing the interval rows: {e}"));
-    }
-    out.write_all(stat_render::totals(&report, args, false).as_bytes())?;
-    out.flush()?;
+    let target = Scope::Cpus(cpus).describe(&args.command);
+    let report = compose(target, plan, summary, m, outcome.notes);
+    stat_render::totals(&mut *out, args, &report, end.error, false)?;
     if let Some(e) = outcome.restore_error {
         return Err(device_error(e).context("putting the PMU registers back"));
     }
-    if let (Some((path, format)), Some(rows)) = (&plot, plot_rows) {
-        stat_render::draw(&rows, path, *format)?;
-    }
+    stat_render::draw(&plot, end.plot)?;
     Ok(exit.map(|e| e.shell_code()).unwrap_or(0))
 }

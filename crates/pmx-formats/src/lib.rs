@@ -39,7 +39,8 @@ pub mod timeline;
 pub mod write;
 
 pub use model::{
-    Domain, EventList, EventStatus, EventTable, Exit, MetricLine, Row, Spread, ESTIMATE_BELOW,
+    Domain, EventList, EventStatus, EventTable, Exit, MetricLine, Reason, Row, Spread,
+    ESTIMATE_BELOW,
 };
 pub use read::{read_file, read_text, ReadError};
 pub use report::{Provenance, ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};

@@ -11,15 +11,94 @@ use serde::Serialize;
 pub const ESTIMATE_BELOW: f64 = 0.7;
 
 /// Why an event has no count.
+///
+/// Serialized as `{"status": "not-supported", "reason": "<text>"}`, the
+/// reason as its rendered text ([`Reason`]'s `Display`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", content = "reason", rename_all = "kebab-case")]
 pub enum EventStatus {
     /// Opened and read.
     Counted,
     /// Could not be opened here.
-    NotSupported(String),
+    NotSupported(Reason),
     /// Opened but never ran (or its group could not be opened).
-    NotCounted(String),
+    NotCounted(Reason),
+}
+
+/// Why an event (or a report's input) has no count, in two parts: the
+/// `cause`, the same for every event that fails for it (so a report can
+/// group events by it), and an optional `detail` specific to this event
+/// (which event in a list, which CPU's tables).
+///
+/// Both parts are kept as given when the reason is made, where the error
+/// is known; a reader asks for [`Reason::cause`] and [`Reason::detail`]
+/// and never takes the text apart. The text is `detail: cause`, or the
+/// cause alone ([`Reason::as_str`], `Display`, and the serialized form).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Reason {
+    /// The whole text: `detail: cause`, or `cause`.
+    text: String,
+    /// Where the cause starts in `text` (0 without a detail).
+    cause_at: usize,
+}
+
+impl Reason {
+    /// A reason with no event-specific part.
+    pub fn new(cause: impl Into<String>) -> Reason {
+        Reason {
+            text: cause.into(),
+            cause_at: 0,
+        }
+    }
+
+    /// A reason whose `detail` is specific to the event and whose `cause`
+    /// is shared by every event failing for it.
+    pub fn with_detail(detail: impl std::fmt::Display, cause: impl std::fmt::Display) -> Reason {
+        let detail = detail.to_string();
+        Reason {
+            cause_at: detail.len() + 2,
+            text: format!("{detail}: {cause}"),
+        }
+    }
+
+    /// The part shared by every event failing for the same cause.
+    pub fn cause(&self) -> &str {
+        &self.text[self.cause_at..]
+    }
+
+    /// The part specific to this event, when there is one.
+    pub fn detail(&self) -> Option<&str> {
+        (self.cause_at > 0).then(|| &self.text[..self.cause_at - 2])
+    }
+
+    /// The whole text: `detail: cause`, or the cause alone.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl From<String> for Reason {
+    fn from(cause: String) -> Reason {
+        Reason::new(cause)
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(cause: &str) -> Reason {
+        Reason::new(cause)
+    }
 }
 
 /// The domain a row covers.
@@ -290,5 +369,20 @@ mod tests {
         assert_eq!(Exit::from_wait_status(9), Exit::Signal { signal: 9 });
         assert_eq!(Exit::Code { code: 3 }.shell_code(), 3);
         assert_eq!(Exit::Signal { signal: 9 }.shell_code(), 137);
+    }
+
+    #[test]
+    fn a_reason_keeps_its_parts_and_serializes_as_its_text() {
+        let r = Reason::with_detail("cycles", "no PMU: none at all");
+        assert_eq!(r.detail(), Some("cycles"));
+        assert_eq!(r.cause(), "no PMU: none at all");
+        assert_eq!(r.to_string(), "cycles: no PMU: none at all");
+        let plain = Reason::new("a: b");
+        assert_eq!((plain.detail(), plain.cause()), (None, "a: b"));
+        let json = serde_json::to_string(&EventStatus::NotSupported(r)).unwrap();
+        assert_eq!(
+            json,
+            r#"{"status":"not-supported","reason":"cycles: no PMU: none at all"}"#
+        );
     }
 }

@@ -122,7 +122,7 @@ fn row_status(status: &[EventStatus], row: &Row) -> &'static str {
 /// Why a row has no value (empty when it has one).
 fn row_reason<'a>(status: &'a [EventStatus], row: &Row, never_ran: &'a str) -> &'a str {
     match &status[row.event] {
-        EventStatus::NotSupported(r) | EventStatus::NotCounted(r) => r,
+        EventStatus::NotSupported(r) | EventStatus::NotCounted(r) => r.as_str(),
         EventStatus::Counted if row.value.is_none() => never_ran,
         EventStatus::Counted => "",
     }
@@ -875,7 +875,7 @@ mod tests {
         let status = vec![
             EventStatus::Counted,
             EventStatus::Counted,
-            EventStatus::NotSupported("no \"such\" event; here\n\u{1}".to_string()),
+            EventStatus::NotSupported("no \"such\" event; here\n\u{1}".into()),
         ];
         let row = |event: usize, cpu, value, running| {
             let count = Count {

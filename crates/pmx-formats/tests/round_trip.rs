@@ -31,7 +31,7 @@ fn status() -> Vec<EventStatus> {
         EventStatus::Counted,
         EventStatus::Counted,
         EventStatus::Counted,
-        EventStatus::NotSupported("no such event, \"here\"".to_string()),
+        EventStatus::NotSupported("no such event, \"here\"".into()),
     ]
 }
 

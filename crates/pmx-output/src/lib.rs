@@ -11,6 +11,9 @@
 //! [`registers`] (field tables, `pmx encode`, `pmx decode`), [`fetch`]
 //! (`pmx events fetch`'s progress and summary), [`analyze`] (`pmx
 //! analyze`'s metrics) and [`merge`] (`pmx merge`'s table, CSV, JSON).
+//! [`stat_render`] puts `pmx stat`'s output together from [`stat`]'s
+//! writers for both backends: the interval rows as they are measured,
+//! the `-M` metric lines, the totals, the `--plot` chart.
 
 pub mod analyze;
 pub mod catalog;
@@ -21,6 +24,7 @@ pub mod msr;
 pub mod progress;
 pub mod registers;
 pub mod stat;
+pub mod stat_render;
 pub mod tma;
 
 pub use pmx_formats::numbers::{group_digits, readable, readable_measure};

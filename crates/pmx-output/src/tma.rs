@@ -168,8 +168,8 @@ pub fn text(report: &TmaReport) -> String {
     s
 }
 
-/// The inputs not available here, grouped by the general part of the
-/// reason (after the first ": "), each with its own specific part.
+/// The inputs not available here, grouped by the cause of their reason
+/// (shared by the events that fail alike), each with its own detail.
 fn unavailable_text(s: &mut String, report: &TmaReport) {
     let distinct: std::collections::BTreeSet<&String> =
         report.unavailable.iter().map(|(n, _)| n).collect();
@@ -179,18 +179,18 @@ fn unavailable_text(s: &mut String, report: &TmaReport) {
         distinct.len(),
         report.events.len()
     );
-    let mut by_reason: Vec<(String, Vec<String>)> = Vec::new();
-    for (n, w) in &report.unavailable {
-        let (specific, general) = match w.split_once(": ") {
-            Some((a, b)) => (format!("{n} ({a})"), b.to_string()),
-            None => (n.clone(), w.clone()),
+    let mut by_cause: Vec<(&str, Vec<String>)> = Vec::new();
+    for (n, why) in &report.unavailable {
+        let named = match why.detail() {
+            Some(detail) => format!("{n} ({detail})"),
+            None => n.clone(),
         };
-        match by_reason.iter_mut().find(|(r, _)| *r == general) {
-            Some((_, v)) => v.push(specific),
-            None => by_reason.push((general, vec![specific])),
+        match by_cause.iter_mut().find(|(c, _)| *c == why.cause()) {
+            Some((_, v)) => v.push(named),
+            None => by_cause.push((why.cause(), vec![named])),
         }
     }
-    for (why, names) in &by_reason {
+    for (why, names) in &by_cause {
         let _ = writeln!(s, "   why: {why}");
         for n in names {
             let _ = writeln!(s, "     {n}");
@@ -202,11 +202,12 @@ fn unavailable_text(s: &mut String, report: &TmaReport) {
 mod tests {
     use super::*;
     use pmx::database::{self, DatabaseOptions};
+    use pmx::stat::Reason as Why;
     use pmx::tma::{Inputs, Model, Reading};
 
     /// A report for AMD Zen 4's level-1 tree: `counts` as readings, and
     /// the inputs without a count unavailable for `why`.
-    fn zen4_report(counts: &[(&str, f64)], unavailable: &[(&str, &str)]) -> TmaReport {
+    fn zen4_report(counts: &[(&str, f64)], unavailable: &[(&str, Why)]) -> TmaReport {
         let opts = DatabaseOptions {
             cpu: Some("AuthenticAMD-25-11".into()),
             no_libpfm: true,
@@ -238,7 +239,7 @@ mod tests {
                 .collect(),
             unavailable: unavailable
                 .iter()
-                .map(|(n, w)| (n.to_string(), w.to_string()))
+                .map(|(n, w)| (n.to_string(), w.clone()))
                 .collect(),
             tree: model.evaluate(&inputs, 1),
             notes: vec!["a note".into()],
@@ -250,9 +251,12 @@ mod tests {
         let r = zen4_report(
             &[],
             &[
-                ("CYCLES_NOT_IN_HALT", "cpu: no hardware PMU"),
-                ("RETIRED_OPS", "cpu: no hardware PMU"),
-                ("DISPATCH_STALLS_1:FE_NO_OPS", "sampled"),
+                (
+                    "CYCLES_NOT_IN_HALT",
+                    Why::with_detail("cpu", "no hardware PMU"),
+                ),
+                ("RETIRED_OPS", Why::with_detail("cpu", "no hardware PMU")),
+                ("DISPATCH_STALLS_1:FE_NO_OPS", Why::new("sampled")),
             ],
         );
         let text = text(&r);
@@ -268,6 +272,37 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("Note: a note\n"), "{text}");
+    }
+
+    /// The grouping reads the reason's parts, never its text: the same
+    /// cause groups events whatever their details, different causes stay
+    /// apart even when their text shares a prefix, and a cause without a
+    /// detail is shown whole even when it holds ": ".
+    #[test]
+    fn unavailable_inputs_group_on_the_typed_cause() {
+        let open = "cannot open hardware event cycles: no PMU (ENOENT: No such file or directory)";
+        let r = zen4_report(
+            &[],
+            &[
+                ("CYCLES_NOT_IN_HALT", Why::with_detail("cycles", open)),
+                ("RETIRED_OPS", Why::with_detail("instructions", open)),
+                ("DISPATCH_STALLS_1:FE_NO_OPS", Why::new(open)),
+                (
+                    "DISPATCH_STALLS_1:BE_STALLS",
+                    Why::with_detail("cycles", "busy"),
+                ),
+            ],
+        );
+        let text = text(&r);
+        let want = format!(
+            "\n 4 of the 6 events are not available here, so the nodes that need them have no value:\n   why: {open}\n     CYCLES_NOT_IN_HALT (cycles)\n     RETIRED_OPS (instructions)\n     DISPATCH_STALLS_1:FE_NO_OPS\n   why: busy\n     DISPATCH_STALLS_1:BE_STALLS (cycles)\n"
+        );
+        assert!(text.contains(&want), "{text}");
+        let json = json(&r);
+        assert_eq!(
+            json["unavailable"][0],
+            serde_json::json!({"event": "CYCLES_NOT_IN_HALT", "reason": format!("cycles: {open}")})
+        );
     }
 
     #[test]

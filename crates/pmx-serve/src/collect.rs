@@ -15,7 +15,7 @@
 //! resetting, and per-core or per-socket sums keep what an offline CPU
 //! counted.
 
-use pmx::stat::{EventStatus, StatPlan};
+use pmx::stat::{open_reason, EventStatus, StatPlan};
 use pmx_model::count::Count;
 use pmx_perf::{Counter, Target};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -104,8 +104,8 @@ impl Collector {
             .events
             .iter()
             .map(|e| match &e.attr {
-                Ok(_) => EventStatus::NotCounted("not opened yet".to_string()),
-                Err(r) => EventStatus::NotSupported(r.clone()),
+                Ok(_) => EventStatus::NotCounted("not opened yet".into()),
+                Err(r) => EventStatus::NotSupported(r.as_str().into()),
             })
             .collect();
         let mut c = Collector {
@@ -128,8 +128,8 @@ impl Collector {
         c.sync_to(&online);
         // An event that opened nowhere and has no recorded reason.
         for (i, st) in c.status.iter_mut().enumerate() {
-            if matches!(st, EventStatus::NotCounted(r) if r == "not opened yet") {
-                *st = EventStatus::NotCounted("no CPU to count on".to_string());
+            if matches!(st, EventStatus::NotCounted(r) if r.as_str() == "not opened yet") {
+                *st = EventStatus::NotCounted("no CPU to count on".into());
                 c.log.push(format!(
                     "{}: not counted: no CPU to count on",
                     c.plan.events[i].name
@@ -257,14 +257,14 @@ impl Collector {
                         let name = &self.plan.events[ei].name;
                         if e.cause.is_unsupported_event() {
                             if self.status[ei] != EventStatus::Counted {
-                                self.status[ei] = EventStatus::NotSupported(e.reason());
+                                self.status[ei] = EventStatus::NotSupported(open_reason(&e));
                             }
                             if first {
                                 self.log.push(format!("{name}: not supported: {e}"));
                             }
                         } else {
                             if self.status[ei] != EventStatus::Counted {
-                                self.status[ei] = EventStatus::NotCounted(e.reason());
+                                self.status[ei] = EventStatus::NotCounted(open_reason(&e));
                             }
                             if first {
                                 self.log

@@ -74,7 +74,7 @@ impl MsrCounters {
         for (i, spec) in specs.iter().enumerate() {
             if matches!(spec.body, Body::Breakpoint { .. }) {
                 events[i].status = EventStatus::NotSupported(
-                    "a breakpoint is the kernel's, not a PMU counter".to_string(),
+                    "a breakpoint is the kernel's, not a PMU counter".into(),
                 );
                 continue;
             }
@@ -83,7 +83,7 @@ impl MsrCounters {
                     planned.push(e);
                     event_of.push(i);
                 }
-                Err(why) => events[i].status = EventStatus::NotSupported(why.reason()),
+                Err(why) => events[i].status = EventStatus::NotSupported(why.reason().into()),
             }
         }
         if planned.is_empty() {

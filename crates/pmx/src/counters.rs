@@ -442,7 +442,7 @@ impl Counters {
                 scale: e.scale,
                 status: match &e.attr {
                     Ok(_) => EventStatus::Counted,
-                    Err(why) => EventStatus::NotSupported(why.clone()),
+                    Err(why) => EventStatus::NotSupported(why.as_str().into()),
                 },
             })
             .collect();
@@ -514,7 +514,8 @@ impl Counters {
                 ev.status = EventStatus::NotSupported(
                     first_error[i]
                         .take()
-                        .unwrap_or_else(|| "could not be opened".to_string()),
+                        .unwrap_or_else(|| "could not be opened".to_string())
+                        .into(),
                 );
             }
         }
@@ -698,7 +699,7 @@ pub(crate) fn evaluate_readings(
             None => Err("not counted".to_string()),
             Some(r) => match r.status {
                 EventStatus::Counted => Ok(r.count),
-                EventStatus::NotSupported(w) | EventStatus::NotCounted(w) => Err(w.clone()),
+                EventStatus::NotSupported(w) | EventStatus::NotCounted(w) => Err(w.to_string()),
             },
         }
     };
@@ -755,7 +756,9 @@ mod tests {
         assert!(!failed.is_empty(), "{r:?}");
         for f in failed {
             match &f.status {
-                EventStatus::NotSupported(why) => assert!(why.contains("debug register"), "{why}"),
+                EventStatus::NotSupported(why) => {
+                    assert!(why.as_str().contains("debug register"), "{why}")
+                }
                 _ => unreachable!(),
             }
             assert_eq!(f.scaled(), None);

@@ -290,8 +290,8 @@ impl MetricSet {
             let lookup = |text: &str| match plan.events.iter().position(|e| e.name == text) {
                 None => Input::NotCounted("not scheduled".to_string()),
                 Some(ei) => match status.get(ei) {
-                    Some(EventStatus::NotSupported(why)) => Input::NotSupported(why.clone()),
-                    Some(EventStatus::NotCounted(why)) => Input::NotCounted(why.clone()),
+                    Some(EventStatus::NotSupported(why)) => Input::NotSupported(why.to_string()),
+                    Some(EventStatus::NotCounted(why)) => Input::NotCounted(why.to_string()),
                     Some(EventStatus::Counted) => match rows
                         .iter()
                         .find(|r| r.event == ei && (&r.domain == d || r.domain == Domain::Total))

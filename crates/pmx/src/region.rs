@@ -673,7 +673,7 @@ pub fn results() -> RegionResults {
             match &e.status {
                 EventStatus::Counted => counted_somewhere[i] = true,
                 EventStatus::NotSupported(w) | EventStatus::NotCounted(w) => {
-                    events[i].not_counted.get_or_insert_with(|| w.clone());
+                    events[i].not_counted.get_or_insert_with(|| w.to_string());
                 }
             }
         }

@@ -50,7 +50,7 @@ fn msr_backend_counts_what_the_simulated_pmu_advances() {
     // The software event cannot be programmed: kept with its reason.
     let ev = c.events();
     assert!(
-        matches!(&ev[2].status, pmx::stat::EventStatus::NotSupported(w) if w.contains("kernel")),
+        matches!(&ev[2].status, pmx::stat::EventStatus::NotSupported(w) if w.as_str().contains("kernel")),
         "{:?}",
         ev[2]
     );

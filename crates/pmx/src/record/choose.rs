@@ -70,10 +70,10 @@ pub fn sampling_events(plan: StatPlan) -> Result<Vec<RecordEvent>, RecordError> 
     let mut out = Vec::new();
     for e in plan.events {
         let attr = e.attr.map_err(|why| {
-            RecordError::Open(format!("{} cannot be sampled here: {why}", e.name))
+            RecordError::NotSampleable(format!("{} cannot be sampled here: {why}", e.name))
         })?;
         if e.cpus.is_some() {
-            return Err(RecordError::Open(format!(
+            return Err(RecordError::NotSampleable(format!(
                 "{} belongs to a PMU outside the cores (uncore): it counts, but cannot \
                  attribute events to instructions, so it cannot be sampled",
                 e.name

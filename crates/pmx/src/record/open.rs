@@ -75,9 +75,7 @@ pub(super) fn open(
         }
     }
     if o.counters.is_empty() {
-        return Err(RecordError::Open(
-            "none of the tasks exists any more: nothing to record".to_string(),
-        ));
+        return Err(RecordError::NoTask);
     }
     Ok((o, rings))
 }
@@ -89,7 +87,10 @@ fn task_gone(e: &OpenError) -> bool {
 
 /// An event that cannot be opened: its name, the reason and the fix.
 fn open_error(event: &str, e: OpenError) -> RecordError {
-    RecordError::Open(format!("{event}: {e}"))
+    RecordError::Open(Box::new(crate::stat::EventOpenError {
+        event: event.to_string(),
+        error: e,
+    }))
 }
 
 impl Opened {

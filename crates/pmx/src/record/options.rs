@@ -159,9 +159,17 @@ pub enum RecordError {
         /// Why.
         reason: String,
     },
-    /// An event could not be opened, with the reason and the fix.
+    /// An event could not be opened, with the reason and the fix (match
+    /// on its `cause`).
     #[error("{0}")]
-    Open(String),
+    Open(Box<crate::stat::EventOpenError>),
+    /// An event that counts here but cannot be sampled (it did not
+    /// resolve to a sampling attr, or it belongs to an uncore PMU).
+    #[error("{0}")]
+    NotSampleable(String),
+    /// Every task to attach to had exited before its counters opened.
+    #[error("none of the tasks exists any more: nothing to record")]
+    NoTask,
     /// The options cannot work (no CPU, bad page count …).
     #[error("{0}")]
     Invalid(String),

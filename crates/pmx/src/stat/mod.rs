@@ -53,11 +53,12 @@ pub use aggregate::{aggregate, Aggregation, Aggregator};
 pub use clock::next_tick_after;
 pub(crate) use clock::IntervalClock;
 pub use options::{RunOptions, Scope};
-pub use outcome::{merge_runs, Instance, RunError, StatRun, Tick};
+pub(crate) use outcome::headed;
+pub use outcome::{merge_runs, open_reason, EventOpenError, Instance, RunError, StatRun, Tick};
 pub use plan::{plan, tracepoint_id, PlanGroup, PlannedEvent, StatPlan, DEFAULT_EVENTS};
 /// The result values, defined in `pmx-formats` (whose readers and writers
 /// take them) and used here under their old paths.
-pub use pmx_formats::{Domain, EventStatus, Row, Spread, ESTIMATE_BELOW};
+pub use pmx_formats::{Domain, EventStatus, Reason, Row, Spread, ESTIMATE_BELOW};
 pub use repeat::{fit, FitError, Fitted};
 pub use run::{run, run_with};
 pub use summary::{summarize, Summary};

@@ -5,6 +5,7 @@
 //! error.
 
 use super::options::{RunOptions, Scope};
+use super::outcome::{open_reason, EventOpenError};
 use super::plan::StatPlan;
 use crate::ticker::{self, Ticker};
 use pmx_formats::EventStatus;
@@ -32,8 +33,8 @@ pub(crate) struct OpenSet {
     pub leaders: Vec<usize>,
     /// Hidden sampling leaders and the opened counters in their groups.
     pub tickers: Vec<(Ticker, Vec<usize>)>,
-    /// The first failure the user must fix ("event: message").
-    pub hard_error: Option<String>,
+    /// The first failure the user must fix.
+    pub hard_error: Option<EventOpenError>,
 }
 
 /// How the counters of a run are placed, from its options.
@@ -213,14 +214,14 @@ struct Failure {
     /// The event's new status (`None`: unchanged, the slot is skipped).
     status: Option<EventStatus>,
     /// The run's hard error, when the user must fix this one.
-    fatal: Option<String>,
+    fatal: Option<EventOpenError>,
 }
 
 /// The one place that reads an open error's cause: rows name the event,
 /// their reason is the cause's (shared by every event failing for it); a
 /// hard error names the event and says everything.
 fn failure(e: &OpenError, name: &str, attaching_pids: bool) -> Failure {
-    let reason = e.reason();
+    let reason = open_reason(e);
     match e.cause {
         ref c if c.is_unsupported_event() => Failure {
             status: Some(EventStatus::NotSupported(reason)),
@@ -233,7 +234,10 @@ fn failure(e: &OpenError, name: &str, attaching_pids: bool) -> Failure {
         },
         _ => Failure {
             status: Some(EventStatus::NotCounted(reason)),
-            fatal: Some(format!("{name}: {e}")),
+            fatal: Some(EventOpenError {
+                event: name.to_string(),
+                error: e.clone(),
+            }),
         },
     }
 }
@@ -259,8 +263,9 @@ mod tests {
         let f = failure(&unsupported, "cycles", false);
         assert_eq!(
             f.status,
-            Some(EventStatus::NotSupported(unsupported.reason()))
+            Some(EventStatus::NotSupported(open_reason(&unsupported)))
         );
+        assert_eq!(open_reason(&unsupported).as_str(), unsupported.reason());
         assert_eq!(f.fatal, None);
         let f = failure(&error(OpenCause::NoProcess), "cycles", true);
         assert_eq!(
@@ -272,10 +277,15 @@ mod tests {
         );
         let gone = error(OpenCause::NoProcess);
         let f = failure(&gone, "cycles", false);
-        assert_eq!(f.fatal, Some(format!("cycles: {gone}")));
+        assert_eq!(
+            f.fatal.as_ref().map(|e| e.to_string()),
+            Some(format!("cycles: {gone}"))
+        );
+        assert_eq!(f.fatal.map(|e| e.error.cause), Some(OpenCause::NoProcess));
         let busy = error(OpenCause::Busy);
         let f = failure(&busy, "cycles", false);
-        assert_eq!(f.status, Some(EventStatus::NotCounted(busy.reason())));
+        assert_eq!(f.status, Some(EventStatus::NotCounted(open_reason(&busy))));
+        assert_eq!(open_reason(&busy).as_str(), busy.reason());
     }
 
     /// Software events open on this process, disabled, as one group; the

@@ -4,8 +4,9 @@
 
 use super::plan::StatPlan;
 use crate::launch::Exit;
-use pmx_formats::EventStatus;
+use pmx_formats::{EventStatus, Reason};
 use pmx_model::count::Count;
+use pmx_perf::OpenError;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -48,12 +49,60 @@ pub enum RunError {
         /// Why.
         reason: String,
     },
-    /// No event could be opened at all, for a reason the user must fix.
+    /// No event could be opened at all, for a reason the user must fix:
+    /// the first such failure (match on its `cause`).
     #[error("{0}")]
-    Open(String),
+    Open(Box<EventOpenError>),
     /// Some other I/O failure.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// An event of a plan that could not be opened: its name and the open
+/// error, whose `cause` a caller matches on (`e.cause` reaches it through
+/// `Deref`). `Display`: `name: cannot open … (ERRNO: text)`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{event}: {error}")]
+pub struct EventOpenError {
+    /// The event as the user named it.
+    pub event: String,
+    /// Why the kernel refused it.
+    pub error: OpenError,
+}
+
+impl std::ops::Deref for EventOpenError {
+    type Target = OpenError;
+    fn deref(&self) -> &OpenError {
+        &self.error
+    }
+}
+
+impl EventOpenError {
+    /// The failure as the reason of an input left without a count: this
+    /// event, and the whole open error as the shared cause.
+    pub fn as_reason(&self) -> Reason {
+        Reason::with_detail(&self.event, &self.error)
+    }
+}
+
+/// The reason of an event whose open failed for `e`, as a report shows it
+/// next to the event: the first clause of [`OpenError::reason`] (up to its
+/// first `": "`) is kept as the event's detail, the rest as the cause
+/// shared by the events that fail alike.
+///
+/// This is the one place where a reason's text is cut, where the
+/// [`OpenError`] is known; everything downstream reads the two parts.
+pub fn open_reason(e: &OpenError) -> Reason {
+    headed(e.reason())
+}
+
+/// A message of another crate's error (`headline: explanation`) as a
+/// reason: the headline is the detail, the explanation the cause.
+pub(crate) fn headed(text: String) -> Reason {
+    match text.split_once(": ") {
+        Some((detail, cause)) => Reason::with_detail(detail, cause),
+        None => Reason::new(text),
+    }
 }
 
 /// One interval's readings (`-I`).
@@ -79,7 +128,7 @@ pub fn merge_runs(plans: &[StatPlan], runs: Vec<StatRun>) -> StatRun {
     let in_plan = |p: &StatPlan, e: usize| p.groups.iter().any(|g| g.members.contains(&e));
     for (i, st) in merged.status.iter_mut().enumerate() {
         if !in_plan(first_plan, i) && *st == EventStatus::Counted {
-            *st = EventStatus::NotCounted("not in any run set".to_string());
+            *st = EventStatus::NotCounted("not in any run set".into());
         }
     }
     for (r, p) in it {
@@ -94,4 +143,49 @@ pub fn merge_runs(plans: &[StatPlan], runs: Vec<StatRun>) -> StatRun {
         merged.interrupted |= r.interrupted;
     }
     merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmx_perf::OpenCause;
+
+    /// A caller tells a run's open failure by its cause, and the message
+    /// stays `event: cannot open …`.
+    #[test]
+    fn callers_match_a_run_open_error_on_its_cause() {
+        let error = OpenError {
+            errno: libc::EACCES,
+            attr: Box::default(),
+            target: pmx_perf::Target { pid: 0, cpu: -1 },
+            pmu: None,
+            cause: OpenCause::Permission {
+                paranoid: Some(4),
+                capable: Some(false),
+                cpu_wide: false,
+                kernel: true,
+            },
+        };
+        let err = RunError::Open(Box::new(EventOpenError {
+            event: "cycles".into(),
+            error: error.clone(),
+        }));
+        assert_eq!(err.to_string(), format!("cycles: {error}"));
+        let paranoid = match &err {
+            RunError::Open(e) => match e.cause {
+                OpenCause::Permission { paranoid, .. } => paranoid,
+                _ => None,
+            },
+            _ => None,
+        };
+        assert_eq!(paranoid, Some(4));
+        let why = match &err {
+            RunError::Open(e) => e.as_reason(),
+            _ => unreachable!(),
+        };
+        assert_eq!(why.detail(), Some("cycles"));
+        assert_eq!(why.cause(), error.to_string());
+        let cut = open_reason(&error);
+        assert_eq!(cut.as_str(), error.reason());
+    }
 }

@@ -15,7 +15,7 @@ use super::tasks::slots;
 use crate::launch::Exit;
 use crate::signals::stop_requested;
 use crate::ticker::{self, Home};
-use pmx_formats::EventStatus;
+use pmx_formats::{EventStatus, Reason};
 use pmx_model::count::Count;
 use std::time::{Duration, Instant};
 
@@ -49,7 +49,7 @@ pub fn run_with(
         .iter()
         .map(|e| match &e.attr {
             Ok(_) => EventStatus::Counted,
-            Err(r) => EventStatus::NotSupported(r.clone()),
+            Err(r) => EventStatus::NotSupported(r.as_str().into()),
         })
         .collect();
     let slots = slots(opts, target.pid());
@@ -57,7 +57,7 @@ pub fn run_with(
     if set.opened.is_empty() {
         if let Some(h) = set.hard_error.take() {
             target.abandon();
-            return Err(RunError::Open(h));
+            return Err(RunError::Open(Box::new(h)));
         }
     }
     let start = Instant::now();
@@ -285,13 +285,14 @@ fn settle_status(plan: &StatPlan, status: &mut [EventStatus], instances: &[Insta
         }
         let mine: Vec<&Instance> = instances.iter().filter(|x| x.event == i).collect();
         if mine.is_empty() {
-            *st = EventStatus::NotCounted("no counter could be opened for it".to_string());
+            *st = EventStatus::NotCounted("no counter could be opened for it".into());
         } else if mine.iter().all(|x| x.count.running == 0) {
             *st = EventStatus::NotCounted(if mine.iter().all(|x| x.count.enabled == 0) {
-                "never enabled: the measured task did not run".to_string()
+                Reason::new("never enabled: the measured task did not run")
             } else {
-                "never scheduled onto a counter (all counters busy, or its group did not fit)"
-                    .to_string()
+                Reason::new(
+                    "never scheduled onto a counter (all counters busy, or its group did not fit)",
+                )
             });
         }
     }

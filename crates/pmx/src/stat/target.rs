@@ -59,9 +59,10 @@ impl RunTarget {
             if r != 0 {
                 let e = std::io::Error::last_os_error();
                 target.abandon();
-                return Err(RunError::Open(format!(
+                // Not an event's open: the OS refused the trace.
+                return Err(RunError::Io(std::io::Error::other(format!(
                     "--per-thread: cannot follow the command's threads with ptrace: {e} (is another tracer attached, or ptrace restricted by kernel.yama.ptrace_scope?)"
-                )));
+                ))));
             }
         }
         Ok(target)

@@ -52,9 +52,9 @@ pub fn count(
                 }
             }
             Err(RunError::Exec { cmd, reason }) => return Err(TmaError::Exec { cmd, reason }),
-            Err(RunError::Open(msg)) => {
+            Err(RunError::Open(failed)) => {
                 // Nothing opened (no PMU here): say why, run it anyway.
-                input.none_counted(&msg);
+                input.none_counted(&failed);
                 notes.push(NOTHING_COUNTED.into());
                 return run_plain(&opts.command);
             }

@@ -3,7 +3,8 @@
 
 use super::{EventRef, Inputs, Reading};
 use crate::database::Database;
-use crate::stat::{self, Aggregation, EventStatus, PlanGroup, StatPlan, StatRun};
+use crate::stat::{self, Aggregation, EventOpenError, EventStatus, PlanGroup, StatPlan, StatRun};
+use pmx_formats::Reason as Why;
 
 /// The plan that counts the tree's inputs, which input each planned event
 /// is for, and the inputs that cannot be counted (with why).
@@ -14,7 +15,7 @@ pub struct InputPlan {
     /// Per event of `plan`: the library name of the input it counts.
     pub planned_for: Vec<String>,
     /// Inputs that cannot be counted here: (library name, why).
-    pub unavailable: Vec<(String, String)>,
+    pub unavailable: Vec<(String, Why)>,
 }
 
 /// Plan each input on its own, so one that cannot be resolved does not
@@ -32,14 +33,15 @@ pub fn plan_inputs(events: &[EventRef], db: &Database) -> InputPlan {
         let Some(spec) = e.spec("cpu") else {
             out.unavailable.push((
                 e.name.clone(),
-                "a retire latency is sampled, not counted".into(),
+                Why::new("a retire latency is sampled, not counted"),
             ));
             continue;
         };
         let groups = match crate::parse_event_list(&spec) {
             Ok(g) => g,
             Err(err) => {
-                out.unavailable.push((e.name.clone(), err.to_string()));
+                let why = stat::headed(err.to_string());
+                out.unavailable.push((e.name.clone(), why));
                 continue;
             }
         };
@@ -47,7 +49,10 @@ pub fn plan_inputs(events: &[EventRef], db: &Database) -> InputPlan {
             Ok(p) => out.append(&e.name, p),
             Err(err) => out.unavailable.push((
                 e.name.clone(),
-                format!("not in the event tables for {}: {}", db.target.cpu, err),
+                Why::with_detail(
+                    format!("not in the event tables for {}", db.target.cpu),
+                    err,
+                ),
             )),
         }
     }
@@ -73,12 +78,14 @@ impl InputPlan {
         }
     }
 
-    /// Every planned input becomes unavailable for `why` (nothing could be
-    /// opened), unless it already is for another reason.
-    pub fn none_counted(&mut self, why: &str) {
+    /// Every planned input becomes unavailable because `failed` could not
+    /// be opened (so nothing could), unless it already is for another
+    /// reason.
+    pub fn none_counted(&mut self, failed: &EventOpenError) {
+        let why = failed.as_reason();
         for name in &self.planned_for {
             if !self.unavailable.iter().any(|(n, _)| n == name) {
-                self.unavailable.push((name.clone(), why.to_string()));
+                self.unavailable.push((name.clone(), why.clone()));
             }
         }
     }
@@ -101,11 +108,13 @@ impl InputPlan {
                         why: Some("never scheduled on a counter (multiplexed out)".into()),
                     },
                     EventStatus::NotCounted(why) => Reading::NotCounted {
-                        why: Some(why.clone()),
+                        why: Some(why.to_string()),
                     },
                     EventStatus::NotSupported(why) => {
                         self.unavailable.push((name.clone(), why.clone()));
-                        Reading::NotSupported { why: why.clone() }
+                        Reading::NotSupported {
+                            why: why.to_string(),
+                        }
                     }
                 };
                 inputs.insert(name, reading);
@@ -113,7 +122,8 @@ impl InputPlan {
         }
         for (name, why) in &self.unavailable {
             if inputs.get(name).is_none() {
-                inputs.insert(name, Reading::NotSupported { why: why.clone() });
+                let why = why.to_string();
+                inputs.insert(name, Reading::NotSupported { why });
             }
         }
         inputs

@@ -57,8 +57,8 @@ pub struct TmaReport {
     /// The input events the tree needs down to `level`, by library name.
     pub events: Vec<String>,
     /// Inputs that could not be counted here, with why; sorted, one per
-    /// (event, reason).
-    pub unavailable: Vec<(String, String)>,
+    /// (event, reason). A report groups them by the reason's cause.
+    pub unavailable: Vec<(String, crate::stat::Reason)>,
     /// The evaluated tree.
     pub tree: Tree,
     /// Things the reader should know about the run (levels, counter sets).

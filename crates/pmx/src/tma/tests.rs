@@ -79,8 +79,13 @@ fn inputs_outside_the_tables_are_unavailable_with_why() {
     for (name, why) in &plan.unavailable {
         assert!(INPUTS.contains(&name.as_str()), "{name}");
         assert!(
-            why.starts_with("not in the event tables for AuthenticAMD-25-11: "),
+            why.as_str()
+                .starts_with("not in the event tables for AuthenticAMD-25-11: "),
             "{why}"
+        );
+        assert_eq!(
+            why.detail(),
+            Some("not in the event tables for AuthenticAMD-25-11")
         );
     }
     let inputs = plan.readings(None);

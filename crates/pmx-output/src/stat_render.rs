@@ -1,0 +1,396 @@
+//! `pmx stat`'s output for both backends (perf and msr), put together from
+//! the writers of [`crate::stat`]: the interval rows as they are measured
+//! ([`IntervalWriter`]: table, `-x` CSV or `--json` per row, plus the CSV
+//! copy `--plot` draws), the `-M` metric lines ([`StatMetrics`]), the
+//! report of the totals ([`compose`], [`totals`]), the chart ([`chart`])
+//! and the `--regions` rows ([`regions`]).
+//!
+//! The front end parses the flags into a [`StatStyle`] and
+//! [`IntervalOptions`], opens the output, makes the library's calls and
+//! hands their values here; nothing here reads a flag or opens a file.
+
+use crate::stat::{
+    interval_csv_header, interval_table, IntervalCsv, IntervalJson, IntervalRows, MetricLine,
+    StatReport,
+};
+use pmx::job::JobContext;
+use pmx::metrics::MetricSet;
+use pmx::results::RegionResults;
+use pmx::stat::{Aggregation, Aggregator, EventStatus, Row, StatPlan, Summary, Tick};
+use pmx_model::topology::Topology;
+use std::io::Write;
+use std::time::Duration;
+
+/// How totals and intervals are written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatFormat {
+    /// The table (default).
+    Table,
+    /// `-x SEP`: CSV with this separator.
+    Csv(String),
+    /// `--json`.
+    Json,
+}
+
+/// How the report is written, as the flags asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatStyle {
+    /// Table, CSV or JSON.
+    pub format: StatFormat,
+    /// `-I`: interval rows come before the totals.
+    pub intervals: bool,
+    /// `--csv-header`.
+    pub csv_header: bool,
+}
+
+impl StatStyle {
+    /// The header line of interval CSV (`-I -x SEP --csv-header`), written
+    /// before the first interval; `None` for every other output.
+    pub fn interval_header(&self) -> Option<String> {
+        match &self.format {
+            StatFormat::Csv(sep) if self.intervals && self.csv_header => {
+                Some(interval_csv_header(sep))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The metrics of `-M` ([`pmx::metrics`]), evaluated into the renderers'
+/// metric lines.
+pub struct StatMetrics {
+    set: MetricSet,
+    /// Notes for the report (metrics that cannot be computed here, …).
+    pub notes: Vec<String>,
+}
+
+impl StatMetrics {
+    /// The metrics of `set`, with its notes.
+    pub fn new(set: MetricSet) -> StatMetrics {
+        let notes = set.notes();
+        StatMetrics { set, notes }
+    }
+
+    /// The metrics for every domain of `rows`, counted over `elapsed`.
+    pub fn evaluate(
+        &self,
+        plan: &StatPlan,
+        status: &[EventStatus],
+        rows: &[Row],
+        elapsed: Duration,
+    ) -> Vec<MetricLine> {
+        self.set
+            .evaluate_rows(plan, status, rows, elapsed.as_secs_f64(), "never ran")
+            .into_iter()
+            .map(|(d, v)| MetricLine {
+                name: v.name,
+                domain: d.label(),
+                value: v.value,
+                unit: v.unit,
+                reliability: v.reliability,
+                estimate: v.estimate,
+                missing: v.missing,
+            })
+            .collect()
+    }
+}
+
+/// How interval rows are written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalOptions {
+    /// Table, CSV or JSON lines.
+    pub format: StatFormat,
+    /// Time stamps in seconds since the epoch (`--timestamps absolute`)
+    /// instead of since the start.
+    pub absolute_time: bool,
+    /// An interval lasts its counters' enabled time (the msr backend), not
+    /// the time since the previous one.
+    pub measured_span: bool,
+    /// How rows are folded (`-A`, `--per-core`, …).
+    pub aggregation: Aggregation,
+    /// Keep the rows as interval CSV for `--plot`.
+    pub plot: bool,
+}
+
+/// What an [`IntervalWriter`] leaves when the run is over.
+#[derive(Debug, Default)]
+pub struct IntervalEnd {
+    /// The rows as interval CSV, for `--plot`.
+    pub plot: Option<String>,
+    /// The first write error; nothing more was written after it.
+    pub error: Option<std::io::Error>,
+}
+
+/// Writes interval rows as they are measured: rows refilled in place and
+/// formatted into reused buffers, one write (and flush) per interval.
+/// Without `-M` and in CSV or JSON, a warm writer allocates nothing.
+pub struct IntervalWriter<'a> {
+    out: &'a mut dyn Write,
+    topo: Option<&'a Topology>,
+    metrics: Option<&'a StatMetrics>,
+    format: StatFormat,
+    /// Seconds added to the time stamps (the epoch with absolute ones).
+    epoch0: f64,
+    measured_span: bool,
+    /// The end of the previous interval, since the start.
+    last_at: Duration,
+    aggregator: Aggregator,
+    csv: Option<IntervalCsv>,
+    json: IntervalJson,
+    plot_csv: IntervalCsv,
+    end: IntervalEnd,
+}
+
+impl<'a> IntervalWriter<'a> {
+    /// A writer to `out`; `topo` places CPUs in cores and sockets,
+    /// `metrics` adds `-M`'s lines to every interval.
+    pub fn new(
+        out: &'a mut dyn Write,
+        options: IntervalOptions,
+        topo: Option<&'a Topology>,
+        metrics: Option<&'a StatMetrics>,
+    ) -> IntervalWriter<'a> {
+        let epoch0 = match options.absolute_time {
+            true => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0),
+            false => 0.0,
+        };
+        let csv = match &options.format {
+            StatFormat::Csv(sep) => Some(IntervalCsv::new(sep)),
+            _ => None,
+        };
+        IntervalWriter {
+            out,
+            topo,
+            metrics,
+            format: options.format,
+            epoch0,
+            measured_span: options.measured_span,
+            last_at: Duration::ZERO,
+            aggregator: Aggregator::new(options.aggregation),
+            csv,
+            json: IntervalJson::new(),
+            plot_csv: IntervalCsv::new(","),
+            end: IntervalEnd {
+                plot: options.plot.then(String::new),
+                error: None,
+            },
+        }
+    }
+
+    /// Write one interval of `plan`.
+    pub fn write(&mut self, plan: &StatPlan, t: &Tick) {
+        if self.end.error.is_some() {
+            return;
+        }
+        let span = match (self.measured_span, t.instances.first()) {
+            (true, Some(i)) => Duration::from_nanos(i.count.enabled),
+            _ => t.at.saturating_sub(self.last_at),
+        };
+        self.last_at = t.at;
+        let rows = self.aggregator.rows(plan, t.instances, self.topo);
+        let metric_lines = match self.metrics {
+            Some(m) => m.evaluate(plan, t.status, rows, span),
+            None => Vec::new(),
+        };
+        let iv = IntervalRows {
+            time: self.epoch0 + t.at.as_secs_f64(),
+            plan,
+            status: t.status,
+            rows,
+            metrics: &metric_lines,
+        };
+        let owned;
+        let text: &str = match (&self.format, self.csv.as_mut()) {
+            (StatFormat::Json, _) => self.json.format(&iv),
+            (StatFormat::Csv(_), Some(csv)) => csv.format(&iv),
+            _ => {
+                owned = interval_table(&iv);
+                &owned
+            }
+        };
+        if let Some(p) = self.end.plot.as_mut() {
+            p.push_str(self.plot_csv.format(&iv));
+        }
+        // One write per interval, flushed before the next starts.
+        if let Err(e) = self
+            .out
+            .write_all(text.as_bytes())
+            .and_then(|_| self.out.flush())
+        {
+            self.end.error = Some(e);
+        }
+    }
+
+    /// The rows kept for `--plot` and the first write error.
+    pub fn finish(self) -> IntervalEnd {
+        self.end
+    }
+}
+
+/// The report of `summary` about `target`: rows, `-M` metrics (and their
+/// notes after the summary's), and `notes` first.
+pub fn compose<'a>(
+    target: String,
+    plan: &'a StatPlan,
+    summary: Summary,
+    metrics: Option<&StatMetrics>,
+    notes: Vec<String>,
+) -> StatReport<'a> {
+    let mut report = StatReport {
+        target,
+        plan,
+        status: summary.status,
+        rows: summary.rows,
+        spreads: summary.spreads,
+        runs: summary.runs,
+        elapsed: summary.elapsed,
+        exit: summary.exit,
+        interrupted: summary.interrupted,
+        notes: summary.notes,
+        metrics: Vec::new(),
+    };
+    if let Some(m) = metrics {
+        report.metrics = m.evaluate(plan, &report.status, &report.rows, report.elapsed);
+        report.notes.extend(m.notes.iter().cloned());
+    }
+    report.notes.splice(0..0, notes);
+    report
+}
+
+/// The totals as text; after interval rows, CSV totals are comments so
+/// every data line of the file has the interval columns. `job`: JSON
+/// records where it ran (host, pid, rank, job).
+pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) -> String {
+    match &style.format {
+        StatFormat::Json => {
+            let mut doc = crate::stat::json(report);
+            if let (Some(obj), Some(ctx)) = (doc.as_object_mut(), job) {
+                obj.extend(ctx.json_fields());
+            }
+            format!("{doc}\n")
+        }
+        StatFormat::Csv(sep) => {
+            let body = crate::stat::csv(report, sep, style.csv_header && !style.intervals);
+            if !style.intervals {
+                return body;
+            }
+            let mut t = format!("# totals over {:.6} s\n", report.elapsed.as_secs_f64());
+            for l in body.lines() {
+                t.push_str("# ");
+                t.push_str(l);
+                t.push('\n');
+            }
+            t
+        }
+        StatFormat::Table => crate::stat::table(report),
+    }
+}
+
+/// The chart of interval rows kept for `--plot`, 960 × 540, as the bytes
+/// of a `format` file.
+pub fn chart(rows: &str, format: crate::plot::Format) -> Result<Vec<u8>, crate::plot::PlotError> {
+    use crate::plot::{render, Chart, ChartOptions, Timeline};
+    let chart = Timeline::parse(rows).and_then(|t| Chart::build(&t, &ChartOptions::default()))?;
+    render(&chart, format, 960, 540)
+}
+
+/// The `--regions` results, one row per region and thread, in `format`
+/// (`csv_header`: with `-x`, a header line first).
+pub fn regions(
+    results: &RegionResults,
+    format: &StatFormat,
+    csv_header: bool,
+) -> serde_json::Result<String> {
+    Ok(match format {
+        StatFormat::Json => format!("{}\n", serde_json::to_string(results)?),
+        StatFormat::Csv(sep) => results.to_csv(sep, csv_header),
+        StatFormat::Table => results.to_table(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmx_formats::model::EventList;
+
+    fn style(format: StatFormat, intervals: bool, csv_header: bool) -> StatStyle {
+        StatStyle {
+            format,
+            intervals,
+            csv_header,
+        }
+    }
+
+    fn report(plan: &EventList) -> StatReport<'_> {
+        StatReport {
+            target: "'true'".into(),
+            plan,
+            status: vec![EventStatus::Counted],
+            rows: Vec::new(),
+            spreads: Vec::new(),
+            runs: 1,
+            elapsed: Duration::from_millis(1500),
+            exit: None,
+            interrupted: false,
+            notes: Vec::new(),
+            metrics: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_interval_header_is_only_for_interval_csv_with_header() {
+        let csv = StatFormat::Csv(";".into());
+        let header = style(csv.clone(), true, true).interval_header().unwrap();
+        assert!(header.starts_with("time;domain;value"), "{header}");
+        assert!(header.ends_with('\n'));
+        assert_eq!(style(csv.clone(), false, true).interval_header(), None);
+        assert_eq!(style(csv, true, false).interval_header(), None);
+        assert_eq!(style(StatFormat::Json, true, true).interval_header(), None);
+        assert_eq!(style(StatFormat::Table, true, true).interval_header(), None);
+    }
+
+    #[test]
+    fn csv_totals_after_intervals_are_comments() {
+        let plan = EventList {
+            events: vec![("task-clock".into(), Some("msec".into()), 0)],
+        };
+        let r = report(&plan);
+        let csv = StatFormat::Csv(",".into());
+        let plain = totals(&r, &style(csv.clone(), false, true), None);
+        assert_eq!(plain, crate::stat::csv(&r, ",", true));
+        let after = totals(&r, &style(csv, true, true), None);
+        let mut lines = after.lines();
+        assert_eq!(lines.next(), Some("# totals over 1.500000 s"));
+        let body: Vec<&str> = lines.collect();
+        // The header is not repeated after the interval header.
+        let expect: Vec<String> = crate::stat::csv(&r, ",", false)
+            .lines()
+            .map(|l| format!("# {l}"))
+            .collect();
+        assert_eq!(body, expect);
+    }
+
+    #[test]
+    fn json_and_table_totals_are_the_writers_own() {
+        let plan = EventList::default();
+        let r = report(&plan);
+        let json = totals(&r, &style(StatFormat::Json, false, false), None);
+        assert_eq!(json, format!("{}\n", crate::stat::json(&r)));
+        let table = totals(&r, &style(StatFormat::Table, true, false), None);
+        assert_eq!(table, crate::stat::table(&r));
+    }
+
+    #[test]
+    fn json_totals_record_the_job() {
+        let plan = EventList::default();
+        let r = report(&plan);
+        let ctx = JobContext::current().unwrap();
+        let json = totals(&r, &style(StatFormat::Json, false, false), Some(&ctx));
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(doc["pid"], serde_json::json!(ctx.pid));
+        assert!(doc.get("host").is_some());
+    }
+}
