@@ -315,3 +315,152 @@ fn reads_what_pmx_stat_writes() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Linux perf's tables (`../shared/data/linux-perf-events`, with
+/// `x86/mapfile.csv` and `x86/amdzenN/`).
+fn perf_events_dir() -> Option<PathBuf> {
+    let dir = pmx_testkit::shared::shared_data("linux-perf-events")?;
+    if dir.join("x86/mapfile.csv").is_file() {
+        Some(dir)
+    } else {
+        pmx_testkit::skip(format!("no x86/mapfile.csv in {}", dir.display()));
+        None
+    }
+}
+
+/// `zen4_pipeline_l1.csv`: what `perf stat -x, -M PipelineL1` writes on a
+/// Zen 4. perf's `amdzen4/pipeline.json`: slots = 6 × ls_not_halted_cyc =
+/// 6,000,000; frontend_bound = 1,500,000 / 6e6 = 25.0 %; bad_speculation =
+/// (2,700,000 − 2,400,000) / 6e6 = 5.0 %; backend_bound = 1,620,000 / 6e6 =
+/// 27.0 %; smt_contention = 180,000 / 6e6 = 3.0 %; retiring = 2,400,000 /
+/// 6e6 = 40.0 %.
+#[test]
+fn zen4_perf_csv_prints_amds_level1_tree() {
+    let Some(dir) = perf_events_dir() else { return };
+    let f = data("zen4_pipeline_l1.csv");
+    let out = pmx(&[
+        "analyze",
+        f.to_str().unwrap(),
+        "--cpu",
+        "AuthenticAMD-25-11-1",
+        "--events-dir",
+        dir.to_str().unwrap(),
+        "--tma",
+        "-l",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(text.contains("x86/amdzen4/pipeline.json"), "{text}");
+    for (node, want) in [
+        ("frontend_bound", "25.0%"),
+        ("bad_speculation", "5.0%"),
+        ("backend_bound", "27.0%"),
+        ("smt_contention", "3.0%"),
+        ("retiring", "40.0%"),
+    ] {
+        let line = node_line(&text, node);
+        assert!(line.contains(want), "{node}: want {want} in '{line}'");
+        assert!(line.contains("reliability 100%"), "{line}");
+    }
+    // pmx's thresholds (AMD publishes none): 25 % > 15 %, 27 % > 20 %.
+    assert!(
+        node_line(&text, "frontend_bound").contains("OVER"),
+        "{text}"
+    );
+    assert!(text.contains("Bottleneck: backend_bound"), "{text}");
+    assert!(text.contains("thresholds: pmx's"), "{text}");
+    assert!(!text.contains("frontend_bound_latency"), "level 1 only");
+}
+
+fn analyze_amd(file: &str, cpu: &str, dir: &Path, extra: &[&str]) -> (i32, String) {
+    let f = data(file);
+    let mut args = vec![
+        "analyze",
+        f.to_str().unwrap(),
+        "--cpu",
+        cpu,
+        "--events-dir",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = pmx(&args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &err,
+    )
+}
+
+/// `zen4_amd_cache.csv`: the `amd_cache` inputs on a Zen 4, DC accesses
+/// written as the raw `r729` (matched by encoding to PMCx029 umask 0x07).
+/// By hand: DC 500,000 / 1e6 instructions = 0.5; DC misses 12,000 + 3,000;
+/// 15,000 / 500,000 = 3 %; IC misses 4,000 + 1,000, / 200,000 = 2.5 %; L2
+/// requests 20,000, misses 3,000 + 1,000 = 4,000: 20 %, 4 per 1000
+/// instructions; L3 2,000 / 8,000 = 25 %.
+#[test]
+fn zen4_perf_csv_computes_the_amd_cache_group() {
+    let Some(dir) = perf_events_dir() else { return };
+    let (code, text) = analyze_amd(
+        "zen4_amd_cache.csv",
+        "AuthenticAMD-25-11-1",
+        &dir,
+        &["-M", "amd_cache"],
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("Metrics (13 computed)"), "{text}");
+    for (name, want) in [
+        ("dc_request_rate", "0.5000"),
+        ("dc_misses", "15000.0000"),
+        ("dc_miss_ratio", "3.0000 %"),
+        ("ic_miss_ratio", "2.5000 %"),
+        ("l2_requests", "20000.0000"),
+        ("l2_request_rate", "0.0200"),
+        ("l2_miss_ratio", "20.0000 %"),
+        ("l2_mpki", "4.0000"),
+        ("l3_request_rate", "0.0080"),
+        ("l3_miss_ratio", "25.0000 %"),
+    ] {
+        let line = node_line(&text, &format!("{name} "));
+        assert!(line.contains(want), "{name}: want {want} in '{line}'");
+    }
+}
+
+/// `zen5_amd_cache.csv`: the Zen 5 inputs with `ic_cache_fill_sys` not
+/// counted. Computed: DC 600,000 / 2e6 = 0.3; DC misses 9,000 + 1,000 =
+/// 10,000 (1.6667 %); L3 500 / 5,000 = 10 %. Everything built on the IC
+/// refills from system says so, through its chain.
+#[test]
+fn zen5_perf_csv_amd_cache_with_a_missing_input() {
+    let Some(dir) = perf_events_dir() else { return };
+    let (code, text) = analyze_amd(
+        "zen5_amd_cache.csv",
+        "AuthenticAMD-26-2-1",
+        &dir,
+        &["-M", "amd_cache"],
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("Metrics (6 computed)"), "{text}");
+    assert!(
+        node_line(&text, "dc_request_rate").contains("0.3000"),
+        "{text}"
+    );
+    assert!(
+        node_line(&text, "dc_miss_ratio").contains("1.6667 %"),
+        "{text}"
+    );
+    assert!(
+        node_line(&text, "l3_miss_ratio").contains("10.0000 %"),
+        "{text}"
+    );
+    assert!(
+        text.contains("l2_request_rate ← l2_requests ← ic_misses ← ic_cache_fill_sys: not counted"),
+        "{text}"
+    );
+    assert!(
+        text.contains("l2_miss_ratio ← l2_misses ← ic_cache_fill_sys: not counted"),
+        "{text}"
+    );
+}

@@ -83,3 +83,144 @@ fn tma_bad_input_exits_2() {
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
 }
+
+/// Linux perf's tables (`../shared/data/linux-perf-events`).
+fn perf_events_dir() -> Option<std::path::PathBuf> {
+    let dir = pmx_testkit::shared::shared_data("linux-perf-events")?;
+    if dir.join("x86/mapfile.csv").is_file() {
+        Some(dir)
+    } else {
+        pmx_testkit::skip(format!("no x86/mapfile.csv in {}", dir.display()));
+        None
+    }
+}
+
+/// The Zen 5 tree from perf's tables: every level-1 and level-2 node is
+/// shown, each input that cannot be counted here is named with why, and
+/// the command's status is the exit status.
+#[test]
+fn tma_level2_on_zen5_from_perfs_tables() {
+    let Some(dir) = perf_events_dir() else { return };
+    let d = dir.to_str().unwrap();
+    let out = pmx(&[
+        "tma",
+        "-l",
+        "2",
+        "--cpu",
+        "AuthenticAMD-26-2-1",
+        "--events-dir",
+        d,
+        "--",
+        "true",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("Top-down analysis to level 2 (tree from x86/amdzen5/pipeline.json)"),
+        "{err}"
+    );
+    let tree: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("Top-down analysis"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        tree,
+        [
+            "frontend_bound",
+            "frontend_bound_by_latency",
+            "frontend_bound_by_bandwidth",
+            "bad_speculation",
+            "bad_speculation_from_mispredicts",
+            "bad_speculation_from_pipeline_restarts",
+            "backend_bound",
+            "backend_bound_by_memory",
+            "backend_bound_by_cpu",
+            "smt_contention",
+            "retiring",
+            "retiring_from_fastpath",
+            "retiring_from_microcode",
+        ],
+        "{err}"
+    );
+    if !has_hardware_pmu() {
+        assert!(err.contains("are not available here"), "{err}");
+        assert!(err.contains("why: "), "{err}");
+        assert!(err.contains("ls_not_halted_cyc"), "{err}");
+    }
+    // perf's tables as the second of two --events-dir (an empty first one).
+    let empty = std::env::temp_dir().join(format!("pmx-tma-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = pmx(&[
+        "tma",
+        "--cpu",
+        "AuthenticAMD-26-2-1",
+        "--events-dir",
+        empty.to_str().unwrap(),
+        "--events-dir",
+        d,
+        "--",
+        "true",
+    ]);
+    let _ = std::fs::remove_dir(&empty);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("tree from x86/amdzen5/pipeline.json"), "{err}");
+    // Without the tables: where the tree comes from.
+    let out = pmx(&["tma", "--cpu", "AuthenticAMD-26-2-1", "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--events-dir"), "{err}");
+}
+
+/// Here (whatever AMD this is): Zen 4 and 5 show the tree, Zen 1–3 say it
+/// is unavailable because AMD defines none.
+#[test]
+fn tma_here_with_perfs_tables() {
+    let Some(dir) = perf_events_dir() else { return };
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if !cpuinfo.contains("AuthenticAMD") {
+        println!("SKIP: not an AMD machine");
+        return;
+    }
+    let field = |name: &str| -> u32 {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().map(str::trim) == Some(name))
+            .and_then(|l| l.split(':').nth(1))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let (family, model) = (field("cpu family"), field("model"));
+    let out = pmx(&[
+        "tma",
+        "-l",
+        "2",
+        "--events-dir",
+        dir.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    // Family 19h models 10h–1Fh and 60h–AFh are Zen 4; the rest Zen 3.
+    let zen4_or_later =
+        family >= 0x1a || (family == 0x19 && matches!(model, 0x10..=0x1f | 0x60..=0xaf));
+    if zen4_or_later {
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("Top-down analysis to level 2"), "{err}");
+        assert!(err.contains("frontend_bound"), "{err}");
+        if !has_hardware_pmu() {
+            assert!(err.contains("not available here"), "{err}");
+        }
+    } else {
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("the pipeline-utilization tree is unavailable: AMD defines no top-down"),
+            "{err}"
+        );
+    }
+}

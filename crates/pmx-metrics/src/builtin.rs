@@ -26,9 +26,9 @@
 //!
 //!   Thresholds are Intel's level-1 ones: Frontend Bound > 15 %, Bad
 //!   Speculation > 15 %, Backend Bound > 20 %, Retiring > 70 %.
-//! - AMD Zen 1–4: `l2_miss_ratio` and `l2_mpki` of demand requests (L2
-//!   requests from data-cache and instruction-cache misses, PMCx060, and
-//!   their L2 misses, PMCx064); Zen 3 and 4: `l3_demand_miss_ratio`, the share
+//! - AMD Zen 1–5: the cache-hierarchy group `amd_cache` (see
+//!   [`crate::amd_cache`]), with perf's event names per generation; Zen 3
+//!   and 4: `l3_demand_miss_ratio`, the share
 //!   of demand data-cache fills from beyond the L2 that came from beyond the
 //!   core complex's L3 (PMCx043).
 //! - AMD Zen 4: pipeline utilization level 1 (PPR for family 19h, "Pipeline
@@ -37,12 +37,14 @@
 //!   no-dispatch-per-slot reasons (PMCx1A0) over the slots; `bad_speculation`
 //!   = (ops dispatched, PMCx0AA − ops retired, PMCx0C1) / slots; `retiring`
 //!   = ops retired / slots.
-//! - AMD family 10h: the classic cache-hierarchy group (`fam10h_cache`):
-//!   request rates and miss ratios of the L1 data and instruction caches, the
-//!   L2 and the L3.
+//! - AMD family 10h: the classic cache-hierarchy group (`fam10h_cache`,
+//!   also answering to `amd_cache`): request rates and miss ratios of the L1
+//!   data and instruction caches, the L2 and the L3.
 //!
-//! Event names are libpfm4's for AMD (`amd64_fam10h_barcelona`,
-//! `amd64_fam17h_zen1`…`amd64_fam19h_zen4`) and Intel's for Intel.
+//! Event names are Intel's for Intel; for AMD, libpfm4's
+//! (`amd64_fam10h_barcelona`, `amd64_fam19h_zen3`, `amd64_fam19h_zen4`) in
+//! the family 10h group, `l3_demand_miss_ratio` and the Zen 4 level 1, and
+//! Linux perf's (`ls_dispatch.all`, `ic_cache_fill_l2`) in `amd_cache`.
 
 use crate::formula::{Dialect, Formula};
 use crate::library::{Metric, MetricSource, MetricTable, SourceKind, Threshold};
@@ -229,57 +231,6 @@ const INTEL_TMA_SLOTS: &[Def] = &[
     ),
 ];
 
-const ZEN_L2: &[Def] = &[
-    def(
-        "l2_dc_requests",
-        "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S:CHANGE_TO_X",
-        "requests",
-        1.0,
-        "L2 requests from L1 data-cache misses (PMCx060)",
-        &["cache", "l2"],
-    ),
-    def(
-        "l2_ic_requests",
-        "REQUESTS_TO_L2_GROUP1:CACHEABLE_IC_READ",
-        "requests",
-        1.0,
-        "L2 requests from L1 instruction-cache misses (PMCx060)",
-        &["cache", "l2"],
-    ),
-    def(
-        "l2_dc_misses",
-        "CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C",
-        "misses",
-        1.0,
-        "Data-cache requests that missed the L2 (PMCx064)",
-        &["cache", "l2"],
-    ),
-    def(
-        "l2_ic_misses",
-        "CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:IC_FILL_MISS",
-        "misses",
-        1.0,
-        "Instruction-cache requests that missed the L2 (PMCx064)",
-        &["cache", "l2"],
-    ),
-    def(
-        "l2_miss_ratio",
-        "(l2_dc_misses + l2_ic_misses) / (l2_dc_requests + l2_ic_requests)",
-        "%",
-        100.0,
-        "Share of demand L2 requests (from L1 data and instruction cache misses, prefetches excluded) that missed the L2",
-        &["cache", "l2", "Summary"],
-    ),
-    def(
-        "l2_mpki",
-        "1000 * (l2_dc_misses + l2_ic_misses) / RETIRED_INSTRUCTIONS",
-        "per 1000 instructions",
-        1.0,
-        "Demand L2 misses per thousand instructions",
-        &["cache", "l2"],
-    ),
-];
-
 const ZEN3_L3: &[Def] = &[def(
     "l3_demand_miss_ratio",
     "DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:EXT_CACHE_LCL:MEM_IO_LCL:EXT_CACHE_RMT:MEM_IO_RMT / DEMAND_DATA_CACHE_FILLS_FROM_SYSTEM:INT_CACHE:EXT_CACHE_LCL:MEM_IO_LCL:EXT_CACHE_RMT:MEM_IO_RMT",
@@ -318,7 +269,7 @@ const ZEN4_PIPELINE: &[Def] = &[
         "slots",
         1.0,
         "Dispatch slots: 6 per unhalted cycle",
-        &["PipelineL1"],
+        &["Pipeline"],
     ),
     zen_l1(
         "frontend_bound",
@@ -354,7 +305,7 @@ const FAM10H_CACHE: &[Def] = &[
         "per instruction",
         1.0,
         "DC request rate: L1 data-cache accesses per instruction",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "dc_misses",
@@ -362,7 +313,7 @@ const FAM10H_CACHE: &[Def] = &[
         "misses",
         1.0,
         "DC misses: L1 data-cache refills from the L2 and from the system",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "dc_miss_ratio",
@@ -370,7 +321,7 @@ const FAM10H_CACHE: &[Def] = &[
         "%",
         100.0,
         "DC miss ratio: DC misses / DC accesses",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "ic_request_rate",
@@ -378,7 +329,7 @@ const FAM10H_CACHE: &[Def] = &[
         "per instruction",
         1.0,
         "IC request rate: L1 instruction-cache fetches per instruction",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "ic_misses",
@@ -386,7 +337,7 @@ const FAM10H_CACHE: &[Def] = &[
         "misses",
         1.0,
         "IC misses: L1 instruction-cache refills from the L2 and from the system",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "ic_miss_ratio",
@@ -394,7 +345,7 @@ const FAM10H_CACHE: &[Def] = &[
         "%",
         100.0,
         "IC miss ratio: IC misses / IC fetches",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "l2_requests",
@@ -402,7 +353,7 @@ const FAM10H_CACHE: &[Def] = &[
         "requests",
         1.0,
         "L2 requests: DC misses + IC misses + L2 requests for TLB fills",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "l2_request_rate",
@@ -410,7 +361,7 @@ const FAM10H_CACHE: &[Def] = &[
         "per instruction",
         1.0,
         "L2 request rate: L2 requests per instruction",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "l2_misses",
@@ -418,7 +369,7 @@ const FAM10H_CACHE: &[Def] = &[
         "misses",
         1.0,
         "L2 misses: DC and IC refills from the system + L2 misses for TLB fills",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "l2_miss_ratio",
@@ -426,7 +377,7 @@ const FAM10H_CACHE: &[Def] = &[
         "%",
         100.0,
         "L2 miss ratio: L2 misses / L2 requests",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "l3_request_rate",
@@ -434,7 +385,7 @@ const FAM10H_CACHE: &[Def] = &[
         "per instruction",
         1.0,
         "L3 request rate: L3 read requests (all cores) per instruction",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
     def(
         "l3_miss_ratio",
@@ -442,7 +393,7 @@ const FAM10H_CACHE: &[Def] = &[
         "%",
         100.0,
         "L3 miss ratio: L3 misses / L3 read requests (all cores)",
-        &["fam10h_cache", "cache"],
+        &["fam10h_cache", "amd_cache", "cache"],
     ),
 ];
 
@@ -473,13 +424,8 @@ pub fn builtin_table(cpu: Option<&CpuId>) -> MetricTable {
                 }
             }
             Vendor::Amd | Vendor::Hygon => match arch.code {
-                "zen1" | "zen2" => parts.push(ZEN_L2),
-                "zen3" => {
-                    parts.push(ZEN_L2);
-                    parts.push(ZEN3_L3);
-                }
+                "zen3" => parts.push(ZEN3_L3),
                 "zen4" => {
-                    parts.push(ZEN_L2);
                     parts.push(ZEN4_L3);
                     parts.push(ZEN4_PIPELINE);
                 }
@@ -501,6 +447,10 @@ pub fn builtin_table(cpu: Option<&CpuId>) -> MetricTable {
             Err(e) => table.warnings.push(format!("{}: {e}", d.name)),
         }
     }
+    if let Some(ev) = arch.and_then(|a| crate::amd_cache::zen_cache_events(a.code)) {
+        crate::amd_cache::add_zen_cache(&mut table, ev);
+    }
+    crate::perf_x86::pipeline_thresholds(&mut table);
     table
 }
 
@@ -513,6 +463,7 @@ pub fn all_builtin_tables() -> Vec<MetricTable> {
         "AuthenticAMD-23-31",
         "AuthenticAMD-25-1",
         "AuthenticAMD-25-11",
+        "AuthenticAMD-26-2",
         "AuthenticAMD-16-2",
     ] {
         if let Ok(cpu) = key.parse::<CpuId>() {
@@ -536,6 +487,7 @@ fn build(d: &Def) -> Result<Metric, crate::FormulaError> {
         m.threshold = Some(Threshold {
             formula: Formula::parse(t, Dialect::Pmx)?,
             issues: Vec::new(),
+            supplied_by: None,
         });
     }
     if d.groups.contains(&"TmaL1") {

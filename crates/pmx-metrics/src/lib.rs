@@ -35,8 +35,10 @@
 //!    hierarchy and finds the bottleneck ([`TmaReport`]).
 //!
 //! Sources of metrics: [`builtin`] (written here from Intel's, Yasin's and
-//! AMD's published definitions), and [`tables`] (Intel's metric tables in
-//! Intel's format and in perf's format, found through `mapfile.csv`).
+//! AMD's published definitions), [`tables`] (Intel's metric tables in
+//! Intel's format and in perf's format, found through `mapfile.csv`), and
+//! [`perf_x86`] (Linux perf's AMD Zen tables, `x86/mapfile.csv` +
+//! `amdzenN/*.json`, with the pipeline-utilization tree).
 //!
 //! ## How the CLI uses it
 //!
@@ -67,12 +69,14 @@
 
 #![warn(missing_docs)]
 
+pub mod amd_cache;
 pub mod builtin;
 mod compile;
 pub mod eval;
 pub mod event;
 pub mod formula;
 pub mod library;
+pub mod perf_x86;
 pub mod requirements;
 pub mod tables;
 pub mod tma;
@@ -92,15 +96,36 @@ use pmx_model::cpu::CpuId;
 use std::path::Path;
 
 impl Library {
-    /// The library for a CPU: Intel's tables for it from `events_dir` (when
-    /// given and they exist), then pmx's built-in metrics. Problems loading
-    /// the tables are kept in [`Library::warnings`], not fatal.
+    /// The library for a CPU: the metric tables for it from `events_dir`
+    /// (when given and they exist) — Intel's (`mapfile.csv` rows naming
+    /// metric files) or perf's x86 layout (`x86/mapfile.csv` naming
+    /// `amdzenN/`, [`perf_x86`]), told apart by their contents — then pmx's
+    /// built-in metrics. Problems loading the tables are kept in
+    /// [`Library::warnings`], not fatal.
     pub fn for_cpu(cpu: Option<&CpuId>, events_dir: Option<&Path>) -> Library {
+        let dirs: Vec<&Path> = events_dir.into_iter().collect();
+        Library::for_cpu_dirs(cpu, &dirs)
+    }
+
+    /// [`Library::for_cpu`] over several events directories (`--events-dir`
+    /// given more than once): each one's tables, in order, then the
+    /// built-in metrics.
+    pub fn for_cpu_dirs(cpu: Option<&CpuId>, events_dirs: &[&Path]) -> Library {
         let mut lib = Library::new();
-        if let (Some(cpu), Some(dir)) = (cpu, events_dir) {
-            match tables::load_intel_tables(dir, cpu) {
+        for &dir in events_dirs {
+            let Some(cpu) = cpu else { break };
+            let intel_layout = pmx_events::perf_json::layouts(dir)
+                .iter()
+                .any(|l| matches!(l, pmx_events::perf_json::Layout::Intel(_)));
+            if intel_layout {
+                match tables::load_intel_tables(dir, cpu) {
+                    Ok(ts) => ts.into_iter().for_each(|t| lib.add_table(t)),
+                    Err(e) => lib.warnings.push(format!("Intel metric tables: {e}")),
+                }
+            }
+            match perf_x86::load_perf_x86_tables(dir, cpu) {
                 Ok(ts) => ts.into_iter().for_each(|t| lib.add_table(t)),
-                Err(e) => lib.warnings.push(format!("Intel metric tables: {e}")),
+                Err(e) => lib.warnings.push(format!("perf's metric tables: {e}")),
             }
         }
         lib.add_table(builtin::builtin_table(cpu));

@@ -72,6 +72,9 @@ pub struct Threshold {
     /// Intel's `ThresholdIssues` tags (`$issueBM`), which link related
     /// metrics.
     pub issues: Vec<String>,
+    /// Who wrote the condition when the metric's source publishes none
+    /// (pmx's defaults for AMD's pipeline tree); `None`: the source's own.
+    pub supplied_by: Option<String>,
 }
 
 /// One metric definition.

@@ -217,7 +217,11 @@ fn intel_metric(
                 metric.map(|mn| ExprKind::Ref(crate::formula::Ref::new(mn, RefHint::Metric)))
             });
             let issues = split_groups(&text(t, "ThresholdIssues").replace(',', ";"));
-            Some(Threshold { formula: f, issues })
+            Some(Threshold {
+                formula: f,
+                issues,
+                supplied_by: None,
+            })
         }
         _ => None,
     };
@@ -356,6 +360,7 @@ pub fn parse_perf_format(bytes: &[u8], origin: &str) -> Result<MetricTable, Stri
                 Ok(f) => Some(Threshold {
                     formula: f,
                     issues: Vec::new(),
+                    supplied_by: None,
                 }),
                 Err(e) => {
                     table
@@ -372,7 +377,8 @@ pub fn parse_perf_format(bytes: &[u8], origin: &str) -> Result<MetricTable, Stri
         let mut metric = Metric::from_formula(name, formula, &unit, scale);
         metric.threshold = threshold;
         metric.description = text(m, "BriefDescription").to_string();
-        let groups = split_groups(text(m, "MetricGroup"));
+        let mut groups = split_groups(text(m, "MetricGroup"));
+        let mut pipeline = None;
         for g in &groups {
             let lvl = g.strip_prefix("TopdownL").or_else(|| {
                 g.strip_prefix("tma_L")
@@ -381,14 +387,28 @@ pub fn parse_perf_format(bytes: &[u8], origin: &str) -> Result<MetricTable, Stri
             if let Some(n) = lvl.and_then(|n| n.parse::<u32>().ok()) {
                 metric.level = Some(n);
             }
+            // AMD's pipeline-utilization tree: `PipelineLn`, and the parent
+            // in `<parent>_group` (no `tma_` prefix).
+            if let Some(n) = g.strip_prefix("PipelineL").and_then(|n| n.parse().ok()) {
+                metric.level = Some(n);
+                pipeline = Some(n);
+            }
             if let Some(p) = g.strip_suffix("_group") {
-                if p != name && p.starts_with("tma_") && names.iter().any(|n| n == p) {
+                let tree_group =
+                    p.starts_with("tma_") || groups.iter().any(|g| g.starts_with("PipelineL"));
+                if p != name && tree_group && names.iter().any(|n| n == p) {
                     metric.parent = Some(p.to_string());
                 }
             }
         }
+        // `-M TopdownLn` selects AMD's pipeline levels too.
+        if let Some(n) = pipeline {
+            add_group(&mut groups, &format!("TopdownL{n}"));
+        }
         metric.groups = groups;
-        if name.starts_with("tma_") && (metric.level.is_some() || metric.parent.is_some()) {
+        if (name.starts_with("tma_") || pipeline.is_some())
+            && (metric.level.is_some() || metric.parent.is_some())
+        {
             metric.category = Some("TMA".into());
         }
         let pmu = text(m, "Unit");

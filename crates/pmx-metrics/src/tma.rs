@@ -3,7 +3,8 @@
 //!
 //! The tree comes from one source of the library — the most preferred one
 //! that has top-down nodes: Intel's tables when loaded (full depth, Intel's
-//! thresholds), else the built-in level 1. Parents come from Intel's
+//! thresholds), perf's AMD `pipeline.json` on Zen 4 and 5 (two levels,
+//! pmx's thresholds: [`crate::perf_x86`]), else the built-in level 1. Parents come from Intel's
 //! `ParentCategory` or perf's `tma_<parent>_group` membership; a node's
 //! level is its depth in the tree (Intel's `Level` field disagrees with the
 //! tree for a few nodes — Skylake-SP's `Serializing_Operation` says 3 but
@@ -159,6 +160,29 @@ impl TmaTree {
                  the threads)"
                     .to_string(),
             );
+        }
+        // AMD's trees count dispatch slots per cycle: say how many.
+        let slots = lib
+            .lookup("total_dispatch_slots")
+            .into_iter()
+            .find(|&id| lib.source_of(id).origin == self.origin);
+        if let Some(id) = slots {
+            notes.push(format!(
+                "dispatch slots: total_dispatch_slots = {}",
+                lib.metric(id).formula
+            ));
+        }
+        let mut supplied: Vec<&str> = Vec::new();
+        for r in &results {
+            let by = lib.metric(r.metric).threshold.as_ref();
+            if let Some(by) = by.and_then(|t| t.supplied_by.as_deref()) {
+                if !supplied.contains(&by) {
+                    supplied.push(by);
+                }
+            }
+        }
+        for by in supplied {
+            notes.push(format!("thresholds: {by}"));
         }
         if results.iter().all(|r| r.flag == Flag::NoThreshold) {
             notes.push(

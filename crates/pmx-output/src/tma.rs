@@ -328,8 +328,11 @@ mod tests {
             .unwrap();
         assert!(retiring.contains("  40.0%"), "{retiring}");
         assert!(retiring.ends_with("reliability   - "), "{retiring:?}");
+        // pmx's thresholds for AMD's tree: backend 30 % > 20 %, frontend
+        // 20 % > 15 %; the larger is named.
+        assert!(text.contains("Bottleneck: backend_bound"), "{text}");
         assert!(
-            text.contains("Bottleneck: none named: no node is over its threshold"),
+            text.contains("Note: thresholds: pmx's, after Intel's"),
             "{text}"
         );
         let json = json(&r);

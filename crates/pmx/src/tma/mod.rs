@@ -75,10 +75,12 @@ pub enum TmaError {
     #[error(transparent)]
     Database(#[from] DatabaseError),
     /// No top-down tree is known for this CPU.
-    #[error("no top-down metrics are known for {cpu} (Intel cores need Intel's tables: pmx events fetch)")]
+    #[error("no top-down metrics are known for {cpu} ({hint})")]
     NoTree {
         /// The CPU.
         cpu: CpuId,
+        /// Where a tree could come from, or why there is none.
+        hint: String,
     },
     /// The command could not be started (exit 127).
     #[error("cannot run '{cmd}': {reason}")]
@@ -116,19 +118,36 @@ pub struct Model {
 }
 
 impl Model {
-    /// The model for the database's target: Intel's tables from
-    /// `events_dir` (the default place when `None`), else pmx's built-in
-    /// metrics. Machine facts are read from this machine when the target
-    /// is this machine.
+    /// The model for the database's target: the metric tables from
+    /// `events_dir` (the default place when `None`; Intel's, or perf's AMD
+    /// Zen tables), then pmx's built-in metrics; the tree is the most
+    /// preferred source's. Machine facts are read from this machine when the
+    /// target is this machine.
     pub fn for_database(
         db: &Database,
         events_dir: Option<std::path::PathBuf>,
     ) -> Result<Model, TmaError> {
+        let dirs: Vec<std::path::PathBuf> = events_dir.into_iter().collect();
+        Model::for_events_dirs(db, &dirs)
+    }
+
+    /// [`Model::for_database`] with every events directory given
+    /// (`--events-dir` more than once), in order; none: the default place.
+    pub fn for_events_dirs(
+        db: &Database,
+        events_dirs: &[std::path::PathBuf],
+    ) -> Result<Model, TmaError> {
         let cpu = db.target.cpu.clone();
-        let events_dir = database::default_events_dir(events_dir);
-        let library = Library::for_cpu(Some(&cpu), events_dir.as_deref().filter(|d| d.is_dir()));
+        let dirs = pmx_events::default_events_dirs(events_dirs);
+        let dirs: Vec<&std::path::Path> = dirs
+            .iter()
+            .map(|d| d.as_path())
+            .filter(|d| d.is_dir())
+            .collect();
+        let library = Library::for_cpu_dirs(Some(&cpu), &dirs);
         let Some(tree) = library.tma_tree() else {
-            return Err(TmaError::NoTree { cpu });
+            let hint = no_tree_hint(&cpu);
+            return Err(TmaError::NoTree { cpu, hint });
         };
         let mut machine = if db.target.host {
             host_machine()
@@ -163,6 +182,27 @@ impl Model {
     }
 }
 
+/// Why a CPU has no tree, and where one could come from.
+pub fn no_tree_hint(cpu: &CpuId) -> String {
+    let arch = cpu.microarch();
+    match arch.as_ref().map(|a| a.code) {
+        Some(code @ ("zen1" | "zen2" | "zen3")) => format!(
+            "the pipeline-utilization tree is unavailable: AMD defines no top-down metrics for \
+             {} (perf's amd{code} tables have none; their other metrics, such as the groups \
+             l2_cache and amd_cache, work with -M)",
+            arch.as_ref().map_or(code, |a| a.name)
+        ),
+        Some("zen4" | "zen5") => "AMD's pipeline-utilization tree comes from Linux perf's \
+             tables: --events-dir DIR with DIR/x86/mapfile.csv and DIR/x86/amdzenN/"
+            .to_string(),
+        _ if cpu.vendor.is_amd_like() => {
+            "AMD defines top-down (pipeline-utilization) metrics for Zen 4 and later only"
+                .to_string()
+        }
+        _ => "Intel cores need Intel's tables: pmx events fetch".to_string(),
+    }
+}
+
 /// This machine's facts: SMT from sysfs, the CPU count.
 fn host_machine() -> Machine {
     let read = |p: &str| {
@@ -190,7 +230,14 @@ pub fn run(opts: &TmaOptions) -> Result<TmaReport, TmaError> {
         return Err(TmaError::LevelZero);
     }
     let db = database::load(&opts.database)?;
-    let model = Model::for_database(&db, opts.database.events_dir.clone())?;
+    let dirs: Vec<std::path::PathBuf> = opts
+        .database
+        .events_dir
+        .iter()
+        .chain(&opts.database.more_events_dirs)
+        .cloned()
+        .collect();
+    let model = Model::for_events_dirs(&db, &dirs)?;
     let mut notes: Vec<String> = Vec::new();
     if model.tree.depth() < opts.level {
         notes.push(format!(
