@@ -706,6 +706,18 @@ pub(crate) fn evaluate_readings(
     set.evaluate(&lookup, duration)
 }
 
+/// A buffer of `n` default values, every element written now. A zeroed
+/// allocation may be pages nobody touched yet; if the kernel's copy of a
+/// read into it were the first touch, the page fault would come after the
+/// counts were taken and be charged to whatever is measured next.
+pub(crate) fn written<T: Default>(n: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(std::hint::black_box(T::default()));
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -777,16 +789,4 @@ mod tests {
         let mut one = [Count::default(); 1];
         assert!(c.read_into(&mut one).is_err());
     }
-}
-
-/// A buffer of `n` default values, every element written now. A zeroed
-/// allocation may be pages nobody touched yet; if the kernel's copy of a
-/// read into it were the first touch, the page fault would come after the
-/// counts were taken and be charged to whatever is measured next.
-pub(crate) fn written<T: Default>(n: usize) -> Vec<T> {
-    let mut v = Vec::with_capacity(n);
-    for _ in 0..n {
-        v.push(std::hint::black_box(T::default()));
-    }
-    v
 }
