@@ -86,6 +86,24 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Touch `bytes` of this thread's stack below the caller's frame, so that
+/// later calls up to that depth find their stack pages present: a first
+/// touch of a stack page is a page fault too, and a test that counts
+/// faults exactly must not be charged one by a deeper call.
+#[inline(never)]
+pub fn warm_stack(bytes: usize) {
+    const CHUNK: usize = 16 * 1024;
+    fn down(left: usize) {
+        let mut frame = [0u8; CHUNK];
+        std::hint::black_box(&mut frame);
+        if left > CHUNK {
+            down(left - CHUNK);
+        }
+        std::hint::black_box(&frame);
+    }
+    down(bytes);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
