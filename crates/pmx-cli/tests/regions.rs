@@ -18,6 +18,12 @@ fn work(a: usize, b: usize) {
     pmx::region::scope("fill", || touch_pages(b));
 }
 
+/// The stack and the calls `work` needs, made present on this thread.
+fn warm_up() {
+    pmx_testkit::workload::warm_stack(256 * 1024);
+    touch_pages(1);
+}
+
 /// The instrumented Rust program: does nothing unless run as the child.
 /// Like the C example: the first thread does (40, 12), a second one twice
 /// that. No explicit finalize: the results are written at exit.
@@ -26,12 +32,14 @@ fn child_program() {
     if std::env::var_os(CHILD).is_none() {
         return;
     }
-    // Each thread's stack is made present first: the regions count page
-    // faults exactly, and a first touch of a deeper stack page is one.
-    pmx_testkit::workload::warm_stack(256 * 1024);
+    // Each thread runs the work once outside any region first: the
+    // regions count page faults exactly, and a first touch of a deeper
+    // stack page, or the first call of `madvise` (its lazy binding writes
+    // the GOT: a copy-on-write fault), would be charged to a region.
+    warm_up();
     pmx::region::thread_init().unwrap();
     std::thread::spawn(|| {
-        pmx_testkit::workload::warm_stack(256 * 1024);
+        warm_up();
         pmx::region::thread_init().unwrap();
         work(80, 24)
     })
