@@ -316,18 +316,6 @@ fn reads_what_pmx_stat_writes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Linux perf's tables (`../shared/data/linux-perf-events`, with
-/// `x86/mapfile.csv` and `x86/amdzenN/`).
-fn perf_events_dir() -> Option<PathBuf> {
-    let dir = pmx_testkit::shared::shared_data("linux-perf-events")?;
-    if dir.join("x86/mapfile.csv").is_file() {
-        Some(dir)
-    } else {
-        pmx_testkit::skip(format!("no x86/mapfile.csv in {}", dir.display()));
-        None
-    }
-}
-
 /// `zen4_pipeline_l1.csv`: what `perf stat -x, -M PipelineL1` writes on a
 /// Zen 4. perf's `amdzen4/pipeline.json`: slots = 6 × ls_not_halted_cyc =
 /// 6,000,000; frontend_bound = 1,500,000 / 6e6 = 25.0 %; bad_speculation =
@@ -336,7 +324,9 @@ fn perf_events_dir() -> Option<PathBuf> {
 /// 6e6 = 40.0 %.
 #[test]
 fn zen4_perf_csv_prints_amds_level1_tree() {
-    let Some(dir) = perf_events_dir() else { return };
+    let Some(dir) = pmx_testkit::shared::linux_perf_events() else {
+        return;
+    };
     let f = data("zen4_pipeline_l1.csv");
     let out = pmx(&[
         "analyze",
@@ -402,7 +392,9 @@ fn analyze_amd(file: &str, cpu: &str, dir: &Path, extra: &[&str]) -> (i32, Strin
 /// instructions; L3 2,000 / 8,000 = 25 %.
 #[test]
 fn zen4_perf_csv_computes_the_amd_cache_group() {
-    let Some(dir) = perf_events_dir() else { return };
+    let Some(dir) = pmx_testkit::shared::linux_perf_events() else {
+        return;
+    };
     let (code, text) = analyze_amd(
         "zen4_amd_cache.csv",
         "AuthenticAMD-25-11-1",
@@ -434,7 +426,9 @@ fn zen4_perf_csv_computes_the_amd_cache_group() {
 /// refills from system says so, through its chain.
 #[test]
 fn zen5_perf_csv_amd_cache_with_a_missing_input() {
-    let Some(dir) = perf_events_dir() else { return };
+    let Some(dir) = pmx_testkit::shared::linux_perf_events() else {
+        return;
+    };
     let (code, text) = analyze_amd(
         "zen5_amd_cache.csv",
         "AuthenticAMD-26-2-1",

@@ -84,23 +84,14 @@ fn tma_bad_input_exits_2() {
     }
 }
 
-/// Linux perf's tables (`../shared/data/linux-perf-events`).
-fn perf_events_dir() -> Option<std::path::PathBuf> {
-    let dir = pmx_testkit::shared::shared_data("linux-perf-events")?;
-    if dir.join("x86/mapfile.csv").is_file() {
-        Some(dir)
-    } else {
-        pmx_testkit::skip(format!("no x86/mapfile.csv in {}", dir.display()));
-        None
-    }
-}
-
 /// The Zen 5 tree from perf's tables: every level-1 and level-2 node is
 /// shown, each input that cannot be counted here is named with why, and
 /// the command's status is the exit status.
 #[test]
 fn tma_level2_on_zen5_from_perfs_tables() {
-    let Some(dir) = perf_events_dir() else { return };
+    let Some(dir) = pmx_testkit::shared::linux_perf_events() else {
+        return;
+    };
     let d = dir.to_str().unwrap();
     let out = pmx(&[
         "tma",
@@ -180,7 +171,9 @@ fn tma_level2_on_zen5_from_perfs_tables() {
 /// is unavailable because AMD defines none.
 #[test]
 fn tma_here_with_perfs_tables() {
-    let Some(dir) = perf_events_dir() else { return };
+    let Some(dir) = pmx_testkit::shared::linux_perf_events() else {
+        return;
+    };
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     if !cpuinfo.contains("AuthenticAMD") {
         println!("SKIP: not an AMD machine");

@@ -167,13 +167,7 @@ fn family_10h_still_answers_to_its_group_and_to_amd_cache() {
 }
 
 fn perf_x86() -> Option<PathBuf> {
-    let dir = pmx_testkit::shared::shared_data("linux-perf-events")?;
-    if dir.join("x86/mapfile.csv").is_file() {
-        Some(dir.join("x86"))
-    } else {
-        pmx_testkit::skip(format!("no x86/mapfile.csv in {}", dir.display()));
-        None
-    }
+    pmx_testkit::shared::linux_perf_events().map(|d| d.join("x86"))
 }
 
 /// (EventName → (EventCode, UMask)) of one perf directory.

@@ -11,17 +11,7 @@
 
 use pmx_metrics::perf_x86::{load_perf_x86_tables, select_dir};
 use pmx_metrics::{Flag, Inputs, Library, Machine, Reading, Reason, TmaReport};
-use std::path::{Path, PathBuf};
-
-fn perf_events_dir() -> Option<PathBuf> {
-    let dir = pmx_testkit::shared::shared_data("linux-perf-events")?;
-    if dir.join("x86/mapfile.csv").is_file() {
-        Some(dir)
-    } else {
-        pmx_testkit::skip(format!("no x86/mapfile.csv in {}", dir.display()));
-        None
-    }
-}
+use std::path::Path;
 
 fn library(dir: &Path, key: &str) -> Library {
     let cpu = key.parse().unwrap();
@@ -52,7 +42,9 @@ fn percents(r: &TmaReport) -> Vec<(String, u32, f64)> {
 
 #[test]
 fn the_mapfile_picks_each_zen() {
-    let Some(dir) = perf_events_dir() else { return };
+    let Some(dir) = pmx_testkit::shared::linux_perf_events() else {
+        return;
+    };
     let root = dir.join("x86");
     for (key, want) in [
         ("AuthenticAMD-23-1-2", "amdzen1"),
@@ -94,7 +86,9 @@ fn the_mapfile_picks_each_zen() {
 
 #[test]
 fn zen4_pipeline_levels_1_and_2() {
-    let Some(dir) = perf_events_dir() else { return };
+    let Some(dir) = pmx_testkit::shared::linux_perf_events() else {
+        return;
+    };
     let lib = library(&dir, "AuthenticAMD-25-11-1");
     let tree = lib.tma_tree().unwrap();
     assert_eq!(tree.origin, "x86/amdzen4/pipeline.json", "the tables win");
@@ -199,7 +193,9 @@ fn zen4_pipeline_levels_1_and_2() {
 
 #[test]
 fn zen5_pipeline_levels_1_and_2() {
-    let Some(dir) = perf_events_dir() else { return };
+    let Some(dir) = pmx_testkit::shared::linux_perf_events() else {
+        return;
+    };
     let lib = library(&dir, "AuthenticAMD-26-2-1");
     let tree = lib.tma_tree().unwrap();
     assert_eq!(tree.origin, "x86/amdzen5/pipeline.json");

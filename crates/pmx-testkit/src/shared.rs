@@ -46,6 +46,19 @@ pub fn intel_perfmon() -> Option<PathBuf> {
     mapfile.parent().map(PathBuf::from)
 }
 
+/// Linux perf's event and metric tables (`linux-perf-events`, holding
+/// `x86/mapfile.csv` and `x86/amdzenN/`); `None` with one `SKIP:` line
+/// when absent.
+pub fn linux_perf_events() -> Option<PathBuf> {
+    let dir = shared_data("linux-perf-events")?;
+    if dir.join("x86/mapfile.csv").is_file() {
+        Some(dir)
+    } else {
+        crate::skip(format!("no x86/mapfile.csv in {}", dir.display()));
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
