@@ -445,6 +445,7 @@ pub struct Database {
     pub target: Target,
     sources: Vec<Box<dyn EventSource>>,
     sysfs: Option<std::sync::Arc<sysfs::SysfsEvents>>,
+    events_dirs: Vec<PathBuf>,
     /// Sources that could not be loaded, and why (shown by `list`/`explain`).
     pub unavailable: Vec<(SourceKind, String)>,
 }
@@ -488,6 +489,7 @@ impl Database {
             target,
             sources,
             sysfs: None,
+            events_dirs: default_events_dirs(&[]),
             unavailable: Vec::new(),
         }
     }
@@ -507,10 +509,18 @@ impl Database {
 
     /// Load every source that applies to `target`.
     pub fn load(target: Target, opts: &LoadOptions) -> Database {
+        let flags: Vec<PathBuf> = opts
+            .events_dir
+            .iter()
+            .chain(&opts.more_events_dirs)
+            .cloned()
+            .collect();
+        let dirs = default_events_dirs(&flags);
         let mut db = Database {
             target: target.clone(),
             sources: Vec::new(),
             sysfs: None,
+            events_dirs: dirs.clone(),
             unavailable: Vec::new(),
         };
         db.sources
@@ -522,13 +532,6 @@ impl Database {
                 .unwrap_or_else(|| PathBuf::from("/"));
             db.set_sysfs(std::sync::Arc::new(sysfs::SysfsEvents::load(&root)));
         }
-        let flags: Vec<PathBuf> = opts
-            .events_dir
-            .iter()
-            .chain(&opts.more_events_dirs)
-            .cloned()
-            .collect();
-        let dirs = default_events_dirs(&flags);
         if dirs.is_empty() {
             let kind = if target.cpu.vendor == Vendor::Intel {
                 SourceKind::IntelJson
@@ -627,6 +630,13 @@ impl Database {
         }
         self.unavailable
             .push((SourceKind::PerfJson, errors.join("; ")));
+    }
+
+    /// The events directories searched, in order (every `--events-dir`,
+    /// else `$PMX_EVENTS_DIR`, else the cache: [`default_events_dirs`]);
+    /// the metric library reads the same list.
+    pub fn events_dirs(&self) -> &[PathBuf] {
+        &self.events_dirs
     }
 
     /// Other names of `def`'s encoding in the other loaded sources (same
