@@ -24,6 +24,9 @@
 //!   controller) PMUs.
 //! - [`libpfm`]: libpfm4, loaded at run time with `dlopen("libpfm.so.4")`.
 //!
+//! [`fetch`] downloads Intel's tables and perf's (into an events
+//! directory, atomically), for `pmx events fetch`.
+//!
 //! ## Resolution order
 //!
 //! [`Database::resolve`] tries, in order, and the first match wins:
@@ -66,6 +69,30 @@ use pmx_model::encoding::{
 use pmx_model::spec::{closest, Body, EventSpec, Span, SpecError};
 use serde::Serialize;
 use std::path::PathBuf;
+
+/// Turn a table file name from a mapfile or a listing (`/SKX/events/skylakex_core.json`) into a
+/// path relative to the events directory (`SKX/events/skylakex_core.json`).
+/// Refuses anything that could leave the directory or is not a plain name:
+/// `..`, `.`, empty parts, and characters outside `A-Z a-z 0-9 . _ + -`.
+pub fn relative_path(filename: &str) -> Result<String, String> {
+    let rel = filename.trim().trim_start_matches('/');
+    let ok = !rel.is_empty()
+        && rel.split('/').all(|part| {
+            !part.is_empty()
+                && part != "."
+                && part != ".."
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+        });
+    if ok {
+        Ok(rel.to_string())
+    } else {
+        Err(format!(
+            "refusing file name {filename:?}: not a plain path inside the repository"
+        ))
+    }
+}
 
 /// `attr.type` values of the kernel ABI.
 pub use pmx_model::encoding::perf_type;
