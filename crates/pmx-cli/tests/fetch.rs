@@ -651,3 +651,54 @@ fn bad_flags_exit_2() {
         );
     }
 }
+
+/// Intel's tables and perf's share the cache: Intel's at its top, perf's
+/// under x86/; after both fetches each CPU resolves from the cache.
+#[test]
+fn intel_and_perf_tables_share_the_cache() {
+    let (Some(intel), Some(perf)) = (intel_perfmon(), linux_perf_events()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let intel_server = Server::start(&intel, Faults::default());
+    let perf_server = Server::start(&perf.join("x86"), Faults::default());
+    for (cpu, url) in [
+        ("GenuineIntel-6-55-4", intel_server.url()),
+        ("AuthenticAMD-25-11-1", perf_server.url()),
+    ] {
+        let out = pmx(
+            &["events", "fetch", "--cpu", cpu, "--from", &url],
+            tmp.path(),
+            &[],
+        );
+        assert!(out.status.success(), "{cpu}: {}", text(&out.stderr));
+    }
+    let cache = tmp.path().join("cache/pmx/events");
+    let files = files_under(&cache);
+    assert!(
+        files.contains("mapfile.csv") && files.contains("x86/mapfile.csv"),
+        "{files:?}"
+    );
+    assert!(files.contains("x86/amdzen4/pipeline.json"), "{files:?}");
+    for (cpu, event, config) in [
+        (
+            "GenuineIntel-6-55-4",
+            "LONGEST_LAT_CACHE.MISS",
+            "config=0x412e ",
+        ),
+        (
+            "AuthenticAMD-25-11-1",
+            "ls_dispatch.ld_dispatch",
+            "config=0x129 ",
+        ),
+    ] {
+        let o = pmx(
+            &["explain", "--cpu", cpu, "--no-libpfm", event],
+            tmp.path(),
+            &[],
+        );
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "{cpu}: {}", text(&o.stderr));
+        assert!(out.contains(config), "{cpu}: {out}");
+    }
+}
