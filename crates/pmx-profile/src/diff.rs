@@ -349,27 +349,44 @@ fn bare_row(r: &Row) -> DiffRow {
     }
 }
 
+/// `s` added to `into` (two rows of one file with the same names: two
+/// static functions called alike, say, are one row of the diff).
+fn add(into: &mut Option<Side>, s: Side) {
+    *into = Some(match *into {
+        None => s,
+        Some(t) => Side {
+            samples: t.samples + s.samples,
+            period: t.period.saturating_add(s.period),
+            share: t.share + s.share,
+        },
+    });
+}
+
 /// The rows of one event in both files, paired by key and ordered.
 fn rows(base: &EventProfile, new: &EventProfile, children: bool, compute: Compute) -> Vec<DiffRow> {
     let mut out: Vec<DiffRow> = Vec::new();
     let mut at: BTreeMap<Key, usize> = BTreeMap::new();
-    for r in &base.rows {
-        let mut d = bare_row(r);
-        d.base = Some(side(r, base.period, children));
-        if let Some(k) = key(r) {
-            at.insert(k, out.len());
-        }
-        out.push(d);
-    }
-    for r in &new.rows {
-        let s = side(r, new.period, children);
-        match key(r).and_then(|k| at.get(&k)) {
-            Some(&i) => out[i].new = Some(s),
-            None => {
-                let mut d = bare_row(r);
-                d.new = Some(s);
-                out.push(d);
-            }
+    for (file, is_new) in [(base, false), (new, true)] {
+        for r in &file.rows {
+            let s = side(r, file.period, children);
+            let i = match key(r) {
+                Some(k) => *at.entry(k).or_insert_with(|| {
+                    out.push(bare_row(r));
+                    out.len() - 1
+                }),
+                None => {
+                    out.push(bare_row(r));
+                    out.len() - 1
+                }
+            };
+            add(
+                if is_new {
+                    &mut out[i].new
+                } else {
+                    &mut out[i].base
+                },
+                s,
+            );
         }
     }
     // Rows with no weight on either side (children rows of a self-only

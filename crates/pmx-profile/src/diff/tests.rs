@@ -207,6 +207,43 @@ fn addresses_and_other_dsos_never_pair() {
 }
 
 #[test]
+fn rows_alike_in_one_file_are_one_row() {
+    // Two static `helper`s in m (BASE 30 + 20 of 100); one in NEW (10 of 100).
+    let base = report_of(
+        "base",
+        vec![event(
+            "cpu-clock",
+            vec![
+                row("m", "helper", 3, 30),
+                row("m", "main", 5, 50),
+                row("m", "helper", 2, 20),
+            ],
+        )],
+    );
+    let new = report_of(
+        "new",
+        vec![event(
+            "cpu-clock",
+            vec![row("m", "main", 9, 90), row("m", "helper", 1, 10)],
+        )],
+    );
+    let d = compare(base, new, Compute::DeltaAbs);
+    let e = &d.events[0];
+    // |+40| = |−40|: the heavier in NEW (main, 90) first.
+    assert_eq!(names(e), ["main", "helper"]);
+    assert_eq!(
+        e.rows[1].base,
+        Some(Side {
+            samples: 5,
+            period: 50,
+            share: 50.0
+        })
+    );
+    assert_eq!(e.rows[1].delta(), -40.0);
+    assert_eq!(e.rows[0].delta(), 40.0);
+}
+
+#[test]
 fn events_pair_by_name_and_modifiers_fall_back() {
     let one = |n: &str| event(n, vec![row("m", "f", 1, 10)]);
     let base = report_of(
