@@ -517,4 +517,4 @@ impl DiffReport {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -61,7 +61,7 @@ fn report_of(file: &str, events: Vec<EventProfile>) -> Report {
 
 /// BASE: total period 200: alpha 150 (75%), common 50 (25%).
 /// NEW: total period 400: beta 240 (60%), common 100 (25%), alpha 60 (15%).
-fn moved(compute: Compute) -> DiffReport {
+pub(crate) fn moved(compute: Compute) -> DiffReport {
     let base = report_of(
         "a/base.data",
         vec![event(

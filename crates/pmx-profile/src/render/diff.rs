@@ -210,3 +210,76 @@ pub fn json(d: &DiffReport) -> serde_json::Value {
         "warnings": d.warnings(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diff::tests::moved;
+
+    /// BASE: alpha 75%, common 25%; NEW: beta 60%, common 25%, alpha 15%
+    /// (the profiles of `crate::diff`'s tests).
+    #[test]
+    fn table_says_new_and_gone_and_aligns_like_perf_diff() {
+        let mut d = moved(Compute::DeltaAbs);
+        // alpha gone from NEW: its row shows `gone` in the New column.
+        let e = &mut d.new.profile.events[0];
+        e.rows.retain(|r| r.symbol.as_deref() != Some("alpha"));
+        e.period = 340;
+        let d = crate::diff::compare(d.base, d.new, Compute::DeltaAbs);
+        let mut out = Vec::new();
+        table(&mut out, &d).unwrap();
+        let want = "\
+# pmx report --diff: rows matched by dso,symbol (names, never addresses); shares of each file's total period
+# base: a/base.data
+# new: b/new.data
+#
+# Event 'cpu-clock': base 20 samples (event count 200), new 40 samples (event count 340)
+#
+# Baseline     New  Delta Abs  Shared Object  Symbol
+#
+    75.00%    gone    -75.00%  m              [.] alpha
+       new  70.59%    +70.59%  m              [.] beta
+    25.00%  29.41%     +4.41%  m              [.] common
+";
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    #[test]
+    fn ratio_column_and_json_fields() {
+        let d = moved(Compute::Ratio);
+        let mut out = Vec::new();
+        table(&mut out, &d).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(
+            t.contains("# Baseline     New     Ratio  Shared Object  Symbol\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("\n       new  60.00%       N/A  m              [.] beta\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("\n    75.00%  15.00%  0.400000  m              [.] alpha\n"),
+            "{t}"
+        );
+        let v = json(&d);
+        assert_eq!(v["compute"], "ratio");
+        assert_eq!(v["sort"], serde_json::json!(["dso", "symbol"]));
+        let beta = &v["events"][0]["rows"][0];
+        assert_eq!(beta["change"], "new");
+        assert_eq!(beta["base"], serde_json::Value::Null);
+        assert_eq!(
+            beta["new"],
+            serde_json::json!({"share": 60.0, "samples": 24, "period": 240})
+        );
+        assert_eq!(beta["delta"], 60.0);
+        assert_eq!(beta["ratio"], serde_json::Value::Null);
+        let alpha = &v["events"][0]["rows"][2];
+        assert_eq!(alpha["change"], "matched");
+        assert_eq!(alpha["ratio"], 0.4);
+        assert_eq!(
+            v["events"][0]["new"],
+            serde_json::json!({"samples": 40, "period": 400})
+        );
+    }
+}
