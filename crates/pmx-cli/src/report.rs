@@ -6,6 +6,7 @@
 //! A truncated or unfinished file (perf record killed, a cut copy) is
 //! reported as far as its complete records go, with a `WARNING` line in
 //! the header (and a `truncated` object in the JSON).
+//! `--diff BASE NEW` compares two files (`pmx_profile::diff`).
 
 use crate::exit::UsageError;
 use pmx_output::progress::Progress;
