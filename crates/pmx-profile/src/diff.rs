@@ -7,9 +7,10 @@
 //!   [`DiffReport::only_base`] / [`DiffReport::only_new`].
 //! - **Rows** are matched by the `--sort` keys' values: command, pid, DSO
 //!   (its base name, so two builds of a program at different paths pair)
-//!   and symbol **name**, never by address: a row whose symbol is an
-//!   unresolved address (`0x…`) pairs with nothing and shows as new or
-//!   gone. Each side's share is its period (or, with `--children`, its
+//!   and symbol **name**, never by address: the rows of unresolved
+//!   addresses (`0x…`) of a DSO are summed into one `[unknown]` row of
+//!   that DSO (its unresolved code as a whole), since one address in two
+//!   builds is not one function. Each side's share is its period (or, with `--children`, its
 //!   inclusive period) over its own file's total for the event, so files
 //!   of different lengths compare; the change is in percentage points.
 //! - **Order**: by the size of the change ([`Compute::DeltaAbs`], perf
@@ -141,7 +142,7 @@ pub struct DiffRow {
     pub pid: Option<u32>,
     /// Shared object (base name).
     pub dso: Option<String>,
-    /// Symbol (or an unresolved address, which pairs with nothing).
+    /// Symbol (`[unknown]` for the DSO's unresolved addresses).
     pub symbol: Option<String>,
     /// Kernel code.
     pub kernel: bool,
@@ -309,18 +310,24 @@ type Key = (
     Option<u32>,
 );
 
-/// The matching key of a row; `None` for an unresolved address.
-fn key(r: &Row) -> Option<Key> {
-    if r.symbol.as_deref().is_some_and(is_address) {
-        return None;
-    }
-    Some((
-        r.comm.clone(),
-        r.pid,
-        r.dso.clone(),
-        r.symbol.clone(),
-        r.cpu,
-    ))
+/// The symbol a row is matched and shown by: its name, or `[unknown]`
+/// for an unresolved address.
+fn symbol(r: &Row) -> Option<String> {
+    r.symbol.as_ref().map(|s| {
+        if is_address(s) {
+            UNKNOWN.to_string()
+        } else {
+            s.clone()
+        }
+    })
+}
+
+/// What the unresolved addresses of a DSO are shown as.
+pub const UNKNOWN: &str = "[unknown]";
+
+/// The matching key of a row.
+fn key(r: &Row) -> Key {
+    (r.comm.clone(), r.pid, r.dso.clone(), symbol(r), r.cpu)
 }
 
 fn side(r: &Row, total: u64, children: bool) -> Side {
@@ -341,7 +348,7 @@ fn bare_row(r: &Row) -> DiffRow {
         comm: r.comm.clone(),
         pid: r.pid,
         dso: r.dso.clone(),
-        symbol: r.symbol.clone(),
+        symbol: symbol(r),
         kernel: r.kernel,
         cpu: r.cpu,
         base: None,
@@ -349,8 +356,9 @@ fn bare_row(r: &Row) -> DiffRow {
     }
 }
 
-/// `s` added to `into` (two rows of one file with the same names: two
-/// static functions called alike, say, are one row of the diff).
+/// `s` added to `into` (rows of one file with the same names: two static
+/// functions called alike, or a DSO's unresolved addresses, are one row
+/// of the diff).
 fn add(into: &mut Option<Side>, s: Side) {
     *into = Some(match *into {
         None => s,
@@ -369,16 +377,10 @@ fn rows(base: &EventProfile, new: &EventProfile, children: bool, compute: Comput
     for (file, is_new) in [(base, false), (new, true)] {
         for r in &file.rows {
             let s = side(r, file.period, children);
-            let i = match key(r) {
-                Some(k) => *at.entry(k).or_insert_with(|| {
-                    out.push(bare_row(r));
-                    out.len() - 1
-                }),
-                None => {
-                    out.push(bare_row(r));
-                    out.len() - 1
-                }
-            };
+            let i = *at.entry(key(r)).or_insert_with(|| {
+                out.push(bare_row(r));
+                out.len() - 1
+            });
             add(
                 if is_new {
                     &mut out[i].new
