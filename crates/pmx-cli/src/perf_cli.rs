@@ -6,7 +6,6 @@
 use crate::stat_args::StatArgs;
 use pmx_formats::perf::{PerfForm, PerfOptions};
 use pmx_output::stat::StatReport;
-use pmx_output::stat_render::StatFormat;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -49,16 +48,6 @@ pub fn command_line() -> Vec<OsString> {
     }
 }
 
-/// perf's form of the same kind as pmx's `format`.
-pub fn perf_form(format: StatFormat) -> PerfForm {
-    match format {
-        StatFormat::Csv(sep) => PerfForm::Csv(sep),
-        StatFormat::Json => PerfForm::Json,
-        StatFormat::Perf(f) => f,
-        StatFormat::Table => PerfForm::Text,
-    }
-}
-
 /// The header's target as perf words it.
 fn target(args: &StatArgs) -> String {
     if args.all_cpus {
@@ -85,15 +74,6 @@ fn children_times() -> Option<(f64, f64)> {
     Some((secs(ru.ru_utime), secs(ru.ru_stime)))
 }
 
-/// The thousands separator of `-B` (perf's default) in this locale: `,`
-/// in the English ones, none in C/POSIX (as perf prints there).
-fn thousands() -> Option<char> {
-    let locale = ["LC_ALL", "LC_NUMERIC", "LANG"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))?;
-    locale.starts_with("en_").then_some(',')
-}
-
 /// perf's options for the totals of `report`; `walls`: each run's
 /// wall-clock time.
 pub fn options(
@@ -115,6 +95,6 @@ pub fn options(
     o.user_sys = (command_only && report.runs <= 1)
         .then(children_times)
         .flatten();
-    o.thousands = thousands();
+    o.thousands = pmx_output::stat_render::perf_thousands();
     o
 }

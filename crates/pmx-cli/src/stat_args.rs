@@ -150,7 +150,7 @@ impl StatArgs {
             StatFormat::Table
         };
         let format = match (self.format.as_str(), format) {
-            ("perf", f) => StatFormat::Perf(crate::perf_cli::perf_form(f)),
+            ("perf", f) => f.into_perf(),
             (_, f) => f,
         };
         StatStyle {

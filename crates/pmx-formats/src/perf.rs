@@ -3,7 +3,7 @@
 //! 18-wide counts, the unit and 32-wide event columns, `# metric`
 //! comments 35 wide, `( +- x% )`, `(xx.xx%)` when multiplexed, the
 //! elapsed/user/sys footer), `-x SEP` lines (value, unit, event,
-//! [cgroup,] [noise,] run time, running %, metric value, metric unit,
+//! \[cgroup,\] \[noise,\] run time, running %, metric value, metric unit,
 //! after the `-I` time and the `-A`/`--per-*` domain columns) and `-j`
 //! lines (perf's keys, in perf's order and spacing, one object per line).
 //!
@@ -508,9 +508,13 @@ fn per_domain(rows: &[ReportRow]) -> Vec<ReportRow> {
             domains.push(&r.domain);
         }
     }
+    // Only where every count has its domain (a per-domain run).
+    let per_domain = rows
+        .iter()
+        .all(|r| r.value.is_none() || !r.domain.is_empty());
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
-        if r.domain.is_empty() && r.value.is_none() && !domains.is_empty() {
+        if per_domain && r.domain.is_empty() && r.value.is_none() && !domains.is_empty() {
             out.extend(domains.iter().map(|d| ReportRow {
                 domain: d.to_string(),
                 ..r.clone()

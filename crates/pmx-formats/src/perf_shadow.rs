@@ -218,6 +218,6 @@ mod tests {
         let hw = vec![row("cycles", 2000.0, ""), row("instructions", 3000.0, "")];
         assert_eq!(MetricFmt::F7_2Space.print(1.5), "   1.50 ");
         assert!(matches!(shadow(&hw, &hw[1], None), Shadow::Value { value, .. } if value == 1.5));
-        assert_eq!(MetricFmt::F7_2Pct.print(3.14159), "   3.14%");
+        assert_eq!(MetricFmt::F7_2Pct.print(12.5), "  12.50%");
     }
 }

@@ -47,6 +47,26 @@ impl StatFormat {
             other => other.clone(),
         }
     }
+
+    /// perf's form of the same kind (`--format perf`).
+    pub fn into_perf(self) -> StatFormat {
+        StatFormat::Perf(match self {
+            StatFormat::Csv(sep) => PerfForm::Csv(sep),
+            StatFormat::Json => PerfForm::Json,
+            StatFormat::Perf(f) => f,
+            StatFormat::Table => PerfForm::Text,
+        })
+    }
+}
+
+/// The thousands separator perf's `-B` (its default) uses in this
+/// locale: `,` in the English ones, none in C/POSIX (as perf prints
+/// there).
+pub fn perf_thousands() -> Option<char> {
+    let locale = ["LC_ALL", "LC_NUMERIC", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))?;
+    locale.starts_with("en_").then_some(',')
 }
 
 /// How the report is written, as the flags asked.
