@@ -652,3 +652,125 @@ pub fn json(report: &StatReport) -> String {
     );
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(domain: &str, event: &str, value: Option<f64>, unit: &str, run: u64) -> ReportRow {
+        let mut r = ReportRow::new(event, domain);
+        r.value = value;
+        r.unit = unit.into();
+        r.running_ns = Some(run);
+        r.enabled_ns = Some(run);
+        if value.is_none() {
+            r.status = RowStatus::NotSupported;
+        }
+        r
+    }
+
+    /// perf 6.1's `perf stat -e task-clock,page-faults,cycles true` on
+    /// this machine's kind (no hardware PMU), line by line; the digits
+    /// are those of the rows below (task-clock 0.6135 ms over 1.327106 ms:
+    /// 0.462 CPUs; 49 faults / 0.6135 ms = 79.870 K/sec).
+    #[test]
+    fn the_text_table_is_perfs() {
+        let report = StatReport {
+            rows: vec![
+                row("", "task-clock", Some(0.6135), "msec", 613_500),
+                row("", "page-faults", Some(49.0), "", 613_500),
+                row("", "cycles", None, "", 0),
+            ],
+            ..StatReport::default()
+        };
+        let mut o = PerfOptions::new(PerfForm::Text);
+        o.target = "'true'".into();
+        o.elapsed = (0.001327106, 0.0);
+        o.user_sys = Some((0.00152, 0.0));
+        let want = [
+            "",
+            " Performance counter stats for 'true':",
+            "",
+            "              0.61 msec task-clock                       #    0.462 CPUs utilized          ",
+            "                49      page-faults                      #   79.870 K/sec                  ",
+            "   <not supported>      cycles                                                      ",
+            "",
+            "       0.001327106 seconds time elapsed",
+            "",
+            "       0.001520000 seconds user",
+            "       0.000000000 seconds sys",
+            "",
+            "",
+            "",
+        ]
+        .join("\n");
+        assert_eq!(totals(&report, &o), want);
+        // -r 2: the noise after the metric, the elapsed line's precision.
+        let mut r = report.clone();
+        r.rows[0].spread = crate::model::Spread::of(&[0.58, 0.6470]);
+        o.runs = 2;
+        o.elapsed = (0.00129347, 0.00000427);
+        let text = totals(&r, &o);
+        assert!(text.starts_with("\n Performance counter stats for 'true' (2 runs):\n"));
+        assert!(
+            text.contains("CPUs utilized            ( +-  5.46% )\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "\n        0.00129347 +- 0.00000427 seconds time elapsed  ( +-  0.33% )\n\n"
+        ));
+    }
+
+    /// perf 6.1's `-x,` and `-j` lines (`perf stat -A -a -x,` /
+    /// `--per-socket -j`), the digits ours.
+    #[test]
+    fn csv_and_json_lines_are_perfs() {
+        let report = StatReport {
+            rows: vec![
+                row("CPU0", "task-clock", Some(15.92), "msec", 15_921_929),
+                row("CPU1", "page-faults", Some(24.0), "", 15_932_719),
+                row("", "cycles", None, "", 0),
+            ],
+            elapsed_s: Some(0.0159),
+            ..StatReport::default()
+        };
+        assert_eq!(
+            csv(&report, ","),
+            "CPU0,15.92,msec,task-clock,15921929,100.00,1.001,CPUs utilized\n\
+             CPU1,24,,page-faults,15932719,100.00,,\n\
+             CPU0,<not supported>,,cycles,0,100.00,,\n\
+             CPU1,<not supported>,,cycles,0,100.00,,\n"
+        );
+        let mut s = row("S0", "page-faults", Some(254.0), "", 27_826_395);
+        s.counters = Some(2);
+        let clock = {
+            let mut c = row("S0", "task-clock", Some(27.830832), "msec", 27_830_832);
+            c.counters = Some(2);
+            c
+        };
+        let j = json(&StatReport {
+            rows: vec![clock, s],
+            ..StatReport::default()
+        });
+        assert_eq!(
+            j.lines().nth(1).unwrap(),
+            r#"{"socket" : "S0", "aggregate-number" : 2, "counter-value" : "254.000000", "unit" : "", "event" : "page-faults", "event-runtime" : 27826395, "pcnt-running" : 100.00, "metric-value" : 9.126569, "metric-unit" : "K/sec"}"#
+        );
+    }
+
+    /// `-I` in the text table: perf's header once, then `%6lu.%09lu`.
+    #[test]
+    fn intervals_carry_perfs_header_and_time() {
+        let mut r = row("S0-D0-C1", "page-faults", Some(9.0), "", 12_850_000);
+        r.time = Some(0.121736928);
+        let mut w = PerfIntervals::new(PerfOptions::new(PerfForm::Text));
+        let first = w.format(std::slice::from_ref(&r), 0.1);
+        let want = [
+            "#           time core            cpus             counts unit events",
+            "     0.121736928 S0-D0-C1           1                  9      page-faults                                                        ",
+            "",
+        ];
+        assert_eq!(first, want.join("\n"));
+        assert!(!w.format(&[r], 0.1).starts_with('#'));
+    }
+}
