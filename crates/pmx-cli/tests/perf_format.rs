@@ -222,3 +222,47 @@ fn shapes_see_what_differs() {
         ["N", "", "page-faults", "N", "N", "N", "/sec"]
     );
 }
+
+/// pmx run as `perf` (a symlink): `perf stat` is `pmx stat --format
+/// perf`; a perf command pmx does not implement exits 1 (perf's status
+/// for an unknown command) saying so.
+#[test]
+fn the_perf_personality() {
+    let dir = tempfile::tempdir().unwrap();
+    let perf = dir.path().join("perf");
+    std::os::unix::fs::symlink(common::PMX, &perf).unwrap();
+    let o = Command::new(&perf)
+        .args([
+            "--no-pager",
+            "stat",
+            "-x,",
+            "-e",
+            "task-clock",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let line = common::stderr(&o);
+    let fields: Vec<&str> = line.trim_end().split(',').collect();
+    assert_eq!(fields[1..3], ["msec", "task-clock"], "{line}");
+    assert_eq!((fields.len(), fields[6]), (7, "CPUs utilized"), "{line}");
+    for args in [
+        &["bench", "internals"][..],
+        &["stat", "record", "true"],
+        &[],
+    ] {
+        let o = Command::new(&perf).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = common::stderr(&o);
+        assert!(err.contains("is not implemented by pmx"), "{args:?}: {err}");
+    }
+    // Under its own name, pmx's formats stay the default.
+    let o = common::pmx(&["stat", "-x,", "-e", "task-clock", "--", "true"]);
+    assert!(
+        common::stderr(&o).contains(",counted,"),
+        "{}",
+        common::stderr(&o)
+    );
+}
