@@ -13,7 +13,7 @@
 //! [`crate::perf_shadow`].
 
 use crate::perf_shadow::{shadow, Shadow};
-use crate::report::{ReportRow, RowStatus, StatReport};
+use crate::report::{ReportMetric, ReportRow, RowStatus, StatReport};
 use std::fmt::Write as _;
 
 /// Which of perf's forms.
@@ -495,6 +495,99 @@ fn json_line(s: &mut String, l: &Line, o: &PerfOptions) {
     );
 }
 
+// ---- -M metrics ----
+
+/// A `-M` metric as perf 6.1's `generic_metric` prints it: with a unit,
+/// `%8.1f` and `UNIT  NAME`; without, `%8.2f` and the name.
+fn metric_text(m: &ReportMetric) -> Option<(String, String)> {
+    let v = m.value?;
+    Some(if m.unit.is_empty() {
+        (format!("{v:8.2}"), m.name.clone())
+    } else {
+        (format!("{v:8.1}"), format!("{}  {}", m.unit, m.name))
+    })
+}
+
+/// A `-M` metric on a line of its own, as perf prints a counter's further
+/// metrics (`new_line_*`): the interval and domain columns, then the
+/// metric columns only. A metric without a value has no line (perf
+/// prints metrics beside counted inputs only).
+fn metric_line(s: &mut String, m: &ReportMetric, o: &PerfOptions) {
+    if m.value.is_none() {
+        return;
+    }
+    let aggr = Aggr::of(&m.domain);
+    let mut row = ReportRow::new(&m.name, &m.domain);
+    row.time = m.time;
+    let l = Line {
+        row: &row,
+        aggr: aggr.clone(),
+        nr: 1,
+        run: None,
+        ena: None,
+        ok: false,
+        noise: None,
+        metric: Shadow::None,
+    };
+    let text = metric_text(m);
+    match &o.form {
+        PerfForm::Text => {
+            if let Some(t) = m.time {
+                let _ = write!(s, "{} ", timestamp(t, 6));
+            }
+            aggr_text(s, &l, o);
+            if matches!(aggr, Aggr::Cpu(_)) {
+                s.push_str(&" ".repeat(8));
+            }
+            s.push_str(&" ".repeat(49));
+            match text {
+                Some((v, label)) => {
+                    let w = 35usize.saturating_sub(3 + v.len() + 1);
+                    let _ = write!(s, " # {v} {label:<w$}");
+                }
+                None => s.push_str(&" ".repeat(35)),
+            }
+        }
+        PerfForm::Csv(sep) => {
+            if let Some(t) = m.time {
+                let _ = write!(s, "{}{sep}", timestamp(t, 6));
+            }
+            aggr_csv(s, &l, o, sep);
+            let fields = match aggr {
+                Aggr::Global => 3,
+                Aggr::Cpu(_) | Aggr::Thread(_) | Aggr::Node(_) | Aggr::Other(_) => 4,
+                _ => 5,
+            };
+            s.push_str(&sep.repeat(fields));
+            match text {
+                Some((v, label)) => {
+                    let _ = write!(s, "{sep}{}{sep}{label}", metric_digits(&v));
+                }
+                None => {
+                    let _ = write!(s, "{sep}{sep}");
+                }
+            }
+        }
+        PerfForm::Json => {
+            s.push('{');
+            if let Some(t) = m.time {
+                let _ = write!(s, "\"interval\" : {}, ", timestamp(t, 0));
+            }
+            aggr_json(s, &l, o);
+            let (v, label) = match (m.value, text) {
+                (Some(v), Some((_, label))) => (v, label),
+                _ => (0.0, String::new()),
+            };
+            let _ = write!(
+                s,
+                "\"metric-value\" : {v:.6}, \"metric-unit\" : \"{}\"}}",
+                json_str(&label)
+            );
+        }
+    }
+    s.push('\n');
+}
+
 // ---- the forms ----
 
 /// The rows with an event that has no count in any domain (one row,
@@ -576,6 +669,9 @@ pub fn totals(report: &StatReport, o: &PerfOptions) -> String {
         );
     }
     body(&mut s, &report.rows, o, wall, uw);
+    for m in &report.metrics {
+        metric_line(&mut s, m, o);
+    }
     if o.form == PerfForm::Text {
         text_footer(&mut s, o);
     }
@@ -600,9 +696,10 @@ impl PerfIntervals {
         }
     }
 
-    /// One interval's rows (all with the same `time`), lasting `span_s`
-    /// seconds.
-    pub fn format(&mut self, rows: &[ReportRow], span_s: f64) -> String {
+    /// One interval's rows and `-M` metrics (all with the same `time`),
+    /// lasting `span_s` seconds.
+    pub fn format(&mut self, report: &StatReport, span_s: f64) -> String {
+        let rows = &report.rows[..];
         let mut s = String::new();
         let o = &self.options;
         let uw = unit_width(rows);
@@ -619,37 +716,32 @@ impl PerfIntervals {
         }
         self.printed = (self.printed + 1) % 26;
         body(&mut s, rows, o, Some(span_s * 1e9), uw);
+        for m in &report.metrics {
+            metric_line(&mut s, m, o);
+        }
         s
     }
 }
 
-/// `perf stat -x SEP` lines of `report` (rows of any interval).
+/// `perf stat -x SEP` lines of `report` (rows of any interval, then
+/// the `-M` metrics).
 pub fn csv(report: &StatReport, sep: &str) -> String {
-    let mut o = PerfOptions::new(PerfForm::Csv(sep.to_string()));
-    o.elapsed.0 = report.elapsed_s.unwrap_or(0.0);
-    let mut s = String::new();
-    let uw = unit_width(&report.rows);
-    body(
-        &mut s,
-        &report.rows,
-        &o,
-        report.elapsed_s.map(|e| e * 1e9),
-        uw,
-    );
-    s
+    plain(report, &PerfOptions::new(PerfForm::Csv(sep.to_string())))
 }
 
-/// `perf stat -j` lines of `report`, one object per row.
+/// `perf stat -j` lines of `report`, one object per row and metric.
 pub fn json(report: &StatReport) -> String {
-    let o = PerfOptions::new(PerfForm::Json);
+    plain(report, &PerfOptions::new(PerfForm::Json))
+}
+
+/// The rows and `-M` metrics of `report` in `o.form`, nothing around them.
+fn plain(report: &StatReport, o: &PerfOptions) -> String {
     let mut s = String::new();
-    body(
-        &mut s,
-        &report.rows,
-        &o,
-        report.elapsed_s.map(|e| e * 1e9),
-        4,
-    );
+    let wall = report.elapsed_s.map(|e| e * 1e9);
+    body(&mut s, &report.rows, o, wall, unit_width(&report.rows));
+    for m in &report.metrics {
+        metric_line(&mut s, m, o);
+    }
     s
 }
 
@@ -758,19 +850,59 @@ mod tests {
         );
     }
 
+    /// `-M` metrics on lines of their own: perf's `%8.1f` and `UNIT  NAME`
+    /// (`%8.2f` and the name without a unit), in every form.
+    #[test]
+    fn metrics_take_perfs_new_line_forms() {
+        let metric = |name: &str, value, unit: &str| ReportMetric {
+            time: None,
+            name: name.into(),
+            domain: String::new(),
+            value,
+            unit: unit.into(),
+            reliability: None,
+            estimate: false,
+            missing: None,
+        };
+        let report = StatReport {
+            metrics: vec![
+                metric("tma_frontend_bound", Some(51.04), "%"),
+                metric("IPC", Some(1.234), ""),
+                metric("CPI", None, ""),
+            ],
+            ..StatReport::default()
+        };
+        let csv = csv(&report, ",");
+        assert_eq!(csv, ",,,,51.0,%  tma_frontend_bound\n,,,,1.23,IPC\n");
+        let json = json(&report);
+        assert_eq!(
+            json.lines().next().unwrap(),
+            r#"{"metric-value" : 51.040000, "metric-unit" : "%  tma_frontend_bound"}"#
+        );
+        let mut o = PerfOptions::new(PerfForm::Text);
+        o.target = "'x'".into();
+        let text = totals(&report, &o);
+        let line = format!("{} #     51.0 %  tma_frontend_bound  ", " ".repeat(49));
+        assert!(text.contains(&format!("{line}\n")), "{text:?}");
+    }
+
     /// `-I` in the text table: perf's header once, then `%6lu.%09lu`.
     #[test]
     fn intervals_carry_perfs_header_and_time() {
         let mut r = row("S0-D0-C1", "page-faults", Some(9.0), "", 12_850_000);
         r.time = Some(0.121736928);
         let mut w = PerfIntervals::new(PerfOptions::new(PerfForm::Text));
-        let first = w.format(std::slice::from_ref(&r), 0.1);
+        let one = StatReport {
+            rows: vec![r],
+            ..StatReport::default()
+        };
+        let first = w.format(&one, 0.1);
         let want = [
             "#           time core            cpus             counts unit events",
             "     0.121736928 S0-D0-C1           1                  9      page-faults                                                        ",
             "",
         ];
         assert_eq!(first, want.join("\n"));
-        assert!(!w.format(&[r], 0.1).starts_with('#'));
+        assert!(!w.format(&one, 0.1).starts_with('#'));
     }
 }

@@ -248,9 +248,9 @@ impl<'a> IntervalWriter<'a> {
         let owned;
         let text: &str = match (&self.format, self.csv.as_mut()) {
             (StatFormat::Perf(_), _) => {
-                let rows = iv.to_report().rows;
+                let report = iv.to_report();
                 owned = match self.perf.as_mut() {
-                    Some(p) => p.format(&rows, span.as_secs_f64()),
+                    Some(p) => p.format(&report, span.as_secs_f64()),
                     None => String::new(),
                 };
                 &owned
