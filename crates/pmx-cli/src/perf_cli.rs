@@ -96,5 +96,14 @@ pub fn options(
         .then(children_times)
         .flatten();
     o.thousands = pmx_output::stat_render::perf_thousands();
+    // `--per-thread`: the comm of each thread still there.
+    o.comms = (report.rows.iter())
+        .filter_map(|r| match r.domain {
+            pmx_formats::Domain::Thread { tid } => Some(tid),
+            _ => None,
+        })
+        .filter_map(|t| Some((t, std::fs::read_to_string(format!("/proc/{t}/comm")).ok()?)))
+        .map(|(t, c)| (t, c.trim_end().to_string()))
+        .collect();
     o
 }
