@@ -267,6 +267,15 @@ fn the_perf_personality() {
         let err = common::stderr(&o);
         assert!(err.contains("is not implemented by pmx"), "{args:?}: {err}");
     }
+    // perf list --raw-dump: what the stat_all_* scripts loop over.
+    let o = Command::new(&perf)
+        .args(["list", "--raw-dump", "metrics"])
+        .output()
+        .unwrap();
+    let names = common::stdout(&o);
+    assert!(names.split(' ').any(|n| n == "IPC"), "{names}");
+    let o = common::pmx(&["list", "--raw-dump", "bogus"]);
+    assert_eq!(o.status.code(), Some(2));
     // Under its own name, pmx's formats stay the default.
     let o = common::pmx(&["stat", "-x,", "-e", "task-clock", "--", "true"]);
     assert!(
