@@ -14,6 +14,9 @@
 //! | 127  | … the command could not be run |
 //!
 //! `pmx serve` exits 0 after SIGTERM or SIGINT.
+//!
+//! Run as `perf` (a symlink named `perf`), pmx takes perf's subcommands
+//! (`perf_cli.rs`): `perf stat` is `pmx stat --format perf`.
 
 mod analyze;
 mod db;
@@ -27,6 +30,7 @@ mod list;
 mod merge;
 mod msr;
 mod outpath;
+mod perf_cli;
 mod plot;
 mod record;
 mod regions;
@@ -95,7 +99,7 @@ enum EventsCommand {
 }
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(perf_cli::command_line()) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
