@@ -20,6 +20,9 @@ pub fn place_terms(pmu: &KernelPmu, text: &str, terms: &[Term]) -> Result<[u64; 
     let mut words = [0u64; 3];
     for t in terms {
         let key = t.key.as_str();
+        if pmx_model::spec::is_setting_term(key) {
+            continue;
+        }
         let whole = match key {
             "config" => Some(0),
             "config1" => Some(1),
@@ -125,6 +128,9 @@ impl SysfsEvents {
                 ..PerfAttr::default()
             };
             attr.apply_modifiers(&spec.modifiers);
+            if let Ok(s) = spec.settings() {
+                attr.apply_settings(&s);
+            }
             Resolved {
                 spec: spec.text.clone(),
                 def: None,

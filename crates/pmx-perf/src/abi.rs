@@ -159,6 +159,7 @@ impl PerfEventAttr {
             config2: attr.config2,
             clockid: attr.clockid.unwrap_or(0),
             sample_max_stack: attr.sample_max_stack,
+            config3: attr.config3,
             ..PerfEventAttr::default()
         }
     }

@@ -165,6 +165,8 @@ pub struct Attr {
     pub config1: u64,
     /// `config2` (also `bp_len` for breakpoints).
     pub config2: u64,
+    /// `config3` (Linux 6.3).
+    pub config3: u64,
     /// `bp_type` (breakpoints only).
     pub bp_type: u32,
     /// `read_format`.
@@ -277,6 +279,7 @@ impl Default for Attr {
             config: 0,
             config1: 0,
             config2: 0,
+            config3: 0,
             bp_type: 0,
             read_format: read_format::TOTAL_TIME_ENABLED
                 | read_format::TOTAL_TIME_RUNNING
@@ -321,6 +324,7 @@ impl Attr {
             config: a.config,
             config1: a.config1,
             config2: a.config2,
+            config3: a.config3,
             exclude_user: a.exclude_user,
             exclude_kernel: a.exclude_kernel,
             exclude_hv: a.exclude_hv,
@@ -328,6 +332,7 @@ impl Attr {
             exclude_guest: a.exclude_guest,
             exclude_host: a.exclude_host,
             pinned: a.pinned,
+            exclusive: a.exclusive,
             precise_ip: a.precise_ip,
             sample: match (a.sample_period, a.sample_freq) {
                 (Some(p), _) => Some(SampleRate::Period(p)),

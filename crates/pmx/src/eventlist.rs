@@ -5,7 +5,7 @@
 //! terms, not events; a bare term list (`event=0x2e,umask=0x41:u`) stays
 //! one event. Several `-e` flags add up.
 
-use pmx_model::spec::{parse_spec, EventSpec, Span, SpecError};
+use pmx_model::spec::{apply_group_modifiers, parse_spec, EventSpec, Span, SpecError};
 
 /// One `-e` entry: a single event or a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,17 +66,22 @@ pub fn parse_event_list(input: &str) -> Result<Vec<EventGroup>, SpecError> {
                 ));
             }
             let mut members = Vec::new();
+            let mods_at = close + 2;
             for (s, e) in split_top(inner) {
                 let text = &inner[s..e];
-                let with_mods = if mods.is_empty() {
-                    text.to_string()
-                } else if text.contains(':') || text.ends_with('/') {
-                    format!("{text}{}{mods}", if text.ends_with('/') { "" } else { ":" })
-                } else {
-                    format!("{text}:{mods}")
-                };
-                let spec =
-                    parse_spec(&with_mods).map_err(|e| shift(e, input, i + 1 + s, text.len()))?;
+                let mut spec =
+                    parse_spec(text).map_err(|e| shift(e, input, i + 1 + s, text.len()))?;
+                if !mods.is_empty() {
+                    // perf adds the group's modifiers to each member's own
+                    // (`{cycles:k,instructions}:u`); the name shows both.
+                    apply_group_modifiers(&mut spec, mods)
+                        .map_err(|e| shift(e, input, mods_at, mods.len()))?;
+                    spec.text = if text.contains(':') || text.ends_with('/') {
+                        format!("{text}{}{mods}", if text.ends_with('/') { "" } else { ":" })
+                    } else {
+                        format!("{text}:{mods}")
+                    };
+                }
                 members.push(spec);
             }
             groups.push(EventGroup {

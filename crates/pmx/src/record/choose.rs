@@ -79,9 +79,48 @@ pub fn sampling_events(plan: StatPlan) -> Result<Vec<RecordEvent>, RecordError> 
                 e.name
             )));
         }
+        let attr = with_sampling_terms(attr, &e.settings, &e.name)?;
         out.push(RecordEvent { name: e.name, attr });
     }
     Ok(out)
+}
+
+/// The sampling setting terms of one event on its attr: `period=`,
+/// `freq=`, `max-stack=`. Terms pmx record cannot honour yet are refused
+/// by name rather than ignored.
+fn with_sampling_terms(
+    mut attr: pmx_perf::Attr,
+    s: &pmx_model::spec::Settings,
+    name: &str,
+) -> Result<pmx_perf::Attr, RecordError> {
+    attr.sample = match (s.period, s.freq) {
+        (Some(p), _) => Some(SampleRate::Period(p)),
+        (None, Some(f)) => Some(SampleRate::Frequency(f)),
+        (None, None) => None,
+    };
+    if let Some(m) = s.max_stack {
+        attr.sample_max_stack = u16::try_from(m).unwrap_or(u16::MAX);
+    }
+    const NOT_YET: &[&str] = &[
+        "call-graph",
+        "stack-size",
+        "inherit",
+        "no-inherit",
+        "aux-output",
+        "aux-sample-size",
+        "branch_type",
+        "time",
+        "nr",
+        "overwrite",
+        "no-overwrite",
+        "driver-config",
+    ];
+    if let Some((k, _)) = s.given.iter().find(|(k, _)| NOT_YET.contains(&k.as_str())) {
+        return Err(invalid(format!(
+            "{name}: the '{k}' term is not supported by pmx record (use -g for frame-pointer call chains, --no-inherit for inheritance)"
+        )));
+    }
+    Ok(attr)
 }
 
 #[cfg(test)]
