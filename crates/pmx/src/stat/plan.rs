@@ -67,8 +67,14 @@ pub fn plan(groups: &[EventGroup], db: &Database) -> Result<StatPlan, pmx_model:
     let mut out_groups = Vec::new();
     for (gi, g) in groups.iter().enumerate() {
         let mut members = Vec::new();
-        for spec in &g.members {
-            let ev = plan_one(spec, db, gi)?;
+        for (mi, spec) in g.members.iter().enumerate() {
+            let mut ev = plan_one(spec, db, gi)?;
+            // Only a group's leader is pinned or exclusive (the kernel
+            // refuses the flags on members; perf clears them too).
+            if let (true, Ok(a)) = (mi > 0 && g.explicit, &mut ev.attr) {
+                a.pinned = false;
+                a.exclusive = false;
+            }
             members.push(events.len());
             events.push(ev);
         }
