@@ -98,7 +98,6 @@ const CACHES: &[(&str, u64, &str)] = &[
     ("node", 6, "local memory node"),
 ];
 
-
 /// What the kernel's x86 drivers map the generic hardware events to:
 /// (config, Intel raw config, AMD Zen raw config). `None`: not supported on
 /// that vendor. Sources: Intel SDM architectural events; the Linux kernel's

@@ -863,7 +863,12 @@ impl Database {
             config,
             ..PerfAttr::default()
         };
-        let name = spec.text.split(['/', ':']).take(2).collect::<Vec<_>>().join(":");
+        let name = spec
+            .text
+            .split(['/', ':'])
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(":");
         apply_any_event_terms(spec, &name, &pmu, &mut attr)?;
         attr.apply_settings(&spec.settings()?);
         attr.apply_modifiers(&spec.modifiers);

@@ -118,11 +118,20 @@ impl SysfsEvents {
     /// Resolve `pmu/terms/` for a PMU that is not the core one.
     pub fn place_spec(&self, spec: &EventSpec, pmu: &str) -> Option<Result<Resolved, SpecError>> {
         let p = self.pmu(pmu)?;
+        // `software/r1a/`: the raw config, under any `config=` term.
+        let raw = match spec.body {
+            pmx_model::spec::Body::Raw { config, .. } => config,
+            _ => 0,
+        };
         Some(place_terms(p, &spec.text, &spec.terms).map(|w| {
             let mut attr = PerfAttr {
                 pmu: pmu.to_string(),
                 type_: p.type_id,
-                config: w[0],
+                config: if spec.term("config").is_some() {
+                    w[0]
+                } else {
+                    w[0] | raw
+                },
                 config1: w[1],
                 config2: w[2],
                 ..PerfAttr::default()

@@ -446,7 +446,10 @@ pub fn apply_terms(
             continue;
         }
         let Some(def) = TERMS.iter().find(|d| d.key == key) else {
-            let names = TERMS.iter().map(|d| d.key).chain(SETTING_TERMS.iter().copied());
+            let names = TERMS
+                .iter()
+                .map(|d| d.key)
+                .chain(SETTING_TERMS.iter().copied());
             let sugg = closest(&term.key, names, 3);
             return Err(
                 err(term.key_span, format!("unknown term '{}'", term.key)).with_suggestions(sugg)

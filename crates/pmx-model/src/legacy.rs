@@ -60,7 +60,12 @@ pub const CACHES: &[&[&str]] = &[
 pub const OPS: &[&[&str]] = &[
     &["load", "loads", "read"],
     &["store", "stores", "write"],
-    &["prefetch", "prefetches", "speculative-read", "speculative-load"],
+    &[
+        "prefetch",
+        "prefetches",
+        "speculative-read",
+        "speculative-load",
+    ],
 ];
 
 /// `evsel__hw_cache_result`: access, miss.

@@ -408,10 +408,8 @@ impl EventSpec {
                 "call-graph" => {
                     const MODES: [&str; 4] = ["fp", "dwarf", "lbr", "no"];
                     if !MODES.contains(&text) {
-                        return Err(err(format!(
-                            "call-graph={text}: give fp, dwarf, lbr or no"
-                        ))
-                        .with_suggestions(closest(text, MODES, 2)));
+                        return Err(err(format!("call-graph={text}: give fp, dwarf, lbr or no"))
+                            .with_suggestions(closest(text, MODES, 2)));
                     }
                     s.call_graph = Some(text.to_string());
                 }
@@ -450,7 +448,11 @@ pub fn parse_spec(input: &str) -> Result<EventSpec, SpecError> {
 /// (`parse_events__modifier_group`). Errors point into `mods`.
 pub fn apply_group_modifiers(spec: &mut EventSpec, mods: &str) -> Result<(), SpecError> {
     if mods.is_empty() {
-        return Err(SpecError::new(mods, Span::new(0, 1), "':' with no modifiers after it"));
+        return Err(SpecError::new(
+            mods,
+            Span::new(0, 1),
+            "':' with no modifiers after it",
+        ));
     }
     let p = Parser {
         input: mods,
@@ -708,29 +710,32 @@ impl<'a> Parser<'a> {
     ) -> Result<usize, SpecError> {
         let input = self.input;
         let terms_start = slash + 1;
-        let close = input[terms_start..]
-            .find('/')
-            .map(|i| i + terms_start)
-            .ok_or_else(|| {
-                self.err(
-                    input.len(),
-                    input.len() + 1,
-                    "missing closing '/' after the terms",
-                )
-            })?;
+        let close = find_unquoted(input, terms_start, b'/').ok_or_else(|| {
+            self.err(
+                input.len(),
+                input.len() + 1,
+                "missing closing '/' after the terms",
+            )
+        })?;
         let mut name: Option<(String, Span)> = None;
         if close > terms_start {
-            for (start, end) in split_spans(input, terms_start, close, b',') {
+            for (start, end) in split_unquoted(input, terms_start, close, b',') {
                 if start == end {
                     return Err(self.err(start, start + 1, "empty term"));
                 }
                 let term = self.parse_term(start, end)?;
-                if name_first
+                let first_word = name_first
                     && term.value == TermValue::Flag
                     && name.is_none()
                     && spec.terms.is_empty()
-                    && !is_known_flag_term(&term.key)
-                {
+                    && !is_known_flag_term(&term.key);
+                // `software/r1a/`: a raw config for that PMU.
+                if let Some(config) = first_word.then(|| raw_config(&term.key)).flatten() {
+                    spec.body = Body::Raw {
+                        config,
+                        span: Span::new(start, end),
+                    };
+                } else if first_word {
                     name = Some((input[start..end].to_string(), Span::new(start, end)));
                 } else {
                     spec.terms.push(term);
@@ -1092,9 +1097,47 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// `r<hex>` (perf's raw form) as its config.
+/// `input[from..to]` split on `sep` outside single or double quotes
+/// (`name='a,b'` is one term).
+fn split_unquoted(input: &str, from: usize, to: usize, sep: u8) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = from;
+    let mut quote: Option<u8> = None;
+    for (i, &b) in input.as_bytes()[from..to].iter().enumerate() {
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None if b == sep => {
+                out.push((start, from + i));
+                start = from + i + 1;
+            }
+            None => {}
+        }
+    }
+    out.push((start, to));
+    out
+}
+
+/// The first `byte` at or after `from` outside quotes.
+fn find_unquoted(input: &str, from: usize, byte: u8) -> Option<usize> {
+    let mut quote: Option<u8> = None;
+    for (i, &b) in input.as_bytes().iter().enumerate().skip(from) {
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None if b == byte => return Some(i),
+            None => {}
+        }
+    }
+    None
+}
+
+/// `r<hex>` or `r0x<hex>` (perf's raw form) as its config.
 fn raw_config(head: &str) -> Option<u64> {
     let digits = head.strip_prefix('r')?;
+    let digits = digits.strip_prefix("0x").unwrap_or(digits);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
@@ -1279,7 +1322,13 @@ mod tests {
         // test__checkevent_numeric_modifier ("1:1:hp": exclude_user,
         // exclude_kernel, !exclude_hv, precise_ip 1).
         let n = parse_spec("1:1:hp").unwrap();
-        assert_eq!(n.body, Body::Numeric { type_: 1, config: 1 });
+        assert_eq!(
+            n.body,
+            Body::Numeric {
+                type_: 1,
+                config: 1
+            }
+        );
         let m = &n.modifiers;
         assert!(m.exclude_user() && m.exclude_kernel() && !m.exclude_hv());
         assert_eq!(m.precise, 1);
@@ -1316,7 +1365,10 @@ mod tests {
             (s.call_graph.as_deref(), s.max_stack, s.inherit),
             (Some("fp"), Some(10), Some(false))
         );
-        let bad = parse_spec("cycles/call-graph=fq/").unwrap().settings().unwrap_err();
+        let bad = parse_spec("cycles/call-graph=fq/")
+            .unwrap()
+            .settings()
+            .unwrap_err();
         assert_eq!(bad.suggestions, vec!["fp"]);
         let e = parse_spec("1:x").unwrap_err();
         assert_eq!(e.span.start, 2);

@@ -29,6 +29,15 @@ pub fn parse_event_list(input: &str) -> Result<Vec<EventGroup>, SpecError> {
                 "empty event between ','",
             ));
         }
+        // perf's named group `name{…}`: the name is perf's label for the
+        // group; pmx names each member.
+        let named = input[i..]
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        if named > 0 && bytes.get(i + named) == Some(&b'{') {
+            i += named;
+        }
         if bytes[i] == b'{' {
             let close = match input[i..].find('}') {
                 Some(c) => i + c,
@@ -201,6 +210,11 @@ mod tests {
         assert_eq!(
             texts(&g),
             vec![vec!["mem:0x10/8:w"], vec!["mem:0x18/8:w"], vec!["cycles"]]
+        );
+        let g = parse_event_list("group1{cycles,1:3}:G,instructions:u").unwrap();
+        assert_eq!(
+            texts(&g),
+            vec![vec!["cycles:G", "1:3:G"], vec!["instructions:u"]]
         );
         let g = parse_event_list("{msr/tsc/,task-clock}:k").unwrap();
         assert_eq!(texts(&g), vec![vec!["msr/tsc/k", "task-clock:k"]]);
