@@ -394,3 +394,40 @@ fn bad_specs_get_caret_errors_with_close_matches() {
     let (at, _) = err("{cycles,instructions}:q");
     assert_eq!(at, 22);
 }
+
+thread_local! {
+    /// The cheap database for this machine, built once.
+    static DB: pmx::Database = {
+        let target = database::target(&DatabaseOptions::default()).expect("this CPU");
+        pmx::Database::light(target, std::path::Path::new("/"))
+    };
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// Any string made of the grammar's characters parses and plans to an
+    /// event list or a caret error inside the string: never a panic.
+    #[test]
+    fn random_event_lists_never_panic(
+        s in "[a-zA-Z0-9:/{},=._'\"@*-]{0,40}",
+        pick in 0usize..EVENTS.len(),
+        cut in 0usize..40,
+    ) {
+        // Also mutilate a real form: cut it short, or splice random text in.
+        let real = EVENTS[pick];
+        let at = cut.min(real.len());
+        let at = (0..=at).rev().find(|i| real.is_char_boundary(*i)).unwrap_or(0);
+        for text in [s.clone(), real[..at].to_string(), format!("{}{s}", &real[..at])] {
+            match pmx::parse_event_list(&text) {
+                Err(e) => proptest::prop_assert!(e.span.start <= text.len(), "{text}: {e:?}"),
+                Ok(groups) => {
+                    if let Err(e) = DB.with(|db| pmx::stat::plan(&groups, db)) {
+                        proptest::prop_assert!(e.span.start <= e.input.len(), "{text}: {e:?}");
+                        let _ = e.to_string();
+                    }
+                }
+            }
+        }
+    }
+}
