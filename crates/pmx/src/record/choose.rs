@@ -80,14 +80,20 @@ pub fn sampling_events(plan: StatPlan) -> Result<Vec<RecordEvent>, RecordError> 
             )));
         }
         let attr = with_sampling_terms(attr, &e.settings, &e.name)?;
-        out.push(RecordEvent { name: e.name, attr });
+        out.push(RecordEvent {
+            name: e.name,
+            attr,
+            inherit: e.settings.inherit,
+            callchain: e.settings.call_graph.as_deref().map(|c| c == "fp"),
+        });
     }
     Ok(out)
 }
 
 /// The sampling setting terms of one event on its attr: `period=`,
-/// `freq=`, `max-stack=`. Terms pmx record cannot honour yet are refused
-/// by name rather than ignored.
+/// `freq=`, `max-stack=` (`inherit`, `no-inherit` and `call-graph=fp|no`
+/// go on the [`RecordEvent`]). Terms pmx record cannot honour yet are
+/// refused by name rather than ignored.
 fn with_sampling_terms(
     mut attr: pmx_perf::Attr,
     s: &pmx_model::spec::Settings,
@@ -101,11 +107,18 @@ fn with_sampling_terms(
     if let Some(m) = s.max_stack {
         attr.sample_max_stack = u16::try_from(m).unwrap_or(u16::MAX);
     }
+    if let Some(mode) = s
+        .call_graph
+        .as_deref()
+        .filter(|m| !matches!(*m, "fp" | "no"))
+    {
+        return Err(invalid(format!(
+            "{name}: call-graph={mode} is not supported by pmx record: it records \
+             frame-pointer call chains (call-graph=fp, or -g)"
+        )));
+    }
     const NOT_YET: &[&str] = &[
-        "call-graph",
         "stack-size",
-        "inherit",
-        "no-inherit",
         "aux-output",
         "aux-sample-size",
         "branch_type",
@@ -117,7 +130,7 @@ fn with_sampling_terms(
     ];
     if let Some((k, _)) = s.given.iter().find(|(k, _)| NOT_YET.contains(&k.as_str())) {
         return Err(invalid(format!(
-            "{name}: the '{k}' term is not supported by pmx record (use -g for frame-pointer call chains, --no-inherit for inheritance)"
+            "{name}: the '{k}' term is not supported by pmx record"
         )));
     }
     Ok(attr)
