@@ -58,6 +58,13 @@ pub fn parse_event_list(input: &str) -> Result<Vec<EventGroup>, SpecError> {
                     .map(|c| end + c)
                     .unwrap_or(input.len());
                 mods = &input[end + 1..m_end];
+                if mods.is_empty() {
+                    return Err(SpecError::new(
+                        input,
+                        Span::new(end, end + 1),
+                        "':' with no modifiers after it",
+                    ));
+                }
                 end = m_end;
             } else if end < bytes.len() && bytes[end] != b',' {
                 return Err(SpecError::new(
@@ -226,6 +233,10 @@ mod tests {
         assert_eq!(e.span.start, 7);
         let e = parse_event_list("cycles,{a,b").unwrap_err();
         assert_eq!(e.span.start, 7);
+        let e = parse_event_list("{a,b}:,c").unwrap_err();
+        assert_eq!(e.span.start, 5);
+        let e = parse_event_list("{cycles,instructions}:uq").unwrap_err();
+        assert_eq!(e.span.start, 23);
         let e = parse_event_list("cycles,cpu/event=0x2g/").unwrap_err();
         assert_eq!(e.span.start, 20);
         assert_eq!(e.input, "cycles,cpu/event=0x2g/");
