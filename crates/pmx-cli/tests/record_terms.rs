@@ -5,7 +5,8 @@
 //! `freq`, `inherit`, the privilege filters, `exclude_guest`, call chains,
 //! `sample_max_stack`) must be the same. The fields a session chooses
 //! (`sample_type` beyond call chains, `read_format`, side-band bits) are
-//! pmx's own (README, "Event syntax").
+//! pmx's own (README, "Event syntax"). And `pmx explain` shows the attr
+//! of perf's forms, the flags modifiers set included.
 
 mod common;
 use common::PMX;
@@ -140,4 +141,32 @@ fn terms_pmx_record_cannot_honour_are_refused_by_name() {
         assert_eq!(o.status.code(), Some(2), "{event}: {err}");
         assert!(err.contains(word), "{event}: {err}");
     }
+}
+
+#[test]
+fn explain_shows_the_attr_of_perf_forms() {
+    let o = Command::new(PMX)
+        .args([
+            "explain",
+            "--no-libpfm",
+            "cycles/period=1000,config2=3/DIe",
+            "1:1:hp",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    // Written from perf's rules: D pinned, e exclusive, I exclude_idle;
+    // own modifiers without u/p clear exclude_guest; 1:1:hp is
+    // task-clock, user and kernel excluded, precise_ip 1, exclude_guest.
+    assert!(
+        out.contains("type=0 (PERF_TYPE_HARDWARE) config=0x0 config1=0x0 config2=0x3"),
+        "{out}"
+    );
+    assert!(out.contains("exclude_guest=0 exclude_host=0 precise_ip=0\n               pinned=1 exclusive=1 exclude_idle=1 sample_period=1000"), "{out}");
+    assert!(
+        out.contains("type=1 (PERF_TYPE_SOFTWARE) config=0x1"),
+        "{out}"
+    );
+    assert!(out.contains("exclude_user=1 exclude_kernel=1 exclude_hv=0 exclude_guest=1 exclude_host=0 precise_ip=1"), "{out}");
 }
