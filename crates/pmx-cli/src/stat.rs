@@ -16,6 +16,9 @@ pub use crate::stat_args::StatArgs;
 
 /// Run `pmx stat`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+    if args.compare {
+        return crate::compare::ab(args);
+    }
     if args.regions {
         return crate::regions::run(args, count);
     }
@@ -56,7 +59,7 @@ fn check_target(args: &StatArgs, scope: &Scope, trace_tasks: bool) -> anyhow::Re
 
 /// The flags as the options of one run (the interval is checked later,
 /// after the plan, as it always was).
-fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
+pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
     let scope = crate::target::scope(
         &crate::target::TargetFlags {
             pid: args.pid.as_deref(),

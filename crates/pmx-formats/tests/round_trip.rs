@@ -136,14 +136,18 @@ fn totals_csv_and_json_read_back() {
     // `-r 3` keeps every run: a row's three counts (one multiplexed) and
     // a metric's three values (one without a value).
     let mut repeats = vec![Vec::new(); rows.len()];
-    repeats[0] = [(1234.0, 4_000_000), (1234.25, 4_000_000), (1235.25, 1_000_000)]
-        .map(|(v, running)| RunCount {
-            value: Some(v),
-            raw: v as u64,
-            time_enabled_ns: 4_000_000,
-            time_running_ns: running,
-        })
-        .to_vec();
+    repeats[0] = [
+        (1234.0, 4_000_000),
+        (1234.25, 4_000_000),
+        (1235.25, 1_000_000),
+    ]
+    .map(|(v, running)| RunCount {
+        value: Some(v),
+        raw: v as u64,
+        time_enabled_ns: 4_000_000,
+        time_running_ns: running,
+    })
+    .to_vec();
     repeats[3] = vec![RunCount {
         value: None,
         raw: 0,

@@ -224,8 +224,14 @@ fn pmx_row(e: &Value, time: Option<f64>) -> Result<ReportRow, String> {
     row.repeats = repeats(e, |r| crate::model::RunCount {
         value: jnum(r, "value"),
         raw: r.get("raw").and_then(Value::as_u64).unwrap_or(0),
-        time_enabled_ns: r.get("time_enabled_ns").and_then(Value::as_u64).unwrap_or(0),
-        time_running_ns: r.get("time_running_ns").and_then(Value::as_u64).unwrap_or(0),
+        time_enabled_ns: r
+            .get("time_enabled_ns")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        time_running_ns: r
+            .get("time_running_ns")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
     });
     Ok(row)
 }

@@ -14,14 +14,17 @@
 //! significant when p < the threshold. Rows come ordered by significance,
 //! then size of change; each side's summary counts the significant
 //! changes and their geometric mean. [`tma`] puts the top-down trees of
-//! both sides side by side and names each side's bottleneck.
+//! both sides side by side and names each side's bottleneck. [`runner`]
+//! runs commands A and B interleaved for `pmx stat --compare`.
 
+pub mod runner;
 pub mod samples;
 pub mod stats;
 pub mod tma;
 
 pub use samples::{Key, Kind, Series};
 pub use stats::{Estimate, RankTest, Welch};
+pub use tma::{TmaCompare, TmaNode, TmaOptions};
 
 use pmx_formats::StatReport;
 use std::path::PathBuf;
@@ -285,11 +288,7 @@ pub fn compare_sides(sides: &[Side], threshold: f64) -> Result<Report, CompareEr
             .zip(&per_side)
             .map(|(s, series)| SideInfo {
                 label: s.label.clone(),
-                sources: s
-                    .reports
-                    .iter()
-                    .map(|r| source_name(r, &s.label))
-                    .collect(),
+                sources: s.reports.iter().map(|r| source_name(r, &s.label)).collect(),
                 runs: series.iter().map(|x| x.samples.len()).max().unwrap_or(0),
             })
             .collect(),
@@ -321,7 +320,11 @@ fn rows(per_side: &[Vec<Series>], threshold: f64) -> Vec<Row> {
             continue;
         }
         let mut sides = vec![Estimate::of(&base.samples)];
-        sides.extend(others.iter().map(|o| o.and_then(|o| Estimate::of(&o.samples))));
+        sides.extend(
+            others
+                .iter()
+                .map(|o| o.and_then(|o| Estimate::of(&o.samples))),
+        );
         let changes = others
             .iter()
             .map(|o| {
@@ -373,7 +376,10 @@ fn one_sided(per_side: &[Vec<Series>], sides: &[Side]) -> Vec<String> {
             ));
         }
     }
-    if per_side.iter().all(|s| s.iter().all(|x| x.samples.len() < 2)) {
+    if per_side
+        .iter()
+        .all(|s| s.iter().all(|x| x.samples.len() < 2))
+    {
         notes.push(
             "one run per side: no test is possible; keep runs with pmx stat -r N --json".into(),
         );

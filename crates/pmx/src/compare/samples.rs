@@ -55,7 +55,10 @@ pub fn series_of(reports: &[StatReport]) -> (Vec<Series>, usize) {
         for m in r.metrics.iter().filter(|m| m.time.is_none()) {
             let low = |rel: Option<f64>| rel.is_some_and(|x| x < ESTIMATE_BELOW);
             let (samples, estimate) = if m.repeats.is_empty() {
-                (m.value.into_iter().collect(), m.estimate || low(m.reliability))
+                (
+                    m.value.into_iter().collect(),
+                    m.estimate || low(m.reliability),
+                )
             } else {
                 kept = true;
                 let values = m.repeats.iter().filter_map(|x| x.value).collect();

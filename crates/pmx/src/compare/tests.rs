@@ -100,7 +100,10 @@ fn three_sides_one_sided_rows_and_errors() {
     assert_eq!(r.rows.len(), 1);
     assert!(r.rows[0].changes[0].unwrap().significant);
     assert!(!r.rows[0].changes[1].unwrap().significant);
-    assert!(r.notes.iter().any(|n| n == "only in A: gone (not compared)"));
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n == "only in A: gone (not compared)"));
     assert!(r.notes.iter().any(|n| n == "only in C: new (not compared)"));
     assert!(matches!(
         compare_sides(&[a.clone()], 0.05),
