@@ -7,7 +7,7 @@
 use crate::db::DbArgs;
 use crate::exit::UsageError;
 use crate::stat_args::{usage, StatArgs};
-use pmx::compare::{self, Report, Side, SideFiles, TmaOptions};
+use pmx::compare::{self, Report, Side, TmaOptions};
 use pmx::stat;
 use std::io::Write;
 use std::path::PathBuf;
@@ -50,33 +50,6 @@ pub struct CompareArgs {
     pub db: DbArgs,
 }
 
-/// The sides the files make: one file each, or split by `--`.
-fn sides(args: &CompareArgs) -> Vec<SideFiles> {
-    let label = |i: usize| ((b'A' + (i % 26) as u8) as char).to_string();
-    if args.more.is_empty() {
-        return args
-            .files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| SideFiles {
-                label: label(i),
-                files: vec![f.clone()],
-            })
-            .collect();
-    }
-    let mut out = vec![args.files.clone()];
-    for group in args.more.split(|a| a == "--") {
-        out.push(group.iter().map(PathBuf::from).collect());
-    }
-    let files = out.into_iter().enumerate();
-    files
-        .map(|(i, files)| SideFiles {
-            label: label(i),
-            files,
-        })
-        .collect()
-}
-
 /// Run `pmx compare`.
 pub fn run(args: &CompareArgs) -> anyhow::Result<i32> {
     let tma = args.tma.then(|| TmaOptions {
@@ -85,7 +58,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<i32> {
         smt_on: args.smt == "on",
     });
     let opts = compare::Options {
-        sides: sides(args),
+        sides: compare::sides_of(&args.files, &args.more),
         threshold: args.threshold,
         tma,
     };
@@ -105,16 +78,11 @@ fn render(report: &Report, json: bool, sep: Option<&str>) -> String {
 /// `pmx stat --compare -r N -- A… ::: B…`: run A and B interleaved and
 /// compare their counts (and `-M` metrics).
 pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
-    let commands: Vec<Vec<String>> = args
-        .command
-        .split(|a| a == ":::")
-        .map(<[String]>::to_vec)
-        .collect();
-    if commands.len() < 2 || commands.iter().any(Vec::is_empty) {
+    let Some(commands) = compare::runner::split_commands(&args.command) else {
         return Err(usage(
             "--compare: give the commands as -- A ARGS… ::: B ARGS…",
         ));
-    }
+    };
     if args.repeat < 2 || args.interval.is_some() || args.backend != "perf" {
         return Err(usage(
             "--compare needs -r N (N ≥ 2; 10 or more for Welch's t-test), no -I, the perf backend",
@@ -125,56 +93,48 @@ pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
     let mut plan = args.db.plan(&groups, db.as_ref())?;
     let budget = pmx::schedule::CounterBudget::this_cpu();
     let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, args.repeat);
-    let per_side: Vec<stat::RunOptions> = commands
-        .iter()
+    let per_side: Vec<stat::RunOptions> = (commands.iter())
         .map(|c| stat::RunOptions {
             command: c.clone(),
             ..opts.clone()
         })
         .collect();
     stat::install_signal_handlers();
-    let runs =
-        compare::runner::interleave(&fitted, &per_side, args.repeat, args.warmup, &mut |_, _| {});
-    let runs = match runs {
-        Ok(r) => r,
+    let runs = match compare::runner::interleave(
+        &fitted,
+        &per_side,
+        args.repeat,
+        args.warmup,
+        &mut |_, _| {},
+    ) {
+        Ok(r) if r.iter().all(|r| !r.is_empty()) => r,
+        Ok(_) => anyhow::bail!("stopped before every side ran"),
         Err(stat::RunError::Exec { cmd, reason }) => {
             eprintln!("pmx stat: cannot run '{cmd}': {reason}");
             return Ok(127);
         }
         Err(e) => anyhow::bail!("{e}"),
     };
-    let mut sides = Vec::new();
-    let mut failed = Vec::new();
-    for (i, (r, cmd)) in runs.iter().zip(&commands).enumerate() {
-        let bad = r
-            .iter()
-            .filter_map(|r| r.exit)
-            .find(|e| e.shell_code() != 0);
-        if let Some(e) = bad {
-            failed.push(format!(
-                "'{}' exited with status {}: its counts are those of a failed run",
-                cmd.join(" "),
-                e.shell_code()
-            ));
-        }
-        anyhow::ensure!(!r.is_empty(), "stopped before every side ran");
-        let summary = stat::summarize(&plan, r, how, None, args.repeat);
-        let target = format!("'{}'", cmd.join(" "));
-        let notes = fitted.notes.clone();
-        let view =
-            pmx_output::stat_render::compose(target, &plan, summary, metrics.as_ref(), notes);
-        let label = ((b'A' + i as u8) as char).to_string();
-        sides.push(Side {
-            label,
-            reports: vec![view.to_report()],
-        });
-    }
+    let sides: Vec<Side> = (runs.iter().zip(&commands).enumerate())
+        .map(|(i, (r, cmd))| {
+            let notes = fitted.notes.clone();
+            pmx_output::compare::stat_side(
+                compare::label(i),
+                cmd,
+                &plan,
+                r,
+                how,
+                metrics.as_ref(),
+                notes,
+            )
+        })
+        .collect();
     let mut report = compare::compare_sides(&sides, compare::DEFAULT_THRESHOLD)
         .map_err(|e| UsageError(e.to_string()))?;
+    let failed = compare::runner::failures(&runs, &commands);
     report.notes.extend(failed.iter().cloned());
-    let sep = args.separator.as_deref();
     let mut out = args.output(false)?;
-    out.write_all(render(&report, args.json, sep).as_bytes())?;
+    out.write_all(render(&report, args.json, args.separator.as_deref()).as_bytes())?;
     // As hyperfine: a failing command fails the comparison.
     Ok(if failed.is_empty() { 0 } else { 1 })
 }

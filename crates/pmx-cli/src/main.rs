@@ -111,6 +111,7 @@ fn main() {
         }
     };
     let result = match &cli.command {
+        Command::Stat(args) if args.compare => compare::ab(args),
         Command::Stat(args) => stat::run(args),
         Command::Tma(args) => tma::run(args),
         Command::Analyze(args) => analyze::run(args),

@@ -16,9 +16,6 @@ pub use crate::stat_args::StatArgs;
 
 /// Run `pmx stat`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
-    if args.compare {
-        return crate::compare::ab(args);
-    }
     if args.regions {
         return crate::regions::run(args, count);
     }

@@ -343,6 +343,27 @@ pub fn json(report: &Report) -> serde_json::Value {
     doc
 }
 
+/// One side of `pmx stat --compare`: its runs of `plan` summarized and
+/// composed as `pmx stat -r N` reports them (every run kept, `-M`
+/// metrics per run), as a report the comparison reads.
+pub fn stat_side(
+    label: String,
+    command: &[String],
+    plan: &pmx::stat::StatPlan,
+    runs: &[pmx::stat::StatRun],
+    how: pmx::stat::Aggregation,
+    metrics: Option<&crate::stat_render::StatMetrics>,
+    notes: Vec<String>,
+) -> pmx::compare::Side {
+    let summary = pmx::stat::summarize(plan, runs, how, None, runs.len() as u32);
+    let target = format!("'{}'", command.join(" "));
+    let view = crate::stat_render::compose(target, plan, summary, metrics, notes);
+    pmx::compare::Side {
+        label,
+        reports: vec![view.to_report()],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -221,6 +221,34 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
+/// A side's name: `A`, `B`, … by position.
+pub fn label(i: usize) -> String {
+    ((b'A' + (i % 26) as u8) as char).to_string()
+}
+
+/// The sides a command line names: without `more`, one side per file;
+/// else `files` are side A and `more` (split at each `--`) the next sides.
+pub fn sides_of(files: &[PathBuf], more: &[String]) -> Vec<SideFiles> {
+    let groups: Vec<Vec<PathBuf>> = if more.is_empty() {
+        files.iter().map(|f| vec![f.clone()]).collect()
+    } else {
+        std::iter::once(files.to_vec())
+            .chain(
+                more.split(|a| a == "--")
+                    .map(|g| g.iter().map(PathBuf::from).collect()),
+            )
+            .collect()
+    };
+    groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, files)| SideFiles {
+            label: label(i),
+            files,
+        })
+        .collect()
+}
+
 /// Read every side's files and compare them.
 pub fn compare(opts: &Options) -> Result<Report, CompareError> {
     if opts.sides.len() < 2 {

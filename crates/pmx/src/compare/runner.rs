@@ -38,3 +38,48 @@ pub fn interleave(
     }
     Ok(out)
 }
+
+/// The commands as `-- A ARGS… ::: B ARGS… [::: C …]` gives them; `None`
+/// unless there are at least two, none empty.
+pub fn split_commands(command: &[String]) -> Option<Vec<Vec<String>>> {
+    let sides: Vec<Vec<String>> = command
+        .split(|a| a == ":::")
+        .map(<[String]>::to_vec)
+        .collect();
+    (sides.len() >= 2 && sides.iter().all(|c| !c.is_empty())).then_some(sides)
+}
+
+/// A sentence per side whose command failed (exited non-zero or was
+/// killed) in some run.
+pub fn failures(runs: &[Vec<StatRun>], commands: &[Vec<String>]) -> Vec<String> {
+    runs.iter()
+        .zip(commands)
+        .filter_map(|(r, cmd)| {
+            let e = r
+                .iter()
+                .filter_map(|r| r.exit)
+                .find(|e| e.shell_code() != 0)?;
+            Some(format!(
+                "'{}' exited with status {}: its counts are those of a failed run",
+                cmd.join(" "),
+                e.shell_code()
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_split_at_three_colons() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            split_commands(&s(&["./a", "1", ":::", "./b"])),
+            Some(vec![s(&["./a", "1"]), s(&["./b"])])
+        );
+        assert_eq!(split_commands(&s(&["./a"])), None);
+        assert_eq!(split_commands(&s(&["./a", ":::"])), None);
+    }
+}

@@ -106,7 +106,7 @@ fn three_sides_one_sided_rows_and_errors() {
         .any(|n| n == "only in A: gone (not compared)"));
     assert!(r.notes.iter().any(|n| n == "only in C: new (not compared)"));
     assert!(matches!(
-        compare_sides(&[a.clone()], 0.05),
+        compare_sides(std::slice::from_ref(&a), 0.05),
         Err(CompareError::OneSide)
     ));
     assert!(matches!(
@@ -138,4 +138,29 @@ fn single_values_are_compared_without_a_test() {
     assert_eq!((c.p, c.test, c.significant), (None, "none", false));
     assert_eq!(c.percent, Some(50.0));
     assert!(r.notes.iter().any(|n| n.starts_with("one run per side")));
+}
+
+#[test]
+fn command_lines_name_the_sides() {
+    let f = |v: &[&str]| v.iter().map(PathBuf::from).collect::<Vec<_>>();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let one_each = sides_of(&f(&["a.json", "b.json", "c.json"]), &[]);
+    assert_eq!(one_each.len(), 3);
+    assert_eq!(
+        (one_each[2].label.as_str(), one_each[2].files.clone()),
+        ("C", f(&["c.json"]))
+    );
+    let pooled = sides_of(&f(&["a1", "a2"]), &s(&["b1", "b2", "--", "c1"]));
+    let files: Vec<_> = pooled
+        .iter()
+        .map(|p| (p.label.clone(), p.files.clone()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("A".to_string(), f(&["a1", "a2"])),
+            ("B".to_string(), f(&["b1", "b2"])),
+            ("C".to_string(), f(&["c1"]))
+        ]
+    );
 }
