@@ -158,6 +158,31 @@ fn kept_runs_compare_and_files_pool() {
         "{faults}"
     );
     assert!(reps[0]["time_enabled_ns"].as_u64().is_some());
+    // With -M, each run's metric values too (IPC has no value on a
+    // machine without a PMU, one per run where it has one).
+    let m = dir.path().join("m.json");
+    let out = pmx(&[
+        "stat",
+        "-r",
+        "3",
+        "--json",
+        "-o",
+        m.to_str().unwrap(),
+        "-M",
+        "IPC",
+        "--",
+        WORKLOAD,
+        "touch",
+        "10",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json_of(&std::fs::read_to_string(&m).unwrap());
+    assert_eq!(doc["metrics"][0]["name"], "IPC");
+    assert_eq!(
+        doc["metrics"][0]["repeats"].as_array().unwrap().len(),
+        3,
+        "{doc}"
+    );
     let a2 = stat_file(dir.path(), "a2.json", "3", "300");
     let b = stat_file(dir.path(), "b.json", "4", "800");
     let b2 = stat_file(dir.path(), "b2.json", "3", "800");
@@ -203,6 +228,55 @@ fn kept_runs_compare_and_files_pool() {
         "{}",
         stderr(&out)
     );
+}
+
+/// `perf stat FORM -e page-faults -o FILE -- pmx-workload touch PAGES`.
+fn perf_file(dir: &Path, name: &str, form: &str, pages: &str) -> String {
+    let f = dir.join(name);
+    let out = std::process::Command::new("perf")
+        .args(["stat", form, "-e", "page-faults", "-o"])
+        .arg(&f)
+        .args(["--", WORKLOAD, "touch", pages])
+        .output()
+        .expect("run perf");
+    assert!(out.status.success(), "{}", stderr(&out));
+    f.to_str().unwrap().to_string()
+}
+
+#[test]
+fn perf_files_one_per_run_pool_into_sides() {
+    if !pmx_testkit::perf::require("") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Side A as perf stat -x, files, side B as perf stat -j files.
+    let a: Vec<String> = (0..5)
+        .map(|i| perf_file(dir.path(), &format!("a{i}.csv"), "-x,", "1000"))
+        .collect();
+    let b: Vec<String> = (0..5)
+        .map(|i| perf_file(dir.path(), &format!("b{i}.json"), "-j", "2000"))
+        .collect();
+    let args: Vec<&str> = ["compare", "--json"]
+        .into_iter()
+        .chain(a.iter().map(String::as_str))
+        .chain(["--"])
+        .chain(b.iter().map(String::as_str))
+        .collect();
+    let out = pmx(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = json_of(&stdout(&out));
+    let faults = row(&r, "page-faults");
+    assert_eq!(faults["sides"][0]["n"], 5);
+    assert_eq!(faults["sides"][1]["n"], 5);
+    let diff =
+        faults["sides"][1]["mean"].as_f64().unwrap() - faults["sides"][0]["mean"].as_f64().unwrap();
+    assert!((diff - 1000.0).abs() < 5.0, "{faults}");
+    // 5 runs a side: the rank test, every B above every A (p ≤ 0.012
+    // with ties inside a side, 2/252 without).
+    let c = &faults["changes"][0];
+    assert_eq!(c["test"], "mann-whitney");
+    assert!(c["p"].as_f64().unwrap() < 0.013, "{c}");
+    assert_eq!(r["sides"][1]["sources"][0], b[0].as_str());
 }
 
 /// A pmx stat JSON document for Skylake (`GenuineIntel-6-5E-3`) with five
