@@ -9,7 +9,7 @@
 use super::samples::runs_of;
 use super::stats::Estimate;
 use super::{change, Change, Side};
-use crate::analyze::{analyze, AnalyzeOptions};
+use crate::analyze;
 use crate::database::{self, DatabaseOptions};
 use pmx_formats::StatReport;
 use pmx_metrics::{Flag, TmaReport};
@@ -122,16 +122,10 @@ pub fn compare_trees(
         ..opts.database.clone()
     };
     let db = database::load(&db_opts)?;
+    let lib = analyze::library(&db, db_opts.events_dir.as_deref());
+    let machine = analyze::machine(&db, opts.smt_on);
     let tree_of = |counts: &StatReport| -> Result<TmaReport, TmaCompareError> {
-        let a = analyze(&AnalyzeOptions {
-            counts,
-            db: &db,
-            events_dir: db_opts.events_dir.as_deref(),
-            metrics: None,
-            tma_level: Some(opts.level),
-            smt_on: opts.smt_on,
-        })?;
-        Ok(a.tma.map(|t| t.report).unwrap_or_else(empty_tree))
+        Ok(analyze::tma_tree(counts, &db, &lib, &machine, opts.level)?)
     };
     // Per side: the mean tree, and each node's values over the runs.
     let mut means = Vec::new();
@@ -228,13 +222,4 @@ fn mean_counts(runs: &[StatReport]) -> StatReport {
         row.value = (!vals.is_empty()).then(|| super::stats::mean(&vals));
     }
     mean
-}
-
-fn empty_tree() -> TmaReport {
-    TmaReport {
-        nodes: Vec::new(),
-        bottleneck: None,
-        origin: String::new(),
-        notes: Vec::new(),
-    }
 }
