@@ -34,7 +34,8 @@ pub struct Series {
 
 /// The series of `reports` (the files of one side, pooled), in first-seen
 /// order; and how many files kept no runs but counted more than one
-/// (their mean is all there is).
+/// (their mean is all there is: a JSON document of `runs` > 1 without
+/// `repeats`, or a CSV file with `stddev_pct`).
 pub fn series_of(reports: &[StatReport]) -> (Vec<Series>, usize) {
     let mut out: Vec<Series> = Vec::new();
     let mut means_only = 0;
@@ -68,7 +69,8 @@ pub fn series_of(reports: &[StatReport]) -> (Vec<Series>, usize) {
             let key = (Kind::Metric, m.name.clone(), m.domain.clone());
             push(&mut out, key, &m.unit, samples, estimate);
         }
-        if !kept && r.runs.unwrap_or(1) > 1 {
+        let repeated = r.runs.unwrap_or(1) > 1 || r.rows.iter().any(|x| x.stddev_pct.is_some());
+        if !kept && repeated {
             means_only += 1;
         }
     }
@@ -192,6 +194,11 @@ mod tests {
         let mut mean_only = kept();
         mean_only.rows[0].repeats.clear();
         mean_only.metrics[0].repeats.clear();
+        // CSV of `-r 3`: the runs are unknown, the spread says it repeated.
+        let mut csv = mean_only.clone();
+        csv.runs = None;
+        csv.rows[0].stddev_pct = Some(1.0);
+        assert_eq!(series_of(&[csv]).1, 1);
         let (s, means) = series_of(&[kept(), mean_only]);
         assert_eq!(means, 1);
         assert_eq!(s[0].key, (Kind::Event, "page-faults".into(), String::new()));
