@@ -33,9 +33,6 @@ pub struct AnalyzeOptions<'a> {
     pub counts: &'a StatReport,
     /// The event database of the CPU the counts were taken on.
     pub db: &'a Database,
-    /// `--events-dir`: Intel's perfmon tables (default: the one
-    /// `pmx_events::default_events_dir` names, when it exists).
-    pub events_dir: Option<&'a std::path::Path>,
     /// `-M`: metrics or metric groups, comma-separated; `None`: every
     /// metric whose inputs are in the file.
     pub metrics: Option<&'a str>,
@@ -167,7 +164,7 @@ pub struct AnalyzeReport {
 pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
     let counts = Counts::of(opts.counts);
     let cpu = opts.db.target.cpu.clone();
-    let lib = library(opts.db, opts.events_dir);
+    let lib = crate::metrics::library(opts.db);
     let machine = machine(opts.db, opts.smt_on);
     let names = lib
         .events()
@@ -336,16 +333,6 @@ fn has_any_input(lib: &Library, id: MetricId, inputs: &Inputs, machine: &Machine
         .events
         .iter()
         .any(|e| inputs.get(&e.name).is_some())
-}
-
-/// The metric library `analyze` evaluates for `db`'s CPU (Intel's tables
-/// from `events_dir` or the default place, when there).
-pub fn library(db: &Database, events_dir: Option<&std::path::Path>) -> Library {
-    let events_dir = pmx_events::default_events_dir(events_dir.map(|d| d.to_path_buf()));
-    Library::for_cpu(
-        Some(&db.target.cpu),
-        events_dir.as_deref().filter(|d| d.is_dir()),
-    )
 }
 
 /// The machine facts `analyze` assumes for `db`'s CPU: SMT as given, a

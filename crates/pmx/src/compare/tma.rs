@@ -122,7 +122,7 @@ pub fn compare_trees(
         ..opts.database.clone()
     };
     let db = database::load(&db_opts)?;
-    let lib = analyze::library(&db, db_opts.events_dir.as_deref());
+    let lib = crate::metrics::library(&db);
     let machine = analyze::machine(&db, opts.smt_on);
     let tree_of = |counts: &StatReport| -> Result<TmaReport, TmaCompareError> {
         Ok(analyze::tma_tree(counts, &db, &lib, &machine, opts.level)?)
