@@ -43,6 +43,8 @@ pub use model::{
     ESTIMATE_BELOW,
 };
 pub use read::{read_file, read_text, ReadError};
-pub use report::{Provenance, ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};
+pub use report::{
+    PrintedMetric, Provenance, ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool,
+};
 pub use timeline::Timeline;
 pub use write::{IntervalCsv, IntervalJson, IntervalRows, StatView};

@@ -789,6 +789,7 @@ impl StatView<'_> {
                 .iter()
                 .map(|m| report_metric(m, None))
                 .collect(),
+            ..StatReport::default()
         }
     }
 }

@@ -1,14 +1,15 @@
 //! CSV: pmx's `-x SEP` columns (totals, or intervals with `time` first;
 //! with or without the header line) and perf's `-x SEP` columns (`[time,]
-//! [domain,]value,unit,event,run_time,pct_running,…`).
+//! [domain,]value,unit,event,run_time,pct_running,…`, read by
+//! [`super::perf_csv`]).
 //!
 //! The separator is `,`, or `;` when the first data line has a `;` and no
 //! `,`. Fields may be quoted with `"`. perf does not quote
 //! `cpu/event=0x9c,umask=0x01/`: fields are joined back until each has
 //! balanced slashes.
 
-use super::{cpu_comment, num, perf_value, ReadError};
-use crate::report::{ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};
+use super::{cpu_comment, num, ReadError};
+use crate::report::{ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport};
 use crate::write::STATUS_WORDS;
 use std::path::Path;
 
@@ -57,16 +58,12 @@ fn rejoin_slashes(fields: Vec<String>, sep: char) -> Vec<String> {
                 open = false;
             }
         } else {
-            open = odd;
+            // A cgroup path (`/user.slice`) opens no event.
+            open = odd && !f.starts_with('/');
             out.push(f);
         }
     }
     out
-}
-
-fn is_value_like(s: &str) -> bool {
-    let s = s.trim();
-    num(s).is_some() || s.starts_with("<not ")
 }
 
 /// The separator: `;` when the first data line has one and no `,`.
@@ -106,7 +103,7 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
         {
             continue;
         }
-        if pmx_line(&mut report, &f) || perf_line(&mut report, &f) {
+        if pmx_line(&mut report, &f) || super::perf_csv::line(&mut report, &f) {
             continue;
         }
         return Err(ReadError::Line {
@@ -165,44 +162,6 @@ fn pmx_line(report: &mut StatReport, f: &[&str]) -> bool {
     row.enabled_ns = f[7 + k].parse::<u64>().ok();
     row.running_ns = f[8 + k].parse::<u64>().ok();
     row.stddev_pct = num(f[9 + k]);
-    report.rows.push(row);
-    true
-}
-
-/// perf: `[time,][domain,]value,unit,event,run_time_ns,pct_running,…`;
-/// false when `f` is not such a line.
-fn perf_line(report: &mut StatReport, f: &[&str]) -> bool {
-    let Some(k) = (0usize..=2).find(|&k| {
-        f.len() >= 5 + k
-            && is_value_like(f[k])
-            && num(f[k + 2]).is_none()
-            && !f[k + 2].is_empty()
-            && (f[k + 3].is_empty() || num(f[k + 3]).is_some())
-            && (f[k + 4].is_empty() || num(f[k + 4]).is_some())
-            && (k == 0 || num(f[0]).is_some() || k == 1)
-            && (k < 2 || num(f[0]).is_some())
-    }) else {
-        return false;
-    };
-    let time = if k >= 1 { num(f[0]) } else { None };
-    report.provenance.format = Some(if time.is_some() {
-        SourceFormat::PerfCsvIntervals
-    } else {
-        SourceFormat::PerfCsv
-    });
-    // With a time, the domain is the field after it; without, the first.
-    let domain = match (k, time.is_some()) {
-        (2, _) => f[1],
-        (1, false) => f[0],
-        _ => "",
-    };
-    let mut row = ReportRow::new(f[k + 2], domain);
-    row.origin = Tool::Perf;
-    row.time = time;
-    row.unit = f[k + 1].to_string();
-    row.runtime_ns = num(f[k + 3]);
-    row.running_pct = num(f[k + 4]);
-    perf_value(&mut row, f[k]);
     report.rows.push(row);
     true
 }
