@@ -241,6 +241,8 @@ pub struct PrintedMetric {
     /// value moved in front: `insn per cycle`, `GHz`, `% of all branches`,
     /// `% tma_frontend_bound`, `M/sec`.
     pub unit: String,
+    /// Decimals perf printed (the value's precision).
+    pub decimals: usize,
 }
 
 /// A counting result: rows, metric lines, what produced it.

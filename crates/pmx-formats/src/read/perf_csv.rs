@@ -10,7 +10,7 @@
 //! their own (`1.000103288,,,,,,51.0,%  tma_frontend_bound`), kept in
 //! [`StatReport::printed`]. perf 3's lines stop after the event.
 
-use super::perf_fields::{label, metric, number, time_stamp, Label};
+use super::perf_fields::{label, metric_with_decimals, number, time_stamp, Label};
 use crate::report::{PrintedMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};
 
 fn value_like(s: &str) -> bool {
@@ -125,13 +125,14 @@ fn push_metric(
     if value.is_empty() && unit.trim().is_empty() {
         return;
     }
-    let (value, unit) = metric(value, unit);
+    let (value, unit, decimals) = metric_with_decimals(value, unit);
     report.printed.push(PrintedMetric {
         time,
         domain,
         event,
         value,
         unit,
+        decimals,
     });
 }
 

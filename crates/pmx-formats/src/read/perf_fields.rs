@@ -86,7 +86,14 @@ pub(crate) fn time_stamp(s: &str) -> Option<f64> {
 /// A metric value and unit as perf wrote them, with the unit normalized:
 /// whitespace collapsed, a `%` written after the value (`1.15%`) moved
 /// in front of the unit (`% of all branches`), like perf 6's `%  tma_…`.
+#[cfg(test)]
 pub(crate) fn metric(value: &str, unit: &str) -> (Option<f64>, String) {
+    let (v, u, _) = metric_with_decimals(value, unit);
+    (v, u)
+}
+
+/// [`metric`], with the number of decimals the value was written with.
+pub(crate) fn metric_with_decimals(value: &str, unit: &str) -> (Option<f64>, String, usize) {
     let value = value.trim();
     let (v, pct) = match value.strip_suffix('%') {
         Some(v) => (v, true),
@@ -107,7 +114,8 @@ pub(crate) fn metric(value: &str, unit: &str) -> (Option<f64>, String) {
             format!("% {rest}")
         };
     }
-    (number(v).or_else(|| super::num(v)), u)
+    let decimals = v.split_once('.').map_or(0, |(_, f)| f.len());
+    (number(v).or_else(|| super::num(v)), u, decimals)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! belong to the row before them. Metrics land in
 //! [`StatReport::printed`].
 
-use super::perf_fields::{metric, number};
+use super::perf_fields::{metric_with_decimals, number};
 use super::perf_value;
 use crate::report::{PrintedMetric, ReportRow, SourceFormat, StatReport, Tool};
 use serde_json::Value;
@@ -100,13 +100,14 @@ fn push_metric(
     if value.trim().is_empty() && unit.trim().is_empty() {
         return;
     }
-    let (value, unit) = metric(&value, unit);
+    let (value, unit, decimals) = metric_with_decimals(&value, unit);
     report.printed.push(PrintedMetric {
         time,
         domain,
         event,
         value,
         unit,
+        decimals,
     });
 }
 

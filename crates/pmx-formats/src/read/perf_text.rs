@@ -22,7 +22,7 @@
 //! then lines of values). Every `#` metric lands in
 //! [`StatReport::printed`], tied to the row it was printed beside.
 
-use super::perf_fields::{label, metric, number, time_stamp, Label};
+use super::perf_fields::{label, metric_with_decimals, number, time_stamp, Label};
 use super::ReadError;
 use crate::report::{PrintedMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};
 use std::path::Path;
@@ -319,13 +319,14 @@ fn metric_only(
         ));
     }
     for (v, h) in values.iter().zip(st.header.clone()) {
-        let (value, unit) = metric(v, &h);
+        let (value, unit, decimals) = metric_with_decimals(v, &h);
         st.report.printed.push(PrintedMetric {
             time,
             domain: domain.clone(),
             event: String::new(),
             value,
             unit,
+            decimals,
         });
     }
     Ok(())
@@ -338,7 +339,7 @@ fn printed(st: &mut State, time: Option<f64>, domain: String, event: String, m: 
         return;
     }
     let (v, u) = m.split_once(char::is_whitespace).unwrap_or((m, ""));
-    let (value, unit) = metric(v, u);
+    let (value, unit, decimals) = metric_with_decimals(v, u);
     if value.is_none() && unit.is_empty() {
         return;
     }
@@ -348,6 +349,7 @@ fn printed(st: &mut State, time: Option<f64>, domain: String, event: String, m: 
         event,
         value,
         unit,
+        decimals,
     });
 }
 
