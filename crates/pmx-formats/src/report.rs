@@ -243,6 +243,8 @@ pub struct PrintedMetric {
     pub unit: String,
     /// Decimals perf printed (the value's precision).
     pub decimals: usize,
+    /// The index in [`StatReport::rows`] of the row it was printed beside.
+    pub row: Option<usize>,
 }
 
 /// A counting result: rows, metric lines, what produced it.

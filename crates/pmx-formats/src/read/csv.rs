@@ -3,8 +3,8 @@
 //! [domain,]value,unit,event,run_time,pct_running,…`, read by
 //! [`super::perf_csv`]).
 //!
-//! The separator is `,`, or `;` when the first data line has a `;` and no
-//! `,`. Fields may be quoted with `"`. perf does not quote
+//! The separator is the one of `,` `;` `:` `'` `|` and tab the first data
+//! line has most of. Fields may be quoted with `"`. perf does not quote
 //! `cpu/event=0x9c,umask=0x01/`: fields are joined back until each has
 //! balanced slashes.
 
@@ -66,24 +66,30 @@ fn rejoin_slashes(fields: Vec<String>, sep: char) -> Vec<String> {
     out
 }
 
-/// The separator: `;` when the first data line has one and no `,`.
+/// The separator: of `,` `;` `:` `'` `|` and tab (perf's `-x SEP` takes
+/// any), the one the first data line has most of (`,` on a tie).
 fn separator(text: &str) -> char {
-    text.lines()
+    let Some(l) = text
+        .lines()
         .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| {
-            if !l.contains(',') && l.contains(';') {
-                ';'
-            } else {
-                ','
-            }
-        })
-        .unwrap_or(',')
+    else {
+        return ',';
+    };
+    let mut best = (',', l.matches(',').count());
+    for c in [';', ':', '\'', '|', '\t'] {
+        let n = l.matches(c).count();
+        if n > best.1 {
+            best = (c, n);
+        }
+    }
+    best.0
 }
 
 /// Read CSV counts (pmx's or perf's) from `text`.
 pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
     let mut report = StatReport::default();
     let sep = separator(text);
+    let mut perf = super::perf_csv::PerfCsv::default();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim_end_matches('\r');
         if line.trim().is_empty() {
@@ -103,7 +109,7 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
         {
             continue;
         }
-        if pmx_line(&mut report, &f) || super::perf_csv::line(&mut report, &f) {
+        if pmx_line(&mut report, &f) || perf.line(&mut report, &f) {
             continue;
         }
         return Err(ReadError::Line {
@@ -112,7 +118,7 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
             message: format!("not a line of pmx stat -x, or perf stat -x, output: '{line}'"),
         });
     }
-    if report.rows.is_empty() {
+    if report.rows.is_empty() && report.printed.is_empty() {
         return Err(ReadError::NoCounts {
             path: path.to_path_buf(),
         });

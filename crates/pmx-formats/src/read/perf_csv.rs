@@ -21,27 +21,95 @@ fn num_or_empty(s: &str) -> bool {
     s.is_empty() || super::num(s).is_some()
 }
 
-/// Read one perf `-x` line (already split) into `report`; false when it
-/// is not one.
-pub(crate) fn line(report: &mut StatReport, f: &[&str]) -> bool {
+/// What earlier lines of a perf `-x` file said: the `--metric-only`
+/// columns, perf's group header (`TopdownL1 (cpu_atom)`) the metric lines
+/// after it belong to.
+#[derive(Debug, Default)]
+pub(crate) struct PerfCsv {
+    metric_cols: Vec<String>,
+    group: Option<String>,
+}
+
+/// Column names of `--metric-only` headers that are not metrics.
+const NOT_METRICS: &[&str] = &[
+    "time", "core", "cpus", "socket", "die", "node", "cache", "cpu", "CPU", "thread", "cgroup",
+    "counts", "unit", "events",
+];
+
+impl PerfCsv {
+    /// Read one perf `-x` line (already split) into `report`; false when it
+    /// is not one.
+    pub(crate) fn line(&mut self, report: &mut StatReport, f: &[&str]) -> bool {
+        if f.iter().all(|s| !value_like(s)) && f.iter().filter(|s| !s.is_empty()).count() >= 2 {
+            // A `--metric-only` header.
+            let cols = f.iter().skip_while(|s| NOT_METRICS.contains(s));
+            self.metric_cols = cols.map(|s| s.to_string()).collect();
+            while self.metric_cols.last().is_some_and(|s| s.is_empty()) {
+                self.metric_cols.pop();
+            }
+            return !self.metric_cols.is_empty();
+        }
+        let (time, domain, i) = prefix(f);
+        let rest = &f[i.min(f.len())..];
+        if !self.metric_cols.is_empty() && rest.iter().all(|s| s.is_empty() || value_like(s)) {
+            for (v, c) in rest.iter().zip(&self.metric_cols) {
+                if !v.is_empty() {
+                    push_metric(report, time, domain.clone(), String::new(), v, c);
+                }
+            }
+            return true;
+        }
+        if rest.len() >= 3 && rest[0].is_empty() {
+            let n = rest.len();
+            let (v, u) = (rest[n - 2], rest[n - 1]);
+            if v.is_empty() && u.starts_with("Topdown") {
+                self.group = Some(u.to_string());
+                return true;
+            }
+            if v.is_empty() || value_like(v) {
+                let (event, domain) = match report.rows.last().filter(|r| r.time == time) {
+                    Some(r) => (
+                        self.group.clone().unwrap_or_else(|| r.event.clone()),
+                        if domain.is_empty() {
+                            r.domain.clone()
+                        } else {
+                            domain
+                        },
+                    ),
+                    None => (self.group.clone().unwrap_or_default(), domain),
+                };
+                push_metric(report, time, domain, event, v, u);
+                return true;
+            }
+        }
+        self.group = None;
+        count_line(report, f)
+    }
+}
+
+/// The `-I` time, the aggregation label and where the value starts.
+fn prefix(f: &[&str]) -> (Option<f64>, String, usize) {
     let mut i = 0;
     let time = f.first().and_then(|s| time_stamp(s));
-    if time.is_some() && f.len() > 3 {
+    if time.is_some() && f.len() > 1 {
         i = 1;
     }
     let mut domain = String::new();
     if let Some(kind) = f.get(i).and_then(|s| label(s)) {
         let nr = kind == Label::Topology && f.get(i + 1).is_some_and(|s| s.parse::<u32>().is_ok());
         let at = i + 1 + usize::from(nr);
-        if f.get(at).is_some_and(|s| s.is_empty() || value_like(s)) {
+        if f.get(at).is_none_or(|s| s.is_empty() || value_like(s)) {
             domain = f[i].to_string();
             i = at;
         }
     }
+    (time, domain, i)
+}
+
+/// A count line: `value,unit,event,…`.
+fn count_line(report: &mut StatReport, f: &[&str]) -> bool {
+    let (time, mut domain, i) = prefix(f);
     let rest = &f[i.min(f.len())..];
-    if rest.len() >= 5 && rest[..3].iter().all(|s| s.is_empty()) {
-        return metric_only(report, time, domain, rest);
-    }
     if rest.len() < 3 || !value_like(rest[0]) || rest[2].is_empty() || value_like(rest[2]) {
         return false;
     }
@@ -93,27 +161,6 @@ pub(crate) fn line(report: &mut StatReport, f: &[&str]) -> bool {
     true
 }
 
-/// A line that holds only a metric: its value and unit are the last two
-/// fields; it belongs to the row before it.
-fn metric_only(report: &mut StatReport, time: Option<f64>, domain: String, f: &[&str]) -> bool {
-    let n = f.len();
-    if !f[..n - 2].iter().all(|s| s.is_empty()) {
-        return false;
-    }
-    let event = report
-        .rows
-        .last()
-        .filter(|r| r.time == time)
-        .map(|r| r.event.clone())
-        .unwrap_or_default();
-    let domain = match report.rows.last() {
-        Some(r) if domain.is_empty() && r.time == time => r.domain.clone(),
-        _ => domain,
-    };
-    push_metric(report, time, domain, event, f[n - 2], f[n - 1]);
-    true
-}
-
 fn push_metric(
     report: &mut StatReport,
     time: Option<f64>,
@@ -126,6 +173,7 @@ fn push_metric(
         return;
     }
     let (value, unit, decimals) = metric_with_decimals(value, unit);
+    let row = super::perf_fields::row_of(&report, time, &event);
     report.printed.push(PrintedMetric {
         time,
         domain,
@@ -133,6 +181,7 @@ fn push_metric(
         value,
         unit,
         decimals,
+        row,
     });
 }
 

@@ -60,6 +60,15 @@ pub(crate) fn number(s: &str) -> Option<f64> {
     {
         return None;
     }
+    if s.matches('.').count() >= 2 && !s.contains(',') {
+        // A locale's thousands separator (`627.912.025`).
+        let mut groups = s.split('.');
+        let first = groups.next().unwrap_or("");
+        if first.is_empty() || first.len() > 3 || !groups.all(|g| g.len() == 3 && digits(g)) {
+            return None;
+        }
+        return s.replace('.', "").parse::<f64>().ok();
+    }
     if s.contains(',') {
         // Thousands separators: groups of three digits after the first.
         let int = s.split('.').next().unwrap_or(s);
@@ -118,6 +127,18 @@ pub(crate) fn metric_with_decimals(value: &str, unit: &str) -> (Option<f64>, Str
     (number(v).or_else(|| super::num(v)), u, decimals)
 }
 
+/// The last row, when it is `event`'s at `time`: the row a metric perf
+/// printed belongs to.
+pub(crate) fn row_of(
+    report: &crate::report::StatReport,
+    time: Option<f64>,
+    event: &str,
+) -> Option<usize> {
+    let i = report.rows.len().checked_sub(1)?;
+    let r = &report.rows[i];
+    (r.event == event && r.time == time).then_some(i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +159,7 @@ mod tests {
         assert_eq!(number("1234567"), Some(1234567.0));
         assert_eq!(number("0.54"), Some(0.54));
         assert_eq!(number("12,34"), None);
+        assert_eq!(number("627.912.025"), Some(627912025.0));
         assert_eq!(number("cycles"), None);
         assert_eq!(time_stamp("1.000123456"), Some(1.000123456));
         assert_eq!(time_stamp("1,000.12"), None);

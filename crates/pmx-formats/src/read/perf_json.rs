@@ -101,6 +101,7 @@ fn push_metric(
         return;
     }
     let (value, unit, decimals) = metric_with_decimals(&value, unit);
+    let row = super::perf_fields::row_of(&report, time, &event);
     report.printed.push(PrintedMetric {
         time,
         domain,
@@ -108,6 +109,7 @@ fn push_metric(
         value,
         unit,
         decimals,
+        row,
     });
 }
 

@@ -40,7 +40,7 @@ pub fn looks_like(text: &str) -> bool {
         || text.contains("seconds time elapsed")
         || text
             .lines()
-            .any(|l| l.starts_with('#') && l.contains(" time ") && l.contains("counts"))
+            .any(|l| l.starts_with('#') && l.contains(" time "))
 }
 
 /// The tail of a line: perf's `(83.33%)`/`[83.33%]` running share and
@@ -204,7 +204,12 @@ fn line_of(st: &mut State, t: &str) -> Result<(), String> {
         .replace("<not counted>", "<not-counted>")
         .replace("<not supported>", "<not-supported>");
     let tok: Vec<&str> = pre.split_whitespace().collect();
-    let value_like = |s: &str| number(s).is_some() || s.starts_with("<not-");
+    let value_like = |s: &str| {
+        number(s)
+            .or_else(|| s.strip_suffix('%').and_then(number))
+            .is_some()
+            || s.starts_with("<not-")
+    };
     let mut i = 0;
     let time = tok.first().and_then(|s| time_stamp(s));
     if time.is_some() && (tok.len() > 1 || post.is_some()) {
@@ -321,6 +326,7 @@ fn metric_only(
     for (v, h) in values.iter().zip(st.header.clone()) {
         let (value, unit, decimals) = metric_with_decimals(v, &h);
         st.report.printed.push(PrintedMetric {
+            row: None,
             time,
             domain: domain.clone(),
             event: String::new(),
@@ -332,14 +338,22 @@ fn metric_only(
     Ok(())
 }
 
-/// A `# value unit` metric.
+/// A `# value unit` metric (perf 6.3 prints two on a line:
+/// `#  2.7% Heavy Operations  #  4.8% Light Operations`).
 fn printed(st: &mut State, time: Option<f64>, domain: String, event: String, m: &str) {
+    for part in m.split('#') {
+        printed_one(st, time, domain.clone(), event.clone(), part);
+    }
+}
+
+fn printed_one(st: &mut State, time: Option<f64>, domain: String, event: String, m: &str) {
     let m = m.trim();
     if m.is_empty() {
         return;
     }
     let (v, u) = m.split_once(char::is_whitespace).unwrap_or((m, ""));
     let (value, unit, decimals) = metric_with_decimals(v, u);
+    let row = super::perf_fields::row_of(&st.report, time, &event);
     if value.is_none() && unit.is_empty() {
         return;
     }
@@ -350,6 +364,7 @@ fn printed(st: &mut State, time: Option<f64>, domain: String, event: String, m: 
         value,
         unit,
         decimals,
+        row,
     });
 }
 

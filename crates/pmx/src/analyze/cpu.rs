@@ -182,7 +182,10 @@ fn intel_cpus_with(dir: &Path, names: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for line in map.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
-        if f.len() < 4 || f[3] != "core" || !f[0].starts_with("GenuineIntel") {
+        if f.len() < 4
+            || !matches!(f[3], "core" | "hybridcore")
+            || !f[0].starts_with("GenuineIntel")
+        {
             continue;
         }
         let path = dir.join(f[2].trim_start_matches('/'));

@@ -110,6 +110,16 @@ pub fn split_modifiers(name: &str) -> (String, String) {
     (name.to_string(), String::new())
 }
 
+/// On a hybrid part, `cpu_core/topdown-retiring/` and `cpu_core/slots/`
+/// are the P-core table's `PERF_METRICS.RETIRING` and `TOPDOWN.SLOTS`.
+fn hybrid_topdown_key(name: &str) -> Option<String> {
+    let pmu = ["cpu_core", "cpu_atom"]
+        .into_iter()
+        .find(|p| name.starts_with(&format!("{p}/")))?;
+    let k = pmx_metrics::event_key_in(name, pmu);
+    (k.starts_with("perf_metrics.") || k == "topdown.slots").then_some(k)
+}
+
 /// A key function over the names of the library and of the file.
 pub fn key_fn<'a>(
     db: &pmx_events::Database,
@@ -119,7 +129,9 @@ pub fn key_fn<'a>(
     for n in names {
         if !map.contains_key(n) {
             let (base, _) = split_modifiers(n);
-            let k = encoding_key(db, &base).unwrap_or_else(|| event_key(&base));
+            let k = hybrid_topdown_key(&base)
+                .or_else(|| encoding_key(db, &base))
+                .unwrap_or_else(|| event_key(&base));
             map.insert(n.to_string(), k);
         }
     }

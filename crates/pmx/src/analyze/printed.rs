@@ -47,24 +47,38 @@ pub fn counterpart(unit: &str) -> Counterpart {
             name => m(name),
         };
     }
+    let lower = u.to_ascii_lowercase();
+    // perf 4-6's names of the top-down nodes (`7.5% Retiring`, `Fetch
+    // Latency`; perf 4's `--topdown -x,` columns without the `%`).
+    let node = lower.strip_prefix("% ").unwrap_or(&lower);
+    let tma = match node {
+        "retiring" | "bad speculation" | "frontend bound" | "backend bound"
+        | "heavy operations" | "light operations" | "machine clears" | "fetch latency"
+        | "fetch bandwidth" | "memory bound" | "core bound" => {
+            Some(format!("tma_{}", node.replace(' ', "_")))
+        }
+        "branch mispredict" => Some("tma_branch_mispredicts".to_string()),
+        _ => None,
+    };
+    if let Some(t) = tma {
+        return Counterpart::Metric(t);
+    }
+    // perf 6's `-j`/`-x` drop the `%` before `of all branches`.
+    let u = u.strip_prefix("% ").unwrap_or(u);
     match u {
         "insn per cycle" | "insns per cycle" | "IPC" => m("IPC"),
         "GHz" => m("running_frequency"),
         "CPUs utilized" | "CPU utilized" => m("CPUs_utilized"),
-        "% of all branches" => m("branch_miss_ratio"),
-        "% frontend cycles idle" => m("frontend_cycles_idle"),
-        "% backend cycles idle" => m("backend_cycles_idle"),
+        "of all branches" => m("branch_miss_ratio"),
+        "frontend cycles idle" => m("frontend_cycles_idle"),
+        "backend cycles idle" => m("backend_cycles_idle"),
         "stalled cycles per insn" => m("stalled_cycles_per_insn"),
-        "% of all cache refs" => m("cache_miss_ratio"),
-        "% of all L1-dcache accesses" | "% of all L1-dcache hits" => m("l1d_load_miss_ratio"),
-        "% of all L1-icache accesses" | "% of all L1-icache hits" => m("l1i_load_miss_ratio"),
-        "% of all LL-cache accesses" | "% of all LL-cache hits" => m("llc_load_miss_ratio"),
-        "% of all dTLB cache accesses" | "% of all dTLB cache hits" => m("dtlb_load_miss_ratio"),
-        "% of all iTLB cache accesses" | "% of all iTLB cache hits" => m("itlb_load_miss_ratio"),
-        "% retiring" => m("tma_retiring"),
-        "% bad speculation" => m("tma_bad_speculation"),
-        "% frontend bound" => m("tma_frontend_bound"),
-        "% backend bound" => m("tma_backend_bound"),
+        "of all cache refs" => m("cache_miss_ratio"),
+        "of all L1-dcache accesses" | "of all L1-dcache hits" => m("l1d_load_miss_ratio"),
+        "of all L1-icache accesses" | "of all L1-icache hits" => m("l1i_load_miss_ratio"),
+        "of all LL-cache accesses" | "of all LL-cache hits" => m("llc_load_miss_ratio"),
+        "of all dTLB cache accesses" | "of all dTLB cache hits" => m("dtlb_load_miss_ratio"),
+        "of all iTLB cache accesses" | "of all iTLB cache hits" => m("itlb_load_miss_ratio"),
         "/sec" => Counterpart::Rate(1.0),
         "K/sec" => Counterpart::Rate(1e3),
         "M/sec" => Counterpart::Rate(1e6),
@@ -213,7 +227,11 @@ fn one(report: &StatReport, groups: &Groups, ctx: &Ctx, p: &PrintedMetric) -> Pr
             let clock = ["task-clock", "cpu-clock"]
                 .into_iter()
                 .find_map(|c| inputs.get(c).and_then(scaled));
-            let ev = inputs.get(&p.event).and_then(scaled);
+            // The row perf printed it beside (an event may be listed twice).
+            let ev = match p.row.and_then(|i| report.rows.get(i)) {
+                Some(r) => r.value.map(|v| if r.unit == "msec" { v * 1e6 } else { v }),
+                None => inputs.get(&p.event).and_then(scaled),
+            };
             match (ev, clock) {
                 (Some(v), Some(ns)) if ns > 0.0 => out.pmx_value = Some(v / ns * 1e9 / factor),
                 (None, _) => out.why_not = Some(format!("{} has no count", p.event)),
@@ -222,20 +240,23 @@ fn one(report: &StatReport, groups: &Groups, ctx: &Ctx, p: &PrintedMetric) -> Pr
         }
         Counterpart::Metric(name) => {
             out.pmx_metric = Some(name.clone());
-            match pick(ctx.lib, &name, ct) {
-                None => out.why_not = Some(format!("pmx's library has no {name} for this CPU")),
-                Some(id) => {
-                    let mut ev = ctx.lib.evaluator(&inputs, ctx.machine);
-                    let e = ev.metric(id);
-                    match e.value() {
-                        Some(v) => out.pmx_value = Some(ctx.lib.metric(id).display_value(v)),
-                        None => {
-                            out.why_not = Some(
-                                e.missing()
-                                    .map(|m| m.to_string())
-                                    .unwrap_or_else(|| "no value".into()),
-                            )
-                        }
+            let ids = candidates(ctx.lib, &name, ct);
+            if ids.is_empty() {
+                out.why_not = Some(format!("pmx's library has no {name} for this CPU"));
+            } else {
+                let mut ev = ctx.lib.evaluator(&inputs, ctx.machine);
+                match ev
+                    .first_with_value(&ids)
+                    .and_then(|(id, e)| e.value().map(|v| (id, v)))
+                {
+                    Some((id, v)) => out.pmx_value = Some(ctx.lib.metric(id).display_value(v)),
+                    None => {
+                        let e = ev.metric(ids[0]);
+                        out.why_not = Some(
+                            e.missing()
+                                .map(|m| m.to_string())
+                                .unwrap_or_else(|| "no value".into()),
+                        );
                     }
                 }
             }
@@ -253,16 +274,12 @@ fn scaled(r: &pmx_metrics::Reading) -> Option<f64> {
     }
 }
 
-/// The definition of `name` for the core type (the table of that PMU
-/// first), else the best one.
-fn pick(lib: &Library, name: &str, ct: Option<&str>) -> Option<MetricId> {
-    let ids = lib.lookup(name);
-    ct.and_then(|c| {
-        ids.iter()
-            .copied()
-            .find(|&id| lib.source_of(id).pmu.as_deref() == Some(c))
-    })
-    .or_else(|| ids.first().copied())
+/// The definitions of `name`, those of the core type's table first (the
+/// first with a value is taken: Intel's tables, then pmx's builtins).
+fn candidates(lib: &Library, name: &str, ct: Option<&str>) -> Vec<MetricId> {
+    let mut ids = lib.lookup(name);
+    ids.sort_by_key(|&id| lib.source_of(id).pmu.as_deref() != ct);
+    ids
 }
 
 #[cfg(test)]
@@ -274,11 +291,17 @@ mod tests {
         let m = |s: &str| Counterpart::Metric(s.into());
         assert_eq!(counterpart("insn per cycle"), m("IPC"));
         assert_eq!(counterpart("GHz"), m("running_frequency"));
-        assert_eq!(counterpart("% of all branches"), m("branch_miss_ratio"));
+        assert_eq!(counterpart("of all branches"), m("branch_miss_ratio"));
         assert_eq!(counterpart("% tma_frontend_bound"), m("tma_frontend_bound"));
         assert_eq!(counterpart("cs/sec cs_per_second"), m("cs_per_second"));
         assert_eq!(counterpart("GHz cycles_frequency"), m("running_frequency"));
         assert_eq!(counterpart("M/sec"), Counterpart::Rate(1e6));
+        assert_eq!(counterpart("% Retiring"), m("tma_retiring"));
+        assert_eq!(counterpart("bad speculation"), m("tma_bad_speculation"));
+        assert_eq!(
+            counterpart("% Branch Mispredict"),
+            m("tma_branch_mispredicts")
+        );
         assert!(matches!(counterpart("frobs"), Counterpart::None(_)));
         assert_eq!(core_type("cpu_atom/cycles/"), Some("cpu_atom"));
         assert_eq!(core_type("TopdownL1 (cpu_core)"), Some("cpu_core"));
