@@ -1,7 +1,9 @@
 //! `pmx analyze FILE`: metrics and the top-down tree from counts saved
 //! earlier. The file is read by `pmx_formats` (pmx's stat CSV and JSON,
-//! totals or intervals; perf's `-x,` CSV and `-j` JSON), the analysis is
-//! `pmx::analyze`, the report is rendered by `pmx_output::analyze`.
+//! totals or intervals; perf's text table, `-x SEP` CSV and `-j` JSON),
+//! the CPU chosen by `pmx::analyze::cpu` when `--cpu` is not given, the
+//! analysis is `pmx::analyze`, the report is rendered by
+//! `pmx_output::analyze`.
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
@@ -12,7 +14,7 @@ use std::path::PathBuf;
 /// Arguments of `pmx analyze`.
 #[derive(Debug, clap::Args)]
 pub struct AnalyzeArgs {
-    /// The counts: pmx stat CSV/JSON, perf stat -x, CSV or perf stat -j JSON.
+    /// The counts: pmx stat CSV/JSON, or perf stat's text, -x CSV or -j JSON.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Metrics or metric groups to compute, comma-separated (default: every

@@ -16,11 +16,13 @@
 //! - [`report`]: [`StatReport`], the one model of a result read from (or
 //!   written to) a file: rows with event, domain, value, unit, status and
 //!   reason, raw count and times, running share, spread over repeats,
-//!   interval time; metric lines; provenance (tool, form, file, command).
+//!   interval time; metric lines; the metrics perf printed
+//!   ([`PrintedMetric`]); provenance (tool, form, file, command).
 //! - [`read`]: readers of pmx's CSV (totals and intervals, any header),
-//!   JSON (the document and JSON lines), perf's `-x SEP` and `-j` forms
-//!   (with `-I` and per-domain columns), and per-rank result files, into a
-//!   [`StatReport`]; errors name the file and line.
+//!   JSON (the document and JSON lines), everything `perf stat` writes
+//!   (its text table, `-x SEP` and `-j`, with `-I`, `-A`/`--per-*`,
+//!   cgroups, spreads, metric columns and metric-only lines), and per-rank
+//!   result files, into a [`StatReport`]; errors name the file and line.
 //! - [`perf`]: writers of perf's `-x SEP` and `-j` forms from a
 //!   [`StatReport`].
 //! - [`timeline`]: interval files read as a [`Timeline`] of samples, the

@@ -1,7 +1,7 @@
 //! CSV: pmx's `-x SEP` columns (totals, or intervals with `time` first;
 //! with or without the header line) and perf's `-x SEP` columns (`[time,]
 //! [domain,]value,unit,event,run_time,pct_running,…`, read by
-//! [`super::perf_csv`]).
+//! `perf_csv`).
 //!
 //! The separator is the one of `,` `;` `:` `'` `|` and tab the first data
 //! line has most of. Fields may be quoted with `"`. perf does not quote

@@ -1,7 +1,7 @@
 //! JSON: pmx's document (`pmx stat --json`), pmx's JSON lines (`-I MS
 //! --json`: one object per row, `"kind":"metric"` for metric lines, then
 //! the document), and perf's `-j` lines (`counter-value`, `interval`,
-//! `event-runtime`, `pcnt-running`: [`super::perf_json`]).
+//! `event-runtime`, `pcnt-running`: `perf_json`).
 
 use super::{cpu_comment, num, ReadError};
 use crate::model::Exit;

@@ -173,7 +173,7 @@ fn push_metric(
         return;
     }
     let (value, unit, decimals) = metric_with_decimals(value, unit);
-    let row = super::perf_fields::row_of(&report, time, &event);
+    let row = super::perf_fields::row_of(report, time, &event);
     report.printed.push(PrintedMetric {
         time,
         domain,
