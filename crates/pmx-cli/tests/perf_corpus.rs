@@ -102,7 +102,7 @@ fn every_published_output_is_read_and_every_printed_metric_reproduced() {
         .filter(|p| p.extension().is_some_and(|e| e == "meta"))
         .collect();
     metas.sort();
-    assert!(metas.len() >= 26, "{} outputs", metas.len());
+    assert!(metas.len() >= 30, "{} outputs", metas.len());
     // One pmx per output, two at a time (each loads its CPU's tables).
     let runs: Vec<(Meta, PathBuf, std::process::Output)> = std::thread::scope(|s| {
         let handles: Vec<_> = metas

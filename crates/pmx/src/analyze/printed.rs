@@ -84,6 +84,15 @@ pub fn counterpart(unit: &str) -> Counterpart {
         "M/sec" => Counterpart::Rate(1e6),
         "G/sec" => Counterpart::Rate(1e9),
         "" => Counterpart::None("perf printed no unit".into()),
+        // perf 6's `-M NAME` metrics print the name alone (`2.61
+        // UNCORE_FREQ`).
+        name if !name.contains(' ')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.') =>
+        {
+            m(name)
+        }
         other => Counterpart::None(format!("pmx has no metric perf calls '{other}'")),
     }
 }
