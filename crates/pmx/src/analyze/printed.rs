@@ -311,7 +311,8 @@ mod tests {
             counterpart("% Branch Mispredict"),
             m("tma_branch_mispredicts")
         );
-        assert!(matches!(counterpart("frobs"), Counterpart::None(_)));
+        assert!(matches!(counterpart("frobs per sec"), Counterpart::None(_)));
+        assert_eq!(counterpart("UNCORE_FREQ"), m("UNCORE_FREQ"));
         assert_eq!(core_type("cpu_atom/cycles/"), Some("cpu_atom"));
         assert_eq!(core_type("TopdownL1 (cpu_core)"), Some("cpu_core"));
         assert_eq!(core_type("cycles"), None);
