@@ -90,7 +90,7 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum EventsCommand {
-    /// Download Intel's perfmon tables for a CPU into the cache.
+    /// Download a CPU's event tables into the cache (Intel's perfmon tables, Linux perf's for AMD).
     Fetch(fetch::FetchArgs),
 }
 
