@@ -214,6 +214,37 @@ fn the_cpu_comes_from_hybrid_rows_or_from_the_event_tables() {
         ),
         "{text}"
     );
+    // Each core type its own metrics: IPC from its own rows (perf's
+    // counts: 6,679,379 / 21,257,199 on cpu_core, 753,197 / 2,162,192 on
+    // cpu_atom), and the P-core table only on the P-cores.
+    let out = pmx(&[
+        "analyze",
+        hybrid.to_str().unwrap(),
+        "--events-dir",
+        dir,
+        "--json",
+    ]);
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let metric = |name: &str, core: &str| {
+        d["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name && m["core_type"] == core)
+            .and_then(|m| m["value"].as_f64())
+    };
+    let ipc_core = metric("IPC", "cpu_core").unwrap();
+    let ipc_atom = metric("IPC", "cpu_atom").unwrap();
+    assert!(
+        (ipc_core - 6_679_379.0 / 21_257_199.0).abs() < 1e-9,
+        "{ipc_core}"
+    );
+    assert!(
+        (ipc_atom - 753_197.0 / 2_162_192.0).abs() < 1e-9,
+        "{ipc_atom}"
+    );
+    assert!(metric("Info_Thread_IPC", "cpu_core").is_some());
+    assert!(metric("Info_Thread_IPC", "cpu_atom").is_none());
     // The example: Intel event names counted with :u, no CPU in
     // the file; the tables of the CPUs that have both events tell.
     let tmp = tempfile::tempdir().unwrap();

@@ -204,7 +204,21 @@ pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
         let counts = Counts::of(&part);
         let keys: Vec<String> = counts.events.iter().map(|e| key(e)).collect();
         let totals = counts::inputs_of(&key, &keys, &counts.totals());
-        let mut ms = evaluate(&lib, &selected, &totals, &machine, opts.metrics.is_none());
+        // A table for one core type (Intel's P-core table on a hybrid
+        // part) is evaluated on that core type's rows only.
+        let own: Vec<Vec<MetricId>> = selected
+            .iter()
+            .map(|alts| {
+                alts.iter()
+                    .copied()
+                    .filter(|&id| {
+                        let pmu = lib.source_of(id).pmu.as_deref();
+                        pmu.is_none() || core.is_none() || pmu == core.as_deref()
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut ms = evaluate(&lib, &own, &totals, &machine, opts.metrics.is_none());
         if counts.is_interval() && counts.intervals.len() > 1 {
             let per_interval: Vec<Inputs> = counts
                 .intervals
