@@ -14,8 +14,12 @@
 //! | 127  | … the command could not be run |
 //!
 //! `pmx serve` exits 0 after SIGTERM or SIGINT.
+//!
+//! Run as `perf` (a symlink named `perf`), pmx takes perf's subcommands
+//! (`perf_cli.rs`): `perf stat` is `pmx stat --format perf`.
 
 mod analyze;
+mod compare;
 mod db;
 mod decode;
 mod encode;
@@ -27,6 +31,7 @@ mod list;
 mod merge;
 mod msr;
 mod outpath;
+mod perf_cli;
 mod plot;
 mod record;
 mod regions;
@@ -59,6 +64,8 @@ enum Command {
     Tma(tma::TmaArgs),
     /// Metrics and the top-down tree from counts saved earlier (pmx or perf CSV/JSON).
     Analyze(analyze::AnalyzeArgs),
+    /// Is B faster than A? Counts and metrics of runs compared, with statistics.
+    Compare(Box<compare::CompareArgs>),
     /// Draw an interval file (pmx stat -I, perf stat -I) as a line chart: SVG or PNG.
     Plot(plot::PlotArgs),
     /// Sample a command, processes or CPUs into a perf.data file.
@@ -95,7 +102,7 @@ enum EventsCommand {
 }
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(perf_cli::command_line()) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -108,9 +115,11 @@ fn main() {
         }
     };
     let result = match &cli.command {
+        Command::Stat(args) if args.compare => compare::ab(args),
         Command::Stat(args) => stat::run(args),
         Command::Tma(args) => tma::run(args),
         Command::Analyze(args) => analyze::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),

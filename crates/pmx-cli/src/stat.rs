@@ -56,7 +56,7 @@ fn check_target(args: &StatArgs, scope: &Scope, trace_tasks: bool) -> anyhow::Re
 
 /// The flags as the options of one run (the interval is checked later,
 /// after the plan, as it always was).
-fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
+pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
     let scope = crate::target::scope(
         &crate::target::TargetFlags {
             pid: args.pid.as_deref(),
@@ -134,7 +134,8 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), args.repeat);
     let target = opts.scope.describe(&args.command);
     let report = compose(target, &plan, summary, m, fitted.notes);
-    stat_render::totals(&mut *out, args, &report, end.error, true)?;
+    let walls: Vec<_> = runs.iter().map(|r| r.elapsed).collect();
+    stat_render::totals(&mut *out, args, &report, end.error, (true, &walls))?;
     stat_render::draw(&plot, end.plot)?;
     Ok(code)
 }

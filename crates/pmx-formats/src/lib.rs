@@ -5,7 +5,8 @@
 //!
 //! - [`model`]: the values a result is made of — [`Domain`] (total, CPU,
 //!   core, socket, thread), [`EventStatus`], [`Row`], [`Spread`] over
-//!   repeats, [`Exit`], [`MetricLine`] — which `pmx::stat` produces and
+//!   repeats and each run's values ([`RunCount`], [`RunMetric`], kept by
+//!   `-r N`), [`Exit`], [`MetricLine`] — which `pmx::stat` produces and
 //!   re-exports under its own paths, and [`EventTable`], the event names
 //!   and units rows point into.
 //! - [`write`](mod@write): pmx's writers over a live result ([`StatView`] for totals,
@@ -23,8 +24,10 @@
 //!   (its text table, `-x SEP` and `-j`, with `-I`, `-A`/`--per-*`,
 //!   cgroups, spreads, metric columns and metric-only lines), and per-rank
 //!   result files, into a [`StatReport`]; errors name the file and line.
-//! - [`perf`]: writers of perf's `-x SEP` and `-j` forms from a
-//!   [`StatReport`].
+//! - [`perf`]: perf 6.1's own forms written from a [`StatReport`]: the
+//!   text table, `-x SEP` and `-j` lines, totals and `-I` intervals
+//!   ([`perf::PerfIntervals`]), byte for byte in perf's layout, with the
+//!   shadow metrics perf prints beside counts ([`perf_shadow`]).
 //! - [`timeline`]: interval files read as a [`Timeline`] of samples, the
 //!   input of `pmx plot`'s charts.
 //!
@@ -35,14 +38,15 @@
 pub mod model;
 pub mod numbers;
 pub mod perf;
+pub mod perf_shadow;
 pub mod read;
 pub mod report;
 pub mod timeline;
 pub mod write;
 
 pub use model::{
-    Domain, EventList, EventStatus, EventTable, Exit, MetricLine, Reason, Row, Spread,
-    ESTIMATE_BELOW,
+    Domain, EventList, EventStatus, EventTable, Exit, MetricLine, Reason, Row, RunCount, RunMetric,
+    Spread, ESTIMATE_BELOW,
 };
 pub use read::{read_file, read_text, ReadError};
 pub use report::{
