@@ -1,7 +1,9 @@
 //! `pmx analyze FILE`: metrics and the top-down tree from counts saved
 //! earlier. The file is read by `pmx_formats` (pmx's stat CSV and JSON,
-//! totals or intervals; perf's `-x,` CSV and `-j` JSON), the analysis is
-//! `pmx::analyze`, the report is rendered by `pmx_output::analyze`.
+//! totals or intervals; perf's text table, `-x SEP` CSV and `-j` JSON),
+//! the CPU chosen by `pmx::analyze::cpu` when `--cpu` is not given, the
+//! analysis is `pmx::analyze`, the report is rendered by
+//! `pmx_output::analyze`.
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
@@ -12,7 +14,7 @@ use std::path::PathBuf;
 /// Arguments of `pmx analyze`.
 #[derive(Debug, clap::Args)]
 pub struct AnalyzeArgs {
-    /// The counts: pmx stat CSV/JSON, perf stat -x, CSV or perf stat -j JSON.
+    /// The counts: pmx stat CSV/JSON, or perf stat's text, -x CSV or -j JSON.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// Metrics or metric groups to compute, comma-separated (default: every
@@ -50,26 +52,62 @@ fn read_error(e: ReadError) -> anyhow::Error {
     }
 }
 
+/// No `--cpu`: the CPU the file names, its hybrid rows tell, this
+/// machine when every event resolves here, or the event tables tell
+/// (`pmx::analyze::cpu::choose`); the database and the line saying so.
+fn choose_cpu(
+    args: &AnalyzeArgs,
+    counts: &pmx_formats::StatReport,
+    db_args: &mut crate::db::DbArgs,
+) -> anyhow::Result<(pmx::Database, Option<String>)> {
+    use pmx::analyze::cpu::{choose, CpuChoice};
+    let host = db_args.load().ok();
+    let mut dirs: Vec<PathBuf> = db_args.events_dirs.clone();
+    if dirs.is_empty() {
+        dirs.extend(pmx::database::default_events_dir(None));
+    }
+    let dir_refs: Vec<&std::path::Path> = dirs.iter().map(|d| d.as_path()).collect();
+    let choice = choose(counts, host.as_ref(), &dir_refs);
+    let this = host.as_ref().map(|d| d.target.cpu.to_string());
+    let note = choice.note(this.as_deref().unwrap_or("?"));
+    match (choice, host) {
+        (CpuChoice::ThisMachine, Some(db)) => Ok((db, note)),
+        (CpuChoice::File(c) | CpuChoice::Hybrid(c) | CpuChoice::Tables { cpu: c, .. }, _) => {
+            db_args.cpu = Some(c);
+            Ok((db_args.load()?, note))
+        }
+        (other, _) => {
+            let events = match other {
+                CpuChoice::Unknown(events) => events,
+                _ => Vec::new(),
+            };
+            let mut why = String::new();
+            if !events.is_empty() {
+                why = format!(
+                    " (events not known here nor in the event tables: {})",
+                    events.join(", ")
+                );
+            }
+            Err(UsageError(format!(
+                "{}: the file does not say which CPU it was counted on{why}: give --cpu ID (e.g. GenuineIntel-6-5E-3)",
+                args.file.display()
+            ))
+            .into())
+        }
+    }
+}
+
 /// Run `pmx analyze`.
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
     let counts = pmx_formats::read_file(&args.file).map_err(read_error)?;
-    let mut db_args = args.db.clone();
-    if db_args.cpu.is_none() {
-        match &counts.provenance.cpu {
-            Some(c) => db_args.cpu = Some(c.clone()),
-            None => {
-                return Err(UsageError(format!(
-                    "{}: the file does not say which CPU it was counted on: give --cpu ID (e.g. GenuineIntel-6-5E-3)",
-                    args.file.display()
-                ))
-                .into())
-            }
-        }
-    }
     if args.level == 0 {
         return Err(UsageError("-l 0: levels start at 1".to_string()).into());
     }
-    let db = db_args.load()?;
+    let mut db_args = args.db.clone();
+    let (db, note) = match db_args.cpu {
+        Some(_) => (db_args.load()?, None),
+        None => choose_cpu(args, &counts, &mut db_args)?,
+    };
     let opts = AnalyzeOptions {
         counts: &counts,
         db: &db,
@@ -77,7 +115,8 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
         tma_level: args.tma.then_some(args.level),
         smt_on: args.smt == "on",
     };
-    let report = pmx::analyze::analyze(&opts).map_err(|e| UsageError(e.to_string()))?;
+    let mut report = pmx::analyze::analyze(&opts).map_err(|e| UsageError(e.to_string()))?;
+    report.cpu_note = note;
     if args.json {
         println!("{}", pmx_output::analyze::json(&report, &args.file));
     } else {

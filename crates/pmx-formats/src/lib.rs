@@ -17,11 +17,13 @@
 //! - [`report`]: [`StatReport`], the one model of a result read from (or
 //!   written to) a file: rows with event, domain, value, unit, status and
 //!   reason, raw count and times, running share, spread over repeats,
-//!   interval time; metric lines; provenance (tool, form, file, command).
+//!   interval time; metric lines; the metrics perf printed
+//!   ([`PrintedMetric`]); provenance (tool, form, file, command).
 //! - [`read`]: readers of pmx's CSV (totals and intervals, any header),
-//!   JSON (the document and JSON lines), perf's `-x SEP` and `-j` forms
-//!   (with `-I` and per-domain columns), and per-rank result files, into a
-//!   [`StatReport`]; errors name the file and line.
+//!   JSON (the document and JSON lines), everything `perf stat` writes
+//!   (its text table, `-x SEP` and `-j`, with `-I`, `-A`/`--per-*`,
+//!   cgroups, spreads, metric columns and metric-only lines), and per-rank
+//!   result files, into a [`StatReport`]; errors name the file and line.
 //! - [`perf`]: perf 6.1's own forms written from a [`StatReport`]: the
 //!   text table, `-x SEP` and `-j` lines, totals and `-I` intervals
 //!   ([`perf::PerfIntervals`]), byte for byte in perf's layout, with the
@@ -47,6 +49,8 @@ pub use model::{
     Spread, ESTIMATE_BELOW,
 };
 pub use read::{read_file, read_text, ReadError};
-pub use report::{Provenance, ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};
+pub use report::{
+    PrintedMetric, Provenance, ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool,
+};
 pub use timeline::Timeline;
 pub use write::{IntervalCsv, IntervalJson, IntervalRows, StatView};

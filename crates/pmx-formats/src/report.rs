@@ -40,6 +40,10 @@ pub enum SourceFormat {
     PerfJson,
     /// `perf stat -I MS -j`.
     PerfJsonIntervals,
+    /// perf stat's default text table.
+    PerfText,
+    /// perf stat's text table with `-I` time stamps.
+    PerfTextIntervals,
 }
 
 impl SourceFormat {
@@ -54,6 +58,8 @@ impl SourceFormat {
             SourceFormat::PerfCsvIntervals => "perf stat CSV (intervals)",
             SourceFormat::PerfJson => "perf stat JSON",
             SourceFormat::PerfJsonIntervals => "perf stat JSON (intervals)",
+            SourceFormat::PerfText => "perf stat text",
+            SourceFormat::PerfTextIntervals => "perf stat text (intervals)",
         }
     }
 
@@ -223,6 +229,31 @@ pub struct ReportMetric {
     pub repeats: Vec<RunMetric>,
 }
 
+/// A metric perf printed beside a count (`# 0.89 insn per cycle`), on a
+/// line of its own (`#  17.3 %  tma_frontend_bound`), in `-x` CSV's metric
+/// columns or `-j`'s `metric-value`/`metric-unit`, as written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrintedMetric {
+    /// End of the interval in seconds; `None` for totals.
+    pub time: Option<f64>,
+    /// Domain label as perf wrote it (empty for totals).
+    pub domain: String,
+    /// The event of the row it was printed beside (for a metric on a line
+    /// of its own, the row before it); perf's group header
+    /// (`TopdownL1 (cpu_core)`) when it stands on one; empty when none.
+    pub event: String,
+    /// The value; `None` when perf left it empty.
+    pub value: Option<f64>,
+    /// perf's unit text, whitespace collapsed, a `%` written after the
+    /// value moved in front: `insn per cycle`, `GHz`, `% of all branches`,
+    /// `% tma_frontend_bound`, `M/sec`.
+    pub unit: String,
+    /// Decimals perf printed (the value's precision).
+    pub decimals: usize,
+    /// The index in [`StatReport::rows`] of the row it was printed beside.
+    pub row: Option<usize>,
+}
+
 /// A counting result: rows, metric lines, what produced it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StatReport {
@@ -242,6 +273,10 @@ pub struct StatReport {
     pub rows: Vec<ReportRow>,
     /// The metric lines, in file order.
     pub metrics: Vec<ReportMetric>,
+    /// The metrics perf printed (perf's forms), in file order.
+    pub printed: Vec<PrintedMetric>,
+    /// Seconds of user and system CPU time, where perf's text says.
+    pub user_sys_s: Option<(f64, f64)>,
 }
 
 impl StatReport {

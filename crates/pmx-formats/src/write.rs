@@ -824,6 +824,7 @@ impl StatView<'_> {
                     ..report_metric(m, None)
                 })
                 .collect(),
+            ..StatReport::default()
         }
     }
 }

@@ -3,7 +3,13 @@
 //! - Every CPU: `IPC`, `CPI`, `branch_miss_ratio`, `frequency` (GHz =
 //!   cycles / duration), `running_frequency` (GHz = cycles / task-clock),
 //!   over the kernel's generic events (`cycles`, `instructions`, `branches`,
-//!   `branch-misses`), which every perf-capable x86 kernel maps.
+//!   `branch-misses`), which every perf-capable x86 kernel maps; and perf's
+//!   shadow metrics with `stat-shadow.c`'s formulas: `CPUs_utilized`
+//!   (task-clock / wall time), `frontend_cycles_idle`,
+//!   `backend_cycles_idle`, `stalled_cycles_per_insn` (the larger stall
+//!   count per instruction), `cache_miss_ratio`, the L1d/L1i/LLC/dTLB/iTLB
+//!   load miss ratios, and `cs_per_second`, `migrations_per_second`,
+//!   `page_faults_per_second` (per second of task-clock).
 //! - Intel big cores: `llc_miss_ratio` and `llc_mpki` from the
 //!   architectural `LONGEST_LAT_CACHE` events; top-down level 1 (Yasin,
 //!   ISPASS 2014; Intel SDM "Top-down Microarchitecture Analysis"):
@@ -139,6 +145,112 @@ const GENERIC: &[Def] = &[
         1.0,
         "Unhalted core cycles per nanosecond the task ran (task-clock): the average clock while running",
         &["Summary", "basic"],
+    ),
+    // perf's shadow metrics (tools/perf/util/stat-shadow.c), with perf's
+    // formulas, for the events perf prints them beside.
+    def(
+        "CPUs_utilized",
+        "task-clock / (duration_time * 1e9)",
+        "CPUs utilized",
+        1.0,
+        "CPUs busy on average: task-clock (ns) over the wall-clock time, as perf prints beside task-clock",
+        &["Summary", "basic", "perf"],
+    ),
+    def(
+        "frontend_cycles_idle",
+        "stalled-cycles-frontend / cycles",
+        "%",
+        100.0,
+        "Share of cycles the frontend stalled (perf's \"frontend cycles idle\")",
+        &["perf", "stalls"],
+    ),
+    def(
+        "backend_cycles_idle",
+        "stalled-cycles-backend / cycles",
+        "%",
+        100.0,
+        "Share of cycles the backend stalled (perf's \"backend cycles idle\")",
+        &["perf", "stalls"],
+    ),
+    def(
+        "stalled_cycles_per_insn",
+        "max(stalled-cycles-frontend, stalled-cycles-backend) / instructions if has_event(stalled-cycles-frontend) and has_event(stalled-cycles-backend) else (stalled-cycles-frontend / instructions if has_event(stalled-cycles-frontend) else stalled-cycles-backend / instructions)",
+        "stalled cycles per insn",
+        1.0,
+        "The larger of the frontend and backend stalled cycles per instruction, as perf prints it (one not supported counts as 0, as in perf)",
+        &["perf", "stalls"],
+    ),
+    def(
+        "cache_miss_ratio",
+        "cache-misses / cache-references",
+        "%",
+        100.0,
+        "Share of cache references that missed (perf's \"of all cache refs\")",
+        &["perf", "cache"],
+    ),
+    def(
+        "l1d_load_miss_ratio",
+        "L1-dcache-load-misses / L1-dcache-loads",
+        "%",
+        100.0,
+        "Share of L1 data cache loads that missed (perf's \"of all L1-dcache accesses\")",
+        &["perf", "cache"],
+    ),
+    def(
+        "l1i_load_miss_ratio",
+        "L1-icache-load-misses / L1-icache-loads",
+        "%",
+        100.0,
+        "Share of L1 instruction cache loads that missed (perf's \"of all L1-icache accesses\")",
+        &["perf", "cache"],
+    ),
+    def(
+        "llc_load_miss_ratio",
+        "LLC-load-misses / LLC-loads",
+        "%",
+        100.0,
+        "Share of last-level cache loads that missed (perf's \"of all LL-cache accesses\")",
+        &["perf", "cache"],
+    ),
+    def(
+        "dtlb_load_miss_ratio",
+        "dTLB-load-misses / dTLB-loads",
+        "%",
+        100.0,
+        "Share of data TLB loads that missed (perf's \"of all dTLB cache accesses\")",
+        &["perf", "tlb"],
+    ),
+    def(
+        "itlb_load_miss_ratio",
+        "iTLB-load-misses / iTLB-loads",
+        "%",
+        100.0,
+        "Share of instruction TLB loads that missed (perf's \"of all iTLB cache accesses\")",
+        &["perf", "tlb"],
+    ),
+    def(
+        "cs_per_second",
+        "context-switches / task-clock * 1e9",
+        "/sec",
+        1.0,
+        "Context switches per second the task ran (perf's K/sec beside context-switches)",
+        &["perf", "software"],
+    ),
+    def(
+        "migrations_per_second",
+        "cpu-migrations / task-clock * 1e9",
+        "/sec",
+        1.0,
+        "CPU migrations per second the task ran (perf's K/sec beside cpu-migrations)",
+        &["perf", "software"],
+    ),
+    def(
+        "page_faults_per_second",
+        "page-faults / task-clock * 1e9",
+        "/sec",
+        1.0,
+        "Page faults per second the task ran (perf's K/sec beside page-faults)",
+        &["perf", "software"],
     ),
 ];
 

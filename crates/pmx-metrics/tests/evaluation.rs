@@ -585,3 +585,53 @@ fn results_serialize_for_json_output() {
         })
     );
 }
+
+/// perf's shadow metrics, checked against what perf printed beside the
+/// counts in a published `perf stat` output (perf 4, a German locale;
+/// the profiling talk at https://github.com/kiith-sa/profiling, "perf
+/// stat ./cfg small.cfg 1000"): 26.554473 msec task-clock, 77,375,671 cycles,
+/// 27,928,664 stalled-cycles-frontend (perf: 36.09% frontend cycles
+/// idle), 121,540,390 instructions (perf: 0.23 stalled cycles per insn),
+/// 356,636 branch-misses of 30,904,551 branches (perf: 1.15%), 13
+/// context-switches (perf: 0.490 K/sec), 77,375,671 cycles (perf: 2.914
+/// GHz).
+#[test]
+fn perf_shadow_metrics_match_what_perf_printed() {
+    let lib = Library::for_cpu(None, None);
+    let mut i = Inputs::new();
+    for (name, v) in [
+        ("task-clock", 26_554_473.0),
+        ("context-switches", 13.0),
+        ("cycles", 77_375_671.0),
+        ("stalled-cycles-frontend", 27_928_664.0),
+        ("instructions", 121_540_390.0),
+        ("branches", 30_904_551.0),
+        ("branch-misses", 356_636.0),
+    ] {
+        i.insert(
+            name,
+            Reading::Scaled {
+                value: v,
+                running_share: None,
+            },
+        );
+    }
+    i.insert(
+        "stalled-cycles-backend",
+        Reading::NotSupported {
+            why: "perf: <not supported>".into(),
+        },
+    );
+    let shown = |i: &Inputs, name: &str| {
+        let id = lib.find(name).unwrap();
+        lib.metric(id).display_value(value(&lib, i, name))
+    };
+    assert!((shown(&i, "frontend_cycles_idle") - 36.09).abs() < 0.005);
+    assert!((shown(&i, "stalled_cycles_per_insn") - 0.23).abs() < 0.005);
+    assert!((shown(&i, "branch_miss_ratio") - 1.15).abs() < 0.005);
+    assert!((shown(&i, "cs_per_second") / 1e3 - 0.490).abs() < 0.0005);
+    assert!((shown(&i, "running_frequency") - 2.914).abs() < 0.0005);
+    // 26.554473 ms of task-clock over 27.5 ms of wall time.
+    i.duration = Some(0.0275);
+    assert!((shown(&i, "CPUs_utilized") - 26.554473 / 27.5).abs() < 1e-9);
+}

@@ -1,6 +1,7 @@
 //! `pmx analyze`'s report as text and as one JSON document; the top-down
 //! tree (`--tma`) as [`crate::tma`] renders it for `pmx tma`.
 
+use pmx::analyze::printed::PrintedResult;
 use pmx::analyze::{AnalyzeReport, MetricResult};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -20,6 +21,7 @@ fn metric_json(r: &MetricResult) -> Value {
     let ev = &r.evaluated;
     json!({
         "name": r.name,
+        "core_type": r.core_type,
         "value": r.value,
         "unit": r.unit,
         "reliability": ev.reliability,
@@ -56,23 +58,53 @@ pub fn json(report: &AnalyzeReport, file: &Path) -> Value {
         "file": file.display().to_string(),
         "format": report.format,
         "cpu": report.cpu,
+        "cpu_note": report.cpu_note,
         "events": report.events,
         "intervals": report.intervals,
         "smt_on": report.smt_on,
         "metrics": computed,
         "not_computed": not,
         "tma": tma,
+        "modified_events": report.modified.iter().map(|(e, base, mods)| json!({
+            "event": e, "matched_as": base, "modifiers": mods,
+        })).collect::<Vec<_>>(),
+        "perf_printed": report.printed.iter().map(printed_json).collect::<Vec<_>>(),
         "warnings": report.library.warnings,
+    })
+}
+
+fn printed_json(p: &PrintedResult) -> Value {
+    json!({
+        "time": p.printed.time,
+        "domain": p.printed.domain,
+        "event": p.printed.event,
+        "core_type": p.core_type,
+        "perf_value": p.printed.value,
+        "perf_unit": p.printed.unit,
+        "pmx_metric": p.pmx_metric,
+        "pmx_value": p.pmx_value,
+        "agrees": p.agrees(),
+        "why_not": p.why_not,
     })
 }
 
 /// The report as text.
 pub fn text(report: &AnalyzeReport, file: &Path) -> String {
     let mut s = heading(report, file);
+    if let Some(n) = &report.cpu_note {
+        let _ = writeln!(s, "{n}");
+    }
+    for (e, base, mods) in &report.modified {
+        let _ = writeln!(
+            s,
+            "{e}: counted with modifier '{mods}', matched to metric inputs as {base}"
+        );
+    }
     if report.selected {
         metrics_text(&mut s, report);
         not_computed_text(&mut s, report);
     }
+    printed_text(&mut s, report);
     if let Some(t) = &report.tma {
         s.push('\n');
         s.push_str(&crate::tma::tree_text(&t.report, t.level, &t.absent, false));
@@ -81,6 +113,54 @@ pub fn text(report: &AnalyzeReport, file: &Path) -> String {
         let _ = writeln!(s, "warning: {w}");
     }
     s
+}
+
+/// The metrics perf printed, pmx's value beside each.
+fn printed_text(s: &mut String, report: &AnalyzeReport) {
+    if report.printed.is_empty() {
+        return;
+    }
+    let agree = report
+        .printed
+        .iter()
+        .filter(|p| p.agrees() == Some(true))
+        .count();
+    let _ = writeln!(
+        s,
+        "\nMetrics perf printed ({}; pmx agrees on {agree}):",
+        report.printed.len()
+    );
+    for p in &report.printed {
+        let m = &p.printed;
+        let mut at = String::new();
+        if let Some(t) = m.time {
+            let _ = write!(at, "{t:.3}s ");
+        }
+        if !m.domain.is_empty() {
+            let _ = write!(at, "{} ", m.domain);
+        }
+        let perf = m
+            .value
+            .map(|v| format!("{v:.*}", m.decimals))
+            .unwrap_or_else(|| "-".into());
+        let pmx = match (p.pmx_value, &p.why_not) {
+            (Some(v), _) => format!(
+                "pmx {}{}",
+                fmt_value(v),
+                match p.agrees() {
+                    Some(false) => "  DIFFERS",
+                    _ => "",
+                }
+            ),
+            (None, Some(why)) => format!("pmx: {why}"),
+            (None, None) => "pmx: -".into(),
+        };
+        let _ = writeln!(
+            s,
+            "  {at}{:<28} perf {perf:>10} {:<24} {pmx}",
+            m.event, m.unit
+        );
+    }
 }
 
 fn heading(report: &AnalyzeReport, file: &Path) -> String {
@@ -143,13 +223,11 @@ fn metrics_text(s: &mut String, report: &AnalyzeReport) {
             );
         }
         let v = r.value.unwrap_or(0.0);
-        let _ = writeln!(
-            s,
-            "  {:<w$} {:>14} {:<8}{tail}",
-            r.name,
-            fmt_value(v),
-            r.unit
-        );
+        let name = match &r.core_type {
+            Some(c) => format!("{} ({c})", r.name),
+            None => r.name.clone(),
+        };
+        let _ = writeln!(s, "  {:<w$} {:>14} {:<8}{tail}", name, fmt_value(v), r.unit);
     }
 }
 

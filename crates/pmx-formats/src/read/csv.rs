@@ -1,14 +1,15 @@
 //! CSV: pmx's `-x SEP` columns (totals, or intervals with `time` first;
 //! with or without the header line) and perf's `-x SEP` columns (`[time,]
-//! [domain,]value,unit,event,run_time,pct_running,…`).
+//! [domain,]value,unit,event,run_time,pct_running,…`, read by
+//! `perf_csv`).
 //!
-//! The separator is `,`, or `;` when the first data line has a `;` and no
-//! `,`. Fields may be quoted with `"`. perf does not quote
+//! The separator is the one of `,` `;` `:` `'` `|` and tab the first data
+//! line has most of. Fields may be quoted with `"`. perf does not quote
 //! `cpu/event=0x9c,umask=0x01/`: fields are joined back until each has
 //! balanced slashes.
 
-use super::{cpu_comment, num, perf_value, ReadError};
-use crate::report::{ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};
+use super::{cpu_comment, num, ReadError};
+use crate::report::{ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport};
 use crate::write::STATUS_WORDS;
 use std::path::Path;
 
@@ -57,36 +58,38 @@ fn rejoin_slashes(fields: Vec<String>, sep: char) -> Vec<String> {
                 open = false;
             }
         } else {
-            open = odd;
+            // A cgroup path (`/user.slice`) opens no event.
+            open = odd && !f.starts_with('/');
             out.push(f);
         }
     }
     out
 }
 
-fn is_value_like(s: &str) -> bool {
-    let s = s.trim();
-    num(s).is_some() || s.starts_with("<not ")
-}
-
-/// The separator: `;` when the first data line has one and no `,`.
+/// The separator: of `,` `;` `:` `'` `|` and tab (perf's `-x SEP` takes
+/// any), the one the first data line has most of (`,` on a tie).
 fn separator(text: &str) -> char {
-    text.lines()
+    let Some(l) = text
+        .lines()
         .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| {
-            if !l.contains(',') && l.contains(';') {
-                ';'
-            } else {
-                ','
-            }
-        })
-        .unwrap_or(',')
+    else {
+        return ',';
+    };
+    let mut best = (',', l.matches(',').count());
+    for c in [';', ':', '\'', '|', '\t'] {
+        let n = l.matches(c).count();
+        if n > best.1 {
+            best = (c, n);
+        }
+    }
+    best.0
 }
 
 /// Read CSV counts (pmx's or perf's) from `text`.
 pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
     let mut report = StatReport::default();
     let sep = separator(text);
+    let mut perf = super::perf_csv::PerfCsv::default();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim_end_matches('\r');
         if line.trim().is_empty() {
@@ -106,7 +109,7 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
         {
             continue;
         }
-        if pmx_line(&mut report, &f) || perf_line(&mut report, &f) {
+        if pmx_line(&mut report, &f) || perf.line(&mut report, &f) {
             continue;
         }
         return Err(ReadError::Line {
@@ -115,7 +118,7 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
             message: format!("not a line of pmx stat -x, or perf stat -x, output: '{line}'"),
         });
     }
-    if report.rows.is_empty() {
+    if report.rows.is_empty() && report.printed.is_empty() {
         return Err(ReadError::NoCounts {
             path: path.to_path_buf(),
         });
@@ -166,44 +169,6 @@ fn pmx_line(report: &mut StatReport, f: &[&str]) -> bool {
     row.enabled_ns = f[7 + k].parse::<u64>().ok();
     row.running_ns = f[8 + k].parse::<u64>().ok();
     row.stddev_pct = num(f[9 + k]);
-    report.rows.push(row);
-    true
-}
-
-/// perf: `[time,][domain,]value,unit,event,run_time_ns,pct_running,…`;
-/// false when `f` is not such a line.
-fn perf_line(report: &mut StatReport, f: &[&str]) -> bool {
-    let Some(k) = (0usize..=2).find(|&k| {
-        f.len() >= 5 + k
-            && is_value_like(f[k])
-            && num(f[k + 2]).is_none()
-            && !f[k + 2].is_empty()
-            && (f[k + 3].is_empty() || num(f[k + 3]).is_some())
-            && (f[k + 4].is_empty() || num(f[k + 4]).is_some())
-            && (k == 0 || num(f[0]).is_some() || k == 1)
-            && (k < 2 || num(f[0]).is_some())
-    }) else {
-        return false;
-    };
-    let time = if k >= 1 { num(f[0]) } else { None };
-    report.provenance.format = Some(if time.is_some() {
-        SourceFormat::PerfCsvIntervals
-    } else {
-        SourceFormat::PerfCsv
-    });
-    // With a time, the domain is the field after it; without, the first.
-    let domain = match (k, time.is_some()) {
-        (2, _) => f[1],
-        (1, false) => f[0],
-        _ => "",
-    };
-    let mut row = ReportRow::new(f[k + 2], domain);
-    row.origin = Tool::Perf;
-    row.time = time;
-    row.unit = f[k + 1].to_string();
-    row.runtime_ns = num(f[k + 3]);
-    row.running_pct = num(f[k + 4]);
-    perf_value(&mut row, f[k]);
     report.rows.push(row);
     true
 }

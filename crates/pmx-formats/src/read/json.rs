@@ -2,11 +2,11 @@
 //! `repeats` after `-r N`), pmx's JSON lines (`-I MS
 //! --json`: one object per row, `"kind":"metric"` for metric lines, then
 //! the document), and perf's `-j` lines (`counter-value`, `interval`,
-//! `event-runtime`, `pcnt-running`; metric-only lines skipped).
+//! `event-runtime`, `pcnt-running`: `perf_json`).
 
-use super::{cpu_comment, num, perf_value, ReadError};
+use super::{cpu_comment, num, ReadError};
 use crate::model::Exit;
-use crate::report::{ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};
+use crate::report::{ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport};
 use serde_json::Value;
 use std::path::Path;
 
@@ -87,7 +87,7 @@ fn json_line(report: &mut StatReport, v: &Value) -> Result<(), String> {
         report.provenance.cpu = Some(cpu.to_string());
     }
     if v.get("counter-value").is_some() {
-        return perf_line(report, v);
+        return super::perf_json::line(report, v);
     }
     if v.get("event").is_some() {
         report.provenance.format = Some(SourceFormat::PmxJsonIntervals);
@@ -112,35 +112,9 @@ fn json_line(report: &mut StatReport, v: &Value) -> Result<(), String> {
         && v.get("name").is_none()
     {
         return Err("neither a pmx nor a perf stat JSON line".into());
-    }
-    // Otherwise perf's metric-only lines: skipped.
-    Ok(())
-}
-
-/// perf's `-j` line.
-fn perf_line(report: &mut StatReport, v: &Value) -> Result<(), String> {
-    report.provenance.format = Some(if v.get("interval").is_some() {
-        SourceFormat::PerfJsonIntervals
     } else {
-        SourceFormat::PerfJson
-    });
-    let Some(event) = jstr(v, "event") else {
-        return Err("no \"event\"".into());
-    };
-    let value = match v.get("counter-value") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(x)) => x.to_string(),
-        _ => return Err("no \"counter-value\"".into()),
-    };
-    let domain = v.as_object().map(crate::timeline::perf_domain);
-    let mut row = ReportRow::new(event, &domain.unwrap_or_default());
-    row.origin = Tool::Perf;
-    row.time = jnum(v, "interval");
-    row.unit = jstr(v, "unit").unwrap_or("").to_string();
-    row.runtime_ns = jnum(v, "event-runtime");
-    row.running_pct = jnum(v, "pcnt-running");
-    perf_value(&mut row, &value);
-    report.rows.push(row);
+        super::perf_json::metric_only(report, v);
+    }
     Ok(())
 }
 

@@ -2,14 +2,22 @@
 //!
 //! The form is told by the first line that is neither blank nor a `#`
 //! comment: `{` starts pmx's JSON document or JSON lines, or perf's `-j`
-//! lines ([`json`]); anything else is CSV — pmx's columns (totals or
-//! intervals, with or without a header) or perf's `-x SEP` columns with
-//! `-I` time and `-A`/`--per-*` domain columns ([`csv`]). A `# cpu: ID`
+//! lines ([`json`], perf's in `perf_json`); perf's text table
+//! ([`perf_text`]) is told by its heading (`Performance counter stats
+//! for`), its `seconds time elapsed` line or its `-I` heading; anything
+//! else is CSV — pmx's columns (totals or intervals, with or without a
+//! header) or perf's `-x SEP` columns with `-I` time, `-A`/`--per-*`
+//! domain columns, cgroups, spreads and metric columns ([`csv`], perf's in
+//! `perf_csv`), and, when it is not, a text table cut from its heading. A `# cpu: ID`
 //! comment names the CPU. [`rank`] reads the totals document of a
 //! per-rank result file.
 
 pub mod csv;
 pub mod json;
+mod perf_csv;
+mod perf_fields;
+mod perf_json;
+pub mod perf_text;
 pub mod rank;
 
 use crate::report::StatReport;
@@ -81,8 +89,12 @@ pub fn read_text(path: &Path, text: &str) -> Result<StatReport, ReadError> {
         .unwrap_or("");
     let mut report = if first.starts_with('{') {
         json::parse(path, text)?
+    } else if perf_text::looks_like(text) {
+        perf_text::parse(path, text)?
     } else {
-        csv::parse(path, text)?
+        // A text table without its heading and footer (cut from a
+        // longer output) is read as such when it is not CSV.
+        csv::parse(path, text).or_else(|e| perf_text::parse(path, text).map_err(|_| e))?
     };
     report.provenance.path = Some(path.to_path_buf());
     Ok(report)

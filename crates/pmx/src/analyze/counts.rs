@@ -166,6 +166,31 @@ pub(crate) fn inputs_of(key: &pmx_metrics::KeyFn, keys: &[String], iv: &Interval
     for (i, a) in iv.accs.iter().enumerate() {
         inputs.insert_keyed(keys[i].clone(), a.reading());
     }
+    // perf counts a stall event it did not print as 0 in `stalled cycles
+    // per insn`: make it read as not supported (`has_event` 0).
+    for (have, other) in [
+        ("stalled-cycles-frontend", "stalled-cycles-backend"),
+        ("stalled-cycles-backend", "stalled-cycles-frontend"),
+    ] {
+        let (h, o) = (inputs.key(have), inputs.key(other));
+        if keys.contains(&h) && !keys.contains(&o) {
+            inputs.insert_keyed(
+                o,
+                Reading::NotSupported {
+                    why: "not in the file".into(),
+                },
+            );
+        }
+    }
+    // perf's clock for CPUs utilized, GHz and rates is task-clock or,
+    // counting system-wide, cpu-clock (stat-shadow's `evsel__is_clock`).
+    let task = inputs.key("task-clock");
+    if !keys.contains(&task) {
+        let cpu = inputs.key("cpu-clock");
+        if let Some(i) = keys.iter().position(|k| *k == cpu) {
+            inputs.insert_keyed(task, iv.accs[i].reading());
+        }
+    }
     inputs.duration = iv.duration;
     inputs
 }
@@ -256,7 +281,10 @@ fn perf_row(acc: &mut Acc, row: &ReportRow) {
         (RowStatus::NotSupported, _) => acc.not_supported = Some(row.reason.clone()),
         (_, None) => acc.not_counted = Some(row.reason.clone()),
         (_, Some(mut x)) => {
-            if row.unit == "msec" {
+            // perf up to 4.x wrote clocks in msec without a unit
+            // (`1920.159821 task-clock`, `1002.070440;;cpu-clock`).
+            let clock = matches!(row.event.as_str(), "task-clock" | "cpu-clock");
+            if row.unit == "msec" || (clock && row.unit.is_empty() && x.fract() != 0.0) {
                 x *= 1e6;
             }
             acc.add_value(

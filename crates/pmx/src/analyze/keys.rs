@@ -2,7 +2,10 @@
 //! so `r019c`, `cpu/event=0x9c,umask=0x01/` and
 //! `IDQ_UOPS_NOT_DELIVERED.CORE` are one input. Names that do not resolve
 //! (perf's `topdown-*` aliases, software events) are matched by
-//! [`pmx_metrics::event_key`].
+//! [`pmx_metrics::event_key`]. Modifiers (`:u`, `:k`, `:ppp`, `/u`,
+//! `:G`…) are normalized away before matching ([`split_modifiers`]): a
+//! file counted with `TOPDOWN.SLOTS:u` feeds the formulas that read
+//! `TOPDOWN.SLOTS`, and the report shows the modifier.
 
 use pmx_metrics::{event_key, EventRef};
 use std::collections::HashMap;
@@ -76,6 +79,47 @@ fn is_core(pmu: &str) -> bool {
     pmu == "cpu" || pmu == "cpu_core" || pmu == "cpu_atom"
 }
 
+/// An event name without its modifiers, and the modifiers as written
+/// (`TOPDOWN.SLOTS:u` → `TOPDOWN.SLOTS`, `u`; `cpu/cycles/ppp` →
+/// `cpu/cycles/`, `ppp`): the suffix after the last `:` (or after the
+/// closing `/`) is a modifier when pmx's spec parser reads the name with
+/// and without it as the same event with different modifiers only.
+/// Unit masks (`LONGEST_LAT_CACHE:MISS`) and terms (`:c=1`) stay.
+pub fn split_modifiers(name: &str) -> (String, String) {
+    use pmx_model::spec::{parse_spec, Modifiers};
+    let Ok(full) = parse_spec(name) else {
+        return (name.to_string(), String::new());
+    };
+    if full.modifiers == Modifiers::default() {
+        return (name.to_string(), String::new());
+    }
+    let cuts = [name.rfind(':'), name.rfind('/').map(|i| i + 1)];
+    for cut in cuts.into_iter().flatten() {
+        let (base, mods) = name.split_at(cut);
+        let base = base.strip_suffix(':').unwrap_or(base);
+        let Ok(b) = parse_spec(base) else { continue };
+        if b.modifiers == Modifiers::default()
+            && b.body == full.body
+            && b.pmu == full.pmu
+            && b.terms == full.terms
+            && !mods.is_empty()
+        {
+            return (base.to_string(), mods.trim_start_matches(':').to_string());
+        }
+    }
+    (name.to_string(), String::new())
+}
+
+/// On a hybrid part, `cpu_core/topdown-retiring/` and `cpu_core/slots/`
+/// are the P-core table's `PERF_METRICS.RETIRING` and `TOPDOWN.SLOTS`.
+fn hybrid_topdown_key(name: &str) -> Option<String> {
+    let pmu = ["cpu_core", "cpu_atom"]
+        .into_iter()
+        .find(|p| name.starts_with(&format!("{p}/")))?;
+    let k = pmx_metrics::event_key_in(name, pmu);
+    (k.starts_with("perf_metrics.") || k == "topdown.slots").then_some(k)
+}
+
 /// A key function over the names of the library and of the file.
 pub fn key_fn<'a>(
     db: &pmx_events::Database,
@@ -84,10 +128,51 @@ pub fn key_fn<'a>(
     let mut map: HashMap<String, String> = HashMap::new();
     for n in names {
         if !map.contains_key(n) {
-            let k = encoding_key(db, n).unwrap_or_else(|| event_key(n));
+            let (base, _) = split_modifiers(n);
+            let k = hybrid_topdown_key(&base)
+                .or_else(|| encoding_key(db, &base))
+                .unwrap_or_else(|| event_key(&base));
             map.insert(n.to_string(), k);
         }
     }
     let map = Arc::new(map);
-    Arc::new(move |name: &str| map.get(name).cloned().unwrap_or_else(|| event_key(name)))
+    Arc::new(move |name: &str| {
+        map.get(name)
+            .cloned()
+            .unwrap_or_else(|| event_key(&split_modifiers(name).0))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_modifiers;
+
+    #[test]
+    fn modifiers_come_off_and_unit_masks_and_terms_stay() {
+        let s = |n: &str| {
+            let (a, b) = split_modifiers(n);
+            (a, b)
+        };
+        assert_eq!(s("TOPDOWN.SLOTS:u"), ("TOPDOWN.SLOTS".into(), "u".into()));
+        assert_eq!(
+            s("IDQ_UOPS_NOT_DELIVERED.CORE:u"),
+            ("IDQ_UOPS_NOT_DELIVERED.CORE".into(), "u".into())
+        );
+        assert_eq!(s("cycles:ppp"), ("cycles".into(), "ppp".into()));
+        assert_eq!(s("instructions:uk"), ("instructions".into(), "uk".into()));
+        assert_eq!(s("cpu/cycles/u"), ("cpu/cycles/".into(), "u".into()));
+        assert_eq!(
+            s("cpu_core/topdown-retiring/k"),
+            ("cpu_core/topdown-retiring/".into(), "k".into())
+        );
+        assert_eq!(
+            s("LONGEST_LAT_CACHE:MISS"),
+            ("LONGEST_LAT_CACHE:MISS".into(), String::new())
+        );
+        assert_eq!(s("cycles"), ("cycles".into(), String::new()));
+        assert_eq!(
+            s("cpu/event=0x3c,umask=0x0/"),
+            ("cpu/event=0x3c,umask=0x0/".into(), String::new())
+        );
+    }
 }

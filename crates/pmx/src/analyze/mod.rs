@@ -15,9 +15,19 @@
 //! 5. `spreads`: for interval files, each metric per interval: minimum,
 //!    mean and maximum.
 //! 6. `tma`: the top-down tree to the level asked for.
+//! 7. [`printed`]: each metric perf printed in the file beside pmx's value
+//!    of it over the same interval, domain and core type.
+//!
+//! Events counted with modifiers (`:u`, `:k`, `:ppp`, `/u`) are matched
+//! with the modifiers normalized away ([`keys::split_modifiers`]); the
+//! report lists them. On a hybrid part (`cpu_core/…/` and `cpu_atom/…/`
+//! rows) steps 1–5 run once per core type, each over its own rows and
+//! the rows of no core type (software events).
 
 mod counts;
+pub mod cpu;
 pub mod keys;
+pub mod printed;
 
 use counts::Counts;
 use pmx_events::Database;
@@ -121,6 +131,8 @@ pub struct MetricResult {
     /// Without a value: worth listing (`-M` named it, or the file has one
     /// of its inputs).
     pub listed: bool,
+    /// The core type (`cpu_core`, `cpu_atom`) on a hybrid part.
+    pub core_type: Option<String>,
 }
 
 /// The top-down tree over the file.
@@ -141,8 +153,16 @@ pub struct AnalyzeReport {
     pub format: &'static str,
     /// The CPU of the database.
     pub cpu: String,
+    /// How the CPU was chosen when the file and `--cpu` did not say
+    /// ([`cpu::CpuChoice::note`]); set by the caller.
+    pub cpu_note: Option<String>,
     /// The events of the file, in file order.
     pub events: Vec<String>,
+    /// Events counted with modifiers: the name in the file, the name
+    /// matched to metric inputs, the modifiers.
+    pub modified: Vec<(String, String, String)>,
+    /// The metrics perf printed in the file, each beside pmx's value.
+    pub printed: Vec<printed::PrintedResult>,
     /// Intervals in the file (0 for a totals file).
     pub intervals: usize,
     /// SMT was on.
@@ -162,7 +182,7 @@ pub struct AnalyzeReport {
 
 /// Compute the metrics (and the tree) from a file's counts.
 pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
-    let counts = Counts::of(opts.counts);
+    let all = Counts::of(opts.counts);
     let cpu = opts.db.target.cpu.clone();
     let lib = crate::metrics::library(opts.db);
     let machine = machine(opts.db, opts.smt_on);
@@ -170,24 +190,64 @@ pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
         .events()
         .iter()
         .map(|e| e.name.as_str())
-        .chain(counts.events.iter().map(String::as_str));
+        .chain(all.events.iter().map(String::as_str));
     let key = key_fn(opts.db, names);
-    let keys: Vec<String> = counts.events.iter().map(|e| key(e)).collect();
-    let totals = counts::inputs_of(&key, &keys, &counts.totals());
     let selected = select(&lib, opts, &cpu.to_string())?;
-    let mut metrics = evaluate(&lib, &selected, &totals, &machine, opts.metrics.is_none());
-    if counts.is_interval() && counts.intervals.len() > 1 {
-        let per_interval: Vec<Inputs> = counts
-            .intervals
+    let mut metrics = Vec::new();
+    for (core, part) in partitions(opts.counts) {
+        let counts = Counts::of(&part);
+        let keys: Vec<String> = counts.events.iter().map(|e| key(e)).collect();
+        let totals = counts::inputs_of(&key, &keys, &counts.totals());
+        // A table for one core type (Intel's P-core table on a hybrid
+        // part) is evaluated on that core type's rows only.
+        let own: Vec<Vec<MetricId>> = selected
             .iter()
-            .map(|iv| counts::inputs_of(&key, &keys, iv))
+            .map(|alts| {
+                alts.iter()
+                    .copied()
+                    .filter(|&id| {
+                        let pmu = lib.source_of(id).pmu.as_deref();
+                        pmu.is_none() || core.is_none() || pmu == core.as_deref()
+                    })
+                    .collect()
+            })
             .collect();
-        spreads(&lib, &mut metrics, &per_interval, &machine);
+        let mut ms = evaluate(&lib, &own, &totals, &machine, opts.metrics.is_none());
+        if counts.is_interval() && counts.intervals.len() > 1 {
+            let per_interval: Vec<Inputs> = counts
+                .intervals
+                .iter()
+                .map(|iv| counts::inputs_of(&key, &keys, iv))
+                .collect();
+            spreads(&lib, &mut ms, &per_interval, &machine);
+        }
+        for m in &mut ms {
+            m.core_type.clone_from(&core);
+        }
+        metrics.extend(ms);
     }
     let tma = match opts.tma_level {
-        Some(level) => Some(tma(&lib, level, &totals, &machine, &cpu.to_string())?),
+        Some(level) => {
+            let keys: Vec<String> = all.events.iter().map(|e| key(e)).collect();
+            let totals = counts::inputs_of(&key, &keys, &all.totals());
+            Some(tma(&lib, level, &totals, &machine, &cpu.to_string())?)
+        }
         None => None,
     };
+    let ctx = printed::Ctx {
+        lib: &lib,
+        key: &key,
+        machine: &machine,
+    };
+    let printed = printed::compare(opts.counts, &ctx);
+    let modified = all
+        .events
+        .iter()
+        .filter_map(|e| {
+            let (base, mods) = keys::split_modifiers(e);
+            (!mods.is_empty()).then(|| (e.clone(), base, mods))
+        })
+        .collect();
     Ok(AnalyzeReport {
         format: opts
             .counts
@@ -196,9 +256,12 @@ pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
             .map(|f| f.describe())
             .unwrap_or(""),
         cpu: cpu.to_string(),
-        events: counts.events.clone(),
-        intervals: if counts.is_interval() {
-            counts.intervals.len()
+        cpu_note: None,
+        events: all.events.clone(),
+        modified,
+        printed,
+        intervals: if all.is_interval() {
+            all.intervals.len()
         } else {
             0
         },
@@ -209,6 +272,32 @@ pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
         tma,
         library: lib,
     })
+}
+
+/// The report whole, or on a hybrid part one report per core type: its
+/// rows and the rows of no core type.
+fn partitions(report: &StatReport) -> Vec<(Option<String>, StatReport)> {
+    let types: Vec<&str> = ["cpu_core", "cpu_atom"]
+        .into_iter()
+        .filter(|t| {
+            report
+                .rows
+                .iter()
+                .any(|r| printed::core_type(&r.event) == Some(*t))
+        })
+        .collect();
+    if types.is_empty() {
+        return vec![(None, report.clone())];
+    }
+    types
+        .into_iter()
+        .map(|t| {
+            let mut part = report.clone();
+            part.rows
+                .retain(|r| printed::core_type(&r.event).is_none_or(|c| c == t));
+            (Some(t.to_string()), part)
+        })
+        .collect()
 }
 
 /// The metrics to compute: each a list of alternatives, the first with a
@@ -278,6 +367,7 @@ fn evaluate(
             spread: None,
             absent,
             listed,
+            core_type: None,
         });
     }
     out

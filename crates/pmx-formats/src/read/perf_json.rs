@@ -1,0 +1,160 @@
+//! perf stat's `-j` lines (one object per line, perf 6's keys):
+//! `counter-value`, `unit`, `event`, `event-runtime`, `pcnt-running`,
+//! `metric-value`, `metric-unit`, `interval`, the aggregation (`cpu`,
+//! `core`, `die`, `socket`, `node`, `thread`, with `aggregate-number`),
+//! `cgroup`, `variance`; lines holding only `metric-value`/`metric-unit`
+//! belong to the row before them. Metrics land in
+//! [`StatReport::printed`].
+
+use super::perf_fields::{metric_with_decimals, number};
+use super::perf_value;
+use crate::report::{PrintedMetric, ReportRow, SourceFormat, StatReport, Tool};
+use serde_json::Value;
+
+fn jstr<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+fn jnum(v: &Value, k: &str) -> Option<f64> {
+    match v.get(k)? {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => super::num(s),
+        _ => None,
+    }
+}
+
+/// The text of a member that is a string or a number.
+fn jtext(v: &Value, k: &str) -> Option<String> {
+    match v.get(k)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(x) => Some(x.to_string()),
+        _ => None,
+    }
+}
+
+/// The domain label: the aggregation's, then the cgroup.
+fn domain(v: &Value) -> String {
+    let Some(o) = v.as_object() else {
+        return String::new();
+    };
+    let d = crate::timeline::perf_domain(o);
+    match jstr(v, "cgroup") {
+        Some(cg) if d != cg.trim() && !d.is_empty() => format!("{d} {}", cg.trim()),
+        _ => d,
+    }
+}
+
+/// One line with `counter-value`.
+pub(crate) fn line(report: &mut StatReport, v: &Value) -> Result<(), String> {
+    let time = jnum(v, "interval");
+    report.provenance.format = Some(if time.is_some() {
+        SourceFormat::PerfJsonIntervals
+    } else {
+        SourceFormat::PerfJson
+    });
+    let Some(event) = jstr(v, "event") else {
+        return Err("no \"event\"".into());
+    };
+    let Some(value) = jtext(v, "counter-value") else {
+        return Err("no \"counter-value\"".into());
+    };
+    let domain = domain(v);
+    let mut row = ReportRow::new(event, &domain);
+    row.origin = Tool::Perf;
+    row.time = time;
+    row.unit = jstr(v, "unit").unwrap_or("").to_string();
+    row.runtime_ns = jnum(v, "event-runtime");
+    row.running_pct = jnum(v, "pcnt-running");
+    row.stddev_pct = jnum(v, "variance");
+    match number(&value) {
+        Some(x) => row.value = Some(x),
+        None => perf_value(&mut row, &value),
+    }
+    report.rows.push(row);
+    push_metric(report, v, time, domain, event.to_string());
+    Ok(())
+}
+
+/// A line with only `metric-value`/`metric-unit`: the metric of the row
+/// before it.
+pub(crate) fn metric_only(report: &mut StatReport, v: &Value) {
+    let time = jnum(v, "interval");
+    let mut domain = domain(v);
+    let last = report.rows.last().filter(|r| r.time == time);
+    let event = last.map(|r| r.event.clone()).unwrap_or_default();
+    if domain.is_empty() {
+        domain = last.map(|r| r.domain.clone()).unwrap_or_default();
+    }
+    push_metric(report, v, time, domain, event);
+}
+
+fn push_metric(
+    report: &mut StatReport,
+    v: &Value,
+    time: Option<f64>,
+    domain: String,
+    event: String,
+) {
+    let value = jtext(v, "metric-value").unwrap_or_default();
+    let unit = jstr(v, "metric-unit").unwrap_or("");
+    if value.trim().is_empty() && unit.trim().is_empty() {
+        return;
+    }
+    let (value, unit, decimals) = metric_with_decimals(&value, unit);
+    let row = super::perf_fields::row_of(report, time, &event);
+    report.printed.push(PrintedMetric {
+        time,
+        domain,
+        event,
+        value,
+        unit,
+        decimals,
+        row,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::read::read_text;
+    use std::path::Path;
+
+    #[test]
+    fn metrics_metric_only_lines_and_domains() {
+        let r = read_text(
+            Path::new("t"),
+            "{\"interval\" : 1.000103288, \"core\" : \"S0-D0-C0\", \"aggregate-number\" : 2, \"counter-value\" : \"1234.000000\", \"unit\" : \"\", \"event\" : \"cpu_core/cycles/\", \"event-runtime\" : 1000, \"pcnt-running\" : 100.00, \"metric-value\" : \"2.280000\", \"metric-unit\" : \"GHz\"}\n\
+             {\"interval\" : 1.000103288, \"core\" : \"S0-D0-C0\", \"metric-value\" : \"51.000000\", \"metric-unit\" : \"%  tma_frontend_bound\"}\n\
+             {\"counter-value\" : \"<not counted>\", \"unit\" : \"\", \"event\" : \"cycles\", \"cgroup\" : \"/user.slice\", \"event-runtime\" : 0, \"pcnt-running\" : 0.00, \"metric-value\" : \"0.000000\", \"metric-unit\" : \"\"}\n",
+        )
+        .unwrap();
+        assert_eq!(r.rows[0].domain, "S0-D0-C0");
+        assert_eq!(r.rows[0].value, Some(1234.0));
+        assert_eq!(r.rows[1].domain, "/user.slice");
+        assert_eq!(r.rows[1].value, None);
+        let p: Vec<(&str, &str, Option<f64>, &str)> = r
+            .printed
+            .iter()
+            .map(|m| {
+                (
+                    m.domain.as_str(),
+                    m.event.as_str(),
+                    m.value,
+                    m.unit.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            p,
+            [
+                ("S0-D0-C0", "cpu_core/cycles/", Some(2.28), "GHz"),
+                (
+                    "S0-D0-C0",
+                    "cpu_core/cycles/",
+                    Some(51.0),
+                    "% tma_frontend_bound"
+                ),
+                ("/user.slice", "cycles", Some(0.0), ""),
+            ]
+        );
+    }
+}

@@ -1,0 +1,487 @@
+//! perf stat's default text output, every variant perf 3 to 6 prints:
+//!
+//! ```text
+//!  Performance counter stats for 'make' (5 runs):
+//!
+//!          1,234.56 msec task-clock                #    0.998 CPUs utilized            ( +-  0.12% )
+//!     3,123,456,789      cycles                    #    2.530 GHz                      (83.33%)
+//!     <not supported>      stalled-cycles-backend
+//!                                                  #    0.23  stalled cycles per insn
+//!              TopdownL1 (cpu_core)                #     17.3 %  tma_frontend_bound
+//!
+//!        1.2371 +- 0.0012 seconds time elapsed  ( +-  0.10% )
+//! ```
+//!
+//! Counts with or without thousands separators; `-I` time stamps (nine
+//! decimals) before each line; the aggregation label of `-A` (`CPU3`),
+//! `--per-core/-socket/-die/-node/-cache` (`S0-D0-C1 2` with the number of
+//! CPUs) and `--per-thread` (`comm-pid`); a cgroup name after the event
+//! (`-G`); multiplexing as `(83.33%)` or perf 3's `[83.33%]`; `( +- x% )`
+//! spread; `<not counted>` and `<not supported>`; the `(msec)` of perf 4's
+//! `task-clock (msec)`; `--metric-only` tables (a line of metric headers,
+//! then lines of values). Every `#` metric lands in
+//! [`StatReport::printed`], tied to the row it was printed beside.
+
+use super::perf_fields::{label, metric_with_decimals, number, time_stamp, Label};
+use super::ReadError;
+use crate::report::{PrintedMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};
+use std::path::Path;
+
+/// Units perf prints between a value and its event.
+const UNITS: &[&str] = &[
+    "msec", "ns", "us", "ms", "sec", "Joules", "MiB", "KiB", "GiB", "MB", "KB", "GB", "B", "Bytes",
+    "W", "Watts", "MHz", "C", "%",
+];
+
+/// Does `text` read as perf's text table (its heading, its elapsed line,
+/// or its `-I` heading)?
+pub fn looks_like(text: &str) -> bool {
+    text.contains("Performance counter stats for")
+        || text.contains("seconds time elapsed")
+        || text
+            .lines()
+            .any(|l| l.starts_with('#') && l.contains(" time "))
+}
+
+/// The tail of a line: perf's `(83.33%)`/`[83.33%]` running share and
+/// `( +- 0.12% )` spread, taken off the end.
+fn strip_tail(mut s: &str) -> (&str, Option<f64>, Option<f64>) {
+    let (mut running, mut noise) = (None, None);
+    loop {
+        let t = s.trim_end();
+        let open = match t.chars().last() {
+            Some(')') => '(',
+            Some(']') => '[',
+            _ => break,
+        };
+        let Some(at) = t.rfind(open) else { break };
+        let inner = t[at + 1..t.len() - 1].trim();
+        let Some(pct) = inner.strip_suffix('%') else {
+            break;
+        };
+        if let Some(n) = pct.trim().strip_prefix("+-") {
+            noise = number(n.trim());
+        } else if let Some(v) = number(pct.trim()) {
+            running = Some(v);
+        } else {
+            break;
+        }
+        s = &t[..at];
+    }
+    (s, running, noise)
+}
+
+/// Parser state: what the lines so far said.
+#[derive(Default)]
+struct State {
+    report: StatReport,
+    /// The last row's time, domain and event (for metric lines of their own).
+    last: (Option<f64>, String, String),
+    /// `--metric-only`: the metric columns of the last header line.
+    header: Vec<String>,
+}
+
+/// Read perf stat's text output.
+pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
+    let mut st = State::default();
+    let mut started = !text.contains("Performance counter stats for");
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim_end_matches('\r');
+        let t = line.trim();
+        if t.starts_with("Performance counter stats for") {
+            heading(&mut st.report, t);
+            started = true;
+            continue;
+        }
+        if t.is_empty() || !started {
+            continue;
+        }
+        if line.starts_with('#') {
+            if let Some(cpu) = super::cpu_comment(line) {
+                st.report.provenance.cpu = Some(cpu);
+            } else {
+                metric_header(&mut st, t.trim_start_matches('#'));
+            }
+            continue;
+        }
+        if footer(&mut st.report, t) {
+            continue;
+        }
+        line_of(&mut st, t).map_err(|message| ReadError::Line {
+            path: path.to_path_buf(),
+            line: n + 1,
+            message,
+        })?;
+    }
+    let mut report = st.report;
+    if report.rows.is_empty() && report.printed.is_empty() {
+        return Err(ReadError::NoCounts {
+            path: path.to_path_buf(),
+        });
+    }
+    let timed = report.rows.iter().any(|r| r.time.is_some())
+        || report.printed.iter().any(|m| m.time.is_some());
+    report.provenance.format = Some(if timed {
+        SourceFormat::PerfTextIntervals
+    } else {
+        SourceFormat::PerfText
+    });
+    Ok(report)
+}
+
+/// ` Performance counter stats for 'sleep 1' (5 runs):`
+fn heading(report: &mut StatReport, t: &str) {
+    let rest = t["Performance counter stats for".len()..].trim();
+    let rest = rest.trim_end_matches(':');
+    let (what, runs) = match rest.rfind(" (") {
+        Some(at) if rest.ends_with("runs)") => (&rest[..at], rest[at + 2..].split(' ').next()),
+        _ => (rest, None),
+    };
+    report.provenance.command = Some(what.trim().trim_matches('\'').to_string());
+    report.runs = runs.and_then(|r| r.parse().ok());
+}
+
+/// `1.23 seconds time elapsed`, `0.5 seconds user`, `0.1 seconds sys`.
+fn footer(report: &mut StatReport, t: &str) -> bool {
+    let first = t.split_whitespace().next().and_then(number);
+    if t.contains("seconds time elapsed") {
+        report.elapsed_s = first;
+        return true;
+    }
+    for (word, user) in [("seconds user", true), ("seconds sys", false)] {
+        if t.ends_with(word) {
+            let (u, s) = report.user_sys_s.unwrap_or((0.0, 0.0));
+            let v = first.unwrap_or(0.0);
+            report.user_sys_s = Some(if user { (v, s) } else { (u, v) });
+            return true;
+        }
+    }
+    false
+}
+
+/// A `--metric-only` header: the metric columns (split on runs of two
+/// or more spaces, a lone `%` joined to the name after it), without the
+/// time and aggregation columns.
+fn metric_header(st: &mut State, t: &str) {
+    let mut cols: Vec<String> = Vec::new();
+    let mut pct = false;
+    for chunk in t.split("  ").map(str::trim).filter(|c| !c.is_empty()) {
+        for (k, w) in chunk.split_whitespace().enumerate() {
+            if w == "%" {
+                cols.push("%".into());
+                pct = true;
+            } else if pct || k > 0 {
+                let last = cols.last_mut().expect("a column");
+                last.push(' ');
+                last.push_str(w);
+                pct = false;
+            } else {
+                cols.push(w.to_string());
+            }
+        }
+    }
+    const NOT_METRICS: &[&str] = &[
+        "time", "cpus", "cpu", "core", "socket", "die", "node", "cache", "thread", "counts",
+        "unit", "events", "comm-pid", "CPU",
+    ];
+    if cols.iter().any(|c| c == "counts" || c == "events") {
+        st.header.clear();
+        return;
+    }
+    cols.retain(|c| !NOT_METRICS.contains(&c.as_str()));
+    st.header = cols;
+}
+
+/// One line of the table: a count, a metric of its own, a header or the
+/// values of `--metric-only`.
+fn line_of(st: &mut State, t: &str) -> Result<(), String> {
+    let (body, running, noise) = strip_tail(t);
+    let (pre, post) = match body.split_once('#') {
+        Some((a, b)) => (a, Some(b)),
+        None => (body, None),
+    };
+    let pre = pre
+        .replace("<not counted>", "<not-counted>")
+        .replace("<not supported>", "<not-supported>");
+    let tok: Vec<&str> = pre.split_whitespace().collect();
+    let value_like = |s: &str| {
+        number(s)
+            .or_else(|| s.strip_suffix('%').and_then(number))
+            .is_some()
+            || s.starts_with("<not-")
+    };
+    let mut i = 0;
+    let time = tok.first().and_then(|s| time_stamp(s));
+    if time.is_some() && (tok.len() > 1 || post.is_some()) {
+        i = 1;
+    }
+    let mut domain = String::new();
+    if let Some(kind) = tok.get(i).and_then(|s| label(s)) {
+        let nr =
+            kind == Label::Topology && tok.get(i + 1).is_some_and(|s| s.parse::<u32>().is_ok());
+        let at = i + 1 + usize::from(nr);
+        if tok.get(at).is_none_or(|s| value_like(s)) {
+            domain = tok[i].to_string();
+            i = at;
+        }
+    }
+    if !tok.get(i).is_some_and(|s| value_like(s)) {
+        return no_value(st, time, domain, &tok[i..], post, t);
+    }
+    if post.is_none() && !st.header.is_empty() && tok[i..].iter().all(|s| value_like(s)) {
+        return metric_only(st, time, domain, &tok[i..]);
+    }
+    let value = tok[i];
+    let mut rest = &tok[i + 1..];
+    let mut unit = "";
+    if rest.len() >= 2 && UNITS.contains(&rest[0]) {
+        unit = rest[0];
+        rest = &rest[1..];
+    }
+    let Some(&event) = rest.first() else {
+        return Err(format!("a count without an event: '{t}'"));
+    };
+    rest = &rest[1..];
+    if rest.first() == Some(&"(msec)") {
+        unit = "msec";
+        rest = &rest[1..];
+    }
+    if !rest.is_empty() {
+        // `-G`: the cgroup after the event.
+        let cg = rest.join(" ");
+        domain = if domain.is_empty() {
+            cg
+        } else {
+            format!("{domain} {cg}")
+        };
+    }
+    let mut row = ReportRow::new(event, &domain);
+    row.origin = Tool::Perf;
+    row.time = time;
+    row.unit = unit.to_string();
+    row.running_pct = running;
+    row.stddev_pct = noise;
+    match (value, number(value)) {
+        (_, Some(v)) => row.value = Some(v),
+        ("<not-supported>", _) => {
+            row.status = RowStatus::NotSupported;
+            row.reason = "perf: <not supported>".into();
+        }
+        (v, _) => {
+            row.status = RowStatus::NotCounted;
+            row.reason = format!("perf: {}", v.replace('-', " "));
+        }
+    }
+    st.last = (time, domain.clone(), event.to_string());
+    st.report.rows.push(row);
+    if let Some(m) = post {
+        printed(st, time, domain, event.to_string(), m);
+    }
+    Ok(())
+}
+
+/// A line without a count: a metric on a line of its own (`# 0.23
+/// stalled cycles per insn`), or beside perf's group header
+/// (`TopdownL1 (cpu_core)  # 17.3 %  tma_frontend_bound`).
+fn no_value(
+    st: &mut State,
+    time: Option<f64>,
+    domain: String,
+    rest: &[&str],
+    post: Option<&str>,
+    t: &str,
+) -> Result<(), String> {
+    let Some(m) = post else {
+        if !rest.is_empty() && rest.iter().all(|w| number(w).is_none()) && time.is_none() {
+            // A `--metric-only` header without its `#`.
+            metric_header(st, t);
+            return Ok(());
+        }
+        return Err(format!("not a line of perf stat's output: '{t}'"));
+    };
+    let (time, domain, event) = if rest.is_empty() {
+        let (lt, ld, le) = st.last.clone();
+        (time.or(lt), if domain.is_empty() { ld } else { domain }, le)
+    } else {
+        (time, domain, rest.join(" "))
+    };
+    printed(st, time, domain, event, m);
+    Ok(())
+}
+
+/// The values of a `--metric-only` line, one per header column.
+fn metric_only(
+    st: &mut State,
+    time: Option<f64>,
+    domain: String,
+    values: &[&str],
+) -> Result<(), String> {
+    if values.len() != st.header.len() {
+        return Err(format!(
+            "{} values under {} --metric-only columns",
+            values.len(),
+            st.header.len()
+        ));
+    }
+    for (v, h) in values.iter().zip(st.header.clone()) {
+        let (value, unit, decimals) = metric_with_decimals(v, &h);
+        st.report.printed.push(PrintedMetric {
+            row: None,
+            time,
+            domain: domain.clone(),
+            event: String::new(),
+            value,
+            unit,
+            decimals,
+        });
+    }
+    Ok(())
+}
+
+/// A `# value unit` metric (perf 6.3 prints two on a line:
+/// `#  2.7% Heavy Operations  #  4.8% Light Operations`).
+fn printed(st: &mut State, time: Option<f64>, domain: String, event: String, m: &str) {
+    for part in m.split('#') {
+        printed_one(st, time, domain.clone(), event.clone(), part);
+    }
+}
+
+fn printed_one(st: &mut State, time: Option<f64>, domain: String, event: String, m: &str) {
+    let m = m.trim();
+    if m.is_empty() {
+        return;
+    }
+    let (v, u) = m.split_once(char::is_whitespace).unwrap_or((m, ""));
+    let (value, unit, decimals) = metric_with_decimals(v, u);
+    let row = super::perf_fields::row_of(&st.report, time, &event);
+    if value.is_none() && unit.is_empty() {
+        return;
+    }
+    st.report.printed.push(PrintedMetric {
+        time,
+        domain,
+        event,
+        value,
+        unit,
+        decimals,
+        row,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> StatReport {
+        parse(Path::new("t"), text).unwrap()
+    }
+
+    #[test]
+    fn a_table_with_metrics_spread_and_multiplexing() {
+        let r = read(
+            " Performance counter stats for 'make' (5 runs):\n\n\
+             \x20        1,234.56 msec task-clock                #    0.998 CPUs utilized            ( +-  0.12% )\n\
+             \x20   3,123,456,789      cycles:u                  #    2.530 GHz                      (83.33%)\n\
+             \x20 <not supported>      stalled-cycles-backend\n\
+             \x20                                                #    0.23  stalled cycles per insn\n\
+             \x20            TopdownL1 (cpu_core)                #     17.3 %  tma_frontend_bound\n\n\
+             \x20      1.2371 +- 0.0012 seconds time elapsed  ( +-  0.10% )\n\n\
+             \x20      0.500000000 seconds user\n       0.100000000 seconds sys\n",
+        );
+        assert_eq!(r.provenance.command.as_deref(), Some("make"));
+        assert_eq!(r.runs, Some(5));
+        assert_eq!(r.elapsed_s, Some(1.2371));
+        assert_eq!(r.user_sys_s, Some((0.5, 0.1)));
+        assert_eq!(r.rows.len(), 3);
+        assert_eq!(
+            (r.rows[0].value, r.rows[0].unit.as_str()),
+            (Some(1234.56), "msec")
+        );
+        assert_eq!(r.rows[0].stddev_pct, Some(0.12));
+        assert_eq!(r.rows[1].event, "cycles:u");
+        assert_eq!(r.rows[1].running_pct, Some(83.33));
+        assert_eq!(r.rows[2].status, RowStatus::NotSupported);
+        let p: Vec<(&str, Option<f64>, &str)> = r
+            .printed
+            .iter()
+            .map(|m| (m.event.as_str(), m.value, m.unit.as_str()))
+            .collect();
+        assert_eq!(
+            p,
+            [
+                ("task-clock", Some(0.998), "CPUs utilized"),
+                ("cycles:u", Some(2.53), "GHz"),
+                (
+                    "stalled-cycles-backend",
+                    Some(0.23),
+                    "stalled cycles per insn"
+                ),
+                ("TopdownL1 (cpu_core)", Some(17.3), "% tma_frontend_bound"),
+            ]
+        );
+    }
+
+    #[test]
+    fn intervals_aggregation_labels_and_cgroups() {
+        let r = read(
+            "#           time core         cpus             counts unit events\n\
+             \x20    1.000123456 S0-D0-C0           2          1,234      cycles\n\
+             \x20    1.000123456 S0-D0-C1           2      <not counted>      cycles\n\
+             \x20    2.000123456 CPU3              5678      instructions   /sys   #  1.5 insn per cycle\n\
+             \x20    2.000123456 perf-1234              42      page-faults\n",
+        );
+        assert_eq!(r.provenance.format, Some(SourceFormat::PerfTextIntervals));
+        let d: Vec<(Option<f64>, &str, Option<f64>)> = r
+            .rows
+            .iter()
+            .map(|r| (r.time, r.domain.as_str(), r.value))
+            .collect();
+        assert_eq!(
+            d,
+            [
+                (Some(1.000123456), "S0-D0-C0", Some(1234.0)),
+                (Some(1.000123456), "S0-D0-C1", None),
+                (Some(2.000123456), "CPU3 /sys", Some(5678.0)),
+                (Some(2.000123456), "perf-1234", Some(42.0)),
+            ]
+        );
+        assert_eq!(r.printed[0].domain, "CPU3 /sys");
+    }
+
+    #[test]
+    fn metric_only_tables() {
+        let r = read(
+            " Performance counter stats for 'system wide':\n\n\
+             \x20     %  tma_retiring %  tma_backend_bound %  tma_frontend_bound %  tma_bad_speculation \n\
+             \x20               25.1                 58.7                    2.7                    13.5 \n\n\
+             \x20      8.004286201 seconds time elapsed\n",
+        );
+        let p: Vec<(Option<f64>, &str)> = r
+            .printed
+            .iter()
+            .map(|m| (m.value, m.unit.as_str()))
+            .collect();
+        assert_eq!(
+            p,
+            [
+                (Some(25.1), "% tma_retiring"),
+                (Some(58.7), "% tma_backend_bound"),
+                (Some(2.7), "% tma_frontend_bound"),
+                (Some(13.5), "% tma_bad_speculation"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_line_of_something_else_is_an_error_with_its_number() {
+        let e = parse(
+            Path::new("p.txt"),
+            " Performance counter stats for 'x':\n\n 1,234 cycles\n what is this 12\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "p.txt:4: not a line of perf stat's output: 'what is this 12'"
+        );
+    }
+}
