@@ -36,6 +36,7 @@ mod stat;
 mod stat_args;
 mod stat_metrics;
 mod stat_msr;
+mod stat_perf;
 mod stat_render;
 mod target;
 mod tma;
@@ -98,6 +99,10 @@ fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
+            if let Some(msg) = refused_perf_option(&e) {
+                eprintln!("pmx: {msg}");
+                std::process::exit(exit::USAGE);
+            }
             let code = if e.use_stderr() {
                 exit::USAGE
             } else {
@@ -127,6 +132,19 @@ fn main() {
         } => fetch::run(args),
     };
     std::process::exit(exit::from_result(result));
+}
+
+/// `pmx stat` given a perf stat option pmx does not take: say so by name.
+fn refused_perf_option(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let stat = std::env::args().nth(1).is_some_and(|c| c == "stat");
+    if !stat || e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    match e.get(ContextKind::InvalidArg)? {
+        ContextValue::String(arg) => stat_perf::refused(arg),
+        _ => None,
+    }
 }
 
 /// clap value parser for `--arch`.

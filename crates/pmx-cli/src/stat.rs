@@ -16,6 +16,7 @@ pub use crate::stat_args::StatArgs;
 
 /// Run `pmx stat`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+    let args = &crate::stat_perf::normalize(args)?;
     if args.regions {
         return crate::regions::run(args, count);
     }
@@ -75,13 +76,17 @@ fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
         None => None,
     };
     let how = args.aggregation();
-    if matches!(
-        how,
-        Aggregation::PerCpu | Aggregation::PerCore | Aggregation::PerSocket
-    ) && !matches!(scope, Scope::Cpus(_))
-    {
-        return Err(usage("-A/--per-core/--per-socket need -a or -C"));
+    let cpus = matches!(scope, Scope::Cpus(_));
+    if how.by_cpu() && !cpus {
+        return Err(usage(
+            "-A/--per-core/--per-die/--per-cache/--per-socket/--per-node need -a or -C",
+        ));
     }
+    let p = &args.perf;
+    if (!p.cgroup.is_empty() || !p.for_each_cgroup.is_empty()) && !cpus {
+        return Err(usage("-G/--for-each-cgroup count per CPU: give -a or -C"));
+    }
+    let hooks = p.options().hooks().map_err(|e| usage(e.to_string()))?;
     let opts = RunOptions {
         scope,
         command: args.command.clone(),
@@ -91,6 +96,7 @@ fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
         interval: None,
         interval_count: args.interval_count,
         trace_tasks,
+        hooks,
     };
     Ok((opts, how))
 }
@@ -100,18 +106,22 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     if args.repeat == 0 {
         return Err(usage("-r 0: give at least one run"));
     }
-    let (groups, metrics, db) = crate::stat_metrics::event_groups(args, stat::DEFAULT_EVENTS)?;
+    let default = crate::stat_metrics::perf_default_events(args);
+    let (groups, metrics, db) = crate::stat_metrics::event_groups(args, &default)?;
     let (mut opts, how) = run_options(args)?;
     let mut plan = args.db.plan(&groups, db.as_ref())?;
+    let perf = args.perf.options();
+    perf.apply(&mut plan).map_err(|e| usage(e.to_string()))?;
     let budget = pmx::schedule::CounterBudget::this_cpu();
     let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, args.repeat);
-    let topo = matches!(how, Aggregation::PerCore | Aggregation::PerSocket).then(|| {
+    crate::stat_perf::verbose(args, &fitted.sets);
+    let topo = how.needs_topology().then(|| {
         let mut problems = Vec::new();
         pmx_sys::topology::read_topology(&pmx_sys::SysRoot::host(), &mut problems)
     });
     opts.interval = args.interval()?;
     fitted.check(&opts).map_err(|e| UsageError(e.to_string()))?;
-    let mut out = args.output(false)?;
+    let mut out = args.output(args.perf.append)?;
     let plot = args.plot()?;
     let m = metrics.as_ref();
     let mut intervals = stat_render::intervals(&mut *out, args, topo.as_ref(), m, plot.is_some())?;

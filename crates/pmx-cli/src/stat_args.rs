@@ -17,7 +17,7 @@ pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
 }
 
 /// Arguments of `pmx stat`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(
     after_help = "Exit status: the command's own (128+N when killed by signal N); 127 when it cannot be run; 2 for bad input; 1 when counting failed."
 )]
@@ -46,7 +46,7 @@ pub struct StatArgs {
     #[arg(long, value_name = "LIST")]
     pub pin: Option<String>,
     /// Do not count the command's children.
-    #[arg(long = "no-inherit")]
+    #[arg(short = 'i', long = "no-inherit")]
     pub no_inherit: bool,
     /// One row per CPU.
     #[arg(short = 'A', long = "no-aggr")]
@@ -70,7 +70,12 @@ pub struct StatArgs {
     #[arg(long = "csv-header")]
     pub csv_header: bool,
     /// JSON output.
-    #[arg(long, conflicts_with = "separator")]
+    #[arg(
+        short = 'j',
+        long,
+        visible_alias = "json-output",
+        conflicts_with = "separator"
+    )]
     pub json: bool,
     /// Print the counts every MS milliseconds (at least 1): one row per
     /// interval (per CPU with -A), written as it is measured.
@@ -115,25 +120,34 @@ pub struct StatArgs {
     pub regions: bool,
     #[command(flatten)]
     pub db: DbArgs,
-    /// The command to run, after `--`.
-    #[arg(last = true, value_name = "CMD")]
+    #[command(flatten)]
+    pub perf: crate::stat_perf::PerfFlags,
+    /// The command to run and its arguments (after the options, or `--`).
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
 impl StatArgs {
-    /// How rows are folded: -A, --per-core, --per-socket, --per-thread.
+    /// How rows are folded: -A, --per-core/-die/-cache/-socket/-node/-thread.
     pub(crate) fn aggregation(&self) -> Aggregation {
-        if self.no_aggr {
-            Aggregation::PerCpu
-        } else if self.per_core {
-            Aggregation::PerCore
-        } else if self.per_socket {
-            Aggregation::PerSocket
-        } else if self.per_thread {
-            Aggregation::PerThread
-        } else {
-            Aggregation::Total
-        }
+        let p = &self.perf;
+        let cache = p
+            .per_cache
+            .as_deref()
+            .and_then(|l| l.trim_start_matches(['L', 'l']).parse().ok());
+        let flags = [
+            (self.no_aggr, Aggregation::PerCpu),
+            (self.per_core, Aggregation::PerCore),
+            (p.per_die, Aggregation::PerDie),
+            (cache.is_some(), Aggregation::PerCache(cache.unwrap_or(3))),
+            (self.per_socket, Aggregation::PerSocket),
+            (p.per_node, Aggregation::PerNode),
+            (self.per_thread, Aggregation::PerThread),
+        ];
+        flags
+            .iter()
+            .find(|f| f.0)
+            .map_or(Aggregation::Total, |f| f.1)
     }
 
     /// `--json`, `-x SEP` or the table; with `-I` or not; `--csv-header`.
@@ -149,6 +163,8 @@ impl StatArgs {
             format,
             intervals: self.interval.is_some(),
             csv_header: self.csv_header,
+            metric_only: self.perf.metric_only,
+            plain_numbers: self.perf.no_big_num,
         }
     }
 
@@ -164,8 +180,19 @@ impl StatArgs {
     }
 
     /// `-o FILE` (with `%h %p %r %j` expanded; appended to with `append`),
-    /// or stderr.
+    /// `--log-fd N`, nothing with `-q`, or stderr.
     pub(crate) fn output(&self, append: bool) -> anyhow::Result<Box<dyn Write>> {
+        if self.perf.quiet {
+            return Ok(Box::new(std::io::sink()));
+        }
+        if let Some(fd) = self.perf.log_fd {
+            let f = OpenOptions::new()
+                .append(true)
+                .open(format!("/proc/self/fd/{fd}"));
+            return Ok(Box::new(
+                f.map_err(|e| usage(format!("--log-fd {fd}: {e}")))?,
+            ));
+        }
         let Some(pattern) = &self.output else {
             return Ok(Box::new(std::io::stderr()));
         };

@@ -55,6 +55,9 @@ fn domain_members(o: &mut Map<String, Value>, row: &ReportRow) {
             return;
         }
         Some(Domain::Socket { .. }) => "socket",
+        Some(Domain::Die { .. }) => "die",
+        Some(Domain::Cache { .. }) => "cache",
+        Some(Domain::Node { .. }) => "node",
         Some(Domain::Thread { .. }) => "thread",
         Some(Domain::Core { .. }) | None => "core",
     };

@@ -41,6 +41,10 @@ pub struct StatStyle {
     pub intervals: bool,
     /// `--csv-header`.
     pub csv_header: bool,
+    /// `--metric-only`: the metric lines alone.
+    pub metric_only: bool,
+    /// `--no-big-num`: counts without thousands' separators.
+    pub plain_numbers: bool,
 }
 
 impl StatStyle {
@@ -264,6 +268,25 @@ pub fn compose<'a>(
 /// every data line of the file has the interval columns. `job`: JSON
 /// records where it ran (host, pid, rank, job).
 pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) -> String {
+    if style.metric_only {
+        if style.format == StatFormat::Table {
+            return metric_only_table(report);
+        }
+        let mut metrics_only = report.clone();
+        metrics_only.rows.clear();
+        let plain = StatStyle {
+            metric_only: false,
+            ..style.clone()
+        };
+        return totals(&metrics_only, &plain, job);
+    }
+    if style.plain_numbers && style.format == StatFormat::Table {
+        let plain = StatStyle {
+            plain_numbers: false,
+            ..style.clone()
+        };
+        return without_separators(&totals(report, &plain, job));
+    }
     match &style.format {
         StatFormat::Json => {
             let mut doc = crate::stat::json(report);
@@ -287,6 +310,72 @@ pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) 
         }
         StatFormat::Table => crate::stat::table(report),
     }
+}
+
+/// `--metric-only` as perf lays it out: one column per metric, its name
+/// (and unit) over its value, then the elapsed time.
+pub fn metric_only_table(report: &StatReport) -> String {
+    use std::fmt::Write as _;
+    let mut head = String::new();
+    let mut values = String::new();
+    for m in &report.metrics {
+        let title = if m.unit.is_empty() {
+            m.name.clone()
+        } else {
+            format!("{} {}", m.name, m.unit)
+        };
+        let w = title.len().max(16);
+        let value = m
+            .value
+            .map_or("<not computed>".to_string(), |v| format!("{v:.2}"));
+        let _ = write!(head, " {title:>w$}");
+        let _ = write!(values, " {value:>w$}");
+    }
+    if report.metrics.is_empty() {
+        head.push_str(" (no metrics: give -M or --topdown)");
+    }
+    format!(
+        "\n Performance counter stats for {}:\n\n{head}\n{values}\n\n {:>16.9} seconds time elapsed\n\n",
+        report.target,
+        report.elapsed.as_secs_f64()
+    )
+}
+
+/// The table with the thousands' separators of its counts removed
+/// (`--no-big-num`): a comma between a digit and three digits.
+pub fn without_separators(text: &str) -> String {
+    let b = text.as_bytes();
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    text.char_indices()
+        .filter(|&(i, c)| {
+            !(c == ',' && i > 0 && digit(i - 1) && (1..=3).all(|k| digit(i + k)) && !digit(i + 4))
+        })
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// perf's `--table` (with `-r`): each run's elapsed seconds and its
+/// distance from the mean, before the result (perf's `print_table`).
+pub fn run_table(elapsed: &[f64]) -> String {
+    use std::fmt::Write as _;
+    let n = elapsed.len().max(1) as f64;
+    let avg = elapsed.iter().sum::<f64>() / n;
+    let var = elapsed.iter().map(|x| (x - avg).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    let sd = (var / n).sqrt();
+    // perf: get_precision(sd) + 2, where get_precision is 0 above 1.
+    let p = if sd > 1.0 || sd <= 0.0 {
+        0
+    } else {
+        (-sd.log10()).ceil() as usize
+    } + 2;
+    let mut s = String::from("           # Table of individual measurements:\n");
+    for &run in elapsed {
+        let marks = 1 + ((100.0 * (run - avg) / run) as i64 / 5).unsigned_abs() as usize;
+        let _ = writeln!(s, " {run:17.p$} ({:+.p$}) {}", run - avg, "#".repeat(marks));
+    }
+    let _ = writeln!(s, "\n           # Final result:");
+    let _ = writeln!(s, " {avg:17.p$} +- {sd:.p$} seconds time elapsed\n");
+    s
 }
 
 /// The chart of interval rows kept for `--plot`, 960 × 540, as the bytes
@@ -321,6 +410,8 @@ mod tests {
             format,
             intervals,
             csv_header,
+            metric_only: false,
+            plain_numbers: false,
         }
     }
 

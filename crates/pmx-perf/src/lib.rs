@@ -440,6 +440,31 @@ impl Counter {
         target: Target,
         group: Option<&Counter>,
     ) -> Result<Counter, OpenError> {
+        Counter::open_flags(attr, target, group, None)
+    }
+
+    /// [`Counter::open`] counting only the tasks of one cgroup (v2) while
+    /// they run on `cpu` (`PERF_FLAG_PID_CGROUP`): `cgroup` is an open fd
+    /// of the cgroup's directory; `cpu` must be a CPU, not -1.
+    pub fn open_in_cgroup(
+        attr: &Attr,
+        cgroup: std::os::fd::BorrowedFd<'_>,
+        cpu: i32,
+        group: Option<&Counter>,
+    ) -> Result<Counter, OpenError> {
+        let target = Target {
+            pid: cgroup.as_raw_fd(),
+            cpu,
+        };
+        Counter::open_flags(attr, target, group, Some(abi::PERF_FLAG_PID_CGROUP))
+    }
+
+    fn open_flags(
+        attr: &Attr,
+        target: Target,
+        group: Option<&Counter>,
+        flags: Option<libc::c_ulong>,
+    ) -> Result<Counter, OpenError> {
         let fail = |errno: i32| {
             error::explain(
                 errno,
@@ -455,7 +480,14 @@ impl Counter {
         }
         let kattr = abi::PerfEventAttr::from_attr(attr);
         let group_fd = group.map_or(-1, |g| g.fd.as_raw_fd());
-        let raw = abi::perf_event_open(&kattr, target.pid, target.cpu, group_fd).map_err(fail)?;
+        let raw = abi::perf_event_open_flags(
+            &kattr,
+            target.pid,
+            target.cpu,
+            group_fd,
+            flags.unwrap_or(0),
+        )
+        .map_err(fail)?;
         // SAFETY: perf_event_open just returned this fd; nothing else owns
         // it, so the OwnedFd becomes its only owner and closes it once.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };

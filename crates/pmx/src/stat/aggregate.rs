@@ -1,5 +1,5 @@
 //! Aggregate: a run's instances folded into rows per total, CPU, core,
-//! socket or thread ([`aggregate`]); the same refilled in place interval
+//! die, cache, socket, NUMA node or thread ([`aggregate`]); the same refilled in place interval
 //! after interval ([`Aggregator`]).
 
 use super::outcome::Instance;
@@ -19,8 +19,14 @@ pub enum Aggregation {
     PerCpu,
     /// Per physical core.
     PerCore,
+    /// Per die (`--per-die`).
+    PerDie,
+    /// Per instance of the cache of this level (`--per-cache`).
+    PerCache(u8),
     /// Per package.
     PerSocket,
+    /// Per NUMA node (`--per-node`).
+    PerNode,
     /// Per thread (`-p`/`-t`).
     PerThread,
 }
@@ -178,6 +184,42 @@ fn domain_of(inst: &Instance, how: Aggregation, topo: Option<&Topology>) -> Doma
             },
             None => Domain::Total,
         },
+        Aggregation::PerDie => match info {
+            Some(i) => Domain::Die {
+                package: i.package.unwrap_or(0),
+                die: i.die.unwrap_or(0),
+            },
+            None => Domain::Total,
+        },
+        Aggregation::PerCache(level) => match info {
+            Some(i) => Domain::Cache {
+                package: i.package.unwrap_or(0),
+                die: i.die.unwrap_or(0),
+                level,
+                // Without the kernel's cache list each CPU is its own.
+                id: i.cache_id(level).unwrap_or(i.cpu),
+            },
+            None => Domain::Total,
+        },
+        Aggregation::PerNode => match info {
+            Some(i) => Domain::Node {
+                node: i.node.unwrap_or(0),
+            },
+            None => Domain::Total,
+        },
+    }
+}
+
+impl Aggregation {
+    /// Folds CPUs by where they sit in the topology (needs `-a`/`-C` and
+    /// the topology): `-A`, core, die, cache, socket, node.
+    pub fn by_cpu(self) -> bool {
+        !matches!(self, Aggregation::Total | Aggregation::PerThread)
+    }
+
+    /// Needs the machine's topology to fold.
+    pub fn needs_topology(self) -> bool {
+        self.by_cpu() && self != Aggregation::PerCpu
     }
 }
 
@@ -196,6 +238,7 @@ mod tests {
             scale,
             source: None,
             need: crate::schedule::Need::None,
+            cgroup: None,
         }
     }
 

@@ -35,6 +35,10 @@ pub struct PlannedEvent {
     /// Which core counter it needs, for scheduling.
     #[serde(skip)]
     pub need: Need,
+    /// Count only in this cgroup (`-G`, `--for-each-cgroup`): its path
+    /// under the cgroup v2 mount, as given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
 }
 
 /// The events, resolved, in groups.
@@ -93,6 +97,7 @@ fn plan_one(
         scale: 1.0,
         source: None,
         need: Need::None,
+        cgroup: None,
     };
     if let Body::Breakpoint { addr, len, access } = &spec.body {
         let bp = match access.as_str() {
