@@ -95,8 +95,32 @@ enum EventsCommand {
     Fetch(fetch::FetchArgs),
 }
 
+/// `pmx stat` alone: parsed without building every other command's
+/// flags (most of pmx's start-up time before the command runs).
+#[derive(Debug, Parser)]
+#[command(name = "pmx", version, about, propagate_version = true)]
+struct StatCli {
+    #[command(subcommand)]
+    command: StatOnly,
+}
+
+#[derive(Debug, Subcommand)]
+enum StatOnly {
+    /// Count events for a command, processes, threads or CPUs.
+    Stat(Box<stat::StatArgs>),
+}
+
 fn main() {
-    let cli = match Cli::try_parse() {
+    let parsed = if std::env::args_os().nth(1).is_some_and(|a| a == "stat") {
+        StatCli::try_parse().map(|c| match c.command {
+            StatOnly::Stat(a) => Cli {
+                command: Command::Stat(a),
+            },
+        })
+    } else {
+        Cli::try_parse()
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             if let Some(msg) = refused_perf_option(&e) {

@@ -11,6 +11,7 @@ use crate::stat_args::usage;
 use crate::stat_render;
 use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope};
 use pmx_output::stat_render::compose;
+use std::io::Write;
 
 pub use crate::stat_args::StatArgs;
 
@@ -145,6 +146,10 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let target = opts.scope.describe(&args.command);
     let report = compose(target, &plan, summary, m, fitted.notes);
     stat_render::totals(&mut *out, args, &report, end.error, true)?;
+    if args.perf.table && runs.len() > 1 {
+        let times: Vec<f64> = runs.iter().map(|r| r.elapsed.as_secs_f64()).collect();
+        out.write_all(pmx_output::stat_render::run_table(&times).as_bytes())?;
+    }
     stat_render::draw(&plot, end.plot)?;
     Ok(code)
 }

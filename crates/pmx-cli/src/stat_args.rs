@@ -176,6 +176,7 @@ impl StatArgs {
             measured_span: self.backend == "msr",
             aggregation: self.aggregation(),
             plot,
+            clear: self.perf.interval_clear,
         }
     }
 

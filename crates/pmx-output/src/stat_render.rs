@@ -114,6 +114,8 @@ pub struct IntervalOptions {
     pub aggregation: Aggregation,
     /// Keep the rows as interval CSV for `--plot`.
     pub plot: bool,
+    /// `--interval-clear`: clear the terminal before each interval.
+    pub clear: bool,
 }
 
 /// What an [`IntervalWriter`] leaves when the run is over.
@@ -136,6 +138,7 @@ pub struct IntervalWriter<'a> {
     /// Seconds added to the time stamps (the epoch with absolute ones).
     epoch0: f64,
     measured_span: bool,
+    clear: bool,
     /// The end of the previous interval, since the start.
     last_at: Duration,
     aggregator: Aggregator,
@@ -172,6 +175,7 @@ impl<'a> IntervalWriter<'a> {
             format: options.format,
             epoch0,
             measured_span: options.measured_span,
+            clear: options.clear,
             last_at: Duration::ZERO,
             aggregator: Aggregator::new(options.aggregation),
             csv,
@@ -219,9 +223,11 @@ impl<'a> IntervalWriter<'a> {
             p.push_str(self.plot_csv.format(&iv));
         }
         // One write per interval, flushed before the next starts.
+        let clear: &[u8] = if self.clear { b"\x1b[H\x1b[2J" } else { b"" };
         if let Err(e) = self
             .out
-            .write_all(text.as_bytes())
+            .write_all(clear)
+            .and_then(|_| self.out.write_all(text.as_bytes()))
             .and_then(|_| self.out.flush())
         {
             self.end.error = Some(e);
@@ -334,8 +340,12 @@ pub fn metric_only_table(report: &StatReport) -> String {
     if report.metrics.is_empty() {
         head.push_str(" (no metrics: give -M or --topdown)");
     }
+    let mut why = String::new();
+    for m in report.metrics.iter().filter(|m| m.value.is_none()) {
+        let _ = writeln!(why, "  {}: {}", m.name, m.missing.as_deref().unwrap_or(""));
+    }
     format!(
-        "\n Performance counter stats for {}:\n\n{head}\n{values}\n\n {:>16.9} seconds time elapsed\n\n",
+        "\n Performance counter stats for {}:\n\n{head}\n{values}\n\n{why} {:>16.9} seconds time elapsed\n\n",
         report.target,
         report.elapsed.as_secs_f64()
     )

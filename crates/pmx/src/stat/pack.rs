@@ -38,7 +38,7 @@ impl StatPlan {
     }
 
     /// Put every ungrouped software event (task-clock, page-faults, …)
-    /// into one group. Software events never wait for a counter, so this
+    /// into one group (not those of a cgroup, `-G`). Software events never wait for a counter, so this
     /// changes no count; it lets one read fetch them all, which matters
     /// for `-I` on many CPUs (a read of another CPU's counter costs an
     /// inter-processor call). Returns whether anything was merged.
@@ -46,6 +46,7 @@ impl StatPlan {
         let is_sw = |e: &PlannedEvent| {
             e.need == Need::None
                 && e.cpus.is_none()
+                && e.cgroup.is_none()
                 && e.attr
                     .as_ref()
                     .is_ok_and(|a| a.type_ == pmx_events::perf_type::SOFTWARE)

@@ -77,7 +77,7 @@ pub struct RunHooks {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PerfOptionError {
     /// `-G` names a cgroup that is not there.
-    #[error("cgroup '{name}': no such cgroup ({} does not exist; cgroup v2 paths are relative to {CGROUP_ROOT})", path.display())]
+    #[error("cgroup '{name}': no such cgroup ({} does not exist; cgroup paths are relative to the cgroup2 mount)", path.display())]
     NoCgroup {
         /// As given.
         name: String,
@@ -97,12 +97,34 @@ pub enum PerfOptionError {
     BadDelay(i64),
 }
 
-/// Where cgroup v2 is mounted.
+/// Where cgroup v2 is usually mounted.
 pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// Where the cgroups `-G` names live: the cgroup2 mount (under
+/// /sys/fs/cgroup itself, or `unified/` on hybrid systems), else a v1
+/// hierarchy with the perf_event controller, from /proc/self/mounts (as
+/// perf looks for it); [`CGROUP_ROOT`] when neither is listed.
+pub fn cgroup_root() -> PathBuf {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let mut v1 = None;
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(dir), Some(kind), Some(opts)) = (f.get(1), f.get(2), f.get(3)) else {
+            continue;
+        };
+        if *kind == "cgroup2" {
+            return PathBuf::from(dir);
+        }
+        if *kind == "cgroup" && opts.split(',').any(|o| o == "perf_event") {
+            v1.get_or_insert_with(|| PathBuf::from(dir));
+        }
+    }
+    v1.unwrap_or_else(|| PathBuf::from(CGROUP_ROOT))
+}
 
 /// The cgroup directory of a `-G` name (leading `/` allowed).
 pub fn cgroup_path(name: &str) -> PathBuf {
-    Path::new(CGROUP_ROOT).join(name.trim_start_matches('/'))
+    cgroup_root().join(name.trim_start_matches('/'))
 }
 
 /// perf's default events (perf 6.1 `builtin-stat.c`: `default_attrs0`,
@@ -177,7 +199,9 @@ impl PerfStatOptions {
         })
     }
 
-    /// Apply the privilege and the cgroups to a planned set of events.
+    /// Apply the privilege and the cgroups to a planned set of events; an
+    /// event counted in a cgroup is named `EVENT (cgroup NAME)` in every
+    /// output (its `cgroup` keeps the name alone).
     pub fn apply(&self, plan: &mut StatPlan) -> Result<(), PerfOptionError> {
         for e in &mut plan.events {
             if let Ok(a) = e.attr.as_mut() {
@@ -212,6 +236,11 @@ impl PerfStatOptions {
             }
             for (e, c) in plan.events.iter_mut().zip(&self.cgroups) {
                 e.cgroup = Some(c.clone()).filter(|c| !c.is_empty());
+            }
+        }
+        for e in &mut plan.events {
+            if let Some(cg) = &e.cgroup {
+                e.name = format!("{} (cgroup {cg})", e.name);
             }
         }
         Ok(())

@@ -185,7 +185,10 @@ fn apply_resolved(ev: &mut PlannedEvent, r: &Resolved, db: &Database) {
         ev.scale = 1e-6;
     }
     let mut attr = a.clone();
-    if let Some(sys) = db.sysfs() {
+    // The kernel's generic types (0–5) have a fixed number and no cpumask
+    // that applies: no need to read sysfs for them.
+    let generic = a.type_.is_some_and(|t| t <= 5);
+    if let Some(sys) = db.sysfs().filter(|_| !generic) {
         if let Some(pmu) = sys.pmu(&a.pmu) {
             if attr.type_.is_none() {
                 attr.type_ = pmu.type_id;
