@@ -17,7 +17,7 @@ pub use crate::stat_args::StatArgs;
 
 /// Run `pmx stat`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
-    let args = &crate::stat_perf::normalize(args)?;
+    let args = &args.normalized();
     if args.regions {
         return crate::regions::run(args, count);
     }
@@ -113,9 +113,19 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let mut plan = args.db.plan(&groups, db.as_ref())?;
     let perf = args.perf.options();
     perf.apply(&mut plan).map_err(|e| usage(e.to_string()))?;
-    let budget = pmx::schedule::CounterBudget::this_cpu();
+    // CPUID (a VM exit each in a guest) only when a counter is needed.
+    let needs_pmu = args.no_multiplex
+        || plan
+            .events
+            .iter()
+            .any(|e| e.need != pmx::schedule::Need::None);
+    let budget = needs_pmu
+        .then(pmx::schedule::CounterBudget::this_cpu)
+        .flatten();
     let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, args.repeat);
-    crate::stat_perf::verbose(args, &fitted.sets);
+    if args.perf.verbose > 0 && !args.perf.quiet {
+        eprint!("{}", pmx_output::stat_render::plan_lines(&fitted.sets));
+    }
     let topo = how.needs_topology().then(|| {
         let mut problems = Vec::new();
         pmx_sys::topology::read_topology(&pmx_sys::SysRoot::host(), &mut problems)

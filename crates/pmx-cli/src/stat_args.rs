@@ -128,6 +128,25 @@ pub struct StatArgs {
 }
 
 impl StatArgs {
+    /// perf's spellings made pmx's: the command after the options,
+    /// `--cpu LIST` (perf's long -C; pmx's `--cpu` names a CPU model, so a
+    /// CPU list is read as -C), `--timeout MS`.
+    pub(crate) fn normalized(&self) -> StatArgs {
+        let mut a = self.clone();
+        a.command = crate::stat_perf::command(&self.command);
+        let list = |c: &String| {
+            c.bytes()
+                .all(|b| b.is_ascii_digit() || b == b',' || b == b'-')
+        };
+        if a.cpus.is_none() && a.db.cpu.as_ref().is_some_and(list) {
+            a.cpus = a.db.cpu.take();
+        }
+        if let Some(ms) = a.perf.timeout {
+            a.duration = Some(ms as f64 / 1000.0);
+        }
+        a
+    }
+
     /// How rows are folded: -A, --per-core/-die/-cache/-socket/-node/-thread.
     pub(crate) fn aggregation(&self) -> Aggregation {
         let p = &self.perf;

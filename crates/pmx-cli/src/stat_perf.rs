@@ -3,7 +3,6 @@
 //! refuses by name ([`refused`]), and the trailing command ([`command`]).
 //! What each flag means is `pmx::stat`'s ([`PerfStatOptions`]).
 
-use crate::stat_args::{usage, StatArgs};
 use clap::ArgAction;
 use pmx::stat::{DetailLevel, PerfStatOptions, Privilege};
 
@@ -42,12 +41,13 @@ pub struct PerfFlags {
     /// Print only the metrics (-M, --topdown), not the counts.
     #[arg(long = "metric-only")]
     pub metric_only: bool,
-    /// Thousands' separators in the table (the default).
-    #[arg(short = 'B', long = "big-num", overrides_with = "no_big_num")]
-    pub big_num: bool,
     /// No thousands' separators.
     #[arg(long = "no-big-num")]
     pub no_big_num: bool,
+    /// Taken as perf means them, already pmx's way: -B/--big-num (the default), --no-merge (pmx never
+    /// merges same-named events), -c/--scale (always scaled), --summary (totals always follow -I).
+    #[arg(long = "big-num", short = 'B', aliases = ["no-merge", "scale", "summary"], short_alias = 'c', action = ArgAction::Count)]
+    pub as_perf: u8,
     /// Count nothing: only the elapsed time.
     #[arg(short = 'n', long = "null")]
     pub null: bool,
@@ -68,9 +68,6 @@ pub struct PerfFlags {
     /// Print nothing (the exit status still says how the command ended).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
-    /// Accepted: pmx never merges events of the same name.
-    #[arg(long = "no-merge")]
-    pub no_merge: bool,
     /// With -o: append to the file.
     #[arg(long)]
     pub append: bool,
@@ -89,9 +86,6 @@ pub struct PerfFlags {
     /// With -r: the elapsed time of each run, as a table.
     #[arg(long)]
     pub table: bool,
-    /// Scale multiplexed counts (always done; accepted).
-    #[arg(short = 'c', long = "scale")]
-    pub scale: bool,
     /// Print what was resolved and opened (-v) on stderr.
     #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
     pub verbose: u8,
@@ -101,82 +95,12 @@ pub struct PerfFlags {
     /// Stop after MS milliseconds (perf's --timeout; see --duration).
     #[arg(long, value_name = "MS", conflicts_with = "duration")]
     pub timeout: Option<u64>,
-    /// With -I: the totals at the end (pmx always prints them).
-    #[arg(long)]
-    pub summary: bool,
 }
-
-/// perf stat options pmx does not take, and why (exit 2 when given).
-const REFUSED: &[(&str, &str)] = &[
-    (
-        "--no-scale",
-        "pmx always scales multiplexed counts and shows the running share",
-    ),
-    ("-b", "pmx counts no BPF programs"),
-    ("--bpf-prog", "pmx counts no BPF programs"),
-    (
-        "--bpf-counters",
-        "pmx reads counters with read(2), not through BPF",
-    ),
-    (
-        "--bpf-attr-map",
-        "pmx reads counters with read(2), not through BPF",
-    ),
-    (
-        "--control",
-        "pmx has no control fifo; use -D/--delay or Ctrl-C",
-    ),
-    (
-        "-T",
-        "TSX transaction counters are Intel-only and pmx has no TSX set",
-    ),
-    (
-        "--transaction",
-        "TSX transaction counters are Intel-only and pmx has no TSX set",
-    ),
-    (
-        "--smi-cost",
-        "SMI counting needs the freeze-on-SMI MSR, which pmx does not set",
-    ),
-    (
-        "--iostat",
-        "the I/O stack's uncore PMUs are not modelled by pmx",
-    ),
-    (
-        "--cputype",
-        "pmx resolves for one core type; use cpu_core/…/ or cpu_atom/…/ events",
-    ),
-    ("--hybrid-merge", "pmx keeps each hybrid PMU's counts apart"),
-    ("--percore-show-thread", "pmx has no percore event term"),
-    ("--filter", "pmx passes no tracepoint filters"),
-    ("--per-cluster", "the topology pmx reads has no clusters"),
-    ("--metric-no-group", "pmx packs metric inputs itself"),
-    ("--metric-no-merge", "pmx shares metric inputs itself"),
-    ("--metric-no-threshold", "pmx prints no metric thresholds"),
-    (
-        "--no-csv-summary",
-        "with -I pmx always prints the totals after the intervals",
-    ),
-    ("--pfm-events", "pmx resolves libpfm4 names in -e"),
-    (
-        "-g",
-        "perf's -g/--group is not pmx's: write {a,b} groups in -e",
-    ),
-    (
-        "--group",
-        "perf's -g/--group is not pmx's: write {a,b} groups in -e",
-    ),
-    ("--record-tpebs", "pmx does not sample in pmx stat"),
-];
 
 /// The message for a perf stat option pmx refuses, when `arg` (as clap
 /// reported the unexpected argument, possibly `--opt=value`) is one.
 pub fn refused(arg: &str) -> Option<String> {
-    let name = arg.split('=').next().unwrap_or(arg);
-    let (opt, why) = REFUSED.iter().find(|(o, _)| *o == name)?;
-    Some(format!(
-        "perf stat option {opt} is not supported by pmx stat: {why}"
-    ))
+    pmx::stat::refused_perf_option(arg.split('=').next().unwrap_or(arg))
 }
 
 /// The command after the options (with or without `--`); the one place
@@ -185,63 +109,6 @@ pub fn command(trailing: &[String]) -> Vec<String> {
     match trailing.first().map(String::as_str) {
         Some("--") => trailing[1..].to_vec(),
         _ => trailing.to_vec(),
-    }
-}
-
-/// The flags with perf's spellings turned into pmx's: the command after
-/// the options, `--cpu LIST` (perf's long -C; pmx's `--cpu` names a CPU
-/// model, so a CPU list is read as -C), `--timeout MS`.
-pub fn normalize(args: &StatArgs) -> anyhow::Result<StatArgs> {
-    let mut a = args.clone();
-    a.command = command(&args.command);
-    let is_list = |c: &str| {
-        c.bytes()
-            .all(|b| b.is_ascii_digit() || b == b',' || b == b'-')
-    };
-    if let (Some(c), None) = (&a.db.cpu, &a.cpus) {
-        if is_list(c) {
-            a.cpus = a.db.cpu.take();
-        }
-    }
-    if let Some(ms) = a.perf.timeout {
-        a.duration = Some(ms as f64 / 1000.0);
-    }
-    if a.perf.delay.is_some_and(|d| d < -1) {
-        return Err(usage(
-            "-D: give milliseconds, or -1 to start with the counters disabled",
-        ));
-    }
-    Ok(a)
-}
-
-/// `-v`: what each event resolved to, on stderr.
-pub fn verbose(args: &StatArgs, sets: &[pmx::StatPlan]) {
-    if args.perf.verbose == 0 || args.perf.quiet {
-        return;
-    }
-    for e in sets.iter().flat_map(|s| &s.events) {
-        let cg = e
-            .cgroup
-            .as_deref()
-            .map(|c| format!(" cgroup {c}"))
-            .unwrap_or_default();
-        match &e.attr {
-            Ok(a) => eprintln!(
-                "{}: type {} config {:#x} config1 {:#x} config2 {:#x}{}{}{cg}",
-                e.name,
-                a.type_,
-                a.config,
-                a.config1,
-                a.config2,
-                if a.exclude_user { " exclude_user" } else { "" },
-                if a.exclude_kernel {
-                    " exclude_kernel"
-                } else {
-                    ""
-                },
-            ),
-            Err(why) => eprintln!("{}: not counted: {why}{cg}", e.name),
-        }
     }
 }
 

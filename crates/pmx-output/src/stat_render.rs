@@ -318,6 +318,33 @@ pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) 
     }
 }
 
+/// `pmx stat -v`: what each planned event resolved to, one line each.
+pub fn plan_lines(sets: &[StatPlan]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    for e in sets.iter().flat_map(|p| &p.events) {
+        let _ = match &e.attr {
+            Ok(a) => writeln!(
+                s,
+                "{}: type {} config {:#x} config1 {:#x} config2 {:#x}{}{}",
+                e.name,
+                a.type_,
+                a.config,
+                a.config1,
+                a.config2,
+                if a.exclude_user { " exclude_user" } else { "" },
+                if a.exclude_kernel {
+                    " exclude_kernel"
+                } else {
+                    ""
+                },
+            ),
+            Err(why) => writeln!(s, "{}: not counted: {why}", e.name),
+        };
+    }
+    s
+}
+
 /// `--metric-only` as perf lays it out: one column per metric, its name
 /// (and unit) over its value, then the elapsed time.
 pub fn metric_only_table(report: &StatReport) -> String {

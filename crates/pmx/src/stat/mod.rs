@@ -62,8 +62,9 @@ pub use options::{RunOptions, Scope};
 pub(crate) use outcome::headed;
 pub use outcome::{merge_runs, open_reason, EventOpenError, Instance, RunError, StatRun, Tick};
 pub use perf_options::{
-    cgroup_path, cgroup_root, default_events, detailed_events, host_stall_events, run_hook,
-    DetailLevel, PerfOptionError, PerfStatOptions, Privilege, RunHooks, Start, CGROUP_ROOT,
+    cgroup_path, cgroup_root, default_events, detailed_events, host_stall_events,
+    refused_perf_option, run_hook, DetailLevel, PerfOptionError, PerfStatOptions, Privilege,
+    RunHooks, Start, CGROUP_ROOT, REFUSED_PERF_OPTIONS,
 };
 pub use plan::{plan, tracepoint_id, PlanGroup, PlannedEvent, StatPlan, DEFAULT_EVENTS};
 /// The result values, defined in `pmx-formats` (whose readers and writers

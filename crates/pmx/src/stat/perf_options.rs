@@ -273,6 +273,79 @@ fn for_each_cgroup(plan: &StatPlan, cgroups: &[String]) -> StatPlan {
     out
 }
 
+/// perf stat's options that pmx does not take, and why (the README's
+/// table says the same).
+pub const REFUSED_PERF_OPTIONS: &[(&str, &str)] = &[
+    (
+        "--no-scale",
+        "pmx always scales multiplexed counts and shows the running share",
+    ),
+    ("-b", "pmx counts no BPF programs"),
+    ("--bpf-prog", "pmx counts no BPF programs"),
+    (
+        "--bpf-counters",
+        "pmx reads counters with read(2), not through BPF",
+    ),
+    (
+        "--bpf-attr-map",
+        "pmx reads counters with read(2), not through BPF",
+    ),
+    (
+        "--control",
+        "pmx has no control fifo; use -D/--delay or Ctrl-C",
+    ),
+    (
+        "-T",
+        "TSX transaction counters are Intel-only and pmx has no TSX set",
+    ),
+    (
+        "--transaction",
+        "TSX transaction counters are Intel-only and pmx has no TSX set",
+    ),
+    (
+        "--smi-cost",
+        "SMI counting needs the freeze-on-SMI MSR, which pmx does not set",
+    ),
+    (
+        "--iostat",
+        "the I/O stack's uncore PMUs are not modelled by pmx",
+    ),
+    (
+        "--cputype",
+        "pmx resolves for one core type; use cpu_core/…/ or cpu_atom/…/ events",
+    ),
+    ("--hybrid-merge", "pmx keeps each hybrid PMU's counts apart"),
+    ("--percore-show-thread", "pmx has no percore event term"),
+    ("--filter", "pmx passes no tracepoint filters"),
+    ("--per-cluster", "the topology pmx reads has no clusters"),
+    ("--metric-no-group", "pmx packs metric inputs itself"),
+    ("--metric-no-merge", "pmx shares metric inputs itself"),
+    ("--metric-no-threshold", "pmx prints no metric thresholds"),
+    (
+        "--no-csv-summary",
+        "with -I pmx always prints the totals after the intervals",
+    ),
+    ("--pfm-events", "pmx resolves libpfm4 names in -e"),
+    (
+        "-g",
+        "perf's -g/--group is not pmx's: write {a,b} groups in -e",
+    ),
+    (
+        "--group",
+        "perf's -g/--group is not pmx's: write {a,b} groups in -e",
+    ),
+    ("--record-tpebs", "pmx does not sample in pmx stat"),
+];
+
+/// The message for a perf stat option pmx does not take (`--smi-cost`),
+/// naming it; `None` for any other name.
+pub fn refused_perf_option(name: &str) -> Option<String> {
+    let (opt, why) = REFUSED_PERF_OPTIONS.iter().find(|(o, _)| *o == name)?;
+    Some(format!(
+        "perf stat option {opt} is not supported by pmx stat: {why}"
+    ))
+}
+
 /// Run `--pre`/`--post` through the shell; a failure is reported by the
 /// caller as perf does (the count goes on).
 pub fn run_hook(cmd: &str) -> std::io::Result<std::process::ExitStatus> {
