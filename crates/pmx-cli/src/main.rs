@@ -14,6 +14,9 @@
 //! | 127  | … the command could not be run |
 //!
 //! `pmx serve` exits 0 after SIGTERM or SIGINT.
+//!
+//! Run as `perf` (a symlink named `perf`), pmx takes perf's subcommands
+//! (`perf_cli.rs`): `perf stat` is `pmx stat --format perf`.
 
 mod analyze;
 mod db;
@@ -27,6 +30,7 @@ mod list;
 mod merge;
 mod msr;
 mod outpath;
+mod perf_cli;
 mod plot;
 mod record;
 mod regions;
@@ -91,34 +95,25 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum EventsCommand {
-    /// Download Intel's perfmon tables for a CPU into the cache.
+    /// Download a CPU's event tables into the cache (Intel's perfmon tables, Linux perf's for AMD).
     Fetch(fetch::FetchArgs),
 }
 
-/// `pmx stat` alone: parsed without building every other command's
-/// flags (most of pmx's start-up time before the command runs).
-#[derive(Debug, Parser)]
-#[command(name = "pmx", version, about, propagate_version = true)]
-struct StatCli {
-    #[command(subcommand)]
-    command: StatOnly,
-}
-
-#[derive(Debug, Subcommand)]
-enum StatOnly {
-    /// Count events for a command, processes, threads or CPUs.
-    Stat(Box<stat::StatArgs>),
-}
-
 fn main() {
-    let parsed = if std::env::args_os().nth(1).is_some_and(|a| a == "stat") {
-        StatCli::try_parse().map(|c| match c.command {
-            StatOnly::Stat(a) => Cli {
-                command: Command::Stat(a),
-            },
+    let line = perf_cli::command_line();
+    // `pmx stat` is parsed without building every other command's flags.
+    let parsed = if line.get(1).is_some_and(|a| a == "stat") {
+        let cmd = <stat::StatArgs as clap::Args>::augment_args(
+            clap::Command::new("stat").bin_name("pmx stat"),
+        );
+        let args = cmd.try_get_matches_from(&line[1..]);
+        let args =
+            args.and_then(|m| <stat::StatArgs as clap::FromArgMatches>::from_arg_matches(&m));
+        args.map(|a| Cli {
+            command: Command::Stat(Box::new(a)),
         })
     } else {
-        Cli::try_parse()
+        Cli::try_parse_from(line)
     };
     let cli = match parsed {
         Ok(cli) => cli,
@@ -160,13 +155,12 @@ fn main() {
 
 /// `pmx stat` given a perf stat option pmx does not take: say so by name.
 fn refused_perf_option(e: &clap::Error) -> Option<String> {
-    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use clap::error::{ContextKind, ContextValue::String as Arg, ErrorKind};
     let stat = std::env::args().nth(1).is_some_and(|c| c == "stat");
-    if !stat || e.kind() != ErrorKind::UnknownArgument {
-        return None;
-    }
-    match e.get(ContextKind::InvalidArg)? {
-        ContextValue::String(arg) => stat_perf::refused(arg),
+    match e.get(ContextKind::InvalidArg) {
+        Some(Arg(a)) if stat && e.kind() == ErrorKind::UnknownArgument => {
+            pmx::stat::refused_perf_option(a.split('=').next().unwrap_or(a))
+        }
         _ => None,
     }
 }

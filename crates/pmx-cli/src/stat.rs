@@ -80,14 +80,11 @@ fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
     let cpus = matches!(scope, Scope::Cpus(_));
     if how.by_cpu() && !cpus {
         return Err(usage(
-            "-A/--per-core/--per-die/--per-cache/--per-socket/--per-node need -a or -C",
+            "-A and --per-core/die/cache/socket/node need -a or -C",
         ));
     }
-    let p = &args.perf;
-    if (!p.cgroup.is_empty() || !p.for_each_cgroup.is_empty()) && !cpus {
-        return Err(usage("-G/--for-each-cgroup count per CPU: give -a or -C"));
-    }
-    let hooks = p.options().hooks().map_err(|e| usage(e.to_string()))?;
+    let hooks = args.perf.options().hooks(cpus);
+    let hooks = hooks.map_err(|e| usage(e.to_string()))?;
     let opts = RunOptions {
         scope,
         command: args.command.clone(),
@@ -107,21 +104,16 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     if args.repeat == 0 {
         return Err(usage("-r 0: give at least one run"));
     }
-    let default = crate::stat_metrics::perf_default_events(args);
+    let wide = args.all_cpus || args.cpus.is_some();
+    let default = stat::host_default_events(wide, args.db.sysfs_root.as_deref());
     let (groups, metrics, db) = crate::stat_metrics::event_groups(args, &default)?;
     let (mut opts, how) = run_options(args)?;
     let mut plan = args.db.plan(&groups, db.as_ref())?;
     let perf = args.perf.options();
     perf.apply(&mut plan).map_err(|e| usage(e.to_string()))?;
     // CPUID (a VM exit each in a guest) only when a counter is needed.
-    let needs_pmu = args.no_multiplex
-        || plan
-            .events
-            .iter()
-            .any(|e| e.need != pmx::schedule::Need::None);
-    let budget = needs_pmu
-        .then(pmx::schedule::CounterBudget::this_cpu)
-        .flatten();
+    let needs = args.no_multiplex || plan.needs_counters();
+    let budget = needs.then(pmx::schedule::CounterBudget::this_cpu).flatten();
     let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, args.repeat);
     if args.perf.verbose > 0 && !args.perf.quiet {
         eprint!("{}", pmx_output::stat_render::plan_lines(&fitted.sets));
@@ -155,9 +147,10 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), args.repeat);
     let target = opts.scope.describe(&args.command);
     let report = compose(target, &plan, summary, m, fitted.notes);
-    stat_render::totals(&mut *out, args, &report, end.error, true)?;
+    let walls: Vec<_> = runs.iter().map(|r| r.elapsed).collect();
+    stat_render::totals(&mut *out, args, &report, end.error, (true, &walls))?;
     if args.perf.table && runs.len() > 1 {
-        let times: Vec<f64> = runs.iter().map(|r| r.elapsed.as_secs_f64()).collect();
+        let times: Vec<f64> = walls.iter().map(|w| w.as_secs_f64()).collect();
         out.write_all(pmx_output::stat_render::run_table(&times).as_bytes())?;
     }
     stat_render::draw(&plot, end.plot)?;

@@ -111,6 +111,10 @@ pub struct StatArgs {
     /// the command once per set that fits and merge the results.
     #[arg(long = "no-multiplex")]
     pub no_multiplex: bool,
+    /// Output layout: pmx's own, or perf's (perf stat's table, -x and JSON
+    /// byte for byte in layout, for scripts written against perf).
+    #[arg(long, value_name = "FORM", default_value = "pmx", value_parser = ["pmx", "perf"])]
+    pub format: String,
     /// Write the report to FILE instead of stderr.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -134,39 +138,25 @@ impl StatArgs {
     pub(crate) fn normalized(&self) -> StatArgs {
         let mut a = self.clone();
         a.command = crate::stat_perf::command(&self.command);
-        let list = |c: &String| {
-            c.bytes()
-                .all(|b| b.is_ascii_digit() || b == b',' || b == b'-')
-        };
-        if a.cpus.is_none() && a.db.cpu.as_ref().is_some_and(list) {
-            a.cpus = a.db.cpu.take();
+        let list = |c: &&String| pmx_model::topology::parse_cpu_list(c).is_ok();
+        if a.cpus.is_none() {
+            a.cpus = a.db.cpu.take_if(|c| list(&&*c));
         }
-        if let Some(ms) = a.perf.timeout {
-            a.duration = Some(ms as f64 / 1000.0);
-        }
+        a.duration = a.perf.timeout.map(|ms| ms as f64 / 1000.0).or(a.duration);
         a
     }
 
     /// How rows are folded: -A, --per-core/-die/-cache/-socket/-node/-thread.
     pub(crate) fn aggregation(&self) -> Aggregation {
-        let p = &self.perf;
-        let cache = p
-            .per_cache
-            .as_deref()
-            .and_then(|l| l.trim_start_matches(['L', 'l']).parse().ok());
-        let flags = [
-            (self.no_aggr, Aggregation::PerCpu),
-            (self.per_core, Aggregation::PerCore),
-            (p.per_die, Aggregation::PerDie),
-            (cache.is_some(), Aggregation::PerCache(cache.unwrap_or(3))),
-            (self.per_socket, Aggregation::PerSocket),
-            (p.per_node, Aggregation::PerNode),
-            (self.per_thread, Aggregation::PerThread),
-        ];
-        flags
-            .iter()
-            .find(|f| f.0)
-            .map_or(Aggregation::Total, |f| f.1)
+        Aggregation::from_flags(pmx::stat::AggregationFlags {
+            no_aggr: self.no_aggr,
+            core: self.per_core,
+            die: self.perf.per_die,
+            cache: self.perf.per_cache.as_deref(),
+            socket: self.per_socket,
+            node: self.perf.per_node,
+            thread: self.per_thread,
+        })
     }
 
     /// `--json`, `-x SEP` or the table; with `-I` or not; `--csv-header`.
@@ -177,6 +167,10 @@ impl StatArgs {
             StatFormat::Csv(sep.clone())
         } else {
             StatFormat::Table
+        };
+        let format = match (self.format.as_str(), format) {
+            ("perf", f) => f.into_perf(),
+            (_, f) => f,
         };
         StatStyle {
             format,

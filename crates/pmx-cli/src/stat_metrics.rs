@@ -3,7 +3,7 @@
 
 use crate::exit::UsageError;
 use crate::stat_args::{usage, StatArgs};
-use pmx::database::{default_events_dir, Database};
+use pmx::database::Database;
 use pmx::metrics::MetricSet;
 use pmx::EventGroup;
 use pmx_output::stat_render::StatMetrics;
@@ -11,31 +11,18 @@ use pmx_output::stat_render::StatMetrics;
 /// `-M`, or with `--topdown` the tree's metrics, and the database loaded
 /// for them.
 fn metric_list(args: &StatArgs) -> anyhow::Result<Option<(String, Database)>> {
-    let p = &args.perf;
-    if !p.topdown && p.td_level.is_none() {
-        return match &args.metrics {
-            Some(m) => Ok(Some((m.clone(), args.db.load()?))),
-            None => Ok(None),
-        };
+    let (p, m) = (&args.perf, args.metrics.as_deref());
+    let topdown = p.topdown || p.td_level.is_some();
+    if !topdown && m.is_none() {
+        return Ok(None);
     }
     let db = args.db.load()?;
-    let level = p.td_level.unwrap_or(1);
-    let names = pmx::tma::topdown_metrics(&db, &args.db.events_dirs, level)
-        .map_err(|e| anyhow::anyhow!("--topdown: {e}"))?;
-    let list = args
-        .metrics
-        .iter()
-        .cloned()
-        .chain(names)
-        .collect::<Vec<_>>();
-    Ok(Some((list.join(","), db)))
-}
-
-/// perf's default set for this target.
-pub fn perf_default_events(args: &StatArgs) -> String {
-    let wide = args.all_cpus || args.cpus.is_some();
-    let root = args.db.sysfs_root.clone().unwrap_or_else(|| "/".into());
-    pmx::stat::default_events(wide, &pmx::stat::host_stall_events(&root))
+    let list = match topdown {
+        true => pmx::tma::topdown_metrics(&db, p.td_level.unwrap_or(1), m)
+            .map_err(|e| anyhow::anyhow!("--topdown: {e}"))?,
+        false => m.unwrap_or_default().to_string(),
+    };
+    Ok(Some((list, db)))
 }
 
 /// The `-e` groups (or `default_events` when there is no `-e` and no `-M`)
@@ -62,9 +49,7 @@ pub fn event_groups(
     // -M: the metrics' inputs are counted like the events given with -e.
     let mut metrics = None;
     if let Some((list, db)) = &metric_list {
-        let dir = default_events_dir(args.db.events_dirs.first().cloned());
-        let set =
-            MetricSet::new(list, db, dir.as_deref()).map_err(|e| UsageError(format!("-M: {e}")))?;
+        let set = MetricSet::new(list, db).map_err(|e| UsageError(format!("-M: {e}")))?;
         groups.extend(set.event_groups(&groups));
         metrics = Some(StatMetrics::new(set));
     }

@@ -1,7 +1,6 @@
 //! `perf stat`'s options that `pmx stat` takes with perf's meaning
-//! ([`PerfFlags`], flattened into `StatArgs`), the perf options pmx
-//! refuses by name ([`refused`]), and the trailing command ([`command`]).
-//! What each flag means is `pmx::stat`'s ([`PerfStatOptions`]).
+//! ([`PerfFlags`], flattened into `StatArgs`; what each means is
+//! `pmx::stat`'s [`PerfStatOptions`]) and the trailing command ([`command`]).
 
 use clap::ArgAction;
 use pmx::stat::{DetailLevel, PerfStatOptions, Privilege};
@@ -97,12 +96,6 @@ pub struct PerfFlags {
     pub timeout: Option<u64>,
 }
 
-/// The message for a perf stat option pmx refuses, when `arg` (as clap
-/// reported the unexpected argument, possibly `--opt=value`) is one.
-pub fn refused(arg: &str) -> Option<String> {
-    pmx::stat::refused_perf_option(arg.split('=').next().unwrap_or(arg))
-}
-
 /// The command after the options (with or without `--`); the one place
 /// that reads the trailing arguments.
 pub fn command(trailing: &[String]) -> Vec<String> {
@@ -115,25 +108,17 @@ pub fn command(trailing: &[String]) -> Vec<String> {
 impl PerfFlags {
     /// The flags' meaning, for `pmx::stat`.
     pub fn options(&self) -> PerfStatOptions {
+        let names = |v: &[String]| {
+            v.iter()
+                .flat_map(|c| c.split(','))
+                .map(String::from)
+                .collect()
+        };
         PerfStatOptions {
             detail: DetailLevel(self.detailed.min(3)),
-            privilege: match (self.all_user, self.all_kernel) {
-                (true, _) => Privilege::User,
-                (_, true) => Privilege::Kernel,
-                _ => Privilege::Any,
-            },
-            cgroups: self
-                .cgroup
-                .iter()
-                .flat_map(|c| c.split(','))
-                .map(String::from)
-                .collect(),
-            for_each_cgroup: self
-                .for_each_cgroup
-                .iter()
-                .flat_map(|c| c.split(','))
-                .map(String::from)
-                .collect(),
+            privilege: Privilege::from_flags(self.all_user, self.all_kernel),
+            cgroups: names(&self.cgroup),
+            for_each_cgroup: names(&self.for_each_cgroup),
             null: self.null,
             delay_ms: self.delay,
             sync: self.sync,

@@ -24,6 +24,9 @@
 //!   controller) PMUs.
 //! - [`libpfm`]: libpfm4, loaded at run time with `dlopen("libpfm.so.4")`.
 //!
+//! [`fetch`] downloads Intel's tables and perf's (into an events
+//! directory, atomically), for `pmx events fetch`.
+//!
 //! ## Resolution order
 //!
 //! [`Database::resolve`] tries, in order, and the first match wins:
@@ -66,6 +69,30 @@ use pmx_model::encoding::{
 use pmx_model::spec::{closest, Body, EventSpec, Span, SpecError};
 use serde::Serialize;
 use std::path::PathBuf;
+
+/// Turn a table file name from a mapfile or a listing (`/SKX/events/skylakex_core.json`) into a
+/// path relative to the events directory (`SKX/events/skylakex_core.json`).
+/// Refuses anything that could leave the directory or is not a plain name:
+/// `..`, `.`, empty parts, and characters outside `A-Z a-z 0-9 . _ + -`.
+pub fn relative_path(filename: &str) -> Result<String, String> {
+    let rel = filename.trim().trim_start_matches('/');
+    let ok = !rel.is_empty()
+        && rel.split('/').all(|part| {
+            !part.is_empty()
+                && part != "."
+                && part != ".."
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+        });
+    if ok {
+        Ok(rel.to_string())
+    } else {
+        Err(format!(
+            "refusing file name {filename:?}: not a plain path inside the repository"
+        ))
+    }
+}
 
 /// `attr.type` values of the kernel ABI.
 pub use pmx_model::encoding::perf_type;
@@ -445,6 +472,7 @@ pub struct Database {
     pub target: Target,
     sources: Vec<Box<dyn EventSource>>,
     sysfs: Option<std::sync::Arc<sysfs::SysfsEvents>>,
+    events_dirs: Vec<PathBuf>,
     /// Sources that could not be loaded, and why (shown by `list`/`explain`).
     pub unavailable: Vec<(SourceKind, String)>,
 }
@@ -488,6 +516,7 @@ impl Database {
             target,
             sources,
             sysfs: None,
+            events_dirs: default_events_dirs(&[]),
             unavailable: Vec::new(),
         }
     }
@@ -507,10 +536,18 @@ impl Database {
 
     /// Load every source that applies to `target`.
     pub fn load(target: Target, opts: &LoadOptions) -> Database {
+        let flags: Vec<PathBuf> = opts
+            .events_dir
+            .iter()
+            .chain(&opts.more_events_dirs)
+            .cloned()
+            .collect();
+        let dirs = default_events_dirs(&flags);
         let mut db = Database {
             target: target.clone(),
             sources: Vec::new(),
             sysfs: None,
+            events_dirs: dirs.clone(),
             unavailable: Vec::new(),
         };
         db.sources
@@ -522,13 +559,6 @@ impl Database {
                 .unwrap_or_else(|| PathBuf::from("/"));
             db.set_sysfs(std::sync::Arc::new(sysfs::SysfsEvents::load(&root)));
         }
-        let flags: Vec<PathBuf> = opts
-            .events_dir
-            .iter()
-            .chain(&opts.more_events_dirs)
-            .cloned()
-            .collect();
-        let dirs = default_events_dirs(&flags);
         if dirs.is_empty() {
             let kind = if target.cpu.vendor == Vendor::Intel {
                 SourceKind::IntelJson
@@ -627,6 +657,13 @@ impl Database {
         }
         self.unavailable
             .push((SourceKind::PerfJson, errors.join("; ")));
+    }
+
+    /// The events directories searched, in order (every `--events-dir`,
+    /// else `$PMX_EVENTS_DIR`, else the cache: [`default_events_dirs`]);
+    /// the metric library reads the same list.
+    pub fn events_dirs(&self) -> &[PathBuf] {
+        &self.events_dirs
     }
 
     /// Other names of `def`'s encoding in the other loaded sources (same

@@ -55,16 +55,16 @@ mod summary;
 mod target;
 mod tasks;
 
-pub use aggregate::{aggregate, Aggregation, Aggregator};
+pub use aggregate::{aggregate, Aggregation, AggregationFlags, Aggregator};
 pub use clock::next_tick_after;
 pub(crate) use clock::IntervalClock;
 pub use options::{RunOptions, Scope};
 pub(crate) use outcome::headed;
 pub use outcome::{merge_runs, open_reason, EventOpenError, Instance, RunError, StatRun, Tick};
 pub use perf_options::{
-    cgroup_path, cgroup_root, default_events, detailed_events, host_stall_events,
-    refused_perf_option, run_hook, DetailLevel, PerfOptionError, PerfStatOptions, Privilege,
-    RunHooks, Start, CGROUP_ROOT, REFUSED_PERF_OPTIONS,
+    cgroup_path, cgroup_root, default_events, detailed_events, host_default_events,
+    host_stall_events, refused_perf_option, run_hook, DetailLevel, PerfOptionError,
+    PerfStatOptions, Privilege, RunHooks, Start, CGROUP_ROOT, REFUSED_PERF_OPTIONS,
 };
 pub use plan::{plan, tracepoint_id, PlanGroup, PlannedEvent, StatPlan, DEFAULT_EVENTS};
 /// The result values, defined in `pmx-formats` (whose readers and writers

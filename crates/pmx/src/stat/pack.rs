@@ -37,6 +37,11 @@ impl StatPlan {
         p.notes
     }
 
+    /// Does any event need a core counter (so the PMU's size matters)?
+    pub fn needs_counters(&self) -> bool {
+        self.events.iter().any(|e| e.need != Need::None)
+    }
+
     /// Put every ungrouped software event (task-clock, page-faults, …)
     /// into one group (not those of a cgroup, `-G`). Software events never wait for a counter, so this
     /// changes no count; it lets one read fetch them all, which matters

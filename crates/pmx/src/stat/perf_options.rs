@@ -24,6 +24,17 @@ pub enum Privilege {
     Kernel,
 }
 
+impl Privilege {
+    /// From `--all-user` and `--all-kernel` (user wins both).
+    pub fn from_flags(all_user: bool, all_kernel: bool) -> Privilege {
+        match (all_user, all_kernel) {
+            (true, _) => Privilege::User,
+            (_, true) => Privilege::Kernel,
+            _ => Privilege::Any,
+        }
+    }
+}
+
 /// The perf options that change what is counted.
 #[derive(Debug, Clone, Default)]
 pub struct PerfStatOptions {
@@ -92,6 +103,9 @@ pub enum PerfOptionError {
         /// Events.
         events: usize,
     },
+    /// `-G` without `-a`/`-C`.
+    #[error("-G/--for-each-cgroup count per CPU: give -a or -C")]
+    CgroupsNeedCpus,
     /// `-D` below -1.
     #[error("-D {0}: give milliseconds, or -1 to start with the counters disabled")]
     BadDelay(i64),
@@ -145,6 +159,12 @@ pub fn default_events(system_wide: bool, stalls: &[&str]) -> String {
     s
 }
 
+/// perf's default set on this machine (`sysfs_root`: `/` unless testing).
+pub fn host_default_events(system_wide: bool, sysfs_root: Option<&Path>) -> String {
+    let root = sysfs_root.unwrap_or(Path::new("/"));
+    default_events(system_wide, &host_stall_events(root))
+}
+
 /// The stalled-cycles events this machine's core PMU exports (perf adds
 /// them to its default set only then): AMD Zen 1 exports both, later
 /// Zens the frontend one, Intel since Haswell neither.
@@ -183,8 +203,13 @@ impl PerfStatOptions {
         lists
     }
 
-    /// The hooks of each run.
-    pub fn hooks(&self) -> Result<RunHooks, PerfOptionError> {
+    /// The hooks of each run; `cpus`: the run counts CPUs (`-a`/`-C`),
+    /// which cgroups need.
+    pub fn hooks(&self, cpus: bool) -> Result<RunHooks, PerfOptionError> {
+        let cgroups = !(self.cgroups.is_empty() && self.for_each_cgroup.is_empty());
+        if cgroups && !cpus {
+            return Err(PerfOptionError::CgroupsNeedCpus);
+        }
         let start = match self.delay_ms {
             None | Some(0) => Start::Now,
             Some(-1) => Start::Never,
@@ -390,12 +415,15 @@ mod tests {
             delay_ms: Some(ms),
             ..Default::default()
         };
-        assert_eq!(at(-1).hooks().unwrap().start, Start::Never);
-        assert_eq!(at(0).hooks().unwrap().start, Start::Now);
+        assert_eq!(at(-1).hooks(false).unwrap().start, Start::Never);
+        assert_eq!(at(0).hooks(false).unwrap().start, Start::Now);
         assert_eq!(
-            at(250).hooks().unwrap().start,
+            at(250).hooks(false).unwrap().start,
             Start::After(Duration::from_millis(250))
         );
-        assert_eq!(at(-2).hooks().unwrap_err(), PerfOptionError::BadDelay(-2));
+        assert_eq!(
+            at(-2).hooks(false).unwrap_err(),
+            PerfOptionError::BadDelay(-2)
+        );
     }
 }
