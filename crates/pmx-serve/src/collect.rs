@@ -404,6 +404,7 @@ pub(crate) mod tests {
             source: None,
             need: Need::None,
             cgroup: None,
+            settings: Default::default(),
         }
     }
 

@@ -280,6 +280,7 @@ mod tests {
             source: None,
             need: crate::schedule::Need::None,
             cgroup: None,
+            settings: Default::default(),
         }
     }
 

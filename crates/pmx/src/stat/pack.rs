@@ -120,6 +120,7 @@ mod tests {
             source: None,
             need: Need::None,
             cgroup: None,
+            settings: Default::default(),
         }
     }
 

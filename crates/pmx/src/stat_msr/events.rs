@@ -228,6 +228,7 @@ pub(super) fn stat_event(name: &str, group: usize, unit: Option<&str>) -> Planne
         source: None,
         need: Need::None,
         cgroup: None,
+        settings: Default::default(),
     }
 }
 
