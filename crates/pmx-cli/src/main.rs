@@ -41,6 +41,7 @@ mod stat;
 mod stat_args;
 mod stat_metrics;
 mod stat_msr;
+mod stat_perf;
 mod stat_render;
 mod target;
 mod tma;
@@ -102,9 +103,28 @@ enum EventsCommand {
 }
 
 fn main() {
-    let cli = match Cli::try_parse_from(perf_cli::command_line()) {
+    let line = perf_cli::command_line();
+    // `pmx stat` is parsed without building every other command's flags.
+    let parsed = if line.get(1).is_some_and(|a| a == "stat") {
+        let cmd = <stat::StatArgs as clap::Args>::augment_args(
+            clap::Command::new("stat").bin_name("pmx stat"),
+        );
+        let args = cmd.try_get_matches_from(&line[1..]);
+        let args =
+            args.and_then(|m| <stat::StatArgs as clap::FromArgMatches>::from_arg_matches(&m));
+        args.map(|a| Cli {
+            command: Command::Stat(Box::new(a)),
+        })
+    } else {
+        Cli::try_parse_from(line)
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
+            if let Some(msg) = refused_perf_option(&e) {
+                eprintln!("pmx: {msg}");
+                std::process::exit(exit::USAGE);
+            }
             let code = if e.use_stderr() {
                 exit::USAGE
             } else {
@@ -136,6 +156,18 @@ fn main() {
         } => fetch::run(args),
     };
     std::process::exit(exit::from_result(result));
+}
+
+/// `pmx stat` given a perf stat option pmx does not take: say so by name.
+fn refused_perf_option(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue::String as Arg, ErrorKind};
+    let stat = std::env::args().nth(1).is_some_and(|c| c == "stat");
+    match e.get(ContextKind::InvalidArg) {
+        Some(Arg(a)) if stat && e.kind() == ErrorKind::UnknownArgument => {
+            pmx::stat::refused_perf_option(a.split('=').next().unwrap_or(a))
+        }
+        _ => None,
+    }
 }
 
 /// clap value parser for `--arch`.

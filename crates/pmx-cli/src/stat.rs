@@ -11,11 +11,13 @@ use crate::stat_args::usage;
 use crate::stat_render;
 use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope};
 use pmx_output::stat_render::compose;
+use std::io::Write;
 
 pub use crate::stat_args::StatArgs;
 
 /// Run `pmx stat`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+    let args = &args.normalized();
     if args.regions {
         return crate::regions::run(args, count);
     }
@@ -75,13 +77,14 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
         None => None,
     };
     let how = args.aggregation();
-    if matches!(
-        how,
-        Aggregation::PerCpu | Aggregation::PerCore | Aggregation::PerSocket
-    ) && !matches!(scope, Scope::Cpus(_))
-    {
-        return Err(usage("-A/--per-core/--per-socket need -a or -C"));
+    let cpus = matches!(scope, Scope::Cpus(_));
+    if how.by_cpu() && !cpus {
+        return Err(usage(
+            "-A and --per-core/die/cache/socket/node need -a or -C",
+        ));
     }
+    let hooks = args.perf.options().hooks(cpus);
+    let hooks = hooks.map_err(|e| usage(e.to_string()))?;
     let opts = RunOptions {
         scope,
         command: args.command.clone(),
@@ -91,6 +94,7 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
         interval: None,
         interval_count: args.interval_count,
         trace_tasks,
+        hooks,
     };
     Ok((opts, how))
 }
@@ -100,18 +104,27 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     if args.repeat == 0 {
         return Err(usage("-r 0: give at least one run"));
     }
-    let (groups, metrics, db) = crate::stat_metrics::event_groups(args, stat::DEFAULT_EVENTS)?;
+    let wide = args.all_cpus || args.cpus.is_some();
+    let default = stat::host_default_events(wide, args.db.sysfs_root.as_deref());
+    let (groups, metrics, db) = crate::stat_metrics::event_groups(args, &default)?;
     let (mut opts, how) = run_options(args)?;
     let mut plan = args.db.plan(&groups, db.as_ref())?;
-    let budget = pmx::schedule::CounterBudget::this_cpu();
+    let perf = args.perf.options();
+    perf.apply(&mut plan).map_err(|e| usage(e.to_string()))?;
+    // CPUID (a VM exit each in a guest) only when a counter is needed.
+    let needs = args.no_multiplex || plan.needs_counters();
+    let budget = needs.then(pmx::schedule::CounterBudget::this_cpu).flatten();
     let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, args.repeat);
-    let topo = matches!(how, Aggregation::PerCore | Aggregation::PerSocket).then(|| {
+    if args.perf.verbose > 0 && !args.perf.quiet {
+        eprint!("{}", pmx_output::stat_render::plan_lines(&fitted.sets));
+    }
+    let topo = how.needs_topology().then(|| {
         let mut problems = Vec::new();
         pmx_sys::topology::read_topology(&pmx_sys::SysRoot::host(), &mut problems)
     });
     opts.interval = args.interval()?;
     fitted.check(&opts).map_err(|e| UsageError(e.to_string()))?;
-    let mut out = args.output(false)?;
+    let mut out = args.output(args.perf.append)?;
     let plot = args.plot()?;
     let m = metrics.as_ref();
     let mut intervals = stat_render::intervals(&mut *out, args, topo.as_ref(), m, plot.is_some())?;
@@ -136,6 +149,10 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let report = compose(target, &plan, summary, m, fitted.notes);
     let walls: Vec<_> = runs.iter().map(|r| r.elapsed).collect();
     stat_render::totals(&mut *out, args, &report, end.error, (true, &walls))?;
+    if args.perf.table && runs.len() > 1 {
+        let times: Vec<f64> = walls.iter().map(|w| w.as_secs_f64()).collect();
+        out.write_all(pmx_output::stat_render::run_table(&times).as_bytes())?;
+    }
     stat_render::draw(&plot, end.plot)?;
     Ok(code)
 }

@@ -17,7 +17,7 @@ pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
 }
 
 /// Arguments of `pmx stat`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(
     after_help = "Exit status: the command's own (128+N when killed by signal N); 127 when it cannot be run; 2 for bad input; 1 when counting failed."
 )]
@@ -46,7 +46,7 @@ pub struct StatArgs {
     #[arg(long, value_name = "LIST")]
     pub pin: Option<String>,
     /// Do not count the command's children.
-    #[arg(long = "no-inherit")]
+    #[arg(short = 'i', long = "no-inherit")]
     pub no_inherit: bool,
     /// One row per CPU.
     #[arg(short = 'A', long = "no-aggr")]
@@ -70,7 +70,12 @@ pub struct StatArgs {
     #[arg(long = "csv-header")]
     pub csv_header: bool,
     /// JSON output.
-    #[arg(long, conflicts_with = "separator")]
+    #[arg(
+        short = 'j',
+        long,
+        visible_alias = "json-output",
+        conflicts_with = "separator"
+    )]
     pub json: bool,
     /// Print the counts every MS milliseconds (at least 1): one row per
     /// interval (per CPU with -A), written as it is measured.
@@ -126,25 +131,39 @@ pub struct StatArgs {
     pub warmup: u32,
     #[command(flatten)]
     pub db: DbArgs,
-    /// The command to run, after `--`.
-    #[arg(last = true, value_name = "CMD")]
+    #[command(flatten)]
+    pub perf: crate::stat_perf::PerfFlags,
+    /// The command to run and its arguments (after the options, or `--`).
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
 impl StatArgs {
-    /// How rows are folded: -A, --per-core, --per-socket, --per-thread.
-    pub(crate) fn aggregation(&self) -> Aggregation {
-        if self.no_aggr {
-            Aggregation::PerCpu
-        } else if self.per_core {
-            Aggregation::PerCore
-        } else if self.per_socket {
-            Aggregation::PerSocket
-        } else if self.per_thread {
-            Aggregation::PerThread
-        } else {
-            Aggregation::Total
+    /// perf's spellings made pmx's: the command after the options,
+    /// `--cpu LIST` (perf's long -C; pmx's `--cpu` names a CPU model, so a
+    /// CPU list is read as -C), `--timeout MS`.
+    pub(crate) fn normalized(&self) -> StatArgs {
+        let mut a = self.clone();
+        a.command = crate::stat_perf::command(&self.command);
+        let list = |c: &&String| pmx_model::topology::parse_cpu_list(c).is_ok();
+        if a.cpus.is_none() {
+            a.cpus = a.db.cpu.take_if(|c| list(&&*c));
         }
+        a.duration = a.perf.timeout.map(|ms| ms as f64 / 1000.0).or(a.duration);
+        a
+    }
+
+    /// How rows are folded: -A, --per-core/-die/-cache/-socket/-node/-thread.
+    pub(crate) fn aggregation(&self) -> Aggregation {
+        Aggregation::from_flags(pmx::stat::AggregationFlags {
+            no_aggr: self.no_aggr,
+            core: self.per_core,
+            die: self.perf.per_die,
+            cache: self.perf.per_cache.as_deref(),
+            socket: self.per_socket,
+            node: self.perf.per_node,
+            thread: self.per_thread,
+        })
     }
 
     /// `--json`, `-x SEP` or the table; with `-I` or not; `--csv-header`.
@@ -164,6 +183,8 @@ impl StatArgs {
             format,
             intervals: self.interval.is_some(),
             csv_header: self.csv_header,
+            metric_only: self.perf.metric_only,
+            plain_numbers: self.perf.no_big_num,
         }
     }
 
@@ -175,12 +196,24 @@ impl StatArgs {
             measured_span: self.backend == "msr",
             aggregation: self.aggregation(),
             plot,
+            clear: self.perf.interval_clear,
         }
     }
 
     /// `-o FILE` (with `%h %p %r %j` expanded; appended to with `append`),
-    /// or stderr.
+    /// `--log-fd N`, nothing with `-q`, or stderr.
     pub(crate) fn output(&self, append: bool) -> anyhow::Result<Box<dyn Write>> {
+        if self.perf.quiet {
+            return Ok(Box::new(std::io::sink()));
+        }
+        if let Some(fd) = self.perf.log_fd {
+            let f = OpenOptions::new()
+                .append(true)
+                .open(format!("/proc/self/fd/{fd}"));
+            return Ok(Box::new(
+                f.map_err(|e| usage(format!("--log-fd {fd}: {e}")))?,
+            ));
+        }
         let Some(pattern) = &self.output else {
             return Ok(Box::new(std::io::stderr()));
         };

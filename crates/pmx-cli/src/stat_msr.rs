@@ -24,31 +24,6 @@ use pmx_sys::SysRoot;
 /// default set (the software events are the kernel's, not the PMU's).
 pub const DEFAULT_EVENTS: &str = "cycles,instructions,branches,branch-misses";
 
-/// What the msr backend refuses: tasks, per-thread, repeats, no CPUs.
-fn check(args: &StatArgs) -> anyhow::Result<()> {
-    if args.pid.is_some() || args.tid.is_some() {
-        return Err(usage(
-            "--backend msr counts CPUs, not tasks: it programs each CPU's counters and cannot follow a process from CPU to CPU; use -a or -C LIST (with the command after --), or --backend perf for -p/-t",
-        ));
-    }
-    if args.per_thread {
-        return Err(usage(
-            "--per-thread needs per-thread counters, and --backend msr counts CPUs; use --backend perf",
-        ));
-    }
-    if args.repeat != 1 {
-        return Err(usage(
-            "-r: --backend msr counts one run; repeat the command yourself or use --backend perf",
-        ));
-    }
-    if !args.all_cpus && args.cpus.is_none() {
-        return Err(usage(
-            "--backend msr counts CPUs: give -a or -C LIST (a command after -- runs pinned to them)",
-        ));
-    }
-    Ok(())
-}
-
 /// A device error in one sentence; without the driver, point at perf.
 fn device_error(e: MsrError) -> anyhow::Error {
     match e {
@@ -73,7 +48,13 @@ fn session_error(e: Error) -> anyhow::Error {
 
 /// Run `pmx stat --backend msr`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
-    check(args)?;
+    let (tasks, cpus) = (
+        args.pid.is_some() || args.tid.is_some(),
+        args.all_cpus || args.cpus.is_some(),
+    );
+    if let Some(why) = pmx::stat_msr::refused_flags(tasks, args.per_thread, args.repeat, cpus) {
+        return Err(usage(why));
+    }
     let duration = crate::target::duration(args.duration)?;
     let interval = args.interval()?;
     let how = args.aggregation();

@@ -77,42 +77,55 @@ pub fn place_terms(pmu: &KernelPmu, text: &str, terms: &[Term]) -> Result<[u64; 
     Ok(words)
 }
 
-/// Every PMU's aliases on this machine.
+/// Every PMU's aliases on this machine, read from sysfs on first use (a
+/// name the kernel's generic events resolve never reads sysfs).
 pub struct SysfsEvents {
     root: PathBuf,
+    loaded: std::sync::OnceLock<Loaded>,
+}
+
+/// What sysfs said, once read.
+struct Loaded {
     pmus: Vec<KernelPmu>,
     events: Vec<EventDef>,
 }
 
 impl SysfsEvents {
-    /// Read every PMU under `root/sys/bus/event_source/devices`. Missing or
-    /// unreadable pieces are skipped: a machine may expose few PMUs.
+    /// Every PMU under `root/sys/bus/event_source/devices`, read when first
+    /// asked for. Missing or unreadable pieces are skipped: a machine may
+    /// expose few PMUs.
     pub fn load(root: &Path) -> SysfsEvents {
-        let mut problems = Vec::new();
-        let mut pmus = read_pmus(&SysRoot::new(root), &mut problems);
-        // The core PMU first, so its aliases win ties.
-        pmus.sort_by_key(|p| (!is_core_pmu(&p.name), p.name.clone()));
-        let mut events = Vec::new();
-        for p in &pmus {
-            for alias in &p.events {
-                events.push(alias_def(root, p, alias));
-            }
-        }
         SysfsEvents {
             root: root.to_path_buf(),
-            pmus,
-            events,
+            loaded: std::sync::OnceLock::new(),
         }
+    }
+
+    fn loaded(&self) -> &Loaded {
+        self.loaded.get_or_init(|| {
+            let root = &self.root;
+            let mut problems = Vec::new();
+            let mut pmus = read_pmus(&SysRoot::new(root), &mut problems);
+            // The core PMU first, so its aliases win ties.
+            pmus.sort_by_key(|p| (!is_core_pmu(&p.name), p.name.clone()));
+            let mut events = Vec::new();
+            for p in &pmus {
+                for alias in &p.events {
+                    events.push(alias_def(root, p, alias));
+                }
+            }
+            Loaded { pmus, events }
+        })
     }
 
     /// The PMUs read.
     pub fn pmus(&self) -> &[KernelPmu] {
-        &self.pmus
+        &self.loaded().pmus
     }
 
     /// A PMU by name.
     pub fn pmu(&self, name: &str) -> Option<&KernelPmu> {
-        self.pmus.iter().find(|p| p.name == name)
+        self.loaded().pmus.iter().find(|p| p.name == name)
     }
 
     /// Resolve `pmu/terms/` for a PMU that is not the core one.
@@ -207,24 +220,25 @@ impl EventSource for SysfsEvents {
         format!("{}", self.root.join(PMU_DIR).display())
     }
     fn events(&self) -> Vec<EventDef> {
-        self.events.clone()
+        self.loaded().events.clone()
     }
     fn find(&self, name: &str) -> Option<EventDef> {
         let n = name.trim();
+        let events = &self.loaded().events;
         if let Some((pmu, alias)) = n.split_once('/') {
-            return self
-                .events
+            return events
                 .iter()
                 .find(|e| e.pmu == pmu && e.name.eq_ignore_ascii_case(alias))
                 .cloned();
         }
-        self.events
+        events
             .iter()
             .find(|e| e.name.eq_ignore_ascii_case(n))
             .cloned()
     }
     fn names(&self) -> Vec<String> {
-        self.events
+        self.loaded()
+            .events
             .iter()
             .map(|e| format!("{}/{}/", e.pmu, e.name))
             .collect()

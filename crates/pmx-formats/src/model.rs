@@ -119,10 +119,33 @@ pub enum Domain {
         /// Core id.
         core: u32,
     },
+    /// One die.
+    Die {
+        /// Package.
+        package: u32,
+        /// Die inside the package.
+        die: u32,
+    },
+    /// One cache instance (`--per-cache`).
+    Cache {
+        /// Package.
+        package: u32,
+        /// Die inside the package.
+        die: u32,
+        /// Cache level (1, 2, 3).
+        level: u8,
+        /// The cache's id among that level's instances.
+        id: u32,
+    },
     /// One package.
     Socket {
         /// Package.
         package: u32,
+    },
+    /// One NUMA node.
+    Node {
+        /// Node number.
+        node: u32,
     },
     /// One thread.
     Thread {
@@ -132,13 +155,22 @@ pub enum Domain {
 }
 
 impl Domain {
-    /// Short label: `CPU1`, `S0-C3`, `S0`, `tid 1234`.
+    /// Short label: `CPU1`, `S0-C3`, `S0-D0`, `S0-D0-L3-ID0`, `S0`, `N0`,
+    /// `tid 1234` (perf's labels).
     pub fn label(&self) -> String {
         match self {
             Domain::Total => String::new(),
             Domain::Cpu { cpu } => format!("CPU{cpu}"),
             Domain::Core { package, core } => format!("S{package}-C{core}"),
+            Domain::Die { package, die } => format!("S{package}-D{die}"),
+            Domain::Cache {
+                package,
+                die,
+                level,
+                id,
+            } => format!("S{package}-D{die}-L{level}-ID{id}"),
             Domain::Socket { package } => format!("S{package}"),
+            Domain::Node { node } => format!("N{node}"),
             Domain::Thread { tid } => format!("tid {tid}"),
         }
     }
@@ -212,7 +244,8 @@ impl Spread {
 
 impl Domain {
     /// The domain a label names ([`Domain::label`] read back): `""` is the
-    /// total, `CPU3`, `S0-C1`, `S0`, `tid 123`; `None` for anything else.
+    /// total, `CPU3`, `S0-C1`, `S0-D1`, `S0-D0-L3-ID2`, `S0`, `N1`,
+    /// `tid 123`; `None` for anything else.
     pub fn parse_label(label: &str) -> Option<Domain> {
         if label.is_empty() {
             return Some(Domain::Total);
@@ -223,7 +256,24 @@ impl Domain {
         if let Some(tid) = label.strip_prefix("tid ") {
             return tid.parse().ok().map(|tid| Domain::Thread { tid });
         }
+        if let Some(node) = label.strip_prefix('N') {
+            return node.parse().ok().map(|node| Domain::Node { node });
+        }
         let rest = label.strip_prefix('S')?;
+        if let Some((p, d)) = rest.split_once("-D") {
+            let package = p.parse().ok()?;
+            let Some((die, cache)) = d.split_once("-L") else {
+                let die = d.parse().ok()?;
+                return Some(Domain::Die { package, die });
+            };
+            let (level, id) = cache.split_once("-ID")?;
+            return Some(Domain::Cache {
+                package,
+                die: die.parse().ok()?,
+                level: level.parse().ok()?,
+                id: id.parse().ok()?,
+            });
+        }
         match rest.split_once("-C") {
             Some((p, c)) => Some(Domain::Core {
                 package: p.parse().ok()?,
@@ -403,6 +453,19 @@ mod tests {
             assert_eq!(Domain::parse_label(&d.label()), Some(d));
         }
         assert_eq!(Domain::parse_label("node0"), None);
+        // perf's labels (stat-display.c): S%d-D%d, S%d-D%d-L%d-ID%d, N%d.
+        let die = Domain::Die { package: 1, die: 2 };
+        let cache = Domain::Cache {
+            package: 0,
+            die: 1,
+            level: 3,
+            id: 7,
+        };
+        let node = Domain::Node { node: 3 };
+        for (d, label) in [(die, "S1-D2"), (cache, "S0-D1-L3-ID7"), (node, "N3")] {
+            assert_eq!(d.label(), label);
+            assert_eq!(Domain::parse_label(label), Some(d));
+        }
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The machine's topology: logical CPU → core → die → package.
+//! The machine's topology: logical CPU → core → die → package, and each
+//! CPU's NUMA node and caches.
 //!
 //! A [`Topology`] is a list of [`LogicalCpu`]s, one per CPU number the kernel
 //! knows (`/sys/devices/system/cpu/cpuN`), each with the core, die and package
@@ -38,6 +39,11 @@ pub struct LogicalCpu {
     /// The CPUs sharing this CPU's core, itself included
     /// (`topology/thread_siblings_list`); empty when unknown.
     pub siblings: Vec<u32>,
+    /// NUMA node (`cpuN/nodeM`), if known.
+    pub node: Option<u32>,
+    /// The data or unified caches this CPU uses, by level: (level, id),
+    /// the id unique among that level's instances (`cache/indexK/id`).
+    pub caches: Vec<(u8, u32)>,
 }
 
 impl LogicalCpu {
@@ -51,7 +57,14 @@ impl LogicalCpu {
             die: Some(die),
             package: Some(package),
             siblings: Vec::new(),
+            node: None,
+            caches: Vec::new(),
         }
+    }
+
+    /// The id of this CPU's cache of `level`, if known.
+    pub fn cache_id(&self, level: u8) -> Option<u32> {
+        self.caches.iter().find(|c| c.0 == level).map(|c| c.1)
     }
 
     /// The core this CPU belongs to, when package and core are known (a
@@ -430,6 +443,8 @@ mod tests {
                 die: None,
                 package: None,
                 siblings: vec![],
+                node: None,
+                caches: vec![],
             };
         }
         assert_eq!(t.cpu_count(), 8);
@@ -461,6 +476,8 @@ mod tests {
             die: None,
             package: None,
             siblings: vec![],
+            node: None,
+            caches: vec![],
         }]);
         assert_eq!(unknown.siblings_of(0), Some(vec![0]));
         assert_eq!(unknown.packages(), Vec::<u32>::new());

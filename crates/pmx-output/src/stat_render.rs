@@ -79,6 +79,10 @@ pub struct StatStyle {
     pub intervals: bool,
     /// `--csv-header`.
     pub csv_header: bool,
+    /// `--metric-only`: the metric lines alone.
+    pub metric_only: bool,
+    /// `--no-big-num`: counts without thousands' separators.
+    pub plain_numbers: bool,
 }
 
 impl StatStyle {
@@ -148,6 +152,8 @@ pub struct IntervalOptions {
     pub aggregation: Aggregation,
     /// Keep the rows as interval CSV for `--plot`.
     pub plot: bool,
+    /// `--interval-clear`: clear the terminal before each interval.
+    pub clear: bool,
 }
 
 /// What an [`IntervalWriter`] leaves when the run is over.
@@ -170,6 +176,7 @@ pub struct IntervalWriter<'a> {
     /// Seconds added to the time stamps (the epoch with absolute ones).
     epoch0: f64,
     measured_span: bool,
+    clear: bool,
     /// The end of the previous interval, since the start.
     last_at: Duration,
     aggregator: Aggregator,
@@ -212,6 +219,7 @@ impl<'a> IntervalWriter<'a> {
             format: options.format,
             epoch0,
             measured_span: options.measured_span,
+            clear: options.clear,
             last_at: Duration::ZERO,
             aggregator: Aggregator::new(options.aggregation),
             csv,
@@ -267,9 +275,11 @@ impl<'a> IntervalWriter<'a> {
             p.push_str(self.plot_csv.format(&iv));
         }
         // One write per interval, flushed before the next starts.
+        let clear: &[u8] = if self.clear { b"\x1b[H\x1b[2J" } else { b"" };
         if let Err(e) = self
             .out
-            .write_all(text.as_bytes())
+            .write_all(clear)
+            .and_then(|_| self.out.write_all(text.as_bytes()))
             .and_then(|_| self.out.flush())
         {
             self.end.error = Some(e);
@@ -346,6 +356,25 @@ fn metric_repeats(
 /// every data line of the file has the interval columns. `job`: JSON
 /// records where it ran (host, pid, rank, job).
 pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) -> String {
+    if style.metric_only {
+        if style.format == StatFormat::Table {
+            return metric_only_table(report);
+        }
+        let mut metrics_only = report.clone();
+        metrics_only.rows.clear();
+        let plain = StatStyle {
+            metric_only: false,
+            ..style.clone()
+        };
+        return totals(&metrics_only, &plain, job);
+    }
+    if style.plain_numbers && style.format == StatFormat::Table {
+        let plain = StatStyle {
+            plain_numbers: false,
+            ..style.clone()
+        };
+        return without_separators(&totals(report, &plain, job));
+    }
     match &style.format {
         StatFormat::Perf(form) => {
             let mut o = PerfOptions::new(form.clone());
@@ -376,6 +405,103 @@ pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) 
         }
         StatFormat::Table => crate::stat::table(report),
     }
+}
+
+/// `pmx stat -v`: what each planned event resolved to, one line each.
+pub fn plan_lines(sets: &[StatPlan]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    for e in sets.iter().flat_map(|p| &p.events) {
+        let _ = match &e.attr {
+            Ok(a) => writeln!(
+                s,
+                "{}: type {} config {:#x} config1 {:#x} config2 {:#x}{}{}",
+                e.name,
+                a.type_,
+                a.config,
+                a.config1,
+                a.config2,
+                if a.exclude_user { " exclude_user" } else { "" },
+                if a.exclude_kernel {
+                    " exclude_kernel"
+                } else {
+                    ""
+                },
+            ),
+            Err(why) => writeln!(s, "{}: not counted: {why}", e.name),
+        };
+    }
+    s
+}
+
+/// `--metric-only` as perf lays it out: one column per metric, its name
+/// (and unit) over its value, then the elapsed time.
+pub fn metric_only_table(report: &StatReport) -> String {
+    use std::fmt::Write as _;
+    let mut head = String::new();
+    let mut values = String::new();
+    for m in &report.metrics {
+        let title = if m.unit.is_empty() {
+            m.name.clone()
+        } else {
+            format!("{} {}", m.name, m.unit)
+        };
+        let w = title.len().max(16);
+        let value = m
+            .value
+            .map_or("<not computed>".to_string(), |v| format!("{v:.2}"));
+        let _ = write!(head, " {title:>w$}");
+        let _ = write!(values, " {value:>w$}");
+    }
+    if report.metrics.is_empty() {
+        head.push_str(" (no metrics: give -M or --topdown)");
+    }
+    let mut why = String::new();
+    for m in report.metrics.iter().filter(|m| m.value.is_none()) {
+        let _ = writeln!(why, "  {}: {}", m.name, m.missing.as_deref().unwrap_or(""));
+    }
+    format!(
+        "\n Performance counter stats for {}:\n\n{head}\n{values}\n\n{why} {:>16.9} seconds time elapsed\n\n",
+        report.target,
+        report.elapsed.as_secs_f64()
+    )
+}
+
+/// The table with the thousands' separators of its counts removed
+/// (`--no-big-num`): a comma between a digit and three digits.
+pub fn without_separators(text: &str) -> String {
+    let b = text.as_bytes();
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    text.char_indices()
+        .filter(|&(i, c)| {
+            !(c == ',' && i > 0 && digit(i - 1) && (1..=3).all(|k| digit(i + k)) && !digit(i + 4))
+        })
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// perf's `--table` (with `-r`): each run's elapsed seconds and its
+/// distance from the mean, before the result (perf's `print_table`).
+pub fn run_table(elapsed: &[f64]) -> String {
+    use std::fmt::Write as _;
+    let n = elapsed.len().max(1) as f64;
+    let avg = elapsed.iter().sum::<f64>() / n;
+    let var = elapsed.iter().map(|x| (x - avg).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    let sd = (var / n).sqrt();
+    // perf: get_precision(sd) + 2, where get_precision is 0 above 1.
+    let p = if sd > 1.0 || sd <= 0.0 {
+        0
+    } else {
+        (-sd.log10()).ceil() as usize
+    } + 2;
+    let mut s = String::from("           # Table of individual measurements:\n");
+    for &run in elapsed {
+        let marks = 1 + ((100.0 * (run - avg) / run) as i64 / 5).unsigned_abs() as usize;
+        let _ = writeln!(s, " {run:17.p$} ({:+.p$}) {}", run - avg, "#".repeat(marks));
+    }
+    let _ = writeln!(s, "\n           # Final result:");
+    let _ = writeln!(s, " {avg:17.p$} +- {sd:.p$} seconds time elapsed\n");
+    s
 }
 
 /// The totals in perf's layout (`--format perf`), with what `o` says
@@ -420,6 +546,8 @@ mod tests {
             format,
             intervals,
             csv_header,
+            metric_only: false,
+            plain_numbers: false,
         }
     }
 

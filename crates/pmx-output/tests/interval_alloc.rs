@@ -58,6 +58,7 @@ fn the_interval_path_allocates_nothing_once_warm() {
         interval: Some(Duration::from_millis(10)),
         interval_count: Some(120),
         trace_tasks: false,
+        hooks: Default::default(),
     };
     let mut aggregator = Aggregator::new(Aggregation::PerCpu);
     let mut csv = IntervalCsv::new(",");

@@ -230,13 +230,16 @@ pub(crate) const IOC_RESET: u64 = io(3);
 /// it by the *pointer* type, so it differs between 32- and 64-bit ABIs.
 pub(crate) const IOC_ID: u64 = ior(7, size_of::<*mut u64>());
 
-/// `perf_event_open(attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC)`:
-/// the new fd, or the errno.
-pub(crate) fn perf_event_open(
+/// `PERF_FLAG_PID_CGROUP`: `pid` is an fd of a cgroup directory.
+pub(crate) const PERF_FLAG_PID_CGROUP: libc::c_ulong = 1 << 2;
+
+/// `perf_event_open(attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC | flags)`.
+pub(crate) fn perf_event_open_flags(
     attr: &PerfEventAttr,
     pid: i32,
     cpu: i32,
     group_fd: i32,
+    flags: libc::c_ulong,
 ) -> Result<i32, i32> {
     // SAFETY: `attr` points to a live, fully initialised struct whose `size`
     // field matches its real size, so the kernel reads only memory we own;
@@ -248,7 +251,7 @@ pub(crate) fn perf_event_open(
             pid as libc::c_int,
             cpu as libc::c_int,
             group_fd as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
+            PERF_FLAG_FD_CLOEXEC | flags,
         )
     };
     if ret < 0 {

@@ -448,6 +448,31 @@ impl Counter {
         target: Target,
         group: Option<&Counter>,
     ) -> Result<Counter, OpenError> {
+        Counter::open_flags(attr, target, group, None)
+    }
+
+    /// [`Counter::open`] counting only the tasks of one cgroup (v2) while
+    /// they run on `cpu` (`PERF_FLAG_PID_CGROUP`): `cgroup` is an open fd
+    /// of the cgroup's directory; `cpu` must be a CPU, not -1.
+    pub fn open_in_cgroup(
+        attr: &Attr,
+        cgroup: std::os::fd::BorrowedFd<'_>,
+        cpu: i32,
+        group: Option<&Counter>,
+    ) -> Result<Counter, OpenError> {
+        let target = Target {
+            pid: cgroup.as_raw_fd(),
+            cpu,
+        };
+        Counter::open_flags(attr, target, group, Some(abi::PERF_FLAG_PID_CGROUP))
+    }
+
+    fn open_flags(
+        attr: &Attr,
+        target: Target,
+        group: Option<&Counter>,
+        flags: Option<libc::c_ulong>,
+    ) -> Result<Counter, OpenError> {
         let fail = |errno: i32| {
             error::explain(
                 errno,
@@ -463,7 +488,11 @@ impl Counter {
         }
         let kattr = abi::PerfEventAttr::from_attr(attr);
         let group_fd = group.map_or(-1, |g| g.fd.as_raw_fd());
-        let raw = match abi::perf_event_open(&kattr, target.pid, target.cpu, group_fd) {
+        let open = |k: &abi::PerfEventAttr| {
+            let flags = flags.unwrap_or(0);
+            abi::perf_event_open_flags(k, target.pid, target.cpu, group_fd, flags)
+        };
+        let raw = match open(&kattr) {
             // perf's fallback (evsel__detect_missing_features): a PMU that
             // cannot tell guest from host (msr, uncore) refuses
             // exclude_guest, which perf sets by default; open it without.
@@ -473,8 +502,7 @@ impl Counter {
                     exclude_host: false,
                     ..attr.clone()
                 };
-                let k = abi::PerfEventAttr::from_attr(&plain);
-                abi::perf_event_open(&k, target.pid, target.cpu, group_fd).map_err(fail)?
+                open(&abi::PerfEventAttr::from_attr(&plain)).map_err(fail)?
             }
             r => r.map_err(fail)?,
         };

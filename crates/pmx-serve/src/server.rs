@@ -477,6 +477,13 @@ fn domain_labels(d: &Domain) -> Vec<(&'static str, String)> {
             vec![("socket", package.to_string()), ("core", core.to_string())]
         }
         Domain::Socket { package } => vec![("socket", package.to_string())],
+        Domain::Die { package, die } => {
+            vec![("socket", package.to_string()), ("die", die.to_string())]
+        }
+        Domain::Cache { level, id, .. } => {
+            vec![("cache", format!("L{level}")), ("id", id.to_string())]
+        }
+        Domain::Node { node } => vec![("node", node.to_string())],
         Domain::Thread { tid } => vec![("tid", tid.to_string())],
         Domain::Total => Vec::new(),
     }

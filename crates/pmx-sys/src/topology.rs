@@ -62,10 +62,48 @@ pub fn read_topology(root: &SysRoot, problems: &mut Vec<Problem>) -> Topology {
                 die,
                 package,
                 siblings,
+                node: node_of(root, &dir),
+                caches: caches_of(root, &dir),
             }
         })
         .collect();
     Topology::new(cpus)
+}
+
+/// The NUMA node of the CPU in `dir`: its `nodeN` link.
+fn node_of(root: &SysRoot, dir: &str) -> Option<u32> {
+    root.list(dir, &mut Vec::new())
+        .iter()
+        .filter_map(|n| n.strip_prefix("node")?.parse().ok())
+        .next()
+}
+
+/// The data and unified caches of the CPU in `dir` as (level, id); the
+/// id is the kernel's `id`, else the first CPU sharing the cache.
+fn caches_of(root: &SysRoot, dir: &str) -> Vec<(u8, u32)> {
+    let mut quiet = Vec::new();
+    let mut out: Vec<(u8, u32)> = Vec::new();
+    for index in root.list(&format!("{dir}/cache"), &mut quiet) {
+        let at = format!("{dir}/cache/{index}");
+        let mut problems = Vec::new();
+        let mut text = |f: &str| root.read(&format!("{at}/{f}"), &mut problems);
+        if !index.starts_with("index") || text("type").as_deref() == Some("Instruction") {
+            continue;
+        }
+        let Some(level) = text("level").and_then(|l| l.parse::<u8>().ok()) else {
+            continue;
+        };
+        let id = text("id").and_then(|i| i.parse::<u32>().ok()).or_else(|| {
+            read_cpu_list(root, &format!("{at}/shared_cpu_list"), &mut quiet)?
+                .first()
+                .copied()
+        });
+        if let (Some(id), false) = (id, out.iter().any(|c| c.0 == level)) {
+            out.push((level, id));
+        }
+    }
+    out.sort_unstable();
+    out
 }
 
 /// Read a kernel CPU-list file; a list that does not parse is a problem.

@@ -67,9 +67,25 @@ pub fn fork_held(argv: &[String], pin: Option<&[u32]>) -> io::Result<Launched> {
     }
     let (go_r, go_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
+    // The child is born on this CPU only, so it cannot be running while
+    // the counters are opened on it: opening an event on a running task
+    // interrupts its CPU (an IPI, in a VM a VM exit that may wait for the
+    // host to run that vCPU: milliseconds), a held task needs nothing.
+    // Both get their affinity back at once (the child before exec).
+    let narrowed = narrow_to_this_cpu();
+    if pin.is_none() {
+        if let Some(orig) = &narrowed {
+            set = *orig;
+        }
+    }
+    let restore = pin.is_some() || narrowed.is_some();
     // SAFETY: the child only calls async-signal-safe functions (read,
     // sched_setaffinity, execvp, write, _exit) before exec.
     let pid = unsafe { libc::fork() };
+    if let (true, Some(orig)) = (pid != 0, &narrowed) {
+        // SAFETY: setting our own affinity back from a set we read.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), orig) };
+    }
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -85,7 +101,7 @@ pub fn fork_held(argv: &[String], pin: Option<&[u32]>) -> io::Result<Launched> {
             // Restore default signal handling the parent may have changed.
             libc::signal(libc::SIGINT, libc::SIG_DFL);
             libc::signal(libc::SIGTERM, libc::SIG_DFL);
-            if pin.is_some()
+            if restore
                 && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
             {
                 let e = *libc::__errno_location();
@@ -110,6 +126,27 @@ pub fn fork_held(argv: &[String], pin: Option<&[u32]>) -> io::Result<Launched> {
         err_r,
         released: false,
     })
+}
+
+/// Pin this thread to the CPU it runs on; its affinity before, or `None`
+/// when either cannot be read or set (nothing changed then).
+fn narrow_to_this_cpu() -> Option<libc::cpu_set_t> {
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls write at
+    // most `size` bytes into it and read ours.
+    unsafe {
+        let mut orig: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut orig) != 0 {
+            return None;
+        }
+        let cpu = libc::sched_getcpu();
+        if cpu < 0 || cpu as usize >= libc::CPU_SETSIZE as usize {
+            return None;
+        }
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut one);
+        (libc::sched_setaffinity(0, size, &one) == 0).then_some(orig)
+    }
 }
 
 fn pipe() -> io::Result<(i32, i32)> {

@@ -1,5 +1,5 @@
 //! Aggregate: a run's instances folded into rows per total, CPU, core,
-//! socket or thread ([`aggregate`]); the same refilled in place interval
+//! die, cache, socket, NUMA node or thread ([`aggregate`]); the same refilled in place interval
 //! after interval ([`Aggregator`]).
 
 use super::outcome::Instance;
@@ -19,8 +19,14 @@ pub enum Aggregation {
     PerCpu,
     /// Per physical core.
     PerCore,
+    /// Per die (`--per-die`).
+    PerDie,
+    /// Per instance of the cache of this level (`--per-cache`).
+    PerCache(u8),
     /// Per package.
     PerSocket,
+    /// Per NUMA node (`--per-node`).
+    PerNode,
     /// Per thread (`-p`/`-t`).
     PerThread,
 }
@@ -178,6 +184,83 @@ fn domain_of(inst: &Instance, how: Aggregation, topo: Option<&Topology>) -> Doma
             },
             None => Domain::Total,
         },
+        Aggregation::PerDie => match info {
+            Some(i) => Domain::Die {
+                package: i.package.unwrap_or(0),
+                die: i.die.unwrap_or(0),
+            },
+            None => Domain::Total,
+        },
+        Aggregation::PerCache(level) => match info {
+            Some(i) => Domain::Cache {
+                package: i.package.unwrap_or(0),
+                die: i.die.unwrap_or(0),
+                level,
+                // Without the kernel's cache list each CPU is its own.
+                id: i.cache_id(level).unwrap_or(i.cpu),
+            },
+            None => Domain::Total,
+        },
+        Aggregation::PerNode => match info {
+            Some(i) => Domain::Node {
+                node: i.node.unwrap_or(0),
+            },
+            None => Domain::Total,
+        },
+    }
+}
+
+/// The aggregation flags of `pmx stat` as given: `-A`, `--per-core`,
+/// `--per-die`, `--per-cache[=LEVEL]`, `--per-socket`, `--per-node`,
+/// `--per-thread`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AggregationFlags<'a> {
+    /// `-A`.
+    pub no_aggr: bool,
+    /// `--per-core`.
+    pub core: bool,
+    /// `--per-die`.
+    pub die: bool,
+    /// `--per-cache`: `L1` … `L4`.
+    pub cache: Option<&'a str>,
+    /// `--per-socket`.
+    pub socket: bool,
+    /// `--per-node`.
+    pub node: bool,
+    /// `--per-thread`.
+    pub thread: bool,
+}
+
+impl Aggregation {
+    /// The first aggregation the flags ask for, in that order; else total.
+    pub fn from_flags(f: AggregationFlags) -> Aggregation {
+        let level = f
+            .cache
+            .and_then(|l| l.trim_start_matches(['L', 'l']).parse().ok());
+        let flags = [
+            (f.no_aggr, Aggregation::PerCpu),
+            (f.core, Aggregation::PerCore),
+            (f.die, Aggregation::PerDie),
+            (f.cache.is_some(), Aggregation::PerCache(level.unwrap_or(3))),
+            (f.socket, Aggregation::PerSocket),
+            (f.node, Aggregation::PerNode),
+            (f.thread, Aggregation::PerThread),
+        ];
+        flags
+            .iter()
+            .find(|x| x.0)
+            .map_or(Aggregation::Total, |x| x.1)
+    }
+
+    /// Folds CPUs by where they sit in the topology (needs `-a`/`-C` and
+    /// the topology): `-A`, core, die, cache, socket, node.
+    pub fn by_cpu(self) -> bool {
+        !matches!(self, Aggregation::Total | Aggregation::PerThread)
+    }
+
+    /// Needs the machine's topology to fold.
+    pub fn needs_topology(self) -> bool {
+        self.by_cpu() && self != Aggregation::PerCpu
     }
 }
 
@@ -196,6 +279,7 @@ mod tests {
             scale,
             source: None,
             need: crate::schedule::Need::None,
+            cgroup: None,
             settings: Default::default(),
         }
     }

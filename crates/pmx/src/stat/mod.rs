@@ -31,6 +31,11 @@
 //!   them once per repeat, and [`summarize`] folds the runs into the rows,
 //!   spreads and status a report shows.
 //!
+//! - perf's own options (`perf_options.rs`): the default and `-d` sets,
+//!   `--all-user`/`--all-kernel`, `-G`/`--for-each-cgroup` (each event
+//!   opened per CPU in its cgroup, `PERF_FLAG_PID_CGROUP`), `--null`,
+//!   and the [`RunHooks`] of `-D`, `--pre`, `--post`, `-S`.
+//!
 //! The plain values of a report ([`Row`], [`Domain`], [`EventStatus`],
 //! [`Spread`]) are `pmx-formats`'s, re-exported here.
 
@@ -41,6 +46,7 @@ mod open;
 mod options;
 mod outcome;
 mod pack;
+mod perf_options;
 mod plan;
 mod read;
 mod repeat;
@@ -49,12 +55,17 @@ mod summary;
 mod target;
 mod tasks;
 
-pub use aggregate::{aggregate, Aggregation, Aggregator};
+pub use aggregate::{aggregate, Aggregation, AggregationFlags, Aggregator};
 pub use clock::next_tick_after;
 pub(crate) use clock::IntervalClock;
 pub use options::{RunOptions, Scope};
 pub(crate) use outcome::headed;
 pub use outcome::{merge_runs, open_reason, EventOpenError, Instance, RunError, StatRun, Tick};
+pub use perf_options::{
+    cgroup_path, cgroup_root, default_events, detailed_events, host_default_events,
+    host_stall_events, refused_perf_option, run_hook, DetailLevel, PerfOptionError,
+    PerfStatOptions, Privilege, RunHooks, Start, CGROUP_ROOT, REFUSED_PERF_OPTIONS,
+};
 pub use plan::{plan, tracepoint_id, PlanGroup, PlannedEvent, StatPlan, DEFAULT_EVENTS};
 /// The result values, defined in `pmx-formats` (whose readers and writers
 /// take them) and used here under their old paths.

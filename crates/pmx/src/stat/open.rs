@@ -6,6 +6,7 @@
 
 use super::options::{RunOptions, Scope};
 use super::outcome::{open_reason, EventOpenError};
+use super::perf_options::{cgroup_path, Start};
 use super::plan::StatPlan;
 use crate::ticker::{self, Ticker};
 use pmx_formats::EventStatus;
@@ -35,6 +36,8 @@ pub(crate) struct OpenSet {
     pub tickers: Vec<(Ticker, Vec<usize>)>,
     /// The first failure the user must fix.
     pub hard_error: Option<EventOpenError>,
+    /// The cgroup directories (`-G`) the counters count in, open.
+    pub cgroups: Vec<(String, std::fs::File)>,
 }
 
 /// How the counters of a run are placed, from its options.
@@ -69,7 +72,7 @@ impl OpenSet {
     ) -> OpenSet {
         let place = Placement {
             inherit: opts.inherit && !trace && !matches!(opts.scope, Scope::Tids(_)),
-            by_exec: opts.scope == Scope::Command,
+            by_exec: opts.scope == Scope::Command && opts.hooks.start == Start::Now,
             attaching_pids: matches!(opts.scope, Scope::Pids(_)),
             ticker_interval: opts.interval.filter(|_| tickers_allowed()),
         };
@@ -151,7 +154,11 @@ impl OpenSet {
                 Some(t) => Some(&t.counter),
                 None => leader_idx.map(|l| &self.opened[l].counter),
             };
-            match Counter::open(&attr, pmx_perf::Target { pid, cpu }, group) {
+            let opened = match plan.events[ei].cgroup.as_deref() {
+                Some(cg) => open_in_cgroup(&mut self.cgroups, &attr, cg, cpu, group),
+                None => Counter::open(&attr, pmx_perf::Target { pid, cpu }, group),
+            };
+            match opened {
                 Ok(c) => {
                     if is_leader {
                         leader_idx = Some(self.opened.len());
@@ -208,6 +215,36 @@ impl OpenSet {
             let _ = self.opened[l].counter.disable(true);
         }
     }
+}
+
+/// Open `attr` on `cpu` in the cgroup `name` (its directory opened
+/// once per run).
+fn open_in_cgroup(
+    cgroups: &mut Vec<(String, std::fs::File)>,
+    attr: &pmx_perf::Attr,
+    name: &str,
+    cpu: i32,
+    group: Option<&Counter>,
+) -> Result<Counter, OpenError> {
+    use std::os::fd::AsFd;
+    let k = match cgroups.iter().position(|(n, _)| n == name) {
+        Some(k) => k,
+        None => {
+            let dir = std::fs::File::open(cgroup_path(name)).map_err(|e| {
+                let errno = e.raw_os_error().unwrap_or(libc::ENOENT);
+                pmx_perf::OpenError {
+                    errno,
+                    attr: Box::new(attr.clone()),
+                    target: pmx_perf::Target { pid: -1, cpu },
+                    pmu: None,
+                    cause: OpenCause::Other,
+                }
+            })?;
+            cgroups.push((name.to_string(), dir));
+            cgroups.len() - 1
+        }
+    };
+    Counter::open_in_cgroup(attr, cgroups[k].1.as_fd(), cpu, group)
 }
 
 /// What a failed open means for the run.
@@ -309,6 +346,7 @@ mod tests {
             interval: None,
             interval_count: None,
             trace_tasks: false,
+            hooks: Default::default(),
         };
         let mut status = vec![EventStatus::Counted; plan.events.len()];
         let slots = tasks::slots(&opts, None);

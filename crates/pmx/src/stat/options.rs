@@ -36,4 +36,7 @@ pub struct RunOptions {
     /// (`--per-thread` with a command): pmx follows the command with
     /// ptrace, and opens counters on every new task before it first runs.
     pub trace_tasks: bool,
+    /// When counting starts, and what runs around each run (`-D`,
+    /// `--pre`, `--post`, `-S`).
+    pub hooks: super::perf_options::RunHooks,
 }

@@ -37,8 +37,13 @@ impl StatPlan {
         p.notes
     }
 
+    /// Does any event need a core counter (so the PMU's size matters)?
+    pub fn needs_counters(&self) -> bool {
+        self.events.iter().any(|e| e.need != Need::None)
+    }
+
     /// Put every ungrouped software event (task-clock, page-faults, …)
-    /// into one group. Software events never wait for a counter, so this
+    /// into one group (not those of a cgroup, `-G`). Software events never wait for a counter, so this
     /// changes no count; it lets one read fetch them all, which matters
     /// for `-I` on many CPUs (a read of another CPU's counter costs an
     /// inter-processor call). Returns whether anything was merged.
@@ -46,6 +51,7 @@ impl StatPlan {
         let is_sw = |e: &PlannedEvent| {
             e.need == Need::None
                 && e.cpus.is_none()
+                && e.cgroup.is_none()
                 && e.attr
                     .as_ref()
                     .is_ok_and(|a| a.type_ == pmx_events::perf_type::SOFTWARE)
@@ -113,6 +119,7 @@ mod tests {
             scale: 1.0,
             source: None,
             need: Need::None,
+            cgroup: None,
             settings: Default::default(),
         }
     }

@@ -35,6 +35,10 @@ pub struct PlannedEvent {
     /// Which core counter it needs, for scheduling.
     #[serde(skip)]
     pub need: Need,
+    /// Count only in this cgroup (`-G`, `--for-each-cgroup`): its path
+    /// under the cgroup v2 mount, as given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
     /// The spec's setting terms (`name=`, `period=`, `no-inherit` …): a
     /// counting run uses `inherit`; the sampling ones are record's.
     #[serde(skip)]
@@ -105,6 +109,7 @@ fn plan_one(
         scale: 1.0,
         source: None,
         need: Need::None,
+        cgroup: None,
         settings,
     };
     if let Body::Breakpoint { addr, len, access } = &spec.body {
@@ -207,7 +212,10 @@ fn apply_resolved(ev: &mut PlannedEvent, r: &Resolved, db: &Database) {
         ev.scale = 1e-6;
     }
     let mut attr = a.clone();
-    if let Some(sys) = db.sysfs() {
+    // The kernel's generic types (0–5) have a fixed number and no cpumask
+    // that applies: no need to read sysfs for them.
+    let generic = a.type_.is_some_and(|t| t <= 5);
+    if let Some(sys) = db.sysfs().filter(|_| !generic) {
         if let Some(pmu) = sys.pmu(&a.pmu) {
             if attr.type_.is_none() {
                 attr.type_ = pmu.type_id;

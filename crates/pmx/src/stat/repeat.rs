@@ -5,6 +5,7 @@
 
 use super::options::RunOptions;
 use super::outcome::{merge_runs, RunError, StatRun, Tick};
+use super::perf_options::{run_hook, RunHooks};
 use super::plan::StatPlan;
 use super::run::run_with;
 use crate::schedule::CounterBudget;
@@ -63,6 +64,26 @@ pub fn fit(
     Fitted { sets, notes }
 }
 
+/// `-S` and `--pre` before a run.
+fn before_run(hooks: &RunHooks) {
+    if hooks.sync {
+        // SAFETY: sync(2) takes nothing and cannot fail.
+        unsafe { libc::sync() };
+    }
+    if let Some(pre) = &hooks.pre {
+        hook("--pre", pre);
+    }
+}
+
+/// Run a `--pre`/`--post` command; say so when it fails (perf goes on).
+fn hook(flag: &str, cmd: &str) {
+    match run_hook(cmd) {
+        Ok(st) if st.success() => {}
+        Ok(st) => eprintln!("pmx stat: {flag} '{cmd}' failed: {st}"),
+        Err(e) => eprintln!("pmx stat: {flag} '{cmd}': {e}"),
+    }
+}
+
 impl Fitted {
     /// Can the sets run with these options?
     pub fn check(&self, opts: &RunOptions) -> Result<(), FitError> {
@@ -88,7 +109,12 @@ impl Fitted {
         for _ in 0..repeat {
             let mut set_runs = Vec::new();
             for set in &self.sets {
-                let r = run_with(set, opts, &mut |t| on_tick(set, t))?;
+                before_run(&opts.hooks);
+                let r = run_with(set, opts, &mut |t| on_tick(set, t));
+                if let Some(post) = &opts.hooks.post {
+                    hook("--post", post);
+                }
+                let r = r?;
                 let stop = r.interrupted;
                 set_runs.push(r);
                 if stop || stop_requested() {

@@ -8,6 +8,7 @@ use super::follow::follow_tasks;
 use super::open::OpenSet;
 use super::options::RunOptions;
 use super::outcome::{Instance, RunError, StatRun, Tick};
+use super::perf_options::Start;
 use super::plan::StatPlan;
 use super::read::{fill_instances, Reader};
 use super::target::{RunTarget, Waited};
@@ -62,10 +63,18 @@ pub fn run_with(
     }
     let start = Instant::now();
     let start_ns = ticker::monotonic_ns();
-    // Start: the command's counters start at exec; others now.
-    set.enable(plan, target.by_exec)?;
+    // Start: the command's counters start at exec; others now; with -D
+    // all of them later (or never).
+    let deferred = opts.hooks.start != Start::Now;
+    if !deferred {
+        set.enable(plan, target.by_exec)?;
+    }
     if let Some(name) = opts.command.first() {
         target.release(name)?;
+    }
+    if let Start::After(d) = opts.hooks.start {
+        wait_unless_ended(&target, d);
+        set.enable(plan, false)?;
     }
     let mut exit = None;
     if target.traced {
@@ -87,6 +96,24 @@ pub fn run_with(
         exit,
         interrupted: end.interrupted,
     })
+}
+
+/// Wait `d` (`-D`), less when the command ends first (its exit is left
+/// for the read loop to collect).
+fn wait_unless_ended(target: &RunTarget, d: Duration) {
+    use std::os::fd::AsRawFd;
+    let Some(fd) = target.pidfd() else {
+        std::thread::sleep(d);
+        return;
+    };
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(d.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: one pollfd we own, for the duration of the call.
+    unsafe { libc::poll(&mut p, 1, ms) };
 }
 
 /// How the wait ended.
@@ -345,6 +372,7 @@ mod tests {
             interval,
             interval_count: None,
             trace_tasks: false,
+            hooks: Default::default(),
         }
     }
 

@@ -172,6 +172,7 @@ mod tests {
                 scale: 1.0,
                 source: None,
                 need: crate::schedule::Need::None,
+                cgroup: None,
                 settings: Default::default(),
             }],
             groups: Vec::new(),

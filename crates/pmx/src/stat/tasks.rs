@@ -77,6 +77,7 @@ mod tests {
             interval: None,
             interval_count: None,
             trace_tasks: false,
+            hooks: Default::default(),
         }
     }
 

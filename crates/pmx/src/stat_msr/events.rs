@@ -227,6 +227,7 @@ pub(super) fn stat_event(name: &str, group: usize, unit: Option<&str>) -> Planne
         scale: 1.0,
         source: None,
         need: Need::None,
+        cgroup: None,
         settings: Default::default(),
     }
 }

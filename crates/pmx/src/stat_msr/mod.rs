@@ -85,6 +85,28 @@ pub use events::{
 pub use pmx_msr::{MsrError, MsrRoot};
 pub use session::{run_with, MsrEvents, MsrRunOptions, MsrStat};
 
+/// What the msr backend cannot do with these `pmx stat` flags, in one
+/// sentence (`None`: nothing): it counts CPUs (`cpus`: -a or -C given),
+/// not tasks (`tasks`: -p/-t), not per thread, one run.
+pub fn refused_flags(
+    tasks: bool,
+    per_thread: bool,
+    repeat: u32,
+    cpus: bool,
+) -> Option<&'static str> {
+    if tasks {
+        Some("--backend msr counts CPUs, not tasks: it programs each CPU's counters and cannot follow a process from CPU to CPU; use -a or -C LIST (with the command after --), or --backend perf for -p/-t")
+    } else if per_thread {
+        Some("--per-thread needs per-thread counters, and --backend msr counts CPUs; use --backend perf")
+    } else if repeat != 1 {
+        Some("-r: --backend msr counts one run; repeat the command yourself or use --backend perf")
+    } else if !cpus {
+        Some("--backend msr counts CPUs: give -a or -C LIST (a command after -- runs pinned to them)")
+    } else {
+        None
+    }
+}
+
 use std::path::Path;
 
 /// Where the msr devices are: `dir` (default `/dev/cpu`), with the

@@ -40,6 +40,7 @@ pub fn count(
         interval: None,
         interval_count: None,
         trace_tasks: false,
+        hooks: Default::default(),
     };
     let mut runs = Vec::new();
     for set in &sets {

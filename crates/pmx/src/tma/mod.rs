@@ -82,6 +82,9 @@ pub enum TmaError {
         /// Where a tree could come from, or why there is none.
         hint: String,
     },
+    /// This machine has no hardware PMU to count the tree's inputs with.
+    #[error("this machine has no hardware PMU: /sys/bus/event_source/devices has no core PMU (cpu, cpu_core, cpu_atom), as in a VM without a virtual PMU, so the top-down tree's inputs (cycles, slots, stall counts) cannot be counted; software events still count")]
+    NoPmu,
     /// The command could not be started (exit 127).
     #[error("cannot run '{cmd}': {reason}")]
     Exec {
@@ -161,6 +164,32 @@ impl Model {
         let mut ev = self.library.evaluator(inputs, &self.machine);
         self.tree.evaluate(&mut ev, level)
     }
+}
+
+/// `pmx stat --topdown`: the tree's metrics down to `level` (0: every
+/// level) after the `-M` list `more`, as one `-M` list. A machine without
+/// a hardware PMU is said so first: no tree can be counted there.
+pub fn topdown_metrics(db: &Database, level: u32, more: Option<&str>) -> Result<String, TmaError> {
+    if db.target.host && !host_has_core_pmu() {
+        return Err(TmaError::NoPmu);
+    }
+    let model = Model::for_database(db)?;
+    let level = if level == 0 { u32::MAX } else { level };
+    let nodes = model.tree.nodes().iter().filter(|n| n.level <= level);
+    let names = more.into_iter().map(String::from);
+    let names: Vec<String> = names.chain(nodes.map(|n| n.name.clone())).collect();
+    Ok(names.join(","))
+}
+
+/// Whether this machine registers a core PMU (`cpu`, `cpu_core`,
+/// `cpu_atom`, Arm's `armv*`).
+fn host_has_core_pmu() -> bool {
+    std::fs::read_dir("/sys/bus/event_source/devices").is_ok_and(|d| {
+        d.flatten().any(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            pmx_model::encoding::is_core_pmu(&n) || n.starts_with("armv")
+        })
+    })
 }
 
 /// Why a CPU has no tree, and where one could come from.
