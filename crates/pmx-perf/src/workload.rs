@@ -3,7 +3,10 @@
 //! so touching `n` fresh pages counts exactly `n` `page-faults`.
 //!
 //! pmx's tests check counts against it, and the `pmx-workload` program
-//! runs it for the command-line tests.
+//! runs it for the command-line tests ([`program`]: the program's
+//! commands).
+
+pub mod program;
 
 use crate::mmap::page_size;
 use std::io;
