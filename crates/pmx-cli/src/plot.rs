@@ -1,10 +1,12 @@
 //! `pmx plot`: an interval file (`pmx stat -I`, or perf's) → a line chart
 //! (SVG or PNG). Reading, the chart model and drawing live in
-//! `pmx_plot`; this module turns flags into options, reads and
-//! writes files, and maps bad input to exit code 2.
+//! `pmx_plot` (the output file and the summary line: `pmx_plot::output`);
+//! this module turns flags into options, reads and writes files, and maps
+//! bad input to exit code 2.
 
 use crate::exit::UsageError;
-use pmx_plot::{self as plot, Chart, ChartOptions, Format, SeriesBy, Timeline};
+use pmx_plot::output::{self, Output};
+use pmx_plot::{self as plot, Chart, ChartOptions, Timeline};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -50,44 +52,6 @@ pub struct PlotArgs {
     pub height: Option<u32>,
 }
 
-/// Where the chart goes.
-enum Output {
-    Stdout,
-    File(PathBuf, Format),
-}
-
-fn output(args: &PlotArgs, stdin: bool) -> Result<Output, UsageError> {
-    let path = match &args.output {
-        Some(p) if p.as_os_str() == "-" => return Ok(Output::Stdout),
-        Some(p) => p.clone(),
-        None if stdin => {
-            return Err(UsageError(
-                "give -o OUT.svg or -o OUT.png (or -o - for SVG on standard output) \
-                 when reading standard input"
-                    .to_string(),
-            ))
-        }
-        None => {
-            let p = args.file.with_extension("svg");
-            if p == args.file {
-                return Err(UsageError(format!(
-                    "{} already ends in .svg: give -o OUT.svg or -o OUT.png",
-                    args.file.display()
-                )));
-            }
-            p
-        }
-    };
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let format = Format::from_extension(ext).ok_or_else(|| {
-        UsageError(format!(
-            "{}: unknown image format (use a name ending in .svg or .png)",
-            path.display()
-        ))
-    })?;
-    Ok(Output::File(path, format))
-}
-
 fn read_input(file: &Path) -> anyhow::Result<Vec<u8>> {
     if file.as_os_str() == "-" {
         let mut v = Vec::new();
@@ -99,46 +63,21 @@ fn read_input(file: &Path) -> anyhow::Result<Vec<u8>> {
 
 /// Run `pmx plot`.
 pub fn run(args: &PlotArgs) -> anyhow::Result<i32> {
-    let stdin = args.file.as_os_str() == "-";
-    let out = output(args, stdin)?;
-    let name = if stdin {
-        "stdin".to_string()
-    } else {
-        args.file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| args.file.display().to_string())
-    };
+    let out = Output::choose(&args.file, args.output.as_deref())
+        .map_err(|e| UsageError(e.to_string()))?;
     let bytes = read_input(&args.file)?;
     let text = String::from_utf8_lossy(&bytes);
     let bad = |e: plot::PlotError| UsageError(format!("{}: {e}", args.file.display()));
     let timeline = Timeline::parse(&text).map_err(bad)?;
     let options = ChartOptions {
         events: args.events.clone(),
-        series_by: if args.per_cpu {
-            Some(SeriesBy::Domain)
-        } else if args.per_event {
-            Some(SeriesBy::Event)
-        } else {
-            None
-        },
+        series_by: output::series_by(args.per_cpu, args.per_event),
         title: args.title.clone(),
-        source_name: name,
+        source_name: output::source_name(&args.file),
     };
     let chart = Chart::build(&timeline, &options).map_err(bad)?;
     let height = args.height.unwrap_or_else(|| chart.default_height());
-    let format = match &out {
-        Output::Stdout => Format::Svg,
-        Output::File(_, f) => *f,
-    };
-    let image = plot::render(&chart, format, args.width, height)?;
-    let what = format!(
-        "{} lines in {} chart{}, from {}",
-        chart.series_count(),
-        chart.panels.len(),
-        if chart.panels.len() == 1 { "" } else { "s" },
-        timeline.format.describe()
-    );
+    let image = plot::render(&chart, out.format(), args.width, height)?;
     match out {
         Output::Stdout => {
             let mut so = std::io::stdout().lock();
@@ -148,6 +87,7 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<i32> {
         Output::File(path, _) => {
             std::fs::write(&path, &image)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            let what = output::summary(&chart, &timeline);
             eprintln!("pmx: wrote {} ({what})", path.display());
         }
     }

@@ -18,12 +18,16 @@
 //!    everything else as `<path>`); [`raster`] draws it into pixels and
 //!    encodes a PNG.
 //!
+//! [`output`] chooses where `pmx plot` writes (the format from the file
+//! name) and words the summary it prints.
+//!
 //! The same input gives byte-identical output: a fixed palette, series in
 //! a stable order (domains in natural order: `CPU2` before `CPU10`; events
 //! in file order), numbers written with fixed precision, no timestamps.
 
 pub mod chart;
 mod font;
+pub mod output;
 pub mod raster;
 mod scene;
 pub mod svg;
@@ -83,6 +87,9 @@ pub enum PlotError {
     },
     /// The PNG encoder failed.
     Encode(String),
+    /// No output can be chosen from the input's name and `-o`
+    /// ([`output::Output::choose`]): the message says what to give.
+    Output(String),
 }
 
 impl std::fmt::Display for PlotError {
@@ -104,6 +111,7 @@ impl std::fmt::Display for PlotError {
                 events.join(", ")
             ),
             PlotError::Encode(e) => write!(f, "PNG encoding failed: {e}"),
+            PlotError::Output(m) => f.write_str(m),
         }
     }
 }
