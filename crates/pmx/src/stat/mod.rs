@@ -35,12 +35,16 @@
 //!   `--all-user`/`--all-kernel`, `-G`/`--for-each-cgroup` (each event
 //!   opened per CPU in its cgroup, `PERF_FLAG_PID_CGROUP`), `--null`,
 //!   and the [`RunHooks`] of `-D`, `--pre`, `--post`, `-S`.
+//! - the target flags (`flags.rs`): [`Scope::from_flags`] from `-p`, `-t`,
+//!   `-C`, `-a` or a command, with [`cpu_list`], [`id_list`] and
+//!   [`duration`] for the values those flags take.
 //!
 //! The plain values of a report ([`Row`], [`Domain`], [`EventStatus`],
 //! [`Spread`]) are `pmx-formats`'s, re-exported here.
 
 mod aggregate;
 mod clock;
+mod flags;
 mod follow;
 mod open;
 mod options;
@@ -58,6 +62,7 @@ mod tasks;
 pub use aggregate::{aggregate, Aggregation, AggregationFlags, Aggregator};
 pub use clock::next_tick_after;
 pub(crate) use clock::IntervalClock;
+pub use flags::{cpu_list, duration, id_list, FlagError, TargetFlags};
 pub use options::{RunOptions, Scope};
 pub(crate) use outcome::headed;
 pub use outcome::{merge_runs, open_reason, EventOpenError, Instance, RunError, StatRun, Tick};

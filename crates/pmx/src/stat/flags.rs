@@ -1,0 +1,169 @@
+//! Where a measurement happens, from the flags `-p`, `-t`, `-C`, `-a` or a
+//! command ([`Scope::from_flags`], shared by `pmx stat` and `pmx record`),
+//! and the lists and times those flags take. Errors name the flag and say
+//! what is wrong: they are the user's to fix.
+
+use super::options::Scope;
+use pmx_model::topology::parse_cpu_list;
+use std::time::Duration;
+
+/// The target flags as given.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TargetFlags<'a> {
+    /// `-p PID,…`.
+    pub pid: Option<&'a str>,
+    /// `-t TID,…`.
+    pub tid: Option<&'a str>,
+    /// `-C LIST`.
+    pub cpus: Option<&'a str>,
+    /// `-a`.
+    pub all_cpus: bool,
+    /// The command after `--`.
+    pub command: &'a [String],
+}
+
+/// A target flag that is malformed, missing or contradictory.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FlagError(pub String);
+
+impl Scope {
+    /// The scope the flags name (`-p` before `-t` before `-C` before
+    /// `-a`, else the command); `verb` is what the command does
+    /// ("count", "record"), for the error when there is nothing to do it to.
+    pub fn from_flags(f: &TargetFlags, verb: &str) -> Result<Scope, FlagError> {
+        let scope = if let Some(p) = f.pid {
+            Scope::Pids(id_list("-p", p)?)
+        } else if let Some(t) = f.tid {
+            Scope::Tids(id_list("-t", t)?)
+        } else if let Some(c) = f.cpus {
+            Scope::Cpus(cpu_list("-C", c)?)
+        } else if f.all_cpus {
+            Scope::Cpus(super::online_cpus())
+        } else {
+            Scope::Command
+        };
+        if scope == Scope::Command && f.command.is_empty() {
+            return Err(FlagError(format!(
+                "nothing to {verb}: give a command after --, or -p PID, -t TID, -a or -C LIST"
+            )));
+        }
+        if matches!(scope, Scope::Pids(_) | Scope::Tids(_)) && !f.command.is_empty() {
+            return Err(FlagError(
+                "-p/-t attach to running tasks; do not also give a command".to_string(),
+            ));
+        }
+        Ok(scope)
+    }
+}
+
+/// A CPU list (`0-3,8`) given with `flag`.
+pub fn cpu_list(flag: &str, text: &str) -> Result<Vec<u32>, FlagError> {
+    parse_cpu_list(text).map_err(|e| FlagError(format!("{flag} {text}: {e}")))
+}
+
+/// A comma-separated list of positive ids given with `flag`.
+pub fn id_list(flag: &str, text: &str) -> Result<Vec<i32>, FlagError> {
+    text.split(',')
+        .map(|s| {
+            (s.trim().parse::<i32>().ok())
+                .filter(|&n| n > 0)
+                .ok_or_else(|| FlagError(format!("{flag} {text}: '{s}' is not a positive id")))
+        })
+        .collect()
+}
+
+/// `--duration SEC`: a positive, finite number of seconds.
+pub fn duration(seconds: Option<f64>) -> Result<Option<Duration>, FlagError> {
+    match seconds {
+        Some(d) if !(d > 0.0 && d.is_finite()) => Err(FlagError(format!(
+            "--duration {d}: give a positive number of seconds"
+        ))),
+        Some(d) => Ok(Some(Duration::from_secs_f64(d))),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(f: TargetFlags) -> Result<Scope, String> {
+        Scope::from_flags(&f, "count").map_err(|e| e.0)
+    }
+
+    #[test]
+    fn the_first_target_flag_wins_and_needs_no_command() {
+        let cmd = ["true".to_string()];
+        let flags = TargetFlags {
+            pid: Some("12,13"),
+            tid: Some("14"),
+            cpus: Some("0-1"),
+            ..TargetFlags::default()
+        };
+        assert_eq!(scope(flags), Ok(Scope::Pids(vec![12, 13])));
+        let flags = TargetFlags {
+            tid: Some("14"),
+            cpus: Some("0-1"),
+            ..TargetFlags::default()
+        };
+        assert_eq!(scope(flags), Ok(Scope::Tids(vec![14])));
+        let flags = TargetFlags {
+            cpus: Some("0-1,3"),
+            command: &cmd,
+            ..TargetFlags::default()
+        };
+        assert_eq!(scope(flags), Ok(Scope::Cpus(vec![0, 1, 3])));
+        let flags = TargetFlags {
+            command: &cmd,
+            ..TargetFlags::default()
+        };
+        assert_eq!(scope(flags), Ok(Scope::Command));
+    }
+
+    #[test]
+    fn missing_and_contradictory_targets_say_what_to_give() {
+        let cmd = ["true".to_string()];
+        assert_eq!(
+            Scope::from_flags(&TargetFlags::default(), "record").map_err(|e| e.0),
+            Err(
+                "nothing to record: give a command after --, or -p PID, -t TID, -a or -C LIST"
+                    .into()
+            )
+        );
+        let flags = TargetFlags {
+            tid: Some("5"),
+            command: &cmd,
+            ..TargetFlags::default()
+        };
+        assert_eq!(
+            scope(flags),
+            Err("-p/-t attach to running tasks; do not also give a command".into())
+        );
+        let flags = TargetFlags {
+            pid: Some("1,x"),
+            ..TargetFlags::default()
+        };
+        assert_eq!(scope(flags), Err("-p 1,x: 'x' is not a positive id".into()));
+        assert_eq!(
+            id_list("-t", "0").unwrap_err().0,
+            "-t 0: '0' is not a positive id"
+        );
+        assert!(cpu_list("--pin", "3-1")
+            .unwrap_err()
+            .0
+            .starts_with("--pin 3-1: "));
+    }
+
+    #[test]
+    fn durations_are_positive_and_finite() {
+        assert_eq!(duration(None), Ok(None));
+        assert_eq!(duration(Some(0.5)), Ok(Some(Duration::from_millis(500))));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(duration(Some(bad))
+                .unwrap_err()
+                .0
+                .contains("give a positive number of seconds"));
+        }
+    }
+}
