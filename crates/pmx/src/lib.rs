@@ -57,7 +57,11 @@
 //! `pmx-formats`, which also holds the value types of a result
 //! ([`stat::Row`], [`stat::Domain`], …) and their writers.
 //!
-//! Nothing here prints: renderers of `pmx stat` live in `pmx-formats`; the
+//! [`console`] is the terminal's width and a Ctrl-C that asks a long
+//! operation to stop and clean up.
+//!
+//! Nothing here prints (but the line [`console::InterruptGuard`]'s
+//! handler writes on Ctrl-C): renderers of `pmx stat` live in `pmx-formats`; the
 //! region results render themselves to strings for the library's users.
 
 pub mod analyze;
@@ -66,6 +70,7 @@ mod backend_msr;
 mod backend_rdpmc;
 pub mod catalog;
 pub mod compare;
+pub mod console;
 pub mod counters;
 pub mod database;
 pub mod eventlist;
