@@ -57,6 +57,8 @@
 //! `pmx-formats`, which also holds the value types of a result
 //! ([`stat::Row`], [`stat::Domain`], …) and their writers.
 //!
+//! [`perf_personality`] is pmx run as `perf`: perf's command lines as
+//! pmx's, and what perf's `stat` output says beyond the rows.
 //! [`console`] is the terminal's width and a Ctrl-C that asks a long
 //! operation to stop and clean up.
 //!
@@ -82,6 +84,7 @@ pub mod launch;
 pub mod merge;
 pub mod metrics;
 pub mod msr;
+pub mod perf_personality;
 pub mod record;
 pub mod recorder;
 pub mod region;

@@ -1,0 +1,158 @@
+//! pmx run under the name `perf` (a symlink): perf's command lines as
+//! pmx's ([`command_line`]: `perf stat …` is `pmx stat --format perf …`;
+//! `record`, `report`, `list` are pmx's), and what perf's `stat` output
+//! says beyond the rows: the header's target ([`target`]), the user and
+//! system times of the footer ([`children_times`]), the comm of each
+//! `--per-thread` row ([`thread_comms`]).
+
+use pmx_formats::{Domain, Row};
+use std::ffi::OsString;
+use std::path::Path;
+
+/// A perf command pmx does not implement (perf exits 1 for it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report and list"
+)]
+pub struct NotImplemented {
+    /// The command as given (`stat record`, `trace`, `(no command)`).
+    pub what: String,
+}
+
+/// The command line to parse: `args` as given, or, when the program's name
+/// (`args[0]`) is `perf`, perf's subcommand as pmx's (`--no-pager`
+/// dropped; `stat` gets `--format perf`).
+pub fn command_line(mut args: Vec<OsString>) -> Result<Vec<OsString>, NotImplemented> {
+    let as_perf = (args.first())
+        .and_then(|a| Path::new(a).file_name().map(|n| n == "perf"))
+        .unwrap_or(false);
+    if !as_perf {
+        return Ok(args);
+    }
+    args.retain(|a| a != "--no-pager");
+    let word = |i: usize| {
+        args.get(i)
+            .and_then(|a| a.to_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let (sub, next) = (word(1), word(2));
+    match sub.as_str() {
+        "stat" if !matches!(next.as_str(), "record" | "report") => {
+            args.splice(1..2, ["stat", "--format", "perf"].map(OsString::from));
+            Ok(args)
+        }
+        "record" | "report" | "list" => Ok(args),
+        _ => Err(NotImplemented {
+            what: match sub.as_str() {
+                "stat" => format!("stat {next}"),
+                "" => "(no command)".to_string(),
+                s => s.to_string(),
+            },
+        }),
+    }
+}
+
+/// The header's target as perf words it: `-a`, `-C`, `-p`, `-t` or the
+/// command.
+pub fn target(
+    all_cpus: bool,
+    cpus: Option<&str>,
+    pid: Option<&str>,
+    tid: Option<&str>,
+    command: &[String],
+) -> String {
+    match (all_cpus, cpus, pid, tid) {
+        (true, ..) => "'system wide'".into(),
+        (_, Some(c), ..) => format!("'CPU(s) {c}'"),
+        (_, _, Some(p), _) => format!("process id '{p}'"),
+        (_, _, _, Some(t)) => format!("thread id '{t}'"),
+        _ => format!("'{}'", command.join(" ")),
+    }
+}
+
+/// User and system seconds of the children waited for (the command).
+pub fn children_times() -> Option<(f64, f64)> {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return None;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some((secs(ru.ru_utime), secs(ru.ru_stime)))
+}
+
+/// `--per-thread`: the comm of each thread of `rows` still there.
+pub fn thread_comms(rows: &[Row]) -> Vec<(i32, String)> {
+    (rows.iter())
+        .filter_map(|r| match r.domain {
+            Domain::Thread { tid } => Some(tid),
+            _ => None,
+        })
+        .filter_map(|t| Some((t, std::fs::read_to_string(format!("/proc/{t}/comm")).ok()?)))
+        .map(|(t, c)| (t, c.trim_end().to_string()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(words: &[&str]) -> Result<Vec<String>, String> {
+        let args = words.iter().map(OsString::from).collect();
+        (command_line(args).map_err(|e| e.to_string()))
+            .map(|v| v.iter().map(|a| a.to_string_lossy().into_owned()).collect())
+    }
+
+    #[test]
+    fn perf_command_lines_become_pmx_ones() {
+        assert_eq!(
+            line(&["/usr/bin/perf", "--no-pager", "stat", "-e", "x", "true"]),
+            Ok(vec![
+                "/usr/bin/perf",
+                "stat",
+                "--format",
+                "perf",
+                "-e",
+                "x",
+                "true"
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect())
+        );
+        assert_eq!(
+            line(&["perf", "report", "-i", "f"]),
+            Ok(vec![
+                "perf".into(),
+                "report".into(),
+                "-i".into(),
+                "f".into()
+            ])
+        );
+        // Not run as perf: untouched, --no-pager included.
+        assert_eq!(
+            line(&["pmx", "--no-pager", "trace"]),
+            Ok(vec!["pmx".into(), "--no-pager".into(), "trace".into()])
+        );
+        let refused = |what: &str| {
+            Err(format!("'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report and list"))
+        };
+        assert_eq!(line(&["perf", "stat", "record"]), refused("stat record"));
+        assert_eq!(line(&["perf", "trace"]), refused("trace"));
+        assert_eq!(line(&["perf"]), refused("(no command)"));
+    }
+
+    #[test]
+    fn header_target_as_perf_words_it() {
+        let cmd = ["sleep".to_string(), "1".to_string()];
+        assert_eq!(target(true, Some("0"), None, None, &cmd), "'system wide'");
+        assert_eq!(target(false, Some("0-3"), None, None, &cmd), "'CPU(s) 0-3'");
+        assert_eq!(
+            target(false, None, Some("12"), None, &[]),
+            "process id '12'"
+        );
+        assert_eq!(target(false, None, None, Some("13"), &[]), "thread id '13'");
+        assert_eq!(target(false, None, None, None, &cmd), "'sleep 1'");
+    }
+}
