@@ -30,7 +30,6 @@ mod info;
 mod list;
 mod merge;
 mod msr;
-mod outpath;
 mod perf_cli;
 mod plot;
 mod record;

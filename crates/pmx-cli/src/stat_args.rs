@@ -5,8 +5,8 @@
 use crate::db::DbArgs;
 use crate::exit::UsageError;
 use pmx::stat::Aggregation;
+use pmx_output::sink::{Sink, SinkError};
 use pmx_output::stat_render::{IntervalOptions, StatFormat, StatStyle};
-use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -203,29 +203,16 @@ impl StatArgs {
     /// `-o FILE` (with `%h %p %r %j` expanded; appended to with `append`),
     /// `--log-fd N`, nothing with `-q`, or stderr.
     pub(crate) fn output(&self, append: bool) -> anyhow::Result<Box<dyn Write>> {
-        if self.perf.quiet {
-            return Ok(Box::new(std::io::sink()));
-        }
-        if let Some(fd) = self.perf.log_fd {
-            let f = OpenOptions::new()
-                .append(true)
-                .open(format!("/proc/self/fd/{fd}"));
-            return Ok(Box::new(
-                f.map_err(|e| usage(format!("--log-fd {fd}: {e}")))?,
-            ));
-        }
-        let Some(pattern) = &self.output else {
-            return Ok(Box::new(std::io::stderr()));
-        };
-        let path = crate::outpath::expand_path(pattern)?;
-        let file = if append {
-            OpenOptions::new().append(true).create(true).open(&path)
-        } else {
-            File::create(&path)
-        };
-        Ok(Box::new(
-            file.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-        ))
+        let sink = Sink::of(
+            self.perf.quiet,
+            self.perf.log_fd,
+            self.output.as_ref(),
+            append,
+        );
+        sink.open().map_err(|e| match e {
+            SinkError::Usage(m) => usage(m),
+            SinkError::Open(m) => anyhow::anyhow!("{m}"),
+        })
     }
 
     /// `-I MS`: at least 1 ms (a warning under 10 ms), not with `-r`.

@@ -15,7 +15,8 @@
 //! table, CSV, JSON).
 //! [`stat_render`] puts `pmx stat`'s output together from [`stat`]'s
 //! writers for both backends: the interval rows as they are measured,
-//! the `-M` metric lines, the totals, the `--plot` chart.
+//! the `-M` metric lines, the totals, the `--plot` chart; [`sink`] is
+//! where the report goes (`-o`, `--log-fd`, `-q`, stderr).
 
 pub mod analyze;
 pub mod catalog;
@@ -26,6 +27,7 @@ pub mod merge;
 pub mod msr;
 pub mod progress;
 pub mod registers;
+pub mod sink;
 pub mod stat;
 pub mod stat_render;
 pub mod tma;

@@ -162,6 +162,18 @@ impl JobContext {
     }
 }
 
+/// An output path (`-o`) with this process's job patterns expanded:
+/// unchanged without `%`; an error when it is not UTF-8 or a pattern
+/// cannot be expanded.
+pub fn expand_path(pattern: &std::path::Path) -> Result<std::path::PathBuf, JobError> {
+    let text = (pattern.to_str())
+        .ok_or_else(|| JobError(format!("-o {}: not valid UTF-8", pattern.display())))?;
+    if !text.contains('%') {
+        return Ok(pattern.to_path_buf());
+    }
+    Ok(JobContext::current()?.expand(text)?.into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,5 +235,19 @@ mod tests {
             .contains("PMI_RANK=two"));
         let c = ctx(&[("PBS_JOBID", "12.server/x")]).unwrap();
         assert_eq!(c.expand("%j").unwrap(), "12.server_x");
+    }
+
+    #[test]
+    fn paths_expand_only_with_a_percent_and_must_be_utf8() {
+        use std::os::unix::ffi::OsStrExt;
+        use std::path::Path;
+        let plain = Path::new("out-h.json");
+        assert_eq!(expand_path(plain), Ok(plain.to_path_buf()));
+        assert_eq!(expand_path(Path::new("a%%b")), Ok("a%b".into()));
+        let bad = Path::new(std::ffi::OsStr::from_bytes(b"x\xffy"));
+        assert_eq!(
+            expand_path(bad),
+            Err(JobError("-o x\u{FFFD}y: not valid UTF-8".into()))
+        );
     }
 }
