@@ -87,7 +87,7 @@ pub fn records(data: &[u8]) -> Vec<(usize, usize)> {
     };
     let mut out = Vec::new();
     let mut at = start;
-    while at + 8 <= end {
+    while at.saturating_add(8) <= end {
         let size = u16::from_le_bytes([data[at + 6], data[at + 7]]) as usize;
         if size < 8 || at + size > end {
             break;
@@ -375,6 +375,14 @@ mod tests {
         b.extend([2, 0, 0, 0, 0, 0, 16, 0]);
         b.extend([0; 8]);
         assert_eq!(records(&b), vec![(16, 8), (24, 16)]);
+        // A file-mode header whose data section starts near the end of
+        // the address space (a mutant's): no records, no overflow.
+        let mut f = vec![0u8; 104];
+        f[..8].copy_from_slice(b"PERFILE2");
+        f[8..16].copy_from_slice(&104u64.to_le_bytes());
+        f[40..48].copy_from_slice(&(u64::MAX - 3).to_le_bytes());
+        f[48..56].copy_from_slice(&100u64.to_le_bytes());
+        assert!(records(&f).is_empty());
         for seed in 0..200 {
             let m = perfdata(&b, seed);
             assert!(!m.what.is_empty() || m.bytes == b);
