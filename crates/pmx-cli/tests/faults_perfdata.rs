@@ -16,12 +16,12 @@ use std::time::Duration;
 mod faults_support;
 
 use faults_support::*;
+use pmx_perfdata::Reader;
 use pmx_profile::kernel::Kallsyms;
 use pmx_profile::{build, report, KernelSymbols, MachineId, Options, ReportOptions, SortKey};
-use pmx_perfdata::Reader;
+use pmx_testkit::mutate;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use pmx_testkit::mutate;
 
 fn options(input: &Path, symfs: &Path) -> ReportOptions {
     ReportOptions {
@@ -168,7 +168,7 @@ fn campaign(per_source: usize, report_every: usize) {
                 name,
                 original: bytes,
                 seed: base + (i * 1_000_000 + k) as u64,
-                full: (i * per_source + k) % report_every == 0,
+                full: (i * per_source + k).is_multiple_of(report_every),
             };
             check_case(&mut t, case, &ks, &mut errors);
         }

@@ -68,7 +68,11 @@ fn huge_heads(t: &mut Tally, addr: &str) {
     let cases: Vec<(String, Vec<u8>)> = vec![
         (
             "one 9 KiB header".into(),
-            format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(9 * 1024)).into_bytes(),
+            format!(
+                "GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n",
+                "a".repeat(9 * 1024)
+            )
+            .into_bytes(),
         ),
         (
             "100 headers".into(),
@@ -76,7 +80,11 @@ fn huge_heads(t: &mut Tally, addr: &str) {
         ),
         (
             "1 MiB head without an end".into(),
-            [b"GET /metrics HTTP/1.1\r\nX: ".to_vec(), vec![b'a'; 1 << 20]].concat(),
+            [
+                b"GET /metrics HTTP/1.1\r\nX: ".to_vec(),
+                vec![b'a'; 1 << 20],
+            ]
+            .concat(),
         ),
         (
             "a 64 KiB request line".into(),
@@ -108,7 +116,10 @@ fn pipelined(t: &mut Tally, addr: &str) {
             Ok((200, body)) => {
                 let n = quick_sum(&body, "pmx_scrapes_total ");
                 if n <= last {
-                    t.unclear("100 pipelined", &format!("answer {i}: scrape {n} after {last}"));
+                    t.unclear(
+                        "100 pipelined",
+                        &format!("answer {i}: scrape {n} after {last}"),
+                    );
                 }
                 last = n;
             }
@@ -174,7 +185,10 @@ fn slow_clients(t: &mut Tally, addr: &str) {
         match lazy.response() {
             Ok((200, _)) => got += 1,
             other => {
-                t.unclear("the slow reader's answers", &format!("{got} then {other:?}"));
+                t.unclear(
+                    "the slow reader's answers",
+                    &format!("{got} then {other:?}"),
+                );
                 break;
             }
         }
@@ -200,10 +214,16 @@ fn thousand_connections(t: &mut Tally, addr: &str) {
     let mut c = KeepAlive::connect(addr).unwrap();
     let r = c.get("/metrics");
     let took = t0.elapsed();
-    eprintln!("a scrape with 1,000 other connections open: {took:?} ({r:?})", r = r.as_ref().map(|x| x.0));
+    eprintln!(
+        "a scrape with 1,000 other connections open: {took:?} ({r:?})",
+        r = r.as_ref().map(|x| x.0)
+    );
     match r {
         Ok((200, _)) if took < Duration::from_secs(5) => t.accepted += 1,
-        other => t.unclear("a scrape among 1,000 connections", &format!("{other:?} in {took:?}")),
+        other => t.unclear(
+            "a scrape among 1,000 connections",
+            &format!("{other:?} in {took:?}"),
+        ),
     }
     drop(held);
 }

@@ -21,7 +21,10 @@ fn command(pidfile: &Path, seconds: &str) -> Vec<String> {
     vec![
         "sh".into(),
         "-c".into(),
-        format!("echo $$ > {}; exec {WORKLOAD} spin {seconds}", pidfile.display()),
+        format!(
+            "echo $$ > {}; exec {WORKLOAD} spin {seconds}",
+            pidfile.display()
+        ),
     ]
 }
 
@@ -40,7 +43,9 @@ fn reaped(pidfile: &Path) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Err(format!("the command (pid {pid}) still runs after pmx exited"))
+    Err(format!(
+        "the command (pid {pid}) still runs after pmx exited"
+    ))
 }
 
 /// Start `pmx args`, signal it after a random delay, collect it.
@@ -49,7 +54,7 @@ fn signalled(args: &[String], rng: &mut Rng, min_ms: usize, max_ms: usize) -> (i
     let delay = Duration::from_millis((min_ms + rng.below(max_ms - min_ms)) as u64);
     let mut cmd = Command::new(PMX);
     cmd.args(args).stdin(Stdio::null());
-    let mut child = cmd
+    let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -103,7 +108,15 @@ fn judge_exit(t: &mut Tally, case: &str, sig: i32, r: &Run) -> bool {
         return false;
     }
     if r.status.code() != Some(128 + sig) {
-        t.unclear(case, &format!("exit {:?}, want {}: {}", r.status.code(), 128 + sig, r.stderr));
+        t.unclear(
+            case,
+            &format!(
+                "exit {:?}, want {}: {}",
+                r.status.code(),
+                128 + sig,
+                r.stderr
+            ),
+        );
         return false;
     }
     true
@@ -130,14 +143,23 @@ fn interval_case(t: &mut Tally, dir: &Path, seed: u64) {
     let (rows, total) = interval_sums(&r.stderr);
     match total {
         None if rows.is_empty() => t.refused += 1, // stopped before counting
-        None => t.lost(&case, &format!("no totals after {} rows: {}", rows.len(), r.stderr)),
+        None => t.lost(
+            &case,
+            &format!("no totals after {} rows: {}", rows.len(), r.stderr),
+        ),
         Some(total) => {
             let sum: f64 = rows.iter().map(|r| r.1).sum();
             // Every interval printed, and nothing counted left out of them.
-            let whole = rows.iter().filter(|r| (r.0 * 10.0).fract().abs() < 1e-6).count();
+            let whole = rows
+                .iter()
+                .filter(|r| (r.0 * 10.0).fract().abs() < 1e-6)
+                .count();
             let last = rows.last().map(|r| r.0).unwrap_or(0.0);
             if (sum - total).abs() > 1e-3 * total.max(1.0) || whole as f64 + 1.0 < last * 10.0 {
-                t.lost(&case, &format!("rows sum {sum} ms, totals {total} ms: {}", r.stderr));
+                t.lost(
+                    &case,
+                    &format!("rows sum {sum} ms, totals {total} ms: {}", r.stderr),
+                );
             } else {
                 t.accepted += 1;
             }
@@ -217,7 +239,10 @@ fn record_case(t: &mut Tally, dir: &Path, seed: u64) {
         Ok(rep) => {
             let n: u64 = rep.profile.events.iter().map(|e| e.samples).sum();
             if said.is_some_and(|s| s != n) {
-                t.lost(&case, &format!("{n} samples read, {said:?} said: {}", r.stderr));
+                t.lost(
+                    &case,
+                    &format!("{n} samples read, {said:?} said: {}", r.stderr),
+                );
             } else {
                 t.accepted += 1;
             }

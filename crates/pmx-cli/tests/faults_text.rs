@@ -16,7 +16,9 @@ use faults_support::*;
 use pmx_testkit::mutate;
 
 fn data(sub: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(sub);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(sub);
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
@@ -62,10 +64,7 @@ fn rank_files(dir: &Path) -> Vec<PathBuf> {
 fn case(t: &mut Tally, dir: &Path, cmd: &[&str], src: &Path, seed: u64, extra: &[PathBuf]) {
     let original = std::fs::read(src).unwrap();
     let m = mutate::text(&original, seed);
-    let name = format!(
-        "mutant-{}",
-        src.file_name().unwrap().to_string_lossy()
-    );
+    let name = format!("mutant-{}", src.file_name().unwrap().to_string_lossy());
     let path = put(dir, &name, &m.bytes);
     let label = format!(
         "pmx {} {} seed {seed} ({})",

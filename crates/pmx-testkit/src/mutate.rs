@@ -297,7 +297,7 @@ fn text_once(rng: &mut Rng, b: &mut Vec<u8>, what: &mut Vec<String>) {
                 b"\n\n\n",
                 b"#",
             ];
-            let junk: &[u8] = *rng.pick(&JUNK);
+            let junk = JUNK[rng.below(JUNK.len())];
             b.splice(at..at, junk.iter().copied());
             what.push(format!("{junk:?} inserted at byte {at}"));
         }

@@ -162,7 +162,10 @@ impl Tally {
     /// Print the `FAULTS|` line and fail the test with every failure
     /// (seeds included) when anything went wrong.
     pub fn finish(self) {
-        let secs = self.started.map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0);
+        let secs = self
+            .started
+            .map(|t| t.elapsed().as_secs_f64())
+            .unwrap_or(0.0);
         eprintln!(
             "FAULTS|{}|{}|{}|{}|{}|{}|{:.1}|{}|{}",
             self.category,
