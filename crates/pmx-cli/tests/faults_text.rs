@@ -145,3 +145,26 @@ fn mutated_rank_files_through_merge() {
     }
     t.finish();
 }
+
+/// Found by the campaign (seed 5000020 of the long run): a pmx JSON report
+/// with an entry that lost its "event" was refused with `pmx: an entry
+/// without "event"`, naming no file.
+#[test]
+fn analyze_names_the_file_of_an_entry_without_an_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = put(
+        dir.path(),
+        "nameless.json",
+        br#"{"cpu":"GenuineIntel-6-5E-3","events":[{"value":1}]}"#,
+    );
+    let r = run_bounded(
+        Command::new(PMX).arg("analyze").arg(&f),
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert_eq!(r.status.code(), Some(1), "{}", r.stderr);
+    assert_eq!(
+        r.stderr.trim(),
+        format!("pmx: {}: an entry without \"event\"", f.display())
+    );
+}
