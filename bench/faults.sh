@@ -20,7 +20,7 @@ SEED=${1:-0}
 LOG=$(mktemp)
 trap 'rm -f "$LOG"' EXIT
 status=0
-PMX_FAULTS_LONG=1 PMX_FAULTS_SEED=$SEED cargo test -q -p pmx-cli \
+PMX_FAULTS_LONG=1 PMX_FAULTS_SEED=$SEED cargo test -q --no-fail-fast -p pmx-cli \
     --test faults_perfdata --test faults_text --test faults_serve \
     --test faults_signals --test faults_limits \
     -- --nocapture --test-threads 1 >"$LOG" 2>&1 || status=1
@@ -30,9 +30,9 @@ echo "seed $SEED, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| category | cases | panics | hangs | unclear errors | data lost | seconds | ran | refused |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-grep '^FAULTS|' "$LOG" | cut -d'|' -f2- | sed 's/^/| /; s/|/ | /g; s/$/ |/'
+grep -o 'FAULTS|.*' "$LOG" | cut -d'|' -f2- | awk -F'|' '{ printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; print "" }'
 echo
-grep -E '^(scrape|20 clients|RSS|a scrape with)' "$LOG"
+grep -oE '(scrape alone|scrape with|20 clients|RSS over|a scrape with).*' "$LOG"
 grep -E '^(PANIC|HANG|UNCLEAR ERROR|DATA LOST)' "$LOG" | head -40
 [ $status -eq 0 ] || { echo; echo "FAILED: see the cases above"; grep -E 'panicked at|test result: FAILED' "$LOG" | head; }
 exit $status

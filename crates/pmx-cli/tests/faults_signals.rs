@@ -35,6 +35,11 @@ fn reaped(pidfile: &Path) -> Result<(), String> {
         return Ok(()); // stopped before the command started
     };
     let pid = pid.trim();
+    if pid.is_empty() {
+        // Stopped between creating the file and writing the pid: the
+        // shell had not exec'd the command yet.
+        return Ok(());
+    }
     for _ in 0..100 {
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => return Ok(()),
