@@ -49,6 +49,11 @@ pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
 
+/// The signal that requested the stop, if one did.
+pub fn stop_signal() -> Option<i32> {
+    stop_requested().then(|| SIG.load(Ordering::SeqCst))
+}
+
 /// A session begins: forget earlier requests.
 pub(crate) fn reset() {
     STOP.store(false, Ordering::SeqCst);
