@@ -74,7 +74,6 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
     let opts = AnalyzeOptions {
         counts: &counts,
         db: &db,
-        events_dir: db_args.events_dirs.first().map(|d| d.as_path()),
         metrics: args.metrics.as_deref(),
         tma_level: args.tma.then_some(args.level),
         smt_on: args.smt == "on",

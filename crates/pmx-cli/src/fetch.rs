@@ -1,4 +1,5 @@
-//! `pmx events fetch`: download Intel's perfmon tables for a CPU.
+//! `pmx events fetch`: download the event tables for a CPU (Intel's perfmon
+//! tables for Intel, Linux perf's x86 tables for AMD).
 //!
 //! The work is [`pmx::events_fetch`]; this module turns the flags into its
 //! options, draws progress on stderr ([`pmx_output::fetch::ProgressBar`]),
@@ -6,7 +7,7 @@
 //! use it ([`pmx_output::fetch::summary_text`]).
 
 use crate::exit::UsageError;
-use pmx::events_fetch::{EventsFetchError, EventsFetchOptions, DEFAULT_BASE_URL};
+use pmx::events_fetch::{EventsFetchError, EventsFetchOptions, Tables};
 use pmx_output::fetch::ProgressBar;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -20,12 +21,20 @@ pub struct FetchArgs {
     /// this CPU.
     #[arg(long = "cpu", value_name = "ID", conflicts_with = "all")]
     pub cpu: Option<String>,
-    /// Base URL of Intel's perfmon repository (file paths in its
-    /// mapfile.csv are relative to it); a local copy of the repository (a
-    /// directory or file:// URL) works too.
-    #[arg(long, value_name = "URL", default_value = DEFAULT_BASE_URL)]
-    pub from: String,
-    /// Fetch every file mapfile.csv lists (all Intel CPUs), not one CPU's.
+    /// Which tables: intel (Intel's perfmon repository) or perf (Linux
+    /// perf's tools/perf/pmu-events/arch/x86: AMD Zen). Default: the ones
+    /// pmx reads for the CPU's vendor.
+    #[arg(long, value_name = "intel|perf", value_parser = parse_tables)]
+    pub tables: Option<Tables>,
+    /// Base URL of the tables: Intel's perfmon repository (default
+    /// https://raw.githubusercontent.com/intel/perfmon/main/) or perf's x86
+    /// directory (default: its plain/ view on git.kernel.org; a
+    /// raw.githubusercontent.com mirror works too); a local copy (a
+    /// directory or file:// URL) as well.
+    #[arg(long, value_name = "URL")]
+    pub from: Option<String>,
+    /// Fetch every CPU's tables (Intel's: every file mapfile.csv lists;
+    /// perf's: every AMD directory), not one CPU's.
     #[arg(long)]
     pub all: bool,
     /// Where to put the tables. Default: $PMX_EVENTS_DIR, then
@@ -43,6 +52,7 @@ pub fn run(args: &FetchArgs) -> anyhow::Result<i32> {
     let opts = EventsFetchOptions {
         cpu: args.cpu.clone(),
         all: args.all,
+        tables: args.tables,
         from: args.from.clone(),
         events_dir: args.events_dir.clone(),
         cancel: Some(&STOP),
@@ -63,6 +73,14 @@ pub fn run(args: &FetchArgs) -> anyhow::Result<i32> {
         }
         Err(EventsFetchError::Fetch(e)) => Err(e.into()),
         Err(e) => Err(UsageError(e.to_string()).into()),
+    }
+}
+
+fn parse_tables(s: &str) -> Result<Tables, String> {
+    match s {
+        "intel" => Ok(Tables::Intel),
+        "perf" => Ok(Tables::Perf),
+        _ => Err("intel or perf".to_string()),
     }
 }
 

@@ -21,11 +21,24 @@ pub struct ListArgs {
     /// Include deprecated events.
     #[arg(long)]
     pub deprecated: bool,
+    /// Names only, space-separated, as `perf list --raw-dump [KIND]`
+    /// prints them: pmu, metrics, metricgroups (default: every event).
+    #[arg(long = "raw-dump", value_name = "KIND", num_args = 0..=1, default_missing_value = "events")]
+    pub raw_dump: Option<String>,
     #[command(flatten)]
     pub db: DbArgs,
 }
 
 pub fn run(args: &ListArgs) -> anyhow::Result<i32> {
+    if let Some(kind) = &args.raw_dump {
+        let dir = pmx::database::default_events_dir(args.db.events_dirs.first().cloned());
+        let names =
+            pmx::catalog::raw_dump(kind, &args.db.load()?, dir.as_deref()).ok_or_else(|| {
+                UsageError(format!("--raw-dump {kind}: pmu, metrics or metricgroups"))
+            })?;
+        println!("{} ", names.join(" "));
+        return Ok(crate::exit::OK);
+    }
     let source = match &args.source {
         Some(s) => Some(SourceKind::from_cli_name(s).ok_or_else(|| {
             UsageError(format!(

@@ -14,6 +14,9 @@
 //! | 127  | … the command could not be run |
 //!
 //! `pmx serve` exits 0 after SIGTERM or SIGINT.
+//!
+//! Run as `perf` (a symlink named `perf`), pmx takes perf's subcommands
+//! (`perf_cli.rs`): `perf stat` is `pmx stat --format perf`.
 
 mod analyze;
 mod db;
@@ -27,6 +30,7 @@ mod list;
 mod merge;
 mod msr;
 mod outpath;
+mod perf_cli;
 mod plot;
 mod record;
 mod regions;
@@ -90,12 +94,12 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum EventsCommand {
-    /// Download Intel's perfmon tables for a CPU into the cache.
+    /// Download a CPU's event tables into the cache (Intel's perfmon tables, Linux perf's for AMD).
     Fetch(fetch::FetchArgs),
 }
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(perf_cli::command_line()) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {

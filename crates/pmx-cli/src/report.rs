@@ -6,10 +6,11 @@
 //! A truncated or unfinished file (perf record killed, a cut copy) is
 //! reported as far as its complete records go, with a `WARNING` line in
 //! the header (and a `truncated` object in the JSON).
+//! `--diff BASE NEW` compares two files (`pmx_profile::diff`).
 
 use crate::exit::UsageError;
 use pmx_output::progress::Progress;
-use pmx_profile::{render, Report, ReportError, ReportOptions};
+use pmx_profile::{default_sort, render, DiffOptions, Report, ReportError, ReportOptions};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -29,9 +30,19 @@ pub struct ReportArgs {
     /// Input file ('-' reads a pipe-mode stream from standard input).
     #[arg(short, long, value_name = "FILE", default_value = "perf.data")]
     pub input: PathBuf,
-    /// Row keys, comma-separated: comm, pid, dso, symbol, cpu.
-    #[arg(short, long, value_name = "KEYS", default_value = "comm,dso,symbol")]
-    pub sort: String,
+    /// Row keys, comma-separated: comm, pid, dso, symbol, cpu [default:
+    /// comm,dso,symbol; dso,symbol with --diff, as perf diff].
+    #[arg(short, long, value_name = "KEYS")]
+    pub sort: Option<String>,
+    /// Compare two files: per row both shares and the change, rows matched
+    /// by names (DSO base name, symbol), never addresses; with
+    /// --flamegraph a differential flame graph, with --folded both counts.
+    #[arg(long, num_args = 2, value_names = ["BASE", "NEW"], conflicts_with_all = ["input", "lines"])]
+    pub diff: Option<Vec<PathBuf>>,
+    /// With --diff: delta-abs (order by the size of the change), delta, or
+    /// ratio (NEW period / BASE period, as perf diff).
+    #[arg(long, value_name = "HOW", default_value = "delta-abs")]
+    pub compute: pmx_profile::Compute,
     /// Only this event (its name as in the file, e.g. cpu-clock or cycles:u).
     #[arg(long, value_name = "E")]
     pub event: Option<String>,
@@ -73,7 +84,7 @@ pub struct ReportArgs {
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     let options = ReportOptions {
         input: args.input.clone(),
-        sort: args.sort.clone(),
+        sort: (args.sort.clone()).unwrap_or_else(|| default_sort(args.diff.is_some()).into()),
         event: args.event.clone(),
         stacks: args.folded || args.flamegraph.is_some(),
         children: args.children,
@@ -82,6 +93,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         percent_limit: args.percent_limit,
         limit: args.limit,
     };
+    if let Some(files) = &args.diff {
+        return diff(args, options, files);
+    }
     let mut progress = Progress::new(args.quiet);
     let result = pmx_profile::report(&options, &mut |d, t| progress.update(d, t));
     progress.finish();
@@ -111,6 +125,35 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         writeln!(out)?;
     } else if args.flamegraph.is_none() || args.stdio {
         render::table(&mut out, &report)?;
+    }
+    out.flush()?;
+    Ok(crate::exit::OK)
+}
+
+/// `pmx report --diff BASE NEW`: the differential table, JSON, folded
+/// stacks or flame graph.
+fn diff(args: &ReportArgs, report: ReportOptions, files: &[PathBuf]) -> anyhow::Result<i32> {
+    let options = DiffOptions::new(report, &files[0], &files[1], args.compute);
+    let mut progress = Progress::new(args.quiet);
+    let result = pmx_profile::diff(&options, &mut |d, t| progress.update(d, t));
+    progress.finish();
+    let d = result.map_err(failure)?;
+    for w in d.warnings() {
+        eprintln!("pmx: warning: {w}");
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let ev = (args.folded || args.flamegraph.is_some()).then(|| d.stack_event());
+    let ev = ev.transpose()?;
+    if let (Some((i, note)), Some(svg)) = (ev, &args.flamegraph) {
+        std::fs::write(svg, d.flame_svg(i))
+            .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
+        (note || !args.quiet).then(|| eprintln!("pmx: {}", d.flame_note(i, svg)));
+    }
+    match ev {
+        Some((i, _)) if args.folded => out.write_all(d.folded(i).as_bytes())?,
+        _ if args.json => writeln!(out, "{:#}", render::diff::json(&d))?,
+        _ if args.flamegraph.is_none() || args.stdio => render::diff::table(&mut out, &d)?,
+        _ => {}
     }
     out.flush()?;
     Ok(crate::exit::OK)

@@ -92,7 +92,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
     let mut groups = settings.event_groups().map_err(failure)?;
     let (metrics, db) = if settings.wants_metrics() {
         let db = args.db.load()?;
-        let set = metric_set(args, &settings, &db)?;
+        let set = metric_set(&settings, &db)?;
         groups.extend(set.event_groups(&groups));
         (Some(set), Some(db))
     } else {
@@ -118,13 +118,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
 
 /// The metrics asked for (`-M`, the file's `metrics` and `define`s), with
 /// their notes on stderr.
-fn metric_set(args: &ServeArgs, s: &Settings, db: &pmx::Database) -> anyhow::Result<MetricSet> {
-    let dir = pmx::database::default_events_dir(args.db.events_dirs.first().cloned());
-    let set = MetricSet::with_definitions(s.metric_list.as_deref(), &s.defines, db, dir.as_deref())
-        .map_err(|e| match e {
+fn metric_set(s: &Settings, db: &pmx::Database) -> anyhow::Result<MetricSet> {
+    let set = MetricSet::with_definitions(s.metric_list.as_deref(), &s.defines, db).map_err(
+        |e| match e {
             MetricError::Unknown(u) => UsageError(format!("-M: {u}")),
             d => UsageError(d.to_string()),
-        })?;
+        },
+    )?;
     for n in set.notes() {
         eprintln!("pmx serve: {n}");
     }

@@ -141,7 +141,8 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), args.repeat);
     let target = opts.scope.describe(&args.command);
     let report = compose(target, &plan, summary, m, fitted.notes);
-    stat_render::totals(&mut *out, args, &report, end.error, true)?;
+    let walls: Vec<_> = runs.iter().map(|r| r.elapsed).collect();
+    stat_render::totals(&mut *out, args, &report, end.error, (true, &walls))?;
     stat_render::draw(&plot, end.plot)?;
     Ok(code)
 }

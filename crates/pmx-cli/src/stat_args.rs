@@ -106,6 +106,10 @@ pub struct StatArgs {
     /// the command once per set that fits and merge the results.
     #[arg(long = "no-multiplex")]
     pub no_multiplex: bool,
+    /// Output layout: pmx's own, or perf's (perf stat's table, -x and JSON
+    /// byte for byte in layout, for scripts written against perf).
+    #[arg(long, value_name = "FORM", default_value = "pmx", value_parser = ["pmx", "perf"])]
+    pub format: String,
     /// Write the report to FILE instead of stderr.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -144,6 +148,10 @@ impl StatArgs {
             StatFormat::Csv(sep.clone())
         } else {
             StatFormat::Table
+        };
+        let format = match (self.format.as_str(), format) {
+            ("perf", f) => f.into_perf(),
+            (_, f) => f,
         };
         StatStyle {
             format,

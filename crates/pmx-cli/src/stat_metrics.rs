@@ -3,7 +3,7 @@
 
 use crate::exit::UsageError;
 use crate::stat_args::{usage, StatArgs};
-use pmx::database::{default_events_dir, Database};
+use pmx::database::Database;
 use pmx::metrics::MetricSet;
 use pmx::EventGroup;
 use pmx_output::stat_render::StatMetrics;
@@ -30,9 +30,7 @@ pub fn event_groups(
     let (metrics, db) = match &args.metrics {
         Some(list) => {
             let db = args.db.load()?;
-            let dir = default_events_dir(args.db.events_dirs.first().cloned());
-            let set = MetricSet::new(list, &db, dir.as_deref())
-                .map_err(|e| UsageError(format!("-M: {e}")))?;
+            let set = MetricSet::new(list, &db).map_err(|e| UsageError(format!("-M: {e}")))?;
             let extra = set.event_groups(&groups);
             groups.extend(extra);
             (Some(StatMetrics::new(set)), Some(db))

@@ -134,7 +134,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let summary = pmx::stat::summarize(plan, &runs, how, Some(&topo), args.repeat);
     let target = Scope::Cpus(cpus).describe(&args.command);
     let report = compose(target, plan, summary, m, outcome.notes);
-    stat_render::totals(&mut *out, args, &report, end.error, false)?;
+    stat_render::totals(&mut *out, args, &report, end.error, (false, &[]))?;
     if let Some(e) = outcome.restore_error {
         return Err(device_error(e).context("putting the PMU registers back"));
     }

@@ -6,9 +6,10 @@ use crate::stat_args::StatArgs;
 use pmx::job::JobContext;
 use pmx_model::topology::Topology;
 use pmx_output::stat::StatReport;
-use pmx_output::stat_render::{self, IntervalWriter, StatMetrics};
+use pmx_output::stat_render::{self, IntervalWriter, StatFormat, StatMetrics};
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The interval CSV header (`-I -x SEP --csv-header`), then the writer of
 /// the interval rows to `out`; `plot`: keep them for `--plot`.
@@ -27,19 +28,29 @@ pub fn intervals<'a>(
 }
 
 /// The totals, unless writing the interval rows failed (`error`); `job`:
-/// JSON records where it ran.
+/// JSON records where it ran; `walls`: each run's wall-clock time (perf's
+/// footer).
 pub fn totals(
     out: &mut dyn Write,
     args: &StatArgs,
     report: &StatReport,
     error: Option<std::io::Error>,
-    job: bool,
+    (job, walls): (bool, &[Duration]),
 ) -> anyhow::Result<()> {
     if let Some(e) = error {
         return Err(anyhow::anyhow!("writing the interval rows: {e}"));
     }
-    let job = job.then(JobContext::current).and_then(Result::ok);
-    let text = stat_render::totals(report, &args.style(), job.as_ref());
+    let style = args.style();
+    let text = match &style.format {
+        StatFormat::Perf(form) => {
+            let o = crate::perf_cli::options(args, form.clone(), report, walls);
+            stat_render::perf_totals(report, &style, &o)
+        }
+        _ => {
+            let job = job.then(JobContext::current).and_then(Result::ok);
+            stat_render::totals(report, &style, job.as_ref())
+        }
+    };
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())

@@ -1,9 +1,11 @@
 //! `pmx events fetch` against a tiny HTTP server on 127.0.0.1 that serves
 //! the copy of Intel's perfmon repository in `../shared/data/intel-perfmon`
-//! (or `$PMX_SHARED_DIR/data/intel-perfmon`), optionally misbehaving: a
-//! connection dropped halfway through a file, a missing file.
+//! (or `$PMX_SHARED_DIR/data/intel-perfmon`), or Linux perf's x86 tables in
+//! `../shared/data/linux-perf-events/x86` with directory pages as
+//! git.kernel.org's cgit writes them, optionally misbehaving: a connection
+//! dropped halfway through a file, a missing file.
 
-use pmx_testkit::shared::intel_perfmon;
+use pmx_testkit::shared::{intel_perfmon, linux_perf_events};
 use pmx_testkit::text;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -115,9 +117,12 @@ fn serve(
     let rel = target.trim_start_matches('/').to_string();
     requests.lock().unwrap().push(rel.clone());
     let file = root.join(&rel);
-    let body = if rel.split('/').any(|p| p == ".." || p.is_empty())
-        || faults.missing.as_deref() == Some(rel.as_str())
-    {
+    let dir_page = rel.ends_with('/') && file.is_dir();
+    let body = if faults.missing.as_deref() == Some(rel.as_str()) {
+        None
+    } else if dir_page {
+        Some(cgit_plain_dir(&file, &rel))
+    } else if rel.split('/').any(|p| p == ".." || p.is_empty()) {
         None
     } else {
         std::fs::read(&file).ok()
@@ -145,6 +150,32 @@ fn serve(
     }
     conn.write_all(&body)?;
     conn.flush()
+}
+
+/// A directory's page as cgit's `plain/` view writes it (cgit ui-plain.c,
+/// `print_dir` and `print_dir_entry`): a list of absolute links into the
+/// repository's plain view, with the branch as a query, the name as text.
+fn cgit_plain_dir(dir: &Path, rel: &str) -> Vec<u8> {
+    let prefix =
+        "/pub/scm/linux/kernel/git/torvalds/linux.git/plain/tools/perf/pmu-events/arch/x86/";
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut page = format!(
+        "<html><head><title>/tools/perf/pmu-events/arch/x86/{rel}</title></head>\n<body>\n\
+         <h2>/tools/perf/pmu-events/arch/x86/{rel}</h2>\n<ul>\n\
+         <li><a href='{prefix}?h=master'>../</a></li>\n"
+    );
+    for n in names {
+        page.push_str(&format!(
+            "  <li><a href='{prefix}{rel}{n}?h=master'>{n}</a></li>\n"
+        ));
+    }
+    page.push_str(" </ul>\n</body></html>\n");
+    page.into_bytes()
 }
 
 /// Run pmx with a clean environment: no proxies, no events dir, and HOME
@@ -265,6 +296,8 @@ fn all_fetches_every_file_the_mapfile_lists() {
         "events",
         "fetch",
         "--all",
+        "--tables",
+        "intel",
         "--from",
         &url,
         "--events-dir",
@@ -437,13 +470,15 @@ fn cpu_not_in_mapfile_fails_and_writes_nothing() {
 }
 
 #[test]
-fn amd_cpu_is_refused_with_exit_2() {
+fn intel_tables_for_an_amd_cpu_are_refused_with_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("events");
     let out = pmx(
         &[
             "events",
             "fetch",
+            "--tables",
+            "intel",
             "--cpu",
             "AuthenticAMD-25-11-1",
             "--from",
@@ -457,10 +492,139 @@ fn amd_cpu_is_refused_with_exit_2() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("only cover Intel CPUs") && stderr.contains("libpfm4"),
+        stderr.contains("only cover Intel CPUs") && stderr.contains("perf's"),
         "{stderr}"
     );
     assert!(!dest.exists());
+}
+
+/// The Zen 5 directory of perf's tables as the server has it.
+fn zen5_files(x86: &Path) -> BTreeSet<String> {
+    let mut want: BTreeSet<String> = std::fs::read_dir(x86.join("amdzen5"))
+        .unwrap()
+        .flatten()
+        .map(|e| format!("x86/amdzen5/{}", e.file_name().to_string_lossy()))
+        .collect();
+    want.insert("x86/mapfile.csv".to_string());
+    want
+}
+
+/// perf's tables for a Zen 5 into the default cache, from a server that
+/// lists directories as git.kernel.org does; then `pmx explain`, `list` and
+/// `tma` on that CPU read them from the cache with no --events-dir.
+#[test]
+fn perf_tables_for_zen5_fill_the_cache_and_serve_list_explain_tma() {
+    let Some(data) = linux_perf_events() else {
+        return;
+    };
+    let x86 = data.join("x86");
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start(&x86, Faults::default());
+    let url = server.url();
+    let zen5 = "AuthenticAMD-26-2-1";
+    let out = pmx(
+        &["events", "fetch", "--cpu", zen5, "--from", &url],
+        tmp.path(),
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    let cache = tmp.path().join("cache/pmx/events");
+    assert_eq!(files_under(&cache), zen5_files(&x86));
+    for rel in zen5_files(&x86) {
+        let same = std::fs::read(cache.join(&rel)).unwrap()
+            == std::fs::read(x86.join(rel.trim_start_matches("x86/"))).unwrap();
+        assert!(same, "{rel}: differs from the original");
+    }
+    // Asked: the mapfile, the directory's page, its files; nothing else.
+    let mut asked: BTreeSet<String> = zen5_files(&x86)
+        .iter()
+        .map(|r| r.trim_start_matches("x86/").to_string())
+        .collect();
+    asked.insert("amdzen5/".to_string());
+    assert_eq!(server.requested(), asked);
+    assert!(
+        stdout.contains("Linux perf's x86 event tables for AuthenticAMD-26-2-1 (Zen 5"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("by default"), "{stdout}");
+
+    let run = |args: &[&str]| pmx(args, tmp.path(), &[]);
+    let o = run(&["explain", "--cpu", zen5, "--no-libpfm", "ex_ret_instr"]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(out.contains("perf-json (amdzen5/execution.json)"), "{out}");
+    assert!(out.contains("config=0xc0 "), "{out}");
+    let o = run(&["list", "--cpu", zen5, "--no-libpfm", "ls_"]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(out.contains("ls_dispatch.ld_dispatch"), "{out}");
+    let o = run(&["tma", "-l", "2", "--cpu", zen5, "--", "true"]);
+    let out = text(&o.stdout) + &text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("de_no_dispatch_per_slot.backend_stalls"),
+        "{out}"
+    );
+}
+
+/// Failures while fetching perf's tables leave nothing: a dropped
+/// connection in a table, a directory page the server does not have.
+#[test]
+fn perf_tables_failures_leave_nothing() {
+    let Some(data) = linux_perf_events() else {
+        return;
+    };
+    let x86 = data.join("x86");
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("events");
+    let fetch = |server: &Server| {
+        let url = server.url();
+        pmx(
+            &[
+                "events",
+                "fetch",
+                "--cpu",
+                "AuthenticAMD-25-11-1",
+                "--from",
+                &url,
+                "--events-dir",
+                dest.to_str().unwrap(),
+            ],
+            tmp.path(),
+            &[],
+        )
+    };
+    let server = Server::start(
+        &x86,
+        Faults {
+            truncate: Some("amdzen4/pipeline.json".to_string()),
+            ..Faults::default()
+        },
+    );
+    let out = fetch(&server);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("amdzen4/pipeline.json") && stderr.contains("bytes"),
+        "{stderr}"
+    );
+    assert_eq!(files_under(&dest), BTreeSet::new(), "files left behind");
+    let server = Server::start(
+        &x86,
+        Faults {
+            missing: Some("amdzen4/".to_string()),
+            ..Faults::default()
+        },
+    );
+    let out = fetch(&server);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}amdzen4/", server.url())) && stderr.contains("404"),
+        "{stderr}"
+    );
+    assert_eq!(files_under(&dest), BTreeSet::new(), "files left behind");
 }
 
 #[test]
@@ -485,5 +649,56 @@ fn bad_flags_exit_2() {
             "{args:?}: {}",
             text(&out.stderr)
         );
+    }
+}
+
+/// Intel's tables and perf's share the cache: Intel's at its top, perf's
+/// under x86/; after both fetches each CPU resolves from the cache.
+#[test]
+fn intel_and_perf_tables_share_the_cache() {
+    let (Some(intel), Some(perf)) = (intel_perfmon(), linux_perf_events()) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let intel_server = Server::start(&intel, Faults::default());
+    let perf_server = Server::start(&perf.join("x86"), Faults::default());
+    for (cpu, url) in [
+        ("GenuineIntel-6-55-4", intel_server.url()),
+        ("AuthenticAMD-25-11-1", perf_server.url()),
+    ] {
+        let out = pmx(
+            &["events", "fetch", "--cpu", cpu, "--from", &url],
+            tmp.path(),
+            &[],
+        );
+        assert!(out.status.success(), "{cpu}: {}", text(&out.stderr));
+    }
+    let cache = tmp.path().join("cache/pmx/events");
+    let files = files_under(&cache);
+    assert!(
+        files.contains("mapfile.csv") && files.contains("x86/mapfile.csv"),
+        "{files:?}"
+    );
+    assert!(files.contains("x86/amdzen4/pipeline.json"), "{files:?}");
+    for (cpu, event, config) in [
+        (
+            "GenuineIntel-6-55-4",
+            "LONGEST_LAT_CACHE.MISS",
+            "config=0x412e ",
+        ),
+        (
+            "AuthenticAMD-25-11-1",
+            "ls_dispatch.ld_dispatch",
+            "config=0x129 ",
+        ),
+    ] {
+        let o = pmx(
+            &["explain", "--cpu", cpu, "--no-libpfm", event],
+            tmp.path(),
+            &[],
+        );
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "{cpu}: {}", text(&o.stderr));
+        assert!(out.contains(config), "{cpu}: {out}");
     }
 }

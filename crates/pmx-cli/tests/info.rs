@@ -290,8 +290,16 @@ fn zen2_fixture() {
         row(&text, "PerfCtrExtCore"),
         "yes (6 core counters at 0xC0010200)"
     );
-    assert_eq!(row(&text, "IBS"), "yes");
+    assert_eq!(
+        row(&text, "IBS"),
+        "yes (no valid feature flags in CPUID 0x8000001B)"
+    );
     assert_eq!(row(&text, "PerfMonV2"), "no (no CPUID leaf 0x80000022)");
+    // Zen 2 has no PerfMonV2 to miss; everything else is there.
+    assert!(
+        text.contains("Hidden PMU features\n  nothing: CPUID and the kernel's PMUs show every PMU feature a Zen 2 has"),
+        "{text}"
+    );
     assert!(text.contains("event=config:0-7,32-35"));
     for name in ["amd_df", "amd_l3", "ibs_fetch", "ibs_op", "msr", "power"] {
         pmu_line(&text, name);
@@ -333,6 +341,101 @@ fn kvm_zen4_guest_fixture() {
         "hardware counters are not exposed on this virtual machine (no `cpu` PMU in sysfs, CPUID reports no PMU): software, msr, breakpoint, tracepoint and uprobe events work"
     );
     assert_eq!(json["verdict"]["hardware_counters"], false);
+    // What KVM hides, feature by feature (the fixture's CPUID clears every
+    // PMU bit and has no leaf 0x80000022).
+    let hidden: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "Hidden PMU features")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        hidden,
+        [
+            "  PerfCtrExtCore (6 core counters): every Zen 4 has it, but the hypervisor (KVM) clears it (CPUID 0x80000001 ECX bit 23)",
+            "  PerfCtrExtDF (data-fabric counters): every Zen 4 has it, but the hypervisor (KVM) clears it (CPUID 0x80000001 ECX bit 24)",
+            "  PerfCtrExtLLC (L3 counters): every Zen 4 has it, but the hypervisor (KVM) clears it (CPUID 0x80000001 ECX bit 28)",
+            "  IBS (instruction-based sampling): every Zen 4 has it, but the hypervisor (KVM) clears it (CPUID 0x80000001 ECX bit 10)",
+            "  PerfMonV2 (global control, UMC counters): every Zen 4 has it, but the hypervisor (KVM) clears it (CPUID 0x80000022 EAX bit 0)",
+        ]
+    );
+    assert_eq!(json["hidden"].as_array().unwrap().len(), 5);
+}
+
+/// Zen 4 and Zen 5 bare metal (composed fixtures: which CPUID bit comes
+/// from where is written in their cpuid.txt): the microarchitecture from
+/// family/model, six counters from PerfMonV2's NumPerfCtrCore, the DF and
+/// UMC counts, the LBR stack, the IBS flags by name, nothing hidden.
+#[test]
+fn zen4_and_zen5_fixtures() {
+    for (name, key, arch, umc, ibs) in [
+        (
+            "zen4-epyc",
+            "AuthenticAMD-25-61-2",
+            "Zen 4 (zen4)",
+            8,
+            "yes (CPUID 0x8000001B EAX=0xbff): IBSFFV FetchSam OpSam RdWrOpCnt OpCnt BrnTrgt OpCntExt RipInvalidChk OpBrnFuse IbsFetchCtlExtd IbsL3MissFiltering",
+        ),
+        (
+            "zen5-epyc",
+            "AuthenticAMD-26-2-1",
+            "Zen 5 (zen5)",
+            48,
+            "yes (CPUID 0x8000001B EAX=0x1bff): IBSFFV FetchSam OpSam RdWrOpCnt OpCnt BrnTrgt OpCntExt RipInvalidChk OpBrnFuse IbsFetchCtlExtd IbsL3MissFiltering IbsOpLdLat",
+        ),
+    ] {
+        let (text, json) = info_on(name);
+        assert_eq!(row(&text, "--cpu key"), key);
+        assert_eq!(row(&text, "microarchitecture"), arch);
+        assert_eq!(row(&text, "hypervisor"), "none (CPUID hypervisor bit clear)");
+        assert_eq!(
+            row(&text, "counters"),
+            "6 general-purpose × 48 bits per CPU (from CPUID 0x80000022 NumPerfCtrCore)"
+        );
+        assert_eq!(row(&text, "PerfCtrExtDF/NB"), "yes");
+        assert_eq!(row(&text, "PerfCtrExtLLC"), "yes");
+        assert_eq!(row(&text, "IBS"), ibs);
+        assert_eq!(
+            row(&text, "PerfMonV2"),
+            format!("yes: 6 core, 16 DF, {umc} UMC counters, LBR stack of 16")
+        );
+        for pmu in ["amd_df", "amd_l3", "amd_umc_0", "ibs_fetch", "ibs_op"] {
+            pmu_line(&text, pmu);
+        }
+        let zen = &arch[..5];
+        assert!(
+            text.contains(&format!("Hidden PMU features\n  nothing: CPUID and the kernel's PMUs show every PMU feature a {zen} has")),
+            "{text}"
+        );
+        assert_eq!(json["cpu"]["amd"]["ibs_features"]["eax"], if umc == 8 { 0xbff } else { 0x1bff });
+        assert_eq!(json["hidden"], serde_json::json!([]));
+    }
+}
+
+/// This machine, when it is a KVM guest without a PMU (the development
+/// VM): `pmx info` says plainly what the hypervisor hides.
+#[test]
+fn this_vm_says_what_kvm_hides() {
+    let text = stdout_of(&["info"]);
+    let guest = row(&text, "hypervisor").starts_with("KVM")
+        && text.contains("AuthenticAMD")
+        && row(&text, "counters").starts_with("none");
+    if !guest {
+        pmx_testkit::skip("this machine is not an AMD KVM guest without a PMU");
+        return;
+    }
+    assert!(
+        text.contains("PerfCtrExtCore (6 core counters): every Zen"),
+        "{text}"
+    );
+    assert!(
+        text.contains("but the hypervisor (KVM) clears it (CPUID 0x80000001 ECX bit 23)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hardware counters are not exposed on this virtual machine"),
+        "{text}"
+    );
 }
 
 #[test]

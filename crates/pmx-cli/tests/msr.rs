@@ -242,3 +242,121 @@ fn plan_refuses_what_the_msr_backend_cannot_count() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("does not multiplex"), "{}", stderr(&o));
 }
+
+/// `pmx msr plan` for an AMD CPU with perf's tables: the table of writes
+/// (address, register, old, new) and the restore order's registers.
+fn amd_plan(m: &Machine, cpu: &str, events: &str) -> Option<(Vec<[String; 4]>, Vec<String>)> {
+    let dir = pmx_testkit::shared::linux_perf_events()?;
+    let dir = dir.display().to_string();
+    let o = m.pmx(&[
+        "plan",
+        "-e",
+        events,
+        "-c",
+        "0",
+        "--cpu",
+        cpu,
+        "--events-dir",
+        &dir,
+        "--no-libpfm",
+    ]);
+    assert!(o.status.success(), "{cpu}: {}", stderr(&o));
+    let out = stdout(&o);
+    let writes = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| {
+            let r: Vec<&str> = l.split_whitespace().collect();
+            [r[1], r[2], r[3], r[4]].map(String::from)
+        })
+        .collect();
+    let restore = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with('r') && l.contains("0xc0"))
+        .map(|l| {
+            let r: Vec<&str> = l.split_whitespace().collect();
+            format!("{} {}", r[1], r[3])
+        })
+        .collect();
+    Some((writes, restore))
+}
+
+fn rows(v: &[(&str, &str, &str, &str)]) -> Vec<[String; 4]> {
+    v.iter()
+        .map(|(a, n, o, w)| [a, n, o, w].map(|s| s.to_string()))
+        .collect()
+}
+
+/// Zen 3 has no PerfMonV2: the six extension counters, no global control.
+/// Zen 4 and Zen 5 do (AMD APM vol. 2 "Performance Monitor Counters";
+/// CPUID 0x80000022 EAX bit 0): the plan ends with PerfCntrGlobalCtl
+/// (0xC0000301) enabling counters 0 and 1, and the restore clears it first
+/// and puts its old value back last. PERF_CTL values by hand from perf's
+/// tables: EventSelect[7:0] | UnitMask << 8 | USR (16) | OS (17) | En (22)
+/// | EventSelect[11:8] << 32.
+#[test]
+fn amd_plans_use_global_control_from_zen_4_on() {
+    let m = common::four_cpu_msr_machine();
+    // Linux keeps every PerfMonV2 enable bit set while idle.
+    m.set(0, 0xC000_0301, 0x3f);
+    // Zen 3: ex_ret_instr = 0xc0; ic_tag_hit_miss.instruction_cache_miss
+    // = EventCode 0x18e, UMask 0x18 (amdzen3/cache.json).
+    let Some((w, restore)) = amd_plan(
+        &m,
+        "AuthenticAMD-25-1-1",
+        "ex_ret_instr,ic_tag_hit_miss.instruction_cache_miss",
+    ) else {
+        return;
+    };
+    let zen34 = [
+        ("0xc0010201", "PERF_CTR_EXT0", "0x0", "0x0"),
+        ("0xc0010203", "PERF_CTR_EXT1", "0x0", "0x0"),
+        ("0xc0010200", "PERF_CTL_EXT0", "0x0", "0x4300c0"),
+        ("0xc0010202", "PERF_CTL_EXT1", "0x0", "0x10043188e"),
+    ];
+    assert_eq!(w, rows(&zen34));
+    assert!(!restore.iter().any(|r| r.contains("GLOBAL")), "{restore:?}");
+    // Zen 4 (family 0x19 model 0x11, Genoa): the same events, then the
+    // global enable of counters 0 and 1 over the old 0x3f.
+    let (w, restore) = amd_plan(
+        &m,
+        "AuthenticAMD-25-11-1",
+        "ex_ret_instr,ic_tag_hit_miss.instruction_cache_miss",
+    )
+    .unwrap();
+    let mut zen4 = zen34.to_vec();
+    zen4.push(("0xc0000301", "PERF_CNTR_GLOBAL_CTL", "0x3f", "0x3"));
+    assert_eq!(w, rows(&zen4));
+    assert_eq!(
+        restore,
+        [
+            "0xc0000301 0x0",
+            "0xc0010202 0x0",
+            "0xc0010200 0x0",
+            "0xc0010203 0x0",
+            "0xc0010201 0x0",
+            "0xc0000301 0x3f",
+        ]
+    );
+    // Zen 5 (family 0x1a model 2, Turin): de_no_dispatch_per_slot.
+    // backend_stalls = EventCode 0x1a0, UMask 0x1e (amdzen5/pipeline.json).
+    let (w, _) = amd_plan(
+        &m,
+        "AuthenticAMD-26-2-1",
+        "ex_ret_instr,de_no_dispatch_per_slot.backend_stalls",
+    )
+    .unwrap();
+    assert_eq!(
+        w,
+        rows(&[
+            ("0xc0010201", "PERF_CTR_EXT0", "0x0", "0x0"),
+            ("0xc0010203", "PERF_CTR_EXT1", "0x0", "0x0"),
+            ("0xc0010200", "PERF_CTL_EXT0", "0x0", "0x4300c0"),
+            ("0xc0010202", "PERF_CTL_EXT1", "0x0", "0x100431ea0"),
+            ("0xc0000301", "PERF_CNTR_GLOBAL_CTL", "0x3f", "0x3"),
+        ])
+    );
+    // Nothing was written.
+    assert_eq!(m.get(0, 0xC000_0301), 0x3f);
+    assert_eq!(m.get(0, 0xC001_0200), 0);
+}

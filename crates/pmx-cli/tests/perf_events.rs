@@ -244,7 +244,8 @@ fn msr_plan_writes_the_tables_encodings_on_zen5() {
         .map(|l| l.split_whitespace().collect())
         .collect();
     let writes: Vec<(&str, &str, &str)> = rows.iter().map(|r| (r[1], r[2], r[4])).collect();
-    // The extended core counters: CTL at 0xC0010200 + 2i, CTR at + 1.
+    // The extended core counters: CTL at 0xC0010200 + 2i, CTR at + 1; Zen 5
+    // has PerfMonV2: PerfCntrGlobalCtl enables counters 0 and 1 last.
     assert_eq!(
         writes,
         vec![
@@ -252,6 +253,7 @@ fn msr_plan_writes_the_tables_encodings_on_zen5() {
             ("0xc0010203", "PERF_CTR_EXT1", "0x0"),
             ("0xc0010200", "PERF_CTL_EXT0", "0x4300c0"),
             ("0xc0010202", "PERF_CTL_EXT1", "0x430129"),
+            ("0xc0000301", "PERF_CNTR_GLOBAL_CTL", "0x3"),
         ],
         "{out}"
     );

@@ -266,7 +266,10 @@ fn ctrl_c_leaves_a_complete_file() {
     // The command was killed by the forwarded SIGINT: 128 + 2.
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let (samples, _) = summary(&o);
-    assert!(samples > 50, "{samples} samples in 0.7 s at 1 kHz");
+    // cpu-clock samples the task's CPU time: at 1 kHz, ~700 on an idle
+    // machine, 46 seen at a load of 12 on 2 cores. The count itself is
+    // checked against perf's reading of the file below.
+    assert!(samples >= 5, "{samples} samples in 0.7 s at 1 kHz");
     perf_counts_cpu_clock(&data, samples);
 }
 

@@ -86,7 +86,8 @@ const SOFTWARE: &[(&[&str], u64, &str)] = &[
     (&["cgroup-switches"], 11, "switches between cgroups"),
 ];
 
-/// Cache ids of `PERF_TYPE_HW_CACHE`.
+/// Cache ids of `PERF_TYPE_HW_CACHE`, for descriptions (every spelling
+/// perf accepts: [`pmx_model::legacy`]).
 const CACHES: &[(&str, u64, &str)] = &[
     ("L1-dcache", 0, "level-1 data cache"),
     ("L1-icache", 1, "level-1 instruction cache"),
@@ -95,13 +96,6 @@ const CACHES: &[(&str, u64, &str)] = &[
     ("iTLB", 4, "instruction TLB"),
     ("branch", 5, "branch prediction unit"),
     ("node", 6, "local memory node"),
-];
-
-/// Ops of `PERF_TYPE_HW_CACHE`: (access name, miss name, id).
-const OPS: &[(&str, &str, u64)] = &[
-    ("loads", "load-misses", 0),
-    ("stores", "store-misses", 1),
-    ("prefetches", "prefetch-misses", 2),
 ];
 
 /// What the kernel's x86 drivers map the generic hardware events to:
@@ -144,31 +138,31 @@ impl KernelEvents {
                 events.push(d);
             }
         }
-        for (cache, id, cache_what) in CACHES {
-            for (access, miss, op) in OPS {
-                for (suffix, result) in [(access, 0u64), (miss, 1u64)] {
-                    let name = format!("{cache}-{suffix}");
-                    let mut d =
-                        EventDef::new(&name, "cpu", SourceKind::Kernel, "PERF_TYPE_HW_CACHE");
-                    d.perf_type = Some(perf_type::HW_CACHE);
-                    d.config = id | op << 8 | result << 16;
-                    let op_word = match op {
-                        0 => "loads",
-                        1 => "stores",
-                        _ => "prefetches",
-                    };
-                    d.description = if result == 0 {
-                        format!("{op_word} that access the {cache_what}")
-                    } else {
-                        format!("{op_word} that miss the {cache_what}")
-                    };
-                    d.notes.push(
-                        "the kernel maps cache events per CPU model; not every combination exists on every CPU"
-                            .to_string(),
-                    );
-                    events.push(d);
-                }
-            }
+        for (name, config) in pmx_model::legacy::cache_names() {
+            let (id, op, result) = (config & 0xff, (config >> 8) & 0xff, config >> 16);
+            let cache_what = CACHES
+                .iter()
+                .find(|(_, i, _)| *i == id)
+                .map(|(_, _, w)| *w)
+                .unwrap_or("cache");
+            let mut d = EventDef::new(&name, "cpu", SourceKind::Kernel, "PERF_TYPE_HW_CACHE");
+            d.perf_type = Some(perf_type::HW_CACHE);
+            d.config = config;
+            let op_word = match op {
+                0 => "loads",
+                1 => "stores",
+                _ => "prefetches",
+            };
+            d.description = if result == 0 {
+                format!("{op_word} that access the {cache_what}")
+            } else {
+                format!("{op_word} that miss the {cache_what}")
+            };
+            d.notes.push(
+                "the kernel maps cache events per CPU model; not every combination exists on every CPU"
+                    .to_string(),
+            );
+            events.push(d);
         }
         for (names, config, what) in SOFTWARE {
             for name in *names {
@@ -214,11 +208,17 @@ impl EventSource for KernelEvents {
         self.events.clone()
     }
     fn find(&self, name: &str) -> Option<EventDef> {
-        // Generic names are matched exactly as perf does, but without case.
+        // Generic names are matched exactly as perf does, but without case;
+        // a cache event in any of perf's spellings (`L1-dcache-load-miss`)
+        // is the canonical one with its config.
         let n = name.trim();
+        if let Some(e) = self.events.iter().find(|e| e.name.eq_ignore_ascii_case(n)) {
+            return Some(e.clone());
+        }
+        let config = pmx_model::legacy::cache_config(n)?;
         self.events
             .iter()
-            .find(|e| e.name.eq_ignore_ascii_case(n))
+            .find(|e| e.perf_type == Some(perf_type::HW_CACHE) && e.config == config)
             .cloned()
     }
 }
@@ -447,10 +447,14 @@ mod tests {
             (t.perf_type, t.config, t.pmu.as_str()),
             (Some(1), 1, "software")
         );
+        // perf's valid cache/op pairs (evsel__hw_cache_stat): 16, × access/miss.
         assert_eq!(
             k.events().iter().filter(|e| e.perf_type == Some(3)).count(),
-            42
+            32
         );
+        assert_eq!(k.find("L1-dcache-load-miss").unwrap().config, 0x10000);
+        assert_eq!(k.find("l1d-misses").unwrap().config, 0x10000);
+        assert!(k.find("L1-icache-stores").is_none());
         let a = KernelEvents::new(&target("AuthenticAMD-25-11-1"));
         assert!(a.find("cycles").unwrap().notes[0].contains("0x76"));
     }

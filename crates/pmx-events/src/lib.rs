@@ -24,6 +24,9 @@
 //!   controller) PMUs.
 //! - [`libpfm`]: libpfm4, loaded at run time with `dlopen("libpfm.so.4")`.
 //!
+//! [`fetch`] downloads Intel's tables and perf's (into an events
+//! directory, atomically), for `pmx events fetch`.
+//!
 //! ## Resolution order
 //!
 //! [`Database::resolve`] tries, in order, and the first match wins:
@@ -63,9 +66,35 @@ use pmx_model::cpu::{CpuId, Vendor};
 use pmx_model::encoding::{
     apply_terms, encode_attr, encode_spec, is_core_pmu, Arch, EncodeOptions, Encoded, PerfAttr,
 };
-use pmx_model::spec::{closest, Body, EventSpec, Span, SpecError};
+use pmx_model::spec::{
+    closest, is_setting_term, Body, EventSpec, Span, SpecError, CONFIG_TERMS, SETTING_TERMS,
+};
 use serde::Serialize;
 use std::path::PathBuf;
+
+/// Turn a table file name from a mapfile or a listing (`/SKX/events/skylakex_core.json`) into a
+/// path relative to the events directory (`SKX/events/skylakex_core.json`).
+/// Refuses anything that could leave the directory or is not a plain name:
+/// `..`, `.`, empty parts, and characters outside `A-Z a-z 0-9 . _ + -`.
+pub fn relative_path(filename: &str) -> Result<String, String> {
+    let rel = filename.trim().trim_start_matches('/');
+    let ok = !rel.is_empty()
+        && rel.split('/').all(|part| {
+            !part.is_empty()
+                && part != "."
+                && part != ".."
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+        });
+    if ok {
+        Ok(rel.to_string())
+    } else {
+        Err(format!(
+            "refusing file name {filename:?}: not a plain path inside the repository"
+        ))
+    }
+}
 
 /// `attr.type` values of the kernel ABI.
 pub use pmx_model::encoding::perf_type;
@@ -445,6 +474,7 @@ pub struct Database {
     pub target: Target,
     sources: Vec<Box<dyn EventSource>>,
     sysfs: Option<std::sync::Arc<sysfs::SysfsEvents>>,
+    events_dirs: Vec<PathBuf>,
     /// Sources that could not be loaded, and why (shown by `list`/`explain`).
     pub unavailable: Vec<(SourceKind, String)>,
 }
@@ -481,6 +511,46 @@ pub struct Resolved {
     pub register: Option<Encoded>,
 }
 
+/// The terms any event takes, whatever its PMU: perf's setting terms
+/// (applied by [`PerfAttr::apply_settings`]) and the whole config words
+/// (`config=`, `config1=` … as perf sets them on a generic event). Any
+/// other term is an error naming the ones allowed.
+fn apply_any_event_terms(
+    spec: &EventSpec,
+    event: &str,
+    pmu: &str,
+    attr: &mut PerfAttr,
+) -> Result<(), SpecError> {
+    for t in &spec.terms {
+        if is_setting_term(&t.key) {
+            continue;
+        }
+        let word = match t.key.as_str() {
+            "config" => &mut attr.config,
+            "config1" => &mut attr.config1,
+            "config2" => &mut attr.config2,
+            "config3" => &mut attr.config3,
+            _ => {
+                let valid: Vec<&str> = CONFIG_TERMS.iter().chain(SETTING_TERMS).copied().collect();
+                return Err(SpecError::new(
+                    &spec.text,
+                    t.key_span,
+                    format!(
+                        "unknown term '{}' for {event} (a {pmu} event takes: {})",
+                        t.key,
+                        valid.join(", ")
+                    ),
+                )
+                .with_suggestions(closest(&t.key, valid, 3)));
+            }
+        };
+        *word = t.number().ok_or_else(|| {
+            SpecError::new(&spec.text, t.span, format!("'{}' takes a number", t.key))
+        })?;
+    }
+    Ok(())
+}
+
 impl Database {
     /// A database over the given sources (in resolution order).
     pub fn from_sources(target: Target, sources: Vec<Box<dyn EventSource>>) -> Database {
@@ -488,6 +558,7 @@ impl Database {
             target,
             sources,
             sysfs: None,
+            events_dirs: default_events_dirs(&[]),
             unavailable: Vec::new(),
         }
     }
@@ -507,10 +578,18 @@ impl Database {
 
     /// Load every source that applies to `target`.
     pub fn load(target: Target, opts: &LoadOptions) -> Database {
+        let flags: Vec<PathBuf> = opts
+            .events_dir
+            .iter()
+            .chain(&opts.more_events_dirs)
+            .cloned()
+            .collect();
+        let dirs = default_events_dirs(&flags);
         let mut db = Database {
             target: target.clone(),
             sources: Vec::new(),
             sysfs: None,
+            events_dirs: dirs.clone(),
             unavailable: Vec::new(),
         };
         db.sources
@@ -522,13 +601,6 @@ impl Database {
                 .unwrap_or_else(|| PathBuf::from("/"));
             db.set_sysfs(std::sync::Arc::new(sysfs::SysfsEvents::load(&root)));
         }
-        let flags: Vec<PathBuf> = opts
-            .events_dir
-            .iter()
-            .chain(&opts.more_events_dirs)
-            .cloned()
-            .collect();
-        let dirs = default_events_dirs(&flags);
         if dirs.is_empty() {
             let kind = if target.cpu.vendor == Vendor::Intel {
                 SourceKind::IntelJson
@@ -629,6 +701,13 @@ impl Database {
             .push((SourceKind::PerfJson, errors.join("; ")));
     }
 
+    /// The events directories searched, in order (every `--events-dir`,
+    /// else `$PMX_EVENTS_DIR`, else the cache: [`default_events_dirs`]);
+    /// the metric library reads the same list.
+    pub fn events_dirs(&self) -> &[PathBuf] {
+        &self.events_dirs
+    }
+
     /// Other names of `def`'s encoding in the other loaded sources (same
     /// PMU, type and config words): `libpfm4 LS_DISPATCH:LD_DISPATCH`.
     pub fn same_encoding(&self, def: &EventDef) -> Vec<String> {
@@ -706,8 +785,12 @@ impl Database {
     /// Resolve a parsed spec to an encoding.
     pub fn resolve(&self, spec: &EventSpec) -> Result<Resolved, SpecError> {
         let arch = self.target.arch();
+        spec.settings()?;
         match &spec.body {
-            Body::Terms | Body::Raw { .. } => {
+            Body::Numeric { type_, config } if *type_ != perf_type::RAW => {
+                self.resolve_numeric(spec, *type_, *config)
+            }
+            Body::Terms | Body::Raw { .. } | Body::Numeric { .. } => {
                 let pmu = spec.pmu.as_deref().unwrap_or("cpu");
                 if is_core_pmu(pmu) {
                     let Some(arch) = arch else {
@@ -790,6 +873,51 @@ impl Database {
         }
     }
 
+    /// perf's numeric form `TYPE:CONFIG` for a type other than the core
+    /// PMU's: the attr as typed, the PMU named from the type (sysfs knows
+    /// the dynamic ones).
+    fn resolve_numeric(
+        &self,
+        spec: &EventSpec,
+        type_: u32,
+        config: u64,
+    ) -> Result<Resolved, SpecError> {
+        let pmu = match type_ {
+            perf_type::HARDWARE | perf_type::HW_CACHE => "cpu".to_string(),
+            perf_type::SOFTWARE => "software".to_string(),
+            perf_type::TRACEPOINT => "tracepoint".to_string(),
+            perf_type::BREAKPOINT => "breakpoint".to_string(),
+            t => self
+                .sysfs
+                .as_ref()
+                .and_then(|s| s.pmus().iter().find(|p| p.type_id == Some(t)))
+                .map(|p| p.name.clone())
+                .unwrap_or_else(|| format!("type {t}")),
+        };
+        let mut attr = PerfAttr {
+            pmu: pmu.clone(),
+            type_: Some(type_),
+            config,
+            ..PerfAttr::default()
+        };
+        let name = spec
+            .text
+            .split(['/', ':'])
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(":");
+        apply_any_event_terms(spec, &name, &pmu, &mut attr)?;
+        attr.apply_settings(&spec.settings()?);
+        attr.apply_modifiers(&spec.modifiers);
+        Ok(Resolved {
+            spec: spec.text.clone(),
+            def: None,
+            source: SourceKind::Spec,
+            attr,
+            register: None,
+        })
+    }
+
     /// Apply the spec's terms and modifiers to a found definition.
     pub fn apply(&self, spec: &EventSpec, def: EventDef) -> Result<Resolved, SpecError> {
         let mut attr = PerfAttr {
@@ -801,24 +929,13 @@ impl Database {
             ..PerfAttr::default()
         };
         let core = def.is_core();
-        if !spec.terms.is_empty() {
-            match (core, self.target.arch()) {
-                (true, Some(arch)) => {
-                    apply_terms(&spec.text, &spec.terms, arch, &mut attr)?;
-                }
-                _ => {
-                    let t = &spec.terms[0];
-                    return Err(SpecError::new(
-                        &spec.text,
-                        t.span,
-                        format!(
-                            "'{}' applies to core-PMU events; {} is a {} event",
-                            t.key, def.name, def.pmu
-                        ),
-                    ));
-                }
+        match (core, self.target.arch()) {
+            (true, Some(arch)) => {
+                apply_terms(&spec.text, &spec.terms, arch, &mut attr)?;
             }
+            _ => apply_any_event_terms(spec, &def.name, &def.pmu, &mut attr)?,
         }
+        attr.apply_settings(&spec.settings()?);
         attr.apply_modifiers(&spec.modifiers);
         let register = match (core, self.target.arch()) {
             (true, Some(arch)) => {

@@ -616,7 +616,7 @@ impl PerfJson {
                 message: format!("no event tables for {cpu}"),
             });
         };
-        let dir_name = crate::fetch::relative_path(&row.dir).map_err(|m| LoadError::Format {
+        let dir_name = crate::relative_path(&row.dir).map_err(|m| LoadError::Format {
             path: map.path().to_path_buf(),
             message: m,
         })?;

@@ -20,6 +20,9 @@ pub fn place_terms(pmu: &KernelPmu, text: &str, terms: &[Term]) -> Result<[u64; 
     let mut words = [0u64; 3];
     for t in terms {
         let key = t.key.as_str();
+        if pmx_model::spec::is_setting_term(key) {
+            continue;
+        }
         let whole = match key {
             "config" => Some(0),
             "config1" => Some(1),
@@ -115,16 +118,28 @@ impl SysfsEvents {
     /// Resolve `pmu/terms/` for a PMU that is not the core one.
     pub fn place_spec(&self, spec: &EventSpec, pmu: &str) -> Option<Result<Resolved, SpecError>> {
         let p = self.pmu(pmu)?;
+        // `software/r1a/`: the raw config, under any `config=` term.
+        let raw = match spec.body {
+            pmx_model::spec::Body::Raw { config, .. } => config,
+            _ => 0,
+        };
         Some(place_terms(p, &spec.text, &spec.terms).map(|w| {
             let mut attr = PerfAttr {
                 pmu: pmu.to_string(),
                 type_: p.type_id,
-                config: w[0],
+                config: if spec.term("config").is_some() {
+                    w[0]
+                } else {
+                    w[0] | raw
+                },
                 config1: w[1],
                 config2: w[2],
                 ..PerfAttr::default()
             };
             attr.apply_modifiers(&spec.modifiers);
+            if let Ok(s) = spec.settings() {
+                attr.apply_settings(&s);
+            }
             Resolved {
                 spec: spec.text.clone(),
                 def: None,

@@ -21,8 +21,10 @@
 //!   JSON (the document and JSON lines), perf's `-x SEP` and `-j` forms
 //!   (with `-I` and per-domain columns), and per-rank result files, into a
 //!   [`StatReport`]; errors name the file and line.
-//! - [`perf`]: writers of perf's `-x SEP` and `-j` forms from a
-//!   [`StatReport`].
+//! - [`perf`]: perf 6.1's own forms written from a [`StatReport`]: the
+//!   text table, `-x SEP` and `-j` lines, totals and `-I` intervals
+//!   ([`perf::PerfIntervals`]), byte for byte in perf's layout, with the
+//!   shadow metrics perf prints beside counts ([`perf_shadow`]).
 //! - [`timeline`]: interval files read as a [`Timeline`] of samples, the
 //!   input of `pmx plot`'s charts.
 //!
@@ -33,6 +35,7 @@
 pub mod model;
 pub mod numbers;
 pub mod perf;
+pub mod perf_shadow;
 pub mod read;
 pub mod report;
 pub mod timeline;

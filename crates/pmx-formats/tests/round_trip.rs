@@ -225,9 +225,15 @@ fn perf_rows(time: Option<f64>) -> Vec<ReportRow> {
             r.runtime_ns = Some(2_000_000.0);
             r.running_pct = Some(50.0);
         } else if event == "gone" {
+            // perf writes a run time of 0 at 100% for rows without a
+            // count (`<not supported>,,cycles,0,100.00,,`).
+            r.runtime_ns = Some(0.0);
+            r.running_pct = Some(100.0);
             r.status = RowStatus::NotSupported;
             r.reason = "perf: <not supported>".to_string();
         } else {
+            r.runtime_ns = Some(0.0);
+            r.running_pct = Some(100.0);
             r.status = RowStatus::NotCounted;
             r.reason = "perf: <not counted>".to_string();
         }

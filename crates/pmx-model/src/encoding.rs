@@ -19,7 +19,14 @@ use crate::register::{
     amd_with_event_select, FieldValue, Layout, PerfUse, RegisterKind, AMD_PERF_CTL, INTEL_EVTSEL,
     INTEL_UNCORE_EVTSEL,
 };
-use crate::spec::{closest, Body, EventSpec, Modifiers, Span, SpecError, Term, TermValue};
+use crate::spec::{
+    closest, is_setting_term, Body, EventSpec, Modifiers, Settings, Span, SpecError, Term,
+    TermValue, SETTING_TERMS,
+};
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
 use serde::Serialize;
 
 /// `PERF_TYPE_RAW`: the core PMU's type on x86.
@@ -96,6 +103,9 @@ pub struct PerfAttr {
     pub config1: u64,
     /// `attr.config2`.
     pub config2: u64,
+    /// `attr.config3` (Linux 6.3).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub config3: u64,
     /// `attr.exclude_user`.
     pub exclude_user: bool,
     /// `attr.exclude_kernel`.
@@ -110,6 +120,13 @@ pub struct PerfAttr {
     pub exclude_idle: bool,
     /// `attr.pinned`.
     pub pinned: bool,
+    /// `attr.exclusive` (perf's `:e`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub exclusive: bool,
+    /// `G` or `H` was typed: the register view carries GuestOnly/HostOnly
+    /// only then (perf's default `exclude_guest` is the kernel's business).
+    #[serde(skip)]
+    pub guest_host_given: bool,
     /// `attr.precise_ip` (0–3).
     pub precise_ip: u8,
     /// `attr.sample_period` when given (`period=`).
@@ -119,16 +136,32 @@ pub struct PerfAttr {
 }
 
 impl PerfAttr {
-    /// Apply the privilege and scheduling modifiers as perf does.
+    /// Apply the privilege and scheduling modifiers as perf does
+    /// (`get_event_modifier`, `event_attr_init`): `exclude_guest` is 1
+    /// unless `G`, or own modifiers without `u`/`p`, clear it; `P` is
+    /// the maximal precision a sampling session asks for, not a
+    /// counting attr's `precise_ip`.
     pub fn apply_modifiers(&mut self, m: &Modifiers) {
         self.exclude_user = m.exclude_user();
         self.exclude_kernel = m.exclude_kernel();
         self.exclude_hv = m.exclude_hv();
-        self.exclude_host = m.guest_only;
-        self.exclude_guest = m.host_only;
+        self.exclude_host = m.exclude_host();
+        self.exclude_guest = m.exclude_guest();
+        self.guest_host_given = m.guest_only || m.host_only;
         self.exclude_idle = m.exclude_idle;
         self.pinned = m.pinned;
+        self.exclusive = m.exclusive;
         self.precise_ip = m.precise;
+    }
+
+    /// Apply the setting terms that are attr fields: `period=`, `freq=`.
+    pub fn apply_settings(&mut self, s: &Settings) {
+        if s.period.is_some() {
+            self.sample_period = s.period;
+        }
+        if s.freq.is_some() {
+            self.sample_freq = s.freq;
+        }
     }
 }
 
@@ -168,10 +201,8 @@ enum Place {
     WholeConfig,
     WholeConfig1,
     WholeConfig2,
+    WholeConfig3,
     Event,
-    Period,
-    Freq,
-    Name,
 }
 
 const TERMS: &[TermDef] = &[
@@ -278,20 +309,8 @@ const TERMS: &[TermDef] = &[
         amd: true,
     },
     TermDef {
-        key: "period",
-        place: Place::Period,
-        intel: true,
-        amd: true,
-    },
-    TermDef {
-        key: "freq",
-        place: Place::Freq,
-        intel: true,
-        amd: true,
-    },
-    TermDef {
-        key: "name",
-        place: Place::Name,
+        key: "config3",
+        place: Place::WholeConfig3,
         intel: true,
         amd: true,
     },
@@ -351,7 +370,13 @@ pub fn encode_spec(spec: &EventSpec, opts: EncodeOptions) -> Result<Encoded, Enc
                 "a breakpoint (mem:) has no counter-register encoding".to_string(),
             ))
         }
-        Body::Terms | Body::Raw { .. } => {}
+        Body::Numeric { type_, .. } if *type_ != PERF_TYPE_RAW => {
+            return Err(err(
+                Span::new(0, spec.text.find(':').unwrap_or(1)),
+                format!("type {type_} is not the core PMU's (PERF_TYPE_RAW, 4): it has no counter-register encoding"),
+            ))
+        }
+        Body::Terms | Body::Raw { .. } | Body::Numeric { .. } => {}
     }
 
     let mut attr = PerfAttr {
@@ -366,10 +391,10 @@ pub fn encode_spec(spec: &EventSpec, opts: EncodeOptions) -> Result<Encoded, Enc
         ..PerfAttr::default()
     };
     let mut notes = Vec::new();
-    if let Body::Raw { config, .. } = &spec.body {
+    if let Body::Raw { config, .. } | Body::Numeric { config, .. } = &spec.body {
         attr.config = *config;
     }
-    let mut saw_event = matches!(spec.body, Body::Raw { .. });
+    let mut saw_event = matches!(spec.body, Body::Raw { .. } | Body::Numeric { .. });
 
     saw_event |= apply_terms(&spec.text, &spec.terms, opts.arch, &mut attr)?;
     if !saw_event {
@@ -383,10 +408,7 @@ pub fn encode_spec(spec: &EventSpec, opts: EncodeOptions) -> Result<Encoded, Enc
             "no event code: give event=0xNN (or config=, or a raw rNNN)".to_string(),
         ));
     }
-    if attr.sample_period.is_some() && attr.sample_freq.is_some() {
-        let t = spec.term("freq").map(|t| t.span).unwrap_or(Span::new(0, 1));
-        return Err(err(t, "give period= or freq=, not both".to_string()));
-    }
+    attr.apply_settings(&spec.settings()?);
     attr.apply_modifiers(&spec.modifiers);
     let layout = if uncore {
         &INTEL_UNCORE_EVTSEL
@@ -420,8 +442,15 @@ pub fn apply_terms(
     ordered.extend(terms.iter().filter(|t| t.key != "config"));
     for term in ordered {
         let key = canonical_term(&term.key);
+        if is_setting_term(key) {
+            continue;
+        }
         let Some(def) = TERMS.iter().find(|d| d.key == key) else {
-            let sugg = closest(&term.key, TERMS.iter().map(|d| d.key), 3);
+            let names = TERMS
+                .iter()
+                .map(|d| d.key)
+                .chain(SETTING_TERMS.iter().copied());
+            let sugg = closest(&term.key, names, 3);
             return Err(
                 err(term.key_span, format!("unknown term '{}'", term.key)).with_suggestions(sugg)
             );
@@ -439,9 +468,6 @@ pub fn apply_terms(
                     arch_name(arch)
                 ),
             ));
-        }
-        if let Place::Name = def.place {
-            continue;
         }
         let Some(v) = term.number() else {
             let TermValue::Text(t) = &term.value else {
@@ -503,9 +529,7 @@ pub fn apply_terms(
             }
             Place::WholeConfig1 => attr.config1 = v,
             Place::WholeConfig2 => attr.config2 = v,
-            Place::Period => attr.sample_period = Some(v),
-            Place::Freq => attr.sample_freq = Some(v),
-            Place::Name => {}
+            Place::WholeConfig3 => attr.config3 = v,
         }
     }
     Ok(saw_event)
@@ -584,14 +608,15 @@ pub fn encode_attr(
     }
     match arch {
         Arch::Amd => {
-            set(&mut reg, "GuestOnly", attr.exclude_host);
-            set(&mut reg, "HostOnly", attr.exclude_guest);
+            let gh = attr.guest_host_given;
+            set(&mut reg, "GuestOnly", gh && attr.exclude_host);
+            set(&mut reg, "HostOnly", gh && attr.exclude_guest);
             if attr.precise_ip > 0 {
                 notes.push("AMD has no PEBS: precise sampling goes through IBS (the ibs_op PMU); the kernel maps cycles:p there".to_string());
             }
         }
         Arch::Intel => {
-            if attr.exclude_host || attr.exclude_guest {
+            if attr.guest_host_given && (attr.exclude_host || attr.exclude_guest) {
                 notes.push("Intel event selects have no guest/host bits: the kernel applies G/H through VM-entry/exit controls".to_string());
             }
             if attr.precise_ip > 0 {

@@ -24,6 +24,7 @@ pub mod count;
 pub mod cpu;
 pub mod encoding;
 pub mod hash;
+pub mod legacy;
 pub mod register;
 pub mod spec;
 pub mod topology;

@@ -180,6 +180,15 @@ pub struct Modifiers {
     pub sample_read: bool,
     /// `W`: weak group.
     pub weak_group: bool,
+    /// `e`: exclusive (alone on the PMU while it counts; perf's `:e`).
+    pub exclusive: bool,
+    /// `b`: perf counts through BPF (`--bpf-counters`); the attr is the
+    /// same, pmx counts with the attr.
+    pub bpf: bool,
+    /// perf's `exclude_guest` where no `G`/`H` decides it: `None` while no
+    /// modifier was typed (perf's default, 1); after the event's own
+    /// modifiers, set only by `u` or `p` (`get_event_modifier`).
+    pub guest_excluded: Option<bool>,
 }
 
 impl Modifiers {
@@ -194,6 +203,19 @@ impl Modifiers {
     /// `exclude_hv` as perf sets it.
     pub fn exclude_hv(&self) -> bool {
         self.privilege_given && !self.hv
+    }
+    /// `exclude_guest` as perf sets it on a host (`perf_guest` off):
+    /// `H` alone sets it, `G` clears it; otherwise 1 unless the event's own
+    /// modifiers name neither `u` nor `p` (`cycles:k` counts in guests).
+    pub fn exclude_guest(&self) -> bool {
+        if self.guest_only || self.host_only {
+            return !self.guest_only;
+        }
+        self.guest_excluded.unwrap_or(true)
+    }
+    /// `exclude_host` as perf sets it: `G` without `H`.
+    pub fn exclude_host(&self) -> bool {
+        self.guest_only && !self.host_only
     }
 }
 
@@ -218,6 +240,13 @@ pub enum Body {
         parts: Vec<String>,
         /// Where each part is.
         spans: Vec<Span>,
+    },
+    /// perf's numeric form `TYPE:CONFIG` (`1:1` is task-clock).
+    Numeric {
+        /// `attr.type`.
+        type_: u32,
+        /// `attr.config`.
+        config: u64,
     },
     /// A hardware breakpoint `mem:ADDR[/LEN][:ACCESS]`.
     Breakpoint {
@@ -262,13 +291,187 @@ impl EventSpec {
     }
 }
 
+/// perf's terms that are settings of the event rather than fields of a
+/// PMU's format (`config_term_names` in `tools/perf/util/parse-events.c`):
+/// every event takes them, whatever its PMU.
+pub const SETTING_TERMS: &[&str] = &[
+    "name",
+    "period",
+    "freq",
+    "branch_type",
+    "time",
+    "call-graph",
+    "stack-size",
+    "no-inherit",
+    "inherit",
+    "max-stack",
+    "nr",
+    "overwrite",
+    "no-overwrite",
+    "driver-config",
+    "percore",
+    "aux-output",
+    "aux-sample-size",
+    "metric-id",
+];
+
+/// The setting terms `perf stat` accepts (`config_term_avail`: the rest
+/// are "not usable in 'perf stat'").
+pub const COUNTING_SETTING_TERMS: &[&str] = &["name", "period", "percore", "metric-id"];
+
+/// Terms that set a whole config word of any event.
+pub const CONFIG_TERMS: &[&str] = &["config", "config1", "config2", "config3"];
+
+/// Is `key` one of perf's setting terms ([`SETTING_TERMS`])?
+pub fn is_setting_term(key: &str) -> bool {
+    SETTING_TERMS.contains(&key)
+}
+
+/// The setting terms of one spec, checked: what they ask of the event
+/// beyond its config words.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Settings {
+    /// `name=`: the counter's name in every output.
+    pub name: Option<String>,
+    /// `metric-id=`: the name metrics refer to the event by.
+    pub metric_id: Option<String>,
+    /// `period=`: sample every N events.
+    pub period: Option<u64>,
+    /// `freq=`: sample N times a second.
+    pub freq: Option<u64>,
+    /// `call-graph=`: `fp`, `dwarf`, `lbr` or `no`.
+    pub call_graph: Option<String>,
+    /// `stack-size=`: user stack bytes per sample (with `dwarf`).
+    pub stack_size: Option<u64>,
+    /// `max-stack=`: deepest call chain.
+    pub max_stack: Option<u64>,
+    /// `inherit` (`Some(true)`) or `no-inherit` (`Some(false)`).
+    pub inherit: Option<bool>,
+    /// `aux-output`.
+    pub aux_output: bool,
+    /// `percore`: sum the counts of a core's hardware threads.
+    pub percore: bool,
+    /// The setting terms given, in order, with where each is.
+    pub given: Vec<(String, Span)>,
+}
+
+impl Settings {
+    /// The first setting term `perf stat` refuses ("not usable in 'perf
+    /// stat'"), with where it is.
+    pub fn not_for_counting(&self) -> Option<&(String, Span)> {
+        self.given
+            .iter()
+            .find(|(k, _)| !COUNTING_SETTING_TERMS.contains(&k.as_str()))
+    }
+}
+
+impl EventSpec {
+    /// The value of a term as typed (`insn` of `name=insn`).
+    pub fn term_text(&self, t: &Term) -> &str {
+        let from = (t.key_span.end + 1).min(t.span.end);
+        self.text.get(from..t.span.end).unwrap_or("")
+    }
+
+    /// The setting terms ([`SETTING_TERMS`]), checked: `name=` and
+    /// `metric-id=` take a word, `call-graph=` one of `fp`, `dwarf`, `lbr`,
+    /// `no`, the others a number or nothing.
+    pub fn settings(&self) -> Result<Settings, SpecError> {
+        let mut s = Settings::default();
+        for t in self.terms.iter().filter(|t| is_setting_term(&t.key)) {
+            let err = |msg: String| SpecError::new(&self.text, t.span, msg);
+            let text = self.term_text(t).trim_matches(|c| c == '\'' || c == '"');
+            let number = || match &t.value {
+                TermValue::Number(n) => Ok(*n),
+                _ => Err(err(format!("'{}=' takes a number", t.key))),
+            };
+            let flag = || match &t.value {
+                TermValue::Flag => Ok(true),
+                TermValue::Number(n) => Ok(*n != 0),
+                TermValue::Text(_) => Err(err(format!("'{}' takes no value (or 0/1)", t.key))),
+            };
+            match t.key.as_str() {
+                "name" | "metric-id" => {
+                    if t.value == TermValue::Flag || text.is_empty() {
+                        return Err(err(format!("'{}=' takes a name", t.key)));
+                    }
+                    let v = Some(text.to_string());
+                    if t.key == "name" {
+                        s.name = v;
+                    } else {
+                        s.metric_id = v;
+                    }
+                }
+                "period" => s.period = Some(number()?),
+                "freq" => s.freq = Some(number()?),
+                "stack-size" => s.stack_size = Some(number()?),
+                "max-stack" => s.max_stack = Some(number()?),
+                "call-graph" => {
+                    const MODES: [&str; 4] = ["fp", "dwarf", "lbr", "no"];
+                    if !MODES.contains(&text) {
+                        return Err(err(format!("call-graph={text}: give fp, dwarf, lbr or no"))
+                            .with_suggestions(closest(text, MODES, 2)));
+                    }
+                    s.call_graph = Some(text.to_string());
+                }
+                "inherit" => s.inherit = Some(flag()?),
+                "no-inherit" => s.inherit = Some(!flag()?),
+                "aux-output" => s.aux_output = flag()?,
+                "percore" => s.percore = flag()?,
+                _ => {}
+            }
+            s.given.push((t.key.clone(), t.span));
+        }
+        if s.period.is_some() && s.freq.is_some() {
+            let span = self.term("freq").map(|t| t.span).unwrap_or(Span::new(0, 1));
+            return Err(SpecError::new(
+                &self.text,
+                span,
+                "give period= or freq=, not both",
+            ));
+        }
+        Ok(s)
+    }
+}
+
 /// Parse one event spec.
 pub fn parse_spec(input: &str) -> Result<EventSpec, SpecError> {
     Parser {
         input,
         bytes: input.as_bytes(),
+        group: false,
     }
     .parse()
+}
+
+/// Apply a group's modifiers (the `u` of `{cycles,instructions}:u`) to
+/// one member, adding to the member's own as perf does
+/// (`parse_events__modifier_group`). Errors point into `mods`.
+pub fn apply_group_modifiers(spec: &mut EventSpec, mods: &str) -> Result<(), SpecError> {
+    if mods.is_empty() {
+        return Err(SpecError::new(
+            mods,
+            Span::new(0, 1),
+            "':' with no modifiers after it",
+        ));
+    }
+    let p = Parser {
+        input: mods,
+        bytes: mods.as_bytes(),
+        group: true,
+    };
+    let mut terms = std::mem::take(&mut spec.terms);
+    let mut scratch = EventSpec {
+        text: mods.to_string(),
+        pmu: None,
+        body: Body::Terms,
+        terms: Vec::new(),
+        modifiers: std::mem::take(&mut spec.modifiers),
+    };
+    let r = p.parse_colon_parts(&mut scratch, 0, false);
+    spec.modifiers = scratch.modifiers;
+    terms.extend(scratch.terms);
+    spec.terms = terms;
+    r
 }
 
 /// Levenshtein distance, for suggestions.
@@ -309,13 +512,16 @@ pub fn closest<'a>(
 struct Parser<'a> {
     input: &'a str,
     bytes: &'a [u8],
+    /// Parsing a group's modifiers (`{…}:u`): they add to each member's.
+    group: bool,
 }
 
 fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'@' | b'[' | b']' | b'+')
 }
 
-const MODIFIER_LETTERS: &str = "ukhGHpPIDSWei";
+/// perf's `modifier_event` letters (`[ukhpPGHSDIWeb]`), and libpfm's `i`.
+const MODIFIER_LETTERS: &str = "ukhGHpPIDSWebi";
 
 /// libpfm-style settings accepted after ':' and the term each becomes.
 const COLON_SETTINGS: &[(&str, &str)] = &[
@@ -363,55 +569,38 @@ impl<'a> Parser<'a> {
             modifiers: Modifiers::default(),
         };
 
-        // PMU form: NAME '/' terms '/' [':'] [modifiers]
+        // perf's numeric form: TYPE ':' CONFIG ['/' terms '/'] [':' modifiers]
+        if self.bytes[0].is_ascii_digit() {
+            return self.parse_numeric(spec);
+        }
+
+        // PMU form: NAME '/' terms '/' [':'] [modifiers]. perf reads a
+        // generic event's or a raw config's name before '/' as that event
+        // with terms (`cycles/name=c/u`, `r1234/name=raw/`), not a PMU.
         let lead = self.take_while(0, is_name_byte);
         if lead > 0 && self.bytes.get(lead) == Some(&b'/') {
-            spec.pmu = Some(input[..lead].to_string());
-            let close = input[lead + 1..]
-                .find('/')
-                .map(|i| i + lead + 1)
-                .ok_or_else(|| {
-                    self.err(
-                        input.len(),
-                        input.len() + 1,
-                        "missing closing '/' after the PMU's terms",
-                    )
-                })?;
-            let terms_start = lead + 1;
-            let mut name: Option<(String, Span)> = None;
-            if close > terms_start {
-                for (start, end) in split_spans(input, terms_start, close, b',') {
-                    if start == end {
-                        return Err(self.err(start, start + 1, "empty term"));
-                    }
-                    let term = self.parse_term(start, end)?;
-                    if term.value == TermValue::Flag
-                        && name.is_none()
-                        && spec.terms.is_empty()
-                        && !is_known_flag_term(&term.key)
-                    {
-                        name = Some((input[start..end].to_string(), Span::new(start, end)));
-                    } else {
-                        spec.terms.push(term);
-                    }
-                }
-            }
-            if let Some((n, s)) = name {
-                spec.body = Body::Named {
-                    parts: vec![n],
-                    spans: vec![s],
+            let head = &input[..lead];
+            if let Some(config) = raw_config(head) {
+                spec.body = Body::Raw {
+                    config,
+                    span: Span::new(0, lead),
                 };
+                let after = self.parse_slash_terms(&mut spec, lead, false)?;
+                self.parse_modifiers_after_slash(&mut spec, after)?;
+                return Ok(spec);
             }
-            let mut rest = close + 1;
-            if self.bytes.get(rest) == Some(&b':') {
-                rest += 1;
-                if rest == input.len() {
-                    return Err(self.err(rest - 1, rest, "':' with no modifiers after it"));
-                }
+            if crate::legacy::is_event_symbol(head) {
+                spec.body = Body::Named {
+                    parts: vec![head.to_string()],
+                    spans: vec![Span::new(0, lead)],
+                };
+                let after = self.parse_slash_terms(&mut spec, lead, false)?;
+                self.parse_modifiers_after_slash(&mut spec, after)?;
+                return Ok(spec);
             }
-            if rest < input.len() {
-                self.parse_colon_parts(&mut spec, rest, false)?;
-            }
+            spec.pmu = Some(head.to_string());
+            let after = self.parse_slash_terms(&mut spec, lead, true)?;
+            self.parse_modifiers_after_slash(&mut spec, after)?;
             return Ok(spec);
         }
 
@@ -506,6 +695,105 @@ impl<'a> Parser<'a> {
         };
         if name_end < input.len() {
             self.parse_colon_parts(&mut spec, name_end + 1, true)?;
+        }
+        Ok(spec)
+    }
+
+    /// Terms from the '/' at `slash` to the closing '/'; returns the
+    /// position after it. With `name_first`, a first bare word that is not
+    /// a flag term is the event's name (`cpu/cycles/`, `msr/tsc/`).
+    fn parse_slash_terms(
+        &self,
+        spec: &mut EventSpec,
+        slash: usize,
+        name_first: bool,
+    ) -> Result<usize, SpecError> {
+        let input = self.input;
+        let terms_start = slash + 1;
+        let close = find_unquoted(input, terms_start, b'/').ok_or_else(|| {
+            self.err(
+                input.len(),
+                input.len() + 1,
+                "missing closing '/' after the terms",
+            )
+        })?;
+        let mut name: Option<(String, Span)> = None;
+        if close > terms_start {
+            for (start, end) in split_unquoted(input, terms_start, close, b',') {
+                if start == end {
+                    return Err(self.err(start, start + 1, "empty term"));
+                }
+                let term = self.parse_term(start, end)?;
+                let first_word = name_first
+                    && term.value == TermValue::Flag
+                    && name.is_none()
+                    && spec.terms.is_empty()
+                    && !is_known_flag_term(&term.key);
+                // `software/r1a/`: a raw config for that PMU.
+                if let Some(config) = first_word.then(|| raw_config(&term.key)).flatten() {
+                    spec.body = Body::Raw {
+                        config,
+                        span: Span::new(start, end),
+                    };
+                } else if first_word {
+                    name = Some((input[start..end].to_string(), Span::new(start, end)));
+                } else {
+                    spec.terms.push(term);
+                }
+            }
+        }
+        if let Some((n, s)) = name {
+            spec.body = Body::Named {
+                parts: vec![n],
+                spans: vec![s],
+            };
+        }
+        Ok(close + 1)
+    }
+
+    /// `[':'] modifiers` after a closing '/'.
+    fn parse_modifiers_after_slash(
+        &self,
+        spec: &mut EventSpec,
+        mut rest: usize,
+    ) -> Result<(), SpecError> {
+        let input = self.input;
+        if self.bytes.get(rest) == Some(&b':') {
+            rest += 1;
+            if rest == input.len() {
+                return Err(self.err(rest - 1, rest, "':' with no modifiers after it"));
+            }
+        }
+        if rest < input.len() {
+            self.parse_colon_parts(spec, rest, false)?;
+        }
+        Ok(())
+    }
+
+    /// `TYPE:CONFIG[/terms/][:modifiers]` (`1:1`, `1:1:hp`, `4:0x412e:u`).
+    fn parse_numeric(&self, mut spec: EventSpec) -> Result<EventSpec, SpecError> {
+        let input = self.input;
+        let t_end = self.take_while(0, |b| b != b':' && b != b'/');
+        let type_ = self.parse_number(0, t_end)?;
+        let type_ = u32::try_from(type_)
+            .map_err(|_| self.err(0, t_end, format!("type {type_} does not fit in 32 bits")))?;
+        if self.bytes.get(t_end) != Some(&b':') {
+            return Err(self.err(
+                t_end,
+                t_end + 1,
+                "a number starts perf's numeric form TYPE:CONFIG (e.g. 1:1 is task-clock)",
+            ));
+        }
+        let c_start = t_end + 1;
+        let c_end = self.take_while(c_start, |b| b != b':' && b != b'/');
+        let config = self.parse_number(c_start, c_end)?;
+        spec.body = Body::Numeric { type_, config };
+        let mut rest = c_end;
+        if self.bytes.get(rest) == Some(&b'/') {
+            rest = self.parse_slash_terms(&mut spec, rest, false)?;
+            self.parse_modifiers_after_slash(&mut spec, rest)?;
+        } else if rest < input.len() {
+            self.parse_colon_parts(&mut spec, rest + 1, false)?;
         }
         Ok(spec)
     }
@@ -627,9 +915,13 @@ impl<'a> Parser<'a> {
                                 format!("'{key}=' takes 0 or 1"),
                             ));
                         }
+                        self.start_modifiers(&mut spec.modifiers);
                         let m = &mut spec.modifiers;
                         m.privilege_given = true;
                         let on = n == 1;
+                        if on && *canonical == "u" {
+                            m.guest_excluded = Some(true);
+                        }
                         match *canonical {
                             "u" => m.user = on,
                             "k" => m.kernel = on,
@@ -689,11 +981,19 @@ impl<'a> Parser<'a> {
                 .map(|(i, _)| start + i)
                 .unwrap_or(start);
             return Err(self.err(bad, bad + 1, format!(
-                "unknown modifier '{}' (modifiers: u k h G H p pp ppp P I D S W, settings: c=N i e t=1)",
+                "unknown modifier '{}' (modifiers: u k h G H p pp ppp P I D S W e b, settings: c=N i e=1 t=1)",
                 &self.input[bad..bad + 1]
             )));
         }
         Ok(())
+    }
+
+    /// The event's own modifiers start perf's guest/host state afresh
+    /// (`get_event_modifier` with no evsel); a group's add to it.
+    fn start_modifiers(&self, m: &mut Modifiers) {
+        if !self.group && m.guest_excluded.is_none() {
+            m.guest_excluded = Some(false);
+        }
     }
 
     fn apply_modifier_letters(
@@ -702,6 +1002,7 @@ impl<'a> Parser<'a> {
         start: usize,
         end: usize,
     ) -> Result<(), SpecError> {
+        self.start_modifiers(&mut spec.modifiers);
         for (i, c) in self.input[start..end].char_indices() {
             let at = start + i;
             let m = &mut spec.modifiers;
@@ -709,6 +1010,7 @@ impl<'a> Parser<'a> {
                 'u' => {
                     m.user = true;
                     m.privilege_given = true;
+                    m.guest_excluded = Some(true);
                 }
                 'k' => {
                     m.kernel = true;
@@ -725,19 +1027,18 @@ impl<'a> Parser<'a> {
                         return Err(self.err(at, at + 1, "at most three 'p' (ppp)"));
                     }
                     m.precise += 1;
+                    m.guest_excluded = Some(true);
                 }
-                'P' => {
-                    m.max_precise = true;
-                    m.precise = 3;
-                }
+                'P' => m.max_precise = true,
                 'I' => m.exclude_idle = true,
                 'D' => m.pinned = true,
                 'S' => m.sample_read = true,
                 'W' => m.weak_group = true,
-                'e' | 'i' => {
-                    let key = if c == 'e' { "edge" } else { "inv" };
+                'e' => m.exclusive = true,
+                'b' => m.bpf = true,
+                'i' => {
                     spec.terms.push(Term {
-                        key: key.to_string(),
+                        key: "inv".to_string(),
                         value: TermValue::Flag,
                         key_span: Span::new(at, at + 1),
                         span: Span::new(at, at + 1),
@@ -745,13 +1046,6 @@ impl<'a> Parser<'a> {
                 }
                 _ => return Err(self.err(at, at + 1, format!("unknown modifier '{c}'"))),
             }
-        }
-        if spec.modifiers.guest_only && spec.modifiers.host_only {
-            return Err(self.err(
-                start,
-                end,
-                "'G' (guest only) and 'H' (host only) exclude each other",
-            ));
         }
         Ok(())
     }
@@ -803,6 +1097,53 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// `input[from..to]` split on `sep` outside single or double quotes
+/// (`name='a,b'` is one term).
+fn split_unquoted(input: &str, from: usize, to: usize, sep: u8) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = from;
+    let mut quote: Option<u8> = None;
+    for (i, &b) in input.as_bytes()[from..to].iter().enumerate() {
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None if b == sep => {
+                out.push((start, from + i));
+                start = from + i + 1;
+            }
+            None => {}
+        }
+    }
+    out.push((start, to));
+    out
+}
+
+/// The first `byte` at or after `from` outside quotes.
+fn find_unquoted(input: &str, from: usize, byte: u8) -> Option<usize> {
+    let mut quote: Option<u8> = None;
+    for (i, &b) in input.as_bytes().iter().enumerate().skip(from) {
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if b == b'\'' || b == b'"' => quote = Some(b),
+            None if b == byte => return Some(i),
+            None => {}
+        }
+    }
+    None
+}
+
+/// `r<hex>` or `r0x<hex>` (perf's raw form) as its config.
+fn raw_config(head: &str) -> Option<u64> {
+    let digits = head.strip_prefix('r')?;
+    let digits = digits.strip_prefix("0x").unwrap_or(digits);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(digits, 16).ok()
+}
+
 /// Terms that are meaningful without a value (`inv`, `edge`, …), as opposed
 /// to an event name inside `pmu/…/`.
 fn is_known_flag_term(key: &str) -> bool {
@@ -821,6 +1162,13 @@ fn is_known_flag_term(key: &str) -> bool {
             | "no-inherit"
             | "inherit"
             | "percore"
+            | "aux-output"
+            | "overwrite"
+            | "no-overwrite"
+            | "config"
+            | "config1"
+            | "config2"
+            | "config3"
     )
 }
 
@@ -896,7 +1244,7 @@ mod tests {
         assert_eq!(num(&s, "cmask"), Some(1));
         assert_eq!(num(&s, "inv"), Some(1));
         assert!(s.modifiers.user);
-        let e = parse_spec("INST_RETIRED.ANY:e:i:k=1:u=0").unwrap();
+        let e = parse_spec("INST_RETIRED.ANY:e=1:i:k=1:u=0").unwrap();
         assert_eq!(num(&e, "edge"), Some(1));
         assert_eq!(num(&e, "inv"), Some(1));
         assert!(e.modifiers.kernel && !e.modifiers.user && e.modifiers.privilege_given);
@@ -910,7 +1258,9 @@ mod tests {
         assert!(matches!(s.body, Body::Named { ref parts, .. } if parts == &["tsc"]));
         let g = parse_spec("cycles:G").unwrap();
         assert!(g.modifiers.guest_only);
-        assert!(parse_spec("cycles:GH").is_err());
+        // perf: `GH` counts in both (exclude_guest = exclude_host = 0).
+        let gh = parse_spec("cycles:GH").unwrap();
+        assert!(!gh.modifiers.exclude_guest() && !gh.modifiers.exclude_host());
         let t = parse_spec("sched:sched_switch").unwrap();
         assert!(matches!(t.body, Body::Named { ref parts, .. } if parts.len() == 2));
     }
@@ -964,6 +1314,65 @@ mod tests {
             shown.ends_with("\n  cpu/event=0x2e,umask=0x4z/\n                          ^"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn perf_forms() {
+        // tools/perf/tests/parse-events.c: test__checkevent_numeric ("1:1"),
+        // test__checkevent_numeric_modifier ("1:1:hp": exclude_user,
+        // exclude_kernel, !exclude_hv, precise_ip 1).
+        let n = parse_spec("1:1:hp").unwrap();
+        assert_eq!(
+            n.body,
+            Body::Numeric {
+                type_: 1,
+                config: 1
+            }
+        );
+        let m = &n.modifiers;
+        assert!(m.exclude_user() && m.exclude_kernel() && !m.exclude_hv());
+        assert_eq!(m.precise, 1);
+        assert!(m.exclude_guest());
+        let e = parse_spec("cycles//u").unwrap();
+        assert_eq!(e.pmu, None);
+        assert!(matches!(e.body, Body::Named { ref parts, .. } if parts == &["cycles"]));
+        assert!(e.modifiers.exclude_kernel());
+        let p = parse_spec("cycles/period=100000,config2/").unwrap();
+        assert_eq!(p.settings().unwrap().period, Some(100000));
+        assert_eq!(p.term("config2").and_then(|t| t.number()), Some(1));
+        let r = parse_spec("r1234/name=rawpmu/").unwrap();
+        assert!(matches!(r.body, Body::Raw { config: 0x1234, .. }));
+        assert_eq!(r.settings().unwrap().name.as_deref(), Some("rawpmu"));
+        let c = parse_spec("L1-dcache-misses/name=cachepmu/").unwrap();
+        assert_eq!(c.settings().unwrap().name.as_deref(), Some("cachepmu"));
+        // perf's modifier letters: e exclusive, b bpf, D pinned, P max.
+        let x = parse_spec("cycles:eDbP").unwrap().modifiers;
+        assert!(x.exclusive && x.pinned && x.bpf && x.max_precise && x.precise == 0);
+        // exclude_guest: perf's default 1; own modifiers without u/p: 0.
+        assert!(parse_spec("cycles").unwrap().modifiers.exclude_guest());
+        assert!(!parse_spec("cycles:k").unwrap().modifiers.exclude_guest());
+        assert!(parse_spec("cycles:k:u").unwrap().modifiers.exclude_guest());
+        assert!(parse_spec("cycles:H").unwrap().modifiers.exclude_guest());
+        let g = parse_spec("cycles:G").unwrap().modifiers;
+        assert!(!g.exclude_guest() && g.exclude_host());
+        // Group modifiers add to the member's own.
+        let mut k = parse_spec("cycles").unwrap();
+        apply_group_modifiers(&mut k, "k").unwrap();
+        assert!(k.modifiers.exclude_guest() && k.modifiers.exclude_user());
+        let s = parse_spec("cpu-clock/call-graph=fp,max-stack=10,no-inherit/").unwrap();
+        let s = s.settings().unwrap();
+        assert_eq!(
+            (s.call_graph.as_deref(), s.max_stack, s.inherit),
+            (Some("fp"), Some(10), Some(false))
+        );
+        let bad = parse_spec("cycles/call-graph=fq/")
+            .unwrap()
+            .settings()
+            .unwrap_err();
+        assert_eq!(bad.suggestions, vec!["fp"]);
+        let e = parse_spec("1:x").unwrap_err();
+        assert_eq!(e.span.start, 2);
+        assert!(parse_spec("1").is_err());
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub use device::{Mode, MsrDevice, MsrRoot};
 pub use error::MsrError;
 pub use plan::{
     generic_hardware_event, plan, CounterId, MsrEvent, Plan, PlanError, PlannedEvent, PlannedWrite,
-    PmuCounters, Step,
+    PmuCounters, RestoreValue, RestoreWrite, Step,
 };
 pub use rapl::{EnergyMeter, EnergySample, RaplUnits};
 pub use scope::{domains, Domain, DomainId};

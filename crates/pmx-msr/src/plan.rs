@@ -32,6 +32,7 @@ use crate::catalogue::{
     width_mask, CounterClass, CounterWidths, Msr, MsrDef, Scope, CATALOGUE, UNCORE_BOX_WIDTH,
 };
 use crate::scope::{domains, DomainId};
+use pmx_model::cpu::CpuId;
 use pmx_model::encoding::{encode_attr, Arch, Encoded, PerfAttr, PERF_TYPE_RAW};
 use pmx_model::register::{FieldValue, RegisterKind, INTEL_EVTSEL};
 use pmx_model::topology::Topology;
@@ -89,6 +90,28 @@ impl PmuCounters {
             amd_core_ext: amd.core_ext || c.general > 4,
             source: c.source.to_string(),
         })
+    }
+
+    /// What a plan assumes for `cpu` when CPUID cannot say (another CPU
+    /// than this one, or a VM): [`PmuCounters::assumed`] by family, plus,
+    /// on AMD, PerfMonV2 where every CPU of the microarchitecture has it —
+    /// Zen 4 and Zen 5 (AMD's PPRs for family 19h models 10h and later
+    /// and family 1Ah: CPUID 0x80000022 EAX bit 0 set, `PerfCntrGlobalCtl`
+    /// at 0xC000_0301), not Zen 3 and older.
+    pub fn assumed_for(arch: Arch, cpu: &CpuId) -> PmuCounters {
+        let mut p = PmuCounters::assumed(arch, Some(cpu.family));
+        if arch == Arch::Amd {
+            let code = cpu.microarch().map(|m| m.code);
+            if matches!(code, Some("zen4" | "zen5")) {
+                p.global_control = true;
+                p.source = format!(
+                    "assumed: {} counters of 48 bits, PerfMonV2 (every {} has it)",
+                    p.general,
+                    cpu.microarch().map_or("", |m| m.name)
+                );
+            }
+        }
+        p
     }
 
     /// What a plan assumes when CPUID cannot say (another CPU than this
@@ -286,7 +309,78 @@ pub struct Plan {
     pub slots: Vec<CounterSlot>,
 }
 
+/// What a register is set to when a session ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestoreValue {
+    /// Zero: a global control is cleared first, so that no counter runs
+    /// while the others are put back.
+    Zero,
+    /// The value it held before the session.
+    Saved,
+}
+
+/// One write of the sequence that puts the registers back
+/// ([`Plan::restore_order`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RestoreWrite {
+    /// On which CPU.
+    pub cpu: u32,
+    /// The MSR address.
+    pub address: u32,
+    /// Its name.
+    pub name: String,
+    /// What is written.
+    pub value: RestoreValue,
+}
+
 impl Plan {
+    /// The writes that undo the plan, in order: every global control
+    /// (Intel `IA32_PERF_GLOBAL_CTRL`, AMD PerfMonV2 `PerfCntrGlobalCtl`,
+    /// the client uncore's) to 0 first, then every register written, once
+    /// each, in reverse plan order to its saved value, and the global
+    /// controls' saved values last. [`crate::Session`] restores in exactly
+    /// this order.
+    pub fn restore_order(&self) -> Vec<RestoreWrite> {
+        let mut firsts: Vec<&PlannedWrite> = Vec::new();
+        for w in &self.writes {
+            if !firsts
+                .iter()
+                .any(|f| f.cpu == w.cpu && f.address == w.address)
+            {
+                firsts.push(w);
+            }
+        }
+        let global = |w: &&&PlannedWrite| w.step == Step::GlobalControl;
+        let write = |w: &PlannedWrite, value| RestoreWrite {
+            cpu: w.cpu,
+            address: w.address,
+            name: w.name.clone(),
+            value,
+        };
+        let mut out = Vec::with_capacity(firsts.len() + 2);
+        out.extend(
+            firsts
+                .iter()
+                .filter(global)
+                .map(|w| write(w, RestoreValue::Zero)),
+        );
+        out.extend(
+            firsts
+                .iter()
+                .rev()
+                .filter(|w| !global(w))
+                .map(|w| write(w, RestoreValue::Saved)),
+        );
+        out.extend(
+            firsts
+                .iter()
+                .filter(global)
+                .map(|w| write(w, RestoreValue::Saved)),
+        );
+        out
+    }
+
     /// The writes on one CPU, in order.
     pub fn writes_on(&self, cpu: u32) -> impl Iterator<Item = &PlannedWrite> {
         self.writes.iter().filter(move |w| w.cpu == cpu)
@@ -940,6 +1034,40 @@ mod tests {
                 (0xC000_0301, 0b11),
             ]
         );
+        // Global control cleared first, registers back in reverse, the
+        // global control's old value last.
+        let order: Vec<(u32, RestoreValue)> = p
+            .restore_order()
+            .into_iter()
+            .filter(|r| r.cpu == 1)
+            .map(|r| (r.address, r.value))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                (0xC000_0301, RestoreValue::Zero),
+                (0xC001_0202, RestoreValue::Saved),
+                (0xC001_0200, RestoreValue::Saved),
+                (0xC001_0203, RestoreValue::Saved),
+                (0xC001_0201, RestoreValue::Saved),
+                (0xC000_0301, RestoreValue::Saved),
+            ]
+        );
+        // PerfMonV2 assumed by microarchitecture: Zen 4 and 5, not Zen 3.
+        for (key, v2) in [
+            ("AuthenticAMD-25-1-1", false),
+            ("AuthenticAMD-25-11-1", true),
+            ("AuthenticAMD-25-61-2", true),
+            ("AuthenticAMD-26-2-1", true),
+            ("AuthenticAMD-23-31-0", false),
+        ] {
+            let cpu: CpuId = key.parse().unwrap();
+            assert_eq!(
+                PmuCounters::assumed_for(Arch::Amd, &cpu).global_control,
+                v2,
+                "{key}"
+            );
+        }
         let legacy = PmuCounters::assumed(Arch::Amd, Some(0x10));
         let p = plan(&events, &[0], &legacy, &Topology::default()).unwrap();
         assert_eq!(p.writes[0].address, 0xC001_0004);

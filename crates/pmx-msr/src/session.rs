@@ -5,7 +5,8 @@
 //! 1. reads every register the plan will write (the saved values);
 //! 2. refuses, unless [`SessionOptions::force`], when someone else uses the
 //!    counters: an enable bit for one of them already set in the global
-//!    control register, or EN already set in one of the event selects (or
+//!    control register (Intel: Linux keeps AMD's PerfMonV2 enable bits set
+//!    while idle), or EN already set in one of the event selects (or
 //!    the ring bits of a fixed counter) it will program;
 //! 3. computes the restore list before changing anything — global controls
 //!    to 0 first, then every saved register in reverse plan order, the
@@ -34,7 +35,7 @@
 use crate::catalogue::{lookup_address, width_mask};
 use crate::device::{Mode, MsrDevice};
 use crate::error::MsrError;
-use crate::plan::{CounterSlot, Plan, Step};
+use crate::plan::{CounterSlot, Plan, RestoreValue, Step};
 use crate::signal::{self, Armed, RestoreEntry, Signals};
 use pmx_model::encoding::Arch;
 use serde::Serialize;
@@ -156,11 +157,15 @@ impl Session {
                     .is_ok_and(|v| v & FW_WRITE != 0)
             });
         let mut restore = Vec::new();
-        for (_, s) in saved.iter().filter(|(st, _)| *st == Step::GlobalControl) {
-            restore.push((s.cpu, s.address, 0));
-        }
-        for (step, s) in saved.iter().rev() {
-            if *step == Step::GlobalControl {
+        for r in plan.restore_order() {
+            let Some((_, s)) = saved
+                .iter()
+                .find(|(_, s)| s.cpu == r.cpu && s.address == r.address)
+            else {
+                continue;
+            };
+            if r.value == RestoreValue::Zero {
+                restore.push((s.cpu, s.address, 0));
                 continue;
             }
             let mut address = s.address;
@@ -175,9 +180,6 @@ impl Session {
                 }
             }
             restore.push((s.cpu, address, s.value));
-        }
-        for (_, s) in saved.iter().filter(|(st, _)| *st == Step::GlobalControl) {
-            restore.push((s.cpu, s.address, s.value));
         }
         let table = restore
             .iter()
@@ -325,6 +327,10 @@ fn busy(plan: &Plan, saved: &[(Step, SavedRegister)]) -> Vec<String> {
                     out.push(format!("{label} already enables the uncore counters"));
                 }
             }
+            // Linux sets every PerfMonV2 enable bit whenever its PMU is
+            // enabled (amd_pmu_v2_enable_all), counting or not: on AMD only
+            // an event select's EN says a counter is in use.
+            Step::GlobalControl if plan.pmu.arch == Arch::Amd => {}
             Step::GlobalControl => {
                 let both = old & w.new;
                 if both != 0 {

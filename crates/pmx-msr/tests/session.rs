@@ -344,3 +344,35 @@ fn full_width_writes_restore_counters_through_the_alias() {
     let s = intel_session(&fx, &worked_example(), &quiet()).unwrap();
     assert!(s.notes()[0].contains("bits 31:0"), "{:?}", s.notes());
 }
+
+/// Linux keeps every PerfMonV2 enable bit set while its PMU is enabled,
+/// counting or not (arch/x86/events/amd/core.c, amd_pmu_v2_enable_all):
+/// PerfCntrGlobalCtl = 0x3f alone does not mean the counters are in use;
+/// an event select with En set does. The old 0x3f comes back at the end.
+#[test]
+fn amd_idle_global_enable_bits_are_not_busy() {
+    let fx = Fixture::new(1);
+    fx.set(0, 0xC000_0301, 0x3f);
+    let addresses = all_catalogue_addresses();
+    let before = fx.snapshot(&addresses);
+    let mut pmu = PmuCounters::assumed(Arch::Amd, Some(0x1a));
+    pmu.global_control = true;
+    let events = vec![MsrEvent::new("cycles", generic(Arch::Amd, 0))];
+    let start = || {
+        let p = plan(&events, &fx.cpus, &pmu, &Topology::default()).unwrap();
+        let dev = MsrDevice::open(&fx.root(), &p.cpus_touched(), Mode::ReadWrite).unwrap();
+        Session::start(dev, p, &quiet())
+    };
+    let s = start().unwrap();
+    assert_eq!(fx.get(0, 0xC000_0301), 0b1);
+    drop(s);
+    assert_eq!(fx.snapshot(&addresses), before);
+    // Someone's event on counter 0 (En, bit 22, set): refused.
+    fx.set(0, 0xC001_0200, 0x43_0076);
+    let e = start().unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("PERF_CTL_EXT0 = 0x430076 has EN set"),
+        "{e}"
+    );
+}

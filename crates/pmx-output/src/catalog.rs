@@ -143,6 +143,29 @@ pub fn explanation_text(cpu: &CpuId, x: &Explanation) -> String {
         u8::from(a.exclude_host),
         a.precise_ip
     );
+    // The rest only when the spec set them (`:D`, `:e`, `:I`, `period=`).
+    let mut more: Vec<String> = Vec::new();
+    for (name, on) in [
+        ("pinned", a.pinned),
+        ("exclusive", a.exclusive),
+        ("exclude_idle", a.exclude_idle),
+    ] {
+        if on {
+            more.push(format!("{name}=1"));
+        }
+    }
+    if a.config3 != 0 {
+        more.push(format!("config3={:#x}", a.config3));
+    }
+    if let Some(p) = a.sample_period {
+        more.push(format!("sample_period={p}"));
+    }
+    if let Some(f) = a.sample_freq {
+        more.push(format!("sample_freq={f} freq=1"));
+    }
+    if !more.is_empty() {
+        let _ = writeln!(s, "               {}", more.join(" "));
+    }
     if let Some(enc) = &r.register {
         let _ = writeln!(
             s,

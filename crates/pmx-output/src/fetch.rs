@@ -18,7 +18,7 @@ pub fn summary_text(report: &EventsFetchReport) -> String {
             None => cpu.to_string(),
         },
     };
-    let _ = writeln!(out, "Fetched Intel's perfmon tables for {what}");
+    let _ = writeln!(out, "Fetched {} for {what}", fetched.tables.describe());
     let _ = writeln!(out, "  from {}", fetched.origin.describe());
     let _ = writeln!(out, "  into {}", fetched.dest.display());
     if !fetched.patterns.is_empty() {
@@ -47,6 +47,9 @@ pub fn summary_text(report: &EventsFetchReport) -> String {
         fetched.files.len(),
         human_size(fetched.total_bytes())
     );
+    for r in &fetched.removed {
+        let _ = writeln!(out, "  removed {r} (no longer in the tables)");
+    }
     usage_text(&mut out, report);
     out
 }

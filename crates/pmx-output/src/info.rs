@@ -48,6 +48,7 @@ pub fn text(report: &MachineReport) -> String {
     out.push('\n');
     render_access(&mut out, report);
     out.push('\n');
+    render_hidden(&mut out, report);
     out.push_str("Verdict\n");
     let _ = writeln!(out, "  {}", report.verdict.summary);
     if !report.problems.is_empty() {
@@ -57,6 +58,30 @@ pub fn text(report: &MachineReport) -> String {
         }
     }
     out
+}
+
+/// On AMD Zen: what CPUID or the kernel hides of the PMU the
+/// microarchitecture has, or that nothing is hidden.
+fn render_hidden(out: &mut String, report: &MachineReport) {
+    let Some(caps) = report
+        .cpu
+        .as_ref()
+        .filter(|c| c.amd.is_some() && c.cpu.family >= 0x17)
+    else {
+        return;
+    };
+    out.push_str("Hidden PMU features\n");
+    if report.hidden.is_empty() {
+        let _ = writeln!(
+            out,
+            "  nothing: CPUID and the kernel's PMUs show every PMU feature a {} has",
+            caps.microarch.as_ref().map_or("Zen", |m| m.name)
+        );
+    }
+    for h in &report.hidden {
+        let _ = writeln!(out, "  {}: {}", h.feature, h.why);
+    }
+    out.push('\n');
 }
 
 fn render_cpu(out: &mut String, caps: Option<&PmuCaps>) {
@@ -216,7 +241,19 @@ fn render_amd(out: &mut String, pm: &AmdPerfmon) {
     );
     row(out, "PerfCtrExtDF/NB", yes_no(pm.nb_ext));
     row(out, "PerfCtrExtLLC", yes_no(pm.llc_ext));
-    row(out, "IBS", yes_no(pm.ibs));
+    row(
+        out,
+        "IBS",
+        match (pm.ibs, &pm.ibs_features) {
+            (false, _) => "no".to_string(),
+            (true, None) => "yes (no valid feature flags in CPUID 0x8000001B)".to_string(),
+            (true, Some(f)) => format!(
+                "yes (CPUID 0x8000001B EAX={:#x}): {}",
+                f.eax,
+                f.names().join(" ")
+            ),
+        },
+    );
     row(
         out,
         "PerfMonV2",

@@ -207,6 +207,37 @@ fn plan_writes(s: &mut String, r: &PlanReport) {
                 let _ = writeln!(s, "  {:>3}  {:<10}  {fields}", "", "");
             }
         }
+        plan_restore(s, p, cpu, name_w);
+    }
+}
+
+/// The writes that put `cpu`'s registers back when the session ends
+/// (normally, on a signal or a panic), in the order the session makes them.
+fn plan_restore(s: &mut String, p: &pmx::msr::Plan, cpu: u32, name_w: usize) {
+    let _ = writeln!(s, "  then, when counting ends, restored in this order:");
+    for (i, r) in p
+        .restore_order()
+        .iter()
+        .filter(|r| r.cpu == cpu)
+        .enumerate()
+    {
+        let old = p
+            .writes
+            .iter()
+            .find(|w| w.cpu == cpu && w.address == r.address)
+            .and_then(|w| w.old);
+        let value = match (r.value, old) {
+            (pmx::msr::RestoreValue::Zero, _) => "0x0  (stops every counter first)".to_string(),
+            (pmx::msr::RestoreValue::Saved, Some(v)) => format!("{v:#x}  (its old value)"),
+            (pmx::msr::RestoreValue::Saved, None) => "its old value".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "  {:>3}  {:<10}  {:<name_w$}  {value}",
+            format!("r{}", i + 1),
+            format!("{:#x}", r.address),
+            r.name
+        );
     }
 }
 

@@ -17,6 +17,7 @@ use pmx::job::JobContext;
 use pmx::metrics::MetricSet;
 use pmx::results::RegionResults;
 use pmx::stat::{Aggregation, Aggregator, EventStatus, Row, StatPlan, Summary, Tick};
+use pmx_formats::perf::{PerfForm, PerfIntervals, PerfOptions};
 use pmx_model::topology::Topology;
 use std::io::Write;
 use std::time::Duration;
@@ -30,6 +31,42 @@ pub enum StatFormat {
     Csv(String),
     /// `--json`.
     Json,
+    /// `--format perf`: perf's own layout of the table, `-x` or `-j`
+    /// (`pmx_formats::perf`).
+    Perf(PerfForm),
+}
+
+impl StatFormat {
+    /// pmx's form of the same kind (for output perf has no form of, such
+    /// as `--regions`).
+    pub fn pmx(&self) -> StatFormat {
+        match self {
+            StatFormat::Perf(PerfForm::Text) => StatFormat::Table,
+            StatFormat::Perf(PerfForm::Csv(sep)) => StatFormat::Csv(sep.clone()),
+            StatFormat::Perf(PerfForm::Json) => StatFormat::Json,
+            other => other.clone(),
+        }
+    }
+
+    /// perf's form of the same kind (`--format perf`).
+    pub fn into_perf(self) -> StatFormat {
+        StatFormat::Perf(match self {
+            StatFormat::Csv(sep) => PerfForm::Csv(sep),
+            StatFormat::Json => PerfForm::Json,
+            StatFormat::Perf(f) => f,
+            StatFormat::Table => PerfForm::Text,
+        })
+    }
+}
+
+/// The thousands separator perf's `-B` (its default) uses in this
+/// locale: `,` in the English ones, none in C/POSIX (as perf prints
+/// there).
+pub fn perf_thousands() -> Option<char> {
+    let locale = ["LC_ALL", "LC_NUMERIC", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))?;
+    locale.starts_with("en_").then_some(',')
 }
 
 /// How the report is written, as the flags asked.
@@ -137,6 +174,7 @@ pub struct IntervalWriter<'a> {
     aggregator: Aggregator,
     csv: Option<IntervalCsv>,
     json: IntervalJson,
+    perf: Option<PerfIntervals>,
     plot_csv: IntervalCsv,
     end: IntervalEnd,
 }
@@ -161,7 +199,12 @@ impl<'a> IntervalWriter<'a> {
             StatFormat::Csv(sep) => Some(IntervalCsv::new(sep)),
             _ => None,
         };
+        let perf = match &options.format {
+            StatFormat::Perf(form) => Some(PerfIntervals::new(PerfOptions::new(form.clone()))),
+            _ => None,
+        };
         IntervalWriter {
+            perf,
             out,
             topo,
             metrics,
@@ -204,6 +247,14 @@ impl<'a> IntervalWriter<'a> {
         };
         let owned;
         let text: &str = match (&self.format, self.csv.as_mut()) {
+            (StatFormat::Perf(_), _) => {
+                let report = iv.to_report();
+                owned = match self.perf.as_mut() {
+                    Some(p) => p.format(&report, span.as_secs_f64()),
+                    None => String::new(),
+                };
+                &owned
+            }
             (StatFormat::Json, _) => self.json.format(&iv),
             (StatFormat::Csv(_), Some(csv)) => csv.format(&iv),
             _ => {
@@ -265,6 +316,13 @@ pub fn compose<'a>(
 /// records where it ran (host, pid, rank, job).
 pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) -> String {
     match &style.format {
+        StatFormat::Perf(form) => {
+            let mut o = PerfOptions::new(form.clone());
+            o.target = report.target.clone();
+            o.runs = report.runs;
+            o.elapsed.0 = report.elapsed.as_secs_f64();
+            perf_totals(report, style, &o)
+        }
         StatFormat::Json => {
             let mut doc = crate::stat::json(report);
             if let (Some(obj), Some(ctx)) = (doc.as_object_mut(), job) {
@@ -289,6 +347,16 @@ pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) 
     }
 }
 
+/// The totals in perf's layout (`--format perf`), with what `o` says
+/// beyond the rows (perf's header target, the footer's times); nothing
+/// after interval rows, as perf prints none.
+pub fn perf_totals(report: &StatReport, style: &StatStyle, o: &PerfOptions) -> String {
+    if style.intervals {
+        return String::new();
+    }
+    pmx_formats::perf::totals(&report.to_report(), o)
+}
+
 /// The chart of interval rows kept for `--plot`, 960 × 540, as the bytes
 /// of a `format` file.
 pub fn chart(rows: &str, format: crate::plot::Format) -> Result<Vec<u8>, crate::plot::PlotError> {
@@ -304,10 +372,10 @@ pub fn regions(
     format: &StatFormat,
     csv_header: bool,
 ) -> serde_json::Result<String> {
-    Ok(match format {
+    Ok(match format.pmx() {
         StatFormat::Json => format!("{}\n", serde_json::to_string(results)?),
-        StatFormat::Csv(sep) => results.to_csv(sep, csv_header),
-        StatFormat::Table => results.to_table(),
+        StatFormat::Csv(sep) => results.to_csv(&sep, csv_header),
+        _ => results.to_table(),
     })
 }
 

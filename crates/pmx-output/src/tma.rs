@@ -214,7 +214,7 @@ mod tests {
             ..Default::default()
         };
         let db = database::load(&opts).unwrap();
-        let model = Model::for_database(&db, None).unwrap();
+        let model = Model::for_database(&db).unwrap();
         let mut inputs = Inputs::new();
         for (name, n) in counts {
             inputs.insert(name, Reading::exact(*n));

@@ -159,6 +159,7 @@ impl PerfEventAttr {
             config2: attr.config2,
             clockid: attr.clockid.unwrap_or(0),
             sample_max_stack: attr.sample_max_stack,
+            config3: attr.config3,
             ..PerfEventAttr::default()
         }
     }
@@ -286,6 +287,7 @@ mod tests {
             config: 0x1234,
             config1: 0x5678,
             config2: 0x9abc,
+            config3: 0xdef0,
             bp_type: 0,
             read_format: read_format::GROUP | read_format::ID,
             disabled: true,
@@ -322,6 +324,7 @@ mod tests {
             (k.type_, k.config, k.config1, k.config2),
             (9, 0x1234, 0x5678, 0x9abc)
         );
+        assert_eq!(k.config3, 0xdef0);
         assert_eq!(k.read_format, 12);
         assert_eq!((k.sample_period, k.sample_type), (4000, 0x21));
         assert_eq!(k.wakeup_events, 4096);

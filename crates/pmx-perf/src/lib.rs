@@ -165,6 +165,8 @@ pub struct Attr {
     pub config1: u64,
     /// `config2` (also `bp_len` for breakpoints).
     pub config2: u64,
+    /// `config3` (Linux 6.3).
+    pub config3: u64,
     /// `bp_type` (breakpoints only).
     pub bp_type: u32,
     /// `read_format`.
@@ -277,6 +279,7 @@ impl Default for Attr {
             config: 0,
             config1: 0,
             config2: 0,
+            config3: 0,
             bp_type: 0,
             read_format: read_format::TOTAL_TIME_ENABLED
                 | read_format::TOTAL_TIME_RUNNING
@@ -321,6 +324,7 @@ impl Attr {
             config: a.config,
             config1: a.config1,
             config2: a.config2,
+            config3: a.config3,
             exclude_user: a.exclude_user,
             exclude_kernel: a.exclude_kernel,
             exclude_hv: a.exclude_hv,
@@ -328,6 +332,7 @@ impl Attr {
             exclude_guest: a.exclude_guest,
             exclude_host: a.exclude_host,
             pinned: a.pinned,
+            exclusive: a.exclusive,
             precise_ip: a.precise_ip,
             sample: match (a.sample_period, a.sample_freq) {
                 (Some(p), _) => Some(SampleRate::Period(p)),
@@ -432,6 +437,9 @@ impl Counter {
     /// differs from the leader's (task-clock and cpu-clock are PMUs of their
     /// own), so it misses the start.
     ///
+    /// A PMU that refuses `exclude_guest`/`exclude_host` (EINVAL: msr,
+    /// uncore) is asked again without them, as perf does.
+    ///
     /// On failure the [`OpenError`] says what the errno means for this
     /// event and target and what to do; `precise_ip` above 3 is refused
     /// before the kernel is asked.
@@ -455,7 +463,21 @@ impl Counter {
         }
         let kattr = abi::PerfEventAttr::from_attr(attr);
         let group_fd = group.map_or(-1, |g| g.fd.as_raw_fd());
-        let raw = abi::perf_event_open(&kattr, target.pid, target.cpu, group_fd).map_err(fail)?;
+        let raw = match abi::perf_event_open(&kattr, target.pid, target.cpu, group_fd) {
+            // perf's fallback (evsel__detect_missing_features): a PMU that
+            // cannot tell guest from host (msr, uncore) refuses
+            // exclude_guest, which perf sets by default; open it without.
+            Err(libc::EINVAL) if attr.exclude_guest || attr.exclude_host => {
+                let plain = Attr {
+                    exclude_guest: false,
+                    exclude_host: false,
+                    ..attr.clone()
+                };
+                let k = abi::PerfEventAttr::from_attr(&plain);
+                abi::perf_event_open(&k, target.pid, target.cpu, group_fd).map_err(fail)?
+            }
+            r => r.map_err(fail)?,
+        };
         // SAFETY: perf_event_open just returned this fd; nothing else owns
         // it, so the OwnedFd becomes its only owner and closes it once.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };

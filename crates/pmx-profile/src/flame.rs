@@ -3,6 +3,9 @@
 //! SVG drawn from them: one rectangle per frame, width proportional to its
 //! samples, children above their caller and sorted by name, a colour
 //! derived from the name, `<title>` tooltips. Same input, same bytes.
+//! [`diff`] draws the differential flame graph of two profiles.
+
+pub mod diff;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -96,21 +99,7 @@ pub fn svg(stacks: &[(Vec<String>, u64, u64)], opts: &FlameOptions) -> String {
     let min_value = root.value as f64 * 0.1 / (width - 2.0 * PAD_X);
     let depth_max = depth_max.min(visible_depth(&root, min_value));
     let height = PAD_TOP + PAD_BOTTOM + FRAME_H * (depth_max as f64 + 1.0);
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<?xml version=\"1.0\" standalone=\"no\"?>\n\
-         <svg version=\"1.1\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" \
-         xmlns=\"http://www.w3.org/2000/svg\">\n\
-         <style>text {{ font-family: Verdana, sans-serif; font-size: 11px; fill: #000; }} \
-         rect:hover {{ stroke: #000; stroke-width: 0.5; }}</style>\n\
-         <rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"#f8f8f0\"/>\n\
-         <text x=\"{cx}\" y=\"22\" text-anchor=\"middle\" style=\"font-size:16px\">{title}</text>\n",
-        w = width,
-        h = height,
-        cx = width / 2.0,
-        title = escape(&opts.title)
-    );
+    let mut out = open_svg(width, height, &opts.title);
     if root.value == 0 {
         out.push_str("<text x=\"10\" y=\"50\">no samples</text>\n</svg>\n");
         return out;
@@ -124,6 +113,23 @@ pub fn svg(stacks: &[(Vec<String>, u64, u64)], opts: &FlameOptions) -> String {
     out
 }
 
+/// The SVG's start: its size, style, background and centred title.
+fn open_svg(width: f64, height: f64, title: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" standalone=\"no\"?>\n\
+         <svg version=\"1.1\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" \
+         xmlns=\"http://www.w3.org/2000/svg\">\n\
+         <style>text {{ font-family: Verdana, sans-serif; font-size: 11px; fill: #000; }} \
+         rect:hover {{ stroke: #000; stroke-width: 0.5; }}</style>\n\
+         <rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"#f8f8f0\"/>\n\
+         <text x=\"{cx}\" y=\"22\" text-anchor=\"middle\" style=\"font-size:16px\">{title}</text>\n",
+        w = width,
+        h = height,
+        cx = width / 2.0,
+        title = escape(title)
+    )
+}
+
 /// Depth of the deepest node at least `min_value` wide (the root is 0).
 fn visible_depth(node: &Node, min_value: f64) -> usize {
     node.children
@@ -132,6 +138,29 @@ fn visible_depth(node: &Node, min_value: f64) -> usize {
         .map(|c| 1 + visible_depth(c, min_value))
         .max()
         .unwrap_or(0)
+}
+
+/// The frame's name at (x, y) in a box `w` wide: shortened with `..`,
+/// or nothing when fewer than 3 characters fit.
+fn label(out: &mut String, name: &str, x: f64, y: f64, w: f64) {
+    let fit = ((w - 6.0) / CHAR_W).floor();
+    if fit >= 3.0 {
+        let fit = fit as usize;
+        let label: String = if name.chars().count() <= fit {
+            name.to_string()
+        } else {
+            let mut s: String = name.chars().take(fit - 2).collect();
+            s.push_str("..");
+            s
+        };
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            x + 3.0,
+            y + FRAME_H - 5.0,
+            escape(&label)
+        );
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -165,24 +194,7 @@ fn draw(
         node.value,
         fh = FRAME_H - 1.0
     );
-    let fit = ((w - 6.0) / CHAR_W).floor();
-    if fit >= 3.0 {
-        let fit = fit as usize;
-        let label: String = if name.chars().count() <= fit {
-            name.to_string()
-        } else {
-            let mut s: String = name.chars().take(fit - 2).collect();
-            s.push_str("..");
-            s
-        };
-        let _ = write!(
-            out,
-            "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-            x + 3.0,
-            y + FRAME_H - 5.0,
-            escape(&label)
-        );
-    }
+    label(out, name, x, y, w);
     out.push_str("</g>\n");
     let mut cx = x;
     for (child_name, child) in &node.children {

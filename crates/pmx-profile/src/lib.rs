@@ -38,7 +38,15 @@
 //! **Reports** ([`report()`]): `pmx report` as a call, options in, a typed
 //! [`Report`] out (the profile, the events selected, the rows to show);
 //! [`render`] draws it as perf's table or as JSON.
+//!
+//! **Differential profiles** ([`diff::diff`]): two files reported alike,
+//! their events paired by name and their rows by the sort keys' names
+//! (DSO base name and symbol name, never addresses), each side's share of
+//! its own total and the change in percentage points; rendered by
+//! [`render::diff`] (table, JSON) and [`flame::diff`] (differential flame
+//! graph, folded stacks with both counts).
 
+pub mod diff;
 pub mod elf;
 pub mod flame;
 pub mod kernel;
@@ -47,6 +55,7 @@ pub mod render;
 pub mod report;
 pub mod symbolize;
 
+pub use diff::{default_sort, diff, Compute, DiffOptions, DiffReport};
 pub use profile::{
     build, truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row,
     SortKey,

@@ -1,6 +1,8 @@
 //! Renderers of a [`Report`]: perf's `--stdio` table ([`table`]) and JSON
 //! ([`json`]). Folded stacks and flame graphs are [`Report::folded`] and
-//! [`Report::flame_svg`].
+//! [`Report::flame_svg`]. [`diff`] renders differential profiles.
+
+pub mod diff;
 
 use crate::profile::{Profile, Row, SortKey};
 use crate::report::{pct, Report};

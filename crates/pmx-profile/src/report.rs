@@ -72,6 +72,18 @@ pub enum ReportError {
     /// Folded stacks or a flame graph of events without samples.
     #[error("no samples to draw")]
     NoSamples,
+    /// Two files compared (`--diff`) have no event in common.
+    #[error("{base} and {new} have no event in common ({base}: {}; {new}: {})", known_list(.base_events), known_list(.new_events))]
+    NoCommonEvent {
+        /// The baseline as shown.
+        base: String,
+        /// The other file as shown.
+        new: String,
+        /// The baseline's events (those selected).
+        base_events: Vec<String>,
+        /// The other file's events (those selected).
+        new_events: Vec<String>,
+    },
 }
 
 fn known_list(names: &[String]) -> String {

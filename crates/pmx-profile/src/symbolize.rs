@@ -77,6 +77,14 @@ impl Frame {
     }
 }
 
+/// Whether a frame label is an unresolved address (`0x` and hex digits,
+/// as [`Frame::label`] writes one), which no C, C++ or Rust name can be.
+pub fn is_address(label: &str) -> bool {
+    label
+        .strip_prefix("0x")
+        .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// A mapping of a process: `[start, end)` maps file offset `pgoff` of `dso`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Map {

@@ -403,6 +403,7 @@ pub(crate) mod tests {
             scale: 1.0,
             source: None,
             need: Need::None,
+            settings: Default::default(),
         }
     }
 

@@ -156,7 +156,12 @@ impl PmuCaps {
                     [0; 4]
                 };
                 let ext22 = (max_ext_leaf >= 0x8000_0022).then(|| source.cpuid(0x8000_0022, 0));
-                let pm = AmdPerfmon::decode(ext1[2], ext22);
+                let mut pm = AmdPerfmon::decode(ext1[2], ext22);
+                if pm.ibs && max_ext_leaf >= 0x8000_001B {
+                    // Bit 0 (IBSFFV) says the flags are valid.
+                    let eax = source.cpuid(0x8000_001B, 0)[0];
+                    pm.ibs_features = (eax & 1 != 0).then_some(IbsFeatures { eax });
+                }
                 let result = pm.counters(cpu.family);
                 amd = Some(pm);
                 result
@@ -452,6 +457,61 @@ pub struct AmdPerfmon {
     pub ibs: bool,
     /// Leaf 0x8000_0022, when the CPU has it.
     pub ext_perfmon: Option<AmdExtPerfmon>,
+    /// Leaf 0x8000_001B EAX (IBS feature flags), when IBS is set and the
+    /// leaf's IBSFFV bit says the flags are valid.
+    pub ibs_features: Option<IbsFeatures>,
+}
+
+/// AMD CPUID leaf 0x8000_001B EAX: what instruction-based sampling can do
+/// (AMD APM vol. 3, "CPUID Fn8000_001B_EAX Instruction-Based Sampling
+/// Capabilities"; the bits as Linux names them in `IBS_CAPS_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IbsFeatures {
+    /// The register as read.
+    pub eax: u32,
+}
+
+/// The IBS feature bits pmx names: (bit, APM name, meaning).
+pub const IBS_FEATURE_BITS: &[(u32, &str, &str)] = &[
+    (0, "IBSFFV", "feature flags valid"),
+    (1, "FetchSam", "fetch sampling"),
+    (2, "OpSam", "op sampling"),
+    (3, "RdWrOpCnt", "read/write of op counter"),
+    (4, "OpCnt", "op counting mode (dispatched ops)"),
+    (5, "BrnTrgt", "branch target address"),
+    (6, "OpCntExt", "27-bit op counter"),
+    (7, "RipInvalidChk", "invalid RIP indication"),
+    (8, "OpBrnFuse", "fused branch micro-op indication"),
+    (9, "IbsFetchCtlExtd", "fetch control extended MSR"),
+    (10, "IbsOpData4", "op data 4 MSR"),
+    (
+        11,
+        "IbsL3MissFiltering",
+        "L3-miss filtering and Zen 4 extensions",
+    ),
+    (12, "IbsOpLdLat", "load-latency filtering"),
+    (19, "IbsOpDtlbPgSize", "DTLB page size"),
+];
+
+impl IbsFeatures {
+    /// The APM names of the bits set, in bit order (bits pmx does not
+    /// name as `bit N`).
+    pub fn names(&self) -> Vec<String> {
+        (0..32)
+            .filter(|b| self.eax & (1 << b) != 0)
+            .map(|b| {
+                IBS_FEATURE_BITS
+                    .iter()
+                    .find(|(bit, _, _)| *bit == b)
+                    .map_or_else(|| format!("bit {b}"), |(_, name, _)| name.to_string())
+            })
+            .collect()
+    }
+
+    /// Fetch sampling and op sampling (bits 1 and 2).
+    pub fn fetch_and_op(&self) -> (bool, bool) {
+        (self.eax & 2 != 0, self.eax & 4 != 0)
+    }
 }
 
 /// AMD CPUID leaf 0x8000_0022: extended performance monitoring.
@@ -498,6 +558,7 @@ impl AmdPerfmon {
                 nb_counters: (ebx >> 10) & 0x3F,
                 umc_counters: (ebx >> 16) & 0x3F,
             }),
+            ibs_features: None,
         }
     }
 

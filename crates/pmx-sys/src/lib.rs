@@ -11,8 +11,8 @@
 //!   the instruction, [`RecordedCpuid`] replays a text dump (fixtures, or a
 //!   dump taken on another machine). [`PmuCaps::decode`] turns the leaves into
 //!   vendor, [`CpuId`](pmx_model::cpu::CpuId), brand, hypervisor, and the
-//!   counters CPUID describes (Intel leaf 0xA, AMD's extension bits and leaf
-//!   0x8000_0022).
+//!   counters CPUID describes (Intel leaf 0xA, AMD's extension bits, leaf
+//!   0x8000_0022 and the IBS flags of leaf 0x8000_001B).
 //! - **The kernel's files**, relative to a [`SysRoot`] (`/` by default, a
 //!   fixture directory in tests): PMUs under `sys/bus/event_source/devices`
 //!   ([`pmu`]), topology under `sys/devices/system/cpu` ([`topology`]),
@@ -22,7 +22,9 @@
 //! - **[`MachineReport`]** gathers all of it (it is `Serialize`, for
 //!   `pmx info --json`) and derives a [`Verdict`]: one line saying whether
 //!   hardware counters are usable and, if not, why and what works instead —
-//!   from the data, never from a guess about the machine.
+//!   from the data, never from a guess about the machine — and, on AMD,
+//!   what CPUID or the kernel hides of what the microarchitecture has
+//!   ([`hidden`]).
 //!
 //! The pure vocabulary (CPU identity, topology, CPU lists) lives in
 //! `pmx-model`; this crate adds the reading.
@@ -32,14 +34,18 @@
 pub mod access;
 pub mod caps;
 pub mod cpuid;
+pub mod hidden;
 pub mod pmu;
 pub mod report;
 pub mod root;
 pub mod topology;
 
 pub use access::Access;
-pub use caps::{AmdPerfmon, ArchEvent, CoreCounters, Hypervisor, IntelArchPerfmon, PmuCaps};
+pub use caps::{
+    AmdPerfmon, ArchEvent, CoreCounters, Hypervisor, IbsFeatures, IntelArchPerfmon, PmuCaps,
+};
 pub use cpuid::{CpuidFileError, CpuidSource, NativeCpuid, RecordedCpuid};
+pub use hidden::HiddenFeature;
 pub use pmu::{ConfigWord, EventAlias, FieldPlacement, FormatField, KernelPmu};
 pub use report::{MachineReport, TopologyReport, Verdict};
 pub use root::{Problem, SysRoot};

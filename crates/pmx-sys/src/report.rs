@@ -10,6 +10,7 @@
 use crate::access::Access;
 use crate::caps::PmuCaps;
 use crate::cpuid::{CpuidSource, NativeCpuid};
+use crate::hidden::{amd_hidden, HiddenFeature};
 use crate::pmu::{read_pmus, KernelPmu};
 use crate::root::{Problem, SysRoot};
 use crate::topology::read_topology;
@@ -29,6 +30,9 @@ pub struct MachineReport {
     pub access: Access,
     /// The conclusion.
     pub verdict: Verdict,
+    /// AMD PMU features the microarchitecture has that CPUID or the kernel
+    /// hides ([`crate::hidden::amd_hidden`]); empty elsewhere.
+    pub hidden: Vec<HiddenFeature>,
     /// Files that could not be read or parsed (the facts they hold are
     /// reported as unknown).
     pub problems: Vec<Problem>,
@@ -93,7 +97,12 @@ impl MachineReport {
         let topology = TopologyReport::new(read_topology(root, &mut problems));
         let access = Access::read(root, &mut problems);
         let verdict = Verdict::derive(cpu.as_ref(), &kernel_pmus, &access);
+        let hidden = cpu
+            .as_ref()
+            .map(|c| amd_hidden(c, &kernel_pmus))
+            .unwrap_or_default();
         MachineReport {
+            hidden,
             cpu,
             kernel_pmus,
             topology,

@@ -286,6 +286,41 @@ fn kernel_mapping(db: &Database, r: &Resolved) -> Option<String> {
     })
 }
 
+/// What `perf list --raw-dump KIND` prints, from `db` (and Intel's
+/// tables in `events_dir`): `pmu`, the kernel PMUs' sysfs events as
+/// `pmu/event/`; `metrics` and `metricgroups`, the names and groups of the
+/// CPU's metric library (what `pmx stat -M` accepts); `events` (no kind),
+/// every event name. `None` for another kind.
+pub fn raw_dump(
+    kind: &str,
+    db: &Database,
+    events_dir: Option<&std::path::Path>,
+) -> Option<Vec<String>> {
+    let events = |only: Option<SourceKind>| {
+        let opts = ListOptions {
+            source: only,
+            ..ListOptions::default()
+        };
+        list_in(db, &opts)
+            .sections
+            .into_iter()
+            .flat_map(|s| s.events)
+    };
+    let lib = || pmx_metrics::Library::for_cpu(Some(&db.target.cpu), events_dir);
+    let mut names: Vec<String> = match kind {
+        "pmu" => events(Some(SourceKind::Sysfs))
+            .map(|e| format!("{}/{}/", e.pmu, e.name))
+            .collect(),
+        "metrics" => lib().metrics().iter().map(|m| m.name.clone()).collect(),
+        "metricgroups" => lib().groups(),
+        "events" => events(None).map(|e| e.name).collect(),
+        _ => return None,
+    };
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    Some(names)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

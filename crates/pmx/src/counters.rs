@@ -260,7 +260,7 @@ impl Builder {
         let (metrics, mut db) = match &self.metrics {
             Some(list) => {
                 let db = full_database(events_dir.clone())?;
-                let set = MetricSet::new(list, &db, events_dir.as_deref())?;
+                let set = MetricSet::new(list, &db)?;
                 for spec in set.event_specs() {
                     let present = groups
                         .iter()

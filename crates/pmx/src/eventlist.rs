@@ -5,7 +5,7 @@
 //! terms, not events; a bare term list (`event=0x2e,umask=0x41:u`) stays
 //! one event. Several `-e` flags add up.
 
-use pmx_model::spec::{parse_spec, EventSpec, Span, SpecError};
+use pmx_model::spec::{apply_group_modifiers, parse_spec, EventSpec, Span, SpecError};
 
 /// One `-e` entry: a single event or a group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +29,15 @@ pub fn parse_event_list(input: &str) -> Result<Vec<EventGroup>, SpecError> {
                 "empty event between ','",
             ));
         }
+        // perf's named group `name{…}`: the name is perf's label for the
+        // group; pmx names each member.
+        let named = input[i..]
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        if named > 0 && bytes.get(i + named) == Some(&b'{') {
+            i += named;
+        }
         if bytes[i] == b'{' {
             let close = match input[i..].find('}') {
                 Some(c) => i + c,
@@ -49,6 +58,13 @@ pub fn parse_event_list(input: &str) -> Result<Vec<EventGroup>, SpecError> {
                     .map(|c| end + c)
                     .unwrap_or(input.len());
                 mods = &input[end + 1..m_end];
+                if mods.is_empty() {
+                    return Err(SpecError::new(
+                        input,
+                        Span::new(end, end + 1),
+                        "':' with no modifiers after it",
+                    ));
+                }
                 end = m_end;
             } else if end < bytes.len() && bytes[end] != b',' {
                 return Err(SpecError::new(
@@ -66,17 +82,22 @@ pub fn parse_event_list(input: &str) -> Result<Vec<EventGroup>, SpecError> {
                 ));
             }
             let mut members = Vec::new();
+            let mods_at = close + 2;
             for (s, e) in split_top(inner) {
                 let text = &inner[s..e];
-                let with_mods = if mods.is_empty() {
-                    text.to_string()
-                } else if text.contains(':') || text.ends_with('/') {
-                    format!("{text}{}{mods}", if text.ends_with('/') { "" } else { ":" })
-                } else {
-                    format!("{text}:{mods}")
-                };
-                let spec =
-                    parse_spec(&with_mods).map_err(|e| shift(e, input, i + 1 + s, text.len()))?;
+                let mut spec =
+                    parse_spec(text).map_err(|e| shift(e, input, i + 1 + s, text.len()))?;
+                if !mods.is_empty() {
+                    // perf adds the group's modifiers to each member's own
+                    // (`{cycles:k,instructions}:u`); the name shows both.
+                    apply_group_modifiers(&mut spec, mods)
+                        .map_err(|e| shift(e, input, mods_at, mods.len()))?;
+                    spec.text = if text.contains(':') || text.ends_with('/') {
+                        format!("{text}{}{mods}", if text.ends_with('/') { "" } else { ":" })
+                    } else {
+                        format!("{text}:{mods}")
+                    };
+                }
                 members.push(spec);
             }
             groups.push(EventGroup {
@@ -197,6 +218,11 @@ mod tests {
             texts(&g),
             vec![vec!["mem:0x10/8:w"], vec!["mem:0x18/8:w"], vec!["cycles"]]
         );
+        let g = parse_event_list("group1{cycles,1:3}:G,instructions:u").unwrap();
+        assert_eq!(
+            texts(&g),
+            vec![vec!["cycles:G", "1:3:G"], vec!["instructions:u"]]
+        );
         let g = parse_event_list("{msr/tsc/,task-clock}:k").unwrap();
         assert_eq!(texts(&g), vec![vec!["msr/tsc/k", "task-clock:k"]]);
     }
@@ -207,6 +233,10 @@ mod tests {
         assert_eq!(e.span.start, 7);
         let e = parse_event_list("cycles,{a,b").unwrap_err();
         assert_eq!(e.span.start, 7);
+        let e = parse_event_list("{a,b}:,c").unwrap_err();
+        assert_eq!(e.span.start, 5);
+        let e = parse_event_list("{cycles,instructions}:uq").unwrap_err();
+        assert_eq!(e.span.start, 23);
         let e = parse_event_list("cycles,cpu/event=0x2g/").unwrap_err();
         assert_eq!(e.span.start, 20);
         assert_eq!(e.input, "cycles,cpu/event=0x2g/");

@@ -1,10 +1,12 @@
-//! Downloading Intel's perfmon tables into the events directory
-//! (`pmx events fetch`).
+//! Downloading event tables into the events directory (`pmx events
+//! fetch`): Intel's perfmon tables for Intel CPUs, Linux perf's x86 tables
+//! (AMD Zen) for the others.
 //!
 //! The download itself is `pmx-events`' [`fetch`](pmx_events::fetch::fetch)
 //! (atomic: nothing replaced unless every file arrived). This module makes
 //! the choices around it from what the user asked: which CPU (named, this
-//! one, or every CPU), where from, and which events directory — and how
+//! one, or every CPU), which tables (by default the ones pmx reads for
+//! that CPU's vendor), where from, and which events directory — and how
 //! that directory was chosen ([`Place`]), which decides what the user must
 //! set to use the tables.
 
@@ -14,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 pub use pmx_events::fetch::{
-    FetchError, FetchReport, FetchedFile, Origin, Progress, Selection, DEFAULT_BASE_URL,
+    FetchError, FetchReport, FetchedFile, Origin, Progress, Selection, Tables, DEFAULT_BASE_URL,
+    PERF_BASE_URL,
 };
 
 /// What to fetch, from where, to where.
@@ -24,8 +27,12 @@ pub struct EventsFetchOptions {
     pub cpu: Option<String>,
     /// Every file `mapfile.csv` lists, not one CPU's.
     pub all: bool,
-    /// Base URL of Intel's perfmon repository, or a local copy.
-    pub from: String,
+    /// Which tables; `None`: those pmx reads for the CPU's vendor (with
+    /// `all` and no CPU named: this machine's vendor, else Intel's).
+    pub tables: Option<Tables>,
+    /// Base URL of the tables (Intel's perfmon repository, or perf's
+    /// `x86/` directory), or a local copy; `None`: the tables' default.
+    pub from: Option<String>,
     /// The events directory; `None`: where pmx looks by default.
     pub events_dir: Option<PathBuf>,
     /// Set (from a signal handler, say) to stop cleanly.
@@ -71,9 +78,10 @@ pub enum EventsFetchError {
          vendor-family-model, or fetch every table with --all"
     )]
     NoCpuid,
-    /// The CPU is not Intel's; `host` when it is this machine's.
+    /// The tables asked for do not cover the CPU (Intel's for an AMD,
+    /// perf's for an Intel); `host` when it is this machine's.
     #[error("{}{reason}", if *.host { "this machine's CPU: " } else { "" })]
-    NotIntel {
+    WrongTables {
         /// The CPU was this machine's, not named.
         host: bool,
         /// The fetcher's explanation.
@@ -118,10 +126,15 @@ pub fn events_fetch(
     opts: &EventsFetchOptions,
     progress: &mut dyn Progress,
 ) -> Result<EventsFetchReport, EventsFetchError> {
-    let selection = selection(opts)?;
-    let origin = Origin::parse(&opts.from).map_err(EventsFetchError::BadOrigin)?;
+    let (selection, tables) = selection(opts)?;
+    let from = opts
+        .from
+        .clone()
+        .unwrap_or_else(|| tables.default_base_url().to_string());
+    let origin = Origin::parse(&from).map_err(EventsFetchError::BadOrigin)?;
     let (dest, place) = destination(opts.events_dir.clone())?;
     let fetch_opts = pmx_events::fetch::FetchOptions {
+        tables,
         origin,
         dest: dest.clone(),
         selection: selection.clone(),
@@ -134,18 +147,24 @@ pub fn events_fetch(
             place,
         }),
         Err(FetchError::Interrupted) => Err(EventsFetchError::Interrupted { dest }),
-        Err(e @ FetchError::NotIntel { .. }) => Err(EventsFetchError::NotIntel {
-            host: false,
-            reason: e,
-        }),
+        Err(e @ (FetchError::NotIntel { .. } | FetchError::IntelCpu { .. })) => {
+            Err(EventsFetchError::WrongTables {
+                host: false,
+                reason: e,
+            })
+        }
         Err(e) => Err(EventsFetchError::Fetch(e)),
     }
 }
 
-/// Which tables: every CPU's, the named CPU's or this CPU's (Intel only).
-fn selection(opts: &EventsFetchOptions) -> Result<Selection, EventsFetchError> {
+/// Which files (every CPU's, the named CPU's or this CPU's) and which
+/// tables: asked for, or those pmx reads for the CPU's vendor.
+fn selection(opts: &EventsFetchOptions) -> Result<(Selection, Tables), EventsFetchError> {
     if opts.all {
-        return Ok(Selection::All);
+        let tables = opts.tables.unwrap_or_else(|| {
+            crate::database::host_cpu_id().map_or(Tables::Intel, |c| Tables::for_vendor(&c.vendor))
+        });
+        return Ok((Selection::All, tables));
     }
     let cpu = match &opts.cpu {
         Some(text) => text
@@ -156,13 +175,25 @@ fn selection(opts: &EventsFetchOptions) -> Result<Selection, EventsFetchError> {
             })?,
         None => crate::database::host_cpu_id().ok_or(EventsFetchError::NoCpuid)?,
     };
-    if cpu.vendor != Vendor::Intel {
-        return Err(EventsFetchError::NotIntel {
+    let tables = opts
+        .tables
+        .unwrap_or_else(|| Tables::for_vendor(&cpu.vendor));
+    let reason = match tables {
+        Tables::Intel if cpu.vendor != Vendor::Intel => {
+            Some(FetchError::NotIntel { cpu: cpu.clone() })
+        }
+        Tables::Perf if cpu.vendor == Vendor::Intel => {
+            Some(FetchError::IntelCpu { cpu: cpu.clone() })
+        }
+        _ => None,
+    };
+    if let Some(reason) = reason {
+        return Err(EventsFetchError::WrongTables {
             host: opts.cpu.is_none(),
-            reason: FetchError::NotIntel { cpu },
+            reason,
         });
     }
-    Ok(Selection::Cpu(cpu))
+    Ok((Selection::Cpu(cpu), tables))
 }
 
 /// The events directory (absolute) and how it was chosen.
@@ -197,29 +228,48 @@ mod tests {
         EventsFetchOptions {
             cpu: Some(cpu.into()),
             all: false,
-            from: DEFAULT_BASE_URL.into(),
+            tables: None,
+            from: None,
             events_dir: None,
             cancel: None,
         }
     }
 
     #[test]
-    fn only_intel_cpus_have_tables() {
-        let e = selection(&opts("AuthenticAMD-25-11-1")).unwrap_err();
-        assert!(matches!(e, EventsFetchError::NotIntel { host: false, .. }));
+    fn each_vendor_gets_its_tables() {
+        let (s, t) = selection(&opts("AuthenticAMD-25-11-1")).unwrap();
+        assert!(matches!(s, Selection::Cpu(c) if c.model == 0x11));
+        assert_eq!(t, Tables::Perf);
+        let (s, t) = selection(&opts("GenuineIntel-6-55-4")).unwrap();
+        assert!(matches!(s, Selection::Cpu(c) if c.model == 0x55));
+        assert_eq!(t, Tables::Intel);
+        let wrong = EventsFetchOptions {
+            tables: Some(Tables::Intel),
+            ..opts("AuthenticAMD-25-11-1")
+        };
+        let e = selection(&wrong).unwrap_err();
+        assert!(matches!(
+            e,
+            EventsFetchError::WrongTables { host: false, .. }
+        ));
         assert!(e.is_usage());
         assert!(
             e.to_string()
                 .starts_with("AuthenticAMD-25-11-1 is an AMD CPU"),
             "{e}"
         );
-        let s = selection(&opts("GenuineIntel-6-55-4")).unwrap();
-        assert!(matches!(s, Selection::Cpu(c) if c.model == 0x55));
+        let wrong = EventsFetchOptions {
+            tables: Some(Tables::Perf),
+            ..opts("GenuineIntel-6-55-4")
+        };
+        let e = selection(&wrong).unwrap_err();
+        assert!(e.to_string().contains("is an Intel CPU"), "{e}");
         let all = EventsFetchOptions {
             all: true,
+            tables: Some(Tables::Perf),
             ..opts("nonsense")
         };
-        assert!(matches!(selection(&all).unwrap(), Selection::All));
+        assert_eq!(selection(&all).unwrap(), (Selection::All, Tables::Perf));
         let e = selection(&opts("nonsense")).unwrap_err();
         assert!(e.to_string().starts_with("--cpu nonsense: "), "{e}");
     }
@@ -242,7 +292,7 @@ mod tests {
     #[test]
     fn a_bad_origin_names_the_flag() {
         let o = EventsFetchOptions {
-            from: "http://".into(),
+            from: Some("http://".into()),
             ..opts("GenuineIntel-6-55-4")
         };
         let e = events_fetch(&o, &mut NoProgress).unwrap_err();

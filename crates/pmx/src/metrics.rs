@@ -72,15 +72,11 @@ fn suggest(s: &[String]) -> String {
 
 impl MetricSet {
     /// Choose `list` (names or groups, comma-separated) from the library
-    /// for `db`'s CPU, with Intel's tables from `events_dir` when given.
-    /// Where a metric has several definitions, the first whose events
-    /// this machine can count is taken.
-    pub fn new(
-        list: &str,
-        db: &Database,
-        events_dir: Option<&std::path::Path>,
-    ) -> Result<MetricSet, UnknownMetric> {
-        match MetricSet::with_definitions(Some(list), &[], db, events_dir) {
+    /// for `db`'s CPU ([`library`]: the tables of every events directory
+    /// `db` searched). Where a metric has several definitions, the first
+    /// whose events this machine can count is taken.
+    pub fn new(list: &str, db: &Database) -> Result<MetricSet, UnknownMetric> {
+        match MetricSet::with_definitions(Some(list), &[], db) {
             Ok(m) => Ok(m),
             Err(MetricError::Unknown(u)) => Err(u),
             Err(MetricError::Define { .. }) => unreachable!("no definitions were given"),
@@ -94,9 +90,8 @@ impl MetricSet {
         list: Option<&str>,
         defines: &[(String, String)],
         db: &Database,
-        events_dir: Option<&std::path::Path>,
     ) -> Result<MetricSet, MetricError> {
-        let mut lib = Library::for_cpu(Some(&db.target.cpu), events_dir.filter(|d| d.is_dir()));
+        let mut lib = library(db);
         let mut defined = Vec::new();
         for (name, formula) in defines {
             let id = lib.define(name, formula).map_err(|e| MetricError::Define {
@@ -337,6 +332,22 @@ pub enum MetricError {
         /// What is wrong with it.
         message: String,
     },
+}
+
+/// The metric library for `db`'s CPU: the metric tables of every events
+/// directory `db` searched ([`Database::events_dirs`]: each `--events-dir`
+/// in order, else `$PMX_EVENTS_DIR`, else the cache) — Intel's and Linux
+/// perf's layouts alike, each directory for whichever CPU it has tables —
+/// then pmx's built-in metrics. `stat -M`, `analyze`, `tma`, `serve -M` and
+/// the library API all load metrics here, so they see the same list.
+pub fn library(db: &Database) -> Library {
+    let dirs: Vec<&std::path::Path> = db
+        .events_dirs()
+        .iter()
+        .map(|d| d.as_path())
+        .filter(|d| d.is_dir())
+        .collect();
+    Library::for_cpu_dirs(Some(&db.target.cpu), &dirs)
 }
 
 /// The facts about this machine that metric formulas use (SMT, CPU, core

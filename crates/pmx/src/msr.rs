@@ -20,7 +20,9 @@ pub use access::{MsrTarget, ReadOptions, WriteOptions};
 pub use error::MsrCommandError;
 pub use plan::{event_specs, msr_arch, plan, PlanOptions, PlanReport};
 pub use pmx_msr::catalogue::{arch_name, Register};
-pub use pmx_msr::{Domain, DomainId, MsrError, MsrEvent, MsrRoot, Plan};
+pub use pmx_msr::{
+    Domain, DomainId, MsrError, MsrEvent, MsrRoot, Plan, RestoreValue, RestoreWrite,
+};
 
 #[cfg(test)]
 mod tests {

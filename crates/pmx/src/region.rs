@@ -227,8 +227,7 @@ fn build_registry(config: Config) -> Result<Registry, String> {
     let (metrics, db) = match &config.metrics {
         Some(list) => {
             let db = counters::full_database(events_dir.clone()).map_err(|e| e.to_string())?;
-            let set = MetricSet::new(list, &db, events_dir.as_deref())
-                .map_err(|e| format!("{ENV_METRICS}: {e}"))?;
+            let set = MetricSet::new(list, &db).map_err(|e| format!("{ENV_METRICS}: {e}"))?;
             for spec in set.event_specs() {
                 if !groups
                     .iter()

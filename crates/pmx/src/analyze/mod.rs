@@ -33,9 +33,6 @@ pub struct AnalyzeOptions<'a> {
     pub counts: &'a StatReport,
     /// The event database of the CPU the counts were taken on.
     pub db: &'a Database,
-    /// `--events-dir`: Intel's perfmon tables (default: the one
-    /// `pmx_events::default_events_dir` names, when it exists).
-    pub events_dir: Option<&'a std::path::Path>,
     /// `-M`: metrics or metric groups, comma-separated; `None`: every
     /// metric whose inputs are in the file.
     pub metrics: Option<&'a str>,
@@ -167,8 +164,7 @@ pub struct AnalyzeReport {
 pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
     let counts = Counts::of(opts.counts);
     let cpu = opts.db.target.cpu.clone();
-    let events_dir = pmx_events::default_events_dir(opts.events_dir.map(|d| d.to_path_buf()));
-    let lib = Library::for_cpu(Some(&cpu), events_dir.as_deref().filter(|d| d.is_dir()));
+    let lib = crate::metrics::library(opts.db);
     let machine = Machine {
         smt_on: Some(opts.smt_on),
         threads_per_core: Some(if opts.smt_on { 2 } else { 1 }),

@@ -79,9 +79,61 @@ pub fn sampling_events(plan: StatPlan) -> Result<Vec<RecordEvent>, RecordError> 
                 e.name
             )));
         }
-        out.push(RecordEvent { name: e.name, attr });
+        let attr = with_sampling_terms(attr, &e.settings, &e.name)?;
+        out.push(RecordEvent {
+            name: e.name,
+            attr,
+            inherit: e.settings.inherit,
+            callchain: e.settings.call_graph.as_deref().map(|c| c == "fp"),
+        });
     }
     Ok(out)
+}
+
+/// The sampling setting terms of one event on its attr: `period=`,
+/// `freq=`, `max-stack=` (`inherit`, `no-inherit` and `call-graph=fp|no`
+/// go on the [`RecordEvent`]). Terms pmx record cannot honour yet are
+/// refused by name rather than ignored.
+fn with_sampling_terms(
+    mut attr: pmx_perf::Attr,
+    s: &pmx_model::spec::Settings,
+    name: &str,
+) -> Result<pmx_perf::Attr, RecordError> {
+    attr.sample = match (s.period, s.freq) {
+        (Some(p), _) => Some(SampleRate::Period(p)),
+        (None, Some(f)) => Some(SampleRate::Frequency(f)),
+        (None, None) => None,
+    };
+    if let Some(m) = s.max_stack {
+        attr.sample_max_stack = u16::try_from(m).unwrap_or(u16::MAX);
+    }
+    if let Some(mode) = s
+        .call_graph
+        .as_deref()
+        .filter(|m| !matches!(*m, "fp" | "no"))
+    {
+        return Err(invalid(format!(
+            "{name}: call-graph={mode} is not supported by pmx record: it records \
+             frame-pointer call chains (call-graph=fp, or -g)"
+        )));
+    }
+    const NOT_YET: &[&str] = &[
+        "stack-size",
+        "aux-output",
+        "aux-sample-size",
+        "branch_type",
+        "time",
+        "nr",
+        "overwrite",
+        "no-overwrite",
+        "driver-config",
+    ];
+    if let Some((k, _)) = s.given.iter().find(|(k, _)| NOT_YET.contains(&k.as_str())) {
+        return Err(invalid(format!(
+            "{name}: the '{k}' term is not supported by pmx record"
+        )));
+    }
+    Ok(attr)
 }
 
 #[cfg(test)]

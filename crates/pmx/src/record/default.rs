@@ -109,7 +109,12 @@ fn event(base: &str, attr: Attr) -> RecordEvent {
     } else {
         format!("{base}:{mods}")
     };
-    RecordEvent { name, attr }
+    RecordEvent {
+        name,
+        attr,
+        inherit: None,
+        callchain: None,
+    }
 }
 
 /// Why sampling is user space only.

@@ -18,6 +18,12 @@ pub struct RecordEvent {
     pub name: String,
     /// The resolved attr.
     pub attr: Attr,
+    /// The event's own `inherit`/`no-inherit` term, over
+    /// [`RecordOptions::inherit`].
+    pub inherit: Option<bool>,
+    /// The event's own `call-graph=fp` (true) or `call-graph=no` (false),
+    /// over [`RecordOptions::callchain`].
+    pub callchain: Option<bool>,
 }
 
 /// What and how to record.

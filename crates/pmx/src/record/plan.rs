@@ -37,6 +37,15 @@ pub(super) fn validate(events: &[RecordEvent], opts: &RecordOptions) -> Result<(
     if opts.scope == Scope::Command && opts.command.is_empty() {
         return Err(RecordError::Invalid("no command to record".to_string()));
     }
+    // One sample layout for the whole file: call chains for all or none.
+    let chains = |e: &RecordEvent| e.callchain.unwrap_or(opts.callchain);
+    if let Some(odd) = events.iter().find(|e| chains(e) != chains(&events[0])) {
+        return Err(RecordError::Invalid(format!(
+            "{}: call chains are recorded for every event or for none (pmx record writes one \
+             sample layout); give call-graph= the same way on every event, or use -g",
+            odd.name
+        )));
+    }
     Ok(())
 }
 
@@ -109,7 +118,7 @@ pub(super) fn sampling_attr(
         | sample_type::TIME
         | sample_type::CPU
         | sample_type::PERIOD;
-    if opts.callchain {
+    if ev.callchain.unwrap_or(opts.callchain) {
         st |= sample_type::CALLCHAIN;
     }
     if n > 1 {
@@ -128,7 +137,7 @@ pub(super) fn sampling_attr(
         read_format: read_format::ID,
         disabled: true,
         enable_on_exec: by_exec,
-        inherit: by_exec && opts.inherit,
+        inherit: by_exec && ev.inherit.unwrap_or(opts.inherit),
         sample_id_all: true,
         mmap: side_band,
         mmap2: side_band,
@@ -165,6 +174,8 @@ mod tests {
                 type_: 1,
                 ..Attr::default()
             },
+            inherit: None,
+            callchain: None,
         }
     }
 
@@ -172,6 +183,15 @@ mod tests {
     fn validate_refuses_what_cannot_work() {
         let ok = options(Scope::Command, &["true"]);
         assert!(validate(&[clock()], &ok).is_ok());
+        let fp = RecordEvent {
+            callchain: Some(true),
+            ..clock()
+        };
+        assert!(validate(&[fp.clone(), fp.clone()], &ok).is_ok());
+        assert!(matches!(
+            validate(&[fp, clock()], &ok),
+            Err(RecordError::Invalid(_))
+        ));
         assert!(matches!(validate(&[], &ok), Err(RecordError::Invalid(_))));
         let pages = RecordOptions {
             mmap_pages: 3,
@@ -213,6 +233,8 @@ mod tests {
                 config: 0,
                 ..Attr::default()
             },
+            inherit: None,
+            callchain: None,
         };
         let opts = RecordOptions {
             scope: Scope::Command,

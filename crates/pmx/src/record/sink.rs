@@ -169,6 +169,8 @@ mod tests {
         let ev = RecordEvent {
             name: "cpu-clock".into(),
             attr: attr.clone(),
+            inherit: None,
+            callchain: None,
         };
         let (mut sink, old) =
             Sink::create(&out, &[attr], &[ev], &[vec![7]], HashMap::new()).unwrap();

@@ -196,6 +196,7 @@ mod tests {
             scale,
             source: None,
             need: crate::schedule::Need::None,
+            settings: Default::default(),
         }
     }
 

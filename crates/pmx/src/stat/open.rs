@@ -149,7 +149,9 @@ impl OpenSet {
             }
             let mut attr = plan.events[ei].attr.clone().expect("filtered");
             let is_leader = leader_idx.is_none() && ticker.is_none();
-            attr.inherit = place.inherit && pid != -1;
+            // `no-inherit` on the event keeps it on the task itself.
+            attr.inherit =
+                place.inherit && pid != -1 && plan.events[ei].settings.inherit != Some(false);
             if is_leader {
                 attr.disabled = true;
                 attr.enable_on_exec = place.by_exec && !own_cpus;

@@ -113,6 +113,7 @@ mod tests {
             scale: 1.0,
             source: None,
             need: Need::None,
+            settings: Default::default(),
         }
     }
 

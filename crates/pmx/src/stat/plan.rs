@@ -4,7 +4,7 @@
 use crate::eventlist::EventGroup;
 use crate::schedule::Need;
 use pmx_events::{Database, Resolved, SourceKind};
-use pmx_model::spec::{Body, EventSpec};
+use pmx_model::spec::{Body, EventSpec, Modifiers, Settings};
 use pmx_perf::Attr;
 use serde::Serialize;
 use std::path::Path;
@@ -35,6 +35,10 @@ pub struct PlannedEvent {
     /// Which core counter it needs, for scheduling.
     #[serde(skip)]
     pub need: Need,
+    /// The spec's setting terms (`name=`, `period=`, `no-inherit` …): a
+    /// counting run uses `inherit`; the sampling ones are record's.
+    #[serde(skip)]
+    pub settings: Settings,
 }
 
 /// The events, resolved, in groups.
@@ -63,8 +67,14 @@ pub fn plan(groups: &[EventGroup], db: &Database) -> Result<StatPlan, pmx_model:
     let mut out_groups = Vec::new();
     for (gi, g) in groups.iter().enumerate() {
         let mut members = Vec::new();
-        for spec in &g.members {
-            let ev = plan_one(spec, db, gi)?;
+        for (mi, spec) in g.members.iter().enumerate() {
+            let mut ev = plan_one(spec, db, gi)?;
+            // Only a group's leader is pinned or exclusive (the kernel
+            // refuses the flags on members; perf clears them too).
+            if let (true, Ok(a)) = (mi > 0 && g.explicit, &mut ev.attr) {
+                a.pinned = false;
+                a.exclusive = false;
+            }
             members.push(events.len());
             events.push(ev);
         }
@@ -84,8 +94,10 @@ fn plan_one(
     db: &Database,
     group: usize,
 ) -> Result<PlannedEvent, pmx_model::spec::SpecError> {
+    let settings = spec.settings()?;
     let mut ev = PlannedEvent {
-        name: spec.text.clone(),
+        // `name=` names the counter in every output (perf's evsel name).
+        name: settings.name.clone().unwrap_or_else(|| spec.text.clone()),
         group,
         attr: Err(String::new()),
         cpus: None,
@@ -93,6 +105,7 @@ fn plan_one(
         scale: 1.0,
         source: None,
         need: Need::None,
+        settings,
     };
     if let Body::Breakpoint { addr, len, access } = &spec.body {
         let bp = match access.as_str() {
@@ -103,10 +116,7 @@ fn plan_one(
         };
         let len = len.unwrap_or(if bp == pmx_perf::bp::X { 8 } else { 4 });
         let mut a = Attr::breakpoint(*addr, len, bp);
-        let m = &spec.modifiers;
-        a.exclude_user = m.exclude_user();
-        a.exclude_kernel = m.exclude_kernel();
-        a.exclude_hv = m.exclude_hv();
+        apply_modifiers(&mut a, &spec.modifiers);
         ev.attr = Ok(a);
         return Ok(ev);
     }
@@ -122,9 +132,7 @@ fn plan_one(
                             config: id,
                             ..Attr::default()
                         };
-                        let m = &spec.modifiers;
-                        a.exclude_user = m.exclude_user();
-                        a.exclude_kernel = m.exclude_kernel();
+                        apply_modifiers(&mut a, &spec.modifiers);
                         ev.attr = Ok(a);
                         return Ok(ev);
                     }
@@ -135,8 +143,27 @@ fn plan_one(
     };
     ev.source = Some(resolved.source);
     apply_resolved(&mut ev, &resolved, db);
+    // A counting attr, as perf stat makes it: `period=` is kept in the
+    // settings for record, not in the attr.
+    if let Ok(a) = &mut ev.attr {
+        a.sample = None;
+    }
     ev.need = need_of(&resolved, db);
     Ok(ev)
+}
+
+/// The modifiers of an event the database does not resolve (breakpoints,
+/// tracepoints), as [`pmx_model::PerfAttr::apply_modifiers`] applies them.
+fn apply_modifiers(a: &mut Attr, m: &Modifiers) {
+    a.exclude_user = m.exclude_user();
+    a.exclude_kernel = m.exclude_kernel();
+    a.exclude_hv = m.exclude_hv();
+    a.exclude_guest = m.exclude_guest();
+    a.exclude_host = m.exclude_host();
+    a.exclude_idle = m.exclude_idle;
+    a.pinned = m.pinned;
+    a.exclusive = m.exclusive;
+    a.precise_ip = m.precise;
 }
 
 /// Which core counter an event needs.

@@ -154,6 +154,7 @@ mod tests {
                 scale: 1.0,
                 source: None,
                 need: crate::schedule::Need::None,
+                settings: Default::default(),
             }],
             groups: Vec::new(),
         };

@@ -168,7 +168,7 @@ pub fn pmu_counters(target: &pmx_events::Target, arch: Arch) -> PmuCounters {
         .and_then(PmuCounters::from_caps)
         .filter(|p| p.arch == arch)
         .unwrap_or_else(|| {
-            let mut p = PmuCounters::assumed(arch, Some(target.cpu.family));
+            let mut p = PmuCounters::assumed_for(arch, &target.cpu);
             if target.host {
                 p.source.push_str(" (CPUID describes no counters here)");
             }
@@ -227,6 +227,7 @@ pub(super) fn stat_event(name: &str, group: usize, unit: Option<&str>) -> Planne
         scale: 1.0,
         source: None,
         need: Need::None,
+        settings: Default::default(),
     }
 }
 

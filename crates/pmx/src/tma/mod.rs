@@ -118,33 +118,14 @@ pub struct Model {
 }
 
 impl Model {
-    /// The model for the database's target: the metric tables from
-    /// `events_dir` (the default place when `None`; Intel's, or perf's AMD
-    /// Zen tables), then pmx's built-in metrics; the tree is the most
-    /// preferred source's. Machine facts are read from this machine when the
-    /// target is this machine.
-    pub fn for_database(
-        db: &Database,
-        events_dir: Option<std::path::PathBuf>,
-    ) -> Result<Model, TmaError> {
-        let dirs: Vec<std::path::PathBuf> = events_dir.into_iter().collect();
-        Model::for_events_dirs(db, &dirs)
-    }
-
-    /// [`Model::for_database`] with every events directory given
-    /// (`--events-dir` more than once), in order; none: the default place.
-    pub fn for_events_dirs(
-        db: &Database,
-        events_dirs: &[std::path::PathBuf],
-    ) -> Result<Model, TmaError> {
+    /// The model for the database's target: the metric tables of every
+    /// events directory the database searched (Intel's, or perf's AMD Zen
+    /// tables: [`crate::metrics::library`]), then pmx's built-in metrics;
+    /// the tree is the most preferred source's. Machine facts are read from
+    /// this machine when the target is this machine.
+    pub fn for_database(db: &Database) -> Result<Model, TmaError> {
         let cpu = db.target.cpu.clone();
-        let dirs = pmx_events::default_events_dirs(events_dirs);
-        let dirs: Vec<&std::path::Path> = dirs
-            .iter()
-            .map(|d| d.as_path())
-            .filter(|d| d.is_dir())
-            .collect();
-        let library = Library::for_cpu_dirs(Some(&cpu), &dirs);
+        let library = crate::metrics::library(db);
         let Some(tree) = library.tma_tree() else {
             let hint = no_tree_hint(&cpu);
             return Err(TmaError::NoTree { cpu, hint });
@@ -230,14 +211,7 @@ pub fn run(opts: &TmaOptions) -> Result<TmaReport, TmaError> {
         return Err(TmaError::LevelZero);
     }
     let db = database::load(&opts.database)?;
-    let dirs: Vec<std::path::PathBuf> = opts
-        .database
-        .events_dir
-        .iter()
-        .chain(&opts.database.more_events_dirs)
-        .cloned()
-        .collect();
-    let model = Model::for_events_dirs(&db, &dirs)?;
+    let model = Model::for_database(&db)?;
     let mut notes: Vec<String> = Vec::new();
     if model.tree.depth() < opts.level {
         notes.push(format!(

@@ -10,7 +10,7 @@ fn zen4() -> (Database, Model) {
         ..Default::default()
     };
     let db = database::load(&opts).unwrap();
-    let model = Model::for_database(&db, None).unwrap();
+    let model = Model::for_database(&db).unwrap();
     (db, model)
 }
 

@@ -1,4 +1,5 @@
-//! Downloading Intel's perfmon tables.
+//! Downloading event tables: Intel's perfmon tables, and Linux perf's x86
+//! tables (the AMD Zen events and metrics, [`perf`]).
 //!
 //! Intel publishes its event tables in the `intel/perfmon` repository: a
 //! `mapfile.csv` at the top names, for each CPU key pattern
@@ -29,6 +30,15 @@
 //! A process killed outright can leave temporary files behind, never a
 //! partial file under a final name; the next fetch removes temporary files
 //! whose process is gone.
+//!
+//! Linux perf's tables ([`Tables::Perf`]) go through the same machinery:
+//! `mapfile.csv` first, then the files of the directory it names for the
+//! CPU, listed by the origin ([`perf`]), staged and committed the same way
+//! under `x86/` in the events directory.
+
+pub mod perf;
+
+pub use perf::{listing_url, parse_listing, PERF_BASE_URL};
 
 use crate::intel_json::{MapRow, Mapfile};
 use crate::LoadError;
@@ -51,29 +61,7 @@ pub const MAX_FILE_BYTES: u64 = 256 << 20;
 /// The marker in temporary file names.
 const TMP_MARK: &str = ".pmx-tmp-";
 
-/// Turn a mapfile `Filename` (`/SKX/events/skylakex_core.json`) into a
-/// path relative to the events directory (`SKX/events/skylakex_core.json`).
-/// Refuses anything that could leave the directory or is not a plain name:
-/// `..`, `.`, empty parts, and characters outside `A-Z a-z 0-9 . _ + -`.
-pub fn relative_path(filename: &str) -> Result<String, String> {
-    let rel = filename.trim().trim_start_matches('/');
-    let ok = !rel.is_empty()
-        && rel.split('/').all(|part| {
-            !part.is_empty()
-                && part != "."
-                && part != ".."
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
-        });
-    if ok {
-        Ok(rel.to_string())
-    } else {
-        Err(format!(
-            "refusing file name {filename:?}: not a plain path inside the repository"
-        ))
-    }
-}
+pub use crate::relative_path;
 
 /// Where the tables come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +142,52 @@ impl Origin {
     }
 }
 
+/// Which tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tables {
+    /// Intel's perfmon repository (`mapfile.csv` naming JSON files).
+    Intel,
+    /// Linux perf's `tools/perf/pmu-events/arch/x86/` (`mapfile.csv`
+    /// naming one directory per microarchitecture): AMD's CPUs.
+    Perf,
+}
+
+impl Tables {
+    /// The tables pmx reads for a CPU of `vendor`: Intel's for Intel, perf's
+    /// for the others (AMD, Hygon).
+    pub fn for_vendor(vendor: &Vendor) -> Tables {
+        if *vendor == Vendor::Intel {
+            Tables::Intel
+        } else {
+            Tables::Perf
+        }
+    }
+
+    /// Where they are fetched from by default.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Tables::Intel => DEFAULT_BASE_URL,
+            Tables::Perf => PERF_BASE_URL,
+        }
+    }
+
+    /// Their name in messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Tables::Intel => "Intel's perfmon tables",
+            Tables::Perf => "Linux perf's x86 event tables",
+        }
+    }
+
+    /// The flag value (`intel`, `perf`).
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            Tables::Intel => "intel",
+            Tables::Perf => "perf",
+        }
+    }
+}
+
 /// Which files to fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selection {
@@ -161,14 +195,18 @@ pub enum Selection {
     /// [`Mapfile::select`] decides); for a key without a stepping, the rows
     /// of every stepping.
     Cpu(CpuId),
-    /// Every file the mapfile lists.
+    /// Every file the mapfile lists (perf's tables: every directory of a
+    /// CPU that is not Intel's).
     All,
 }
 
 /// What [`fetch`] does.
 #[derive(Debug, Clone)]
 pub struct FetchOptions {
-    /// Where from.
+    /// Which tables.
+    pub tables: Tables,
+    /// Where from: for [`Tables::Perf`], the base of perf's `x86/`
+    /// directory.
     pub origin: Origin,
     /// The events directory to fill (created when missing).
     pub dest: PathBuf,
@@ -217,7 +255,8 @@ impl Progress for NoProgress {}
 /// One file written by [`fetch`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchedFile {
-    /// The path relative to the events directory (`SKX/events/skylakex_core.json`).
+    /// The path relative to the events directory
+    /// (`SKX/events/skylakex_core.json`, `x86/amdzen5/cache.json`).
     pub rel: String,
     /// The path written.
     pub path: PathBuf,
@@ -233,6 +272,8 @@ pub struct FetchedFile {
 /// What [`fetch`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchReport {
+    /// Which tables.
+    pub tables: Tables,
     /// Where the files went.
     pub dest: PathBuf,
     /// Where they came from.
@@ -242,6 +283,9 @@ pub struct FetchReport {
     pub patterns: Vec<String>,
     /// The files, `mapfile.csv` first.
     pub files: Vec<FetchedFile>,
+    /// Files removed from a fetched directory because the new list no
+    /// longer has them (perf's tables), relative to the events directory.
+    pub removed: Vec<String>,
 }
 
 impl FetchReport {
@@ -255,16 +299,32 @@ impl FetchReport {
 /// changed.
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
-    /// The CPU is not Intel's.
+    /// Intel's tables asked for a CPU that is not Intel's.
     #[error(
         "{cpu} is {vendor_name} CPU: Intel's perfmon tables only cover Intel CPUs \
-         (AMD and Hygon events come from libpfm4 — install libpfm4, e.g. 'apt install libpfm4' — \
-         and from the kernel's sysfs aliases; neither needs a download)",
+         (AMD's events come from Linux perf's tables: drop --tables intel, perf's are the default for AMD CPUs)",
         vendor_name = vendor_article(&cpu.vendor)
     )]
     NotIntel {
         /// The CPU asked for.
         cpu: CpuId,
+    },
+    /// perf's tables asked for an Intel CPU.
+    #[error(
+        "{cpu} is an Intel CPU: pmx reads Intel CPUs' events from Intel's perfmon tables, \
+         not perf's copy (drop --tables perf: Intel's are the default for Intel CPUs)"
+    )]
+    IntelCpu {
+        /// The CPU asked for.
+        cpu: CpuId,
+    },
+    /// A directory listing (perf's tables) names no table.
+    #[error("{location}: not a usable directory listing: {message} (is --from the base of perf's x86 tables, like {PERF_BASE_URL}?)")]
+    BadListing {
+        /// The URL or path.
+        location: String,
+        /// What is wrong.
+        message: String,
     },
     /// The server answered with an error status.
     #[error("GET {url}: HTTP {status}{}: {hint}", reason.as_deref().map(|r| format!(" {r}")).unwrap_or_default())]
@@ -472,6 +532,9 @@ static TMP_SEQ: AtomicU64 = AtomicU64::new(0);
 /// The fetch in progress.
 struct Run<'a> {
     opts: &'a FetchOptions,
+    /// Prepended to every path in the events directory (`x86/` for perf's
+    /// tables; origin paths stay relative to the origin).
+    prefix: &'static str,
     agent: Option<ureq::Agent>,
     progress: &'a mut dyn Progress,
     dirs: CreatedDirs,
@@ -499,7 +562,7 @@ impl Run<'_> {
         count: Option<usize>,
     ) -> Result<(Staged, u64), FetchError> {
         self.check_cancel()?;
-        let dest = self.opts.dest.join(rel);
+        let dest = self.opts.dest.join(format!("{}{rel}", self.prefix));
         let parent = dest.parent().unwrap_or(&self.opts.dest).to_path_buf();
         self.dirs.ensure(&parent)?;
         let base = dest
@@ -581,6 +644,27 @@ impl Run<'_> {
         })?;
         self.progress.finish(rel, got);
         Ok((staged, got))
+    }
+
+    /// The body at `url` (an HTTP origin's listing) as text, at most
+    /// `limit` bytes.
+    fn get_text(&mut self, url: &str, limit: u64) -> Result<String, FetchError> {
+        self.check_cancel()?;
+        let (body, _) = self.open("", url)?;
+        let mut bytes = Vec::new();
+        body.take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| FetchError::Network {
+                url: url.to_string(),
+                message: e.to_string(),
+            })?;
+        if bytes.len() as u64 > limit {
+            return Err(FetchError::TooLarge {
+                location: url.to_string(),
+                limit,
+            });
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// The body of `rel` and its announced length.
@@ -702,12 +786,22 @@ fn describe_ureq(e: &ureq::Error) -> String {
 /// changed and no temporary file is left.
 pub fn fetch(opts: &FetchOptions, progress: &mut dyn Progress) -> Result<FetchReport, FetchError> {
     if let Selection::Cpu(cpu) = &opts.selection {
-        if cpu.vendor != Vendor::Intel {
-            return Err(FetchError::NotIntel { cpu: cpu.clone() });
+        match opts.tables {
+            Tables::Intel if cpu.vendor != Vendor::Intel => {
+                return Err(FetchError::NotIntel { cpu: cpu.clone() });
+            }
+            Tables::Perf if cpu.vendor == Vendor::Intel => {
+                return Err(FetchError::IntelCpu { cpu: cpu.clone() });
+            }
+            _ => {}
         }
     }
     let mut run = Run {
         opts,
+        prefix: match opts.tables {
+            Tables::Intel => "",
+            Tables::Perf => perf::DEST_PREFIX,
+        },
         agent: None,
         progress,
         dirs: CreatedDirs::default(),
@@ -721,27 +815,24 @@ pub fn fetch(opts: &FetchOptions, progress: &mut dyn Progress) -> Result<FetchRe
     result
 }
 
-fn fetch_inner(run: &mut Run<'_>) -> Result<FetchReport, FetchError> {
-    let opts = run.opts;
-    run.dirs.ensure(&opts.dest)?;
-    let (map_staged, map_bytes) = run.stage(MAPFILE, 1, None)?;
-    let map_location = opts.origin.locate(MAPFILE);
-    let text = fs::read(&map_staged.tmp).map_err(|source| FetchError::Write {
-        action: "reading back",
-        path: map_staged.tmp.clone(),
-        source,
-    })?;
-    let text = String::from_utf8(text).map_err(|_| FetchError::BadMapfile {
-        location: map_location.clone(),
-        message: "it is not UTF-8 text".to_string(),
-    })?;
-    let mapfile = Mapfile::parse(&text, Path::new(&map_location)).map_err(|e| {
+/// (path relative to the origin, kinds, version), in mapfile order, each
+/// file once.
+type FileList = Vec<(String, Vec<String>, String)>;
+
+/// Intel's mapfile: the files of the rows chosen for the selection, and the
+/// patterns of those rows (for one CPU).
+fn intel_files(
+    opts: &FetchOptions,
+    text: &str,
+    map_location: &str,
+) -> Result<(Vec<String>, FileList), FetchError> {
+    let mapfile = Mapfile::parse(text, Path::new(map_location)).map_err(|e| {
         let message = match e {
             LoadError::Format { message, .. } => message,
             other => other.to_string(),
         };
         FetchError::BadMapfile {
-            location: map_location.clone(),
+            location: map_location.to_string(),
             message,
         }
     })?;
@@ -763,23 +854,13 @@ fn fetch_inner(run: &mut Run<'_>) -> Result<FetchReport, FetchError> {
         }
     };
     if chosen.is_empty() {
-        return Err(match &opts.selection {
-            Selection::Cpu(cpu) => FetchError::NoMatch {
-                cpu: cpu.clone(),
-                location: map_location,
-            },
-            Selection::All => FetchError::BadMapfile {
-                location: map_location,
-                message: "it lists no files".into(),
-            },
-        });
+        return Err(no_match(opts, map_location));
     }
     let mut patterns: Vec<String> = Vec::new();
-    // (relative path, kinds, version), in mapfile order, each file once.
-    let mut files: Vec<(String, Vec<String>, String)> = Vec::new();
+    let mut files: FileList = Vec::new();
     for row in &chosen {
         let rel = relative_path(&row.filename).map_err(|message| FetchError::BadMapfile {
-            location: map_location.clone(),
+            location: map_location.to_string(),
             message,
         })?;
         if rel.eq_ignore_ascii_case(MAPFILE) {
@@ -804,12 +885,79 @@ fn fetch_inner(run: &mut Run<'_>) -> Result<FetchReport, FetchError> {
             }
         }
     }
+    Ok((patterns, files))
+}
+
+/// No row for the selection.
+fn no_match(opts: &FetchOptions, map_location: &str) -> FetchError {
+    match &opts.selection {
+        Selection::Cpu(cpu) => FetchError::NoMatch {
+            cpu: cpu.clone(),
+            location: map_location.to_string(),
+        },
+        Selection::All => FetchError::BadMapfile {
+            location: map_location.to_string(),
+            message: "it lists no files".into(),
+        },
+    }
+}
+
+/// perf's mapfile: every `.json` file of the directories chosen for the
+/// selection, as the origin lists them; the directories' names.
+fn perf_files(
+    run: &mut Run<'_>,
+    text: &str,
+    map_location: &str,
+) -> Result<(Vec<String>, FileList, Vec<String>), FetchError> {
+    let dirs = perf::select_dirs(text, map_location, &run.opts.selection)?;
+    if dirs.is_empty() {
+        return Err(no_match(run.opts, map_location));
+    }
+    let mut patterns = Vec::new();
+    let mut files: FileList = Vec::new();
+    for (dir, pattern, kind, version) in &dirs {
+        if matches!(run.opts.selection, Selection::Cpu(_)) {
+            patterns.push(pattern.clone());
+        }
+        for name in perf::list_dir(run, dir)? {
+            let kinds = if kind.is_empty() {
+                Vec::new()
+            } else {
+                vec![kind.clone()]
+            };
+            files.push((format!("{dir}/{name}"), kinds, version.clone()));
+        }
+    }
+    Ok((patterns, files, dirs.into_iter().map(|d| d.0).collect()))
+}
+
+fn fetch_inner(run: &mut Run<'_>) -> Result<FetchReport, FetchError> {
+    let opts = run.opts;
+    run.dirs.ensure(&opts.dest)?;
+    let (map_staged, map_bytes) = run.stage(MAPFILE, 1, None)?;
+    let map_location = opts.origin.locate(MAPFILE);
+    let text = fs::read(&map_staged.tmp).map_err(|source| FetchError::Write {
+        action: "reading back",
+        path: map_staged.tmp.clone(),
+        source,
+    })?;
+    let text = String::from_utf8(text).map_err(|_| FetchError::BadMapfile {
+        location: map_location.clone(),
+        message: "it is not UTF-8 text".to_string(),
+    })?;
+    let (patterns, files, perf_dirs) = match opts.tables {
+        Tables::Intel => {
+            let (p, f) = intel_files(opts, &text, &map_location)?;
+            (p, f, Vec::new())
+        }
+        Tables::Perf => perf_files(run, &text, &map_location)?,
+    };
     let count = files.len() + 1;
     let mut staged: Vec<(Staged, FetchedFile)> = Vec::with_capacity(count);
     for (i, (rel, kinds, version)) in files.iter().enumerate() {
         let (s, bytes) = run.stage(rel, i + 2, Some(count))?;
         let info = FetchedFile {
-            rel: rel.clone(),
+            rel: format!("{}{rel}", run.prefix),
             path: s.dest.clone(),
             bytes,
             kind: kinds.join(", "),
@@ -822,7 +970,7 @@ fn fetch_inner(run: &mut Run<'_>) -> Result<FetchReport, FetchError> {
     // Commit: the tables first, the index last, so a reader never sees a new
     // mapfile.csv naming a file that is not there yet.
     let map_info = FetchedFile {
-        rel: MAPFILE.to_string(),
+        rel: format!("{}{MAPFILE}", run.prefix),
         path: map_staged.dest.clone(),
         bytes: map_bytes,
         kind: "index".to_string(),
@@ -860,12 +1008,48 @@ fn fetch_inner(run: &mut Run<'_>) -> Result<FetchReport, FetchError> {
     let map = staged.pop().map(|(_, f)| f);
     out.extend(map);
     out.extend(staged.into_iter().map(|(_, f)| f));
+    let removed = remove_stale(&opts.dest, run.prefix, &perf_dirs, &out);
     Ok(FetchReport {
+        tables: opts.tables,
         dest: opts.dest.clone(),
         origin: opts.origin.clone(),
         patterns,
         files: out,
+        removed,
     })
+}
+
+/// Remove the `.json` files of the fetched directories (perf's tables,
+/// under `dest/prefix`) that the new list does not have, so that a table
+/// perf renamed or dropped is not read beside its replacement. Best effort:
+/// a file that cannot be removed stays.
+fn remove_stale(
+    dest: &Path,
+    prefix: &str,
+    dirs: &[String],
+    fetched: &[FetchedFile],
+) -> Vec<String> {
+    let mut removed = Vec::new();
+    for dir in dirs {
+        let rel_dir = format!("{prefix}{dir}");
+        let Ok(entries) = fs::read_dir(dest.join(&rel_dir)) else {
+            continue;
+        };
+        let mut stale: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| n.to_ascii_lowercase().ends_with(".json") && !n.starts_with('.'))
+            .map(|n| format!("{rel_dir}/{n}"))
+            .filter(|rel| !fetched.iter().any(|f| f.rel == *rel))
+            .collect();
+        stale.sort();
+        for rel in stale {
+            if fs::remove_file(dest.join(&rel)).is_ok() {
+                removed.push(rel);
+            }
+        }
+    }
+    removed
 }
 
 #[cfg(test)]
@@ -916,6 +1100,7 @@ mod tests {
     #[test]
     fn not_intel_is_refused_before_anything() {
         let opts = FetchOptions {
+            tables: Tables::Intel,
             origin: Origin::Http("http://127.0.0.1:1/".into()),
             dest: PathBuf::from("/nonexistent/pmx-test"),
             selection: Selection::Cpu(key("AuthenticAMD-25-11-1")),
@@ -944,6 +1129,7 @@ mod tests {
         .unwrap();
         fs::write(src.join("SKX/events/a.json"), "[1]").unwrap();
         let opts = FetchOptions {
+            tables: Tables::Intel,
             origin: Origin::Dir(src.clone()),
             dest: dst.clone(),
             selection: Selection::Cpu(key("GenuineIntel-6-55-4")),
@@ -1015,6 +1201,73 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().contains(TMP_MARK))
             .collect();
         assert!(leftovers.is_empty());
+        let _ = fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn perf_tables_from_a_local_copy_replace_the_directory_whole() {
+        let base = std::env::temp_dir().join(format!("pmx-fetch-perf-{}", std::process::id()));
+        let (src, dst) = (base.join("x86"), base.join("dst"));
+        let _ = fs::remove_dir_all(&base);
+        fs::create_dir_all(src.join("amdzen5")).unwrap();
+        fs::create_dir_all(src.join("amdzen4")).unwrap();
+        fs::write(
+            src.join(MAPFILE),
+            "Family-model,Version,Filename,EventType\n\
+             AuthenticAMD-25-[[:xdigit:]]+,v1,amdzen4,core\n\
+             AuthenticAMD-26-[[:xdigit:]]+,v1,amdzen5,core\n",
+        )
+        .unwrap();
+        fs::write(src.join("amdzen5/cache.json"), "[5]").unwrap();
+        fs::write(src.join("amdzen5/pipeline.json"), "[55]").unwrap();
+        fs::write(src.join("amdzen5/README"), "not a table").unwrap();
+        fs::write(src.join("amdzen4/cache.json"), "[4]").unwrap();
+        // A table an older fetch left that perf no longer has.
+        fs::create_dir_all(dst.join("x86/amdzen5")).unwrap();
+        fs::write(dst.join("x86/amdzen5/old.json"), "[0]").unwrap();
+        let opts = FetchOptions {
+            tables: Tables::Perf,
+            origin: Origin::Dir(src.clone()),
+            dest: dst.clone(),
+            selection: Selection::Cpu(key("AuthenticAMD-26-2-1")),
+            cancel: None,
+        };
+        let report = fetch(&opts, &mut NoProgress).unwrap();
+        let rels: Vec<&str> = report.files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(
+            rels,
+            [
+                "x86/mapfile.csv",
+                "x86/amdzen5/cache.json",
+                "x86/amdzen5/pipeline.json"
+            ]
+        );
+        assert_eq!(report.patterns, ["AuthenticAMD-26-[[:xdigit:]]+"]);
+        assert_eq!(report.removed, ["x86/amdzen5/old.json"]);
+        assert!(!dst.join("x86/amdzen5/old.json").exists());
+        assert!(!dst.join("x86/amdzen4").exists());
+        assert_eq!(
+            fs::read_to_string(dst.join("x86/amdzen5/pipeline.json")).unwrap(),
+            "[55]"
+        );
+        // Intel CPUs are refused for perf's tables, AMD ones for Intel's.
+        let intel = FetchOptions {
+            selection: Selection::Cpu(key("GenuineIntel-6-55-4")),
+            ..opts.clone()
+        };
+        assert!(matches!(
+            fetch(&intel, &mut NoProgress),
+            Err(FetchError::IntelCpu { .. })
+        ));
+        // A directory with no table: a clear error, nothing changed.
+        fs::remove_file(src.join("amdzen5/cache.json")).unwrap();
+        fs::remove_file(src.join("amdzen5/pipeline.json")).unwrap();
+        let e = fetch(&opts, &mut NoProgress).unwrap_err();
+        assert!(matches!(e, FetchError::BadListing { .. }), "{e}");
+        assert_eq!(
+            fs::read_to_string(dst.join("x86/amdzen5/cache.json")).unwrap(),
+            "[5]"
+        );
         let _ = fs::remove_dir_all(&base);
     }
 }

@@ -1,0 +1,211 @@
+//! perf's own `perf stat` shell tests (`../shared/data/linux-perf-tests/
+//! shell/stat*.sh`, from Linux 6.1), run twice: with Debian's perf, and
+//! with pmx in perf's place (a temporary directory first on `PATH` holding
+//! `perf` → the pmx binary: its perf personality). A script that passes
+//! with perf and not with pmx fails the test, unless it is listed in
+//! [`BLOCKED`] with what it waits for; a listed script that passes with
+//! pmx fails the test too (the list only shrinks). A `stat_all_*` script
+//! that exits 0 without testing anything (its `perf list --raw-dump`
+//! loop empty) does not count as a pass. The scripts run from a copy,
+//! unchanged (docs/PERF-SUITE.md: no adaptation is needed).
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Scripts known to fail with pmx, each with what it needs (kept equal to
+/// the table in docs/PERF-SUITE.md).
+const BLOCKED: &[(&str, &str)] = &[
+    (
+        "stat.sh",
+        "perf stat record/report (not implemented by pmx); `perf stat true` without `--`; `-r2` with `:W` groups",
+    ),
+    (
+        "stat+csv_output.sh",
+        "the command without `--`; --no-merge, --per-die, --per-node; --per-thread with -a",
+    ),
+    (
+        "stat+json_output.sh",
+        "perf's -j; the command without `--`; --no-merge, --per-die, --per-node; --per-thread with -a",
+    ),
+    (
+        "stat+shadow_stat.sh",
+        "the command without `--` (`perf stat -a true`); --no-big-num",
+    ),
+    (
+        "stat+csv_summary.sh",
+        "--summary and --no-csv-summary (perf's `summary` CSV lines)",
+    ),
+    (
+        "stat_all_metricgroups.sh",
+        "the command without `--` (`perf stat -M GROUP -a true`)",
+    ),
+    (
+        "stat_all_metrics.sh",
+        "the command without `--`; -M of a metric none of whose inputs resolve here (ic_misses, ic_miss_ratio, l2_misses, l3_miss_ratio): pmx refuses, perf prints the inputs <not supported>",
+    ),
+    (
+        "stat_all_pmu.sh",
+        "the command without `--` (`perf stat -e msr/tsc/ true`)",
+    ),
+];
+
+/// How long one script may run (perf's slowest here, stat+shadow_stat.sh,
+/// takes about 3 s).
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Pass,
+    Skip,
+    Fail(i32),
+    Timeout,
+    /// Exit 0 having tested nothing: a `stat_all_*` loop over an empty
+    /// list (no `Testing …` line).
+    Vacuous,
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Pass => write!(f, "pass"),
+            Outcome::Skip => write!(f, "skip"),
+            Outcome::Fail(c) => write!(f, "fail ({c})"),
+            Outcome::Timeout => write!(f, "timeout"),
+            Outcome::Vacuous => write!(f, "vacuous"),
+        }
+    }
+}
+
+/// Run `script` in `dir` with `path` as PATH; its outcome and output.
+fn run(dir: &Path, script: &str, path: &str) -> (Outcome, String) {
+    let out = dir.join(format!("{script}.out"));
+    let file = std::fs::File::create(&out).expect("output file");
+    let mut child = Command::new(dir.join(script))
+        .current_dir(dir)
+        .env("PATH", path)
+        .env_remove("PMX_EVENTS_DIR")
+        .stdin(Stdio::null())
+        .stdout(file.try_clone().expect("dup"))
+        .stderr(file)
+        .process_group(0)
+        .spawn()
+        .expect("run the script");
+    let start = Instant::now();
+    let outcome = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break match st.code() {
+                Some(0) => Outcome::Pass,
+                Some(2) => Outcome::Skip,
+                Some(c) => Outcome::Fail(c),
+                None => Outcome::Fail(-1),
+            };
+        }
+        if start.elapsed() > TIMEOUT {
+            // SAFETY: the script leads its own process group.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            break Outcome::Timeout;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    let vacuous = script.starts_with("stat_all_") && !text.contains("Testing ");
+    match outcome {
+        Outcome::Pass if vacuous => (Outcome::Vacuous, text),
+        o => (o, text),
+    }
+}
+
+/// A private copy of perf's shell tests (the originals are read-only and
+/// shared).
+fn copy_tests(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read the tests") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_tests(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[test]
+fn perf_stat_shell_tests_pass_with_pmx_as_perf() {
+    let Some(shell) = pmx_testkit::shared::shared_data("linux-perf-tests/shell") else {
+        return;
+    };
+    if !pmx_testkit::perf::require("perf's stat shell tests") {
+        return;
+    }
+    let mut scripts: Vec<String> = std::fs::read_dir(&shell)
+        .expect("read the tests")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("stat") && n.ends_with(".sh"))
+        .collect();
+    scripts.sort();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).expect("mkdir");
+    std::os::unix::fs::symlink(common::PMX, bin.join("perf")).expect("symlink");
+    let system_path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let pmx_path = format!("{}:{system_path}", bin.display());
+    let mut jobs: Vec<(String, bool, PathBuf, String)> = Vec::new();
+    for (mode, path) in [("perf", &system_path), ("pmx", &pmx_path)] {
+        let dir = tmp.path().join(mode);
+        std::fs::create_dir(&dir).expect("mkdir");
+        copy_tests(&shell, &dir);
+        for s in &scripts {
+            jobs.push((s.clone(), mode == "pmx", dir.clone(), path.clone()));
+        }
+    }
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let queue = Arc::new(Mutex::new(jobs));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (queue, results) = (queue.clone(), results.clone());
+            std::thread::spawn(move || loop {
+                let Some((script, pmx, dir, path)) = queue.lock().unwrap().pop() else {
+                    return;
+                };
+                let (outcome, output) = run(&dir, &script, &path);
+                results.lock().unwrap().push((script, pmx, outcome, output));
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    let results = results.lock().unwrap();
+    let find = |s: &str, pmx: bool| {
+        results
+            .iter()
+            .find(|r| r.0 == s && r.1 == pmx)
+            .map(|r| (r.2, r.3.clone()))
+            .expect("every script ran")
+    };
+    println!("{:<28} {:<10} {:<10} blocked on", "script", "perf", "pmx");
+    let mut problems = Vec::new();
+    for s in &scripts {
+        let ((perf, _), (pmx, pmx_out)) = (find(s, false), find(s, true));
+        let blocked = BLOCKED.iter().find(|b| b.0 == s).map(|b| b.1);
+        let (p, x) = (perf.to_string(), pmx.to_string());
+        println!("{s:<28} {p:<10} {x:<10} {}", blocked.unwrap_or(""));
+        match (perf == Outcome::Pass, pmx == Outcome::Pass, blocked) {
+            (true, false, None) => problems.push(format!(
+                "{s} passes with perf but not with pmx ({pmx}):\n{pmx_out}"
+            )),
+            (_, true, Some(_)) => problems.push(format!(
+                "{s} passes with pmx now: take it off BLOCKED and docs/PERF-SUITE.md"
+            )),
+            _ => {}
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
