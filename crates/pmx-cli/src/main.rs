@@ -19,6 +19,7 @@
 //! (`perf_cli.rs`): `perf stat` is `pmx stat --format perf`.
 
 mod analyze;
+mod compare;
 mod db;
 mod decode;
 mod encode;
@@ -63,6 +64,8 @@ enum Command {
     Tma(tma::TmaArgs),
     /// Metrics and the top-down tree from counts saved earlier (pmx or perf CSV/JSON).
     Analyze(analyze::AnalyzeArgs),
+    /// Is B faster than A? Counts and metrics of runs compared, with statistics.
+    Compare(Box<compare::CompareArgs>),
     /// Draw an interval file (pmx stat -I, perf stat -I) as a line chart: SVG or PNG.
     Plot(plot::PlotArgs),
     /// Sample a command, processes or CPUs into a perf.data file.
@@ -112,9 +115,11 @@ fn main() {
         }
     };
     let result = match &cli.command {
+        Command::Stat(args) if args.compare => compare::ab(args),
         Command::Stat(args) => stat::run(args),
         Command::Tma(args) => tma::run(args),
         Command::Analyze(args) => analyze::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),

@@ -56,7 +56,7 @@ fn check_target(args: &StatArgs, scope: &Scope, trace_tasks: bool) -> anyhow::Re
 
 /// The flags as the options of one run (the interval is checked later,
 /// after the plan, as it always was).
-fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
+pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
     let scope = crate::target::scope(
         &crate::target::TargetFlags {
             pid: args.pid.as_deref(),

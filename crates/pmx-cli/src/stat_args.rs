@@ -117,6 +117,13 @@ pub struct StatArgs {
     /// and thread, counting the -e events and -M metrics.
     #[arg(long)]
     pub regions: bool,
+    /// Run two commands interleaved (-r N rounds of A then B) and compare
+    /// them: -- A ARGS… ::: B ARGS…
+    #[arg(long)]
+    pub compare: bool,
+    /// With --compare: run each command N times first, uncounted.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "compare")]
+    pub warmup: u32,
     #[command(flatten)]
     pub db: DbArgs,
     /// The command to run, after `--`.

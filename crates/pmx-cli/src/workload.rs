@@ -2,7 +2,7 @@
 //! pmx's tests and benchmarks (not needed to use pmx).
 //!
 //! ```text
-//! pmx-workload pages N         touch N fresh pages (N page faults)
+//! pmx-workload pages N         touch N fresh pages (N page faults; also `touch N`)
 //! pmx-workload fork-pages N    a child touches N fresh pages; the parent none
 //! pmx-workload spin SECONDS    busy loop on the CPU
 //! pmx-workload work N          a fixed amount of CPU work (N × 1e6 steps)
@@ -47,7 +47,7 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize) -> T {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
-        Some("pages") => touch_pages(arg(&args, 2)),
+        Some("pages" | "touch") => touch_pages(arg(&args, 2)),
         Some("fork-pages") => {
             let n: usize = arg(&args, 2);
             // SAFETY: the child only touches memory and exits.

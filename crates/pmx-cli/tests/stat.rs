@@ -265,8 +265,9 @@ fn ctrl_c_prints_counts_and_forwards_the_signal() {
         .unwrap();
     let o = interrupt_after(child, Duration::from_millis(600));
     assert_eq!(o.status.code(), Some(128 + libc::SIGINT), "{}", stderr(&o));
+    // ~600 ms on an idle machine; a loaded one gives the spinner less.
     let ms = value_of(&o, "task-clock");
-    assert!(ms > 100.0 && ms < 15_000.0, "task-clock {ms}");
+    assert!(ms > 1.0 && ms < 15_000.0, "task-clock {ms}");
 }
 
 #[test]
@@ -452,7 +453,21 @@ fn sigint_leaves_a_complete_interval_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("run.jsonl");
     let child = common::spawn_system_intervals("100", "--json", &file);
-    let o = interrupt_after(child, Duration::from_millis(1050));
+    // Interrupt once 8 intervals are in the file (about 0.85 s on an idle
+    // machine; a loaded one starts pmx later).
+    let latest = || {
+        std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?["time"].as_f64())
+            .fold(0.0, f64::max)
+    };
+    let start = std::time::Instant::now();
+    while latest() < 0.75 && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = latest();
+    let o = interrupt_after(child, Duration::from_millis(150));
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.ends_with('\n'));
@@ -475,8 +490,8 @@ fn sigint_leaves_a_complete_interval_file() {
     assert!(intervals >= 8 * 2, "{text}");
     // The partial last interval is there: it ends after the last full one.
     assert!(
-        last_time > 1.0 && last_time < 3.0,
-        "last interval at {last_time}"
+        last_time > before && last_time > 0.8 && last_time < 40.0,
+        "last interval at {last_time}, {before} before the signal"
     );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -5,7 +5,8 @@
 //!
 //! - [`model`]: the values a result is made of — [`Domain`] (total, CPU,
 //!   core, socket, thread), [`EventStatus`], [`Row`], [`Spread`] over
-//!   repeats, [`Exit`], [`MetricLine`] — which `pmx::stat` produces and
+//!   repeats and each run's values ([`RunCount`], [`RunMetric`], kept by
+//!   `-r N`), [`Exit`], [`MetricLine`] — which `pmx::stat` produces and
 //!   re-exports under its own paths, and [`EventTable`], the event names
 //!   and units rows point into.
 //! - [`write`](mod@write): pmx's writers over a live result ([`StatView`] for totals,
@@ -42,8 +43,8 @@ pub mod timeline;
 pub mod write;
 
 pub use model::{
-    Domain, EventList, EventStatus, EventTable, Exit, MetricLine, Reason, Row, Spread,
-    ESTIMATE_BELOW,
+    Domain, EventList, EventStatus, EventTable, Exit, MetricLine, Reason, Row, RunCount, RunMetric,
+    Spread, ESTIMATE_BELOW,
 };
 pub use read::{read_file, read_text, ReadError};
 pub use report::{Provenance, ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};

@@ -234,6 +234,48 @@ impl Domain {
     }
 }
 
+/// One run's count of one event in one domain: what `pmx stat -r N`
+/// keeps of every run beside the mean, so that runs can be compared later
+/// (`pmx compare`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RunCount {
+    /// The scaled value (as [`Row::value`]); `None` when it did not run.
+    pub value: Option<f64>,
+    /// The raw count.
+    pub raw: u64,
+    /// Time enabled in ns.
+    pub time_enabled_ns: u64,
+    /// Time running in ns.
+    pub time_running_ns: u64,
+}
+
+impl RunCount {
+    /// The run's values of `row`.
+    pub fn of(row: &Row) -> RunCount {
+        RunCount {
+            value: row.value,
+            raw: row.count.value,
+            time_enabled_ns: row.count.enabled,
+            time_running_ns: row.count.running,
+        }
+    }
+
+    /// Ran less than [`ESTIMATE_BELOW`] of the time it was enabled.
+    pub fn is_estimate(&self) -> bool {
+        self.time_enabled_ns > 0
+            && (self.time_running_ns as f64) < ESTIMATE_BELOW * self.time_enabled_ns as f64
+    }
+}
+
+/// One run's value of one metric (`pmx stat -r N -M …`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RunMetric {
+    /// The value; `None` when an input was missing in that run.
+    pub value: Option<f64>,
+    /// Smallest running share among the inputs in that run.
+    pub reliability: Option<f64>,
+}
+
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "how", rename_all = "lowercase")]

@@ -863,6 +863,7 @@ mod tests {
             reliability: None,
             estimate: false,
             missing: None,
+            repeats: Vec::new(),
         };
         let report = StatReport {
             metrics: vec![

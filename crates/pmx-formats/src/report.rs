@@ -8,7 +8,7 @@
 //! was written from). What a consumer does with the values (sum domains,
 //! rescale clocks, merge ranks) is the consumer's business.
 
-use crate::model::{Domain, Exit, Spread};
+use crate::model::{Domain, Exit, RunCount, RunMetric, Spread};
 use std::path::PathBuf;
 
 /// Which program wrote a file.
@@ -163,6 +163,9 @@ pub struct ReportRow {
     pub group: Option<usize>,
     /// The program whose form this row was read from.
     pub origin: Tool,
+    /// Over repeats: every run's values, in run order (pmx's JSON from
+    /// `-r N`); empty otherwise.
+    pub repeats: Vec<RunCount>,
 }
 
 impl ReportRow {
@@ -186,6 +189,7 @@ impl ReportRow {
             counters: None,
             group: None,
             origin: Tool::Pmx,
+            repeats: Vec::new(),
         }
     }
 
@@ -214,6 +218,9 @@ pub struct ReportMetric {
     pub estimate: bool,
     /// Why there is no value.
     pub missing: Option<String>,
+    /// Over repeats: every run's value, in run order (pmx's JSON from
+    /// `-r N -M`); empty otherwise.
+    pub repeats: Vec<RunMetric>,
 }
 
 /// A counting result: rows, metric lines, what produced it.

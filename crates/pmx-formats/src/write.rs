@@ -18,7 +18,8 @@
 //! | 11 | reason | why not counted / not supported |
 
 use crate::model::{
-    Domain, EventStatus, EventTable, Exit, MetricLine, Row, Spread, ESTIMATE_BELOW,
+    Domain, EventStatus, EventTable, Exit, MetricLine, Row, RunCount, RunMetric, Spread,
+    ESTIMATE_BELOW,
 };
 use crate::numbers::{push_fixed, push_num, readable, readable_measure};
 use crate::report::{Provenance, ReportMetric, ReportRow, RowStatus, StatReport};
@@ -39,6 +40,9 @@ pub struct StatView<'a> {
     pub rows: Vec<Row>,
     /// With `-r`: spread per row, same order.
     pub spreads: Vec<Option<Spread>>,
+    /// With `-r`: every run's values per row, same order (empty without
+    /// repeats); the JSON document keeps them as each event's `repeats`.
+    pub repeats: Vec<Vec<RunCount>>,
     /// Runs made.
     pub runs: usize,
     /// Wall-clock time (mean over runs).
@@ -51,6 +55,9 @@ pub struct StatView<'a> {
     pub notes: Vec<String>,
     /// Derived metrics (`-M`), computed from the rows.
     pub metrics: Vec<MetricLine>,
+    /// With `-r`: every run's value per metric, same order as `metrics`
+    /// (empty without repeats).
+    pub metric_repeats: Vec<Vec<RunMetric>>,
 }
 
 /// The columns of interval CSV; totals CSV has the same without `time`.
@@ -339,7 +346,22 @@ pub fn csv(report: &StatView, sep: &str, header: bool) -> String {
     s
 }
 
-/// The report as one JSON document.
+/// `entry` with a `repeats` list when there are runs to keep.
+fn with_repeats<T: serde::Serialize>(
+    mut entry: serde_json::Value,
+    repeats: Option<&Vec<T>>,
+) -> serde_json::Value {
+    if let (Some(obj), Some(reps)) = (entry.as_object_mut(), repeats) {
+        if !reps.is_empty() {
+            obj.insert("repeats".into(), json!(reps));
+        }
+    }
+    entry
+}
+
+/// The report as one JSON document: with `-r`, every event and metric
+/// also keeps each run's values (`repeats`: value, raw count, enabled and
+/// running ns; a metric's value and reliability).
 pub fn json(report: &StatView) -> serde_json::Value {
     let rows: Vec<serde_json::Value> = report
         .rows
@@ -347,7 +369,7 @@ pub fn json(report: &StatView) -> serde_json::Value {
         .enumerate()
         .map(|(i, row)| {
             let ev = event_of(report.plan, row.event);
-            json!({
+            let entry = json!({
                 "event": ev.name,
                 "domain": row.domain,
                 "value": row.value,
@@ -362,8 +384,15 @@ pub fn json(report: &StatView) -> serde_json::Value {
                 "counters": row.instances,
                 "group": ev.group,
                 "spread": report.spreads.get(i).copied().flatten(),
-            })
+            });
+            with_repeats(entry, report.repeats.get(i))
         })
+        .collect();
+    let metrics: Vec<serde_json::Value> = report
+        .metrics
+        .iter()
+        .enumerate()
+        .map(|(i, m)| with_repeats(json!(m), report.metric_repeats.get(i)))
         .collect();
     json!({
         "target": report.target,
@@ -372,7 +401,7 @@ pub fn json(report: &StatView) -> serde_json::Value {
         "exit": report.exit,
         "interrupted": report.interrupted,
         "events": rows,
-        "metrics": report.metrics,
+        "metrics": metrics,
         "notes": report.notes,
     })
 }
@@ -758,6 +787,7 @@ fn report_metric(m: &MetricLine, time: Option<f64>) -> ReportMetric {
         reliability: m.reliability,
         estimate: m.estimate,
         missing: m.missing.clone(),
+        repeats: Vec::new(),
     }
 }
 
@@ -771,6 +801,7 @@ impl StatView<'_> {
             r.stddev_pct = r.spread.map(|sp| sp.relative * 100.0);
             r.counters = Some(row.instances);
             r.group = Some(self.plan.group(row.event));
+            r.repeats = self.repeats.get(i).cloned().unwrap_or_default();
             r
         });
         StatReport {
@@ -787,7 +818,11 @@ impl StatView<'_> {
             metrics: self
                 .metrics
                 .iter()
-                .map(|m| report_metric(m, None))
+                .enumerate()
+                .map(|(i, m)| ReportMetric {
+                    repeats: self.metric_repeats.get(i).cloned().unwrap_or_default(),
+                    ..report_metric(m, None)
+                })
                 .collect(),
         }
     }

@@ -1,12 +1,13 @@
 //! Every form pmx writes reads back to the report it was written from:
-//! totals CSV (with and without header) and JSON, interval CSV and JSON
-//! lines, and perf's `-x,` and `-j` forms. The table is for reading only.
+//! totals CSV (with and without header) and JSON (with every run of `-r N`
+//! kept), interval CSV and JSON lines, and perf's `-x,` and `-j` forms. The
+//! table is for reading only; CSV keeps the mean and spread, not the runs.
 
 use pmx_formats::model::EventList;
 use pmx_formats::{
     perf, read_text, write, Domain, EventStatus, Exit, IntervalCsv, IntervalJson, IntervalRows,
-    MetricLine, Provenance, ReportRow, Row, RowStatus, SourceFormat, Spread, StatReport, StatView,
-    Tool,
+    MetricLine, Provenance, ReportRow, Row, RowStatus, RunCount, RunMetric, SourceFormat, Spread,
+    StatReport, StatView, Tool,
 };
 use pmx_model::count::Count;
 use std::path::Path;
@@ -109,6 +110,10 @@ fn provenance(format: SourceFormat) -> Provenance {
 fn csv_part(mut report: StatReport, format: SourceFormat) -> StatReport {
     for r in &mut report.rows {
         (r.spread, r.counters, r.group) = (None, None, None);
+        r.repeats.clear();
+    }
+    for m in &mut report.metrics {
+        m.repeats.clear();
     }
     StatReport {
         provenance: provenance(format),
@@ -128,24 +133,61 @@ fn totals_csv_and_json_read_back() {
         stddev: 2.5,
         relative: 0.125,
     });
+    // `-r 3` keeps every run: a row's three counts (one multiplexed) and
+    // a metric's three values (one without a value).
+    let mut repeats = vec![Vec::new(); rows.len()];
+    repeats[0] = [
+        (1234.0, 4_000_000),
+        (1234.25, 4_000_000),
+        (1235.25, 1_000_000),
+    ]
+    .map(|(v, running)| RunCount {
+        value: Some(v),
+        raw: v as u64,
+        time_enabled_ns: 4_000_000,
+        time_running_ns: running,
+    })
+    .to_vec();
+    repeats[3] = vec![RunCount {
+        value: None,
+        raw: 0,
+        time_enabled_ns: 4_000_000,
+        time_running_ns: 0,
+    }];
+    let mut metric_repeats = vec![Vec::new(); metrics.len()];
+    metric_repeats[0] = vec![
+        RunMetric {
+            value: Some(1.5),
+            reliability: Some(0.5),
+        },
+        RunMetric {
+            value: None,
+            reliability: None,
+        },
+    ];
     let view = StatView {
         target: "'sleep 1'".to_string(),
         plan: &plan,
         status,
         rows,
         spreads,
+        repeats,
         runs: 3,
         elapsed: Duration::from_millis(1500),
         exit: Some(Exit::Code { code: 3 }),
         interrupted: false,
         notes: vec!["3 runs".to_string()],
         metrics,
+        metric_repeats,
     };
     let want = view.to_report();
     assert_eq!(want.rows[3].status, RowStatus::NotCounted);
     assert_eq!(want.rows[3].reason, "never ran");
     assert_eq!(want.rows[4].status, RowStatus::NotSupported);
     assert_eq!(want.rows[1].status, RowStatus::Estimate);
+    assert_eq!(want.rows[0].repeats[2].value, Some(1235.25));
+    assert!(want.rows[0].repeats[2].is_estimate());
+    assert_eq!(want.metrics[0].repeats[1].value, None);
     for header in [false, true] {
         let text = write::csv(&view, ",", header);
         assert_eq!(read(&text), csv_part(want.clone(), SourceFormat::PmxCsv));

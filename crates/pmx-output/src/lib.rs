@@ -10,13 +10,16 @@
 //! (what this machine is), [`catalog`] (`pmx list`, `pmx explain`),
 //! [`registers`] (field tables, `pmx encode`, `pmx decode`), [`fetch`]
 //! (`pmx events fetch`'s progress and summary), [`analyze`] (`pmx
-//! analyze`'s metrics) and [`merge`] (`pmx merge`'s table, CSV, JSON).
+//! analyze`'s metrics), [`compare`] (`pmx compare`'s benchstat-like
+//! table, CSV, JSON, trees side by side) and [`merge`] (`pmx merge`'s
+//! table, CSV, JSON).
 //! [`stat_render`] puts `pmx stat`'s output together from [`stat`]'s
 //! writers for both backends: the interval rows as they are measured,
 //! the `-M` metric lines, the totals, the `--plot` chart.
 
 pub mod analyze;
 pub mod catalog;
+pub mod compare;
 pub mod fetch;
 pub mod info;
 pub mod merge;

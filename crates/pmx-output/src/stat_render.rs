@@ -18,6 +18,7 @@ use pmx::metrics::MetricSet;
 use pmx::results::RegionResults;
 use pmx::stat::{Aggregation, Aggregator, EventStatus, Row, StatPlan, Summary, Tick};
 use pmx_formats::perf::{PerfForm, PerfIntervals, PerfOptions};
+use pmx_formats::RunMetric;
 use pmx_model::topology::Topology;
 use std::io::Write;
 use std::time::Duration;
@@ -296,19 +297,49 @@ pub fn compose<'a>(
         status: summary.status,
         rows: summary.rows,
         spreads: summary.spreads,
+        repeats: summary.repeats,
         runs: summary.runs,
         elapsed: summary.elapsed,
         exit: summary.exit,
         interrupted: summary.interrupted,
         notes: summary.notes,
         metrics: Vec::new(),
+        metric_repeats: Vec::new(),
     };
     if let Some(m) = metrics {
         report.metrics = m.evaluate(plan, &report.status, &report.rows, report.elapsed);
+        report.metric_repeats = metric_repeats(m, plan, &report, &summary.per_run);
         report.notes.extend(m.notes.iter().cloned());
     }
     report.notes.splice(0..0, notes);
     report
+}
+
+/// Each metric of `report` in every run of `per_run` (empty with one
+/// run): the metrics evaluated over that run's rows, matched by name and
+/// domain.
+fn metric_repeats(
+    m: &StatMetrics,
+    plan: &StatPlan,
+    report: &StatReport,
+    per_run: &[(Vec<Row>, Duration)],
+) -> Vec<Vec<RunMetric>> {
+    let mut out = vec![Vec::new(); report.metrics.len()];
+    for (rows, elapsed) in per_run {
+        let lines = m.evaluate(plan, &report.status, rows, *elapsed);
+        for (i, want) in report.metrics.iter().enumerate() {
+            if let Some(l) = lines
+                .iter()
+                .find(|l| l.name == want.name && l.domain == want.domain)
+            {
+                out[i].push(RunMetric {
+                    value: l.value,
+                    reliability: l.reliability,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The totals as text; after interval rows, CSV totals are comments so
@@ -399,12 +430,14 @@ mod tests {
             status: vec![EventStatus::Counted],
             rows: Vec::new(),
             spreads: Vec::new(),
+            repeats: Vec::new(),
             runs: 1,
             elapsed: Duration::from_millis(1500),
             exit: None,
             interrupted: false,
             notes: Vec::new(),
             metrics: Vec::new(),
+            metric_repeats: Vec::new(),
         }
     }
 

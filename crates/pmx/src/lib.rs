@@ -51,7 +51,9 @@
 //! shares.
 //!
 //! [`analyze`] computes metrics and the top-down tree from counts saved
-//! earlier; [`merge`] combines per-rank result files. Both read through
+//! earlier; [`compare`] tells whether the counts, metrics and top-down
+//! trees of two (or more) sides differ by more than noise; [`merge`]
+//! combines per-rank result files. Both read through
 //! `pmx-formats`, which also holds the value types of a result
 //! ([`stat::Row`], [`stat::Domain`], …) and their writers.
 //!
@@ -63,6 +65,7 @@ mod backend;
 mod backend_msr;
 mod backend_rdpmc;
 pub mod catalog;
+pub mod compare;
 pub mod counters;
 pub mod database;
 pub mod eventlist;

@@ -151,6 +151,7 @@ fn pmx_line(report: &mut StatReport, f: &[&str]) -> bool {
             reliability: num(f[5 + k]).map(|p| p / 100.0),
             estimate: status == "metric-estimate",
             missing: (!reason.is_empty()).then(|| reason.to_string()),
+            repeats: Vec::new(),
         });
         return true;
     };

@@ -1,4 +1,5 @@
-//! JSON: pmx's document (`pmx stat --json`), pmx's JSON lines (`-I MS
+//! JSON: pmx's document (`pmx stat --json`, with each run's values as
+//! `repeats` after `-r N`), pmx's JSON lines (`-I MS
 //! --json`: one object per row, `"kind":"metric"` for metric lines, then
 //! the document), and perf's `-j` lines (`counter-value`, `interval`,
 //! `event-runtime`, `pcnt-running`; metric-only lines skipped).
@@ -220,6 +221,18 @@ fn pmx_row(e: &Value, time: Option<f64>) -> Result<ReportRow, String> {
         .and_then(Value::as_u64)
         .map(|n| n as usize);
     row.group = e.get("group").and_then(Value::as_u64).map(|n| n as usize);
+    row.repeats = repeats(e, |r| crate::model::RunCount {
+        value: jnum(r, "value"),
+        raw: r.get("raw").and_then(Value::as_u64).unwrap_or(0),
+        time_enabled_ns: r
+            .get("time_enabled_ns")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        time_running_ns: r
+            .get("time_running_ns")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+    });
     Ok(row)
 }
 
@@ -241,5 +254,20 @@ fn metric(m: &Value, time: Option<f64>) -> ReportMetric {
         reliability: jnum(m, "reliability"),
         estimate: m.get("estimate").and_then(Value::as_bool).unwrap_or(false),
         missing: jstr(m, "missing").map(str::to_string),
+        repeats: repeats(m, |r| crate::model::RunMetric {
+            value: jnum(r, "value"),
+            reliability: jnum(r, "reliability"),
+        }),
     }
+}
+
+/// An entry's `repeats` list (`pmx stat -r N --json`), each run read by
+/// `one`; empty when there is none.
+fn repeats<T>(e: &Value, one: impl Fn(&Value) -> T) -> Vec<T> {
+    e.get("repeats")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(one)
+        .collect()
 }

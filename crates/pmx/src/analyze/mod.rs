@@ -165,13 +165,7 @@ pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
     let counts = Counts::of(opts.counts);
     let cpu = opts.db.target.cpu.clone();
     let lib = crate::metrics::library(opts.db);
-    let machine = Machine {
-        smt_on: Some(opts.smt_on),
-        threads_per_core: Some(if opts.smt_on { 2 } else { 1 }),
-        core_wide: Some(false),
-        cpuid: Some(cpu.to_string()),
-        ..Machine::default()
-    };
+    let machine = machine(opts.db, opts.smt_on);
     let names = lib
         .events()
         .iter()
@@ -339,4 +333,38 @@ fn has_any_input(lib: &Library, id: MetricId, inputs: &Inputs, machine: &Machine
         .events
         .iter()
         .any(|e| inputs.get(&e.name).is_some())
+}
+
+/// The machine facts `analyze` assumes for `db`'s CPU: SMT as given, a
+/// thread's own counts.
+pub fn machine(db: &Database, smt_on: bool) -> Machine {
+    Machine {
+        smt_on: Some(smt_on),
+        threads_per_core: Some(if smt_on { 2 } else { 1 }),
+        core_wide: Some(false),
+        cpuid: Some(db.target.cpu.to_string()),
+        ..Machine::default()
+    }
+}
+
+/// The top-down tree over the totals of `counts` to `level`, as
+/// [`analyze`] computes it, with a library loaded once by the caller
+/// (`pmx compare --tma` evaluates one tree per run).
+pub fn tma_tree(
+    counts: &StatReport,
+    db: &Database,
+    lib: &Library,
+    machine: &Machine,
+    level: u32,
+) -> Result<TmaReport, AnalyzeError> {
+    let counts = Counts::of(counts);
+    let names = lib
+        .events()
+        .iter()
+        .map(|e| e.name.as_str())
+        .chain(counts.events.iter().map(String::as_str));
+    let key = key_fn(db, names);
+    let keys: Vec<String> = counts.events.iter().map(|e| key(e)).collect();
+    let totals = counts::inputs_of(&key, &keys, &counts.totals());
+    Ok(tma(lib, level, &totals, machine, &db.target.cpu.to_string())?.report)
 }

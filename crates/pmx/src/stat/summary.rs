@@ -1,15 +1,16 @@
 //! Summary: the runs of one `pmx stat` (repeats, or one run) folded into
 //! what a report shows — the rows of the last run (the mean over runs,
 //! with each row's [`Spread`], when repeated), each event's status, the
-//! mean elapsed time, how the command ended — and the words that name
-//! what was counted.
+//! mean elapsed time, how the command ended — every run's values beside
+//! the mean (so that runs can be compared later: `pmx compare`), and the
+//! words that name what was counted.
 
 use super::aggregate::{aggregate, Aggregation};
 use super::options::Scope;
 use super::outcome::StatRun;
 use super::plan::StatPlan;
 use crate::launch::Exit;
-use pmx_formats::{EventStatus, Row, Spread};
+use pmx_formats::{EventStatus, Row, RunCount, Spread};
 use pmx_model::topology::Topology;
 use std::time::Duration;
 
@@ -20,6 +21,12 @@ pub struct Summary {
     pub rows: Vec<Row>,
     /// Per row: the spread over the runs (only with several runs).
     pub spreads: Vec<Option<Spread>>,
+    /// Per row: every run's values in run order (only with several runs;
+    /// a run where the row is absent gives no entry).
+    pub repeats: Vec<Vec<RunCount>>,
+    /// With several runs: each run's own rows and elapsed time, for
+    /// whatever is computed from a run's rows (the metrics of each run).
+    pub per_run: Vec<(Vec<Row>, Duration)>,
     /// Per planned event: counted in any run, or why not.
     pub status: Vec<EventStatus>,
     /// How many runs there were.
@@ -50,16 +57,18 @@ pub fn summarize(
     let last = runs.last().expect("at least one run");
     let mut rows = per_run.last().cloned().unwrap_or_default();
     let mut spreads = vec![None; rows.len()];
+    let mut repeats = vec![Vec::new(); rows.len()];
     if runs.len() > 1 {
         for (j, row) in rows.iter_mut().enumerate() {
-            let values: Vec<f64> = per_run
+            let same: Vec<&Row> = per_run
                 .iter()
                 .filter_map(|rs| {
                     rs.iter()
                         .find(|r| r.event == row.event && r.domain == row.domain)
                 })
-                .filter_map(|r| r.value)
                 .collect();
+            repeats[j] = same.iter().map(|r| RunCount::of(r)).collect();
+            let values: Vec<f64> = same.iter().filter_map(|r| r.value).collect();
             if let Some(sp) = Spread::of(&values) {
                 row.value = Some(sp.mean);
                 spreads[j] = Some(sp);
@@ -79,9 +88,18 @@ pub fn summarize(
     if runs.len() < repeat as usize {
         notes.push(format!("stopped after {} of {} runs", runs.len(), repeat));
     }
+    let per_run = match runs.len() {
+        1 => Vec::new(),
+        _ => per_run
+            .into_iter()
+            .zip(runs.iter().map(|r| r.elapsed))
+            .collect(),
+    };
     Summary {
         rows,
         spreads,
+        repeats,
+        per_run,
         status,
         runs: runs.len(),
         elapsed: runs.iter().map(|r| r.elapsed).sum::<Duration>() / runs.len() as u32,
@@ -165,11 +183,18 @@ mod tests {
         let s = summarize(&plan, &runs, Aggregation::Total, None, 3);
         assert_eq!(s.rows[0].value, Some(15.0));
         assert_eq!(s.spreads[0].map(|sp| sp.runs), Some(2));
+        // Every run is kept, in run order, with its times.
+        let kept: Vec<_> = s.repeats[0].iter().map(|r| (r.value, r.raw)).collect();
+        assert_eq!(kept, [(Some(10.0), 10), (Some(20.0), 20)]);
+        assert_eq!(s.repeats[0][1].time_running_ns, 10);
+        assert_eq!(s.per_run.len(), 2);
+        assert_eq!(s.per_run[0].1, Duration::from_millis(10));
         assert_eq!(s.status, [EventStatus::Counted]);
         assert_eq!(s.elapsed, Duration::from_millis(20));
         assert_eq!(s.notes, ["stopped after 2 of 3 runs"]);
         let one = summarize(&plan, &runs[1..], Aggregation::Total, None, 1);
         assert_eq!(one.spreads, [None]);
+        assert!(one.repeats[0].is_empty() && one.per_run.is_empty());
         assert!(one.notes.is_empty());
     }
 

@@ -1,0 +1,140 @@
+//! `pmx compare A B [C…]` (or `A1 A2 -- B1 B2`): did B change what A
+//! measured? Flags → `pmx::compare::Options` → `pmx::compare::compare` →
+//! `pmx_output::compare`. [`ab`] is `pmx stat --compare -- ./a ::: ./b`:
+//! the commands run interleaved (`pmx::compare::runner`), each side's
+//! runs summarized as `pmx stat -r N` would, then compared the same way.
+
+use crate::db::DbArgs;
+use crate::exit::UsageError;
+use crate::stat_args::{usage, StatArgs};
+use pmx::compare::{self, Report, Side, TmaOptions};
+use pmx::stat;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Arguments of `pmx compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// One file per side (A B C …, the first the base); or, before `--`,
+    /// the files of side A, pooled. pmx stat JSON/CSV, perf stat -x/-j.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// After `--`: the files of side B (pooled); a further `--` starts C.
+    #[arg(last = true, value_name = "FILE")]
+    pub more: Vec<String>,
+    /// A change is significant when p is below this.
+    #[arg(long, value_name = "P", default_value_t = compare::DEFAULT_THRESHOLD)]
+    pub threshold: f64,
+    /// Also compare the top-down trees (the files must name their CPU, or give --cpu).
+    #[arg(long)]
+    pub tma: bool,
+    /// With --tma: down to this level.
+    #[arg(
+        short = 'l',
+        long = "level",
+        value_name = "N",
+        default_value_t = 1,
+        requires = "tma"
+    )]
+    pub level: u32,
+    /// SMT was on where the counts were taken (default: off).
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = ["on", "off"])]
+    pub smt: String,
+    /// JSON output.
+    #[arg(long, conflicts_with = "separator")]
+    pub json: bool,
+    /// CSV with this separator (one line per row and side after the base).
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub separator: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Run `pmx compare`.
+pub fn run(args: &CompareArgs) -> anyhow::Result<i32> {
+    let tma = args.tma.then(|| TmaOptions {
+        level: args.level,
+        database: args.db.options(),
+        smt_on: args.smt == "on",
+    });
+    let opts = compare::Options {
+        sides: compare::sides_of(&args.files, &args.more),
+        threshold: args.threshold,
+        tma,
+    };
+    let report = compare::compare(&opts).map_err(|e| UsageError(e.to_string()))?;
+    print!("{}", render(&report, args.json, args.separator.as_deref()));
+    Ok(0)
+}
+
+fn render(report: &Report, json: bool, sep: Option<&str>) -> String {
+    match (json, sep) {
+        (true, _) => format!("{}\n", pmx_output::compare::json(report)),
+        (false, Some(sep)) => pmx_output::compare::csv(report, sep),
+        (false, None) => pmx_output::compare::text(report),
+    }
+}
+
+/// `pmx stat --compare -r N -- A… ::: B…`: run A and B interleaved and
+/// compare their counts (and `-M` metrics).
+pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
+    let Some(commands) = compare::runner::split_commands(&args.command) else {
+        return Err(usage(
+            "--compare: give the commands as -- A ARGS… ::: B ARGS…",
+        ));
+    };
+    if args.repeat < 2 || args.interval.is_some() || args.backend != "perf" {
+        return Err(usage(
+            "--compare needs -r N (N ≥ 2; 10 or more for Welch's t-test), no -I, the perf backend",
+        ));
+    }
+    let (groups, metrics, db) = crate::stat_metrics::event_groups(args, stat::DEFAULT_EVENTS)?;
+    let (opts, how) = crate::stat::run_options(args)?;
+    let mut plan = args.db.plan(&groups, db.as_ref())?;
+    let budget = pmx::schedule::CounterBudget::this_cpu();
+    let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, args.repeat);
+    let per_side: Vec<stat::RunOptions> = (commands.iter())
+        .map(|c| stat::RunOptions {
+            command: c.clone(),
+            ..opts.clone()
+        })
+        .collect();
+    stat::install_signal_handlers();
+    let runs = match compare::runner::interleave(
+        &fitted,
+        &per_side,
+        args.repeat,
+        args.warmup,
+        &mut |_, _| {},
+    ) {
+        Ok(r) if r.iter().all(|r| !r.is_empty()) => r,
+        Ok(_) => anyhow::bail!("stopped before every side ran"),
+        Err(stat::RunError::Exec { cmd, reason }) => {
+            eprintln!("pmx stat: cannot run '{cmd}': {reason}");
+            return Ok(127);
+        }
+        Err(e) => anyhow::bail!("{e}"),
+    };
+    let sides: Vec<Side> = (runs.iter().zip(&commands).enumerate())
+        .map(|(i, (r, cmd))| {
+            let notes = fitted.notes.clone();
+            pmx_output::compare::stat_side(
+                compare::label(i),
+                cmd,
+                &plan,
+                r,
+                how,
+                metrics.as_ref(),
+                notes,
+            )
+        })
+        .collect();
+    let mut report = compare::compare_sides(&sides, compare::DEFAULT_THRESHOLD)
+        .map_err(|e| UsageError(e.to_string()))?;
+    let failed = compare::runner::failures(&runs, &commands);
+    report.notes.extend(failed.iter().cloned());
+    let mut out = args.output(false)?;
+    out.write_all(render(&report, args.json, args.separator.as_deref()).as_bytes())?;
+    // As hyperfine: a failing command fails the comparison.
+    Ok(if failed.is_empty() { 0 } else { 1 })
+}
