@@ -1,7 +1,7 @@
 //! Fault campaign, stat files (issue 22, item 3): mutants of pmx's and
 //! perf's CSV and JSON stat outputs (the samples under `tests/data/`, and
-//! per-rank files `pmx stat` writes here) through `pmx analyze`, `pmx plot`
-//! and `pmx merge`. Expected of every case: no panic, no crash, no hang
+//! per-rank files `pmx stat` writes here) through `pmx analyze`, `pmx plot`,
+//! `pmx compare` and `pmx merge`. Expected of every case: no panic, no crash, no hang
 //! (a time bound per run), and exit 0 or an error that names the file.
 //! A failure prints the seed: `pmx_testkit::mutate::text(&original, seed)`
 //! gives the same bytes.
@@ -124,6 +124,36 @@ fn mutated_stat_files_through_analyze() {
 fn mutated_interval_files_through_plot() {
     let srcs = data("plot");
     campaign("CSV/JSON → plot", &["plot"], &srcs, cases(3, 90), &[]);
+}
+
+#[test]
+fn mutated_stat_files_through_compare() {
+    // Each mutant as side B against its intact original as side A.
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Tally::new("CSV/JSON → compare");
+    let base = base_seed();
+    // Totals only: compare refuses interval files (by name), whole.
+    let totals: Vec<PathBuf> = data("analyze")
+        .into_iter()
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            !n.contains("interval") && !n.contains("lines")
+        })
+        .collect();
+    for (i, src) in totals.iter().enumerate() {
+        for k in 0..cases(2, 60) {
+            let seed = base + (i * 1_000_000 + k) as u64;
+            case(
+                &mut t,
+                dir.path(),
+                &["compare", src.to_str().unwrap()],
+                src,
+                seed,
+                &[],
+            );
+        }
+    }
+    t.finish();
 }
 
 #[test]
