@@ -44,10 +44,11 @@ pub struct AnalyzeArgs {
 }
 
 /// A file that cannot be read is the user's mistake (exit 2), except a
-/// JSON document with a nameless entry, which is reported as a failure.
-fn read_error(e: ReadError) -> anyhow::Error {
+/// JSON document with a nameless entry, which is reported as a failure
+/// (with the file: that error does not carry it).
+fn read_error(e: ReadError, path: &std::path::Path) -> anyhow::Error {
     match e {
-        ReadError::EntryWithoutEvent => anyhow::anyhow!("{e}"),
+        ReadError::EntryWithoutEvent => anyhow::anyhow!("{}: {e}", path.display()),
         e => UsageError(e.to_string()).into(),
     }
 }
@@ -99,7 +100,7 @@ fn choose_cpu(
 
 /// Run `pmx analyze`.
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
-    let counts = pmx_formats::read_file(&args.file).map_err(read_error)?;
+    let counts = pmx_formats::read_file(&args.file).map_err(|e| read_error(e, &args.file))?;
     if args.level == 0 {
         return Err(UsageError("-l 0: levels start at 1".to_string()).into());
     }

@@ -41,7 +41,8 @@ pub struct ServeArgs {
     /// define NAME = FORMULA, max-connections); flags override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Most connections served at once (more are answered 503).
+    /// Most connections open at once; at the limit the one that has waited
+    /// on its client the longest is closed to make room.
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
     /// The online-CPU list to follow (for tests).

@@ -23,7 +23,8 @@ use std::path::Path;
 
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
-/// Default cap on concurrent connections.
+/// Default cap on open connections (at the cap the oldest waiting one is
+/// closed to make room).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 32;
 
 /// How the series are split.

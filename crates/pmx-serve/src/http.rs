@@ -70,7 +70,9 @@ fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-fn head_end(buf: &[u8]) -> Option<usize> {
+/// Where the request head in `buf` ends (after its empty line), if it is
+/// all there.
+pub fn head_end(buf: &[u8]) -> Option<usize> {
     // CRLF CRLF, or bare LF LF (tolerated).
     for i in 0..buf.len() {
         if buf[i] == b'\n' {

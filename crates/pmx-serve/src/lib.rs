@@ -37,11 +37,18 @@
 //! - **HTTP** ([`http`]): a small strict HTTP/1.1 parser with a request
 //!   head limit (8 KiB, 64 headers), a deadline for the head (10 s) and
 //!   for idle keep-alive connections (30 s); only `GET`/`HEAD` of
-//!   `/metrics` and `/`; 400/404/405/408/431/505 for the rest; one thread
-//!   per connection up to a cap (503 beyond it). Nothing a client sends
-//!   can write a register or reopen a counter.
-//! - **Stop**: SIGTERM or SIGINT writes to a self-pipe the accept loop
-//!   polls; open connections are shut down, counters closed, exit 0.
+//!   `/metrics` and `/`; 400/404/405/408/431/505 for the rest. Nothing a
+//!   client sends can write a register or reopen a counter.
+//! - **Connections** ([`event_loop`], [`conn`], [`pool`]): one thread
+//!   polls the listener and every connection waiting on its client
+//!   (non-blocking sockets, a buffer and a deadline each, counted from
+//!   accept); complete requests go to a few worker threads that scrape
+//!   and render, and the loop writes their answers. At the connection
+//!   limit the connection that has waited on its client the longest is
+//!   closed to make room, so idle or slow clients can never lock a
+//!   scraper out, and nobody is answered 503.
+//! - **Stop**: SIGTERM or SIGINT writes to a self-pipe the event loop
+//!   polls; open connections are closed, counters closed, exit 0.
 //!
 //! [`launch`] turns the settings (flags over the file) into a started
 //! daemon. [`render`] writes the families; [`config`] reads `--config FILE`;
@@ -51,8 +58,11 @@
 
 pub mod collect;
 pub mod config;
+pub mod conn;
+pub mod event_loop;
 pub mod http;
 pub mod launch;
+pub mod pool;
 pub mod render;
 pub mod server;
 

@@ -1,19 +1,21 @@
-//! The daemon: the listener, one thread per connection (capped), the
-//! hotplug watch, the scrape, and a clean stop.
+//! The daemon: the listener and its event loop ([`crate::event_loop`]),
+//! the hotplug watch, the scrape, and a clean stop.
 
 use crate::collect::{Collector, Snapshot};
 use crate::config::Per;
-use crate::http::{self, HttpError, Request, Response};
+use crate::conn::Timeouts;
+use crate::event_loop::{EventLoop, Handler, Limits};
+use crate::http::{Request, Response};
 use crate::render::{self, Family, Format, Kind, Value};
 use pmx::metrics::MetricSet;
 use pmx::stat::{aggregate, Aggregation, Domain, EventStatus, Instance, Row, StatPlan};
 use pmx_model::topology::{LogicalCpu, Topology};
 use pmx_sys::SysRoot;
 use std::collections::HashMap;
-use std::io::{self, Read};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -27,16 +29,22 @@ pub struct Options {
     pub listen: SocketAddr,
     /// Series per CPU, core or socket.
     pub per: Per,
-    /// Most connections served at once; more get 503.
+    /// Most connections open at once; at the limit the one that has
+    /// waited on its client the longest is closed to make room.
     pub max_connections: usize,
+    /// Worker threads answering requests.
+    pub workers: usize,
     /// How often the online-CPU list is checked.
     pub hotplug_every: Duration,
     /// Where `sys/devices/system/cpu` is read for the topology.
     pub sys_root: SysRoot,
     /// How long a keep-alive connection may stay idle.
     pub idle_timeout: Duration,
-    /// How long a client may take to send a request head.
+    /// How long a client may take to send a request head (from accept,
+    /// or from its first byte on a keep-alive connection).
     pub head_timeout: Duration,
+    /// How long a client may take to read a response.
+    pub write_timeout: Duration,
 }
 
 impl Default for Options {
@@ -47,10 +55,15 @@ impl Default for Options {
                 .expect("valid address"),
             per: Per::Cpu,
             max_connections: crate::config::DEFAULT_MAX_CONNECTIONS,
+            workers: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+                .clamp(2, 4),
             hotplug_every: Duration::from_secs(1),
             sys_root: SysRoot::host(),
             idle_timeout: Duration::from_secs(30),
             head_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -156,9 +169,6 @@ struct Shared {
     scrapes: AtomicU64,
     log: Log,
     opts: Options,
-    conns: Mutex<HashMap<u64, TcpStream>>,
-    active: AtomicUsize,
-    stopping: AtomicBool,
     /// Metrics whose missing value was already logged.
     missing_logged: Mutex<std::collections::BTreeSet<String>>,
 }
@@ -239,7 +249,6 @@ impl Daemon {
         log: Log,
     ) -> io::Result<Daemon> {
         let listener = TcpListener::bind(opts.listen)?;
-        listener.set_nonblocking(true)?;
         let mut collector = collector;
         let plan = collector.plan().clone();
         let names = pmu_names(&opts.sys_root);
@@ -275,9 +284,6 @@ impl Daemon {
             scrapes: AtomicU64::new(0),
             log,
             opts,
-            conns: Mutex::new(HashMap::new()),
-            active: AtomicUsize::new(0),
-            stopping: AtomicBool::new(false),
             missing_logged: Mutex::new(Default::default()),
         });
         Ok(Daemon {
@@ -307,166 +313,33 @@ impl Daemon {
     /// Serve until stopped; then close every connection and the counters.
     pub fn run(self) -> io::Result<()> {
         let shared = self.shared;
-        let mut next_hotplug = Instant::now() + shared.opts.hotplug_every;
-        let mut conn_id: u64 = 0;
-        loop {
-            let now = Instant::now();
-            let timeout_ms = next_hotplug
-                .saturating_duration_since(now)
-                .as_millis()
-                .min(60_000) as i32;
-            let mut fds = [
-                libc::pollfd {
-                    fd: self.listener.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.stop.read.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: two pollfds in a live array.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            if fds[1].revents != 0 {
-                break;
-            }
-            if fds[0].revents != 0 {
-                loop {
-                    match self.listener.accept() {
-                        Ok((stream, peer)) => {
-                            conn_id += 1;
-                            accept_one(&shared, stream, peer, conn_id);
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) => {
-                            // EMFILE and friends: say so, back off a little.
-                            (shared.log)(&format!("accept: {e}"));
-                            std::thread::sleep(Duration::from_millis(50));
-                            break;
-                        }
-                    }
-                }
-            }
-            if Instant::now() >= next_hotplug {
-                shared.hotplug();
-                next_hotplug = Instant::now() + shared.opts.hotplug_every;
-            }
-        }
-        // Stop: no new connections, end the open ones, wait a little.
-        shared.stopping.store(true, Ordering::SeqCst);
-        drop(self.listener);
-        for s in lock(&shared.conns).values() {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while shared.active.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let o = &shared.opts;
+        let limits = Limits {
+            max_connections: o.max_connections.max(1),
+            workers: o.workers.max(1),
+            timeouts: Timeouts {
+                head: o.head_timeout,
+                idle: o.idle_timeout,
+                write: o.write_timeout,
+                drain: Duration::from_millis(200),
+            },
+        };
+        let every = o.hotplug_every;
+        let lp = EventLoop::new(self.listener, Arc::clone(&shared), limits)?;
+        let sh = Arc::clone(&shared);
+        lp.run(self.stop.read.as_raw_fd(), every, &mut || sh.hotplug())?;
         (shared.log)("stopped");
         Ok(())
     }
 }
 
-fn accept_one(shared: &Arc<Shared>, stream: TcpStream, peer: SocketAddr, id: u64) {
-    let _ = stream.set_nonblocking(false);
-    if shared.active.load(Ordering::SeqCst) >= shared.opts.max_connections {
-        let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
-        let mut r = Response::text(503, "Service Unavailable", "too many connections\n");
-        r.headers.push("Retry-After: 1".to_string());
-        let mut s = stream;
-        let _ = r.write_to(&mut s, false, false);
-        close_gracefully(s);
-        return;
+impl Handler for Shared {
+    fn respond(&self, req: &Request, peer: IpAddr) -> Response {
+        Shared::respond(self, req, peer)
     }
-    shared.active.fetch_add(1, Ordering::SeqCst);
-    if let Ok(clone) = stream.try_clone() {
-        lock(&shared.conns).insert(id, clone);
-    }
-    let sh = Arc::clone(shared);
-    let spawned = std::thread::Builder::new()
-        .name("pmx-serve-conn".into())
-        .stack_size(256 * 1024)
-        .spawn(move || {
-            serve_connection(&sh, stream, peer.ip());
-            lock(&sh.conns).remove(&id);
-            sh.active.fetch_sub(1, Ordering::SeqCst);
-        });
-    if let Err(e) = spawned {
-        (shared.log)(&format!("cannot start a connection thread: {e}"));
-        lock(&shared.conns).remove(&id);
-        shared.active.fetch_sub(1, Ordering::SeqCst);
-    }
-}
 
-/// Half-close, drain what the client still sends (briefly), then close:
-/// closing with unread data would reset the connection and could lose the
-/// response.
-fn close_gracefully(mut s: TcpStream) {
-    let _ = s.shutdown(Shutdown::Write);
-    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
-    let mut sink = [0u8; 4096];
-    let mut total = 0usize;
-    while total < 256 * 1024 {
-        match s.read(&mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => total += n,
-        }
-    }
-}
-
-fn serve_connection(shared: &Shared, mut stream: TcpStream, peer: IpAddr) {
-    let _ = stream.set_nodelay(true);
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(10)));
-    let mut buf: Vec<u8> = Vec::new();
-    let mut set_timeout =
-        |s: &mut TcpStream, d: Duration| s.set_read_timeout(Some(d.max(Duration::from_millis(1))));
-    loop {
-        let idle_until = Instant::now() + shared.opts.idle_timeout;
-        match http::read_request(
-            &mut stream,
-            &mut buf,
-            idle_until,
-            shared.opts.head_timeout,
-            &mut set_timeout,
-        ) {
-            Ok(req) => {
-                let resp = shared.respond(&req, peer);
-                let keep =
-                    req.keep_alive && resp.status < 400 && !shared.stopping.load(Ordering::SeqCst);
-                if resp
-                    .write_to(&mut stream, req.method == "HEAD", keep)
-                    .is_err()
-                {
-                    return;
-                }
-                if !keep {
-                    close_gracefully(stream);
-                    return;
-                }
-            }
-            Err(e) => {
-                if let Some((code, reason)) = e.status() {
-                    let detail = match &e {
-                        HttpError::Malformed(why) => format!("{reason}: {why}\n"),
-                        _ => format!("{reason}\n"),
-                    };
-                    let _ =
-                        Response::text(code, reason, &detail).write_to(&mut stream, false, false);
-                    close_gracefully(stream);
-                }
-                return;
-            }
-        }
+    fn log(&self, line: &str) {
+        (self.log)(line)
     }
 }
 
@@ -595,24 +468,26 @@ impl Shared {
 
     fn scrape(&self, peer: IpAddr, format: Format) -> String {
         let t0 = Instant::now();
-        let n = self.scrapes.fetch_add(1, Ordering::SeqCst) + 1;
-        let (snap, status, log) = {
+        // One step under the collector's lock: the read, the scrape's
+        // number and the client's window. Workers scrape concurrently;
+        // this keeps a client's windows in the order of its reads, so no
+        // delta is ever taken against a later snapshot.
+        let (n, snap, status, log, prev) = {
             let mut c = lock(&self.collector);
+            let n = self.scrapes.fetch_add(1, Ordering::SeqCst) + 1;
             let s = c.read();
-            (s, c.status().to_vec(), c.take_log())
-        };
-        for l in log {
-            (self.log)(&l);
-        }
-        let prev = {
             let mut clients = lock(&self.clients);
             if clients.len() >= MAX_CLIENTS && !clients.contains_key(&peer) {
                 if let Some(oldest) = clients.iter().min_by_key(|(_, s)| s.at).map(|(k, _)| *k) {
                     clients.remove(&oldest);
                 }
             }
-            clients.insert(peer, snap.clone())
+            let prev = clients.insert(peer, s.clone());
+            (n, s, c.status().to_vec(), c.take_log(), prev)
         };
+        for l in log {
+            (self.log)(&l);
+        }
         let prev = prev.as_ref().unwrap_or(&self.start);
         let window = match (snap.at, prev.at) {
             (Some(a), Some(b)) => a.saturating_duration_since(b).as_secs_f64(),
@@ -803,7 +678,8 @@ fn html_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
 
     #[test]
     fn serves_until_stopped() {

@@ -15,6 +15,8 @@
 //!   `pmx_perfdata::Writer`.
 //! - [`perf`]: the installed `perf`: is it there, and run `perf script` /
 //!   `perf report` on a file.
+//! - [`mutate`]: the fault campaign's seeded mutants of perf.data and
+//!   text (CSV, JSON) files.
 //! - [`process`]: stop a child as Ctrl-C would and collect its output.
 //! - [`cc`]: compile a small C program for a test (or say why not).
 //! - [`shared`]: find the shared reference data that sits beside the
@@ -61,6 +63,7 @@
 pub mod cc;
 pub mod events;
 pub mod msr;
+pub mod mutate;
 pub mod perf;
 pub mod perfdata;
 pub mod process;

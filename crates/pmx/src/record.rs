@@ -102,7 +102,8 @@ pub use crate::signals::{install as install_signal_handlers, stop_requested};
 
 /// Record `events` as `opts` says, into `opts.output`.
 pub fn record(events: &[RecordEvent], opts: &RecordOptions) -> Result<RecordSummary, RecordError> {
-    crate::signals::reset();
+    // A stop requested since the handlers were installed (during the
+    // setup) is kept: it ends the recording once the command runs.
     plan::validate(events, opts)?;
     let mut child = target::launch(opts)?;
     let result = record_with(events, opts, child.as_mut());

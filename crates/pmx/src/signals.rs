@@ -8,11 +8,17 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static CHILD: AtomicI32 = AtomicI32::new(0);
+/// The signal that requested the stop.
+static SIG: AtomicI32 = AtomicI32::new(0);
+/// The stop request reached the current command.
+static FORWARDED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(sig: libc::c_int) {
+    SIG.store(sig, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
     let child = CHILD.load(Ordering::SeqCst);
     if child > 0 {
+        FORWARDED.store(true, Ordering::SeqCst);
         // SAFETY: kill is async-signal-safe. The command gets the signal
         // too (from a terminal it may get SIGINT twice, which is as good
         // as once) and its exit ends the session.
@@ -20,8 +26,13 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
-/// Install the SIGINT/SIGTERM handlers.
+/// Install the SIGINT/SIGTERM handlers: a session begins, and an earlier
+/// stop request is forgotten. From here on a request stays until the
+/// next `install`: a signal that arrives while the session is still
+/// being set up (events resolved, counters opened), or between two runs
+/// of `stat -r`, ends the session as one during a run does.
 pub fn install() {
+    reset();
     // SAFETY: installing a handler that only touches atomics and kill().
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -38,6 +49,11 @@ pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
 
+/// The signal that requested the stop, if one did.
+pub fn stop_signal() -> Option<i32> {
+    stop_requested().then(|| SIG.load(Ordering::SeqCst))
+}
+
 /// A session begins: forget earlier requests.
 pub(crate) fn reset() {
     STOP.store(false, Ordering::SeqCst);
@@ -45,5 +61,16 @@ pub(crate) fn reset() {
 
 /// The command signals are forwarded to (0: none).
 pub(crate) fn set_child(pid: i32) {
+    FORWARDED.store(false, Ordering::SeqCst);
     CHILD.store(pid, Ordering::SeqCst);
+}
+
+/// A stop requested before the command was started (while the session
+/// was being set up) reaches the command now, once.
+pub(crate) fn forward_pending() {
+    let child = CHILD.load(Ordering::SeqCst);
+    if child > 0 && stop_requested() && !FORWARDED.swap(true, Ordering::SeqCst) {
+        // SAFETY: signalling the command this session started.
+        unsafe { libc::kill(child, SIG.load(Ordering::SeqCst)) };
+    }
 }

@@ -303,3 +303,99 @@ pub fn sum(s: &[Sample], name: &str, want: &[(&str, &str)]) -> f64 {
 pub fn series(s: &[Sample], name: &str, want: &[(&str, &str)]) -> Vec<BTreeMap<String, String>> {
     matching(s, name, want).map(|(_, l, _)| l.clone()).collect()
 }
+
+/// A keep-alive HTTP/1.1 client: many requests on one connection.
+pub struct KeepAlive {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl KeepAlive {
+    pub fn connect(addr: &str) -> std::io::Result<KeepAlive> {
+        let s = TcpStream::connect(addr)?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        s.set_nodelay(true)?;
+        Ok(KeepAlive { s, buf: Vec::new() })
+    }
+
+    /// `GET path`; the status and body, or why the exchange failed
+    /// (a reset, a close, a malformed answer).
+    pub fn get(&mut self, path: &str) -> Result<(u16, String), String> {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: pmx\r\n\r\n");
+        self.s
+            .write_all(req.as_bytes())
+            .map_err(|e| e.to_string())?;
+        self.response()
+    }
+
+    /// Read one response (after the request was written).
+    pub fn response(&mut self) -> Result<(u16, String), String> {
+        let mut chunk = [0u8; 16384];
+        let end = loop {
+            if let Some(i) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match self.s.read(&mut chunk) {
+                Ok(0) => return Err("connection closed before a response".into()),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) => return Err(format!("reading the head: {e}")),
+            }
+        };
+        let head = String::from_utf8_lossy(&self.buf[..end]).to_string();
+        let status: u16 = head
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| format!("no status: {head}"))?;
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| format!("no Content-Length: {head}"))?;
+        while self.buf.len() < end + len {
+            match self.s.read(&mut chunk) {
+                Ok(0) => return Err("connection closed in the body".into()),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) => return Err(format!("reading the body: {e}")),
+            }
+        }
+        let body = String::from_utf8_lossy(&self.buf[end..end + len]).to_string();
+        self.buf.drain(..end + len);
+        Ok((status, body))
+    }
+
+    pub fn stream(&mut self) -> &mut TcpStream {
+        &mut self.s
+    }
+}
+
+/// Raise this process's soft limit on open files to its hard limit (the
+/// tests that open hundreds of connections).
+pub fn raise_nofile() -> u64 {
+    // SAFETY: getrlimit/setrlimit on a local struct.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+        r.rlim_cur = r.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        r.rlim_cur
+    }
+}
+
+/// The resident set of a process, in kB.
+pub fn rss_kb(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// The value of an unlabelled or labelled sample line starting with
+/// `prefix` (a quick look, no full parse), summed over matching lines.
+pub fn quick_sum(body: &str, prefix: &str) -> f64 {
+    body.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
+        .sum()
+}

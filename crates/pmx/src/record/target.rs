@@ -94,7 +94,9 @@ impl<'a> Lifecycle<'a> {
             if self.child.is_none() {
                 return true;
             }
-            // The signal was forwarded; the command's exit ends the loop.
+            // The signal was forwarded (one that came during the setup
+            // is forwarded now); the command's exit ends the loop.
+            crate::signals::forward_pending();
         }
         if self.duration.is_some_and(|d| self.start.elapsed() >= d) {
             return true;

@@ -80,7 +80,7 @@ pub use run::{run, run_with};
 pub use summary::{summarize, Summary};
 pub use tasks::{online_cpus, task_alive, threads_of};
 
-pub use crate::signals::{install as install_signal_handlers, stop_requested};
+pub use crate::signals::{install as install_signal_handlers, stop_requested, stop_signal};
 
 #[cfg(test)]
 mod tests {

@@ -55,6 +55,22 @@ struct Placement {
 
 /// Whether system-wide interval reads may use tickers (`PMX_NO_TICKER`
 /// set to anything turns them off, to compare).
+/// Raise this process's soft `RLIMIT_NOFILE` to its hard limit, as perf
+/// does when it runs out of descriptors: `true` when it went up (the
+/// open that failed may be retried). The command counted was launched
+/// before, with the limit it was given.
+fn raise_nofile_limit() -> bool {
+    // SAFETY: getrlimit/setrlimit on a local struct.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 || r.rlim_cur >= r.rlim_max {
+            return false;
+        }
+        r.rlim_cur = r.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &r) == 0
+    }
+}
+
 fn tickers_allowed() -> bool {
     std::env::var_os("PMX_NO_TICKER").is_none()
 }
@@ -154,10 +170,21 @@ impl OpenSet {
                 Some(t) => Some(&t.counter),
                 None => leader_idx.map(|l| &self.opened[l].counter),
             };
-            let opened = match plan.events[ei].cgroup.as_deref() {
+            let target = pmx_perf::Target { pid, cpu };
+            let cgroup = plan.events[ei].cgroup.as_deref();
+            let mut open = || match cgroup {
                 Some(cg) => open_in_cgroup(&mut self.cgroups, &attr, cg, cpu, group),
-                None => Counter::open(&attr, pmx_perf::Target { pid, cpu }, group),
+                None => Counter::open(&attr, target, group),
             };
+            let opened = open().or_else(|e| {
+                // As perf does: out of descriptors, raise the soft limit
+                // to the hard one (once) and try again.
+                if e.errno == libc::EMFILE && raise_nofile_limit() {
+                    open()
+                } else {
+                    Err(e)
+                }
+            });
             match opened {
                 Ok(c) => {
                     if is_leader {

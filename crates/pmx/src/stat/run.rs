@@ -43,7 +43,8 @@ pub fn run_with(
     opts: &RunOptions,
     on_tick: &mut dyn FnMut(&Tick),
 ) -> Result<StatRun, RunError> {
-    crate::signals::reset();
+    // No reset of the stop request here: a signal that came during the
+    // setup or between two runs of `-r` must not be forgotten.
     let mut target = RunTarget::launch(opts)?;
     let mut status: Vec<EventStatus> = plan
         .events
@@ -194,6 +195,8 @@ impl Counting {
             }
             if stop_requested() {
                 end.interrupted = true;
+                // A stop requested during the setup reaches it now.
+                crate::signals::forward_pending();
                 // The command got the signal too: wait for it to end.
                 if !command {
                     break;
