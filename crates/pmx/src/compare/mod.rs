@@ -83,9 +83,12 @@ pub enum CompareError {
     /// A file holds intervals only.
     #[error("{0}: holds interval rows only; compare totals (pmx stat without -I, or -r N)")]
     IntervalsOnly(String),
+    /// A file without a single count or metric.
+    #[error("{0}: holds no event count or metric to compare")]
+    Empty(String),
     /// The sides have nothing in common.
-    #[error("the sides have no event or metric in common")]
-    NothingInCommon,
+    #[error("the sides have no event or metric in common ({0})")]
+    NothingInCommon(String),
     /// The top-down trees could not be made.
     #[error(transparent)]
     Tma(#[from] tma::TmaCompareError),
@@ -265,6 +268,9 @@ pub fn compare(opts: &Options) -> Result<Report, CompareError> {
             if r.rows.iter().all(|row| row.time.is_some()) && !r.rows.is_empty() {
                 return Err(CompareError::IntervalsOnly(f.display().to_string()));
             }
+            if r.rows.is_empty() && r.metrics.is_empty() {
+                return Err(CompareError::Empty(f.display().to_string()));
+            }
             reports.push(r);
         }
         sides.push(Side {
@@ -304,7 +310,12 @@ pub fn compare_sides(sides: &[Side], threshold: f64) -> Result<Report, CompareEr
         .collect();
     let rows = rows(&per_side, threshold);
     if rows.is_empty() {
-        return Err(CompareError::NothingInCommon);
+        let held: Vec<String> = sides
+            .iter()
+            .zip(&per_side)
+            .map(|(s, series)| format!("{}: {} series", s.label, series.len()))
+            .collect();
+        return Err(CompareError::NothingInCommon(held.join(", ")));
     }
     notes.extend(one_sided(&per_side, sides));
     let summaries = (1..sides.len())
