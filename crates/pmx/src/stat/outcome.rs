@@ -97,10 +97,25 @@ pub fn open_reason(e: &OpenError) -> Reason {
 }
 
 /// A message of another crate's error (`headline: explanation`) as a
-/// reason: the headline is the detail, the explanation the cause.
+/// reason: the headline is the detail, the explanation the cause. Only a
+/// `": "` outside parentheses ends the headline: `not counted (no PMU:
+/// …)` is one cause, not a detail cut in the middle of its parenthesis.
 pub(crate) fn headed(text: String) -> Reason {
-    match text.split_once(": ") {
-        Some((detail, cause)) => Reason::with_detail(detail, cause),
+    let mut depth = 0i32;
+    let mut cut = None;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ':' if depth == 0 && text[i + 1..].starts_with(' ') => {
+                cut = Some(i);
+                break;
+            }
+            _ => {}
+        }
+    }
+    match cut {
+        Some(i) => Reason::with_detail(&text[..i], &text[i + 2..]),
         None => Reason::new(text),
     }
 }
@@ -149,6 +164,19 @@ pub fn merge_runs(plans: &[StatPlan], runs: Vec<StatRun>) -> StatRun {
 mod tests {
     use super::*;
     use pmx_perf::OpenCause;
+
+    /// Only a `": "` outside parentheses ends a reason's headline.
+    #[test]
+    fn a_headline_ends_outside_parentheses() {
+        let r = headed("cannot open cycles: no PMU (ENOENT: none)".into());
+        assert_eq!(
+            (r.detail(), r.cause()),
+            (Some("cannot open cycles"), "no PMU (ENOENT: none)")
+        );
+        let whole = "not counted (no hardware PMU exposed: no `cpu` PMU); software events count";
+        let r = headed(whole.into());
+        assert_eq!((r.detail(), r.cause()), (None, whole));
+    }
 
     /// A caller tells a run's open failure by its cause, and the message
     /// stays `event: cannot open …`.
