@@ -10,8 +10,8 @@
 //! their own (`1.000103288,,,,,,51.0,%  tma_frontend_bound`), kept in
 //! [`StatReport::printed`]. perf 3's lines stop after the event.
 
-use super::perf_fields::{label, metric_with_decimals, number, time_stamp, Label};
-use crate::report::{PrintedMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool};
+use super::perf_fields::{label, number, time_stamp, Label};
+use crate::report::{ReportRow, RowStatus, SourceFormat, StatReport, Tool};
 
 fn value_like(s: &str) -> bool {
     number(s).is_some() || super::num(s).is_some() || s.starts_with("<not ")
@@ -54,7 +54,14 @@ impl PerfCsv {
         if !self.metric_cols.is_empty() && rest.iter().all(|s| s.is_empty() || value_like(s)) {
             for (v, c) in rest.iter().zip(&self.metric_cols) {
                 if !v.is_empty() {
-                    push_metric(report, time, domain.clone(), String::new(), v, c);
+                    super::perf_fields::push_printed(
+                        report,
+                        time,
+                        domain.clone(),
+                        String::new(),
+                        v,
+                        c,
+                    );
                 }
             }
             return true;
@@ -78,7 +85,7 @@ impl PerfCsv {
                     ),
                     None => (self.group.clone().unwrap_or_default(), domain),
                 };
-                push_metric(report, time, domain, event, v, u);
+                super::perf_fields::push_printed(report, time, domain, event, v, u);
                 return true;
             }
         }
@@ -156,33 +163,9 @@ fn count_line(report: &mut StatReport, f: &[&str]) -> bool {
     });
     report.rows.push(row);
     if tail.len() >= 4 {
-        push_metric(report, time, domain, event.to_string(), tail[2], tail[3]);
+        super::perf_fields::push_printed(report, time, domain, event.to_string(), tail[2], tail[3]);
     }
     true
-}
-
-fn push_metric(
-    report: &mut StatReport,
-    time: Option<f64>,
-    domain: String,
-    event: String,
-    value: &str,
-    unit: &str,
-) {
-    if value.is_empty() && unit.trim().is_empty() {
-        return;
-    }
-    let (value, unit, decimals) = metric_with_decimals(value, unit);
-    let row = super::perf_fields::row_of(report, time, &event);
-    report.printed.push(PrintedMetric {
-        time,
-        domain,
-        event,
-        value,
-        unit,
-        decimals,
-        row,
-    });
 }
 
 #[cfg(test)]

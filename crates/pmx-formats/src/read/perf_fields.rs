@@ -139,6 +139,36 @@ pub(crate) fn row_of(
     (r.event == event && r.time == time).then_some(i)
 }
 
+/// Keep a metric perf printed (`value` and `unit` as perf wrote them)
+/// beside the row it belongs to; nothing when both are empty or the value
+/// is not a number and has no unit.
+pub(crate) fn push_printed(
+    report: &mut crate::report::StatReport,
+    time: Option<f64>,
+    domain: String,
+    event: String,
+    value: &str,
+    unit: &str,
+) {
+    if value.trim().is_empty() && unit.trim().is_empty() {
+        return;
+    }
+    let (value, unit, decimals) = metric_with_decimals(value, unit);
+    if value.is_none() && unit.is_empty() {
+        return;
+    }
+    let row = row_of(report, time, &event);
+    report.printed.push(crate::report::PrintedMetric {
+        time,
+        domain,
+        event,
+        value,
+        unit,
+        decimals,
+        row,
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,9 +6,9 @@
 //! belong to the row before them. Metrics land in
 //! [`StatReport::printed`].
 
-use super::perf_fields::{metric_with_decimals, number};
+use super::perf_fields::number;
 use super::perf_value;
-use crate::report::{PrintedMetric, ReportRow, SourceFormat, StatReport, Tool};
+use crate::report::{ReportRow, SourceFormat, StatReport, Tool};
 use serde_json::Value;
 
 fn jstr<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
@@ -97,20 +97,7 @@ fn push_metric(
 ) {
     let value = jtext(v, "metric-value").unwrap_or_default();
     let unit = jstr(v, "metric-unit").unwrap_or("");
-    if value.trim().is_empty() && unit.trim().is_empty() {
-        return;
-    }
-    let (value, unit, decimals) = metric_with_decimals(&value, unit);
-    let row = super::perf_fields::row_of(report, time, &event);
-    report.printed.push(PrintedMetric {
-        time,
-        domain,
-        event,
-        value,
-        unit,
-        decimals,
-        row,
-    });
+    super::perf_fields::push_printed(report, time, domain, event, &value, unit);
 }
 
 #[cfg(test)]

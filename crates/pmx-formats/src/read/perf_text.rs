@@ -352,20 +352,7 @@ fn printed_one(st: &mut State, time: Option<f64>, domain: String, event: String,
         return;
     }
     let (v, u) = m.split_once(char::is_whitespace).unwrap_or((m, ""));
-    let (value, unit, decimals) = metric_with_decimals(v, u);
-    let row = super::perf_fields::row_of(&st.report, time, &event);
-    if value.is_none() && unit.is_empty() {
-        return;
-    }
-    st.report.printed.push(PrintedMetric {
-        time,
-        domain,
-        event,
-        value,
-        unit,
-        decimals,
-        row,
-    });
+    super::perf_fields::push_printed(&mut st.report, time, domain, event, v, u);
 }
 
 #[cfg(test)]
