@@ -1397,14 +1397,11 @@ impl IntelJson {
                     continue;
                 }
             };
-            if !table.skipped.is_empty() {
-                out.warnings.push(format!(
-                    "{rel}: {} entr{} not understood (first: {})",
-                    table.skipped.len(),
-                    if table.skipped.len() == 1 { "y" } else { "ies" },
-                    table.skipped[0]
-                ));
-            }
+            out.warnings.extend(crate::skipped_warning(
+                &rel,
+                &table.skipped,
+                "not understood",
+            ));
             let entries = table.events.len() + table.offcore_bits.len() + table.fp_arith_bits.len();
             out.events.extend(table.events);
             out.offcore_bits.extend(table.offcore_bits);

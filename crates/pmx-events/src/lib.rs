@@ -72,6 +72,15 @@ use pmx_model::spec::{
 use serde::Serialize;
 use std::path::PathBuf;
 
+/// The warning for a table's entries a loader passed over (`what`: "not
+/// used", "not understood"), naming the first; none when there are none.
+pub(crate) fn skipped_warning(file: &str, skipped: &[String], what: &str) -> Option<String> {
+    let first = skipped.first()?;
+    let n = skipped.len();
+    let plural = if n == 1 { "y" } else { "ies" };
+    Some(format!("{file}: {n} entr{plural} {what} (first: {first})"))
+}
+
 /// Turn a table file name from a mapfile or a listing (`/SKX/events/skylakex_core.json`) into a
 /// path relative to the events directory (`SKX/events/skylakex_core.json`).
 /// Refuses anything that could leave the directory or is not a plain name:

@@ -668,14 +668,9 @@ impl PerfJson {
                     continue;
                 }
             };
-            if !table.skipped.is_empty() {
-                out.warnings.push(format!(
-                    "{dir_name}/{n}: {} entr{} not used (first: {})",
-                    table.skipped.len(),
-                    if table.skipped.len() == 1 { "y" } else { "ies" },
-                    table.skipped[0]
-                ));
-            }
+            let file = format!("{dir_name}/{n}");
+            out.warnings
+                .extend(crate::skipped_warning(&file, &table.skipped, "not used"));
             out.metrics += table.metrics;
             out.files.push((n, table.events.len()));
             out.events.extend(table.events);
