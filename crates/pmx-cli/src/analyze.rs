@@ -24,6 +24,19 @@ pub struct AnalyzeArgs {
     /// Show the top-down tree.
     #[arg(long)]
     pub tma: bool,
+    #[command(flatten)]
+    pub tree: TreeArgs,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// How deep a top-down tree goes and how it was counted (`analyze --tma`,
+/// `compare --tma`).
+#[derive(Debug, clap::Args)]
+pub struct TreeArgs {
     /// With --tma: down to this level.
     #[arg(
         short = 'l',
@@ -36,11 +49,6 @@ pub struct AnalyzeArgs {
     /// SMT was on where the counts were taken (default: off).
     #[arg(long, value_name = "on|off", default_value = "off", value_parser = ["on", "off"])]
     pub smt: String,
-    /// JSON output.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub db: DbArgs,
 }
 
 /// A file that cannot be read is the user's mistake (exit 2), except a
@@ -101,7 +109,7 @@ fn choose_cpu(
 /// Run `pmx analyze`.
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
     let counts = pmx_formats::read_file(&args.file).map_err(|e| read_error(e, &args.file))?;
-    if args.level == 0 {
+    if args.tree.level == 0 {
         return Err(UsageError("-l 0: levels start at 1".to_string()).into());
     }
     let mut db_args = args.db.clone();
@@ -113,8 +121,8 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
         counts: &counts,
         db: &db,
         metrics: args.metrics.as_deref(),
-        tma_level: args.tma.then_some(args.level),
-        smt_on: args.smt == "on",
+        tma_level: args.tma.then_some(args.tree.level),
+        smt_on: args.tree.smt == "on",
     };
     let mut report = pmx::analyze::analyze(&opts).map_err(|e| UsageError(e.to_string()))?;
     report.cpu_note = note;

@@ -28,18 +28,8 @@ pub struct CompareArgs {
     /// Also compare the top-down trees (the files must name their CPU, or give --cpu).
     #[arg(long)]
     pub tma: bool,
-    /// With --tma: down to this level.
-    #[arg(
-        short = 'l',
-        long = "level",
-        value_name = "N",
-        default_value_t = 1,
-        requires = "tma"
-    )]
-    pub level: u32,
-    /// SMT was on where the counts were taken (default: off).
-    #[arg(long, value_name = "on|off", default_value = "off", value_parser = ["on", "off"])]
-    pub smt: String,
+    #[command(flatten)]
+    pub tree: crate::analyze::TreeArgs,
     /// JSON output.
     #[arg(long, conflicts_with = "separator")]
     pub json: bool,
@@ -53,9 +43,9 @@ pub struct CompareArgs {
 /// Run `pmx compare`.
 pub fn run(args: &CompareArgs) -> anyhow::Result<i32> {
     let tma = args.tma.then(|| TmaOptions {
-        level: args.level,
+        level: args.tree.level,
         database: args.db.options(),
-        smt_on: args.smt == "on",
+        smt_on: args.tree.smt == "on",
     });
     let opts = compare::Options {
         sides: compare::sides_of(&args.files, &args.more),
