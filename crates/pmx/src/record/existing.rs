@@ -9,15 +9,7 @@ use std::collections::BTreeMap;
 
 /// Every process id in `/proc`.
 fn all_pids() -> Vec<i32> {
-    let mut v: Vec<i32> = std::fs::read_dir("/proc")
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
+    crate::stat::numeric_entries("/proc")
 }
 
 /// The process a thread belongs to (`Tgid:` in its status).

@@ -26,7 +26,13 @@ pub(crate) fn slots(opts: &RunOptions, child: Option<i32>) -> Vec<(i32, i32)> {
 
 /// The threads of a process, from `/proc/PID/task`.
 pub fn threads_of(pid: i32) -> Vec<i32> {
-    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+    numeric_entries(&format!("/proc/{pid}/task"))
+}
+
+/// The numeric names in a `/proc` directory (process or thread ids),
+/// sorted; none when it cannot be read.
+pub fn numeric_entries(dir: &str) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
                 .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
