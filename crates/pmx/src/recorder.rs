@@ -433,6 +433,11 @@ impl Recorder {
         Ok(Running { stop, join })
     }
 
+    /// The baseline was read: handles can no longer be added.
+    pub fn is_started(&self) -> bool {
+        self.started
+    }
+
     /// Samples stored.
     pub fn len(&self) -> usize {
         self.times.len()
