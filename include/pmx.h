@@ -159,7 +159,7 @@ int pmx_recorder_add_event(pmx_recorder *r, const char *event,
 int pmx_recorder_add_event_fn(pmx_recorder *r, const char *event,
                               const int *cpus, int ncpus,
                               pmx_transform_fn fn, void *user);
-/* An MSR ("IA32_TSC", "0x611") read through the msr driver once per scope
+/* An MSR ("IA32_TIME_STAMP_COUNTER", "0x611") read through the msr driver once per scope
  * domain of every online CPU; PMX_DELTA wraps at the register's width. */
 int pmx_recorder_add_msr(pmx_recorder *r, const char *name_or_addr,
                          int scope, int transform);
@@ -183,7 +183,7 @@ typedef struct pmx_msr_session pmx_msr_session;
 
 /* Open the msr devices of cpus ("0-3,8"; NULL: every online CPU). */
 pmx_msr_session *pmx_msr_open(const char *cpus);
-/* Read a register by name ("IA32_TSC") or address ("0x10") on cpu. */
+/* Read a register by name ("IA32_TIME_STAMP_COUNTER") or address ("0x10") on cpu. */
 int pmx_msr_read(pmx_msr_session *s, const char *reg, int cpu, uint64_t *out);
 /* Program an -e list with the plan `pmx msr plan` shows; every register
  * it writes is saved and restored by pmx_msr_close, on SIGINT/SIGTERM/

@@ -21,10 +21,10 @@ int main(int argc, char **argv)
         return 3;
     }
     uint64_t tsc;
-    if (pmx_msr_read(s, "IA32_TSC", 0, &tsc) == 0)
-        printf("cpu 0 IA32_TSC = %#" PRIx64 "\n", tsc);
+    if (pmx_msr_read(s, "IA32_TIME_STAMP_COUNTER", 0, &tsc) == 0)
+        printf("cpu 0 IA32_TIME_STAMP_COUNTER = %#" PRIx64 "\n", tsc);
     else
-        printf("IA32_TSC: %s\n", pmx_last_error());
+        printf("IA32_TIME_STAMP_COUNTER: %s\n", pmx_last_error());
     int k = pmx_msr_program(s, "instructions,cycles");
     if (k < 0) {
         fprintf(stderr, "%s\n", pmx_last_error());

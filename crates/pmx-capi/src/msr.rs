@@ -7,7 +7,7 @@
 //! pmx_msr_session *s = pmx_msr_open("0-3");
 //! if (!s) { fprintf(stderr, "%s\n", pmx_last_error()); return 1; }
 //! uint64_t tsc;
-//! pmx_msr_read(s, "IA32_TSC", 0, &tsc);
+//! pmx_msr_read(s, "IA32_TIME_STAMP_COUNTER", 0, &tsc);
 //! pmx_msr_program(s, "instructions,r01c2");
 //! ...
 //! pmx_msr_close(s);      /* every register programmed is restored */
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn pmx_msr_open(cpus: *const c_char) -> *mut PmxMsrSession
     })
 }
 
-/// Read `reg` (a name such as `"IA32_TSC"` or an address such as
+/// Read `reg` (a name such as `"IA32_TIME_STAMP_COUNTER"` or an address such as
 /// `"0x10"`) on `cpu` into `*out`.
 ///
 /// # Safety

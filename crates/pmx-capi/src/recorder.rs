@@ -128,7 +128,12 @@ unsafe fn add_event(
     })
 }
 
-fn add(rec: &mut Recorder, h: impl Handle + 'static, t: Transform, what: &str) -> Result<c_int, String> {
+fn add(
+    rec: &mut Recorder,
+    h: impl Handle + 'static,
+    t: Transform,
+    what: &str,
+) -> Result<c_int, String> {
     if rec.is_started() {
         return Err(format!(
             "{what}: the recorder has started; add every handle before the first sample"
@@ -203,7 +208,7 @@ pub unsafe extern "C" fn pmx_recorder_add_event_fn(
     })
 }
 
-/// Add MSR `name_or_addr` (`"IA32_TSC"`, `"0x611"`) read through the msr
+/// Add MSR `name_or_addr` (`"IA32_TIME_STAMP_COUNTER"`, `"0x611"`) read through the msr
 /// driver once per `scope` domain (`PMX_SCOPE_THREAD/CORE/PACKAGE`) of
 /// every online CPU, stored through `transform` (deltas wrap at the
 /// register's width). Returns the handle's index; -1 with the driver's
@@ -227,7 +232,11 @@ pub unsafe extern "C" fn pmx_recorder_add_msr(
             PMX_SCOPE_THREAD => Scope::Thread,
             PMX_SCOPE_CORE => Scope::Core,
             PMX_SCOPE_PACKAGE => Scope::Package,
-            s => return Err(format!("{what}: scope {s}: PMX_SCOPE_THREAD, _CORE or _PACKAGE")),
+            s => {
+                return Err(format!(
+                    "{what}: scope {s}: PMX_SCOPE_THREAD, _CORE or _PACKAGE"
+                ))
+            }
         };
         let rec = r.idle(what)?;
         let t = transform(transform_kind)?;

@@ -25,10 +25,10 @@ pub use error::MsrCommandError;
 pub use plan::{event_specs, msr_arch, plan, PlanOptions, PlanReport};
 pub use pmx_msr::catalogue::{arch_name, Register, Scope};
 pub use pmx_msr::CounterReading;
-pub use session::{MsrSession, MsrSessionOptions};
 pub use pmx_msr::{
     Domain, DomainId, MsrError, MsrEvent, MsrRoot, Plan, RestoreValue, RestoreWrite,
 };
+pub use session::{MsrSession, MsrSessionOptions};
 
 #[cfg(test)]
 mod tests {

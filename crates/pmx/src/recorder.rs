@@ -206,7 +206,7 @@ impl MsrHandle {
 }
 
 impl MsrHandle {
-    /// `register` (a name such as `IA32_TSC` or an address such as
+    /// `register` (a name such as `IA32_TIME_STAMP_COUNTER` or an address such as
     /// `0x611`) read once per `scope` domain of every online CPU: every
     /// CPU for [`Scope::Thread`](crate::msr::Scope::Thread), one CPU per
     /// core or per package otherwise. The width is the register's: 32 bits
@@ -231,9 +231,7 @@ impl MsrHandle {
         let (reg, domains) = session.domains(register, scope)?;
         let width = match reg.msr.map(|m| m.def.role) {
             Some(pmx_msr::catalogue::Role::Energy) => 32,
-            Some(pmx_msr::catalogue::Role::Counter) => {
-                pmx_msr::catalogue::DEFAULT_COUNTER_WIDTH
-            }
+            Some(pmx_msr::catalogue::Role::Counter) => pmx_msr::catalogue::DEFAULT_COUNTER_WIDTH,
             _ => 64,
         };
         let cpus: Vec<u32> = domains.iter().map(|d| d.cpu).collect();

@@ -129,8 +129,9 @@ pub fn host_arch() -> Option<Arch> {
 pub fn arch_named(name: Option<&str>) -> Result<Arch, String> {
     match name {
         None => Ok(host_arch().unwrap_or(Arch::Intel)),
-        Some(n) => Arch::from_name(n)
-            .ok_or_else(|| format!("unknown register set '{n}' (intel or amd)")),
+        Some(n) => {
+            Arch::from_name(n).ok_or_else(|| format!("unknown register set '{n}' (intel or amd)"))
+        }
     }
 }
 

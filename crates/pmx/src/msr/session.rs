@@ -10,7 +10,7 @@
 //! match MsrSession::open(&MsrSessionOptions::default()) {
 //!     Ok(mut s) => {
 //!         let cpu = s.cpus()[0];
-//!         println!("TSC on cpu {cpu}: {:#x}", s.read("IA32_TSC", cpu)?);
+//!         println!("TSC on cpu {cpu}: {:#x}", s.read("IA32_TIME_STAMP_COUNTER", cpu)?);
 //!     }
 //!     // No msr driver, or not root: the error says which.
 //!     Err(e) => println!("{e}"),
@@ -26,7 +26,8 @@ use pmx_model::encoding::Arch;
 use pmx_model::topology::{parse_cpu_list, Topology};
 use pmx_msr::catalogue::{resolve, Register, Scope};
 use pmx_msr::{
-    domains, CounterReading, Domain, Mode, MsrDevice, MsrRoot, Plan, Session, SessionOptions, Signals,
+    domains, CounterReading, Domain, Mode, MsrDevice, MsrRoot, Plan, Session, SessionOptions,
+    Signals,
 };
 use std::path::PathBuf;
 
@@ -115,7 +116,7 @@ impl MsrSession {
         self.target().ok().and_then(|t| t.arch())
     }
 
-    /// Read `register` (a name such as `IA32_TSC` or an address such as
+    /// Read `register` (a name such as `IA32_TIME_STAMP_COUNTER` or an address such as
     /// `0x10`) on `cpu`, one of [`MsrSession::cpus`].
     pub fn read(&self, register: &str, cpu: u32) -> Result<u64, MsrCommandError> {
         let reg =
