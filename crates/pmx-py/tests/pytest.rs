@@ -22,13 +22,30 @@ fn the_python_package_passes_its_pytest_suite() {
         pmx_testkit::skip("no python3 with pytest (pip install pytest numpy)");
         return;
     }
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.parent().unwrap().parent().unwrap();
-    let so = target.join("libpmx_py.so");
-    if !so.exists() {
-        pmx_testkit::skip(format_args!("{} not built", so.display()));
-        return;
+    // `cargo test` builds test binaries, not the cdylib: build it now
+    // (nothing to do when it is fresh).
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build.args(["build", "-q", "-p", "pmx-py"]);
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
     }
+    assert!(
+        build.status().is_ok_and(|s| s.success()),
+        "cargo build -p pmx-py failed"
+    );
+    // This build's module: in deps/ beside the test binary (what `cargo
+    // test` just built), else the directory above (`cargo build`'s).
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let candidates = [
+        deps.join("libpmx_py.so"),
+        deps.parent().unwrap().join("libpmx_py.so"),
+    ];
+    let Some(so) = candidates.iter().find(|p| p.exists()) else {
+        pmx_testkit::skip(format_args!("{} not built", candidates[0].display()));
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let pkg = dir.path().join("pmx");
     std::fs::create_dir(&pkg).unwrap();
@@ -38,7 +55,7 @@ fn the_python_package_passes_its_pytest_suite() {
             std::fs::copy(e.path(), pkg.join(e.file_name())).unwrap();
         }
     }
-    std::fs::copy(&so, pkg.join("_pmx.abi3.so")).unwrap();
+    std::fs::copy(so, pkg.join("_pmx.abi3.so")).unwrap();
     let mut cmd = Command::new("python3");
     cmd.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"])
         .arg(repo().join("python/tests"))
