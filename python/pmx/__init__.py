@@ -125,6 +125,7 @@ class Counters:
         self._c = _pmx.Counters(",".join(_list(events)), pid, cpu)
         self.names: List[str] = self._c.names()
         self.reasons: List[Optional[str]] = self._c.reasons()
+        self._units = self._c.units()
 
     def enable(self) -> None:
         self._c.enable()
@@ -140,13 +141,13 @@ class Counters:
 
     def read(self) -> Dict[str, Count]:
         out = {}
-        for name, reason, (value, enabled, running) in zip(
-            self.names, self.reasons, self._c.read_raw()
+        for name, reason, (unit, scale), (value, enabled, running) in zip(
+            self.names, self.reasons, self._units, self._c.read_raw()
         ):
             scaled = None
             if reason is None and running > 0:
-                scaled = value * enabled / running
-            out[name] = Count(value, enabled, running, scaled, None, reason)
+                scaled = value * enabled / running * scale
+            out[name] = Count(value, enabled, running, scaled, unit, reason)
         return out
 
     def __enter__(self) -> "Counters":

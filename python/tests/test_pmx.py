@@ -80,6 +80,9 @@ def test_counters_read_the_exact_page_faults():
     r = c.read()
     assert r["task-clock"].value > 0
     assert r["page-faults"].scaled == r["page-faults"].value
+    # task-clock in msec, as pmx stat shows it.
+    assert r["task-clock"].unit == "msec"
+    assert r["task-clock"].scaled == pytest.approx(r["task-clock"].value / 1e6)
     c.reset()
     assert c.read()["page-faults"].value == 0
 

@@ -121,6 +121,16 @@ impl Counters {
         self.inner.events().iter().map(|e| e.name.clone()).collect()
     }
 
+    /// Each event's unit and scale (raw × scale = value in the unit:
+    /// task-clock in msec).
+    fn units(&self) -> Vec<(Option<String>, f64)> {
+        self.inner
+            .events()
+            .iter()
+            .map(|e| (e.unit.clone(), e.scale))
+            .collect()
+    }
+
     /// Why each event is not counted (None: counted).
     fn reasons(&self) -> Vec<Option<String>> {
         self.inner
