@@ -53,6 +53,19 @@ def test_stat_counts_a_command():
     assert pmx.stat(["false"], events="task-clock").exit_code == 1
 
 
+def test_stat_computes_metrics_and_says_why_it_cannot():
+    r = pmx.stat(["true"], events=["task-clock", "page-faults"], metrics="page_faults_per_second")
+    m = r.metrics["page_faults_per_second"]
+    # perf's page-faults "/sec": the faults per second of task-clock.
+    c = r.counts
+    assert m.unit == "/sec" and m.missing is None
+    assert m.value == pytest.approx(c["page-faults"].value / (c["task-clock"].value / 1e9))
+    with pytest.raises(pmx.PmxError, match="no metric or metric group 'nope'"):
+        pmx.stat(["true"], metrics="nope")
+    with pytest.raises(pmx.PmxError, match="cannot run '/nonexistent/x': command not found"):
+        pmx.stat(["/nonexistent/x"])
+
+
 def test_stat_to_pandas():
     pd = pytest.importorskip("pandas")
     df = pmx.stat(["true"], events=["task-clock", "page-faults"]).to_pandas()
