@@ -46,6 +46,7 @@
 //! [`render::diff`] (table, JSON) and [`flame::diff`] (differential flame
 //! graph, folded stacks with both counts).
 
+pub mod annotate;
 pub mod diff;
 pub mod elf;
 pub mod flame;
@@ -55,9 +56,10 @@ pub mod render;
 pub mod report;
 pub mod symbolize;
 
+pub use annotate::{annotate, AnnotateError, AnnotateOptions, Annotation};
 pub use diff::{default_sort, diff, Compute, DiffOptions, DiffReport};
 pub use profile::{
-    build, truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row,
-    SortKey,
+    build, build_with_addresses, truncation_warning, AddressSamples, EventProfile, KernelSymbols,
+    MachineId, Options, Profile, Row, SortKey, Weight,
 };
 pub use report::{report, Report, ReportError, ReportOptions, StackEvent};
