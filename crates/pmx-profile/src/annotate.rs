@@ -211,10 +211,17 @@ fn choose(
     file: &str,
 ) -> Result<Candidate, AnnotateError> {
     let cands = find::candidates(places, selected);
-    let found: Vec<&Candidate> = cands
+    let (name, dso) = (opts.symbol.as_str(), opts.dso.as_deref());
+    let mut found: Vec<&Candidate> = cands
         .iter()
-        .filter(|c| find::is_match(c, &opts.symbol, opts.dso.as_deref()))
+        .filter(|c| find::is_match(c, name, dso))
         .collect();
+    if found.is_empty() {
+        found = cands
+            .iter()
+            .filter(|c| find::is_short_match(c, name, dso))
+            .collect();
+    }
     match found.as_slice() {
         [one] => Ok((*one).clone()),
         [] => Err(AnnotateError::NoSymbol {
@@ -224,7 +231,7 @@ fn choose(
             top: cands
                 .iter()
                 .take(5)
-                .map(|c| (c.symbol.clone(), c.samples))
+                .map(|c| (format!("{} in {}", c.symbol, c.dso), c.samples))
                 .collect(),
         }),
         many => Err(AnnotateError::Ambiguous {

@@ -35,7 +35,8 @@ fn formatter(syntax: Syntax) -> Box<dyn Formatter> {
     o.set_space_after_operand_separator(false);
     o.set_branch_leading_zeros(false);
     o.set_show_branch_size(false);
-    o.set_memory_size_options(iced_x86::MemorySizeOptions::Always);
+    // objdump -M intel: `QWORD PTR [rsp+0x10]`.
+    o.set_uppercase_keywords(true);
     f
 }
 
@@ -73,6 +74,13 @@ pub fn disassemble(
             }
         } else {
             fmt.format(&ins, &mut text);
+            // objdump (binutils ≥ 2.37) writes indirect jumps and calls
+            // without the size suffix.
+            for (long, short) in [("callq  *", "call   *"), ("jmpq   *", "jmp    *")] {
+                if text.starts_with(long) {
+                    text.replace_range(..long.len(), short);
+                }
+            }
             if ins.is_ip_rel_memory_operand() {
                 let a = ins.ip_rel_memory_address();
                 text.push_str(&format!("        # {a:x}"));
@@ -182,13 +190,23 @@ mod tests {
 
     #[test]
     fn intel_rip_relative_and_bad_bytes() {
-        // lea 0xe9c(%rip),%rdi at 0x1160; then 0x06 (invalid in 64-bit mode).
-        let code = [0x48, 0x8d, 0x3d, 0x9c, 0x0e, 0x00, 0x00, 0x06];
+        // lea 0xe9c(%rip),%rdi at 0x1160; call *0x3d6dbe(%rip); movq
+        // $0x0,0x10(%rsp); then 0x06 (invalid in 64-bit mode).
+        let code = [
+            0x48, 0x8d, 0x3d, 0x9c, 0x0e, 0x00, 0x00, 0xff, 0x15, 0xbe, 0x6d, 0x3d, 0x00, 0x48,
+            0xc7, 0x44, 0x24, 0x10, 0x00, 0x00, 0x00, 0x00, 0x06,
+        ];
         let mut label = |a: u64| (a == 0x2003).then(|| "msg".to_string());
         let d = disassemble(&code, 0x1160, Syntax::Att, &mut label);
         assert_eq!(d[0].text, "lea    0xe9c(%rip),%rdi        # 2003 <msg>");
-        assert_eq!(d[1].text, "(bad)");
+        // objdump -d's text for these bytes (binutils 2.40), without the
+        // data symbols it also names.
+        assert_eq!(d[1].text, "call   *0x3d6dbe(%rip)        # 3d7f2b");
+        assert_eq!(d[2].text, "movq   $0x0,0x10(%rsp)");
+        assert_eq!(d[3].text, "(bad)");
         let d = disassemble(&code, 0x1160, Syntax::Intel, &mut label);
         assert_eq!(d[0].text, "lea    rdi,[rip+0xe9c]        # 2003 <msg>");
+        assert_eq!(d[1].text, "call   QWORD PTR [rip+0x3d6dbe]        # 3d7f2b");
+        assert_eq!(d[2].text, "mov    QWORD PTR [rsp+0x10],0x0");
     }
 }

@@ -63,6 +63,14 @@ pub fn is_match(c: &Candidate, name: &str, dso: Option<&str>) -> bool {
     named && dso.is_none_or(|d| c.dso == d || c.dso_path == d)
 }
 
+/// Whether `c`'s last path component (`f` of `ns::f(int)`) is `name`:
+/// the match when no full name matches.
+pub fn is_short_match(c: &Candidate, name: &str, dso: Option<&str>) -> bool {
+    let full = c.symbol.split('(').next().unwrap_or(&c.symbol);
+    let last = full.rsplit("::").next().unwrap_or(full);
+    last == name && dso.is_none_or(|d| c.dso == d || c.dso_path == d)
+}
+
 /// Names of `cands` close to `name` (containing it, or a few edits away),
 /// at most five.
 pub fn close_names(cands: &[Candidate], name: &str) -> Vec<String> {
@@ -74,7 +82,9 @@ pub fn close_names(cands: &[Candidate], name: &str) -> Vec<String> {
             if l.contains(&lower) || (!l.is_empty() && lower.contains(&l)) {
                 return Some((0, c.symbol.as_str()));
             }
-            let d = edit_distance(&lower, &l);
+            let full = l.split('(').next().unwrap_or(&l);
+            let last = full.rsplit("::").next().unwrap_or(full);
+            let d = edit_distance(&lower, &l).min(edit_distance(&lower, last));
             (d <= (name.len() / 3).max(2)).then_some((d, c.symbol.as_str()))
         })
         .collect();
@@ -146,8 +156,10 @@ mod tests {
             1
         );
         assert!(is_match(&c[1], "ns::cold", None));
+        assert!(is_short_match(&c[1], "cold", None) && !is_match(&c[1], "cold", None));
         assert_eq!(close_names(&c, "hto"), ["hot"]);
         assert_eq!(close_names(&c, "cold"), ["ns::cold(int)"]);
+        assert_eq!(close_names(&c, "clod"), ["ns::cold(int)"]);
         assert!(close_names(&c, "zzzzzzzz").is_empty());
         assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
