@@ -38,9 +38,10 @@ use std::path::{Path, PathBuf};
 /// Why there is no annotation.
 #[derive(Debug, thiserror::Error)]
 pub enum AnnotateError {
-    /// The file is missing or unreadable, or the event is not in it.
-    #[error(transparent)]
-    Report(#[from] ReportError),
+    /// The file is missing or unreadable, or the event is not in it (its
+    /// message holds the cause: no source, so that it is said once).
+    #[error("{0}")]
+    Report(ReportError),
     /// No function of that name has samples.
     #[error("{symbol}: no samples in {file}{}{}", did_you_mean(.close), hottest(.top))]
     NoSymbol {
@@ -90,6 +91,12 @@ pub enum AnnotateError {
         /// Its architecture.
         arch: String,
     },
+}
+
+impl From<ReportError> for AnnotateError {
+    fn from(e: ReportError) -> AnnotateError {
+        AnnotateError::Report(e)
+    }
 }
 
 fn did_you_mean(close: &[String]) -> String {

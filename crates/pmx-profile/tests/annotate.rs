@@ -132,6 +132,16 @@ fn samples_go_to_the_instruction_that_holds_them() {
     let marked: Vec<&str> = text.lines().filter(|l| l.starts_with('*')).collect();
     assert_eq!(marked.len(), 2, "{text}");
     assert!(marked[0].contains(" 60.00       3 :"), "{text}");
+    // On a terminal: colours instead of marks (red: hot).
+    let mut coloured = Vec::new();
+    render::text(&a, true, &mut coloured).unwrap();
+    let coloured = String::from_utf8(coloured).unwrap();
+    let red: Vec<&str> = coloured
+        .lines()
+        .filter(|l| l.starts_with("\x1b[31m"))
+        .collect();
+    assert_eq!(red.len(), 2, "{coloured}");
+    assert!(red[0].ends_with("\x1b[0m") && !coloured.lines().any(|l| l.starts_with('*')));
 }
 
 #[test]

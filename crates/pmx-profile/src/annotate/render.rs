@@ -37,7 +37,7 @@ pub fn header(a: &Annotation, colour: bool) -> Vec<String> {
     )];
     for c in &a.events {
         h.push(format!(
-            "{}: {} samples in {} ({:.2}% of the event's {}), percent: of the function's period{}",
+            "{}: {} samples in {} ({:.2}% of the event's {}); percent: share of the function's period (perf's local period){}",
             c.name,
             c.symbol.samples,
             a.symbol,
