@@ -11,8 +11,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The program: `hot` spends its time in the loop of the LOOP lines.
+/// The program: `hot` spends its time in the loop of the LOOP lines;
+/// `main` has a loop too, a static array (a RIP-relative data label),
+/// calls through the PLT and a string.
 const SOURCE: &str = "#include <stdlib.h>
+#include <stdio.h>
 __attribute__((noinline)) long hot(long n, long *a) {
     long s = 0;
     for (long i = 0; i < n; i++) { /* LOOP */
@@ -22,8 +25,11 @@ __attribute__((noinline)) long hot(long n, long *a) {
 }
 int main(int argc, char **argv) {
     static long a[1024];
-    for (int i = 0; i < 1024; i++) a[i] = i;
-    return (int)(hot(atol(argv[1]), a) & 1);
+    long n = atol(argv[1]);
+    for (long i = 0; i < n / 4; i++) a[i & 1023] += i >> 3;
+    long r = hot(n, a);
+    printf(\"%ld\\n\", r);
+    return (int)(r & 1);
 }
 ";
 
@@ -106,6 +112,30 @@ fn perf_percents(data: &Path, sym: &str) -> Option<BTreeMap<u64, f64>> {
     (o.status.success() && !m.is_empty()).then_some(m)
 }
 
+/// `ins` (pmx annotate's JSON instructions) are `objdump -d`'s lines of
+/// `sym`: as many, the same addresses and text.
+fn same_as_objdump(bin: &Path, sym: &str, ins: &[serde_json::Value]) {
+    let Some(want) = objdump(bin, sym) else {
+        return pmx_testkit::skip(format_args!("objdump cannot list {sym} here"));
+    };
+    let got: Vec<(u64, String)> = ins
+        .iter()
+        .map(|i| {
+            (
+                i["addr"].as_u64().unwrap(),
+                i["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(got.len(), want.len(), "{got:#?}\n{want:#?}");
+    assert_eq!(got, want);
+    if sym == "main" {
+        let all: Vec<&str> = got.iter().map(|g| g.1.as_str()).collect();
+        assert!(all.iter().any(|t| t.ends_with("@plt>")), "{all:#?}");
+        assert!(all.iter().any(|t| t.ends_with("<hot>")), "{all:#?}");
+    }
+}
+
 #[test]
 fn hot_loop_of_a_c_function() {
     let Some((_dir, bin, data)) = recorded() else {
@@ -115,22 +145,12 @@ fn hot_loop_of_a_c_function() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let ins = v["instructions"].as_array().unwrap();
-    // The instructions are objdump's.
-    if let Some(want) = objdump(&bin, "hot") {
-        let got: Vec<(u64, String)> = ins
-            .iter()
-            .map(|i| {
-                (
-                    i["addr"].as_u64().unwrap(),
-                    i["text"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
-        assert_eq!(got.len(), want.len(), "{got:#?}\n{want:#?}");
-        assert_eq!(got, want);
-    } else {
-        pmx_testkit::skip("objdump cannot list hot here");
-    }
+    // The instructions are objdump's, in hot and in main.
+    same_as_objdump(&bin, "hot", ins);
+    let o = pmx(&["annotate", "main", "--json", "-i", data.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let m: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    same_as_objdump(&bin, "main", m["instructions"].as_array().unwrap());
     // Most samples are on the loop's lines.
     let loop_lines: Vec<u64> = (1..)
         .zip(SOURCE.lines())
@@ -234,8 +254,14 @@ fn json_schema_and_text_layout() {
         "{t}"
     );
     assert!(t.contains(" <hot+0x"), "{t}");
+    // The loop body's source line, with its text, before its instructions.
+    let body = "s += a[i & 1023] * 3 + (s >> 3);";
+    let n = SOURCE.lines().position(|l| l.contains(body)).unwrap() + 1;
+    let at = t
+        .lines()
+        .position(|l| l.contains(&format!("hot.c:{n} ")) && l.contains(body));
     assert!(
-        t.contains("hot.c:5") && t.contains("s += a[i & 1023]"),
+        t.lines().nth(at.expect(&t) + 1).unwrap().contains(" :  "),
         "{t}"
     );
     // A name without samples: the close name and the hottest functions.

@@ -287,10 +287,15 @@ fn disassemble(
         .map(|s| (s.start, s.end, demangle(&s.name)))
         .collect();
     let mut label = |a: u64| {
-        let i = names.partition_point(|s| s.0 <= a).checked_sub(1)?;
+        if let Some(plt) = bin.plt_name(a) {
+            return Some(plt);
+        }
+        let Some(i) = names.partition_point(|s| s.0 <= a).checked_sub(1) else {
+            return bin.data_label(a);
+        };
         let (start, end, name) = &names[i];
         if a >= *end {
-            return bin.plt_name(a);
+            return bin.data_label(a);
         }
         Some(match a - start {
             0 => name.clone(),

@@ -6,6 +6,7 @@
 use super::disasm::plt_slot;
 use object::{
     Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, RelocationTarget, SectionKind,
+    SymbolKind,
 };
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
@@ -17,6 +18,9 @@ pub struct Binary {
     sections: Vec<(String, u64, Vec<u8>)>,
     /// GOT slot → the dynamic symbol relocated there.
     got: HashMap<u64, String>,
+    /// Every named code and data symbol of `.symtab`, by address (one
+    /// per address: global before local), for RIP-relative operands.
+    labels: Vec<(u64, String)>,
 }
 
 impl Binary {
@@ -53,10 +57,25 @@ impl Binary {
                 }
             }
         }
+        let mut ranked: Vec<(u64, bool, String)> = obj
+            .symbols()
+            .filter(|s| {
+                matches!(
+                    s.kind(),
+                    SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown
+                )
+            })
+            .filter(|s| s.address() != 0 && !s.is_undefined())
+            .filter_map(|s| Some((s.address(), !s.is_global(), s.name().ok()?.to_string())))
+            .filter(|(_, _, n)| !n.is_empty())
+            .collect();
+        ranked.sort();
+        ranked.dedup_by_key(|(a, _, _)| *a);
         Ok(Binary {
             arch: obj.architecture(),
             sections,
             got,
+            labels: ranked.into_iter().map(|(a, _, n)| (a, n)).collect(),
         })
     }
 
@@ -76,6 +95,20 @@ impl Binary {
             let from = start.checked_sub(*addr)? as usize;
             let to = end.checked_sub(*addr)? as usize;
             (to <= data.len() && from <= to).then(|| &data[from..to])
+        })
+    }
+
+    /// `symbol` or `symbol+0xOFF` for `addr`: the nearest symbol at or
+    /// before it, as objdump names a RIP-relative operand.
+    pub fn data_label(&self, addr: u64) -> Option<String> {
+        let i = self
+            .labels
+            .partition_point(|(a, _)| *a <= addr)
+            .checked_sub(1)?;
+        let (start, name) = &self.labels[i];
+        Some(match addr - start {
+            0 => name.clone(),
+            off => format!("{name}+{off:#x}"),
         })
     }
 
