@@ -11,6 +11,20 @@ use object::{
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
+/// The named code and data symbols: (address, local, name).
+fn labels<'d>(it: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<(u64, bool, String)> {
+    it.filter(|s| {
+        matches!(
+            s.kind(),
+            SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown
+        )
+    })
+    .filter(|s| s.address() != 0 && !s.is_undefined())
+    .filter_map(|s| Some((s.address(), !s.is_global(), s.name().ok()?.to_string())))
+    .filter(|(_, _, n)| !n.is_empty())
+    .collect()
+}
+
 /// A binary's code.
 pub struct Binary {
     arch: object::Architecture,
@@ -57,18 +71,10 @@ impl Binary {
                 }
             }
         }
-        let mut ranked: Vec<(u64, bool, String)> = obj
-            .symbols()
-            .filter(|s| {
-                matches!(
-                    s.kind(),
-                    SymbolKind::Text | SymbolKind::Data | SymbolKind::Unknown
-                )
-            })
-            .filter(|s| s.address() != 0 && !s.is_undefined())
-            .filter_map(|s| Some((s.address(), !s.is_global(), s.name().ok()?.to_string())))
-            .filter(|(_, _, n)| !n.is_empty())
-            .collect();
+        let mut ranked = labels(obj.symbols());
+        if ranked.is_empty() {
+            ranked = labels(obj.dynamic_symbols());
+        }
         ranked.sort();
         ranked.dedup_by_key(|(a, _, _)| *a);
         Ok(Binary {

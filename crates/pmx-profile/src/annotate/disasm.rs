@@ -5,7 +5,9 @@
 //! `objdump -d`, which `perf annotate` shows.
 
 use super::types::Syntax;
-use iced_x86::{Decoder, DecoderOptions, Formatter, GasFormatter, IntelFormatter, OpKind};
+use iced_x86::{
+    Decoder, DecoderOptions, Formatter, GasFormatter, Instruction, IntelFormatter, OpKind, Register,
+};
 
 /// One decoded instruction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,14 +75,16 @@ pub fn disassemble(
                 text.push_str(&format!(" <{l}>"));
             }
         } else {
+            // objdump shows a displacement of 0 when one is encoded, and
+            // the scale whenever there is an index.
+            let o = fmt.options_mut();
+            o.set_show_zero_displacements(
+                ins.memory_displ_size() > 0 && !ins.is_ip_rel_memory_operand(),
+            );
+            o.set_always_show_scale(ins.memory_index() != Register::None);
             fmt.format(&ins, &mut text);
-            // objdump (binutils ≥ 2.37) writes indirect jumps and calls
-            // without the size suffix.
-            for (long, short) in [("callq  *", "call   *"), ("jmpq   *", "jmp    *")] {
-                if text.starts_with(long) {
-                    text.replace_range(..long.len(), short);
-                }
-            }
+            objdump_names(&mut text);
+            ignored_segment(&ins, &mut text);
             if ins.is_ip_rel_memory_operand() {
                 let a = ins.ip_rel_memory_address();
                 text.push_str(&format!("        # {a:x}"));
@@ -114,6 +118,46 @@ pub fn plt_slot(code: &[u8], ip: u64) -> Option<u64> {
         }
     }
     None
+}
+
+/// objdump's names where iced's differ: indirect jumps and calls without
+/// the size suffix (binutils ≥ 2.37), `repz`/`repnz` for `rep`/`repe`/`repne`
+/// before instructions that are not string moves or stores.
+fn objdump_names(text: &mut String) {
+    const RENAMES: [(&str, &str); 5] = [
+        ("callq  *", "call   *"),
+        ("jmpq   *", "jmp    *"),
+        ("rep ret", "repz ret"),
+        ("repe ", "repz "),
+        ("repne ", "repnz "),
+    ];
+    for (long, short) in RENAMES {
+        if text.starts_with(long) {
+            text.replace_range(..long.len(), short);
+            return;
+        }
+    }
+}
+
+/// A segment override that 64-bit mode ignores (es, cs, ss, ds; padding
+/// such as `cs nopw`) written as objdump writes it: a prefix before the
+/// mnemonic, not part of the operand.
+fn ignored_segment(ins: &Instruction, text: &mut String) {
+    let seg = match ins.segment_prefix() {
+        Register::ES => "es",
+        Register::CS => "cs",
+        Register::SS => "ss",
+        Register::DS => "ds",
+        _ => return,
+    };
+    if text.starts_with("notrack") {
+        return;
+    }
+    let (mnemonic, operands) = text.split_once(' ').unwrap_or((text.as_str(), ""));
+    let mut out = format!("{seg} {mnemonic}");
+    pad_mnemonic(&mut out);
+    out.push_str(operands.trim_start());
+    *text = out.trim_end().to_string();
 }
 
 /// objdump's layout: the mnemonic (with its prefixes) padded to six
@@ -186,6 +230,36 @@ mod tests {
         assert_eq!(d[1].target, Some(0x1173));
         assert_eq!(d[1].bytes, [0x7e, 0x35]);
         assert_eq!(d[0].target, None);
+    }
+
+    #[test]
+    fn padding_prefixes_and_absolute_addresses() {
+        let code = [
+            0x2e, 0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00, // cs nopw
+            0x0f, 0x1f, 0x40, 0x00, 0x0f, 0x1f, 0x00, 0x66, 0x0f, 0x1f, 0x44, 0x00,
+            0x00, // nops
+            0x48, 0x8b, 0x04, 0x25, 0x10, 0x00, 0x00, 0x00, // mov 0x10,%rax
+            0x64, 0x89, 0x02, 0xf3, 0xc3, 0x66, 0x90, // %fs, repz ret, xchg
+            0x3e, 0xff, 0xe0, 0x3e, 0x48, 0x8b, 0x00, // notrack jmp, ds mov
+        ];
+        let d = disassemble(&code, 0, Syntax::Att, &mut |_| None);
+        let text: Vec<&str> = d.iter().map(|i| i.text.as_str()).collect();
+        // objdump -D -b binary -m i386:x86-64 on these bytes (binutils 2.40).
+        assert_eq!(
+            text,
+            [
+                "cs nopw 0x0(%rax,%rax,1)",
+                "nopl   0x0(%rax)",
+                "nopl   (%rax)",
+                "nopw   0x0(%rax,%rax,1)",
+                "mov    0x10,%rax",
+                "mov    %eax,%fs:(%rdx)",
+                "repz ret",
+                "xchg   %ax,%ax",
+                "notrack jmp *%rax",
+                "ds mov (%rax),%rax",
+            ]
+        );
     }
 
     #[test]
