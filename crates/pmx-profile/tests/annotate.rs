@@ -200,3 +200,52 @@ fn jit_code_and_missing_files_are_refused() {
     let e = annotate(&options(&dir.path().join("none.data"), "f"), &mut |_, _| {}).unwrap_err();
     assert!(e.to_string().contains("none.data: no such file"), "{e}");
 }
+
+/// Every instruction of a whole library's `.text` (libm: ~100,000, with
+/// SSE, AVX and x87 code) reads as `objdump -d` writes it, in AT&T
+/// syntax: same addresses, same text (objdump's `<symbol>` suffixes left
+/// out: the library's symbols are not given to the disassembler here).
+#[test]
+fn objdump_agrees_on_a_whole_library() {
+    use object::{Object, ObjectSection};
+    use pmx_profile::annotate::{disasm, Syntax};
+    let lib = Path::new("/usr/lib/x86_64-linux-gnu/libm.so.6");
+    let Ok(bytes) = std::fs::read(lib) else {
+        return pmx_testkit::skip(format_args!("{} not here", lib.display()));
+    };
+    let o = std::process::Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn", "-j", ".text"])
+        .arg(lib)
+        .output();
+    let Ok(o) = o.map_err(|e| pmx_testkit::skip(format_args!("no objdump ({e})"))) else {
+        return;
+    };
+    let strip = |t: &str| match t.find(" <") {
+        Some(i) if t.ends_with('>') => t[..i].trim_end().to_string(),
+        _ => t.trim_end().to_string(),
+    };
+    let want: Vec<(u64, String)> = pmx_testkit::text(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (a, t) = l.trim_start().split_once(":\t")?;
+            Some((u64::from_str_radix(a, 16).ok()?, strip(t)))
+        })
+        .collect();
+    let obj = object::File::parse(&*bytes).unwrap();
+    let text = obj.section_by_name(".text").unwrap();
+    let got = disasm::disassemble(
+        text.data().unwrap(),
+        text.address(),
+        Syntax::Att,
+        &mut |_| None,
+    );
+    assert!(
+        want.len() > 10_000,
+        "objdump listed {} instructions",
+        want.len()
+    );
+    assert_eq!(got.len(), want.len());
+    for (g, (addr, t)) in got.iter().zip(&want) {
+        assert_eq!((g.addr, g.text.as_str()), (*addr, t.as_str()));
+    }
+}

@@ -39,6 +39,7 @@ fn formatter(syntax: Syntax) -> Box<dyn Formatter> {
     o.set_show_branch_size(false);
     // objdump -M intel: `QWORD PTR [rsp+0x10]`.
     o.set_uppercase_keywords(true);
+    o.set_memory_size_options(iced_x86::MemorySizeOptions::Always);
     f
 }
 
@@ -84,7 +85,14 @@ pub fn disassemble(
             o.set_always_show_scale(ins.memory_index() != Register::None);
             fmt.format(&ins, &mut text);
             objdump_names(&mut text);
+            match syntax {
+                Syntax::Att => att_operands(&ins, &mut text),
+                Syntax::Intel => intel_operands(&ins, &mut text),
+            }
             ignored_segment(&ins, &mut text);
+            for _ in 1..extra_data16(&ins, &bytes) + 1 {
+                text.insert_str(0, "data16 ");
+            }
             if ins.is_ip_rel_memory_operand() {
                 let a = ins.ip_rel_memory_address();
                 text.push_str(&format!("        # {a:x}"));
@@ -93,14 +101,47 @@ pub fn disassemble(
                 }
             }
         }
-        out.push(Decoded {
+        let mut d = Decoded {
             addr: ins.ip(),
             bytes,
             text: text.trim_end().to_string(),
             target,
-        });
+        };
+        if out.last().is_some_and(|p| waits_for(p, &ins)) {
+            if let Some(wait) = out.pop() {
+                d = merge_wait(wait, d);
+            }
+        }
+        out.push(d);
     }
     out
+}
+
+/// Whether `prev` is an `fwait` that objdump writes together with `ins`
+/// (`fwait; fnstcw` is `fstcw`).
+fn waits_for(prev: &Decoded, ins: &Instruction) -> bool {
+    use iced_x86::Mnemonic as M;
+    prev.text == "fwait"
+        && matches!(
+            ins.mnemonic(),
+            M::Fnstcw | M::Fnstsw | M::Fnclex | M::Fninit | M::Fnsave | M::Fnstenv
+        )
+}
+
+/// `fwait` and the no-wait instruction after it as one: `fstcw`, …
+fn merge_wait(wait: Decoded, d: Decoded) -> Decoded {
+    let (mnemonic, operands) = d.text.split_once(' ').unwrap_or((&d.text, ""));
+    let mut text = mnemonic.replacen("fn", "f", 1);
+    if !operands.trim().is_empty() {
+        pad_mnemonic(&mut text);
+        text.push_str(operands.trim_start());
+    }
+    Decoded {
+        addr: wait.addr,
+        bytes: [wait.bytes, d.bytes].concat(),
+        text,
+        target: None,
+    }
 }
 
 /// The GOT slot a PLT entry at `ip` jumps through: the first
@@ -124,9 +165,11 @@ pub fn plt_slot(code: &[u8], ip: u64) -> Option<u64> {
 /// the size suffix (binutils ≥ 2.37), `repz`/`repnz` for `rep`/`repe`/`repne`
 /// before instructions that are not string moves or stores.
 fn objdump_names(text: &mut String) {
-    const RENAMES: [(&str, &str); 5] = [
+    const RENAMES: [(&str, &str); 7] = [
         ("callq  *", "call   *"),
         ("jmpq   *", "jmp    *"),
+        ("pushq  ", "push   "),
+        ("popq   ", "pop    "),
         ("rep ret", "repz ret"),
         ("repe ", "repz "),
         ("repne ", "repnz "),
@@ -137,6 +180,165 @@ fn objdump_names(text: &mut String) {
             return;
         }
     }
+}
+
+/// The operands objdump writes in AT&T syntax where iced leaves them
+/// out or adds one: shifts and rotates by 1 without `$0x1`, three-operand
+/// `imul` with its source repeated, string operands with their segments
+/// (`%ds:(%rsi)`, `%es:(%rdi)`), x87's implicit `%st(1)`.
+fn att_operands(ins: &Instruction, text: &mut String) {
+    use iced_x86::Mnemonic as M;
+    let m = ins.mnemonic();
+    let by_one = matches!(
+        m,
+        M::Shl | M::Shr | M::Sar | M::Sal | M::Rol | M::Ror | M::Rcl | M::Rcr
+    ) && format!("{:?}", ins.code()).ends_with("_1");
+    if by_one {
+        *text = text.replacen("$0x1,", "", 1);
+    } else if m == M::Imul && ins.op_count() == 3 && text.matches(',').count() == 1 {
+        let last = text.rsplit(',').next().unwrap_or("").to_string();
+        text.push(',');
+        text.push_str(&last);
+    } else if ins.is_string_instruction() {
+        if let Some((mnemonic, operands)) = text.rsplit_once(' ') {
+            let ops: Vec<&str> = operands
+                .trim_start()
+                .split(',')
+                .map(|o| match o {
+                    "(%rsi)" => "%ds:(%rsi)",
+                    "(%rdi)" => "%es:(%rdi)",
+                    o => o,
+                })
+                .collect();
+            let mut out = mnemonic.trim_end().to_string();
+            pad_mnemonic(&mut out);
+            out.push_str(&ops.join(","));
+            *text = out;
+        }
+    } else if !text.contains(' ') {
+        match m {
+            M::Fxch => text.push_str("   %st(1)"),
+            M::Faddp | M::Fsubp | M::Fsubrp | M::Fmulp | M::Fdivp | M::Fdivrp => {
+                pad_mnemonic(text);
+                text.push_str("%st,%st(1)");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The operands objdump writes in Intel syntax where iced's differ:
+/// shifts by `1`, three-operand `imul` in full, a bare displacement as
+/// `SEG:0xN`, a negative RIP displacement as its 64-bit two's complement,
+/// string operands with their segments, x87's implicit `st` left out and
+/// `st(1)` written.
+fn intel_operands(ins: &Instruction, text: &mut String) {
+    use iced_x86::Mnemonic as M;
+    const PREFIXES: [&str; 8] = [
+        "lock ",
+        "rep ",
+        "repz ",
+        "repnz ",
+        "bnd ",
+        "notrack ",
+        "xacquire ",
+        "xrelease ",
+    ];
+    let m = ins.mnemonic();
+    let skip = PREFIXES
+        .iter()
+        .find(|p| text.starts_with(*p))
+        .map_or(0, |p| p.len());
+    let Some((name, operands)) = text[skip..].split_once(' ') else {
+        match m {
+            M::Fxch => text.push_str("   st(1)"),
+            M::Faddp | M::Fsubp | M::Fsubrp | M::Fmulp | M::Fdivp | M::Fdivrp => {
+                pad_mnemonic(text);
+                text.push_str("st(1),st");
+            }
+            _ => {}
+        }
+        return;
+    };
+    let code = format!("{:?}", ins.code());
+    let mut mnemonic = format!("{}{name}", &text[..skip]);
+    if code == "Mov_r64_imm64" || code.contains("moffs") {
+        mnemonic = mnemonic.replacen("mov", "movabs", 1);
+    }
+    let mut ops: Vec<String> = operands
+        .trim_start()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let memory = (0..ins.op_count()).any(|i| ins.op_kind(i) == OpKind::Memory);
+    if code.ends_with("_1") && ops.last().is_some_and(|o| o == "0x1") {
+        *ops.last_mut().expect("an operand") = "1".into();
+    } else if m == M::Imul && ins.op_count() == 3 && ops.len() == 2 {
+        ops.insert(0, ops[0].clone());
+    } else if ops.len() == 2
+        && ops.iter().any(|o| o == "st")
+        && (memory || matches!(m, M::Fxch | M::Fld | M::Fst | M::Fstp))
+    {
+        // x87: objdump leaves out the implicit `st` of memory forms, fld,
+        // fst(p) and fxch.
+        ops.retain(|o| o != "st");
+    } else if ops.len() == 1 && ops[0].starts_with("st(") && is_x87_arith(m) {
+        ops.insert(0, "st".into());
+    }
+    for o in &mut ops {
+        absolute_operand(o);
+    }
+    pad_mnemonic(&mut mnemonic);
+    mnemonic.push_str(&ops.join(","));
+    *text = mnemonic;
+}
+
+/// x87 arithmetic whose `st(i)` form objdump writes as `st,st(i)`.
+fn is_x87_arith(m: iced_x86::Mnemonic) -> bool {
+    use iced_x86::Mnemonic as M;
+    matches!(
+        m,
+        M::Fadd | M::Fsub | M::Fsubr | M::Fmul | M::Fdiv | M::Fdivr
+    )
+}
+
+/// objdump's Intel memory operands: a bare displacement as `SEG:0xN`
+/// (`ds:` by default), a negative RIP displacement as its 64-bit two's
+/// complement.
+fn absolute_operand(o: &mut String) {
+    let Some(at) = o.find('[') else { return };
+    let Some(close) = o[at..].find(']').map(|c| at + c) else {
+        return;
+    };
+    let inner = &o[at + 1..close];
+    let rest = &o[close + 1..];
+    if let Some(neg) = inner.strip_prefix("rip-0x") {
+        if let Ok(v) = u64::from_str_radix(neg, 16) {
+            *o = format!("{}[rip+{:#x}]{rest}", &o[..at], v.wrapping_neg());
+        }
+    } else if inner.starts_with("0x") {
+        let seg = if o[..at].ends_with(':') { "" } else { "ds:" };
+        *o = format!("{}{seg}{inner}{rest}", &o[..at]);
+    }
+}
+
+/// How many `0x66` prefixes of a `nop` objdump writes as `data16` (all
+/// but the one that sets its operand size).
+fn extra_data16(ins: &Instruction, bytes: &[u8]) -> usize {
+    if ins.mnemonic() != iced_x86::Mnemonic::Nop {
+        return 0;
+    }
+    let prefixes = bytes
+        .iter()
+        .take_while(|b| {
+            matches!(
+                b,
+                0x66 | 0x2e | 0x3e | 0x26 | 0x36 | 0x64 | 0x65 | 0xf2 | 0xf3
+            )
+        })
+        .filter(|&&b| b == 0x66)
+        .count();
+    prefixes.saturating_sub(1)
 }
 
 /// A segment override that 64-bit mode ignores (es, cs, ss, ds; padding
@@ -260,6 +462,47 @@ mod tests {
                 "ds mov (%rax),%rax",
             ]
         );
+    }
+
+    #[test]
+    fn intel_as_objdump_writes_it() {
+        // Instructions of Debian's libc 2.36 (.text) and the text
+        // `objdump -d -M intel` printed for them (binutils 2.40).
+        let cases: [(u64, &[u8], &str); 9] = [
+            (
+                0x263af,
+                &[0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0, 0, 0],
+                "mov    rax,QWORD PTR fs:0x28",
+            ),
+            (
+                0x28027,
+                &[0x48, 0x8d, 0x05, 0x92, 0xfe, 0xff, 0xff],
+                "lea    rax,[rip+0xfffffffffffffe92]        # 27ec0",
+            ),
+            (0x30c3c, &[0xd1, 0xe8], "shr    eax,1"),
+            (
+                0x31e5d,
+                &[0x49, 0xbb, 0xf8, 0xbf, 0xff, 0xff, 0xff, 0xff, 0xf7, 0xff],
+                "movabs r11,0xfff7ffffffffbff8",
+            ),
+            (
+                0x3ad50,
+                &[0xdb, 0x6c, 0x24, 0x18],
+                "fld    TBYTE PTR [rsp+0x18]",
+            ),
+            (0x3ae3e, &[0xde, 0xe1], "fsubrp st(1),st"),
+            (0x3af72, &[0xd8, 0xc0], "fadd   st,st(0)"),
+            (0x3afaa, &[0xd9, 0xc9], "fxch   st(1)"),
+            (
+                0x407c2,
+                &[0x69, 0xc0, 0x6d, 0x4e, 0xc6, 0x41],
+                "imul   eax,eax,0x41c64e6d",
+            ),
+        ];
+        for (ip, code, want) in cases {
+            let d = disassemble(code, ip, Syntax::Intel, &mut |_| None);
+            assert_eq!((d.len(), d[0].text.as_str()), (1, want), "{ip:#x}");
+        }
     }
 
     #[test]
