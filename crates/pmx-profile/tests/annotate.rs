@@ -49,7 +49,13 @@ fn write(dir: &Path, maps: &[(u32, &Path)], samples: &[(u32, u64)]) -> PathBuf {
     for (i, &(pid, ip)) in samples.iter().enumerate() {
         w.write_record(&sample(pid, ip, 10 + i as u64)).unwrap();
     }
-    let bytes = w.finish(&Features::default()).unwrap().into_inner();
+    // Recorded on another host: this kernel's symbols are not loaded
+    // (a second in a debug build), the user code is resolved all the same.
+    let features = Features {
+        hostname: Some("another-host".into()),
+        ..Features::default()
+    };
+    let bytes = w.finish(&features).unwrap().into_inner();
     let file = dir.join("perf.data");
     std::fs::write(&file, bytes).unwrap();
     file
