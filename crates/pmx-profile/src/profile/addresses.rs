@@ -57,19 +57,18 @@ pub(super) struct AddressAcc {
 }
 
 impl AddressAcc {
-    /// A sample of `event` at `ip` (process `pid`) whose leaf frame is
-    /// `leaf`: one sample and its period at its place. Addresses of code
+    /// A sample at `ip` (process `pid`) whose leaf frame is `leaf`: each
+    /// (event, weight) of `weights` credited to its place — today the
+    /// sample's own event with one sample and its period; a sample-read
+    /// group's sample adds each member's delta here. Addresses of code
     /// without a binary (JIT maps, no mapping) are not kept.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn sample(
         &mut self,
         sym: &mut Symbolizer,
-        event: usize,
         leaf: FrameId,
         kernel: bool,
-        pid: u32,
-        ip: u64,
-        period: u64,
+        (pid, ip): (u32, u64),
+        weights: &[(usize, Weight)],
     ) {
         let place = if kernel {
             Some((KERNEL_DSO, ip))
@@ -77,8 +76,9 @@ impl AddressAcc {
             sym.user_vaddr(pid, ip)
         };
         if let Some((dso, addr)) = place {
-            let w = Weight { samples: 1, period };
-            self.credit(event, leaf, dso, addr, w);
+            for &(event, w) in weights {
+                self.credit(event, leaf, dso, addr, w);
+            }
         }
     }
 

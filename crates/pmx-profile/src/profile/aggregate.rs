@@ -3,7 +3,7 @@
 //! `--sort` keys, the inclusive ("children") rows and the call stacks,
 //! all with interned ids (resolved to names at the end, in `rows`).
 
-use super::addresses::AddressAcc;
+use super::addresses::{AddressAcc, Weight};
 use super::types::{Options, SortKey};
 use crate::symbolize::{DsoId, FrameId, Symbolizer};
 use pmx_perfdata::format::{callchain, misc};
@@ -201,7 +201,8 @@ impl<'o> State<'o> {
         e.0 += 1;
         e.1 = e.1.saturating_add(period);
         if let Some(a) = &mut self.addresses {
-            a.sample(&mut self.sym, event, leaf, kernel, pid, ip, period);
+            let own = (event, Weight { samples: 1, period });
+            a.sample(&mut self.sym, leaf, kernel, (pid, ip), &[own]);
         }
         if !self.options.stacks && !self.options.children {
             return;
