@@ -45,6 +45,12 @@
 //! its own total and the change in percentage points; rendered by
 //! [`render::diff`] (table, JSON) and [`flame::diff`] (differential flame
 //! graph, folded stacks with both counts).
+//!
+//! **Annotation** ([`annotate()`]): one function's x86-64 machine code
+//! (iced-x86, in objdump's text) with each instruction's samples per
+//! event, from the profile's places ([`build_with_addresses`]: per leaf
+//! frame, binary and address, a set of per-event [`Weight`]s), its DWARF
+//! source lines, rendered by [`annotate::render`] (text, JSON).
 
 pub mod annotate;
 pub mod diff;
