@@ -48,6 +48,7 @@
 
 pub mod diff;
 pub mod elf;
+pub mod export;
 pub mod flame;
 pub mod kernel;
 pub mod profile;

@@ -17,6 +17,7 @@
 mod aggregate;
 mod replay;
 mod rows;
+pub mod sink;
 mod types;
 
 use crate::kernel::Kallsyms;
@@ -25,6 +26,7 @@ use aggregate::{EventAcc, State};
 use pmx_perfdata::Reader;
 use replay::{recorded_here, Replay};
 use rustc_hash::FxHashMap as HashMap;
+use sink::SampleSink;
 
 pub use types::{
     truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row, SortKey,
@@ -43,6 +45,16 @@ pub fn build(
     options: &Options,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Profile, pmx_perfdata::Error> {
+    build_with(reader, options, progress, None)
+}
+
+/// [`build`], also giving every sample to `sink` (see [`sink`]).
+pub fn build_with<'o>(
+    reader: &mut Reader,
+    options: &'o Options,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+    sink: Option<&'o mut dyn SampleSink>,
+) -> Result<Profile, pmx_perfdata::Error> {
     let here = recorded_here(reader.features(), &options.this_machine);
     let build_ids: HashMap<String, Vec<u8>> = reader
         .features()
@@ -58,12 +70,14 @@ pub fn build(
     sym.defer_kernel();
     sym.allow_running_vdso(here);
     let mut st = State::new(options, sym);
+    st.sink = sink;
     let mut replay = Replay::new(reader, here);
     replay.run(reader, &mut st, &options.this_machine, progress)?;
     let State {
         mut sym,
         comms,
         mut accs,
+        sink,
         ..
     } = st;
     progress(reader.bytes_read(), reader.total_bytes());
@@ -71,6 +85,9 @@ pub fn build(
     let kallsyms = rows::kernel_symbols(options, loader, replay.here);
     let kernel_symbols_used = !kallsyms.is_empty();
     let remap = sym.resolve_deferred(kallsyms);
+    if let Some(sink) = sink {
+        sink.finish(&mut sym, &remap);
+    }
     let events = reader.events().to_vec();
     accs.resize_with(events.len(), EventAcc::default);
     let mut out = Profile {
