@@ -447,6 +447,7 @@ fn every_shared_recording_exports_both_ways() {
         .collect();
     files.sort();
     assert!(files.len() >= 7, "{files:?}");
+    let mut markers = 0;
     for f in &files {
         let name = f.file_name().unwrap().to_str().unwrap();
         let json = tmp.path().join(format!("{name}.json"));
@@ -473,8 +474,10 @@ fn every_shared_recording_exports_both_ways() {
         let samples: u64 = events.iter().map(|e| e["samples"].as_u64().unwrap()).sum();
         assert_eq!(threads.values().sum::<u64>(), samples, "{name}");
         let lost: u64 = events.iter().map(|e| e["lost"].as_u64().unwrap()).sum();
-        let marked = lost_marked(&v);
-        assert_eq!(marked, lost, "{name}: LOST records' counts in markers");
+        assert_eq!(marked(&v, "Lost records"), lost, "{name}: LOST in markers");
+        let lost = js["lost_samples"].as_u64().unwrap();
+        assert_eq!(marked(&v, "Lost samples"), lost, "{name}: LOST_SAMPLES");
+        markers += lost;
         if let Some(tool) = &tool {
             for (k, e) in events.iter().enumerate() {
                 if e["samples"].as_u64().unwrap() == 0 {
@@ -490,10 +493,12 @@ fn every_shared_recording_exports_both_ways() {
             }
         }
     }
+    // lost_samples-4.4 has two.
+    assert!(markers > 0, "no recording had lost samples");
 }
 
-/// The sum of the counts of the `Lost records` markers.
-fn lost_marked(v: &Value) -> u64 {
+/// The sum of the counts of the markers named `what`.
+fn marked(v: &Value, what: &str) -> u64 {
     let mut sum = 0;
     for t in v["threads"].as_array().unwrap() {
         let strings = t["stringArray"].as_array().unwrap();
@@ -504,8 +509,8 @@ fn lost_marked(v: &Value) -> u64 {
             .iter()
             .zip(m["data"].as_array().unwrap())
         {
-            if strings[n.as_u64().unwrap() as usize] == "Lost records" {
-                sum += d["count"].as_u64().unwrap();
+            if strings[n.as_u64().unwrap() as usize] == what {
+                sum += d["count"].as_f64().unwrap() as u64;
             }
         }
     }
