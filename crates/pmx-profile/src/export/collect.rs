@@ -37,7 +37,7 @@ impl Collector {
     }
 
     /// What was collected (events and columns still to be named, see
-    /// [`Export::name_events`]).
+    /// [`Export::describe`]).
     pub fn into_export(self) -> Export {
         self.out
     }
