@@ -473,6 +473,21 @@ fn every_shared_recording_exports_both_ways() {
         let events = js["events"].as_array().unwrap();
         let samples: u64 = events.iter().map(|e| e["samples"].as_u64().unwrap()).sum();
         assert_eq!(threads.values().sum::<u64>(), samples, "{name}");
+        // Several events with samples: one track per thread and event,
+        // named for both.
+        let with: Vec<&Value> = events.iter().filter(|e| e["samples"] != 0).collect();
+        if with.len() > 1 {
+            let evs: Vec<String> = with
+                .iter()
+                .map(|e| format!(" ({})", e["name"].as_str().unwrap()))
+                .collect();
+            for t in threads.keys() {
+                assert!(
+                    evs.iter().any(|e| t.ends_with(e.as_str())),
+                    "{name}: track {t}"
+                );
+            }
+        }
         let lost: u64 = events.iter().map(|e| e["lost"].as_u64().unwrap()).sum();
         assert_eq!(marked(&v, "Lost records"), lost, "{name}: LOST in markers");
         let lost = js["lost_samples"].as_u64().unwrap();

@@ -3,7 +3,9 @@
 //! `fxprof-processed-profile` crate (samply's).
 //!
 //! - one process per pid (named after its main thread), one track per
-//!   thread, and per event when several are exported (`comm (event)`);
+//!   thread, and per event when several have samples (`comm (event)`,
+//!   none of them the process's main thread, which the profiler would
+//!   name after the process);
 //! - samples at their recording time (relative to the first sample;
 //!   `meta.startTime` is its wall-clock time when the file says it:
 //!   perf's CLOCK_DATA, else the file's modification time taken as the
@@ -87,7 +89,7 @@ pub fn build(x: &Export) -> Profile {
         track_of: HashMap::default(),
         stacks: HashMap::default(),
         names: vec![None; x.functions.len()],
-        several: x.events.iter().filter(|e| e.kept).count() > 1,
+        several: x.samples.iter().any(|s| s.event != x.samples[0].event),
     };
     for s in &x.samples {
         let t = b.track(s.thread, s.event, s.time - t0);
@@ -135,7 +137,10 @@ impl Builder<'_> {
                 p
             }
         };
-        let handle = self.p.add_thread(process, th.tid, start, th.tid == th.pid);
+        // The profiler names a main thread after its process: with several
+        // events the tracks are not main threads, and keep their events' names.
+        let main = th.tid == th.pid && !self.several;
+        let handle = self.p.add_thread(process, th.tid, start, main);
         let name = if self.several {
             format!("{} ({})", th.comm, self.x.events[event as usize].name)
         } else {
