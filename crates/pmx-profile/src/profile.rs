@@ -14,6 +14,7 @@
 //! accumulators into [`Profile`]'s rows and stacks. The values are in
 //! `types`.
 
+mod addresses;
 mod aggregate;
 mod replay;
 mod rows;
@@ -22,12 +23,14 @@ mod types;
 
 use crate::kernel::Kallsyms;
 use crate::symbolize::Symbolizer;
+use addresses::AddressAcc;
 use aggregate::{EventAcc, State};
 use pmx_perfdata::Reader;
 use replay::{recorded_here, Replay};
 use rustc_hash::FxHashMap as HashMap;
 use sink::SampleSink;
 
+pub use addresses::{AddressSamples, Weight};
 pub use types::{
     truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row, SortKey,
     SOURCE_LINE_ROWS,
@@ -45,7 +48,7 @@ pub fn build(
     options: &Options,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Profile, pmx_perfdata::Error> {
-    build_with(reader, options, progress, None)
+    build_full(reader, options, false, progress, None).map(|(p, _)| p)
 }
 
 /// [`build`], also giving every sample to `sink` (see [`sink`]).
@@ -55,6 +58,26 @@ pub fn build_with<'o>(
     progress: &mut dyn FnMut(u64, Option<u64>),
     sink: Option<&'o mut dyn SampleSink>,
 ) -> Result<Profile, pmx_perfdata::Error> {
+    build_full(reader, options, false, progress, sink).map(|(p, _)| p)
+}
+
+/// [`build`], and the samples of every instruction address (the leaf
+/// frames' addresses, per event), for `pmx annotate`.
+pub fn build_with_addresses(
+    reader: &mut Reader,
+    options: &Options,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<(Profile, Vec<AddressSamples>), pmx_perfdata::Error> {
+    build_full(reader, options, true, progress, None)
+}
+
+fn build_full<'o>(
+    reader: &mut Reader,
+    options: &'o Options,
+    addresses: bool,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+    sink: Option<&'o mut dyn SampleSink>,
+) -> Result<(Profile, Vec<AddressSamples>), pmx_perfdata::Error> {
     let here = recorded_here(reader.features(), &options.this_machine);
     let build_ids: HashMap<String, Vec<u8>> = reader
         .features()
@@ -71,6 +94,7 @@ pub fn build_with<'o>(
     sym.allow_running_vdso(here);
     let mut st = State::new(options, sym);
     st.sink = sink;
+    st.addresses = addresses.then(AddressAcc::default);
     let mut replay = Replay::new(reader, here);
     replay.run(reader, &mut st, &options.this_machine, progress)?;
     let State {
@@ -78,6 +102,7 @@ pub fn build_with<'o>(
         comms,
         mut accs,
         sink,
+        addresses,
         ..
     } = st;
     progress(reader.bytes_read(), reader.total_bytes());
@@ -89,6 +114,7 @@ pub fn build_with<'o>(
         sink.finish(&mut sym, &remap);
     }
     let events = reader.events().to_vec();
+    let places = addresses.map_or_else(Vec::new, |a| a.finish(&sym, &remap, events.len()));
     accs.resize_with(events.len(), EventAcc::default);
     let mut out = Profile {
         events: Vec::new(),
@@ -109,5 +135,5 @@ pub fn build_with<'o>(
         let e = rows::event_profile(&ev.name, acc, &mut sym, &remap, &comms, options);
         out.events.push(e);
     }
-    Ok(out)
+    Ok((out, places))
 }
