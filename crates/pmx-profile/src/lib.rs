@@ -49,6 +49,7 @@
 pub mod diff;
 pub mod elf;
 pub mod flame;
+pub mod group_metrics;
 pub mod kernel;
 pub mod profile;
 pub mod render;

@@ -15,6 +15,7 @@
 //! `types`.
 
 mod aggregate;
+mod groups;
 mod replay;
 mod rows;
 mod types;
@@ -26,9 +27,10 @@ use pmx_perfdata::Reader;
 use replay::{recorded_here, Replay};
 use rustc_hash::FxHashMap as HashMap;
 
+pub use groups::{for_each_sample, Deltas, MemberDelta, Moments};
 pub use types::{
-    truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row, SortKey,
-    SOURCE_LINE_ROWS,
+    truncation_warning, EventProfile, GroupRow, GroupTable, KernelSymbols, MachineId, Options,
+    Profile, Row, SortKey, SOURCE_LINE_ROWS,
 };
 
 /// Build the profile of everything `reader` holds. `progress` is called
