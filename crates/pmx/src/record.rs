@@ -72,6 +72,7 @@ mod choose;
 mod default;
 mod existing;
 mod features;
+mod groups;
 mod open;
 mod options;
 mod plan;
@@ -91,7 +92,9 @@ use target::Lifecycle;
 pub use buildid::{of_elf_file as build_id_of_file, of_running_kernel as kernel_build_id};
 pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
-pub use options::{EventSamples, RecordError, RecordEvent, RecordOptions, RecordSummary};
+pub use options::{
+    EventSamples, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
+};
 pub use pmx_perf::SampleRate;
 
 /// perf's default ring size in data pages per CPU (512 KiB with 4 KiB
@@ -138,7 +141,7 @@ fn record_with(
     if opts.scope != Scope::Command {
         opened.enable()?;
     }
-    let mut notes = Vec::new();
+    let mut notes = plan.notes.clone();
     let synth = existing::existing(
         &opts.scope,
         plan.sample_type,

@@ -171,6 +171,7 @@ mod tests {
             attr: attr.clone(),
             inherit: None,
             callchain: None,
+            group: None,
         };
         let (mut sink, old) =
             Sink::create(&out, &[attr], &[ev], &[vec![7]], HashMap::new()).unwrap();

@@ -1,0 +1,101 @@
+//! Groups in `pmx record`, as perf records them:
+//!
+//! - `{A,B}`: the members are opened in the leader's group (scheduled on
+//!   the PMU together) and each samples on its own; only the leader is
+//!   opened disabled (and enabled at `exec`), the members follow it.
+//! - `{A,B}:S` (leader sampling): only the leader samples; the members
+//!   have `sample_period` 0, and every event carries `PERF_SAMPLE_READ`
+//!   with `read_format` `ID|GROUP` plus `LOST` (Linux 6.0+) and the time
+//!   totals, so each sample holds every member's running count (a reader
+//!   credits each member its delta since the previous sample). The kernel
+//!   refuses `inherit` with `PERF_SAMPLE_READ` before Linux 6.12 and
+//!   `LOST` before 6.0: a probe finds what this kernel takes and drops the
+//!   rest, with a note (without inherit, the command's children and
+//!   threads are not sampled, as with perf 6.1, which never inherits
+//!   these groups).
+
+use super::options::RecordEvent;
+use pmx_perf::{read_format, sample_type, Attr, Counter, OpenCause, Target};
+
+/// The read_format of a sample-read group, everything asked.
+const SAMPLE_READ_FORMAT: u64 = read_format::ID
+    | read_format::GROUP
+    | read_format::LOST
+    | read_format::TOTAL_TIME_ENABLED
+    | read_format::TOTAL_TIME_RUNNING;
+
+/// Turn the events' sampling attrs into their groups' attrs; notes on
+/// what the kernel did not take.
+pub(super) fn shape(attrs: &mut [Attr], events: &[RecordEvent]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (i, ev) in events.iter().enumerate() {
+        let Some(g) = ev.group else { continue };
+        let a = &mut attrs[i];
+        if g.leader != i {
+            a.disabled = false;
+            a.enable_on_exec = false;
+        }
+        if g.sample_read {
+            a.sample_type |= sample_type::READ;
+            a.read_format = SAMPLE_READ_FORMAT;
+            if g.leader != i {
+                a.sample = None;
+            }
+        }
+    }
+    // Probe each sample-read leader with its first member on this process.
+    for (i, ev) in events.iter().enumerate() {
+        if !ev.group.is_some_and(|g| g.sample_read && g.leader == i) {
+            continue;
+        }
+        let member =
+            (i + 1..events.len()).find(|&j| events[j].group.is_some_and(|m| m.leader == i));
+        let (inherit, lost) = probe(&attrs[i], member.map(|j| &attrs[j]));
+        for (j, a) in attrs.iter_mut().enumerate() {
+            if events[j].group.is_some_and(|m| m.leader == i) {
+                a.inherit &= inherit;
+                if !lost {
+                    a.read_format &= !read_format::LOST;
+                }
+            }
+        }
+        if !inherit && attrs[i].enable_on_exec {
+            notes.push(format!(
+                "{}: this kernel does not sample group reads with inherit (Linux 6.12+ does): \
+                 only the command's first thread is sampled",
+                ev.name
+            ));
+        }
+    }
+    notes
+}
+
+/// Whether this kernel takes `leader` (with `member` in its group) as it
+/// is, without `LOST`, without inherit: (inherit kept, LOST kept).
+fn probe(leader: &Attr, member: Option<&Attr>) -> (bool, bool) {
+    let tries = [(true, true), (true, false), (false, true), (false, false)];
+    for (inherit, lost) in tries {
+        let fix = |a: &Attr| {
+            let mut a = a.clone();
+            a.inherit &= inherit;
+            a.enable_on_exec = false;
+            a.disabled = true;
+            if !lost {
+                a.read_format &= !read_format::LOST;
+            }
+            a
+        };
+        let me = Target { pid: 0, cpu: -1 };
+        match Counter::open(&fix(leader), me, None) {
+            Ok(l) => match member.map(|m| Counter::open(&fix(m), me, Some(&l))) {
+                None | Some(Ok(_)) => return (inherit || !leader.inherit, lost),
+                Some(Err(e)) if matches!(e.cause, OpenCause::Invalid { .. }) => continue,
+                // Another failure is the real open's to report.
+                Some(Err(_)) => return (inherit || !leader.inherit, lost),
+            },
+            Err(e) if matches!(e.cause, OpenCause::Invalid { .. }) => continue,
+            Err(_) => return (true, true),
+        }
+    }
+    (true, true)
+}
