@@ -99,3 +99,21 @@ fn probe(leader: &Attr, member: Option<&Attr>) -> (bool, bool) {
     }
     (true, true)
 }
+
+/// GROUP_DESC's entries: per `{…}` group of several events, perf's name
+/// for an unnamed group, the leader's index and the number of members.
+pub(super) fn descriptions(events: &[RecordEvent]) -> Vec<(String, u32, u32)> {
+    let mut out = Vec::new();
+    for (i, ev) in events.iter().enumerate() {
+        if ev.group.is_some_and(|g| g.leader == i) {
+            let n = events
+                .iter()
+                .filter(|e| e.group.is_some_and(|g| g.leader == i))
+                .count();
+            if n > 1 {
+                out.push(("{anon_group}".to_string(), i as u32, n as u32));
+            }
+        }
+    }
+    out
+}
