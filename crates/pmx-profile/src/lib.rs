@@ -39,6 +39,17 @@
 //! [`Report`] out (the profile, the events selected, the rows to show);
 //! [`render`] draws it as perf's table or as JSON.
 //!
+//! **Sample-read groups** (`{cycles,instructions}:S`): every sample of
+//! the leader reads every member; each member is credited, at the
+//! sample's row, its delta since the same counter's previous sample on
+//! that thread (per id and thread, as perf; a zero delta is no sample of
+//! it), so each member's own table and totals are right. The leader's
+//! [`EventProfile::group`] holds every member's count per row with the
+//! per-sample moments; [`render::group`] draws it as perf's `--group`
+//! table (JSON, CSV), and [`group_metrics`] evaluates metrics per row
+//! (formulas given by the caller) with a 95% interval. [`Deltas`] and
+//! [`for_each_sample`] give other readers the same per-sample deltas.
+//!
 //! **Differential profiles** ([`diff::diff`]): two files reported alike,
 //! their events paired by name and their rows by the sort keys' names
 //! (DSO base name and symbol name, never addresses), each side's share of
@@ -61,4 +72,5 @@ pub use profile::{
     build, truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row,
     SortKey,
 };
+pub use profile::{for_each_sample, Deltas, GroupRow, GroupTable, MemberDelta, Moments};
 pub use report::{report, Report, ReportError, ReportOptions, StackEvent};
