@@ -198,3 +198,94 @@ impl<K: std::hash::Hash + Eq> GroupAcc<K> {
         self.rows.entry(key).or_default().add(&self.buf);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmx_perfdata::format::read_format as rf;
+
+    /// A sample of thread `tid` reading (value, id) pairs with ID|GROUP.
+    fn sample(tid: u32, bytes: &[u8]) -> Sample<'_> {
+        Sample {
+            event: 0,
+            misc: 0,
+            ip: 0,
+            pid: 1,
+            tid,
+            time: 0,
+            addr: 0,
+            id: 10,
+            stream_id: 0,
+            cpu: 0,
+            period: 1,
+            callchain_bytes: &[],
+            raw: &[],
+            weight: 0,
+            data_src: 0,
+            phys_addr: 0,
+            read: bytes,
+            read_format: rf::ID | rf::GROUP,
+        }
+    }
+
+    fn read(values: &[(u64, u64)]) -> Vec<u8> {
+        let mut w = vec![values.len() as u64];
+        for &(v, id) in values {
+            w.extend([v, id]);
+        }
+        w.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn deltas_are_per_counter_and_thread() {
+        let mut d = Deltas {
+            ids: [(10, 0), (11, 1)].into_iter().collect(),
+            events: 2,
+            ..Deltas::default()
+        };
+        let mut out = Vec::new();
+        let delta = |event, delta| MemberDelta { event, delta };
+        // Thread 5, then thread 6 (inherited: the same ids, its own totals),
+        // then thread 5 again; an unknown id is skipped.
+        let reads = [
+            (5, read(&[(100, 10), (7, 11)])),
+            (6, read(&[(40, 10), (2, 11)])),
+            (5, read(&[(250, 10), (7, 11), (1, 99)])),
+        ];
+        for (tid, r) in &reads {
+            assert!(d.deltas(&sample(*tid, r), &mut out));
+        }
+        assert_eq!(
+            out,
+            vec![
+                delta(0, 100),
+                delta(1, 7),
+                delta(0, 40),
+                delta(1, 2),
+                delta(0, 150),
+                delta(1, 0)
+            ]
+        );
+        assert_eq!(d.unknown_ids, 1);
+        assert!(!d.deltas(&sample(5, &[]), &mut out));
+    }
+
+    #[test]
+    fn moments_give_the_per_sample_covariance() {
+        let mut m = Moments::default();
+        for d in [[1, 2], [3, 5], [5, 11]] {
+            m.add(&d);
+        }
+        assert_eq!((m.samples, m.sums.clone()), (3, vec![9, 18]));
+        // x = 1, 3, 5 (mean 3), y = 2, 5, 11 (mean 6): Σ(x−3)(y−6) = 18,
+        // Σ(x−3)² = 8, Σ(y−6)² = 42; over n − 1 = 2.
+        assert!((m.covariance(0, 1) - 9.0).abs() < 1e-9);
+        assert!((m.covariance(1, 0) - 9.0).abs() < 1e-9);
+        assert!((m.covariance(0, 0) - 4.0).abs() < 1e-9);
+        assert!((m.covariance(1, 1) - 21.0).abs() < 1e-9);
+        let mut two = Moments::default();
+        two.merge(&m);
+        two.merge(&m);
+        assert_eq!((two.samples, two.sums), (6, vec![18, 36]));
+    }
+}

@@ -117,3 +117,80 @@ pub(super) fn descriptions(events: &[RecordEvent]) -> Vec<(String, u32, u32)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::options::GroupMember;
+    use pmx_perf::SampleRate;
+
+    fn event(name: &str, config: u64, group: Option<GroupMember>) -> (RecordEvent, Attr) {
+        let attr = Attr {
+            type_: 1,
+            config,
+            sample: Some(SampleRate::Frequency(4000)),
+            sample_type: sample_type::IP | sample_type::TID | sample_type::IDENTIFIER,
+            read_format: read_format::ID,
+            disabled: true,
+            enable_on_exec: true,
+            inherit: true,
+            ..Attr::default()
+        };
+        let ev = RecordEvent {
+            name: name.into(),
+            attr: attr.clone(),
+            inherit: None,
+            callchain: None,
+            group,
+        };
+        (ev, attr)
+    }
+
+    #[test]
+    fn leader_sampling_reads_the_group_and_members_do_not_sample() {
+        let s = |leader| {
+            Some(GroupMember {
+                leader,
+                sample_read: true,
+            })
+        };
+        // {cpu-clock,page-faults}:S, then task-clock alone.
+        let (evs, mut attrs): (Vec<_>, Vec<_>) = [
+            event("cpu-clock", 0, s(0)),
+            event("page-faults", 2, s(0)),
+            event("task-clock", 1, None),
+        ]
+        .into_iter()
+        .unzip();
+        shape(&mut attrs, &evs);
+        let (l, m, alone) = (&attrs[0], &attrs[1], &attrs[2]);
+        assert!(l.sample_type & sample_type::READ != 0 && m.sample_type & sample_type::READ != 0);
+        assert_eq!(alone.sample_type & sample_type::READ, 0);
+        // ID|GROUP always; LOST where the kernel has it (Linux 6.0+).
+        let rf = read_format::ID | read_format::GROUP;
+        assert_eq!(l.read_format & rf, rf);
+        assert_eq!(l.read_format, m.read_format);
+        assert!(l.is_sampling() && !m.is_sampling() && alone.is_sampling());
+        // The leader starts the group; the members follow it.
+        assert!(l.disabled && l.enable_on_exec && !m.disabled && !m.enable_on_exec);
+        assert_eq!(descriptions(&evs), vec![("{anon_group}".to_string(), 0, 2)]);
+    }
+
+    #[test]
+    fn a_plain_group_samples_every_member() {
+        let g = Some(GroupMember {
+            leader: 0,
+            sample_read: false,
+        });
+        let (evs, mut attrs): (Vec<_>, Vec<_>) =
+            [event("cpu-clock", 0, g), event("page-faults", 2, g)]
+                .into_iter()
+                .unzip();
+        shape(&mut attrs, &evs);
+        assert!(attrs
+            .iter()
+            .all(|a| a.is_sampling() && a.read_format == read_format::ID));
+        assert!(attrs.iter().all(|a| a.sample_type & sample_type::READ == 0));
+        assert!(!attrs[1].disabled && attrs[0].disabled);
+    }
+}
