@@ -36,6 +36,13 @@ pub fn table(
     for l in header_lines(report) {
         writeln!(out, "# {l}")?;
     }
+    let events = &report.profile.events;
+    if !report.selected.iter().any(|&i| events[i].group.is_some()) {
+        writeln!(
+            out,
+            "# no sample-read group here: --group and -M need one, recorded with -e '{{A,B,…}}:S'"
+        )?;
+    }
     let mut few = false;
     for &i in &report.selected {
         let e = &report.profile.events[i];
@@ -149,7 +156,12 @@ fn group_table(
         writeln!(out, "{}", aligned(" ", c, &widths, nums).trim_end())?;
     }
     if let Some(m) = metrics {
-        let all: Vec<String> = m.total.iter().map(metric_text).collect();
+        let all: Vec<String> = (m.total.iter())
+            .map(|c| match c.value {
+                Some(_) => metric_text(c),
+                None => "not computed (an input is not a member of this group)".into(),
+            })
+            .collect();
         let pairs: Vec<String> = m
             .names
             .iter()
