@@ -273,3 +273,45 @@ fn per_symbol_ipc_from_the_deltas_of_a_hand_built_group() {
         "{plain}"
     );
 }
+
+#[test]
+fn per_event_read_values_count_as_perf_counts_them() {
+    // `cpu-clock:S,page-faults:S`: no group, each sample reads its own
+    // event's value (read_format ID|LOST); perf weighs each sample by the
+    // value's delta, and so does pmx.
+    if !perf::require("recording per-event read values with perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("s.data");
+    let workload = env!("CARGO_BIN_EXE_pmx-workload");
+    let o = std::process::Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-o",
+            data.to_str().unwrap(),
+            "-e",
+            "cpu-clock:S,page-faults:S",
+            "--",
+        ])
+        .args([workload, "pages", "2000"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let theirs = text(&perf::on_file(&["report", "--stdio"], &data).stdout);
+    let counts: Vec<&str> = theirs
+        .lines()
+        .filter_map(|l| l.strip_prefix("# Event count (approx.): "))
+        .collect();
+    let ours = text(&pmx(&["report", "-q", "-i", data.to_str().unwrap()]).stdout);
+    let names = ["cpu-clock:S", "page-faults:S"];
+    assert_eq!(counts.len(), 2, "{theirs}");
+    for (name, count) in names.iter().zip(&counts) {
+        let line = format!("event count {count}");
+        assert!(
+            ours.lines().any(|l| l.contains(name) && l.ends_with(&line)),
+            "{name} {count}:\n{ours}"
+        );
+    }
+}

@@ -207,11 +207,12 @@ impl<'o> State<'o> {
         }
         // A sample-read group: each member is credited its delta (a zero
         // delta is no sample of it, as perf skips it).
-        let group = self
-            .acc(event)
-            .group
-            .get_or_insert_with(|| Box::new(GroupAcc::new()));
-        group.add(key, pairs);
+        // (A single value, `cycles:S` alone, is no group: its own table.)
+        if pairs.len() > 2 {
+            let acc = self.acc(event);
+            let group = acc.group.get_or_insert_with(|| Box::new(GroupAcc::new()));
+            group.add(key, pairs);
+        }
         for p in pairs.chunks_exact(2) {
             if p[1] > 0 {
                 self.credit(p[0] as usize, key, comm, (pid, ip), p[1]);
