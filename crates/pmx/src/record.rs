@@ -205,10 +205,13 @@ fn summary(
 ) -> RecordSummary {
     let t = written.tally;
     RecordSummary {
+        // The members of a `{…}:S` group never sample: they are read.
         events: events
             .iter()
             .zip(&t.samples)
-            .map(|(e, &s)| EventSamples {
+            .enumerate()
+            .filter(|(i, (e, _))| !e.group.is_some_and(|g| g.sample_read && g.leader != *i))
+            .map(|(_, (e, &s))| EventSamples {
                 name: e.name.clone(),
                 samples: s,
             })
