@@ -8,6 +8,11 @@
 //!   and on each overflow the kernel writes a PERF_RECORD_SAMPLE with the
 //!   instruction pointer, pid/tid, time, CPU, period and, with call
 //!   chains, the return addresses found by walking frame pointers.
+//! - **Groups** (`groups`): `{A,B}` opens the members in the leader's
+//!   group, each sampling; `{A,B}:S` samples the leader only and makes
+//!   every sample read every member (`PERF_SAMPLE_READ`, `ID|GROUP|LOST`
+//!   and the time totals, what this kernel takes found by a probe); the
+//!   file's GROUP_DESC tells perf which events form a group.
 //! - Records go into **one ring buffer per CPU**. For a launched command
 //!   every event is opened once per CPU on the command's pid with
 //!   `inherit` (the kernel refuses a ring for an inherited event on cpu
