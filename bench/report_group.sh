@@ -42,4 +42,4 @@ fi
 hyperfine -N --warmup 1 --runs 15 --export-markdown "$OUT/time.md" \
   "$P report -q -i $DATA" \
   "$P report -q --group -i $DATA" \
-  "$P report -q -M page_faults_per_second,context_switches_per_second -i $DATA"
+  "$P report -q -M page_faults_per_second,cs_per_second -i $DATA"
