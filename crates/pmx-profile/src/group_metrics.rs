@@ -69,7 +69,11 @@ pub fn evaluate(report: &Report, names: &[String], eval: Evaluate<'_>) -> Vec<Gr
         let Some(g) = &p.events[i].group else {
             continue;
         };
-        let members: Vec<String> = g.members.iter().map(|&m| base(&p.events[m].name)).collect();
+        let members: Vec<String> = g
+            .members
+            .iter()
+            .map(|&m| p.events[m].name.clone())
+            .collect();
         let cell = |m: &Moments| cells(m, &members, names.len(), eval);
         out.push(GroupMetrics {
             event: i,
@@ -90,9 +94,13 @@ fn whole(g: &GroupTable) -> Moments {
     all
 }
 
-/// The cells of one row: values at the totals, intervals from the
-/// gradient and the per-sample covariance.
-fn cells(m: &Moments, members: &[String], n: usize, eval: Evaluate<'_>) -> Vec<MetricCell> {
+/// The `n` metrics of one row (or instruction, or any set of samples)
+/// whose members' deltas are summed in `m`: values at the totals,
+/// intervals from the gradient and the per-sample covariance. `members`
+/// are the group's event names, leader first (PMU and modifiers are
+/// ignored when `eval` looks its inputs up).
+pub fn cells(m: &Moments, members: &[String], n: usize, eval: Evaluate<'_>) -> Vec<MetricCell> {
+    let members: Vec<String> = members.iter().map(|x| base(x)).collect();
     let totals: Vec<f64> = m.sums.iter().map(|&s| s as f64).collect();
     let at = |t: &[f64]| {
         let get = |name: &str| {
