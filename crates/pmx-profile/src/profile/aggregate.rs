@@ -3,6 +3,7 @@
 //! `--sort` keys, the inclusive ("children") rows and the call stacks,
 //! all with interned ids (resolved to names at the end, in `rows`).
 
+use super::addresses::{AddressAcc, Weight};
 use super::groups::GroupAcc;
 use super::types::{Options, SortKey};
 use crate::symbolize::{DsoId, FrameId, Symbolizer};
@@ -81,6 +82,8 @@ pub(super) struct State<'o> {
     pub(super) accs: Vec<EventAcc>,
     pub(super) stack_buf: Vec<u32>,
     pub(super) frames: Vec<u32>,
+    /// Samples per instruction address, when asked (`pmx annotate`).
+    pub(super) addresses: Option<AddressAcc>,
 }
 
 impl<'o> State<'o> {
@@ -103,6 +106,7 @@ impl<'o> State<'o> {
             accs: Vec::new(),
             stack_buf: Vec::new(),
             frames: Vec::new(),
+            addresses: None,
         }
     }
 
@@ -203,6 +207,10 @@ impl<'o> State<'o> {
         }
         if pairs.is_empty() {
             self.credit(event, key, comm, (pid, ip), period);
+            if let Some(a) = &mut self.addresses {
+                let own = (event, Weight { samples: 1, period });
+                a.sample(&mut self.sym, leaf, kernel, (pid, ip), &[own]);
+            }
             return;
         }
         // A sample-read group: each member is credited its delta (a zero
@@ -217,6 +225,22 @@ impl<'o> State<'o> {
             if p[1] > 0 {
                 self.credit(p[0] as usize, key, comm, (pid, ip), p[1]);
             }
+        }
+        // Annotate's places: every member with a count, at this address.
+        if let Some(a) = &mut self.addresses {
+            let weights: Vec<(usize, Weight)> = (pairs.chunks_exact(2))
+                .filter(|p| p[1] > 0)
+                .map(|p| {
+                    (
+                        p[0] as usize,
+                        Weight {
+                            samples: 1,
+                            period: p[1],
+                        },
+                    )
+                })
+                .collect();
+            a.sample(&mut self.sym, leaf, kernel, (pid, ip), &weights);
         }
     }
 
