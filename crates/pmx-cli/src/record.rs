@@ -81,8 +81,8 @@ fn events(args: &RecordArgs, rate: SampleRate) -> anyhow::Result<(Vec<RecordEven
         return Ok((vec![ev], notes));
     }
     let groups = record::event_groups(&args.events).map_err(failure)?;
-    let plan = args.db.plan(&groups, None)?;
-    Ok((record::sampling_events(plan).map_err(failure)?, Vec::new()))
+    let events = record::sampling_events(args.db.plan(&groups, None)?, &groups);
+    Ok((events.map_err(failure)?, Vec::new()))
 }
 
 /// A recording's failure as the CLI reports it (bad input: exit 2).

@@ -84,6 +84,15 @@ pub struct ReportArgs {
     /// No progress bar or notes on standard error (warnings still appear).
     #[arg(short, long)]
     pub quiet: bool,
+    /// Each sample-read group ({A,B}:S) as one table: every member's share and count.
+    #[arg(long)]
+    pub group: bool,
+    /// Metrics per row of each sample-read group (IPC, …) with a 95% interval; implies --group.
+    #[arg(short = 'M', long = "metrics", value_name = "LIST")]
+    pub metrics: Option<String>,
+    /// The group tables as CSV.
+    #[arg(long, conflicts_with_all = ["json", "folded"])]
+    pub csv: bool,
 }
 
 /// Run `pmx report`.
@@ -115,8 +124,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         x.write(*f, &mut std::fs::File::create(p).map_err(err)?)
             .map_err(err)?;
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let gm = args.metrics.as_ref().map(|l| metrics(l, &report));
+    let gm = gm.transpose()?.unwrap_or_default();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(svg_path) = &args.flamegraph {
         let ev = stack_event(&report)?;
         std::fs::write(svg_path, report.flame_svg(ev))
@@ -133,10 +143,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         let ev = stack_event(&report)?;
         out.write_all(report.folded(ev).as_bytes())?;
     } else if args.json {
-        serde_json::to_writer_pretty(&mut out, &render::json(&report))?;
-        writeln!(out)?;
+        writeln!(out, "{:#}", render::group::json(&report, &gm))?;
+    } else if args.csv {
+        render::group::csv(&mut out, &report, &gm)?;
     } else if (args.flamegraph.is_none() && to.is_empty()) || args.stdio {
-        render::table(&mut out, &report)?;
+        let grouped = args.group || args.metrics.is_some();
+        render::group::table(&mut out, &report, grouped.then_some(&gm[..]))?;
     }
     out.flush()?;
     Ok(crate::exit::OK)
@@ -187,6 +199,14 @@ fn failure(e: ReportError) -> anyhow::Error {
         }
         e => anyhow::anyhow!("{e}"),
     }
+}
+
+/// `-M`'s metrics over each group's rows, chosen for the file's events.
+fn metrics(list: &str, r: &Report) -> anyhow::Result<Vec<render::group::GroupMetrics>> {
+    let db = pmx::database::load(&Default::default())?;
+    let set = pmx::metrics::MetricSet::for_events(list, &db, &r.event_names())?;
+    let eval = |g: &dyn Fn(&str) -> Option<f64>| set.evaluate_exact(g);
+    Ok(render::group::evaluate(r, &set.names(), &eval))
 }
 
 /// The event to draw stacks of, with a note when others have samples too.

@@ -131,7 +131,11 @@ fn terms_pmx_record_cannot_honour_are_refused_by_name() {
     for (event, word) in [
         ("cpu-clock/call-graph=dwarf/", "call-graph=dwarf"),
         ("cpu-clock/aux-output/", "aux-output"),
-        ("{cpu-clock/call-graph=fp/,task-clock}", "{"),
+        // Groups are recorded, but with one sample layout per file.
+        (
+            "{cpu-clock/call-graph=fp/,task-clock}",
+            "call chains are recorded for every event or for none",
+        ),
     ] {
         let o = Command::new(PMX)
             .args(["record", "-o", "/dev/null", "-e", event, "--", "true"])

@@ -43,7 +43,7 @@ pub mod read;
 pub mod write;
 
 pub use format::{EventAttr, FileAttr};
-pub use read::{Reader, Record, Sample, Truncation};
+pub use read::{ReadValue, ReadValues, Reader, Record, Sample, Truncation};
 pub use write::{BuildIdEntry, Features, Writer};
 
 /// An error reading or writing perf.data.

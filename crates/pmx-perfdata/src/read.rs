@@ -155,9 +155,125 @@ pub struct Sample<'a> {
     pub data_src: u64,
     /// Physical address.
     pub phys_addr: u64,
+    /// The `PERF_SAMPLE_READ` field, raw (see [`Sample::read_values`]).
+    pub read: &'a [u8],
+    /// The event's `read_format`, which lays out [`Sample::read`].
+    pub read_format: u64,
+}
+
+/// One counter value of a sample's `PERF_SAMPLE_READ` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadValue {
+    /// The counter's id (`PERF_FORMAT_ID`), else the sample's own id.
+    pub id: u64,
+    /// The counter's value: a running total since it was enabled.
+    pub value: u64,
+    /// Samples of that counter lost (`PERF_FORMAT_LOST`, Linux 6.0+), else 0.
+    pub lost: u64,
+}
+
+/// A sample's `PERF_SAMPLE_READ` field decoded: the time totals and the
+/// values (every member of the group with `PERF_FORMAT_GROUP`, leader
+/// first; the sampling event's own value without it).
+#[derive(Debug, Clone, Copy)]
+pub struct ReadValues<'a> {
+    /// `PERF_FORMAT_TOTAL_TIME_ENABLED`.
+    pub time_enabled: Option<u64>,
+    /// `PERF_FORMAT_TOTAL_TIME_RUNNING`.
+    pub time_running: Option<u64>,
+    words: &'a [u8],
+    stride: usize,
+    single: bool,
+    lost: bool,
+    id: bool,
+    own_id: u64,
+}
+
+impl<'a> ReadValues<'a> {
+    /// Decode `bytes` (a sample's read field, checked by [`parse_sample`])
+    /// laid out by `read_format`; `own_id` is the sample's id, the value's
+    /// id when the format has none.
+    pub fn new(bytes: &'a [u8], read_format: u64, own_id: u64) -> ReadValues<'a> {
+        let rf = read_format;
+        let word = |i: usize| {
+            bytes
+                .get(i * 8..i * 8 + 8)
+                .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        };
+        let (id, lost) = (rf & read_format::ID != 0, rf & read_format::LOST != 0);
+        let stride = 8 * (1 + usize::from(id) + usize::from(lost));
+        let group = rf & read_format::GROUP != 0;
+        // GROUP: nr, [enabled], [running], values…; else value, [enabled], [running], [id], [lost].
+        let mut at = usize::from(group);
+        let mut take = |on: bool| {
+            on.then(|| {
+                at += 1;
+                if group {
+                    word(at - 1)
+                } else {
+                    word(at)
+                }
+            })
+        };
+        let time_enabled = take(rf & read_format::TOTAL_TIME_ENABLED != 0);
+        let time_running = take(rf & read_format::TOTAL_TIME_RUNNING != 0);
+        let words = if bytes.is_empty() {
+            &[][..]
+        } else if group {
+            let nr = usize::try_from(word(0)).unwrap_or(0);
+            let start = (at * 8).min(bytes.len());
+            let end = start
+                .saturating_add(nr.saturating_mul(stride))
+                .min(bytes.len());
+            &bytes[start..end]
+        } else {
+            bytes
+        };
+        ReadValues {
+            time_enabled,
+            time_running,
+            words,
+            stride: if group { stride } else { bytes.len().max(8) },
+            single: !group,
+            lost,
+            id,
+            own_id,
+        }
+    }
+
+    /// The values, leader first.
+    pub fn iter(&self) -> impl Iterator<Item = ReadValue> + 'a {
+        let word = |b: &[u8], i: usize| {
+            b.get(i * 8..i * 8 + 8)
+                .map_or(0, |x| u64::from_le_bytes(x.try_into().expect("8 bytes")))
+        };
+        let (id, lost, own, single) = (self.id, self.lost, self.own_id, self.single);
+        // A single value has the times between the value and its id.
+        let after = if single {
+            1 + usize::from(self.time_enabled.is_some()) + usize::from(self.time_running.is_some())
+        } else {
+            1
+        };
+        self.words
+            .chunks_exact(self.stride)
+            .map(move |c| ReadValue {
+                value: word(c, 0),
+                id: if id { word(c, after) } else { own },
+                lost: if lost {
+                    word(c, after + usize::from(id))
+                } else {
+                    0
+                },
+            })
+    }
 }
 
 impl<'a> Sample<'a> {
+    /// The `PERF_SAMPLE_READ` values (none when the sample has no read field).
+    pub fn read_values(&self) -> ReadValues<'a> {
+        ReadValues::new(self.read, self.read_format, self.id)
+    }
+
     /// The call chain entries, leaf first, `PERF_CONTEXT_*` markers included.
     pub fn callchain(&self) -> impl Iterator<Item = u64> + 'a {
         self.callchain_bytes
@@ -1436,6 +1552,8 @@ pub fn parse_sample<'a>(
         weight: 0,
         data_src: 0,
         phys_addr: 0,
+        read: &[],
+        read_format: attr.read_format,
     };
     let e = "SAMPLE";
     if st & sample_type::IDENTIFIER != 0 {
@@ -1482,7 +1600,13 @@ pub fn parse_sample<'a>(
             per_value + times
         };
         let n = usize::try_from(words.saturating_mul(8)).map_err(|_| c.err("SAMPLE read"))?;
-        c.take(n, "SAMPLE read values")?;
+        let values = c.take(n, "SAMPLE read values")?;
+        // With GROUP the `nr` word was read above: keep it with the values.
+        s.read = if rf & read_format::GROUP != 0 {
+            &rec[c.at - n - 8..c.at]
+        } else {
+            values
+        };
     }
     if st & sample_type::CALLCHAIN != 0 {
         let nr = c.u64("SAMPLE callchain")?;

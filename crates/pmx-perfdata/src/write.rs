@@ -58,6 +58,10 @@ pub struct Features {
     pub build_ids: Vec<BuildIdEntry>,
     /// SAMPLE_TIME: first and last sample time.
     pub sample_time: Option<(u64, u64)>,
+    /// GROUP_DESC: per group of several events, its name (perf writes
+    /// `{anon_group}` for an unnamed one), its leader's index among the
+    /// attrs and its number of members.
+    pub group_desc: Vec<(String, u32, u32)>,
 }
 
 /// A perf.data writer: records stream into the data section; attrs are
@@ -270,6 +274,15 @@ impl<W: Write + Seek> Writer<W> {
             let mut b = first.to_le_bytes().to_vec();
             b.extend_from_slice(&last.to_le_bytes());
             out.push((feature::SAMPLE_TIME, b));
+        }
+        if !f.group_desc.is_empty() {
+            let mut b = (f.group_desc.len() as u32).to_le_bytes().to_vec();
+            for (name, leader, n) in &f.group_desc {
+                b.extend(perf_string(name));
+                b.extend_from_slice(&leader.to_le_bytes());
+                b.extend_from_slice(&n.to_le_bytes());
+            }
+            out.push((feature::GROUP_DESC, b));
         }
         out.sort_by_key(|(id, _)| *id);
         out

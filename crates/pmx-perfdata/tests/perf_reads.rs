@@ -93,6 +93,7 @@ fn build_file(path: &Path, bin: &Path, hot: u64, n: u64) {
             filename: "/nonexistent/binary".into(),
         }],
         sample_time: Some((2000, 2000 + (n - 1) * 250_000)),
+        group_desc: Vec::new(),
     };
     w.finish(&features).unwrap();
 }

@@ -45,6 +45,17 @@
 //! processed profile ([`export::firefox`]) or pprof's `profile.proto`
 //! ([`export::pprof`]).
 //!
+//! **Sample-read groups** (`{cycles,instructions}:S`): every sample of
+//! the leader reads every member; each member is credited, at the
+//! sample's row, its delta since the same counter's previous sample on
+//! that thread (per id and thread, as perf; a zero delta is no sample of
+//! it), so each member's own table and totals are right. The leader's
+//! [`EventProfile::group`] holds every member's count per row with the
+//! per-sample moments; [`render::group`] draws it as perf's `--group`
+//! table (JSON, CSV), and [`group_metrics`] evaluates metrics per row
+//! (formulas given by the caller) with a 95% interval. [`Deltas`] and
+//! [`for_each_sample`] give other readers the same per-sample deltas.
+//!
 //! **Differential profiles** ([`diff::diff`]): two files reported alike,
 //! their events paired by name and their rows by the sort keys' names
 //! (DSO base name and symbol name, never addresses), each side's share of
@@ -63,6 +74,7 @@ pub mod diff;
 pub mod elf;
 pub mod export;
 pub mod flame;
+pub mod group_metrics;
 pub mod kernel;
 pub mod profile;
 pub mod render;
@@ -75,4 +87,5 @@ pub use profile::{
     build, build_with_addresses, truncation_warning, AddressSamples, EventProfile, KernelSymbols,
     MachineId, Options, Profile, Row, SortKey, Weight,
 };
+pub use profile::{for_each_sample, Deltas, GroupRow, GroupTable, MemberDelta, Moments};
 pub use report::{report, Report, ReportError, ReportOptions, StackEvent};

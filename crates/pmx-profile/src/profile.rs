@@ -16,6 +16,7 @@
 
 mod addresses;
 mod aggregate;
+mod groups;
 mod replay;
 mod rows;
 pub mod sink;
@@ -31,9 +32,10 @@ use rustc_hash::FxHashMap as HashMap;
 use sink::SampleSink;
 
 pub use addresses::{AddressSamples, Weight};
+pub use groups::{for_each_sample, Deltas, MemberDelta, Moments};
 pub use types::{
-    truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row, SortKey,
-    SOURCE_LINE_ROWS,
+    truncation_warning, EventProfile, GroupRow, GroupTable, KernelSymbols, MachineId, Options,
+    Profile, Row, SortKey, SOURCE_LINE_ROWS,
 };
 
 /// Build the profile of everything `reader` holds. `progress` is called

@@ -3,6 +3,7 @@
 //! [`Report::flame_svg`]. [`diff`] renders differential profiles.
 
 pub mod diff;
+pub mod group;
 
 use crate::profile::{Profile, Row, SortKey};
 use crate::report::{pct, Report};
@@ -16,7 +17,7 @@ fn symbol_cell(r: &Row) -> String {
     }
 }
 
-fn human(n: u64) -> String {
+pub(crate) fn human(n: u64) -> String {
     if n >= 1_000_000 {
         format!("{:.1}M", n as f64 / 1e6)
     } else if n >= 10_000 {
@@ -167,7 +168,18 @@ pub fn table(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
         writeln!(out, "# {l}")?;
     }
     for &i in &report.selected {
-        let e = &report.profile.events[i];
+        event_table(out, report, &report.profile.events[i])?;
+    }
+    Ok(())
+}
+
+/// One event's table (after the file's header).
+pub(crate) fn event_table(
+    out: &mut dyn Write,
+    report: &Report,
+    e: &crate::EventProfile,
+) -> std::io::Result<()> {
+    {
         writeln!(out, "#")?;
         writeln!(out, "# Samples: {} of event '{}'", human(e.samples), e.name)?;
         writeln!(out, "# Event count (approx.): {}", e.period)?;
@@ -196,7 +208,7 @@ pub fn table(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
 }
 
 /// The column headings, and how many of them are numbers (right-aligned).
-fn headings(report: &Report) -> (Vec<&'static str>, usize) {
+pub(crate) fn headings(report: &Report) -> (Vec<&'static str>, usize) {
     let mut heads: Vec<&str> = if report.options.children {
         vec!["Children", "Self", "Samples"]
     } else {
@@ -219,7 +231,7 @@ fn headings(report: &Report) -> (Vec<&'static str>, usize) {
 }
 
 /// The cells of one row of an event whose total period is `total`.
-fn cells(report: &Report, r: &Row, total: u64) -> Vec<String> {
+pub(crate) fn cells(report: &Report, r: &Row, total: u64) -> Vec<String> {
     let mut c = vec![
         format!("{:.2}%", pct(r.period, total)),
         r.samples.to_string(),
@@ -244,7 +256,12 @@ fn cells(report: &Report, r: &Row, total: u64) -> Vec<String> {
 
 /// One line of the table after `lead`: the first `nums` cells
 /// right-aligned, the last as it is, the others left-aligned.
-fn aligned<S: AsRef<str>>(lead: &str, cells: &[S], widths: &[usize], nums: usize) -> String {
+pub(crate) fn aligned<S: AsRef<str>>(
+    lead: &str,
+    cells: &[S],
+    widths: &[usize],
+    nums: usize,
+) -> String {
     let n = cells.len();
     let mut line = String::from(lead);
     for (j, s) in cells.iter().enumerate() {

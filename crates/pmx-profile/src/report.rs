@@ -299,6 +299,11 @@ impl Report {
         )
     }
 
+    /// The names of the file's events, in order.
+    pub fn event_names(&self) -> Vec<String> {
+        self.profile.events.iter().map(|e| e.name.clone()).collect()
+    }
+
     /// The folded stacks of event `index`.
     pub fn folded(&self, index: usize) -> String {
         flame::folded(&self.profile.events[index].stacks)

@@ -91,6 +91,50 @@ impl MetricSet {
         defines: &[(String, String)],
         db: &Database,
     ) -> Result<MetricSet, MetricError> {
+        MetricSet::build(list, defines, db, None)
+    }
+
+    /// [`MetricSet::new`] over counts already taken of `events` (the
+    /// members of a sample-read group in a perf.data file): where a
+    /// metric has several definitions, the first whose inputs are all
+    /// among `events` (names compared without PMU and modifiers).
+    pub fn for_events(
+        list: &str,
+        db: &Database,
+        events: &[String],
+    ) -> Result<MetricSet, UnknownMetric> {
+        let have = |name: &str| events.iter().any(|e| event_base(e) == event_base(name));
+        match MetricSet::build(Some(list), &[], db, Some(&have)) {
+            Ok(m) => Ok(m),
+            Err(MetricError::Unknown(u)) => Err(u),
+            Err(MetricError::Define { .. }) => unreachable!("no definitions were given"),
+        }
+    }
+
+    /// The metrics from exact counts: `get(name)` is the count of the
+    /// input the library calls `name` (`instructions`, `cycles`), `None`
+    /// when there is none. One value per metric, in order.
+    pub fn evaluate_exact(&self, get: &dyn Fn(&str) -> Option<f64>) -> Vec<Option<f64>> {
+        let mut inputs = Inputs::new();
+        for (name, _) in &self.inputs {
+            match get(name) {
+                Some(v) => inputs.insert(name, Reading::exact(v)),
+                None => inputs.insert(name, Reading::NotCounted { why: None }),
+            };
+        }
+        let mut ev = self.lib.evaluator(&inputs, &self.machine);
+        self.chosen
+            .iter()
+            .map(|&id| ev.metric(id).value())
+            .collect()
+    }
+
+    fn build(
+        list: Option<&str>,
+        defines: &[(String, String)],
+        db: &Database,
+        have: Option<&dyn Fn(&str) -> bool>,
+    ) -> Result<MetricSet, MetricError> {
         let mut lib = library(db);
         let mut defined = Vec::new();
         for (name, formula) in defines {
@@ -111,10 +155,12 @@ impl MetricSet {
             None => Vec::new(),
         };
         let machine = this_machine();
-        let countable = |e: &pmx_metrics::EventRef| {
-            e.spec("cpu")
+        let countable = |e: &pmx_metrics::EventRef| match have {
+            Some(have) => have(&e.name),
+            None => e
+                .spec("cpu")
                 .and_then(|s| parse_spec(&s).ok())
-                .is_some_and(|spec| db.resolve(&spec).is_ok())
+                .is_some_and(|spec| db.resolve(&spec).is_ok()),
         };
         let mut chosen: Vec<MetricId> = wanted
             .iter()
@@ -305,6 +351,22 @@ impl MetricSet {
         }
         out
     }
+}
+
+/// An event's name without its PMU (`cpu/cycles/` → `cycles`) and
+/// modifiers (`cycles:u` → `cycles`), lower-case.
+pub fn event_base(name: &str) -> String {
+    let n = name.trim();
+    let n = n
+        .strip_prefix("cpu/")
+        .or_else(|| n.strip_prefix("cpu_core/"))
+        .map_or(n, |x| {
+            x.trim_end_matches(['/', ':'])
+                .split('/')
+                .next()
+                .unwrap_or(x)
+        });
+    n.split(':').next().unwrap_or(n).to_ascii_lowercase()
 }
 
 /// What is known of one metric input.

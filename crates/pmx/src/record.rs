@@ -8,6 +8,11 @@
 //!   and on each overflow the kernel writes a PERF_RECORD_SAMPLE with the
 //!   instruction pointer, pid/tid, time, CPU, period and, with call
 //!   chains, the return addresses found by walking frame pointers.
+//! - **Groups** (`groups`): `{A,B}` opens the members in the leader's
+//!   group, each sampling; `{A,B}:S` samples the leader only and makes
+//!   every sample read every member (`PERF_SAMPLE_READ`, `ID|GROUP|LOST`
+//!   and the time totals, what this kernel takes found by a probe); the
+//!   file's GROUP_DESC tells perf which events form a group.
 //! - Records go into **one ring buffer per CPU**. For a launched command
 //!   every event is opened once per CPU on the command's pid with
 //!   `inherit` (the kernel refuses a ring for an inherited event on cpu
@@ -72,6 +77,7 @@ mod choose;
 mod default;
 mod existing;
 mod features;
+mod groups;
 mod open;
 mod options;
 mod plan;
@@ -91,7 +97,9 @@ use target::Lifecycle;
 pub use buildid::{of_elf_file as build_id_of_file, of_running_kernel as kernel_build_id};
 pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
-pub use options::{EventSamples, RecordError, RecordEvent, RecordOptions, RecordSummary};
+pub use options::{
+    EventSamples, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
+};
 pub use pmx_perf::SampleRate;
 
 /// perf's default ring size in data pages per CPU (512 KiB with 4 KiB
@@ -138,7 +146,7 @@ fn record_with(
     if opts.scope != Scope::Command {
         opened.enable()?;
     }
-    let mut notes = Vec::new();
+    let mut notes = plan.notes.clone();
     let synth = existing::existing(
         &opts.scope,
         plan.sample_type,
@@ -202,10 +210,13 @@ fn summary(
 ) -> RecordSummary {
     let t = written.tally;
     RecordSummary {
+        // The members of a `{…}:S` group never sample: they are read.
         events: events
             .iter()
             .zip(&t.samples)
-            .map(|(e, &s)| EventSamples {
+            .enumerate()
+            .filter(|(i, (e, _))| !e.group.is_some_and(|g| g.sample_read && g.leader != *i))
+            .map(|(_, (e, &s))| EventSamples {
                 name: e.name.clone(),
                 samples: s,
             })

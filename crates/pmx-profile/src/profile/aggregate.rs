@@ -4,6 +4,7 @@
 //! all with interned ids (resolved to names at the end, in `rows`).
 
 use super::addresses::{AddressAcc, Weight};
+use super::groups::GroupAcc;
 use super::sink::{SampleRef, SampleSink, Side};
 use super::types::{Options, SortKey};
 use crate::symbolize::{DsoId, FrameId, Symbolizer};
@@ -28,6 +29,8 @@ pub(super) struct EventAcc {
     pub(super) rows: HashMap<RawKey, (u64, u64, u32, u64)>,
     pub(super) children: HashMap<RawKey, (u64, u64, u32, u64)>,
     pub(super) stacks: HashMap<Box<[u32]>, (u64, u64)>,
+    /// A sample-read group's leader: its members' deltas per row.
+    pub(super) group: Option<Box<GroupAcc<RawKey>>>,
 }
 
 pub(super) const NONE: u32 = u32::MAX;
@@ -42,7 +45,9 @@ pub(super) enum Item {
         tid: u32,
         cpu: u32,
         period: u64,
+        /// The call chain, then `reads` (event, delta) pairs.
         chain: std::ops::Range<usize>,
+        reads: u32,
     },
     Comm {
         tid: u32,
@@ -153,9 +158,11 @@ impl<'o> State<'o> {
                 cpu,
                 period,
                 ref chain,
+                reads,
             } => {
-                let chain = &arena[chain.clone()];
-                self.sample(event, m, ip, pid, tid, cpu, period, chain);
+                let (chain, pairs) =
+                    arena[chain.clone()].split_at(chain.len() - 2 * reads as usize);
+                self.sample(event, m, ip, pid, tid, cpu, period, chain, pairs);
                 if self.sink.is_some() {
                     self.give_sink(event, time, pid, tid, cpu, period);
                 }
@@ -198,6 +205,7 @@ impl<'o> State<'o> {
         cpu: u32,
         period: u64,
         chain: &[u64],
+        pairs: &[u64],
     ) {
         let [k_comm, k_pid, k_dso, k_sym, k_cpu] = self.keys;
         let mode = m & misc::CPUMODE_MASK;
@@ -216,23 +224,57 @@ impl<'o> State<'o> {
             frame: if k_sym || k_dso { leaf } else { NONE },
             cpu: if k_cpu { cpu } else { NONE },
         };
-        if self.accs.len() <= event {
-            self.accs.resize_with(event + 1, EventAcc::default);
+        if self.wants_chains() {
+            self.chain_frames(chain, kernel, pid, (leaf, ip));
         }
-        let acc = &mut self.accs[event];
+        if pairs.is_empty() {
+            self.credit(event, key, comm, (pid, ip), period);
+            if let Some(a) = &mut self.addresses {
+                let own = (event, Weight { samples: 1, period });
+                a.sample(&mut self.sym, leaf, kernel, (pid, ip), &[own]);
+            }
+            return;
+        }
+        // A sample-read group: each member is credited its delta (a zero
+        // delta is no sample of it, as perf skips it).
+        // (A single value, `cycles:S` alone, is no group: its own table.)
+        if pairs.len() > 2 {
+            let acc = self.acc(event);
+            let group = acc.group.get_or_insert_with(|| Box::new(GroupAcc::new()));
+            group.add(key, pairs);
+        }
+        for p in pairs.chunks_exact(2) {
+            if p[1] > 0 {
+                self.credit(p[0] as usize, key, comm, (pid, ip), p[1]);
+            }
+        }
+        // Annotate's places: every member with a count, at this address.
+        if let Some(a) = &mut self.addresses {
+            let weights: Vec<(usize, Weight)> = (pairs.chunks_exact(2))
+                .filter(|p| p[1] > 0)
+                .map(|p| {
+                    (
+                        p[0] as usize,
+                        Weight {
+                            samples: 1,
+                            period: p[1],
+                        },
+                    )
+                })
+                .collect();
+            a.sample(&mut self.sym, leaf, kernel, (pid, ip), &weights);
+        }
+    }
+
+    /// Count one sample of `event` at `key` weighing `period` (with its
+    /// call chain, in `self.frames`, when stacks or children are kept).
+    fn credit(&mut self, event: usize, key: RawKey, comm: u32, (pid, ip): (u32, u64), period: u64) {
+        let acc = self.acc(event);
         acc.samples += 1;
         acc.period = acc.period.saturating_add(period);
         let e = acc.rows.entry(key).or_insert((0, 0, pid, ip));
         e.0 += 1;
         e.1 = e.1.saturating_add(period);
-        if let Some(a) = &mut self.addresses {
-            let own = (event, Weight { samples: 1, period });
-            a.sample(&mut self.sym, leaf, kernel, (pid, ip), &[own]);
-        }
-        if !self.wants_chains() {
-            return;
-        }
-        self.chain_frames(chain, kernel, pid, (leaf, ip));
         if self.options.children {
             self.add_children(event, key, pid, ip, period);
         }

@@ -3,6 +3,7 @@
 //! needs, from another CPU's buffer, still finds it.
 
 use super::aggregate::{Item, MmapItem, State};
+use super::groups::{Deltas, MemberDelta};
 use super::sink::{Side, SideKind};
 use super::types::MachineId;
 use pmx_perfdata::format::misc;
@@ -85,6 +86,8 @@ pub(super) struct Replay {
     features_seen: usize,
     max_time: u64,
     prev_round_max: u64,
+    deltas: Deltas,
+    reads: Vec<MemberDelta>,
 }
 
 impl Replay {
@@ -97,6 +100,8 @@ impl Replay {
             features_seen: reader.features().present.len(),
             max_time: 0,
             prev_round_max: 0,
+            deltas: Deltas::new(reader),
+            reads: Vec::new(),
         }
     }
 
@@ -117,6 +122,7 @@ impl Replay {
             if reader.is_pipe() && reader.features().present.len() != self.features_seen {
                 self.pipe_features(reader.features(), st, this_machine);
             }
+            self.deltas.refresh(reader);
             let Some(rec) = reader.next_record()? else {
                 break;
             };
@@ -211,6 +217,11 @@ impl Replay {
                 if st.wants_chains() {
                     self.queue.arena.extend(s.callchain());
                 }
+                // Sample-read groups: (event, delta) pairs after the chain.
+                self.reads.clear();
+                self.deltas.deltas(&s, &mut self.reads);
+                let arena = &mut self.queue.arena;
+                arena.extend(self.reads.iter().flat_map(|d| [d.event as u64, d.delta]));
                 let item = Item::Sample {
                     event: s.event,
                     misc: s.misc,
@@ -220,6 +231,7 @@ impl Replay {
                     cpu: s.cpu,
                     period: s.period,
                     chain: start..self.queue.arena.len(),
+                    reads: self.reads.len() as u32,
                 };
                 (s.time, item)
             }

@@ -3,7 +3,10 @@
 //! event the rows (heaviest first, with source lines) and the named stacks.
 
 use super::aggregate::{EventAcc, RawKey, NONE};
-use super::types::{EventProfile, KernelSymbols, Options, Row, SortKey, SOURCE_LINE_ROWS};
+use super::groups::{GroupAcc, Moments};
+use super::types::{
+    EventProfile, GroupRow, GroupTable, KernelSymbols, Options, Row, SortKey, SOURCE_LINE_ROWS,
+};
 use crate::kernel::Kallsyms;
 use crate::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
 use rustc_hash::FxHashMap as HashMap;
@@ -41,6 +44,10 @@ pub(super) fn event_profile(
 ) -> EventProfile {
     let remap_frame = |f: FrameId| remap.get(f as usize).copied().unwrap_or(f);
     let mut rows = rows(&acc, sym, &remap_frame, comms, options);
+    let group = acc
+        .group
+        .as_deref()
+        .map(|g| group_table(g, sym, &remap_frame, comms, options));
     if options.lines {
         for r in rows.iter_mut().take(SOURCE_LINE_ROWS).filter(|r| !r.kernel) {
             r.source = sym
@@ -64,6 +71,93 @@ pub(super) fn event_profile(
         throttled: acc.throttled,
         rows,
         stacks: by_names.into_iter().map(|(n, (a, b))| (n, a, b)).collect(),
+        group,
+    }
+}
+
+/// A leader's group table: its rows merged like [`rows`]' and named.
+fn group_table(
+    g: &GroupAcc<RawKey>,
+    sym: &Symbolizer,
+    remap_frame: &dyn Fn(FrameId) -> FrameId,
+    comms: &[String],
+    options: &Options,
+) -> GroupTable {
+    let mut merged: HashMap<RawKey, Moments> = HashMap::default();
+    for (&k, m) in &g.rows {
+        merged
+            .entry(rekey(k, sym, remap_frame, options))
+            .or_default()
+            .merge(m);
+    }
+    let mut rows: Vec<GroupRow> = merged
+        .into_iter()
+        .map(|(k, moments)| {
+            let mut row = named_row(k, sym, comms, options);
+            row.samples = moments.samples;
+            row.period = moments.sums.first().copied().unwrap_or(0);
+            GroupRow { row, moments }
+        })
+        .collect();
+    // As perf's --group: by the leader's count, then the members'.
+    rows.sort_by(|a, b| {
+        b.moments
+            .sums
+            .cmp(&a.moments.sums)
+            .then(b.moments.samples.cmp(&a.moments.samples))
+            .then_with(|| {
+                let (a, b) = (&a.row, &b.row);
+                (&a.comm, a.pid, &a.dso, &a.symbol, a.cpu)
+                    .cmp(&(&b.comm, b.pid, &b.dso, &b.symbol, b.cpu))
+            })
+    });
+    GroupTable {
+        members: g.members.clone(),
+        rows,
+    }
+}
+
+/// `k` with its provisional kernel frame resolved (and the DSO of it).
+fn rekey(
+    mut k: RawKey,
+    sym: &Symbolizer,
+    remap_frame: &dyn Fn(FrameId) -> FrameId,
+    options: &Options,
+) -> RawKey {
+    if k.frame != NONE {
+        let f = remap_frame(k.frame);
+        k.dso = if options.sort.contains(&SortKey::Dso) {
+            sym.frame(f).dso
+        } else {
+            NONE
+        };
+        k.frame = if options.sort.contains(&SortKey::Symbol) {
+            f
+        } else {
+            NONE
+        };
+    }
+    k
+}
+
+/// A row named after its key, with no counts yet.
+fn named_row(k: RawKey, sym: &Symbolizer, comms: &[String], options: &Options) -> Row {
+    let frame = (k.frame != NONE).then(|| sym.frame(k.frame).clone());
+    Row {
+        comm: (k.comm != NONE).then(|| comms[k.comm as usize].clone()),
+        pid: (k.pid != NONE).then_some(k.pid),
+        dso: (options.sort.contains(&SortKey::Dso) && k.dso != NONE)
+            .then(|| sym.dso(k.dso).short.clone()),
+        symbol: frame.as_ref().map(|f| f.label()),
+        kernel: frame.as_ref().is_some_and(|f| f.kernel)
+            || (k.frame == NONE && k.dso == KERNEL_DSO),
+        cpu: (k.cpu != NONE).then_some(k.cpu),
+        samples: 0,
+        period: 0,
+        children_samples: 0,
+        children_period: 0,
+        example: (0, 0),
+        source: None,
     }
 }
 
@@ -76,51 +170,33 @@ fn rows(
     comms: &[String],
     options: &Options,
 ) -> Vec<Row> {
-    let (k_dso, k_sym) = (
-        options.sort.contains(&SortKey::Dso),
-        options.sort.contains(&SortKey::Symbol),
-    );
     // (self samples, self period, children samples, children period,
     // example pid, example ip).
     let mut merged: HashMap<RawKey, (u64, u64, u64, u64, u32, u64)> = HashMap::default();
-    let rekey = |mut k: RawKey| {
-        if k.frame != NONE {
-            let f = remap_frame(k.frame);
-            k.dso = if k_dso { sym.frame(f).dso } else { NONE };
-            k.frame = if k_sym { f } else { NONE };
-        }
-        k
-    };
     for (&k, v) in &acc.rows {
-        let e = merged.entry(rekey(k)).or_insert((0, 0, 0, 0, v.2, v.3));
+        let e = merged
+            .entry(rekey(k, sym, remap_frame, options))
+            .or_insert((0, 0, 0, 0, v.2, v.3));
         e.0 = e.0.saturating_add(v.0);
         e.1 = e.1.saturating_add(v.1);
     }
     for (&k, v) in &acc.children {
-        let e = merged.entry(rekey(k)).or_insert((0, 0, 0, 0, v.2, v.3));
+        let e = merged
+            .entry(rekey(k, sym, remap_frame, options))
+            .or_insert((0, 0, 0, 0, v.2, v.3));
         e.2 = e.2.saturating_add(v.0);
         e.3 = e.3.saturating_add(v.1);
     }
     let mut rows: Vec<Row> = merged
         .into_iter()
         .map(
-            |(k, (samples, period, children_samples, children_period, pid, ip))| {
-                let frame = (k.frame != NONE).then(|| sym.frame(k.frame).clone());
-                Row {
-                    comm: (k.comm != NONE).then(|| comms[k.comm as usize].clone()),
-                    pid: (k.pid != NONE).then_some(k.pid),
-                    dso: (k_dso && k.dso != NONE).then(|| sym.dso(k.dso).short.clone()),
-                    symbol: frame.as_ref().map(|f| f.label()),
-                    kernel: frame.as_ref().is_some_and(|f| f.kernel)
-                        || (k.frame == NONE && k.dso == KERNEL_DSO),
-                    cpu: (k.cpu != NONE).then_some(k.cpu),
-                    samples,
-                    period,
-                    children_samples,
-                    children_period,
-                    example: (pid, ip),
-                    source: None,
-                }
+            |(k, (samples, period, children_samples, children_period, pid, ip))| Row {
+                samples,
+                period,
+                children_samples,
+                children_period,
+                example: (pid, ip),
+                ..named_row(k, sym, comms, options)
             },
         )
         .collect();

@@ -164,6 +164,43 @@ pub struct EventProfile {
     /// Call stacks: comm, then frames root → leaf (kernel after user),
     /// with sample counts and periods.
     pub stacks: Vec<(Vec<String>, u64, u64)>,
+    /// The leader of a sample-read group (`{…}:S`): every member's count
+    /// per row.
+    pub group: Option<GroupTable>,
+}
+
+/// A sample-read group's rows: per row key (the leader's sort keys), the
+/// leader's samples and every member's count (the sum of its deltas).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupTable {
+    /// The members, leader first (indices into [`Profile::events`]).
+    pub members: Vec<usize>,
+    /// Rows, heaviest (by the leader's count, then the members') first;
+    /// the row's `samples` are the leader's samples there and `period`
+    /// the leader's count.
+    pub rows: Vec<GroupRow>,
+}
+
+/// One row of a [`GroupTable`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupRow {
+    /// The key's names (as in [`EventProfile::rows`]).
+    pub row: Row,
+    /// The members' deltas summed per sample.
+    pub moments: super::groups::Moments,
+}
+
+impl GroupTable {
+    /// Each member's total over all rows.
+    pub fn totals(&self) -> Vec<u64> {
+        let mut t = vec![0u64; self.members.len()];
+        for r in &self.rows {
+            for (a, b) in t.iter_mut().zip(&r.moments.sums) {
+                *a = a.saturating_add(*b);
+            }
+        }
+        t
+    }
 }
 
 /// The profile of a file.

@@ -3,7 +3,7 @@
 //! events of `-e` lists, each of which must sample on the cores.
 
 use super::default::{max_sample_rate, DEFAULT_FREQUENCY};
-use super::options::{RecordError, RecordEvent};
+use super::options::{GroupMember, RecordError, RecordEvent};
 use crate::{EventGroup, StatPlan};
 use pmx_perf::SampleRate;
 
@@ -49,26 +49,31 @@ fn invalid(m: String) -> RecordError {
     RecordError::Invalid(m)
 }
 
-/// The groups of `-e` lists; groups (`{…}`) are refused: events are
-/// sampled one by one.
+/// The groups of `-e` lists (`{…}` groups, with `:S` for leader
+/// sampling, included).
 pub fn event_groups(lists: &[String]) -> Result<Vec<EventGroup>, RecordError> {
     let mut groups = Vec::new();
     for l in lists {
         groups.extend(crate::parse_event_list(l).map_err(|e| invalid(e.to_string()))?);
     }
-    if groups.iter().any(|g| g.explicit) {
-        return Err(invalid(
-            "pmx record samples events one by one: drop the {…} grouping".to_string(),
-        ));
-    }
     Ok(groups)
 }
 
-/// The planned events as sampling events; one that cannot be opened here,
-/// or that belongs to an uncore PMU, is an error with its reason.
-pub fn sampling_events(plan: StatPlan) -> Result<Vec<RecordEvent>, RecordError> {
+/// The planned events of `groups` as sampling events; one that cannot be
+/// opened here, or that belongs to an uncore PMU, is an error with its
+/// reason.
+pub fn sampling_events(
+    plan: StatPlan,
+    groups: &[EventGroup],
+) -> Result<Vec<RecordEvent>, RecordError> {
     let mut out = Vec::new();
+    let mut leaders: Vec<Option<usize>> = vec![None; groups.len()];
     for e in plan.events {
+        let g = groups.get(e.group).filter(|g| g.explicit);
+        let group = g.map(|g| GroupMember {
+            leader: *leaders[e.group].get_or_insert(out.len()),
+            sample_read: g.members.iter().any(|m| m.modifiers.sample_read),
+        });
         let attr = e.attr.map_err(|why| {
             RecordError::NotSampleable(format!("{} cannot be sampled here: {why}", e.name))
         })?;
@@ -85,6 +90,7 @@ pub fn sampling_events(plan: StatPlan) -> Result<Vec<RecordEvent>, RecordError> 
             attr,
             inherit: e.settings.inherit,
             callchain: e.settings.call_graph.as_deref().map(|c| c == "fp"),
+            group,
         });
     }
     Ok(out)
@@ -178,15 +184,11 @@ mod tests {
     }
 
     #[test]
-    fn explicit_groups_are_refused() {
-        assert_eq!(
-            event_groups(&["cpu-clock,task-clock".into()])
-                .unwrap()
-                .len(),
-            2
-        );
-        let e = event_groups(&["{cpu-clock,task-clock}".into()]).unwrap_err();
-        assert!(matches!(e, RecordError::Invalid(_)));
+    fn groups_and_leader_sampling_are_kept() {
+        let g = event_groups(&["{cpu-clock,page-faults}:S,task-clock".into()]).unwrap();
+        assert_eq!(g.len(), 2);
+        assert!(g[0].explicit && !g[1].explicit);
+        assert!(g[0].members.iter().all(|m| m.modifiers.sample_read));
         assert!(event_groups(&["{cpu-clock".into()]).is_err());
     }
 }

@@ -114,6 +114,7 @@ fn event(base: &str, attr: Attr) -> RecordEvent {
         attr,
         inherit: None,
         callchain: None,
+        group: None,
     }
 }
 

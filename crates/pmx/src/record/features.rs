@@ -76,6 +76,7 @@ pub(super) fn features(cmdline: &[String], tally: &Tally, notes: &mut Vec<String
         cmdline: Some(cmdline.to_vec()),
         build_ids: build_ids(&tally.mapped, notes),
         sample_time: tally.first_time.zip(tally.last_time),
+        group_desc: Vec::new(),
     }
 }
 

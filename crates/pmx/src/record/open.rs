@@ -40,12 +40,16 @@ pub(super) fn open(
     for &cpu in &plan.cpus {
         let mut owner: Option<usize> = None;
         for &task in &plan.tasks {
+            // Where each event's counter is, for its group's members.
+            let mut here: Vec<Option<usize>> = vec![None; events.len()];
             for (ei, attr) in plan.attrs.iter().enumerate() {
                 let target = pmx_perf::Target {
                     pid: task,
                     cpu: cpu as i32,
                 };
-                let c = match Counter::open(attr, target, None) {
+                let leader = events[ei].group.filter(|g| g.leader != ei);
+                let group = leader.and_then(|g| here[g.leader]).map(|c| &o.counters[c]);
+                let c = match Counter::open(attr, target, group) {
                     Ok(c) => c,
                     Err(e) if plan.tolerate_gone && task_gone(&e) => break,
                     Err(e) => return Err(open_error(&events[ei].name, e)),
@@ -70,6 +74,7 @@ pub(super) fn open(
                     }
                 }
                 o.ids[ei].push(c.id());
+                here[ei] = Some(o.counters.len());
                 o.counters.push(c);
             }
         }

@@ -24,6 +24,17 @@ pub struct RecordEvent {
     /// The event's own `call-graph=fp` (true) or `call-graph=no` (false),
     /// over [`RecordOptions::callchain`].
     pub callchain: Option<bool>,
+    /// Its place in a `{…}` group, if it is in one.
+    pub group: Option<GroupMember>,
+}
+
+/// An event's place in a `{…}` group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupMember {
+    /// The leader's index among the events (its own for the leader).
+    pub leader: usize,
+    /// `:S`: only the leader samples, and each sample reads every member.
+    pub sample_read: bool,
 }
 
 /// What and how to record.

@@ -21,6 +21,8 @@ pub(super) struct Plan {
     pub(super) tasks: Vec<i32>,
     /// A task that is gone by the time it is opened is skipped (`-p`/`-t`).
     pub(super) tolerate_gone: bool,
+    /// What the kernel did not take of the groups' attrs.
+    pub(super) notes: Vec<String>,
 }
 
 /// Refuse options that cannot work, before anything is started.
@@ -58,11 +60,12 @@ impl Plan {
         child: Option<i32>,
     ) -> Result<Plan, RecordError> {
         let n = events.len();
-        let attrs: Vec<Attr> = events
+        let mut attrs: Vec<Attr> = events
             .iter()
             .enumerate()
             .map(|(i, e)| sampling_attr(e, i, n, opts))
             .collect();
+        let notes = super::groups::shape(&mut attrs, events);
         let sample_type = attrs[0].sample_type;
         let cpus = match &opts.scope {
             Scope::Cpus(c) => c.clone(),
@@ -77,6 +80,7 @@ impl Plan {
             cpus,
             tasks: tasks(&opts.scope, child),
             tolerate_gone: matches!(opts.scope, Scope::Pids(_) | Scope::Tids(_)),
+            notes,
         })
     }
 
@@ -176,6 +180,7 @@ mod tests {
             },
             inherit: None,
             callchain: None,
+            group: None,
         }
     }
 
@@ -235,6 +240,7 @@ mod tests {
             },
             inherit: None,
             callchain: None,
+            group: None,
         };
         let opts = RecordOptions {
             scope: Scope::Command,

@@ -27,6 +27,8 @@ pub(super) struct Sink {
     pub(super) records: u64,
     sample_type: u64,
     by_id: HashMap<u64, usize>,
+    /// GROUP_DESC: (name, leader index, members) of each `{…}` group.
+    groups: Vec<(String, u32, u32)>,
 }
 
 /// What the finished file is.
@@ -73,6 +75,7 @@ impl Sink {
             records: 0,
             sample_type: attrs[0].sample_type,
             by_id,
+            groups: super::groups::descriptions(events),
         };
         Ok((sink, old_output))
     }
@@ -118,7 +121,8 @@ impl Sink {
     /// Write the feature sections (`cmdline` stored as the command line;
     /// notes about missing build ids added to `notes`) and close the file.
     pub(super) fn finish(self, cmdline: &[String], notes: &mut Vec<String>) -> io::Result<Written> {
-        let feats = features(cmdline, &self.tally, notes);
+        let mut feats = features(cmdline, &self.tally, notes);
+        feats.group_desc = self.groups;
         let out = self.writer.finish(&feats)?;
         let file = out.into_inner().map_err(|e| e.into_error())?;
         let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -171,6 +175,7 @@ mod tests {
             attr: attr.clone(),
             inherit: None,
             callchain: None,
+            group: None,
         };
         let (mut sink, old) =
             Sink::create(&out, &[attr], &[ev], &[vec![7]], HashMap::new()).unwrap();

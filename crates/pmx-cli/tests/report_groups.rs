@@ -1,0 +1,317 @@
+//! Sample-read groups end to end: `pmx record -e '{cpu-clock,page-faults}:uS'`
+//! on a C program whose functions each touch a known number of fresh pages
+//! (one minor fault each) and then spin in place, so every fault is
+//! credited, through the page-fault deltas, to the function that made it;
+//! the same file read by Debian's perf (`perf report --group --stdio`) and
+//! by `pmx report --group` gives the same per-symbol shares. Then a file
+//! built by hand with pmx-perfdata's Writer: a `{cycles,instructions}:S`
+//! group with known deltas, and `pmx report -M IPC` prints each symbol's
+//! exact IPC.
+
+mod common;
+use common::pmx;
+use pmx_testkit::{cc, perf, skip, text};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const PROGRAM: &str = r#"
+#include <sys/mman.h>
+#define SPIN 40000000L
+#define TOUCH_AND_SPIN(n) do { \
+    char *p = mmap(0, (n) * 4096L, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); \
+    madvise(p, (n) * 4096L, MADV_NOHUGEPAGE); \
+    for (long i = 0; i < (n); i++) p[i * 4096L] = 1; \
+    for (volatile long k = 0; k < SPIN; k++); \
+} while (0)
+__attribute__((noinline)) void faults_300(void) { TOUCH_AND_SPIN(300); }
+__attribute__((noinline)) void faults_1200(void) { TOUCH_AND_SPIN(1200); }
+int main(void) {
+    for (volatile long k = 0; k < SPIN; k++);
+    faults_300();
+    faults_1200();
+    return 0;
+}
+"#;
+
+/// `pmx report --json`'s group rows: symbol → (shares, counts).
+fn pmx_group_rows(file: &Path) -> BTreeMap<String, (Vec<f64>, Vec<u64>)> {
+    let o = pmx(&[
+        "report",
+        "-q",
+        "--json",
+        "--group",
+        "-i",
+        file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["events"][0]["group"]["rows"]
+        .as_array()
+        .expect("a group")
+        .clone();
+    rows.iter()
+        .filter_map(|r| {
+            let shares = r["shares"]
+                .as_array()?
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            let counts = r["counts"]
+                .as_array()?
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect();
+            Some((r["symbol"].as_str()?.to_string(), (shares, counts)))
+        })
+        .collect()
+}
+
+/// `perf report --group --stdio --sort sym`'s rows (`40.14%  77.72%  [.] faults_1200`):
+/// symbol → the shares.
+fn perf_group_rows(file: &Path) -> BTreeMap<String, Vec<f64>> {
+    let o = perf::on_file(&["report", "--group", "--stdio", "--sort", "sym"], file);
+    let mut m = BTreeMap::new();
+    for line in text(&o.stdout).lines().filter(|l| !l.starts_with('#')) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let shares: Vec<f64> = words
+            .iter()
+            .map_while(|w| w.strip_suffix('%').and_then(|x| x.parse().ok()))
+            .collect();
+        if shares.len() == 2 && words.len() > 3 {
+            m.insert(words[3..].join(" "), shares);
+        }
+    }
+    m
+}
+
+#[test]
+fn page_faults_are_credited_to_the_functions_that_made_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = match cc::compile(dir.path(), "faults", PROGRAM, &["-O1", "-no-pie"]) {
+        Ok(b) => b,
+        Err(e) => return skip(e),
+    };
+    let data = dir.path().join("g.data");
+    let o = pmx(&[
+        "record",
+        "-o",
+        data.to_str().unwrap(),
+        "-e",
+        "{cpu-clock,page-faults}:uS",
+        "--",
+        bin.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rows = pmx_group_rows(&data);
+    // Counts from the deltas: exactly the pages each function touched.
+    assert_eq!(rows["faults_300"].1[1], 300, "{rows:?}");
+    assert_eq!(rows["faults_1200"].1[1], 1200, "{rows:?}");
+    if !perf::require("comparing with perf report --group") {
+        return;
+    }
+    let theirs = perf_group_rows(&data);
+    assert!(theirs.contains_key("faults_1200"), "perf saw: {theirs:?}");
+    assert!(theirs.len() >= 3, "perf saw: {theirs:?}");
+    for (sym, (shares, _)) in &rows {
+        let p = theirs
+            .get(sym)
+            .unwrap_or_else(|| panic!("{sym}: not in perf's {theirs:?}"));
+        for (a, b) in shares.iter().zip(p) {
+            assert!((a - b).abs() < 0.011, "{sym}: pmx {shares:?}, perf {p:?}");
+        }
+    }
+}
+
+/// Little-endian words.
+fn words(w: &[u64]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A non-PIE program with `hot_a` and `hot_b`: the binary and their addresses.
+fn two_functions(dir: &Path) -> Option<(std::path::PathBuf, u64, u64)> {
+    let src = "int hot_a(int n) { volatile int s = 0; for (int i = 0; i < n; i++) s += i; return s; }\n\
+               int hot_b(int n) { volatile int s = 1; for (int i = 0; i < n; i++) s *= 3; return s; }\n\
+               int main(void) { return (hot_a(10) + hot_b(10)) & 1; }\n";
+    let bin = cc::compile(dir, "two", src, &["-O1", "-no-pie"]).ok()?;
+    let nm = std::process::Command::new("nm").arg(&bin).output().ok()?;
+    let nm = String::from_utf8_lossy(&nm.stdout);
+    let addr = |name: &str| {
+        nm.lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .and_then(|l| u64::from_str_radix(l.split_whitespace().next()?, 16).ok())
+    };
+    Some((bin.clone(), addr("hot_a")?, addr("hot_b")?))
+}
+
+/// A `{cycles,instructions}:S` file (ids 1 and 2, read_format
+/// `ID|GROUP|LOST`, as perf 6.x writes it) of one thread whose samples
+/// carry these running totals: (ip, cycles, instructions).
+fn ipc_file(path: &Path, bin: &Path, samples: &[(u64, u64, u64)]) {
+    use pmx_perfdata::format::{misc, read_format as rf, record_type, sample_type as st};
+    use pmx_testkit::perfdata::{self as pd, sample_id};
+    let sample_type = st::IDENTIFIER | st::IP | st::TID | st::TIME | st::CPU | st::READ;
+    let attr = |config: u64, period: u64, flags: u64| {
+        let mut a = pd::attr(128, period, sample_type, flags | (1 << 18));
+        a[0..4].copy_from_slice(&0u32.to_le_bytes()); // PERF_TYPE_HARDWARE
+        a[8..16].copy_from_slice(&config.to_le_bytes());
+        a[32..40].copy_from_slice(&(rf::ID | rf::GROUP | rf::LOST).to_le_bytes());
+        a
+    };
+    // The leader: disabled, mmap, comm; the member counts only.
+    let attrs = vec![
+        pmx_perfdata::FileAttr {
+            attr: attr(0, 100_000, 1 | (1 << 8) | (1 << 9)),
+            ids: vec![1],
+            name: "cycles".into(),
+        },
+        pmx_perfdata::FileAttr {
+            attr: attr(1, 0, 0),
+            ids: vec![2],
+            name: "instructions".into(),
+        },
+    ];
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = pmx_perfdata::Writer::create(std::io::BufWriter::new(file), attrs).unwrap();
+    let pid = 4242u32;
+    let trailer = |time: u64| [sample_id(pid, time, 0), words(&[1])].concat();
+    let mut body = pd::comm(pid, "two");
+    body.extend(trailer(10));
+    w.write_record(&pd::record(record_type::COMM, misc::COMM_EXEC, &body))
+        .unwrap();
+    let len = (std::fs::metadata(bin).unwrap().len() + 0xfff) & !0xfff;
+    let mut body = pd::mmap2(pid, 0x400000, len, 5, bin.to_str().unwrap());
+    body.extend(trailer(11));
+    w.write_record(&pd::record(record_type::MMAP2, misc::USER, &body))
+        .unwrap();
+    for (i, &(ip, cycles, instructions)) in samples.iter().enumerate() {
+        // identifier, ip, pid/tid, time, cpu/res, then the read field.
+        let mut b = words(&[1, ip]);
+        b.extend(pd::pid_tid(pid));
+        b.extend(words(&[100 + i as u64, 0]));
+        // nr, {value, id, lost} per member (a lost count on the member).
+        b.extend(words(&[2, cycles, 1, 0, instructions, 2, i as u64]));
+        w.write_record(&pd::record(record_type::SAMPLE, misc::USER, &b))
+            .unwrap();
+    }
+    w.finish(&Default::default()).unwrap();
+}
+
+#[test]
+fn per_symbol_ipc_from_the_deltas_of_a_hand_built_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((bin, a, b)) = two_functions(dir.path()) else {
+        return skip("no C compiler or nm");
+    };
+    // Deltas: hot_a (1000, 2500), (1000, 2400), (1000, 2600): IPC 7500/3000;
+    // hot_b (2000, 1000), (2000, 1500): IPC 2500/4000.
+    let data = dir.path().join("ipc.data");
+    let totals = [
+        (a + 4, 1000, 2500),
+        (b + 4, 3000, 3500),
+        (a + 8, 4000, 5900),
+        (b + 8, 6000, 7400),
+        (a + 4, 7000, 10000),
+    ];
+    ipc_file(&data, &bin, &totals);
+    let o = pmx(&[
+        "report",
+        "-q",
+        "-M",
+        "IPC",
+        "--sort",
+        "symbol",
+        "-i",
+        data.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let row = |sym: &str| {
+        out.lines()
+            .find(|l| l.ends_with(sym))
+            .unwrap_or_else(|| panic!("{sym}:\n{out}"))
+            .to_string()
+    };
+    assert!(
+        row("[.] hot_a").contains("  3000 ") && row("[.] hot_a").contains(" 2.500 ±"),
+        "{out}"
+    );
+    assert!(
+        row("[.] hot_b").contains("  4000 ") && row("[.] hot_b").contains(" 0.6250 ±"),
+        "{out}"
+    );
+    // The interval, by hand: R = 2.5, residuals y − R·x = 0, −100, 100,
+    // Var = 10000 per sample, half-width 1.96·√(3·10000)/3000 = 0.113161.
+    let o = pmx(&[
+        "report",
+        "-q",
+        "--json",
+        "-M",
+        "IPC",
+        "--sort",
+        "symbol",
+        "-i",
+        data.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["events"][0]["group"]["rows"].as_array().unwrap();
+    let hot_a = rows.iter().find(|r| r["symbol"] == "hot_a").unwrap();
+    let ipc = &hot_a["metrics"]["IPC"];
+    assert_eq!(ipc["value"].as_f64(), Some(2.5));
+    assert!(
+        (ipc["high"].as_f64().unwrap() - 2.613161).abs() < 1e-4,
+        "{ipc}"
+    );
+    assert_eq!(
+        (ipc["samples"].as_u64(), ipc["few_samples"].as_bool()),
+        (Some(3), Some(true))
+    );
+    assert_eq!(hot_a["counts"], serde_json::json!([3000, 7500]));
+    // The per-event header counts every member.
+    let plain = text(&pmx(&["report", "-q", "-i", data.to_str().unwrap()]).stdout);
+    assert!(
+        plain.contains("event 'instructions': 5 samples, event count 10000"),
+        "{plain}"
+    );
+}
+
+#[test]
+fn per_event_read_values_count_as_perf_counts_them() {
+    // `cpu-clock:S,page-faults:S`: no group, each sample reads its own
+    // event's value (read_format ID|LOST); perf weighs each sample by the
+    // value's delta, and so does pmx.
+    if !perf::require("recording per-event read values with perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("s.data");
+    let workload = env!("CARGO_BIN_EXE_pmx-workload");
+    let o = std::process::Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-o",
+            data.to_str().unwrap(),
+            "-e",
+            "cpu-clock:S,page-faults:S",
+            "--",
+        ])
+        .args([workload, "pages", "2000"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let theirs = text(&perf::on_file(&["report", "--stdio"], &data).stdout);
+    let counts: Vec<&str> = theirs
+        .lines()
+        .filter_map(|l| l.strip_prefix("# Event count (approx.): "))
+        .collect();
+    let ours = text(&pmx(&["report", "-q", "-i", data.to_str().unwrap()]).stdout);
+    let names = ["cpu-clock:S", "page-faults:S"];
+    assert_eq!(counts.len(), 2, "{theirs}");
+    for (name, count) in names.iter().zip(&counts) {
+        let line = format!("event count {count}");
+        assert!(
+            ours.lines().any(|l| l.contains(name) && l.ends_with(&line)),
+            "{name} {count}:\n{ours}"
+        );
+    }
+}
