@@ -53,5 +53,7 @@ pub fn options(
         .flatten();
     o.thousands = pmx_output::stat_render::perf_thousands();
     o.comms = personality::thread_comms(&report.rows);
+    (o.system_wide, o.summary) = (args.system_wide(), args.perf.summary);
+    o.no_csv_summary = args.perf.no_csv_summary;
     o
 }

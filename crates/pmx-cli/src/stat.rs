@@ -34,12 +34,7 @@ fn count(args: &StatArgs) -> anyhow::Result<i32> {
 
 /// What the perf backend refuses about the target: `--per-thread` where
 /// it cannot follow threads, `-r` without a command or duration.
-fn check_target(args: &StatArgs, scope: &Scope, trace_tasks: bool) -> anyhow::Result<()> {
-    if args.per_thread && matches!(scope, Scope::Cpus(_)) {
-        return Err(usage(
-            "--per-thread needs -p, -t or a command (-a/-C count CPUs, not threads)",
-        ));
-    }
+fn check_target(args: &StatArgs, trace_tasks: bool) -> anyhow::Result<()> {
     if trace_tasks && (args.interval.is_some() || args.duration.is_some()) {
         return Err(usage(
             "--per-thread with a command counts until the command ends: drop -I/--duration",
@@ -59,18 +54,16 @@ fn check_target(args: &StatArgs, scope: &Scope, trace_tasks: bool) -> anyhow::Re
 /// The flags as the options of one run (the interval is checked later,
 /// after the plan, as it always was).
 pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
-    let scope = crate::target::scope(
-        &crate::target::TargetFlags {
-            pid: args.pid.as_deref(),
-            tid: args.tid.as_deref(),
-            cpus: args.cpus.as_deref(),
-            all_cpus: args.all_cpus,
-            command: &args.command,
-        },
-        "count",
-    )?;
+    let flags = crate::target::TargetFlags {
+        pid: args.pid.as_deref(),
+        tid: args.tid.as_deref(),
+        cpus: args.cpus.as_deref(),
+        all_cpus: args.all_cpus,
+        command: &args.command,
+    };
+    let scope = Scope::for_stat(&flags, args.per_thread).map_err(|e| usage(e.0))?;
     let trace_tasks = args.per_thread && scope == Scope::Command;
-    check_target(args, &scope, trace_tasks)?;
+    check_target(args, trace_tasks)?;
     let duration = crate::target::duration(args.duration)?;
     let pin = match &args.pin {
         Some(p) => Some(crate::target::cpu_list("--pin", p)?),
@@ -104,10 +97,10 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     if args.repeat == 0 {
         return Err(usage("-r 0: give at least one run"));
     }
-    let wide = args.all_cpus || args.cpus.is_some();
+    let (mut opts, how) = run_options(args)?;
+    let wide = matches!(opts.scope, Scope::Cpus(_) | Scope::AllThreads);
     let default = stat::host_default_events(wide, args.db.sysfs_root.as_deref());
     let (groups, metrics, db) = crate::stat_metrics::event_groups(args, &default)?;
-    let (mut opts, how) = run_options(args)?;
     let mut plan = args.db.plan(&groups, db.as_ref())?;
     let perf = args.perf.options();
     perf.apply(&mut plan).map_err(|e| usage(e.to_string()))?;

@@ -197,7 +197,14 @@ impl StatArgs {
             aggregation: self.aggregation(),
             plot,
             clear: self.perf.interval_clear,
+            system_wide: self.system_wide(),
         }
+    }
+
+    /// `-a`, or no target at all (perf counts system-wide then).
+    pub(crate) fn system_wide(&self) -> bool {
+        let named = self.pid.is_some() || self.tid.is_some() || self.cpus.is_some();
+        self.all_cpus || (!named && self.command.is_empty())
     }
 
     /// `-o FILE` (with `%h %p %r %j` expanded; appended to with `append`),

@@ -44,9 +44,16 @@ pub struct PerfFlags {
     #[arg(long = "no-big-num")]
     pub no_big_num: bool,
     /// Taken as perf means them, already pmx's way: -B/--big-num (the default), --no-merge (pmx never
-    /// merges same-named events), -c/--scale (always scaled), --summary (totals always follow -I).
-    #[arg(long = "big-num", short = 'B', aliases = ["no-merge", "scale", "summary"], short_alias = 'c', action = ArgAction::Count)]
+    /// merges same-named events), -c/--scale (always scaled).
+    #[arg(long = "big-num", short = 'B', aliases = ["no-merge", "scale"], short_alias = 'c', action = ArgAction::Count)]
     pub as_perf: u8,
+    /// With -I, the totals after the intervals (pmx's formats always print them); with -x and
+    /// --format perf, in lines that start with a `summary` column (not with --no-csv-summary).
+    #[arg(long)]
+    pub summary: bool,
+    /// With --summary and -x: no `summary` column.
+    #[arg(long = "no-csv-summary")]
+    pub no_csv_summary: bool,
     /// Count nothing: only the elapsed time.
     #[arg(short = 'n', long = "null")]
     pub null: bool,

@@ -157,6 +157,8 @@ fn perf_format_has_perfs_layout() {
         (&["-a", "--per-socket"], &["sleep", "0.05"]),
         (&["-I", "100"], &["sleep", "0.25"]),
         (&["-I", "100", "-a", "-A"], &["sleep", "0.25"]),
+        // No target: system-wide, as perf; the totals after the intervals.
+        (&["-I", "100", "--interval-count", "2", "--summary"], &[]),
     ];
     let forms: &[(&[&str], &[&str])] = &[
         (&[], &[]),

@@ -53,8 +53,8 @@ pub fn command_line(mut args: Vec<OsString>) -> Result<Vec<OsString>, NotImpleme
     }
 }
 
-/// The header's target as perf words it: `-a`, `-C`, `-p`, `-t` or the
-/// command.
+/// The header's target as perf words it: `-a` (or nothing at all:
+/// system-wide), `-C`, `-p`, `-t` or the command.
 pub fn target(
     all_cpus: bool,
     cpus: Option<&str>,
@@ -67,6 +67,7 @@ pub fn target(
         (_, Some(c), ..) => format!("'CPU(s) {c}'"),
         (_, _, Some(p), _) => format!("process id '{p}'"),
         (_, _, _, Some(t)) => format!("thread id '{t}'"),
+        _ if command.is_empty() => "'system wide'".into(),
         _ => format!("'{}'", command.join(" ")),
     }
 }
@@ -82,15 +83,19 @@ pub fn children_times() -> Option<(f64, f64)> {
     Some((secs(ru.ru_utime), secs(ru.ru_stime)))
 }
 
-/// `--per-thread`: the comm of each thread of `rows` still there.
+/// `--per-thread`: the comm of each thread of `rows` (the one it had when
+/// its counters opened, as perf names it; else its current one).
 pub fn thread_comms(rows: &[Row]) -> Vec<(i32, String)> {
-    (rows.iter())
+    let mut tids: Vec<i32> = (rows.iter())
         .filter_map(|r| match r.domain {
             Domain::Thread { tid } => Some(tid),
             _ => None,
         })
-        .filter_map(|t| Some((t, std::fs::read_to_string(format!("/proc/{t}/comm")).ok()?)))
-        .map(|(t, c)| (t, c.trim_end().to_string()))
+        .collect();
+    tids.sort_unstable();
+    tids.dedup();
+    (tids.into_iter())
+        .filter_map(|t| Some((t, crate::stat::thread_comm(t)?)))
         .collect()
 }
 
@@ -154,5 +159,6 @@ mod tests {
         );
         assert_eq!(target(false, None, None, Some("13"), &[]), "thread id '13'");
         assert_eq!(target(false, None, None, None, &cmd), "'sleep 1'");
+        assert_eq!(target(false, None, None, None, &[]), "'system wide'");
     }
 }

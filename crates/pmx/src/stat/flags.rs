@@ -55,6 +55,28 @@ impl Scope {
         }
         Ok(scope)
     }
+
+    /// `pmx stat`'s scope, as perf's: [`Scope::from_flags`], except that
+    /// no target and no command means every CPU (perf counts system-wide
+    /// until Ctrl-C, the duration or the interval count), and that
+    /// `per_thread` (`--per-thread`) with `-a`, or alone, counts every
+    /// thread on its own ([`Scope::AllThreads`]); with `-C` it is refused,
+    /// as perf refuses it.
+    pub fn for_stat(f: &TargetFlags, per_thread: bool) -> Result<Scope, FlagError> {
+        let named = f.pid.is_some() || f.tid.is_some() || f.cpus.is_some();
+        let scope = match named || f.all_cpus || !f.command.is_empty() {
+            true => Scope::from_flags(f, "count")?,
+            false => Scope::Cpus(super::online_cpus()),
+        };
+        match scope {
+            Scope::Cpus(_) if per_thread && f.cpus.is_some() => Err(FlagError(
+                "--per-thread counts threads, not CPUs: give it with -p, -t, -a, a command or alone, not with -C"
+                    .to_string(),
+            )),
+            Scope::Cpus(_) if per_thread => Ok(Scope::AllThreads),
+            s => Ok(s),
+        }
+    }
 }
 
 /// A CPU list (`0-3,8`) given with `flag`.
@@ -153,6 +175,38 @@ mod tests {
             .unwrap_err()
             .0
             .starts_with("--pin 3-1: "));
+    }
+
+    /// perf's stat: nothing named counts every CPU; `--per-thread` with
+    /// `-a` or alone counts every thread, with `-C` it is an error.
+    #[test]
+    fn stat_without_a_target_is_system_wide() {
+        let stat = |f: TargetFlags, t| Scope::for_stat(&f, t).map_err(|e| e.0);
+        let all = Scope::Cpus(crate::stat::online_cpus());
+        assert_eq!(stat(TargetFlags::default(), false), Ok(all));
+        assert_eq!(stat(TargetFlags::default(), true), Ok(Scope::AllThreads));
+        let a = TargetFlags {
+            all_cpus: true,
+            ..TargetFlags::default()
+        };
+        assert_eq!(stat(a, true), Ok(Scope::AllThreads));
+        let c = TargetFlags {
+            cpus: Some("0"),
+            ..TargetFlags::default()
+        };
+        assert!(stat(c, true).unwrap_err().contains("not with -C"));
+        assert_eq!(stat(c, false), Ok(Scope::Cpus(vec![0])));
+        let p = TargetFlags {
+            pid: Some("7"),
+            ..TargetFlags::default()
+        };
+        assert_eq!(stat(p, true), Ok(Scope::Pids(vec![7])));
+        let cmd = ["true".to_string()];
+        let with_cmd = TargetFlags {
+            command: &cmd,
+            ..TargetFlags::default()
+        };
+        assert_eq!(stat(with_cmd, true), Ok(Scope::Command));
     }
 
     #[test]
