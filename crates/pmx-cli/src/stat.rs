@@ -10,14 +10,25 @@ use crate::exit::UsageError;
 use crate::stat_args::usage;
 use crate::stat_render;
 use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope};
-use pmx_output::stat_render::compose;
+use pmx::stat_file::{self, FileCommand};
+use pmx_output::stat_render::{compose, stat_file as perf_report};
 use std::io::Write;
 
 pub use crate::stat_args::StatArgs;
 
 /// Run `pmx stat`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
-    let args = &args.normalized();
+    let mut args = args.normalized();
+    match stat_file::split(&mut args.command, args.repeat).map_err(|e| usage(e.0))? {
+        Some(FileCommand::Report(input)) => {
+            let text = perf_report(&stat_file::read(&input)?, args.style().format);
+            args.output(false)?.write_all(text.as_bytes())?;
+            return Ok(0);
+        }
+        Some(FileCommand::Record(out)) => (args.perf.quiet, args.record) = (out == *"-", Some(out)),
+        None => {}
+    }
+    let args = &args;
     if args.regions {
         return crate::regions::run(args, count);
     }
@@ -32,25 +43,6 @@ fn count(args: &StatArgs) -> anyhow::Result<i32> {
     count_perf(args)
 }
 
-/// What the perf backend refuses about the target: `--per-thread` where
-/// it cannot follow threads, `-r` without a command or duration.
-fn check_target(args: &StatArgs, trace_tasks: bool) -> anyhow::Result<()> {
-    if trace_tasks && (args.interval.is_some() || args.duration.is_some()) {
-        return Err(usage(
-            "--per-thread with a command counts until the command ends: drop -I/--duration",
-        ));
-    }
-    if trace_tasks && args.no_inherit {
-        return Err(usage(
-            "--per-thread with a command follows every thread and child; --no-inherit contradicts it",
-        ));
-    }
-    if args.repeat > 1 && args.command.is_empty() && args.duration.is_none() {
-        return Err(usage("-r needs a command or --duration"));
-    }
-    Ok(())
-}
-
 /// The flags as the options of one run (the interval is checked later,
 /// after the plan, as it always was).
 pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
@@ -63,7 +55,6 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
     };
     let scope = Scope::for_stat(&flags, args.per_thread).map_err(|e| usage(e.0))?;
     let trace_tasks = args.per_thread && scope == Scope::Command;
-    check_target(args, trace_tasks)?;
     let duration = crate::target::duration(args.duration)?;
     let pin = match &args.pin {
         Some(p) => Some(crate::target::cpu_list("--pin", p)?),
@@ -89,6 +80,8 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
         trace_tasks,
         hooks,
     };
+    let given_interval = args.interval.is_some();
+    (opts.check_target(given_interval, args.repeat)).map_err(|e| usage(e.0))?;
     Ok((opts, how))
 }
 
@@ -143,6 +136,9 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
         if runs.len() < args.repeat as usize {
             code = 128 + sig;
         }
+    }
+    if let Some(path) = &args.record {
+        stat_file::write(path, &plan, &runs, how, args.interval.unwrap_or(0))?;
     }
     let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), args.repeat);
     let target = opts.scope.describe(&args.command);

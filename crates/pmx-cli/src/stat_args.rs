@@ -133,6 +133,9 @@ pub struct StatArgs {
     pub db: DbArgs,
     #[command(flatten)]
     pub perf: crate::stat_perf::PerfFlags,
+    /// `stat record -o FILE`'s file (perf's subcommand: the counts kept in perf.data).
+    #[arg(skip)]
+    pub record: Option<PathBuf>,
     /// The command to run and its arguments (after the options, or `--`).
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -47,8 +47,7 @@ pub struct PerfFlags {
     /// merges same-named events), -c/--scale (always scaled).
     #[arg(long = "big-num", short = 'B', aliases = ["no-merge", "scale"], short_alias = 'c', action = ArgAction::Count)]
     pub as_perf: u8,
-    /// With -I, the totals after the intervals (pmx's formats always print them); with -x and
-    /// --format perf, in lines that start with a `summary` column (not with --no-csv-summary).
+    /// With -I, the totals too (pmx's formats always print them; perf's -x: a `summary` column).
     #[arg(long)]
     pub summary: bool,
     /// With --summary and -x: no `summary` column.

@@ -259,11 +259,7 @@ fn the_perf_personality() {
     let fields: Vec<&str> = line.trim_end().split(',').collect();
     assert_eq!(fields[1..3], ["msec", "task-clock"], "{line}");
     assert_eq!((fields.len(), fields[6]), (7, "CPUs utilized"), "{line}");
-    for args in [
-        &["bench", "internals"][..],
-        &["stat", "record", "true"],
-        &[],
-    ] {
+    for args in [&["bench", "internals"][..], &["trace", "true"], &[]] {
         let o = Command::new(&perf).args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(1), "{args:?}");
         let err = common::stderr(&o);

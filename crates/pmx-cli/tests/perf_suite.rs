@@ -21,10 +21,7 @@ use std::time::{Duration, Instant};
 
 /// Scripts known to fail with pmx, each with what it needs (kept equal to
 /// the table in docs/PERF-SUITE.md).
-const BLOCKED: &[(&str, &str)] = &[(
-    "stat.sh",
-    "perf stat record/report (not implemented by pmx); `-r2` with `:W` groups",
-)];
+const BLOCKED: &[(&str, &str)] = &[];
 
 /// How long one script may run (perf's slowest here, stat+shadow_stat.sh,
 /// takes about 3 s).

@@ -524,6 +524,21 @@ pub fn perf_totals(report: &StatReport, style: &StatStyle, o: &PerfOptions) -> S
     pmx_formats::perf::totals(&report.to_report(), o)
 }
 
+/// A `stat record` file's counts (`pmx stat report`, perf's `perf stat
+/// report`) in perf's layout of `format`'s kind: perf's header (`'pipe'`
+/// or the recording command line), rows and elapsed-time footer.
+pub fn stat_file(file: &pmx::stat_file::StatFile, format: StatFormat) -> String {
+    let StatFormat::Perf(form) = format.into_perf() else {
+        unreachable!("into_perf gives perf's forms")
+    };
+    let mut o = PerfOptions::new(form);
+    o.target = file.target.clone();
+    o.elapsed = (file.elapsed_s, 0.0);
+    o.comms = file.comms.clone();
+    o.thousands = perf_thousands();
+    pmx_formats::perf::totals(&file.report, &o)
+}
+
 /// The chart of interval rows kept for `--plot`, 960 × 540, as the bytes
 /// of a `format` file.
 pub fn chart(rows: &str, format: crate::plot::Format) -> Result<Vec<u8>, crate::plot::PlotError> {

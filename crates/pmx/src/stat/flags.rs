@@ -3,7 +3,7 @@
 //! and the lists and times those flags take. Errors name the flag and say
 //! what is wrong: they are the user's to fix.
 
-use super::options::Scope;
+use super::options::{RunOptions, Scope};
 use pmx_model::topology::parse_cpu_list;
 use std::time::Duration;
 
@@ -76,6 +76,28 @@ impl Scope {
             Scope::Cpus(_) if per_thread => Ok(Scope::AllThreads),
             s => Ok(s),
         }
+    }
+}
+
+impl RunOptions {
+    /// What counting refuses about the target: a command followed task by
+    /// task (`--per-thread`) counts until it ends, so not with `-I`
+    /// (`interval`), `--duration` or `--no-inherit`; `repeat` runs need a
+    /// command or a duration.
+    pub fn check_target(&self, interval: bool, repeat: u32) -> Result<(), FlagError> {
+        let refuse = |m: &str| Err(FlagError(m.to_string()));
+        if self.trace_tasks && (interval || self.duration.is_some()) {
+            return refuse(
+                "--per-thread with a command counts until the command ends: drop -I/--duration",
+            );
+        }
+        if self.trace_tasks && !self.inherit {
+            return refuse("--per-thread with a command follows every thread and child; --no-inherit contradicts it");
+        }
+        if repeat > 1 && self.command.is_empty() && self.duration.is_none() {
+            return refuse("-r needs a command or --duration");
+        }
+        Ok(())
     }
 }
 
@@ -207,6 +229,41 @@ mod tests {
             ..TargetFlags::default()
         };
         assert_eq!(stat(with_cmd, true), Ok(Scope::Command));
+    }
+
+    #[test]
+    fn traced_commands_and_repeats_refuse_what_contradicts_them() {
+        let mut o = RunOptions {
+            scope: Scope::Command,
+            command: vec!["true".into()],
+            inherit: true,
+            pin: None,
+            duration: None,
+            interval: None,
+            interval_count: None,
+            trace_tasks: true,
+            hooks: Default::default(),
+        };
+        assert_eq!(o.check_target(false, 1), Ok(()));
+        assert!(o
+            .check_target(true, 1)
+            .unwrap_err()
+            .0
+            .contains("drop -I/--duration"));
+        o.inherit = false;
+        assert!(o
+            .check_target(false, 1)
+            .unwrap_err()
+            .0
+            .contains("--no-inherit"));
+        o.trace_tasks = false;
+        o.command.clear();
+        assert_eq!(
+            o.check_target(false, 2).unwrap_err().0,
+            "-r needs a command or --duration"
+        );
+        o.duration = Some(Duration::from_secs(1));
+        assert_eq!(o.check_target(false, 2), Ok(()));
     }
 
     #[test]
