@@ -48,7 +48,7 @@ pub fn options(
     );
     o.runs = report.runs;
     o.elapsed = elapsed;
-    o.user_sys = (command_only && report.runs <= 1)
+    o.user_sys = (command_only && report.runs <= 1 && args.repeat == 1)
         .then(personality::children_times)
         .flatten();
     o.thousands = pmx_output::stat_render::perf_thousands();

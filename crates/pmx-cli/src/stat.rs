@@ -40,7 +40,14 @@ fn count(args: &StatArgs) -> anyhow::Result<i32> {
     if args.backend == "msr" {
         return crate::stat_msr::run(args);
     }
-    count_perf(args)
+    // perf's -r 0: run after run, each printed, until Ctrl-C (or the
+    // command cannot be run).
+    loop {
+        let code = count_perf(args)?;
+        if args.repeat != 0 || stat::stop_requested() || code == 127 {
+            return Ok(code);
+        }
+    }
 }
 
 /// The flags as the options of one run (the interval is checked later,
@@ -87,9 +94,6 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
 
 /// `pmx stat` through perf_event_open.
 fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
-    if args.repeat == 0 {
-        return Err(usage("-r 0: give at least one run"));
-    }
     let (mut opts, how) = run_options(args)?;
     let wide = matches!(opts.scope, Scope::Cpus(_) | Scope::AllThreads);
     let default = stat::host_default_events(wide, args.db.sysfs_root.as_deref());
@@ -100,7 +104,8 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     // CPUID (a VM exit each in a guest) only when a counter is needed.
     let needs = args.no_multiplex || plan.needs_counters();
     let budget = needs.then(pmx::schedule::CounterBudget::this_cpu).flatten();
-    let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, args.repeat);
+    let repeat = args.repeat.max(1);
+    let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, repeat);
     if args.perf.verbose > 0 && !args.perf.quiet {
         eprint!("{}", pmx_output::stat_render::plan_lines(&fitted.sets));
     }
@@ -115,7 +120,7 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let m = metrics.as_ref();
     let mut intervals = stat_render::intervals(&mut *out, args, topo.as_ref(), m, plot.is_some())?;
     stat::install_signal_handlers();
-    let result = fitted.run(&opts, args.repeat, &mut |set, t| intervals.write(set, t));
+    let result = fitted.run(&opts, repeat, &mut |set, t| intervals.write(set, t));
     let end = intervals.finish();
     let runs = match result {
         Ok(runs) => runs,
@@ -133,14 +138,14 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     // `-r` cut short by SIGINT/SIGTERM is not a success, even when the
     // last command run exited 0 (perf dies of the signal).
     if let (Some(sig), 0) = (stat::stop_signal(), code) {
-        if runs.len() < args.repeat as usize {
+        if runs.len() < repeat as usize {
             code = 128 + sig;
         }
     }
     if let Some(path) = &args.record {
         stat_file::write(path, &plan, &runs, how, args.interval.unwrap_or(0))?;
     }
-    let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), args.repeat);
+    let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), repeat);
     let target = opts.scope.describe(&args.command);
     let report = compose(target, &plan, summary, m, fitted.notes);
     let walls: Vec<_> = runs.iter().map(|r| r.elapsed).collect();

@@ -274,6 +274,25 @@ fn ctrl_c_prints_counts_and_forwards_the_signal() {
     assert!(ms > 1.0 && ms < 15_000.0, "task-clock {ms}");
 }
 
+/// perf's `-r 0`: the command again and again, each run printed on its
+/// own, until Ctrl-C.
+#[test]
+fn repeat_zero_runs_until_interrupted() {
+    let child = Command::new(PMX)
+        .args(["stat", "-r", "0", "-e", "task-clock", "-x,", "--", WORK])
+        .args(["spin", "0.05"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = interrupt_after(child, Duration::from_millis(1500));
+    let runs = stderr(&o)
+        .lines()
+        .filter(|l| l.contains(",task-clock,"))
+        .count();
+    assert!(runs >= 2, "one line per run: {}", stderr(&o));
+    assert!(!stderr(&o).contains("runs"), "{}", stderr(&o));
+}
+
 #[test]
 fn attach_to_a_pid_until_it_exits() {
     let mut w = Command::new(WORK).args(["spin", "0.5"]).spawn().unwrap();
