@@ -48,10 +48,12 @@ pub fn options(
     );
     o.runs = report.runs;
     o.elapsed = elapsed;
-    o.user_sys = (command_only && report.runs <= 1)
+    o.user_sys = (command_only && report.runs <= 1 && args.repeat == 1)
         .then(personality::children_times)
         .flatten();
     o.thousands = pmx_output::stat_render::perf_thousands();
     o.comms = personality::thread_comms(&report.rows);
+    (o.system_wide, o.summary) = (args.system_wide(), args.perf.summary);
+    o.no_csv_summary = args.perf.no_csv_summary;
     o
 }

@@ -10,14 +10,25 @@ use crate::exit::UsageError;
 use crate::stat_args::usage;
 use crate::stat_render;
 use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope};
-use pmx_output::stat_render::compose;
+use pmx::stat_file::{self, FileCommand};
+use pmx_output::stat_render::{compose, stat_file as perf_report};
 use std::io::Write;
 
 pub use crate::stat_args::StatArgs;
 
 /// Run `pmx stat`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
-    let args = &args.normalized();
+    let mut args = args.normalized();
+    match stat_file::split(&mut args.command, args.repeat).map_err(|e| usage(e.0))? {
+        Some(FileCommand::Report(input)) => {
+            let text = perf_report(&stat_file::read(&input)?, args.style().format);
+            args.output(false)?.write_all(text.as_bytes())?;
+            return Ok(0);
+        }
+        Some(FileCommand::Record(out)) => (args.perf.quiet, args.record) = (out == *"-", Some(out)),
+        None => {}
+    }
+    let args = &args;
     if args.regions {
         return crate::regions::run(args, count);
     }
@@ -29,48 +40,28 @@ fn count(args: &StatArgs) -> anyhow::Result<i32> {
     if args.backend == "msr" {
         return crate::stat_msr::run(args);
     }
-    count_perf(args)
-}
-
-/// What the perf backend refuses about the target: `--per-thread` where
-/// it cannot follow threads, `-r` without a command or duration.
-fn check_target(args: &StatArgs, scope: &Scope, trace_tasks: bool) -> anyhow::Result<()> {
-    if args.per_thread && matches!(scope, Scope::Cpus(_)) {
-        return Err(usage(
-            "--per-thread needs -p, -t or a command (-a/-C count CPUs, not threads)",
-        ));
+    // perf's -r 0: run after run, each printed, until Ctrl-C (or the
+    // command cannot be run).
+    loop {
+        let code = count_perf(args)?;
+        if args.repeat != 0 || stat::stop_requested() || code == 127 {
+            return Ok(code);
+        }
     }
-    if trace_tasks && (args.interval.is_some() || args.duration.is_some()) {
-        return Err(usage(
-            "--per-thread with a command counts until the command ends: drop -I/--duration",
-        ));
-    }
-    if trace_tasks && args.no_inherit {
-        return Err(usage(
-            "--per-thread with a command follows every thread and child; --no-inherit contradicts it",
-        ));
-    }
-    if args.repeat > 1 && args.command.is_empty() && args.duration.is_none() {
-        return Err(usage("-r needs a command or --duration"));
-    }
-    Ok(())
 }
 
 /// The flags as the options of one run (the interval is checked later,
 /// after the plan, as it always was).
 pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
-    let scope = crate::target::scope(
-        &crate::target::TargetFlags {
-            pid: args.pid.as_deref(),
-            tid: args.tid.as_deref(),
-            cpus: args.cpus.as_deref(),
-            all_cpus: args.all_cpus,
-            command: &args.command,
-        },
-        "count",
-    )?;
+    let flags = crate::target::TargetFlags {
+        pid: args.pid.as_deref(),
+        tid: args.tid.as_deref(),
+        cpus: args.cpus.as_deref(),
+        all_cpus: args.all_cpus,
+        command: &args.command,
+    };
+    let scope = Scope::for_stat(&flags, args.per_thread).map_err(|e| usage(e.0))?;
     let trace_tasks = args.per_thread && scope == Scope::Command;
-    check_target(args, &scope, trace_tasks)?;
     let duration = crate::target::duration(args.duration)?;
     let pin = match &args.pin {
         Some(p) => Some(crate::target::cpu_list("--pin", p)?),
@@ -96,25 +87,25 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
         trace_tasks,
         hooks,
     };
+    let given_interval = args.interval.is_some();
+    (opts.check_target(given_interval, args.repeat)).map_err(|e| usage(e.0))?;
     Ok((opts, how))
 }
 
 /// `pmx stat` through perf_event_open.
 fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
-    if args.repeat == 0 {
-        return Err(usage("-r 0: give at least one run"));
-    }
-    let wide = args.all_cpus || args.cpus.is_some();
+    let (mut opts, how) = run_options(args)?;
+    let wide = matches!(opts.scope, Scope::Cpus(_) | Scope::AllThreads);
     let default = stat::host_default_events(wide, args.db.sysfs_root.as_deref());
     let (groups, metrics, db) = crate::stat_metrics::event_groups(args, &default)?;
-    let (mut opts, how) = run_options(args)?;
     let mut plan = args.db.plan(&groups, db.as_ref())?;
     let perf = args.perf.options();
     perf.apply(&mut plan).map_err(|e| usage(e.to_string()))?;
     // CPUID (a VM exit each in a guest) only when a counter is needed.
     let needs = args.no_multiplex || plan.needs_counters();
     let budget = needs.then(pmx::schedule::CounterBudget::this_cpu).flatten();
-    let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, args.repeat);
+    let repeat = args.repeat.max(1);
+    let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, repeat);
     if args.perf.verbose > 0 && !args.perf.quiet {
         eprint!("{}", pmx_output::stat_render::plan_lines(&fitted.sets));
     }
@@ -129,7 +120,7 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let m = metrics.as_ref();
     let mut intervals = stat_render::intervals(&mut *out, args, topo.as_ref(), m, plot.is_some())?;
     stat::install_signal_handlers();
-    let result = fitted.run(&opts, args.repeat, &mut |set, t| intervals.write(set, t));
+    let result = fitted.run(&opts, repeat, &mut |set, t| intervals.write(set, t));
     let end = intervals.finish();
     let runs = match result {
         Ok(runs) => runs,
@@ -147,11 +138,14 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     // `-r` cut short by SIGINT/SIGTERM is not a success, even when the
     // last command run exited 0 (perf dies of the signal).
     if let (Some(sig), 0) = (stat::stop_signal(), code) {
-        if runs.len() < args.repeat as usize {
+        if runs.len() < repeat as usize {
             code = 128 + sig;
         }
     }
-    let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), args.repeat);
+    if let Some(path) = &args.record {
+        stat_file::write(path, &plan, &runs, how, args.interval.unwrap_or(0))?;
+    }
+    let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), repeat);
     let target = opts.scope.describe(&args.command);
     let report = compose(target, &plan, summary, m, fitted.notes);
     let walls: Vec<_> = runs.iter().map(|r| r.elapsed).collect();

@@ -133,6 +133,9 @@ pub struct StatArgs {
     pub db: DbArgs,
     #[command(flatten)]
     pub perf: crate::stat_perf::PerfFlags,
+    /// `stat record -o FILE`'s file (perf's subcommand: the counts kept in perf.data).
+    #[arg(skip)]
+    pub record: Option<PathBuf>,
     /// The command to run and its arguments (after the options, or `--`).
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -197,7 +200,14 @@ impl StatArgs {
             aggregation: self.aggregation(),
             plot,
             clear: self.perf.interval_clear,
+            system_wide: self.system_wide(),
         }
+    }
+
+    /// `-a`, or no target at all (perf counts system-wide then).
+    pub(crate) fn system_wide(&self) -> bool {
+        let named = self.pid.is_some() || self.tid.is_some() || self.cpus.is_some();
+        self.all_cpus || (!named && self.command.is_empty())
     }
 
     /// `-o FILE` (with `%h %p %r %j` expanded; appended to with `append`),

@@ -44,9 +44,15 @@ pub struct PerfFlags {
     #[arg(long = "no-big-num")]
     pub no_big_num: bool,
     /// Taken as perf means them, already pmx's way: -B/--big-num (the default), --no-merge (pmx never
-    /// merges same-named events), -c/--scale (always scaled), --summary (totals always follow -I).
-    #[arg(long = "big-num", short = 'B', aliases = ["no-merge", "scale", "summary"], short_alias = 'c', action = ArgAction::Count)]
+    /// merges same-named events), -c/--scale (always scaled).
+    #[arg(long = "big-num", short = 'B', aliases = ["no-merge", "scale"], short_alias = 'c', action = ArgAction::Count)]
     pub as_perf: u8,
+    /// With -I, the totals too (pmx's formats always print them; perf's -x: a `summary` column).
+    #[arg(long)]
+    pub summary: bool,
+    /// With --summary and -x: no `summary` column.
+    #[arg(long = "no-csv-summary")]
+    pub no_csv_summary: bool,
     /// Count nothing: only the elapsed time.
     #[arg(short = 'n', long = "null")]
     pub null: bool,

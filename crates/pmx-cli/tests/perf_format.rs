@@ -157,6 +157,8 @@ fn perf_format_has_perfs_layout() {
         (&["-a", "--per-socket"], &["sleep", "0.05"]),
         (&["-I", "100"], &["sleep", "0.25"]),
         (&["-I", "100", "-a", "-A"], &["sleep", "0.25"]),
+        // No target: system-wide, as perf; the totals after the intervals.
+        (&["-I", "100", "--interval-count", "2", "--summary"], &[]),
     ];
     let forms: &[(&[&str], &[&str])] = &[
         (&[], &[]),
@@ -257,11 +259,7 @@ fn the_perf_personality() {
     let fields: Vec<&str> = line.trim_end().split(',').collect();
     assert_eq!(fields[1..3], ["msec", "task-clock"], "{line}");
     assert_eq!((fields.len(), fields[6]), (7, "CPUs utilized"), "{line}");
-    for args in [
-        &["bench", "internals"][..],
-        &["stat", "record", "true"],
-        &[],
-    ] {
+    for args in [&["bench", "internals"][..], &["trace", "true"], &[]] {
         let o = Command::new(&perf).args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(1), "{args:?}");
         let err = common::stderr(&o);

@@ -21,18 +21,7 @@ use std::time::{Duration, Instant};
 
 /// Scripts known to fail with pmx, each with what it needs (kept equal to
 /// the table in docs/PERF-SUITE.md).
-const BLOCKED: &[(&str, &str)] = &[
-    (
-        "stat.sh",
-        "perf stat record/report (not implemented by pmx); `-r2` with `:W` groups",
-    ),
-    ("stat+csv_output.sh", "--per-thread with -a"),
-    ("stat+json_output.sh", "--per-thread with -a"),
-    (
-        "stat+csv_summary.sh",
-        "no target means system-wide (perf stat -I1000 --interval-count 1: pmx asks for a command, -a or -p); --summary and --no-csv-summary (perf's `summary` CSV lines)",
-    ),
-];
+const BLOCKED: &[(&str, &str)] = &[];
 
 /// How long one script may run (perf's slowest here, stat+shadow_stat.sh,
 /// takes about 3 s).

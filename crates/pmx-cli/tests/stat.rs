@@ -221,8 +221,12 @@ fn exit_statuses() {
     let o = pmx(&["stat", "-e", "task-clock", "--", "/nonexistent/command"]);
     assert_eq!(o.status.code(), Some(127));
     assert!(stderr(&o).contains("not found"), "{}", stderr(&o));
-    let o = pmx(&["stat", "-e", "task-clock"]);
-    assert_eq!(o.status.code(), Some(2));
+    // No target and no command: every CPU, as perf (here for 0.2 s: the
+    // clock counts on each CPU, idle or not).
+    let o = pmx(&["stat", "-e", "task-clock", "-x,", "--duration", "0.2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ms = value_of(&o, "task-clock");
+    assert!(ms > 150.0, "task-clock {ms}");
     let o = pmx(&["stat", "-e", "cylces", "--", "true"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -268,6 +272,25 @@ fn ctrl_c_prints_counts_and_forwards_the_signal() {
     // ~600 ms on an idle machine; a loaded one gives the spinner less.
     let ms = value_of(&o, "task-clock");
     assert!(ms > 1.0 && ms < 15_000.0, "task-clock {ms}");
+}
+
+/// perf's `-r 0`: the command again and again, each run printed on its
+/// own, until Ctrl-C.
+#[test]
+fn repeat_zero_runs_until_interrupted() {
+    let child = Command::new(PMX)
+        .args(["stat", "-r", "0", "-e", "task-clock", "-x,", "--", WORK])
+        .args(["spin", "0.05"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = interrupt_after(child, Duration::from_millis(1500));
+    let runs = stderr(&o)
+        .lines()
+        .filter(|l| l.contains(",task-clock,"))
+        .count();
+    assert!(runs >= 2, "one line per run: {}", stderr(&o));
+    assert!(!stderr(&o).contains("runs"), "{}", stderr(&o));
 }
 
 #[test]

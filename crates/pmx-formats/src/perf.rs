@@ -48,6 +48,14 @@ pub struct PerfOptions {
     pub thousands: Option<char>,
     /// Comm names of thread ids (`--per-thread`), where known.
     pub comms: Vec<(i32, String)>,
+    /// Counting system-wide (`-a`, or no target): `--per-thread` rows
+    /// leave out the threads that counted nothing, as perf's do.
+    pub system_wide: bool,
+    /// `--summary`: the totals follow `-I`'s intervals, and in `-x` form
+    /// each of their lines starts with perf's `summary` column.
+    pub summary: bool,
+    /// `--no-csv-summary`: no `summary` column.
+    pub no_csv_summary: bool,
 }
 
 impl PerfOptions {
@@ -62,6 +70,9 @@ impl PerfOptions {
             user_sys: None,
             thousands: None,
             comms: Vec::new(),
+            system_wide: false,
+            summary: false,
+            no_csv_summary: false,
         }
     }
 }
@@ -628,9 +639,38 @@ fn per_domain(rows: &[ReportRow]) -> Vec<ReportRow> {
     out
 }
 
+/// `--per-thread` rows as perf prints them (`sort_aggr_thread`): each
+/// event's threads by count, largest first; counting system-wide, only
+/// the threads that counted something (perf: "otherwise too many 0
+/// output"). Other rows as they are.
+fn by_thread(rows: Vec<ReportRow>, system_wide: bool) -> Vec<ReportRow> {
+    if !rows
+        .iter()
+        .any(|r| matches!(Aggr::of(&r.domain), Aggr::Thread(_)))
+    {
+        return rows;
+    }
+    let mut events: Vec<&str> = Vec::new();
+    for r in &rows {
+        if !events.contains(&r.event.as_str()) {
+            events.push(&r.event);
+        }
+    }
+    let at = |r: &ReportRow| events.iter().position(|e| *e == r.event);
+    let mut keyed: Vec<(Option<usize>, ReportRow)> = (rows.iter())
+        .filter(|r| !system_wide || r.value.is_some_and(|v| v != 0.0))
+        .map(|r| (at(r), r.clone()))
+        .collect();
+    keyed.sort_by(|(ea, a), (eb, b)| {
+        let v = |r: &ReportRow| r.value.unwrap_or(f64::NEG_INFINITY);
+        ea.cmp(eb).then(v(b).total_cmp(&v(a)))
+    });
+    keyed.into_iter().map(|(_, r)| r).collect()
+}
+
 /// The rows of one interval (or the totals, `time` None) in `o.form`.
 fn body(s: &mut String, rows: &[ReportRow], o: &PerfOptions, wall_ns: Option<f64>, uw: usize) {
-    let rows = &per_domain(rows)[..];
+    let rows = &by_thread(per_domain(rows), o.system_wide)[..];
     for l in lines(rows, rows, o, wall_ns) {
         match &o.form {
             PerfForm::Text => {
@@ -675,7 +715,14 @@ pub fn totals(report: &StatReport, o: &PerfOptions) -> String {
     if o.form == PerfForm::Text {
         text_footer(&mut s, o);
     }
-    s
+    match &o.form {
+        // perf's `summary` column, as wide as the `-I` time stamps.
+        PerfForm::Csv(sep) if o.summary && !o.no_csv_summary => s
+            .lines()
+            .map(|l| format!("{:>16}{sep}{l}\n", "summary"))
+            .collect(),
+        _ => s,
+    }
 }
 
 /// Writes `perf stat -I` intervals: the text table's `#  time  counts
@@ -694,6 +741,11 @@ impl PerfIntervals {
             options,
             printed: 0,
         }
+    }
+
+    /// The options, to name the threads of the next interval's rows.
+    pub fn options_mut(&mut self) -> &mut PerfOptions {
+        &mut self.options
     }
 
     /// One interval's rows and `-M` metrics (all with the same `time`),
@@ -905,5 +957,94 @@ mod tests {
         ];
         assert_eq!(first, want.join("\n"));
         assert!(!w.format(&one, 0.1).starts_with('#'));
+    }
+
+    /// `--per-thread -a`: perf 6.1 on this machine (`perf stat
+    /// --per-thread -a -x, -e task-clock sleep 0.2`, then the text table),
+    /// lines kept verbatim; each event's threads by count, largest first,
+    /// the threads that counted nothing and the event counted nowhere left
+    /// out. The elapsed times are those the printed utilizations imply.
+    #[test]
+    fn per_thread_system_wide_rows_are_perfs() {
+        let thread = |tid: i32, event: &str, v: f64, unit: &str, run: u64| {
+            row(&format!("tid {tid}"), event, Some(v), unit, run)
+        };
+        let report = StatReport {
+            rows: vec![
+                thread(31586, "task-clock", 77.231662, "msec", 77_231_662),
+                thread(31590, "task-clock", 147.145543, "msec", 147_145_543),
+                thread(15, "task-clock", 0.0, "msec", 0),
+                thread(31586, "context-switches", 22.0, "", 77_231_662),
+                thread(15, "context-switches", 0.0, "", 50_000),
+                row("", "cycles", None, "", 0),
+            ],
+            ..StatReport::default()
+        };
+        let mut o = PerfOptions::new(PerfForm::Csv(",".into()));
+        o.comms = vec![
+            (31586, "cc1".into()),
+            (31590, "lto cgu.00".into()),
+            (15, "rcu_preempt".into()),
+        ];
+        o.elapsed = (0.2016, 0.0);
+        o.system_wide = true;
+        let csv = totals(&report, &o);
+        let mut lines = csv.lines();
+        assert_eq!(
+            lines.next(),
+            Some("lto cgu.00-31590,147.15,msec,task-clock,147145543,100.00,0.730,CPUs utilized")
+        );
+        assert_eq!(
+            lines.next(),
+            Some("cc1-31586,77.23,msec,task-clock,77231662,100.00,0.383,CPUs utilized")
+        );
+        assert!(lines
+            .next()
+            .unwrap()
+            .starts_with("cc1-31586,22,,context-switches,"));
+        assert_eq!(lines.next(), None, "{csv}");
+        // Not system-wide (-p): every thread, zero counts included.
+        o.system_wide = false;
+        assert!(totals(&report, &o).contains("\nrcu_preempt-15,0,,context-switches,50000,100.00,"));
+        let mut o = PerfOptions::new(PerfForm::Text);
+        o.comms = vec![(31590, "lto cgu.00".into())];
+        o.elapsed = (0.209, 0.0);
+        o.system_wide = true;
+        let one = StatReport {
+            rows: vec![thread(31590, "task-clock", 114.51, "msec", 114_510_000)],
+            ..StatReport::default()
+        };
+        assert!(totals(&one, &o).contains(
+            "\n      lto cgu.00-31590                114.51 msec task-clock                       #    0.548 CPUs utilized          \n"
+        ));
+    }
+
+    /// `--summary`: perf 6.1's `perf stat -x, -A -a -I 200
+    /// --interval-count 1 --summary -e task-clock,cycles` totals, verbatim
+    /// (the elapsed time the utilization implies); `--no-csv-summary`
+    /// drops the column, JSON and text have none.
+    #[test]
+    fn summary_lines_are_perfs() {
+        let report = StatReport {
+            rows: vec![
+                row("CPU0", "task-clock", Some(204.032733), "msec", 204_032_733),
+                row("", "cycles", None, "", 0),
+            ],
+            ..StatReport::default()
+        };
+        let mut o = PerfOptions::new(PerfForm::Csv(",".into()));
+        o.elapsed = (0.2084, 0.0);
+        o.summary = true;
+        assert_eq!(
+            totals(&report, &o),
+            "         summary,CPU0,204.03,msec,task-clock,204032733,100.00,0.979,CPUs utilized\n         summary,CPU0,<not supported>,,cycles,0,100.00,,\n"
+        );
+        o.no_csv_summary = true;
+        assert!(totals(&report, &o).starts_with("CPU0,204.03,msec,task-clock,"));
+        o.form = PerfForm::Json;
+        o.no_csv_summary = false;
+        assert!(
+            totals(&report, &o).starts_with("{\"cpu\" : \"0\", \"counter-value\" : \"204.032733\"")
+        );
     }
 }

@@ -154,6 +154,9 @@ pub struct IntervalOptions {
     pub plot: bool,
     /// `--interval-clear`: clear the terminal before each interval.
     pub clear: bool,
+    /// Counting system-wide (`-a`, or no target): perf's `--per-thread`
+    /// rows leave out the threads that counted nothing.
+    pub system_wide: bool,
 }
 
 /// What an [`IntervalWriter`] leaves when the run is over.
@@ -208,7 +211,11 @@ impl<'a> IntervalWriter<'a> {
             _ => None,
         };
         let perf = match &options.format {
-            StatFormat::Perf(form) => Some(PerfIntervals::new(PerfOptions::new(form.clone()))),
+            StatFormat::Perf(form) => {
+                let mut o = PerfOptions::new(form.clone());
+                o.system_wide = options.system_wide;
+                Some(PerfIntervals::new(o))
+            }
             _ => None,
         };
         IntervalWriter {
@@ -259,7 +266,10 @@ impl<'a> IntervalWriter<'a> {
             (StatFormat::Perf(_), _) => {
                 let report = iv.to_report();
                 owned = match self.perf.as_mut() {
-                    Some(p) => p.format(&report, span.as_secs_f64()),
+                    Some(p) => {
+                        p.options_mut().comms = pmx::perf_personality::thread_comms(rows);
+                        p.format(&report, span.as_secs_f64())
+                    }
                     None => String::new(),
                 };
                 &owned
@@ -505,13 +515,28 @@ pub fn run_table(elapsed: &[f64]) -> String {
 }
 
 /// The totals in perf's layout (`--format perf`), with what `o` says
-/// beyond the rows (perf's header target, the footer's times); nothing
-/// after interval rows, as perf prints none.
+/// beyond the rows (perf's header target, the footer's times); after
+/// interval rows only with `--summary` (`o.summary`), as perf.
 pub fn perf_totals(report: &StatReport, style: &StatStyle, o: &PerfOptions) -> String {
-    if style.intervals {
+    if style.intervals && !o.summary {
         return String::new();
     }
     pmx_formats::perf::totals(&report.to_report(), o)
+}
+
+/// A `stat record` file's counts (`pmx stat report`, perf's `perf stat
+/// report`) in perf's layout of `format`'s kind: perf's header (`'pipe'`
+/// or the recording command line), rows and elapsed-time footer.
+pub fn stat_file(file: &pmx::stat_file::StatFile, format: StatFormat) -> String {
+    let StatFormat::Perf(form) = format.into_perf() else {
+        unreachable!("into_perf gives perf's forms")
+    };
+    let mut o = PerfOptions::new(form);
+    o.target = file.target.clone();
+    o.elapsed = (file.elapsed_s, 0.0);
+    o.comms = file.comms.clone();
+    o.thousands = perf_thousands();
+    pmx_formats::perf::totals(&file.report, &o)
 }
 
 /// The chart of interval rows kept for `--plot`, 960 × 540, as the bytes

@@ -37,9 +37,13 @@
 //! the file ends before are skipped; [`Reader::truncation`] says what was
 //! recovered. Pipe streams that end inside a record remain an error.
 //! [`write::Writer`] writes file mode the way perf 6.1 reads it.
+//! [`stat`] reads and writes `perf stat record`'s records (`STAT`,
+//! `STAT_ROUND`, `STAT_CONFIG`, `THREAD_MAP`, `CPU_MAP`, `EVENT_UPDATE`),
+//! which the reader passes on as [`Record::Other`].
 
 pub mod format;
 pub mod read;
+pub mod stat;
 pub mod write;
 
 pub use format::{EventAttr, FileAttr};

@@ -470,6 +470,9 @@ pub struct Reader {
     doffset: u64,
     stats: Stats,
     names_from_update: HashMap<u64, String>,
+    /// Units and scales from EVENT_UPDATE (`perf stat record`), by id.
+    units_from_update: HashMap<u64, String>,
+    scales_from_update: HashMap<u64, f64>,
     /// Set for a truncated or unfinished file: records stop cleanly at
     /// the last complete one.
     truncation: Option<Truncation>,
@@ -698,6 +701,8 @@ impl Reader {
             doffset: 0,
             stats: Stats::default(),
             names_from_update: HashMap::new(),
+            units_from_update: HashMap::new(),
+            scales_from_update: HashMap::new(),
             truncation: None,
             stopped: false,
         };
@@ -899,6 +904,16 @@ impl Reader {
                 self.events[idx].name = name.clone();
             }
         }
+    }
+
+    /// The unit and scale EVENT_UPDATE records gave event `event` (index
+    /// into [`Reader::events`]; `perf stat record` writes them), where
+    /// they did.
+    pub fn unit_and_scale(&self, event: usize) -> (Option<&str>, Option<f64>) {
+        let ids = self.events.get(event).map_or(&[][..], |e| &e.ids[..]);
+        let unit = ids.iter().find_map(|id| self.units_from_update.get(id));
+        let scale = ids.iter().find_map(|id| self.scales_from_update.get(id));
+        (unit.map(String::as_str), scale.copied())
     }
 
     /// The events (attrs) of the file; in pipe mode this grows as
@@ -1212,11 +1227,21 @@ impl Reader {
                 self.apply_names();
             }
             record_type::EVENT_UPDATE => {
-                // u64 type, u64 id, data; type 2 = name.
-                if body.len() >= 16 && le_u64(&body, 0) == 2 {
+                // u64 type, u64 id, data; type 0 = unit, 1 = scale, 2 = name.
+                if body.len() >= 16 {
                     let id = le_u64(&body, 8);
-                    self.names_from_update.insert(id, c_str(&body[16..]));
-                    self.apply_names();
+                    match le_u64(&body, 0) {
+                        0 => _ = self.units_from_update.insert(id, c_str(&body[16..])),
+                        1 if body.len() >= 24 => {
+                            let scale = f64::from_le_bytes(body[16..24].try_into().expect("8"));
+                            self.scales_from_update.insert(id, scale);
+                        }
+                        2 => {
+                            self.names_from_update.insert(id, c_str(&body[16..]));
+                            self.apply_names();
+                        }
+                        _ => {}
+                    }
                 }
             }
             record_type::ID_INDEX => {

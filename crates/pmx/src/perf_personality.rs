@@ -1,5 +1,6 @@
 //! pmx run under the name `perf` (a symlink): perf's command lines as
-//! pmx's ([`command_line`]: `perf stat …` is `pmx stat --format perf …`;
+//! pmx's ([`command_line`]: `perf stat …` is `pmx stat --format perf …`,
+//! `stat record`/`stat report` included;
 //! `record`, `report`, `list` are pmx's), and what perf's `stat` output
 //! says beyond the rows: the header's target ([`target`]), the user and
 //! system times of the footer ([`children_times`]), the comm of each
@@ -15,7 +16,7 @@ use std::path::Path;
     "'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report and list"
 )]
 pub struct NotImplemented {
-    /// The command as given (`stat record`, `trace`, `(no command)`).
+    /// The command as given (`trace`, `(no command)`).
     pub what: String,
 }
 
@@ -30,22 +31,17 @@ pub fn command_line(mut args: Vec<OsString>) -> Result<Vec<OsString>, NotImpleme
         return Ok(args);
     }
     args.retain(|a| a != "--no-pager");
-    let word = |i: usize| {
-        args.get(i)
-            .and_then(|a| a.to_str())
-            .unwrap_or("")
-            .to_string()
-    };
-    let (sub, next) = (word(1), word(2));
+    let sub = (args.get(1).and_then(|a| a.to_str()))
+        .unwrap_or("")
+        .to_string();
     match sub.as_str() {
-        "stat" if !matches!(next.as_str(), "record" | "report") => {
+        "stat" => {
             args.splice(1..2, ["stat", "--format", "perf"].map(OsString::from));
             Ok(args)
         }
         "record" | "report" | "list" => Ok(args),
         _ => Err(NotImplemented {
             what: match sub.as_str() {
-                "stat" => format!("stat {next}"),
                 "" => "(no command)".to_string(),
                 s => s.to_string(),
             },
@@ -53,8 +49,8 @@ pub fn command_line(mut args: Vec<OsString>) -> Result<Vec<OsString>, NotImpleme
     }
 }
 
-/// The header's target as perf words it: `-a`, `-C`, `-p`, `-t` or the
-/// command.
+/// The header's target as perf words it: `-a` (or nothing at all:
+/// system-wide), `-C`, `-p`, `-t` or the command.
 pub fn target(
     all_cpus: bool,
     cpus: Option<&str>,
@@ -67,6 +63,7 @@ pub fn target(
         (_, Some(c), ..) => format!("'CPU(s) {c}'"),
         (_, _, Some(p), _) => format!("process id '{p}'"),
         (_, _, _, Some(t)) => format!("thread id '{t}'"),
+        _ if command.is_empty() => "'system wide'".into(),
         _ => format!("'{}'", command.join(" ")),
     }
 }
@@ -82,15 +79,19 @@ pub fn children_times() -> Option<(f64, f64)> {
     Some((secs(ru.ru_utime), secs(ru.ru_stime)))
 }
 
-/// `--per-thread`: the comm of each thread of `rows` still there.
+/// `--per-thread`: the comm of each thread of `rows` (the one it had when
+/// its counters opened, as perf names it; else its current one).
 pub fn thread_comms(rows: &[Row]) -> Vec<(i32, String)> {
-    (rows.iter())
+    let mut tids: Vec<i32> = (rows.iter())
         .filter_map(|r| match r.domain {
             Domain::Thread { tid } => Some(tid),
             _ => None,
         })
-        .filter_map(|t| Some((t, std::fs::read_to_string(format!("/proc/{t}/comm")).ok()?)))
-        .map(|(t, c)| (t, c.trim_end().to_string()))
+        .collect();
+    tids.sort_unstable();
+    tids.dedup();
+    (tids.into_iter())
+        .filter_map(|t| Some((t, crate::stat::thread_comm(t)?)))
         .collect()
 }
 
@@ -138,7 +139,11 @@ mod tests {
         let refused = |what: &str| {
             Err(format!("'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report and list"))
         };
-        assert_eq!(line(&["perf", "stat", "record"]), refused("stat record"));
+        // perf stat record/report: pmx stat's subcommands.
+        assert_eq!(
+            line(&["perf", "stat", "record", "-o", "-", "true"]).map(|v| v[1..5].join(" ")),
+            Ok("stat --format perf record".to_string())
+        );
         assert_eq!(line(&["perf", "trace"]), refused("trace"));
         assert_eq!(line(&["perf"]), refused("(no command)"));
     }
@@ -154,5 +159,6 @@ mod tests {
         );
         assert_eq!(target(false, None, None, Some("13"), &[]), "thread id '13'");
         assert_eq!(target(false, None, None, None, &cmd), "'sleep 1'");
+        assert_eq!(target(false, None, None, None, &[]), "'system wide'");
     }
 }

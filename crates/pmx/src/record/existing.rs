@@ -99,7 +99,7 @@ pub(super) fn existing(
                 synthesize_process(pid, Some(&tids), st, first_id, &mut synth);
             }
         }
-        Scope::Cpus(_) => {
+        Scope::Cpus(_) | Scope::AllThreads => {
             for pid in all_pids() {
                 synthesize_process(pid, None, st, first_id, &mut synth);
             }

@@ -106,7 +106,7 @@ fn tasks(scope: &Scope, child: Option<i32>) -> Vec<i32> {
             })
             .collect(),
         Scope::Tids(t) => t.clone(),
-        Scope::Cpus(_) => vec![-1],
+        Scope::Cpus(_) | Scope::AllThreads => vec![-1],
     }
 }
 

@@ -3,7 +3,7 @@
 //! and the lists and times those flags take. Errors name the flag and say
 //! what is wrong: they are the user's to fix.
 
-use super::options::Scope;
+use super::options::{RunOptions, Scope};
 use pmx_model::topology::parse_cpu_list;
 use std::time::Duration;
 
@@ -54,6 +54,50 @@ impl Scope {
             ));
         }
         Ok(scope)
+    }
+
+    /// `pmx stat`'s scope, as perf's: [`Scope::from_flags`], except that
+    /// no target and no command means every CPU (perf counts system-wide
+    /// until Ctrl-C, the duration or the interval count), and that
+    /// `per_thread` (`--per-thread`) with `-a`, or alone, counts every
+    /// thread on its own ([`Scope::AllThreads`]); with `-C` it is refused,
+    /// as perf refuses it.
+    pub fn for_stat(f: &TargetFlags, per_thread: bool) -> Result<Scope, FlagError> {
+        let named = f.pid.is_some() || f.tid.is_some() || f.cpus.is_some();
+        let scope = match named || f.all_cpus || !f.command.is_empty() {
+            true => Scope::from_flags(f, "count")?,
+            false => Scope::Cpus(super::online_cpus()),
+        };
+        match scope {
+            Scope::Cpus(_) if per_thread && f.cpus.is_some() => Err(FlagError(
+                "--per-thread counts threads, not CPUs: give it with -p, -t, -a, a command or alone, not with -C"
+                    .to_string(),
+            )),
+            Scope::Cpus(_) if per_thread => Ok(Scope::AllThreads),
+            s => Ok(s),
+        }
+    }
+}
+
+impl RunOptions {
+    /// What counting refuses about the target: a command followed task by
+    /// task (`--per-thread`) counts until it ends, so not with `-I`
+    /// (`interval`), `--duration` or `--no-inherit`; `repeat` runs need a
+    /// command or a duration.
+    pub fn check_target(&self, interval: bool, repeat: u32) -> Result<(), FlagError> {
+        let refuse = |m: &str| Err(FlagError(m.to_string()));
+        if self.trace_tasks && (interval || self.duration.is_some()) {
+            return refuse(
+                "--per-thread with a command counts until the command ends: drop -I/--duration",
+            );
+        }
+        if self.trace_tasks && !self.inherit {
+            return refuse("--per-thread with a command follows every thread and child; --no-inherit contradicts it");
+        }
+        if repeat > 1 && self.command.is_empty() && self.duration.is_none() {
+            return refuse("-r needs a command or --duration");
+        }
+        Ok(())
     }
 }
 
@@ -153,6 +197,73 @@ mod tests {
             .unwrap_err()
             .0
             .starts_with("--pin 3-1: "));
+    }
+
+    /// perf's stat: nothing named counts every CPU; `--per-thread` with
+    /// `-a` or alone counts every thread, with `-C` it is an error.
+    #[test]
+    fn stat_without_a_target_is_system_wide() {
+        let stat = |f: TargetFlags, t| Scope::for_stat(&f, t).map_err(|e| e.0);
+        let all = Scope::Cpus(crate::stat::online_cpus());
+        assert_eq!(stat(TargetFlags::default(), false), Ok(all));
+        assert_eq!(stat(TargetFlags::default(), true), Ok(Scope::AllThreads));
+        let a = TargetFlags {
+            all_cpus: true,
+            ..TargetFlags::default()
+        };
+        assert_eq!(stat(a, true), Ok(Scope::AllThreads));
+        let c = TargetFlags {
+            cpus: Some("0"),
+            ..TargetFlags::default()
+        };
+        assert!(stat(c, true).unwrap_err().contains("not with -C"));
+        assert_eq!(stat(c, false), Ok(Scope::Cpus(vec![0])));
+        let p = TargetFlags {
+            pid: Some("7"),
+            ..TargetFlags::default()
+        };
+        assert_eq!(stat(p, true), Ok(Scope::Pids(vec![7])));
+        let cmd = ["true".to_string()];
+        let with_cmd = TargetFlags {
+            command: &cmd,
+            ..TargetFlags::default()
+        };
+        assert_eq!(stat(with_cmd, true), Ok(Scope::Command));
+    }
+
+    #[test]
+    fn traced_commands_and_repeats_refuse_what_contradicts_them() {
+        let mut o = RunOptions {
+            scope: Scope::Command,
+            command: vec!["true".into()],
+            inherit: true,
+            pin: None,
+            duration: None,
+            interval: None,
+            interval_count: None,
+            trace_tasks: true,
+            hooks: Default::default(),
+        };
+        assert_eq!(o.check_target(false, 1), Ok(()));
+        assert!(o
+            .check_target(true, 1)
+            .unwrap_err()
+            .0
+            .contains("drop -I/--duration"));
+        o.inherit = false;
+        assert!(o
+            .check_target(false, 1)
+            .unwrap_err()
+            .0
+            .contains("--no-inherit"));
+        o.trace_tasks = false;
+        o.command.clear();
+        assert_eq!(
+            o.check_target(false, 2).unwrap_err().0,
+            "-r needs a command or --duration"
+        );
+        o.duration = Some(Duration::from_secs(1));
+        assert_eq!(o.check_target(false, 2), Ok(()));
     }
 
     #[test]

@@ -78,7 +78,7 @@ pub use pmx_formats::{Domain, EventStatus, Reason, Row, Spread, ESTIMATE_BELOW};
 pub use repeat::{fit, FitError, Fitted};
 pub use run::{run, run_with};
 pub use summary::{summarize, Summary};
-pub use tasks::{numeric_entries, online_cpus, task_alive, threads_of};
+pub use tasks::{numeric_entries, online_cpus, task_alive, thread_comm, threads_of};
 
 pub use crate::signals::{install as install_signal_handlers, stop_requested, stop_signal};
 

@@ -47,7 +47,8 @@ struct Placement {
     inherit: bool,
     /// Counting starts at the command's exec.
     by_exec: bool,
-    /// `-p`: a thread may exit between listing and opening.
+    /// `-p`, `--per-thread -a`: a thread may exit between listing and
+    /// opening (perf skips it too).
     attaching_pids: bool,
     /// `-I`, when tickers may be used.
     ticker_interval: Option<std::time::Duration>,
@@ -89,7 +90,7 @@ impl OpenSet {
         let place = Placement {
             inherit: opts.inherit && !trace && !matches!(opts.scope, Scope::Tids(_)),
             by_exec: opts.scope == Scope::Command && opts.hooks.start == Start::Now,
-            attaching_pids: matches!(opts.scope, Scope::Pids(_)),
+            attaching_pids: matches!(opts.scope, Scope::Pids(_) | Scope::AllThreads),
             ticker_interval: opts.interval.filter(|_| tickers_allowed()),
         };
         let mut set = OpenSet::default();

@@ -13,6 +13,10 @@ pub enum Scope {
     Tids(Vec<i32>),
     /// Every task on these CPUs.
     Cpus(Vec<u32>),
+    /// Every thread of every process, each counted on its own wherever
+    /// it runs (perf's `--per-thread -a`): the threads listed from
+    /// `/proc` when the counters open, those that exit meanwhile left out.
+    AllThreads,
 }
 
 /// Options of one counting run.

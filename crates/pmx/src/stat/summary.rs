@@ -131,6 +131,8 @@ impl Scope {
                     format!("CPUs {list} while running '{}'", command.join(" "))
                 }
             }
+            Scope::AllThreads if command.is_empty() => "every thread".to_string(),
+            Scope::AllThreads => format!("every thread while running '{}'", command.join(" ")),
         }
     }
 }
@@ -206,6 +208,7 @@ mod tests {
         assert_eq!(Scope::Pids(vec![1, 2]).describe(&[]), "process id 1,2");
         assert_eq!(Scope::Tids(vec![3]).describe(&[]), "thread id 3");
         assert_eq!(Scope::Cpus(vec![0, 1, 2]).describe(&[]), "CPUs 0-2");
+        assert_eq!(Scope::AllThreads.describe(&[]), "every thread");
         assert_eq!(
             Scope::Cpus(vec![1]).describe(&cmd),
             "CPUs 1 while running 'sleep 1'"

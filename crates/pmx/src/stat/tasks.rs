@@ -1,8 +1,40 @@
 //! The tasks and CPUs a run counts: the (pid, cpu) slots each group is
-//! opened on, the threads of a process, the online CPUs, whether a task
-//! still runs.
+//! opened on, the threads of a process (and the comm of each thread
+//! listed: [`thread_comm`]), the online CPUs, whether a task still runs.
 
 use super::options::{RunOptions, Scope};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// The comm of every thread listed to be counted on its own (`-p`, `-t`,
+/// `--per-thread -a`), read when it was listed: as perf, a thread keeps
+/// the name it had when its counters opened, also once it has exited.
+static COMMS: Mutex<BTreeMap<i32, String>> = Mutex::new(BTreeMap::new());
+
+/// Read and keep the comm of `tid`; `false` when it is gone.
+fn remember_comm(tid: i32) -> bool {
+    let Ok(comm) = std::fs::read_to_string(format!("/proc/{tid}/comm")) else {
+        return false;
+    };
+    let mut comms = COMMS.lock().unwrap_or_else(|e| e.into_inner());
+    comms.insert(tid, comm.trim_end_matches('\n').to_string());
+    true
+}
+
+/// The comm of thread `tid`: the one it had when it was listed for
+/// counting, else its current one; `None` for a thread never seen that
+/// is gone.
+pub fn thread_comm(tid: i32) -> Option<String> {
+    let kept = COMMS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&tid)
+        .cloned();
+    kept.or_else(|| {
+        let c = std::fs::read_to_string(format!("/proc/{tid}/comm")).ok()?;
+        Some(c.trim_end_matches('\n').to_string())
+    })
+}
 
 /// Where each group is opened: (pid, cpu) slots.
 pub(crate) fn slots(opts: &RunOptions, child: Option<i32>) -> Vec<(i32, i32)> {
@@ -17,10 +49,23 @@ pub(crate) fn slots(opts: &RunOptions, child: Option<i32>) -> Vec<(i32, i32)> {
                 }
                 v.extend(tids.into_iter().map(|t| (t, -1)));
             }
+            v.iter().for_each(|&(t, _)| _ = remember_comm(t));
             v
         }
-        Scope::Tids(t) => t.iter().map(|&t| (t, -1)).collect(),
+        Scope::Tids(t) => t
+            .iter()
+            .inspect(|&&t| _ = remember_comm(t))
+            .map(|&t| (t, -1))
+            .collect(),
         Scope::Cpus(c) => c.iter().map(|&c| (-1, c as i32)).collect(),
+        // A thread gone before its comm is read is left out (perf would
+        // print "Couldn't resolve comm name").
+        Scope::AllThreads => numeric_entries("/proc")
+            .into_iter()
+            .flat_map(threads_of)
+            .filter(|&t| remember_comm(t))
+            .map(|t| (t, -1))
+            .collect(),
     }
 }
 
@@ -102,6 +147,13 @@ mod tests {
         let mine = slots(&options(Scope::Pids(vec![me])), None);
         assert!(mine.contains(&(me, -1)), "{mine:?}");
         assert_eq!(mine.len(), threads_of(me).len());
+        // Every thread of the system, this process's and pid 1 among them,
+        // each with its comm kept.
+        let all = slots(&options(Scope::AllThreads), None);
+        assert!(all.contains(&(me, -1)) && all.contains(&(1, -1)), "{all:?}");
+        assert!(all.iter().all(|&(t, cpu)| t > 0 && cpu == -1));
+        let comm = std::fs::read_to_string("/proc/1/comm").expect("pid 1");
+        assert_eq!(thread_comm(1).as_deref(), Some(comm.trim_end()));
     }
 
     #[test]
