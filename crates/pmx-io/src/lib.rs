@@ -25,4 +25,4 @@
 
 pub mod outfile;
 
-pub use outfile::{write, OutFile, Options};
+pub use outfile::{write, Options, OutFile};

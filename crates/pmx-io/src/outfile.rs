@@ -247,10 +247,9 @@ impl OutFile {
 /// A new temporary file in `target`'s directory (`.NAME.pmx-PID-N.tmp`).
 fn temp_beside(target: &Path, shown: &Path) -> io::Result<(File, PathBuf)> {
     let dir = dir_of(target);
-    let name = target.file_name().map_or_else(
-        || "out".into(),
-        |n| n.to_string_lossy().into_owned(),
-    );
+    let name = target
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
     loop {
         let n = SERIAL.fetch_add(1, Ordering::Relaxed);
         let temp = dir.join(format!(".{name}.pmx-{}-{n}.tmp", std::process::id()));

@@ -38,6 +38,17 @@ pub fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
 
 /// Fork `argv` and hold it before exec. `pin`: CPUs to pin it to.
 pub fn fork_held(argv: &[String], pin: Option<&[u32]>) -> io::Result<Launched> {
+    fork_held_to(argv, pin, false)
+}
+
+/// [`fork_held`], with the command's standard output sent to standard
+/// error when `stdout_to_stderr` (`record -o -` streams perf.data on
+/// standard output; perf does the same `dup2(2, 1)`).
+pub fn fork_held_to(
+    argv: &[String],
+    pin: Option<&[u32]>,
+    stdout_to_stderr: bool,
+) -> io::Result<Launched> {
     if argv.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -108,6 +119,9 @@ pub fn fork_held(argv: &[String], pin: Option<&[u32]>) -> io::Result<Launched> {
                 let msg = (1000 + e).to_ne_bytes();
                 libc::write(err_w, msg.as_ptr().cast(), 4);
                 libc::_exit(127);
+            }
+            if stdout_to_stderr {
+                libc::dup2(2, 1);
             }
             libc::execvp(ptrs[0], ptrs.as_ptr());
             let e = *libc::__errno_location();

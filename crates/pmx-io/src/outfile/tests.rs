@@ -71,16 +71,25 @@ fn the_old_file_is_kept_only_when_it_is_a_non_empty_regular_file() {
     // A non-empty one: moved to .old at the commit, not before.
     fs::write(&p, "first").unwrap();
     let mut out = OutFile::create(&p, keep).unwrap();
-    assert_eq!(out.backup(), Some(dir.path().join("perf.data.old").as_path()));
+    assert_eq!(
+        out.backup(),
+        Some(dir.path().join("perf.data.old").as_path())
+    );
     out.write_all(b"second").unwrap();
     assert_eq!(names(dir.path())[1..], ["perf.data"]);
     out.commit().unwrap();
     assert_eq!(fs::read(&p).unwrap(), b"second");
-    assert_eq!(fs::read(dir.path().join("perf.data.old")).unwrap(), b"first");
+    assert_eq!(
+        fs::read(dir.path().join("perf.data.old")).unwrap(),
+        b"first"
+    );
     // A failed run touches neither.
     drop(OutFile::create(&p, keep).unwrap());
     assert_eq!(fs::read(&p).unwrap(), b"second");
-    assert_eq!(fs::read(dir.path().join("perf.data.old")).unwrap(), b"first");
+    assert_eq!(
+        fs::read(dir.path().join("perf.data.old")).unwrap(),
+        b"first"
+    );
 }
 
 #[test]
@@ -107,17 +116,26 @@ fn a_symlink_is_written_through_and_stays_a_link() {
         ..Options::default()
     };
     let mut out = OutFile::create(&link, keep).unwrap();
-    assert_eq!(out.backup(), Some(dir.path().join("real.data.old").as_path()));
+    assert_eq!(
+        out.backup(),
+        Some(dir.path().join("real.data.old").as_path())
+    );
     out.write_all(b"new").unwrap();
     out.commit().unwrap();
-    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(fs::read(&real).unwrap(), b"new");
     assert_eq!(fs::read(dir.path().join("real.data.old")).unwrap(), b"old");
     // A dangling link: its target is created, the link kept.
     let dangling = dir.path().join("d");
     std::os::unix::fs::symlink("sub-target", &dangling).unwrap();
     write(&dangling, b"x").unwrap();
-    assert!(fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+    assert!(fs::symlink_metadata(&dangling)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(fs::read(dir.path().join("sub-target")).unwrap(), b"x");
 }
 
@@ -178,7 +196,9 @@ fn directories_and_missing_directories_are_clear_errors() {
     assert!(msg.starts_with(&dir.path().display().to_string()), "{msg}");
     assert!(msg.contains("Is a directory"), "{msg}");
     let p = dir.path().join("no/such/r.csv");
-    let msg = OutFile::create(&p, Options::default()).unwrap_err().to_string();
+    let msg = OutFile::create(&p, Options::default())
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("no/such/r.csv: the directory "), "{msg}");
     assert!(msg.ends_with("no/such does not exist"), "{msg}");
 }

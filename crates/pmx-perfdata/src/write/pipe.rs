@@ -73,8 +73,8 @@ impl<W: Write> PipeWriter<W> {
             }
             out.write_all(&record(record_type::HEADER_ATTR, &body)?)?;
         }
-        let attr_len = (attrs.iter().map(|a| a.attr.len()).max())
-            .unwrap_or(attr_size::VER7 as usize);
+        let attr_len =
+            (attrs.iter().map(|a| a.attr.len()).max()).unwrap_or(attr_size::VER7 as usize);
         let start = Features {
             build_ids: Vec::new(),
             sample_time: None,
