@@ -107,8 +107,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     if let Some(svg_path) = &args.flamegraph {
         let ev = stack_event(&report)?;
-        std::fs::write(svg_path, report.flame_svg(ev))
-            .map_err(|err| anyhow::anyhow!("{}: {err}", svg_path.display()))?;
+        pmx_io::write(svg_path, report.flame_svg(ev).as_bytes())?;
         if !args.folded && !args.json && !args.quiet {
             eprintln!(
                 "pmx: flame graph of '{}' written to {}",
@@ -145,8 +144,7 @@ fn diff(args: &ReportArgs, report: ReportOptions, files: &[PathBuf]) -> anyhow::
     let ev = (args.folded || args.flamegraph.is_some()).then(|| d.stack_event());
     let ev = ev.transpose()?;
     if let (Some((i, note)), Some(svg)) = (ev, &args.flamegraph) {
-        std::fs::write(svg, d.flame_svg(i))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
+        pmx_io::write(svg, d.flame_svg(i).as_bytes())?;
         (note || !args.quiet).then(|| eprintln!("pmx: {}", d.flame_note(i, svg)));
     }
     match ev {
