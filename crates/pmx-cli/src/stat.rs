@@ -124,11 +124,11 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     });
     opts.interval = args.interval()?;
     fitted.check(&opts).map_err(|e| UsageError(e.to_string()))?;
+    stat::install_signal_handlers();
     let mut out = args.output(args.perf.append)?;
     let plot = args.plot()?;
     let m = metrics.as_ref();
     let mut intervals = stat_render::intervals(&mut out, args, topo.as_ref(), m, plot.is_some())?;
-    stat::install_signal_handlers();
     let result = fitted.run(&opts, args.repeat, &mut |set, t| intervals.write(set, t));
     let end = intervals.finish();
     let runs = match result {
