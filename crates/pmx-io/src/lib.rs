@@ -14,6 +14,12 @@
 //! | a symbolic link | through to its target, by the rules above for the target | the link itself is never replaced | |
 //! | a directory | — | an error (`EISDIR`) with the path | |
 //!
+//! One exception: an existing file that may be written in a directory
+//! that may not (no temporary file can be made beside it) is written
+//! in place rather than refused, truncated when the first bytes come (a
+//! run that fails before writing leaves it whole; one that fails after,
+//! does not).
+//!
 //! With [`outfile::Options::backup_old`] (perf record's rule), a
 //! non-empty regular file is kept as `PATH.old` when the new one is put
 //! in place; an empty file, a device, a FIFO are never moved. Every error

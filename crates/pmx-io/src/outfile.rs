@@ -52,6 +52,8 @@ pub struct OutFile {
     backup: Option<PathBuf>,
     seekable: bool,
     written: u64,
+    /// Truncate the file (written in place) before the first byte.
+    truncate: bool,
 }
 
 /// Distinct temporary names within this process.
@@ -138,7 +140,19 @@ impl OutFile {
                 .map_err(|e| at(path, e))?;
             return Ok(OutFile::new(file, path, Mode::InPlace, target));
         }
-        let (file, temp) = temp_beside(&target, path)?;
+        let (file, temp) = match temp_beside(&target, path) {
+            Ok(ft) => ft,
+            // A file we may write in a directory we may not: written in
+            // place rather than refused, truncated only when the first
+            // bytes come (a run that fails before leaves it whole).
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && meta.is_some() => {
+                let file = OpenOptions::new().write(true).open(&target);
+                let mut out = OutFile::new(file.map_err(|_| e)?, path, Mode::InPlace, target);
+                out.truncate = true;
+                return Ok(out);
+            }
+            Err(e) => return Err(e),
+        };
         if let Some(m) = &meta {
             // The new file keeps the old one's permissions and owner
             // (chown works for root only: best effort).
@@ -178,6 +192,7 @@ impl OutFile {
             backup: None,
             seekable,
             written: 0,
+            truncate: false,
         }
     }
 
@@ -219,6 +234,7 @@ impl OutFile {
     /// Finish: flush, and for a temporary file, keep the old file as
     /// `.old` if asked, then rename the new one onto the path.
     pub fn commit(mut self) -> io::Result<()> {
+        self.truncate_now()?;
         self.file.flush().map_err(|e| at(&self.shown, e))?;
         let Some(temp) = self.temp.clone() else {
             return Ok(());
@@ -240,6 +256,16 @@ impl OutFile {
             return Err(at(&self.shown, e));
         }
         self.temp = None;
+        Ok(())
+    }
+}
+
+impl OutFile {
+    /// The truncation put off until the first bytes.
+    fn truncate_now(&mut self) -> io::Result<()> {
+        if std::mem::take(&mut self.truncate) {
+            self.file.set_len(0).map_err(|e| at(&self.shown, e))?;
+        }
         Ok(())
     }
 }
@@ -272,6 +298,7 @@ fn temp_beside(target: &Path, shown: &Path) -> io::Result<(File, PathBuf)> {
 
 impl Write for OutFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.truncate_now()?;
         match self.file.write(buf) {
             Ok(n) => {
                 self.written += n as u64;
