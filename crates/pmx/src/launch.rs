@@ -215,12 +215,17 @@ fn spawn_held(child: &mut Child) -> io::Result<(i32, Stack)> {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut child.mask);
         let top = (base as *mut u8).add(STACK_LEN) as *mut libc::c_void;
-        let pid = libc::clone(
-            held_child,
-            top,
-            libc::CLONE_VM | libc::SIGCHLD,
-            (child as *mut Child).cast(),
-        );
+        let arg: *mut libc::c_void = (child as *mut Child).cast();
+        let pid = if under_valgrind() {
+            // Valgrind runs only threads and forks, not a general clone.
+            let pid = libc::fork();
+            if pid == 0 {
+                libc::_exit(held_child(arg));
+            }
+            pid
+        } else {
+            libc::clone(held_child, top, libc::CLONE_VM | libc::SIGCHLD, arg)
+        };
         let err = io::Error::last_os_error();
         libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut());
         if pid < 0 {
@@ -228,6 +233,11 @@ fn spawn_held(child: &mut Child) -> io::Result<(i32, Stack)> {
         }
         Ok((pid, stack))
     }
+}
+
+/// Valgrind's preload library is in `LD_PRELOAD` of the programs it runs.
+fn under_valgrind() -> bool {
+    std::env::var_os("LD_PRELOAD").is_some_and(|v| v.to_string_lossy().contains("vgpreload"))
 }
 
 /// The held child: wait for the go byte, restore what the parent changed
