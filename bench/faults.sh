@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The fault campaign, long version (issue 22): thousands of mutated
 # perf.data, CSV and JSON files, hostile HTTP against `pmx serve`, signals
-# at random moments, `ulimit -n 32`; then `pmx serve` under load (idle
+# at random moments, `ulimit -n 32`, outputs to a full device, a read-only
+# place, a FIFO, a directory, a link; then `pmx serve` under load (idle
 # floods, 20 concurrent keep-alive clients, RSS over 100,000 requests).
 #
 #   bench/faults.sh [SEED]
@@ -22,7 +23,7 @@ trap 'rm -f "$LOG"' EXIT
 status=0
 PMX_FAULTS_LONG=1 PMX_FAULTS_SEED=$SEED cargo test -q --no-fail-fast -p pmx-cli \
     --test faults_perfdata --test faults_text --test faults_serve \
-    --test faults_signals --test faults_limits \
+    --test faults_signals --test faults_limits --test faults_outputs \
     -- --nocapture --test-threads 1 >"$LOG" 2>&1 || status=1
 cargo test -q -p pmx-cli --test serve_load -- --include-ignored --nocapture \
     --test-threads 1 >>"$LOG" 2>&1 || status=1

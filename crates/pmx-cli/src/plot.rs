@@ -85,8 +85,7 @@ pub fn run(args: &PlotArgs) -> anyhow::Result<i32> {
             so.flush()?;
         }
         Output::File(path, _) => {
-            std::fs::write(&path, &image)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+            pmx_io::write(&path, &image).map_err(|e| anyhow::anyhow!("cannot write {e}"))?;
             let what = output::summary(&chart, &timeline);
             eprintln!("pmx: wrote {} ({what})", path.display());
         }

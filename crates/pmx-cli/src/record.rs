@@ -49,7 +49,8 @@ pub struct RecordArgs {
     /// Sample these threads, comma-separated.
     #[arg(short = 't', long = "tid", value_name = "TID,…")]
     pub tid: Option<String>,
-    /// The file to write; an existing one is renamed to FILE.old.
+    /// The file to write, put in place when complete (a non-empty one is
+    /// kept as FILE.old); - streams pipe-mode perf.data to stdout.
     #[arg(
         short = 'o',
         long = "output",

@@ -120,17 +120,16 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         eprintln!("pmx: warning: {w}");
     }
     for (p, f) in &to {
-        let err = |e: std::io::Error| anyhow::anyhow!("{}: {e}", p.display());
-        x.write(*f, &mut std::fs::File::create(p).map_err(err)?)
-            .map_err(err)?;
+        let mut out = pmx_io::OutFile::create(p, Default::default())?;
+        x.write(*f, &mut out)?;
+        out.commit()?;
     }
     let gm = args.metrics.as_ref().map(|l| metrics(l, &report));
     let gm = gm.transpose()?.unwrap_or_default();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(svg_path) = &args.flamegraph {
         let ev = stack_event(&report)?;
-        std::fs::write(svg_path, report.flame_svg(ev))
-            .map_err(|err| anyhow::anyhow!("{}: {err}", svg_path.display()))?;
+        pmx_io::write(svg_path, report.flame_svg(ev).as_bytes())?;
         if !args.folded && !args.json && !args.quiet {
             eprintln!(
                 "pmx: flame graph of '{}' written to {}",
@@ -169,8 +168,7 @@ fn diff(args: &ReportArgs, report: ReportOptions, files: &[PathBuf]) -> anyhow::
     let ev = (args.folded || args.flamegraph.is_some()).then(|| d.stack_event());
     let ev = ev.transpose()?;
     if let (Some((i, note)), Some(svg)) = (ev, &args.flamegraph) {
-        std::fs::write(svg, d.flame_svg(i))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
+        pmx_io::write(svg, d.flame_svg(i).as_bytes())?;
         (note || !args.quiet).then(|| eprintln!("pmx: {}", d.flame_note(i, svg)));
     }
     match ev {

@@ -115,11 +115,11 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     });
     opts.interval = args.interval()?;
     fitted.check(&opts).map_err(|e| UsageError(e.to_string()))?;
+    stat::install_signal_handlers();
     let mut out = args.output(args.perf.append)?;
     let plot = args.plot()?;
     let m = metrics.as_ref();
-    let mut intervals = stat_render::intervals(&mut *out, args, topo.as_ref(), m, plot.is_some())?;
-    stat::install_signal_handlers();
+    let mut intervals = stat_render::intervals(&mut out, args, topo.as_ref(), m, plot.is_some())?;
     let result = fitted.run(&opts, repeat, &mut |set, t| intervals.write(set, t));
     let end = intervals.finish();
     let runs = match result {
@@ -149,11 +149,12 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let target = opts.scope.describe(&args.command);
     let report = compose(target, &plan, summary, m, fitted.notes);
     let walls: Vec<_> = runs.iter().map(|r| r.elapsed).collect();
-    stat_render::totals(&mut *out, args, &report, end.error, (true, &walls))?;
+    stat_render::totals(&mut out, args, &report, end.error, (true, &walls))?;
     if args.perf.table && runs.len() > 1 {
         let times: Vec<f64> = walls.iter().map(|w| w.as_secs_f64()).collect();
         out.write_all(pmx_output::stat_render::run_table(&times).as_bytes())?;
     }
+    out.commit()?;
     stat_render::draw(&plot, end.plot)?;
     Ok(code)
 }

@@ -5,9 +5,8 @@
 use crate::db::DbArgs;
 use crate::exit::UsageError;
 use pmx::stat::Aggregation;
-use pmx_output::sink::{Sink, SinkError};
+use pmx_output::sink::{Opened, Sink, SinkError};
 use pmx_output::stat_render::{IntervalOptions, StatFormat, StatStyle};
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -115,7 +114,8 @@ pub struct StatArgs {
     /// byte for byte in layout, for scripts written against perf).
     #[arg(long, value_name = "FORM", default_value = "pmx", value_parser = ["pmx", "perf"])]
     pub format: String,
-    /// Write the report to FILE instead of stderr.
+    /// Write the report to FILE (put in place when complete; - is stdout)
+    /// instead of stderr.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Also report the command's regions (pmx::region, pmx.h) per region
@@ -212,7 +212,7 @@ impl StatArgs {
 
     /// `-o FILE` (with `%h %p %r %j` expanded; appended to with `append`),
     /// `--log-fd N`, nothing with `-q`, or stderr.
-    pub(crate) fn output(&self, append: bool) -> anyhow::Result<Box<dyn Write>> {
+    pub(crate) fn output(&self, append: bool) -> anyhow::Result<Opened> {
         let sink = Sink::of(
             self.perf.quiet,
             self.perf.log_fd,

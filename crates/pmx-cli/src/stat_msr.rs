@@ -99,7 +99,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let running = stat.start(&options).map_err(session_error)?;
     let plan = &stat.plan;
     let m = metrics.as_ref();
-    let mut intervals = stat_render::intervals(&mut *out, args, Some(&topo), m, plot.is_some())?;
+    let mut intervals = stat_render::intervals(&mut out, args, Some(&topo), m, plot.is_some())?;
     let result = running.run(&mut |t| intervals.write(plan, t));
     let end = intervals.finish();
     let outcome = match result {
@@ -115,7 +115,8 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let summary = pmx::stat::summarize(plan, &runs, how, Some(&topo), args.repeat);
     let target = Scope::Cpus(cpus).describe(&args.command);
     let report = compose(target, plan, summary, m, outcome.notes);
-    stat_render::totals(&mut *out, args, &report, end.error, (false, &[]))?;
+    stat_render::totals(&mut out, args, &report, end.error, (false, &[]))?;
+    out.commit()?;
     if let Some(e) = outcome.restore_error {
         return Err(device_error(e).context("putting the PMU registers back"));
     }

@@ -27,8 +27,9 @@ pub fn intervals<'a>(
     Ok(IntervalWriter::new(out, options, topo, metrics))
 }
 
-/// The totals, unless writing the interval rows failed (`error`); `job`:
-/// JSON records where it ran; `walls`: each run's wall-clock time (perf's
+/// The totals; when they or the interval rows (`error`) cannot be
+/// written, on standard error instead, then the error. `job`: JSON
+/// records where it ran; `walls`: each run's wall-clock time (perf's
 /// footer).
 pub fn totals(
     out: &mut dyn Write,
@@ -37,9 +38,6 @@ pub fn totals(
     error: Option<std::io::Error>,
     (job, walls): (bool, &[Duration]),
 ) -> anyhow::Result<()> {
-    if let Some(e) = error {
-        return Err(anyhow::anyhow!("writing the interval rows: {e}"));
-    }
     let style = args.style();
     let text = match &style.format {
         StatFormat::Perf(form) => {
@@ -51,9 +49,17 @@ pub fn totals(
             stat_render::totals(report, &style, job.as_ref())
         }
     };
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(())
+    let failed = error.map(|e| format!("writing the interval rows: {e}"));
+    let failed = failed.or_else(|| {
+        out.write_all(text.as_bytes())
+            .and_then(|_| out.flush())
+            .err()
+            .map(|e| e.to_string())
+    });
+    failed.map_or(Ok(()), |why| {
+        eprint!("{text}");
+        Err(anyhow::anyhow!("{why}"))
+    })
 }
 
 /// Draw the interval rows kept for `--plot` into its file.
@@ -65,5 +71,5 @@ pub fn draw(
         return Ok(());
     };
     let bytes = stat_render::chart(&rows, *format).map_err(|e| anyhow::anyhow!("--plot: {e}"))?;
-    std::fs::write(path, bytes).map_err(|e| anyhow::anyhow!("--plot {}: {e}", path.display()))
+    pmx_io::write(path, &bytes).map_err(|e| anyhow::anyhow!("--plot {e}"))
 }

@@ -1,10 +1,12 @@
 //! Where a report is written ([`Sink`]): nowhere (`-q`), an open file
 //! descriptor (`--log-fd N`), a file (`-o FILE`, its job patterns
-//! `%h %p %r %j` expanded by [`pmx::job::expand_path`], created or
-//! appended to) or standard error.
+//! `%h %p %r %j` expanded by [`pmx::job::expand_path`], written by
+//! [`pmx_io::OutFile`]'s rules: put in place only by [`Opened::commit`],
+//! appended to in place, `-` for standard output) or standard error.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use pmx_io::{Options, OutFile};
+use std::fs::OpenOptions;
+use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
 /// Where the report goes.
@@ -60,27 +62,63 @@ impl Sink {
     }
 
     /// Open it for writing.
-    pub fn open(&self) -> Result<Box<dyn Write>, SinkError> {
+    pub fn open(&self) -> Result<Opened, SinkError> {
+        let stream = |w: Box<dyn Write>| Ok(Opened::Stream(w));
         match self {
-            Sink::Quiet => Ok(Box::new(std::io::sink())),
-            Sink::Stderr => Ok(Box::new(std::io::stderr())),
+            Sink::Quiet => stream(Box::new(std::io::sink())),
+            Sink::Stderr => stream(Box::new(std::io::stderr())),
             Sink::Fd(fd) => {
                 let f = OpenOptions::new()
                     .append(true)
                     .open(format!("/proc/self/fd/{fd}"));
                 let f = f.map_err(|e| SinkError::Usage(format!("--log-fd {fd}: {e}")))?;
-                Ok(Box::new(f))
+                stream(Box::new(f))
             }
             Sink::File { pattern, append } => {
                 let path = pmx::job::expand_path(pattern).map_err(|e| SinkError::Usage(e.0))?;
-                let file = if *append {
-                    OpenOptions::new().append(true).create(true).open(&path)
-                } else {
-                    File::create(&path)
+                let append = Options {
+                    append: *append,
+                    ..Options::default()
                 };
-                let file = file.map_err(|e| SinkError::Open(format!("{}: {e}", path.display())))?;
-                Ok(Box::new(file))
+                let file = OutFile::create(&path, append);
+                let file = file.map_err(|e| SinkError::Open(e.to_string()))?;
+                Ok(Opened::File(BufWriter::new(file)))
             }
+        }
+    }
+}
+
+/// An opened sink: write the report, then [`Opened::commit`]. A file
+/// dropped without a commit is discarded (the old one stays).
+pub enum Opened {
+    /// Standard error, a descriptor, nowhere: written as it comes.
+    Stream(Box<dyn Write>),
+    /// A file (or `-`, a FIFO, a device) by `pmx_io`'s rules.
+    File(BufWriter<OutFile>),
+}
+
+impl Opened {
+    /// Flush, and put a file in place.
+    pub fn commit(self) -> io::Result<()> {
+        match self {
+            Opened::Stream(mut w) => w.flush(),
+            Opened::File(w) => w.into_inner().map_err(|e| e.into_error())?.commit(),
+        }
+    }
+}
+
+impl Write for Opened {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Opened::Stream(w) => w.write(buf),
+            Opened::File(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Opened::Stream(w) => w.flush(),
+            Opened::File(w) => w.flush(),
         }
     }
 }
@@ -113,10 +151,18 @@ mod tests {
             pattern: path.clone(),
             append,
         };
-        file(false).open().unwrap().write_all(b"one\n").unwrap();
-        file(true).open().unwrap().write_all(b"two\n").unwrap();
+        let write = |append, text: &str| {
+            let mut out = file(append).open().unwrap();
+            out.write_all(text.as_bytes()).unwrap();
+            out
+        };
+        write(false, "one\n").commit().unwrap();
+        write(true, "two\n").commit().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
-        file(false).open().unwrap().write_all(b"three\n").unwrap();
+        // Not committed (a run that failed): the old file stays.
+        drop(write(false, "lost\n"));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
+        write(false, "three\n").commit().unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "three\n");
         let missing = Sink::File {
             pattern: dir.join("no/such/dir/r.txt"),

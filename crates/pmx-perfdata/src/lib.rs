@@ -36,7 +36,9 @@
 //! and stop cleanly before an incomplete last record; feature sections
 //! the file ends before are skipped; [`Reader::truncation`] says what was
 //! recovered. Pipe streams that end inside a record remain an error.
-//! [`write::Writer`] writes file mode the way perf 6.1 reads it.
+//! [`write::Writer`] writes file mode the way perf 6.1 reads it;
+//! [`write::PipeWriter`] writes pipe mode (for standard output and FIFOs)
+//! in the order `perf record -o -` does.
 //! [`stat`] reads and writes `perf stat record`'s records (`STAT`,
 //! `STAT_ROUND`, `STAT_CONFIG`, `THREAD_MAP`, `CPU_MAP`, `EVENT_UPDATE`),
 //! which the reader passes on as [`Record::Other`].
@@ -48,7 +50,7 @@ pub mod write;
 
 pub use format::{EventAttr, FileAttr};
 pub use read::{ReadValue, ReadValues, Reader, Record, Sample, Truncation};
-pub use write::{BuildIdEntry, Features, Writer};
+pub use write::{BuildIdEntry, Features, PipeWriter, Writer};
 
 /// An error reading or writing perf.data.
 #[derive(Debug, thiserror::Error)]

@@ -10,6 +10,9 @@
 //!       feature bodies
 //! ```
 //!
+//! Pipe mode (`perf record -o -`), for outputs that cannot seek, is
+//! [`PipeWriter`] (module `pipe`).
+//!
 //! Attrs larger than perf 6.1 accepts (136-byte `PERF_ATTR_SIZE_VER8`)
 //! are written as 128 bytes when the extra bytes are zero (the kernel
 //! treats a zero tail the same), so older perf reads the file.
@@ -19,6 +22,9 @@ use crate::format::{
     FILE_HEADER_SIZE, NAME_ALIGN,
 };
 use std::io::{self, Seek, SeekFrom, Write};
+
+mod pipe;
+pub use pipe::PipeWriter;
 
 /// One entry of the BUILD_ID feature: a binary and its build-id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,23 +173,7 @@ impl<W: Write + Seek> Writer<W> {
     /// Append one complete record (its `perf_event_header` first, as the
     /// kernel wrote it). The size in the header must equal the slice length.
     pub fn write_record(&mut self, record: &[u8]) -> io::Result<()> {
-        if record.len() < 8 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "record shorter than its 8-byte header",
-            ));
-        }
-        let h = EventHeader::parse(record);
-        if h.size as usize != record.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "record header says {} bytes, {} given",
-                    h.size,
-                    record.len()
-                ),
-            ));
-        }
+        check_record(record)?;
         self.out.write_all(record)?;
         self.data_size += record.len() as u64;
         Ok(())
@@ -198,7 +188,8 @@ impl<W: Write + Seek> Writer<W> {
     /// feature set in `features`), then the real header; returns the output.
     pub fn finish(mut self, features: &Features) -> io::Result<W> {
         self.header.data.size = self.data_size;
-        let bodies = self.feature_bodies(features);
+        let attr_len = (self.header.attr_size - 16) as usize;
+        let bodies = feature_bodies(&self.attrs, attr_len, features);
         let index_start = self.header.data.offset + self.data_size;
         let mut pos = index_start + 16 * bodies.len() as u64;
         let mut index = Vec::with_capacity(bodies.len() * 16);
@@ -224,88 +215,109 @@ impl<W: Write + Seek> Writer<W> {
         self.out.flush()?;
         Ok(self.out)
     }
+}
 
-    /// The feature bodies in bit order (the order perf expects the index in).
-    fn feature_bodies(&self, f: &Features) -> Vec<(u32, Vec<u8>)> {
-        let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
-        if !f.build_ids.is_empty() {
-            let mut b = Vec::new();
-            for e in &f.build_ids {
-                b.extend_from_slice(&build_id_entry(e));
-            }
-            out.push((feature::BUILD_ID, b));
+/// The feature bodies in bit order (the order perf expects the index in).
+fn feature_bodies(attrs: &[FileAttr], attr_len: usize, f: &Features) -> Vec<(u32, Vec<u8>)> {
+    let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
+    if !f.build_ids.is_empty() {
+        let mut b = Vec::new();
+        for e in &f.build_ids {
+            b.extend_from_slice(&build_id_entry(e));
         }
-        let strings = [
-            (feature::HOSTNAME, &f.hostname),
-            (feature::OSRELEASE, &f.osrelease),
-            (feature::VERSION, &f.version),
-            (feature::ARCH, &f.arch),
-        ];
-        for (id, s) in strings {
-            if let Some(s) = s {
-                out.push((id, perf_string(s)));
-            }
-        }
-        if let Some((online, avail)) = f.nrcpus {
-            let mut b = avail.to_le_bytes().to_vec();
-            b.extend_from_slice(&online.to_le_bytes());
-            out.push((feature::NRCPUS, b));
-        }
-        if let Some(s) = &f.cpudesc {
-            out.push((feature::CPUDESC, perf_string(s)));
-        }
-        if let Some(s) = &f.cpuid {
-            out.push((feature::CPUID, perf_string(s)));
-        }
-        if let Some(m) = f.total_mem_kib {
-            out.push((feature::TOTAL_MEM, m.to_le_bytes().to_vec()));
-        }
-        if let Some(args) = &f.cmdline {
-            let mut b = (args.len() as u32).to_le_bytes().to_vec();
-            for a in args {
-                b.extend_from_slice(&perf_string(a));
-            }
-            out.push((feature::CMDLINE, b));
-        }
-        if !self.attrs.is_empty() {
-            out.push((feature::EVENT_DESC, self.event_desc()));
-        }
-        if let Some((first, last)) = f.sample_time {
-            let mut b = first.to_le_bytes().to_vec();
-            b.extend_from_slice(&last.to_le_bytes());
-            out.push((feature::SAMPLE_TIME, b));
-        }
-        if !f.group_desc.is_empty() {
-            let mut b = (f.group_desc.len() as u32).to_le_bytes().to_vec();
-            for (name, leader, n) in &f.group_desc {
-                b.extend(perf_string(name));
-                b.extend_from_slice(&leader.to_le_bytes());
-                b.extend_from_slice(&n.to_le_bytes());
-            }
-            out.push((feature::GROUP_DESC, b));
-        }
-        out.sort_by_key(|(id, _)| *id);
-        out
+        out.push((feature::BUILD_ID, b));
     }
+    let strings = [
+        (feature::HOSTNAME, &f.hostname),
+        (feature::OSRELEASE, &f.osrelease),
+        (feature::VERSION, &f.version),
+        (feature::ARCH, &f.arch),
+    ];
+    for (id, s) in strings {
+        if let Some(s) = s {
+            out.push((id, perf_string(s)));
+        }
+    }
+    if let Some((online, avail)) = f.nrcpus {
+        let mut b = avail.to_le_bytes().to_vec();
+        b.extend_from_slice(&online.to_le_bytes());
+        out.push((feature::NRCPUS, b));
+    }
+    if let Some(s) = &f.cpudesc {
+        out.push((feature::CPUDESC, perf_string(s)));
+    }
+    if let Some(s) = &f.cpuid {
+        out.push((feature::CPUID, perf_string(s)));
+    }
+    if let Some(m) = f.total_mem_kib {
+        out.push((feature::TOTAL_MEM, m.to_le_bytes().to_vec()));
+    }
+    if let Some(args) = &f.cmdline {
+        let mut b = (args.len() as u32).to_le_bytes().to_vec();
+        for a in args {
+            b.extend_from_slice(&perf_string(a));
+        }
+        out.push((feature::CMDLINE, b));
+    }
+    if !attrs.is_empty() {
+        out.push((feature::EVENT_DESC, event_desc(attrs, attr_len)));
+    }
+    if let Some((first, last)) = f.sample_time {
+        let mut b = first.to_le_bytes().to_vec();
+        b.extend_from_slice(&last.to_le_bytes());
+        out.push((feature::SAMPLE_TIME, b));
+    }
+    if !f.group_desc.is_empty() {
+        let mut b = (f.group_desc.len() as u32).to_le_bytes().to_vec();
+        for (name, leader, n) in &f.group_desc {
+            b.extend(perf_string(name));
+            b.extend_from_slice(&leader.to_le_bytes());
+            b.extend_from_slice(&n.to_le_bytes());
+        }
+        out.push((feature::GROUP_DESC, b));
+    }
+    out.sort_by_key(|(id, _)| *id);
+    out
+}
 
-    /// EVENT_DESC: u32 nr, u32 attr_size, then per event the attr, u32
-    /// nr_ids, the name as a perf string, the ids.
-    fn event_desc(&self) -> Vec<u8> {
-        let attr_len = (self.header.attr_size - 16) as usize;
-        let mut b = (self.attrs.len() as u32).to_le_bytes().to_vec();
-        b.extend_from_slice(&(attr_len as u32).to_le_bytes());
-        for a in &self.attrs {
-            let mut attr = a.attr.clone();
-            attr.resize(attr_len, 0);
-            b.extend_from_slice(&attr);
-            b.extend_from_slice(&(a.ids.len() as u32).to_le_bytes());
-            b.extend_from_slice(&perf_string(&a.name));
-            for id in &a.ids {
-                b.extend_from_slice(&id.to_le_bytes());
-            }
+/// EVENT_DESC: u32 nr, u32 attr_size, then per event the attr, u32
+/// nr_ids, the name as a perf string, the ids.
+fn event_desc(attrs: &[FileAttr], attr_len: usize) -> Vec<u8> {
+    let mut b = (attrs.len() as u32).to_le_bytes().to_vec();
+    b.extend_from_slice(&(attr_len as u32).to_le_bytes());
+    for a in attrs {
+        let mut attr = a.attr.clone();
+        attr.resize(attr_len, 0);
+        b.extend_from_slice(&attr);
+        b.extend_from_slice(&(a.ids.len() as u32).to_le_bytes());
+        b.extend_from_slice(&perf_string(&a.name));
+        for id in &a.ids {
+            b.extend_from_slice(&id.to_le_bytes());
         }
-        b
     }
+    b
+}
+
+/// A record must hold its header and be as long as the header says.
+fn check_record(record: &[u8]) -> io::Result<()> {
+    if record.len() < 8 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "record shorter than its 8-byte header",
+        ));
+    }
+    let h = EventHeader::parse(record);
+    if h.size as usize != record.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "record header says {} bytes, {} given",
+                h.size,
+                record.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A perf header string: u32 length (the string's bytes plus a NUL,

@@ -41,6 +41,17 @@ pub fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
 
 /// Start `argv` and hold it before exec. `pin`: CPUs to pin it to.
 pub fn fork_held(argv: &[String], pin: Option<&[u32]>) -> io::Result<Launched> {
+    fork_held_to(argv, pin, false)
+}
+
+/// [`fork_held`], with the command's standard output sent to standard
+/// error when `stdout_to_stderr` (`record -o -` streams perf.data on
+/// standard output; perf does the same `dup2(2, 1)`).
+pub fn fork_held_to(
+    argv: &[String],
+    pin: Option<&[u32]>,
+    stdout_to_stderr: bool,
+) -> io::Result<Launched> {
     if argv.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -87,6 +98,7 @@ pub fn fork_held(argv: &[String], pin: Option<&[u32]>) -> io::Result<Launched> {
         ptrs,
         set,
         restore,
+        stdout_to_stderr,
         go_r,
         go_w,
         err_r,
@@ -133,6 +145,8 @@ struct Child {
     ptrs: Vec<*const libc::c_char>,
     set: libc::cpu_set_t,
     restore: bool,
+    /// `dup2(2, 1)` before the exec.
+    stdout_to_stderr: bool,
     go_r: i32,
     go_w: i32,
     err_r: i32,
@@ -227,7 +241,8 @@ fn under_valgrind() -> bool {
 }
 
 /// The held child: wait for the go byte, restore what the parent changed
-/// (affinity, SIGINT/SIGTERM, the signal mask), exec. On failure the
+/// (affinity, SIGINT/SIGTERM, the signal mask), send standard output to
+/// standard error when asked, exec. On failure the
 /// errno goes back through the close-on-exec pipe (1000 + errno when the
 /// affinity could not be restored). Only system calls, no allocation:
 /// the allocator and everything else is the parent's, running meanwhile.
@@ -251,6 +266,9 @@ extern "C" fn held_child(arg: *mut libc::c_void) -> libc::c_int {
             libc::_exit(127);
         }
         libc::pthread_sigmask(libc::SIG_SETMASK, &c.mask, std::ptr::null_mut());
+        if c.stdout_to_stderr {
+            libc::dup2(2, 1);
+        }
         libc::execvp(c.ptrs[0], c.ptrs.as_ptr());
         let msg = (*libc::__errno_location()).to_ne_bytes();
         libc::write(c.err_w, msg.as_ptr().cast(), 4);

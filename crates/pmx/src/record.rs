@@ -134,10 +134,10 @@ fn record_with(
     let (opened, mut rings) = open::open(&plan, events, opts.mmap_pages)?;
     let (mut sink, old_output) = Sink::create(
         &opts.output,
-        &plan.attrs,
-        events,
+        (&plan.attrs, events),
         &opened.ids,
         opened.by_id(),
+        &opts.cmdline,
     )?;
 
     // Start: the command's events at its exec; the others now, before the

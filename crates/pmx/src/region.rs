@@ -720,10 +720,11 @@ pub fn results() -> RegionResults {
     }
 }
 
-/// Write the results as JSON to `path`.
+/// Write the results as JSON to `path` (by [`pmx_io`]'s rules: put in
+/// place when complete, a FIFO or device written in place).
 pub fn write_results(path: &std::path::Path) -> std::io::Result<RegionResults> {
     let r = results();
-    std::fs::write(path, r.to_json())?;
+    pmx_io::write(path, r.to_json().as_bytes())?;
     Ok(r)
 }
 
@@ -734,7 +735,7 @@ pub fn finalize() -> std::io::Result<RegionResults> {
     if let Some(Ok(reg)) = REGISTRY.get() {
         if let Some(path) = &reg.config.out {
             if !reg.finalized.swap(true, Ordering::SeqCst) {
-                std::fs::write(path, r.to_json())?;
+                pmx_io::write(path, r.to_json().as_bytes())?;
             }
         }
     }

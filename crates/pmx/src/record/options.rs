@@ -131,7 +131,11 @@ impl RecordSummary {
             "{} samples{per_event}, written to {} ({:.3} MB); {} records lost in {} \
              LOST events, {} throttle events",
             s.samples(),
-            s.output.display(),
+            if s.output.as_os_str() == "-" {
+                "standard output".into()
+            } else {
+                s.output.display().to_string()
+            },
             s.bytes as f64 / 1e6,
             s.lost_records,
             s.lost_events,

@@ -1,26 +1,44 @@
-//! The write stage: the perf.data file (an earlier one moved to `.old`),
-//! every record counted on its way in ([`Tally`]), the rings drained into
-//! it with a FINISHED_ROUND after each round, and the feature sections at
-//! the end.
+//! The write stage: the perf.data output ([`pmx_io::OutFile`]: a file
+//! put in place only when complete, an earlier non-empty one kept as
+//! `.old`; a device written in place; `-` and FIFOs get pipe mode, as
+//! `perf record -o -` writes it), every record counted on its way in
+//! ([`Tally`]), the rings drained into it with a FINISHED_ROUND after each
+//! round, and the feature sections at the end.
 
 use super::features::features;
 use super::open::Ring;
 use super::options::RecordEvent;
 use super::tally::Tally;
+use pmx_io::{Options, OutFile};
 use pmx_perf::Attr;
-use pmx_perfdata::write::Writer;
+use pmx_perfdata::write::{PipeWriter, Writer};
 use pmx_perfdata::FileAttr;
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 
 /// `PERF_RECORD_FINISHED_ROUND` (perf.data only).
 const FINISHED_ROUND: u32 = 68;
 
+/// The perf.data writer: file mode, or pipe mode for outputs that
+/// cannot seek.
+enum Out {
+    File(Writer<BufWriter<OutFile>>),
+    Pipe(PipeWriter<BufWriter<OutFile>>),
+}
+
+impl Out {
+    fn write_record(&mut self, rec: &[u8]) -> io::Result<()> {
+        match self {
+            Out::File(w) => w.write_record(rec),
+            Out::Pipe(w) => w.write_record(rec),
+        }
+    }
+}
+
 /// The file being written and what went into it.
 pub(super) struct Sink {
-    writer: Writer<BufWriter<File>>,
+    writer: Out,
     /// The counts of every record written.
     pub(super) tally: Tally,
     /// Records written (FINISHED_ROUND markers included).
@@ -42,20 +60,36 @@ pub(super) struct Written {
 }
 
 impl Sink {
-    /// Create `output` (moving an earlier file to `output.old`, whose path
-    /// is returned) with the attrs as given to the kernel and the ids of
-    /// every event's fds.
+    /// Open `output` (an earlier non-empty file will be kept as
+    /// `output.old`, whose path is returned) with the attrs as given to
+    /// the kernel and the ids of every event's fds; `cmdline` goes into
+    /// a pipe stream's header.
     pub(super) fn create(
         output: &Path,
-        attrs: &[Attr],
-        events: &[RecordEvent],
+        (attrs, events): (&[Attr], &[RecordEvent]),
         ids: &[Vec<u64>],
         by_id: HashMap<u64, usize>,
+        cmdline: &[String],
     ) -> io::Result<(Sink, Option<PathBuf>)> {
-        let old_output = rotate(output)?;
-        let file = File::create(output).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot create {}: {e}", output.display()))
-        })?;
+        let backup_old = Options {
+            backup_old: true,
+            ..Options::default()
+        };
+        let out = OutFile::create(output, backup_old)?;
+        if out.is_terminal() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is a terminal: perf.data is binary; redirect it to a file or \
+                     pipe it into `pmx report -i -` or `perf report -i -`",
+                    match out.path().to_str() {
+                        Some("-") => "standard output".to_string(),
+                        _ => out.path().display().to_string(),
+                    }
+                ),
+            ));
+        }
+        let old_output = out.backup().map(Path::to_path_buf);
         let file_attrs: Vec<FileAttr> = attrs
             .iter()
             .zip(events)
@@ -66,8 +100,16 @@ impl Sink {
                 name: e.name.clone(),
             })
             .collect();
+        let pipe = !out.seekable();
+        let out = BufWriter::new(out);
+        let writer = if pipe {
+            let start = features(cmdline, &Tally::default(), &mut Vec::new());
+            Out::Pipe(PipeWriter::create(out, file_attrs, &start)?)
+        } else {
+            Out::File(Writer::create(out, file_attrs)?)
+        };
         let sink = Sink {
-            writer: Writer::create(BufWriter::new(file), file_attrs)?,
+            writer,
             tally: Tally {
                 samples: vec![0; events.len()],
                 ..Tally::default()
@@ -123,32 +165,19 @@ impl Sink {
     pub(super) fn finish(self, cmdline: &[String], notes: &mut Vec<String>) -> io::Result<Written> {
         let mut feats = features(cmdline, &self.tally, notes);
         feats.group_desc = self.groups;
-        let out = self.writer.finish(&feats)?;
+        let out = match self.writer {
+            Out::File(w) => w.finish(&feats)?,
+            Out::Pipe(w) => w.finish(&feats)?,
+        };
         let file = out.into_inner().map_err(|e| e.into_error())?;
-        let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let bytes = file.size();
+        file.commit()?;
         Ok(Written {
             tally: self.tally,
             records: self.records,
             bytes,
         })
     }
-}
-
-/// Move an existing `path` to `path.old`, as perf does.
-fn rotate(path: &Path) -> io::Result<Option<PathBuf>> {
-    if std::fs::symlink_metadata(path).is_err() {
-        return Ok(None);
-    }
-    let mut old = path.as_os_str().to_owned();
-    old.push(".old");
-    let old = PathBuf::from(old);
-    std::fs::rename(path, &old).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot move {} to {}: {e}", path.display(), old.display()),
-        )
-    })?;
-    Ok(Some(old))
 }
 
 #[cfg(test)]
@@ -177,9 +206,12 @@ mod tests {
             callchain: None,
             group: None,
         };
+        let cmd = ["pmx".to_string(), "record".to_string()];
         let (mut sink, old) =
-            Sink::create(&out, &[attr], &[ev], &[vec![7]], HashMap::new()).unwrap();
+            Sink::create(&out, (&[attr], &[ev]), &[vec![7]], HashMap::new(), &cmd).unwrap();
         assert_eq!(old, Some(dir.path().join("t.data.old")));
+        // The old file stays until the new one is complete.
+        assert_eq!(std::fs::read(&out).unwrap(), b"old");
         let r = comm_record(5, 5, "worker", &id_trailer(st, 5, 5, 7)).unwrap();
         sink.write(&r).unwrap();
         // No ring, nothing drained: no FINISHED_ROUND either.
@@ -191,6 +223,10 @@ mod tests {
             .unwrap();
         assert_eq!(w.records, 1);
         assert_eq!(w.bytes, std::fs::metadata(&out).unwrap().len());
+        assert_eq!(
+            std::fs::read(dir.path().join("t.data.old")).unwrap(),
+            b"old"
+        );
         let mut reader = pmx_perfdata::Reader::open(&out).unwrap();
         let mut comms = Vec::new();
         while let Some(rec) = reader.next_record().unwrap() {

@@ -16,7 +16,8 @@ pub(super) fn launch(opts: &RecordOptions) -> io::Result<Option<Launched>> {
     if opts.command.is_empty() {
         return Ok(None);
     }
-    launch::fork_held(&opts.command, None).map(Some)
+    let to_stdout = opts.output.as_os_str() == "-";
+    launch::fork_held_to(&opts.command, None, to_stdout).map(Some)
 }
 
 /// A recording under way: what ends it and how it ended.
