@@ -2,28 +2,38 @@
 //! its modules), the running kernel's build-id from `/sys/kernel/notes`,
 //! and the running kernel's vDSO image (read from this process's memory).
 
-/// One kernel text symbol.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelSymbol {
+/// One kernel text symbol, borrowed from its [`Kallsyms`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSymbol<'a> {
     /// Address.
     pub start: u64,
     /// Name.
-    pub name: String,
+    pub name: &'a str,
     /// `None` for the kernel image, else the module's name.
-    pub module: Option<String>,
+    pub module: Option<&'a str>,
 }
 
-/// The kernel's text symbols sorted by address.
-#[derive(Debug, Clone, Default)]
+/// The kernel's text symbols sorted by address, in a compact layout (one
+/// string of names, parallel arrays of addresses, name ends and module
+/// numbers) that [`crate::kcache`] writes to disk and reads back as is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Kallsyms {
-    symbols: Vec<KernelSymbol>,
+    pub(crate) starts: Vec<u64>,
+    /// End of symbol i's name in `names` (its start is the previous end).
+    pub(crate) name_ends: Vec<u32>,
+    pub(crate) names: String,
+    /// 0: the kernel image; k: `modules[k - 1]`.
+    pub(crate) module: Vec<u16>,
+    pub(crate) modules: Vec<String>,
 }
 
 impl Kallsyms {
     /// Parse kallsyms text (`addr type name [module]` lines). Addresses
     /// that are all zero (no permission to see them) give an empty table.
     pub fn parse(text: &str) -> Kallsyms {
-        let mut symbols = Vec::new();
+        let mut rows: Vec<(u64, &str, u16)> = Vec::new();
+        let mut modules: Vec<String> = Vec::new();
+        let mut last_module: Option<(&str, u16)> = None;
         for line in text.lines() {
             let mut it = line.split_whitespace();
             let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
@@ -38,17 +48,37 @@ impl Kallsyms {
             if start == 0 {
                 continue;
             }
-            let module = it
-                .next()
-                .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
-            symbols.push(KernelSymbol {
-                start,
-                name: name.to_string(),
-                module,
-            });
+            let module = match it.next().map(|m| m.trim_matches(|c| c == '[' || c == ']')) {
+                None => 0,
+                Some(m) => match last_module {
+                    Some((n, k)) if n == m => k,
+                    _ => {
+                        let k = match modules.iter().position(|x| x == m) {
+                            Some(i) => i as u16 + 1,
+                            None => {
+                                modules.push(m.to_string());
+                                modules.len() as u16
+                            }
+                        };
+                        last_module = Some((m, k));
+                        k
+                    }
+                },
+            };
+            rows.push((start, name, module));
         }
-        symbols.sort_by_key(|s| s.start);
-        Kallsyms { symbols }
+        rows.sort_by_key(|r| r.0);
+        let mut k = Kallsyms {
+            modules,
+            ..Kallsyms::default()
+        };
+        for (start, name, module) in rows {
+            k.names.push_str(name);
+            k.starts.push(start);
+            k.name_ends.push(k.names.len() as u32);
+            k.module.push(module);
+        }
+        k
     }
 
     /// This machine's `/proc/kallsyms` (empty when unreadable).
@@ -60,26 +90,44 @@ impl Kallsyms {
 
     /// Whether there are any symbols.
     pub fn is_empty(&self) -> bool {
-        self.symbols.is_empty()
+        self.starts.is_empty()
+    }
+
+    /// Number of symbols.
+    pub fn len(&self) -> usize {
+        self.starts.len()
     }
 
     /// The symbol at or before `addr` (index), if `addr` is not past the
     /// last symbol by more than 1 MiB.
     pub fn lookup(&self, addr: u64) -> Option<usize> {
-        let i = self.symbols.partition_point(|s| s.start <= addr);
+        let i = self.starts.partition_point(|&s| s <= addr);
         if i == 0 {
             return None;
         }
-        let s = &self.symbols[i - 1];
-        if i == self.symbols.len() && addr - s.start > (1 << 20) {
+        if i == self.starts.len() && addr - self.starts[i - 1] > (1 << 20) {
             return None;
         }
         Some(i - 1)
     }
 
     /// The symbol at an index from [`Kallsyms::lookup`].
-    pub fn symbol(&self, i: usize) -> &KernelSymbol {
-        &self.symbols[i]
+    pub fn symbol(&self, i: usize) -> KernelSymbol<'_> {
+        let from = if i == 0 {
+            0
+        } else {
+            self.name_ends[i - 1] as usize
+        };
+        let to = self.name_ends[i] as usize;
+        let module = match self.module[i] {
+            0 => None,
+            m => Some(self.modules[m as usize - 1].as_str()),
+        };
+        KernelSymbol {
+            start: self.starts[i],
+            name: &self.names[from..to],
+            module,
+        }
     }
 }
 
@@ -163,10 +211,12 @@ mod tests {
         );
         let m = k.symbol(k.lookup(0xffffffffc0000010).unwrap());
         assert_eq!(
-            (m.name.as_str(), m.module.as_deref()),
-            ("mod_fn", Some("kvm"))
+            (m.name, m.module, m.start),
+            ("mod_fn", Some("kvm"), 0xffffffffc0000000)
         );
         assert!(k.lookup(0x1000).is_none());
+        assert_eq!(k.len(), 3);
+        assert_eq!(k.symbol(0).module, None);
         assert!(k.lookup(0xffffffffd0000000).is_none());
     }
 
@@ -193,6 +243,6 @@ mod tests {
             eprintln!("skipped: /proc/kallsyms has no addresses here");
             return;
         }
-        assert!(k.symbols.iter().any(|s| s.name == "schedule"));
+        assert!((0..k.len()).any(|i| k.symbol(i).name == "schedule"));
     }
 }

@@ -13,8 +13,9 @@
 //!   a binary whose build-id differs from the recorded one is not used
 //!   (a warning says so), and DWARF line info is read on demand;
 //! - kernel address → `/proc/kallsyms`, only when the file was recorded
-//!   on this machine (kernel build-id, else host name and release, match);
-//!   otherwise the raw address, as perf shows it;
+//!   on this machine (kernel build-id, else host name and release, match)
+//!   and has kernel addresses, read through an index cached on disk per
+//!   boot ([`kcache`]); otherwise the raw address, as perf shows it;
 //! - JIT code (an anonymous mapping, or none) → `/tmp/perf-PID.map`
 //!   when the runtime wrote one (DSO `perf-PID.map`, as perf shows it);
 //! - `[vdso]` → the running kernel's vDSO image, when the file was
@@ -49,6 +50,7 @@
 pub mod diff;
 pub mod elf;
 pub mod flame;
+pub mod kcache;
 pub mod kernel;
 pub mod profile;
 pub mod render;

@@ -50,10 +50,6 @@ pub fn build(
         .iter()
         .map(|b| (b.filename.clone(), b.build_id.clone()))
         .collect();
-    let loader = match &options.kallsyms {
-        KernelSymbols::Load if here || reader.is_pipe() => Some(std::thread::spawn(Kallsyms::load)),
-        _ => None,
-    };
     let mut sym = Symbolizer::new(Kallsyms::default(), build_ids, options.root.clone());
     sym.defer_kernel();
     sym.allow_running_vdso(here);
@@ -67,8 +63,9 @@ pub fn build(
         ..
     } = st;
     progress(reader.bytes_read(), reader.total_bytes());
-    // Kernel addresses now: with this machine's symbols when it recorded the file.
-    let kallsyms = rows::kernel_symbols(options, loader, replay.here);
+    // Kernel addresses now: with this machine's symbols when it recorded
+    // the file, loaded (from the cache) only when there are some.
+    let kallsyms = rows::kernel_symbols(options, sym.has_deferred(), replay.here);
     let kernel_symbols_used = !kallsyms.is_empty();
     let remap = sym.resolve_deferred(kallsyms);
     let events = reader.events().to_vec();

@@ -247,6 +247,11 @@ impl Symbolizer {
         self.defer_kernel = true;
     }
 
+    /// Whether kernel addresses wait for [`Symbolizer::resolve_deferred`].
+    pub fn has_deferred(&self) -> bool {
+        !self.provisional.is_empty()
+    }
+
     /// Resolve the provisional kernel frames with `kallsyms`; returns, for
     /// every frame id so far, the id to use instead (itself for all but
     /// the provisional frames).
@@ -572,21 +577,22 @@ impl Symbolizer {
         }
         let f = match self.kallsyms.lookup(addr) {
             Some(i) => {
-                let sym = self.kallsyms.symbol(i).clone();
-                let dso = match &sym.module {
+                let sym = self.kallsyms.symbol(i);
+                let (name, module) = (sym.name.to_string(), sym.module.map(str::to_string));
+                let dso = match module {
                     None => KERNEL_DSO,
-                    Some(m) => match self.module_dsos.get(m) {
+                    Some(m) => match self.module_dsos.get(&m) {
                         Some(&d) => d,
                         None => {
                             let d = self.add_dso(format!("[{m}]").as_bytes());
-                            self.module_dsos.insert(m.clone(), d);
+                            self.module_dsos.insert(m, d);
                             d
                         }
                     },
                 };
                 self.intern(FrameKey::Sym(dso, i), || Frame {
                     dso,
-                    name: FrameName::Symbol(sym.name),
+                    name: FrameName::Symbol(name),
                     kernel: true,
                 })
             }
