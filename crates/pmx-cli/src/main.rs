@@ -35,6 +35,7 @@ mod plot;
 mod record;
 mod regions;
 mod report;
+mod script;
 mod serve;
 mod stat;
 mod stat_args;
@@ -72,6 +73,8 @@ enum Command {
     Record(Box<record::RecordArgs>),
     /// Hotspots, folded stacks and flame graphs from a perf.data file.
     Report(Box<report::ReportArgs>),
+    /// Every sample of a perf.data file as a line (like perf script), or JSON lines.
+    Script(script::ScriptArgs),
     /// Count system-wide continuously and serve /metrics to Prometheus.
     Serve(Box<serve::ServeArgs>),
     /// Combine result files (per host, per rank) into one report.
@@ -142,6 +145,7 @@ fn main() {
         Command::Plot(args) => plot::run(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
+        Command::Script(args) => script::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Msr(args) => msr::run(args),

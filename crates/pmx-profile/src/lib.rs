@@ -55,6 +55,7 @@ pub mod kernel;
 pub mod profile;
 pub mod render;
 pub mod report;
+pub mod script;
 pub mod symbolize;
 
 pub use diff::{default_sort, diff, Compute, DiffOptions, DiffReport};

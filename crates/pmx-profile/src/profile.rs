@@ -31,6 +31,12 @@ pub use types::{
     SOURCE_LINE_ROWS,
 };
 
+/// Whether the kernel addresses of a file with these features are the
+/// running kernel's (`script` asks too).
+pub(crate) fn kernel_is_here(f: &pmx_perfdata::read::FileFeatures, this: &MachineId) -> bool {
+    recorded_here(f, this)
+}
+
 /// Build the profile of everything `reader` holds. `progress` is called
 /// now and then with (bytes read, total bytes when known).
 ///

@@ -106,6 +106,8 @@ pub struct Symbolizer {
     dso_by_path: HashMap<Vec<u8>, DsoId>,
     maps: HashMap<u32, Vec<Map>>,
     frames: Vec<Frame>,
+    /// Symbol start per frame (`u64::MAX`: an address frame).
+    starts: Vec<u64>,
     frame_ids: HashMap<FrameKey, FrameId>,
     cache: HashMap<(DsoId, u64), FrameId>,
     kernel_cache: HashMap<u64, FrameId>,
@@ -220,6 +222,7 @@ impl Symbolizer {
             dso_by_path: HashMap::default(),
             maps: HashMap::default(),
             frames: Vec::new(),
+            starts: Vec::new(),
             frame_ids: HashMap::default(),
             cache: HashMap::default(),
             kernel_cache: HashMap::default(),
@@ -626,9 +629,55 @@ impl Symbolizer {
             return id;
         }
         let id = self.frames.len() as FrameId;
-        self.frames.push(make());
+        let frame = make();
+        let start = match key {
+            FrameKey::Addr(..) => None,
+            FrameKey::Sym(_, i) if frame.kernel => Some(self.kallsyms.symbol(i).start),
+            FrameKey::Sym(dso, i) => match &self.dsos[dso as usize].elf {
+                Some(elf) => elf.symbols().get(i).map(|s| s.start),
+                None => (self.jit_maps.values().flatten())
+                    .find(|j| j.dso == dso)
+                    .and_then(|j| j.entries.get(i).map(|e| e.0)),
+            },
+        };
+        self.starts.push(start.unwrap_or(u64::MAX));
+        self.frames.push(frame);
         self.frame_ids.insert(key, id);
         id
+    }
+
+    /// The start of a frame's symbol (ELF virtual address for user code,
+    /// the address for kernel and JIT code); `None` for an address frame.
+    pub fn frame_start(&self, id: FrameId) -> Option<u64> {
+        Some(self.starts[id as usize]).filter(|&s| s != u64::MAX)
+    }
+
+    /// A user address of process `pid` as `perf script` shows it: its
+    /// frame, the address shown in call chains (perf's map-relative
+    /// address: the file offset in the binary; the address itself in
+    /// anonymous memory or outside any mapping) and the address in the
+    /// frame's symbol space (ELF virtual address, or the address itself).
+    pub fn user_site(&mut self, pid: u32, addr: u64) -> (FrameId, u64, u64) {
+        let f = self.user_frame(pid, addr);
+        let map = self.maps.get(&pid).and_then(|maps| {
+            let i = maps.partition_point(|m| m.start <= addr);
+            (i > 0 && addr < maps[i - 1].end).then(|| maps[i - 1])
+        });
+        match map {
+            Some(m)
+                if m.dso == self.frames[f as usize].dso
+                    && !is_anon(&self.dsos[m.dso as usize].path) =>
+            {
+                let off = addr - m.start + m.pgoff;
+                let elf = self.dsos[m.dso as usize].elf.as_ref();
+                (
+                    f,
+                    off,
+                    elf.and_then(|e| e.offset_to_vaddr(off)).unwrap_or(off),
+                )
+            }
+            _ => (f, addr, addr),
+        }
     }
 }
 
