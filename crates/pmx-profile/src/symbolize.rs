@@ -388,7 +388,7 @@ impl Symbolizer {
                 kernel: false,
             });
         };
-        let offset = addr - m.start + m.pgoff;
+        let offset = (addr - m.start).wrapping_add(m.pgoff);
         if let Some(&f) = self.cache.get(&(m.dso, offset)) {
             return f;
         }
@@ -620,7 +620,7 @@ impl Symbolizer {
         let m = maps[i - 1];
         self.load_elf(m.dso);
         let elf = self.dsos[m.dso as usize].elf.as_mut()?;
-        let vaddr = elf.offset_to_vaddr(addr - m.start + m.pgoff)?;
+        let vaddr = elf.offset_to_vaddr((addr - m.start).wrapping_add(m.pgoff))?;
         elf.line(vaddr)
     }
 
@@ -668,7 +668,7 @@ impl Symbolizer {
                 if m.dso == self.frames[f as usize].dso
                     && !is_anon(&self.dsos[m.dso as usize].path) =>
             {
-                let off = addr - m.start + m.pgoff;
+                let off = (addr - m.start).wrapping_add(m.pgoff);
                 let elf = self.dsos[m.dso as usize].elf.as_ref();
                 (
                     f,
