@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # pmx report against perf report --stdio --no-children on three files of
-# cpu-clock samples with call chains recorded here by perf (about 1k, 160k
-# and 1.25M samples): time (hyperfine, paired: both tools in one run per
+# cpu-clock samples with call chains (1k, 160k and 1.25M samples, made
+# from one perf recording here: see below): time (hyperfine, paired: both tools in one run per
 # file), peak memory (/usr/bin/time -v, the least of 3 runs), the top-20
 # rows compared, and pmx's first run after boot (its kernel-symbol cache
 # removed before every run) against its second (cache in place).
@@ -37,21 +37,21 @@ int main(int argc, char **argv) {
 EOF
 [ -x "$OUT/work" ] || cc -O1 -fno-omit-frame-pointer -g -o "$OUT/work" "$OUT/work.c"
 
-# SIZE → period (ns), seconds, copies of the workload. The sample counts
-# depend on the machine and its load (the script prints them).
+# One recording (2 × work for 20 s at cpu-clock -c 10000 -g: about 1.25M
+# samples on an idle 2-CPU VM, far fewer on a loaded one), then the three
+# files from it with bench/resample.py: every side-band record kept, the
+# SAMPLE records thinned or repeated evenly to exactly 1,000, 160,000 and
+# 1,250,000 (real call chains, maps and symbols; scaled counts).
+BASE=$OUT/base.data
+if [ ! -s "$BASE" ]; then
+  echo "recording: 2 × work for 20 s at cpu-clock -c 10000 -g"
+  perf record -q -e cpu-clock -c 10000 -g -o "$BASE" -- \
+    sh -c "timeout 20 '$OUT/work' 1000000 & timeout 20 '$OUT/work' 1000000; wait" || true
+fi
 record() {
-  local size=$1 period secs copies
-  case $size in
-    1k) period=1000000 secs=1 copies=1 ;;
-    160k) period=10000 secs=2.5 copies=2 ;;
-    1.25M) period=10000 secs=20 copies=2 ;;
-  esac
-  local data=$OUT/$size.data
-  [ -s "$data" ] && return
-  echo "recording $size: $copies × work for $secs s at cpu-clock -c $period -g"
-  local cmd="timeout $secs '$OUT/work' 1000000"
-  [ "$copies" = 2 ] && cmd="$cmd & $cmd; wait"
-  perf record -q -e cpu-clock -c "$period" -g -o "$data" -- sh -c "$cmd" || true
+  local n
+  case $1 in 1k) n=1000 ;; 160k) n=160000 ;; 1.25M) n=1250000 ;; esac
+  [ -s "$OUT/$1.data" ] || python3 bench/resample.py "$BASE" "$OUT/$1.data" "$n"
 }
 
 peak() { # the least max RSS (KiB) of 3 runs of "$@"

@@ -344,7 +344,7 @@ enum Window {
 }
 
 /// Bytes read between two drops of a mapped file's pages.
-const RELEASE_STEP: usize = 32 << 20;
+const RELEASE_STEP: usize = 2 << 20;
 
 impl std::ops::Deref for Window {
     type Target = [u8];

@@ -100,7 +100,7 @@ pub fn load_with(
 ) -> (Kallsyms, Source) {
     if let Some(dir) = dir {
         if let Ok(bytes) = std::fs::read(dir.join(FILE_NAME)) {
-            if let Ok(k) = decode(&bytes, key) {
+            if let Ok(k) = decode(bytes, key) {
                 return (k, Source::Cache);
             }
         }
@@ -138,51 +138,27 @@ fn write_atomically(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The cache file's bytes for `k` under `key`.
 pub fn encode(k: &Kallsyms, key: &[u8]) -> Vec<u8> {
     let mods: String = k.modules.iter().map(|m| format!("{m}\n")).collect();
-    let n = k.starts.len();
-    let mut b = Vec::with_capacity(64 + key.len() + n * 14 + k.names.len() + mods.len());
+    let body = k.body();
+    let mut b = Vec::with_capacity(48 + key.len() + body.len() + mods.len());
     b.extend_from_slice(MAGIC);
     for v in [VERSION, key.len() as u32] {
         b.extend_from_slice(&v.to_le_bytes());
     }
     b.extend_from_slice(key);
-    for v in [n, k.modules.len(), k.names.len(), mods.len()] {
+    let names_len = body.len() - 14 * k.n;
+    for v in [k.n, k.modules.len(), names_len, mods.len()] {
         b.extend_from_slice(&(v as u32).to_le_bytes());
     }
-    k.starts
-        .iter()
-        .for_each(|v| b.extend_from_slice(&v.to_le_bytes()));
-    k.name_ends
-        .iter()
-        .for_each(|v| b.extend_from_slice(&v.to_le_bytes()));
-    k.module
-        .iter()
-        .for_each(|v| b.extend_from_slice(&v.to_le_bytes()));
-    b.extend_from_slice(k.names.as_bytes());
+    b.extend_from_slice(body);
     b.extend_from_slice(mods.as_bytes());
     let sum = checksum(&b);
     b.extend_from_slice(&sum.to_le_bytes());
     b
 }
 
-/// A cursor over the cache's bytes.
-struct Cur<'a>(&'a [u8]);
-
-impl<'a> Cur<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        if self.0.len() < n {
-            return Err("the file is shorter than its counts say".into());
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Ok(a)
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
-    }
-}
-
 /// Read a cache file written for `key`; why not, when it cannot be used.
-pub fn decode(bytes: &[u8], key: &[u8]) -> Result<Kallsyms, String> {
+/// The table keeps the file's bytes as they are.
+pub fn decode(bytes: Vec<u8>, key: &[u8]) -> Result<Kallsyms, String> {
     if bytes.len() < 8 + 8 + 8 || &bytes[..8] != MAGIC {
         return Err("not a pmx kernel-symbol cache".into());
     }
@@ -190,53 +166,51 @@ pub fn decode(bytes: &[u8], key: &[u8]) -> Result<Kallsyms, String> {
     if checksum(body).to_le_bytes() != sum {
         return Err("checksum mismatch".into());
     }
-    let mut c = Cur(&body[8..]);
-    if c.u32()? != VERSION {
+    let word = |at: usize| -> Result<usize, String> {
+        let b = body
+            .get(at..at + 4)
+            .ok_or("the file is shorter than its counts say")?;
+        Ok(u32::from_le_bytes(b.try_into().expect("4")) as usize)
+    };
+    if word(8)? != VERSION as usize {
         return Err("another version".into());
     }
-    let key_len = c.u32()? as usize;
-    if c.take(key_len)? != key {
+    let key_len = word(12)?;
+    if body.get(16..16 + key_len) != Some(key) {
         return Err("written for another boot, kernel or module list".into());
     }
-    let (n, m) = (c.u32()? as usize, c.u32()? as usize);
-    let (names_len, mods_len) = (c.u32()? as usize, c.u32()? as usize);
-    let starts: Vec<u64> = c
-        .take(n.checked_mul(8).ok_or("count")?)?
-        .chunks_exact(8)
-        .map(|x| u64::from_le_bytes(x.try_into().expect("8")))
-        .collect();
-    let name_ends: Vec<u32> = c
-        .take(n * 4)?
-        .chunks_exact(4)
-        .map(|x| u32::from_le_bytes(x.try_into().expect("4")))
-        .collect();
-    let module: Vec<u16> = c
-        .take(n * 2)?
-        .chunks_exact(2)
-        .map(|x| u16::from_le_bytes(x.try_into().expect("2")))
-        .collect();
-    let names = std::str::from_utf8(c.take(names_len)?).map_err(|e| e.to_string())?;
-    let mods = std::str::from_utf8(c.take(mods_len)?).map_err(|e| e.to_string())?;
-    if !c.0.is_empty() {
-        return Err("bytes after the last section".into());
+    let at = 16 + key_len;
+    let (n, m, names_len, mods_len) = (word(at)?, word(at + 4)?, word(at + 8)?, word(at + 12)?);
+    let base = at + 16;
+    let names_at = n
+        .checked_mul(14)
+        .and_then(|x| x.checked_add(base))
+        .ok_or("implausible count")?;
+    let total = [names_len, mods_len]
+        .iter()
+        .try_fold(names_at, |a, &x| a.checked_add(x));
+    if total != Some(body.len()) {
+        return Err("the file's size does not match its counts".into());
     }
+    std::str::from_utf8(&body[names_at..names_at + names_len]).map_err(|e| e.to_string())?;
+    let mods = std::str::from_utf8(&body[names_at + names_len..]).map_err(|e| e.to_string())?;
     let modules: Vec<String> = mods.split_terminator('\n').map(str::to_string).collect();
-    let sorted = starts.windows(2).all(|w| w[0] <= w[1]);
-    let ends_ok = name_ends.windows(2).all(|w| w[0] <= w[1])
-        && name_ends.last().is_none_or(|&e| e as usize == names_len)
-        && name_ends
-            .iter()
-            .all(|&e| names.is_char_boundary(e as usize));
-    if !sorted || !ends_ok || modules.len() != m || module.iter().any(|&x| x as usize > m) {
+    let k = Kallsyms {
+        blob: bytes,
+        base,
+        n,
+        modules,
+    };
+    let names = std::str::from_utf8(&k.blob[names_at..names_at + names_len]).unwrap_or("");
+    let sorted = (1..n).all(|i| k.start(i - 1) <= k.start(i));
+    let ends_ok = (1..n).all(|i| k.name_end(i - 1) <= k.name_end(i))
+        && (n == 0 || k.name_end(n - 1) == names_len)
+        && (0..n).all(|i| names.is_char_boundary(k.name_end(i)));
+    let modules_ok = k.modules.len() == m && (0..n).all(|i| k.module_number(i) as usize <= m);
+    if !sorted || !ends_ok || !modules_ok {
         return Err("inconsistent tables".into());
     }
-    Ok(Kallsyms {
-        starts,
-        name_ends,
-        names: names.to_string(),
-        module,
-        modules,
-    })
+    Ok(k)
 }
 
 /// A 64-bit checksum of `b` (FNV-1a over 8-byte words, then the tail).
@@ -269,7 +243,7 @@ mod tests {
             "boot-a",
             "kvm 1000 2 - Live 0xffffffffc0000000\n",
         );
-        let back = decode(&encode(&k, &key), &key).unwrap();
+        let back = decode(encode(&k, &key), &key).unwrap();
         assert_eq!(back, k);
         let s = back.symbol(back.lookup(0xffffffffc0001010).unwrap());
         assert_eq!((s.name, s.module), ("other", Some("kvm_amd")));
@@ -291,7 +265,9 @@ mod tests {
                 "kvm 1000 2 - Live 0xffffffffc0100000\n",
             ),
         ] {
-            assert!(decode(&bytes, &other).unwrap_err().contains("another boot"));
+            assert!(decode(bytes.clone(), &other)
+                .unwrap_err()
+                .contains("another boot"));
         }
         // Use counts are not part of the key.
         assert_eq!(
@@ -306,17 +282,18 @@ mod tests {
         for i in (0..bytes.len()).step_by(7) {
             let mut b = bytes.clone();
             b[i] ^= 0x40;
-            assert!(decode(&b, &key).is_err(), "byte {i}");
+            assert!(decode(b, &key).is_err(), "byte {i}");
         }
         for n in [0, 10, bytes.len() / 2, bytes.len() - 1] {
-            assert!(decode(&bytes[..n], &key).is_err(), "cut at {n}");
+            assert!(decode(bytes[..n].to_vec(), &key).is_err(), "cut at {n}");
         }
         // A file with a valid checksum but inconsistent tables.
-        let mut bad = k.clone();
-        bad.starts.swap(0, 1);
-        assert!(decode(&encode(&bad, &key), &key)
-            .unwrap_err()
-            .contains("inconsistent"));
+        let bad = Kallsyms::from_parts(&[2, 1], &[1, 2], &[0, 0], "ab", Vec::new());
+        let err = decode(encode(&bad, &key), &key).unwrap_err();
+        assert!(err.contains("inconsistent"), "{err}");
+        let bad = Kallsyms::from_parts(&[1, 2], &[1, 2], &[0, 3], "ab", vec!["m".into()]);
+        let err = decode(encode(&bad, &key), &key).unwrap_err();
+        assert!(err.contains("inconsistent"), "{err}");
     }
 
     #[test]
