@@ -77,8 +77,9 @@ import json, sys
 r = json.load(open(sys.argv[1]))["results"]
 perf = r[1]
 for x in r:
+    cpu = (x['user'] + x['system']) * 1e3
     print(f"  {x['command']:<28} mean {x['mean']*1e3:8.1f} ms ± {x['stddev']*1e3:6.1f}  min {x['min']*1e3:8.1f} ms"
-          f"  perf/this: mean {perf['mean']/x['mean']:5.2f}×, min {perf['min']/x['min']:5.2f}×")
+          f"  user+sys {cpu:8.1f} ms  perf/this: mean {perf['mean']/x['mean']:5.2f}×, min {perf['min']/x['min']:5.2f}×")
 EOF
   echo "  peak RSS: pmx $(peak $PMX report -q -i "$data") KiB, perf $(peak perf report --stdio --no-children -i "$data") KiB"
   # The top 20 rows: comm, dso, symbol, overhead.

@@ -40,6 +40,10 @@
 //! [`Report`] out (the profile, the events selected, the rows to show);
 //! [`render`] draws it as perf's table or as JSON.
 //!
+//! **Every sample** ([`script::script`]): `pmx script`, the same replay
+//! streamed to a writer, one line per sample in `perf script`'s layout
+//! (`-F` fields, call chains) or JSON lines.
+//!
 //! **Differential profiles** ([`diff::diff`]): two files reported alike,
 //! their events paired by name and their rows by the sort keys' names
 //! (DSO base name and symbol name, never addresses), each side's share of

@@ -224,7 +224,9 @@ impl Run<'_> {
         Some(match rec {
             Record::Sample(s) => {
                 let start = self.arena.len();
-                self.arena.extend(s.callchain());
+                if self.writer.chain(s.event) {
+                    self.arena.extend(s.callchain());
+                }
                 let r = write::SampleRec::new(&s, start..self.arena.len());
                 (s.time, Item::Sample(r))
             }
