@@ -19,6 +19,7 @@
 //! (`perf_cli.rs`): `perf stat` is `pmx stat --format perf`.
 
 mod analyze;
+mod annotate;
 mod compare;
 mod db;
 mod decode;
@@ -75,6 +76,8 @@ enum Command {
     Report(Box<report::ReportArgs>),
     /// Every sample of a perf.data file as a line (like perf script), or JSON lines.
     Script(script::ScriptArgs),
+    /// A function's machine code with the samples of each instruction and its source lines.
+    Annotate(Box<annotate::AnnotateArgs>),
     /// Count system-wide continuously and serve /metrics to Prometheus.
     Serve(Box<serve::ServeArgs>),
     /// Combine result files (per host, per rank) into one report.
@@ -146,6 +149,7 @@ fn main() {
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
         Command::Script(args) => script::run(args),
+        Command::Annotate(args) => annotate::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Msr(args) => msr::run(args),

@@ -3,6 +3,7 @@
 //! `--sort` keys, the inclusive ("children") rows and the call stacks,
 //! all with interned ids (resolved to names at the end, in `rows`).
 
+use super::addresses::{AddressAcc, Weight};
 use super::types::{Options, SortKey};
 use crate::symbolize::{DsoId, FrameId, Symbolizer};
 use pmx_perfdata::format::{callchain, misc};
@@ -76,6 +77,8 @@ pub(super) struct State<'o> {
     pub(super) accs: Vec<EventAcc>,
     pub(super) stack_buf: Vec<u32>,
     pub(super) frames: Vec<u32>,
+    /// Samples per instruction address, when asked (`pmx annotate`).
+    pub(super) addresses: Option<AddressAcc>,
 }
 
 impl<'o> State<'o> {
@@ -98,6 +101,7 @@ impl<'o> State<'o> {
             accs: Vec::new(),
             stack_buf: Vec::new(),
             frames: Vec::new(),
+            addresses: None,
         }
     }
 
@@ -196,6 +200,10 @@ impl<'o> State<'o> {
         let e = acc.rows.entry(key).or_insert((0, 0, pid, ip));
         e.0 += 1;
         e.1 = e.1.saturating_add(period);
+        if let Some(a) = &mut self.addresses {
+            let own = (event, Weight { samples: 1, period });
+            a.sample(&mut self.sym, leaf, kernel, (pid, ip), &[own]);
+        }
         if !self.options.stacks && !self.options.children {
             return;
         }
