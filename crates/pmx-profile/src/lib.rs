@@ -44,6 +44,12 @@
 //! streamed to a writer, one line per sample in `perf script`'s layout
 //! (`-F` fields, call chains) or JSON lines.
 //!
+//! **Exports** ([`export`]): every sample (a
+//! [`profile::sink::SampleSink`] on the replay) with its thread, time,
+//! stack and weights per column, written as the Firefox Profiler's
+//! processed profile ([`export::firefox`]) or pprof's `profile.proto`
+//! ([`export::pprof`]).
+//!
 //! **Differential profiles** ([`diff::diff`]): two files reported alike,
 //! their events paired by name and their rows by the sort keys' names
 //! (DSO base name and symbol name, never addresses), each side's share of
@@ -60,6 +66,7 @@
 pub mod annotate;
 pub mod diff;
 pub mod elf;
+pub mod export;
 pub mod flame;
 pub mod kcache;
 pub mod kernel;

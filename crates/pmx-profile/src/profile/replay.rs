@@ -3,6 +3,7 @@
 //! needs, from another CPU's buffer, still finds it.
 
 use super::aggregate::{Item, MmapItem, State};
+use super::sink::{Side, SideKind};
 use super::types::MachineId;
 use pmx_perfdata::format::misc;
 use pmx_perfdata::read::{FileFeatures, Record};
@@ -45,8 +46,8 @@ impl Queue {
     fn flush(&mut self, limit: u64, state: &mut State<'_>) {
         self.items.sort_by_key(|(t, _)| *t);
         let n = self.items.partition_point(|(t, _)| *t <= limit);
-        for (_, item) in &self.items[..n] {
-            state.apply(item, &self.arena);
+        for (time, item) in &self.items[..n] {
+            state.apply(*time, item, &self.arena);
         }
         self.items.drain(..n);
         // Rebuild the arena for the records kept.
@@ -68,8 +69,9 @@ enum Step {
     Queued,
     /// A FINISHED_ROUND: the round was applied.
     RoundEnd,
-    /// LOST or THROTTLE of the event with this id.
-    Side { id: u64, lost: u64, throttled: u64 },
+    /// LOST, LOST_SAMPLES or (UN)THROTTLE, of the event with this id,
+    /// at this time.
+    Side(Option<u64>, Option<u64>, SideKind),
 }
 
 /// Where the replay is: the queue of the current round, the time span of
@@ -122,16 +124,18 @@ impl Replay {
                 // The round was applied; the queue's size is looked at
                 // after the next record.
                 Step::RoundEnd => continue,
-                Step::Side {
-                    id,
-                    lost,
-                    throttled,
-                } => {
-                    if let Some(e) = reader.event_of_id(id) {
+                Step::Side(id, time, kind) => {
+                    let event = id.and_then(|id| reader.event_of_id(id));
+                    if let Some(e) = event {
                         let acc = st.acc(e);
-                        acc.lost = acc.lost.saturating_add(lost);
-                        acc.throttled += throttled;
+                        match kind {
+                            SideKind::Lost(n) => acc.lost = acc.lost.saturating_add(n),
+                            SideKind::Throttle => acc.throttled += 1,
+                            _ => {}
+                        }
                     }
+                    let time = time.unwrap_or(self.max_time);
+                    st.side(Side { event, time, kind });
                 }
                 Step::Queued => {}
             }
@@ -161,20 +165,22 @@ impl Replay {
     /// count at once.
     fn record(&mut self, rec: Record<'_>, st: &mut State<'_>) -> Step {
         match rec {
-            Record::Lost { id, lost } => Step::Side {
-                id,
-                lost,
-                throttled: 0,
-            },
+            Record::Lost { id, lost, time } => Step::Side(Some(id), time, SideKind::Lost(lost)),
+            Record::LostSamples { lost, time } => {
+                Step::Side(None, time, SideKind::LostSamples(lost))
+            }
             Record::Throttle {
-                throttled: true,
+                throttled,
                 id,
-                ..
-            } => Step::Side {
-                id,
-                lost: 0,
-                throttled: 1,
-            },
+                time,
+            } => {
+                let kind = if throttled {
+                    SideKind::Throttle
+                } else {
+                    SideKind::Unthrottle
+                };
+                Step::Side(Some(id), Some(time), kind)
+            }
             Record::FinishedRound => {
                 self.queue.flush(self.prev_round_max, st);
                 self.prev_round_max = self.max_time;
@@ -202,7 +208,7 @@ impl Replay {
                     );
                 }
                 let start = self.queue.arena.len();
-                if st.options.stacks || st.options.children {
+                if st.wants_chains() {
                     self.queue.arena.extend(s.callchain());
                 }
                 let item = Item::Sample {
