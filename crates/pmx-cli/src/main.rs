@@ -36,6 +36,7 @@ mod plot;
 mod record;
 mod regions;
 mod report;
+mod script;
 mod serve;
 mod stat;
 mod stat_args;
@@ -73,6 +74,8 @@ enum Command {
     Record(Box<record::RecordArgs>),
     /// Hotspots, folded stacks and flame graphs from a perf.data file.
     Report(Box<report::ReportArgs>),
+    /// Every sample of a perf.data file as a line (like perf script), or JSON lines.
+    Script(script::ScriptArgs),
     /// A function's machine code with the samples of each instruction and its source lines.
     Annotate(Box<annotate::AnnotateArgs>),
     /// Count system-wide continuously and serve /metrics to Prometheus.
@@ -145,6 +148,7 @@ fn main() {
         Command::Plot(args) => plot::run(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
+        Command::Script(args) => script::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Merge(args) => merge::run(args),

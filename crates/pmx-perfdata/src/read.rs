@@ -447,6 +447,37 @@ enum Loc {
     Decomp(usize, usize),
 }
 
+/// Where records are read from: a window filled by `read(2)` (pipes,
+/// any `Read`), or the data section of a regular file mapped in memory
+/// (no copy; pages already read are dropped from the mapping as the
+/// reader moves on, so the resident size does not grow with the file).
+enum Window {
+    Owned(Vec<u8>),
+    Mapped {
+        map: memmap2::Mmap,
+        /// The data section in the map.
+        start: usize,
+        end: usize,
+        /// Offset in the section up to which pages were dropped.
+        released: usize,
+    },
+}
+
+/// Bytes read between two drops of a mapped file's pages.
+const RELEASE_STEP: usize = 2 << 20;
+
+impl std::ops::Deref for Window {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Window::Owned(v) => v,
+            Window::Mapped {
+                map, start, end, ..
+            } => &map[*start..*end],
+        }
+    }
+}
+
 /// The perf.data reader. See the module documentation.
 pub struct Reader {
     src: Box<dyn Read + Send>,
@@ -455,7 +486,7 @@ pub struct Reader {
     events: Vec<Event>,
     id_to_event: HashMap<u64, usize>,
     features: FileFeatures,
-    buf: Vec<u8>,
+    buf: Window,
     pos: usize,
     end: usize,
     /// File offset of `buf[0]`.
@@ -664,10 +695,65 @@ fn parse_feature(f: &mut FileFeatures, id: u32, body: &[u8], base: u64) -> Resul
 }
 
 impl Reader {
-    /// Open a file (or `/dev/stdin`).
+    /// Open a file (or `/dev/stdin`). The records of a regular file in
+    /// file mode are read through a memory map.
     pub fn open(path: &Path) -> Result<Reader, Error> {
         let file = std::fs::File::open(path)?;
-        Reader::new(file)
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        // SAFETY: the map is only read; a file truncated by another process
+        // meanwhile would fault, as it would for perf, which maps it too.
+        let map = regular.then(|| unsafe { memmap2::Mmap::map(&file) }.ok());
+        let mut r = Reader::new(file)?;
+        if let Some(map) = map.flatten() {
+            r.use_map(map);
+        }
+        Ok(r)
+    }
+
+    /// Read the data section from `map` (the whole file) instead of the
+    /// source, when nothing was read from it yet.
+    fn use_map(&mut self, map: memmap2::Mmap) {
+        let (Some(size), false, 0, 0) = (self.remaining, self.pipe, self.pos, self.end) else {
+            return;
+        };
+        let start = self.buf_offset as usize;
+        let Some(end) = start.checked_add(size as usize).filter(|&e| e <= map.len()) else {
+            return;
+        };
+        let _ = map.advise_range(memmap2::Advice::Sequential, start, end - start);
+        self.buf = Window::Mapped {
+            map,
+            start,
+            end,
+            released: 0,
+        };
+        self.end = end - start;
+        self.remaining = Some(0);
+    }
+
+    /// Drop the pages of a mapped file that the reader has passed.
+    fn release_read_pages(&mut self) {
+        let pos = self.pos;
+        if let Window::Mapped {
+            map,
+            start,
+            released,
+            ..
+        } = &mut self.buf
+        {
+            if pos - *released < RELEASE_STEP {
+                return;
+            }
+            let from = (*start + *released) & !4095;
+            let to = (*start + pos) & !4095;
+            // SAFETY: a read-only private file mapping: dropped pages are
+            // read again from the file if touched; no record before `pos`
+            // is borrowed any more.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
+            };
+            *released = pos;
+        }
     }
 
     /// Read from any source; pipe streams are read without seeking.
@@ -689,7 +775,7 @@ impl Reader {
             events: Vec::new(),
             id_to_event: HashMap::new(),
             features: FileFeatures::default(),
-            buf: vec![0u8; WINDOW],
+            buf: Window::Owned(vec![0u8; WINDOW]),
             pos: 0,
             end: 0,
             buf_offset: 0,
@@ -1013,24 +1099,31 @@ impl Reader {
         if self.end - self.pos >= n {
             return Ok(true);
         }
+        let Window::Owned(buf) = &mut self.buf else {
+            // A mapped data section ends here.
+            return self.end_inside(n, self.end - self.pos);
+        };
         if self.pos > 0 {
-            self.buf.copy_within(self.pos..self.end, 0);
+            buf.copy_within(self.pos..self.end, 0);
             self.buf_offset += self.pos as u64;
             self.end -= self.pos;
             self.pos = 0;
         }
-        if self.buf.len() < n {
-            self.buf.resize(n, 0);
+        if buf.len() < n {
+            buf.resize(n, 0);
         }
         while self.end < n {
-            let mut want = self.buf.len() - self.end;
+            let Window::Owned(buf) = &mut self.buf else {
+                break;
+            };
+            let mut want = buf.len() - self.end;
             if let Some(rem) = self.remaining {
                 want = want.min(rem as usize);
                 if want == 0 {
                     break;
                 }
             }
-            let got = match self.src.read(&mut self.buf[self.end..self.end + want]) {
+            let got = match self.src.read(&mut buf[self.end..self.end + want]) {
                 Ok(0) => break,
                 Ok(k) => k,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -1041,27 +1134,31 @@ impl Reader {
                 *rem -= got as u64;
             }
         }
-        if self.end == 0 && self.pos == 0 {
-            return Ok(false);
-        }
         if self.end < n {
-            self.cut_pipe();
-            if self.records_cut() {
-                let have = (self.end - self.pos) as u64;
-                self.end = self.pos;
-                self.stop_at_partial(have);
-                return Ok(false);
-            }
-            return Err(fmt_err(
-                self.offset(),
-                format!(
-                    "the data ends inside a record ({} of {n} bytes): truncated file{}",
-                    self.end,
-                    if self.pipe { " or stream" } else { "" }
-                ),
-            ));
+            return self.end_inside(n, self.end);
         }
         Ok(true)
+    }
+
+    /// The data ended with `have` of the `n` bytes wanted at `pos`: a clean
+    /// end (none), a truncated file's last partial record, or an error.
+    fn end_inside(&mut self, n: usize, have: usize) -> Result<bool, Error> {
+        if have == 0 {
+            return Ok(false);
+        }
+        self.cut_pipe();
+        if self.records_cut() {
+            self.end = self.pos;
+            self.stop_at_partial(have as u64);
+            return Ok(false);
+        }
+        Err(fmt_err(
+            self.offset(),
+            format!(
+                "the data ends inside a record ({have} of {n} bytes): truncated file{}",
+                if self.pipe { " or stream" } else { "" }
+            ),
+        ))
     }
 
     /// Skip `n` bytes of payload that follow a record (AUXTRACE data,
@@ -1105,6 +1202,7 @@ impl Reader {
         if !self.fill(h.size as usize)? {
             return Ok(None);
         }
+        self.release_read_pages();
         let start = self.pos;
         self.pos += h.size as usize;
         Ok(Some((start, self.pos, at)))
@@ -1192,8 +1290,8 @@ impl Reader {
     /// Handle a record that describes the file; returns true when consumed.
     fn consume_meta(&mut self, loc: Loc, at: u64) -> Result<bool, Error> {
         let (buf, start, end) = match loc {
-            Loc::Main(s, e) => (&self.buf, s, e),
-            Loc::Decomp(s, e) => (&self.dbuf, s, e),
+            Loc::Main(s, e) => (&self.buf[..], s, e),
+            Loc::Decomp(s, e) => (&self.dbuf[..], s, e),
         };
         let h = EventHeader::parse(&buf[start..]);
         let body = buf[start + 8..end].to_vec();
@@ -1317,8 +1415,8 @@ impl Reader {
                 }
             };
             let (s, buf) = match loc {
-                Loc::Main(s, _) => (s, &self.buf),
-                Loc::Decomp(s, _) => (s, &self.dbuf),
+                Loc::Main(s, _) => (s, &self.buf[..]),
+                Loc::Decomp(s, _) => (s, &self.dbuf[..]),
             };
             let h = EventHeader::parse(&buf[s..]);
             *self.stats.records.entry(h.kind).or_insert(0) += 1;

@@ -200,10 +200,26 @@ fn function_symbols(obj: &object::File<'_>) -> Vec<Symbol> {
     /// the vDSO's `__vdso_clock_gettime` wins over its weak alias
     /// `clock_gettime`, as perf shows it.
     type Ranked = (Symbol, (bool, bool, bool, usize, std::cmp::Reverse<usize>));
-    fn collect<'d>(it: impl Iterator<Item = object::Symbol<'d, 'd>>) -> Vec<Ranked> {
+    // Labels (untyped symbols) in executable (SHF_EXECINSTR) sections
+    // count too, as in perf: assembly entry points such as ld.so's
+    // `_dl_start_user`.
+    let text_label = |s: &object::Symbol<'_, '_>| {
+        s.kind() == SymbolKind::Unknown
+            && (s.section_index())
+                .and_then(|i| obj.section_by_index(i).ok())
+                .is_some_and(|sec| match sec.flags() {
+                    // By the flag: a separate debug file's .text is NOBITS.
+                    object::SectionFlags::Elf { sh_flags } => sh_flags & 4 != 0,
+                    _ => false,
+                })
+    };
+    let collect = |it: &mut dyn Iterator<Item = object::Symbol<'_, '_>>| {
         let mut syms = Vec::new();
         for s in it {
-            if s.kind() != SymbolKind::Text || s.address() == 0 || s.is_undefined() {
+            if !(s.kind() == SymbolKind::Text || text_label(&s))
+                || s.address() == 0
+                || s.is_undefined()
+            {
                 continue;
             }
             if let Ok(name) = s.name() {
@@ -228,10 +244,10 @@ fn function_symbols(obj: &object::File<'_>) -> Vec<Symbol> {
             }
         }
         syms
-    }
-    let mut ranked = collect(obj.symbols());
+    };
+    let mut ranked: Vec<Ranked> = collect(&mut obj.symbols());
     if ranked.is_empty() {
-        ranked = collect(obj.dynamic_symbols());
+        ranked = collect(&mut obj.dynamic_symbols());
     }
     // For the same start keep the best name, then the largest.
     ranked.sort_by(|(a, ra), (b, rb)| {

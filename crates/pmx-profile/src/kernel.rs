@@ -2,28 +2,101 @@
 //! its modules), the running kernel's build-id from `/sys/kernel/notes`,
 //! and the running kernel's vDSO image (read from this process's memory).
 
-/// One kernel text symbol.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelSymbol {
+/// One kernel text symbol, borrowed from its [`Kallsyms`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSymbol<'a> {
     /// Address.
     pub start: u64,
     /// Name.
-    pub name: String,
+    pub name: &'a str,
     /// `None` for the kernel image, else the module's name.
-    pub module: Option<String>,
+    pub module: Option<&'a str>,
 }
 
-/// The kernel's text symbols sorted by address.
+/// The kernel's text symbols sorted by address, in one compact block of
+/// bytes — addresses `[u64; n]`, name ends `[u32; n]`, module numbers
+/// `[u16; n]` (0: the kernel image, k: module k), then the names — which is
+/// also the body of [`crate::kcache`]'s file: read back, the file's bytes
+/// are used as they are (no second copy).
 #[derive(Debug, Clone, Default)]
 pub struct Kallsyms {
-    symbols: Vec<KernelSymbol>,
+    pub(crate) blob: Vec<u8>,
+    /// Where the addresses start in `blob` (the rest follow).
+    pub(crate) base: usize,
+    pub(crate) n: usize,
+    pub(crate) modules: Vec<String>,
 }
 
+impl PartialEq for Kallsyms {
+    fn eq(&self, o: &Kallsyms) -> bool {
+        self.n == o.n
+            && self.modules == o.modules
+            && (0..self.n).all(|i| self.symbol(i) == o.symbol(i))
+    }
+}
+
+impl Eq for Kallsyms {}
+
 impl Kallsyms {
+    /// A table from its columns (addresses sorted; name ends into `names`).
+    pub(crate) fn from_parts(
+        starts: &[u64],
+        name_ends: &[u32],
+        module: &[u16],
+        names: &str,
+        modules: Vec<String>,
+    ) -> Kallsyms {
+        let n = starts.len();
+        let mut blob = Vec::with_capacity(n * 14 + names.len());
+        starts
+            .iter()
+            .for_each(|v| blob.extend_from_slice(&v.to_le_bytes()));
+        name_ends
+            .iter()
+            .for_each(|v| blob.extend_from_slice(&v.to_le_bytes()));
+        module
+            .iter()
+            .for_each(|v| blob.extend_from_slice(&v.to_le_bytes()));
+        blob.extend_from_slice(names.as_bytes());
+        Kallsyms {
+            blob,
+            base: 0,
+            n,
+            modules,
+        }
+    }
+
+    /// The block: addresses, name ends, module numbers, names.
+    pub(crate) fn body(&self) -> &[u8] {
+        let names_len = if self.n == 0 {
+            0
+        } else {
+            self.name_end(self.n - 1)
+        };
+        &self.blob[self.base..self.base + self.n * 14 + names_len]
+    }
+
+    pub(crate) fn start(&self, i: usize) -> u64 {
+        let at = self.base + 8 * i;
+        u64::from_le_bytes(self.blob[at..at + 8].try_into().expect("8"))
+    }
+
+    pub(crate) fn name_end(&self, i: usize) -> usize {
+        let at = self.base + 8 * self.n + 4 * i;
+        u32::from_le_bytes(self.blob[at..at + 4].try_into().expect("4")) as usize
+    }
+
+    pub(crate) fn module_number(&self, i: usize) -> u16 {
+        let at = self.base + 12 * self.n + 2 * i;
+        u16::from_le_bytes(self.blob[at..at + 2].try_into().expect("2"))
+    }
+
     /// Parse kallsyms text (`addr type name [module]` lines). Addresses
     /// that are all zero (no permission to see them) give an empty table.
     pub fn parse(text: &str) -> Kallsyms {
-        let mut symbols = Vec::new();
+        let mut rows: Vec<(u64, &str, u16)> = Vec::new();
+        let mut modules: Vec<String> = Vec::new();
+        let mut last_module: Option<(&str, u16)> = None;
         for line in text.lines() {
             let mut it = line.split_whitespace();
             let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
@@ -38,17 +111,35 @@ impl Kallsyms {
             if start == 0 {
                 continue;
             }
-            let module = it
-                .next()
-                .map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
-            symbols.push(KernelSymbol {
-                start,
-                name: name.to_string(),
-                module,
-            });
+            let module = match it.next().map(|m| m.trim_matches(|c| c == '[' || c == ']')) {
+                None => 0,
+                Some(m) => match last_module {
+                    Some((n, k)) if n == m => k,
+                    _ => {
+                        let k = match modules.iter().position(|x| x == m) {
+                            Some(i) => i as u16 + 1,
+                            None => {
+                                modules.push(m.to_string());
+                                modules.len() as u16
+                            }
+                        };
+                        last_module = Some((m, k));
+                        k
+                    }
+                },
+            };
+            rows.push((start, name, module));
         }
-        symbols.sort_by_key(|s| s.start);
-        Kallsyms { symbols }
+        rows.sort_by_key(|r| r.0);
+        let mut names = String::new();
+        let mut ends = Vec::with_capacity(rows.len());
+        for r in &rows {
+            names.push_str(r.1);
+            ends.push(names.len() as u32);
+        }
+        let starts: Vec<u64> = rows.iter().map(|r| r.0).collect();
+        let module: Vec<u16> = rows.iter().map(|r| r.2).collect();
+        Kallsyms::from_parts(&starts, &ends, &module, &names, modules)
     }
 
     /// This machine's `/proc/kallsyms` (empty when unreadable).
@@ -60,26 +151,51 @@ impl Kallsyms {
 
     /// Whether there are any symbols.
     pub fn is_empty(&self) -> bool {
-        self.symbols.is_empty()
+        self.n == 0
+    }
+
+    /// Number of symbols.
+    pub fn len(&self) -> usize {
+        self.n
     }
 
     /// The symbol at or before `addr` (index), if `addr` is not past the
     /// last symbol by more than 1 MiB.
     pub fn lookup(&self, addr: u64) -> Option<usize> {
-        let i = self.symbols.partition_point(|s| s.start <= addr);
-        if i == 0 {
+        // The first index whose start is past `addr`.
+        let (mut lo, mut hi) = (0, self.n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.start(mid) <= addr {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if lo == 0 {
             return None;
         }
-        let s = &self.symbols[i - 1];
-        if i == self.symbols.len() && addr - s.start > (1 << 20) {
+        if lo == self.n && addr - self.start(lo - 1) > (1 << 20) {
             return None;
         }
-        Some(i - 1)
+        Some(lo - 1)
     }
 
     /// The symbol at an index from [`Kallsyms::lookup`].
-    pub fn symbol(&self, i: usize) -> &KernelSymbol {
-        &self.symbols[i]
+    pub fn symbol(&self, i: usize) -> KernelSymbol<'_> {
+        let from = if i == 0 { 0 } else { self.name_end(i - 1) };
+        let names = self.base + 14 * self.n;
+        let bytes = &self.blob[names + from..names + self.name_end(i)];
+        let module = match self.module_number(i) {
+            0 => None,
+            m => Some(self.modules[m as usize - 1].as_str()),
+        };
+        KernelSymbol {
+            start: self.start(i),
+            // Checked when the table was made or read.
+            name: std::str::from_utf8(bytes).unwrap_or("?"),
+            module,
+        }
     }
 }
 
@@ -163,10 +279,12 @@ mod tests {
         );
         let m = k.symbol(k.lookup(0xffffffffc0000010).unwrap());
         assert_eq!(
-            (m.name.as_str(), m.module.as_deref()),
-            ("mod_fn", Some("kvm"))
+            (m.name, m.module, m.start),
+            ("mod_fn", Some("kvm"), 0xffffffffc0000000)
         );
         assert!(k.lookup(0x1000).is_none());
+        assert_eq!(k.len(), 3);
+        assert_eq!(k.symbol(0).module, None);
         assert!(k.lookup(0xffffffffd0000000).is_none());
     }
 
@@ -193,6 +311,6 @@ mod tests {
             eprintln!("skipped: /proc/kallsyms has no addresses here");
             return;
         }
-        assert!(k.symbols.iter().any(|s| s.name == "schedule"));
+        assert!((0..k.len()).any(|i| k.symbol(i).name == "schedule"));
     }
 }

@@ -13,8 +13,9 @@
 //!   a binary whose build-id differs from the recorded one is not used
 //!   (a warning says so), and DWARF line info is read on demand;
 //! - kernel address → `/proc/kallsyms`, only when the file was recorded
-//!   on this machine (kernel build-id, else host name and release, match);
-//!   otherwise the raw address, as perf shows it;
+//!   on this machine (kernel build-id, else host name and release, match)
+//!   and has kernel addresses, read through an index cached on disk per
+//!   boot ([`kcache`]); otherwise the raw address, as perf shows it;
 //! - JIT code (an anonymous mapping, or none) → `/tmp/perf-PID.map`
 //!   when the runtime wrote one (DSO `perf-PID.map`, as perf shows it);
 //! - `[vdso]` → the running kernel's vDSO image, when the file was
@@ -38,6 +39,10 @@
 //! **Reports** ([`report()`]): `pmx report` as a call, options in, a typed
 //! [`Report`] out (the profile, the events selected, the rows to show);
 //! [`render`] draws it as perf's table or as JSON.
+//!
+//! **Every sample** ([`script::script`]): `pmx script`, the same replay
+//! streamed to a writer, one line per sample in `perf script`'s layout
+//! (`-F` fields, call chains) or JSON lines.
 //!
 //! **Exports** ([`export`]): every sample (a
 //! [`profile::sink::SampleSink`] on the replay) with its thread, time,
@@ -75,10 +80,12 @@ pub mod elf;
 pub mod export;
 pub mod flame;
 pub mod group_metrics;
+pub mod kcache;
 pub mod kernel;
 pub mod profile;
 pub mod render;
 pub mod report;
+pub mod script;
 pub mod symbolize;
 
 pub use annotate::{annotate, AnnotateError, AnnotateOptions, Annotation};

@@ -38,6 +38,12 @@ pub use types::{
     Profile, Row, SortKey, SOURCE_LINE_ROWS,
 };
 
+/// Whether the kernel addresses of a file with these features are the
+/// running kernel's (`script` asks too).
+pub(crate) fn kernel_is_here(f: &pmx_perfdata::read::FileFeatures, this: &MachineId) -> bool {
+    recorded_here(f, this)
+}
+
 /// Build the profile of everything `reader` holds. `progress` is called
 /// now and then with (bytes read, total bytes when known).
 ///
@@ -87,10 +93,6 @@ fn build_full<'o>(
         .iter()
         .map(|b| (b.filename.clone(), b.build_id.clone()))
         .collect();
-    let loader = match &options.kallsyms {
-        KernelSymbols::Load if here || reader.is_pipe() => Some(std::thread::spawn(Kallsyms::load)),
-        _ => None,
-    };
     let mut sym = Symbolizer::new(Kallsyms::default(), build_ids, options.root.clone());
     sym.defer_kernel();
     sym.allow_running_vdso(here);
@@ -108,8 +110,9 @@ fn build_full<'o>(
         ..
     } = st;
     progress(reader.bytes_read(), reader.total_bytes());
-    // Kernel addresses now: with this machine's symbols when it recorded the file.
-    let kallsyms = rows::kernel_symbols(options, loader, replay.here);
+    // Kernel addresses now: with this machine's symbols when it recorded
+    // the file, loaded (from the cache) only when there are some.
+    let kallsyms = rows::kernel_symbols(options, sym.has_deferred(), replay.here);
     let kernel_symbols_used = !kallsyms.is_empty();
     let remap = sym.resolve_deferred(kallsyms);
     if let Some(sink) = sink {

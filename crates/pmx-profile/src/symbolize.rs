@@ -106,6 +106,8 @@ pub struct Symbolizer {
     dso_by_path: HashMap<Vec<u8>, DsoId>,
     maps: HashMap<u32, Vec<Map>>,
     frames: Vec<Frame>,
+    /// Symbol start per frame (`u64::MAX`: an address frame).
+    starts: Vec<u64>,
     frame_ids: HashMap<FrameKey, FrameId>,
     cache: HashMap<(DsoId, u64), FrameId>,
     kernel_cache: HashMap<u64, FrameId>,
@@ -220,6 +222,7 @@ impl Symbolizer {
             dso_by_path: HashMap::default(),
             maps: HashMap::default(),
             frames: Vec::new(),
+            starts: Vec::new(),
             frame_ids: HashMap::default(),
             cache: HashMap::default(),
             kernel_cache: HashMap::default(),
@@ -245,6 +248,11 @@ impl Symbolizer {
     /// learn where the file was recorded).
     pub fn defer_kernel(&mut self) {
         self.defer_kernel = true;
+    }
+
+    /// Whether kernel addresses wait for [`Symbolizer::resolve_deferred`].
+    pub fn has_deferred(&self) -> bool {
+        !self.provisional.is_empty()
     }
 
     /// Resolve the provisional kernel frames with `kallsyms`; returns, for
@@ -389,7 +397,7 @@ impl Symbolizer {
                 kernel: false,
             });
         };
-        let offset = addr - m.start + m.pgoff;
+        let offset = (addr - m.start).wrapping_add(m.pgoff);
         if let Some(&f) = self.cache.get(&(m.dso, offset)) {
             return f;
         }
@@ -581,21 +589,22 @@ impl Symbolizer {
         }
         let f = match self.kallsyms.lookup(addr) {
             Some(i) => {
-                let sym = self.kallsyms.symbol(i).clone();
-                let dso = match &sym.module {
+                let sym = self.kallsyms.symbol(i);
+                let (name, module) = (sym.name.to_string(), sym.module.map(str::to_string));
+                let dso = match module {
                     None => KERNEL_DSO,
-                    Some(m) => match self.module_dsos.get(m) {
+                    Some(m) => match self.module_dsos.get(&m) {
                         Some(&d) => d,
                         None => {
                             let d = self.add_dso(format!("[{m}]").as_bytes());
-                            self.module_dsos.insert(m.clone(), d);
+                            self.module_dsos.insert(m, d);
                             d
                         }
                     },
                 };
                 self.intern(FrameKey::Sym(dso, i), || Frame {
                     dso,
-                    name: FrameName::Symbol(sym.name),
+                    name: FrameName::Symbol(name),
                     kernel: true,
                 })
             }
@@ -627,7 +636,10 @@ impl Symbolizer {
         let m = maps[i - 1];
         self.load_elf(m.dso);
         let elf = self.dsos[m.dso as usize].elf.as_ref()?;
-        Some((m.dso, elf.offset_to_vaddr(addr - m.start + m.pgoff)?))
+        Some((
+            m.dso,
+            elf.offset_to_vaddr((addr - m.start).wrapping_add(m.pgoff))?,
+        ))
     }
 
     fn intern(&mut self, key: FrameKey, make: impl FnOnce() -> Frame) -> FrameId {
@@ -635,9 +647,55 @@ impl Symbolizer {
             return id;
         }
         let id = self.frames.len() as FrameId;
-        self.frames.push(make());
+        let frame = make();
+        let start = match key {
+            FrameKey::Addr(..) => None,
+            FrameKey::Sym(_, i) if frame.kernel => Some(self.kallsyms.symbol(i).start),
+            FrameKey::Sym(dso, i) => match &self.dsos[dso as usize].elf {
+                Some(elf) => elf.symbols().get(i).map(|s| s.start),
+                None => (self.jit_maps.values().flatten())
+                    .find(|j| j.dso == dso)
+                    .and_then(|j| j.entries.get(i).map(|e| e.0)),
+            },
+        };
+        self.starts.push(start.unwrap_or(u64::MAX));
+        self.frames.push(frame);
         self.frame_ids.insert(key, id);
         id
+    }
+
+    /// The start of a frame's symbol (ELF virtual address for user code,
+    /// the address for kernel and JIT code); `None` for an address frame.
+    pub fn frame_start(&self, id: FrameId) -> Option<u64> {
+        Some(self.starts[id as usize]).filter(|&s| s != u64::MAX)
+    }
+
+    /// A user address of process `pid` as `perf script` shows it: its
+    /// frame, the address shown in call chains (perf's map-relative
+    /// address: the file offset in the binary; the address itself in
+    /// anonymous memory or outside any mapping) and the address in the
+    /// frame's symbol space (ELF virtual address, or the address itself).
+    pub fn user_site(&mut self, pid: u32, addr: u64) -> (FrameId, u64, u64) {
+        let f = self.user_frame(pid, addr);
+        let map = self.maps.get(&pid).and_then(|maps| {
+            let i = maps.partition_point(|m| m.start <= addr);
+            (i > 0 && addr < maps[i - 1].end).then(|| maps[i - 1])
+        });
+        match map {
+            Some(m)
+                if m.dso == self.frames[f as usize].dso
+                    && !is_anon(&self.dsos[m.dso as usize].path) =>
+            {
+                let off = (addr - m.start).wrapping_add(m.pgoff);
+                let elf = self.dsos[m.dso as usize].elf.as_ref();
+                (
+                    f,
+                    off,
+                    elf.and_then(|e| e.offset_to_vaddr(off)).unwrap_or(off),
+                )
+            }
+            _ => (f, addr, addr),
+        }
     }
 }
 

@@ -11,24 +11,15 @@ use crate::kernel::Kallsyms;
 use crate::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
 use rustc_hash::FxHashMap as HashMap;
 
-/// The kernel symbols to resolve with: those loaded on a second thread or
-/// given, when the file was recorded `here`; none otherwise.
-pub(super) fn kernel_symbols(
-    options: &Options,
-    loader: Option<std::thread::JoinHandle<Kallsyms>>,
-    here: bool,
-) -> Kallsyms {
-    match (&options.kallsyms, loader) {
-        (_, Some(handle)) => {
-            let k = handle.join().unwrap_or_default();
-            if here {
-                k
-            } else {
-                Kallsyms::default()
-            }
-        }
-        (KernelSymbols::Given(k), None) if here => k.clone(),
-        _ => Kallsyms::default(),
+/// The kernel symbols to resolve with: none unless the file has kernel
+/// addresses (`needed`) and was recorded `here`; then those given, or
+/// this machine's (from the on-disk cache, else `/proc/kallsyms`).
+pub(super) fn kernel_symbols(options: &Options, needed: bool, here: bool) -> Kallsyms {
+    match &options.kallsyms {
+        _ if !needed || !here => Kallsyms::default(),
+        KernelSymbols::Load => crate::kcache::load().0,
+        KernelSymbols::Given(k) => k.clone(),
+        KernelSymbols::Off => Kallsyms::default(),
     }
 }
 

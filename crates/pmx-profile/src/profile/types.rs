@@ -67,8 +67,9 @@ pub enum KernelSymbols {
     Off,
     /// These symbols.
     Given(Kallsyms),
-    /// This machine's `/proc/kallsyms`, read on a second thread while the
-    /// file is read (kernel addresses are resolved at the end).
+    /// This machine's, loaded at the end and only when the file has
+    /// kernel addresses: from the on-disk cache ([`crate::kcache`]) when it
+    /// is valid for the running system, else from `/proc/kallsyms`.
     Load,
 }
 

@@ -1,0 +1,35 @@
+//! `pmx script`: every sample as `perf script` prints it, or JSON lines.
+
+use pmx_profile::script::{ScriptError as E, ScriptOptions};
+
+/// Arguments of `pmx script` (call chains are shown when the file has them).
+#[derive(Debug, clap::Args)]
+pub struct ScriptArgs {
+    /// Input file ('-' reads a pipe-mode stream from standard input).
+    #[arg(short, long, value_name = "FILE", default_value = "perf.data")]
+    input: std::path::PathBuf,
+    /// Fields as perf script's -F: [hw:|sw:|trace:|raw:][+|-]comm,tid,pid,time,cpu,event,ip,sym,symoff,dso,period.
+    #[arg(short = 'F', long, value_name = "FIELDS", allow_hyphen_values = true)]
+    fields: Vec<String>,
+    /// One JSON object per sample (time in ns, addresses as "0x…" strings).
+    #[arg(long)]
+    json: bool,
+    /// Do not print call chains.
+    #[arg(short = 'G', long)]
+    hide_call_graph: bool,
+}
+
+/// Run `pmx script`; a closed pipe (`| head`) ends it quietly.
+pub fn run(a: &ScriptArgs) -> anyhow::Result<i32> {
+    let (input, fields) = (a.input.clone(), a.fields.clone());
+    let opts = ScriptOptions::new(input, fields, a.json, !a.hide_call_graph);
+    let summary = match pmx_profile::script::script(&opts, &mut std::io::stdout().lock()) {
+        Err(E::Output(e)) => return Err(e.into()),
+        Err(e @ E::Fields(_)) => return Err(crate::exit::UsageError(e.to_string()).into()),
+        r => r?,
+    };
+    for w in summary.warnings {
+        eprintln!("pmx: warning: {w}");
+    }
+    Ok(crate::exit::OK)
+}

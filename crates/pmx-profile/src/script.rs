@@ -1,0 +1,381 @@
+//! `pmx script`: every sample of a perf.data file as one line, the way
+//! `perf script` prints it (its default fields and columns, `-F` to choose
+//! them, the call chain under the line when the file has one), or as JSON
+//! lines. Streaming: records are replayed in time order per round (as
+//! perf does, so a sample sees the maps and command names of its time)
+//! and each round's samples are written as they are applied; nothing
+//! grows with the number of samples.
+//!
+//! Symbols come from the [`Symbolizer`] (ELF symbol tables loaded per
+//! binary on first use, JIT maps, the vDSO) and kernel symbols from the
+//! cache of [`crate::kcache`], loaded at the first kernel address of a
+//! file recorded on this machine.
+
+mod fields;
+mod write;
+
+pub use fields::{Field, Fields, ALL as FIELD_NAMES};
+
+use crate::profile::MachineId;
+use crate::symbolize::Symbolizer;
+use pmx_perfdata::format::{misc, sample_type};
+use pmx_perfdata::read::Record;
+use pmx_perfdata::Reader;
+use rustc_hash::FxHashMap as HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use write::{Site, Writer};
+
+/// What to print, from which file.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptOptions {
+    /// The perf.data file; `-` reads a pipe-mode stream from standard input.
+    pub input: PathBuf,
+    /// `-F` specs in order (`comm,tid`, `sw:+period`, `-cpu` …).
+    pub fields: Vec<String>,
+    /// JSON lines instead of perf's text.
+    pub json: bool,
+    /// Print call chains of events that have them (perf's default).
+    pub callchains: bool,
+    /// Look binaries up under this directory (perf's `--symfs`).
+    pub symfs: Option<PathBuf>,
+}
+
+impl ScriptOptions {
+    /// Options for `input` with these `-F` specs, JSON or text, call
+    /// chains shown or not (no `--symfs`).
+    pub fn new(input: PathBuf, fields: Vec<String>, json: bool, callchains: bool) -> Self {
+        ScriptOptions {
+            input,
+            fields,
+            json,
+            callchains,
+            symfs: None,
+        }
+    }
+}
+
+/// Why `pmx script` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// The file does not exist.
+    #[error("{0}: no such file (record one with `pmx record` or `perf record`, or give -i FILE)")]
+    NotFound(String),
+    /// The file could not be read.
+    #[error("{file}: {source}")]
+    Read {
+        /// The file as shown.
+        file: String,
+        /// Why.
+        source: pmx_perfdata::Error,
+    },
+    /// A `-F` spec that cannot be honoured.
+    #[error("-F: {0}")]
+    Fields(String),
+    /// Writing the output failed (a closed pipe is `BrokenPipe`).
+    #[error("writing the output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+/// What was printed.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptSummary {
+    /// Samples written.
+    pub samples: u64,
+    /// Warnings (binaries that differ from the recording…).
+    pub warnings: Vec<String>,
+}
+
+/// A user mapping: pid, start, length, file offset, path, build-id.
+type MapRec = (u32, u64, u64, u64, Vec<u8>, Option<Vec<u8>>);
+
+/// A record waiting for its round.
+enum Item {
+    Sample(write::SampleRec),
+    Comm {
+        tid: u32,
+        comm: u32,
+    },
+    Fork {
+        pid: u32,
+        ppid: u32,
+        tid: u32,
+        ptid: u32,
+    },
+    Mmap(Box<MapRec>),
+}
+
+/// The replay: symbolizer, command names, the round's queue, the writer.
+struct Run<'w> {
+    sym: Symbolizer,
+    comm_names: Vec<String>,
+    comm_ids: HashMap<Vec<u8>, u32>,
+    thread_comm: HashMap<u32, u32>,
+    items: Vec<(u64, Item)>,
+    arena: Vec<u64>,
+    sites: Vec<Site>,
+    here: bool,
+    kernel_loaded: bool,
+    writer: Writer<'w>,
+}
+
+/// Print every sample of `opts.input` to `out`.
+pub fn script(opts: &ScriptOptions, out: &mut dyn Write) -> Result<ScriptSummary, ScriptError> {
+    let stdin = opts.input.as_os_str() == "-";
+    let file = if stdin {
+        "standard input".to_string()
+    } else {
+        opts.input.display().to_string()
+    };
+    let path = if stdin {
+        "/dev/stdin".into()
+    } else {
+        opts.input.clone()
+    };
+    let read_err = |source| ScriptError::Read {
+        file: file.clone(),
+        source,
+    };
+    let mut reader = match Reader::open(&path) {
+        Ok(r) => r,
+        Err(pmx_perfdata::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ScriptError::NotFound(file))
+        }
+        Err(e) => return Err(read_err(e)),
+    };
+    let this = MachineId::current();
+    let here = crate::profile::kernel_is_here(reader.features(), &this);
+    let build_ids = (reader.features().build_ids.iter())
+        .map(|b| (b.filename.clone(), b.build_id.clone()))
+        .collect();
+    let mut sym = Symbolizer::new(Default::default(), build_ids, opts.symfs.clone());
+    sym.allow_running_vdso(here);
+    let fields = fields::resolve(&opts.fields, reader.events()).map_err(ScriptError::Fields)?;
+    let chains = reader
+        .events()
+        .iter()
+        .map(|e| opts.callchains && e.attr.sample_type & sample_type::CALLCHAIN != 0);
+    let writer = Writer::new(out, reader.events(), fields, chains.collect(), opts.json);
+    let mut run = Run {
+        sym,
+        comm_names: Vec::new(),
+        comm_ids: HashMap::default(),
+        thread_comm: HashMap::default(),
+        items: Vec::new(),
+        arena: Vec::new(),
+        sites: Vec::new(),
+        here,
+        kernel_loaded: false,
+        writer,
+    };
+    let (mut max_time, mut prev_round_max) = (0u64, 0u64);
+    let mut features_seen = reader.features().present.len();
+    loop {
+        if reader.is_pipe() && reader.features().present.len() != features_seen {
+            features_seen = reader.features().present.len();
+            run.here = crate::profile::kernel_is_here(reader.features(), &this);
+            run.sym.allow_running_vdso(run.here);
+            for b in &reader.features().build_ids {
+                run.sym.set_build_id(b.filename.as_bytes(), &b.build_id);
+            }
+        }
+        let Some(rec) = reader.next_record().map_err(read_err)? else {
+            break;
+        };
+        if let Record::FinishedRound = rec {
+            run.flush(prev_round_max)?;
+            prev_round_max = max_time;
+            continue;
+        }
+        if let Some((time, item)) = run.item(rec) {
+            max_time = max_time.max(time);
+            run.items.push((time, item));
+            if run.items.len() >= 1 << 20 {
+                run.flush(u64::MAX)?;
+            }
+        }
+    }
+    run.flush(u64::MAX)?;
+    run.writer.finish()?;
+    let mut warnings = run.sym.warnings().to_vec();
+    if let Some(t) = reader.truncation() {
+        warnings.insert(0, crate::truncation_warning(t, reader.bytes_read()));
+    }
+    Ok(ScriptSummary {
+        samples: run.writer.samples,
+        warnings,
+    })
+}
+
+impl Run<'_> {
+    fn intern_comm(&mut self, name: &[u8]) -> u32 {
+        if let Some(&id) = self.comm_ids.get(name) {
+            return id;
+        }
+        let id = self.comm_names.len() as u32;
+        self.comm_names
+            .push(String::from_utf8_lossy(name).into_owned());
+        self.comm_ids.insert(name.to_vec(), id);
+        id
+    }
+
+    /// The queued form of a record and its time (`None`: not used).
+    fn item(&mut self, rec: Record<'_>) -> Option<(u64, Item)> {
+        Some(match rec {
+            Record::Sample(s) => {
+                let start = self.arena.len();
+                if self.writer.chain(s.event) {
+                    self.arena.extend(s.callchain());
+                }
+                let r = write::SampleRec::new(&s, start..self.arena.len());
+                (s.time, Item::Sample(r))
+            }
+            Record::Comm(c) => {
+                let comm = self.intern_comm(c.comm);
+                (c.id.time.unwrap_or(0), Item::Comm { tid: c.tid, comm })
+            }
+            Record::Fork(t) => (
+                t.time,
+                Item::Fork {
+                    pid: t.pid,
+                    ppid: t.ppid,
+                    tid: t.tid,
+                    ptid: t.ptid,
+                },
+            ),
+            Record::Mmap(m) => {
+                if m.pid == u32::MAX || m.misc & misc::CPUMODE_MASK == misc::KERNEL {
+                    return None;
+                }
+                let b = m.build_id.map(<[u8]>::to_vec);
+                let map = (m.pid, m.start, m.len, m.pgoff, m.filename.to_vec(), b);
+                (m.id.time.unwrap_or(0), Item::Mmap(Box::new(map)))
+            }
+            _ => return None,
+        })
+    }
+
+    /// Apply and print, in time order, the queued records up to `limit`.
+    fn flush(&mut self, limit: u64) -> std::io::Result<()> {
+        self.items.sort_by_key(|(t, _)| *t);
+        let n = self.items.partition_point(|(t, _)| *t <= limit);
+        let items: Vec<(u64, Item)> = self.items.drain(..n).collect();
+        for (_, item) in &items {
+            self.apply(item)?;
+        }
+        // Keep only the call chains of the records kept.
+        let mut arena = Vec::new();
+        for (_, item) in &mut self.items {
+            if let Item::Sample(s) = item {
+                let start = arena.len();
+                arena.extend_from_slice(&self.arena[s.chain.clone()]);
+                s.chain = start..arena.len();
+            }
+        }
+        self.arena = arena;
+        Ok(())
+    }
+
+    fn apply(&mut self, item: &Item) -> std::io::Result<()> {
+        match item {
+            Item::Sample(s) => return self.sample(s),
+            &Item::Comm { tid, comm } => {
+                self.thread_comm.insert(tid, comm);
+            }
+            &Item::Fork {
+                pid,
+                ppid,
+                tid,
+                ptid,
+            } => {
+                let parent = self
+                    .thread_comm
+                    .get(&ptid)
+                    .or_else(|| self.thread_comm.get(&ppid));
+                if let Some(&c) = parent {
+                    self.thread_comm.insert(tid, c);
+                }
+                self.sym.fork(ppid, pid);
+            }
+            Item::Mmap(m) => {
+                let (pid, start, len, pgoff, path, build_id) = &**m;
+                if let Some(b) = build_id {
+                    self.sym.set_build_id(path, b);
+                }
+                self.sym.add_map(*pid, *start, *len, *pgoff, path);
+            }
+        }
+        Ok(())
+    }
+
+    /// The kernel symbols, loaded at the first kernel address (when the
+    /// file was recorded here).
+    fn kernel_site(&mut self, addr: u64) -> Site {
+        if !self.kernel_loaded {
+            self.kernel_loaded = true;
+            if self.here {
+                self.sym.resolve_deferred(crate::kcache::load().0);
+            }
+        }
+        let frame = self.sym.kernel_frame(addr);
+        Site {
+            shown: addr,
+            addr,
+            frame,
+            space: addr,
+        }
+    }
+
+    fn user_site(&mut self, pid: u32, addr: u64) -> Site {
+        let (frame, shown, space) = self.sym.user_site(pid, addr);
+        Site {
+            shown,
+            addr,
+            frame,
+            space,
+        }
+    }
+
+    fn sample(&mut self, s: &write::SampleRec) -> std::io::Result<()> {
+        let comm = match self
+            .thread_comm
+            .get(&s.tid)
+            .or_else(|| self.thread_comm.get(&s.pid))
+        {
+            Some(&c) => c,
+            None if s.tid == 0 => self.intern_comm(b"swapper"),
+            None => self.intern_comm(format!(":{}", s.tid).as_bytes()),
+        };
+        let mode = s.misc & misc::CPUMODE_MASK;
+        let kernel = mode == misc::KERNEL || (mode != misc::USER && s.ip >= 0xffff_8000_0000_0000);
+        let mut sites = std::mem::take(&mut self.sites);
+        sites.clear();
+        if self.writer.chain(s.event) {
+            let mut ctx_kernel = kernel;
+            for i in s.chain.clone() {
+                let a = self.arena[i];
+                if a >= pmx_perfdata::format::callchain::CONTEXT_MAX {
+                    ctx_kernel = a == pmx_perfdata::format::callchain::CONTEXT_KERNEL;
+                    continue;
+                }
+                let site = if ctx_kernel {
+                    self.kernel_site(a)
+                } else {
+                    self.user_site(s.pid, a)
+                };
+                sites.push(site);
+            }
+        }
+        let mut leaf = if kernel {
+            self.kernel_site(s.ip)
+        } else {
+            self.user_site(s.pid, s.ip)
+        };
+        leaf.shown = s.ip;
+        let r = self
+            .writer
+            .sample(s, &self.comm_names[comm as usize], leaf, &sites, &self.sym);
+        self.sites = sites;
+        r
+    }
+}

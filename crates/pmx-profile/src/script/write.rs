@@ -1,0 +1,433 @@
+//! The lines of `pmx script`: perf script's text layout (perf 6.1's
+//! columns: `%16s` command, `%5d` ids, `[%03d]` CPU, `%12s:` time,
+//! `%10u` period, the event name padded to the longest, `%16x` address)
+//! or one JSON object per sample. Numbers are formatted by hand and every
+//! frame's name is formatted once, so a million samples take well under a
+//! second.
+
+use super::fields::{Field, Fields};
+use crate::symbolize::{FrameId, FrameName, Symbolizer};
+use pmx_perfdata::read::{Event, Sample};
+use std::io::{BufWriter, Write};
+use std::ops::Range;
+
+/// A sample waiting for its round.
+pub(crate) struct SampleRec {
+    pub(crate) event: usize,
+    pub(crate) misc: u16,
+    pub(crate) ip: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) cpu: u32,
+    pub(crate) time: u64,
+    pub(crate) period: u64,
+    /// Its call chain in the replay's arena.
+    pub(crate) chain: Range<usize>,
+}
+
+impl SampleRec {
+    pub(crate) fn new(s: &Sample<'_>, chain: Range<usize>) -> SampleRec {
+        SampleRec {
+            event: s.event,
+            misc: s.misc,
+            ip: s.ip,
+            pid: s.pid,
+            tid: s.tid,
+            cpu: s.cpu,
+            time: s.time,
+            period: s.period,
+            chain,
+        }
+    }
+}
+
+/// An address resolved: shown as `shown` (perf's map-relative address in
+/// call chains), the process address `addr`, its frame, and the address
+/// in the frame's symbol space (for `+0xOFF`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Site {
+    pub(crate) shown: u64,
+    pub(crate) addr: u64,
+    pub(crate) frame: FrameId,
+    pub(crate) space: u64,
+}
+
+/// The output: per event its name, fields and whether chains are printed.
+pub(crate) struct Writer<'w> {
+    out: BufWriter<&'w mut dyn Write>,
+    events: Vec<(String, Fields, bool)>,
+    name_width: usize,
+    json: bool,
+    line: Vec<u8>,
+    /// Per frame: its name as printed (text) or as a JSON value.
+    names: Vec<Option<Box<[u8]>>>,
+    /// Per binary: its name as printed (text) or as a JSON string.
+    dsos: Vec<Option<Box<[u8]>>>,
+    /// Samples written.
+    pub(crate) samples: u64,
+}
+
+impl<'w> Writer<'w> {
+    pub(crate) fn new(
+        out: &'w mut dyn Write,
+        events: &[Event],
+        fields: Vec<Fields>,
+        chains: Vec<bool>,
+        json: bool,
+    ) -> Writer<'w> {
+        let name_width = events.iter().map(|e| e.name.len()).max().unwrap_or(0);
+        let events = (events.iter().zip(fields).zip(chains))
+            .map(|((e, f), c)| (e.name.clone(), f, c && f.has(Field::Ip)))
+            .collect();
+        Writer {
+            out: BufWriter::with_capacity(1 << 18, out),
+            events,
+            name_width,
+            json,
+            line: Vec::with_capacity(512),
+            names: Vec::new(),
+            dsos: Vec::new(),
+            samples: 0,
+        }
+    }
+
+    /// Whether the call chains of `event` are printed.
+    pub(crate) fn chain(&self, event: usize) -> bool {
+        self.events.get(event).is_some_and(|e| e.2)
+    }
+
+    pub(crate) fn finish(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+
+    /// Write one sample: its leaf and (when printed) its call chain.
+    pub(crate) fn sample(
+        &mut self,
+        s: &SampleRec,
+        comm: &str,
+        leaf: Site,
+        chain: &[Site],
+        sym: &Symbolizer,
+    ) -> std::io::Result<()> {
+        let Some((name, f, with_chain)) = self.events.get(s.event) else {
+            return Ok(());
+        };
+        let (f, with_chain) = (*f, *with_chain);
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        if self.json {
+            self.json_line(
+                &mut line,
+                s,
+                comm,
+                name.clone(),
+                f,
+                leaf,
+                with_chain.then_some(chain),
+                sym,
+            );
+        } else {
+            self.text_line(
+                &mut line,
+                s,
+                comm,
+                f,
+                leaf,
+                with_chain.then_some(chain),
+                sym,
+            );
+        }
+        let r = self.out.write_all(&line);
+        self.line = line;
+        self.samples += 1;
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn text_line(
+        &mut self,
+        b: &mut Vec<u8>,
+        s: &SampleRec,
+        comm: &str,
+        f: Fields,
+        leaf: Site,
+        chain: Option<&[Site]>,
+        sym: &Symbolizer,
+    ) {
+        if f.has(Field::Comm) {
+            if chain.is_none() {
+                pad(b, 16, comm.len());
+            }
+            b.extend_from_slice(comm.as_bytes());
+            b.push(b' ');
+        }
+        match (f.has(Field::Pid), f.has(Field::Tid)) {
+            (true, true) => {
+                dec_right(b, s.pid as u64, 5);
+                b.push(b'/');
+                let n = dec(b, s.tid as u64);
+                pad(b, 5, n);
+                b.push(b' ');
+            }
+            (true, false) | (false, true) => {
+                dec_right(b, if f.has(Field::Pid) { s.pid } else { s.tid } as u64, 5);
+                b.push(b' ');
+            }
+            _ => {}
+        }
+        if f.has(Field::Cpu) {
+            b.push(b'[');
+            dec_right_zero(b, s.cpu as u64, 3);
+            b.extend_from_slice(b"] ");
+        }
+        if f.has(Field::Time) {
+            let (secs, usecs) = (s.time / 1_000_000_000, s.time % 1_000_000_000 / 1000);
+            let w = digits(secs) + 7;
+            pad(b, 12, w);
+            dec(b, secs);
+            b.push(b'.');
+            dec_right_zero(b, usecs, 6);
+            b.extend_from_slice(b": ");
+        }
+        if f.has(Field::Period) {
+            dec_right(b, s.period, 10);
+            b.push(b' ');
+        }
+        if f.has(Field::Event) {
+            let name = &self.events[s.event].0;
+            pad(b, self.name_width, name.len());
+            b.extend_from_slice(name.as_bytes());
+            b.extend_from_slice(b": ");
+        }
+        if f.has(Field::Ip) {
+            match chain {
+                Some(chain) => {
+                    b.push(b'\n');
+                    for site in chain {
+                        b.push(b'\t');
+                        self.site_text(b, f, *site, sym);
+                        b.push(b'\n');
+                    }
+                }
+                None => {
+                    b.push(b' ');
+                    self.site_text(b, f, leaf, sym);
+                }
+            }
+        }
+        b.push(b'\n');
+    }
+
+    /// `%16x sym+0xOFF (dso)`, as the fields ask.
+    fn site_text(&mut self, b: &mut Vec<u8>, f: Fields, site: Site, sym: &Symbolizer) {
+        let n = digits_hex(site.shown);
+        pad(b, 16, n);
+        hex(b, site.shown);
+        if f.has(Field::Sym) {
+            b.push(b' ');
+            b.extend_from_slice(self.name(site.frame, sym));
+            if f.has(Field::Symoff) {
+                if let Some(start) = sym.frame_start(site.frame).filter(|&a| site.space >= a) {
+                    b.extend_from_slice(b"+0x");
+                    hex(b, site.space - start);
+                }
+            }
+        }
+        if f.has(Field::Dso) {
+            b.extend_from_slice(b" (");
+            b.extend_from_slice(self.dso(site.frame, sym));
+            b.push(b')');
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn json_line(
+        &mut self,
+        b: &mut Vec<u8>,
+        s: &SampleRec,
+        comm: &str,
+        event: String,
+        f: Fields,
+        leaf: Site,
+        chain: Option<&[Site]>,
+        sym: &Symbolizer,
+    ) {
+        b.push(b'{');
+        let key = |b: &mut Vec<u8>, k: &str| {
+            if b.len() > 1 {
+                b.push(b',');
+            }
+            b.push(b'"');
+            b.extend_from_slice(k.as_bytes());
+            b.extend_from_slice(b"\":");
+        };
+        let nums = [
+            (Field::Pid, "pid", s.pid as u64),
+            (Field::Tid, "tid", s.tid as u64),
+            (Field::Cpu, "cpu", s.cpu as u64),
+            (Field::Time, "time_ns", s.time),
+            (Field::Period, "period", s.period),
+        ];
+        if f.has(Field::Comm) {
+            key(b, "comm");
+            json_str(b, comm);
+        }
+        for (field, k, v) in nums {
+            if f.has(field) {
+                key(b, k);
+                dec(b, v);
+            }
+        }
+        if f.has(Field::Event) {
+            key(b, "event");
+            json_str(b, &event);
+        }
+        if f.has(Field::Ip) {
+            let mark = b.len();
+            self.site_json(b, f, leaf, sym);
+            if mark == 1 {
+                b.remove(1);
+            }
+            if let Some(chain) = chain {
+                key(b, "callchain");
+                b.push(b'[');
+                for (i, site) in chain.iter().enumerate() {
+                    b.extend_from_slice(if i == 0 { b"{" } else { b",{" });
+                    let mark = b.len();
+                    self.site_json(b, f, *site, sym);
+                    // The site's members start with a comma: drop it.
+                    if b.get(mark) == Some(&b',') {
+                        b.remove(mark);
+                    }
+                    b.push(b'}');
+                }
+                b.push(b']');
+            }
+        }
+        b.extend_from_slice(b"}\n");
+    }
+
+    /// `,"ip":"0x…","sym":…,"symoff":N,"dso":…` as the fields ask.
+    fn site_json(&mut self, b: &mut Vec<u8>, f: Fields, site: Site, sym: &Symbolizer) {
+        b.extend_from_slice(b",\"ip\":\"0x");
+        hex(b, site.addr);
+        b.push(b'"');
+        if f.has(Field::Sym) {
+            b.extend_from_slice(b",\"sym\":");
+            b.extend_from_slice(self.name(site.frame, sym));
+            if f.has(Field::Symoff) {
+                if let Some(start) = sym.frame_start(site.frame).filter(|&a| site.space >= a) {
+                    b.extend_from_slice(b",\"symoff\":");
+                    dec(b, site.space - start);
+                }
+            }
+        }
+        if f.has(Field::Dso) {
+            b.extend_from_slice(b",\"dso\":");
+            b.extend_from_slice(self.dso(site.frame, sym));
+        }
+    }
+
+    /// The frame's symbol as printed: its name, `[unknown]` (JSON: null).
+    fn name(&mut self, id: FrameId, sym: &Symbolizer) -> &[u8] {
+        let i = id as usize;
+        if self.names.len() <= i {
+            self.names.resize(i + 1, None);
+        }
+        let json = self.json;
+        self.names[i].get_or_insert_with(|| {
+            let mut v = Vec::new();
+            match (&sym.frame(id).name, json) {
+                (FrameName::Symbol(s), false) => v.extend_from_slice(s.as_bytes()),
+                (FrameName::Symbol(s), true) => json_str(&mut v, s),
+                (FrameName::Address(_), false) => v.extend_from_slice(b"[unknown]"),
+                (FrameName::Address(_), true) => v.extend_from_slice(b"null"),
+            }
+            v.into_boxed_slice()
+        })
+    }
+
+    /// The frame's binary as printed: its path as recorded (perf's DSO name).
+    fn dso(&mut self, id: FrameId, sym: &Symbolizer) -> &[u8] {
+        let d = sym.frame(id).dso;
+        let i = d as usize;
+        if self.dsos.len() <= i {
+            self.dsos.resize(i + 1, None);
+        }
+        let json = self.json;
+        self.dsos[i].get_or_insert_with(|| {
+            let path = &sym.dso(d).path;
+            let mut v = Vec::new();
+            if json {
+                json_str(&mut v, path);
+            } else {
+                v.extend_from_slice(path.as_bytes());
+            }
+            v.into_boxed_slice()
+        })
+    }
+}
+
+fn pad(b: &mut Vec<u8>, width: usize, len: usize) {
+    b.extend(std::iter::repeat_n(b' ', width.saturating_sub(len)));
+}
+
+fn digits(v: u64) -> usize {
+    v.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+fn digits_hex(v: u64) -> usize {
+    v.checked_ilog2().map_or(1, |d| d as usize / 4 + 1)
+}
+
+/// `v` in decimal; returns the number of digits.
+fn dec(b: &mut Vec<u8>, v: u64) -> usize {
+    let mut buf = itoa::Buffer::new();
+    let s = buf.format(v);
+    b.extend_from_slice(s.as_bytes());
+    s.len()
+}
+
+fn dec_right(b: &mut Vec<u8>, v: u64, width: usize) {
+    pad(b, width, digits(v));
+    dec(b, v);
+}
+
+fn dec_right_zero(b: &mut Vec<u8>, v: u64, width: usize) {
+    b.extend(std::iter::repeat_n(b'0', width.saturating_sub(digits(v))));
+    dec(b, v);
+}
+
+/// `v` in lowercase hex, no prefix.
+fn hex(b: &mut Vec<u8>, v: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let n = digits_hex(v);
+    for i in (0..n).rev() {
+        b.push(HEX[((v >> (i * 4)) & 0xf) as usize]);
+    }
+}
+
+/// A JSON string.
+fn json_str(b: &mut Vec<u8>, s: &str) {
+    b.push(b'"');
+    for &c in s.as_bytes() {
+        match c {
+            b'"' => b.extend_from_slice(b"\\\""),
+            b'\\' => b.extend_from_slice(b"\\\\"),
+            b'\n' => b.extend_from_slice(b"\\n"),
+            b'\t' => b.extend_from_slice(b"\\t"),
+            0..=0x1f | 0x7f => {
+                b.extend_from_slice(b"\\u00");
+                hex_pair(b, c);
+            }
+            _ => b.push(c),
+        }
+    }
+    b.push(b'"');
+}
+
+fn hex_pair(b: &mut Vec<u8>, c: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    b.push(HEX[(c >> 4) as usize]);
+    b.push(HEX[(c & 0xf) as usize]);
+}
