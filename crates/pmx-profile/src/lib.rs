@@ -54,6 +54,7 @@ pub mod profile;
 pub mod render;
 pub mod report;
 pub mod symbolize;
+pub mod unwind;
 
 pub use diff::{default_sort, diff, Compute, DiffOptions, DiffReport};
 pub use profile::{

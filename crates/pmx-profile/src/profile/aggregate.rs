@@ -5,6 +5,7 @@
 
 use super::types::{Options, SortKey};
 use crate::symbolize::{DsoId, FrameId, Symbolizer};
+use crate::unwind::{Unwinder, UserStack};
 use pmx_perfdata::format::{callchain, misc};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -41,6 +42,8 @@ pub(super) enum Item {
         cpu: u32,
         period: u64,
         chain: std::ops::Range<usize>,
+        /// `--call-graph dwarf`: registers and stack to unwind.
+        user: Option<Box<UserStack>>,
     },
     Comm {
         tid: u32,
@@ -76,6 +79,8 @@ pub(super) struct State<'o> {
     pub(super) accs: Vec<EventAcc>,
     pub(super) stack_buf: Vec<u32>,
     pub(super) frames: Vec<u32>,
+    pub(super) unwinder: Unwinder,
+    unwound: Vec<u64>,
 }
 
 impl<'o> State<'o> {
@@ -98,6 +103,8 @@ impl<'o> State<'o> {
             accs: Vec::new(),
             stack_buf: Vec::new(),
             frames: Vec::new(),
+            unwinder: Unwinder::new(),
+            unwound: Vec::new(),
         }
     }
 
@@ -130,7 +137,14 @@ impl<'o> State<'o> {
                 cpu,
                 period,
                 ref chain,
-            } => self.sample(event, m, ip, pid, tid, cpu, period, &arena[chain.clone()]),
+                ref user,
+            } => {
+                let chain = &arena[chain.clone()];
+                match user {
+                    Some(u) => self.sample_unwound(event, m, ip, (pid, tid, cpu), period, chain, u),
+                    None => self.sample(event, m, ip, pid, tid, cpu, period, chain),
+                }
+            }
             Item::Comm { tid, comm } => {
                 self.thread_comm.insert(tid, comm);
             }
@@ -156,6 +170,28 @@ impl<'o> State<'o> {
                 self.sym.add_map(m.pid, m.start, m.len, m.pgoff, &m.path);
             }
         }
+    }
+
+    /// A sample with a user stack: its kernel chain, then the user chain
+    /// unwound from its registers and stack copy.
+    #[allow(clippy::too_many_arguments)]
+    fn sample_unwound(
+        &mut self,
+        event: usize,
+        m: u16,
+        ip: u64,
+        (pid, tid, cpu): (u32, u32, u32),
+        period: u64,
+        chain: &[u64],
+        user: &UserStack,
+    ) {
+        let mut full = std::mem::take(&mut self.unwound);
+        full.clear();
+        full.extend_from_slice(chain);
+        full.push(callchain::CONTEXT_USER);
+        self.unwinder.unwind(&self.sym, pid, user, &mut full);
+        self.sample(event, m, ip, pid, tid, cpu, period, &full);
+        self.unwound = full;
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -240,6 +276,9 @@ impl<'o> State<'o> {
             let f = if ctx_kernel {
                 self.sym.kernel_frame(addr)
             } else {
+                if self.options.inline {
+                    self.sym.inline_frames(pid, addr, &mut self.frames);
+                }
                 self.sym.user_frame(pid, addr)
             };
             self.frames.push(f);

@@ -4,6 +4,7 @@
 
 use super::aggregate::{Item, MmapItem, State};
 use super::types::MachineId;
+use crate::unwind::UserStack;
 use pmx_perfdata::format::misc;
 use pmx_perfdata::read::{FileFeatures, Record};
 use pmx_perfdata::Reader;
@@ -202,7 +203,8 @@ impl Replay {
                     );
                 }
                 let start = self.queue.arena.len();
-                if st.options.stacks || st.options.children {
+                let chains = st.options.stacks || st.options.children;
+                if chains {
                     self.queue.arena.extend(s.callchain());
                 }
                 let item = Item::Sample {
@@ -214,6 +216,10 @@ impl Replay {
                     cpu: s.cpu,
                     period: s.period,
                     chain: start..self.queue.arena.len(),
+                    user: chains
+                        .then(|| UserStack::of_sample(&s))
+                        .flatten()
+                        .map(Box::new),
                 };
                 (s.time, item)
             }

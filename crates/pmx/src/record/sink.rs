@@ -170,7 +170,7 @@ mod tests {
             name: "cpu-clock".into(),
             attr: attr.clone(),
             inherit: None,
-            callchain: None,
+            call_graph: None,
         };
         let (mut sink, old) =
             Sink::create(&out, &[attr], &[ev], &[vec![7]], HashMap::new()).unwrap();

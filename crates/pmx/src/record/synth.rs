@@ -117,8 +117,8 @@ pub(super) fn parse_map_line(line: &str) -> Option<MapLine> {
     })
 }
 
-/// A PERF_RECORD_MMAP2 for an executable mapping of process `pid`, as
-/// perf synthesizes it (anonymous executable memory is `//anon`).
+/// A PERF_RECORD_MMAP2 for a mapping of process `pid`, as perf
+/// synthesizes it (anonymous executable memory is `//anon`).
 pub(super) fn mmap2_record(pid: i32, m: &MapLine, trailer: &[u8]) -> Option<Vec<u8>> {
     let mut body = Vec::new();
     body.extend_from_slice(&pid.to_ne_bytes());
@@ -142,7 +142,13 @@ pub(super) fn mmap2_record(pid: i32, m: &MapLine, trailer: &[u8]) -> Option<Vec<
     } else {
         m.name.as_str()
     };
-    build_record(rt::MMAP2, record_misc::USER, &body, name, trailer)
+    // A mapping that is not executable is data (`PERF_RECORD_MISC_MMAP_DATA`).
+    let misc = if m.prot & libc::PROT_EXEC as u32 == 0 {
+        record_misc::USER | record_misc::MMAP_DATA
+    } else {
+        record_misc::USER
+    };
+    build_record(rt::MMAP2, misc, &body, name, trailer)
 }
 
 /// The kernel's map as perf synthesizes it: a PERF_RECORD_MMAP for pid -1
