@@ -64,6 +64,7 @@ pub fn build(
         mut sym,
         comms,
         mut accs,
+        unwinder,
         ..
     } = st;
     progress(reader.bytes_read(), reader.total_bytes());
@@ -80,7 +81,7 @@ pub fn build(
         pipe: reader.is_pipe(),
         data_bytes: reader.bytes_read(),
         kernel_symbols_used,
-        warnings: sym.warnings().to_vec(),
+        warnings: [sym.warnings(), &unwinder.warnings()].concat(),
         time_range: replay.time_range,
         truncated: reader.truncation().cloned(),
     };
