@@ -19,6 +19,7 @@
 //! (`perf_cli.rs`): `perf stat` is `pmx stat --format perf`.
 
 mod analyze;
+mod annotate;
 mod compare;
 mod db;
 mod decode;
@@ -72,6 +73,8 @@ enum Command {
     Record(Box<record::RecordArgs>),
     /// Hotspots, folded stacks and flame graphs from a perf.data file.
     Report(Box<report::ReportArgs>),
+    /// A function's machine code with the samples of each instruction and its source lines.
+    Annotate(Box<annotate::AnnotateArgs>),
     /// Count system-wide continuously and serve /metrics to Prometheus.
     Serve(Box<serve::ServeArgs>),
     /// Combine result files (per host, per rank) into one report.
@@ -142,6 +145,7 @@ fn main() {
         Command::Plot(args) => plot::run(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
+        Command::Annotate(args) => annotate::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Msr(args) => msr::run(args),

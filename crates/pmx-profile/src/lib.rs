@@ -54,7 +54,14 @@
 //! its own total and the change in percentage points; rendered by
 //! [`render::diff`] (table, JSON) and [`flame::diff`] (differential flame
 //! graph, folded stacks with both counts).
+//!
+//! **Annotation** ([`annotate()`]): one function's x86-64 machine code
+//! (iced-x86, in objdump's text) with each instruction's samples per
+//! event, from the profile's places ([`build_with_addresses`]: per leaf
+//! frame, binary and address, a set of per-event [`Weight`]s), its DWARF
+//! source lines, rendered by [`annotate::render`] (text, JSON).
 
+pub mod annotate;
 pub mod diff;
 pub mod elf;
 pub mod flame;
@@ -65,9 +72,10 @@ pub mod report;
 pub mod symbolize;
 pub mod unwind;
 
+pub use annotate::{annotate, AnnotateError, AnnotateOptions, Annotation};
 pub use diff::{default_sort, diff, Compute, DiffOptions, DiffReport};
 pub use profile::{
-    build, truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row,
-    SortKey,
+    build, build_with_addresses, truncation_warning, AddressSamples, EventProfile, KernelSymbols,
+    MachineId, Options, Profile, Row, SortKey, Weight,
 };
 pub use report::{report, Report, ReportError, ReportOptions, StackEvent};

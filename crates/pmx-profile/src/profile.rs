@@ -14,6 +14,7 @@
 //! accumulators into [`Profile`]'s rows and stacks. The values are in
 //! `types`.
 
+mod addresses;
 mod aggregate;
 mod replay;
 mod rows;
@@ -21,11 +22,13 @@ mod types;
 
 use crate::kernel::Kallsyms;
 use crate::symbolize::Symbolizer;
+use addresses::AddressAcc;
 use aggregate::{EventAcc, State};
 use pmx_perfdata::Reader;
 use replay::{recorded_here, Replay};
 use rustc_hash::FxHashMap as HashMap;
 
+pub use addresses::{AddressSamples, Weight};
 pub use types::{
     truncation_warning, EventProfile, KernelSymbols, MachineId, Options, Profile, Row, SortKey,
     SOURCE_LINE_ROWS,
@@ -43,6 +46,25 @@ pub fn build(
     options: &Options,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Profile, pmx_perfdata::Error> {
+    build_with(reader, options, false, progress).map(|(p, _)| p)
+}
+
+/// [`build`], and the samples of every instruction address (the leaf
+/// frames' addresses, per event), for `pmx annotate`.
+pub fn build_with_addresses(
+    reader: &mut Reader,
+    options: &Options,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<(Profile, Vec<AddressSamples>), pmx_perfdata::Error> {
+    build_with(reader, options, true, progress)
+}
+
+fn build_with(
+    reader: &mut Reader,
+    options: &Options,
+    addresses: bool,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<(Profile, Vec<AddressSamples>), pmx_perfdata::Error> {
     let here = recorded_here(reader.features(), &options.this_machine);
     let build_ids: HashMap<String, Vec<u8>> = reader
         .features()
@@ -58,6 +80,7 @@ pub fn build(
     sym.defer_kernel();
     sym.allow_running_vdso(here);
     let mut st = State::new(options, sym);
+    st.addresses = addresses.then(AddressAcc::default);
     let mut replay = Replay::new(reader, here);
     replay.run(reader, &mut st, &options.this_machine, progress)?;
     let State {
@@ -65,6 +88,7 @@ pub fn build(
         comms,
         mut accs,
         unwinder,
+        addresses,
         ..
     } = st;
     progress(reader.bytes_read(), reader.total_bytes());
@@ -73,6 +97,7 @@ pub fn build(
     let kernel_symbols_used = !kallsyms.is_empty();
     let remap = sym.resolve_deferred(kallsyms);
     let events = reader.events().to_vec();
+    let places = addresses.map_or_else(Vec::new, |a| a.finish(&sym, &remap, events.len()));
     accs.resize_with(events.len(), EventAcc::default);
     let mut out = Profile {
         events: Vec::new(),
@@ -93,5 +118,5 @@ pub fn build(
         let e = rows::event_profile(&ev.name, acc, &mut sym, &remap, &comms, options);
         out.events.push(e);
     }
-    Ok(out)
+    Ok((out, places))
 }

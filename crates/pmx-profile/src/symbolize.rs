@@ -610,6 +610,13 @@ impl Symbolizer {
     /// Source file and line of a frame's address, from DWARF (user frames of
     /// binaries with line info; `addr` is a process address in `pid`).
     pub fn source_line(&mut self, pid: u32, addr: u64) -> Option<(String, u32)> {
+        let (dso, vaddr) = self.user_vaddr(pid, addr)?;
+        self.dsos[dso as usize].elf.as_mut()?.line(vaddr)
+    }
+
+    /// The binary and its ELF virtual address of a user address of
+    /// process `pid`, when a mapping covers it and its binary was read.
+    pub fn user_vaddr(&mut self, pid: u32, addr: u64) -> Option<(DsoId, u64)> {
         let maps = self.maps.get(&pid)?;
         let i = maps.partition_point(|m| m.start <= addr);
         if i == 0 || addr >= maps[i - 1].end {
@@ -617,9 +624,8 @@ impl Symbolizer {
         }
         let m = maps[i - 1];
         self.load_elf(m.dso);
-        let elf = self.dsos[m.dso as usize].elf.as_mut()?;
-        let vaddr = elf.offset_to_vaddr(addr - m.start + m.pgoff)?;
-        elf.line(vaddr)
+        let elf = self.dsos[m.dso as usize].elf.as_ref()?;
+        Some((m.dso, elf.offset_to_vaddr(addr - m.start + m.pgoff)?))
     }
 
     /// The functions inlined at user address `addr` of `pid` (DWARF),

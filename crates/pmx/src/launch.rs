@@ -1,6 +1,7 @@
 //! Launching the measured command so that counting starts exactly at exec.
 //!
-//! The child is forked and waits on a pipe before it calls `execvp`; the
+//! The child is cloned (sharing our memory until exec, see `spawn_held`)
+//! and waits on a pipe before it calls `execvp`; the
 //! parent opens the counters on the child's pid (created disabled, with
 //! `enable_on_exec`), then releases it. If exec fails, the child sends its
 //! errno back through a close-on-exec pipe and exits 127; a successful exec
@@ -17,6 +18,8 @@ pub struct Launched {
     go_w: i32,
     err_r: i32,
     released: bool,
+    /// The child's stack and arguments while it may still run on them.
+    held: Option<Held>,
 }
 
 /// How a command ended (a result value, defined in `pmx-formats`).
@@ -36,7 +39,7 @@ pub fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
     Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// Fork `argv` and hold it before exec. `pin`: CPUs to pin it to.
+/// Start `argv` and hold it before exec. `pin`: CPUs to pin it to.
 pub fn fork_held(argv: &[String], pin: Option<&[u32]>) -> io::Result<Launched> {
     if argv.is_empty() {
         return Err(io::Error::new(
@@ -79,53 +82,180 @@ pub fn fork_held(argv: &[String], pin: Option<&[u32]>) -> io::Result<Launched> {
         }
     }
     let restore = pin.is_some() || narrowed.is_some();
-    // SAFETY: the child only calls async-signal-safe functions (read,
-    // sched_setaffinity, execvp, write, _exit) before exec.
-    let pid = unsafe { libc::fork() };
-    if let (true, Some(orig)) = (pid != 0, &narrowed) {
+    let mut child = Box::new(Child {
+        _args: cargs,
+        ptrs,
+        set,
+        restore,
+        go_r,
+        go_w,
+        err_r,
+        err_w,
+        // SAFETY: a zeroed sigset is valid; filled below before the clone.
+        mask: unsafe { std::mem::zeroed() },
+    });
+    let spawned = spawn_held(&mut child);
+    if let Some(orig) = &narrowed {
         // SAFETY: setting our own affinity back from a set we read.
         unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), orig) };
     }
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if pid == 0 {
-        unsafe {
-            libc::close(go_w);
-            libc::close(err_r);
-            let mut b = [0u8; 1];
-            let n = libc::read(go_r, b.as_mut_ptr().cast(), 1);
-            if n != 1 {
-                libc::_exit(127);
-            }
-            // Restore default signal handling the parent may have changed.
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGTERM, libc::SIG_DFL);
-            if restore
-                && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-            {
-                let e = *libc::__errno_location();
-                let msg = (1000 + e).to_ne_bytes();
-                libc::write(err_w, msg.as_ptr().cast(), 4);
-                libc::_exit(127);
-            }
-            libc::execvp(ptrs[0], ptrs.as_ptr());
-            let e = *libc::__errno_location();
-            let msg = e.to_ne_bytes();
-            libc::write(err_w, msg.as_ptr().cast(), 4);
-            libc::_exit(127);
-        }
-    }
+    // SAFETY: closing the child's ends of our own pipes.
     unsafe {
         libc::close(go_r);
         libc::close(err_w);
     }
+    let (pid, stack) = match spawned {
+        Ok(s) => s,
+        Err(e) => {
+            // SAFETY: our own descriptors, closed once.
+            unsafe {
+                libc::close(go_w);
+                libc::close(err_r);
+            }
+            return Err(e);
+        }
+    };
     Ok(Launched {
         pid,
         go_w,
         err_r,
         released: false,
+        held: Some(Held {
+            _child: child,
+            _stack: stack,
+        }),
     })
+}
+
+/// What the held child reads (it shares our memory until it execs).
+struct Child {
+    _args: Vec<CString>,
+    ptrs: Vec<*const libc::c_char>,
+    set: libc::cpu_set_t,
+    restore: bool,
+    go_r: i32,
+    go_w: i32,
+    err_r: i32,
+    err_w: i32,
+    mask: libc::sigset_t,
+}
+
+/// The child's stack and arguments, kept until it has exec'd.
+struct Held {
+    _child: Box<Child>,
+    _stack: Stack,
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Held")
+    }
+}
+
+/// An anonymous mapping used as the held child's stack.
+struct Stack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: a mapping we made, unmapped once; only dropped when the
+        // child no longer runs on it (see `Launched`).
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+const STACK_LEN: usize = 64 * 1024;
+
+/// Start the held child. It shares our memory (`CLONE_VM`) until exec,
+/// so starting it copies no page tables and costs no copy-on-write
+/// faults in either process (a `fork` of pmx's address space did); it
+/// runs on its own small stack and makes only raw system calls. Every
+/// signal is blocked while it starts, so no handler of ours ever runs on
+/// its stack; it restores our mask just before exec.
+fn spawn_held(child: &mut Child) -> io::Result<(i32, Stack)> {
+    // SAFETY: an anonymous private mapping; checked below.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            STACK_LEN,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let stack = Stack {
+        base,
+        len: STACK_LEN,
+    };
+    // SAFETY: sigset calls on valid sets; `child` outlives the child's use
+    // of it (kept in `Launched` until exec is confirmed, or leaked); the
+    // stack top is 16-byte aligned inside the mapping.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut child.mask);
+        let top = (base as *mut u8).add(STACK_LEN) as *mut libc::c_void;
+        let arg: *mut libc::c_void = (child as *mut Child).cast();
+        let pid = if under_valgrind() {
+            // Valgrind runs only threads and forks, not a general clone.
+            let pid = libc::fork();
+            if pid == 0 {
+                libc::_exit(held_child(arg));
+            }
+            pid
+        } else {
+            libc::clone(held_child, top, libc::CLONE_VM | libc::SIGCHLD, arg)
+        };
+        let err = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &child.mask, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(err);
+        }
+        Ok((pid, stack))
+    }
+}
+
+/// Valgrind's preload library is in `LD_PRELOAD` of the programs it runs.
+fn under_valgrind() -> bool {
+    std::env::var_os("LD_PRELOAD").is_some_and(|v| v.to_string_lossy().contains("vgpreload"))
+}
+
+/// The held child: wait for the go byte, restore what the parent changed
+/// (affinity, SIGINT/SIGTERM, the signal mask), exec. On failure the
+/// errno goes back through the close-on-exec pipe (1000 + errno when the
+/// affinity could not be restored). Only system calls, no allocation:
+/// the allocator and everything else is the parent's, running meanwhile.
+extern "C" fn held_child(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the parent's `Child`, alive until we exec or exit.
+    unsafe {
+        let c = &*(arg as *const Child);
+        libc::close(c.go_w);
+        libc::close(c.err_r);
+        let mut b = [0u8; 1];
+        if libc::read(c.go_r, b.as_mut_ptr().cast(), 1) != 1 {
+            libc::_exit(127);
+        }
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+        if c.restore
+            && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &c.set) != 0
+        {
+            let msg = (1000 + *libc::__errno_location()).to_ne_bytes();
+            libc::write(c.err_w, msg.as_ptr().cast(), 4);
+            libc::_exit(127);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &c.mask, std::ptr::null_mut());
+        libc::execvp(c.ptrs[0], c.ptrs.as_ptr());
+        let msg = (*libc::__errno_location()).to_ne_bytes();
+        libc::write(c.err_w, msg.as_ptr().cast(), 4);
+        libc::_exit(127)
+    }
 }
 
 /// Pin this thread to the CPU it runs on; its affinity before, or `None`
@@ -167,6 +297,16 @@ pub enum StartError {
     Pin(i32),
 }
 
+impl Drop for Launched {
+    fn drop(&mut self) {
+        // A child that has not exec'd may still run on its stack (until
+        // it exits): leave that memory mapped (64 KiB, only on failures).
+        if let Some(held) = self.held.take() {
+            std::mem::forget(held);
+        }
+    }
+}
+
 impl Launched {
     /// Let the child exec. Returns the exec error, if it failed.
     pub fn release(&mut self) -> Result<(), StartError> {
@@ -179,6 +319,11 @@ impl Launched {
             let mut e = [0u8; 4];
             let n = libc::read(self.err_r, e.as_mut_ptr().cast(), 4);
             libc::close(self.err_r);
+            if n == 0 {
+                // End of file: exec closed the pipe, after the child had
+                // left our memory for its own; its stack can go.
+                self.held = None;
+            }
             if n == 4 {
                 let code = i32::from_ne_bytes(e);
                 return Err(if code >= 1000 {

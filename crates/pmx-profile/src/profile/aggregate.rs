@@ -3,6 +3,7 @@
 //! `--sort` keys, the inclusive ("children") rows and the call stacks,
 //! all with interned ids (resolved to names at the end, in `rows`).
 
+use super::addresses::{AddressAcc, Weight};
 use super::types::{Options, SortKey};
 use crate::symbolize::{DsoId, FrameId, Symbolizer};
 use crate::unwind::{Unwinder, UserStack};
@@ -81,6 +82,8 @@ pub(super) struct State<'o> {
     pub(super) frames: Vec<u32>,
     pub(super) unwinder: Unwinder,
     unwound: Vec<u64>,
+    /// Samples per instruction address, when asked (`pmx annotate`).
+    pub(super) addresses: Option<AddressAcc>,
 }
 
 impl<'o> State<'o> {
@@ -105,6 +108,7 @@ impl<'o> State<'o> {
             frames: Vec::new(),
             unwinder: Unwinder::new(),
             unwound: Vec::new(),
+            addresses: None,
         }
     }
 
@@ -232,6 +236,10 @@ impl<'o> State<'o> {
         let e = acc.rows.entry(key).or_insert((0, 0, pid, ip));
         e.0 += 1;
         e.1 = e.1.saturating_add(period);
+        if let Some(a) = &mut self.addresses {
+            let own = (event, Weight { samples: 1, period });
+            a.sample(&mut self.sym, leaf, kernel, (pid, ip), &[own]);
+        }
         if !self.options.stacks && !self.options.children {
             return;
         }

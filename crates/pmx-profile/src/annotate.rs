@@ -1,0 +1,417 @@
+//! `pmx annotate` as a library call: [`annotate()`] takes
+//! [`AnnotateOptions`] (the file, the function, the binary and event
+//! when several) and returns an [`Annotation`]: the function's machine
+//! code disassembled (x86-64, iced-x86, laid out as objdump and
+//! `perf annotate` write it), each instruction's samples per event, and
+//! its DWARF source line. [`render`] draws it as text or JSON.
+//!
+//! The samples come from the profile's places
+//! ([`crate::profile::build_with_addresses`]): per (function, binary,
+//! address) a set of per-event weights. Each instruction gets the
+//! weights of the addresses from its first byte up to the next
+//! instruction; its share is of the function's period per event (perf's
+//! "local period" percent). A sample that carries other events' counts
+//! (a sample-read group) would add their columns through the same places.
+
+mod code;
+pub mod disasm;
+pub mod find;
+pub mod render;
+mod types;
+
+pub use types::{
+    AnnotateOptions, Annotation, EventColumn, Instruction, SourceLine, Syntax, HOT_PERCENT,
+    WARM_PERCENT,
+};
+
+use crate::elf::{demangle, ElfFile};
+use crate::profile::{build_with_addresses, AddressSamples, KernelSymbols, MachineId, Options};
+use crate::profile::{Profile, SortKey, Weight};
+use crate::report::ReportError;
+use crate::symbolize::hex;
+use code::Binary;
+use find::Candidate;
+use pmx_perfdata::Reader;
+use rustc_hash::FxHashMap as HashMap;
+use std::path::{Path, PathBuf};
+
+/// Why there is no annotation.
+#[derive(Debug, thiserror::Error)]
+pub enum AnnotateError {
+    /// The file is missing or unreadable, or the event is not in it (its
+    /// message holds the cause: no source, so that it is said once).
+    #[error("{0}")]
+    Report(ReportError),
+    /// No function of that name has samples.
+    #[error("{symbol}: no samples in {file}{}{}", did_you_mean(.close), hottest(.top))]
+    NoSymbol {
+        /// The name asked for.
+        symbol: String,
+        /// The file as shown.
+        file: String,
+        /// Names close to it.
+        close: Vec<String>,
+        /// The functions with the most samples, and their samples.
+        top: Vec<(String, u64)>,
+    },
+    /// Several binaries have a function of that name.
+    #[error("{symbol} has samples in several binaries ({}): choose one with --dso", .dsos.join(", "))]
+    Ambiguous {
+        /// The name asked for.
+        symbol: String,
+        /// The binaries (paths).
+        dsos: Vec<String>,
+    },
+    /// Kernel code: its machine code is in the kernel image.
+    #[error(
+        "{symbol} is kernel code ({dso}): annotating it needs the kernel image (vmlinux), \
+         which pmx does not read; `perf annotate -k /path/to/vmlinux {symbol}` can"
+    )]
+    Kernel {
+        /// The function.
+        symbol: String,
+        /// Its DSO (`[kernel.kallsyms]`, a module).
+        dso: String,
+    },
+    /// The function's code cannot be read.
+    #[error("{symbol}: {reason}")]
+    NoCode {
+        /// The function.
+        symbol: String,
+        /// Why.
+        reason: String,
+    },
+    /// Code of another architecture.
+    #[error("{symbol} in {path} is {arch} code: pmx annotate disassembles x86-64 code only")]
+    Arch {
+        /// The function.
+        symbol: String,
+        /// The binary.
+        path: String,
+        /// Its architecture.
+        arch: String,
+    },
+}
+
+impl From<ReportError> for AnnotateError {
+    fn from(e: ReportError) -> AnnotateError {
+        AnnotateError::Report(e)
+    }
+}
+
+fn did_you_mean(close: &[String]) -> String {
+    if close.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", close.join(", "))
+    }
+}
+
+fn hottest(top: &[(String, u64)]) -> String {
+    if top.is_empty() {
+        return " (it has no samples in user code with a readable binary)".to_string();
+    }
+    let list: Vec<String> = top.iter().map(|(s, n)| format!("{s} ({n})")).collect();
+    format!(
+        " (its hottest functions, with samples: {})",
+        list.join(", ")
+    )
+}
+
+/// Read `opts.input` and annotate `opts.symbol`; `progress` is called
+/// now and then with (bytes read, total bytes when known).
+pub fn annotate(
+    opts: &AnnotateOptions,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<Annotation, AnnotateError> {
+    let (mut reader, file) = open(&opts.input)?;
+    let options = Options {
+        sort: vec![SortKey::Dso, SortKey::Symbol],
+        kallsyms: KernelSymbols::Load,
+        this_machine: MachineId::current(),
+        root: opts.symfs.clone(),
+        ..Options::default()
+    };
+    let (profile, places) =
+        build_with_addresses(&mut reader, &options, progress).map_err(|source| {
+            ReportError::Read {
+                file: file.clone(),
+                source,
+            }
+        })?;
+    let selected = select(&profile, opts.event.as_deref(), &file)?;
+    let chosen = choose(&places, &selected, opts, &file)?;
+    if chosen.kernel {
+        return Err(AnnotateError::Kernel {
+            symbol: chosen.symbol,
+            dso: chosen.dso,
+        });
+    }
+    let mine: Vec<&AddressSamples> = places
+        .iter()
+        .filter(|p| p.symbol == chosen.symbol && p.dso_path == chosen.dso_path && !p.kernel)
+        .collect();
+    let path = match &opts.symfs {
+        Some(r) => r.join(chosen.dso_path.trim_start_matches('/')),
+        None => PathBuf::from(&chosen.dso_path),
+    };
+    let mut a = disassemble(&chosen, &path, mine[0].addr, opts)?;
+    a.file = file;
+    a.warnings = profile.warnings.clone();
+    let precise: Vec<u8> = reader
+        .events()
+        .iter()
+        .map(|e| e.attr.precise_ip())
+        .collect();
+    a.events = columns(&profile, &selected, &mine, &precise);
+    credit(&mut a, &mine);
+    Ok(a)
+}
+
+/// The reader of `input` (`-`: standard input) and the file as shown.
+fn open(input: &Path) -> Result<(Reader, String), ReportError> {
+    let stdin = input.as_os_str() == "-";
+    let file = if stdin {
+        "standard input".to_string()
+    } else {
+        input.display().to_string()
+    };
+    let path = if stdin {
+        Path::new("/dev/stdin")
+    } else {
+        input
+    };
+    match Reader::open(path) {
+        Ok(r) => Ok((r, file)),
+        Err(pmx_perfdata::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(ReportError::NotFound(file))
+        }
+        Err(source) => Err(ReportError::Read { file, source }),
+    }
+}
+
+/// The events named `event` (with or without modifiers), or all.
+fn select(p: &Profile, event: Option<&str>, file: &str) -> Result<Vec<usize>, ReportError> {
+    let found: Vec<usize> = (0..p.events.len())
+        .filter(|&i| {
+            event.is_none_or(|n| {
+                p.events[i].name == n || p.events[i].name.split(':').next() == Some(n)
+            })
+        })
+        .collect();
+    match event {
+        Some(name) if found.is_empty() => Err(ReportError::UnknownEvent {
+            event: name.to_string(),
+            file: file.to_string(),
+            known: p.events.iter().map(|e| e.name.clone()).collect(),
+            warnings: p.warnings.clone(),
+        }),
+        _ => Ok(found),
+    }
+}
+
+/// The one function matching the options, or why there is none.
+fn choose(
+    places: &[AddressSamples],
+    selected: &[usize],
+    opts: &AnnotateOptions,
+    file: &str,
+) -> Result<Candidate, AnnotateError> {
+    let cands = find::candidates(places, selected);
+    let (name, dso) = (opts.symbol.as_str(), opts.dso.as_deref());
+    let mut found: Vec<&Candidate> = cands
+        .iter()
+        .filter(|c| find::is_match(c, name, dso))
+        .collect();
+    if found.is_empty() {
+        found = cands
+            .iter()
+            .filter(|c| find::is_short_match(c, name, dso))
+            .collect();
+    }
+    match found.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(AnnotateError::NoSymbol {
+            symbol: opts.symbol.clone(),
+            file: file.to_string(),
+            close: find::close_names(&cands, &opts.symbol),
+            top: cands
+                .iter()
+                .take(5)
+                .map(|c| (format!("{} in {}", c.symbol, c.dso), c.samples))
+                .collect(),
+        }),
+        many => Err(AnnotateError::Ambiguous {
+            symbol: opts.symbol.clone(),
+            dsos: many.iter().map(|c| c.dso_path.clone()).collect(),
+        }),
+    }
+}
+
+/// The function of `chosen` that holds `addr`, decoded from `path`;
+/// events and weights are filled in later.
+fn disassemble(
+    chosen: &Candidate,
+    path: &Path,
+    addr: u64,
+    opts: &AnnotateOptions,
+) -> Result<Annotation, AnnotateError> {
+    let no_code = |reason: String| AnnotateError::NoCode {
+        symbol: chosen.symbol.clone(),
+        reason,
+    };
+    let mut elf = ElfFile::open(path).map_err(no_code)?;
+    let bin = Binary::open(path).map_err(no_code)?;
+    if !bin.is_x86_64() {
+        return Err(AnnotateError::Arch {
+            symbol: chosen.symbol.clone(),
+            path: path.display().to_string(),
+            arch: bin.arch_name(),
+        });
+    }
+    let sym = elf
+        .lookup(addr)
+        .map(|i| elf.symbols()[i].clone())
+        .ok_or_else(|| no_code(format!("{} has no symbol at {addr:#x}", path.display())))?;
+    let code = bin.code(sym.start, sym.end).ok_or_else(|| {
+        no_code(format!(
+            "{}: no code at {:#x}..{:#x} (a stripped or different binary?)",
+            path.display(),
+            sym.start,
+            sym.end
+        ))
+    })?;
+    let names: Vec<(u64, u64, String)> = elf
+        .symbols()
+        .iter()
+        .map(|s| (s.start, s.end, demangle(&s.name)))
+        .collect();
+    let mut label = |a: u64| {
+        if let Some(plt) = bin.plt_name(a) {
+            return Some(plt);
+        }
+        let Some(i) = names.partition_point(|s| s.0 <= a).checked_sub(1) else {
+            return bin.data_label(a);
+        };
+        let (start, end, name) = &names[i];
+        if a >= *end {
+            return bin.data_label(a);
+        }
+        Some(match a - start {
+            0 => name.clone(),
+            off => format!("{name}+{off:#x}"),
+        })
+    };
+    let decoded = disasm::disassemble(code, sym.start, opts.syntax, &mut label);
+    let mut sources = SourceText::default();
+    let instructions = decoded
+        .into_iter()
+        .map(|d| Instruction {
+            offset: d.addr - sym.start,
+            source: elf.line(d.addr).map(|(file, line)| SourceLine {
+                text: sources.line(&file, line),
+                file,
+                line,
+            }),
+            addr: d.addr,
+            bytes: d.bytes,
+            text: d.text,
+            target: d.target,
+            weights: Vec::new(),
+        })
+        .collect();
+    Ok(Annotation {
+        file: String::new(),
+        symbol: chosen.symbol.clone(),
+        dso: chosen.dso.clone(),
+        path: path.display().to_string(),
+        build_id: chosen.build_id.as_deref().or(elf.build_id()).map(hex),
+        start: sym.start,
+        end: sym.end,
+        arch: "x86-64",
+        syntax: opts.syntax,
+        events: Vec::new(),
+        instructions,
+        warnings: Vec::new(),
+    })
+}
+
+/// The columns: the selected events with samples in the function.
+fn columns(
+    profile: &Profile,
+    selected: &[usize],
+    mine: &[&AddressSamples],
+    precise: &[u8],
+) -> Vec<EventColumn> {
+    selected
+        .iter()
+        .filter_map(|&e| {
+            let mut symbol = Weight::default();
+            for p in mine {
+                symbol.add(p.weights.get(e).copied().unwrap_or_default());
+            }
+            let ev = &profile.events[e];
+            (symbol.samples > 0 || symbol.period > 0).then(|| EventColumn {
+                name: ev.name.clone(),
+                index: e,
+                symbol,
+                file: Weight {
+                    samples: ev.samples,
+                    period: ev.period,
+                },
+                precise: precise.get(e).copied().unwrap_or(0),
+            })
+        })
+        .collect()
+}
+
+/// Each place's weights to the instruction that holds its address;
+/// places outside the function's code are counted in a warning.
+fn credit(a: &mut Annotation, mine: &[&AddressSamples]) {
+    let cols: Vec<usize> = a.events.iter().map(|c| c.index).collect();
+    for ins in &mut a.instructions {
+        ins.weights = vec![Weight::default(); cols.len()];
+    }
+    let mut outside = 0u64;
+    for p in mine {
+        let i = a.instructions.partition_point(|ins| ins.addr <= p.addr);
+        let inside = i > 0 && p.addr < a.end;
+        for (c, &e) in cols.iter().enumerate() {
+            let w = p.weights.get(e).copied().unwrap_or_default();
+            if inside {
+                a.instructions[i - 1].weights[c].add(w);
+            } else {
+                outside += w.samples;
+            }
+        }
+    }
+    if outside > 0 {
+        a.warnings.push(format!(
+            "{outside} sample(s) of {} lie outside its code {:#x}..{:#x} (another symbol of that name?) and are not shown",
+            a.symbol, a.start, a.end
+        ));
+    }
+}
+
+/// Source files read once each (`None`: not readable here).
+#[derive(Default)]
+struct SourceText {
+    files: HashMap<String, Option<Vec<String>>>,
+}
+
+impl SourceText {
+    /// Line `line` (1-based) of `file`, without its end of line.
+    fn line(&mut self, file: &str, line: u32) -> Option<String> {
+        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            let bytes = std::fs::read(file).ok()?;
+            Some(
+                String::from_utf8_lossy(&bytes)
+                    .lines()
+                    .map(str::to_string)
+                    .collect(),
+            )
+        });
+        let text = lines.as_ref()?.get((line as usize).checked_sub(1)?)?;
+        Some(text.trim_end().to_string())
+    }
+}

@@ -1,0 +1,224 @@
+//! Renderers of an [`Annotation`]: text in `perf annotate --stdio`'s
+//! layout ([`text`]: a percent column per event, then the address and the
+//! instruction, source lines interleaved, the hottest instructions in
+//! colour or marked) and JSON ([`json`], a stable schema).
+
+use super::types::{Annotation, Syntax, HOT_PERCENT, WARM_PERCENT};
+use std::io::Write;
+
+/// The note on skid, said once in the header.
+pub const SKID: &str = "skid: a sample's address is where the interrupt found the thread, \
+usually the instruction after the one that caused the event (or a few after); \
+read a hot instruction as \"this one or the one just before\". \
+Precise events (:p, :pp: PEBS, IBS) skid less.";
+
+const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
+const RESET: &str = "\x1b[0m";
+
+/// The header lines: the function, the binary, the events and their
+/// totals, the skid note and what the marks mean.
+pub fn header(a: &Annotation, colour: bool) -> Vec<String> {
+    let syntax = match a.syntax {
+        Syntax::Att => "AT&T",
+        Syntax::Intel => "Intel",
+    };
+    let mut h = vec![format!(
+        "pmx annotate: {} in {}{}, {} bytes, {}, {syntax} syntax ({})",
+        a.symbol,
+        a.path,
+        a.build_id
+            .as_ref()
+            .map(|b| format!(" (build id {b})"))
+            .unwrap_or_default(),
+        a.end - a.start,
+        a.arch,
+        a.file
+    )];
+    for c in &a.events {
+        h.push(format!(
+            "{}: {} samples in {} ({:.2}% of the event's {}); percent: share of the function's period (perf's local period){}",
+            c.name,
+            c.symbol.samples,
+            a.symbol,
+            crate::report::pct(c.symbol.samples, c.file.samples),
+            c.file.samples,
+            if c.precise > 0 { ", precise event" } else { "" }
+        ));
+    }
+    h.push(SKID.to_string());
+    h.push(if colour {
+        format!("hot: {RED}red{RESET} from {HOT_PERCENT}% of a column, {GREEN}green{RESET} from {WARM_PERCENT}%")
+    } else {
+        format!("hot: '*' marks instructions with at least {HOT_PERCENT}% of a column, '+' from {WARM_PERCENT}%")
+    });
+    h
+}
+
+/// The annotation as text; `colour`: ANSI colours for the hot
+/// instructions (a terminal) instead of marks.
+pub fn text(a: &Annotation, colour: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    for w in &a.warnings {
+        writeln!(out, "# warning: {w}")?;
+    }
+    for l in header(a, colour) {
+        writeln!(out, "# {l}")?;
+    }
+    writeln!(out, "#")?;
+    let cols = a.events.len();
+    let mut names = String::from("  ");
+    let mut heads = String::from("  ");
+    for c in &a.events {
+        names.push_str(&format!("{:>17}", short(&c.name, 16)));
+        heads.push_str("  Percent Samples");
+    }
+    if cols > 1 {
+        writeln!(out, "{names}")?;
+    }
+    writeln!(
+        out,
+        "{heads} :  Address   Source code & disassembly of {}",
+        a.symbol
+    )?;
+    writeln!(out, "{}", "-".repeat(heads.len() + 50))?;
+    let blank = " ".repeat(heads.len());
+    let mut last: Option<(&str, u32)> = None;
+    for (i, ins) in a.instructions.iter().enumerate() {
+        if let Some(s) = &ins.source {
+            if last != Some((s.file.as_str(), s.line)) {
+                let base = s.file.rsplit('/').next().unwrap_or(&s.file);
+                let at = format!("{base}:{}", s.line);
+                writeln!(
+                    out,
+                    "{blank} :  {at:<14} {}",
+                    s.text.as_deref().unwrap_or("").trim()
+                )?;
+                last = Some((s.file.as_str(), s.line));
+            }
+        }
+        let max = a.max_percent(i);
+        let (mark, on, off) = match (colour, max >= HOT_PERCENT, max >= WARM_PERCENT) {
+            (true, true, _) => (' ', RED, RESET),
+            (true, false, true) => (' ', GREEN, RESET),
+            (false, true, _) => ('*', "", ""),
+            (false, false, true) => ('+', "", ""),
+            _ => (' ', "", ""),
+        };
+        let mut row = format!("{mark} ");
+        for c in 0..cols {
+            row.push_str(&format!(
+                "  {:>7.2} {:>7}",
+                a.percent(i, c),
+                ins.weights[c].samples
+            ));
+        }
+        writeln!(out, "{on}{row} :  {:>8x}:  {}{off}", ins.addr, ins.text)?;
+    }
+    summary(a, out)
+}
+
+/// The source lines by share, as `perf annotate -l`'s sorted summary.
+fn summary(a: &Annotation, out: &mut dyn Write) -> std::io::Result<()> {
+    for (c, col) in a.events.iter().enumerate() {
+        let lines = a.lines_by_weight(c);
+        let shown: Vec<_> = lines.iter().filter(|l| l.2.period > 0).take(10).collect();
+        if shown.is_empty() {
+            continue;
+        }
+        writeln!(
+            out,
+            "\nSource lines of {} by {} (heaviest first):",
+            a.symbol, col.name
+        )?;
+        for (file, line, w) in shown {
+            let base = file.rsplit('/').next().unwrap_or(file);
+            writeln!(
+                out,
+                "  {:>7.2}% {:>7}  {base}:{line}",
+                crate::report::pct(w.period, col.symbol.period),
+                w.samples
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let t: String = s.chars().take(n - 1).collect();
+        format!("{t}…")
+    }
+}
+
+/// Write `a` to standard output: JSON, or text in colour when standard
+/// output is a terminal and `NO_COLOR` is not set.
+pub fn to_stdout(a: &Annotation, as_json: bool) -> std::io::Result<()> {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if as_json {
+        writeln!(out, "{:#}", json(a))?;
+    } else {
+        text(a, colour, &mut out)?;
+    }
+    out.flush()
+}
+
+/// The annotation as JSON: `symbol`, `dso`, `path`, `build_id`, `arch`,
+/// `syntax`, `start`, `end`, `file`, `events` (per column: `name`,
+/// `samples`, `period` in the function, `file_samples`, `file_period`,
+/// `precise`), `skid`, `instructions` (`addr`, `offset`, `bytes`, `text`,
+/// `target`?, `source` {`file`, `line`, `text`?}?, `samples`, `period`
+/// and `percent` by event name), `warnings`.
+pub fn json(a: &Annotation) -> serde_json::Value {
+    use serde_json::{json, Map, Value};
+    let events: Vec<Value> = a
+        .events
+        .iter()
+        .map(|c| {
+            json!({
+                "name": c.name, "samples": c.symbol.samples, "period": c.symbol.period,
+                "file_samples": c.file.samples, "file_period": c.file.period, "precise": c.precise,
+            })
+        })
+        .collect();
+    let instructions: Vec<Value> = a
+        .instructions
+        .iter()
+        .enumerate()
+        .map(|(i, ins)| {
+            let (mut samples, mut period, mut percent) = (Map::new(), Map::new(), Map::new());
+            for (c, col) in a.events.iter().enumerate() {
+                samples.insert(col.name.clone(), json!(ins.weights[c].samples));
+                period.insert(col.name.clone(), json!(ins.weights[c].period));
+                percent.insert(
+                    col.name.clone(),
+                    json!((a.percent(i, c) * 100.0).round() / 100.0),
+                );
+            }
+            let bytes: Vec<String> = ins.bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let mut o = json!({
+                "addr": ins.addr, "offset": ins.offset, "bytes": bytes.join(" "), "text": ins.text,
+                "samples": samples, "period": period, "percent": percent,
+            });
+            if let Some(t) = ins.target {
+                o["target"] = json!(t);
+            }
+            if let Some(s) = &ins.source {
+                o["source"] = json!({"file": s.file, "line": s.line});
+                if let Some(t) = &s.text {
+                    o["source"]["text"] = json!(t);
+                }
+            }
+            o
+        })
+        .collect();
+    json!({
+        "file": a.file, "symbol": a.symbol, "dso": a.dso, "path": a.path, "build_id": a.build_id,
+        "arch": a.arch, "syntax": a.syntax.name(), "start": a.start, "end": a.end,
+        "events": events, "skid": SKID, "instructions": instructions, "warnings": a.warnings,
+    })
+}

@@ -1,0 +1,173 @@
+//! The values of an annotation: the options ([`AnnotateOptions`],
+//! [`Syntax`]) and what was built ([`Annotation`], its
+//! [`EventColumn`]s and [`Instruction`]s).
+
+use crate::profile::Weight;
+use std::path::PathBuf;
+
+/// Assembly syntax.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Syntax {
+    /// AT&T, as objdump and perf annotate print by default.
+    #[default]
+    Att,
+    /// Intel (`-M intel`).
+    Intel,
+}
+
+impl std::str::FromStr for Syntax {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Syntax, String> {
+        match s {
+            "att" | "at&t" => Ok(Syntax::Att),
+            "intel" => Ok(Syntax::Intel),
+            _ => Err(format!("{s}: give att or intel")),
+        }
+    }
+}
+
+impl Syntax {
+    /// `att` or `intel`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Syntax::Att => "att",
+            Syntax::Intel => "intel",
+        }
+    }
+}
+
+/// What to annotate.
+#[derive(Debug, Clone, Default)]
+pub struct AnnotateOptions {
+    /// The perf.data file; `-` reads a pipe-mode stream from standard input.
+    pub input: PathBuf,
+    /// The function, as `pmx report` names it.
+    pub symbol: String,
+    /// Only the function of this binary (base name or path), when several have it.
+    pub dso: Option<String>,
+    /// Only this event (its name as in the file, or without modifiers).
+    pub event: Option<String>,
+    /// Look binaries up under this directory (perf's `--symfs`).
+    pub symfs: Option<PathBuf>,
+    /// Assembly syntax.
+    pub syntax: Syntax,
+}
+
+/// One event's column: its samples in the function and in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventColumn {
+    /// The event's name.
+    pub name: String,
+    /// Index into the file's events.
+    pub index: usize,
+    /// The function's samples and period (the instructions' sum).
+    pub symbol: Weight,
+    /// The event's samples and period in the whole file.
+    pub file: Weight,
+    /// The event's `precise_ip` (0: the sample's address may skid).
+    pub precise: u8,
+}
+
+/// A source line of an instruction (DWARF line info).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLine {
+    /// The source file as the debug info names it.
+    pub file: String,
+    /// Its line.
+    pub line: u32,
+    /// The line's text, when the file is readable here.
+    pub text: Option<String>,
+}
+
+/// One instruction of the function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instruction {
+    /// Its address (the binary's virtual address, or the kernel's).
+    pub addr: u64,
+    /// Bytes from the function's start.
+    pub offset: u64,
+    /// Its encoding.
+    pub bytes: Vec<u8>,
+    /// The instruction as objdump writes it (jump and call targets as
+    /// `ADDR <symbol+0xOFF>`).
+    pub text: String,
+    /// The target of a direct jump or call.
+    pub target: Option<u64>,
+    /// Its source line.
+    pub source: Option<SourceLine>,
+    /// Per column of [`Annotation::events`].
+    pub weights: Vec<Weight>,
+}
+
+/// A function's code with the samples of each instruction.
+#[derive(Debug, Clone)]
+pub struct Annotation {
+    /// The perf.data file as shown.
+    pub file: String,
+    /// The function's name.
+    pub symbol: String,
+    /// The binary's base name.
+    pub dso: String,
+    /// The binary's path (as read, under `--symfs` when given).
+    pub path: String,
+    /// The binary's build-id (hex), recorded or read.
+    pub build_id: Option<String>,
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// The architecture (`x86-64`).
+    pub arch: &'static str,
+    /// The assembly syntax.
+    pub syntax: Syntax,
+    /// One column per event with samples in the function.
+    pub events: Vec<EventColumn>,
+    /// The instructions, in address order.
+    pub instructions: Vec<Instruction>,
+    /// Warnings (the profile's and the annotation's own).
+    pub warnings: Vec<String>,
+}
+
+/// Instructions with at least this share (percent) of a column are hot
+/// (perf colours them red).
+pub const HOT_PERCENT: f64 = 5.0;
+/// Instructions with at least this share are warm (perf: green).
+pub const WARM_PERCENT: f64 = 0.5;
+
+impl Annotation {
+    /// Instruction `i`'s share (percent) of column `c`'s period in the
+    /// function (perf's "local period" percent).
+    pub fn percent(&self, i: usize, c: usize) -> f64 {
+        let total = self.events[c].symbol.period;
+        let w = self.instructions[i].weights[c].period;
+        if total == 0 {
+            0.0
+        } else {
+            w as f64 * 100.0 / total as f64
+        }
+    }
+
+    /// The largest share of instruction `i` over the columns.
+    pub fn max_percent(&self, i: usize) -> f64 {
+        (0..self.events.len())
+            .map(|c| self.percent(i, c))
+            .fold(0.0, f64::max)
+    }
+
+    /// Source lines by their share of column `c`, heaviest first:
+    /// (file, line, weight).
+    pub fn lines_by_weight(&self, c: usize) -> Vec<(String, u32, Weight)> {
+        let mut by: std::collections::BTreeMap<(String, u32), Weight> = Default::default();
+        for ins in &self.instructions {
+            if let Some(s) = &ins.source {
+                by.entry((s.file.clone(), s.line))
+                    .or_default()
+                    .add(ins.weights[c]);
+            }
+        }
+        let mut v: Vec<(String, u32, Weight)> =
+            by.into_iter().map(|((f, l), w)| (f, l, w)).collect();
+        v.sort_by(|a, b| b.2.period.cmp(&a.2.period).then(a.1.cmp(&b.1)));
+        v
+    }
+}

@@ -1,0 +1,135 @@
+//! Samples per instruction address, for `pmx annotate`: a generic
+//! accumulator of *places* (a leaf frame, its binary and the address in
+//! that binary's ELF virtual addresses, or the kernel address) to a set
+//! of per-event [`Weight`]s.
+//!
+//! Every sample credits its own event with one sample and its period.
+//! The hook for more: [`AddressAcc::credit`] takes any event index and
+//! weight, so a sample that carries other events' counts (the members of
+//! a sample-read group, `{A,B}:S`) credits each member's delta to the
+//! same place, and the annotation gets one column per member.
+
+use crate::symbolize::{DsoId, FrameId, Symbolizer, KERNEL_DSO};
+use rustc_hash::FxHashMap as HashMap;
+
+/// One event's weight at one place: samples and the sum of their
+/// periods (or, for a group member, of its deltas).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Weight {
+    /// Samples.
+    pub samples: u64,
+    /// Sum of periods (or counts).
+    pub period: u64,
+}
+
+impl Weight {
+    /// Add `other` (saturating).
+    pub fn add(&mut self, other: Weight) {
+        self.samples = self.samples.saturating_add(other.samples);
+        self.period = self.period.saturating_add(other.period);
+    }
+}
+
+/// The samples at one instruction address of one function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressSamples {
+    /// The function's name (or an unresolved address), as report shows it.
+    pub symbol: String,
+    /// Kernel code.
+    pub kernel: bool,
+    /// The binary's path as recorded (`[kernel.kallsyms]` for the kernel).
+    pub dso_path: String,
+    /// The binary's base name, as report shows it.
+    pub dso: String,
+    /// The build-id the recording saw for the binary, if any.
+    pub build_id: Option<Vec<u8>>,
+    /// The address: the binary's ELF virtual address (user code) or the
+    /// kernel address.
+    pub addr: u64,
+    /// Per event of the file (index as in `Profile::events`).
+    pub weights: Vec<Weight>,
+}
+
+/// Places → per-event weights, while the file is replayed.
+#[derive(Default)]
+pub(super) struct AddressAcc {
+    places: HashMap<(FrameId, DsoId, u64), Vec<Weight>>,
+}
+
+impl AddressAcc {
+    /// A sample at `ip` (process `pid`) whose leaf frame is `leaf`: each
+    /// (event, weight) of `weights` credited to its place — today the
+    /// sample's own event with one sample and its period; a sample-read
+    /// group's sample adds each member's delta here. Addresses of code
+    /// without a binary (JIT maps, no mapping) are not kept.
+    pub(super) fn sample(
+        &mut self,
+        sym: &mut Symbolizer,
+        leaf: FrameId,
+        kernel: bool,
+        (pid, ip): (u32, u64),
+        weights: &[(usize, Weight)],
+    ) {
+        let place = if kernel {
+            Some((KERNEL_DSO, ip))
+        } else {
+            sym.user_vaddr(pid, ip)
+        };
+        if let Some((dso, addr)) = place {
+            for &(event, w) in weights {
+                self.credit(event, leaf, dso, addr, w);
+            }
+        }
+    }
+
+    /// Credit `w` to `event` at the place (`leaf`, `dso`, `addr`).
+    pub(super) fn credit(&mut self, event: usize, leaf: FrameId, dso: DsoId, addr: u64, w: Weight) {
+        let ws = self.places.entry((leaf, dso, addr)).or_default();
+        if ws.len() <= event {
+            ws.resize(event + 1, Weight::default());
+        }
+        ws[event].add(w);
+    }
+
+    /// The places with names: `remap` maps provisional kernel frames to
+    /// resolved ones (places that became one are merged); `events` is the
+    /// number of events of the file. Sorted by binary, address.
+    pub(super) fn finish(
+        self,
+        sym: &Symbolizer,
+        remap: &[FrameId],
+        events: usize,
+    ) -> Vec<AddressSamples> {
+        let mut merged: HashMap<(FrameId, DsoId, u64), Vec<Weight>> = HashMap::default();
+        for ((leaf, dso, addr), ws) in self.places {
+            let leaf = remap.get(leaf as usize).copied().unwrap_or(leaf);
+            let into = merged
+                .entry((leaf, dso, addr))
+                .or_insert_with(|| vec![Weight::default(); events]);
+            if into.len() < ws.len() {
+                into.resize(ws.len(), Weight::default());
+            }
+            for (a, b) in into.iter_mut().zip(ws) {
+                a.add(b);
+            }
+        }
+        let mut out: Vec<AddressSamples> = merged
+            .into_iter()
+            .map(|((leaf, _, addr), weights)| {
+                let f = sym.frame(leaf);
+                let d = sym.dso(f.dso);
+                AddressSamples {
+                    symbol: f.label(),
+                    kernel: f.kernel,
+                    dso_path: d.path.clone(),
+                    dso: d.short.clone(),
+                    build_id: d.expected_build_id.clone(),
+                    addr,
+                    weights,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.dso_path, a.addr, &a.symbol).cmp(&(&b.dso_path, b.addr, &b.symbol)));
+        out
+    }
+}
