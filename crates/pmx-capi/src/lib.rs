@@ -17,13 +17,34 @@
 //! pmx_finalize();                /* writes $PMX_REGIONS_OUT, if set */
 //! ```
 //!
-//! Conventions: functions return 0 on success and -1 on failure, with the
-//! reason in [`pmx_last_error`] (per thread). No Rust panic crosses the
-//! boundary: each entry point catches it and turns it into -1. Names are
-//! NUL-terminated UTF-8. With `PMX_DISABLE` defined, every call in the
-//! header compiles to nothing.
+//! Beside the region markers, the rest of the library, each family a
+//! module over the Rust call it wraps (the bindings add no logic):
+//!
+//! - [`counters`]: `pmx_counters_*` over [`pmx::Counters`](pmx_rs::Counters)
+//!   (open on a pid/CPU, enable, disable, reset, read into `pmx_count`s);
+//! - [`recorder`]: `pmx_recorder_*` over [`pmx::recorder`](pmx_rs::recorder)
+//!   (perf events and MSRs read every N ms with a transform: raw, delta,
+//!   or a C callback; CSV out);
+//! - [`msr`]: `pmx_msr_*` over [`pmx::msr::MsrSession`](pmx_rs::msr::MsrSession)
+//!   (read registers, program an event list, restore on close or exit);
+//! - [`registers`]: `pmx_encode`/`pmx_decode` over
+//!   [`pmx::registers`](pmx_rs::registers).
+//!
+//! Conventions: functions return 0 (or a count) on success and -1 on
+//! failure, constructors a pointer or NULL, with the reason in
+//! [`pmx_last_error`] (per thread). No Rust panic crosses the boundary:
+//! each entry point catches it and turns it into -1 or NULL. Every object
+//! is freed by one call (`pmx_counters_close`, `pmx_recorder_free`,
+//! `pmx_msr_close`), which accepts NULL. Names are NUL-terminated UTF-8.
+//! With `PMX_DISABLE` defined, every region-marker call in the header
+//! compiles to nothing (the other families stay declared).
 
 #![warn(missing_docs)]
+
+pub mod counters;
+pub mod msr;
+pub mod recorder;
+pub mod registers;
 
 use pmx_rs::region::{self, Config};
 use std::cell::RefCell;
@@ -38,18 +59,23 @@ thread_local! {
 /// Event names handed out by [`pmx_event_name`]; they live until exit.
 static NAMES: Mutex<Vec<CString>> = Mutex::new(Vec::new());
 
-fn set_error(msg: String) {
+pub(crate) fn set_error(msg: String) {
     let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = Some(c));
 }
 
 /// Run `f`, turning an error or a panic into -1 and the last error.
-fn guarded(f: impl FnOnce() -> Result<c_int, String>) -> c_int {
+pub(crate) fn guarded(f: impl FnOnce() -> Result<c_int, String>) -> c_int {
+    guarded_or(-1, f)
+}
+
+/// Run `f`, turning an error or a panic into `failed` and the last error.
+pub(crate) fn guarded_or<T>(failed: T, f: impl FnOnce() -> Result<T, String>) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(msg)) => {
             set_error(msg);
-            -1
+            failed
         }
         Err(p) => {
             let what = p
@@ -58,14 +84,29 @@ fn guarded(f: impl FnOnce() -> Result<c_int, String>) -> c_int {
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown".to_string());
             set_error(format!("pmx: internal error: {what}"));
-            -1
+            failed
         }
     }
 }
 
+/// `p` as a `&mut T`, or an error naming the function.
+///
+/// # Safety
+/// `p` is null or points to a live `T` no other call uses at the same
+/// time.
+pub(crate) unsafe fn object<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, String> {
+    p.as_mut()
+        .ok_or_else(|| format!("{what}: the handle is NULL"))
+}
+
+/// A Rust string as a C string (NULs replaced).
+pub(crate) fn c_string(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).unwrap_or_default()
+}
+
 /// # Safety
 /// `p` is null or a NUL-terminated string.
-unsafe fn name_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, String> {
+pub(crate) unsafe fn name_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, String> {
     if p.is_null() {
         return Err(format!("pmx: {what} is NULL"));
     }

@@ -55,6 +55,12 @@ pub struct ReportArgs {
     /// Write a flame graph SVG (alone it prints no table; add --stdio for one).
     #[arg(long, value_name = "OUT.svg")]
     pub flamegraph: Option<PathBuf>,
+    /// Write a Firefox Profiler profile (gzip-compressed when named *.gz).
+    #[arg(long, value_name = "OUT.json[.gz]", conflicts_with = "diff")]
+    pub firefox: Option<PathBuf>,
+    /// Write a pprof profile (profile.proto, gzip-compressed).
+    #[arg(long, value_name = "OUT.pb.gz", conflicts_with = "diff")]
+    pub pprof: Option<PathBuf>,
     /// Hide rows below this overhead (percent).
     #[arg(long, value_name = "PCT", default_value_t = 0.0)]
     pub percent_limit: f64,
@@ -101,11 +107,17 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         return diff(args, options, files);
     }
     let mut progress = Progress::new(args.quiet);
-    let result = pmx_profile::report(&options, &mut |d, t| progress.update(d, t));
+    let to = pmx_profile::export::targets(&args.firefox, &args.pprof);
+    let result = pmx_profile::export::report(&options, &to, &mut |d, t| progress.update(d, t));
     progress.finish();
-    let report = result.map_err(failure)?;
+    let (report, x) = result.map_err(failure)?;
     for w in &report.profile.warnings {
         eprintln!("pmx: warning: {w}");
+    }
+    for (p, f) in &to {
+        let err = |e: std::io::Error| anyhow::anyhow!("{}: {e}", p.display());
+        x.write(*f, &mut std::fs::File::create(p).map_err(err)?)
+            .map_err(err)?;
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -127,7 +139,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     } else if args.json {
         serde_json::to_writer_pretty(&mut out, &render::json(&report))?;
         writeln!(out)?;
-    } else if args.flamegraph.is_none() || args.stdio {
+    } else if (args.flamegraph.is_none() && to.is_empty()) || args.stdio {
         render::table(&mut out, &report)?;
     }
     out.flush()?;

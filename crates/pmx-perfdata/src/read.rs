@@ -281,6 +281,8 @@ pub enum Record<'a> {
         id: u64,
         /// Records lost.
         lost: u64,
+        /// Time, from the `sample_id` trailer (with `sample_id_all`).
+        time: Option<u64>,
     },
     /// THROTTLE (`throttled` true) or UNTHROTTLE.
     Throttle {
@@ -295,6 +297,8 @@ pub enum Record<'a> {
     LostSamples {
         /// Samples lost.
         lost: u64,
+        /// Time, from the `sample_id` trailer (with `sample_id_all`).
+        time: Option<u64>,
     },
     /// FINISHED_ROUND: records before it may be sorted by time.
     FinishedRound,
@@ -1398,6 +1402,7 @@ impl Reader {
                 Record::Lost {
                     id: le_u64(rec, 8),
                     lost: le_u64(rec, 16),
+                    time: self.trailer(rec).0.time,
                 }
             }
             record_type::THROTTLE | record_type::UNTHROTTLE => {
@@ -1416,6 +1421,7 @@ impl Reader {
                 }
                 Record::LostSamples {
                     lost: le_u64(rec, 8),
+                    time: self.trailer(rec).0.time,
                 }
             }
             record_type::FINISHED_ROUND => Record::FinishedRound,

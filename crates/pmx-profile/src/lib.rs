@@ -48,6 +48,12 @@
 //! [`Report`] out (the profile, the events selected, the rows to show);
 //! [`render`] draws it as perf's table or as JSON.
 //!
+//! **Exports** ([`export`]): every sample (a
+//! [`profile::sink::SampleSink`] on the replay) with its thread, time,
+//! stack and weights per column, written as the Firefox Profiler's
+//! processed profile ([`export::firefox`]) or pprof's `profile.proto`
+//! ([`export::pprof`]).
+//!
 //! **Differential profiles** ([`diff::diff`]): two files reported alike,
 //! their events paired by name and their rows by the sort keys' names
 //! (DSO base name and symbol name, never addresses), each side's share of
@@ -64,6 +70,7 @@
 pub mod annotate;
 pub mod diff;
 pub mod elf;
+pub mod export;
 pub mod flame;
 pub mod kernel;
 pub mod profile;

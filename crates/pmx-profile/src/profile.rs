@@ -18,6 +18,7 @@ mod addresses;
 mod aggregate;
 mod replay;
 mod rows;
+pub mod sink;
 mod types;
 
 use crate::kernel::Kallsyms;
@@ -27,6 +28,7 @@ use aggregate::{EventAcc, State};
 use pmx_perfdata::Reader;
 use replay::{recorded_here, Replay};
 use rustc_hash::FxHashMap as HashMap;
+use sink::SampleSink;
 
 pub use addresses::{AddressSamples, Weight};
 pub use types::{
@@ -46,7 +48,17 @@ pub fn build(
     options: &Options,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Profile, pmx_perfdata::Error> {
-    build_with(reader, options, false, progress).map(|(p, _)| p)
+    build_full(reader, options, false, progress, None).map(|(p, _)| p)
+}
+
+/// [`build`], also giving every sample to `sink` (see [`sink`]).
+pub fn build_with<'o>(
+    reader: &mut Reader,
+    options: &'o Options,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+    sink: Option<&'o mut dyn SampleSink>,
+) -> Result<Profile, pmx_perfdata::Error> {
+    build_full(reader, options, false, progress, sink).map(|(p, _)| p)
 }
 
 /// [`build`], and the samples of every instruction address (the leaf
@@ -56,14 +68,15 @@ pub fn build_with_addresses(
     options: &Options,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<(Profile, Vec<AddressSamples>), pmx_perfdata::Error> {
-    build_with(reader, options, true, progress)
+    build_full(reader, options, true, progress, None)
 }
 
-fn build_with(
+fn build_full<'o>(
     reader: &mut Reader,
-    options: &Options,
+    options: &'o Options,
     addresses: bool,
     progress: &mut dyn FnMut(u64, Option<u64>),
+    sink: Option<&'o mut dyn SampleSink>,
 ) -> Result<(Profile, Vec<AddressSamples>), pmx_perfdata::Error> {
     let here = recorded_here(reader.features(), &options.this_machine);
     let build_ids: HashMap<String, Vec<u8>> = reader
@@ -80,6 +93,7 @@ fn build_with(
     sym.defer_kernel();
     sym.allow_running_vdso(here);
     let mut st = State::new(options, sym);
+    st.sink = sink;
     st.addresses = addresses.then(AddressAcc::default);
     let mut replay = Replay::new(reader, here);
     replay.run(reader, &mut st, &options.this_machine, progress)?;
@@ -88,6 +102,7 @@ fn build_with(
         comms,
         mut accs,
         unwinder,
+        sink,
         addresses,
         ..
     } = st;
@@ -96,6 +111,9 @@ fn build_with(
     let kallsyms = rows::kernel_symbols(options, loader, replay.here);
     let kernel_symbols_used = !kallsyms.is_empty();
     let remap = sym.resolve_deferred(kallsyms);
+    if let Some(sink) = sink {
+        sink.finish(&mut sym, &remap);
+    }
     let events = reader.events().to_vec();
     let places = addresses.map_or_else(Vec::new, |a| a.finish(&sym, &remap, events.len()));
     accs.resize_with(events.len(), EventAcc::default);

@@ -6,7 +6,8 @@
 //! flame graph SVG).
 
 use crate::flame::{self, FlameOptions};
-use crate::profile::{build, KernelSymbols, MachineId, Options, Profile, Row, SortKey};
+use crate::profile::sink::SampleSink;
+use crate::profile::{build_with, KernelSymbols, MachineId, Options, Profile, Row, SortKey};
 use crate::EventProfile;
 use pmx_perfdata::Reader;
 use std::path::{Path, PathBuf};
@@ -145,6 +146,15 @@ pub fn report(
     opts: &ReportOptions,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Report, ReportError> {
+    report_with(opts, progress, None)
+}
+
+/// [`report`], also giving every sample to `sink` (the exporters').
+pub fn report_with(
+    opts: &ReportOptions,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+    sink: Option<&mut dyn SampleSink>,
+) -> Result<Report, ReportError> {
     let sort = sort_keys(&opts.sort)?;
     if !(0.0..=100.0).contains(&opts.percent_limit) {
         return Err(ReportError::PercentLimit(opts.percent_limit));
@@ -177,7 +187,8 @@ pub fn report(
         this_machine: MachineId::current(),
         root: opts.symfs.clone(),
     };
-    let profile = match build(&mut reader, &options, progress) {
+    let sink = sink.map(|s| s as &mut dyn SampleSink);
+    let profile = match build_with(&mut reader, &options, progress, sink) {
         Ok(p) => p,
         Err(source) => return Err(ReportError::Read { file, source }),
     };

@@ -297,6 +297,15 @@ impl Symbolizer {
         &self.frames[id as usize]
     }
 
+    /// The mapping of process `pid` covering `addr`: (start, end, file
+    /// offset at start, binary).
+    pub fn mapping(&self, pid: u32, addr: u64) -> Option<(u64, u64, u64, DsoId)> {
+        let maps = self.maps.get(&pid)?;
+        let i = maps.partition_point(|m| m.start <= addr);
+        let m = maps.get(i.checked_sub(1)?).filter(|m| addr < m.end)?;
+        Some((m.start, m.end, m.pgoff, m.dso))
+    }
+
     fn add_dso(&mut self, path: &[u8]) -> DsoId {
         if let Some(&id) = self.dso_by_path.get(path) {
             return id;

@@ -26,13 +26,17 @@ pub enum Error {
     /// A read or ioctl failed.
     #[error("{0}")]
     Io(#[from] io::Error),
+    /// A target that cannot be counted as asked (bad input), e.g. a pid
+    /// and a CPU at once ([`crate::CountTarget::from_pid_cpu`]).
+    #[error("{0}")]
+    Target(String),
 }
 
 impl Error {
     /// The error is the caller's input (a spec or metric name), not the
     /// machine: the CLI's exit code 2.
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, Error::Spec(_) | Error::Metric(_))
+        matches!(self, Error::Spec(_) | Error::Metric(_) | Error::Target(_))
     }
 }
 

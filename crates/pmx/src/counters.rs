@@ -81,6 +81,38 @@ pub enum CountTarget {
     Cpus(Vec<u32>),
 }
 
+impl CountTarget {
+    /// The target perf's `(pid, cpu)` pair names, as the C API's
+    /// `pmx_counters_open` takes it: pid 0 (or the caller's own thread)
+    /// with cpu -1 is the calling thread; pid > 0 with cpu -1 every thread
+    /// of that process; pid -1 with cpu ≥ 0 every task on that CPU; pid -1
+    /// with cpu -1 every task on every online CPU. A task on one CPU only
+    /// is refused (pmx counts a task wherever it runs).
+    ///
+    /// ```
+    /// use pmx::CountTarget;
+    /// assert_eq!(CountTarget::from_pid_cpu(0, -1)?, CountTarget::ThisThread);
+    /// assert_eq!(CountTarget::from_pid_cpu(1234, -1)?, CountTarget::Process(1234));
+    /// assert_eq!(CountTarget::from_pid_cpu(-1, 3)?, CountTarget::Cpus(vec![3]));
+    /// assert!(CountTarget::from_pid_cpu(1234, 0).unwrap_err().is_bad_input());
+    /// # Ok::<(), pmx::counters::Error>(())
+    /// ```
+    pub fn from_pid_cpu(pid: i32, cpu: i32) -> Result<CountTarget, Error> {
+        match (pid, cpu) {
+            (0, -1) => Ok(CountTarget::ThisThread),
+            (p, -1) if p > 0 => Ok(CountTarget::Process(p)),
+            (-1, c) if c >= 0 => Ok(CountTarget::Cpus(vec![c as u32])),
+            (-1, -1) => Ok(CountTarget::Cpus(stat::online_cpus())),
+            (p, c) if p >= 0 && c >= 0 => Err(Error::Target(format!(
+                "pid {p} on cpu {c}: pmx counts a task on every CPU it runs on; give pid {p} with cpu -1, or pid -1 with cpu {c}"
+            ))),
+            (p, c) => Err(Error::Target(format!(
+                "pid {p}, cpu {c}: a pid is 0 (the calling thread), a process id, or -1 (every task on the CPU); a cpu is -1 (any) or a CPU number"
+            ))),
+        }
+    }
+}
+
 /// One event's reading.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reading<'a> {

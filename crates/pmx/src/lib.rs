@@ -32,6 +32,8 @@
 //!   [`results`] is the one results format (JSON file, table, CSV) the
 //!   Rust API, the C ABI (`pmx-capi`, `include/pmx.h`) and
 //!   `pmx stat --regions` share.
+//! - [`measure`]: count a command in one call (`pmx stat`'s pipeline,
+//!   the totals as values; the Python package's `pmx.stat`).
 //! - [`recorder`]: a set of per-CPU handles (perf events or MSRs) read
 //!   together every N ms into a buffer of fixed capacity, each with a
 //!   transform (raw, delta modulo the counter width, a closure), dumped
@@ -81,6 +83,7 @@ mod formats;
 pub mod info;
 pub mod job;
 pub mod launch;
+pub mod measure;
 pub mod merge;
 pub mod metrics;
 pub mod msr;

@@ -9,20 +9,26 @@
 //! Reads and writes go domain by domain; a failure on one domain is kept
 //! in the result after the domains done before it, so a renderer shows
 //! those first, as `rdmsr`/`wrmsr` would.
+//!
+//! [`MsrSession`] is the same access for a program of its own (the C
+//! API's `pmx_msr_*`): read registers, program an event list, restore.
 
 mod access;
 mod error;
 mod plan;
+mod session;
 
 pub use access::{domain_label, extract, parse_field};
 pub use access::{read, select_cpus, write, DomainRead, DomainWrite, Reading, Writing};
 pub use access::{MsrTarget, ReadOptions, WriteOptions};
 pub use error::MsrCommandError;
 pub use plan::{event_specs, msr_arch, plan, PlanOptions, PlanReport};
-pub use pmx_msr::catalogue::{arch_name, Register};
+pub use pmx_msr::catalogue::{arch_name, Register, Scope};
+pub use pmx_msr::CounterReading;
 pub use pmx_msr::{
     Domain, DomainId, MsrError, MsrEvent, MsrRoot, Plan, RestoreValue, RestoreWrite,
 };
+pub use session::{MsrSession, MsrSessionOptions};
 
 #[cfg(test)]
 mod tests {

@@ -205,6 +205,41 @@ impl MsrHandle {
     }
 }
 
+impl MsrHandle {
+    /// `register` (a name such as `IA32_TIME_STAMP_COUNTER` or an address such as
+    /// `0x611`) read once per `scope` domain of every online CPU: every
+    /// CPU for [`Scope::Thread`](crate::msr::Scope::Thread), one CPU per
+    /// core or per package otherwise. The width is the register's: 32 bits
+    /// for a RAPL energy counter, 48 for a PMU counter, 64 otherwise.
+    /// Fails with the driver's or the permission's reason (`modprobe msr`,
+    /// root).
+    pub fn open(
+        register: &str,
+        scope: crate::msr::Scope,
+    ) -> Result<MsrHandle, crate::msr::MsrCommandError> {
+        MsrHandle::open_with(register, scope, &crate::msr::MsrSessionOptions::default())
+    }
+
+    /// [`MsrHandle::open`] with the devices, sysfs, CPUs and CPU model of
+    /// `opts` (tests: fixture files).
+    pub fn open_with(
+        register: &str,
+        scope: crate::msr::Scope,
+        opts: &crate::msr::MsrSessionOptions,
+    ) -> Result<MsrHandle, crate::msr::MsrCommandError> {
+        let session = crate::msr::MsrSession::open(opts)?;
+        let (reg, domains) = session.domains(register, scope)?;
+        let width = match reg.msr.map(|m| m.def.role) {
+            Some(pmx_msr::catalogue::Role::Energy) => 32,
+            Some(pmx_msr::catalogue::Role::Counter) => pmx_msr::catalogue::DEFAULT_COUNTER_WIDTH,
+            _ => 64,
+        };
+        let cpus: Vec<u32> = domains.iter().map(|d| d.cpu).collect();
+        let device = Arc::new(session.into_device());
+        Ok(MsrHandle::new(register, device, reg.address, &cpus, width))
+    }
+}
+
 impl Handle for MsrHandle {
     fn name(&self) -> &str {
         &self.name
@@ -396,6 +431,11 @@ impl Recorder {
         Ok(Running { stop, join })
     }
 
+    /// The baseline was read: handles can no longer be added.
+    pub fn is_started(&self) -> bool {
+        self.started
+    }
+
     /// Samples stored.
     pub fn len(&self) -> usize {
         self.times.len()
@@ -418,6 +458,25 @@ impl Recorder {
         let t = *self.times.get(i)?;
         let row = i * self.width + s.at;
         Some((t, &self.values[row..row + s.handle.cpus().len()]))
+    }
+
+    /// The handles, in the order added: name and CPUs of each (the
+    /// columns of [`Recorder::get`]'s values).
+    pub fn handles(&self) -> Vec<(&str, &[u32])> {
+        self.slots
+            .iter()
+            .map(|s| (s.handle.name(), s.handle.cpus()))
+            .collect()
+    }
+
+    /// The time of every sample, ns since the start.
+    pub fn times(&self) -> &[u64] {
+        &self.times
+    }
+
+    /// [`Recorder::to_csv`] written to `path`.
+    pub fn write_csv(&self, path: &std::path::Path) -> io::Result<()> {
+        std::fs::write(path, self.to_csv())
     }
 
     /// `sample,time_s,cpu,<handle>…`: one row per sample and CPU, CPUs

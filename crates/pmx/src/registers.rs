@@ -109,6 +109,60 @@ pub fn choose_register(
     Ok(k)
 }
 
+/// This CPU's register set (Intel or AMD), from CPUID.
+pub fn host_arch() -> Option<Arch> {
+    crate::database::host_cpu_id().and_then(|c| Arch::from_name(c.vendor.cpuid_str()))
+}
+
+/// The register set `name` says (`intel`, `amd`; `None`: this CPU's,
+/// Intel on a CPU that is neither), as `pmx encode --arch` takes it.
+///
+/// ```
+/// use pmx::registers::{arch_named, encode};
+/// use pmx_model::encoding::{Arch, EncodeOptions};
+/// let arch = arch_named(Some("intel"))?;
+/// let e = encode("event=0x2e,umask=0x41", EncodeOptions { arch, sampling: false })?;
+/// assert_eq!((e.register, e.attr.config), (0x43_412e, 0x412e));
+/// assert!(arch_named(Some("arm")).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn arch_named(name: Option<&str>) -> Result<Arch, String> {
+    match name {
+        None => Ok(host_arch().unwrap_or(Arch::Intel)),
+        Some(n) => {
+            Arch::from_name(n).ok_or_else(|| format!("unknown register set '{n}' (intel or amd)"))
+        }
+    }
+}
+
+/// The register layout `name` says: a vendor (`intel`: the event select,
+/// `amd`: `PERF_CTL`; `None`: this CPU's) or a layout of `pmx decode
+/// --register` (`evtsel`, `fixed-ctrl`, `global-ctrl`, `global-status`,
+/// `uncore-evtsel`, `perf-ctl`).
+///
+/// ```
+/// use pmx::registers::{decode, register_named};
+/// let d = decode(register_named(Some("intel"))?, 0x53_412e);
+/// assert_eq!(d.field("EventSelect"), Some(0x2e));
+/// assert_eq!(d.field("umask"), Some(0x41));
+/// assert_eq!(d.field("nope"), None);
+/// # Ok::<(), String>(())
+/// ```
+pub fn register_named(name: Option<&str>) -> Result<RegisterKind, String> {
+    if let Some(k) = name.and_then(RegisterKind::from_cli_name) {
+        return Ok(k);
+    }
+    let arch = arch_named(name).map_err(|_| {
+        let names: Vec<&str> = RegisterKind::ALL.iter().map(|k| k.cli_name()).collect();
+        format!(
+            "unknown register '{}' (intel, amd, or one of: {})",
+            name.unwrap_or_default(),
+            names.join(", ")
+        )
+    })?;
+    choose_register(None, None, arch).map_err(|e| e.to_string())
+}
+
 /// A register value read field by field.
 #[derive(Debug, Clone)]
 pub struct Decoded {
@@ -126,6 +180,18 @@ pub struct Decoded {
     pub warnings: Vec<String>,
     /// Things worth knowing (disabled counter, what the kernel sets).
     pub notes: Vec<String>,
+}
+
+impl Decoded {
+    /// The value of field `name` (case-insensitive: `EventSelect`,
+    /// `UMASK`, `usr`), shifted down to bit 0; `None` when the layout has
+    /// no such field.
+    pub fn field(&self, name: &str) -> Option<u64> {
+        self.fields
+            .iter()
+            .find(|f| f.field.name.eq_ignore_ascii_case(name))
+            .map(|f| f.value)
+    }
 }
 
 /// "USR (16), OS (17)" for the fields of `layout` set in `value & mask`.

@@ -4,6 +4,7 @@
 //! all with interned ids (resolved to names at the end, in `rows`).
 
 use super::addresses::{AddressAcc, Weight};
+use super::sink::{SampleRef, SampleSink, Side};
 use super::types::{Options, SortKey};
 use crate::symbolize::{DsoId, FrameId, Symbolizer};
 use crate::unwind::{Unwinder, UserStack};
@@ -82,6 +83,10 @@ pub(super) struct State<'o> {
     pub(super) frames: Vec<u32>,
     pub(super) unwinder: Unwinder,
     unwound: Vec<u64>,
+    /// The address of each of `frames`.
+    pub(super) addrs: Vec<u64>,
+    /// Who else sees every sample.
+    pub(super) sink: Option<&'o mut dyn SampleSink>,
     /// Samples per instruction address, when asked (`pmx annotate`).
     pub(super) addresses: Option<AddressAcc>,
 }
@@ -108,6 +113,8 @@ impl<'o> State<'o> {
             frames: Vec::new(),
             unwinder: Unwinder::new(),
             unwound: Vec::new(),
+            addrs: Vec::new(),
+            sink: None,
             addresses: None,
         }
     }
@@ -130,7 +137,19 @@ impl<'o> State<'o> {
         id
     }
 
-    pub(super) fn apply(&mut self, item: &Item, arena: &[u64]) {
+    /// Whether samples' call chains are needed.
+    pub(super) fn wants_chains(&self) -> bool {
+        self.options.stacks || self.options.children || self.sink.is_some()
+    }
+
+    /// Give a side-band record to the sink.
+    pub(super) fn side(&mut self, s: Side) {
+        if let Some(sink) = self.sink.as_deref_mut() {
+            sink.side(s);
+        }
+    }
+
+    pub(super) fn apply(&mut self, time: u64, item: &Item, arena: &[u64]) {
         match *item {
             Item::Sample {
                 event,
@@ -147,6 +166,9 @@ impl<'o> State<'o> {
                 match user {
                     Some(u) => self.sample_unwound(event, m, ip, (pid, tid, cpu), period, chain, u),
                     None => self.sample(event, m, ip, pid, tid, cpu, period, chain),
+                }
+                if self.sink.is_some() {
+                    self.give_sink(event, time, pid, tid, cpu, period);
                 }
             }
             Item::Comm { tid, comm } => {
@@ -240,10 +262,10 @@ impl<'o> State<'o> {
             let own = (event, Weight { samples: 1, period });
             a.sample(&mut self.sym, leaf, kernel, (pid, ip), &[own]);
         }
-        if !self.options.stacks && !self.options.children {
+        if !self.wants_chains() {
             return;
         }
-        self.chain_frames(chain, kernel, pid, leaf);
+        self.chain_frames(chain, kernel, pid, (leaf, ip));
         if self.options.children {
             self.add_children(event, key, pid, ip, period);
         }
@@ -267,10 +289,12 @@ impl<'o> State<'o> {
     }
 
     /// The frames of a call chain into `self.frames`, leaf first (the
-    /// `PERF_CONTEXT_*` markers switch between kernel and user); the leaf
-    /// alone when there is no chain.
-    fn chain_frames(&mut self, chain: &[u64], kernel: bool, pid: u32, leaf: FrameId) {
+    /// `PERF_CONTEXT_*` markers switch between kernel and user), their
+    /// addresses into `self.addrs`; the leaf (frame, ip) alone when there
+    /// is no chain.
+    fn chain_frames(&mut self, chain: &[u64], kernel: bool, pid: u32, leaf: (FrameId, u64)) {
         self.frames.clear();
+        self.addrs.clear();
         let mut ctx_kernel = kernel;
         let mut first = true;
         for &a in chain {
@@ -285,14 +309,19 @@ impl<'o> State<'o> {
                 self.sym.kernel_frame(addr)
             } else {
                 if self.options.inline {
+                    let before = self.frames.len();
                     self.sym.inline_frames(pid, addr, &mut self.frames);
+                    let inlined = self.frames.len() - before;
+                    self.addrs.extend(std::iter::repeat_n(addr, inlined));
                 }
                 self.sym.user_frame(pid, addr)
             };
             self.frames.push(f);
+            self.addrs.push(addr);
         }
         if self.frames.is_empty() {
-            self.frames.push(leaf);
+            self.frames.push(leaf.0);
+            self.addrs.push(leaf.1);
         }
     }
 
@@ -318,6 +347,26 @@ impl<'o> State<'o> {
             e.0 += 1;
             e.1 = e.1.saturating_add(period);
         }
+    }
+
+    /// Give the sample whose frames are in `self.frames` to the sink.
+    fn give_sink(&mut self, event: usize, time: u64, pid: u32, tid: u32, cpu: u32, period: u64) {
+        let comm = self.comm_of(pid, tid);
+        let Some(sink) = self.sink.as_deref_mut() else {
+            return;
+        };
+        let s = SampleRef {
+            event,
+            time,
+            pid,
+            tid,
+            cpu,
+            period,
+            comm: &self.comms[comm as usize],
+            frames: &self.frames,
+            addrs: &self.addrs,
+        };
+        sink.sample(&s, &mut self.sym);
     }
 
     /// Count the stack `comm; self.frames root → leaf`.

@@ -3,6 +3,7 @@
 //! needs, from another CPU's buffer, still finds it.
 
 use super::aggregate::{Item, MmapItem, State};
+use super::sink::{Side, SideKind};
 use super::types::MachineId;
 use crate::unwind::UserStack;
 use pmx_perfdata::format::misc;
@@ -46,8 +47,8 @@ impl Queue {
     fn flush(&mut self, limit: u64, state: &mut State<'_>) {
         self.items.sort_by_key(|(t, _)| *t);
         let n = self.items.partition_point(|(t, _)| *t <= limit);
-        for (_, item) in &self.items[..n] {
-            state.apply(item, &self.arena);
+        for (time, item) in &self.items[..n] {
+            state.apply(*time, item, &self.arena);
         }
         self.items.drain(..n);
         // Rebuild the arena for the records kept.
@@ -69,8 +70,9 @@ enum Step {
     Queued,
     /// A FINISHED_ROUND: the round was applied.
     RoundEnd,
-    /// LOST or THROTTLE of the event with this id.
-    Side { id: u64, lost: u64, throttled: u64 },
+    /// LOST, LOST_SAMPLES or (UN)THROTTLE, of the event with this id,
+    /// at this time.
+    Side(Option<u64>, Option<u64>, SideKind),
 }
 
 /// Where the replay is: the queue of the current round, the time span of
@@ -123,16 +125,18 @@ impl Replay {
                 // The round was applied; the queue's size is looked at
                 // after the next record.
                 Step::RoundEnd => continue,
-                Step::Side {
-                    id,
-                    lost,
-                    throttled,
-                } => {
-                    if let Some(e) = reader.event_of_id(id) {
+                Step::Side(id, time, kind) => {
+                    let event = id.and_then(|id| reader.event_of_id(id));
+                    if let Some(e) = event {
                         let acc = st.acc(e);
-                        acc.lost = acc.lost.saturating_add(lost);
-                        acc.throttled += throttled;
+                        match kind {
+                            SideKind::Lost(n) => acc.lost = acc.lost.saturating_add(n),
+                            SideKind::Throttle => acc.throttled += 1,
+                            _ => {}
+                        }
                     }
+                    let time = time.unwrap_or(self.max_time);
+                    st.side(Side { event, time, kind });
                 }
                 Step::Queued => {}
             }
@@ -162,20 +166,22 @@ impl Replay {
     /// count at once.
     fn record(&mut self, rec: Record<'_>, st: &mut State<'_>) -> Step {
         match rec {
-            Record::Lost { id, lost } => Step::Side {
-                id,
-                lost,
-                throttled: 0,
-            },
+            Record::Lost { id, lost, time } => Step::Side(Some(id), time, SideKind::Lost(lost)),
+            Record::LostSamples { lost, time } => {
+                Step::Side(None, time, SideKind::LostSamples(lost))
+            }
             Record::Throttle {
-                throttled: true,
+                throttled,
                 id,
-                ..
-            } => Step::Side {
-                id,
-                lost: 0,
-                throttled: 1,
-            },
+                time,
+            } => {
+                let kind = if throttled {
+                    SideKind::Throttle
+                } else {
+                    SideKind::Unthrottle
+                };
+                Step::Side(Some(id), Some(time), kind)
+            }
             Record::FinishedRound => {
                 self.queue.flush(self.prev_round_max, st);
                 self.prev_round_max = self.max_time;
@@ -203,7 +209,7 @@ impl Replay {
                     );
                 }
                 let start = self.queue.arena.len();
-                let chains = st.options.stacks || st.options.children;
+                let chains = st.wants_chains();
                 if chains {
                     self.queue.arena.extend(s.callchain());
                 }

@@ -1,0 +1,69 @@
+//! Every sample, one at a time, for those who need more than the
+//! aggregates (the exporters of [`crate::export`]): a [`SampleSink`] given
+//! to [`super::build_with`] sees each sample in time order per round,
+//! after the side band it needs was applied, with its frames (leaf first)
+//! and the addresses they were looked up at; LOST, LOST_SAMPLES and
+//! (UN)THROTTLE records as they come; and at the end the symbolizer with
+//! the kernel frames resolved.
+
+use crate::symbolize::{FrameId, Symbolizer};
+
+/// One sample as the replay applies it.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleRef<'a> {
+    /// Index of its event in the file's events.
+    pub event: usize,
+    /// Time (0 when the file has none).
+    pub time: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// CPU.
+    pub cpu: u32,
+    /// Period.
+    pub period: u64,
+    /// The thread's command name at that time.
+    pub comm: &'a str,
+    /// Frames, leaf first (the leaf alone without a call chain). Kernel
+    /// frames are provisional until [`SampleSink::finish`]'s `remap`.
+    pub frames: &'a [FrameId],
+    /// The address each frame was looked up at (callers: the return
+    /// address minus one, inside the call instruction).
+    pub addrs: &'a [u64],
+}
+
+/// What a side-band record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SideKind {
+    /// LOST: this many records of the event were dropped.
+    Lost(u64),
+    /// LOST_SAMPLES: this many samples were dropped.
+    LostSamples(u64),
+    /// THROTTLE: the kernel stopped the event (too many interrupts).
+    Throttle,
+    /// UNTHROTTLE: the event runs again.
+    Unthrottle,
+}
+
+/// A LOST, LOST_SAMPLES, THROTTLE or UNTHROTTLE record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Side {
+    /// The event it names, when it names one the file has.
+    pub event: Option<usize>,
+    /// Its time: the record's own, else the latest sample time before it.
+    pub time: u64,
+    /// What happened.
+    pub kind: SideKind,
+}
+
+/// A consumer of every sample of a build.
+pub trait SampleSink {
+    /// A sample; `sym` holds the process maps of that moment.
+    fn sample(&mut self, s: &SampleRef<'_>, sym: &mut Symbolizer);
+    /// A side-band record.
+    fn side(&mut self, s: Side);
+    /// The end: `remap` turns the provisional kernel frames given so far
+    /// into resolved ones (see [`Symbolizer::resolve_deferred`]).
+    fn finish(&mut self, sym: &mut Symbolizer, remap: &[FrameId]);
+}
