@@ -20,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
         this_machine: MachineId::default(),
         root: Some("/nonexistent-pmx-fuzz-root".into()),
         lines: false,
+        inline: false,
     };
     if let Ok(p) = build(&mut r, &options, &mut |_, _| {}) {
         let _ = format!("{:?}", p.events.len());

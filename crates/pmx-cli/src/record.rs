@@ -32,6 +32,10 @@ pub struct RecordArgs {
     /// -fno-omit-frame-pointer).
     #[arg(short = 'g')]
     pub callgraph: bool,
+    /// Call chains: fp (as -g), dwarf[,SIZE] (SIZE bytes of user stack per
+    /// sample, default 8192; pmx report unwinds them), or lbr (Intel).
+    #[arg(long = "call-graph", value_name = "MODE")]
+    pub call_graph: Option<String>,
     /// Sample every task on every CPU.
     #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
     pub all_cpus: bool,
@@ -126,7 +130,8 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         command: args.command.clone(),
         inherit: !args.no_inherit,
         rate,
-        callchain: args.callgraph,
+        call_graph: record::CallGraph::from_flags(args.callgraph, args.call_graph.as_deref())
+            .map_err(|e| failure(e.into()))?,
         mmap_pages: args.mmap_pages,
         duration,
         output: args.output.clone(),

@@ -78,6 +78,9 @@ pub struct ReportArgs {
     /// Add the source file:line (DWARF) of each row's first sample.
     #[arg(long)]
     pub lines: bool,
+    /// Call chains show inlined functions as frames of their own (DWARF).
+    #[arg(long)]
+    pub inline: bool,
     /// Look binaries up under this directory (like perf's --symfs).
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
@@ -104,6 +107,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         stacks: args.folded || args.flamegraph.is_some(),
         children: args.children,
         lines: args.lines,
+        inline: args.inline,
         symfs: args.symfs.clone(),
         percent_limit: args.percent_limit,
         limit: args.limit,

@@ -31,6 +31,7 @@ fn options(input: &Path, symfs: &Path) -> ReportOptions {
         stacks: true,
         children: true,
         lines: false,
+        inline: false,
         // Binaries are looked up in an empty directory: the campaign is
         // about the file, and each case stays fast.
         symfs: Some(symfs.to_path_buf()),
@@ -96,6 +97,7 @@ fn build_case(path: &Path, symfs: &Path, ks: &Kallsyms) -> Result<(), String> {
         stacks: true,
         children: true,
         lines: false,
+        inline: false,
         kallsyms: KernelSymbols::Given(ks.clone()),
         this_machine: MachineId::current(),
         root: Some(symfs.to_path_buf()),

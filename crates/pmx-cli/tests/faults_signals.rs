@@ -237,6 +237,7 @@ fn record_case(t: &mut Tally, dir: &Path, seed: u64) {
         stacks: false,
         children: false,
         lines: false,
+        inline: false,
         symfs: Some(dir.to_path_buf()),
         percent_limit: 0.0,
         limit: None,

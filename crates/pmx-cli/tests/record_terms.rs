@@ -3,7 +3,8 @@
 //! installed `perf evlist -v` reads both files; the event's name and the
 //! attr fields the grammar decides (the sample period or frequency,
 //! `freq`, `inherit`, the privilege filters, `exclude_guest`, call chains,
-//! `sample_max_stack`) must be the same. The fields a session chooses
+//! `sample_max_stack`, and with `call-graph=dwarf` the user registers,
+//! stack size, `exclude_callchain_user` and `mmap_data`) must be the same. The fields a session chooses
 //! (`sample_type` beyond call chains, `read_format`, side-band bits) are
 //! pmx's own (README, "Event syntax"). And `pmx explain` shows the attr
 //! of perf's forms, the flags modifiers set included.
@@ -48,6 +49,10 @@ const COMPARED: &[&str] = &[
     "exclude_guest",
     "exclude_host",
     "sample_max_stack",
+    "sample_regs_user",
+    "sample_stack_user",
+    "exclude_callchain_user",
+    "mmap_data",
 ];
 
 #[test]
@@ -62,6 +67,7 @@ fn per_event_terms_make_perfs_sampling_attr() {
         "cpu-clock/period=100000,no-inherit/",
         "cpu-clock/inherit,call-graph=no/",
         "cpu-clock/max-stack=10,call-graph=fp/",
+        "cpu-clock/call-graph=dwarf,stack-size=4096/",
         "cpu-clock/name=clk/u",
         "1:0:k",
         "cpu-clock//H",
@@ -129,7 +135,10 @@ fn per_event_terms_make_perfs_sampling_attr() {
 #[test]
 fn terms_pmx_record_cannot_honour_are_refused_by_name() {
     for (event, word) in [
-        ("cpu-clock/call-graph=dwarf/", "call-graph=dwarf"),
+        (
+            "cpu-clock/stack-size=4096/",
+            "stack-size= goes with call-graph=dwarf",
+        ),
         ("cpu-clock/aux-output/", "aux-output"),
         // Groups are recorded, but with one sample layout per file.
         (

@@ -157,6 +157,9 @@ impl PerfEventAttr {
             bp_type: attr.bp_type,
             config1: attr.config1,
             config2: attr.config2,
+            branch_sample_type: attr.branch_sample_type,
+            sample_regs_user: attr.sample_regs_user,
+            sample_stack_user: attr.sample_stack_user,
             clockid: attr.clockid.unwrap_or(0),
             sample_max_stack: attr.sample_max_stack,
             config3: attr.config3,
@@ -318,6 +321,9 @@ mod tests {
             context_switch: true,
             exclude_callchain_kernel: true,
             exclude_callchain_user: true,
+            branch_sample_type: 0x2_c801,
+            sample_regs_user: 0xff_0fff,
+            sample_stack_user: 8192,
             sample_max_stack: 127,
             clockid: Some(libc::CLOCK_MONOTONIC),
         };
@@ -335,6 +341,19 @@ mod tests {
             (k.sample_max_stack, k.clockid),
             (127, libc::CLOCK_MONOTONIC)
         );
+        assert_eq!(
+            (
+                k.branch_sample_type,
+                k.sample_regs_user,
+                k.sample_stack_user
+            ),
+            (0x2_c801, 0xff_0fff, 8192)
+        );
+        // At their ABI offsets (72, 80, 88) in the bytes the kernel reads.
+        let b = k.to_bytes();
+        assert_eq!(u64::from_ne_bytes(b[72..80].try_into().unwrap()), 0x2_c801);
+        assert_eq!(u64::from_ne_bytes(b[80..88].try_into().unwrap()), 0xff_0fff);
+        assert_eq!(u32::from_ne_bytes(b[88..92].try_into().unwrap()), 8192);
         // Every bit from 0 to 26 except inherit_stat (11).
         assert_eq!(k.flags, ((1u64 << 27) - 1) & !(1 << 11));
 

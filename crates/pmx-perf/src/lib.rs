@@ -229,6 +229,16 @@ pub struct Attr {
     pub exclude_callchain_kernel: bool,
     /// `exclude_callchain_user`: call chains without the user part.
     pub exclude_callchain_user: bool,
+    /// `branch_sample_type` (with `PERF_SAMPLE_BRANCH_STACK`): which
+    /// branches and what of them ([`pmx_perfdata::format::branch_sample_type`]).
+    pub branch_sample_type: u64,
+    /// `sample_regs_user` (with `PERF_SAMPLE_REGS_USER`): the user
+    /// registers each sample holds, one bit per register
+    /// ([`pmx_perfdata::format::regs_x86_64`]).
+    pub sample_regs_user: u64,
+    /// `sample_stack_user` (with `PERF_SAMPLE_STACK_USER`): bytes of user
+    /// stack each sample copies, from the stack pointer up (a multiple of 8).
+    pub sample_stack_user: u32,
     /// `sample_max_stack`: the deepest call chain (0: the kernel's
     /// `kernel.perf_event_max_stack`).
     pub sample_max_stack: u16,
@@ -309,6 +319,9 @@ impl Default for Attr {
             context_switch: false,
             exclude_callchain_kernel: false,
             exclude_callchain_user: false,
+            branch_sample_type: 0,
+            sample_regs_user: 0,
+            sample_stack_user: 0,
             sample_max_stack: 0,
             clockid: None,
         }

@@ -164,3 +164,54 @@ fn call_chains_start_with_a_context_marker() {
     });
     assert!(chains > 5, "{chains} chains");
 }
+
+/// What `--call-graph dwarf` asks for: the user registers of perf's mask
+/// and a copy of the user stack; the sample's `rsp` is this thread's
+/// stack and its `rip` the sample's ip.
+#[test]
+fn user_registers_and_stack_copies() {
+    use pmx_perfdata::format::{regs_abi, regs_x86_64 as x};
+    let attr = Attr {
+        type_: event_type::SOFTWARE,
+        config: software::CPU_CLOCK,
+        disabled: true,
+        exclude_kernel: true,
+        sample: Some(SampleRate::Period(500_000)),
+        sample_type: sample_type::IP | sample_type::REGS_USER | sample_type::STACK_USER,
+        sample_regs_user: x::DWARF_MASK,
+        sample_stack_user: 4096,
+        exclude_callchain_user: true,
+        ..Attr::default()
+    };
+    let Some((c, mut ring)) = sampler(&attr) else {
+        return;
+    };
+    let file_attr = pmx_perfdata::EventAttr::parse(&attr.to_perf_data_bytes(), 0).unwrap();
+    let here = &file_attr as *const _ as u64;
+    c.enable(false).unwrap();
+    spin(Duration::from_millis(20));
+    c.disable(false).unwrap();
+    let mut samples = 0;
+    ring.read_records(|r| {
+        if RecordHeader::parse(r).unwrap().type_ != record::SAMPLE {
+            return;
+        }
+        let s = pmx_perfdata::read::parse_sample(r, 0, &file_attr, 0).unwrap();
+        assert_eq!(s.user_regs.abi, regs_abi::ABI_64);
+        assert_eq!(
+            s.user_regs.values.len(),
+            20 * 8,
+            "20 registers in perf's mask"
+        );
+        assert_eq!(s.user_regs.get(x::IP), Some(s.ip));
+        let sp = s.user_regs.get(x::SP).unwrap();
+        // The spinning frame is below this test's frame, within a few pages.
+        assert!(
+            sp < here && here - sp < 64 * 1024,
+            "sp {sp:#x}, a local at {here:#x}"
+        );
+        assert!(!s.user_stack.is_empty() && s.user_stack.len() <= 4096);
+        samples += 1;
+    });
+    assert!(samples > 5, "{samples} samples");
+}

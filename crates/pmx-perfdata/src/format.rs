@@ -276,10 +276,66 @@ pub mod read_format {
     pub const LOST: u64 = 1 << 4;
 }
 
-/// Bits of `perf_event_attr.branch_sample_type` that change a sample's layout.
+/// Bits of `perf_event_attr.branch_sample_type` (`PERF_SAMPLE_BRANCH_*`).
 pub mod branch_sample_type {
-    /// The branch stack starts with a `hw_idx` u64.
+    /// Branches taken in user space.
+    pub const USER: u64 = 1 << 0;
+    /// The call stack (Intel's LBR call-stack mode: the stack of calls
+    /// not yet returned from, what `--call-graph lbr` records).
+    pub const CALL_STACK: u64 = 1 << 11;
+    /// No branch flags (mispredict, in_tx…) in the entries.
+    pub const NO_FLAGS: u64 = 1 << 14;
+    /// No cycle counts in the entries.
+    pub const NO_CYCLES: u64 = 1 << 15;
+    /// The branch stack starts with a `hw_idx` u64 (changes the layout).
     pub const HW_INDEX: u64 = 1 << 17;
+}
+
+/// x86-64 user registers as `PERF_SAMPLE_REGS_USER` numbers them
+/// (`arch/x86/include/uapi/asm/perf_regs.h`): bit `n` of
+/// `sample_regs_user` asks for register `n`, and a sample holds the
+/// asked registers in the order of their bits.
+pub mod regs_x86_64 {
+    /// `rax`.
+    pub const AX: u32 = 0;
+    /// `rbx`.
+    pub const BX: u32 = 1;
+    /// `rcx`.
+    pub const CX: u32 = 2;
+    /// `rdx`.
+    pub const DX: u32 = 3;
+    /// `rsi`.
+    pub const SI: u32 = 4;
+    /// `rdi`.
+    pub const DI: u32 = 5;
+    /// `rbp`, the frame pointer.
+    pub const BP: u32 = 6;
+    /// `rsp`, the stack pointer.
+    pub const SP: u32 = 7;
+    /// `rip`, the instruction pointer.
+    pub const IP: u32 = 8;
+    /// `rflags`.
+    pub const FLAGS: u32 = 9;
+    /// `r8` (`r9`…`r15` follow, 17…23).
+    pub const R8: u32 = 16;
+    /// `r15`.
+    pub const R15: u32 = 23;
+    /// The registers `perf record --call-graph dwarf` asks for on x86-64
+    /// (perf's `PERF_REGS_MASK`): `ax`…`r15` (bits 0–23) without the
+    /// segment registers `ds`, `es`, `fs`, `gs` (bits 12–15), which the
+    /// kernel refuses for 64-bit tasks.
+    pub const DWARF_MASK: u64 = 0xff_0fff;
+}
+
+/// `sample_regs_user` ABI values (`PERF_SAMPLE_REGS_ABI_*`): the first
+/// u64 of a REGS_USER field.
+pub mod regs_abi {
+    /// No registers follow (the sample came from a kernel thread).
+    pub const NONE: u64 = 0;
+    /// A 32-bit task.
+    pub const ABI_32: u64 = 1;
+    /// A 64-bit task.
+    pub const ABI_64: u64 = 2;
 }
 
 /// `perf_event_header.misc` values.

@@ -159,6 +159,12 @@ pub struct Sample<'a> {
     pub read: &'a [u8],
     /// The event's `read_format`, which lays out [`Sample::read`].
     pub read_format: u64,
+    /// User registers (REGS_USER); empty when the sample has none.
+    pub user_regs: UserRegs<'a>,
+    /// The copy of the user stack (STACK_USER) from the user stack pointer
+    /// up, cut to its dynamic size (the bytes the kernel could copy);
+    /// empty when the sample has none.
+    pub user_stack: &'a [u8],
 }
 
 /// One counter value of a sample's `PERF_SAMPLE_READ` field.
@@ -265,6 +271,32 @@ impl<'a> ReadValues<'a> {
                     0
                 },
             })
+    }
+}
+
+/// The user registers of a sample (`PERF_SAMPLE_REGS_USER`): the ABI and
+/// the values of the registers of the attr's `sample_regs_user` mask, in
+/// the order of its bits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserRegs<'a> {
+    /// [`crate::format::regs_abi`]: 0 when there are no values (a kernel
+    /// thread), 2 for a 64-bit task.
+    pub abi: u64,
+    /// The attr's `sample_regs_user`.
+    pub mask: u64,
+    /// The values, u64 little-endian each.
+    pub values: &'a [u8],
+}
+
+impl UserRegs<'_> {
+    /// The value of register `reg` (a bit number of the mask, e.g.
+    /// [`crate::format::regs_x86_64::SP`]), when the sample has it.
+    pub fn get(&self, reg: u32) -> Option<u64> {
+        if reg >= 64 || self.mask & (1 << reg) == 0 || self.abi == crate::format::regs_abi::NONE {
+            return None;
+        }
+        let i = (self.mask & ((1u64 << reg) - 1)).count_ones() as usize * 8;
+        self.values.get(i..i + 8).map(|b| le_u64(b, 0))
     }
 }
 
@@ -1677,6 +1709,8 @@ pub fn parse_sample<'a>(
         phys_addr: 0,
         read: &[],
         read_format: attr.read_format,
+        user_regs: UserRegs::default(),
+        user_stack: &[],
     };
     let e = "SAMPLE";
     if st & sample_type::IDENTIFIER != 0 {
@@ -1758,16 +1792,21 @@ pub fn parse_sample<'a>(
         }
         if st & sample_type::REGS_USER != 0 {
             let abi = c.u64(e)?;
+            let mask = attr.sample_regs_user;
             if abi != 0 {
-                c.take(attr.sample_regs_user.count_ones() as usize * 8, e)?;
+                let values = c.take(mask.count_ones() as usize * 8, e)?;
+                s.user_regs = UserRegs { abi, mask, values };
             }
         }
         if st & sample_type::STACK_USER != 0 {
+            // size, the copied bytes, then the dynamic size (how many of
+            // them the kernel could fill); no dynamic size when size is 0.
             let size = c.u64(e)?;
             if size != 0 {
                 let n = usize::try_from(size).map_err(|_| c.err(e))?;
-                c.take(n, e)?;
-                c.u64(e)?;
+                let data = c.take(n, e)?;
+                let dyn_size = usize::try_from(c.u64(e)?).unwrap_or(usize::MAX);
+                s.user_stack = &data[..dyn_size.min(n)];
             }
         }
         if st & (sample_type::WEIGHT | sample_type::WEIGHT_STRUCT) != 0 {
@@ -2105,5 +2144,59 @@ mod tests {
         let good = two_event_file();
         let e = read_all(good[..200].to_vec()).unwrap_err().to_string();
         assert!(e.contains("truncated") || e.contains("past the end"), "{e}");
+    }
+
+    /// REGS_USER and STACK_USER as the kernel lays them out
+    /// (`perf_output_sample`): abi then one u64 per mask bit; size, the
+    /// bytes, dyn_size. Then a field after them (DATA_SRC) still lines up.
+    #[test]
+    fn user_regs_and_stack_are_decoded() {
+        let st = sample_type::IP
+            | sample_type::REGS_USER
+            | sample_type::STACK_USER
+            | sample_type::DATA_SRC;
+        let mut a = attr(st, 0);
+        // sample_regs_user: ax (bit 0), bp (6), sp (7), ip (8); 16 stack bytes.
+        a[80..88].copy_from_slice(&0x1c1u64.to_le_bytes());
+        a[88..92].copy_from_slice(&16u32.to_le_bytes());
+        let ea = EventAttr::parse(&a, 0).unwrap();
+        let mut b = Vec::new();
+        for v in [0x401000u64, 2, 11, 66, 77, 88, 16] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&[0xaa; 16]);
+        b.extend_from_slice(&12u64.to_le_bytes()); // dyn_size
+        b.extend_from_slice(&0x5555u64.to_le_bytes()); // data_src
+        let r = rec(record_type::SAMPLE, misc::USER, &b);
+        let s = parse_sample(&r, 0, &ea, 0).unwrap();
+        use crate::format::regs_x86_64 as x;
+        assert_eq!(s.user_regs.abi, 2);
+        assert_eq!(
+            [x::AX, x::BP, x::SP, x::IP].map(|r| s.user_regs.get(r)),
+            [Some(11), Some(66), Some(77), Some(88)]
+        );
+        assert_eq!(s.user_regs.get(x::BX), None);
+        assert_eq!(s.user_stack, &[0xaa; 12][..]);
+        assert_eq!(s.data_src, 0x5555);
+        // A kernel thread: abi 0 and no values; a zero-size stack and no dyn_size.
+        let mut b = Vec::new();
+        for v in [0xffff_ffff_8100_0000u64, 0, 0, 0x77] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        let r = rec(record_type::SAMPLE, misc::KERNEL, &b);
+        let s = parse_sample(&r, 0, &ea, 0).unwrap();
+        assert_eq!(
+            (s.user_regs.get(x::SP), s.user_stack.len(), s.data_src),
+            (None, 0, 0x77)
+        );
+        // A stack that runs past the record is an error, not a panic.
+        let r = rec(
+            record_type::SAMPLE,
+            misc::USER,
+            &[
+                0x00, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0, 0, 0,
+            ],
+        );
+        assert!(parse_sample(&r, 0, &ea, 0).is_err());
     }
 }

@@ -156,6 +156,27 @@ impl ElfFile {
         Some((loc.file?.to_string(), loc.line?))
     }
 
+    /// The functions inlined at `vaddr`, innermost first, from DWARF
+    /// (without the function they were inlined into); empty without
+    /// debug info or inlining.
+    pub fn inlined(&mut self, vaddr: u64) -> Vec<String> {
+        if self.lines.is_none() {
+            self.lines = Some(self.load_lines());
+        }
+        let Some(Some(table)) = &self.lines else {
+            return Vec::new();
+        };
+        let mut names = Vec::new();
+        if let Ok(mut frames) = table.ctx.find_frames(vaddr).skip_all_loads() {
+            while let Ok(Some(f)) = frames.next() {
+                let name = f.function.as_ref().and_then(|n| n.raw_name().ok());
+                names.push(name.map_or_else(|| "??".to_string(), |n| demangle(&n)));
+            }
+        }
+        names.pop();
+        names
+    }
+
     fn load_lines(&self) -> Option<LineTable> {
         let obj = object::File::parse(&*self.map).ok()?;
         obj.section_by_name(".debug_line")?;

@@ -36,6 +36,15 @@
 //! call chain (markers `PERF_CONTEXT_*` dropped, root first, kernel frames
 //! after user ones) is counted for [`flame::folded`] and [`flame::svg`].
 //!
+//! **DWARF call graphs** ([`unwind`]): samples recorded with
+//! `--call-graph dwarf` (by pmx or perf) carry the user registers and a
+//! copy of the user stack instead of a user call chain; when stacks are
+//! asked for, their user frames are unwound at replay time (when the maps
+//! of that moment are known) from each mapped binary's CFI (`.eh_frame`,
+//! `.debug_frame`), tables loaded once per binary, and appended to the
+//! kernel part of the chain. With [`Options::inline`] every user address
+//! of a chain is preceded by the functions DWARF says were inlined there.
+//!
 //! **Reports** ([`report()`]): `pmx report` as a call, options in, a typed
 //! [`Report`] out (the profile, the events selected, the rows to show);
 //! [`render`] draws it as perf's table or as JSON.
@@ -87,6 +96,7 @@ pub mod render;
 pub mod report;
 pub mod script;
 pub mod symbolize;
+pub mod unwind;
 
 pub use annotate::{annotate, AnnotateError, AnnotateOptions, Annotation};
 pub use diff::{default_sort, diff, Compute, DiffOptions, DiffReport};

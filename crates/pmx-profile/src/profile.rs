@@ -105,6 +105,7 @@ fn build_full<'o>(
         mut sym,
         comms,
         mut accs,
+        unwinder,
         sink,
         addresses,
         ..
@@ -128,7 +129,7 @@ fn build_full<'o>(
         pipe: reader.is_pipe(),
         data_bytes: reader.bytes_read(),
         kernel_symbols_used,
-        warnings: sym.warnings().to_vec(),
+        warnings: [sym.warnings(), &unwinder.warnings()].concat(),
         time_range: replay.time_range,
         truncated: reader.truncation().cloned(),
     };

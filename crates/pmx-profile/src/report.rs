@@ -27,6 +27,9 @@ pub struct ReportOptions {
     pub children: bool,
     /// Source file:line of each row's first sample.
     pub lines: bool,
+    /// Functions inlined at each call-chain address (DWARF), as frames of
+    /// their own (`NAME (inlined)`), as perf's `--inline`.
+    pub inline: bool,
     /// Look binaries up under this directory (perf's `--symfs`).
     pub symfs: Option<PathBuf>,
     /// Rows below this overhead (percent) are not shown.
@@ -178,6 +181,7 @@ pub fn report_with(
         sort: sort.clone(),
         stacks: opts.stacks,
         lines: opts.lines,
+        inline: opts.inline,
         children: opts.children,
         kallsyms: KernelSymbols::Load,
         this_machine: MachineId::current(),
@@ -322,6 +326,7 @@ mod tests {
             stacks: false,
             children: false,
             lines: false,
+            inline: false,
             symfs: None,
             percent_limit: 0.0,
             limit: None,

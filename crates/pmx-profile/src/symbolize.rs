@@ -87,17 +87,22 @@ pub fn is_address(label: &str) -> bool {
 
 /// A mapping of a process: `[start, end)` maps file offset `pgoff` of `dso`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Map {
-    start: u64,
-    end: u64,
-    pgoff: u64,
-    dso: DsoId,
+pub struct Map {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// File offset of `start`.
+    pub pgoff: u64,
+    /// The binary.
+    pub dso: DsoId,
 }
 
 #[derive(Hash, PartialEq, Eq)]
 enum FrameKey {
     Sym(DsoId, usize),
     Addr(DsoId, u64),
+    Inline(DsoId, String),
 }
 
 /// The symbolizer: maps per process, binaries, kernel symbols and caches.
@@ -121,6 +126,7 @@ pub struct Symbolizer {
     jit_dir: PathBuf,
     jit_maps: HashMap<u32, Option<JitMap>>,
     vdso_here: bool,
+    inline_cache: HashMap<(DsoId, u64), Box<[FrameId]>>,
 }
 
 /// The functions of one `/tmp/perf-PID.map`.
@@ -236,6 +242,7 @@ impl Symbolizer {
             jit_dir: PathBuf::from("/tmp"),
             jit_maps: HashMap::default(),
             vdso_here: false,
+            inline_cache: HashMap::default(),
         };
         s.add_dso(b"[kernel.kallsyms]");
         s.add_dso(b"[unknown]");
@@ -642,6 +649,75 @@ impl Symbolizer {
         ))
     }
 
+    /// The functions inlined at user address `addr` of `pid` (DWARF),
+    /// innermost first, as frames named `NAME (inlined)` the way perf
+    /// shows them; appended to `out`.
+    pub fn inline_frames(&mut self, pid: u32, addr: u64, out: &mut Vec<FrameId>) {
+        let maps = self.maps(pid);
+        let i = maps.partition_point(|m| m.start <= addr);
+        if i == 0 || addr >= maps[i - 1].end {
+            return;
+        }
+        let m = maps[i - 1];
+        let offset = addr - m.start + m.pgoff;
+        if let Some(frames) = self.inline_cache.get(&(m.dso, offset)) {
+            out.extend_from_slice(frames);
+            return;
+        }
+        self.load_elf(m.dso);
+        let names = match self.dsos[m.dso as usize].elf.as_mut() {
+            Some(elf) => match elf.offset_to_vaddr(offset) {
+                Some(vaddr) => elf.inlined(vaddr),
+                None => Vec::new(),
+            },
+            None => Vec::new(),
+        };
+        let frames: Box<[FrameId]> = names
+            .into_iter()
+            .map(|n| {
+                let label = format!("{n} (inlined)");
+                self.intern(FrameKey::Inline(m.dso, label.clone()), || Frame {
+                    dso: m.dso,
+                    name: FrameName::Symbol(label),
+                    kernel: false,
+                })
+            })
+            .collect();
+        out.extend_from_slice(&frames);
+        self.inline_cache.insert((m.dso, offset), frames);
+    }
+
+    /// The mappings of process `pid`, sorted by start.
+    pub fn maps(&self, pid: u32) -> &[Map] {
+        self.maps.get(&pid).map_or(&[], |m| m.as_slice())
+    }
+
+    /// The file of binary `dso` on disk (under `--symfs`), or `None` for
+    /// what has no file (`[vdso]`, `//anon`, a deleted file).
+    pub fn dso_file(&self, dso: DsoId) -> Option<PathBuf> {
+        let p = &self.dsos[dso as usize].path;
+        if p.starts_with('[') || p.starts_with("//") || p.is_empty() || p.contains(" (deleted)") {
+            return None;
+        }
+        Some(match &self.root {
+            Some(r) => r.join(p.trim_start_matches('/')),
+            None => PathBuf::from(p),
+        })
+    }
+
+    /// The running vDSO's image when `[vdso]` addresses may use it (see
+    /// [`Symbolizer::allow_running_vdso`]; a recorded build-id is checked
+    /// by the caller).
+    pub fn vdso_image(&self) -> Option<&'static [u8]> {
+        let recorded = self
+            .dso_by_path
+            .get(&b"[vdso]"[..])
+            .is_some_and(|&d| self.dsos[d as usize].expected_build_id.is_some());
+        (self.vdso_here || recorded)
+            .then(crate::kernel::running_vdso)
+            .and_then(Result::ok)
+    }
+
     fn intern(&mut self, key: FrameKey, make: impl FnOnce() -> Frame) -> FrameId {
         if let Some(&id) = self.frame_ids.get(&key) {
             return id;
@@ -649,7 +725,7 @@ impl Symbolizer {
         let id = self.frames.len() as FrameId;
         let frame = make();
         let start = match key {
-            FrameKey::Addr(..) => None,
+            FrameKey::Addr(..) | FrameKey::Inline(..) => None,
             FrameKey::Sym(_, i) if frame.kernel => Some(self.kallsyms.symbol(i).start),
             FrameKey::Sym(dso, i) => match &self.dsos[dso as usize].elf {
                 Some(elf) => elf.symbols().get(i).map(|s| s.start),

@@ -434,6 +434,7 @@ fn report(path: std::path::PathBuf, sort: Option<String>) -> PyResult<String> {
         stacks: false,
         children: false,
         lines: false,
+        inline: false,
         symfs: None,
         percent_limit: 0.0,
         limit: None,

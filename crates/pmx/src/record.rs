@@ -73,6 +73,7 @@
 //! describes the machine at the end.
 
 mod buildid;
+mod callgraph;
 mod choose;
 mod default;
 mod existing;
@@ -95,6 +96,7 @@ use std::time::Duration;
 use target::Lifecycle;
 
 pub use buildid::{of_elf_file as build_id_of_file, of_running_kernel as kernel_build_id};
+pub use callgraph::{CallGraph, CallGraphError, DEFAULT_STACK_SIZE, MAX_STACK_SIZE};
 pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
 pub use options::{
@@ -152,6 +154,7 @@ fn record_with(
         plan.sample_type,
         opened.first_id(),
         plan.samples_kernel(),
+        plan.attrs[0].mmap_data,
         &mut notes,
     );
     for r in &synth {

@@ -60,7 +60,7 @@ fn a_stop_requested_before_the_run_stops_the_command_and_the_repeats() {
         command: vec!["sleep".into(), "10".into()],
         inherit: true,
         rate,
-        callchain: false,
+        call_graph: pmx::record::CallGraph::None,
         mmap_pages: 4,
         duration: None,
         output: dir.path().join("perf.data"),

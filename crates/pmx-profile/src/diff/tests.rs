@@ -39,6 +39,7 @@ fn options() -> ReportOptions {
         stacks: false,
         children: false,
         lines: false,
+        inline: false,
         symfs: None,
         percent_limit: 0.0,
         limit: None,

@@ -8,6 +8,7 @@ use super::groups::GroupAcc;
 use super::sink::{SampleRef, SampleSink, Side};
 use super::types::{Options, SortKey};
 use crate::symbolize::{DsoId, FrameId, Symbolizer};
+use crate::unwind::{Unwinder, UserStack};
 use pmx_perfdata::format::{callchain, misc};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -48,6 +49,8 @@ pub(super) enum Item {
         /// The call chain, then `reads` (event, delta) pairs.
         chain: std::ops::Range<usize>,
         reads: u32,
+        /// `--call-graph dwarf`: registers and stack to unwind.
+        user: Option<Box<UserStack>>,
     },
     Comm {
         tid: u32,
@@ -83,6 +86,8 @@ pub(super) struct State<'o> {
     pub(super) accs: Vec<EventAcc>,
     pub(super) stack_buf: Vec<u32>,
     pub(super) frames: Vec<u32>,
+    pub(super) unwinder: Unwinder,
+    unwound: Vec<u64>,
     /// The address of each of `frames`.
     pub(super) addrs: Vec<u64>,
     /// Who else sees every sample.
@@ -111,6 +116,8 @@ impl<'o> State<'o> {
             accs: Vec::new(),
             stack_buf: Vec::new(),
             frames: Vec::new(),
+            unwinder: Unwinder::new(),
+            unwound: Vec::new(),
             addrs: Vec::new(),
             sink: None,
             addresses: None,
@@ -159,10 +166,17 @@ impl<'o> State<'o> {
                 period,
                 ref chain,
                 reads,
+                ref user,
             } => {
                 let (chain, pairs) =
                     arena[chain.clone()].split_at(chain.len() - 2 * reads as usize);
-                self.sample(event, m, ip, pid, tid, cpu, period, chain, pairs);
+                match user {
+                    Some(u) => {
+                        let at = (pid, tid, cpu);
+                        self.sample_unwound(event, m, ip, at, period, chain, pairs, u)
+                    }
+                    None => self.sample(event, m, ip, pid, tid, cpu, period, chain, pairs),
+                }
                 if self.sink.is_some() {
                     self.give_sink(event, time, pid, tid, cpu, period);
                 }
@@ -192,6 +206,29 @@ impl<'o> State<'o> {
                 self.sym.add_map(m.pid, m.start, m.len, m.pgoff, &m.path);
             }
         }
+    }
+
+    /// A sample with a user stack: its kernel chain, then the user chain
+    /// unwound from its registers and stack copy.
+    #[allow(clippy::too_many_arguments)]
+    fn sample_unwound(
+        &mut self,
+        event: usize,
+        m: u16,
+        ip: u64,
+        (pid, tid, cpu): (u32, u32, u32),
+        period: u64,
+        chain: &[u64],
+        pairs: &[u64],
+        user: &UserStack,
+    ) {
+        let mut full = std::mem::take(&mut self.unwound);
+        full.clear();
+        full.extend_from_slice(chain);
+        full.push(callchain::CONTEXT_USER);
+        self.unwinder.unwind(&self.sym, pid, user, &mut full);
+        self.sample(event, m, ip, pid, tid, cpu, period, &full, pairs);
+        self.unwound = full;
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -317,6 +354,12 @@ impl<'o> State<'o> {
             let f = if ctx_kernel {
                 self.sym.kernel_frame(addr)
             } else {
+                if self.options.inline {
+                    let before = self.frames.len();
+                    self.sym.inline_frames(pid, addr, &mut self.frames);
+                    let inlined = self.frames.len() - before;
+                    self.addrs.extend(std::iter::repeat_n(addr, inlined));
+                }
                 self.sym.user_frame(pid, addr)
             };
             self.frames.push(f);

@@ -225,6 +225,8 @@ mod tests {
             phys_addr: 0,
             read: bytes,
             read_format: rf::ID | rf::GROUP,
+            user_regs: Default::default(),
+            user_stack: &[],
         }
     }
 

@@ -6,6 +6,7 @@ use super::aggregate::{Item, MmapItem, State};
 use super::groups::{Deltas, MemberDelta};
 use super::sink::{Side, SideKind};
 use super::types::MachineId;
+use crate::unwind::UserStack;
 use pmx_perfdata::format::misc;
 use pmx_perfdata::read::{FileFeatures, Record};
 use pmx_perfdata::Reader;
@@ -214,7 +215,8 @@ impl Replay {
                     );
                 }
                 let start = self.queue.arena.len();
-                if st.wants_chains() {
+                let chains = st.wants_chains();
+                if chains {
                     self.queue.arena.extend(s.callchain());
                 }
                 // Sample-read groups: (event, delta) pairs after the chain.
@@ -232,6 +234,10 @@ impl Replay {
                     period: s.period,
                     chain: start..self.queue.arena.len(),
                     reads: self.reads.len() as u32,
+                    user: chains
+                        .then(|| UserStack::of_sample(&s))
+                        .flatten()
+                        .map(Box::new),
                 };
                 (s.time, item)
             }

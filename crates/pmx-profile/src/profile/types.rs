@@ -57,6 +57,9 @@ pub struct Options {
     /// Find the source file:line (DWARF) of the first sample of the
     /// heaviest rows ([`SOURCE_LINE_ROWS`] per event).
     pub lines: bool,
+    /// Expand every user address of a call chain into the functions
+    /// inlined there (DWARF), innermost first, as perf's `--inline`.
+    pub inline: bool,
 }
 
 /// Where kernel symbols come from.
@@ -113,6 +116,7 @@ impl Default for Options {
             this_machine: MachineId::default(),
             root: None,
             lines: false,
+            inline: false,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! or `-F max`, capped at `kernel.perf_event_max_sample_rate`) and the
 //! events of `-e` lists, each of which must sample on the cores.
 
+use super::callgraph::CallGraph;
 use super::default::{max_sample_rate, DEFAULT_FREQUENCY};
 use super::options::{GroupMember, RecordError, RecordEvent};
 use crate::{EventGroup, StatPlan};
@@ -85,11 +86,13 @@ pub fn sampling_events(
             )));
         }
         let attr = with_sampling_terms(attr, &e.settings, &e.name)?;
+        let (mode, size) = (e.settings.call_graph.as_deref(), e.settings.stack_size);
+        let call_graph = CallGraph::from_terms(mode, size, &e.name)?;
         out.push(RecordEvent {
             name: e.name,
             attr,
             inherit: e.settings.inherit,
-            callchain: e.settings.call_graph.as_deref().map(|c| c == "fp"),
+            call_graph,
             group,
         });
     }
@@ -97,8 +100,8 @@ pub fn sampling_events(
 }
 
 /// The sampling setting terms of one event on its attr: `period=`,
-/// `freq=`, `max-stack=` (`inherit`, `no-inherit` and `call-graph=fp|no`
-/// go on the [`RecordEvent`]). Terms pmx record cannot honour yet are
+/// `freq=`, `max-stack=` (`inherit`, `no-inherit`, `call-graph=` and
+/// `stack-size=` go on the [`RecordEvent`]). Terms pmx record cannot honour yet are
 /// refused by name rather than ignored.
 fn with_sampling_terms(
     mut attr: pmx_perf::Attr,
@@ -113,18 +116,7 @@ fn with_sampling_terms(
     if let Some(m) = s.max_stack {
         attr.sample_max_stack = u16::try_from(m).unwrap_or(u16::MAX);
     }
-    if let Some(mode) = s
-        .call_graph
-        .as_deref()
-        .filter(|m| !matches!(*m, "fp" | "no"))
-    {
-        return Err(invalid(format!(
-            "{name}: call-graph={mode} is not supported by pmx record: it records \
-             frame-pointer call chains (call-graph=fp, or -g)"
-        )));
-    }
     const NOT_YET: &[&str] = &[
-        "stack-size",
         "aux-output",
         "aux-sample-size",
         "branch_type",

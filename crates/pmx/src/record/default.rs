@@ -113,7 +113,7 @@ fn event(base: &str, attr: Attr) -> RecordEvent {
         name,
         attr,
         inherit: None,
-        callchain: None,
+        call_graph: None,
         group: None,
     }
 }

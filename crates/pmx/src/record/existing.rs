@@ -1,6 +1,7 @@
 //! What existed before the recording started, as records: the kernel's
 //! map, and for `-p`/`-t`/`-a` every thread's COMM and every executable
-//! mapping of the processes concerned (a launched command needs none: its
+//! mapping (every mapping when the attr asks for data maps, as with
+//! `--call-graph dwarf`) of the processes concerned (a launched command needs none: its
 //! events start at `exec`, so the kernel reports them itself).
 
 use super::synth::{comm_record, id_trailer, kernel_mmap_record, mmap2_record, parse_map_line};
@@ -21,12 +22,11 @@ fn tgid_of(tid: i32) -> Option<i32> {
 }
 
 /// COMM records for every thread of `pid` (or only `only_tids`) and MMAP2
-/// records for its executable mappings.
+/// records for its executable mappings (all its mappings with `data`).
 fn synthesize_process(
     pid: i32,
     only_tids: Option<&[i32]>,
-    st: u64,
-    id: u64,
+    (st, id, data): (u64, u64, bool),
     out: &mut Vec<Vec<u8>>,
 ) {
     let tids = match only_tids {
@@ -51,7 +51,7 @@ fn synthesize_process(
     };
     let trailer = id_trailer(st, pid, pid, id);
     for m in maps.lines().filter_map(parse_map_line) {
-        if m.prot & libc::PROT_EXEC as u32 == 0 {
+        if m.prot & libc::PROT_EXEC as u32 == 0 && !data {
             continue;
         }
         if let Some(r) = mmap2_record(pid, &m, &trailer) {
@@ -63,12 +63,13 @@ fn synthesize_process(
 /// The records for what existed before: the kernel's map (or a note why
 /// there is none, unless no event samples the kernel), then the tasks of
 /// `scope`. `st` is the shared sample_type, `first_id` the id the
-/// trailers carry.
+/// trailers carry; `data_maps`: the data mappings too (`mmap_data`).
 pub(super) fn existing(
     scope: &Scope,
     st: u64,
     first_id: u64,
     samples_kernel: bool,
+    data_maps: bool,
     notes: &mut Vec<String>,
 ) -> Vec<Vec<u8>> {
     let mut synth = Vec::new();
@@ -84,7 +85,7 @@ pub(super) fn existing(
         Scope::Command => {}
         Scope::Pids(p) => {
             for &pid in p {
-                synthesize_process(pid, None, st, first_id, &mut synth);
+                synthesize_process(pid, None, (st, first_id, data_maps), &mut synth);
             }
         }
         Scope::Tids(t) => {
@@ -96,12 +97,12 @@ pub(super) fn existing(
                     .push(tid);
             }
             for (pid, tids) in by_process {
-                synthesize_process(pid, Some(&tids), st, first_id, &mut synth);
+                synthesize_process(pid, Some(&tids), (st, first_id, data_maps), &mut synth);
             }
         }
         Scope::Cpus(_) | Scope::AllThreads => {
             for pid in all_pids() {
-                synthesize_process(pid, None, st, first_id, &mut synth);
+                synthesize_process(pid, None, (st, first_id, data_maps), &mut synth);
             }
         }
     }

@@ -100,7 +100,7 @@ pub(super) fn build_ids(
             }
             continue;
         }
-        if !name.starts_with('/') {
+        if !name.starts_with('/') || name.starts_with("//") {
             continue; // [vdso], //anon, [heap]: nothing on disk
         }
         match buildid::of_elf_file(Path::new(name)) {

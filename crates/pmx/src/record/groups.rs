@@ -140,7 +140,7 @@ mod tests {
             name: name.into(),
             attr: attr.clone(),
             inherit: None,
-            callchain: None,
+            call_graph: None,
             group,
         };
         (ev, attr)

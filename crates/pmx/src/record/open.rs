@@ -52,7 +52,7 @@ pub(super) fn open(
                 let c = match Counter::open(attr, target, group) {
                     Ok(c) => c,
                     Err(e) if plan.tolerate_gone && task_gone(&e) => break,
-                    Err(e) => return Err(open_error(&events[ei].name, e)),
+                    Err(e) => return Err(open_error(&events[ei].name, attr, e)),
                 };
                 match owner {
                     Some(first) => c.set_output(&o.counters[first]).map_err(|e| {
@@ -91,7 +91,26 @@ fn task_gone(e: &OpenError) -> bool {
 }
 
 /// An event that cannot be opened: its name, the reason and the fix.
-fn open_error(event: &str, e: OpenError) -> RecordError {
+/// A refused LBR call stack says what LBR needs (the kernel's EOPNOTSUPP
+/// alone reads like the event's fault).
+fn open_error(event: &str, attr: &pmx_perf::Attr, e: OpenError) -> RecordError {
+    use pmx_perfdata::format::branch_sample_type::CALL_STACK;
+    let lbr = attr.sample_type & pmx_perf::sample_type::BRANCH_STACK != 0
+        && attr.branch_sample_type & CALL_STACK != 0;
+    if lbr
+        && matches!(
+            e.cause,
+            OpenCause::NotSupported { .. } | OpenCause::Invalid { .. }
+        )
+    {
+        return RecordError::NotSampleable(format!(
+            "{event}: --call-graph lbr: the kernel refused the LBR call stack \
+             (PERF_SAMPLE_BRANCH_STACK with CALL_STACK: {}): it needs an Intel CPU with \
+             LBR call stacks (Haswell or later) and a hardware event such as cycles; \
+             this machine or event has none. Use --call-graph dwarf (or fp)",
+            std::io::Error::from_raw_os_error(e.errno)
+        ));
+    }
     RecordError::Open(Box::new(crate::stat::EventOpenError {
         event: event.to_string(),
         error: e,

@@ -2,6 +2,7 @@
 //! what it produced ([`RecordSummary`]) and why it failed
 //! ([`RecordError`]): the values every stage of the pipeline shares.
 
+use super::callgraph::CallGraph;
 use crate::launch::Exit;
 use crate::stat::Scope;
 use pmx_perf::{Attr, SampleRate};
@@ -21,9 +22,9 @@ pub struct RecordEvent {
     /// The event's own `inherit`/`no-inherit` term, over
     /// [`RecordOptions::inherit`].
     pub inherit: Option<bool>,
-    /// The event's own `call-graph=fp` (true) or `call-graph=no` (false),
-    /// over [`RecordOptions::callchain`].
-    pub callchain: Option<bool>,
+    /// The event's own `call-graph=` (and `stack-size=`) terms, over
+    /// [`RecordOptions::call_graph`].
+    pub call_graph: Option<CallGraph>,
     /// Its place in a `{…}` group, if it is in one.
     pub group: Option<GroupMember>,
 }
@@ -49,8 +50,8 @@ pub struct RecordOptions {
     pub inherit: bool,
     /// The rate for events that do not give their own `period=`/`freq=`.
     pub rate: SampleRate,
-    /// Record call chains (frame pointers).
-    pub callchain: bool,
+    /// How call chains are recorded (`-g`, `--call-graph`).
+    pub call_graph: CallGraph,
     /// Data pages per CPU ring (a power of two).
     pub mmap_pages: usize,
     /// Stop after this long.
@@ -197,4 +198,11 @@ pub enum RecordError {
     /// Reading the rings or writing the file failed.
     #[error("{0}")]
     Io(#[from] io::Error),
+}
+
+/// A bad `--call-graph` is bad input, as the other options.
+impl From<super::callgraph::CallGraphError> for RecordError {
+    fn from(e: super::callgraph::CallGraphError) -> RecordError {
+        RecordError::Invalid(e.0)
+    }
 }

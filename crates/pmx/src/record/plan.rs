@@ -3,6 +3,7 @@
 //! several), the CPUs, and the tasks (`pid` values) each event is opened
 //! on.
 
+use super::callgraph::CallGraph;
 use super::options::{RecordError, RecordEvent, RecordOptions};
 use crate::stat::Scope;
 use pmx_perf::{read_format, sample_type, Attr};
@@ -39,12 +40,12 @@ pub(super) fn validate(events: &[RecordEvent], opts: &RecordOptions) -> Result<(
     if opts.scope == Scope::Command && opts.command.is_empty() {
         return Err(RecordError::Invalid("no command to record".to_string()));
     }
-    // One sample layout for the whole file: call chains for all or none.
-    let chains = |e: &RecordEvent| e.callchain.unwrap_or(opts.callchain);
-    if let Some(odd) = events.iter().find(|e| chains(e) != chains(&events[0])) {
+    // One sample layout for the whole file: one call-graph mode for all.
+    let mode = |e: &RecordEvent| e.call_graph.unwrap_or(opts.call_graph);
+    if let Some(odd) = events.iter().find(|e| mode(e) != mode(&events[0])) {
         return Err(RecordError::Invalid(format!(
-            "{}: call chains are recorded for every event or for none (pmx record writes one \
-             sample layout); give call-graph= the same way on every event, or use -g",
+            "{}: call chains are recorded the same way for every event (pmx record writes one \
+             sample layout); give call-graph= the same way on every event, or use -g/--call-graph",
             odd.name
         )));
     }
@@ -122,15 +123,12 @@ pub(super) fn sampling_attr(
         | sample_type::TIME
         | sample_type::CPU
         | sample_type::PERIOD;
-    if ev.callchain.unwrap_or(opts.callchain) {
-        st |= sample_type::CALLCHAIN;
-    }
     if n > 1 {
         st |= sample_type::IDENTIFIER;
     }
     let side_band = index == 0;
     let by_exec = opts.scope == Scope::Command;
-    Attr {
+    let mut attr = Attr {
         sample: Some(
             ev.attr
                 .sample
@@ -149,7 +147,13 @@ pub(super) fn sampling_attr(
         comm_exec: side_band,
         task: side_band,
         ..ev.attr.clone()
-    }
+    };
+    let call_graph = ev.call_graph.unwrap_or(opts.call_graph);
+    call_graph.apply(&mut attr);
+    // Unwinders read the unwind tables of a binary's read-only segment
+    // from "memory": perf asks for the data mappings too with dwarf.
+    attr.mmap_data = side_band && matches!(call_graph, CallGraph::Dwarf { .. });
+    attr
 }
 
 #[cfg(test)]
@@ -163,7 +167,7 @@ mod tests {
             command: command.iter().map(|s| s.to_string()).collect(),
             inherit: true,
             rate: SampleRate::Frequency(1000),
-            callchain: false,
+            call_graph: CallGraph::None,
             mmap_pages: 4,
             duration: None,
             output: "x".into(),
@@ -179,7 +183,7 @@ mod tests {
                 ..Attr::default()
             },
             inherit: None,
-            callchain: None,
+            call_graph: None,
             group: None,
         }
     }
@@ -189,7 +193,7 @@ mod tests {
         let ok = options(Scope::Command, &["true"]);
         assert!(validate(&[clock()], &ok).is_ok());
         let fp = RecordEvent {
-            callchain: Some(true),
+            call_graph: Some(CallGraph::Fp { max_stack: None }),
             ..clock()
         };
         assert!(validate(&[fp.clone(), fp.clone()], &ok).is_ok());
@@ -239,7 +243,7 @@ mod tests {
                 ..Attr::default()
             },
             inherit: None,
-            callchain: None,
+            call_graph: None,
             group: None,
         };
         let opts = RecordOptions {
@@ -247,7 +251,7 @@ mod tests {
             command: vec!["true".into()],
             inherit: true,
             rate: SampleRate::Frequency(4000),
-            callchain: true,
+            call_graph: CallGraph::Fp { max_stack: None },
             mmap_pages: 8,
             duration: None,
             output: "x".into(),

@@ -203,7 +203,7 @@ mod tests {
             name: "cpu-clock".into(),
             attr: attr.clone(),
             inherit: None,
-            callchain: None,
+            call_graph: None,
             group: None,
         };
         let cmd = ["pmx".to_string(), "record".to_string()];

@@ -117,8 +117,8 @@ pub(super) fn parse_map_line(line: &str) -> Option<MapLine> {
     })
 }
 
-/// A PERF_RECORD_MMAP2 for an executable mapping of process `pid`, as
-/// perf synthesizes it (anonymous executable memory is `//anon`).
+/// A PERF_RECORD_MMAP2 for a mapping of process `pid`, as perf
+/// synthesizes it (anonymous executable memory is `//anon`).
 pub(super) fn mmap2_record(pid: i32, m: &MapLine, trailer: &[u8]) -> Option<Vec<u8>> {
     let mut body = Vec::new();
     body.extend_from_slice(&pid.to_ne_bytes());
@@ -142,7 +142,13 @@ pub(super) fn mmap2_record(pid: i32, m: &MapLine, trailer: &[u8]) -> Option<Vec<
     } else {
         m.name.as_str()
     };
-    build_record(rt::MMAP2, record_misc::USER, &body, name, trailer)
+    // A mapping that is not executable is data (`PERF_RECORD_MISC_MMAP_DATA`).
+    let misc = if m.prot & libc::PROT_EXEC as u32 == 0 {
+        record_misc::USER | record_misc::MMAP_DATA
+    } else {
+        record_misc::USER
+    };
+    build_record(rt::MMAP2, misc, &body, name, trailer)
 }
 
 /// The kernel's map as perf synthesizes it: a PERF_RECORD_MMAP for pid -1
@@ -150,22 +156,33 @@ pub(super) fn mmap2_record(pid: i32, m: &MapLine, trailer: &[u8]) -> Option<Vec<
 /// space, with `pgoff` = the address of `_text` (perf's relocation
 /// reference). `None` when `/proc/kallsyms` hides the addresses.
 pub(super) fn kernel_mmap_record(trailer: &[u8]) -> Result<Vec<u8>, String> {
-    let text = std::fs::read_to_string("/proc/kallsyms")
+    use std::io::BufRead;
+    let file = std::fs::File::open("/proc/kallsyms")
         .map_err(|e| format!("cannot read /proc/kallsyms ({e})"))?;
-    let find = |sym: &str| {
-        text.lines().find_map(|l| {
-            let mut f = l.split_whitespace();
-            let addr = f.next()?;
-            let _kind = f.next()?;
-            (f.next()? == sym).then(|| u64::from_str_radix(addr, 16).ok())?
-        })
-    };
-    let (sym, addr) = match find("_text") {
-        Some(a) => ("_text", a),
-        None => (
-            "_stext",
-            find("_stext").ok_or("/proc/kallsyms has neither _text nor _stext")?,
-        ),
+    // `_text` is among the first lines: stop there rather than have the
+    // kernel format all of its ~100k symbols (a third of a second, while
+    // the events already run and fill the rings).
+    let (mut text, mut stext) = (None, None);
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line.map_err(|e| format!("cannot read /proc/kallsyms ({e})"))?;
+        let mut f = line.split_whitespace();
+        let (Some(addr), Some(_kind), Some(sym)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let addr = u64::from_str_radix(addr, 16).ok();
+        match sym {
+            "_text" => {
+                text = addr;
+                break;
+            }
+            "_stext" if stext.is_none() => stext = addr,
+            _ => {}
+        }
+    }
+    let (sym, addr) = match (text, stext) {
+        (Some(a), _) => ("_text", a),
+        (None, Some(a)) => ("_stext", a),
+        (None, None) => return Err("/proc/kallsyms has neither _text nor _stext".to_string()),
     };
     if addr == 0 {
         return Err("/proc/kallsyms shows every address as 0 (kernel.kptr_restrict; run as root or set it to 0)".to_string());

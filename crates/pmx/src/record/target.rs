@@ -173,7 +173,7 @@ mod tests {
             command: vec![],
             inherit: false,
             rate: pmx_perf::SampleRate::Frequency(1000),
-            callchain: false,
+            call_graph: crate::record::CallGraph::None,
             mmap_pages: 1,
             duration,
             output: "x".into(),
