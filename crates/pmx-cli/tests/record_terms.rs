@@ -143,7 +143,7 @@ fn terms_pmx_record_cannot_honour_are_refused_by_name() {
         // Groups are recorded, but with one sample layout per file.
         (
             "{cpu-clock/call-graph=fp/,task-clock}",
-            "call chains are recorded for every event or for none",
+            "call chains are recorded the same way for every event",
         ),
     ] {
         let o = Command::new(PMX)

@@ -225,8 +225,17 @@ impl<'o> State<'o> {
         let mut full = std::mem::take(&mut self.unwound);
         full.clear();
         full.extend_from_slice(chain);
+        // A kernel sample whose chain has no kernel part (the file asked
+        // for user chains only) starts at its own address; the user frames
+        // unwound from the registers at kernel entry follow.
+        let mode = m & misc::CPUMODE_MASK;
+        if mode == misc::KERNEL && chain.iter().all(|&a| a >= callchain::CONTEXT_MAX) {
+            full.extend([callchain::CONTEXT_KERNEL, ip]);
+        }
         full.push(callchain::CONTEXT_USER);
-        self.unwinder.unwind(&self.sym, pid, user, &mut full);
+        if user.ip != 0 {
+            self.unwinder.unwind(&self.sym, pid, user, &mut full);
+        }
         self.sample(event, m, ip, pid, tid, cpu, period, &full, pairs);
         self.unwound = full;
     }
