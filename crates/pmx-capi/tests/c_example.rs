@@ -7,29 +7,6 @@ use pmx_testkit::cc;
 use std::path::Path;
 use std::process::Command;
 
-/// Build this crate's C libraries now (`cargo test` builds test binaries,
-/// not a cdylib or staticlib, so they would be stale or missing), once
-/// per test binary; cargo does nothing when they are fresh.
-fn built(name: &str) -> Option<std::path::PathBuf> {
-    build_libraries();
-    cc::built_library(name)
-}
-
-/// See [`built`].
-fn build_libraries() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-q", "-p", "pmx-capi"]);
-        if !cfg!(debug_assertions) {
-            cmd.arg("--release");
-        }
-        let ok = cmd.status().is_ok_and(|s| s.success());
-        assert!(ok, "cargo build -p pmx-capi failed");
-    });
-}
-
 fn build(out: &Path, extra: &[&str]) {
     let example = cc::repo().join("examples/c/regions.c");
     let mut inputs = vec![example.to_str().unwrap()];
@@ -126,7 +103,7 @@ fn the_c_example_counts_page_faults_per_region_and_thread() {
     if !cc::require() {
         return;
     }
-    let Some(lib) = built("libpmx.a") else {
+    let Some(lib) = cc::built_capi("libpmx.a") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -142,7 +119,7 @@ fn the_c_example_links_against_the_shared_library() {
     if !cc::require() {
         return;
     }
-    let Some(so) = built("libpmx.so") else {
+    let Some(so) = cc::built_capi("libpmx.so") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -223,7 +200,7 @@ fn the_c_abi_takes_an_event_list_and_reports_errors() {
     if !cc::require() {
         return;
     }
-    let Some(lib) = built("libpmx.a") else {
+    let Some(lib) = cc::built_capi("libpmx.a") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -10,29 +10,6 @@ use pmx_testkit::cc;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Build this crate's C libraries now (`cargo test` builds test binaries,
-/// not a cdylib or staticlib, so they would be stale or missing), once
-/// per test binary; cargo does nothing when they are fresh.
-fn built(name: &str) -> Option<std::path::PathBuf> {
-    build_libraries();
-    cc::built_library(name)
-}
-
-/// See [`built`].
-fn build_libraries() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "-q", "-p", "pmx-capi"]);
-        if !cfg!(debug_assertions) {
-            cmd.arg("--release");
-        }
-        let ok = cmd.status().is_ok_and(|s| s.success());
-        assert!(ok, "cargo build -p pmx-capi failed");
-    });
-}
-
 /// The linker arguments for this build's `libpmx.so` (a copy, so a
 /// concurrent build cannot swap it; linking the 100 MB `libpmx.a` takes
 /// seconds per program, and `c_example.rs` covers it), or None after a
@@ -41,7 +18,7 @@ fn shared_lib(dir: &Path) -> Option<Vec<String>> {
     if !cc::require() {
         return None;
     }
-    let so = built("libpmx.so")?;
+    let so = cc::built_capi("libpmx.so")?;
     std::fs::copy(&so, dir.join("libpmx.so")).unwrap();
     let d = dir.display();
     Some(vec![
@@ -415,10 +392,10 @@ fn pkg_config_builds_a_program_after_the_install() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let Some(lib) = built("libpmx.a") else {
+    let Some(lib) = cc::built_capi("libpmx.a") else {
         return;
     };
-    let Some(so) = built("libpmx.so") else {
+    let Some(so) = cc::built_capi("libpmx.so") else {
         return;
     };
     if Command::new("pkg-config")

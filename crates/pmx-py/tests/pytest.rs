@@ -22,18 +22,8 @@ fn the_python_package_passes_its_pytest_suite() {
         pmx_testkit::skip("no python3 with pytest (pip install pytest numpy)");
         return;
     }
-    // `cargo test` builds test binaries, not the cdylib: build it now
-    // (nothing to do when it is fresh).
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = Command::new(cargo);
-    build.args(["build", "-q", "-p", "pmx-py"]);
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    assert!(
-        build.status().is_ok_and(|s| s.success()),
-        "cargo build -p pmx-py failed"
-    );
+    // `cargo test` builds test binaries, not the cdylib: build it now.
+    pmx_testkit::cc::cargo_build("pmx-py");
     // This build's module: in deps/ beside the test binary (what `cargo
     // test` just built), else the directory above (`cargo build`'s).
     let exe = std::env::current_exe().unwrap();
