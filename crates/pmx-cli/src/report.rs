@@ -30,6 +30,9 @@ pub struct ReportArgs {
     /// Input file ('-' reads a pipe-mode stream from standard input).
     #[arg(short, long, value_name = "FILE", default_value = "perf.data")]
     pub input: PathBuf,
+    /// Annotate this function instead (`pmx annotate SYMBOL`), with --event.
+    #[arg(long, value_name = "SYMBOL", conflicts_with = "diff")]
+    pub annotate: Option<String>,
     /// Row keys, comma-separated: comm, pid, dso, symbol, cpu [default:
     /// comm,dso,symbol; dso,symbol with --diff, as perf diff].
     #[arg(short, long, value_name = "KEYS")]
@@ -100,6 +103,9 @@ pub struct ReportArgs {
 
 /// Run `pmx report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
+    if let Some(symbol) = &args.annotate {
+        return crate::annotate::of_report(symbol, args);
+    }
     let options = ReportOptions {
         input: args.input.clone(),
         sort: (args.sort.clone()).unwrap_or_else(|| default_sort(args.diff.is_some()).into()),

@@ -245,9 +245,35 @@ fn json_schema_and_text_layout() {
         (Some("hot"), Some("hot"), Some("x86-64"))
     );
     assert_eq!(v["build_id"].as_str().map(str::len), Some(40));
+    // `pmx report --annotate` is the same call with report's flags.
+    let r = pmx(&["report", "--annotate", "hot", "--json", "-i", file]);
+    let rv: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(
+        rv, v,
+        "report --annotate --json differs from annotate --json"
+    );
+    let r = pmx(&[
+        "report",
+        "--annotate",
+        "hot",
+        "--event",
+        "no-such",
+        "-i",
+        file,
+    ]);
+    assert!(
+        !r.status.success(),
+        "an event the file lacks must be refused"
+    );
     // Text: one skid note, the hottest instructions marked, jumps as objdump.
     let o = pmx(&["annotate", "hot", "-i", file]);
     let t = text(&o.stdout);
+    let r = pmx(&["report", "--annotate", "hot", "-i", file]);
+    assert_eq!(
+        text(&r.stdout),
+        t,
+        "report --annotate differs from annotate"
+    );
     assert_eq!(t.lines().filter(|l| l.contains("skid")).count(), 1, "{t}");
     assert!(
         t.lines().any(|l| l.starts_with('*') && l.contains(" :  ")),
