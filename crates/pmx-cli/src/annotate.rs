@@ -28,12 +28,3 @@ pub fn run(a: &AnnotateArgs) -> anyhow::Result<i32> {
     render::to_stdout(&annotate(&o, &mut |_, _| {})?, a.json)?;
     Ok(crate::exit::OK)
 }
-
-/// `pmx report --annotate SYMBOL`: report's input, `--event`, `--symfs`, `--json`.
-pub fn of_report(symbol: &str, r: &crate::report::ReportArgs) -> anyhow::Result<i32> {
-    let mut o = AnnotateOptions::default();
-    (o.input, o.symbol, o.event) = (r.input.clone(), symbol.into(), r.event.clone());
-    o.symfs = r.symfs.clone();
-    render::to_stdout(&annotate(&o, &mut |_, _| {})?, r.json)?;
-    Ok(crate::exit::OK)
-}

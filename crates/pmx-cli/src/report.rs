@@ -104,7 +104,12 @@ pub struct ReportArgs {
 /// Run `pmx report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     if let Some(symbol) = &args.annotate {
-        return crate::annotate::of_report(symbol, args);
+        use pmx_profile::annotate::{annotate, render, AnnotateOptions};
+        let mut o = AnnotateOptions::default();
+        (o.input, o.symbol, o.event) = (args.input.clone(), symbol.into(), args.event.clone());
+        o.symfs = args.symfs.clone();
+        render::to_stdout(&annotate(&o, &mut |_, _| {})?, args.json)?;
+        return Ok(crate::exit::OK);
     }
     let options = ReportOptions {
         input: args.input.clone(),
