@@ -18,7 +18,7 @@
 
 use crate::counters::{full_database, plan_groups, Error};
 use crate::metrics::{MetricSet, MetricValue};
-use crate::stat::{self, Aggregation, EventStatus, RunError, RunOptions, Scope};
+use crate::stat::{self, Aggregation, EventStatus, RunError, RunOptions};
 use pmx_model::count::Count;
 use std::time::Duration;
 
@@ -121,17 +121,7 @@ pub fn count_command(opts: &CommandOptions) -> Result<CommandCounts, MeasureErro
     let mut plan = plan_groups(&groups, db, pmx_events::default_events_dir(None))?;
     let budget = crate::schedule::CounterBudget::this_cpu();
     let fitted = stat::fit(&mut plan, budget.as_ref(), false, opts.repeat);
-    let run_opts = RunOptions {
-        scope: Scope::Command,
-        command: opts.command.clone(),
-        inherit: true,
-        pin: None,
-        duration: None,
-        interval: None,
-        interval_count: None,
-        trace_tasks: false,
-        hooks: Default::default(),
-    };
+    let run_opts = RunOptions::for_command(opts.command.clone());
     let runs = fitted.run(&run_opts, opts.repeat, &mut |_, _| {})?;
     if runs.is_empty() {
         return Err(MeasureError::Usage("no run completed".into()));

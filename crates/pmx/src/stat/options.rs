@@ -44,3 +44,21 @@ pub struct RunOptions {
     /// `--pre`, `--post`, `-S`).
     pub hooks: super::perf_options::RunHooks,
 }
+
+impl RunOptions {
+    /// Count `command` from its exec to its exit, children included, once
+    /// per run: no pinning, no intervals, no hooks.
+    pub fn for_command(command: Vec<String>) -> RunOptions {
+        RunOptions {
+            scope: Scope::Command,
+            command,
+            inherit: true,
+            pin: None,
+            duration: None,
+            interval: None,
+            interval_count: None,
+            trace_tasks: false,
+            hooks: Default::default(),
+        }
+    }
+}

@@ -4,7 +4,7 @@
 
 use super::{InputPlan, TmaError, TmaOptions};
 use crate::schedule::CounterBudget;
-use crate::stat::{self, RunError, RunOptions, Scope, StatPlan, StatRun};
+use crate::stat::{self, RunError, RunOptions, StatPlan, StatRun};
 
 /// What running the command gave.
 #[derive(Debug)]
@@ -31,17 +31,7 @@ pub fn count(
         return run_plain(&opts.command);
     }
     stat::install_signal_handlers();
-    let run_opts = RunOptions {
-        scope: Scope::Command,
-        command: opts.command.clone(),
-        inherit: true,
-        pin: None,
-        duration: None,
-        interval: None,
-        interval_count: None,
-        trace_tasks: false,
-        hooks: Default::default(),
-    };
+    let run_opts = RunOptions::for_command(opts.command.clone());
     let mut runs = Vec::new();
     for set in &sets {
         match stat::run(set, &run_opts) {
