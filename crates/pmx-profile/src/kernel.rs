@@ -16,15 +16,50 @@ pub struct KernelSymbol<'a> {
 /// The kernel's text symbols sorted by address, in one compact block of
 /// bytes — addresses `[u64; n]`, name ends `[u32; n]`, module numbers
 /// `[u16; n]` (0: the kernel image, k: module k), then the names — which is
-/// also the body of [`crate::kcache`]'s file: read back, the file's bytes
-/// are used as they are (no second copy).
+/// also the body of [`crate::kcache`]'s file: read back, the file is
+/// mapped and looked up in place (no copy; only the pages a lookup
+/// touches are read into memory).
 #[derive(Debug, Clone, Default)]
 pub struct Kallsyms {
-    pub(crate) blob: Vec<u8>,
+    pub(crate) blob: Blob,
     /// Where the addresses start in `blob` (the rest follow).
     pub(crate) base: usize,
     pub(crate) n: usize,
     pub(crate) modules: Vec<String>,
+}
+
+/// The bytes of a [`Kallsyms`]: made here, or [`crate::kcache`]'s file
+/// mapped read-only (checked whole before it is used).
+#[derive(Clone)]
+pub(crate) enum Blob {
+    Owned(Vec<u8>),
+    Mapped(std::sync::Arc<memmap2::Mmap>),
+}
+
+impl Default for Blob {
+    fn default() -> Blob {
+        Blob::Owned(Vec::new())
+    }
+}
+
+impl std::ops::Deref for Blob {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Blob::Owned(v) => v,
+            Blob::Mapped(m) => m,
+        }
+    }
+}
+
+impl std::fmt::Debug for Blob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self {
+            Blob::Owned(_) => "owned",
+            Blob::Mapped(_) => "mapped",
+        };
+        write!(f, "Blob({kind}, {} bytes)", self.len())
+    }
 }
 
 impl PartialEq for Kallsyms {
@@ -59,7 +94,7 @@ impl Kallsyms {
             .for_each(|v| blob.extend_from_slice(&v.to_le_bytes()));
         blob.extend_from_slice(names.as_bytes());
         Kallsyms {
-            blob,
+            blob: Blob::Owned(blob),
             base: 0,
             n,
             modules,
@@ -73,22 +108,30 @@ impl Kallsyms {
         } else {
             self.name_end(self.n - 1)
         };
-        &self.blob[self.base..self.base + self.n * 14 + names_len]
+        let end = self.base + self.n * 14 + names_len;
+        self.blob.get(self.base..end).unwrap_or_default()
     }
+
+    // The accessors below never index out of the block: the lengths were
+    // checked when the table was made or its file read, and a mapped file
+    // changed since by someone else gives wrong values, not a panic.
 
     pub(crate) fn start(&self, i: usize) -> u64 {
         let at = self.base + 8 * i;
-        u64::from_le_bytes(self.blob[at..at + 8].try_into().expect("8"))
+        let b = self.blob.get(at..at + 8).and_then(|b| b.try_into().ok());
+        b.map_or(0, u64::from_le_bytes)
     }
 
     pub(crate) fn name_end(&self, i: usize) -> usize {
         let at = self.base + 8 * self.n + 4 * i;
-        u32::from_le_bytes(self.blob[at..at + 4].try_into().expect("4")) as usize
+        let b = self.blob.get(at..at + 4).and_then(|b| b.try_into().ok());
+        b.map_or(0, u32::from_le_bytes) as usize
     }
 
     pub(crate) fn module_number(&self, i: usize) -> u16 {
         let at = self.base + 12 * self.n + 2 * i;
-        u16::from_le_bytes(self.blob[at..at + 2].try_into().expect("2"))
+        let b = self.blob.get(at..at + 2).and_then(|b| b.try_into().ok());
+        b.map_or(0, u16::from_le_bytes)
     }
 
     /// Parse kallsyms text (`addr type name [module]` lines). Addresses
@@ -185,10 +228,12 @@ impl Kallsyms {
     pub fn symbol(&self, i: usize) -> KernelSymbol<'_> {
         let from = if i == 0 { 0 } else { self.name_end(i - 1) };
         let names = self.base + 14 * self.n;
-        let bytes = &self.blob[names + from..names + self.name_end(i)];
+        let bytes = (self.blob)
+            .get(names + from..names + self.name_end(i))
+            .unwrap_or(b"?");
         let module = match self.module_number(i) {
             0 => None,
-            m => Some(self.modules[m as usize - 1].as_str()),
+            m => self.modules.get(m as usize - 1).map(String::as_str),
         };
         KernelSymbol {
             start: self.start(i),
