@@ -19,14 +19,16 @@
 //! names, module numbers in range, names and module names ASCII (a table
 //! with any other byte is not cached). A file that fails any check is
 //! ignored and rewritten. The check reads the file in 64 KiB pieces into
-//! one buffer; then the same file is mapped read-only and looked up in
-//! place (a binary search over the mapped addresses), so only the pages
-//! a report's lookups touch become part of pmx's memory, not the whole
-//! index (4.7 MB here). What the check cannot cover: a process that
-//! rewrites the file in place while pmx has it mapped (pmx itself only
-//! ever replaces it by renaming) makes lookups give wrong names, never a
-//! panic (every access is bounds-checked); one that truncates it may end
-//! pmx with `SIGBUS`, as for any mapped file.
+//! one buffer; then the table is looked up in place through the same open
+//! file (a binary search over its addresses), each 4 KiB page read once
+//! when a lookup first needs it, so only the pages a report's lookups
+//! touch become part of pmx's memory, not the whole index (4.7 MB here;
+//! a memory map would not do: Linux 6.18 maps a whole 2 MiB folio of the
+//! page cache at the first touch). What the check cannot cover: a
+//! process that rewrites or cuts the file in place while pmx has it open
+//! (pmx itself only ever replaces it by renaming) makes later lookups
+//! give wrong names or none, never a panic (every access is
+//! bounds-checked).
 //!
 //! Layout (little-endian): `PMXKSYM\0`, version u32, key length u32, the
 //! key, counts (symbols n, modules m, name bytes, module-name bytes: u32
@@ -34,8 +36,9 @@
 //! `[u16; n]`, the names, the module names (each ended by `\n`), then a
 //! u64 checksum of everything before it ([`Checksum`]).
 
-use crate::kernel::{Blob, Kallsyms};
+use crate::kernel::{Blob, Kallsyms, Pages};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 const MAGIC: &[u8; 8] = b"PMXKSYM\0";
 /// Version 2: the four-lane checksum, ASCII names (1: one-lane checksum).
@@ -170,7 +173,7 @@ pub fn encode(k: &Kallsyms, key: &[u8]) -> Option<Vec<u8>> {
     for v in [k.n, k.modules.len(), names_len, mods.len()] {
         b.extend_from_slice(&(v as u32).to_le_bytes());
     }
-    b.extend_from_slice(body);
+    b.extend_from_slice(&body);
     b.extend_from_slice(mods.as_bytes());
     let sum = checksum(&b);
     b.extend_from_slice(&sum.to_le_bytes());
@@ -192,24 +195,18 @@ pub fn decode(bytes: Vec<u8>, key: &[u8]) -> Result<Kallsyms, String> {
 }
 
 /// Open the cache file at `path` written for `key`: checked whole (read
-/// in pieces), then mapped and used in place; why not, when it cannot be
-/// used.
+/// in pieces), then looked up in place, a page read at a time as lookups
+/// need it; why not, when it cannot be used.
 pub fn open(path: &Path, key: &[u8]) -> Result<Kallsyms, String> {
     use std::os::unix::fs::FileExt;
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     let len = usize::try_from(len).map_err(|e| e.to_string())?;
     let layout = check(len, key, &mut |at, buf| {
-        file.read_exact_at(buf, at as u64).map_err(|e| e.to_string())
+        file.read_exact_at(buf, at as u64)
+            .map_err(|e| e.to_string())
     })?;
-    // SAFETY: the map is read-only and every access to it is bounds-
-    // checked; pmx replaces the file by renaming, never in place (see the
-    // module's page for what another writer could do).
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
-    if map.len() != len {
-        return Err("the file changed while it was read".into());
-    }
-    Ok(layout.table(Blob::Mapped(std::sync::Arc::new(map))))
+    Ok(layout.table(Blob::File(Arc::new(Pages::new(file, len)))))
 }
 
 /// Where a checked file's tables are.
@@ -263,7 +260,9 @@ fn check(len: usize, key: &[u8], read_at: &mut ReadAt<'_>) -> Result<Layout, Str
     let names_at = n.checked_mul(14).and_then(|x| x.checked_add(base));
     let total = [names_len, mods_len, 8]
         .iter()
-        .try_fold(names_at.ok_or("implausible count")?, |a, &x| a.checked_add(x));
+        .try_fold(names_at.ok_or("implausible count")?, |a, &x| {
+            a.checked_add(x)
+        });
     if total != Some(len) {
         return Err("the file's size does not match its counts".into());
     }
@@ -305,7 +304,13 @@ struct Pieces<'a, 'r> {
 impl Pieces<'_, '_> {
     /// Whether addresses are in order, name ends in order and ending at
     /// `names_len`, module numbers at most `m` and the names ASCII.
-    fn tables(&mut self, base: usize, n: usize, m: usize, names_len: usize) -> Result<bool, String> {
+    fn tables(
+        &mut self,
+        base: usize,
+        n: usize,
+        m: usize,
+        names_len: usize,
+    ) -> Result<bool, String> {
         let mut prev = 0u64;
         let mut ok = true;
         self.each(base, 8 * n, 8, &mut |p| {
@@ -449,7 +454,7 @@ mod tests {
         let back = decode(encode(&k, &key).unwrap(), &key).unwrap();
         assert_eq!(back, k);
         let s = back.symbol(back.lookup(0xffffffffc0001010).unwrap());
-        assert_eq!((s.name, s.module), ("other", Some("kvm_amd")));
+        assert_eq!((&*s.name, s.module), ("other", Some("kvm_amd")));
     }
 
     #[test]
@@ -537,7 +542,9 @@ mod tests {
     /// ends and names in several pieces.
     fn large() -> Kallsyms {
         let n = 20_000;
-        let starts: Vec<u64> = (0..n).map(|i| 0xffff_ffff_8100_0000 + 64 * i as u64).collect();
+        let starts: Vec<u64> = (0..n)
+            .map(|i| 0xffff_ffff_8100_0000 + 64 * i as u64)
+            .collect();
         let mut names = String::new();
         let mut ends = Vec::new();
         for i in 0..n {
@@ -545,7 +552,13 @@ mod tests {
             ends.push(names.len() as u32);
         }
         let module: Vec<u16> = (0..n).map(|i| (i % 3) as u16).collect();
-        Kallsyms::from_parts(&starts, &ends, &module, &names, vec!["a".into(), "b".into()])
+        Kallsyms::from_parts(
+            &starts,
+            &ends,
+            &module,
+            &names,
+            vec!["a".into(), "b".into()],
+        )
     }
 
     #[test]
@@ -558,12 +571,26 @@ mod tests {
         let path = dir.path().join(FILE_NAME);
         std::fs::write(&path, &bytes).unwrap();
         let mapped = open(&path, &key).unwrap();
-        assert!(matches!(mapped.blob, Blob::Mapped(_)));
-        assert_eq!(mapped, k);
-        let s = mapped.symbol(mapped.lookup(0xffff_ffff_8100_0000 + 64 * 12_345 + 7).unwrap());
-        assert_eq!((s.name, s.module), ("function_number_12345", None));
+        assert_eq!(mapped.len(), 20_000);
+        let s = mapped.symbol(
+            mapped
+                .lookup(0xffff_ffff_8100_0000 + 64 * 12_345 + 7)
+                .unwrap(),
+        );
+        assert_eq!((&*s.name, s.module), ("function_number_12345", None));
         let s = mapped.symbol(mapped.lookup(0xffff_ffff_8100_0000 + 64 * 19_999).unwrap());
-        assert_eq!((s.name, s.module), ("function_number_19999", Some("a")));
+        assert_eq!((&*s.name, s.module), ("function_number_19999", Some("a")));
+        // Two lookups read a few pages of the file, not the whole table.
+        let Blob::File(pages) = &mapped.blob else {
+            panic!("not looked up in the file: {:?}", mapped.blob);
+        };
+        assert!(
+            pages.read() <= 32,
+            "{} of {} pages read",
+            pages.read(),
+            bytes.len() / 4096
+        );
+        assert_eq!(mapped, k);
         // A flipped byte anywhere (every region, several pieces of each)
         // and a cut are caught before anything is looked up.
         for i in (0..bytes.len()).step_by(16_411).chain([bytes.len() - 1]) {
@@ -591,7 +618,12 @@ mod tests {
     fn the_checksum_does_not_depend_on_the_pieces() {
         let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
         let whole = checksum(&data);
-        for cuts in [&[1usize, 2, 3][..], &[31, 32, 33], &[64, 500, 999], &[0, 1000]] {
+        for cuts in [
+            &[1usize, 2, 3][..],
+            &[31, 32, 33],
+            &[64, 500, 999],
+            &[0, 1000],
+        ] {
             let mut c = Checksum::new();
             let mut from = 0;
             for &cut in cuts.iter().chain([&1000]) {

@@ -2,13 +2,16 @@
 //! its modules), the running kernel's build-id from `/sys/kernel/notes`,
 //! and the running kernel's vDSO image (read from this process's memory).
 
+use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
+
 /// One kernel text symbol, borrowed from its [`Kallsyms`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSymbol<'a> {
     /// Address.
     pub start: u64,
-    /// Name.
-    pub name: &'a str,
+    /// Name (a copy only when it spans two pages of an index file).
+    pub name: Cow<'a, str>,
     /// `None` for the kernel image, else the module's name.
     pub module: Option<&'a str>,
 }
@@ -17,8 +20,8 @@ pub struct KernelSymbol<'a> {
 /// bytes — addresses `[u64; n]`, name ends `[u32; n]`, module numbers
 /// `[u16; n]` (0: the kernel image, k: module k), then the names — which is
 /// also the body of [`crate::kcache`]'s file: read back, the file is
-/// mapped and looked up in place (no copy; only the pages a lookup
-/// touches are read into memory).
+/// looked up in place (only the pages a lookup touches are read into
+/// memory).
 #[derive(Debug, Clone, Default)]
 pub struct Kallsyms {
     pub(crate) blob: Blob,
@@ -29,11 +32,12 @@ pub struct Kallsyms {
 }
 
 /// The bytes of a [`Kallsyms`]: made here, or [`crate::kcache`]'s file
-/// mapped read-only (checked whole before it is used).
+/// (checked whole before it is used) read a page at a time, as lookups
+/// need them.
 #[derive(Clone)]
 pub(crate) enum Blob {
     Owned(Vec<u8>),
-    Mapped(std::sync::Arc<memmap2::Mmap>),
+    File(Arc<Pages>),
 }
 
 impl Default for Blob {
@@ -42,23 +46,93 @@ impl Default for Blob {
     }
 }
 
-impl std::ops::Deref for Blob {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
+impl std::fmt::Debug for Blob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Blob::Owned(v) => v,
-            Blob::Mapped(m) => m,
+            Blob::Owned(v) => write!(f, "Blob(owned, {} bytes)", v.len()),
+            Blob::File(p) => write!(f, "Blob(file, {} bytes)", p.len),
         }
     }
 }
 
-impl std::fmt::Debug for Blob {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self {
-            Blob::Owned(_) => "owned",
-            Blob::Mapped(_) => "mapped",
+impl Blob {
+    /// The bytes `[from, to)`: borrowed when they lie in one page, else
+    /// copied; `None` outside the blob (or where the file could not be read).
+    fn range(&self, from: usize, to: usize) -> Option<Cow<'_, [u8]>> {
+        if from > to {
+            return None;
+        }
+        let p = match self {
+            Blob::Owned(v) => return v.get(from..to).map(Cow::Borrowed),
+            Blob::File(p) if to <= p.len => p,
+            Blob::File(_) => return None,
         };
-        write!(f, "Blob({kind}, {} bytes)", self.len())
+        if from == to {
+            return Some(Cow::Borrowed(&[]));
+        }
+        let (first, last) = (from / PAGE, (to - 1) / PAGE);
+        if first == last {
+            let at = first * PAGE;
+            return p.page(first).get(from - at..to - at).map(Cow::Borrowed);
+        }
+        let mut out = Vec::with_capacity(to - from);
+        for q in first..=last {
+            let at = q * PAGE;
+            let (a, b) = (from.max(at) - at, to.min(at + PAGE) - at);
+            out.extend_from_slice(p.page(q).get(a..b)?);
+        }
+        Some(Cow::Owned(out))
+    }
+
+    /// `N` bytes at `at`.
+    fn array<const N: usize>(&self, at: usize) -> Option<[u8; N]> {
+        self.range(at, at + N)?.as_ref().try_into().ok()
+    }
+}
+
+/// The page size of [`Pages`].
+const PAGE: usize = 4096;
+
+/// A file read a page at a time, each page once, on first use (no map:
+/// the kernel maps a whole large folio of the page cache at the first
+/// touch of a mapping — 2 MiB on ext4 with Linux 6.18 —, where a lookup
+/// needs a few pages).
+pub(crate) struct Pages {
+    file: std::fs::File,
+    len: usize,
+    pages: Box<[OnceLock<Box<[u8]>>]>,
+}
+
+impl Pages {
+    /// `len` bytes of `file`, none read yet.
+    pub(crate) fn new(file: std::fs::File, len: usize) -> Pages {
+        Pages {
+            file,
+            len,
+            pages: (0..len.div_ceil(PAGE)).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// Page `p` (empty when it cannot be read).
+    fn page(&self, p: usize) -> &[u8] {
+        use std::os::unix::fs::FileExt;
+        let Some(slot) = self.pages.get(p) else {
+            return &[];
+        };
+        slot.get_or_init(|| {
+            let from = p * PAGE;
+            let mut b = vec![0u8; PAGE.min(self.len - from)];
+            match self.file.read_exact_at(&mut b, from as u64) {
+                Ok(()) => b.into_boxed_slice(),
+                Err(_) => Box::default(),
+            }
+        })
+    }
+
+    /// How many pages were read.
+    #[cfg(test)]
+    pub(crate) fn read(&self) -> usize {
+        self.pages.iter().filter(|p| p.get().is_some()).count()
     }
 }
 
@@ -102,35 +176,32 @@ impl Kallsyms {
     }
 
     /// The block: addresses, name ends, module numbers, names.
-    pub(crate) fn body(&self) -> &[u8] {
+    pub(crate) fn body(&self) -> Cow<'_, [u8]> {
         let names_len = if self.n == 0 {
             0
         } else {
             self.name_end(self.n - 1)
         };
         let end = self.base + self.n * 14 + names_len;
-        self.blob.get(self.base..end).unwrap_or_default()
+        self.blob.range(self.base, end).unwrap_or_default()
     }
 
     // The accessors below never index out of the block: the lengths were
-    // checked when the table was made or its file read, and a mapped file
-    // changed since by someone else gives wrong values, not a panic.
+    // checked when the table was made or its file read, and a file changed
+    // since by someone else gives wrong values, not a panic.
 
     pub(crate) fn start(&self, i: usize) -> u64 {
-        let at = self.base + 8 * i;
-        let b = self.blob.get(at..at + 8).and_then(|b| b.try_into().ok());
+        let b = self.blob.array(self.base + 8 * i);
         b.map_or(0, u64::from_le_bytes)
     }
 
     pub(crate) fn name_end(&self, i: usize) -> usize {
-        let at = self.base + 8 * self.n + 4 * i;
-        let b = self.blob.get(at..at + 4).and_then(|b| b.try_into().ok());
+        let b = self.blob.array(self.base + 8 * self.n + 4 * i);
         b.map_or(0, u32::from_le_bytes) as usize
     }
 
     pub(crate) fn module_number(&self, i: usize) -> u16 {
-        let at = self.base + 12 * self.n + 2 * i;
-        let b = self.blob.get(at..at + 2).and_then(|b| b.try_into().ok());
+        let b = self.blob.array(self.base + 12 * self.n + 2 * i);
         b.map_or(0, u16::from_le_bytes)
     }
 
@@ -228,17 +299,20 @@ impl Kallsyms {
     pub fn symbol(&self, i: usize) -> KernelSymbol<'_> {
         let from = if i == 0 { 0 } else { self.name_end(i - 1) };
         let names = self.base + 14 * self.n;
-        let bytes = (self.blob)
-            .get(names + from..names + self.name_end(i))
-            .unwrap_or(b"?");
+        // UTF-8 (ASCII in an index file): checked when the table was made
+        // or its file read.
+        let name = match self.blob.range(names + from, names + self.name_end(i)) {
+            Some(Cow::Borrowed(b)) => Cow::Borrowed(std::str::from_utf8(b).unwrap_or("?")),
+            Some(Cow::Owned(v)) => Cow::Owned(String::from_utf8(v).unwrap_or_else(|_| "?".into())),
+            None => Cow::Borrowed("?"),
+        };
         let module = match self.module_number(i) {
             0 => None,
             m => self.modules.get(m as usize - 1).map(String::as_str),
         };
         KernelSymbol {
             start: self.start(i),
-            // Checked when the table was made or read.
-            name: std::str::from_utf8(bytes).unwrap_or("?"),
+            name,
             module,
         }
     }
@@ -324,7 +398,7 @@ mod tests {
         );
         let m = k.symbol(k.lookup(0xffffffffc0000010).unwrap());
         assert_eq!(
-            (m.name, m.module, m.start),
+            (&*m.name, m.module, m.start),
             ("mod_fn", Some("kvm"), 0xffffffffc0000000)
         );
         assert!(k.lookup(0x1000).is_none());
