@@ -112,8 +112,13 @@ struct Run<'w> {
     comm_ids: HashMap<Vec<u8>, u32>,
     thread_comm: HashMap<u32, u32>,
     items: Vec<(u64, Item)>,
+    /// The items' order for [`Run::flush`]: (time, position).
+    order: Vec<(u64, u32)>,
     arena: Vec<u64>,
     sites: Vec<Site>,
+    /// User sites by (pid, address), valid until the next map or fork (at
+    /// most 65,536 kept).
+    site_cache: HashMap<(u32, u64), Site>,
     here: bool,
     kernel_loaded: bool,
     writer: Writer<'w>,
@@ -162,8 +167,10 @@ pub fn script(opts: &ScriptOptions, out: &mut dyn Write) -> Result<ScriptSummary
         comm_ids: HashMap::default(),
         thread_comm: HashMap::default(),
         items: Vec::new(),
+        order: Vec::new(),
         arena: Vec::new(),
         sites: Vec::new(),
+        site_cache: HashMap::default(),
         here,
         kernel_loaded: false,
         writer,
@@ -175,6 +182,7 @@ pub fn script(opts: &ScriptOptions, out: &mut dyn Write) -> Result<ScriptSummary
             features_seen = reader.features().present.len();
             run.here = crate::profile::kernel_is_here(reader.features(), &this);
             run.sym.allow_running_vdso(run.here);
+            run.site_cache.clear();
             for b in &reader.features().build_ids {
                 run.sym.set_build_id(b.filename.as_bytes(), &b.build_id);
             }
@@ -255,25 +263,47 @@ impl Run<'_> {
         })
     }
 
-    /// Apply and print, in time order, the queued records up to `limit`.
+    /// Apply and print, in time order, the queued records up to `limit`
+    /// (of equal times, the first queued first). The order is found by
+    /// sorting (time, position) pairs, which moves 16 bytes per record
+    /// where sorting the records would move 80.
     fn flush(&mut self, limit: u64) -> std::io::Result<()> {
-        self.items.sort_by_key(|(t, _)| *t);
-        let n = self.items.partition_point(|(t, _)| *t <= limit);
-        let items: Vec<(u64, Item)> = self.items.drain(..n).collect();
-        for (_, item) in &items {
-            self.apply(item)?;
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend((self.items.iter().enumerate()).map(|(i, (t, _))| (*t, i as u32)));
+        order.sort(); // stable: finds the runs (each CPU's records are in order)
+        let n = order.partition_point(|(t, _)| *t <= limit);
+        let items = std::mem::take(&mut self.items);
+        let mut r = Ok(());
+        for &(_, i) in &order[..n] {
+            r = self.apply(&items[i as usize].1);
+            if r.is_err() {
+                break;
+            }
         }
-        // Keep only the call chains of the records kept.
+        // Keep the records after `limit`, and only their call chains.
         let mut arena = Vec::new();
-        for (_, item) in &mut self.items {
+        let mut kept = items;
+        if n == kept.len() {
+            kept.clear();
+        } else {
+            kept.retain(|(t, _)| *t > limit);
+        }
+        for (_, item) in &mut kept {
             if let Item::Sample(s) = item {
                 let start = arena.len();
                 arena.extend_from_slice(&self.arena[s.chain.clone()]);
                 s.chain = start..arena.len();
             }
         }
+        if self.arena.is_empty() {
+            // No call chains queued: keep the arena's allocation.
+            arena = std::mem::take(&mut self.arena);
+        }
         self.arena = arena;
-        Ok(())
+        self.items = kept;
+        self.order = order;
+        r
     }
 
     fn apply(&mut self, item: &Item) -> std::io::Result<()> {
@@ -296,6 +326,7 @@ impl Run<'_> {
                     self.thread_comm.insert(tid, c);
                 }
                 self.sym.fork(ppid, pid);
+                self.site_cache.clear();
             }
             Item::Mmap(m) => {
                 let (pid, start, len, pgoff, path, build_id) = &**m;
@@ -303,6 +334,7 @@ impl Run<'_> {
                     self.sym.set_build_id(path, b);
                 }
                 self.sym.add_map(*pid, *start, *len, *pgoff, path);
+                self.site_cache.clear();
             }
         }
         Ok(())
@@ -326,14 +358,25 @@ impl Run<'_> {
         }
     }
 
+    /// A user address resolved: the [`Symbolizer`]'s answer depends only
+    /// on the maps (and build-ids, vDSO, JIT maps, fixed by then), so it
+    /// is kept per (pid, address) until a map or fork changes them.
     fn user_site(&mut self, pid: u32, addr: u64) -> Site {
+        if let Some(&site) = self.site_cache.get(&(pid, addr)) {
+            return site;
+        }
         let (frame, shown, space) = self.sym.user_site(pid, addr);
-        Site {
+        let site = Site {
             shown,
             addr,
             frame,
             space,
+        };
+        if self.site_cache.len() >= 1 << 16 {
+            self.site_cache.clear(); // bounded: nothing grows with the file
         }
+        self.site_cache.insert((pid, addr), site);
+        site
     }
 
     fn sample(&mut self, s: &write::SampleRec) -> std::io::Result<()> {

@@ -8,7 +8,10 @@
 use super::fields::{Field, Fields};
 use crate::symbolize::{FrameId, FrameName, Symbolizer};
 use pmx_perfdata::read::{Event, Sample};
-use std::io::{BufWriter, Write};
+use std::io::Write;
+
+/// How much output is gathered before it is written.
+const BUF: usize = 1 << 18;
 use std::ops::Range;
 
 /// A sample waiting for its round.
@@ -54,7 +57,9 @@ pub(crate) struct Site {
 
 /// The output: per event its name, fields and whether chains are printed.
 pub(crate) struct Writer<'w> {
-    out: BufWriter<&'w mut dyn Write>,
+    out: &'w mut dyn Write,
+    /// Text lines are written here, and `out` given 256 KiB at a time.
+    buf: Vec<u8>,
     events: Vec<(String, Fields, bool)>,
     name_width: usize,
     json: bool,
@@ -80,7 +85,8 @@ impl<'w> Writer<'w> {
             .map(|((e, f), c)| (e.name.clone(), f, c && f.has(Field::Ip)))
             .collect();
         Writer {
-            out: BufWriter::with_capacity(1 << 18, out),
+            out,
+            buf: Vec::with_capacity(BUF + (1 << 12)),
             events,
             name_width,
             json,
@@ -97,6 +103,8 @@ impl<'w> Writer<'w> {
     }
 
     pub(crate) fn finish(&mut self) -> std::io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         self.out.flush()
     }
 
@@ -113,9 +121,11 @@ impl<'w> Writer<'w> {
             return Ok(());
         };
         let (f, with_chain) = (*f, *with_chain);
-        let mut line = std::mem::take(&mut self.line);
-        line.clear();
+        let mut buf = std::mem::take(&mut self.buf);
         if self.json {
+            // The JSON writer looks back at the start of its line.
+            let mut line = std::mem::take(&mut self.line);
+            line.clear();
             self.json_line(
                 &mut line,
                 s,
@@ -126,19 +136,19 @@ impl<'w> Writer<'w> {
                 with_chain.then_some(chain),
                 sym,
             );
+            buf.extend_from_slice(&line);
+            self.line = line;
         } else {
-            self.text_line(
-                &mut line,
-                s,
-                comm,
-                f,
-                leaf,
-                with_chain.then_some(chain),
-                sym,
-            );
+            self.text_line(&mut buf, s, comm, f, leaf, with_chain.then_some(chain), sym);
         }
-        let r = self.out.write_all(&line);
-        self.line = line;
+        let r = if buf.len() >= BUF {
+            let r = self.out.write_all(&buf);
+            buf.clear();
+            r
+        } else {
+            Ok(())
+        };
+        self.buf = buf;
         self.samples += 1;
         r
     }
