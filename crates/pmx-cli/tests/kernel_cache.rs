@@ -2,8 +2,8 @@
 //! directory of the test's own (`XDG_CACHE_HOME`): a file without kernel
 //! samples never reads the kernel's symbols (no index is written); a file
 //! with them writes the index on the first report, and the next reports
-//! (from the index, or after a corrupt index was thrown away and rebuilt)
-//! print the same kernel rows as the first.
+//! (from the index, or after a corrupt or cut index was thrown
+//! away and rebuilt) print the same kernel rows as the first.
 
 use pmx_testkit::{cc, perf, text};
 use std::path::Path;
@@ -92,5 +92,18 @@ fn kernel_symbols_only_when_needed_then_from_the_index() {
     bytes[mid] ^= 0x55;
     std::fs::write(&index, &bytes).unwrap();
     assert_eq!(report(&both, &cache), first);
-    assert_ne!(std::fs::read(&index).unwrap(), bytes, "corrupt index kept");
+    let good = std::fs::read(&index).unwrap();
+    assert_ne!(good, bytes, "corrupt index kept");
+    // A cut index, and one with its last byte (the checksum) changed.
+    // (Rebuilt, not necessarily byte for byte: BPF programs come and go
+    // in /proc/kallsyms.)
+    let cut = &good[..good.len() / 3];
+    std::fs::write(&index, cut).unwrap();
+    assert_eq!(report(&both, &cache), first);
+    assert_ne!(std::fs::read(&index).unwrap(), cut, "cut index kept");
+    let mut bytes = good.clone();
+    *bytes.last_mut().unwrap() ^= 1;
+    std::fs::write(&index, &bytes).unwrap();
+    assert_eq!(report(&both, &cache), first);
+    assert_ne!(std::fs::read(&index).unwrap(), bytes, "bad checksum kept");
 }

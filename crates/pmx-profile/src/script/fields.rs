@@ -82,7 +82,7 @@ const PERF_ONLY: &[&str] = &[
 ];
 
 /// A set of fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Fields(u16);
 
 impl Fields {

@@ -8,6 +8,7 @@
 use super::fields::{Field, Fields};
 use crate::symbolize::{FrameId, FrameName, Symbolizer};
 use pmx_perfdata::read::{Event, Sample};
+use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
 
 /// How much output is gathered before it is written.
@@ -68,6 +69,9 @@ pub(crate) struct Writer<'w> {
     names: Vec<Option<Box<[u8]>>>,
     /// Per binary: its name as printed (text) or as a JSON string.
     dsos: Vec<Option<Box<[u8]>>>,
+    /// Text sites already formatted: (start, length) in `site_bytes`.
+    site_texts: HashMap<(Fields, FrameId, u64, u64), (u32, u32)>,
+    site_bytes: Vec<u8>,
     /// Samples written.
     pub(crate) samples: u64,
 }
@@ -93,6 +97,8 @@ impl<'w> Writer<'w> {
             line: Vec::with_capacity(512),
             names: Vec::new(),
             dsos: Vec::new(),
+            site_texts: HashMap::default(),
+            site_bytes: Vec::new(),
             samples: 0,
         }
     }
@@ -192,9 +198,10 @@ impl<'w> Writer<'w> {
         }
         if f.has(Field::Time) {
             let (secs, usecs) = (s.time / 1_000_000_000, s.time % 1_000_000_000 / 1000);
-            let w = digits(secs) + 7;
-            pad(b, 12, w);
-            dec(b, secs);
+            let mut buf = itoa::Buffer::new();
+            let secs = buf.format(secs).as_bytes();
+            pad(b, 12, secs.len() + 7);
+            b.extend_from_slice(secs);
             b.push(b'.');
             dec_right_zero(b, usecs, 6);
             b.extend_from_slice(b": ");
@@ -228,11 +235,31 @@ impl<'w> Writer<'w> {
         b.push(b'\n');
     }
 
-    /// `%16x sym+0xOFF (dso)`, as the fields ask.
+    /// `%16x sym+0xOFF (dso)`, as the fields ask: formatted once per
+    /// (fields, site) and copied from [`Writer::site_texts`] after that
+    /// (the same few sites recur in most profiles).
     fn site_text(&mut self, b: &mut Vec<u8>, f: Fields, site: Site, sym: &Symbolizer) {
-        let n = digits_hex(site.shown);
+        let key = (f, site.frame, site.shown, site.space);
+        if let Some(&(at, len)) = self.site_texts.get(&key) {
+            b.extend_from_slice(&self.site_bytes[at as usize..(at + len) as usize]);
+            return;
+        }
+        let from = b.len();
+        self.format_site(b, f, site, sym);
+        if self.site_bytes.len() >= 1 << 22 {
+            // Bounded: nothing grows with the file.
+            self.site_bytes.clear();
+            self.site_texts.clear();
+        }
+        let at = self.site_bytes.len() as u32;
+        self.site_bytes.extend_from_slice(&b[from..]);
+        self.site_texts.insert(key, (at, (b.len() - from) as u32));
+    }
+
+    fn format_site(&mut self, b: &mut Vec<u8>, f: Fields, site: Site, sym: &Symbolizer) {
+        let (digits, n) = hex_digits(site.shown);
         pad(b, 16, n);
-        hex(b, site.shown);
+        b.extend_from_slice(&digits[16 - n..]);
         if f.has(Field::Sym) {
             b.push(b' ');
             b.extend_from_slice(self.name(site.frame, sym));
@@ -379,15 +406,7 @@ impl<'w> Writer<'w> {
 }
 
 fn pad(b: &mut Vec<u8>, width: usize, len: usize) {
-    b.extend(std::iter::repeat_n(b' ', width.saturating_sub(len)));
-}
-
-fn digits(v: u64) -> usize {
-    v.checked_ilog10().map_or(1, |d| d as usize + 1)
-}
-
-fn digits_hex(v: u64) -> usize {
-    v.checked_ilog2().map_or(1, |d| d as usize / 4 + 1)
+    b.resize(b.len() + width.saturating_sub(len), b' ');
 }
 
 /// `v` in decimal; returns the number of digits.
@@ -398,23 +417,49 @@ fn dec(b: &mut Vec<u8>, v: u64) -> usize {
     s.len()
 }
 
+/// `v` in decimal, right-aligned in `width` columns.
 fn dec_right(b: &mut Vec<u8>, v: u64, width: usize) {
-    pad(b, width, digits(v));
-    dec(b, v);
+    let mut buf = itoa::Buffer::new();
+    let s = buf.format(v).as_bytes();
+    pad(b, width, s.len());
+    b.extend_from_slice(s);
 }
 
+/// `v` in decimal, zero-padded to `width` digits.
 fn dec_right_zero(b: &mut Vec<u8>, v: u64, width: usize) {
-    b.extend(std::iter::repeat_n(b'0', width.saturating_sub(digits(v))));
-    dec(b, v);
+    let mut buf = itoa::Buffer::new();
+    let s = buf.format(v).as_bytes();
+    b.resize(b.len() + width.saturating_sub(s.len()), b'0');
+    b.extend_from_slice(s);
+}
+
+/// Two lowercase hex digits for every byte value.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX[i >> 4], HEX[i & 0xf]];
+        i += 1;
+    }
+    t
+};
+
+/// `v` in lowercase hex, right-aligned in 16 bytes, and how many of
+/// them are digits (no prefix, no leading zeros).
+fn hex_digits(v: u64) -> ([u8; 16], usize) {
+    let mut out = [0u8; 16];
+    for (pair, byte) in out.chunks_exact_mut(2).zip(v.to_be_bytes()) {
+        pair.copy_from_slice(&HEX_PAIRS[byte as usize]);
+    }
+    let n = v.checked_ilog2().map_or(1, |d| d as usize / 4 + 1);
+    (out, n)
 }
 
 /// `v` in lowercase hex, no prefix.
 fn hex(b: &mut Vec<u8>, v: u64) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let n = digits_hex(v);
-    for i in (0..n).rev() {
-        b.push(HEX[((v >> (i * 4)) & 0xf) as usize]);
-    }
+    let (digits, n) = hex_digits(v);
+    b.extend_from_slice(&digits[16 - n..]);
 }
 
 /// A JSON string.
