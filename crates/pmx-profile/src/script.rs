@@ -271,7 +271,9 @@ impl Run<'_> {
         let mut order = std::mem::take(&mut self.order);
         order.clear();
         order.extend((self.items.iter().enumerate()).map(|(i, (t, _))| (*t, i as u32)));
-        order.sort(); // stable: finds the runs (each CPU's records are in order)
+        // Stable, by time alone: ties keep their positions, and the runs
+        // (each CPU's records are in order) are found.
+        order.sort_by_key(|&(t, _)| t);
         let n = order.partition_point(|(t, _)| *t <= limit);
         let items = std::mem::take(&mut self.items);
         let mut r = Ok(());

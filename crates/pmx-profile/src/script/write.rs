@@ -1,9 +1,10 @@
 //! The lines of `pmx script`: perf script's text layout (perf 6.1's
 //! columns: `%16s` command, `%5d` ids, `[%03d]` CPU, `%12s:` time,
 //! `%10u` period, the event name padded to the longest, `%16x` address)
-//! or one JSON object per sample. Numbers are formatted by hand and every
-//! frame's name is formatted once, so a million samples take well under a
-//! second.
+//! or one JSON object per sample. Numbers are formatted by hand, every
+//! frame's name is formatted once and every text site (address, symbol,
+//! offset, binary) once per set of fields, and lines are gathered in one
+//! 256 KiB buffer, so a million samples take well under a second.
 
 use super::fields::{Field, Fields};
 use crate::symbolize::{FrameId, FrameName, Symbolizer};
