@@ -34,7 +34,8 @@
 //! key, counts (symbols n, modules m, name bytes, module-name bytes: u32
 //! each), addresses `[u64; n]`, name ends `[u32; n]`, module numbers
 //! `[u16; n]`, the names, the module names (each ended by `\n`), then a
-//! u64 checksum of everything before it ([`Checksum`]).
+//! u64 checksum of everything before it (four FNV-1a-like lanes over the
+//! 8-byte words, folded; the tail bytes and the length mixed in).
 
 use crate::kernel::{Blob, Kallsyms, Pages};
 use std::path::{Path, PathBuf};
