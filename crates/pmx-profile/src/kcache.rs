@@ -267,6 +267,10 @@ fn check(len: usize, key: &[u8], read_at: &mut ReadAt<'_>) -> Result<Layout, Str
     if total != Some(len) {
         return Err("the file's size does not match its counts".into());
     }
+    if mods_len > 1 << 20 {
+        // Read whole below; real module lists take a few KiB.
+        return Err("implausible count".into());
+    }
     let mut sum = Checksum::new();
     sum.update(&header);
     let mut pieces = Pieces {
