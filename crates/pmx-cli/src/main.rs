@@ -115,8 +115,9 @@ fn main() {
             clap::Command::new("stat").bin_name("pmx stat"),
         );
         let args = cmd.try_get_matches_from(&line[1..]);
-        let args =
-            args.and_then(|m| <stat::StatArgs as clap::FromArgMatches>::from_arg_matches(&m));
+        let args = args.and_then(|mut m| {
+            <stat::StatArgs as clap::FromArgMatches>::from_arg_matches_mut(&mut m)
+        });
         args.map(|a| Cli {
             command: Command::Stat(Box::new(a)),
         })
