@@ -68,6 +68,9 @@ pub struct Features {
     /// `{anon_group}` for an unnamed one), its leader's index among the
     /// attrs and its number of members.
     pub group_desc: Vec<(String, u32, u32)>,
+    /// Other features' bodies, written as given (`CPU_TOPOLOGY`,
+    /// `NUMA_TOPOLOGY` from [`crate::topology`]).
+    pub raw: Vec<(u32, Vec<u8>)>,
 }
 
 /// A perf.data writer: records stream into the data section; attrs are
@@ -276,6 +279,7 @@ fn feature_bodies(attrs: &[FileAttr], attr_len: usize, f: &Features) -> Vec<(u32
         }
         out.push((feature::GROUP_DESC, b));
     }
+    out.extend(f.raw.iter().cloned());
     out.sort_by_key(|(id, _)| *id);
     out
 }
