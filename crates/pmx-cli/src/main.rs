@@ -114,9 +114,17 @@ fn main() {
         let cmd = <stat::StatArgs as clap::Args>::augment_args(
             clap::Command::new("stat").bin_name("pmx stat"),
         );
-        let args = cmd.try_get_matches_from(&line[1..]);
-        let args =
-            args.and_then(|m| <stat::StatArgs as clap::FromArgMatches>::from_arg_matches(&m));
+        let parse = |words: &[std::ffi::OsString]| {
+            let m = cmd.clone().try_get_matches_from(words)?;
+            <stat::StatArgs as clap::FromArgMatches>::from_arg_matches(&m)
+        };
+        // perf's `stat record` takes stat's options after `record` too.
+        let args = parse(&line[1..]).and_then(|a| {
+            match pmx::stat_file::record_words(&line[1..], &a.command) {
+                Some(words) => parse(&words).map(stat::StatArgs::recording),
+                None => Ok(a),
+            }
+        });
         args.map(|a| Cli {
             command: Command::Stat(Box::new(a)),
         })

@@ -10,7 +10,7 @@ use crate::exit::UsageError;
 use crate::stat_args::usage;
 use crate::stat_render;
 use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope};
-use pmx::stat_file::{self, FileCommand};
+use pmx::stat_file;
 use pmx_output::stat_render::{compose, stat_file as perf_report};
 use std::io::Write;
 
@@ -19,14 +19,16 @@ pub use crate::stat_args::StatArgs;
 /// Run `pmx stat`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let mut args = args.normalized();
-    match stat_file::split(&mut args.command, args.repeat).map_err(|e| usage(e.0))? {
-        Some(FileCommand::Report(input)) => {
-            let text = perf_report(&stat_file::read(&input)?, args.style().format);
-            args.output(false)?.write_all(text.as_bytes())?;
-            return Ok(0);
-        }
-        Some(FileCommand::Record(out)) => (args.perf.quiet, args.record) = (out == *"-", Some(out)),
-        None => {}
+    if args.record.is_some() {
+        stat_file::check_record(args.repeat).map_err(|e| usage(e.0))?;
+    } else if let Some(r) = stat_file::split(&mut args.command).map_err(|e| usage(e.0))? {
+        // Aggregation flags before `report` count too (perf ignores them).
+        let before = Some(args.aggregation()).filter(|a| *a != Aggregation::Total);
+        let file = stat_file::read(&r.input, r.aggregation.or(before))?;
+        file.warnings.iter().for_each(|w| eprintln!("{w}"));
+        let text = perf_report(&file, args.style().format);
+        args.output(false)?.write_all(text.as_bytes())?;
+        return Ok(0);
     }
     let args = &args;
     if args.regions {
@@ -120,7 +122,11 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let plot = args.plot()?;
     let m = metrics.as_ref();
     let mut intervals = stat_render::intervals(&mut out, args, topo.as_ref(), m, plot.is_some())?;
-    let result = fitted.run(&opts, repeat, &mut |set, t| intervals.write(set, t));
+    let mut rounds = stat_file::Rounds::new(args.record.is_some());
+    let result = fitted.run(&opts, repeat, &mut |set, t| {
+        rounds.tick(t);
+        intervals.write(set, t)
+    });
     let end = intervals.finish();
     let runs = match result {
         Ok(runs) => runs,
@@ -143,7 +149,7 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
         }
     }
     if let Some(path) = &args.record {
-        stat_file::write(path, &plan, &runs, how, args.interval.unwrap_or(0))?;
+        stat_file::write(path, &plan, &runs, how, (args.interval.unwrap_or(0), &rounds))?;
     }
     let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), repeat);
     let target = opts.scope.describe(&args.command);

@@ -68,9 +68,6 @@ pub struct Features {
     /// `{anon_group}` for an unnamed one), its leader's index among the
     /// attrs and its number of members.
     pub group_desc: Vec<(String, u32, u32)>,
-    /// Other features' bodies, written as given (`CPU_TOPOLOGY`,
-    /// `NUMA_TOPOLOGY` from [`crate::topology`]).
-    pub raw: Vec<(u32, Vec<u8>)>,
 }
 
 /// A perf.data writer: records stream into the data section; attrs are
@@ -189,10 +186,18 @@ impl<W: Write + Seek> Writer<W> {
 
     /// Write the feature sections (EVENT_DESC from the attrs, and every
     /// feature set in `features`), then the real header; returns the output.
-    pub fn finish(mut self, features: &Features) -> io::Result<W> {
+    pub fn finish(self, features: &Features) -> io::Result<W> {
+        self.finish_with(features, &[])
+    }
+
+    /// [`Writer::finish`] with more feature sections, their bodies as
+    /// given (`CPU_TOPOLOGY`, `NUMA_TOPOLOGY` from [`crate::topology`]).
+    pub fn finish_with(mut self, features: &Features, raw: &[(u32, Vec<u8>)]) -> io::Result<W> {
         self.header.data.size = self.data_size;
         let attr_len = (self.header.attr_size - 16) as usize;
-        let bodies = feature_bodies(&self.attrs, attr_len, features);
+        let mut bodies = feature_bodies(&self.attrs, attr_len, features);
+        bodies.extend(raw.iter().cloned());
+        bodies.sort_by_key(|(id, _)| *id);
         let index_start = self.header.data.offset + self.data_size;
         let mut pos = index_start + 16 * bodies.len() as u64;
         let mut index = Vec::with_capacity(bodies.len() * 16);
@@ -279,7 +284,6 @@ fn feature_bodies(attrs: &[FileAttr], attr_len: usize, f: &Features) -> Vec<(u32
         }
         out.push((feature::GROUP_DESC, b));
     }
-    out.extend(f.raw.iter().cloned());
     out.sort_by_key(|(id, _)| *id);
     out
 }
