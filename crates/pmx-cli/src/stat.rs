@@ -137,19 +137,15 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
         Err(RunError::Open(msg)) => anyhow::bail!("{msg}"),
         Err(RunError::Io(e)) => return Err(e.into()),
     };
-    let mut code = runs
-        .last()
-        .and_then(|r| r.exit)
-        .map_or(0, |e| e.shell_code());
-    // `-r` cut short by SIGINT/SIGTERM is not a success, even when the
-    // last command run exited 0 (perf dies of the signal).
-    if let (Some(sig), 0) = (stat::stop_signal(), code) {
-        if runs.len() < repeat as usize {
-            code = 128 + sig;
-        }
-    }
+    let code = stat::exit_code(&runs, repeat);
     if let Some(path) = &args.record {
-        stat_file::write(path, &plan, &runs, how, (args.interval.unwrap_or(0), &rounds))?;
+        stat_file::write(
+            path,
+            &plan,
+            &runs,
+            how,
+            (args.interval.unwrap_or(0), &rounds),
+        )?;
     }
     let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), repeat);
     let target = opts.scope.describe(&args.command);

@@ -100,9 +100,9 @@ pub fn split(command: &mut Vec<String>) -> Result<Option<ReportOptions>, FlagErr
         if let Some(how) = aggregation_flag(&a) {
             aggregation = Some(how);
         } else if a == "-i" || a == "--input" {
-            let v = it.next().ok_or_else(|| {
-                FlagError(format!("stat report: {a}: give a file name"))
-            })?;
+            let v = it
+                .next()
+                .ok_or_else(|| FlagError(format!("stat report: {a}: give a file name")))?;
             input = Some(v.into());
         } else if let Some(v) = a.strip_prefix("--input=") {
             input = Some(v.into());
@@ -118,12 +118,13 @@ pub fn split(command: &mut Vec<String>) -> Result<Option<ReportOptions>, FlagErr
             )));
         }
     }
-    let input = input
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or_else(|| match stdin_is_pipe() {
-            true => "-".into(),
-            false => "perf.data".into(),
-        });
+    let input =
+        input
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| match stdin_is_pipe() {
+                true => "-".into(),
+                false => "perf.data".into(),
+            });
     Ok(Some(ReportOptions { input, aggregation }))
 }
 
@@ -137,7 +138,9 @@ mod tests {
 
     #[test]
     fn record_options_on_both_sides_are_parsed_together() {
-        let line = words(&["stat", "-e", "a", "record", "-o", "f", "-a", "--", "ls", "-l"]);
+        let line = words(&[
+            "stat", "-e", "a", "record", "-o", "f", "-a", "--", "ls", "-l",
+        ]);
         let command = words(&["record", "-o", "f", "-a", "--", "ls", "-l"]);
         let got = record_words(&line, &command).unwrap();
         let want: Vec<OsString> = ["stat", "-e", "a", "-o", "f", "-a", "--", "ls", "-l"]

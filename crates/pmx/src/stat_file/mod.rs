@@ -105,7 +105,12 @@ impl Rounds {
 /// `-I`, else one with the elapsed time). Counter ids are 1, 2, … in
 /// instance order; an event counted nowhere gets one id of its own.
 /// Returns the attrs (with their ids) and the records.
-fn records(plan: &StatPlan, run: &StatRun, config: StatConfig, rounds: &Rounds) -> (Vec<FileAttr>, Vec<Vec<u8>>) {
+fn records(
+    plan: &StatPlan,
+    run: &StatRun,
+    config: StatConfig,
+    rounds: &Rounds,
+) -> (Vec<FileAttr>, Vec<Vec<u8>>) {
     let mut cpus: Vec<i32> = run.instances.iter().map(|i| i.cpu).collect();
     let mut tids: Vec<i32> = run.instances.iter().map(|i| i.tid).collect();
     for v in [&mut cpus, &mut tids] {
@@ -189,7 +194,12 @@ fn records(plan: &StatPlan, run: &StatRun, config: StatConfig, rounds: &Rounds) 
 /// topology features hold them.
 pub(crate) fn machine_topology() -> (Vec<CpuIds>, Vec<NumaNode>) {
     let topo = pmx_sys::topology::read_topology(&pmx_sys::SysRoot::host(), &mut Vec::new());
-    let n = topo.cpus.iter().map(|c| c.cpu as usize + 1).max().unwrap_or(0);
+    let n = topo
+        .cpus
+        .iter()
+        .map(|c| c.cpu as usize + 1)
+        .max()
+        .unwrap_or(0);
     let unknown = CpuIds {
         core: -1,
         die: -1,
@@ -228,7 +238,14 @@ fn node_memory(node: u32) -> (u64, u64) {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let field = |name: &str| {
         text.lines()
-            .find_map(|l| l.split_once(&format!("{name}:"))?.1.split_whitespace().next()?.parse().ok())
+            .find_map(|l| {
+                l.split_once(&format!("{name}:"))?
+                    .1
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
             .unwrap_or(0)
     };
     (field("MemTotal"), field("MemFree"))
@@ -286,5 +303,8 @@ pub fn write(
         nrcpus: Some((online, cpus.len() as u32)),
         ..Default::default()
     };
-    w.finish_with(&features, &raw).map_err(err)?.flush().map_err(err)
+    w.finish_with(&features, &raw)
+        .map_err(err)?
+        .flush()
+        .map_err(err)
 }

@@ -56,7 +56,10 @@ struct Records {
     config: Option<StatConfig>,
 }
 
-fn records(reader: &mut Reader, bad: &dyn Fn(String) -> StatFileError) -> Result<Records, StatFileError> {
+fn records(
+    reader: &mut Reader,
+    bad: &dyn Fn(String) -> StatFileError,
+) -> Result<Records, StatFileError> {
     let mut r = Records::default();
     let mut pending = Vec::new();
     while let Some(rec) = reader.next_record().map_err(|e| bad(e.to_string()))? {
@@ -121,7 +124,8 @@ impl Places {
     }
 
     fn node(&self, cpu: i32) -> i64 {
-        let found = (self.nodes.iter()).find(|n| u32::try_from(cpu).is_ok_and(|c| n.cpus.contains(&c)));
+        let found =
+            (self.nodes.iter()).find(|n| u32::try_from(cpu).is_ok_and(|c| n.cpus.contains(&c)));
         found.map_or(-1, |n| n.node as i64)
     }
 }
@@ -403,11 +407,19 @@ mod tests {
             final_round: false,
             counts,
         };
-        let r1 = replay.rows(&round(vec![count(0, 10, 100), count(1, 5, 100)]), &events, Some(0.1));
+        let r1 = replay.rows(
+            &round(vec![count(0, 10, 100), count(1, 5, 100)]),
+            &events,
+            Some(0.1),
+        );
         assert_eq!(r1[0].value, Some(15.0));
         assert_eq!(r1[0].running_ns, Some(200));
         assert_eq!(r1[0].counters, Some(2));
-        let r2 = replay.rows(&round(vec![count(0, 14, 200), count(1, 5, 200)]), &events, Some(0.2));
+        let r2 = replay.rows(
+            &round(vec![count(0, 14, 200), count(1, 5, 200)]),
+            &events,
+            Some(0.2),
+        );
         assert_eq!((r2[0].value, r2[0].running_ns), (Some(4.0), Some(200)));
         // A round without the event: not counted.
         let r3 = replay.rows(&round(vec![]), &events, None);
