@@ -64,14 +64,17 @@ fn perf_aggr(how: Aggregation) -> u64 {
     }
 }
 
+/// Every counter's running total, by (event, CPU, thread).
+type Totals = HashMap<(usize, i32, i32), Count>;
+
 /// The `-I` rounds of a run kept for its file: after each interval,
 /// every counter's running total (the sum of its changes so far), as
 /// perf writes them.
 #[derive(Debug, Clone, Default)]
 pub struct Rounds {
     keep: bool,
-    totals: HashMap<(usize, i32, i32), Count>,
-    kept: Vec<(u64, HashMap<(usize, i32, i32), Count>)>,
+    totals: Totals,
+    kept: Vec<(u64, Totals)>,
 }
 
 impl Rounds {
