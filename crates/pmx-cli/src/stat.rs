@@ -18,13 +18,11 @@ pub use crate::stat_args::StatArgs;
 
 /// Run `pmx stat`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
-    let mut args = args.normalized();
+    let (mut args, how) = (args.normalized(), args.aggregation());
     if args.record.is_some() {
         stat_file::check_record(args.repeat).map_err(|e| usage(e.0))?;
-    } else if let Some(r) = stat_file::split(&mut args.command).map_err(|e| usage(e.0))? {
-        // Aggregation flags before `report` count too (perf ignores them).
-        let before = Some(args.aggregation()).filter(|a| *a != Aggregation::Total);
-        let file = stat_file::read(&r.input, r.aggregation.or(before))?;
+    } else if let Some(r) = stat_file::split(&mut args.command, how).map_err(|e| usage(e.0))? {
+        let file = stat_file::read(&r.input, r.aggregation)?;
         file.warnings.iter().for_each(|w| eprintln!("{w}"));
         let text = perf_report(&file, args.style().format);
         args.output(false)?.write_all(text.as_bytes())?;
@@ -122,7 +120,7 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let plot = args.plot()?;
     let m = metrics.as_ref();
     let mut intervals = stat_render::intervals(&mut out, args, topo.as_ref(), m, plot.is_some())?;
-    let mut rounds = stat_file::Rounds::new(args.record.is_some());
+    let mut rounds = stat_file::Rounds::new(args.record.is_some(), args.interval);
     let result = fitted.run(&opts, repeat, &mut |set, t| {
         rounds.tick(t);
         intervals.write(set, t)
@@ -139,13 +137,7 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     };
     let code = stat::exit_code(&runs, repeat);
     if let Some(path) = &args.record {
-        stat_file::write(
-            path,
-            &plan,
-            &runs,
-            how,
-            (args.interval.unwrap_or(0), &rounds),
-        )?;
+        stat_file::write(path, &plan, &runs, how, &rounds)?;
     }
     let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), repeat);
     let target = opts.scope.describe(&args.command);

@@ -87,8 +87,13 @@ fn stdin_is_pipe() -> bool {
 
 /// Take perf's `report` subcommand and its options off the front of
 /// `command`; `None` when it does not start with `report`. An option
-/// perf's `report` does not take is an error naming it.
-pub fn split(command: &mut Vec<String>) -> Result<Option<ReportOptions>, FlagError> {
+/// perf's `report` does not take is an error naming it. `before`: the
+/// aggregation of stat's flags before `report`, which pmx honours when
+/// none follows it (perf ignores them).
+pub fn split(
+    command: &mut Vec<String>,
+    before: Aggregation,
+) -> Result<Option<ReportOptions>, FlagError> {
     if !command.first().is_some_and(|w| is_word(w, "report")) {
         return Ok(None);
     }
@@ -125,7 +130,11 @@ pub fn split(command: &mut Vec<String>) -> Result<Option<ReportOptions>, FlagErr
                 true => "-".into(),
                 false => "perf.data".into(),
             });
-    Ok(Some(ReportOptions { input, aggregation }))
+    let before = Some(before).filter(|a| *a != Aggregation::Total);
+    Ok(Some(ReportOptions {
+        input,
+        aggregation: aggregation.or(before),
+    }))
 }
 
 #[cfg(test)]
@@ -164,33 +173,48 @@ mod tests {
     #[test]
     fn report_takes_perfs_options_only() {
         let mut c = words(&["report", "-i", "f.data", "--per-core"]);
-        let got = split(&mut c).unwrap().unwrap();
+        let got = split(&mut c, Aggregation::Total).unwrap().unwrap();
         assert_eq!(got.input, PathBuf::from("f.data"));
         assert_eq!(got.aggregation, Some(Aggregation::PerCore));
         assert!(c.is_empty());
         let mut c = words(&["repo", "--input=g", "-A", "--per-socket"]);
-        let got = split(&mut c).unwrap().unwrap();
+        let got = split(&mut c, Aggregation::Total).unwrap().unwrap();
         assert_eq!(
             (got.input, got.aggregation),
             ("g".into(), Some(Aggregation::PerSocket))
         );
         let mut c = words(&["report", "-ih.data", "--per-node", "--per-die"]);
-        let got = split(&mut c).unwrap().unwrap();
+        let got = split(&mut c, Aggregation::Total).unwrap().unwrap();
         assert_eq!(
             (got.input, got.aggregation),
             ("h.data".into(), Some(Aggregation::PerDie))
         );
+        let mut c = words(&["report"]);
+        let got = split(&mut c, Aggregation::PerSocket).unwrap().unwrap();
+        assert_eq!(got.aggregation, Some(Aggregation::PerSocket));
+        let mut c = words(&["report", "-A"]);
+        let got = split(&mut c, Aggregation::PerSocket).unwrap().unwrap();
+        assert_eq!(got.aggregation, Some(Aggregation::PerCpu));
         let mut c = words(&["ls", "report"]);
-        assert_eq!(split(&mut c), Ok(None));
+        assert_eq!(split(&mut c, Aggregation::Total), Ok(None));
         assert_eq!(c, words(&["ls", "report"]));
         let mut c = words(&["report", "--per-thread"]);
-        let e = split(&mut c).unwrap_err().0;
+        let e = split(&mut c, Aggregation::Total).unwrap_err().0;
         assert!(e.contains("unknown option '--per-thread'"), "{e}");
         let mut c = words(&["report", "-x,"]);
-        assert!(split(&mut c).unwrap_err().0.contains("'-x,'"));
+        assert!(split(&mut c, Aggregation::Total)
+            .unwrap_err()
+            .0
+            .contains("'-x,'"));
         let mut c = words(&["report", "-i"]);
-        assert!(split(&mut c).unwrap_err().0.contains("give a file name"));
+        assert!(split(&mut c, Aggregation::Total)
+            .unwrap_err()
+            .0
+            .contains("give a file name"));
         let mut c = words(&["report", "true"]);
-        assert!(split(&mut c).unwrap_err().0.contains("unexpected 'true'"));
+        assert!(split(&mut c, Aggregation::Total)
+            .unwrap_err()
+            .0
+            .contains("unexpected 'true'"));
     }
 }

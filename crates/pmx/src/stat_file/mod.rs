@@ -73,16 +73,19 @@ type Totals = HashMap<(usize, i32, i32), Count>;
 #[derive(Debug, Clone, Default)]
 pub struct Rounds {
     keep: bool,
+    interval_ms: u64,
     totals: Totals,
     kept: Vec<(u64, Totals)>,
 }
 
 impl Rounds {
-    /// Rounds that are kept when `keep` (a run recorded with `-I`), else
-    /// none (nothing grows over a long run).
-    pub fn new(keep: bool) -> Rounds {
+    /// The rounds of a run with `-I interval_ms` (none without), kept
+    /// when `keep` (a run recorded), else not (nothing grows over a long
+    /// run).
+    pub fn new(keep: bool, interval_ms: Option<u64>) -> Rounds {
         Rounds {
-            keep,
+            keep: keep && interval_ms.is_some(),
+            interval_ms: interval_ms.unwrap_or(0),
             ..Rounds::default()
         }
     }
@@ -256,15 +259,14 @@ fn node_memory(node: u32) -> (u64, u64) {
 
 /// Write the last of `runs` (one: `record` takes no `-r`) of `plan` to
 /// `path` (`-`: a pipe stream on standard output) as `perf stat record`
-/// does: with `-I` (`interval_ms`), `rounds`' intervals; a file with this
-/// process's command line (the header of its report) and this machine's
-/// topology.
+/// does: with `-I`, `rounds`' intervals; a file with this process's
+/// command line (the header of its report) and this machine's topology.
 pub fn write(
     path: &Path,
     plan: &StatPlan,
     runs: &[StatRun],
     how: Aggregation,
-    (interval_ms, rounds): (u64, &Rounds),
+    rounds: &Rounds,
 ) -> Result<(), StatFileError> {
     let err = |source| StatFileError::Write {
         path: path.display().to_string(),
@@ -275,7 +277,7 @@ pub fn write(
     };
     let config = StatConfig {
         aggr_mode: perf_aggr(how),
-        interval_ms,
+        interval_ms: rounds.interval_ms,
         scale: true,
     };
     let (attrs, recs) = records(plan, run, config, rounds);
