@@ -114,14 +114,18 @@ fn main() {
         let cmd = <stat::StatArgs as clap::Args>::augment_args(
             clap::Command::new("stat").bin_name("pmx stat"),
         );
-        let parse = |words: &[std::ffi::OsString]| {
-            let m = cmd.clone().try_get_matches_from(words)?;
+        // With `record`, an option given again overrides (perf's last wins).
+        let parse = |words: &[std::ffi::OsString], again| {
+            let m = cmd
+                .clone()
+                .args_override_self(again)
+                .try_get_matches_from(words)?;
             <stat::StatArgs as clap::FromArgMatches>::from_arg_matches(&m)
         };
         // perf's `stat record` takes stat's options after `record` too.
-        let args = parse(&line[1..]).and_then(|a| {
+        let args = parse(&line[1..], false).and_then(|a| {
             match pmx::stat_file::record_words(&line[1..], &a.command) {
-                Some(words) => parse(&words).map(stat::StatArgs::recording),
+                Some(words) => parse(&words, true).map(stat::StatArgs::recording),
                 None => Ok(a),
             }
         });

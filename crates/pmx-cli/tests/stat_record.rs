@@ -341,6 +341,20 @@ fn options_after_record_as_perf_takes_them() {
     assert!(o.status.success(), "{}", stderr(&o));
     let (text, _) = perf_report(&[], &before, &[]);
     assert!(count(&text, "page-faults").unwrap() >= 200.0, "{text}");
+    // Given on both sides, the last `-o` wins, for pmx as for perf.
+    for (program, tag) in [("perf", "perf"), (PMX, "pmx")] {
+        let (first, last) = (
+            file(&format!("{tag}-1.data")),
+            file(&format!("{tag}-2.data")),
+        );
+        let o = Command::new(program)
+            .args(["stat", "-o", first.to_str().unwrap(), "record", "-o"])
+            .args([last.to_str().unwrap(), "-e", "page-faults", "true"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", pmx_testkit::text(&o.stderr));
+        assert!(!first.exists() && last.exists(), "{program}");
+    }
     // Run as `perf`, the word cut to `rec`.
     let link = file("perf");
     std::os::unix::fs::symlink(PMX, &link).unwrap();
