@@ -526,7 +526,11 @@ pub fn perf_totals(report: &StatReport, style: &StatStyle, o: &PerfOptions) -> S
 
 /// A `stat record` file's counts (`pmx stat report`, perf's `perf stat
 /// report`) in perf's layout of `format`'s kind: perf's header (`'pipe'`
-/// or the recording command line), rows and elapsed-time footer.
+/// or the recording command line), rows and elapsed-time footer; a `-I`
+/// file's rounds as perf's intervals, one block (or set of lines) per
+/// round, without a header or totals, as `perf stat report` prints them
+/// (the clocks' `CPUs utilized` left empty: the file has no wall-clock
+/// time for a round, and perf prints none).
 pub fn stat_file(file: &pmx::stat_file::StatFile, format: StatFormat) -> String {
     let StatFormat::Perf(form) = format.into_perf() else {
         unreachable!("into_perf gives perf's forms")
@@ -536,7 +540,31 @@ pub fn stat_file(file: &pmx::stat_file::StatFile, format: StatFormat) -> String 
     o.elapsed = (file.elapsed_s, 0.0);
     o.comms = file.comms.clone();
     o.thousands = perf_thousands();
-    pmx_formats::perf::totals(&file.report, &o)
+    if !file.intervals {
+        return pmx_formats::perf::totals(&file.report, &o);
+    }
+    let mut writer = PerfIntervals::new(o.clone());
+    let rows = &file.report.rows;
+    let mut out = String::new();
+    let (mut start, mut round) = (0, 0);
+    while start < rows.len() {
+        // perf 6.1 repeats its header every 25 rounds.
+        if round > 0 && round % 25 == 0 {
+            writer = PerfIntervals::new(o.clone());
+        }
+        round += 1;
+        let len = rows[start..]
+            .iter()
+            .take_while(|r| r.time == rows[start].time)
+            .count();
+        let round = pmx_formats::report::StatReport {
+            rows: rows[start..start + len].to_vec(),
+            ..Default::default()
+        };
+        out.push_str(&writer.format(&round, 0.0));
+        start += len;
+    }
+    out
 }
 
 /// The chart of interval rows kept for `--plot`, 960 × 540, as the bytes

@@ -41,11 +41,14 @@
 //! in the order `perf record -o -` does.
 //! [`stat`] reads and writes `perf stat record`'s records (`STAT`,
 //! `STAT_ROUND`, `STAT_CONFIG`, `THREAD_MAP`, `CPU_MAP`, `EVENT_UPDATE`),
-//! which the reader passes on as [`Record::Other`].
+//! which the reader passes on as [`Record::Other`]; [`topology`] the
+//! `CPU_TOPOLOGY` and `NUMA_TOPOLOGY` features `perf stat report` folds
+//! per-CPU counts with.
 
 pub mod format;
 pub mod read;
 pub mod stat;
+pub mod topology;
 pub mod write;
 
 pub use format::{EventAttr, FileAttr};

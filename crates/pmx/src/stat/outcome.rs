@@ -38,6 +38,21 @@ pub struct StatRun {
     pub interrupted: bool,
 }
 
+/// `pmx stat`'s exit status after `runs` of `repeat`: the last command's
+/// own (128+N when killed by signal N); `-r` cut short by SIGINT/SIGTERM
+/// is 128+N even when the last command run exited 0 (perf dies of the
+/// signal).
+pub fn exit_code(runs: &[StatRun], repeat: u32) -> i32 {
+    let code = runs
+        .last()
+        .and_then(|r| r.exit)
+        .map_or(0, |e| e.shell_code());
+    match (crate::signals::stop_signal(), code) {
+        (Some(sig), 0) if runs.len() < repeat as usize => 128 + sig,
+        _ => code,
+    }
+}
+
 /// Errors that stop a run before counting.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
