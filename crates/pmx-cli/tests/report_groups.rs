@@ -122,6 +122,56 @@ fn page_faults_are_credited_to_the_functions_that_made_them() {
     }
 }
 
+#[test]
+fn a_described_group_side_by_side_as_perf_shows_it() {
+    // `{cpu-clock,page-faults}` without :S, recorded by perf: each member
+    // samples on its own, GROUP_DESC says they are a group, and
+    // `perf report --group` shows the members' shares side by side.
+    if !perf::require("recording a described group with perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = match cc::compile(dir.path(), "faults", PROGRAM, &["-O1", "-no-pie"]) {
+        Ok(b) => b,
+        Err(e) => return skip(e),
+    };
+    let data = dir.path().join("d.data");
+    let o = std::process::Command::new("perf")
+        .args(["record", "-q", "-o", data.to_str().unwrap()])
+        .args(["-e", "{cpu-clock,page-faults}:u", "--"])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let ours = pmx_group_rows(&data);
+    let theirs = perf_group_rows(&data);
+    assert!(theirs.contains_key("faults_1200"), "perf saw: {theirs:?}");
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>()
+    );
+    for (sym, (shares, _)) in &ours {
+        for (a, b) in shares.iter().zip(&theirs[sym]) {
+            assert!(
+                (a - b).abs() < 0.011,
+                "{sym}: pmx {shares:?}, perf {:?}",
+                theirs[sym]
+            );
+        }
+    }
+    // One table for both, headed as perf heads it.
+    let t = text(&pmx(&["report", "-q", "--group", "-i", data.to_str().unwrap()]).stdout);
+    let head = |t: &str| {
+        let l = t
+            .lines()
+            .find(|l| l.starts_with("# Samples: "))
+            .unwrap_or("");
+        l.split_once(" of event").map(|(_, e)| e.to_string())
+    };
+    let perf_out = perf::on_file(&["report", "--group", "--stdio"], &data);
+    assert_eq!(head(&t), head(&text(&perf_out.stdout)), "{t}");
+}
+
 /// Little-endian words.
 fn words(w: &[u64]) -> Vec<u8> {
     w.iter().flat_map(|x| x.to_le_bytes()).collect()

@@ -97,6 +97,11 @@ pub struct FileFeatures {
     pub sample_time: Option<(u64, u64)>,
     /// COMPRESSED.
     pub compressed: Option<CompressionInfo>,
+    /// GROUP_DESC: per group of several events, its name (perf's
+    /// `{anon_group}` for an unnamed one), its leader's index among the
+    /// file's attrs and its number of members (the leader and those
+    /// after it), as the writer's `Features::group_desc`.
+    pub group_desc: Vec<(String, u32, u32)>,
     /// Every other feature's raw bytes.
     pub raw: BTreeMap<u32, Vec<u8>>,
 }
@@ -717,6 +722,16 @@ fn parse_feature(f: &mut FileFeatures, id: u32, body: &[u8], base: u64) -> Resul
                     ids.push(c.u64("event_desc ids")?);
                 }
                 f.event_desc.push((name, attr, ids));
+            }
+        }
+        feature::GROUP_DESC => {
+            let nr = c.u32("group_desc")?;
+            f.group_desc.clear();
+            for _ in 0..nr {
+                let name = c.string("group_desc name")?;
+                let leader = c.u32("group_desc leader")?;
+                let members = c.u32("group_desc members")?;
+                f.group_desc.push((name, leader, members));
             }
         }
         _ => {

@@ -110,3 +110,34 @@ fn a_single_value_has_its_times_before_its_id() {
     let s = samples(file(0, &[&[77]]));
     assert_eq!(s[0].1, vec![value(10, 77, 0)]);
 }
+
+#[test]
+fn group_desc_reads_back() {
+    let attrs = vec![
+        FileAttr {
+            attr: attr(0, 4000, 0),
+            ids: vec![10],
+            name: "cpu-clock".into(),
+        },
+        FileAttr {
+            attr: attr(2, 4000, 0),
+            ids: vec![11],
+            name: "page-faults".into(),
+        },
+    ];
+    let w = pmx_perfdata::Writer::create(Cursor::new(Vec::new()), attrs).unwrap();
+    let groups = vec![("{anon_group}".to_string(), 0, 2), ("g2".to_string(), 1, 1)];
+    let features = pmx_perfdata::Features {
+        group_desc: groups.clone(),
+        ..Default::default()
+    };
+    let bytes = w.finish(&features).unwrap().into_inner();
+    let r = Reader::new(Cursor::new(bytes.clone())).unwrap();
+    assert_eq!(r.features().group_desc, groups);
+    // Cut inside the section: a clear error, no panic.
+    let at = bytes.windows(4).position(|w| w == b"g2\0\0").unwrap();
+    let mut cut = bytes;
+    cut[at - 4..at].copy_from_slice(&1000u32.to_le_bytes());
+    let e = Reader::new(Cursor::new(cut)).err().expect("an error");
+    assert!(e.to_string().contains("group_desc"), "{e}");
+}

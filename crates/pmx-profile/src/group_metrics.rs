@@ -104,7 +104,14 @@ pub fn evaluate(report: &Report, names: &[String], eval: Evaluate<'_>) -> Vec<Gr
             .iter()
             .map(|&m| p.events[m].name.clone())
             .collect();
-        let cell = |m: &Moments| cells(m, &members, names.len(), eval);
+        // A described group's counts are sampled periods: values only.
+        let cell = |m: &Moments| {
+            let mut c = cells(m, &members, names.len(), eval);
+            if !g.from_reads {
+                c.iter_mut().for_each(|c| c.half_width = None);
+            }
+            c
+        };
         out.push(GroupMetrics {
             event: i,
             names: names.to_vec(),

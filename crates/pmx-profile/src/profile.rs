@@ -16,6 +16,7 @@
 
 mod addresses;
 mod aggregate;
+mod described;
 mod groups;
 mod replay;
 mod rows;
@@ -141,5 +142,6 @@ fn build_full<'o>(
         let e = rows::event_profile(&ev.name, acc, &mut sym, &remap, &comms, options);
         out.events.push(e);
     }
+    described::add_tables(&mut out);
     Ok((out, places))
 }

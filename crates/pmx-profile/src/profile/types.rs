@@ -184,6 +184,12 @@ pub struct GroupTable {
     /// the row's `samples` are the leader's samples there and `period`
     /// the leader's count.
     pub rows: Vec<GroupRow>,
+    /// The members' counts are the leader's reads of them (`{…}:S`); false
+    /// for a group the file only describes (GROUP_DESC, each member
+    /// sampling on its own): its rows' counts are the members' periods,
+    /// their moments' `samples` every member's samples, without products
+    /// (no interval).
+    pub from_reads: bool,
 }
 
 /// One row of a [`GroupTable`].

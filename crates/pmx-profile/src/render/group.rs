@@ -1,4 +1,5 @@
-//! `pmx report --group` (and `-M`): a sample-read group as one table, as
+//! `pmx report --group` (and `-M`): a sample-read group (or a group the
+//! file describes, its members sampling on their own) as one table, as
 //! perf's `report --group` lays it out: one share column per member (its
 //! share of that member's total), then the leader's samples, every
 //! member's count, one column per metric (value ± half the 95% interval,
@@ -40,7 +41,7 @@ pub fn table(
     if !report.selected.iter().any(|&i| events[i].group.is_some()) {
         writeln!(
             out,
-            "# no sample-read group here: --group and -M need one, recorded with -e '{{A,B,…}}:S'"
+            "# no group here: --group and -M need one, recorded with -e '{{A,B,…}}:S' (or '{{A,B,…}}')"
         )?;
     }
     let mut few = false;
