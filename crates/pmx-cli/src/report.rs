@@ -96,6 +96,9 @@ pub struct ReportArgs {
     /// Metrics per row of each sample-read group (IPC, …) with a 95% interval; implies --group.
     #[arg(short = 'M', long = "metrics", value_name = "LIST")]
     pub metrics: Option<String>,
+    /// Per-thread totals from the READ records (perf record -s), as perf report -T.
+    #[arg(short = 'T', long)]
+    pub threads: bool,
     /// The group tables as CSV.
     #[arg(long, conflicts_with_all = ["json", "folded"])]
     pub csv: bool,
@@ -161,6 +164,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     } else if (args.flamegraph.is_none() && to.is_empty()) || args.stdio {
         let grouped = args.group || args.metrics.is_some();
         render::group::table(&mut out, &report, grouped.then_some(&gm[..]))?;
+        if args.threads {
+            render::threads::table(&mut out, &report)?;
+        }
     }
     out.flush()?;
     Ok(crate::exit::OK)

@@ -49,7 +49,7 @@ pub mod stat;
 pub mod write;
 
 pub use format::{EventAttr, FileAttr};
-pub use read::{ReadValue, ReadValues, Reader, Record, Sample, Truncation};
+pub use read::{ReadRecord, ReadValue, ReadValues, Reader, Record, Sample, Truncation};
 pub use write::{BuildIdEntry, Features, PipeWriter, Writer};
 
 /// An error reading or writing perf.data.
