@@ -6,6 +6,9 @@
 use crate::report::Report;
 use std::io::Write;
 
+/// One thread's line: pid, tid, a total per column.
+type Thread = (u32, u32, Vec<u64>);
+
 /// The table (or a line saying why there is none).
 pub fn table(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
     let p = &report.profile;
@@ -21,8 +24,8 @@ pub fn table(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
     let names: Vec<&str> = (r.events.iter())
         .map(|&e| p.events.get(e).map_or("?", |e| e.name.as_str()))
         .collect();
-    let value = |t: &(u32, u32, Vec<u64>), c: usize| t.2.get(c).copied().unwrap_or(0);
-    let width = |n: usize, f: &dyn Fn(&(u32, u32, Vec<u64>)) -> String| {
+    let value = |t: &Thread, c: usize| t.2.get(c).copied().unwrap_or(0);
+    let width = |n: usize, f: &dyn Fn(&Thread) -> String| {
         r.threads.iter().map(|t| f(t).len()).fold(n, usize::max)
     };
     let pw = width(3, &|t| t.0.to_string());
