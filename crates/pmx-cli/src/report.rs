@@ -147,11 +147,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         let ev = stack_event(&report)?;
         pmx_io::write(svg_path, report.flame_svg(ev).as_bytes())?;
         if !args.folded && !args.json && !args.quiet {
-            eprintln!(
-                "pmx: flame graph of '{}' written to {}",
-                report.profile.events[ev].name,
-                svg_path.display()
-            );
+            eprintln!("pmx: {}", report.flame_note(ev, svg_path));
         }
     }
     if args.folded {

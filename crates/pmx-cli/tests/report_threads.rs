@@ -178,6 +178,10 @@ fn per_thread_totals_of_hand_built_reads() {
     );
     let o = pmx(&["report", "-q", "--json", "-i", group.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let head = v["events"][0]["name"].clone();
+    assert_eq!(head, "cpu-clock");
+    let plain = text(&pmx(&["report", "-q", "-i", group.to_str().unwrap()]).stdout);
+    assert!(plain.contains("# 2 READ records: "), "{plain}");
     assert_eq!(
         v["threads"],
         serde_json::json!([{"pid": 7, "tid": 8, "counts": {"cpu-clock": 5000, "page-faults": 65}}])

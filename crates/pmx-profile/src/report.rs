@@ -313,6 +313,12 @@ impl Report {
         }
     }
 
+    /// What to say of the flame graph of event `index` written to `path`.
+    pub fn flame_note(&self, index: usize, path: &std::path::Path) -> String {
+        let name = &self.profile.events[index].name;
+        format!("flame graph of '{name}' written to {}", path.display())
+    }
+
     /// The flame graph SVG of event `index`, titled with the file's name,
     /// the event and its samples.
     pub fn flame_svg(&self, index: usize) -> String {

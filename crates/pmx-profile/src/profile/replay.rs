@@ -150,6 +150,7 @@ impl Replay {
                     st.side(Side { event, time, kind });
                 }
                 Step::Read(pid, tid, event, values) => {
+                    self.thread_reads.records += 1;
                     for (id, value) in values {
                         let e = reader.event_of_id(id).or(event);
                         self.thread_reads.add((pid, tid), e, value);

@@ -233,7 +233,6 @@ pub struct ThreadReads {
 impl ThreadReads {
     /// One value of a READ record of thread (`pid`, `tid`) for `event`.
     pub(super) fn add(&mut self, (pid, tid): (u32, u32), event: Option<usize>, value: u64) {
-        self.records += 1;
         let Some(e) = event else {
             self.unknown += 1;
             return;
