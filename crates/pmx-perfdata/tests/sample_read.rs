@@ -177,6 +177,6 @@ fn read_records_name_their_event_and_values() {
         }
         other => panic!("{other:?}"),
     }
-    let e = r.next_record().err().expect("a short READ record");
+    let e = r.next_record().expect_err("a short READ record");
     assert!(e.to_string().contains("READ record of 20 bytes"), "{e}");
 }
