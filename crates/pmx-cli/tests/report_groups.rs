@@ -33,13 +33,15 @@ int main(void) {
 }
 "#;
 
-/// `pmx report --json`'s group rows: symbol → (shares, counts).
+/// `pmx report --json --sort symbol`'s group rows: symbol → (shares, counts).
 fn pmx_group_rows(file: &Path) -> BTreeMap<String, (Vec<f64>, Vec<u64>)> {
     let o = pmx(&[
         "report",
         "-q",
         "--json",
         "--group",
+        "--sort",
+        "symbol",
         "-i",
         file.to_str().unwrap(),
     ]);
@@ -170,6 +172,33 @@ fn a_described_group_side_by_side_as_perf_shows_it() {
     };
     let perf_out = perf::on_file(&["report", "--group", "--stdio"], &data);
     assert_eq!(head(&t), head(&text(&perf_out.stdout)), "{t}");
+}
+
+#[test]
+fn described_groups_of_the_shared_recordings_as_perf_shows_them() {
+    // perf 4.14 (file mode) and 6.8 (pipe mode) recordings of `{A,B}`.
+    let Some(dir) = pmx_testkit::shared::shared_data("perfdata") else {
+        return;
+    };
+    if !perf::require("comparing described groups with perf report --group") {
+        return;
+    }
+    for name in [
+        "perf_data_converter__perf.data.group_desc-4.14",
+        "perf_data_converter__perf.data.piped.header_feautres_group_desc-6.8",
+    ] {
+        let file = dir.join(name);
+        let ours = pmx_group_rows(&file);
+        let theirs = perf_group_rows(&file);
+        assert!(ours.len() >= 5, "{name}: {ours:?}");
+        assert_eq!(ours.len(), theirs.len(), "{name}: {ours:?} {theirs:?}");
+        for (sym, (shares, _)) in &ours {
+            let p = &theirs[sym];
+            for (a, b) in shares.iter().zip(p) {
+                assert!((a - b).abs() < 0.011, "{name} {sym}: {shares:?} {p:?}");
+            }
+        }
+    }
 }
 
 /// Little-endian words.
