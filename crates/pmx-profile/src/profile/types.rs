@@ -228,6 +228,8 @@ pub struct ThreadReads {
     pub events: Vec<usize>,
     /// Per thread: pid, tid and per column the sum of its values.
     pub threads: Vec<(u32, u32, Vec<u64>)>,
+    /// (pid, tid) → its index in `threads`.
+    at: rustc_hash::FxHashMap<(u32, u32), usize>,
 }
 
 impl ThreadReads {
@@ -244,13 +246,10 @@ impl ThreadReads {
                 self.events.len() - 1
             }
         };
-        let t = match self.threads.iter().position(|t| (t.0, t.1) == (pid, tid)) {
-            Some(t) => t,
-            None => {
-                self.threads.push((pid, tid, Vec::new()));
-                self.threads.len() - 1
-            }
-        };
+        let t = *self.at.entry((pid, tid)).or_insert_with(|| {
+            self.threads.push((pid, tid, Vec::new()));
+            self.threads.len() - 1
+        });
         let row = &mut self.threads[t].2;
         if row.len() <= c {
             row.resize(c + 1, 0);
