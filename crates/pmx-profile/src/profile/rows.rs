@@ -105,6 +105,7 @@ fn group_table(
     GroupTable {
         members: g.members.clone(),
         rows,
+        from_reads: true,
     }
 }
 
