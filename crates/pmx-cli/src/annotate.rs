@@ -45,8 +45,8 @@ pub fn run(a: &AnnotateArgs) -> anyhow::Result<i32> {
 pub fn show(o: &AnnotateOptions, metrics: Option<&str>, json: bool) -> anyhow::Result<i32> {
     let mut a = annotate(o, &mut |_, _| {}).map_err(failure)?;
     if let Some(list) = metrics {
-        let db = pmx::database::load(&Default::default())?;
-        let set = pmx::metrics::MetricSet::for_events(list, &db, &a.group_events());
+        let set =
+            pmx::metrics::MetricSet::for_recording(list, a.cpuid.as_deref(), &a.group_events());
         let set = set.map_err(|e| UsageError(format!("--metrics: {e}")))?;
         let eval = |g: &dyn Fn(&str) -> Option<f64>| set.evaluate_exact(g);
         a.add_metrics(&set.names(), &eval).map_err(failure)?;

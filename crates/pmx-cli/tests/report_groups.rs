@@ -201,6 +201,25 @@ fn described_groups_of_the_shared_recordings_as_perf_shows_them() {
     }
 }
 
+#[test]
+fn metrics_come_from_the_recording_cpus_library() {
+    // perf 4.14 recorded this file on a Skylake (`GenuineIntel,6,78,3` in
+    // its CPUID header): -M names are looked up in that CPU's library,
+    // not this machine's, and an unknown one is bad input (exit 2).
+    let Some(dir) = pmx_testkit::shared::shared_data("perfdata") else {
+        return;
+    };
+    let file = dir.join("perf_data_converter__perf.data.group_desc-4.14");
+    let out = pmx(&["report", "-i", file.to_str().unwrap(), "-M", "IPX"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("-M: no metric or metric group 'IPX' for GenuineIntel-6-4E-3"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean"), "{err}");
+}
+
 /// Little-endian words.
 fn words(w: &[u64]) -> Vec<u8> {
     w.iter().flat_map(|x| x.to_le_bytes()).collect()

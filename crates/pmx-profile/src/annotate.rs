@@ -189,6 +189,7 @@ pub fn annotate(
     let mut a = disassemble(&chosen, &path, mine[0].addr, opts)?;
     a.file = file;
     a.warnings = profile.warnings.clone();
+    a.cpuid = profile.features.cpuid.clone();
     let precise: Vec<u8> = reader
         .events()
         .iter()
@@ -456,6 +457,7 @@ fn disassemble(
         groups: Vec::new(),
         metrics: Vec::new(),
         warnings: Vec::new(),
+        cpuid: None,
     })
 }
 

@@ -162,6 +162,9 @@ pub struct Annotation {
     pub metrics: Vec<MetricColumn>,
     /// Warnings (the profile's and the annotation's own).
     pub warnings: Vec<String>,
+    /// The recording's CPU as perf's `CPUID` header gives it
+    /// (`GenuineIntel,6,78,3`), for choosing a metric library.
+    pub cpuid: Option<String>,
 }
 
 /// Instructions with at least this share (percent) of a column are hot
