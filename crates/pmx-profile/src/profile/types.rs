@@ -201,6 +201,20 @@ pub struct GroupRow {
     pub moments: super::groups::Moments,
 }
 
+impl GroupRow {
+    /// perf's `--group` order: by the leader's count, then the members',
+    /// then the samples, then the key (so equal rows keep one order).
+    pub(crate) fn perf_order(a: &GroupRow, b: &GroupRow) -> std::cmp::Ordering {
+        (b.moments.sums.cmp(&a.moments.sums))
+            .then(b.moments.samples.cmp(&a.moments.samples))
+            .then_with(|| {
+                let (a, b) = (&a.row, &b.row);
+                (&a.comm, a.pid, &a.dso, &a.symbol, a.cpu)
+                    .cmp(&(&b.comm, b.pid, &b.dso, &b.symbol, b.cpu))
+            })
+    }
+}
+
 impl GroupTable {
     /// Each member's total over all rows.
     pub fn totals(&self) -> Vec<u64> {
