@@ -157,6 +157,8 @@ pub struct IntervalOptions {
     /// Counting system-wide (`-a`, or no target): perf's `--per-thread`
     /// rows leave out the threads that counted nothing.
     pub system_wide: bool,
+    /// `--metric-only` (perf's layout: its metric-only lines).
+    pub metric_only: bool,
 }
 
 /// What an [`IntervalWriter`] leaves when the run is over.
@@ -214,6 +216,7 @@ impl<'a> IntervalWriter<'a> {
             StatFormat::Perf(form) => {
                 let mut o = PerfOptions::new(form.clone());
                 o.system_wide = options.system_wide;
+                o.metric_only = options.metric_only;
                 Some(PerfIntervals::new(o))
             }
             _ => None,
@@ -366,6 +369,9 @@ fn metric_repeats(
 /// every data line of the file has the interval columns. `job`: JSON
 /// records where it ran (host, pid, rank, job).
 pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) -> String {
+    if let StatFormat::Perf(form) = &style.format {
+        return perf_default(report, style, form);
+    }
     if style.metric_only {
         if style.format == StatFormat::Table {
             return metric_only_table(report);
@@ -386,13 +392,7 @@ pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) 
         return without_separators(&totals(report, &plain, job));
     }
     match &style.format {
-        StatFormat::Perf(form) => {
-            let mut o = PerfOptions::new(form.clone());
-            o.target = report.target.clone();
-            o.runs = report.runs;
-            o.elapsed.0 = report.elapsed.as_secs_f64();
-            perf_totals(report, style, &o)
-        }
+        StatFormat::Perf(form) => perf_default(report, style, form),
         StatFormat::Json => {
             let mut doc = crate::stat::json(report);
             if let (Some(obj), Some(ctx)) = (doc.as_object_mut(), job) {
@@ -415,6 +415,17 @@ pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) 
         }
         StatFormat::Table => crate::stat::table(report),
     }
+}
+
+/// The totals in perf's `form` with what the report knows (its target,
+/// runs and elapsed time), `--metric-only` as `style` says.
+fn perf_default(report: &StatReport, style: &StatStyle, form: &PerfForm) -> String {
+    let mut o = PerfOptions::new(form.clone());
+    o.target = report.target.clone();
+    o.runs = report.runs;
+    o.elapsed.0 = report.elapsed.as_secs_f64();
+    o.metric_only = style.metric_only;
+    perf_totals(report, style, &o)
 }
 
 /// `pmx stat -v`: what each planned event resolved to, one line each.
