@@ -257,8 +257,14 @@ impl<'a> IntervalWriter<'a> {
             Some(m) => m.evaluate(plan, t.status, rows, span),
             None => Vec::new(),
         };
+        // pmx's forms stamp an interval with its boundary on the grid (the
+        // counts are those of the boundary); perf's with the time it read.
+        let at = match self.format {
+            StatFormat::Perf(_) => t.read_at,
+            _ => t.at,
+        };
         let iv = IntervalRows {
-            time: self.epoch0 + t.at.as_secs_f64(),
+            time: self.epoch0 + at.as_secs_f64(),
             plan,
             status: t.status,
             rows,
