@@ -54,7 +54,10 @@ pub enum Shadow {
 /// An event's name without pmx's ` (cgroup NAME)` suffix (`-G`), and
 /// the cgroup.
 pub fn split_cgroup(event: &str) -> (&str, Option<&str>) {
-    match event.strip_suffix(')').and_then(|e| e.rsplit_once(" (cgroup ")) {
+    match event
+        .strip_suffix(')')
+        .and_then(|e| e.rsplit_once(" (cgroup "))
+    {
         Some((name, cg)) => (name, Some(cg)),
         None => (event, None),
     }

@@ -80,7 +80,12 @@ fn domains(rows: &[ReportRow]) -> Vec<&str> {
 }
 
 /// The printed columns of one domain's line.
-fn columns(rows: &[ReportRow], metrics: &[ReportMetric], domain: &str, wall_ns: Option<f64>) -> Vec<Column> {
+fn columns(
+    rows: &[ReportRow],
+    metrics: &[ReportMetric],
+    domain: &str,
+    wall_ns: Option<f64>,
+) -> Vec<Column> {
     let mut out = Vec::new();
     for event in events(rows) {
         let Some(row) = rows.iter().find(|r| r.event == event && r.domain == domain) else {
@@ -125,7 +130,13 @@ fn columns(rows: &[ReportRow], metrics: &[ReportMetric], domain: &str, wall_ns: 
 /// The units each counter names in perf's header (perf evaluates every
 /// counter's shadow metric against the first domain's counts), then the
 /// `-M` metrics'; `all`: with the units the lines leave out (JSON).
-fn header_units(rows: &[ReportRow], metrics: &[ReportMetric], aggr: &Aggr, all: bool, wall_ns: Option<f64>) -> Vec<Vec<String>> {
+fn header_units(
+    rows: &[ReportRow],
+    metrics: &[ReportMetric],
+    aggr: &Aggr,
+    all: bool,
+    wall_ns: Option<f64>,
+) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let first = domains(rows)[0];
     if matches!(aggr, Aggr::Cpu(_)) {
@@ -137,7 +148,10 @@ fn header_units(rows: &[ReportRow], metrics: &[ReportMetric], aggr: &Aggr, all: 
             probe.value = Some(0.0);
             probe.status = RowStatus::Counted;
             let mut peers: Vec<ReportRow> = rows.to_vec();
-            if let Some(p) = peers.iter_mut().find(|r| r.event == event && r.domain == first) {
+            if let Some(p) = peers
+                .iter_mut()
+                .find(|r| r.event == event && r.domain == first)
+            {
                 *p = probe.clone();
             }
             let unit = match shadow(&peers, &probe, wall_ns) {
@@ -153,7 +167,10 @@ fn header_units(rows: &[ReportRow], metrics: &[ReportMetric], aggr: &Aggr, all: 
         }
     }
     let mut seen: Vec<&str> = Vec::new();
-    for m in metrics.iter().filter(|m| m.domain == first || m.domain.is_empty()) {
+    for m in metrics
+        .iter()
+        .filter(|m| m.domain == first || m.domain.is_empty())
+    {
         if seen.contains(&m.name.as_str()) {
             continue;
         }
@@ -208,7 +225,14 @@ fn interval_title(aggr: &Aggr) -> &'static str {
 }
 
 /// The header line; `interval`: `-I`'s (after its title, no indentation).
-fn header(s: &mut String, report: &StatReport, o: &PerfOptions, aggr: &Aggr, interval: bool, wall_ns: Option<f64>) {
+fn header(
+    s: &mut String,
+    report: &StatReport,
+    o: &PerfOptions,
+    aggr: &Aggr,
+    interval: bool,
+    wall_ns: Option<f64>,
+) {
     let json = o.form == PerfForm::Json;
     let units = header_units(&report.rows, &report.metrics, aggr, json, wall_ns);
     match &o.form {
@@ -279,7 +303,11 @@ fn line(s: &mut String, row: Option<&ReportRow>, cols: &[Column], o: &PerfOption
     for c in cols {
         match &o.form {
             PerfForm::Text => {
-                let w = if COLUMN < c.unit.len() { c.unit.len() + 1 } else { COLUMN };
+                let w = if COLUMN < c.unit.len() {
+                    c.unit.len() + 1
+                } else {
+                    COLUMN
+                };
                 let _ = write!(s, "{:>w$} ", c.value);
             }
             PerfForm::Csv(sep) => {
@@ -296,9 +324,18 @@ fn line(s: &mut String, row: Option<&ReportRow>, cols: &[Column], o: &PerfOption
 /// The lines of `report` (one interval, or the totals); `header`: the
 /// header line first (totals: always; intervals: the first and every
 /// 25th).
-pub(crate) fn body(s: &mut String, report: &StatReport, o: &PerfOptions, wall_ns: Option<f64>, header_line: bool) {
+pub(crate) fn body(
+    s: &mut String,
+    report: &StatReport,
+    o: &PerfOptions,
+    wall_ns: Option<f64>,
+    header_line: bool,
+) {
     let rows = per_domain(&report.rows);
-    let time = rows.iter().find_map(|r| r.time).or(report.metrics.iter().find_map(|m| m.time));
+    let time = rows
+        .iter()
+        .find_map(|r| r.time)
+        .or(report.metrics.iter().find_map(|m| m.time));
     let aggr = rows.first().map_or(Aggr::Global, |r| Aggr::of(&r.domain));
     if o.form == PerfForm::Text && time.is_none() {
         let _ = write!(s, "\n Performance counter stats for {}:\n\n", o.target);
@@ -453,13 +490,34 @@ mod tests {
             ..StatReport::default()
         };
         let mut s = String::new();
-        body(&mut s, &report, &PerfOptions::new(PerfForm::Text), Some(1e8), true);
-        assert_eq!(s, format!("#           time \n     0.200385127 {}\n", " ".repeat(42)));
+        body(
+            &mut s,
+            &report,
+            &PerfOptions::new(PerfForm::Text),
+            Some(1e8),
+            true,
+        );
+        assert_eq!(
+            s,
+            format!("#           time \n     0.200385127 {}\n", " ".repeat(42))
+        );
         let mut s = String::new();
-        body(&mut s, &report, &PerfOptions::new(PerfForm::Csv(",".into())), Some(1e8), false);
+        body(
+            &mut s,
+            &report,
+            &PerfOptions::new(PerfForm::Csv(",".into())),
+            Some(1e8),
+            false,
+        );
         assert_eq!(s, "     0.200385127,,,\n");
         let mut s = String::new();
-        body(&mut s, &report, &PerfOptions::new(PerfForm::Json), Some(1e8), true);
+        body(
+            &mut s,
+            &report,
+            &PerfOptions::new(PerfForm::Json),
+            Some(1e8),
+            true,
+        );
         assert_eq!(
             s,
             "{}\n{\"interval\" : 0.200385127}{\"metric-value\" : \"\"}{\"metric-value\" : \"\"}\n"

@@ -42,7 +42,7 @@ impl PerfCsv {
     pub(crate) fn line(&mut self, report: &mut StatReport, f: &[&str]) -> bool {
         if f.iter().all(|s| !value_like(s)) && f.iter().filter(|s| !s.is_empty()).count() >= 2 {
             // A `--metric-only` header.
-            let cols = f.iter().skip_while(|s| NOT_METRICS.contains(s));
+            let cols = f.iter().skip_while(|s| NOT_METRICS.contains(&s.trim()));
             self.metric_cols = cols.map(|s| s.to_string()).collect();
             while self.metric_cols.last().is_some_and(|s| s.is_empty()) {
                 self.metric_cols.pop();
