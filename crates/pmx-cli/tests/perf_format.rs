@@ -321,6 +321,33 @@ fn metric_only_is_perfs() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// perf refuses `--metric-only` with `--per-thread` and with `-r`; pmx
+/// in perf's layout says the same (exit 2, pmx's status for a usage
+/// error; perf's is 234). Its own `--metric-only` table takes `-r`.
+#[test]
+fn metric_only_refusals_are_perfs() {
+    for (flag, value) in [("--per-thread", "-a"), ("-r", "2")] {
+        let o = common::pmx(&[
+            "stat",
+            "--format",
+            "perf",
+            "--metric-only",
+            flag,
+            value,
+            "true",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        let why = format!("--metric-only is not supported with {flag}");
+        assert!(common::stderr(&o).contains(&why), "{}", common::stderr(&o));
+        if pmx_testkit::perf::available() {
+            let perf = run("perf", &["stat", "--metric-only", flag, value, "true"]);
+            assert!(perf.contains(&why), "{perf}");
+        }
+    }
+    let o = common::pmx(&["stat", "--metric-only", "-r", "2", "-M", "IPC", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+}
+
 /// A cgroup v2 directory for the test, removed when dropped.
 struct Cgroup {
     name: String,

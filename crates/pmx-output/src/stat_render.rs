@@ -86,6 +86,18 @@ pub struct StatStyle {
 }
 
 impl StatStyle {
+    /// What perf 6.1 refuses of `--metric-only` in its layout (its
+    /// `builtin-stat.c`): with `--per-thread`, and with `-r` above 1.
+    pub fn perf_refusal(&self, per_thread: bool, repeat: u32) -> Option<&'static str> {
+        if !(self.metric_only && matches!(self.format, StatFormat::Perf(_))) {
+            return None;
+        }
+        if per_thread {
+            return Some("--metric-only is not supported with --per-thread");
+        }
+        (repeat > 1).then_some("--metric-only is not supported with -r")
+    }
+
     /// The header line of interval CSV (`-I -x SEP --csv-header`), written
     /// before the first interval; `None` for every other output.
     pub fn interval_header(&self) -> Option<String> {
