@@ -5,7 +5,9 @@
 //! elapsed/user/sys footer), `-x SEP` lines (value, unit, event,
 //! \[cgroup,\] \[noise,\] run time, running %, metric value, metric unit,
 //! after the `-I` time and the `-A`/`--per-*` domain columns) and `-j`
-//! lines (perf's keys, in perf's order and spacing, one object per line).
+//! lines (perf's keys, in perf's order and spacing, one object per line);
+//! `-G` cgroups in perf's column after the event; `--metric-only` in
+//! perf's forms (`perf/metric_only.rs`).
 //!
 //! Rows are written as the report holds them: the domain label (`CPU3`,
 //! pmx's `S0-C1` or perf's `S0-D0-C1`, `S0-D0`, `S0`, `N0`, `tid 12`)
