@@ -355,9 +355,19 @@ fn metric_only_report(time: Option<f64>) -> StatReport {
 fn perf_metric_only_forms_read_back() {
     for time in [None, Some(0.100143434)] {
         let report = metric_only_report(time);
-        for form in [perf::PerfForm::Csv(",".into()), perf::PerfForm::Json] {
+        for form in [
+            perf::PerfForm::Text,
+            perf::PerfForm::Csv(",".into()),
+            perf::PerfForm::Json,
+        ] {
             let mut o = perf::PerfOptions::new(form.clone());
             (o.metric_only, o.elapsed) = (true, (0.1, 0.0));
+            // The table keeps the `%` perf prints after the value.
+            let pct = if form == perf::PerfForm::Text {
+                "% "
+            } else {
+                ""
+            };
             let text = match time {
                 None => perf::totals(&report, &o),
                 Some(_) => perf::PerfIntervals::new(o).format(&report, 0.1),
@@ -378,7 +388,7 @@ fn perf_metric_only_forms_read_back() {
                     ),
                     (
                         cpu.into(),
-                        "branch-misses of all branches".into(),
+                        format!("{pct}branch-misses of all branches"),
                         Some(2.5),
                     ),
                     (cpu.into(), "% tma_retiring".into(), Some(tma)),
@@ -434,6 +444,46 @@ fn perf_cgroup_forms_read_back() {
                     .unwrap();
                 (format!("{} {cg}", r.domain), event.to_string(), r.value)
             })
+            .collect();
+        assert_eq!(got, want, "{form:?}:\n{text}");
+    }
+}
+
+/// A counter that did not count leaves its column empty (perf's
+/// `printout` with no running time): each value reads back under its own
+/// column in every form, the table's by where the columns end.
+#[test]
+fn perf_metric_only_empty_columns_read_back() {
+    let mut report = metric_only_report(None);
+    let gone = report
+        .rows
+        .iter_mut()
+        .find(|r| r.domain == "CPU1" && r.event == "instructions")
+        .unwrap();
+    (gone.value, gone.status) = (None, RowStatus::NotCounted);
+    for form in [
+        perf::PerfForm::Text,
+        perf::PerfForm::Csv(",".into()),
+        perf::PerfForm::Json,
+    ] {
+        let mut o = perf::PerfOptions::new(form.clone());
+        (o.metric_only, o.elapsed) = (true, (0.1, 0.0));
+        let text = perf::totals(&report, &o);
+        let back = read(&text);
+        let got: Vec<(String, String)> = back
+            .printed
+            .iter()
+            .filter(|p| p.domain == "CPU1" && p.value.is_some())
+            .map(|p| (p.unit.replace("% ", ""), format!("{:?}", p.value)))
+            .collect();
+        let want = [
+            ("GHz", "Some(5.0)"),
+            ("branch-misses of all branches", "Some(2.5)"),
+            ("% tma_retiring", "Some(82.0)"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(u, v)| (u.replace("% ", ""), v.to_string()))
             .collect();
         assert_eq!(got, want, "{form:?}:\n{text}");
     }
