@@ -488,3 +488,37 @@ fn perf_metric_only_empty_columns_read_back() {
         assert_eq!(got, want, "{form:?}:\n{text}");
     }
 }
+
+/// Software events alone: perf's `--metric-only` lines hold no metric
+/// (rates and utilizations are left out), only headers, time stamps and
+/// domains; every form reads as a file without counts, not as a bad line.
+#[test]
+fn perf_metric_only_without_metrics_reads_as_no_counts() {
+    for domain in ["", "CPU0", "S0-D0-C1", "S0", "N0"] {
+        for time in [None, Some(0.1)] {
+            let mut r = ReportRow::new("page-faults", domain);
+            (r.value, r.time) = (Some(12.0), time);
+            (r.running_ns, r.enabled_ns) = (Some(1_000_000), Some(1_000_000));
+            let report = StatReport {
+                rows: vec![r],
+                ..StatReport::default()
+            };
+            for form in [
+                perf::PerfForm::Text,
+                perf::PerfForm::Csv(",".into()),
+                perf::PerfForm::Json,
+            ] {
+                let mut o = perf::PerfOptions::new(form.clone());
+                (o.metric_only, o.elapsed) = (true, (0.1, 0.0));
+                let text = match time {
+                    None => perf::totals(&report, &o),
+                    Some(_) => perf::PerfIntervals::new(o).format(&report, 0.1),
+                };
+                match read_text(Path::new("f"), &text) {
+                    Err(pmx_formats::ReadError::NoCounts { .. }) => {}
+                    other => panic!("{form:?} {domain:?} {time:?}: {other:?}\n{text}"),
+                }
+            }
+        }
+    }
+}

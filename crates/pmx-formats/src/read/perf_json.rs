@@ -123,6 +123,10 @@ pub(crate) fn metric_only_61(
     if line.starts_with('{') && line.ends_with('}') && !line.contains("\"metric-value\"") {
         let v: Value = serde_json::from_str(line).ok()?;
         let o = v.as_object()?;
+        if o.len() == 1 && o.contains_key("interval") {
+            // `-I`: an interval whose columns are all left out.
+            return Some(Ok(()));
+        }
         if !o.keys().all(|k| k == "unit") {
             return None;
         }
@@ -133,7 +137,11 @@ pub(crate) fn metric_only_61(
             .collect();
         return Some(Ok(()));
     }
-    let at = line.find("{\"metric-value\" : \"")?;
+    let Some(at) = line.find("{\"metric-value\" : \"") else {
+        // A domain whose columns are all left out: `{"cpu" : "0", `.
+        let open = line.starts_with("{\"") && line.trim_end().ends_with(',');
+        return open.then_some(Ok(()));
+    };
     let (mut head, values) = line.split_at(at);
     let mut time = None;
     if let Some(rest) = head.strip_prefix("{\"interval\" : ") {
