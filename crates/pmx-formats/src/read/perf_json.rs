@@ -139,8 +139,18 @@ pub(crate) fn metric_only_61(
     }
     let Some(at) = line.find("{\"metric-value\" : \"") else {
         // A domain whose columns are all left out: `{"cpu" : "0", `.
-        let open = line.starts_with("{\"") && line.trim_end().ends_with(',');
-        return open.then_some(Ok(()));
+        let rest = match line.strip_prefix("{\"interval\" : ") {
+            Some(r) => &r[r.find('}')? + 1..],
+            None => line,
+        };
+        let fields = rest
+            .trim()
+            .trim_start_matches('{')
+            .trim_end_matches([',', ' ']);
+        let v: Value = serde_json::from_str(&format!("{{{fields}}}")).ok()?;
+        const AGGR: &[&str] = &["cpu", "core", "die", "socket", "node", "aggregate-number"];
+        let only_domain = v.as_object()?.keys().all(|k| AGGR.contains(&k.as_str()));
+        return (only_domain && line.trim_end().ends_with(',')).then_some(Ok(()));
     };
     let (mut head, values) = line.split_at(at);
     let mut time = None;
