@@ -348,6 +348,28 @@ fn metric_only_refusals_are_perfs() {
     assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
 }
 
+/// `-I` time stamps: perf's layout prints when the counters were read
+/// (perf's `clock_gettime` after each interval's sleep, since the
+/// start: at or after the boundary, never the nominal value itself
+/// but by chance), pmx's own the interval's boundary on the grid.
+#[test]
+fn interval_time_stamps_are_read_times_in_perfs_layout() {
+    let args = |form: &[&str]| {
+        let mut a = vec!["stat", "-I", "100", "--interval-count", "1"];
+        a.extend_from_slice(form);
+        a.extend(["-e", "task-clock", "-a", "sleep", "1"]);
+        common::pmx(&a)
+    };
+    let perf = common::stderr(&args(&["--format", "perf", "-x,"]));
+    let t = perf.split(',').next().unwrap().trim();
+    let (secs, nanos) = t.split_once('.').unwrap();
+    assert_eq!(nanos.len(), 9, "{perf}");
+    let t: f64 = t.parse().unwrap();
+    assert!(t >= 0.1 && !(secs == "0" && nanos == "100000000"), "{perf}");
+    let own = common::stderr(&args(&["-x,"]));
+    assert!(own.starts_with("0.100000,"), "{own}");
+}
+
 /// A cgroup v2 directory for the test, removed when dropped.
 struct Cgroup {
     name: String,
@@ -493,6 +515,24 @@ fn the_perf_personality() {
     let fields: Vec<&str> = line.trim_end().split(',').collect();
     assert_eq!(fields[1..3], ["msec", "task-clock"], "{line}");
     assert_eq!((fields.len(), fields[6]), (7, "CPUs utilized"), "{line}");
+    // perf stat --metric-only: perf's metric-only lines (`-A`: the unit
+    // of the hardware metric perf would show, an empty column where
+    // cycles did not count).
+    let o = Command::new(&perf)
+        .args([
+            "stat",
+            "-x,",
+            "--metric-only",
+            "-a",
+            "-A",
+            "-e",
+            "task-clock,cycles",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let lines = common::stderr(&o);
+    assert!(lines.starts_with("cpu,GHz,\nCPU0,,\n"), "{lines}");
     for args in [&["bench", "internals"][..], &["trace", "true"], &[]] {
         let o = Command::new(&perf).args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(1), "{args:?}");
