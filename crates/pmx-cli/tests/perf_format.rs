@@ -312,6 +312,21 @@ fn metric_only_is_perfs() {
         case(&["--metric-only", "-I", "100", "-a", "-A"], &iv),
         case(&["--metric-only", "-I", "100", "-a", "--per-core"], &iv),
         case(&["--metric-only", "-I", "100", "-a", "--per-socket"], &iv),
+        // --summary: perf's `summary` cells in -x totals, no header after -I.
+        case(&["--metric-only", "-a", "-A", "--summary"], &sleep),
+        case(
+            &[
+                "--metric-only",
+                "-a",
+                "-A",
+                "-I",
+                "100",
+                "--interval-count",
+                "2",
+                "--summary",
+            ],
+            &iv,
+        ),
     ];
     let failures = side_by_side(&cases, events, |_, perf, pmx| {
         let distinct =

@@ -63,6 +63,9 @@ pub struct PerfOptions {
     /// `--metric-only`: the metrics alone, one line per domain under a
     /// header of their units.
     pub metric_only: bool,
+    /// The totals follow `-I`'s intervals (`--summary`): perf's
+    /// `--metric-only` totals have no header line then.
+    pub intervals: bool,
 }
 
 impl PerfOptions {
@@ -81,6 +84,7 @@ impl PerfOptions {
             summary: false,
             no_csv_summary: false,
             metric_only: false,
+            intervals: false,
         }
     }
 }

@@ -550,7 +550,11 @@ pub fn perf_totals(report: &StatReport, style: &StatStyle, o: &PerfOptions) -> S
     if style.intervals && !o.summary {
         return String::new();
     }
-    pmx_formats::perf::totals(&report.to_report(), o)
+    let o = PerfOptions {
+        intervals: style.intervals,
+        ..o.clone()
+    };
+    pmx_formats::perf::totals(&report.to_report(), &o)
 }
 
 /// A `stat record` file's counts (`pmx stat report`, perf's `perf stat

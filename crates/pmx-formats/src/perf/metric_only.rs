@@ -34,10 +34,14 @@ use std::fmt::Write as _;
 const COLUMN: usize = 20;
 
 /// One metric column of a line: its unit (as the header names it) and
-/// its printed value (empty when there is none).
+/// its printed value (empty when there is none); or (`summary`) perf's
+/// `summary` cell, which its `-x` totals with `--summary` print before
+/// each counter's columns.
+#[derive(Default)]
 struct Column {
     unit: String,
     value: String,
+    summary: bool,
 }
 
 /// perf's `valid_only_metric`: rates and utilizations are left out.
@@ -84,44 +88,49 @@ fn columns(
     rows: &[ReportRow],
     metrics: &[ReportMetric],
     domain: &str,
-    wall_ns: Option<f64>,
+    (wall_ns, summary): (Option<f64>, bool),
 ) -> Vec<Column> {
     let mut out = Vec::new();
     for event in events(rows) {
         let Some(row) = rows.iter().find(|r| r.event == event && r.domain == domain) else {
             continue;
         };
+        if summary {
+            out.push(Column {
+                summary: true,
+                ..Column::default()
+            });
+        }
         let run = row.running_ns.or(row.runtime_ns.map(|r| r as u64));
         let ok = row.value.is_some()
             && row.status != RowStatus::NotSupported
             && run.is_none_or(|r| r > 0)
             && row.enabled_ns.is_none_or(|e| e > 0);
         if !ok {
-            out.push(Column {
-                unit: String::new(),
-                value: String::new(),
-            });
+            out.push(Column::default());
             continue;
         }
         match shadow(rows, row, wall_ns) {
             Shadow::Value { fmt, value, unit } if shown(&unit) => out.push(Column {
                 unit: fix_unit(event, &unit),
                 value: fmt.print(value),
+                summary: false,
             }),
             Shadow::Empty(unit) if shown(unit) => out.push(Column {
                 unit: fix_unit(event, unit),
-                value: String::new(),
+                ..Column::default()
             }),
             _ => {}
         }
     }
     for m in metrics.iter().filter(|m| m.domain == domain) {
         out.push(match metric_text(m) {
-            Some((value, unit)) => Column { unit, value },
-            None => Column {
-                unit: String::new(),
-                value: String::new(),
+            Some((value, unit)) => Column {
+                unit,
+                value,
+                summary: false,
             },
+            None => Column::default(),
         });
     }
     out
@@ -301,6 +310,12 @@ fn line(s: &mut String, row: Option<&ReportRow>, cols: &[Column], o: &PerfOption
         }
     }
     for c in cols {
+        if c.summary {
+            if let PerfForm::Csv(sep) = &o.form {
+                let _ = write!(s, "{:>16}{sep}", "summary");
+            }
+            continue;
+        }
         match &o.form {
             PerfForm::Text => {
                 let w = if COLUMN < c.unit.len() {
@@ -342,7 +357,9 @@ pub(crate) fn body(
     }
     let mut rep = report.clone();
     rep.rows = rows;
-    if header_line {
+    // After `-I`'s intervals (`--summary`) perf prints the totals
+    // without the header.
+    if header_line && !(time.is_none() && o.intervals) {
         header(s, &rep, o, &aggr, time.is_some(), wall_ns);
     }
     for d in domains(&rep.rows) {
@@ -353,7 +370,8 @@ pub(crate) fn body(
                 PerfForm::Json => write!(s, "{{\"interval\" : {}}}", timestamp(t, 0)),
             };
         }
-        let cols = columns(&rep.rows, &rep.metrics, d, wall_ns);
+        let summary = time.is_none() && o.summary && !o.no_csv_summary;
+        let cols = columns(&rep.rows, &rep.metrics, d, (wall_ns, summary));
         let row = rep.rows.iter().find(|r| r.domain == d);
         line(s, row, &cols, o, &aggr);
     }
