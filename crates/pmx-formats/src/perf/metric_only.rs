@@ -58,6 +58,15 @@ fn fix_unit(event: &str, unit: &str) -> String {
     }
 }
 
+/// A `-M` metric's unit as perf prints it: `UNIT  NAME`, or the name.
+fn metric_label(m: &ReportMetric) -> String {
+    if m.unit.is_empty() {
+        m.name.clone()
+    } else {
+        format!("{}  {}", m.unit, m.name)
+    }
+}
+
 /// The events in the order of their first row.
 fn events(rows: &[ReportRow]) -> Vec<&str> {
     let mut out: Vec<&str> = Vec::new();
@@ -123,7 +132,12 @@ fn columns(
             _ => {}
         }
     }
-    for m in metrics.iter().filter(|m| m.domain == domain) {
+    // `-M` metrics whose unit is a rate or a utilization are left out
+    // too (perf tests the `UNIT  NAME` it prints).
+    for m in metrics
+        .iter()
+        .filter(|m| m.domain == domain && shown(&metric_label(m)))
+    {
         out.push(match metric_text(m) {
             Some((value, unit)) => Column {
                 unit,
@@ -184,12 +198,10 @@ fn header_units(
             continue;
         }
         seen.push(&m.name);
-        let label = if m.unit.is_empty() {
-            m.name.clone()
-        } else {
-            format!("{}  {}", m.unit, m.name)
-        };
-        out.push(vec![label]);
+        let label = metric_label(m);
+        if all || shown(&label) {
+            out.push(vec![label]);
+        }
     }
     out
 }
@@ -477,6 +489,8 @@ mod tests {
             metrics: vec![
                 metric("S0", "tma_retiring", Some(41.27), "%"),
                 metric("S0", "IPC", None, ""),
+                // Left out, as perf leaves out rates (`/sec  NAME`).
+                metric("S0", "page_faults_per_second", Some(3.0), "/sec"),
             ],
             ..StatReport::default()
         };
