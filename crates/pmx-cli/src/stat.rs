@@ -68,6 +68,9 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
         None => None,
     };
     let how = args.aggregation();
+    if let Some(why) = args.style().perf_refusal(args.per_thread, args.repeat) {
+        return Err(usage(why));
+    }
     let cpus = matches!(scope, Scope::Cpus(_));
     if how.by_cpu() && !cpus {
         return Err(usage(

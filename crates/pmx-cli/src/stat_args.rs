@@ -210,6 +210,7 @@ impl StatArgs {
             plot,
             clear: self.perf.interval_clear,
             system_wide: self.system_wide(),
+            metric_only: self.perf.metric_only,
         }
     }
 

@@ -140,8 +140,12 @@ pub(crate) fn headed(text: String) -> Reason {
 pub struct Tick<'a> {
     /// 1-based interval number.
     pub index: u64,
-    /// End of the interval, since the start.
+    /// End of the interval, since the start: the boundary on the `-I`
+    /// grid (the end of the run for the last, partial one).
     pub at: Duration,
+    /// When the counters were read, since the start, as measured (a
+    /// little after `at`; perf's `-I` time stamps are this).
+    pub read_at: Duration,
     /// The final, partial interval at the end of the run.
     pub last: bool,
     /// Per counter: the change over the interval.
