@@ -576,16 +576,12 @@ pub fn stat_file(file: &pmx::stat_file::StatFile, format: StatFormat) -> String 
     if !file.intervals {
         return pmx_formats::perf::totals(&file.report, &o);
     }
-    let mut writer = PerfIntervals::new(o.clone());
+    // The writer repeats perf's header every 25 rounds, as perf 6.1 does.
+    let mut writer = PerfIntervals::new(o);
     let rows = &file.report.rows;
     let mut out = String::new();
-    let (mut start, mut round) = (0, 0);
+    let mut start = 0;
     while start < rows.len() {
-        // perf 6.1 repeats its header every 25 rounds.
-        if round > 0 && round % 25 == 0 {
-            writer = PerfIntervals::new(o.clone());
-        }
-        round += 1;
         let len = rows[start..]
             .iter()
             .take_while(|r| r.time == rows[start].time)
