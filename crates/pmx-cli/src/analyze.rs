@@ -61,62 +61,14 @@ fn read_error(e: ReadError, path: &std::path::Path) -> anyhow::Error {
     }
 }
 
-/// No `--cpu`: the CPU the file names, its hybrid rows tell, this
-/// machine when every event resolves here, or the event tables tell
-/// (`pmx::analyze::cpu::choose`); the database and the line saying so.
-fn choose_cpu(
-    args: &AnalyzeArgs,
-    counts: &pmx_formats::StatReport,
-    db_args: &mut crate::db::DbArgs,
-) -> anyhow::Result<(pmx::Database, Option<String>)> {
-    use pmx::analyze::cpu::{choose, CpuChoice};
-    let host = db_args.load().ok();
-    let mut dirs: Vec<PathBuf> = db_args.events_dirs.clone();
-    if dirs.is_empty() {
-        dirs.extend(pmx::database::default_events_dir(None));
-    }
-    let dir_refs: Vec<&std::path::Path> = dirs.iter().map(|d| d.as_path()).collect();
-    let choice = choose(counts, host.as_ref(), &dir_refs);
-    let this = host.as_ref().map(|d| d.target.cpu.to_string());
-    let note = choice.note(this.as_deref().unwrap_or("?"));
-    match (choice, host) {
-        (CpuChoice::ThisMachine, Some(db)) => Ok((db, note)),
-        (CpuChoice::File(c) | CpuChoice::Hybrid(c) | CpuChoice::Tables { cpu: c, .. }, _) => {
-            db_args.cpu = Some(c);
-            Ok((db_args.load()?, note))
-        }
-        (other, _) => {
-            let events = match other {
-                CpuChoice::Unknown(events) => events,
-                _ => Vec::new(),
-            };
-            let mut why = String::new();
-            if !events.is_empty() {
-                why = format!(
-                    " (events not known here nor in the event tables: {})",
-                    events.join(", ")
-                );
-            }
-            Err(UsageError(format!(
-                "{}: the file does not say which CPU it was counted on{why}: give --cpu ID (e.g. GenuineIntel-6-5E-3)",
-                args.file.display()
-            ))
-            .into())
-        }
-    }
-}
-
 /// Run `pmx analyze`.
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
     let counts = pmx_formats::read_file(&args.file).map_err(|e| read_error(e, &args.file))?;
     if args.tree.level == 0 {
         return Err(UsageError("-l 0: levels start at 1".to_string()).into());
     }
-    let mut db_args = args.db.clone();
-    let (db, note) = match db_args.cpu {
-        Some(_) => (db_args.load()?, None),
-        None => choose_cpu(args, &counts, &mut db_args)?,
-    };
+    let (db, note) = pmx::analyze::cpu::database(&counts, &args.db.options(), &args.file)
+        .map_err(|e| UsageError(e.to_string()))?;
     let opts = AnalyzeOptions {
         counts: &counts,
         db: &db,

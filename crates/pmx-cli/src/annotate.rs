@@ -1,5 +1,7 @@
-//! `pmx annotate SYMBOL`: `pmx_profile::annotate`, rendered as text or JSON.
-use pmx_profile::annotate::{annotate, render, AnnotateOptions, Syntax};
+//! `pmx annotate SYMBOL`: `pmx_profile::annotate`, rendered as text or JSON
+//! (with `--metrics`: a sample-read group's metrics per instruction).
+use crate::exit::UsageError;
+use pmx_profile::annotate::{annotate, render, AnnotateError, AnnotateOptions, Syntax};
 
 /// Arguments of `pmx annotate` (skid, colours and marks: see its header).
 #[derive(Debug, clap::Args)]
@@ -12,19 +14,49 @@ pub struct AnnotateArgs {
     /// The function's binary (base name or path), when several have one.
     #[arg(short, long)]
     dso: Option<String>,
+    /// Only this event (its name as in the file, or without modifiers).
+    #[arg(long, value_name = "E")]
+    event: Option<String>,
+    /// Look binaries up under this directory (like perf's --symfs).
+    #[arg(long, value_name = "DIR")]
+    symfs: Option<std::path::PathBuf>,
     /// Assembly syntax: att (objdump's default) or intel.
     #[arg(short = 'M', long, default_value = "att")]
     syntax: Syntax,
+    /// Metrics of a sample-read group per instruction (IPC, …), as report -M.
+    #[arg(long, value_name = "LIST")]
+    metrics: Option<String>,
     /// JSON instead of text.
     #[arg(long)]
     json: bool,
 }
 
-/// Run `pmx annotate` (a function without samples, or its code unreadable: exit 1).
+/// Run `pmx annotate`.
 pub fn run(a: &AnnotateArgs) -> anyhow::Result<i32> {
     let mut o = AnnotateOptions::default();
     (o.input, o.symbol, o.dso) = (a.input.clone(), a.symbol.clone(), a.dso.clone());
-    o.syntax = a.syntax;
-    render::to_stdout(&annotate(&o, &mut |_, _| {})?, a.json)?;
+    (o.event, o.symfs, o.syntax) = (a.event.clone(), a.symfs.clone(), a.syntax);
+    show(&o, a.metrics.as_deref(), a.json)
+}
+
+/// Annotate, add the metrics and print (`pmx report --annotate` too). A
+/// function without samples, an event or metric not in the file: exit 2;
+/// its code unreadable: exit 1.
+pub fn show(o: &AnnotateOptions, metrics: Option<&str>, json: bool) -> anyhow::Result<i32> {
+    let mut a = annotate(o, &mut |_, _| {}).map_err(failure)?;
+    if let Some(list) = metrics {
+        let set =
+            pmx::metrics::MetricSet::for_recording(list, a.cpuid.as_deref(), &a.group_events());
+        let set = set.map_err(|e| UsageError(format!("--metrics: {e}")))?;
+        let eval = |g: &dyn Fn(&str) -> Option<f64>| set.evaluate_exact(g);
+        a.add_metrics(&set.names(), &eval).map_err(failure)?;
+    }
+    render::to_stdout(&a, json)?;
     Ok(crate::exit::OK)
+}
+
+/// Bad input (a name, an event, metrics the file cannot give): exit 2.
+fn failure(e: AnnotateError) -> anyhow::Error {
+    e.bad_input()
+        .map_or_else(|| e.into(), |m| UsageError(m).into())
 }

@@ -111,12 +111,21 @@ fn main() {
     let line = perf_cli::command_line();
     // `pmx stat` is parsed without building every other command's flags.
     let parsed = if line.get(1).is_some_and(|a| a == "stat") {
-        let cmd = <stat::StatArgs as clap::Args>::augment_args(
-            clap::Command::new("stat").bin_name("pmx stat"),
-        );
-        let args = cmd.try_get_matches_from(&line[1..]);
+        // With `record`, an option given again overrides (perf's last wins).
+        let parse = |cmd: clap::Command, words: &[std::ffi::OsString], again| {
+            let mut m = cmd.args_override_self(again).try_get_matches_from(words)?;
+            <stat::StatArgs as clap::FromArgMatches>::from_arg_matches_mut(&mut m)
+        };
+        // perf's `stat record` takes stat's options after `record` too.
         let args =
-            args.and_then(|m| <stat::StatArgs as clap::FromArgMatches>::from_arg_matches(&m));
+            parse(stat_command(), &line[1..], false).and_then(
+                |a| match pmx::stat_file::record_words(&line[1..], &a.command) {
+                    Some(words) => {
+                        parse(stat_command(), &words, true).map(stat::StatArgs::recording)
+                    }
+                    None => Ok(a),
+                },
+            );
         args.map(|a| Cli {
             command: Command::Stat(Box::new(a)),
         })
@@ -163,6 +172,11 @@ fn main() {
         } => fetch::run(args),
     };
     std::process::exit(exit::from_result(result));
+}
+
+/// `pmx stat`'s flags alone.
+fn stat_command() -> clap::Command {
+    <stat::StatArgs as clap::Args>::augment_args(clap::Command::new("stat").bin_name("pmx stat"))
 }
 
 /// `pmx stat` given a perf stat option pmx does not take: say so by name.

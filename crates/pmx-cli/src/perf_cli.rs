@@ -54,6 +54,6 @@ pub fn options(
     o.thousands = pmx_output::stat_render::perf_thousands();
     o.comms = personality::thread_comms(&report.rows);
     (o.system_wide, o.summary) = (args.system_wide(), args.perf.summary);
-    o.no_csv_summary = args.perf.no_csv_summary;
+    (o.no_csv_summary, o.metric_only) = (args.perf.no_csv_summary, args.perf.metric_only);
     o
 }

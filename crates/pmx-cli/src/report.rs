@@ -30,7 +30,7 @@ pub struct ReportArgs {
     /// Input file ('-' reads a pipe-mode stream from standard input).
     #[arg(short, long, value_name = "FILE", default_value = "perf.data")]
     pub input: PathBuf,
-    /// Annotate this function instead (`pmx annotate SYMBOL`), with --event.
+    /// Annotate this function instead (`pmx annotate SYMBOL`), with --event, -M.
     #[arg(long, value_name = "SYMBOL", conflicts_with = "diff")]
     pub annotate: Option<String>,
     /// Row keys, comma-separated: comm, pid, dso, symbol, cpu [default:
@@ -96,6 +96,9 @@ pub struct ReportArgs {
     /// Metrics per row of each sample-read group (IPC, …) with a 95% interval; implies --group.
     #[arg(short = 'M', long = "metrics", value_name = "LIST")]
     pub metrics: Option<String>,
+    /// Per-thread totals from the READ records (perf record -s), as perf report -T.
+    #[arg(short = 'T', long)]
+    pub threads: bool,
     /// The group tables as CSV.
     #[arg(long, conflicts_with_all = ["json", "folded"])]
     pub csv: bool,
@@ -104,12 +107,10 @@ pub struct ReportArgs {
 /// Run `pmx report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     if let Some(symbol) = &args.annotate {
-        use pmx_profile::annotate::{annotate, render, AnnotateOptions};
-        let mut o = AnnotateOptions::default();
+        let mut o = pmx_profile::annotate::AnnotateOptions::default();
         (o.input, o.symbol, o.event) = (args.input.clone(), symbol.into(), args.event.clone());
         o.symfs = args.symfs.clone();
-        render::to_stdout(&annotate(&o, &mut |_, _| {})?, args.json)?;
-        return Ok(crate::exit::OK);
+        return crate::annotate::show(&o, args.metrics.as_deref(), args.json);
     }
     let options = ReportOptions {
         input: args.input.clone(),
@@ -146,11 +147,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         let ev = stack_event(&report)?;
         pmx_io::write(svg_path, report.flame_svg(ev).as_bytes())?;
         if !args.folded && !args.json && !args.quiet {
-            eprintln!(
-                "pmx: flame graph of '{}' written to {}",
-                report.profile.events[ev].name,
-                svg_path.display()
-            );
+            eprintln!("pmx: {}", report.flame_note(ev, svg_path));
         }
     }
     if args.folded {
@@ -163,6 +160,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     } else if (args.flamegraph.is_none() && to.is_empty()) || args.stdio {
         let grouped = args.group || args.metrics.is_some();
         render::group::table(&mut out, &report, grouped.then_some(&gm[..]))?;
+        if args.threads {
+            render::threads::table(&mut out, &report)?;
+        }
     }
     out.flush()?;
     Ok(crate::exit::OK)
@@ -199,25 +199,18 @@ fn diff(args: &ReportArgs, report: ReportOptions, files: &[PathBuf]) -> anyhow::
 /// The report's error as the CLI reports it: the flag at fault for a
 /// usage error (after the warnings found before it).
 fn failure(e: ReportError) -> anyhow::Error {
-    match e {
-        ReportError::UnknownSortKey(_) | ReportError::NoSortKey => {
-            UsageError(format!("--sort: {e}")).into()
-        }
-        ReportError::PercentLimit(_) => UsageError(format!("--percent-limit {e}")).into(),
-        ReportError::UnknownEvent { ref warnings, .. } => {
-            for w in warnings {
-                eprintln!("pmx: warning: {w}");
-            }
-            UsageError(format!("--event {e}")).into()
-        }
-        e => anyhow::anyhow!("{e}"),
+    if let ReportError::UnknownEvent { ref warnings, .. } = e {
+        warnings.iter().for_each(|w| eprintln!("pmx: warning: {w}"));
     }
+    e.bad_input()
+        .map_or_else(|| anyhow::anyhow!("{e}"), |m| UsageError(m).into())
 }
 
 /// `-M`'s metrics over each group's rows, chosen for the file's events.
 fn metrics(list: &str, r: &Report) -> anyhow::Result<Vec<render::group::GroupMetrics>> {
-    let db = pmx::database::load(&Default::default())?;
-    let set = pmx::metrics::MetricSet::for_events(list, &db, &r.event_names())?;
+    let cpuid = r.profile.features.cpuid.as_deref();
+    let set = pmx::metrics::MetricSet::for_recording(list, cpuid, &r.event_names())
+        .map_err(|e| UsageError(format!("-M: {e}")))?;
     let eval = |g: &dyn Fn(&str) -> Option<f64>| set.evaluate_exact(g);
     Ok(render::group::evaluate(r, &set.names(), &eval))
 }
@@ -225,11 +218,8 @@ fn metrics(list: &str, r: &Report) -> anyhow::Result<Vec<render::group::GroupMet
 /// The event to draw stacks of, with a note when others have samples too.
 fn stack_event(report: &Report) -> anyhow::Result<usize> {
     let s = report.stack_event()?;
-    if s.of_several {
-        eprintln!(
-            "pmx: several events have samples; stacks are of '{}' (choose with --event)",
-            report.profile.events[s.index].name
-        );
+    if let Some(note) = report.stack_note(&s) {
+        eprintln!("pmx: {note}");
     }
     Ok(s.index)
 }

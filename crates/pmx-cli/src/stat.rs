@@ -10,7 +10,7 @@ use crate::exit::UsageError;
 use crate::stat_args::usage;
 use crate::stat_render;
 use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope};
-use pmx::stat_file::{self, FileCommand};
+use pmx::stat_file;
 use pmx_output::stat_render::{compose, stat_file as perf_report};
 use std::io::Write;
 
@@ -18,15 +18,15 @@ pub use crate::stat_args::StatArgs;
 
 /// Run `pmx stat`.
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
-    let mut args = args.normalized();
-    match stat_file::split(&mut args.command, args.repeat).map_err(|e| usage(e.0))? {
-        Some(FileCommand::Report(input)) => {
-            let text = perf_report(&stat_file::read(&input)?, args.style().format);
-            args.output(false)?.write_all(text.as_bytes())?;
-            return Ok(0);
-        }
-        Some(FileCommand::Record(out)) => (args.perf.quiet, args.record) = (out == *"-", Some(out)),
-        None => {}
+    let (mut args, how) = (args.normalized(), args.aggregation());
+    if args.record.is_some() {
+        stat_file::check_record(args.repeat).map_err(|e| usage(e.0))?;
+    } else if let Some(r) = stat_file::split(&mut args.command, how).map_err(|e| usage(e.0))? {
+        let file = stat_file::read(&r.input, r.aggregation)?;
+        file.warnings.iter().for_each(|w| eprintln!("{w}"));
+        let text = perf_report(&file, args.style().format);
+        args.output(false)?.write_all(text.as_bytes())?;
+        return Ok(0);
     }
     let args = &args;
     if args.regions {
@@ -68,6 +68,9 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
         None => None,
     };
     let how = args.aggregation();
+    if let Some(why) = args.style().perf_refusal(args.per_thread, args.repeat) {
+        return Err(usage(why));
+    }
     let cpus = matches!(scope, Scope::Cpus(_));
     if how.by_cpu() && !cpus {
         return Err(usage(
@@ -120,7 +123,11 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let plot = args.plot()?;
     let m = metrics.as_ref();
     let mut intervals = stat_render::intervals(&mut out, args, topo.as_ref(), m, plot.is_some())?;
-    let result = fitted.run(&opts, repeat, &mut |set, t| intervals.write(set, t));
+    let mut rounds = stat_file::Rounds::new(args.record.is_some(), args.interval);
+    let result = fitted.run(&opts, repeat, &mut |set, t| {
+        rounds.tick(t);
+        intervals.write(set, t)
+    });
     let end = intervals.finish();
     let runs = match result {
         Ok(runs) => runs,
@@ -131,19 +138,9 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
         Err(RunError::Open(msg)) => anyhow::bail!("{msg}"),
         Err(RunError::Io(e)) => return Err(e.into()),
     };
-    let mut code = runs
-        .last()
-        .and_then(|r| r.exit)
-        .map_or(0, |e| e.shell_code());
-    // `-r` cut short by SIGINT/SIGTERM is not a success, even when the
-    // last command run exited 0 (perf dies of the signal).
-    if let (Some(sig), 0) = (stat::stop_signal(), code) {
-        if runs.len() < repeat as usize {
-            code = 128 + sig;
-        }
-    }
+    let code = stat::exit_code(&runs, repeat);
     if let Some(path) = &args.record {
-        stat_file::write(path, &plan, &runs, how, args.interval.unwrap_or(0))?;
+        stat_file::write(path, &plan, &runs, how, &rounds)?;
     }
     let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), repeat);
     let target = opts.scope.describe(&args.command);

@@ -133,7 +133,8 @@ pub struct StatArgs {
     pub db: DbArgs,
     #[command(flatten)]
     pub perf: crate::stat_perf::PerfFlags,
-    /// `stat record -o FILE`'s file (perf's subcommand: the counts kept in perf.data).
+    /// `stat record`'s file (perf's subcommand: the counts kept in
+    /// perf.data; `-o` names it, before or after `record`).
     #[arg(skip)]
     pub record: Option<PathBuf>,
     /// The command to run and its arguments (after the options, or `--`).
@@ -154,6 +155,14 @@ impl StatArgs {
         }
         a.duration = a.perf.timeout.map(|ms| ms as f64 / 1000.0).or(a.duration);
         a
+    }
+
+    /// These flags for `stat record`: `-o` names the data file (`-`: a
+    /// pipe stream on stdout, nothing printed), as perf.
+    pub(crate) fn recording(mut self) -> StatArgs {
+        let file = self.output.take().unwrap_or_else(|| "perf.data".into());
+        (self.perf.quiet, self.record) = (self.perf.quiet || file == *"-", Some(file));
+        self
     }
 
     /// How rows are folded: -A, --per-core/-die/-cache/-socket/-node/-thread.
@@ -201,6 +210,7 @@ impl StatArgs {
             plot,
             clear: self.perf.interval_clear,
             system_wide: self.system_wide(),
+            metric_only: self.perf.metric_only,
         }
     }
 

@@ -210,6 +210,7 @@ fn json_schema_and_text_layout() {
             "events",
             "file",
             "instructions",
+            "metrics",
             "path",
             "skid",
             "start",
@@ -237,7 +238,10 @@ fn json_schema_and_text_layout() {
         .unwrap();
     assert_eq!(
         keys(with_source),
-        ["addr", "bytes", "offset", "percent", "period", "samples", "source", "target", "text"]
+        [
+            "addr", "bytes", "metrics", "offset", "percent", "period", "samples", "source",
+            "target", "text"
+        ]
     );
     assert_eq!(keys(&with_source["source"]), ["file", "line", "text"]);
     assert_eq!(
@@ -290,9 +294,10 @@ fn json_schema_and_text_layout() {
         t.lines().nth(at.expect(&t) + 1).unwrap().contains(" :  "),
         "{t}"
     );
-    // A name without samples: the close name and the hottest functions.
+    // A name without samples: the close name and the hottest functions
+    // (bad input: exit 2).
     let o = pmx(&["annotate", "hto", "-i", file]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let e = text(&o.stderr);
     assert!(
         e.contains("hto: no samples in")
@@ -300,4 +305,52 @@ fn json_schema_and_text_layout() {
             && e.contains("hot in hot ("),
         "{e}"
     );
+}
+
+#[test]
+fn event_symfs_and_metrics_flags() {
+    let Some((dir, bin, data)) = recorded() else {
+        return;
+    };
+    let file = data.to_str().unwrap();
+    let json = |args: &[&str]| {
+        let o = pmx(&[&["annotate", "hot", "--json", "-i", file], args].concat());
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let plain = json(&[]);
+    // --event: the file's event by name; one it lacks is bad input.
+    assert_eq!(json(&["--event", "cpu-clock"]), plain);
+    let o = pmx(&["annotate", "hot", "--event", "cycles", "-i", file]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--event cycles: not in"),
+        "{}",
+        text(&o.stderr)
+    );
+    // --metrics needs a sample-read group: a cpu-clock file has none.
+    let o = pmx(&["annotate", "hot", "--metrics", "IPC", "-i", file]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("no samples of a sample-read group"),
+        "{}",
+        text(&o.stderr)
+    );
+    // --symfs: the binary moved under a root at its recorded path; without
+    // the flag no sample resolves to hot (exit 2), with it the same
+    // instructions.
+    let root = dir.path().join("root");
+    let under = root.join(bin.strip_prefix("/").unwrap());
+    std::fs::create_dir_all(under.parent().unwrap()).unwrap();
+    std::fs::rename(&bin, &under).unwrap();
+    let o = pmx(&["annotate", "hot", "-i", file]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("hot: no samples"),
+        "{}",
+        text(&o.stderr)
+    );
+    let moved = json(&["--symfs", root.to_str().unwrap()]);
+    assert_eq!(moved["path"].as_str(), under.to_str());
+    assert_eq!(moved["instructions"], plain["instructions"]);
 }

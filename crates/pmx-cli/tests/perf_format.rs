@@ -213,6 +213,277 @@ fn perf_format_has_perfs_layout() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// `pmx` and Debian's perf run with the same arguments (perf's `-x`/`-j`
+/// are pmx's with `--format perf`): `flags`, then perf's form, the
+/// events and the command; a pair whose `same` fails three times is
+/// returned with both outputs.
+fn side_by_side(
+    cases: &[(Vec<String>, Vec<String>)],
+    events: &str,
+    same: impl Fn(&str, &str, &str) -> bool,
+) -> Vec<String> {
+    let forms: &[&[&str]] = &[&[], &["-x,"], &["-x;"], &["-j"]];
+    let mut failures = Vec::new();
+    for (flags, cmd) in cases {
+        for form in forms {
+            let mut args: Vec<&str> = form.to_vec();
+            args.extend(flags.iter().map(String::as_str));
+            args.extend(["-e", events]);
+            // perf wants -G after the events it applies to.
+            if let Some(i) = args.iter().position(|a| *a == "-G") {
+                let g = args.drain(i..i + 2).collect::<Vec<_>>();
+                args.extend(g);
+            }
+            args.push("--");
+            args.extend(cmd.iter().map(String::as_str));
+            let perf_args: Vec<&str> = ["stat"].iter().chain(&args).copied().collect();
+            let pmx_args: Vec<&str> = ["stat", "--format", "perf"]
+                .iter()
+                .chain(&args)
+                .copied()
+                .collect();
+            let mut last = None;
+            for _ in 0..3 {
+                let (perf, pmx) = (run("perf", &perf_args), run(common::PMX, &pmx_args));
+                if same(form.first().copied().unwrap_or(""), &perf, &pmx) {
+                    last = None;
+                    break;
+                }
+                last = Some((perf, pmx));
+            }
+            if let Some((perf, pmx)) = last {
+                failures.push(format!(
+                    "perf {}\n--- perf:\n{perf}--- pmx:\n{pmx}",
+                    perf_args.join(" ")
+                ));
+            }
+        }
+    }
+    failures
+}
+
+/// A line with its digits masked: everything else byte for byte.
+fn masked(line: &str) -> String {
+    line.chars()
+        .map(|c| if c.is_ascii_digit() { 'N' } else { c })
+        .collect()
+}
+
+/// The masked lines of `text`; with `-I` each distinct line once (the
+/// number of intervals is timing).
+fn masked_lines(text: &str, distinct: bool) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in text.lines().map(masked) {
+        if !(distinct && out.contains(&l)) {
+            out.push(l);
+        }
+    }
+    out
+}
+
+fn case(flags: &[&str], cmd: &[&str]) -> (Vec<String>, Vec<String>) {
+    let v = |s: &[&str]| s.iter().map(|s| s.to_string()).collect();
+    (v(flags), v(cmd))
+}
+
+/// `--metric-only`: perf 6.1's header of units and a line per domain
+/// (empty columns for the counters that counted nothing), totals and
+/// `-I`, every aggregation this machine has, byte for byte but the
+/// digits. `-A`'s header names the hardware metrics perf would show
+/// (`GHz`, `insn per cycle`, `branch-misses of all branches`; JSON: every
+/// counter's unit).
+#[test]
+fn metric_only_is_perfs() {
+    if !pmx_testkit::perf::require("the side-by-side --metric-only test") {
+        return;
+    }
+    let events = "task-clock,page-faults,context-switches,cycles,instructions,branch-misses";
+    let sleep = ["sleep", "0.05"];
+    let iv = ["sleep", "0.25"];
+    let cases = [
+        case(&["--metric-only"], &["true"]),
+        case(&["--metric-only", "-a"], &sleep),
+        case(&["--metric-only", "-a", "-A"], &sleep),
+        case(&["--metric-only", "-a", "--per-core"], &sleep),
+        case(&["--metric-only", "-a", "--per-socket"], &sleep),
+        case(&["--metric-only", "-a", "--per-die"], &sleep),
+        case(&["--metric-only", "-a", "--per-node"], &sleep),
+        case(&["--metric-only", "-I", "100", "-a"], &iv),
+        case(&["--metric-only", "-I", "100", "-a", "-A"], &iv),
+        case(&["--metric-only", "-I", "100", "-a", "--per-core"], &iv),
+        case(&["--metric-only", "-I", "100", "-a", "--per-socket"], &iv),
+        // --summary: perf's `summary` cells in -x totals, no header after -I.
+        case(&["--metric-only", "-a", "-A", "--summary"], &sleep),
+        case(
+            &[
+                "--metric-only",
+                "-a",
+                "-A",
+                "-I",
+                "100",
+                "--interval-count",
+                "2",
+                "--summary",
+            ],
+            &iv,
+        ),
+    ];
+    let failures = side_by_side(&cases, events, |_, perf, pmx| {
+        let distinct =
+            perf.starts_with('#') || perf.contains("\"interval\"") || perf.starts_with(" time");
+        masked_lines(perf, distinct) == masked_lines(pmx, distinct)
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// perf refuses `--metric-only` with `--per-thread` and with `-r`; pmx
+/// in perf's layout says the same (exit 2, pmx's status for a usage
+/// error; perf's is 234). Its own `--metric-only` table takes `-r`.
+#[test]
+fn metric_only_refusals_are_perfs() {
+    for (flag, value) in [("--per-thread", "-a"), ("-r", "2")] {
+        let o = common::pmx(&[
+            "stat",
+            "--format",
+            "perf",
+            "--metric-only",
+            flag,
+            value,
+            "true",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        let why = format!("--metric-only is not supported with {flag}");
+        assert!(common::stderr(&o).contains(&why), "{}", common::stderr(&o));
+        if pmx_testkit::perf::available() {
+            let perf = run("perf", &["stat", "--metric-only", flag, value, "true"]);
+            assert!(perf.contains(&why), "{perf}");
+        }
+    }
+    let o = common::pmx(&["stat", "--metric-only", "-r", "2", "-M", "IPC", "true"]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+}
+
+/// `-I` time stamps: perf's layout prints when the counters were read
+/// (perf's `clock_gettime` after each interval's sleep, since the
+/// start: at or after the boundary, never the nominal value itself
+/// but by chance), pmx's own the interval's boundary on the grid.
+#[test]
+fn interval_time_stamps_are_read_times_in_perfs_layout() {
+    let args = |form: &[&str]| {
+        let mut a = vec!["stat", "-I", "100", "--interval-count", "1"];
+        a.extend_from_slice(form);
+        a.extend(["-e", "task-clock", "-a", "sleep", "1"]);
+        common::pmx(&a)
+    };
+    let perf = common::stderr(&args(&["--format", "perf", "-x,"]));
+    let t = perf.split(',').next().unwrap().trim();
+    let (secs, nanos) = t.split_once('.').unwrap();
+    assert_eq!(nanos.len(), 9, "{perf}");
+    let t: f64 = t.parse().unwrap();
+    assert!(t >= 0.1 && !(secs == "0" && nanos == "100000000"), "{perf}");
+    let own = common::stderr(&args(&["-x,"]));
+    assert!(own.starts_with("0.100000,"), "{own}");
+}
+
+/// A cgroup v2 directory for the test, removed when dropped.
+struct Cgroup {
+    name: String,
+    dir: std::path::PathBuf,
+}
+
+impl Cgroup {
+    fn new() -> Result<Cgroup, String> {
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        let root = mounts
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.get(2) == Some(&"cgroup2"))
+            .map(|f| f[1].to_string())
+            .ok_or("no cgroup v2 mount")?;
+        let name = format!("pmx-perffmt-{}", std::process::id());
+        let dir = std::path::Path::new(&root).join(&name);
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cgroup v2 at {root} is not writable: {e}"))?;
+        Ok(Cgroup { name, dir })
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// `-G` and `--for-each-cgroup` in perf's layouts: the cgroup after the
+/// event in the text table, the field after the event in `-x`, the
+/// `"cgroup"` key in `-j`, with `-A` and `-I`; a command that moves
+/// itself into the cgroup and works there is counted.
+#[test]
+fn cgroups_are_perfs() {
+    if !pmx_testkit::perf::require("the side-by-side cgroup test") {
+        return;
+    }
+    let cg = match Cgroup::new() {
+        Ok(cg) => cg,
+        Err(why) => return pmx_testkit::skip(why),
+    };
+    let work = env!("CARGO_BIN_EXE_pmx-workload");
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec {work} work 30",
+        cg.dir.display()
+    );
+    let name = cg.name.as_str();
+    let busy = ["sh", "-c", script.as_str()];
+    let cases = [
+        case(&["-a", "-G", name], &busy),
+        case(&["-a", "-A", "-G", name], &["sleep", "0.05"]),
+        case(&["-I", "100", "-a", "-G", name], &["sleep", "0.25"]),
+        case(&["-I", "100", "-a", "-A", "-G", name], &["sleep", "0.25"]),
+        case(&["-a", "--for-each-cgroup", name], &["sleep", "0.05"]),
+    ];
+    let failures = side_by_side(&cases, "task-clock,page-faults", |form, perf, pmx| {
+        let distinct = perf.contains("interval") || perf.starts_with('#') || perf.starts_with("  ");
+        match form {
+            "" => shapes(perf, text_shape, distinct) == shapes(pmx, text_shape, distinct),
+            "-j" => shapes(perf, json_shape, distinct) == shapes(pmx, json_shape, distinct),
+            x => {
+                let sep = &x[2..];
+                shapes(perf, |l| csv_shape(l, sep), distinct)
+                    == shapes(pmx, |l| csv_shape(l, sep), distinct)
+            }
+        }
+    });
+    // perf and pmx name the cgroup (the shapes keep words as written).
+    let o = run(
+        common::PMX,
+        &[
+            "stat",
+            "--format",
+            "perf",
+            "-x,",
+            "-a",
+            "-e",
+            "task-clock",
+            "-G",
+            name,
+            "true",
+        ],
+    );
+    assert!(o.contains(&format!(",task-clock,{name},")), "{o}");
+    let mo = case(
+        &["--metric-only", "-a", "--for-each-cgroup", name],
+        &["sleep", "0.05"],
+    );
+    let mut failures = failures;
+    failures.extend(side_by_side(
+        &[mo],
+        "task-clock,page-faults",
+        |_, perf, pmx| masked_lines(perf, false) == masked_lines(pmx, false),
+    ));
+    drop(cg);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn shapes_see_what_differs() {
     // The shapes catch a column moved by one and a key out of order.
@@ -259,6 +530,24 @@ fn the_perf_personality() {
     let fields: Vec<&str> = line.trim_end().split(',').collect();
     assert_eq!(fields[1..3], ["msec", "task-clock"], "{line}");
     assert_eq!((fields.len(), fields[6]), (7, "CPUs utilized"), "{line}");
+    // perf stat --metric-only: perf's metric-only lines (`-A`: the unit
+    // of the hardware metric perf would show, an empty column where
+    // cycles did not count).
+    let o = Command::new(&perf)
+        .args([
+            "stat",
+            "-x,",
+            "--metric-only",
+            "-a",
+            "-A",
+            "-e",
+            "task-clock,cycles",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let lines = common::stderr(&o);
+    assert!(lines.starts_with("cpu,GHz,\nCPU0,,\n"), "{lines}");
     for args in [&["bench", "internals"][..], &["trace", "true"], &[]] {
         let o = Command::new(&perf).args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(1), "{args:?}");

@@ -33,13 +33,15 @@ int main(void) {
 }
 "#;
 
-/// `pmx report --json`'s group rows: symbol → (shares, counts).
+/// `pmx report --json --sort symbol`'s group rows: symbol → (shares, counts).
 fn pmx_group_rows(file: &Path) -> BTreeMap<String, (Vec<f64>, Vec<u64>)> {
     let o = pmx(&[
         "report",
         "-q",
         "--json",
         "--group",
+        "--sort",
+        "symbol",
         "-i",
         file.to_str().unwrap(),
     ]);
@@ -120,6 +122,102 @@ fn page_faults_are_credited_to_the_functions_that_made_them() {
             assert!((a - b).abs() < 0.011, "{sym}: pmx {shares:?}, perf {p:?}");
         }
     }
+}
+
+#[test]
+fn a_described_group_side_by_side_as_perf_shows_it() {
+    // `{cpu-clock,page-faults}` without :S, recorded by perf: each member
+    // samples on its own, GROUP_DESC says they are a group, and
+    // `perf report --group` shows the members' shares side by side.
+    if !perf::require("recording a described group with perf") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = match cc::compile(dir.path(), "faults", PROGRAM, &["-O1", "-no-pie"]) {
+        Ok(b) => b,
+        Err(e) => return skip(e),
+    };
+    let data = dir.path().join("d.data");
+    let o = std::process::Command::new("perf")
+        .args(["record", "-q", "-o", data.to_str().unwrap()])
+        .args(["-e", "{cpu-clock,page-faults}:u", "--"])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let ours = pmx_group_rows(&data);
+    let theirs = perf_group_rows(&data);
+    assert!(theirs.contains_key("faults_1200"), "perf saw: {theirs:?}");
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        theirs.keys().collect::<Vec<_>>()
+    );
+    for (sym, (shares, _)) in &ours {
+        for (a, b) in shares.iter().zip(&theirs[sym]) {
+            assert!(
+                (a - b).abs() < 0.011,
+                "{sym}: pmx {shares:?}, perf {:?}",
+                theirs[sym]
+            );
+        }
+    }
+    // One table for both, headed as perf heads it.
+    let t = text(&pmx(&["report", "-q", "--group", "-i", data.to_str().unwrap()]).stdout);
+    let head = |t: &str| {
+        let l = t
+            .lines()
+            .find(|l| l.starts_with("# Samples: "))
+            .unwrap_or("");
+        l.split_once(" of event").map(|(_, e)| e.to_string())
+    };
+    let perf_out = perf::on_file(&["report", "--group", "--stdio"], &data);
+    assert_eq!(head(&t), head(&text(&perf_out.stdout)), "{t}");
+}
+
+#[test]
+fn described_groups_of_the_shared_recordings_as_perf_shows_them() {
+    // perf 4.14 (file mode) and 6.8 (pipe mode) recordings of `{A,B}`.
+    let Some(dir) = pmx_testkit::shared::shared_data("perfdata") else {
+        return;
+    };
+    if !perf::require("comparing described groups with perf report --group") {
+        return;
+    }
+    for name in [
+        "perf_data_converter__perf.data.group_desc-4.14",
+        "perf_data_converter__perf.data.piped.header_feautres_group_desc-6.8",
+    ] {
+        let file = dir.join(name);
+        let ours = pmx_group_rows(&file);
+        let theirs = perf_group_rows(&file);
+        assert!(ours.len() >= 5, "{name}: {ours:?}");
+        assert_eq!(ours.len(), theirs.len(), "{name}: {ours:?} {theirs:?}");
+        for (sym, (shares, _)) in &ours {
+            let p = &theirs[sym];
+            for (a, b) in shares.iter().zip(p) {
+                assert!((a - b).abs() < 0.011, "{name} {sym}: {shares:?} {p:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn metrics_come_from_the_recording_cpus_library() {
+    // perf 4.14 recorded this file on a Skylake (`GenuineIntel,6,78,3` in
+    // its CPUID header): -M names are looked up in that CPU's library,
+    // not this machine's, and an unknown one is bad input (exit 2).
+    let Some(dir) = pmx_testkit::shared::shared_data("perfdata") else {
+        return;
+    };
+    let file = dir.join("perf_data_converter__perf.data.group_desc-4.14");
+    let out = pmx(&["report", "-i", file.to_str().unwrap(), "-M", "IPX"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("-M: no metric or metric group 'IPX' for GenuineIntel-6-4E-3"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean"), "{err}");
 }
 
 /// Little-endian words.
@@ -314,4 +412,128 @@ fn per_event_read_values_count_as_perf_counts_them() {
             "{name} {count}:\n{ours}"
         );
     }
+}
+
+/// `objdump -d`'s instruction addresses of `sym` in `bin`.
+fn instructions(bin: &Path, sym: &str) -> Option<Vec<u64>> {
+    let o = std::process::Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(bin)
+        .output()
+        .ok()?;
+    let all = text(&o.stdout);
+    let body = all
+        .split_once(&format!("<{sym}>:"))?
+        .1
+        .split("\n\n")
+        .next()?;
+    let addrs = body.lines().filter_map(|l| {
+        let (addr, _) = l.trim().split_once(":\t")?;
+        u64::from_str_radix(addr, 16).ok()
+    });
+    Some(addrs.collect())
+}
+
+#[test]
+fn per_instruction_ipc_from_the_deltas_of_a_hand_built_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((bin, _, b)) = two_functions(dir.path()) else {
+        return skip("no C compiler or nm");
+    };
+    let Some(ins) = instructions(&bin, "hot_a").filter(|i| i.len() >= 3) else {
+        return skip("objdump cannot list hot_a here");
+    };
+    // Deltas at hot_a's first instruction: (1000, 2500), (1000, 2400),
+    // (1000, 2600): IPC 7500/3000 = 2.5; at its third: (2000, 1000),
+    // (2000, 1500): IPC 2500/4000 = 0.625; hot_a: 10000/7000; one sample
+    // in hot_b (1000, 100) is not hot_a's.
+    let (i0, i2) = (ins[0], ins[2]);
+    let totals = [
+        (i0, 1000, 2500),
+        (i2, 3000, 3500),
+        (i0, 4000, 5900),
+        (b, 5000, 6000),
+        (i2, 7000, 7500),
+        (i0, 8000, 10100),
+    ];
+    let data = dir.path().join("ipc.data");
+    ipc_file(&data, &bin, &totals);
+    let file = data.to_str().unwrap();
+    let o = pmx(&["annotate", "hot_a", "--metrics", "IPC", "-i", file]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let row = |addr: u64| {
+        let at = format!(" :  {addr:>8x}:  ");
+        out.lines()
+            .find(|l| l.contains(&at))
+            .unwrap_or_else(|| panic!("{addr:#x}:\n{out}"))
+            .to_string()
+    };
+    // The interval at i0 as report's per row (0.113161); at i2: residuals
+    // ∓250, n·Var = 2·125000, half-width 1.96·500/4000 = 0.245.
+    assert!(row(i0).contains(" 2.500 ±0.1132* :"), "{out}");
+    assert!(row(i2).contains(" 0.6250 ±0.2450* :"), "{out}");
+    assert!(!row(ins[1]).contains('±'), "{out}");
+    assert!(out.contains("# IPC over hot_a: 1.429 ±"), "{out}");
+    assert!(
+        out.contains("(5 samples of {cycles,instructions})"),
+        "{out}"
+    );
+    // JSON: the same cells, exact values; report --annotate -M is the same call.
+    let o = pmx(&[
+        "annotate",
+        "hot_a",
+        "--metrics",
+        "IPC",
+        "--json",
+        "-i",
+        file,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let at = |addr: u64| {
+        let all = v["instructions"].as_array().unwrap();
+        all.iter().find(|i| i["addr"] == addr).unwrap().clone()
+    };
+    let ipc = |addr: u64| at(addr)["metrics"]["IPC"].clone();
+    assert_eq!(ipc(i0)["value"].as_f64(), Some(2.5));
+    assert!((ipc(i0)["high"].as_f64().unwrap() - 2.613161).abs() < 1e-4);
+    assert_eq!(
+        (
+            ipc(i0)["samples"].as_u64(),
+            ipc(i0)["few_samples"].as_bool()
+        ),
+        (Some(3), Some(true))
+    );
+    assert_eq!(ipc(i2)["value"].as_f64(), Some(0.625));
+    assert!((ipc(i2)["low"].as_f64().unwrap() - 0.38).abs() < 1e-4);
+    assert_eq!(ipc(ins[1]), serde_json::Value::Null);
+    assert_eq!(at(i2)["period"]["instructions"].as_u64(), Some(2500));
+    let whole = &v["metrics"][0];
+    assert_eq!(
+        (whole["name"].as_str(), whole["samples"].as_u64()),
+        (Some("IPC"), Some(5))
+    );
+    assert!((whole["value"].as_f64().unwrap() - 10000.0 / 7000.0).abs() < 1e-12);
+    assert_eq!(
+        whole["members"],
+        serde_json::json!(["cycles", "instructions"])
+    );
+    let r = pmx(&[
+        "report",
+        "--annotate",
+        "hot_a",
+        "-M",
+        "IPC",
+        "--json",
+        "-i",
+        file,
+    ]);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&r.stdout).unwrap(),
+        v
+    );
+    // A metric the library does not have: bad input.
+    let o = pmx(&["annotate", "hot_a", "--metrics", "NoSuchMetric", "-i", file]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }

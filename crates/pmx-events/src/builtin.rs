@@ -115,68 +115,70 @@ const KERNEL_MAP: &[(u64, Option<u64>, Option<u64>)] = &[
     (9, Some(0x0300), None),
 ];
 
-/// The kernel's generic hardware, cache and software events.
+/// The kernel's generic hardware, cache and software events. The
+/// definitions are made when asked for (`find` builds one, `events` all):
+/// `pmx stat -e task-clock` resolves its one name without building the
+/// other hundred.
 pub struct KernelEvents {
-    events: Vec<EventDef>,
+    vendor: Vendor,
 }
 
 impl KernelEvents {
     /// The generic events, annotated for `target`'s vendor.
     pub fn new(target: &Target) -> KernelEvents {
-        let mut events = Vec::new();
-        for (names, config, what) in HARDWARE {
-            for name in *names {
-                let mut d = EventDef::new(name, "cpu", SourceKind::Kernel, "PERF_TYPE_HARDWARE");
-                d.perf_type = Some(perf_type::HARDWARE);
-                d.config = *config;
-                d.description = what.to_string();
-                d.counters = Counters::Unknown;
-                d.precise = Precise::Unknown;
-                if let Some(n) = kernel_mapping(&target.cpu.vendor, *config) {
-                    d.notes.push(n);
-                }
-                events.push(d);
-            }
+        KernelEvents {
+            vendor: target.cpu.vendor.clone(),
         }
-        for (name, config) in pmx_model::legacy::cache_names() {
-            let (id, op, result) = (config & 0xff, (config >> 8) & 0xff, config >> 16);
-            let cache_what = CACHES
-                .iter()
-                .find(|(_, i, _)| *i == id)
-                .map(|(_, _, w)| *w)
-                .unwrap_or("cache");
-            let mut d = EventDef::new(&name, "cpu", SourceKind::Kernel, "PERF_TYPE_HW_CACHE");
-            d.perf_type = Some(perf_type::HW_CACHE);
-            d.config = config;
-            let op_word = match op {
-                0 => "loads",
-                1 => "stores",
-                _ => "prefetches",
-            };
-            d.description = if result == 0 {
-                format!("{op_word} that access the {cache_what}")
-            } else {
-                format!("{op_word} that miss the {cache_what}")
-            };
-            d.notes.push(
-                "the kernel maps cache events per CPU model; not every combination exists on every CPU"
-                    .to_string(),
-            );
-            events.push(d);
+    }
+
+    fn hardware(&self, name: &str, config: u64, what: &str) -> EventDef {
+        let mut d = EventDef::new(name, "cpu", SourceKind::Kernel, "PERF_TYPE_HARDWARE");
+        d.perf_type = Some(perf_type::HARDWARE);
+        d.config = config;
+        d.description = what.to_string();
+        d.counters = Counters::Unknown;
+        d.precise = Precise::Unknown;
+        if let Some(n) = kernel_mapping(&self.vendor, config) {
+            d.notes.push(n);
         }
-        for (names, config, what) in SOFTWARE {
-            for name in *names {
-                let mut d =
-                    EventDef::new(name, "software", SourceKind::Kernel, "PERF_TYPE_SOFTWARE");
-                d.perf_type = Some(perf_type::SOFTWARE);
-                d.config = *config;
-                d.description = what.to_string();
-                d.counters = Counters::NotCore;
-                d.precise = Precise::No;
-                events.push(d);
-            }
-        }
-        KernelEvents { events }
+        d
+    }
+
+    fn cache(name: &str, config: u64) -> EventDef {
+        let (id, op, result) = (config & 0xff, (config >> 8) & 0xff, config >> 16);
+        let cache_what = CACHES
+            .iter()
+            .find(|(_, i, _)| *i == id)
+            .map(|(_, _, w)| *w)
+            .unwrap_or("cache");
+        let mut d = EventDef::new(name, "cpu", SourceKind::Kernel, "PERF_TYPE_HW_CACHE");
+        d.perf_type = Some(perf_type::HW_CACHE);
+        d.config = config;
+        let op_word = match op {
+            0 => "loads",
+            1 => "stores",
+            _ => "prefetches",
+        };
+        d.description = if result == 0 {
+            format!("{op_word} that access the {cache_what}")
+        } else {
+            format!("{op_word} that miss the {cache_what}")
+        };
+        d.notes.push(
+            "the kernel maps cache events per CPU model; not every combination exists on every CPU"
+                .to_string(),
+        );
+        d
+    }
+
+    fn software(name: &str, config: u64, what: &str) -> EventDef {
+        let mut d = EventDef::new(name, "software", SourceKind::Kernel, "PERF_TYPE_SOFTWARE");
+        d.perf_type = Some(perf_type::SOFTWARE);
+        d.config = config;
+        d.description = what.to_string();
+        d.counters = Counters::NotCore;
+        d.precise = Precise::No;
+        d
     }
 }
 
@@ -205,21 +207,57 @@ impl EventSource for KernelEvents {
         "the kernel's generic and software events (perf_event_open ABI)".to_string()
     }
     fn events(&self) -> Vec<EventDef> {
-        self.events.clone()
+        let mut events = Vec::new();
+        for (names, config, what) in HARDWARE {
+            for name in *names {
+                events.push(self.hardware(name, *config, what));
+            }
+        }
+        for (name, config) in pmx_model::legacy::cache_names() {
+            events.push(Self::cache(&name, config));
+        }
+        for (names, config, what) in SOFTWARE {
+            for name in *names {
+                events.push(Self::software(name, *config, what));
+            }
+        }
+        events
     }
     fn find(&self, name: &str) -> Option<EventDef> {
         // Generic names are matched exactly as perf does, but without case;
         // a cache event in any of perf's spellings (`L1-dcache-load-miss`)
         // is the canonical one with its config.
         let n = name.trim();
-        if let Some(e) = self.events.iter().find(|e| e.name.eq_ignore_ascii_case(n)) {
-            return Some(e.clone());
+        let named = |table: &'static [(&[&str], u64, &str)]| {
+            table.iter().find_map(|(names, config, what)| {
+                let name = names.iter().find(|x| x.eq_ignore_ascii_case(n))?;
+                Some((*name, *config, *what))
+            })
+        };
+        if let Some((name, config, what)) = named(HARDWARE) {
+            return Some(self.hardware(name, config, what));
+        }
+        if let Some((name, config, what)) = named(SOFTWARE) {
+            return Some(Self::software(name, config, what));
         }
         let config = pmx_model::legacy::cache_config(n)?;
-        self.events
+        let (name, config) = pmx_model::legacy::cache_names()
+            .into_iter()
+            .find(|(_, c)| *c == config)?;
+        Some(Self::cache(&name, config))
+    }
+    fn names(&self) -> Vec<String> {
+        // The order of `events`: hardware, cache, software.
+        let hw = HARDWARE
             .iter()
-            .find(|e| e.perf_type == Some(perf_type::HW_CACHE) && e.config == config)
-            .cloned()
+            .flat_map(|(n, _, _)| *n)
+            .map(|n| n.to_string());
+        let cache = pmx_model::legacy::cache_names().into_iter().map(|(n, _)| n);
+        let sw = SOFTWARE
+            .iter()
+            .flat_map(|(n, _, _)| *n)
+            .map(|n| n.to_string());
+        hw.chain(cache).chain(sw).collect()
     }
 }
 

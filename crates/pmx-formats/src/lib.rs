@@ -27,7 +27,8 @@
 //! - [`perf`]: perf 6.1's own forms written from a [`StatReport`]: the
 //!   text table, `-x SEP` and `-j` lines, totals and `-I` intervals
 //!   ([`perf::PerfIntervals`]), byte for byte in perf's layout, with the
-//!   shadow metrics perf prints beside counts ([`perf_shadow`]).
+//!   shadow metrics perf prints beside counts ([`perf_shadow`]), `-G`
+//!   cgroup columns and the `--metric-only` forms.
 //! - [`timeline`]: interval files read as a [`Timeline`] of samples, the
 //!   input of `pmx plot`'s charts.
 //!

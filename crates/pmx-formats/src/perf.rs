@@ -5,14 +5,18 @@
 //! elapsed/user/sys footer), `-x SEP` lines (value, unit, event,
 //! \[cgroup,\] \[noise,\] run time, running %, metric value, metric unit,
 //! after the `-I` time and the `-A`/`--per-*` domain columns) and `-j`
-//! lines (perf's keys, in perf's order and spacing, one object per line).
+//! lines (perf's keys, in perf's order and spacing, one object per line);
+//! `-G` cgroups in perf's column after the event; `--metric-only` in
+//! perf's forms (`perf/metric_only.rs`).
 //!
 //! Rows are written as the report holds them: the domain label (`CPU3`,
 //! pmx's `S0-C1` or perf's `S0-D0-C1`, `S0-D0`, `S0`, `N0`, `tid 12`)
 //! decides the aggregation columns; the shadow metrics come from
 //! [`crate::perf_shadow`].
 
-use crate::perf_shadow::{shadow, Shadow};
+mod metric_only;
+
+use crate::perf_shadow::{shadow, split_cgroup, Shadow};
 use crate::report::{ReportMetric, ReportRow, RowStatus, StatReport};
 use std::fmt::Write as _;
 
@@ -56,6 +60,12 @@ pub struct PerfOptions {
     pub summary: bool,
     /// `--no-csv-summary`: no `summary` column.
     pub no_csv_summary: bool,
+    /// `--metric-only`: the metrics alone, one line per domain under a
+    /// header of their units.
+    pub metric_only: bool,
+    /// The totals follow `-I`'s intervals (`--summary`): perf's
+    /// `--metric-only` totals have no header line then.
+    pub intervals: bool,
 }
 
 impl PerfOptions {
@@ -73,6 +83,8 @@ impl PerfOptions {
             system_wide: false,
             summary: false,
             no_csv_summary: false,
+            metric_only: false,
+            intervals: false,
         }
     }
 }
@@ -316,7 +328,11 @@ fn text_line(s: &mut String, l: &Line, o: &PerfOptions, uw: usize) {
         }
     }
     let name_w = if l.ok { 32 } else { 25 };
-    let _ = write!(s, "{:<uw$} {:<name_w$}", l.row.unit, l.row.event);
+    let (event, cgroup) = split_cgroup(&l.row.event);
+    let _ = write!(s, "{:<uw$} {event:<name_w$}", l.row.unit);
+    if let Some(cg) = cgroup {
+        let _ = write!(s, " {cg}");
+    }
     match &l.metric {
         Shadow::Value { fmt, value, unit } => {
             let v = fmt.print(*value);
@@ -406,7 +422,11 @@ fn csv_line(s: &mut String, l: &Line, o: &PerfOptions, sep: &str) {
             let _ = write!(s, "{}{sep}", l.bad_word());
         }
     }
-    let _ = write!(s, "{}{sep}{}", l.row.unit, l.row.event);
+    let (event, cgroup) = split_cgroup(&l.row.event);
+    let _ = write!(s, "{}{sep}{event}", l.row.unit);
+    if let Some(cg) = cgroup {
+        let _ = write!(s, "{sep}{cg}");
+    }
     if let Some(p) = l.noise {
         let _ = write!(s, "{sep}{p:.2}%");
     }
@@ -480,12 +500,16 @@ fn json_line(s: &mut String, l: &Line, o: &PerfOptions) {
             let _ = write!(s, "\"counter-value\" : \"{}\", ", l.bad_word());
         }
     }
+    let (event, cgroup) = split_cgroup(&l.row.event);
     let _ = write!(
         s,
         "\"unit\" : \"{}\", \"event\" : \"{}\", ",
         json_str(&l.row.unit),
-        json_str(&l.row.event)
+        json_str(event)
     );
+    if let Some(cg) = cgroup {
+        let _ = write!(s, "\"cgroup\" : \"{}\", ", json_str(cg));
+    }
     if let Some(p) = l.noise {
         let _ = write!(s, "\"variance\" : {p:.2}, ");
     }
@@ -695,6 +719,10 @@ fn body(s: &mut String, rows: &[ReportRow], o: &PerfOptions, wall_ns: Option<f64
 pub fn totals(report: &StatReport, o: &PerfOptions) -> String {
     let mut s = String::new();
     let wall = (o.elapsed.0 > 0.0).then_some(o.elapsed.0 * 1e9);
+    if o.metric_only {
+        metric_only::body(&mut s, report, o, wall, true);
+        return s;
+    }
     let uw = unit_width(&report.rows);
     if o.form == PerfForm::Text {
         let runs = if o.runs > 1 {
@@ -726,8 +754,9 @@ pub fn totals(report: &StatReport, o: &PerfOptions) -> String {
 }
 
 /// Writes `perf stat -I` intervals: the text table's `#  time  counts
-/// unit events` header before the first interval and every 26th, then
-/// each interval's rows.
+/// unit events` header before the first interval and every 25th, then
+/// each interval's rows (`--metric-only`: perf's header of metric units,
+/// in every form, then a line per domain).
 #[derive(Debug, Clone)]
 pub struct PerfIntervals {
     options: PerfOptions,
@@ -754,6 +783,11 @@ impl PerfIntervals {
         let rows = &report.rows[..];
         let mut s = String::new();
         let o = &self.options;
+        if o.metric_only {
+            metric_only::body(&mut s, report, o, Some(span_s * 1e9), self.printed == 0);
+            self.printed = (self.printed + 1) % 25;
+            return s;
+        }
         let uw = unit_width(rows);
         if o.form == PerfForm::Text && self.printed == 0 {
             s.push_str("#           time");
@@ -766,7 +800,7 @@ impl PerfIntervals {
             }
             let _ = writeln!(s, " {:>18} {:>uw$} events", "counts", "unit");
         }
-        self.printed = (self.printed + 1) % 26;
+        self.printed = (self.printed + 1) % 25;
         body(&mut s, rows, o, Some(span_s * 1e9), uw);
         for m in &report.metrics {
             metric_line(&mut s, m, o);

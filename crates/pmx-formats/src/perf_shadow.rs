@@ -51,13 +51,28 @@ pub enum Shadow {
     },
 }
 
-/// The event's name without its `:mods` suffix, and the suffix (perf
-/// keeps a metric's inputs in the same modifier context).
-fn split_mods(event: &str) -> (&str, &str) {
-    match event.rsplit_once(':') {
+/// An event's name without pmx's ` (cgroup NAME)` suffix (`-G`), and
+/// the cgroup.
+pub fn split_cgroup(event: &str) -> (&str, Option<&str>) {
+    match event
+        .strip_suffix(')')
+        .and_then(|e| e.rsplit_once(" (cgroup "))
+    {
+        Some((name, cg)) => (name, Some(cg)),
+        None => (event, None),
+    }
+}
+
+/// The event's name without its `:mods` suffix (and cgroup), and the
+/// modifier and cgroup context (perf keeps a metric's inputs in the same
+/// modifiers and cgroup).
+fn split_mods(event: &str) -> (&str, (&str, Option<&str>)) {
+    let (event, cgroup) = split_cgroup(event);
+    let (base, mods) = match event.rsplit_once(':') {
         Some((base, mods)) if !base.contains('/') || base.ends_with('/') => (base, mods),
         _ => (event, ""),
-    }
+    };
+    (base, (mods, cgroup))
 }
 
 fn is_clock(base: &str) -> bool {
@@ -149,13 +164,13 @@ pub fn shadow(rows: &[ReportRow], row: &ReportRow, wall_ns: Option<f64>) -> Shad
         },
         "branch-misses" => match value(&["branches", "branch-instructions"]) {
             Some(b) if b > 0.0 => ratio(MetricFmt::F7_2Pct, 100.0 * v / b, "of all branches"),
-            _ => Shadow::None,
+            _ => Shadow::Empty("of all branches"),
         },
         "cache-misses" => match value(&["cache-references"]) {
             Some(b) if b > 0.0 => {
                 ratio(MetricFmt::F8_3SpacePct, 100.0 * v / b, "of all cache refs")
             }
-            _ => Shadow::None,
+            _ => Shadow::Empty("of all cache refs"),
         },
         _ => match ns {
             Some(t) => {

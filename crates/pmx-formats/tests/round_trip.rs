@@ -310,3 +310,215 @@ fn perf_forms_read_back() {
         assert_eq!(rows_of(read(&perf::json(&report))), report);
     }
 }
+
+/// Per CPU, counts whose shadow metrics `--metric-only` shows (GHz,
+/// insn per cycle, branch-misses of all branches) and a `-M` metric.
+fn metric_only_report(time: Option<f64>) -> StatReport {
+    let mut rows = Vec::new();
+    let mut metrics = Vec::new();
+    for (cpu, k) in [("CPU0", 1.0), ("CPU1", 2.0)] {
+        for (event, value, unit) in [
+            ("task-clock", 100.0, "msec"),
+            ("cycles", 250e6 * k, ""),
+            ("instructions", 500e6, ""),
+            ("branches", 1e6, ""),
+            ("branch-misses", 2.5e4, ""),
+        ] {
+            let mut r = ReportRow::new(event, cpu);
+            r.time = time;
+            (r.value, r.unit) = (Some(value), unit.to_string());
+            (r.running_ns, r.enabled_ns) = (Some(100_000_000), Some(100_000_000));
+            rows.push(r);
+        }
+        metrics.push(pmx_formats::ReportMetric {
+            time,
+            name: "tma_retiring".into(),
+            domain: cpu.into(),
+            value: Some(41.0 * k),
+            unit: "%".into(),
+            reliability: None,
+            estimate: false,
+            missing: None,
+            repeats: Vec::new(),
+        });
+    }
+    StatReport {
+        rows,
+        metrics,
+        ..StatReport::default()
+    }
+}
+
+/// `--metric-only` in perf's `-x` and `-j` forms, totals and `-I`: the
+/// readers give back each domain's metrics as perf printed them.
+#[test]
+fn perf_metric_only_forms_read_back() {
+    for time in [None, Some(0.100143434)] {
+        let report = metric_only_report(time);
+        for form in [
+            perf::PerfForm::Text,
+            perf::PerfForm::Csv(",".into()),
+            perf::PerfForm::Json,
+        ] {
+            let mut o = perf::PerfOptions::new(form.clone());
+            (o.metric_only, o.elapsed) = (true, (0.1, 0.0));
+            // The table keeps the `%` perf prints after the value.
+            let pct = if form == perf::PerfForm::Text {
+                "% "
+            } else {
+                ""
+            };
+            let text = match time {
+                None => perf::totals(&report, &o),
+                Some(_) => perf::PerfIntervals::new(o).format(&report, 0.1),
+            };
+            let back = read(&text);
+            let got: Vec<(String, String, Option<f64>)> = back
+                .printed
+                .iter()
+                .map(|p| (p.domain.clone(), p.unit.clone(), p.value))
+                .collect();
+            let want = |cpu: &str, ghz: f64, tma: f64| {
+                vec![
+                    (cpu.to_string(), "GHz".to_string(), Some(ghz)),
+                    (
+                        cpu.into(),
+                        "insn per cycle".into(),
+                        Some(if ghz > 3.0 { 1.0 } else { 2.0 }),
+                    ),
+                    (
+                        cpu.into(),
+                        format!("{pct}branch-misses of all branches"),
+                        Some(2.5),
+                    ),
+                    (cpu.into(), "% tma_retiring".into(), Some(tma)),
+                ]
+            };
+            let mut expect = want("CPU0", 2.5, 41.0);
+            expect.extend(want("CPU1", 5.0, 82.0));
+            assert_eq!(got, expect, "{form:?} {time:?}:\n{text}");
+            assert!(back.printed.iter().all(|p| p.time == time), "{text}");
+        }
+    }
+}
+
+/// `-G`/`--for-each-cgroup` rows in perf's text, `-x` and `-j` forms:
+/// the cgroup column reads back beside the event, the counts as written.
+#[test]
+fn perf_cgroup_forms_read_back() {
+    let mut rows = Vec::new();
+    for (cg, v) in [("pmx-a", 12.5), ("/", 250.25)] {
+        for cpu in ["CPU0", "CPU1"] {
+            let mut r = ReportRow::new(&format!("task-clock (cgroup {cg})"), cpu);
+            (r.value, r.unit) = (Some(v), "msec".into());
+            (r.running_ns, r.enabled_ns) = (Some(1_000_000), Some(1_000_000));
+            rows.push(r);
+        }
+    }
+    let report = StatReport {
+        rows,
+        ..StatReport::default()
+    };
+    for form in [
+        perf::PerfForm::Text,
+        perf::PerfForm::Csv(",".into()),
+        perf::PerfForm::Json,
+    ] {
+        let mut o = perf::PerfOptions::new(form.clone());
+        (o.target, o.elapsed) = ("'system wide'".into(), (0.3, 0.0));
+        let text = perf::totals(&report, &o);
+        let back = read(&text);
+        let got: Vec<(String, String, Option<f64>)> = back
+            .rows
+            .iter()
+            .map(|r| (r.domain.clone(), r.event.clone(), r.value))
+            .collect();
+        let want: Vec<(String, String, Option<f64>)> = report
+            .rows
+            .iter()
+            .map(|r| {
+                let (event, cg) = r
+                    .event
+                    .trim_end_matches(')')
+                    .split_once(" (cgroup ")
+                    .unwrap();
+                (format!("{} {cg}", r.domain), event.to_string(), r.value)
+            })
+            .collect();
+        assert_eq!(got, want, "{form:?}:\n{text}");
+    }
+}
+
+/// A counter that did not count leaves its column empty (perf's
+/// `printout` with no running time): each value reads back under its own
+/// column in every form, the table's by where the columns end.
+#[test]
+fn perf_metric_only_empty_columns_read_back() {
+    let mut report = metric_only_report(None);
+    let gone = report
+        .rows
+        .iter_mut()
+        .find(|r| r.domain == "CPU1" && r.event == "instructions")
+        .unwrap();
+    (gone.value, gone.status) = (None, RowStatus::NotCounted);
+    for form in [
+        perf::PerfForm::Text,
+        perf::PerfForm::Csv(",".into()),
+        perf::PerfForm::Json,
+    ] {
+        let mut o = perf::PerfOptions::new(form.clone());
+        (o.metric_only, o.elapsed) = (true, (0.1, 0.0));
+        let text = perf::totals(&report, &o);
+        let back = read(&text);
+        let got: Vec<(String, String)> = back
+            .printed
+            .iter()
+            .filter(|p| p.domain == "CPU1" && p.value.is_some())
+            .map(|p| (p.unit.replace("% ", ""), format!("{:?}", p.value)))
+            .collect();
+        let want = [
+            ("GHz", "Some(5.0)"),
+            ("branch-misses of all branches", "Some(2.5)"),
+            ("% tma_retiring", "Some(82.0)"),
+        ];
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(u, v)| (u.replace("% ", ""), v.to_string()))
+            .collect();
+        assert_eq!(got, want, "{form:?}:\n{text}");
+    }
+}
+
+/// Software events alone: perf's `--metric-only` lines hold no metric
+/// (rates and utilizations are left out), only headers, time stamps and
+/// domains; every form reads as a file without counts, not as a bad line.
+#[test]
+fn perf_metric_only_without_metrics_reads_as_no_counts() {
+    for domain in ["", "CPU0", "S0-D0-C1", "S0", "N0"] {
+        for time in [None, Some(0.1)] {
+            let mut r = ReportRow::new("page-faults", domain);
+            (r.value, r.time) = (Some(12.0), time);
+            (r.running_ns, r.enabled_ns) = (Some(1_000_000), Some(1_000_000));
+            let report = StatReport {
+                rows: vec![r],
+                ..StatReport::default()
+            };
+            for form in [
+                perf::PerfForm::Text,
+                perf::PerfForm::Csv(",".into()),
+                perf::PerfForm::Json,
+            ] {
+                let mut o = perf::PerfOptions::new(form.clone());
+                (o.metric_only, o.elapsed) = (true, (0.1, 0.0));
+                let text = match time {
+                    None => perf::totals(&report, &o),
+                    Some(_) => perf::PerfIntervals::new(o).format(&report, 0.1),
+                };
+                match read_text(Path::new("f"), &text) {
+                    Err(pmx_formats::ReadError::NoCounts { .. }) => {}
+                    other => panic!("{form:?} {domain:?} {time:?}: {other:?}\n{text}"),
+                }
+            }
+        }
+    }
+}

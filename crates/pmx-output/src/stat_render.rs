@@ -86,6 +86,18 @@ pub struct StatStyle {
 }
 
 impl StatStyle {
+    /// What perf 6.1 refuses of `--metric-only` in its layout (its
+    /// `builtin-stat.c`): with `--per-thread`, and with `-r` above 1.
+    pub fn perf_refusal(&self, per_thread: bool, repeat: u32) -> Option<&'static str> {
+        if !(self.metric_only && matches!(self.format, StatFormat::Perf(_))) {
+            return None;
+        }
+        if per_thread {
+            return Some("--metric-only is not supported with --per-thread");
+        }
+        (repeat > 1).then_some("--metric-only is not supported with -r")
+    }
+
     /// The header line of interval CSV (`-I -x SEP --csv-header`), written
     /// before the first interval; `None` for every other output.
     pub fn interval_header(&self) -> Option<String> {
@@ -157,6 +169,8 @@ pub struct IntervalOptions {
     /// Counting system-wide (`-a`, or no target): perf's `--per-thread`
     /// rows leave out the threads that counted nothing.
     pub system_wide: bool,
+    /// `--metric-only` (perf's layout: its metric-only lines).
+    pub metric_only: bool,
 }
 
 /// What an [`IntervalWriter`] leaves when the run is over.
@@ -214,6 +228,7 @@ impl<'a> IntervalWriter<'a> {
             StatFormat::Perf(form) => {
                 let mut o = PerfOptions::new(form.clone());
                 o.system_wide = options.system_wide;
+                o.metric_only = options.metric_only;
                 Some(PerfIntervals::new(o))
             }
             _ => None,
@@ -254,8 +269,14 @@ impl<'a> IntervalWriter<'a> {
             Some(m) => m.evaluate(plan, t.status, rows, span),
             None => Vec::new(),
         };
+        // pmx's forms stamp an interval with its boundary on the grid (the
+        // counts are those of the boundary); perf's with the time it read.
+        let at = match self.format {
+            StatFormat::Perf(_) => t.read_at,
+            _ => t.at,
+        };
         let iv = IntervalRows {
-            time: self.epoch0 + t.at.as_secs_f64(),
+            time: self.epoch0 + at.as_secs_f64(),
             plan,
             status: t.status,
             rows,
@@ -366,6 +387,9 @@ fn metric_repeats(
 /// every data line of the file has the interval columns. `job`: JSON
 /// records where it ran (host, pid, rank, job).
 pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) -> String {
+    if let StatFormat::Perf(form) = &style.format {
+        return perf_default(report, style, form);
+    }
     if style.metric_only {
         if style.format == StatFormat::Table {
             return metric_only_table(report);
@@ -386,13 +410,7 @@ pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) 
         return without_separators(&totals(report, &plain, job));
     }
     match &style.format {
-        StatFormat::Perf(form) => {
-            let mut o = PerfOptions::new(form.clone());
-            o.target = report.target.clone();
-            o.runs = report.runs;
-            o.elapsed.0 = report.elapsed.as_secs_f64();
-            perf_totals(report, style, &o)
-        }
+        StatFormat::Perf(form) => perf_default(report, style, form),
         StatFormat::Json => {
             let mut doc = crate::stat::json(report);
             if let (Some(obj), Some(ctx)) = (doc.as_object_mut(), job) {
@@ -415,6 +433,17 @@ pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) 
         }
         StatFormat::Table => crate::stat::table(report),
     }
+}
+
+/// The totals in perf's `form` with what the report knows (its target,
+/// runs and elapsed time), `--metric-only` as `style` says.
+fn perf_default(report: &StatReport, style: &StatStyle, form: &PerfForm) -> String {
+    let mut o = PerfOptions::new(form.clone());
+    o.target = report.target.clone();
+    o.runs = report.runs;
+    o.elapsed.0 = report.elapsed.as_secs_f64();
+    o.metric_only = style.metric_only;
+    perf_totals(report, style, &o)
 }
 
 /// `pmx stat -v`: what each planned event resolved to, one line each.
@@ -521,12 +550,20 @@ pub fn perf_totals(report: &StatReport, style: &StatStyle, o: &PerfOptions) -> S
     if style.intervals && !o.summary {
         return String::new();
     }
-    pmx_formats::perf::totals(&report.to_report(), o)
+    let o = PerfOptions {
+        intervals: style.intervals,
+        ..o.clone()
+    };
+    pmx_formats::perf::totals(&report.to_report(), &o)
 }
 
 /// A `stat record` file's counts (`pmx stat report`, perf's `perf stat
 /// report`) in perf's layout of `format`'s kind: perf's header (`'pipe'`
-/// or the recording command line), rows and elapsed-time footer.
+/// or the recording command line), rows and elapsed-time footer; a `-I`
+/// file's rounds as perf's intervals, one block (or set of lines) per
+/// round, without a header or totals, as `perf stat report` prints them
+/// (the clocks' `CPUs utilized` left empty: the file has no wall-clock
+/// time for a round, and perf prints none).
 pub fn stat_file(file: &pmx::stat_file::StatFile, format: StatFormat) -> String {
     let StatFormat::Perf(form) = format.into_perf() else {
         unreachable!("into_perf gives perf's forms")
@@ -536,7 +573,27 @@ pub fn stat_file(file: &pmx::stat_file::StatFile, format: StatFormat) -> String 
     o.elapsed = (file.elapsed_s, 0.0);
     o.comms = file.comms.clone();
     o.thousands = perf_thousands();
-    pmx_formats::perf::totals(&file.report, &o)
+    if !file.intervals {
+        return pmx_formats::perf::totals(&file.report, &o);
+    }
+    // The writer repeats perf's header every 25 rounds, as perf 6.1 does.
+    let mut writer = PerfIntervals::new(o);
+    let rows = &file.report.rows;
+    let mut out = String::new();
+    let mut start = 0;
+    while start < rows.len() {
+        let len = rows[start..]
+            .iter()
+            .take_while(|r| r.time == rows[start].time)
+            .count();
+        let round = pmx_formats::report::StatReport {
+            rows: rows[start..start + len].to_vec(),
+            ..Default::default()
+        };
+        out.push_str(&writer.format(&round, 0.0));
+        start += len;
+    }
+    out
 }
 
 /// The chart of interval rows kept for `--plot`, 960 × 540, as the bytes

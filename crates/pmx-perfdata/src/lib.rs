@@ -21,7 +21,9 @@
 //!   fixed by `PERF_SAMPLE_IDENTIFIER`, or computed from the other bits),
 //!   or is the only event when there is one. Side-band records (MMAP,
 //!   COMM, FORK…) carry a `sample_id` trailer when the attr has
-//!   `sample_id_all`.
+//!   `sample_id_all`; a READ record ([`read::ReadRecord`], `perf record
+//!   -s`) holds a thread's total of an inherited counter, laid out by
+//!   its `read_format` as a sample's `PERF_SAMPLE_READ` field.
 //! - `COMPRESSED` records hold zstd-compressed records; perf compresses
 //!   with one streaming context, so one decompressor runs over all of them
 //!   and a record may straddle two of them.
@@ -41,15 +43,18 @@
 //! in the order `perf record -o -` does.
 //! [`stat`] reads and writes `perf stat record`'s records (`STAT`,
 //! `STAT_ROUND`, `STAT_CONFIG`, `THREAD_MAP`, `CPU_MAP`, `EVENT_UPDATE`),
-//! which the reader passes on as [`Record::Other`].
+//! which the reader passes on as [`Record::Other`]; [`topology`] the
+//! `CPU_TOPOLOGY` and `NUMA_TOPOLOGY` features `perf stat report` folds
+//! per-CPU counts with.
 
 pub mod format;
 pub mod read;
 pub mod stat;
+pub mod topology;
 pub mod write;
 
 pub use format::{EventAttr, FileAttr};
-pub use read::{ReadValue, ReadValues, Reader, Record, Sample, Truncation};
+pub use read::{ReadRecord, ReadValue, ReadValues, Reader, Record, Sample, Truncation};
 pub use write::{BuildIdEntry, Features, PipeWriter, Writer};
 
 /// An error reading or writing perf.data.

@@ -97,6 +97,11 @@ pub struct FileFeatures {
     pub sample_time: Option<(u64, u64)>,
     /// COMPRESSED.
     pub compressed: Option<CompressionInfo>,
+    /// GROUP_DESC: per group of several events, its name (perf's
+    /// `{anon_group}` for an unnamed one), its leader's index among the
+    /// file's attrs and its number of members (the leader and those
+    /// after it), as the writer's `Features::group_desc`.
+    pub group_desc: Vec<(String, u32, u32)>,
     /// Every other feature's raw bytes.
     pub raw: BTreeMap<u32, Vec<u8>>,
 }
@@ -274,6 +279,26 @@ impl<'a> ReadValues<'a> {
     }
 }
 
+/// A READ record: the total of an inherited counter for one thread, which
+/// the kernel writes when the thread exits if the attr has `inherit_stat`
+/// (`perf record -s`): pid, tid, then the values laid out by the event's
+/// `read_format` (perf_event_open(2)), then the `sample_id` trailer.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadRecord<'a> {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// The counter's event (index into [`Reader::events`]): the one the
+    /// trailer's id names, else the value's id, else the only event.
+    pub event: Option<usize>,
+    /// The values (one without `PERF_FORMAT_GROUP`, every member with
+    /// it), each with its id (the trailer's when the format has none).
+    pub values: ReadValues<'a>,
+    /// Time, from the `sample_id` trailer.
+    pub time: Option<u64>,
+}
+
 /// The user registers of a sample (`PERF_SAMPLE_REGS_USER`): the ABI and
 /// the values of the registers of the attr's `sample_regs_user` mask, in
 /// the order of its bits.
@@ -418,6 +443,8 @@ pub enum Record<'a> {
     },
     /// FINISHED_ROUND: records before it may be sorted by time.
     FinishedRound,
+    /// READ: a counter's total for one thread.
+    Read(ReadRecord<'a>),
     /// Any other record: its type, misc and bytes after the header.
     Other {
         /// Record type.
@@ -717,6 +744,16 @@ fn parse_feature(f: &mut FileFeatures, id: u32, body: &[u8], base: u64) -> Resul
                     ids.push(c.u64("event_desc ids")?);
                 }
                 f.event_desc.push((name, attr, ids));
+            }
+        }
+        feature::GROUP_DESC => {
+            let nr = c.u32("group_desc")?;
+            f.group_desc.clear();
+            for _ in 0..nr {
+                let name = c.string("group_desc name")?;
+                let leader = c.u32("group_desc leader")?;
+                let members = c.u32("group_desc members")?;
+                f.group_desc.push((name, leader, members));
             }
         }
         _ => {
@@ -1521,6 +1558,30 @@ impl Reader {
         self.id_to_event.get(&id).copied()
     }
 
+    /// A READ record (at least 24 bytes): its event from the trailer's id,
+    /// else from the value's id read with the first event's format.
+    fn read_record<'a>(&self, rec: &'a [u8]) -> ReadRecord<'a> {
+        let (sid, body_end) = self.trailer(rec);
+        let body = &rec[16..body_end.max(16)];
+        let format = |e: Option<usize>| {
+            e.and_then(|e| self.events.get(e))
+                .map_or(0, |e| e.attr.read_format)
+        };
+        let own = sid.id.unwrap_or(0);
+        let mut event = sid.id.and_then(|id| self.event_of_id(id));
+        if event.is_none() {
+            let guess = ReadValues::new(body, format(Some(0)), own);
+            event = guess.iter().next().and_then(|v| self.event_of_id(v.id));
+        }
+        ReadRecord {
+            pid: le_u32(rec, 8),
+            tid: le_u32(rec, 12),
+            event,
+            values: ReadValues::new(body, format(event), own),
+            time: sid.time,
+        }
+    }
+
     /// The `sample_id` trailer of a side-band record and the event it names.
     fn trailer(&self, rec: &[u8]) -> (SampleId, usize) {
         let mut id = SampleId::default();
@@ -1664,6 +1725,12 @@ impl Reader {
                 }
             }
             record_type::FINISHED_ROUND => Record::FinishedRound,
+            record_type::READ => {
+                if rec.len() < 24 {
+                    return Err(short("READ"));
+                }
+                Record::Read(self.read_record(rec))
+            }
             kind => Record::Other {
                 kind,
                 misc: h.misc,

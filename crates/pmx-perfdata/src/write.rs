@@ -186,10 +186,18 @@ impl<W: Write + Seek> Writer<W> {
 
     /// Write the feature sections (EVENT_DESC from the attrs, and every
     /// feature set in `features`), then the real header; returns the output.
-    pub fn finish(mut self, features: &Features) -> io::Result<W> {
+    pub fn finish(self, features: &Features) -> io::Result<W> {
+        self.finish_with(features, &[])
+    }
+
+    /// [`Writer::finish`] with more feature sections, their bodies as
+    /// given (`CPU_TOPOLOGY`, `NUMA_TOPOLOGY` from [`crate::topology`]).
+    pub fn finish_with(mut self, features: &Features, raw: &[(u32, Vec<u8>)]) -> io::Result<W> {
         self.header.data.size = self.data_size;
         let attr_len = (self.header.attr_size - 16) as usize;
-        let bodies = feature_bodies(&self.attrs, attr_len, features);
+        let mut bodies = feature_bodies(&self.attrs, attr_len, features);
+        bodies.extend(raw.iter().cloned());
+        bodies.sort_by_key(|(id, _)| *id);
         let index_start = self.header.data.offset + self.data_size;
         let mut pos = index_start + 16 * bodies.len() as u64;
         let mut index = Vec::with_capacity(bodies.len() * 16);

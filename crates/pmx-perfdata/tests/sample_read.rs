@@ -110,3 +110,73 @@ fn a_single_value_has_its_times_before_its_id() {
     let s = samples(file(0, &[&[77]]));
     assert_eq!(s[0].1, vec![value(10, 77, 0)]);
 }
+
+#[test]
+fn group_desc_reads_back() {
+    let attrs = vec![
+        FileAttr {
+            attr: attr(0, 4000, 0),
+            ids: vec![10],
+            name: "cpu-clock".into(),
+        },
+        FileAttr {
+            attr: attr(2, 4000, 0),
+            ids: vec![11],
+            name: "page-faults".into(),
+        },
+    ];
+    let w = pmx_perfdata::Writer::create(Cursor::new(Vec::new()), attrs).unwrap();
+    let groups = vec![("{anon_group}".to_string(), 0, 2), ("g2".to_string(), 1, 1)];
+    let features = pmx_perfdata::Features {
+        group_desc: groups.clone(),
+        ..Default::default()
+    };
+    let bytes = w.finish(&features).unwrap().into_inner();
+    let r = Reader::new(Cursor::new(bytes.clone())).unwrap();
+    assert_eq!(r.features().group_desc, groups);
+    // Cut inside the section: a clear error, no panic.
+    let at = bytes.windows(4).position(|w| w == b"g2\0\0").unwrap();
+    let mut cut = bytes;
+    cut[at - 4..at].copy_from_slice(&1000u32.to_le_bytes());
+    let e = Reader::new(Cursor::new(cut)).err().expect("an error");
+    assert!(e.to_string().contains("group_desc"), "{e}");
+}
+
+#[test]
+fn read_records_name_their_event_and_values() {
+    // Two events with read_format ID (no sample_id_all: no trailer), so
+    // the event comes from the value's id; then a record too short.
+    let attrs = vec![
+        FileAttr {
+            attr: perfdata::attr(128, 4000, ST, 0),
+            ids: vec![10],
+            name: "cpu-clock".into(),
+        },
+        FileAttr {
+            attr: perfdata::attr(128, 4000, ST, 0),
+            ids: vec![11],
+            name: "page-faults".into(),
+        },
+    ];
+    let mut attrs = attrs;
+    for a in &mut attrs {
+        a.attr[32..40].copy_from_slice(&rf::ID.to_le_bytes());
+    }
+    let mut w = pmx_perfdata::Writer::create(Cursor::new(Vec::new()), attrs).unwrap();
+    let mut body = [7u32.to_le_bytes(), 8u32.to_le_bytes()].concat();
+    body.extend(words(&[1234, 11]));
+    w.write_record(&rec(record_type::READ, 0, &body)).unwrap();
+    w.write_record(&rec(record_type::READ, 0, &body[..12]))
+        .unwrap();
+    let bytes = w.finish(&Default::default()).unwrap().into_inner();
+    let mut r = Reader::new(Cursor::new(bytes)).unwrap();
+    match r.next_record().unwrap() {
+        Some(Record::Read(x)) => {
+            assert_eq!((x.pid, x.tid, x.event, x.time), (7, 8, Some(1), None));
+            assert_eq!(x.values.iter().collect::<Vec<_>>(), [value(11, 1234, 0)]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = r.next_record().expect_err("a short READ record");
+    assert!(e.to_string().contains("READ record of 20 bytes"), "{e}");
+}

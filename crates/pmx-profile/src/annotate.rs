@@ -11,7 +11,11 @@
 //! weights of the addresses from its first byte up to the next
 //! instruction; its share is of the function's period per event (perf's
 //! "local period" percent). A sample that carries other events' counts
-//! (a sample-read group) would add their columns through the same places.
+//! (a sample-read group, `{A,B}:S`) adds each member's delta to its
+//! column, and to the group's moments at that instruction
+//! ([`GroupSamples`]); [`Annotation::add_metrics`] then evaluates metrics
+//! over them (IPC per instruction and over the function, with their 95%
+//! intervals, as `pmx report -M` does per row: [`crate::group_metrics`]).
 
 mod code;
 pub mod disasm;
@@ -20,11 +24,12 @@ pub mod render;
 mod types;
 
 pub use types::{
-    AnnotateOptions, Annotation, EventColumn, Instruction, SourceLine, Syntax, HOT_PERCENT,
-    WARM_PERCENT,
+    AnnotateOptions, Annotation, EventColumn, GroupSamples, Instruction, MetricColumn, SourceLine,
+    Syntax, HOT_PERCENT, WARM_PERCENT,
 };
 
 use crate::elf::{demangle, ElfFile};
+use crate::group_metrics::{cells, Evaluate};
 use crate::profile::{build_with_addresses, AddressSamples, KernelSymbols, MachineId, Options};
 use crate::profile::{Profile, SortKey, Weight};
 use crate::report::ReportError;
@@ -91,6 +96,32 @@ pub enum AnnotateError {
         /// Its architecture.
         arch: String,
     },
+    /// Metrics asked for a function without samples of a sample-read group.
+    #[error(
+        "{symbol} has no samples of a sample-read group in {file}: per-instruction metrics \
+         need one, recorded with -e '{{A,B,…}}:S'"
+    )]
+    NoGroup {
+        /// The function.
+        symbol: String,
+        /// The file as shown.
+        file: String,
+    },
+}
+
+impl AnnotateError {
+    /// The message of a user's mistake (a name without samples or with
+    /// several binaries, an event not in the file, metrics without a
+    /// group); `None` for a failure (a file or binary unreadable…).
+    pub fn bad_input(&self) -> Option<String> {
+        match self {
+            AnnotateError::Report(e) => e.bad_input(),
+            AnnotateError::NoSymbol { .. }
+            | AnnotateError::Ambiguous { .. }
+            | AnnotateError::NoGroup { .. } => Some(self.to_string()),
+            _ => None,
+        }
+    }
 }
 
 impl From<ReportError> for AnnotateError {
@@ -158,6 +189,7 @@ pub fn annotate(
     let mut a = disassemble(&chosen, &path, mine[0].addr, opts)?;
     a.file = file;
     a.warnings = profile.warnings.clone();
+    a.cpuid = profile.features.cpuid.clone();
     let precise: Vec<u8> = reader
         .events()
         .iter()
@@ -165,7 +197,97 @@ pub fn annotate(
         .collect();
     a.events = columns(&profile, &selected, &mine, &precise);
     credit(&mut a, &mine);
+    a.groups = group_samples(&profile, &selected, &mine, &a);
     Ok(a)
+}
+
+/// The selected sample-read groups' moments per instruction.
+fn group_samples(
+    profile: &Profile,
+    selected: &[usize],
+    mine: &[&AddressSamples],
+    a: &Annotation,
+) -> Vec<GroupSamples> {
+    let mut out = Vec::new();
+    for &e in selected {
+        let Some(g) = &profile.events[e].group else {
+            continue;
+        };
+        let mut gs = GroupSamples {
+            leader: e,
+            members: (g.members.iter())
+                .map(|&m| profile.events[m].name.clone())
+                .collect(),
+            symbol: Default::default(),
+            instructions: vec![Default::default(); a.instructions.len()],
+        };
+        for p in mine {
+            let i = a.instructions.partition_point(|ins| ins.addr <= p.addr);
+            if i == 0 || p.addr >= a.end {
+                continue;
+            }
+            for (_, m) in p.groups.iter().filter(|(l, _)| *l == e) {
+                gs.instructions[i - 1].merge(m);
+                gs.symbol.merge(m);
+            }
+        }
+        if gs.symbol.samples > 0 {
+            out.push(gs);
+        }
+    }
+    out
+}
+
+impl Annotation {
+    /// Every member of the groups with samples here (to choose the
+    /// metrics' definitions by).
+    pub fn group_events(&self) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for n in self.groups.iter().flat_map(|g| &g.members) {
+            if !v.contains(n) {
+                v.push(n.clone());
+            }
+        }
+        v
+    }
+
+    /// Evaluate the metrics `names` (through `eval`, as `pmx report -M`
+    /// does per row) over each group's deltas: per instruction and over
+    /// the function. An error when the function has no group samples.
+    pub fn add_metrics(
+        &mut self,
+        names: &[String],
+        eval: Evaluate<'_>,
+    ) -> Result<(), AnnotateError> {
+        if self.groups.is_empty() {
+            return Err(AnnotateError::NoGroup {
+                symbol: self.symbol.clone(),
+                file: self.file.clone(),
+            });
+        }
+        let several = self.groups.len() > 1;
+        for (k, g) in self.groups.iter().enumerate() {
+            let of = |m: &crate::profile::Moments| cells(m, &g.members, names.len(), eval);
+            let symbol = of(&g.symbol);
+            let per: Vec<Option<Vec<_>>> = (g.instructions.iter())
+                .map(|m| (m.samples > 0).then(|| of(m)))
+                .collect();
+            for (j, name) in names.iter().enumerate() {
+                self.metrics.push(MetricColumn {
+                    name: name.clone(),
+                    label: if several {
+                        format!("{name}[{}]", g.members[0])
+                    } else {
+                        name.clone()
+                    },
+                    group: k,
+                    symbol: symbol[j],
+                    instructions: per.iter().map(|c| c.as_ref().map(|c| c[j])).collect(),
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The reader of `input` (`-`: standard input) and the file as shown.
@@ -332,7 +454,10 @@ fn disassemble(
         syntax: opts.syntax,
         events: Vec::new(),
         instructions,
+        groups: Vec::new(),
+        metrics: Vec::new(),
         warnings: Vec::new(),
+        cpuid: None,
     })
 }
 

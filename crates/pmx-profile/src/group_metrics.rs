@@ -38,6 +38,36 @@ pub struct MetricCell {
     pub few: bool,
 }
 
+impl MetricCell {
+    /// The cell as a table shows it: `value ±half` (and `*` with few
+    /// samples); `-` when there is no value.
+    pub fn text(&self) -> String {
+        let Some(v) = self.value else {
+            return "-".into();
+        };
+        let mut s = format_value(v);
+        if let Some(h) = self.half_width {
+            s.push_str(&format!(" ±{}", format_value(h)));
+        }
+        if self.few {
+            s.push('*');
+        }
+        s
+    }
+
+    /// The cell in JSON: `value`, `low`, `high` (the 95% interval),
+    /// `samples`, `few_samples`.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "value": self.value,
+            "low": self.value.zip(self.half_width).map(|(v, h)| v - h),
+            "high": self.value.zip(self.half_width).map(|(v, h)| v + h),
+            "samples": self.samples,
+            "few_samples": self.few,
+        })
+    }
+}
+
 /// The metrics of one group's rows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupMetrics {
@@ -74,7 +104,14 @@ pub fn evaluate(report: &Report, names: &[String], eval: Evaluate<'_>) -> Vec<Gr
             .iter()
             .map(|&m| p.events[m].name.clone())
             .collect();
-        let cell = |m: &Moments| cells(m, &members, names.len(), eval);
+        // A described group's counts are sampled periods: values only.
+        let cell = |m: &Moments| {
+            let mut c = cells(m, &members, names.len(), eval);
+            if !g.from_reads {
+                c.iter_mut().for_each(|c| c.half_width = None);
+            }
+            c
+        };
         out.push(GroupMetrics {
             event: i,
             names: names.to_vec(),

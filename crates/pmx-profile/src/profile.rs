@@ -16,6 +16,7 @@
 
 mod addresses;
 mod aggregate;
+mod described;
 mod groups;
 mod replay;
 mod rows;
@@ -35,7 +36,7 @@ pub use addresses::{AddressSamples, Weight};
 pub use groups::{for_each_sample, Deltas, MemberDelta, Moments};
 pub use types::{
     truncation_warning, EventProfile, GroupRow, GroupTable, KernelSymbols, MachineId, Options,
-    Profile, Row, SortKey, SOURCE_LINE_ROWS,
+    Profile, Row, SortKey, ThreadReads, SOURCE_LINE_ROWS,
 };
 
 /// Whether the kernel addresses of a file with these features are the
@@ -131,6 +132,7 @@ fn build_full<'o>(
         kernel_symbols_used,
         warnings: [sym.warnings(), &unwinder.warnings()].concat(),
         time_range: replay.time_range,
+        thread_reads: std::mem::take(&mut replay.thread_reads),
         truncated: reader.truncation().cloned(),
     };
     if let Some(t) = &out.truncated {
@@ -141,5 +143,6 @@ fn build_full<'o>(
         let e = rows::event_profile(&ev.name, acc, &mut sym, &remap, &comms, options);
         out.events.push(e);
     }
+    described::add_tables(&mut out);
     Ok((out, places))
 }

@@ -1,9 +1,12 @@
 //! Renderers of a [`Report`]: perf's `--stdio` table ([`table`]) and JSON
 //! ([`json`]). Folded stacks and flame graphs are [`Report::folded`] and
-//! [`Report::flame_svg`]. [`diff`] renders differential profiles.
+//! [`Report::flame_svg`]. [`diff`] renders differential profiles,
+//! [`group`] groups side by side, [`threads`] the READ records' totals
+//! per thread (`-T`).
 
 pub mod diff;
 pub mod group;
+pub mod threads;
 
 use crate::profile::{Profile, Row, SortKey};
 use crate::report::{pct, Report};
@@ -97,6 +100,12 @@ pub fn header_lines(report: &Report) -> Vec<String> {
         h.push(format!(
             "records zstd-compressed (level {}, ratio {})",
             c.level, c.ratio
+        ));
+    }
+    if p.thread_reads.records > 0 {
+        h.push(format!(
+            "{} READ records: each thread's totals at its exit (perf record -s); -T shows them",
+            p.thread_reads.records
         ));
     }
     loss_lines(&mut h, p);
@@ -312,6 +321,7 @@ pub fn json(report: &Report) -> serde_json::Value {
         "sort": report.options.sort.split(',').map(str::trim).collect::<Vec<_>>(),
         "kernel_symbols": p.kernel_symbols_used,
         "events": events,
+        "threads": threads::json(report),
         "warnings": p.warnings,
     })
 }

@@ -90,6 +90,21 @@ pub enum ReportError {
     },
 }
 
+impl ReportError {
+    /// The message of a user's mistake (a flag's value), led by that
+    /// flag (`--sort: …`); `None` for a failure (a file unreadable…).
+    pub fn bad_input(&self) -> Option<String> {
+        match self {
+            ReportError::UnknownSortKey(_) | ReportError::NoSortKey => {
+                Some(format!("--sort: {self}"))
+            }
+            ReportError::PercentLimit(_) => Some(format!("--percent-limit {self}")),
+            ReportError::UnknownEvent { .. } => Some(format!("--event {self}")),
+            _ => None,
+        }
+    }
+}
+
 fn known_list(names: &[String]) -> String {
     if names.is_empty() {
         "none".to_string()
@@ -266,6 +281,16 @@ impl Report {
             .take(self.options.limit.unwrap_or(usize::MAX))
     }
 
+    /// The note to show when other events than `s`'s have samples too.
+    pub fn stack_note(&self, s: &StackEvent) -> Option<String> {
+        s.of_several.then(|| {
+            format!(
+                "several events have samples; stacks are of '{}' (choose with --event)",
+                self.profile.events[s.index].name
+            )
+        })
+    }
+
     /// The event to draw stacks of: the only selected one with samples,
     /// else the first with samples.
     pub fn stack_event(&self) -> Result<StackEvent, ReportError> {
@@ -286,6 +311,12 @@ impl Report {
                 of_several: true,
             }),
         }
+    }
+
+    /// What to say of the flame graph of event `index` written to `path`.
+    pub fn flame_note(&self, index: usize, path: &std::path::Path) -> String {
+        let name = &self.profile.events[index].name;
+        format!("flame graph of '{name}' written to {}", path.display())
     }
 
     /// The flame graph SVG of event `index`, titled with the file's name,

@@ -198,47 +198,18 @@ pub fn analyze_file(
     metrics: Option<&str>,
     tma_level: Option<u32>,
 ) -> Result<crate::analyze::AnalyzeReport, MeasureError> {
-    use crate::analyze::cpu::{choose, CpuChoice};
-    use crate::database::{load, DatabaseOptions};
     let usage = |e: &dyn std::fmt::Display| MeasureError::Usage(e.to_string());
     let counts = pmx_formats::read_file(path)
         .map_err(|e| MeasureError::Usage(format!("{}: {e}", path.display())))?;
     if tma_level == Some(0) {
         return Err(MeasureError::Usage("tma level 0: levels start at 1".into()));
     }
-    let with_cpu = |cpu: Option<String>| {
-        load(&DatabaseOptions {
-            cpu,
-            ..Default::default()
-        })
-        .map_err(|e| usage(&e))
+    let db_opts = crate::database::DatabaseOptions {
+        cpu: cpu.map(str::to_string),
+        ..Default::default()
     };
-    let (db, note) = match cpu {
-        Some(c) => (with_cpu(Some(c.to_string()))?, None),
-        None => {
-            let host = with_cpu(None).ok();
-            let dirs: Vec<std::path::PathBuf> = crate::database::default_events_dir(None)
-                .into_iter()
-                .collect();
-            let refs: Vec<&std::path::Path> = dirs.iter().map(|d| d.as_path()).collect();
-            let choice = choose(&counts, host.as_ref(), &refs);
-            let this = host.as_ref().map(|d| d.target.cpu.to_string());
-            let note = choice.note(this.as_deref().unwrap_or("?"));
-            match (choice, host) {
-                (CpuChoice::ThisMachine, Some(db)) => (db, note),
-                (
-                    CpuChoice::File(c) | CpuChoice::Hybrid(c) | CpuChoice::Tables { cpu: c, .. },
-                    _,
-                ) => (with_cpu(Some(c))?, note),
-                _ => {
-                    return Err(MeasureError::Usage(format!(
-                        "{}: the file does not say which CPU it was counted on: give the cpu (e.g. GenuineIntel-6-5E-3)",
-                        path.display()
-                    )))
-                }
-            }
-        }
-    };
+    let (db, note) =
+        crate::analyze::cpu::database(&counts, &db_opts, path).map_err(|e| usage(&e))?;
     let opts = crate::analyze::AnalyzeOptions {
         counts: &counts,
         db: &db,

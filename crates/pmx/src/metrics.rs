@@ -62,6 +62,33 @@ pub struct UnknownMetric {
     pub suggestions: Vec<String>,
 }
 
+/// Why a recording's metrics could not be chosen.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingMetricsError {
+    /// No database loads (not even this machine's).
+    #[error(transparent)]
+    Database(#[from] crate::database::DatabaseError),
+    /// A name the CPU's library does not have.
+    #[error(transparent)]
+    Unknown(#[from] UnknownMetric),
+}
+
+/// perf's x86 `CPUID` header (`GenuineIntel,6,78,3`: family, model and
+/// stepping in decimal) as pmx's CPU key (`GenuineIntel-6-4E-3`); `None`
+/// for other forms (Arm's MIDR).
+pub fn recording_cpu(cpuid: &str) -> Option<String> {
+    let mut it = cpuid.trim().split(',');
+    let vendor = it
+        .next()
+        .filter(|v| v.starts_with("Genuine") || v.ends_with("AMD") || *v == "HygonGenuine")?;
+    let mut num = || it.next()?.trim().parse::<u32>().ok();
+    let (family, model) = (num()?, num()?);
+    Some(match num() {
+        Some(step) => format!("{vendor}-{family}-{model:X}-{step:X}"),
+        None => format!("{vendor}-{family}-{model:X}"),
+    })
+}
+
 fn suggest(s: &[String]) -> String {
     if s.is_empty() {
         String::new()
@@ -109,6 +136,28 @@ impl MetricSet {
             Err(MetricError::Unknown(u)) => Err(u),
             Err(MetricError::Define { .. }) => unreachable!("no definitions were given"),
         }
+    }
+
+    /// [`MetricSet::for_events`] for a perf.data file: the library of the
+    /// CPU its header names (`cpuid`, perf's `CPUID` feature:
+    /// `GenuineIntel,6,78,3`), else of this machine. Both errors are the
+    /// user's to fix (exit 2).
+    pub fn for_recording(
+        list: &str,
+        cpuid: Option<&str>,
+        events: &[String],
+    ) -> Result<MetricSet, RecordingMetricsError> {
+        use crate::database::{load, DatabaseOptions};
+        let cpu = cpuid.and_then(recording_cpu);
+        let db = match cpu {
+            Some(c) => load(&DatabaseOptions {
+                cpu: Some(c),
+                ..Default::default()
+            })
+            .or_else(|_| load(&DatabaseOptions::default()))?,
+            None => load(&DatabaseOptions::default())?,
+        };
+        Ok(MetricSet::for_events(list, &db, events)?)
     }
 
     /// The metrics from exact counts: `get(name)` is the count of the
@@ -423,5 +472,27 @@ pub fn this_machine() -> Machine {
         num_cores: Some(topo.core_count() as u32),
         num_packages: Some(topo.package_count() as u32),
         ..Machine::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recording_cpu;
+
+    #[test]
+    fn perf_cpuid_headers_become_cpu_keys() {
+        // perf writes family, model and stepping in decimal (its x86
+        // get_cpuid: "%s,%u,%u,%u"); pmx's keys carry model and stepping
+        // in hex, as perf's mapfile.csv does.
+        assert_eq!(
+            recording_cpu("GenuineIntel,6,78,3").as_deref(),
+            Some("GenuineIntel-6-4E-3")
+        );
+        assert_eq!(
+            recording_cpu("AuthenticAMD,25,17,1").as_deref(),
+            Some("AuthenticAMD-25-11-1")
+        );
+        assert_eq!(recording_cpu("0x00000000410fd0c0"), None);
+        assert_eq!(recording_cpu("GenuineIntel,x,78"), None);
     }
 }

@@ -104,7 +104,8 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
         let f: Vec<String> = rejoin_slashes(split_csv(line, sep), sep);
         let f: Vec<&str> = f.iter().map(|s| s.trim()).collect();
         // pmx header lines.
-        if f.first() == Some(&"time")
+        // (perf's `--metric-only -I` header is ` time,cpu,GHz,…`.)
+        if (f.first() == Some(&"time") && f.get(1) == Some(&"domain"))
             || (f.first() == Some(&"domain") && f.get(1) == Some(&"value"))
         {
             continue;

@@ -54,6 +54,7 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
         }
     }
     let mut report = StatReport::default();
+    let mut metric_only = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let bad = |message: String| ReadError::Line {
             path: path.to_path_buf(),
@@ -67,13 +68,17 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
             }
             continue;
         }
+        if let Some(done) = super::perf_json::metric_only_61(&mut report, &mut metric_only, l) {
+            done.map_err(bad)?;
+            continue;
+        }
         let v: Value = serde_json::from_str(l).map_err(|e| bad(format!("not JSON: {e}")))?;
         if !v.is_object() {
             return Err(bad("expected a JSON object".into()));
         }
         json_line(&mut report, &v).map_err(bad)?;
     }
-    if report.rows.is_empty() && report.metrics.is_empty() {
+    if report.rows.is_empty() && report.metrics.is_empty() && report.printed.is_empty() {
         return Err(ReadError::NoCounts {
             path: path.to_path_buf(),
         });

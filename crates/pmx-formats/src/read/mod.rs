@@ -93,8 +93,13 @@ pub fn read_text(path: &Path, text: &str) -> Result<StatReport, ReadError> {
         perf_text::parse(path, text)?
     } else {
         // A text table without its heading and footer (cut from a
-        // longer output) is read as such when it is not CSV.
-        csv::parse(path, text).or_else(|e| perf_text::parse(path, text).map_err(|_| e))?
+        // longer output) is read as such when it is not CSV (CSV lines
+        // without counts, such as perf's `--metric-only` ones with no
+        // metric, are CSV).
+        csv::parse(path, text).or_else(|e| match e {
+            ReadError::NoCounts { .. } => Err(e),
+            e => perf_text::parse(path, text).map_err(|_| e),
+        })?
     };
     report.provenance.path = Some(path.to_path_buf());
     Ok(report)

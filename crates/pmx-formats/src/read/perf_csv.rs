@@ -40,17 +40,29 @@ impl PerfCsv {
     /// Read one perf `-x` line (already split) into `report`; false when it
     /// is not one.
     pub(crate) fn line(&mut self, report: &mut StatReport, f: &[&str]) -> bool {
-        if f.iter().all(|s| !value_like(s)) && f.iter().filter(|s| !s.is_empty()).count() >= 2 {
+        let titles = f
+            .iter()
+            .all(|s| s.is_empty() || NOT_METRICS.contains(&s.trim()));
+        if f.iter().all(|s| !value_like(s))
+            && (f.iter().filter(|s| !s.is_empty()).count() >= 2 || (titles && f.len() > 1))
+        {
             // A `--metric-only` header.
-            let cols = f.iter().skip_while(|s| NOT_METRICS.contains(s));
+            let cols = f.iter().skip_while(|s| NOT_METRICS.contains(&s.trim()));
             self.metric_cols = cols.map(|s| s.to_string()).collect();
             while self.metric_cols.last().is_some_and(|s| s.is_empty()) {
                 self.metric_cols.pop();
             }
-            return !self.metric_cols.is_empty();
+            // (`core,cpus,`: a header whose counters show no metric.)
+            return !self.metric_cols.is_empty()
+                || f.iter()
+                    .all(|s| s.is_empty() || NOT_METRICS.contains(&s.trim()));
         }
         let (time, domain, i) = prefix(f);
         let rest = &f[i.min(f.len())..];
+        if rest.iter().all(|s| s.is_empty()) && (time.is_some() || !domain.is_empty()) {
+            // A `--metric-only` line whose columns are all empty.
+            return true;
+        }
         if !self.metric_cols.is_empty() && rest.iter().all(|s| s.is_empty() || value_like(s)) {
             for (v, c) in rest.iter().zip(&self.metric_cols) {
                 if !v.is_empty() {

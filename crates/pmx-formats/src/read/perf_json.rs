@@ -3,7 +3,10 @@
 //! `metric-value`, `metric-unit`, `interval`, the aggregation (`cpu`,
 //! `core`, `die`, `socket`, `node`, `thread`, with `aggregate-number`),
 //! `cgroup`, `variance`; lines holding only `metric-value`/`metric-unit`
-//! belong to the row before them. Metrics land in
+//! belong to the row before them; perf 6.1's `--metric-only` lines (a
+//! header object of `"unit"` members, then per domain the interval and
+//! aggregation members followed by `{"metric-value" : "V"}` objects,
+//! which is not JSON: [`metric_only_61`]). Metrics land in
 //! [`StatReport::printed`].
 
 use super::perf_fields::number;
@@ -86,6 +89,99 @@ pub(crate) fn metric_only(report: &mut StatReport, v: &Value) {
         domain = last.map(|r| r.domain.clone()).unwrap_or_default();
     }
     push_metric(report, v, time, domain, event);
+}
+
+/// The strings after each `key` in `line`: `"key" : "…"`.
+fn quoted_after<'a>(line: &'a str, key: &str) -> Vec<&'a str> {
+    let pat = format!("\"{key}\" : \"");
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find(&pat) {
+        rest = &rest[i + pat.len()..];
+        let end = rest.find('"').unwrap_or(rest.len());
+        out.push(&rest[..end]);
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// A line of perf 6.1's `-j --metric-only`, read into `report`; `header`
+/// keeps the units of the last header line. `None`: not such a line.
+///
+/// The header object lists the units of every counter (`{"unit" :
+/// "GHz", "unit" : "insn per cycle"}`, empty but for indentation when
+/// the aggregation lists none); a domain's line is `[{"interval" :
+/// T}][{]"cpu" : "0", ` then one `{"metric-value" : "V"}` per column.
+/// The lines leave out rates and `CPUs utilized`, as the header does
+/// not: the header's other units name the columns when there are as many
+/// as values.
+pub(crate) fn metric_only_61(
+    report: &mut StatReport,
+    header: &mut Vec<String>,
+    line: &str,
+) -> Option<Result<(), String>> {
+    if line.starts_with('{') && line.ends_with('}') && !line.contains("\"metric-value\"") {
+        let v: Value = serde_json::from_str(line).ok()?;
+        let o = v.as_object()?;
+        if o.len() == 1 && o.contains_key("interval") {
+            // `-I`: an interval whose columns are all left out.
+            return Some(Ok(()));
+        }
+        if !o.keys().all(|k| k == "unit") {
+            return None;
+        }
+        *header = quoted_after(line, "unit")
+            .into_iter()
+            .filter(|u| !(u.contains("/sec") || u.contains("CPUs utilized")))
+            .map(str::to_string)
+            .collect();
+        return Some(Ok(()));
+    }
+    let Some(at) = line.find("{\"metric-value\" : \"") else {
+        // A domain whose columns are all left out: `{"cpu" : "0", `.
+        let rest = match line.strip_prefix("{\"interval\" : ") {
+            Some(r) => &r[r.find('}')? + 1..],
+            None => line,
+        };
+        let fields = rest
+            .trim()
+            .trim_start_matches('{')
+            .trim_end_matches([',', ' ']);
+        let v: Value = serde_json::from_str(&format!("{{{fields}}}")).ok()?;
+        const AGGR: &[&str] = &["cpu", "core", "die", "socket", "node", "aggregate-number"];
+        let only_domain = v.as_object()?.keys().all(|k| AGGR.contains(&k.as_str()));
+        return (only_domain && line.trim_end().ends_with(',')).then_some(Ok(()));
+    };
+    let (mut head, values) = line.split_at(at);
+    let mut time = None;
+    if let Some(rest) = head.strip_prefix("{\"interval\" : ") {
+        let end = rest.find('}')?;
+        time = Some(super::num(rest[..end].trim())?);
+        head = &rest[end + 1..];
+    }
+    let fields = head
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches([',', ' ']);
+    let domain = if fields.is_empty() {
+        String::new()
+    } else {
+        match serde_json::from_str::<Value>(&format!("{{{fields}}}")) {
+            Ok(v) => domain(&v),
+            Err(e) => return Some(Err(format!("a --metric-only line's domain: {e}"))),
+        }
+    };
+    report.provenance.format = Some(match time {
+        Some(_) => SourceFormat::PerfJsonIntervals,
+        None => SourceFormat::PerfJson,
+    });
+    let values = quoted_after(values, "metric-value");
+    let named = values.len() == header.len();
+    for (i, value) in values.iter().enumerate() {
+        let unit = if named { header[i].as_str() } else { "" };
+        super::perf_fields::push_printed(report, time, domain.clone(), String::new(), value, unit);
+    }
+    Some(Ok(()))
 }
 
 fn push_metric(

@@ -79,6 +79,9 @@ struct State {
     last: (Option<f64>, String, String),
     /// `--metric-only`: the metric columns of the last header line.
     header: Vec<String>,
+    /// How wide perf prints each header column's values (`%*s `: 20, or
+    /// the unit's length + 1, and the space).
+    widths: Vec<usize>,
 }
 
 /// Read perf stat's text output.
@@ -100,14 +103,14 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
             if let Some(cpu) = super::cpu_comment(line) {
                 st.report.provenance.cpu = Some(cpu);
             } else {
-                metric_header(&mut st, t.trim_start_matches('#'));
+                metric_header(&mut st, &line.replacen('#', " ", 1));
             }
             continue;
         }
         if footer(&mut st.report, t) {
             continue;
         }
-        line_of(&mut st, t).map_err(|message| ReadError::Line {
+        line_of(&mut st, t, line).map_err(|message| ReadError::Line {
             path: path.to_path_buf(),
             line: n + 1,
             message,
@@ -159,42 +162,90 @@ fn footer(report: &mut StatReport, t: &str) -> bool {
     false
 }
 
-/// A `--metric-only` header: the metric columns (split on runs of two
-/// or more spaces, a lone `%` joined to the name after it), without the
-/// time and aggregation columns.
-fn metric_header(st: &mut State, t: &str) {
-    let mut cols: Vec<String> = Vec::new();
-    let mut pct = false;
-    for chunk in t.split("  ").map(str::trim).filter(|c| !c.is_empty()) {
-        for (k, w) in chunk.split_whitespace().enumerate() {
-            if w == "%" {
-                cols.push("%".into());
-                pct = true;
-            } else if pct || k > 0 {
-                let last = cols.last_mut().expect("a column");
-                last.push(' ');
-                last.push_str(w);
-                pct = false;
-            } else {
-                cols.push(w.to_string());
+/// The words of `line` with the column each ends at and whether two or
+/// more spaces (or the line's start) come before it.
+fn words(line: &str) -> Vec<(&str, usize, bool)> {
+    let mut out = Vec::new();
+    let mut gap = 2;
+    let mut start = None;
+    for (i, c) in line.char_indices().chain([(line.len(), ' ')]) {
+        match (c == ' ', start) {
+            (false, None) => start = Some(i),
+            (true, Some(s)) => {
+                out.push((&line[s..i], i, gap >= 2 || out.is_empty()));
+                (start, gap) = (None, 1);
             }
+            (true, None) => gap += 1,
+            (false, Some(_)) => {}
         }
     }
+    out
+}
+
+/// A `--metric-only` header: the metric columns (split on runs of two
+/// or more spaces, a lone `%` joined to the name after it), without the
+/// time and aggregation columns, and where each ends.
+fn metric_header(st: &mut State, line: &str) {
     const NOT_METRICS: &[&str] = &[
         "time", "cpus", "cpu", "core", "socket", "die", "node", "cache", "thread", "counts",
         "unit", "events", "comm-pid", "CPU",
     ];
-    if cols.iter().any(|c| c == "counts" || c == "events") {
+    let mut cols: Vec<(String, usize, usize)> = Vec::new();
+    let mut pct = false;
+    for (w, end, gap) in words(line) {
+        if cols.is_empty() && NOT_METRICS.contains(&w) {
+            // `#  time CPU`, `#  time socket cpus`: perf's titles.
+            continue;
+        }
+        match cols.last_mut() {
+            _ if w == "%" => {
+                cols.push(("%".into(), end - 1, end));
+                pct = true;
+            }
+            Some((last, _, at)) if pct || !gap => {
+                last.push(' ');
+                last.push_str(w);
+                *at = end;
+                pct = false;
+            }
+            _ => cols.push((w.to_string(), end - w.len(), end)),
+        }
+    }
+    // A unit longer than perf's 20-wide column (`branch-misses of all
+    // branches`) leaves one space before it: split it off the column
+    // before (perf's long units are `EVENT of all …`).
+    let mut split = Vec::with_capacity(cols.len());
+    for (c, start, end) in cols {
+        let cut = c.find(" of all ").and_then(|k| c[..k].rfind(' '));
+        match cut {
+            Some(k) => {
+                let right = c[k + 1..].to_string();
+                let mid = end.saturating_sub(right.len());
+                split.push((c[..k].to_string(), start, mid.saturating_sub(1)));
+                split.push((right, mid, end));
+            }
+            None => split.push((c, start, end)),
+        }
+    }
+    let mut cols = split;
+    if cols
+        .iter()
+        .any(|(c, ..)| c.contains("counts") || c.contains("events"))
+    {
         st.header.clear();
         return;
     }
-    cols.retain(|c| !NOT_METRICS.contains(&c.as_str()));
-    st.header = cols;
+    cols.retain(|(c, ..)| !NOT_METRICS.contains(&c.as_str()));
+    st.widths = cols
+        .iter()
+        .map(|(_, s, e)| if e - s > 20 { e - s + 2 } else { 21 })
+        .collect();
+    st.header = cols.into_iter().map(|(c, ..)| c).collect();
 }
 
 /// One line of the table: a count, a metric of its own, a header or the
 /// values of `--metric-only`.
-fn line_of(st: &mut State, t: &str) -> Result<(), String> {
+fn line_of(st: &mut State, t: &str, raw: &str) -> Result<(), String> {
     let (body, running, noise) = strip_tail(t);
     let (pre, post) = match body.split_once('#') {
         Some((a, b)) => (a, Some(b)),
@@ -225,11 +276,17 @@ fn line_of(st: &mut State, t: &str) -> Result<(), String> {
             i = at;
         }
     }
+    // A `--metric-only` line whose columns are all empty: its time stamp
+    // and domain alone.
+    if post.is_none() && (i >= tok.len() || (tok.len() == 1 && time.is_some())) {
+        return Ok(());
+    }
     if !tok.get(i).is_some_and(|s| value_like(s)) {
         return no_value(st, time, domain, &tok[i..], post, t);
     }
     if post.is_none() && !st.header.is_empty() && tok[i..].iter().all(|s| value_like(s)) {
-        return metric_only(st, time, domain, &tok[i..]);
+        let ends: Vec<usize> = words(raw).iter().skip(i).map(|w| w.1).collect();
+        return metric_only(st, (time, domain), &tok[i..], &ends, raw.len());
     }
     let value = tok[i];
     let mut rest = &tok[i + 1..];
@@ -309,21 +366,41 @@ fn no_value(
     Ok(())
 }
 
-/// The values of a `--metric-only` line, one per header column.
+/// The values of a `--metric-only` line, one per header column; where
+/// perf left columns empty, each value under the column that ends
+/// nearest to where it ends (`ends`), the columns laid out from the end
+/// of the line (`len`) by their widths, as perf fills the line.
 fn metric_only(
     st: &mut State,
-    time: Option<f64>,
-    domain: String,
+    (time, domain): (Option<f64>, String),
     values: &[&str],
+    ends: &[usize],
+    len: usize,
 ) -> Result<(), String> {
+    let mut columns: Vec<String> = st.header.clone();
     if values.len() != st.header.len() {
-        return Err(format!(
-            "{} values under {} --metric-only columns",
-            values.len(),
-            st.header.len()
-        ));
+        if values.len() > st.header.len() || ends.len() != values.len() {
+            return Err(format!(
+                "{} values under {} --metric-only columns",
+                values.len(),
+                st.header.len()
+            ));
+        }
+        let mut at = len;
+        let mut col_ends = vec![0; st.widths.len()];
+        for (j, w) in st.widths.iter().enumerate().rev() {
+            col_ends[j] = at.saturating_sub(1);
+            at = at.saturating_sub(*w);
+        }
+        columns = ends
+            .iter()
+            .map(|e| {
+                let near = (0..col_ends.len()).min_by_key(|&j| col_ends[j].abs_diff(*e));
+                near.map_or(String::new(), |j| st.header[j].clone())
+            })
+            .collect();
     }
-    for (v, h) in values.iter().zip(st.header.clone()) {
+    for (v, h) in values.iter().zip(columns) {
         let (value, unit, decimals) = metric_with_decimals(v, &h);
         st.report.printed.push(PrintedMetric {
             row: None,
@@ -455,6 +532,32 @@ mod tests {
                 (Some(58.7), "% tma_backend_bound"),
                 (Some(2.7), "% tma_frontend_bound"),
                 (Some(13.5), "% tma_bad_speculation"),
+            ]
+        );
+    }
+
+    /// perf 6.1's `-a -A --metric-only -I` table (stat-display.c's
+    /// `%20s ` columns, wider for `branch-misses of all branches`): empty
+    /// columns of counters that did not count, and lines with none.
+    #[test]
+    fn metric_only_tables_with_empty_columns() {
+        let r = read(concat!(
+            "#           time CPU                      GHz       insn per cycle branch-misses of all branches \n",
+            "     0.100143434 CPU0                      2.500                                         2.50% \n",
+            "     0.100143434 CPU1                                           2.00                           \n",
+            "     0.200385127 CPU0       \n",
+        ));
+        let p: Vec<(&str, Option<f64>, &str)> = r
+            .printed
+            .iter()
+            .map(|m| (m.domain.as_str(), m.value, m.unit.as_str()))
+            .collect();
+        assert_eq!(
+            p,
+            [
+                ("CPU0", Some(2.5), "GHz"),
+                ("CPU0", Some(2.5), "% branch-misses of all branches"),
+                ("CPU1", Some(2.0), "insn per cycle"),
             ]
         );
     }

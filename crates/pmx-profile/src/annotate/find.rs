@@ -131,6 +131,7 @@ mod tests {
                 samples,
                 period: samples * 10,
             }],
+            groups: Vec::new(),
         }
     }
 

@@ -1,9 +1,11 @@
 //! Renderers of an [`Annotation`]: text in `perf annotate --stdio`'s
-//! layout ([`text`]: a percent column per event, then the address and the
-//! instruction, source lines interleaved, the hottest instructions in
-//! colour or marked) and JSON ([`json`], a stable schema).
+//! layout ([`text`]: a percent column per event, a column per metric
+//! when asked, then the address and the instruction, source lines
+//! interleaved, the hottest instructions in colour or marked) and JSON
+//! ([`json`], a stable schema).
 
-use super::types::{Annotation, Syntax, HOT_PERCENT, WARM_PERCENT};
+use super::types::{Annotation, MetricColumn, Syntax, HOT_PERCENT, WARM_PERCENT};
+use crate::group_metrics::MIN_SAMPLES;
 use std::io::Write;
 
 /// The note on skid, said once in the header.
@@ -46,6 +48,7 @@ pub fn header(a: &Annotation, colour: bool) -> Vec<String> {
             if c.precise > 0 { ", precise event" } else { "" }
         ));
     }
+    h.extend(metric_lines(a));
     h.push(SKID.to_string());
     h.push(if colour {
         format!("hot: {RED}red{RESET} from {HOT_PERCENT}% of a column, {GREEN}green{RESET} from {WARM_PERCENT}%")
@@ -53,6 +56,38 @@ pub fn header(a: &Annotation, colour: bool) -> Vec<String> {
         format!("hot: '*' marks instructions with at least {HOT_PERCENT}% of a column, '+' from {WARM_PERCENT}%")
     });
     h
+}
+
+/// The metrics' header lines: each over the whole function, how an
+/// instruction's is computed, what `*` means.
+fn metric_lines(a: &Annotation) -> Vec<String> {
+    let mut h = Vec::new();
+    for m in &a.metrics {
+        let g = &a.groups[m.group];
+        let value = match m.symbol.value {
+            Some(_) => m.symbol.text(),
+            None => "not computed (an input is not a member of the group)".into(),
+        };
+        h.push(format!(
+            "{} over {}: {value} ({} samples of {{{}}})",
+            m.label,
+            a.symbol,
+            m.symbol.samples,
+            g.members.join(",")
+        ));
+    }
+    if !a.metrics.is_empty() {
+        h.push(format!(
+            "metrics per instruction: the formula over the members' deltas of the samples \
+             there, ±95% interval; * fewer than {MIN_SAMPLES} samples: the interval is not to be trusted"
+        ));
+    }
+    h
+}
+
+/// A metric's cell on instruction `i` (blank without samples there).
+fn metric_cell(m: &MetricColumn, i: usize) -> String {
+    m.instructions[i].map(|c| c.text()).unwrap_or_default()
 }
 
 /// The annotation as text; `colour`: ANSI colours for the hot
@@ -72,8 +107,18 @@ pub fn text(a: &Annotation, colour: bool, out: &mut dyn Write) -> std::io::Resul
         names.push_str(&format!("{:>17}", short(&c.name, 16)));
         heads.push_str("  Percent Samples");
     }
+    let widths: Vec<usize> = (a.metrics.iter())
+        .map(|m| {
+            let cells = (0..a.instructions.len()).map(|i| metric_cell(m, i).chars().count());
+            cells.fold(m.label.chars().count(), usize::max)
+        })
+        .collect();
+    for (m, w) in a.metrics.iter().zip(&widths) {
+        names.push_str(&" ".repeat(w + 2));
+        heads.push_str(&format!("  {:>w$}", m.label));
+    }
     if cols > 1 {
-        writeln!(out, "{names}")?;
+        writeln!(out, "{}", names.trim_end())?;
     }
     writeln!(
         out,
@@ -111,6 +156,9 @@ pub fn text(a: &Annotation, colour: bool, out: &mut dyn Write) -> std::io::Resul
                 a.percent(i, c),
                 ins.weights[c].samples
             ));
+        }
+        for (m, w) in a.metrics.iter().zip(&widths) {
+            row.push_str(&format!("  {:>w$}", metric_cell(m, i)));
         }
         writeln!(out, "{on}{row} :  {:>8x}:  {}{off}", ins.addr, ins.text)?;
     }
@@ -172,9 +220,21 @@ pub fn to_stdout(a: &Annotation, as_json: bool) -> std::io::Result<()> {
 /// `samples`, `period` in the function, `file_samples`, `file_period`,
 /// `precise`), `skid`, `instructions` (`addr`, `offset`, `bytes`, `text`,
 /// `target`?, `source` {`file`, `line`, `text`?}?, `samples`, `period`
-/// and `percent` by event name), `warnings`.
+/// and `percent` by event name, `metrics` by metric label: the cell or
+/// null), `metrics` (per metric and group: `name`, `label`, `members`
+/// and the function's cell: `value`, `low`, `high`, `samples`,
+/// `few_samples`), `warnings`.
 pub fn json(a: &Annotation) -> serde_json::Value {
     use serde_json::{json, Map, Value};
+    let metrics: Vec<Value> = (a.metrics.iter())
+        .map(|m| {
+            let mut o = m.symbol.json();
+            o["name"] = json!(m.name);
+            o["label"] = json!(m.label);
+            o["members"] = json!(a.groups[m.group].members);
+            o
+        })
+        .collect();
     let events: Vec<Value> = a
         .events
         .iter()
@@ -199,10 +259,18 @@ pub fn json(a: &Annotation) -> serde_json::Value {
                     json!((a.percent(i, c) * 100.0).round() / 100.0),
                 );
             }
+            let cells: Map<String, Value> = (a.metrics.iter())
+                .map(|m| {
+                    (
+                        m.label.clone(),
+                        m.instructions[i].map_or(Value::Null, |c| c.json()),
+                    )
+                })
+                .collect();
             let bytes: Vec<String> = ins.bytes.iter().map(|b| format!("{b:02x}")).collect();
             let mut o = json!({
                 "addr": ins.addr, "offset": ins.offset, "bytes": bytes.join(" "), "text": ins.text,
-                "samples": samples, "period": period, "percent": percent,
+                "samples": samples, "period": period, "percent": percent, "metrics": cells,
             });
             if let Some(t) = ins.target {
                 o["target"] = json!(t);
@@ -219,6 +287,7 @@ pub fn json(a: &Annotation) -> serde_json::Value {
     json!({
         "file": a.file, "symbol": a.symbol, "dso": a.dso, "path": a.path, "build_id": a.build_id,
         "arch": a.arch, "syntax": a.syntax.name(), "start": a.start, "end": a.end,
-        "events": events, "skid": SKID, "instructions": instructions, "warnings": a.warnings,
+        "events": events, "skid": SKID, "instructions": instructions, "metrics": metrics,
+        "warnings": a.warnings,
     })
 }

@@ -1,8 +1,10 @@
 //! The values of an annotation: the options ([`AnnotateOptions`],
 //! [`Syntax`]) and what was built ([`Annotation`], its
-//! [`EventColumn`]s and [`Instruction`]s).
+//! [`EventColumn`]s and [`Instruction`]s, and for sample-read groups
+//! their [`GroupSamples`] and [`MetricColumn`]s).
 
-use crate::profile::Weight;
+use crate::group_metrics::MetricCell;
+use crate::profile::{Moments, Weight};
 use std::path::PathBuf;
 
 /// Assembly syntax.
@@ -68,6 +70,36 @@ pub struct EventColumn {
     pub precise: u8,
 }
 
+/// A sample-read group's samples in the function: the moments of its
+/// members' deltas per instruction, the inputs of its metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupSamples {
+    /// The leader (index into the file's events).
+    pub leader: usize,
+    /// The members' names, leader first (the order of the moments).
+    pub members: Vec<String>,
+    /// Over the whole function.
+    pub symbol: Moments,
+    /// Per instruction, in the order of [`Annotation::instructions`].
+    pub instructions: Vec<Moments>,
+}
+
+/// One metric of one group: over the function and per instruction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricColumn {
+    /// The metric's name (`IPC`).
+    pub name: String,
+    /// Its heading and JSON key: the name, then `[leader]` when the
+    /// function has samples of several groups.
+    pub label: String,
+    /// Index into [`Annotation::groups`].
+    pub group: usize,
+    /// Over the whole function.
+    pub symbol: MetricCell,
+    /// Per instruction; `None` where the group has no sample.
+    pub instructions: Vec<Option<MetricCell>>,
+}
+
 /// A source line of an instruction (DWARF line info).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceLine {
@@ -124,8 +156,15 @@ pub struct Annotation {
     pub events: Vec<EventColumn>,
     /// The instructions, in address order.
     pub instructions: Vec<Instruction>,
+    /// The sample-read groups with samples in the function.
+    pub groups: Vec<GroupSamples>,
+    /// The metrics asked for ([`Annotation::add_metrics`]), per group.
+    pub metrics: Vec<MetricColumn>,
     /// Warnings (the profile's and the annotation's own).
     pub warnings: Vec<String>,
+    /// The recording's CPU as perf's `CPUID` header gives it
+    /// (`GenuineIntel,6,78,3`), for choosing a metric library.
+    pub cpuid: Option<String>,
 }
 
 /// Instructions with at least this share (percent) of a column are hot

@@ -7,8 +7,12 @@
 //! The hook for more: [`AddressAcc::credit`] takes any event index and
 //! weight, so a sample that carries other events' counts (the members of
 //! a sample-read group, `{A,B}:S`) credits each member's delta to the
-//! same place, and the annotation gets one column per member.
+//! same place, and the annotation gets one column per member. Such a
+//! sample also adds its deltas to the place's [`Moments`] for its
+//! leader, from which an instruction's metrics (IPC…) and their
+//! intervals follow, as a report row's do.
 
+use super::groups::Moments;
 use crate::symbolize::{DsoId, FrameId, Symbolizer, KERNEL_DSO};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -31,7 +35,7 @@ impl Weight {
 }
 
 /// The samples at one instruction address of one function.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AddressSamples {
     /// The function's name (or an unresolved address), as report shows it.
     pub symbol: String,
@@ -48,20 +52,31 @@ pub struct AddressSamples {
     pub addr: u64,
     /// Per event of the file (index as in `Profile::events`).
     pub weights: Vec<Weight>,
+    /// Per sample-read group with samples here: its leader (index as in
+    /// `Profile::events`) and the moments of its members' deltas (in the
+    /// order of the leader's `GroupTable::members`).
+    pub groups: Vec<(usize, Moments)>,
 }
+
+type Place = (FrameId, DsoId, u64);
 
 /// Places → per-event weights, while the file is replayed.
 #[derive(Default)]
 pub(super) struct AddressAcc {
-    places: HashMap<(FrameId, DsoId, u64), Vec<Weight>>,
+    places: HashMap<Place, Vec<Weight>>,
+    /// Per place, per group leader: the moments of the members' deltas.
+    groups: HashMap<Place, Vec<(usize, Moments)>>,
+    buf: Vec<u64>,
 }
 
 impl AddressAcc {
     /// A sample at `ip` (process `pid`) whose leaf frame is `leaf`: each
     /// (event, weight) of `weights` credited to its place — today the
     /// sample's own event with one sample and its period; a sample-read
-    /// group's sample adds each member's delta here. Addresses of code
-    /// without a binary (JIT maps, no mapping) are not kept.
+    /// group's sample adds each member's delta here, and `group` (its
+    /// leader and the (event, delta) pairs, leader first) to the place's
+    /// moments. Addresses of code without a binary (JIT maps, no mapping)
+    /// are not kept.
     pub(super) fn sample(
         &mut self,
         sym: &mut Symbolizer,
@@ -69,15 +84,31 @@ impl AddressAcc {
         kernel: bool,
         (pid, ip): (u32, u64),
         weights: &[(usize, Weight)],
+        group: Option<(usize, &[u64])>,
     ) {
         let place = if kernel {
             Some((KERNEL_DSO, ip))
         } else {
             sym.user_vaddr(pid, ip)
         };
-        if let Some((dso, addr)) = place {
-            for &(event, w) in weights {
-                self.credit(event, leaf, dso, addr, w);
+        let Some((dso, addr)) = place else {
+            return;
+        };
+        for &(event, w) in weights {
+            self.credit(event, leaf, dso, addr, w);
+        }
+        if let Some((leader, pairs)) = group {
+            self.places.entry((leaf, dso, addr)).or_default();
+            self.buf.clear();
+            self.buf.extend(pairs.chunks_exact(2).map(|p| p[1]));
+            let gs = self.groups.entry((leaf, dso, addr)).or_default();
+            match gs.iter_mut().find(|g| g.0 == leader) {
+                Some(g) => g.1.add(&self.buf),
+                None => {
+                    let mut m = Moments::default();
+                    m.add(&self.buf);
+                    gs.push((leader, m));
+                }
             }
         }
     }
@@ -100,22 +131,31 @@ impl AddressAcc {
         remap: &[FrameId],
         events: usize,
     ) -> Vec<AddressSamples> {
-        let mut merged: HashMap<(FrameId, DsoId, u64), Vec<Weight>> = HashMap::default();
+        type Merged = (Vec<Weight>, Vec<(usize, Moments)>);
+        let mut merged: HashMap<Place, Merged> = HashMap::default();
+        let mut groups = self.groups;
         for ((leaf, dso, addr), ws) in self.places {
+            let gs = groups.remove(&(leaf, dso, addr)).unwrap_or_default();
             let leaf = remap.get(leaf as usize).copied().unwrap_or(leaf);
             let into = merged
                 .entry((leaf, dso, addr))
-                .or_insert_with(|| vec![Weight::default(); events]);
-            if into.len() < ws.len() {
-                into.resize(ws.len(), Weight::default());
+                .or_insert_with(|| (vec![Weight::default(); events], Vec::new()));
+            if into.0.len() < ws.len() {
+                into.0.resize(ws.len(), Weight::default());
             }
-            for (a, b) in into.iter_mut().zip(ws) {
+            for (a, b) in into.0.iter_mut().zip(ws) {
                 a.add(b);
+            }
+            for (leader, m) in gs {
+                match into.1.iter_mut().find(|g| g.0 == leader) {
+                    Some(g) => g.1.merge(&m),
+                    None => into.1.push((leader, m)),
+                }
             }
         }
         let mut out: Vec<AddressSamples> = merged
             .into_iter()
-            .map(|((leaf, _, addr), weights)| {
+            .map(|((leaf, _, addr), (weights, groups))| {
                 let f = sym.frame(leaf);
                 let d = sym.dso(f.dso);
                 AddressSamples {
@@ -126,6 +166,7 @@ impl AddressAcc {
                     build_id: d.expected_build_id.clone(),
                     addr,
                     weights,
+                    groups,
                 }
             })
             .collect();

@@ -277,7 +277,7 @@ impl<'o> State<'o> {
             self.credit(event, key, comm, (pid, ip), period);
             if let Some(a) = &mut self.addresses {
                 let own = (event, Weight { samples: 1, period });
-                a.sample(&mut self.sym, leaf, kernel, (pid, ip), &[own]);
+                a.sample(&mut self.sym, leaf, kernel, (pid, ip), &[own], None);
             }
             return;
         }
@@ -308,7 +308,8 @@ impl<'o> State<'o> {
                     )
                 })
                 .collect();
-            a.sample(&mut self.sym, leaf, kernel, (pid, ip), &weights);
+            let group = (pairs.len() > 2).then_some((event, pairs));
+            a.sample(&mut self.sym, leaf, kernel, (pid, ip), &weights, group);
         }
     }
 

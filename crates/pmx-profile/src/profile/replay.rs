@@ -5,7 +5,7 @@
 use super::aggregate::{Item, MmapItem, State};
 use super::groups::{Deltas, MemberDelta};
 use super::sink::{Side, SideKind};
-use super::types::MachineId;
+use super::types::{MachineId, ThreadReads};
 use crate::unwind::UserStack;
 use pmx_perfdata::format::misc;
 use pmx_perfdata::read::{FileFeatures, Record};
@@ -74,6 +74,8 @@ enum Step {
     /// LOST, LOST_SAMPLES or (UN)THROTTLE, of the event with this id,
     /// at this time.
     Side(Option<u64>, Option<u64>, SideKind),
+    /// A READ record: pid, tid, its event, its values' (id, value).
+    Read(u32, u32, Option<usize>, Vec<(u64, u64)>),
 }
 
 /// Where the replay is: the queue of the current round, the time span of
@@ -89,6 +91,8 @@ pub(super) struct Replay {
     prev_round_max: u64,
     deltas: Deltas,
     reads: Vec<MemberDelta>,
+    /// READ records' totals per thread.
+    pub(super) thread_reads: ThreadReads,
 }
 
 impl Replay {
@@ -103,6 +107,7 @@ impl Replay {
             prev_round_max: 0,
             deltas: Deltas::new(reader),
             reads: Vec::new(),
+            thread_reads: ThreadReads::default(),
         }
     }
 
@@ -144,6 +149,13 @@ impl Replay {
                     let time = time.unwrap_or(self.max_time);
                     st.side(Side { event, time, kind });
                 }
+                Step::Read(pid, tid, event, values) => {
+                    self.thread_reads.records += 1;
+                    for (id, value) in values {
+                        let e = reader.event_of_id(id).or(event);
+                        self.thread_reads.add((pid, tid), e, value);
+                    }
+                }
                 Step::Queued => {}
             }
             if self.queue.items.len() >= MAX_QUEUED {
@@ -173,6 +185,10 @@ impl Replay {
     fn record(&mut self, rec: Record<'_>, st: &mut State<'_>) -> Step {
         match rec {
             Record::Lost { id, lost, time } => Step::Side(Some(id), time, SideKind::Lost(lost)),
+            Record::Read(r) => {
+                let values = r.values.iter().map(|v| (v.id, v.value)).collect();
+                Step::Read(r.pid, r.tid, r.event, values)
+            }
             Record::LostSamples { lost, time } => {
                 Step::Side(None, time, SideKind::LostSamples(lost))
             }

@@ -90,21 +90,11 @@ fn group_table(
             GroupRow { row, moments }
         })
         .collect();
-    // As perf's --group: by the leader's count, then the members'.
-    rows.sort_by(|a, b| {
-        b.moments
-            .sums
-            .cmp(&a.moments.sums)
-            .then(b.moments.samples.cmp(&a.moments.samples))
-            .then_with(|| {
-                let (a, b) = (&a.row, &b.row);
-                (&a.comm, a.pid, &a.dso, &a.symbol, a.cpu)
-                    .cmp(&(&b.comm, b.pid, &b.dso, &b.symbol, b.cpu))
-            })
-    });
+    rows.sort_by(GroupRow::perf_order);
     GroupTable {
         members: g.members.clone(),
         rows,
+        from_reads: true,
     }
 }
 

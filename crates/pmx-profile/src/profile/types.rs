@@ -184,6 +184,12 @@ pub struct GroupTable {
     /// the row's `samples` are the leader's samples there and `period`
     /// the leader's count.
     pub rows: Vec<GroupRow>,
+    /// The members' counts are the leader's reads of them (`{…}:S`); false
+    /// for a group the file only describes (GROUP_DESC, each member
+    /// sampling on its own): its rows' counts are the members' periods,
+    /// their moments' `samples` every member's samples, without products
+    /// (no interval).
+    pub from_reads: bool,
 }
 
 /// One row of a [`GroupTable`].
@@ -193,6 +199,20 @@ pub struct GroupRow {
     pub row: Row,
     /// The members' deltas summed per sample.
     pub moments: super::groups::Moments,
+}
+
+impl GroupRow {
+    /// perf's `--group` order: by the leader's count, then the members',
+    /// then the samples, then the key (so equal rows keep one order).
+    pub(crate) fn perf_order(a: &GroupRow, b: &GroupRow) -> std::cmp::Ordering {
+        (b.moments.sums.cmp(&a.moments.sums))
+            .then(b.moments.samples.cmp(&a.moments.samples))
+            .then_with(|| {
+                let (a, b) = (&a.row, &b.row);
+                (&a.comm, a.pid, &a.dso, &a.symbol, a.cpu)
+                    .cmp(&(&b.comm, b.pid, &b.dso, &b.symbol, b.cpu))
+            })
+    }
 }
 
 impl GroupTable {
@@ -205,6 +225,50 @@ impl GroupTable {
             }
         }
         t
+    }
+}
+
+/// The READ records of a file (`perf record -s`: an inherited counter's
+/// total for each thread at its exit), summed per thread and event, as
+/// `perf report -T` shows them: events and threads in the order first
+/// seen.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadReads {
+    /// READ records.
+    pub records: u64,
+    /// Values whose event is not known (an id of no event): not shown.
+    pub unknown: u64,
+    /// The events (indices into [`Profile::events`]), the columns.
+    pub events: Vec<usize>,
+    /// Per thread: pid, tid and per column the sum of its values.
+    pub threads: Vec<(u32, u32, Vec<u64>)>,
+    /// (pid, tid) → its index in `threads`.
+    at: rustc_hash::FxHashMap<(u32, u32), usize>,
+}
+
+impl ThreadReads {
+    /// One value of a READ record of thread (`pid`, `tid`) for `event`.
+    pub(super) fn add(&mut self, (pid, tid): (u32, u32), event: Option<usize>, value: u64) {
+        let Some(e) = event else {
+            self.unknown += 1;
+            return;
+        };
+        let c = match self.events.iter().position(|&x| x == e) {
+            Some(c) => c,
+            None => {
+                self.events.push(e);
+                self.events.len() - 1
+            }
+        };
+        let t = *self.at.entry((pid, tid)).or_insert_with(|| {
+            self.threads.push((pid, tid, Vec::new()));
+            self.threads.len() - 1
+        });
+        let row = &mut self.threads[t].2;
+        if row.len() <= c {
+            row.resize(c + 1, 0);
+        }
+        row[c] = row[c].saturating_add(value);
     }
 }
 
@@ -227,6 +291,8 @@ pub struct Profile {
     pub warnings: Vec<String>,
     /// First and last sample time.
     pub time_range: Option<(u64, u64)>,
+    /// The READ records' totals per thread (`report -T`).
+    pub thread_reads: ThreadReads,
     /// The file was truncated or unfinished: what was recovered (its
     /// warning, [`truncation_warning`], is also in [`Profile::warnings`]).
     pub truncated: Option<Truncation>,

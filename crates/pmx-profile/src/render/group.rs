@@ -1,4 +1,5 @@
-//! `pmx report --group` (and `-M`): a sample-read group as one table, as
+//! `pmx report --group` (and `-M`): a sample-read group (or a group the
+//! file describes, its members sampling on their own) as one table, as
 //! perf's `report --group` lays it out: one share column per member (its
 //! share of that member's total), then the leader's samples, every
 //! member's count, one column per metric (value ± half the 95% interval,
@@ -7,7 +8,7 @@
 
 use super::{aligned, cells as key_cells, event_table, header_lines, headings, human};
 pub use crate::group_metrics::{evaluate, GroupMetrics};
-use crate::group_metrics::{format_value, MetricCell, MIN_SAMPLES};
+use crate::group_metrics::{MetricCell, MIN_SAMPLES};
 use crate::profile::{GroupTable, Row};
 use crate::report::{pct, Report};
 use std::io::Write;
@@ -40,7 +41,7 @@ pub fn table(
     if !report.selected.iter().any(|&i| events[i].group.is_some()) {
         writeln!(
             out,
-            "# no sample-read group here: --group and -M need one, recorded with -e '{{A,B,…}}:S'"
+            "# no group here: --group and -M need one, recorded with -e '{{A,B,…}}:S' (or '{{A,B,…}}')"
         )?;
     }
     let mut few = false;
@@ -71,21 +72,6 @@ fn names(report: &Report, g: &GroupTable) -> Vec<String> {
         .iter()
         .map(|&m| report.profile.events[m].name.clone())
         .collect()
-}
-
-/// A metric cell as shown: `value ±half` (and `*` with few samples).
-fn metric_text(c: &MetricCell) -> String {
-    let Some(v) = c.value else {
-        return "-".into();
-    };
-    let mut s = format_value(v);
-    if let Some(h) = c.half_width {
-        s.push_str(&format!(" ±{}", format_value(h)));
-    }
-    if c.few {
-        s.push('*');
-    }
-    s
 }
 
 /// One group's table; true when a row had too few samples for its metrics.
@@ -138,7 +124,7 @@ fn group_table(
             c.extend(r.moments.sums.iter().map(u64::to_string));
             if let Some(m) = metrics {
                 few |= m.rows[k].iter().any(|c| c.few && c.value.is_some());
-                c.extend(m.rows[k].iter().map(metric_text));
+                c.extend(m.rows[k].iter().map(MetricCell::text));
             }
             c.extend(key_cells(report, &r.row, 0).into_iter().skip(skip));
             c
@@ -158,7 +144,7 @@ fn group_table(
     if let Some(m) = metrics {
         let all: Vec<String> = (m.total.iter())
             .map(|c| match c.value {
-                Some(_) => metric_text(c),
+                Some(_) => c.text(),
                 None => "not computed (an input is not a member of this group)".into(),
             })
             .collect();
@@ -172,16 +158,6 @@ fn group_table(
         writeln!(out, "# whole group: {}", pairs.join(", "))?;
     }
     Ok(few)
-}
-
-fn cell_json(c: &MetricCell) -> serde_json::Value {
-    serde_json::json!({
-        "value": c.value,
-        "low": c.value.zip(c.half_width).map(|(v, h)| v - h),
-        "high": c.value.zip(c.half_width).map(|(v, h)| v + h),
-        "samples": c.samples,
-        "few_samples": c.few,
-    })
 }
 
 fn row_keys(r: &Row) -> serde_json::Value {
@@ -220,7 +196,7 @@ fn add_json(json: &mut serde_json::Value, report: &Report, metrics: &[GroupMetri
                 v["shares"] = serde_json::json!(shares);
                 if let Some(m) = m {
                     let cells = m.names.iter().zip(&m.rows[k]);
-                    v["metrics"] = cells.map(|(n, c)| (n.clone(), cell_json(c))).collect();
+                    v["metrics"] = cells.map(|(n, c)| (n.clone(), c.json())).collect();
                 }
                 v
             })
@@ -235,7 +211,7 @@ fn add_json(json: &mut serde_json::Value, report: &Report, metrics: &[GroupMetri
                 .names
                 .iter()
                 .zip(&m.total)
-                .map(|(n, c)| (n.clone(), cell_json(c)))
+                .map(|(n, c)| (n.clone(), c.json()))
                 .collect();
         }
         json["events"][slot]["group"] = obj;

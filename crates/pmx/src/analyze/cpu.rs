@@ -6,6 +6,7 @@
 //! event of the file this machine does not know.
 
 use super::keys::split_modifiers;
+use crate::database::{load, DatabaseError, DatabaseOptions};
 use pmx_events::Database;
 use pmx_formats::StatReport;
 use std::path::Path;
@@ -55,6 +56,70 @@ impl CpuChoice {
                 }
             )),
             CpuChoice::Unknown(_) => None,
+        }
+    }
+}
+
+/// Why no database could be chosen for a file. Both are the user's to
+/// fix (`--cpu`, `--events-dir`).
+#[derive(Debug, thiserror::Error)]
+pub enum ChooseError {
+    /// The options do not load (a bad `--cpu`, an unreadable directory).
+    #[error(transparent)]
+    Database(#[from] DatabaseError),
+    /// Nothing in the file or the tables tells the CPU.
+    #[error("{file}: the file does not say which CPU it was counted on{why}: give --cpu ID (e.g. GenuineIntel-6-5E-3)")]
+    Unknown {
+        /// The file, as given.
+        file: String,
+        /// The events nothing here knows, as a parenthesis (or empty).
+        why: String,
+    },
+}
+
+/// The database to read `report` (from `file`) with: `opts.cpu` when
+/// given, else the CPU [`choose`] finds (this machine's database from
+/// `opts`, the tables of its events directories), with the one line that
+/// says which and why.
+pub fn database(
+    report: &StatReport,
+    opts: &DatabaseOptions,
+    file: &Path,
+) -> Result<(Database, Option<String>), ChooseError> {
+    if opts.cpu.is_some() {
+        return Ok((load(opts)?, None));
+    }
+    let host = load(opts).ok();
+    let mut dirs: Vec<std::path::PathBuf> = opts.events_dir.iter().cloned().collect();
+    dirs.extend(opts.more_events_dirs.iter().cloned());
+    if dirs.is_empty() {
+        dirs.extend(crate::database::default_events_dir(None));
+    }
+    let refs: Vec<&Path> = dirs.iter().map(|d| d.as_path()).collect();
+    let choice = choose(report, host.as_ref(), &refs);
+    let this = host.as_ref().map(|d| d.target.cpu.to_string());
+    let note = choice.note(this.as_deref().unwrap_or("?"));
+    match (choice, host) {
+        (CpuChoice::ThisMachine, Some(db)) => Ok((db, note)),
+        (CpuChoice::File(c) | CpuChoice::Hybrid(c) | CpuChoice::Tables { cpu: c, .. }, _) => {
+            let opts = DatabaseOptions {
+                cpu: Some(c),
+                ..opts.clone()
+            };
+            Ok((load(&opts)?, note))
+        }
+        (other, _) => {
+            let why = match other {
+                CpuChoice::Unknown(events) if !events.is_empty() => format!(
+                    " (events not known here nor in the event tables: {})",
+                    events.join(", ")
+                ),
+                _ => String::new(),
+            };
+            Err(ChooseError::Unknown {
+                file: file.display().to_string(),
+                why,
+            })
         }
     }
 }

@@ -65,7 +65,9 @@ pub(crate) use clock::IntervalClock;
 pub use flags::{cpu_list, duration, id_list, FlagError, TargetFlags};
 pub use options::{RunOptions, Scope};
 pub(crate) use outcome::headed;
-pub use outcome::{merge_runs, open_reason, EventOpenError, Instance, RunError, StatRun, Tick};
+pub use outcome::{
+    exit_code, merge_runs, open_reason, EventOpenError, Instance, RunError, StatRun, Tick,
+};
 pub use perf_options::{
     cgroup_path, cgroup_root, default_events, detailed_events, host_default_events,
     host_stall_events, refused_perf_option, run_hook, DetailLevel, PerfOptionError,

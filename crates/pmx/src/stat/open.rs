@@ -113,13 +113,14 @@ impl OpenSet {
                 None => slots.to_vec(),
             };
             // System-wide groups of software events read at intervals get
-            // a hidden sampling leader on each CPU (see `crate::ticker`).
+            // a hidden sampling leader on each CPU (see `crate::ticker`);
+            // not those counted in a cgroup (`-G`: a group's members count
+            // in their leader's cgroup, the kernel refuses others).
             let tickable = own_cpus.is_none()
                 && members.iter().all(|&i| {
-                    plan.events[i]
-                        .attr
-                        .as_ref()
-                        .is_ok_and(|a| ticker::joins_ticker(a.type_))
+                    plan.events[i].cgroup.is_none()
+                        && (plan.events[i].attr.as_ref())
+                            .is_ok_and(|a| ticker::joins_ticker(a.type_))
                 });
             for &(pid, cpu) in &group_slots {
                 let ticker = match (tickable && pid == -1 && cpu >= 0, place.ticker_interval) {

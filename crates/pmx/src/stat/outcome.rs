@@ -38,6 +38,21 @@ pub struct StatRun {
     pub interrupted: bool,
 }
 
+/// `pmx stat`'s exit status after `runs` of `repeat`: the last command's
+/// own (128+N when killed by signal N); `-r` cut short by SIGINT/SIGTERM
+/// is 128+N even when the last command run exited 0 (perf dies of the
+/// signal).
+pub fn exit_code(runs: &[StatRun], repeat: u32) -> i32 {
+    let code = runs
+        .last()
+        .and_then(|r| r.exit)
+        .map_or(0, |e| e.shell_code());
+    match (crate::signals::stop_signal(), code) {
+        (Some(sig), 0) if runs.len() < repeat as usize => 128 + sig,
+        _ => code,
+    }
+}
+
 /// Errors that stop a run before counting.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -125,8 +140,12 @@ pub(crate) fn headed(text: String) -> Reason {
 pub struct Tick<'a> {
     /// 1-based interval number.
     pub index: u64,
-    /// End of the interval, since the start.
+    /// End of the interval, since the start: the boundary on the `-I`
+    /// grid (the end of the run for the last, partial one).
     pub at: Duration,
+    /// When the counters were read, since the start, as measured (a
+    /// little after `at`; perf's `-I` time stamps are this).
+    pub read_at: Duration,
     /// The final, partial interval at the end of the run.
     pub last: bool,
     /// Per counter: the change over the interval.

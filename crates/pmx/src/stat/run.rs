@@ -236,6 +236,7 @@ impl Counting {
     /// Read the boundary `t` and hand its deltas to `on_tick`.
     fn tick(&mut self, t: Instant, on_tick: &mut dyn FnMut(&Tick)) -> std::io::Result<()> {
         self.reader.read_at(&mut self.set, Some(t), &mut self.cur)?;
+        let read_at = Instant::now();
         let deltas = self
             .cur
             .iter()
@@ -251,6 +252,7 @@ impl Counting {
         on_tick(&Tick {
             index: self.clock.ticks + 1,
             at,
+            read_at: read_at.saturating_duration_since(self.clock.start),
             last: false,
             instances: &self.tick_instances,
             status: &self.status,
@@ -290,6 +292,7 @@ impl Counting {
                 on_tick(&Tick {
                     index: ticks + 1,
                     at: elapsed,
+                    read_at: elapsed,
                     last: true,
                     instances: &self.tick_instances,
                     status: &self.status,

@@ -211,6 +211,7 @@ impl MsrRunning {
             on_tick(&Tick {
                 index: clock.ticks + 1,
                 at: elapsed,
+                read_at: elapsed,
                 last: true,
                 instances: &instances,
                 status: &self.status,
@@ -285,6 +286,7 @@ impl MsrRunning {
                 on_tick(&Tick {
                     index: clock.ticks + 1,
                     at: t - clock.start,
+                    read_at: read_at - clock.start,
                     last: false,
                     instances: &instances,
                     status,

@@ -47,16 +47,24 @@ pub fn plan_inputs(events: &[EventRef], db: &Database) -> InputPlan {
         };
         match stat::plan(&groups, db) {
             Ok(p) => out.append(&e.name, p),
-            Err(err) => out.unavailable.push((
-                e.name.clone(),
-                Why::with_detail(
-                    format!("not in the event tables for {}", db.target.cpu),
-                    err,
-                ),
-            )),
+            Err(err) => out
+                .unavailable
+                .push((e.name.clone(), Why::with_detail(unknown_here(db), err))),
         }
     }
     out
+}
+
+/// Why an input does not resolve: not in the tables; on a machine
+/// without a core PMU also that the kernel's own aliases (`topdown-*`,
+/// which live in the PMU's sysfs directory) are absent with it.
+fn unknown_here(db: &Database) -> String {
+    let tables = format!("not in the event tables for {}", db.target.cpu);
+    if db.target.host && !super::host_has_core_pmu() {
+        format!("{tables}; no hardware PMU here, so no kernel alias either")
+    } else {
+        tables
+    }
 }
 
 impl InputPlan {

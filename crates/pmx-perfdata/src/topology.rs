@@ -1,0 +1,253 @@
+//! The machine's topology as a perf.data header keeps it, both ways: the
+//! `CPU_TOPOLOGY` feature (the package, core and thread sibling lists,
+//! then each CPU's core and socket id, then the die sibling lists and each
+//! CPU's die id; perf 6.1's layout, one entry per CPU of `NRCPUS`'
+//! "available" count) and `NUMA_TOPOLOGY` (per node its number, memory
+//! total and free in KiB, and its CPU list).
+//!
+//! `perf stat report --per-core/--per-socket/--per-die/--per-node` folds
+//! a file's per-CPU counts with these; [`CpuIds`] and [`NumaNode`] are
+//! what it needs of them.
+
+use crate::write::perf_string;
+
+/// One CPU's place: core, die and socket ids (`-1`: unknown, as perf
+/// writes for a CPU that is offline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuIds {
+    /// Core id within its die.
+    pub core: i32,
+    /// Die id within its socket.
+    pub die: i32,
+    /// Socket (package) id.
+    pub socket: i32,
+}
+
+/// One NUMA node of `NUMA_TOPOLOGY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NumaNode {
+    /// The node's number.
+    pub node: u32,
+    /// Memory in KiB.
+    pub mem_total: u64,
+    /// Free memory in KiB.
+    pub mem_free: u64,
+    /// Its CPUs.
+    pub cpus: Vec<u32>,
+}
+
+/// A little-endian reader over a feature body.
+struct Cur<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Cur<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn string(&mut self) -> Option<String> {
+        let n = self.u32()? as usize;
+        let b = self.take(n)?;
+        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        Some(String::from_utf8_lossy(&b[..end]).into_owned())
+    }
+    /// `n` strings after their count.
+    fn strings(&mut self) -> Option<Vec<String>> {
+        let n = self.u32()?;
+        (0..n).map(|_| self.string()).collect()
+    }
+    fn left(&self) -> usize {
+        self.b.len().saturating_sub(self.at)
+    }
+}
+
+/// A CPU list as the kernel and perf write it (`0-3,8`).
+pub fn cpu_list_text(cpus: &[u32]) -> String {
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        parts.push(match end > start {
+            true => format!("{start}-{end}"),
+            false => start.to_string(),
+        });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+/// The CPUs of a list (`0-3,8`); `None` when it is not one.
+pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+                if b < a || b - a > 1 << 16 {
+                    return None;
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+/// The ids of each CPU (index = CPU number) in a `CPU_TOPOLOGY` body;
+/// `nr_cpus`: the file's `NRCPUS` "available" count, the number of
+/// entries perf wrote. A body from an old perf without the ids gives
+/// `None`; without the die section (older files) every die id is 0.
+pub fn parse_cpu_topology(body: &[u8], nr_cpus: u32) -> Option<Vec<CpuIds>> {
+    let mut c = Cur { b: body, at: 0 };
+    c.strings()?; // package (core) siblings
+    c.strings()?; // thread siblings
+    if c.left() < nr_cpus as usize * 8 {
+        return None;
+    }
+    let mut cpus = Vec::with_capacity(nr_cpus as usize);
+    for _ in 0..nr_cpus {
+        let core = c.u32()? as i32;
+        let socket = c.u32()? as i32;
+        cpus.push(CpuIds {
+            core,
+            die: 0,
+            socket,
+        });
+    }
+    if c.left() > 0 && c.strings().is_some() && c.left() >= nr_cpus as usize * 4 {
+        for ids in cpus.iter_mut() {
+            ids.die = c.u32()? as i32;
+        }
+    }
+    Some(cpus)
+}
+
+/// A `CPU_TOPOLOGY` body for `cpus` (index = CPU number; one entry per
+/// CPU of `NRCPUS`' available count), as perf 6.1 writes it: the sibling
+/// lists of packages, cores (thread siblings) and dies, each list once.
+pub fn cpu_topology(cpus: &[CpuIds]) -> Vec<u8> {
+    let lists = |key: &dyn Fn(&CpuIds) -> (i32, i32, i32)| {
+        let mut seen: Vec<((i32, i32, i32), Vec<u32>)> = Vec::new();
+        for (n, ids) in cpus.iter().enumerate().filter(|(_, c)| c.socket >= 0) {
+            let k = key(ids);
+            match seen.iter_mut().find(|(s, _)| *s == k) {
+                Some((_, v)) => v.push(n as u32),
+                None => seen.push((k, vec![n as u32])),
+            }
+        }
+        let mut b = (seen.len() as u32).to_le_bytes().to_vec();
+        for (_, v) in &seen {
+            b.extend(perf_string(&cpu_list_text(v)));
+        }
+        b
+    };
+    let mut b = lists(&|c| (c.socket, 0, 0));
+    b.extend(lists(&|c| (c.socket, c.die, c.core)));
+    for c in cpus {
+        b.extend_from_slice(&(c.core as u32).to_le_bytes());
+        b.extend_from_slice(&(c.socket as u32).to_le_bytes());
+    }
+    b.extend(lists(&|c| (c.socket, c.die, 0)));
+    for c in cpus {
+        b.extend_from_slice(&(c.die as u32).to_le_bytes());
+    }
+    b
+}
+
+/// The nodes of a `NUMA_TOPOLOGY` body; `None` when it is malformed.
+pub fn parse_numa_topology(body: &[u8]) -> Option<Vec<NumaNode>> {
+    let mut c = Cur { b: body, at: 0 };
+    let n = c.u32()?;
+    let mut nodes = Vec::new();
+    for _ in 0..n {
+        let node = c.u32()?;
+        let mem_total = c.u64()?;
+        let mem_free = c.u64()?;
+        let cpus = parse_cpu_list(&c.string()?)?;
+        nodes.push(NumaNode {
+            node,
+            mem_total,
+            mem_free,
+            cpus,
+        });
+    }
+    Some(nodes)
+}
+
+/// A `NUMA_TOPOLOGY` body for `nodes`.
+pub fn numa_topology(nodes: &[NumaNode]) -> Vec<u8> {
+    let mut b = (nodes.len() as u32).to_le_bytes().to_vec();
+    for n in nodes {
+        b.extend_from_slice(&n.node.to_le_bytes());
+        b.extend_from_slice(&n.mem_total.to_le_bytes());
+        b.extend_from_slice(&n.mem_free.to_le_bytes());
+        b.extend(perf_string(&cpu_list_text(&n.cpus)));
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_both_ways() {
+        assert_eq!(cpu_list_text(&[3, 0, 1, 2, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(parse_cpu_list("0-3,8"), Some(vec![0, 1, 2, 3, 8]));
+        assert_eq!(parse_cpu_list(""), Some(vec![]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn topology_bodies_round_trip_and_bad_ones_are_none() {
+        // Two sockets of two cores, the second CPU of each core its SMT
+        // sibling; CPU 8 offline.
+        let id = |socket, core| CpuIds {
+            core,
+            die: 0,
+            socket,
+        };
+        let mut cpus = vec![id(0, 0), id(0, 1), id(1, 0), id(1, 1)];
+        cpus.extend([id(0, 0), id(0, 1), id(1, 0), id(1, 1)]);
+        cpus.push(CpuIds {
+            core: -1,
+            die: -1,
+            socket: -1,
+        });
+        let body = cpu_topology(&cpus);
+        assert_eq!(parse_cpu_topology(&body, 9), Some(cpus.clone()));
+        // The lists: "0-1,4-5" and "2-3,6-7" for the packages.
+        let mut c = Cur { b: &body, at: 0 };
+        assert_eq!(c.strings(), Some(vec!["0-1,4-5".into(), "2-3,6-7".into()]));
+        assert_eq!(c.strings().map(|s| s.len()), Some(4));
+        assert_eq!(parse_cpu_topology(&body[..40], 9), None);
+        let nodes = vec![NumaNode {
+            node: 0,
+            mem_total: 1 << 20,
+            mem_free: 1 << 19,
+            cpus: vec![0, 1],
+        }];
+        let body = numa_topology(&nodes);
+        assert_eq!(parse_numa_topology(&body), Some(nodes));
+        assert_eq!(parse_numa_topology(&body[..10]), None);
+    }
+}
