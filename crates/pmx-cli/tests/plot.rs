@@ -365,12 +365,37 @@ fn ncpu() -> usize {
         .unwrap_or(1)
 }
 
+/// Wait (up to a minute) until a file in `dir` whose name holds `name`
+/// has `n` lines that are not comments.
+fn wait_for_lines(dir: &Path, name: &str, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let lines = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(name))
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .map(|t| t.lines().filter(|l| !l.starts_with('#')).count())
+            .max()
+            .unwrap_or(0);
+        if lines >= n {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_run_stopped_with_sigint_plots_one_line_per_cpu() {
     let dir = tempfile::tempdir().unwrap();
     for (name, form) in [("run.csv", "-x,"), ("run.jsonl", "--json")] {
         let file = dir.path().join(name);
         let child = common::spawn_system_intervals("50", form, &file);
+        // Interrupted once two intervals of every CPU are written (to the
+        // temporary file `-o` renames at the end), however slow the
+        // machine is, and 400 ms later.
+        wait_for_lines(dir.path(), name, 2 * 2 * ncpu());
         let o = interrupt_after(child, std::time::Duration::from_millis(400));
         assert!(o.status.success(), "{}", stderr(&o));
         let svg = svg_text(&plot_ok(&file, "run.svg", &[]));
