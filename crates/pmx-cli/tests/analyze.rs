@@ -458,3 +458,44 @@ fn zen5_perf_csv_amd_cache_with_a_missing_input() {
         "{text}"
     );
 }
+
+#[test]
+fn perfs_rates_from_its_own_csv_are_reproduced_to_its_digits() {
+    // perf's -x prints task-clock in msec with two decimals and its rates
+    // from the ns; pmx reads the ns from the run-time column, so its
+    // page-fault rate is perf's to the last printed digit (from `0.59`
+    // msec it was off by up to 1%).
+    if !pmx_testkit::perf::require("recording a perf stat -x file") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("pf.csv");
+    let o = std::process::Command::new("perf")
+        .args(["stat", "-x,", "-e", "task-clock,page-faults", "-o"])
+        .arg(&f)
+        .arg("true")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = pmx(&["analyze", "--json", f.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let printed = v["perf_printed"].as_array().unwrap();
+    let rate = printed
+        .iter()
+        .find(|p| p["event"] == "page-faults")
+        .unwrap_or_else(|| panic!("no printed rate: {v:#}"));
+    let (perf, ours) = (
+        rate["perf_value"].as_f64().unwrap(),
+        rate["pmx_value"].as_f64().unwrap(),
+    );
+    assert!(
+        (perf - ours).abs() <= 0.0005 + 1e-9,
+        "perf {perf}, pmx {ours}"
+    );
+    assert_eq!(rate["agrees"], true, "{rate:#}");
+}

@@ -168,6 +168,7 @@ fn count_line(report: &mut StatReport, f: &[&str]) -> bool {
     if row.status == RowStatus::Counted && row.value.is_none() {
         return false;
     }
+    super::exact_clock(&mut row);
     report.provenance.format = Some(if time.is_some() {
         SourceFormat::PerfCsvIntervals
     } else {
@@ -184,6 +185,26 @@ fn count_line(report: &mut StatReport, f: &[&str]) -> bool {
 mod tests {
     use crate::read::read_text;
     use std::path::Path;
+
+    #[test]
+    fn a_clock_in_msec_takes_its_run_time_in_ns() {
+        // perf stat -x, -e task-clock,page-faults true (perf 6.1, here):
+        // its K/sec is 49 / 593034 ns.
+        let r = read_text(
+            Path::new("t"),
+            "0.59,msec,task-clock,593034,100.00,0.432,CPUs utilized\n\
+             49,,page-faults,593034,100.00,82.626,K/sec\n\
+             0.59,msec,cpu-clock:u,599999,100.00,,\n\
+             12.5,msec,user_time,593034,100.00,,\n",
+        )
+        .unwrap();
+        let v: Vec<Option<f64>> = r.rows.iter().map(|r| r.value).collect();
+        assert_eq!(v[0], Some(0.593034));
+        assert_eq!(v[1], Some(49.0));
+        // Not the same time to the printed digits, or not a clock: as printed.
+        assert_eq!(v[2], Some(0.59));
+        assert_eq!(v[3], Some(12.5));
+    }
 
     #[test]
     fn metric_columns_metric_only_lines_labels_noise_and_cgroups() {
