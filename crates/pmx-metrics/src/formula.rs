@@ -1315,8 +1315,10 @@ impl Parser<'_> {
                         )),
                     };
                 }
-                if name.starts_with('#') {
-                    if name.len() == 1 {
+                if let Some(bare) = name.strip_prefix('#') {
+                    // One `#`, then a name: `##` or `##x` would print as
+                    // another formula (`#`, `#x`).
+                    if bare.is_empty() || bare.starts_with('#') {
                         return Err(self.err(t.span, "'#' needs a constant name (#smt_on)"));
                     }
                     return self.node(ExprKind::Constant(Constant::from_hash_name(&name)), t.span);
@@ -1435,6 +1437,23 @@ mod tests {
         // Intel writes `> =` with a space.
         assert_eq!(show("x if ( b > = 0 ) else y"), "x if b >= 0 else y");
         assert_eq!(show("a = = b"), "a == b");
+    }
+
+    #[test]
+    fn a_hash_constant_has_one_hash_and_a_name() {
+        // Found by tests/no_panics.rs: `##` parsed as a nameless constant
+        // that printed as `#`, which does not parse.
+        for d in [Dialect::Pmx, Dialect::Perf, Dialect::Intel] {
+            for text in ["#", "##", "##smt_on", "1 + ##"] {
+                let e = Formula::parse(text, d).unwrap_err();
+                assert!(
+                    e.to_string().contains("needs a constant name"),
+                    "{text:?}: {e}"
+                );
+            }
+            let f = Formula::parse("#smt_on + #num_cpus", d).unwrap();
+            assert_eq!(f.to_string(), "#smt_on + #num_cpus");
+        }
     }
 
     #[test]
