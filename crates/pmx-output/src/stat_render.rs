@@ -387,10 +387,8 @@ fn metric_repeats(
 /// every data line of the file has the interval columns. `job`: JSON
 /// records where it ran (host, pid, rank, job).
 pub fn totals(report: &StatReport, style: &StatStyle, job: Option<&JobContext>) -> String {
-    if let StatFormat::Perf(form) = &style.format {
-        return perf_default(report, style, form);
-    }
-    if style.metric_only {
+    // perf's layout has its own `--metric-only` (`perf_default`).
+    if style.metric_only && !matches!(style.format, StatFormat::Perf(_)) {
         if style.format == StatFormat::Table {
             return metric_only_table(report);
         }

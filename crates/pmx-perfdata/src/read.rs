@@ -603,15 +603,16 @@ fn read_at<R: Read + Seek>(
     Ok(v)
 }
 
-/// A cursor over feature bytes with bounds checks.
-struct Cur<'a> {
+/// A cursor over feature bytes with bounds checks (the feature parsers
+/// here and in [`crate::topology`]).
+pub(crate) struct Cur<'a> {
     b: &'a [u8],
     at: usize,
     base: u64,
 }
 
 impl<'a> Cur<'a> {
-    fn new(b: &'a [u8], base: u64) -> Self {
+    pub(crate) fn new(b: &'a [u8], base: u64) -> Self {
         Cur { b, at: 0, base }
     }
     fn err(&self, what: &str) -> Error {
@@ -628,19 +629,19 @@ impl<'a> Cur<'a> {
         self.at += n;
         Ok(s)
     }
-    fn u32(&mut self, what: &str) -> Result<u32, Error> {
+    pub(crate) fn u32(&mut self, what: &str) -> Result<u32, Error> {
         Ok(le_u32(self.take(4, what)?, 0))
     }
-    fn u64(&mut self, what: &str) -> Result<u64, Error> {
+    pub(crate) fn u64(&mut self, what: &str) -> Result<u64, Error> {
         Ok(le_u64(self.take(8, what)?, 0))
     }
     /// A perf header string: u32 length then that many bytes, NUL-padded.
-    fn string(&mut self, what: &str) -> Result<String, Error> {
+    pub(crate) fn string(&mut self, what: &str) -> Result<String, Error> {
         let n = self.u32(what)? as usize;
         let b = self.take(n, what)?;
         Ok(c_str(b))
     }
-    fn rest(&self) -> usize {
+    pub(crate) fn rest(&self) -> usize {
         self.b.len().saturating_sub(self.at)
     }
 }

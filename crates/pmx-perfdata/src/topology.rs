@@ -9,6 +9,7 @@
 //! a file's per-CPU counts with these; [`CpuIds`] and [`NumaNode`] are
 //! what it needs of them.
 
+use crate::read::Cur;
 use crate::write::perf_string;
 
 /// One CPU's place: core, die and socket ids (`-1`: unknown, as perf
@@ -36,38 +37,10 @@ pub struct NumaNode {
     pub cpus: Vec<u32>,
 }
 
-/// A little-endian reader over a feature body.
-struct Cur<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl Cur<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(s)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn string(&mut self) -> Option<String> {
-        let n = self.u32()? as usize;
-        let b = self.take(n)?;
-        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-        Some(String::from_utf8_lossy(&b[..end]).into_owned())
-    }
-    /// `n` strings after their count.
-    fn strings(&mut self) -> Option<Vec<String>> {
-        let n = self.u32()?;
-        (0..n).map(|_| self.string()).collect()
-    }
-    fn left(&self) -> usize {
-        self.b.len().saturating_sub(self.at)
-    }
+/// `n` strings after their count (the sibling lists).
+fn strings(c: &mut Cur) -> Option<Vec<String>> {
+    let n = c.u32("sibling lists").ok()?;
+    (0..n).map(|_| c.string("sibling list").ok()).collect()
 }
 
 /// A CPU list as the kernel and perf write it (`0-3,8`).
@@ -116,25 +89,25 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
 /// entries perf wrote. A body from an old perf without the ids gives
 /// `None`; without the die section (older files) every die id is 0.
 pub fn parse_cpu_topology(body: &[u8], nr_cpus: u32) -> Option<Vec<CpuIds>> {
-    let mut c = Cur { b: body, at: 0 };
-    c.strings()?; // package (core) siblings
-    c.strings()?; // thread siblings
-    if c.left() < nr_cpus as usize * 8 {
+    let mut c = Cur::new(body, 0);
+    strings(&mut c)?; // package (core) siblings
+    strings(&mut c)?; // thread siblings
+    if c.rest() < nr_cpus as usize * 8 {
         return None;
     }
     let mut cpus = Vec::with_capacity(nr_cpus as usize);
     for _ in 0..nr_cpus {
-        let core = c.u32()? as i32;
-        let socket = c.u32()? as i32;
+        let core = c.u32("core id").ok()? as i32;
+        let socket = c.u32("socket id").ok()? as i32;
         cpus.push(CpuIds {
             core,
             die: 0,
             socket,
         });
     }
-    if c.left() > 0 && c.strings().is_some() && c.left() >= nr_cpus as usize * 4 {
+    if c.rest() > 0 && strings(&mut c).is_some() && c.rest() >= nr_cpus as usize * 4 {
         for ids in cpus.iter_mut() {
-            ids.die = c.u32()? as i32;
+            ids.die = c.u32("die id").ok()? as i32;
         }
     }
     Some(cpus)
@@ -174,14 +147,14 @@ pub fn cpu_topology(cpus: &[CpuIds]) -> Vec<u8> {
 
 /// The nodes of a `NUMA_TOPOLOGY` body; `None` when it is malformed.
 pub fn parse_numa_topology(body: &[u8]) -> Option<Vec<NumaNode>> {
-    let mut c = Cur { b: body, at: 0 };
-    let n = c.u32()?;
+    let mut c = Cur::new(body, 0);
+    let n = c.u32("nodes").ok()?;
     let mut nodes = Vec::new();
     for _ in 0..n {
-        let node = c.u32()?;
-        let mem_total = c.u64()?;
-        let mem_free = c.u64()?;
-        let cpus = parse_cpu_list(&c.string()?)?;
+        let node = c.u32("node").ok()?;
+        let mem_total = c.u64("memory").ok()?;
+        let mem_free = c.u64("free memory").ok()?;
+        let cpus = parse_cpu_list(&c.string("cpu list").ok()?)?;
         nodes.push(NumaNode {
             node,
             mem_total,
@@ -236,9 +209,12 @@ mod tests {
         let body = cpu_topology(&cpus);
         assert_eq!(parse_cpu_topology(&body, 9), Some(cpus.clone()));
         // The lists: "0-1,4-5" and "2-3,6-7" for the packages.
-        let mut c = Cur { b: &body, at: 0 };
-        assert_eq!(c.strings(), Some(vec!["0-1,4-5".into(), "2-3,6-7".into()]));
-        assert_eq!(c.strings().map(|s| s.len()), Some(4));
+        let mut c = Cur::new(&body, 0);
+        assert_eq!(
+            strings(&mut c),
+            Some(vec!["0-1,4-5".into(), "2-3,6-7".into()])
+        );
+        assert_eq!(strings(&mut c).map(|s| s.len()), Some(4));
         assert_eq!(parse_cpu_topology(&body[..40], 9), None);
         let nodes = vec![NumaNode {
             node: 0,
