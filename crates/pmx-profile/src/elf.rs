@@ -2,7 +2,10 @@
 //! `.dynsym`), the load segments that turn a file offset into a virtual
 //! address, its GNU build-id, and DWARF line info on demand.
 
+mod plt;
+
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
+use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
 /// A function symbol: `[start, end)` in the ELF's virtual addresses.
@@ -66,7 +69,7 @@ impl ElfFile {
     }
 
     fn from_map(map: memmap2::Mmap, name: &str) -> Result<ElfFile, String> {
-        let (mut symbols, segments, build_id) = {
+        let (mut symbols, segments, build_id, plt) = {
             let obj =
                 object::File::parse(&*map).map_err(|e| format!("{name}: not an ELF file: {e}"))?;
             let segments = obj
@@ -77,7 +80,10 @@ impl ElfFile {
                 })
                 .collect();
             let build_id = obj.build_id().ok().flatten().map(|b| b.to_vec());
-            (function_symbols(&obj), segments, build_id)
+            // The PLT is read from the binary itself: a separate debug
+            // file's `.plt` and relocations are NOBITS.
+            let plt = plt::symbols(&obj);
+            (function_symbols(&obj, &plt), segments, build_id, plt)
         };
         let mut lines_map = None;
         if let Some(id) = build_id.as_deref().filter(|id| id.len() > 1) {
@@ -87,7 +93,7 @@ impl ElfFile {
                 .join(format!("{}.debug", &hexid[2..]));
             if let Ok(dmap) = map_file(&debug) {
                 if let Ok(dobj) = object::File::parse(&*dmap) {
-                    let dsyms = function_symbols(&dobj);
+                    let dsyms = function_symbols(&dobj, &plt);
                     if dsyms.len() > symbols.len() {
                         symbols = dsyms;
                     }
@@ -212,97 +218,289 @@ fn map_file(path: &Path) -> Result<memmap2::Mmap, String> {
     unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// The function symbols of `.symtab` (else `.dynsym`), sorted by start,
-/// one per start address, zero-sized ones reaching to the next symbol.
-fn function_symbols(obj: &object::File<'_>) -> Vec<Symbol> {
-    /// A symbol and how good a name it is among aliases at one address
-    /// (lower is better): sized before zero-sized, strong before weak,
-    /// global before local, fewer leading underscores, longer name — so
-    /// the vDSO's `__vdso_clock_gettime` wins over its weak alias
-    /// `clock_gettime`, as perf shows it.
-    type Ranked = (Symbol, (bool, bool, bool, usize, std::cmp::Reverse<usize>));
-    // Labels (untyped symbols) in executable (SHF_EXECINSTR) sections
-    // count too, as in perf: assembly entry points such as ld.so's
-    // `_dl_start_user`.
-    let text_label = |s: &object::Symbol<'_, '_>| {
-        s.kind() == SymbolKind::Unknown
-            && (s.section_index())
-                .and_then(|i| obj.section_by_index(i).ok())
-                .is_some_and(|sec| match sec.flags() {
-                    // By the flag: a separate debug file's .text is NOBITS.
-                    object::SectionFlags::Elf { sh_flags } => sh_flags & 4 != 0,
-                    _ => false,
-                })
-    };
-    let collect = |it: &mut dyn Iterator<Item = object::Symbol<'_, '_>>| {
-        let mut syms = Vec::new();
-        for s in it {
-            if !(s.kind() == SymbolKind::Text || text_label(&s))
-                || s.address() == 0
-                || s.is_undefined()
-            {
-                continue;
-            }
-            if let Ok(name) = s.name() {
-                if !name.is_empty() {
-                    let underscores = name.len() - name.trim_start_matches('_').len();
-                    let rank = (
-                        s.size() == 0,
-                        s.is_weak(),
-                        !s.is_global(),
-                        underscores,
-                        std::cmp::Reverse(name.len()),
-                    );
-                    syms.push((
-                        Symbol {
-                            start: s.address(),
-                            end: s.address() + s.size(),
-                            name: name.to_string(),
-                        },
-                        rank,
-                    ));
-                }
-            }
-        }
-        syms
-    };
-    let mut ranked: Vec<Ranked> = collect(&mut obj.symbols());
-    if ranked.is_empty() {
-        ranked = collect(&mut obj.dynamic_symbols());
+/// The function symbols of `.symtab` (else `.dynsym`) and the PLT entries
+/// (see [`plt`]), sorted by start, one per start address. A sized symbol
+/// covers `[start, start + size)`; a zero-sized one reaches to the next
+/// symbol of its own section, never past the section's end (the symbol
+/// before a section boundary — `_init` before `.plt` — is not credited
+/// with what follows it).
+fn function_symbols(obj: &object::File<'_>, plt: &[Symbol]) -> Vec<Symbol> {
+    // Executable sections' ends by index (address + size: NOBITS
+    // sections of a separate debug file keep their addresses and sizes).
+    let mut section_ends: HashMap<usize, (u64, bool)> = HashMap::default();
+    for sec in obj.sections() {
+        let exec = match sec.flags() {
+            // By the flag: a separate debug file's .text is NOBITS.
+            object::SectionFlags::Elf { sh_flags } => sh_flags & 4 != 0,
+            _ => false,
+        };
+        section_ends.insert(
+            sec.index().0,
+            (sec.address().saturating_add(sec.size()), exec),
+        );
     }
-    // For the same start keep the best name, then the largest.
-    ranked.sort_by(|(a, ra), (b, rb)| {
-        a.start
-            .cmp(&b.start)
-            .then(ra.cmp(rb))
-            .then((b.end - b.start).cmp(&(a.end - a.start)))
-            .then(a.name.cmp(&b.name))
-    });
-    let mut syms: Vec<Symbol> = ranked.into_iter().map(|(s, _)| s).collect();
-    syms.dedup_by(|b, a| a.start == b.start);
-    for i in 0..syms.len() {
-        if syms[i].end == syms[i].start {
-            let next = syms.get(i + 1).map_or(syms[i].start + 1, |n| n.start);
-            syms[i].end = next.max(syms[i].start + 1);
-        }
+    let mut ranked: Vec<Candidate> = collect_symbols(obj.symbols(), &section_ends);
+    if ranked.is_empty() {
+        ranked = collect_symbols(obj.dynamic_symbols(), &section_ends);
+    }
+    // The PLT's entries rank above any symbol at the same address.
+    ranked.extend(plt.iter().map(|s| Candidate {
+        start: s.start,
+        size: s.end - s.start,
+        section_end: s.end,
+        rank: 0,
+        name: s.name.clone(),
+    }));
+    // For the same start keep the best name; among equals the first in
+    // the symbol table (a stable sort), as perf does.
+    ranked.sort_by_key(|c| (c.start, c.rank));
+    ranked.dedup_by(|b, a| a.start == b.start);
+    let mut syms = Vec::with_capacity(ranked.len());
+    for i in 0..ranked.len() {
+        let c = &ranked[i];
+        let end = if c.size > 0 {
+            c.start.saturating_add(c.size)
+        } else {
+            let next = ranked.get(i + 1).map_or(u64::MAX, |n| n.start);
+            next.min(c.section_end).max(c.start + 1)
+        };
+        syms.push(Symbol {
+            start: c.start,
+            end,
+            name: std::mem::take(&mut ranked[i].name),
+        });
     }
     syms
 }
 
-/// A symbol name demangled (Rust legacy and v0, C++ Itanium), without
-/// Rust's hash suffix; other names unchanged.
+/// A symbol before the choice among aliases.
+struct Candidate {
+    start: u64,
+    size: u64,
+    /// The end of its section (bounds a zero-sized symbol).
+    section_end: u64,
+    /// How good a name it is among aliases at one address (lower is
+    /// better), perf's order: sized before zero-sized, strong before weak,
+    /// global before local, fewer leading underscores, longer name — so
+    /// the vDSO's `__vdso_clock_gettime` wins over its weak alias
+    /// `clock_gettime`, as perf shows it.
+    rank: u64,
+    name: String,
+}
+
+/// The function symbols of one table. Labels (untyped symbols) in
+/// executable sections count too, as in perf: assembly entry points such
+/// as ld.so's `_dl_start_user`.
+fn collect_symbols<'d: 'f, 'f>(
+    it: impl Iterator<Item = object::Symbol<'d, 'f>>,
+    section_ends: &HashMap<usize, (u64, bool)>,
+) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for s in it {
+        let section = s.section_index().and_then(|i| section_ends.get(&i.0));
+        let label = s.kind() == SymbolKind::Unknown && section.is_some_and(|&(_, exec)| exec);
+        if !(s.kind() == SymbolKind::Text || label) || s.address() == 0 || s.is_undefined() {
+            continue;
+        }
+        let Ok(name) = s.name() else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        let underscores = (name.len() - name.trim_start_matches('_').len()).min(255) as u64;
+        let rank = (u64::from(s.size() == 0) << 63)
+            | (u64::from(s.is_weak()) << 62)
+            | (u64::from(!s.is_global()) << 61)
+            | (underscores << 48)
+            | (0xffff_ffff_ffff - (name.len() as u64).min(0xffff_ffff_ffff));
+        out.push(Candidate {
+            start: s.address(),
+            size: s.size(),
+            section_end: section.map_or(u64::MAX, |&(end, _)| end),
+            rank: rank.max(1),
+            name: name.to_string(),
+        });
+    }
+    out
+}
+
+/// A symbol name demangled as perf 6.1 prints it (see [`Demangle::Short`]).
 pub fn demangle(name: &str) -> String {
+    demangle_as(name, Demangle::Short)
+}
+
+/// How symbol names are demangled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Demangle {
+    /// As perf 6.1 prints them (libiberty without `DMGL_PARAMS`): C++
+    /// names without parameter list, return type, cv-qualifiers of the
+    /// method or `[clone …]` suffix (`std::vector<int>::push_back`); Rust
+    /// names without their hash.
+    #[default]
+    Short,
+    /// Full C++ signatures (`void std::vector<int>::push_back(int const&)`),
+    /// as `perf report -v` prints them.
+    Full,
+    /// The names as the symbol table has them (perf's `--no-demangle`).
+    None,
+}
+
+/// A symbol name demangled (Rust legacy and v0, C++ Itanium) in `style`;
+/// other names unchanged. A `NAME@plt` is `NAME` demangled with its
+/// suffix kept.
+pub fn demangle_as(name: &str, style: Demangle) -> String {
+    if style == Demangle::None {
+        return name.to_string();
+    }
+    if let Some(base) = name.strip_suffix("@plt") {
+        return demangle_as(base, style) + "@plt";
+    }
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         return format!("{d:#}");
     }
+    if let Some((what, inner)) = thunk(name) {
+        let inner = demangle_as(&format!("_Z{inner}"), Demangle::Full);
+        return format!("{what} to {inner}");
+    }
     if name.starts_with("_Z") {
         if let Ok(sym) = cpp_demangle::Symbol::new(name) {
-            if let Ok(s) = sym.demangle(&cpp_demangle::DemangleOptions::default()) {
-                return s;
+            let options = cpp_demangle::DemangleOptions::default();
+            let options = match style {
+                Demangle::Short => options.no_params().no_return_type(),
+                _ => options,
+            };
+            // libiberty leaves the parameters of a special name's inner
+            // function (a thunk, a transaction clone) in place.
+            let special = ["_ZTh", "_ZTv", "_ZTc", "_ZGTt", "_ZGTn"]
+                .iter()
+                .any(|p| name.starts_with(p));
+            if let Ok(s) = sym.demangle(&options) {
+                return match style {
+                    Demangle::Short if special => demangle_as(name, Demangle::Full),
+                    Demangle::Short => short_form(std_names(s)),
+                    _ => std_names(s),
+                };
             }
         }
     }
     name.to_string()
+}
+
+/// The standard substitutions that have a short name: (full expansion,
+/// short name, class name, short class name).
+const STD_NAMES: [(&str, &str, &str, &str); 4] = [
+    (
+        "std::basic_string<char, std::char_traits<char>, std::allocator<char> >",
+        "std::string",
+        "basic_string",
+        "string",
+    ),
+    (
+        "std::basic_istream<char, std::char_traits<char> >",
+        "std::istream",
+        "basic_istream",
+        "istream",
+    ),
+    (
+        "std::basic_ostream<char, std::char_traits<char> >",
+        "std::ostream",
+        "basic_ostream",
+        "ostream",
+    ),
+    (
+        "std::basic_iostream<char, std::char_traits<char> >",
+        "std::iostream",
+        "basic_iostream",
+        "iostream",
+    ),
+];
+
+/// libiberty's rule for the standard substitutions (`Ss`, `Si`, `So`,
+/// `Sd`): the short name (`std::string`), except before a constructor or
+/// destructor, which needs the class's own name
+/// (`std::basic_string<char, …>::basic_string`). cpp_demangle spells
+/// some of them out elsewhere and shortens constructors.
+fn std_names(mut s: String) -> String {
+    if !s.contains("std::") {
+        return s;
+    }
+    if s.contains("std::nullptr_t") {
+        s = s.replace("std::nullptr_t", "decltype(nullptr)");
+    }
+    for (full, short, class, short_class) in STD_NAMES {
+        if s.contains(full) {
+            s = s.replace(full, short);
+        }
+        for (tilde, named) in [
+            ("", short_class),
+            ("~", short_class),
+            ("", class),
+            ("~", class),
+        ] {
+            let shortened = format!("{short}::{tilde}{named}");
+            let mut from = 0;
+            while let Some(i) = s[from..].find(&shortened).map(|i| i + from) {
+                let end = i + shortened.len();
+                let boundary = s[end..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+                if boundary {
+                    let spelled = format!("{full}::{tilde}{class}");
+                    s.replace_range(i..end, &spelled);
+                    from = i + spelled.len();
+                } else {
+                    from = end;
+                }
+            }
+        }
+    }
+    s
+}
+
+/// A thunk's kind and the encoding of its target (`_ZThn16_N…` →
+/// ("non-virtual thunk", "N…")), whose full signature libiberty prints
+/// in either form (cpp_demangle spells thunks as `{virtual override
+/// thunk(…)}`).
+fn thunk(name: &str) -> Option<(&'static str, &str)> {
+    fn number(s: &str) -> Option<&str> {
+        let s = s.strip_prefix('n').unwrap_or(s);
+        let digits = s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        (digits > 0).then(|| &s[digits..])
+    }
+    fn call_offset(s: &str) -> Option<&str> {
+        match s.as_bytes().first()? {
+            b'h' => number(&s[1..])?.strip_prefix('_'),
+            b'v' => number(number(&s[1..])?.strip_prefix('_')?)?.strip_prefix('_'),
+            _ => None,
+        }
+    }
+    let rest = name.strip_prefix("_ZT")?;
+    let (what, inner) = match rest.as_bytes().first()? {
+        b'h' => ("non-virtual thunk", call_offset(rest)?),
+        b'v' => ("virtual thunk", call_offset(rest)?),
+        b'c' => (
+            "covariant return thunk",
+            call_offset(call_offset(&rest[1..])?)?,
+        ),
+        _ => return None,
+    };
+    (!inner.is_empty()).then_some((what, inner))
+}
+
+/// What libiberty leaves out without `DMGL_PARAMS` that cpp_demangle's
+/// `no_params` keeps: the qualifiers of a method (`operator() const`).
+fn short_form(mut s: String) -> String {
+    loop {
+        let before = s.len();
+        for q in [" const", " volatile", " &&", " &"] {
+            if let Some(t) = s.strip_suffix(q) {
+                s.truncate(t.len());
+            }
+        }
+        if s.len() == before {
+            return s;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -331,27 +529,126 @@ mod tests {
             demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
             "core::fmt::write"
         );
-        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar()");
+        assert_eq!(demangle("_ZN3foo3barEv"), "foo::bar");
+        assert_eq!(demangle_as("_ZN3foo3barEv", Demangle::Full), "foo::bar()");
+        assert_eq!(
+            demangle_as("_ZN3foo3barEv", Demangle::None),
+            "_ZN3foo3barEv"
+        );
+        assert_eq!(demangle("_ZNK3Foo3getEv"), "Foo::get");
+        assert_eq!(demangle("_ZN3foo3barEi.cold"), "foo::bar");
+        assert_eq!(demangle("_ZdlPvm@plt"), "operator delete@plt");
         assert_eq!(demangle("main"), "main");
     }
 
+    /// The short form is what libiberty's `cplus_demangle(name, 0)` — the
+    /// call perf 6.1 makes — prints, for every C++ symbol of libstdc++;
+    /// the full form what `cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI)`
+    /// (`perf report -v`) prints.
     #[test]
-    fn errors_name_the_file() {
-        let e = ElfFile::open(Path::new("/nonexistent/x")).unwrap_err();
-        assert!(e.contains("/nonexistent/x"), "{e}");
-        let e = ElfFile::open(Path::new("/proc/self/status")).unwrap_err();
-        assert!(e.contains("/proc/self/status"), "{e}");
-        // Devices and FIFOs named by a recording are never opened (a FIFO
-        // would block the open).
-        let e = ElfFile::open(Path::new("/dev/zero")).unwrap_err();
-        assert!(e.contains("not a regular file"), "{e}");
-        let dir = std::env::temp_dir().join(format!("pmx-fifo-{}", std::process::id()));
-        let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a NUL-terminated path.
-        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0 {
-            let e = ElfFile::open(&dir).unwrap_err();
-            let _ = std::fs::remove_file(&dir);
-            assert!(e.contains("not a regular file"), "{e}");
+    fn names_are_libibertys() {
+        let Some(lib) = [
+            "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
+            "/usr/lib64/libstdc++.so.6",
+        ]
+        .into_iter()
+        .find(|p| Path::new(p).exists()) else {
+            eprintln!("skipped: no libstdc++.so.6 here");
+            return;
+        };
+        let map = map_file(Path::new(lib)).unwrap();
+        let obj = object::File::parse(&*map).unwrap();
+        let mut names: Vec<String> = obj
+            .dynamic_symbols()
+            .filter_map(|s| s.name().ok().map(str::to_string))
+            // Code only: no typeinfo, vtables, VTTs or guard variables.
+            .filter(|n| {
+                n.starts_with("_Z")
+                    && !["_ZTI", "_ZTS", "_ZTV", "_ZTT", "_ZGV"]
+                        .iter()
+                        .any(|p| n.starts_with(p))
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        assert!(names.len() > 1000, "{} names", names.len());
+        for (style, flags) in [(Demangle::Short, "0"), (Demangle::Full, "3")] {
+            let Some(theirs) = libiberty(&names, flags) else {
+                return;
+            };
+            let differ: Vec<String> = names
+                .iter()
+                .zip(theirs.lines())
+                .filter(|(n, t)| demangle_as(n, style) != *t)
+                .map(|(n, t)| {
+                    format!(
+                        "{n}\n  pmx:       {}\n  libiberty: {t}",
+                        demangle_as(n, style)
+                    )
+                })
+                .collect();
+            // The full form is shown only on request; cpp_demangle drops
+            // a repeated template parameter in a few signatures there.
+            let allowed = if style == Demangle::Short {
+                0
+            } else {
+                names.len() / 50
+            };
+            eprintln!(
+                "{style:?}: {} of {} names differ from libiberty's",
+                differ.len(),
+                names.len()
+            );
+            assert!(
+                differ.len() <= allowed,
+                "{style:?}: {} of {} names differ:\n{}",
+                differ.len(),
+                names.len(),
+                differ[..differ.len().min(400)].join("\n")
+            );
         }
+    }
+
+    /// The names demangled by libiberty with these flags, one a line (a
+    /// small program built against libiberty-dev; `None`, said, when it
+    /// cannot be built here).
+    fn libiberty(names: &[String], flags: &str) -> Option<String> {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        let dir = std::env::temp_dir().join(format!("pmx-libiberty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok()?;
+        let (src, exe) = (dir.join("dm.c"), dir.join("dm"));
+        std::fs::write(
+            &src,
+            "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\
+             #include <libiberty/demangle.h>\n\
+             int main(int c, char **v) { int f = atoi(v[1]); char l[1 << 16];\n\
+             while (fgets(l, sizeof l, stdin)) { l[strcspn(l, \"\\n\")] = 0;\n\
+             char *d = cplus_demangle(l, f); puts(d ? d : l); free(d); } }\n",
+        )
+        .ok()?;
+        let built = Command::new("cc")
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .arg("-liberty")
+            .output();
+        if !built.is_ok_and(|o| o.status.success()) {
+            eprintln!("skipped: cannot build against libiberty (apt-get install libiberty-dev)");
+            return None;
+        }
+        let mut child = Command::new(&exe)
+            .arg(flags)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut stdin = child.stdin.take()?;
+        let input = names.join("\n") + "\n";
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let out = child.wait_with_output().ok()?;
+        writer.join().ok()?.ok()?;
+        let _ = std::fs::remove_dir_all(&dir);
+        Some(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 }

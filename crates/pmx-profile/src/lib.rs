@@ -17,7 +17,7 @@
 //!   and has kernel addresses, read through an index cached on disk per
 //!   boot ([`kcache`]); otherwise the raw address, as perf shows it;
 //! - JIT code (an anonymous mapping, or none) → `/tmp/perf-PID.map`
-//!   when the runtime wrote one (DSO `perf-PID.map`, as perf shows it);
+//!   when the runtime wrote one (DSO `[JIT] tid PID`, as perf shows it);
 //! - `[vdso]` → the running kernel's vDSO image, when the file was
 //!   recorded on this kernel (or its recorded build-id matches).
 //!

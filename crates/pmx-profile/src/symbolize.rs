@@ -9,8 +9,8 @@
 //!   (perf's JIT interface: one `START SIZE name` line per function, START
 //!   and SIZE in hex with or without `0x`, later lines winning where code
 //!   was reused). An address of process PID in an anonymous mapping (or in
-//!   no mapping) is looked up there; its DSO is shown as `perf-PID.map`,
-//!   as perf does.
+//!   no mapping) is looked up there; its DSO is shown as `[JIT] tid PID`
+//!   (its path `/tmp/perf-PID.map`), as perf does.
 //! - **The vDSO** (`[vdso]`) is an ELF image the kernel maps into every
 //!   process. When the recording was made on the running kernel (see
 //!   [`Symbolizer::allow_running_vdso`]; a recorded `[vdso]` build-id must
@@ -431,6 +431,8 @@ impl Symbolizer {
             let map = match read {
                 Ok(bytes) => {
                     let dso = self.add_dso(path.to_string_lossy().as_bytes());
+                    // perf's short name for a perf map's functions.
+                    self.dsos[dso as usize].short = format!("[JIT] tid {pid}");
                     let text = String::from_utf8_lossy(&bytes);
                     let (map, bad) = JitMap::parse(&text, dso);
                     if bad > 0 {

@@ -121,7 +121,12 @@ impl Tables {
             let bytes = match s.compressed_data().ok()?.format {
                 object::CompressionFormat::None => {
                     let d = s.data().ok()?;
-                    let start = d.as_ptr() as usize - base;
+                    // A NOBITS section (a separate debug file's) has no
+                    // bytes in the file: its empty slice lies elsewhere.
+                    let start = (d.as_ptr() as usize).checked_sub(base)?;
+                    if d.is_empty() || start + d.len() > data.len() {
+                        return None;
+                    }
                     Bytes {
                         backing: backing.clone(),
                         range: start..start + d.len(),
@@ -153,7 +158,11 @@ impl Tables {
             }
         } else if let Some((_, b)) = section(".debug_frame") {
             sections.debug_frame = Some(b);
-        } else if let Some(b) = build_id.and_then(debug_frame_of_debug_file) {
+        } else if let Some(b) = build_id
+            // The debug file itself is not looked for again.
+            .filter(|_| !name.starts_with(DEBUG_DIR))
+            .and_then(debug_frame_of_debug_file)
+        {
             sections.debug_frame = Some(b);
         }
         Ok(Tables { sections, segments })
@@ -175,6 +184,9 @@ impl Tables {
     }
 }
 
+/// Where the distribution's separate debug files are, by build id.
+const DEBUG_DIR: &str = "/usr/lib/debug/.build-id";
+
 /// `.debug_frame` of the distribution's separate debug file
 /// (`/usr/lib/debug/.build-id/xx/yyyy.debug`), for binaries that keep
 /// their CFI only there.
@@ -183,7 +195,7 @@ fn debug_frame_of_debug_file(build_id: &[u8]) -> Option<Bytes> {
         return None;
     }
     let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
-    let path = Path::new("/usr/lib/debug/.build-id")
+    let path = Path::new(DEBUG_DIR)
         .join(&hex[..2])
         .join(format!("{}.debug", &hex[2..]));
     let t = Tables::open(&path, Some(build_id)).ok()?;
