@@ -87,6 +87,9 @@ pub struct ReportArgs {
     /// Look binaries up under this directory (like perf's --symfs).
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
+    /// Symbol names: short (perf's: no parameters), full (signatures), none (mangled).
+    #[arg(long, value_name = "STYLE", default_value = "short")]
+    pub demangle: pmx_profile::elf::Demangle,
     /// No progress bar or notes on standard error (warnings still appear).
     #[arg(short, long)]
     pub quiet: bool,
@@ -106,6 +109,7 @@ pub struct ReportArgs {
 
 /// Run `pmx report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
+    pmx_profile::elf::set_demangle(args.demangle);
     if let Some(symbol) = &args.annotate {
         let mut o = pmx_profile::annotate::AnnotateOptions::default();
         (o.input, o.symbol, o.event) = (args.input.clone(), symbol.into(), args.event.clone());

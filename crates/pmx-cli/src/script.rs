@@ -17,11 +17,15 @@ pub struct ScriptArgs {
     /// Do not print call chains.
     #[arg(short = 'G', long)]
     hide_call_graph: bool,
+    /// Symbol names: short (perf's: no parameters), full (signatures), none (mangled).
+    #[arg(long, value_name = "STYLE", default_value = "short")]
+    demangle: pmx_profile::elf::Demangle,
 }
 
 /// Run `pmx script`; a closed pipe (`| head`) ends it quietly.
 pub fn run(a: &ScriptArgs) -> anyhow::Result<i32> {
     let (input, fields) = (a.input.clone(), a.fields.clone());
+    pmx_profile::elf::set_demangle(a.demangle);
     let opts = ScriptOptions::new(input, fields, a.json, !a.hide_call_graph);
     let summary = match pmx_profile::script::script(&opts, &mut std::io::stdout().lock()) {
         Err(E::Output(e)) => return Err(e.into()),

@@ -323,25 +323,57 @@ fn collect_symbols<'d: 'f, 'f>(
     out
 }
 
-/// A symbol name demangled as perf 6.1 prints it (see [`Demangle::Short`]).
+/// A symbol name demangled in the process's style ([`set_demangle`];
+/// by default as perf 6.1 prints it, [`Demangle::Short`]).
 pub fn demangle(name: &str) -> String {
-    demangle_as(name, Demangle::Short)
+    demangle_as(name, demangle_style())
+}
+
+/// The demangling style of every name pmx shows from now on (report,
+/// script, annotate, the exports): one setting for the process, as perf's
+/// `-v`/`--no-demangle` are, set once by the command line.
+pub fn set_demangle(style: Demangle) {
+    STYLE.store(style as u8, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The style [`demangle`] uses.
+pub fn demangle_style() -> Demangle {
+    match STYLE.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => Demangle::Full,
+        2 => Demangle::None,
+        _ => Demangle::Short,
+    }
+}
+
+static STYLE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+impl std::str::FromStr for Demangle {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Demangle, String> {
+        match s {
+            "short" => Ok(Demangle::Short),
+            "full" => Ok(Demangle::Full),
+            "none" => Ok(Demangle::None),
+            _ => Err(format!("'{s}': the styles are short (perf's), full, none")),
+        }
+    }
 }
 
 /// How symbol names are demangled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
 pub enum Demangle {
     /// As perf 6.1 prints them (libiberty without `DMGL_PARAMS`): C++
     /// names without parameter list, return type, cv-qualifiers of the
     /// method or `[clone …]` suffix (`std::vector<int>::push_back`); Rust
     /// names without their hash.
     #[default]
-    Short,
+    Short = 0,
     /// Full C++ signatures (`void std::vector<int>::push_back(int const&)`),
     /// as `perf report -v` prints them.
-    Full,
+    Full = 1,
     /// The names as the symbol table has them (perf's `--no-demangle`).
-    None,
+    None = 2,
 }
 
 /// A symbol name demangled (Rust legacy and v0, C++ Itanium) in `style`;
