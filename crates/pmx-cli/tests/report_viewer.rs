@@ -14,6 +14,8 @@
 //! pmx's overheads to the hundredth (speedscope weighs `perf script`
 //! samples by the wall-clock time between them, so those shares are only
 //! close). A screenshot per format is kept under `target/tmp/speedscope/`.
+//! The `--firefox` export is loaded too, and speedscope must refuse it as
+//! the README says (it reads another Firefox format).
 //!
 //! Needs node, chromium and the npm packages `speedscope` and
 //! `playwright-core` under `$PMX_VIEWER_DIR` (relative to the repository;
@@ -179,10 +181,19 @@ fn speedscope_shows_pmx_reports_hottest_function_first() {
     run(&["report", "-q", "-i", d, "--pprof", pprof.to_str().unwrap()]);
     let script = dir.path().join("prog.perf-script.txt");
     std::fs::write(&script, run(&["script", "-i", d]).stdout).unwrap();
+    let firefox = dir.path().join("prog.json");
+    run(&[
+        "report",
+        "-q",
+        "-i",
+        d,
+        "--firefox",
+        firefox.to_str().unwrap(),
+    ]);
 
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("speedscope");
     std::fs::create_dir_all(&out).unwrap();
-    let seen = speedscope(&modules, &out, &[&pprof, &script]);
+    let seen = speedscope(&modules, &out, &[&pprof, &script, &firefox]);
 
     // pprof: functions with their source file, weighted by cpu-clock's
     // period, so the shares are pmx's to speedscope's rounding.
@@ -208,5 +219,15 @@ fn speedscope_shows_pmx_reports_hottest_function_first() {
     assert!(
         title.starts_with("prog tid: "),
         "one profile per thread: {title}"
+    );
+
+    // The Firefox Profiler's format is not one speedscope reads (its
+    // "Firefox" importer takes the old DevTools recording): the page says
+    // so, as the README does.
+    let failure = seen[2]["failure"].as_str().unwrap_or_default();
+    assert!(
+        failure.contains("Unrecognized format"),
+        "firefox: {}",
+        seen[2]
     );
 }

@@ -59,8 +59,11 @@ async function view(profile) {
   await page.goto('file://' + app);
   await page.setInputFiles('input[type=file]', profile);
   // The view tabs appear once a profile is loaded.
+  // (A wait that loses the race to a failure ends when the page closes.)
   const sandwich = page.getByText('Sandwich');
-  await Promise.race([sandwich.waitFor({ timeout: 30000 }), failure]);
+  const loaded = sandwich.waitFor({ timeout: 30000 });
+  loaded.catch(() => {});
+  await Promise.race([loaded, failure]);
   const result = { profile, title: await page.title(), ...seen, rows: [], screenshot: null };
   if (seen.failure === null) {
     await sandwich.click();
