@@ -109,6 +109,8 @@ fn build_full<'o>(
         unwinder,
         sink,
         addresses,
+        unresolved,
+        sample_count,
         ..
     } = st;
     progress(reader.bytes_read(), reader.total_bytes());
@@ -123,6 +125,7 @@ fn build_full<'o>(
     let events = reader.events().to_vec();
     let places = addresses.map_or_else(Vec::new, |a| a.finish(&sym, &remap, events.len()));
     accs.resize_with(events.len(), EventAcc::default);
+    let unnamed = unnamed_warnings(&sym, &unresolved, sample_count);
     let mut out = Profile {
         events: Vec::new(),
         features: reader.features().clone(),
@@ -130,7 +133,8 @@ fn build_full<'o>(
         pipe: reader.is_pipe(),
         data_bytes: reader.bytes_read(),
         kernel_symbols_used,
-        warnings: [sym.warnings(), &unwinder.warnings()].concat(),
+        warnings: [sym.other_warnings(), &unnamed, &unwinder.warnings()].concat(),
+        unnamed,
         time_range: replay.time_range,
         thread_reads: std::mem::take(&mut replay.thread_reads),
         truncated: reader.truncation().cloned(),
@@ -145,4 +149,32 @@ fn build_full<'o>(
     }
     described::add_tables(&mut out);
     Ok((out, places))
+}
+
+/// One line per binary whose symbols could not be read, with the share of
+/// the samples it left as raw addresses (their leaf frame), heaviest first.
+fn unnamed_warnings(
+    sym: &Symbolizer,
+    unresolved: &HashMap<crate::symbolize::DsoId, u64>,
+    total: u64,
+) -> Vec<String> {
+    let mut lines: Vec<(u64, String)> = sym
+        .unnamed()
+        .iter()
+        .map(|(dso, why)| {
+            let path = &sym.dso(*dso).path;
+            let n = unresolved.get(dso).copied().unwrap_or(0);
+            let text = if n == 0 {
+                format!("{path}: {why}: its addresses in call chains are left unresolved")
+            } else {
+                format!(
+                    "{path}: {why}: {n} of {total} samples ({:.2}%) are shown as raw addresses",
+                    100.0 * n as f64 / total.max(1) as f64
+                )
+            };
+            (n, text)
+        })
+        .collect();
+    lines.sort_by_key(|l| std::cmp::Reverse(l.0));
+    lines.into_iter().map(|(_, t)| t).collect()
 }

@@ -69,6 +69,7 @@ pub fn header_lines(report: &Report) -> Vec<String> {
             crate::truncation_warning(t, p.data_bytes)
         ));
     }
+    h.extend(p.unnamed.iter().map(|w| format!("WARNING: {w}")));
     if let Some(secs) = report.captured {
         h.push(format!("captured on: {}", utc(secs)));
     }

@@ -121,6 +121,8 @@ pub struct Symbolizer {
     build_ids: HashMap<String, Vec<u8>>,
     root: Option<PathBuf>,
     warnings: Vec<String>,
+    /// Binaries whose symbols could not be read: (binary, why).
+    unnamed: Vec<(DsoId, String)>,
     defer_kernel: bool,
     provisional: Vec<(FrameId, u64)>,
     jit_dir: PathBuf,
@@ -237,6 +239,7 @@ impl Symbolizer {
             build_ids,
             root,
             warnings: Vec::new(),
+            unnamed: Vec::new(),
             defer_kernel: false,
             provisional: Vec::new(),
             jit_dir: PathBuf::from("/tmp"),
@@ -290,8 +293,28 @@ impl Symbolizer {
         self.jit_maps.clear();
     }
 
-    /// Warnings so far (binaries that differ from the recording, unreadable files).
-    pub fn warnings(&self) -> &[String] {
+    /// Warnings so far (unreadable JIT maps, the vDSO), and one per
+    /// binary whose symbols could not be read ([`Symbolizer::unnamed`]).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = self.warnings.clone();
+        out.extend(self.unnamed.iter().map(|(d, why)| {
+            format!(
+                "{}: {why}: its addresses are left unresolved",
+                self.dsos[*d as usize].path
+            )
+        }));
+        out
+    }
+
+    /// The binaries a lookup needed whose symbols could not be read, and
+    /// why: not on disk (under `--symfs`), a different build than the
+    /// recording's, not readable as ELF.
+    pub fn unnamed(&self) -> &[(DsoId, String)] {
+        &self.unnamed
+    }
+
+    /// General warnings alone (without [`Symbolizer::unnamed`]'s).
+    pub fn other_warnings(&self) -> &[String] {
         &self.warnings
     }
 
@@ -527,22 +550,28 @@ impl Symbolizer {
             Ok(elf) => {
                 if let (Some(want), Some(have)) = (&d.expected_build_id, elf.build_id()) {
                     if want.as_slice() != have {
-                        self.warnings.push(format!(
-                            "{}: the file on disk differs from the one recorded (build-id {} recorded, {} on disk): \
-                             its addresses are left unresolved",
-                            d.path,
+                        let why = format!(
+                            "the file on disk differs from the one recorded (build-id {} recorded, {} on disk)",
                             hex(want),
                             hex(have)
-                        ));
+                        );
+                        self.unnamed.push((dso, why));
                         return;
                     }
                 }
                 d.elf = Some(elf);
             }
             Err(e) => {
-                if std::path::Path::new(&path).exists() {
-                    self.warnings.push(e);
-                }
+                let why = if std::path::Path::new(&path).exists() {
+                    e.strip_prefix(&format!("{}: ", path.display()))
+                        .unwrap_or(&e)
+                        .to_string()
+                } else if self.root.is_some() {
+                    format!("not found (as {})", path.display())
+                } else {
+                    "not found".to_string()
+                };
+                self.unnamed.push((dso, why));
             }
         }
     }

@@ -94,6 +94,10 @@ pub(super) struct State<'o> {
     pub(super) sink: Option<&'o mut dyn SampleSink>,
     /// Samples per instruction address, when asked (`pmx annotate`).
     pub(super) addresses: Option<AddressAcc>,
+    /// Samples whose user leaf stayed an address, per binary, and all
+    /// samples: what a missing or stale binary cost.
+    pub(super) unresolved: HashMap<crate::symbolize::DsoId, u64>,
+    pub(super) sample_count: u64,
 }
 
 impl<'o> State<'o> {
@@ -121,6 +125,8 @@ impl<'o> State<'o> {
             addrs: Vec::new(),
             sink: None,
             addresses: None,
+            unresolved: HashMap::default(),
+            sample_count: 0,
         }
     }
 
@@ -262,7 +268,12 @@ impl<'o> State<'o> {
             self.sym.user_frame(pid, ip)
         };
         let comm = self.comm_of(pid, tid);
-        let dso = self.sym.frame(leaf).dso;
+        let frame = self.sym.frame(leaf);
+        let dso = frame.dso;
+        self.sample_count += 1;
+        if !kernel && matches!(frame.name, crate::symbolize::FrameName::Address(_)) {
+            *self.unresolved.entry(dso).or_default() += 1;
+        }
         let key = RawKey {
             comm: if k_comm { comm } else { NONE },
             pid: if k_pid { pid } else { NONE },

@@ -289,6 +289,10 @@ pub struct Profile {
     pub kernel_symbols_used: bool,
     /// Warnings (binaries that differ from the recording…).
     pub warnings: Vec<String>,
+    /// The binaries whose symbols could not be read (missing, a different
+    /// build than the recording's, unreadable), with the share of the
+    /// samples they left as raw addresses; also in `warnings`.
+    pub unnamed: Vec<String>,
     /// First and last sample time.
     pub time_range: Option<(u64, u64)>,
     /// The READ records' totals per thread (`report -T`).

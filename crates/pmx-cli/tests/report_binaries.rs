@@ -1,0 +1,75 @@
+//! A recording outlives its binaries: when a binary is rebuilt (another
+//! build id) or deleted, `pmx report` says so once, in its header and on
+//! standard error, with the share of the samples left as raw addresses.
+
+mod common;
+use common::{pmx, stderr, stdout};
+use pmx_testkit::cc;
+
+const HOT: &str =
+    "volatile long x;\nint main(void) { for (long i = 0; i < 400000000; i++) x += i; return 0; }\n";
+
+#[test]
+fn a_rebuilt_or_missing_binary_is_said_once_with_its_share() {
+    if !cc::require() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = cc::compile(dir.path(), "hot", HOT, &["-O1"]).unwrap();
+    let data = dir.path().join("hot.data");
+    let o = pmx(&[
+        "record",
+        "-F",
+        "2000",
+        "-o",
+        data.to_str().unwrap(),
+        "--",
+        bin.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report = || pmx(&["report", "-q", "--stdio", "-i", data.to_str().unwrap()]);
+    let fresh = report();
+    assert!(stdout(&fresh).contains("[.] main"), "{}", stdout(&fresh));
+    assert!(!stdout(&fresh).contains("WARNING"), "{}", stdout(&fresh));
+
+    // Rebuilt: another build id at the same path.
+    cc::compile(dir.path(), "hot", HOT, &["-O2", "-DREBUILT"]).unwrap();
+    let stale = report();
+    let (out, err) = (stdout(&stale), stderr(&stale));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("# WARNING:") && l.contains(bin.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("no warning for the rebuilt binary:\n{out}"));
+    assert!(line.contains("differs from the one recorded"), "{line}");
+    let share = share_of(line);
+    assert!(share > 50.0, "{line}");
+    assert!(!out.contains("[.] main"), "{out}");
+    // Said once: one header line, one line on standard error.
+    assert_eq!(
+        out.matches("differs from the one recorded").count(),
+        1,
+        "{out}"
+    );
+    assert_eq!(
+        err.matches("differs from the one recorded").count(),
+        1,
+        "{err}"
+    );
+
+    // Deleted.
+    std::fs::remove_file(&bin).unwrap();
+    let gone = report();
+    let out = stdout(&gone);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("# WARNING:") && l.contains("not found"))
+        .unwrap_or_else(|| panic!("no warning for the missing binary:\n{out}"));
+    assert_eq!(share_of(line), share, "{line}");
+}
+
+/// The percentage in `… N of M samples (X%) are shown as raw addresses`.
+fn share_of(line: &str) -> f64 {
+    let open = line.rfind('(').unwrap();
+    let close = line.rfind("%)").unwrap();
+    line[open + 1..close].parse().unwrap()
+}
