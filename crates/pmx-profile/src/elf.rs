@@ -3,10 +3,12 @@
 //! address, its GNU build-id, and DWARF line info on demand.
 
 mod plt;
+mod table;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
+use table::Table;
 
 /// A function symbol: `[start, end)` in the ELF's virtual addresses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,9 +23,16 @@ pub struct Symbol {
 
 /// A loaded ELF file.
 pub struct ElfFile {
+    /// The binary.
     map: memmap2::Mmap,
-    /// Function symbols sorted by start.
-    symbols: Vec<Symbol>,
+    /// Its separate debug file (symbols of a stripped binary, lines).
+    debug: Option<memmap2::Mmap>,
+    /// Which debug file: its size and modification time, hashed.
+    debug_stamp: u64,
+    /// The symbol table, read (or taken from the cache) on first use.
+    table: std::cell::OnceCell<Table>,
+    /// Every symbol with its raw name, made on first use of [`ElfFile::symbols`].
+    symbols: std::cell::OnceCell<Vec<Symbol>>,
     /// Load segments: (file offset, file size, vaddr).
     segments: Vec<(u64, u64, u64)>,
     build_id: Option<Vec<u8>>,
@@ -39,9 +48,17 @@ struct LineTable {
 impl std::fmt::Debug for ElfFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ElfFile")
-            .field("symbols", &self.symbols.len())
             .field("build_id", &self.build_id)
+            .field("debug_file", &self.debug.is_some())
             .finish()
+    }
+}
+
+impl Drop for ElfFile {
+    fn drop(&mut self) {
+        if let Some(t) = self.table.get_mut() {
+            t.save();
+        }
     }
 }
 
@@ -69,7 +86,7 @@ impl ElfFile {
     }
 
     fn from_map(map: memmap2::Mmap, name: &str) -> Result<ElfFile, String> {
-        let (mut symbols, segments, build_id, plt) = {
+        let (segments, build_id) = {
             let obj =
                 object::File::parse(&*map).map_err(|e| format!("{name}: not an ELF file: {e}"))?;
             let segments = obj
@@ -79,36 +96,60 @@ impl ElfFile {
                     (size > 0).then_some((off, size, s.address()))
                 })
                 .collect();
-            let build_id = obj.build_id().ok().flatten().map(|b| b.to_vec());
-            // The PLT is read from the binary itself: a separate debug
-            // file's `.plt` and relocations are NOBITS.
-            let plt = plt::symbols(&obj);
-            (function_symbols(&obj, &plt), segments, build_id, plt)
+            (segments, obj.build_id().ok().flatten().map(|b| b.to_vec()))
         };
-        let mut lines_map = None;
+        let (mut debug, mut debug_stamp) = (None, 0);
         if let Some(id) = build_id.as_deref().filter(|id| id.len() > 1) {
             let hexid: String = id.iter().map(|b| format!("{b:02x}")).collect();
-            let debug = Path::new("/usr/lib/debug/.build-id")
+            let path = Path::new("/usr/lib/debug/.build-id")
                 .join(&hexid[..2])
                 .join(format!("{}.debug", &hexid[2..]));
-            if let Ok(dmap) = map_file(&debug) {
-                if let Ok(dobj) = object::File::parse(&*dmap) {
-                    let dsyms = function_symbols(&dobj, &plt);
-                    if dsyms.len() > symbols.len() {
-                        symbols = dsyms;
-                    }
-                    drop(dobj);
-                    lines_map = Some(dmap);
+            if let Ok(dmap) = map_file(&path) {
+                if object::File::parse(&*dmap).is_ok() {
+                    debug_stamp = std::fs::metadata(&path).map_or(1, |m| stamp(&m));
+                    debug = Some(dmap);
                 }
             }
         }
         Ok(ElfFile {
-            map: lines_map.unwrap_or(map),
-            symbols,
+            map,
+            debug,
+            debug_stamp,
+            table: std::cell::OnceCell::new(),
+            symbols: std::cell::OnceCell::new(),
             segments,
             build_id,
             lines: None,
         })
+    }
+
+    /// The symbol table: from the cache when it holds this build, else read.
+    fn table(&self) -> &Table {
+        self.table.get_or_init(|| {
+            Table::cached(self.build_id(), self.debug_stamp, demangle_style(), || {
+                self.read_symbols()
+            })
+        })
+    }
+
+    /// The function symbols and PLT entries of the binary, or of its
+    /// debug file when that has more.
+    fn read_symbols(&self) -> Vec<Symbol> {
+        let Ok(obj) = object::File::parse(&*self.map) else {
+            return Vec::new();
+        };
+        // The PLT is read from the binary itself: a separate debug file's
+        // `.plt` and relocations are NOBITS.
+        let plt = plt::symbols(&obj);
+        let symbols = function_symbols(&obj, &plt);
+        let debug = self
+            .debug
+            .as_deref()
+            .and_then(|d| object::File::parse(d).ok());
+        match debug.map(|d| function_symbols(&d, &plt)) {
+            Some(dsyms) if dsyms.len() > symbols.len() => dsyms,
+            _ => symbols,
+        }
     }
 
     /// The GNU build-id, when the file has one.
@@ -118,12 +159,25 @@ impl ElfFile {
 
     /// Number of function symbols.
     pub fn symbol_count(&self) -> usize {
-        self.symbols.len()
+        self.table().len()
     }
 
-    /// The symbols, sorted by start.
+    /// The symbols, sorted by start, with their raw names.
     pub fn symbols(&self) -> &[Symbol] {
-        &self.symbols
+        self.symbols.get_or_init(|| self.table().symbols())
+    }
+
+    /// Symbol `i`'s start and end.
+    pub fn bounds(&self, i: usize) -> (u64, u64) {
+        self.table().bounds(i)
+    }
+
+    /// Symbol `i`'s name as pmx shows it (demangled in the process's
+    /// style, [`set_demangle`]); a big binary's names are kept in the
+    /// symbol cache, so each is demangled once per build.
+    pub fn shown_name(&mut self, i: usize) -> String {
+        self.table();
+        self.table.get_mut().expect("made above").shown(i)
     }
 
     /// The virtual address of a file offset, through the load segments.
@@ -144,12 +198,7 @@ impl ElfFile {
 
     /// The index of the symbol containing `vaddr`.
     pub fn lookup(&self, vaddr: u64) -> Option<usize> {
-        let i = self.symbols.partition_point(|s| s.start <= vaddr);
-        if i == 0 {
-            return None;
-        }
-        let s = &self.symbols[i - 1];
-        (vaddr < s.end).then_some(i - 1)
+        self.table().lookup(vaddr)
     }
 
     /// Source file and line of `vaddr` from DWARF, when the file has it.
@@ -184,7 +233,7 @@ impl ElfFile {
     }
 
     fn load_lines(&self) -> Option<LineTable> {
-        let obj = object::File::parse(&*self.map).ok()?;
+        let obj = object::File::parse(self.debug.as_deref().unwrap_or(&self.map)).ok()?;
         obj.section_by_name(".debug_line")?;
         let endian = if obj.is_little_endian() {
             gimli::RunTimeEndian::Little
@@ -203,6 +252,20 @@ impl ElfFile {
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
         Some(LineTable { ctx })
     }
+}
+
+/// A file's size and modification time, hashed: which file it is.
+fn stamp(m: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut h = pmx_fnv(m.size());
+    h = pmx_fnv(h ^ m.mtime() as u64);
+    pmx_fnv(h ^ m.mtime_nsec() as u64) | 1
+}
+
+fn pmx_fnv(x: u64) -> u64 {
+    x.to_le_bytes().iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 fn map_file(path: &Path) -> Result<memmap2::Mmap, String> {
@@ -262,7 +325,7 @@ fn function_symbols(obj: &object::File<'_>, plt: &[Symbol]) -> Vec<Symbol> {
             c.start.saturating_add(c.size)
         } else {
             let next = ranked.get(i + 1).map_or(u64::MAX, |n| n.start);
-            next.min(c.section_end).max(c.start + 1)
+            next.min(c.section_end).max(c.start.saturating_add(1))
         };
         syms.push(Symbol {
             start: c.start,

@@ -17,7 +17,7 @@
 //!   match), it is read from this process's memory once and resolved like
 //!   a file.
 
-use crate::elf::{demangle, ElfFile};
+use crate::elf::ElfFile;
 use crate::kernel::Kallsyms;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
@@ -584,13 +584,8 @@ impl Symbolizer {
         });
         match found {
             Some((_, Some(i))) => {
-                let name = &self.dsos[dso as usize]
-                    .elf
-                    .as_ref()
-                    .expect("loaded")
-                    .symbols()[i]
-                    .name;
-                let name = demangle(name);
+                let elf = self.dsos[dso as usize].elf.as_mut().expect("loaded");
+                let name = elf.shown_name(i);
                 self.intern(FrameKey::Sym(dso, i), || Frame {
                     dso,
                     name: FrameName::Symbol(name),
@@ -759,7 +754,7 @@ impl Symbolizer {
             FrameKey::Addr(..) | FrameKey::Inline(..) => None,
             FrameKey::Sym(_, i) if frame.kernel => Some(self.kallsyms.symbol(i).start),
             FrameKey::Sym(dso, i) => match &self.dsos[dso as usize].elf {
-                Some(elf) => elf.symbols().get(i).map(|s| s.start),
+                Some(elf) => Some(elf.bounds(i).0),
                 None => (self.jit_maps.values().flatten())
                     .find(|j| j.dso == dso)
                     .and_then(|j| j.entries.get(i).map(|e| e.0)),
@@ -831,7 +826,7 @@ mod tests {
         let base = 0x5555_0000_0000u64;
         s.add_map(7, base, 1 << 30, 0, exe.to_str().unwrap().as_bytes());
         let f = s.user_frame(7, base + off);
-        assert_eq!(s.frame(f).label(), demangle(&sym.name));
+        assert_eq!(s.frame(f).label(), crate::elf::demangle(&sym.name));
         assert_eq!(
             s.dso(s.frame(f).dso).short,
             exe.file_name().unwrap().to_str().unwrap()

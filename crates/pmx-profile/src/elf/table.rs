@@ -1,0 +1,359 @@
+//! A binary's symbol table as lookups use it, and its cache on disk.
+//!
+//! Reading a big binary's symbols (`cc1`: 29,000 dynamic symbols) and
+//! demangling the ones a profile hits cost more than the rest of a report.
+//! Both are kept per build id in `$XDG_CACHE_HOME/pmx/symbols/` (else
+//! `~/.cache/pmx/symbols/`): the sorted table with its bounds, the raw
+//! names, and the display names demangled so far in one style. A report
+//! reads the file whole, looks up in place, demangles only names no
+//! earlier run needed, and writes the file again (a temporary file
+//! renamed over it) when it added some.
+//!
+//! Only binaries with a build id and at least [`MIN_CACHED`] symbols are
+//! cached. The file records the rules' version, the style and a stamp of
+//! the separate debug file (installing `libc6-dbg` changes the symbols):
+//! any difference, a bad length or an unsorted table and the file is
+//! rebuilt. At most [`MAX_FILES`] files are kept (the oldest go first).
+
+use super::{demangle_as, Demangle, Symbol};
+use std::path::{Path, PathBuf};
+
+/// Binaries with fewer symbols are read directly each time.
+pub const MIN_CACHED: usize = 2000;
+/// Files kept in the cache directory.
+pub const MAX_FILES: usize = 256;
+/// Bumped whenever the symbol rules (bounds, PLT, choice among aliases,
+/// demangling) change.
+const RULES: u32 = 1;
+const MAGIC: &[u8; 8] = b"PMXSYM\0\x01";
+const HEADER: usize = 8 + 4 + 4 + 8 + 4 + 4;
+const ENTRY: usize = 32;
+const UNSET: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Entry {
+    start: u64,
+    end: u64,
+    raw: (u32, u32),
+    shown: (u32, u32),
+}
+
+/// The symbols of one binary: bounds, raw names, display names in
+/// `style` as far as demangled.
+pub(crate) struct Table {
+    entries: Vec<Entry>,
+    blob: Vec<u8>,
+    style: Demangle,
+    /// Names demangled since the table was read or built.
+    added: usize,
+    /// Where the table is cached, when it is.
+    file: Option<PathBuf>,
+    debug_stamp: u64,
+}
+
+impl Table {
+    /// The table of `symbols` (sorted by start).
+    pub(crate) fn new(symbols: &[Symbol], style: Demangle) -> Table {
+        let mut blob = Vec::with_capacity(symbols.iter().map(|s| s.name.len()).sum());
+        let entries = symbols
+            .iter()
+            .map(|s| {
+                let off = blob.len() as u32;
+                blob.extend_from_slice(s.name.as_bytes());
+                Entry {
+                    start: s.start,
+                    end: s.end,
+                    raw: (off, s.name.len() as u32),
+                    shown: (0, UNSET),
+                }
+            })
+            .collect();
+        Table {
+            entries,
+            blob,
+            style,
+            added: 0,
+            file: None,
+            debug_stamp: 0,
+        }
+    }
+
+    /// The cached table of the binary with `build_id`, else one built by
+    /// `build` (and cached from then on when it is big enough).
+    pub(crate) fn cached(
+        build_id: Option<&[u8]>,
+        debug_stamp: u64,
+        style: Demangle,
+        build: impl FnOnce() -> Vec<Symbol>,
+    ) -> Table {
+        let file = build_id
+            .filter(|id| !id.is_empty())
+            .and_then(|id| Some(dir()?.join(format!("{}.{}.sym", hex(id), style as u8))));
+        if let Some(t) = file.as_deref().and_then(|f| read(f, style, debug_stamp)) {
+            return Table {
+                file,
+                debug_stamp,
+                ..t
+            };
+        }
+        let symbols = build();
+        let mut t = Table::new(&symbols, style);
+        if symbols.len() >= MIN_CACHED {
+            t.file = file;
+            t.debug_stamp = debug_stamp;
+            // Written at the first save even if no name is demangled.
+            t.added = usize::from(t.file.is_some());
+        }
+        t
+    }
+
+    /// Number of symbols.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The index of the symbol containing `vaddr`.
+    pub(crate) fn lookup(&self, vaddr: u64) -> Option<usize> {
+        let i = self.entries.partition_point(|e| e.start <= vaddr);
+        let e = self.entries.get(i.checked_sub(1)?)?;
+        (vaddr < e.end).then_some(i - 1)
+    }
+
+    /// Symbol `i`'s bounds.
+    pub(crate) fn bounds(&self, i: usize) -> (u64, u64) {
+        let e = &self.entries[i];
+        (e.start, e.end)
+    }
+
+    /// Symbol `i`'s raw name.
+    pub(crate) fn raw(&self, i: usize) -> &str {
+        let (off, len) = self.entries[i].raw;
+        std::str::from_utf8(&self.blob[off as usize..(off + len) as usize]).unwrap_or("")
+    }
+
+    /// Symbol `i`'s name as shown: demangled in the table's style, once.
+    pub(crate) fn shown(&mut self, i: usize) -> String {
+        let (off, len) = self.entries[i].shown;
+        if len != UNSET {
+            return String::from_utf8_lossy(&self.blob[off as usize..(off + len) as usize])
+                .into_owned();
+        }
+        let name = demangle_as(self.raw(i), self.style);
+        let off = self.blob.len() as u32;
+        self.blob.extend_from_slice(name.as_bytes());
+        self.entries[i].shown = (off, name.len() as u32);
+        self.added += 1;
+        name
+    }
+
+    /// Every symbol with its raw name.
+    pub(crate) fn symbols(&self) -> Vec<Symbol> {
+        (0..self.entries.len())
+            .map(|i| Symbol {
+                start: self.entries[i].start,
+                end: self.entries[i].end,
+                name: self.raw(i).to_string(),
+            })
+            .collect()
+    }
+
+    /// Write the cache file when names were added (errors are ignored: a
+    /// cache that cannot be written is only slower).
+    pub(crate) fn save(&mut self) {
+        let Some(file) = self.file.as_deref() else {
+            return;
+        };
+        if self.added == 0 || self.blob.len() > u32::MAX as usize / 2 {
+            return;
+        }
+        let mut out = Vec::with_capacity(HEADER + self.entries.len() * ENTRY + self.blob.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&RULES.to_le_bytes());
+        out.extend_from_slice(&(self.style as u32).to_le_bytes());
+        out.extend_from_slice(&self.debug_stamp.to_le_bytes());
+        out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(self.blob.len() as u32).to_le_bytes());
+        for e in &self.entries {
+            out.extend_from_slice(&e.start.to_le_bytes());
+            out.extend_from_slice(&e.end.to_le_bytes());
+            for v in [e.raw.0, e.raw.1, e.shown.0, e.shown.1] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&self.blob);
+        if write_atomically(file, &out).is_ok() {
+            self.added = 0;
+            prune(file.parent().unwrap_or(Path::new(".")));
+        }
+    }
+}
+
+/// The cache directory of symbol tables.
+fn dir() -> Option<PathBuf> {
+    Some(crate::kcache::cache_dir()?.join("symbols"))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A cached table, when the file is whole, of these rules, this style and
+/// this debug file.
+fn read(file: &Path, style: Demangle, debug_stamp: u64) -> Option<Table> {
+    let meta = std::fs::metadata(file).ok()?;
+    if !meta.is_file() || meta.len() > 1 << 31 {
+        return None;
+    }
+    let bytes = std::fs::read(file).ok()?;
+    let u32_at = |i: usize| Some(u32::from_le_bytes(bytes.get(i..i + 4)?.try_into().ok()?));
+    let u64_at = |i: usize| Some(u64::from_le_bytes(bytes.get(i..i + 8)?.try_into().ok()?));
+    if bytes.get(..8)? != MAGIC
+        || u32_at(8)? != RULES
+        || u32_at(12)? != style as u32
+        || u64_at(16)? != debug_stamp
+    {
+        return None;
+    }
+    let (n, blob_len) = (u32_at(24)? as usize, u32_at(28)? as usize);
+    let blob_at = HEADER.checked_add(n.checked_mul(ENTRY)?)?;
+    if bytes.len() != blob_at.checked_add(blob_len)? {
+        return None;
+    }
+    let within = |(off, len): (u32, u32)| {
+        (off as usize)
+            .checked_add(len as usize)
+            .is_some_and(|e| e <= blob_len)
+    };
+    let mut entries = Vec::with_capacity(n);
+    for i in 0..n {
+        let at = HEADER + i * ENTRY;
+        let e = Entry {
+            start: u64_at(at)?,
+            end: u64_at(at + 8)?,
+            raw: (u32_at(at + 16)?, u32_at(at + 20)?),
+            shown: (u32_at(at + 24)?, u32_at(at + 28)?),
+        };
+        let sorted = entries.last().is_none_or(|p: &Entry| p.start < e.start);
+        if !sorted || e.end <= e.start || !within(e.raw) || (e.shown.1 != UNSET && !within(e.shown))
+        {
+            return None;
+        }
+        entries.push(e);
+    }
+    Some(Table {
+        entries,
+        blob: bytes[blob_at..].to_vec(),
+        style,
+        added: 0,
+        file: None,
+        debug_stamp,
+    })
+}
+
+/// Write `bytes` to `file` through a temporary file renamed over it.
+fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("sym");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        std::fs::rename(&tmp, file)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Keep the newest [`MAX_FILES`] tables.
+fn prune(dir: &Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = rd
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".sym")))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.len() <= MAX_FILES {
+        return;
+    }
+    files.sort();
+    for (_, f) in &files[..files.len() - MAX_FILES] {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn symbols(n: usize) -> Vec<Symbol> {
+        (0..n)
+            .map(|i| Symbol {
+                start: 0x1000 + 0x10 * i as u64,
+                end: 0x1008 + 0x10 * i as u64,
+                name: format!("_ZN3foo4bar{i}Ev"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn written_then_read_and_refused_when_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("x.0.sym");
+        let syms = symbols(3000);
+        let mut t = Table::new(&syms, Demangle::Short);
+        (t.file, t.debug_stamp) = (Some(file.clone()), 7);
+        assert_eq!(t.lookup(0x1004), Some(0));
+        assert_eq!(t.lookup(0x1009), None);
+        assert_eq!(t.lookup(0xfff), None);
+        assert_eq!(t.shown(5), "foo::bar5");
+        t.save();
+        let mut back = read(&file, Demangle::Short, 7).expect("read back");
+        assert_eq!(back.len(), 3000);
+        assert_eq!(back.entries[5].shown.1, 9, "the demangled name is kept");
+        assert_eq!(back.shown(5), "foo::bar5");
+        assert_eq!(back.raw(2999), "_ZN3foo4bar2999Ev");
+        assert_eq!(back.symbols(), syms);
+        // Another style, another debug file: not this file.
+        assert!(read(&file, Demangle::Full, 7).is_none());
+        assert!(read(&file, Demangle::Short, 8).is_none());
+        // Damaged: cut, a flipped length, an unsorted table.
+        let bytes = std::fs::read(&file).unwrap();
+        for cut in [0, 7, HEADER, HEADER + 31, bytes.len() - 1] {
+            std::fs::write(&file, &bytes[..cut]).unwrap();
+            assert!(read(&file, Demangle::Short, 7).is_none(), "cut at {cut}");
+        }
+        let mut bad = bytes.clone();
+        bad[HEADER + 20] = 0xff; // raw length of entry 0
+        bad[HEADER + 21] = 0xff;
+        std::fs::write(&file, &bad).unwrap();
+        assert!(read(&file, Demangle::Short, 7).is_none());
+        let mut bad = bytes.clone();
+        bad[HEADER + ENTRY..HEADER + ENTRY + 8].copy_from_slice(&0u64.to_le_bytes());
+        std::fs::write(&file, &bad).unwrap();
+        assert!(read(&file, Demangle::Short, 7).is_none());
+    }
+
+    #[test]
+    fn the_directory_keeps_the_newest_files() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..MAX_FILES + 5 {
+            std::fs::write(dir.path().join(format!("{i}.0.sym")), b"x").unwrap();
+        }
+        std::fs::write(dir.path().join("other"), b"x").unwrap();
+        prune(dir.path());
+        let left = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(left, MAX_FILES + 1);
+    }
+}
