@@ -159,7 +159,6 @@ fn symbols_whose_end_overflows() {
         Sym::func("huge", 0x1000, u64::MAX, 2),
         Sym::func("near_top", u64::MAX - 0x10, 0x100, 2),
         Sym::func("at_top", u64::MAX, 0, 2),
-        Sym::func("top_sized", u64::MAX, 1, 2),
     ]);
     e.sections[2].data = tab;
     e.sections[3].data = strtab;
