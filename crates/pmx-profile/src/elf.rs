@@ -69,8 +69,15 @@ impl ElfFile {
     /// and line info are used: it has the static functions a stripped
     /// binary lacks.
     pub fn open(path: &Path) -> Result<ElfFile, String> {
+        ElfFile::open_in(path, Path::new(DEBUG_DIR))
+    }
+
+    /// [`ElfFile::open`], with the separate debug file looked up under
+    /// `debug_dir` (`DIR/xx/yyyy.debug`) instead of
+    /// `/usr/lib/debug/.build-id`.
+    pub fn open_in(path: &Path, debug_dir: &Path) -> Result<ElfFile, String> {
         let map = map_file(path)?;
-        ElfFile::from_map(map, &path.display().to_string())
+        ElfFile::from_map(map, &path.display().to_string(), debug_dir)
     }
 
     /// Index an ELF image held in memory (the vDSO); `name` is used in
@@ -82,10 +89,10 @@ impl ElfFile {
         let mut m = memmap2::MmapMut::map_anon(bytes.len()).map_err(|e| format!("{name}: {e}"))?;
         m.copy_from_slice(bytes);
         let map = m.make_read_only().map_err(|e| format!("{name}: {e}"))?;
-        ElfFile::from_map(map, name)
+        ElfFile::from_map(map, name, Path::new(DEBUG_DIR))
     }
 
-    fn from_map(map: memmap2::Mmap, name: &str) -> Result<ElfFile, String> {
+    fn from_map(map: memmap2::Mmap, name: &str, debug_dir: &Path) -> Result<ElfFile, String> {
         let (segments, build_id) = {
             let obj =
                 object::File::parse(&*map).map_err(|e| format!("{name}: not an ELF file: {e}"))?;
@@ -101,7 +108,7 @@ impl ElfFile {
         let (mut debug, mut debug_stamp) = (None, 0);
         if let Some(id) = build_id.as_deref().filter(|id| id.len() > 1) {
             let hexid: String = id.iter().map(|b| format!("{b:02x}")).collect();
-            let path = Path::new("/usr/lib/debug/.build-id")
+            let path = debug_dir
                 .join(&hexid[..2])
                 .join(format!("{}.debug", &hexid[2..]));
             if let Ok(dmap) = map_file(&path) {
@@ -184,16 +191,16 @@ impl ElfFile {
     pub fn offset_to_vaddr(&self, offset: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|(off, size, _)| offset >= *off && offset < off + size)
-            .map(|(off, _, vaddr)| offset - off + vaddr)
+            .find(|(off, size, _)| offset >= *off && offset - off < *size)
+            .and_then(|(off, _, vaddr)| (offset - off).checked_add(*vaddr))
     }
 
     /// The file offset of a virtual address, through the load segments.
     pub fn vaddr_to_offset(&self, vaddr: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|(_, size, va)| vaddr >= *va && vaddr < va + size)
-            .map(|(off, _, va)| vaddr - va + off)
+            .find(|(_, size, va)| vaddr >= *va && vaddr - va < *size)
+            .and_then(|(off, _, va)| (vaddr - va).checked_add(*off))
     }
 
     /// The index of the symbol containing `vaddr`.
@@ -203,6 +210,10 @@ impl ElfFile {
 
     /// Source file and line of `vaddr` from DWARF, when the file has it.
     pub fn line(&mut self, vaddr: u64) -> Option<(String, u32)> {
+        // addr2line looks up [vaddr, vaddr + 1): the last address overflows.
+        if vaddr == u64::MAX {
+            return None;
+        }
         if self.lines.is_none() {
             self.lines = Some(self.load_lines());
         }
@@ -215,6 +226,9 @@ impl ElfFile {
     /// (without the function they were inlined into); empty without
     /// debug info or inlining.
     pub fn inlined(&mut self, vaddr: u64) -> Vec<String> {
+        if vaddr == u64::MAX {
+            return Vec::new();
+        }
         if self.lines.is_none() {
             self.lines = Some(self.load_lines());
         }
@@ -267,6 +281,9 @@ fn pmx_fnv(x: u64) -> u64 {
         (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
     })
 }
+
+/// Where the distribution keeps separate debug files by build-id.
+const DEBUG_DIR: &str = "/usr/lib/debug/.build-id";
 
 fn map_file(path: &Path) -> Result<memmap2::Mmap, String> {
     // Paths come from the recording: only regular files are opened (a FIFO

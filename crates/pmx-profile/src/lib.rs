@@ -29,6 +29,13 @@
 //! Frames are cached per (binary, file offset) and per kernel address, so
 //! each distinct address is resolved once.
 //!
+//! Whatever a binary holds (sections outside the file, the `NOBITS`
+//! sections of a separate debug file, symbols or segments whose end
+//! overflows, a truncated file), the symbol and unwind code answers with
+//! an error or nothing, never a panic: `tests/elf_sweep.rs` opens every
+//! ELF file under `/usr/bin` and `/usr/lib` of the machine it runs on,
+//! `tests/crafted_elf.rs` broken ones.
+//!
 //! **Aggregation** ([`profile::build`]): per event, rows keyed by the
 //! `--sort` keys (comm, pid, dso, symbol, cpu) with sample counts and the
 //! sum of periods; the period share is perf's Overhead (`perf report

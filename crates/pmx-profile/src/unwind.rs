@@ -17,11 +17,15 @@
 //!   (range, load bias), rebuilt when its file mappings change; unwind
 //!   rules are cached by address across samples.
 //!
+//! [`probe`] exercises one binary's tables as the unwinder does (for the
+//! tests that sweep every binary of the machine).
+//!
 //! The chain handed back is in the kernel's call-chain form (the
 //! instruction pointer, then return addresses), so the frames after the
 //! first are looked up one byte before the return address, as for frame
 //! pointer chains.
 
+pub mod probe;
 mod tables;
 
 use crate::symbolize::{DsoId, Map, Symbolizer};

@@ -19,6 +19,9 @@
 //!   text (CSV, JSON) files.
 //! - [`process`]: stop a child as Ctrl-C would and collect its output.
 //! - [`cc`]: compile a small C program for a test (or say why not).
+//! - [`elf`]: crafted ELF files written byte by byte (broken section
+//!   headers, `NOBITS` sections, absurd symbols) for the symbol and
+//!   unwind code.
 //! - [`shared`]: find the shared reference data that sits beside the
 //!   repository (`../shared/data` or `$PMX_SHARED_DIR`).
 //! - [`skip()`]: how a test that cannot run here says why and passes.
@@ -61,6 +64,7 @@
 #![warn(missing_docs)]
 
 pub mod cc;
+pub mod elf;
 pub mod events;
 pub mod msr;
 pub mod mutate;

@@ -24,7 +24,7 @@ pub const MIN_CACHED: usize = 2000;
 pub const MAX_FILES: usize = 256;
 /// Bumped whenever the symbol rules (bounds, PLT, choice among aliases,
 /// demangling) change.
-const RULES: u32 = 1;
+const RULES: u32 = 2;
 const MAGIC: &[u8; 8] = b"PMXSYM\0\x01";
 const HEADER: usize = 8 + 4 + 4 + 8 + 4 + 4;
 const ENTRY: usize = 32;
@@ -99,10 +99,10 @@ impl Table {
         let symbols = build();
         let mut t = Table::new(&symbols, style);
         if symbols.len() >= MIN_CACHED {
+            // Written once a name is shown (what a profile does), not
+            // for a mere lookup.
             t.file = file;
             t.debug_stamp = debug_stamp;
-            // Written at the first save even if no name is demangled.
-            t.added = usize::from(t.file.is_some());
         }
         t
     }

@@ -66,6 +66,18 @@ impl Tables {
     /// recorded build-id that differs from the file's is an error (its
     /// tables would unwind with the wrong rules).
     pub(crate) fn open(path: &Path, want_build_id: Option<&[u8]>) -> Result<Tables, String> {
+        Tables::open_in(path, want_build_id, Some(DEBUG_DIR))
+    }
+
+    /// [`Tables::open`], taking `.debug_frame` from the separate debug
+    /// file under `debug_dir` (by build-id) when the binary has no CFI of
+    /// its own; `None` for a file that is itself a separate debug file
+    /// (it has the same build-id: it must not look for itself again).
+    fn open_in(
+        path: &Path,
+        want_build_id: Option<&[u8]>,
+        debug_dir: Option<&str>,
+    ) -> Result<Tables, String> {
         let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
         if !meta.is_file() {
             return Err(format!("{}: not a regular file", path.display()));
@@ -79,6 +91,7 @@ impl Tables {
             Arc::new(Backing::Map(map)),
             &path.display().to_string(),
             want_build_id,
+            debug_dir,
         )
     }
 
@@ -88,13 +101,24 @@ impl Tables {
         name: &str,
         want_build_id: Option<&[u8]>,
     ) -> Result<Tables, String> {
-        Tables::from_backing(Arc::new(Backing::Static(image)), name, want_build_id)
+        Tables::from_backing(
+            Arc::new(Backing::Static(image)),
+            name,
+            want_build_id,
+            Some(DEBUG_DIR),
+        )
+    }
+
+    /// An ELF image handed over whole (a probe's crafted file).
+    pub(crate) fn from_bytes(bytes: Vec<u8>, name: &str) -> Result<Tables, String> {
+        Tables::from_backing(Arc::new(Backing::Owned(bytes)), name, None, Some(DEBUG_DIR))
     }
 
     fn from_backing(
         backing: Arc<Backing>,
         name: &str,
         want_build_id: Option<&[u8]>,
+        debug_dir: Option<&str>,
     ) -> Result<Tables, String> {
         let data = backing.bytes();
         let obj = object::File::parse(data).map_err(|e| format!("{name}: not an ELF file: {e}"))?;
@@ -114,34 +138,9 @@ impl Tables {
                 (size > 0).then_some((off, size, s.address()))
             })
             .collect();
-        let base = data.as_ptr() as usize;
         let section = |name: &str| -> Option<(Range<u64>, Bytes)> {
             let s = obj.section_by_name(name)?;
-            let svma = s.address()..s.address() + s.size();
-            let bytes = match s.compressed_data().ok()?.format {
-                object::CompressionFormat::None => {
-                    let d = s.data().ok()?;
-                    // A NOBITS section (a separate debug file's) has no
-                    // bytes in the file: its empty slice lies elsewhere.
-                    let start = (d.as_ptr() as usize).checked_sub(base)?;
-                    if d.is_empty() || start + d.len() > data.len() {
-                        return None;
-                    }
-                    Bytes {
-                        backing: backing.clone(),
-                        range: start..start + d.len(),
-                    }
-                }
-                _ => {
-                    let d = s.uncompressed_data().ok()?.into_owned();
-                    let len = d.len();
-                    Bytes {
-                        backing: Arc::new(Backing::Owned(d)),
-                        range: 0..len,
-                    }
-                }
-            };
-            (!bytes.is_empty()).then_some((svma, bytes))
+            file_section(&backing, &s).map(|b| (svma(&s), b))
         };
         let mut sections = ExplicitModuleSectionInfo {
             base_svma: 0,
@@ -159,9 +158,8 @@ impl Tables {
         } else if let Some((_, b)) = section(".debug_frame") {
             sections.debug_frame = Some(b);
         } else if let Some(b) = build_id
-            // The debug file itself is not looked for again.
-            .filter(|_| !name.starts_with(DEBUG_DIR))
-            .and_then(debug_frame_of_debug_file)
+            .zip(debug_dir)
+            .and_then(|(id, dir)| debug_frame_of_debug_file(dir, id))
         {
             sections.debug_frame = Some(b);
         }
@@ -178,47 +176,64 @@ impl Tables {
     pub(crate) fn bias(&self, start: u64, pgoff: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|(off, size, _)| pgoff >= *off && pgoff < off + size)
+            .find(|(off, size, _)| pgoff >= *off && pgoff - off < *size)
             .or_else(|| self.segments.iter().find(|(off, _, _)| *off == 0))
-            .map(|(off, _, vaddr)| start.wrapping_sub(pgoff - off + vaddr))
+            .map(|(off, _, vaddr)| start.wrapping_sub((pgoff - off).wrapping_add(*vaddr)))
     }
 }
 
-/// Where the distribution's separate debug files are, by build id.
+/// A section's address range; empty when its size overflows.
+fn svma(s: &object::Section<'_, '_>) -> Range<u64> {
+    let start = s.address();
+    start..start.checked_add(s.size()).unwrap_or(start)
+}
+
+/// A section's bytes in the file (decompressed when compressed), or
+/// `None` when it has none: `SHT_NOBITS` (a separate debug file keeps
+/// only the headers of the loaded sections), empty, or a file range that
+/// does not lie inside the file. Ranges come from the section header,
+/// checked against the backing's length, never from pointer arithmetic.
+fn file_section(backing: &Arc<Backing>, s: &object::Section<'_, '_>) -> Option<Bytes> {
+    let (off, size) = s.file_range()?;
+    let start = usize::try_from(off).ok()?;
+    let end = start.checked_add(usize::try_from(size).ok()?)?;
+    if start == end || end > backing.bytes().len() {
+        return None;
+    }
+    let bytes = match s.compressed_file_range().ok()?.format {
+        object::CompressionFormat::None => Bytes {
+            backing: backing.clone(),
+            range: start..end,
+        },
+        _ => {
+            let d = s.uncompressed_data().ok()?.into_owned();
+            let len = d.len();
+            Bytes {
+                backing: Arc::new(Backing::Owned(d)),
+                range: 0..len,
+            }
+        }
+    };
+    (!bytes.is_empty()).then_some(bytes)
+}
+
+/// Where the distribution keeps separate debug files by build-id.
 const DEBUG_DIR: &str = "/usr/lib/debug/.build-id";
 
 /// `.debug_frame` of the distribution's separate debug file
-/// (`/usr/lib/debug/.build-id/xx/yyyy.debug`), for binaries that keep
-/// their CFI only there.
-fn debug_frame_of_debug_file(build_id: &[u8]) -> Option<Bytes> {
+/// (`DIR/xx/yyyy.debug`, `DIR` being `/usr/lib/debug/.build-id`), for
+/// binaries that keep their CFI only there.
+fn debug_frame_of_debug_file(dir: &str, build_id: &[u8]) -> Option<Bytes> {
     if build_id.len() < 2 {
         return None;
     }
     let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
-    let path = Path::new(DEBUG_DIR)
+    let path = Path::new(dir)
         .join(&hex[..2])
         .join(format!("{}.debug", &hex[2..]));
-    let t = Tables::open(&path, Some(build_id)).ok()?;
+    let t = Tables::open_in(&path, Some(build_id), None).ok()?;
     t.sections.debug_frame.or(t.sections.eh_frame)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn this_binary_has_eh_frame_hdr_and_a_bias() {
-        let exe = std::env::current_exe().unwrap();
-        let t = Tables::open(&exe, None).unwrap();
-        assert!(t.sections.eh_frame_hdr.is_some() && t.has_cfi());
-        // The first segment (offset 0) mapped at 0x5555_0000_0000 of a PIE
-        // (vaddr 0) has that bias.
-        let (off, _, vaddr) = t.segments[0];
-        assert_eq!(off, 0);
-        assert_eq!(t.bias(0x5555_0000_0000, 0), Some(0x5555_0000_0000 - vaddr));
-        let e = Tables::open(&exe, Some(&[1, 2, 3])).err().unwrap();
-        assert!(e.contains("differs"), "{e}");
-        let e = Tables::open(Path::new("/dev/null"), None).err().unwrap();
-        assert!(e.contains("not a regular file"), "{e}");
-    }
-}
+mod tests;
