@@ -256,6 +256,14 @@ fn bad_input_exits_2() {
         a.extend(args.iter().copied());
         let out = pmx(&a);
         let err = String::from_utf8_lossy(&out.stderr);
+        // A file without its CPU is read as this machine's when every
+        // event of it is known here (a Skylake-server host knows
+        // skl_l1.csv's): then it is no error, and it must say so.
+        let this_machine =
+            a.len() == 2 && String::from_utf8_lossy(&out.stdout).contains("(this machine)");
+        if this_machine && out.status.code() == Some(0) {
+            continue;
+        }
         assert_eq!(out.status.code(), Some(2), "{a:?}: {err}");
         assert!(err.contains(want), "{a:?}: want '{want}' in {err}");
         assert!(!err.contains("panicked"), "{err}");
