@@ -653,6 +653,26 @@ mod tests {
         assert_eq!(demangle("main"), "main");
     }
 
+    #[test]
+    fn errors_name_the_file() {
+        let e = ElfFile::open(Path::new("/nonexistent/x")).unwrap_err();
+        assert!(e.contains("/nonexistent/x"), "{e}");
+        let e = ElfFile::open(Path::new("/proc/self/status")).unwrap_err();
+        assert!(e.contains("/proc/self/status"), "{e}");
+        // Devices and FIFOs named by a recording are never opened (a FIFO
+        // would block the open).
+        let e = ElfFile::open(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let dir = std::env::temp_dir().join(format!("pmx-fifo-{}", std::process::id()));
+        let c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0 {
+            let e = ElfFile::open(&dir).unwrap_err();
+            let _ = std::fs::remove_file(&dir);
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+    }
+
     /// The short form is what libiberty's `cplus_demangle(name, 0)` — the
     /// call perf 6.1 makes — prints, for every C++ symbol of libstdc++;
     /// the full form what `cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI)`
@@ -719,6 +739,40 @@ mod tests {
                 differ[..differ.len().min(400)].join("\n")
             );
         }
+    }
+
+    /// Rust names as perf 6.1 prints them (libiberty drops the hash too):
+    /// every function of this test binary.
+    #[test]
+    fn rust_names_are_libibertys() {
+        let exe = std::env::current_exe().unwrap();
+        let map = map_file(&exe).unwrap();
+        let obj = object::File::parse(&*map).unwrap();
+        let mut names: Vec<String> = obj
+            .symbols()
+            .filter(|s| s.kind() == SymbolKind::Text)
+            .filter_map(|s| s.name().ok().map(str::to_string))
+            .filter(|n| n.starts_with("_ZN") || n.starts_with("_R"))
+            .collect();
+        names.sort();
+        names.dedup();
+        assert!(names.len() > 1000, "{} names", names.len());
+        let Some(theirs) = libiberty(&names, "0") else {
+            return;
+        };
+        let differ: Vec<String> = names
+            .iter()
+            .zip(theirs.lines())
+            .filter(|(n, t)| demangle_as(n, Demangle::Short) != *t)
+            .map(|(n, t)| format!("{n}: pmx {} libiberty {t}", demangle_as(n, Demangle::Short)))
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "{} of {}:\n{}",
+            differ.len(),
+            names.len(),
+            differ[..differ.len().min(20)].join("\n")
+        );
     }
 
     /// The names demangled by libiberty with these flags, one a line (a
