@@ -1,0 +1,677 @@
+//! pmx against perf on real programs: each program is recorded twice
+//! (`pmx record -g -F 4000` and `perf record -e cpu-clock -g -F 4000`),
+//! and each of the two files is read by both tools three ways:
+//!
+//! - **self** (`perf report --no-children --sort dso,sym` against `pmx
+//!   report --sort dso,symbol`): every row at ≥ 0.5% on either side is on
+//!   the other with the same binary and symbol, shares within 0.15 points;
+//! - **children** (`--children`): the top 20 rows of each side are on the
+//!   other, inclusive shares within 0.5 points;
+//! - **script** (`perf script` against `pmx script`): identical lines,
+//!   except where a rule of [`NORMALISE`] (each a difference the README
+//!   lists, with its reason) says why not.
+//!
+//! The two tools read the same file, so the shares agree exactly but for
+//! naming and rounding: nothing here is statistical. The programs (sources
+//! in `tests/programs/`) come from Debian packages or are built here:
+//! Python 3, gcc's `cc1`, a C++ program built by g++, `xz`, `sqlite3`,
+//! `node --perf-basic-prof`, a Rust program and a Go program. A missing
+//! one (or perf) skips that program with a `SKIP:` line. Each test prints
+//! its figures (`cargo test -p pmx-cli --test perf_diff -- --nocapture`,
+//! docs/PERF_DIFF.md) and, on failure, a table of the rows that differ.
+
+mod common;
+use common::PMX;
+use pmx_testkit::{perf, text};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// How long each program runs (seconds, for those that take a duration).
+const SECONDS: &str = "0.8";
+/// Self rows at or above this share (either side) are compared.
+const SELF_FLOOR: f64 = 0.5;
+/// Largest difference of a self share, in percentage points.
+const SELF_TOLERANCE: f64 = 0.15;
+/// Rows of the children view compared: the top N of each side.
+const CHILDREN_TOP: usize = 20;
+/// Largest difference of a children share, in percentage points.
+const CHILDREN_TOLERANCE: f64 = 0.5;
+
+/// A difference in `pmx script` lines that the README lists as deliberate:
+/// its name (as the README says it) and whether a (pmx, perf) line pair
+/// differs only by it.
+type Rule = (&'static str, fn(&str, &str) -> bool);
+
+/// The deliberate differences of `pmx script` from `perf script`.
+const NORMALISE: &[Rule] = &[];
+
+/// The directory of the programs' sources.
+fn programs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs")
+}
+
+/// `name` on `$PATH` (or the path itself when it has a slash).
+fn which(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Path::new(name).is_file().then(|| name.into());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Run a build step: its output, or a panic with its messages.
+fn build(cmd: &mut Command) {
+    let o = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "{cmd:?} failed: {}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+/// A program of the suite: the tools it needs (skipped without them), how
+/// to make its command line in a directory, and a binary whose name
+/// contains `lands_in` that must hold at least a fifth of the self time
+/// (so the samples are where the program says they are).
+struct Program<'a> {
+    name: &'static str,
+    needs: &'a [&'a str],
+    prepare: fn(&Path) -> Vec<String>,
+    lands_in: &'static str,
+}
+
+fn s(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|p| p.to_string()).collect()
+}
+
+fn path(p: &Path) -> String {
+    p.to_str().unwrap().to_string()
+}
+
+/// Debian's interpreter when there is one, else the first on `$PATH`.
+fn python3() -> &'static str {
+    if Path::new("/usr/bin/python3").is_file() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    }
+}
+
+fn python(_: &Path) -> Vec<String> {
+    let script = programs().join("json_dumps.py");
+    vec![python3().into(), path(&script), SECONDS.into()]
+}
+
+/// A C file that keeps cc1 busy for about a second at -O2: functions with
+/// loops, switches, structs and calls for the optimiser to work on.
+fn generated_c(n: usize) -> String {
+    let mut c = String::from("#include <stddef.h>\n");
+    for i in 0..n {
+        let prev = i.saturating_sub(1);
+        let _ = write!(
+            c,
+            "struct s{i} {{ int a; long b; double c[4]; }};\n\
+             static long helper{i}(const struct s{i} *p, long n) {{\n\
+             \tlong acc = {i};\n\
+             \tfor (long k = 0; k < n; k++) {{\n\
+             \t\tswitch ((k + p->a) % 5) {{\n\
+             \t\tcase 0: acc += p->b * k; break;\n\
+             \t\tcase 1: acc ^= (long)(p->c[k & 3] * {i}.5); break;\n\
+             \t\tcase 2: acc -= k << 2; break;\n\
+             \t\tcase 3: acc = acc * 31 + {i}; break;\n\
+             \t\tdefault: acc += (acc >> 3) ^ k;\n\
+             \t\t}}\n\
+             \t}}\n\
+             \treturn acc;\n\
+             }}\n\
+             long func{i}(long n) {{\n\
+             \tstruct s{i} v = {{ .a = {i}, .b = n, .c = {{ 1.0, 2.0, 3.0, {i}.0 }} }};\n\
+             \tlong r = 0;\n\
+             \tfor (int j = 0; j < 4; j++) r += helper{i}(&v, n + j);\n\
+             \treturn r + (n > {i} ? func{prev}(n - 1) : 0);\n\
+             }}\n"
+        );
+    }
+    c
+}
+
+fn cc1(dir: &Path) -> Vec<String> {
+    let src = dir.join("generated.c");
+    std::fs::write(&src, generated_c(50)).unwrap();
+    let obj = dir.join("generated.o");
+    s(&["gcc", "-O2", "-c", &path(&src), "-o", &path(&obj)])
+}
+
+fn cxx(dir: &Path) -> Vec<String> {
+    let bin = dir.join("templates");
+    build(
+        Command::new("g++")
+            .args(["-O2", "-g", "-o"])
+            .arg(&bin)
+            .arg(programs().join("templates.cpp")),
+    );
+    vec![path(&bin), SECONDS.into()]
+}
+
+/// Text with the repetition of real data: words from a small vocabulary
+/// with numbers, from a fixed pseudo-random sequence (`len` bytes).
+fn generated_text(len: usize) -> Vec<u8> {
+    const WORDS: [&str; 8] = [
+        "alpha", "beta", "gamma", "delta", "sample", "report", "kernel", "cache",
+    ];
+    let mut x: u64 = 1;
+    let mut out = Vec::with_capacity(len + 16);
+    while out.len() < len {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let _ = write!(
+            Bytes(&mut out),
+            "{}{} ",
+            WORDS[(x >> 60) as usize & 7],
+            (x >> 33) % 1000
+        );
+    }
+    out
+}
+
+/// `fmt::Write` into a byte vector.
+struct Bytes<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Bytes<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+fn xz(dir: &Path) -> Vec<String> {
+    let data = dir.join("data.txt");
+    std::fs::write(&data, generated_text(800_000)).unwrap();
+    s(&["xz", "-6", "-T1", "-c", "-k", &path(&data)])
+}
+
+fn sqlite(_: &Path) -> Vec<String> {
+    let sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1500000) \
+               SELECT sum(x * x % 7), count(*) FROM c;";
+    s(&["sqlite3", ":memory:", sql])
+}
+
+fn node(_: &Path) -> Vec<String> {
+    let script = programs().join("jit.js");
+    s(&["node", "--perf-basic-prof", &path(&script), SECONDS])
+}
+
+fn rust(dir: &Path) -> Vec<String> {
+    let bin = dir.join("rswork");
+    build(
+        Command::new("rustc")
+            .args(["-O", "-g", "-o"])
+            .arg(&bin)
+            .arg(programs().join("work.rs")),
+    );
+    vec![path(&bin), SECONDS.into()]
+}
+
+fn go(dir: &Path) -> Vec<String> {
+    let bin = dir.join("gowork");
+    build(
+        Command::new("go")
+            .args(["build", "-o"])
+            .arg(&bin)
+            .arg(programs().join("work.go"))
+            .env("GOTOOLCHAIN", "local")
+            .env("GOFLAGS", "")
+            .current_dir(dir),
+    );
+    vec![path(&bin), SECONDS.into()]
+}
+
+/// One side's reading of a file: rows by (binary, symbol) → share.
+type Rows = BTreeMap<(String, String), f64>;
+
+/// `pmx report --sort dso,symbol [--children] --json` of `file`: the
+/// cpu-clock rows, self or children shares.
+fn pmx_rows(file: &Path, children: bool) -> Rows {
+    let mut args = vec!["report", "-q", "--sort", "dso,symbol", "--json", "-i"];
+    args.push(file.to_str().unwrap());
+    if children {
+        args.push("--children");
+    }
+    let o = run(Command::new(PMX).args(&args));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("pmx report --json");
+    let mut rows = Rows::new();
+    for e in v["events"].as_array().unwrap() {
+        for r in e["rows"].as_array().unwrap() {
+            let key = (
+                r["dso"].as_str().unwrap_or("?").to_string(),
+                r["symbol"].as_str().unwrap_or("?").to_string(),
+            );
+            let share = r[if children { "children" } else { "overhead" }]
+                .as_f64()
+                .unwrap();
+            *rows.entry(key).or_default() += share;
+        }
+    }
+    rows
+}
+
+/// `perf report --stdio -q -g none -t TAB --sort dso,sym` of `file`,
+/// `--children` or `--no-children`: its rows, the `[.]`/`[k]` level taken
+/// off the symbol (rows perf keeps apart only by level are summed, as pmx
+/// keeps them together).
+fn perf_rows(file: &Path, children: bool) -> Rows {
+    let view = if children {
+        "--children"
+    } else {
+        "--no-children"
+    };
+    let args = [
+        "report", view, "--sort", "dso,sym", "--stdio", "-q", "-g", "none", "-t", "\t",
+    ];
+    let o = perf::on_file(&args, file);
+    assert!(o.status.success(), "perf {args:?}: {}", text(&o.stderr));
+    let mut rows = Rows::new();
+    for line in text(&o.stdout).lines() {
+        let f: Vec<&str> = line.split('\t').map(str::trim).collect();
+        if f.len() < 3 {
+            continue;
+        }
+        let Ok(share) = f[0].trim_end_matches('%').parse::<f64>() else {
+            continue;
+        };
+        let sym = f[f.len() - 1];
+        let sym = match sym.as_bytes() {
+            [b'[', _, b']', b' ', ..] => &sym[4..],
+            _ => sym,
+        };
+        let dso = f[f.len() - 2].to_string();
+        *rows.entry((dso, sym.to_string())).or_default() += share;
+    }
+    rows
+}
+
+/// A command's output; panics when it cannot start or fails.
+fn run(cmd: &mut Command) -> Output {
+    let o = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(o.status.success(), "{cmd:?}: {}", text(&o.stderr));
+    o
+}
+
+/// One comparison's outcome: what was compared, what agreed, and a table
+/// of what did not.
+#[derive(Default)]
+struct Outcome {
+    compared: usize,
+    agreeing: usize,
+    table: String,
+}
+
+/// A share, or `-` where the row is absent.
+fn share(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
+/// The rows of `keys` on both sides: within `tolerance` points, else a
+/// line of the table (binary, symbol, pmx share, perf share).
+fn compare_rows<'a>(
+    keys: impl IntoIterator<Item = &'a (String, String)>,
+    ours: &Rows,
+    theirs: &Rows,
+    tolerance: f64,
+) -> Outcome {
+    let mut out = Outcome::default();
+    let mut keys: Vec<&(String, String)> = keys.into_iter().collect();
+    keys.sort();
+    keys.dedup();
+    // Largest first, as a report reads.
+    let top = |k: &(String, String)| -> f64 {
+        let a = ours.get(k).copied().unwrap_or(0.0);
+        a.max(theirs.get(k).copied().unwrap_or(0.0))
+    };
+    keys.sort_by(|a, b| top(b).total_cmp(&top(a)));
+    for k in keys {
+        out.compared += 1;
+        let (a, b) = (ours.get(k).copied(), theirs.get(k).copied());
+        match (a, b) {
+            (Some(x), Some(y)) if (x - y).abs() <= tolerance + 1e-9 => out.agreeing += 1,
+            _ => {
+                let _ = writeln!(
+                    out.table,
+                    "    {:<28} {:<60} {:>7} {:>7}",
+                    clip(&k.0, 28),
+                    clip(&k.1, 60),
+                    share(a),
+                    share(b)
+                );
+            }
+        }
+    }
+    out
+}
+
+/// At most `n` characters of `s` (with `…` when cut).
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn self_view(file: &Path) -> Outcome {
+    let (ours, theirs) = (pmx_rows(file, false), perf_rows(file, false));
+    let keys = ours
+        .iter()
+        .chain(&theirs)
+        .filter(|(_, &v)| v >= SELF_FLOOR)
+        .map(|(k, _)| k);
+    compare_rows(keys, &ours, &theirs, SELF_TOLERANCE)
+}
+
+/// The keys of the `n` largest shares.
+fn top(rows: &Rows, n: usize) -> Vec<&(String, String)> {
+    let mut v: Vec<(&(String, String), f64)> = rows.iter().map(|(k, &s)| (k, s)).collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    v.into_iter().take(n).map(|(k, _)| k).collect()
+}
+
+fn children_view(file: &Path) -> Outcome {
+    let (ours, theirs) = (pmx_rows(file, true), perf_rows(file, true));
+    let keys = top(&ours, CHILDREN_TOP)
+        .into_iter()
+        .chain(top(&theirs, CHILDREN_TOP));
+    compare_rows(keys, &ours, &theirs, CHILDREN_TOLERANCE)
+}
+
+/// The part of two lines that differs (common prefix and suffix removed,
+/// on character boundaries).
+fn differing<'a>(a: &'a str, b: &'a str) -> (&'a str, &'a str) {
+    let pre = a
+        .char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((i, _), _)| i);
+    let (a2, b2) = (&a[pre..], &b[pre..]);
+    let suf = a2
+        .chars()
+        .rev()
+        .zip(b2.chars().rev())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum::<usize>();
+    (&a2[..a2.len() - suf], &b2[..b2.len() - suf])
+}
+
+fn script_view(file: &Path) -> Outcome {
+    let ours = text(&run(Command::new(PMX).args(["script", "-i"]).arg(file)).stdout);
+    let o = perf::on_file(&["script"], file);
+    assert!(o.status.success(), "perf script: {}", text(&o.stderr));
+    let theirs = text(&o.stdout);
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    let mut out = Outcome {
+        compared: a.len().max(b.len()),
+        ..Outcome::default()
+    };
+    // Differing lines grouped by what differs in them, with a count.
+    let mut groups: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
+    for (x, y) in a.iter().zip(&b) {
+        if x == y || NORMALISE.iter().any(|(_, same)| same(x, y)) {
+            out.agreeing += 1;
+            continue;
+        }
+        let (dx, dy) = differing(x, y);
+        let g = groups
+            .entry((dx.to_string(), dy.to_string()))
+            .or_insert((0, format!("pmx:  {x}\n      perf: {y}")));
+        g.0 += 1;
+    }
+    if a.len() != b.len() {
+        let _ = writeln!(
+            out.table,
+            "    line counts differ: pmx {}, perf {}",
+            a.len(),
+            b.len()
+        );
+    }
+    let mut groups: Vec<_> = groups.into_iter().collect();
+    groups.sort_by_key(|g| std::cmp::Reverse(g.1 .0));
+    for ((dx, dy), (n, example)) in groups.iter().take(12) {
+        let _ = writeln!(
+            out.table,
+            "    {n:>6}× pmx `{}` perf `{}`\n      {example}",
+            clip(dx, 70),
+            clip(dy, 70)
+        );
+    }
+    if groups.len() > 12 {
+        let _ = writeln!(out.table, "    … {} more kinds", groups.len() - 12);
+    }
+    out
+}
+
+/// Record `argv` into `out` with pmx or with perf (`false` after a
+/// `SKIP` line when perf cannot sample here).
+fn record(with_pmx: bool, out: &Path, argv: &[String], dir: &Path) -> bool {
+    let mut cmd = if with_pmx {
+        let mut c = Command::new(PMX);
+        c.args(["record", "-g", "-F", "4000", "-o"]);
+        c
+    } else {
+        let mut c = Command::new("perf");
+        c.args(["record", "-q", "-e", "cpu-clock", "-g", "-F", "4000", "-o"]);
+        c
+    };
+    let o = cmd
+        .arg(out)
+        .arg("--")
+        .args(argv)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .output()
+        .expect("start the recorder");
+    if !o.status.success() && !with_pmx {
+        pmx_testkit::skip(format_args!("perf record failed: {}", text(&o.stderr)));
+        return false;
+    }
+    assert!(o.status.success(), "pmx record: {}", text(&o.stderr));
+    true
+}
+
+/// The pids of a file's samples (for the JIT maps they leave in /tmp).
+fn pids(file: &Path) -> Vec<u32> {
+    let o = run(Command::new(PMX)
+        .args(["report", "-q", "--json", "--sort", "pid", "-i"])
+        .arg(file));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut p: Vec<u32> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e["rows"].as_array().unwrap().clone())
+        .filter_map(|r| r["pid"].as_u64().map(|x| x as u32))
+        .collect();
+    p.sort_unstable();
+    p.dedup();
+    p
+}
+
+/// Removes the `/tmp/perf-PID.map` files of the recorded processes.
+struct JitMaps(Vec<u32>);
+
+impl Drop for JitMaps {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+        }
+    }
+}
+
+/// The share of self time in binaries whose name contains `part`.
+fn landed(file: &Path, part: &str) -> f64 {
+    pmx_rows(file, false)
+        .iter()
+        .filter(|((dso, _), _)| dso.contains(part))
+        .map(|(_, v)| v)
+        .sum()
+}
+
+fn check(p: &Program<'_>) {
+    if !perf::require(p.name) {
+        return;
+    }
+    if let Some(tool) = p.needs.iter().find(|t| which(t).is_none()) {
+        pmx_testkit::skip(format_args!("{}: `{tool}` is not installed", p.name));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let argv = (p.prepare)(dir.path());
+    let files = [
+        ("pmx.data", dir.path().join("pmx.data")),
+        ("perf.data", dir.path().join("perf.data")),
+    ];
+    let started = std::time::Instant::now();
+    for (i, (_, f)) in files.iter().enumerate() {
+        if !record(i == 0, f, &argv, dir.path()) {
+            return;
+        }
+    }
+    let _maps = JitMaps(files.iter().flat_map(|(_, f)| pids(f)).collect());
+    let mut figures = String::new();
+    let mut failures = String::new();
+    for (name, f) in &files {
+        let share = landed(f, p.lands_in);
+        if share < 20.0 {
+            let _ = writeln!(
+                failures,
+                "{} {name}: only {share:.1}% of the self time is in `{}`",
+                p.name, p.lands_in
+            );
+        }
+        for (view, outcome) in [
+            ("self", self_view(f)),
+            ("children", children_view(f)),
+            ("script", script_view(f)),
+        ] {
+            let _ = writeln!(
+                figures,
+                "| {} | {name} | {view} | {} | {} |",
+                p.name, outcome.compared, outcome.agreeing
+            );
+            if outcome.agreeing < outcome.compared || !outcome.table.is_empty() {
+                let head = match view {
+                    "script" => "differing lines (kinds, most frequent first)".to_string(),
+                    _ => format!(
+                        "{:<28} {:<60} {:>7} {:>7}",
+                        "binary", "symbol", "pmx", "perf"
+                    ),
+                };
+                let _ = write!(
+                    failures,
+                    "{} {name} {view}: {} of {} agree\n    {head}\n{}",
+                    p.name, outcome.agreeing, outcome.compared, outcome.table
+                );
+            }
+        }
+    }
+    println!(
+        "{}: {:.1} s\n| program | file | comparison | compared | agreeing |\n{figures}",
+        p.name,
+        started.elapsed().as_secs_f64()
+    );
+    assert!(failures.is_empty(), "pmx and perf differ:\n{failures}");
+}
+
+#[test]
+fn python_json_dumps() {
+    check(&Program {
+        name: "python3",
+        needs: &[python3()],
+        prepare: python,
+        lands_in: "python3",
+    });
+}
+
+#[test]
+fn gcc_cc1() {
+    check(&Program {
+        name: "cc1",
+        needs: &["gcc"],
+        prepare: cc1,
+        lands_in: "cc1",
+    });
+}
+
+#[test]
+fn cxx_templates() {
+    check(&Program {
+        name: "g++ templates",
+        needs: &["g++"],
+        prepare: cxx,
+        lands_in: "templates",
+    });
+}
+
+#[test]
+fn xz_compress() {
+    check(&Program {
+        name: "xz",
+        needs: &["xz"],
+        prepare: xz,
+        lands_in: "liblzma",
+    });
+}
+
+#[test]
+fn sqlite3_recursive_cte() {
+    check(&Program {
+        name: "sqlite3",
+        needs: &["sqlite3"],
+        prepare: sqlite,
+        lands_in: "sqlite3",
+    });
+}
+
+#[test]
+fn node_jit() {
+    check(&Program {
+        name: "node",
+        needs: &["node"],
+        prepare: node,
+        lands_in: "",
+    });
+}
+
+#[test]
+fn rust_program() {
+    check(&Program {
+        name: "rustc",
+        needs: &["rustc"],
+        prepare: rust,
+        lands_in: "rswork",
+    });
+}
+
+#[test]
+fn go_program() {
+    check(&Program {
+        name: "go",
+        needs: &["go"],
+        prepare: go,
+        lands_in: "gowork",
+    });
+}
