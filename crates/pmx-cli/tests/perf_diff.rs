@@ -323,8 +323,40 @@ fn share(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:.2}"))
 }
 
-/// The rows of `keys` on both sides: within `tolerance` points, else a
-/// line of the table (binary, symbol, pmx share, perf share).
+/// Why a pmx name and a perf name for the same thing differ, as far as
+/// the names tell (the catalogue the failure tables are grouped by).
+fn cause(ours: &str, theirs: &str) -> &'static str {
+    let hexish = |s: &str| {
+        let h = s.strip_prefix("0x").unwrap_or(s);
+        !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    let unversioned = |s: &str| s.split('@').next().unwrap_or(s).to_string();
+    if theirs.ends_with("@plt") || ours == "_init" {
+        "PLT entry (perf: NAME@plt; pmx: _init, [unknown] or an address)"
+    } else if ours.starts_with("perf-") && ours.ends_with(".map") || theirs.starts_with("[JIT]") {
+        "JIT map binary (perf: [JIT] tid N; pmx: perf-N.map)"
+    } else if hexish(ours) && hexish(theirs) {
+        "unresolved address printed differently"
+    } else if ours.contains('@') && unversioned(ours) == unversioned(theirs) {
+        "symbol version (@ / @@) chosen differently"
+    } else if ours.len() > theirs.len() && (ours.contains('(') || ours.contains("[clone")) {
+        "C++ demangling (pmx: parameter lists, return types, clone suffixes)"
+    } else {
+        "other"
+    }
+}
+
+/// A row one side has and the other lacks or shares differently.
+struct Miss<'a> {
+    key: &'a (String, String),
+    ours: Option<f64>,
+    theirs: Option<f64>,
+}
+
+/// The rows of `keys` on both sides: within `tolerance` points, else in
+/// the table. A row only pmx has and one only perf has with the same
+/// share (and binary or symbol) are shown as a pair, with the cause their
+/// names suggest.
 fn compare_rows<'a>(
     keys: impl IntoIterator<Item = &'a (String, String)>,
     ours: &Rows,
@@ -341,21 +373,88 @@ fn compare_rows<'a>(
         a.max(theirs.get(k).copied().unwrap_or(0.0))
     };
     keys.sort_by(|a, b| top(b).total_cmp(&top(a)));
-    for k in keys {
+    let mut missed: Vec<Miss<'_>> = Vec::new();
+    for key in keys {
         out.compared += 1;
-        let (a, b) = (ours.get(k).copied(), theirs.get(k).copied());
+        let (a, b) = (ours.get(key).copied(), theirs.get(key).copied());
         match (a, b) {
             (Some(x), Some(y)) if (x - y).abs() <= tolerance + 1e-9 => out.agreeing += 1,
-            _ => {
-                let _ = writeln!(
-                    out.table,
-                    "    {:<28} {:<60} {:>7} {:>7}",
-                    clip(&k.0, 28),
-                    clip(&k.1, 60),
-                    share(a),
-                    share(b)
+            _ => missed.push(Miss {
+                key,
+                ours: a,
+                theirs: b,
+            }),
+        }
+    }
+    // Pair pmx-only rows with perf-only rows of the same share (and
+    // binary or symbol), a pair whose names suggest a cause first.
+    let mut lines: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    let mut used = vec![false; missed.len()];
+    let names = |p: &Miss<'_>, q: &Miss<'_>| {
+        let (o, t) = if p.ours.is_some() { (p, q) } else { (q, p) };
+        match cause(&o.key.1, &t.key.1) {
+            "other" => cause(&o.key.0, &t.key.0),
+            c => c,
+        }
+    };
+    for i in 0..missed.len() {
+        if used[i] {
+            continue;
+        }
+        let m = &missed[i];
+        let alone = m.ours.is_none() != m.theirs.is_none();
+        let value = |p: &Miss<'_>| p.ours.or(p.theirs).unwrap_or(0.0);
+        let mut candidates: Vec<usize> = (0..missed.len())
+            .filter(|&j| {
+                let n = &missed[j];
+                alone
+                    && !used[j]
+                    && n.ours.is_some() == m.theirs.is_some()
+                    && n.theirs.is_some() == m.ours.is_some()
+                    && (n.key.0 == m.key.0 || n.key.1 == m.key.1)
+                    && (value(n) - value(m)).abs() < 0.011
+            })
+            .collect();
+        candidates.sort_by_key(|&j| names(m, &missed[j]) == "other");
+        let partner = candidates.first().copied();
+        used[i] = true;
+        let row = |who: &str, k: &(String, String), v: Option<f64>, w: Option<f64>| {
+            format!(
+                "      {who:<4} {:<28} {:<60} {:>7} {:>7}",
+                clip(&k.0, 28),
+                clip(&k.1, 60),
+                share(v),
+                share(w)
+            )
+        };
+        match partner {
+            Some(j) => {
+                used[j] = true;
+                let n = &missed[j];
+                let (o, t) = if m.ours.is_some() { (m, n) } else { (n, m) };
+                let text = format!(
+                    "{}\n{}",
+                    row("pmx", o.key, o.ours, None),
+                    row("perf", t.key, None, t.theirs)
                 );
+                lines.entry(names(m, n)).or_default().push(text);
             }
+            None => {
+                let why = match (m.ours, m.theirs) {
+                    (Some(_), Some(_)) => "share differs",
+                    (None, _) => cause("", &m.key.1),
+                    _ => cause(&m.key.1, ""),
+                };
+                let who = if m.ours.is_some() { "pmx" } else { "perf" };
+                let text = row(who, m.key, m.ours, m.theirs);
+                lines.entry(why).or_default().push(text);
+            }
+        }
+    }
+    for (why, rows) in lines {
+        let _ = writeln!(out.table, "    {why}:");
+        for r in rows {
+            let _ = writeln!(out.table, "{r}");
         }
     }
     out
@@ -389,8 +488,23 @@ fn top(rows: &Rows, n: usize) -> Vec<&(String, String)> {
     v.into_iter().take(n).map(|(k, _)| k).collect()
 }
 
+/// A row of the children view that the README lists as shown differently
+/// on purpose: an address no symbol covers in a named binary. pmx keeps
+/// one row for it (at its address in the binary, as in the self view);
+/// perf makes two, the leaf samples at the binary's address and the call
+/// chain entries at the process's address (so it counts those samples
+/// twice).
+fn unresolved_in_binary((dso, symbol): &(String, String)) -> bool {
+    let hex = symbol.strip_prefix("0x").unwrap_or(symbol);
+    dso != "[unknown]" && !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 fn children_view(file: &Path) -> Outcome {
-    let (ours, theirs) = (pmx_rows(file, true), perf_rows(file, true));
+    let named = |mut rows: Rows| {
+        rows.retain(|k, _| !unresolved_in_binary(k));
+        rows
+    };
+    let (ours, theirs) = (named(pmx_rows(file, true)), named(perf_rows(file, true)));
     let keys = top(&ours, CHILDREN_TOP)
         .into_iter()
         .chain(top(&theirs, CHILDREN_TOP));
@@ -416,50 +530,124 @@ fn differing<'a>(a: &'a str, b: &'a str) -> (&'a str, &'a str) {
     (&a2[..a2.len() - suf], &b2[..b2.len() - suf])
 }
 
+/// `perf script` output split into samples: a line that does not start
+/// with a tab and the call chain lines under it (empty lines dropped).
+fn samples(out: &str) -> Vec<Vec<&str>> {
+    let mut v: Vec<Vec<&str>> = Vec::new();
+    for line in out.lines().filter(|l| !l.is_empty()) {
+        match v.last_mut() {
+            Some(s) if line.starts_with('\t') => s.push(line),
+            _ => v.push(vec![line]),
+        }
+    }
+    v
+}
+
+/// The symbol and binary of a `perf script` call chain line
+/// (`\tADDR SYM+0xOFF (DSO)`), or the whole line and nothing.
+fn frame_parts(line: &str) -> (&str, &str) {
+    let rest = line.trim_start().split_once(' ').map_or(line, |(_, r)| r);
+    match rest.rsplit_once(" (") {
+        Some((symoff, dso)) => (
+            symoff.rsplit_once("+0x").map_or(symoff, |(s, _)| s),
+            dso.trim_end_matches(')'),
+        ),
+        None => (line, ""),
+    }
+}
+
+/// Differing script lines grouped by cause, then by what differs in
+/// them: a count and the first example of each kind.
+#[derive(Default)]
+struct Kinds(BTreeMap<&'static str, KindsOf>);
+
+/// The kinds of one cause: (pmx part, perf part) → (count, example).
+type KindsOf = BTreeMap<(String, String), (usize, String)>;
+
+impl Kinds {
+    fn add(&mut self, why: &'static str, (dx, dy): (&str, &str), x: &str, y: &str) {
+        let g = self
+            .0
+            .entry(why)
+            .or_default()
+            .entry((dx.to_string(), dy.to_string()))
+            .or_insert_with(|| {
+                (
+                    0,
+                    format!("pmx:  {}\n        perf: {}", clip(x, 220), clip(y, 220)),
+                )
+            });
+        g.0 += 1;
+    }
+
+    /// A line pair that differs: its cause from the frames' names.
+    fn line(&mut self, x: &str, y: &str) {
+        let ((sx, dx), (sy, dy)) = (frame_parts(x), frame_parts(y));
+        let why = match cause(sx, sy) {
+            "other" if dx != dy => cause(dx, dy),
+            c => c,
+        };
+        self.add(why, differing(x, y), x, y);
+    }
+
+    fn table(self, out: &mut String) {
+        for (why, kinds) in self.0 {
+            let total: usize = kinds.values().map(|k| k.0).sum();
+            let _ = writeln!(out, "    {why}: {total} lines, {} kinds", kinds.len());
+            let mut kinds: Vec<_> = kinds.into_iter().collect();
+            kinds.sort_by_key(|g| std::cmp::Reverse(g.1 .0));
+            for ((dx, dy), (n, example)) in kinds.iter().take(4) {
+                let _ = writeln!(
+                    out,
+                    "      {n:>6}× pmx `{}` perf `{}`\n        {example}",
+                    clip(dx, 70),
+                    clip(dy, 70)
+                );
+            }
+        }
+    }
+}
+
+/// Two samples' lines: equal ones agree, others go to `kinds`; a chain
+/// one side has longer is a kind of its own.
+fn compare_sample(a: &[&str], b: &[&str], out: &mut Outcome, kinds: &mut Kinds) {
+    out.compared += a.len().max(b.len());
+    for (x, y) in a.iter().zip(b) {
+        if x == y || NORMALISE.iter().any(|(_, same)| same(x, y)) {
+            out.agreeing += 1;
+        } else {
+            kinds.line(x, y);
+        }
+    }
+    if a.len() != b.len() {
+        let n = a.len().min(b.len());
+        let what = format!("chain of {} frames", a.len() - 1);
+        let theirs = format!("chain of {} frames", b.len() - 1);
+        let first = |v: &[&str]| v.get(n).copied().unwrap_or("(end)").to_string();
+        kinds.add("call chain length", (&what, &theirs), &first(a), &first(b));
+    }
+}
+
 fn script_view(file: &Path) -> Outcome {
     let ours = text(&run(Command::new(PMX).args(["script", "-i"]).arg(file)).stdout);
     let o = perf::on_file(&["script"], file);
     assert!(o.status.success(), "perf script: {}", text(&o.stderr));
     let theirs = text(&o.stdout);
-    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
-    let mut out = Outcome {
-        compared: a.len().max(b.len()),
-        ..Outcome::default()
-    };
-    // Differing lines grouped by what differs in them, with a count.
-    let mut groups: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
+    let (a, b) = (samples(&ours), samples(&theirs));
+    let mut out = Outcome::default();
+    let mut kinds = Kinds::default();
     for (x, y) in a.iter().zip(&b) {
-        if x == y || NORMALISE.iter().any(|(_, same)| same(x, y)) {
-            out.agreeing += 1;
-            continue;
-        }
-        let (dx, dy) = differing(x, y);
-        let g = groups
-            .entry((dx.to_string(), dy.to_string()))
-            .or_insert((0, format!("pmx:  {x}\n      perf: {y}")));
-        g.0 += 1;
+        compare_sample(x, y, &mut out, &mut kinds);
     }
     if a.len() != b.len() {
         let _ = writeln!(
             out.table,
-            "    line counts differ: pmx {}, perf {}",
+            "    sample counts differ: pmx {}, perf {}",
             a.len(),
             b.len()
         );
     }
-    let mut groups: Vec<_> = groups.into_iter().collect();
-    groups.sort_by_key(|g| std::cmp::Reverse(g.1 .0));
-    for ((dx, dy), (n, example)) in groups.iter().take(12) {
-        let _ = writeln!(
-            out.table,
-            "    {n:>6}× pmx `{}` perf `{}`\n      {example}",
-            clip(dx, 70),
-            clip(dy, 70)
-        );
-    }
-    if groups.len() > 12 {
-        let _ = writeln!(out.table, "    … {} more kinds", groups.len() - 12);
-    }
+    kinds.table(&mut out.table);
     out
 }
 
@@ -521,6 +709,20 @@ impl Drop for JitMaps {
     }
 }
 
+/// With `$PMX_PERF_DIFF_KEEP` set to a directory, copy the recordings
+/// there (`PROGRAM.pmx.data`, `PROGRAM.perf.data`) to look at them after
+/// the test (JIT maps of /tmp are removed when it ends).
+fn keep(program: &str, files: &[(&str, PathBuf)]) {
+    let Some(dir) = std::env::var_os("PMX_PERF_DIFF_KEEP") else {
+        return;
+    };
+    let program = program.replace(' ', "_");
+    for (name, f) in files {
+        let to = Path::new(&dir).join(format!("{program}.{name}"));
+        std::fs::copy(f, &to).unwrap_or_else(|e| panic!("copy to {}: {e}", to.display()));
+    }
+}
+
 /// The share of self time in binaries whose name contains `part`.
 fn landed(file: &Path, part: &str) -> f64 {
     pmx_rows(file, false)
@@ -551,6 +753,7 @@ fn check(p: &Program<'_>) {
         }
     }
     let _maps = JitMaps(files.iter().flat_map(|(_, f)| pids(f)).collect());
+    keep(p.name, &files);
     let mut figures = String::new();
     let mut failures = String::new();
     for (name, f) in &files {

@@ -355,6 +355,12 @@ impl<'o> State<'o> {
         let mut first = true;
         for &a in chain {
             if a >= callchain::CONTEXT_MAX {
+                if !callchain::is_context(a) {
+                    // A corrupt chain: perf drops all of it.
+                    self.frames.clear();
+                    self.addrs.clear();
+                    break;
+                }
                 ctx_kernel = a == callchain::CONTEXT_KERNEL;
                 continue;
             }
