@@ -86,6 +86,8 @@ struct Program<'a> {
     needs: &'a [&'a str],
     prepare: fn(&Path) -> Vec<String>,
     lands_in: &'static str,
+    /// Some samples must be in JIT code named by a perf map.
+    jit: bool,
 }
 
 fn s(parts: &[&str]) -> Vec<String> {
@@ -248,7 +250,7 @@ fn pmx_rows(file: &Path, children: bool) -> Rows {
     }
     let o = run(Command::new(PMX).args(&args));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("pmx report --json");
-    let mut rows = Rows::new();
+    let mut rows = Vec::new();
     for e in v["events"].as_array().unwrap() {
         for r in e["rows"].as_array().unwrap() {
             let key = (
@@ -258,16 +260,38 @@ fn pmx_rows(file: &Path, children: bool) -> Rows {
             let share = r[if children { "children" } else { "overhead" }]
                 .as_f64()
                 .unwrap();
-            *rows.entry(key).or_default() += share;
+            rows.push((key, share));
         }
     }
-    rows
+    numbered(rows)
+}
+
+/// Rows by key; rows with the same binary and symbol (two functions of
+/// one name: C++ overloads shown without parameters, local symbols of two
+/// files) get `#2`, `#3`… after the name, largest share first, on both
+/// sides alike.
+fn numbered(mut rows: Vec<((String, String), f64)>) -> Rows {
+    rows.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    let mut out = Rows::new();
+    let mut n = 0;
+    for (i, (key, share)) in rows.iter().enumerate() {
+        n = if i > 0 && rows[i - 1].0 == *key {
+            n + 1
+        } else {
+            1
+        };
+        let key = match n {
+            1 => key.clone(),
+            n => (key.0.clone(), format!("{} #{n}", key.1)),
+        };
+        out.insert(key, *share);
+    }
+    out
 }
 
 /// `perf report --stdio -q -g none -t TAB --sort dso,sym` of `file`,
 /// `--children` or `--no-children`: its rows, the `[.]`/`[k]` level taken
-/// off the symbol (rows perf keeps apart only by level are summed, as pmx
-/// keeps them together).
+/// off the symbol.
 fn perf_rows(file: &Path, children: bool) -> Rows {
     let view = if children {
         "--children"
@@ -279,7 +303,7 @@ fn perf_rows(file: &Path, children: bool) -> Rows {
     ];
     let o = perf::on_file(&args, file);
     assert!(o.status.success(), "perf {args:?}: {}", text(&o.stderr));
-    let mut rows = Rows::new();
+    let mut rows = Vec::new();
     for line in text(&o.stdout).lines() {
         let f: Vec<&str> = line.split('\t').map(str::trim).collect();
         if f.len() < 3 {
@@ -294,9 +318,9 @@ fn perf_rows(file: &Path, children: bool) -> Rows {
             _ => sym,
         };
         let dso = f[f.len() - 2].to_string();
-        *rows.entry((dso, sym.to_string())).or_default() += share;
+        rows.push(((dso, sym.to_string()), share));
     }
-    rows
+    numbered(rows)
 }
 
 /// A command's output; panics when it cannot start or fails.
@@ -326,6 +350,12 @@ fn share(v: Option<f64>) -> String {
 /// Why a pmx name and a perf name for the same thing differ, as far as
 /// the names tell (the catalogue the failure tables are grouped by).
 fn cause(ours: &str, theirs: &str) -> &'static str {
+    // Without the `#N` of same-named rows.
+    let plain = |s: &str| match s.rsplit_once(" #") {
+        Some((name, n)) if n.bytes().all(|b| b.is_ascii_digit()) => name.to_string(),
+        _ => s.to_string(),
+    };
+    let (ours, theirs) = (&plain(ours)[..], &plain(theirs)[..]);
     let hexish = |s: &str| {
         let h = s.strip_prefix("0x").unwrap_or(s);
         !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())
@@ -440,13 +470,38 @@ fn compare_rows<'a>(
                 lines.entry(names(m, n)).or_default().push(text);
             }
             None => {
-                let why = match (m.ours, m.theirs) {
-                    (Some(_), Some(_)) => "share differs",
-                    (None, _) => cause("", &m.key.1),
+                // A partner below the floor (not compared) may still say why.
+                let (other, own) = if m.ours.is_some() {
+                    (theirs, ours)
+                } else {
+                    (ours, theirs)
+                };
+                let below = (m.ours.is_none() != m.theirs.is_none())
+                    .then(|| {
+                        other.iter().find(|(k, v)| {
+                            !own.contains_key(*k)
+                                && (k.0 == m.key.0 || k.1 == m.key.1)
+                                && (**v - value(m)).abs() < 0.011
+                        })
+                    })
+                    .flatten();
+                let why = match (m.ours, m.theirs, below) {
+                    (Some(_), Some(_), _) => "share differs",
+                    (None, _, Some((k, _))) => cause(&k.1, &m.key.1),
+                    (_, None, Some((k, _))) => cause(&m.key.1, &k.1),
+                    (None, _, None) => cause("", &m.key.1),
                     _ => cause(&m.key.1, ""),
                 };
                 let who = if m.ours.is_some() { "pmx" } else { "perf" };
-                let text = row(who, m.key, m.ours, m.theirs);
+                let mut text = row(who, m.key, m.ours, m.theirs);
+                if let Some((k, v)) = below {
+                    let (a, b) = if m.ours.is_some() {
+                        ("perf", (None, Some(*v)))
+                    } else {
+                        ("pmx", (Some(*v), None))
+                    };
+                    text = format!("{text}\n{}", row(a, k, b.0, b.1));
+                }
                 lines.entry(why).or_default().push(text);
             }
         }
@@ -757,6 +812,10 @@ fn check(p: &Program<'_>) {
     let mut figures = String::new();
     let mut failures = String::new();
     for (name, f) in &files {
+        let jit = landed(f, "perf-") + landed(f, "[JIT]");
+        if p.jit && jit == 0.0 {
+            let _ = writeln!(failures, "{} {name}: no sample in JIT code", p.name);
+        }
         let share = landed(f, p.lands_in);
         if share < 20.0 {
             let _ = writeln!(
@@ -806,6 +865,7 @@ fn python_json_dumps() {
         needs: &[python3()],
         prepare: python,
         lands_in: "python3",
+        jit: false,
     });
 }
 
@@ -816,6 +876,7 @@ fn gcc_cc1() {
         needs: &["gcc"],
         prepare: cc1,
         lands_in: "cc1",
+        jit: false,
     });
 }
 
@@ -826,6 +887,7 @@ fn cxx_templates() {
         needs: &["g++"],
         prepare: cxx,
         lands_in: "templates",
+        jit: false,
     });
 }
 
@@ -836,6 +898,7 @@ fn xz_compress() {
         needs: &["xz"],
         prepare: xz,
         lands_in: "liblzma",
+        jit: false,
     });
 }
 
@@ -846,6 +909,7 @@ fn sqlite3_recursive_cte() {
         needs: &["sqlite3"],
         prepare: sqlite,
         lands_in: "sqlite3",
+        jit: false,
     });
 }
 
@@ -855,7 +919,8 @@ fn node_jit() {
         name: "node",
         needs: &["node"],
         prepare: node,
-        lands_in: "",
+        lands_in: "node",
+        jit: true,
     });
 }
 
@@ -866,6 +931,7 @@ fn rust_program() {
         needs: &["rustc"],
         prepare: rust,
         lands_in: "rswork",
+        jit: false,
     });
 }
 
@@ -876,5 +942,6 @@ fn go_program() {
         needs: &["go"],
         prepare: go,
         lands_in: "gowork",
+        jit: false,
     });
 }
