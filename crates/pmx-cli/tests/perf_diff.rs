@@ -369,8 +369,14 @@ fn cause(ours: &str, theirs: &str) -> &'static str {
         "unresolved address printed differently"
     } else if ours.contains('@') && unversioned(ours) == unversioned(theirs) {
         "symbol version (@ / @@) chosen differently"
+    } else if ours.starts_with("_Z") && !theirs.starts_with("_Z") {
+        "C++ name perf demangles and pmx leaves mangled"
+    } else if ours.starts_with("{virtual") || ours.contains(" thunk(") {
+        "C++ thunk demangled in another style"
     } else if ours.len() > theirs.len() && (ours.contains('(') || ours.contains("[clone")) {
         "C++ demangling (pmx: parameter lists, return types, clone suffixes)"
+    } else if ours == "[kernel.kallsyms]" && theirs == "[unknown]" {
+        "kernel address outside the kernel's map (perf: [unknown] binary)"
     } else {
         "other"
     }
@@ -640,6 +646,7 @@ impl Kinds {
         let ((sx, dx), (sy, dy)) = (frame_parts(x), frame_parts(y));
         let why = match cause(sx, sy) {
             "other" if dx != dy => cause(dx, dy),
+            "unresolved address printed differently" if dx != dy => cause(dx, dy),
             c => c,
         };
         self.add(why, differing(x, y), x, y);
