@@ -385,6 +385,22 @@ pub mod callchain {
     pub const CONTEXT_GUEST_USER: u64 = (-2560i64) as u64;
     /// Every value at or above this one is a marker, not an address.
     pub const CONTEXT_MAX: u64 = (-4095i64) as u64;
+
+    /// Whether a value at or above [`CONTEXT_MAX`] is one of the markers
+    /// the kernel writes. Any other (e.g. `u64::MAX` from a corrupt frame
+    /// pointer walk) means the chain is corrupt: perf discards the whole
+    /// chain of such a sample, and so do pmx's readers.
+    pub fn is_context(v: u64) -> bool {
+        matches!(
+            v,
+            CONTEXT_HV
+                | CONTEXT_KERNEL
+                | CONTEXT_USER
+                | CONTEXT_GUEST
+                | CONTEXT_GUEST_KERNEL
+                | CONTEXT_GUEST_USER
+        )
+    }
 }
 
 /// Feature section numbers: bit N of the header's feature bitmap says

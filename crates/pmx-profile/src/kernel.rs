@@ -273,9 +273,29 @@ impl Kallsyms {
         self.n
     }
 
-    /// The symbol at or before `addr` (index), if `addr` is not past the
-    /// last symbol by more than 1 MiB.
+    /// The symbol that covers `addr` (index). Kernel symbols have no
+    /// sizes: as in perf, one ends where the next begins, except where
+    /// the kernel's own symbols give way to a module's (or the reverse)
+    /// and after the last symbol: there it ends at the page boundary past
+    /// the next 4 KiB. So an address in the gap between the kernel's text
+    /// and the modules (a BPF program, an ftrace trampoline) is no
+    /// symbol's, not the last kernel symbol's (`_einittext+0x3c81001c`).
     pub fn lookup(&self, addr: u64) -> Option<usize> {
+        let i = self.at_or_before(addr)?;
+        let start = self.start(i);
+        let roundup = |x: u64| x.saturating_add(4095) & !4095;
+        let end = if i + 1 == self.n {
+            roundup(start).saturating_add(4096)
+        } else if (self.module_number(i) == 0) != (self.module_number(i + 1) == 0) {
+            roundup(start.saturating_add(4096))
+        } else {
+            u64::MAX
+        };
+        (addr < end).then_some(i)
+    }
+
+    /// The symbol at or before `addr` (index).
+    fn at_or_before(&self, addr: u64) -> Option<usize> {
         // The first index whose start is past `addr`.
         let (mut lo, mut hi) = (0, self.n);
         while lo < hi {
@@ -286,13 +306,7 @@ impl Kallsyms {
                 hi = mid;
             }
         }
-        if lo == 0 {
-            return None;
-        }
-        if lo == self.n && addr - self.start(lo - 1) > (1 << 20) {
-            return None;
-        }
-        Some(lo - 1)
+        lo.checked_sub(1)
     }
 
     /// The symbol at an index from [`Kallsyms::lookup`].
@@ -405,6 +419,31 @@ mod tests {
         assert_eq!(k.len(), 3);
         assert_eq!(k.symbol(0).module, None);
         assert!(k.lookup(0xffffffffd0000000).is_none());
+    }
+
+    #[test]
+    fn symbols_end_as_in_perf() {
+        let k = Kallsyms::parse(
+            "ffffffff81000000 T _stext\nffffffff81200000 T far_apart\n\
+             ffffffff837f68d0 T _einittext\nffffffffc0211000 t ftrace_trampoline\t[__builtin__ftrace]\n\
+             ffffffffc0300010 t last_fn\t[kvm]\n",
+        );
+        let name = |a: u64| k.lookup(a).map(|i| k.symbol(i).name.to_string());
+        // Between two kernel symbols: the first, however far.
+        assert_eq!(name(0xffffffff811fffff).as_deref(), Some("_stext"));
+        // The last kernel symbol before the modules: up to the page
+        // boundary past its next 4 KiB, not across the gap.
+        assert_eq!(name(0xffffffff837f78cf).as_deref(), Some("_einittext"));
+        assert_eq!(name(0xffffffff837f8000), None);
+        assert_eq!(name(0xffffffffc00068ec), None);
+        // A module symbol followed by another module's: up to it.
+        assert_eq!(
+            name(0xffffffffc0300000).as_deref(),
+            Some("ftrace_trampoline")
+        );
+        // The last symbol: to the end of the page after its own.
+        assert_eq!(name(0xffffffffc0301fff).as_deref(), Some("last_fn"));
+        assert_eq!(name(0xffffffffc0302000), None);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub use fields::{Field, Fields, ALL as FIELD_NAMES};
 
 use crate::profile::MachineId;
 use crate::symbolize::Symbolizer;
-use pmx_perfdata::format::{misc, sample_type};
+use pmx_perfdata::format::{callchain, misc, sample_type};
 use pmx_perfdata::read::Record;
 use pmx_perfdata::Reader;
 use rustc_hash::FxHashMap as HashMap;
@@ -399,8 +399,13 @@ impl Run<'_> {
             let mut ctx_kernel = kernel;
             for i in s.chain.clone() {
                 let a = self.arena[i];
-                if a >= pmx_perfdata::format::callchain::CONTEXT_MAX {
-                    ctx_kernel = a == pmx_perfdata::format::callchain::CONTEXT_KERNEL;
+                if a >= callchain::CONTEXT_MAX {
+                    if !callchain::is_context(a) {
+                        // A corrupt chain: perf prints none of it.
+                        sites.clear();
+                        break;
+                    }
+                    ctx_kernel = a == callchain::CONTEXT_KERNEL;
                     continue;
                 }
                 let site = if ctx_kernel {

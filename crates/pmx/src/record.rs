@@ -28,8 +28,8 @@
 //!   and with several events every record carries the event's id
 //!   (`PERF_SAMPLE_IDENTIFIER`) so a reader can tell them apart.
 //! - What existed before recording started is **synthesized** from `/proc`
-//!   the way perf does: the kernel's map (`[kernel.kallsyms]_text` at the
-//!   address of `_text`, so kernel addresses resolve against
+//!   the way perf does: the kernel's map (`[kernel.kallsyms]_text` from
+//!   `_text` to `_etext`, so kernel addresses resolve against
 //!   `/proc/kallsyms`), and for `-p`/`-t`/`-a` a COMM per thread and an
 //!   MMAP2 per executable mapping of every process concerned. A launched
 //!   command needs none of that: its events start at `exec`

@@ -7,7 +7,7 @@ use super::addresses::{AddressAcc, Weight};
 use super::groups::GroupAcc;
 use super::sink::{SampleRef, SampleSink, Side};
 use super::types::{Options, SortKey};
-use crate::symbolize::{DsoId, FrameId, Symbolizer};
+use crate::symbolize::{DsoId, FrameId, FrameName, Symbolizer};
 use crate::unwind::{Unwinder, UserStack};
 use pmx_perfdata::format::{callchain, misc};
 use rustc_hash::FxHashMap as HashMap;
@@ -366,23 +366,25 @@ impl<'o> State<'o> {
         let mut first = true;
         for &a in chain {
             if a >= callchain::CONTEXT_MAX {
+                if !callchain::is_context(a) {
+                    // A corrupt chain: perf drops all of it.
+                    self.frames.clear();
+                    self.addrs.clear();
+                    break;
+                }
                 ctx_kernel = a == callchain::CONTEXT_KERNEL;
                 continue;
             }
             // Return addresses point after the call: look up the call itself.
-            let addr = if first { a } else { a.saturating_sub(1) };
+            let call = if first { a } else { a.saturating_sub(1) };
             first = false;
-            let f = if ctx_kernel {
-                self.sym.kernel_frame(addr)
-            } else {
-                if self.options.inline {
-                    let before = self.frames.len();
-                    self.sym.inline_frames(pid, addr, &mut self.frames);
-                    let inlined = self.frames.len() - before;
-                    self.addrs.extend(std::iter::repeat_n(addr, inlined));
-                }
-                self.sym.user_frame(pid, addr)
-            };
+            if self.options.inline && !ctx_kernel {
+                let before = self.frames.len();
+                self.sym.inline_frames(pid, call, &mut self.frames);
+                let inlined = self.frames.len() - before;
+                self.addrs.extend(std::iter::repeat_n(call, inlined));
+            }
+            let (f, addr) = self.caller_frame(ctx_kernel, pid, call, a);
             self.frames.push(f);
             self.addrs.push(addr);
         }
@@ -390,6 +392,25 @@ impl<'o> State<'o> {
             self.frames.push(leaf.0);
             self.addrs.push(leaf.1);
         }
+    }
+
+    /// The frame of a call chain entry `a` (a return address, but for the
+    /// leaf) looked up at `call` (the call instruction, `a - 1`), and the
+    /// address it stands for. Where no symbol covers a user call, the
+    /// entry is read as perf reads it, at `a` itself: an unknown frame
+    /// then shows perf's address (not one less), and an entry that is the
+    /// first byte of a function (a call ending an unsymbolized stretch)
+    /// is that function. (Kernel frames are resolved after the replay,
+    /// so they keep the call's address.)
+    fn caller_frame(&mut self, kernel: bool, pid: u32, call: u64, a: u64) -> (FrameId, u64) {
+        if kernel {
+            return (self.sym.kernel_frame(call), call);
+        }
+        let f = self.sym.user_frame(pid, call);
+        if call == a || !matches!(self.sym.frame(f).name, FrameName::Address(_)) {
+            return (f, call);
+        }
+        (self.sym.user_frame(pid, a), a)
     }
 
     /// Count the sample once for each distinct function of `self.frames`

@@ -151,10 +151,31 @@ pub(super) fn mmap2_record(pid: i32, m: &MapLine, trailer: &[u8]) -> Option<Vec<
     build_record(rt::MMAP2, misc, &body, name, trailer)
 }
 
+/// The length of the kernel's text (`_etext - _text`) from the `Kernel
+/// code` line of `/proc/iomem` (its physical range is `_text` to
+/// `_etext - 1`): perf 6.1's kernel map ends at `_etext`, found by reading
+/// all of `/proc/kallsyms`, which costs a third of a second here while
+/// `iomem` is a few lines. `None` when the ranges are hidden (all zero
+/// without root).
+pub(super) fn kernel_text_len(iomem: &str) -> Option<u64> {
+    let line = iomem
+        .lines()
+        .find(|l| l.trim_end().ends_with(": Kernel code"))?;
+    let (range, _) = line.trim_start().split_once(" : ")?;
+    let (a, b) = range.split_once('-')?;
+    let (a, b) = (
+        u64::from_str_radix(a, 16).ok()?,
+        u64::from_str_radix(b, 16).ok()?,
+    );
+    (b > a).then(|| b - a + 1)
+}
+
 /// The kernel's map as perf synthesizes it: a PERF_RECORD_MMAP for pid -1
-/// named `[kernel.kallsyms]_text`, from `_text` to the end of the address
-/// space, with `pgoff` = the address of `_text` (perf's relocation
-/// reference). `None` when `/proc/kallsyms` hides the addresses.
+/// named `[kernel.kallsyms]_text`, from `_text` to `_etext` (as perf 6.1;
+/// to the end of the address space, as older perf, when `/proc/iomem`
+/// hides the kernel's range), with `pgoff` = the address of `_text`
+/// (perf's relocation reference). `None` when `/proc/kallsyms` hides the
+/// addresses.
 pub(super) fn kernel_mmap_record(trailer: &[u8]) -> Result<Vec<u8>, String> {
     use std::io::BufRead;
     let file = std::fs::File::open("/proc/kallsyms")
@@ -191,7 +212,12 @@ pub(super) fn kernel_mmap_record(trailer: &[u8]) -> Result<Vec<u8>, String> {
     body.extend_from_slice(&(-1i32).to_ne_bytes());
     body.extend_from_slice(&0i32.to_ne_bytes());
     body.extend_from_slice(&addr.to_ne_bytes());
-    body.extend_from_slice(&(u64::MAX - addr).to_ne_bytes());
+    let len = std::fs::read_to_string("/proc/iomem")
+        .ok()
+        .and_then(|t| kernel_text_len(&t))
+        .filter(|&l| l <= u64::MAX - addr)
+        .unwrap_or(u64::MAX - addr);
+    body.extend_from_slice(&len.to_ne_bytes());
     body.extend_from_slice(&addr.to_ne_bytes());
     build_record(
         rt::MMAP,
@@ -226,6 +252,19 @@ mod tests {
         assert!(anon.shared);
         assert_eq!(anon.name, "");
         assert!(parse_map_line("garbage").is_none());
+    }
+
+    #[test]
+    fn kernel_text_from_iomem() {
+        let iomem = "00000000-00000fff : Reserved\n\
+                     00100000-bffdffff : System RAM\n  \
+                     01000000-02277287 : Kernel code\n  \
+                     02400000-02e0cfff : Kernel rodata\n";
+        // perf 6.1's map of the same kernel: [0xffffffff81000000(0x1277288)].
+        assert_eq!(kernel_text_len(iomem), Some(0x1277288));
+        let hidden = "00000000-00000000 : System RAM\n  00000000-00000000 : Kernel code\n";
+        assert_eq!(kernel_text_len(hidden), None);
+        assert_eq!(kernel_text_len("garbage"), None);
     }
 
     #[test]
