@@ -45,7 +45,23 @@ const CHILDREN_TOLERANCE: f64 = 0.5;
 type Rule = (&'static str, fn(&str, &str) -> bool);
 
 /// The deliberate differences of `pmx script` from `perf script`.
-const NORMALISE: &[Rule] = &[];
+const NORMALISE: &[Rule] = &[(
+    "pmx names PLT entries perf 6.1 does not (an IFUNC slot, `.plt.got`, `.plt.sec`, PLT0)",
+    plt_perf_cannot_name,
+)];
+
+/// The same frame (address and binary), where pmx names a PLT entry
+/// (`NAME@plt`, PLT0 `.plt`) that perf 6.1 prints as `@plt` (an
+/// `IRELATIVE` slot) or `[unknown]` (a table it does not read).
+fn plt_perf_cannot_name(x: &str, y: &str) -> bool {
+    let ((sx, dx), (sy, dy)) = (frame_parts(x), frame_parts(y));
+    let address = |l: &str| l.trim_start().split_once(' ').map(|(a, _)| a.to_string());
+    dx == dy
+        && !dx.is_empty()
+        && address(x) == address(y)
+        && (sx.ends_with("@plt") || sx == ".plt")
+        && (sy == "@plt" || sy == "[unknown]")
+}
 
 /// The directory of the programs' sources.
 fn programs() -> PathBuf {

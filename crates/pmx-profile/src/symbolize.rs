@@ -72,6 +72,8 @@ impl Frame {
     pub fn label(&self) -> String {
         match &self.name {
             FrameName::Symbol(s) => s.clone(),
+            // C's `%#018llx`, as perf prints it: no `0x` for zero.
+            FrameName::Address(0) => "0000000000000000".to_string(),
             FrameName::Address(a) => format!("{a:#018x}"),
         }
     }
@@ -80,9 +82,10 @@ impl Frame {
 /// Whether a frame label is an unresolved address (`0x` and hex digits,
 /// as [`Frame::label`] writes one), which no C, C++ or Rust name can be.
 pub fn is_address(label: &str) -> bool {
-    label
-        .strip_prefix("0x")
-        .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
+    label == "0000000000000000"
+        || label
+            .strip_prefix("0x")
+            .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A mapping of a process: `[start, end)` maps file offset `pgoff` of `dso`.
@@ -592,9 +595,13 @@ impl Symbolizer {
                     kernel: false,
                 })
             }
-            Some((vaddr, None)) => self.intern(FrameKey::Addr(dso, vaddr), || Frame {
+            // An address no symbol covers is shown as perf shows it: its
+            // place in the mapping (the file offset), which is also the
+            // ELF address of a shared object or PIE, not of a fixed-address
+            // executable's.
+            Some((_, None)) => self.intern(FrameKey::Addr(dso, offset), || Frame {
                 dso,
-                name: FrameName::Address(vaddr),
+                name: FrameName::Address(offset),
                 kernel: false,
             }),
             None => self.intern(FrameKey::Addr(dso, offset), || Frame {

@@ -24,7 +24,7 @@ pub const MIN_CACHED: usize = 2000;
 pub const MAX_FILES: usize = 256;
 /// Bumped whenever the symbol rules (bounds, PLT, choice among aliases,
 /// demangling) change.
-const RULES: u32 = 2;
+const RULES: u32 = 3;
 const MAGIC: &[u8; 8] = b"PMXSYM\0\x01";
 const HEADER: usize = 8 + 4 + 4 + 8 + 4 + 4;
 const ENTRY: usize = 32;
