@@ -648,11 +648,21 @@ impl Symbolizer {
                     kernel: true,
                 })
             }
-            None => self.intern(FrameKey::Addr(KERNEL_DSO, addr), || Frame {
-                dso: KERNEL_DSO,
-                name: FrameName::Address(addr),
-                kernel: true,
-            }),
+            // With this machine's symbols, an address no symbol covers
+            // lies outside the kernel's text and every module (a BPF
+            // program, an ftrace trampoline): no binary, as perf shows it.
+            None => {
+                let dso = if self.kallsyms.is_empty() {
+                    KERNEL_DSO
+                } else {
+                    UNKNOWN_DSO
+                };
+                self.intern(FrameKey::Addr(dso, addr), || Frame {
+                    dso,
+                    name: FrameName::Address(addr),
+                    kernel: true,
+                })
+            }
         };
         self.kernel_cache.insert(addr, f);
         f
@@ -899,6 +909,10 @@ mod tests {
         assert_eq!(s.dso(s.frame(f).dso).short, "[kernel.kallsyms]");
         let m = s.kernel_frame(0xffffffffc0001004);
         assert_eq!(s.dso(s.frame(m).dso).short, "[kvm_intel]");
+        // Past every module (a BPF program): no binary, as perf.
+        let b = s.kernel_frame(0xffffffffc0100000);
+        assert_eq!(s.dso(s.frame(b).dso).short, "[unknown]");
+        assert!(s.frame(b).kernel);
         let mut d = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
         d.defer_kernel();
         let a = d.kernel_frame(0xffffffff81000010);
@@ -911,5 +925,6 @@ mod tests {
         let mut empty = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
         let u = empty.kernel_frame(0xffffffff81000010);
         assert_eq!(empty.frame(u).label(), "0xffffffff81000010");
+        assert_eq!(empty.dso(empty.frame(u).dso).short, "[kernel.kallsyms]");
     }
 }

@@ -10,10 +10,11 @@
 //! renamed over it) when it added some.
 //!
 //! Only binaries with a build id and at least [`MIN_CACHED`] symbols are
-//! cached. The file records the rules' version, the style and a stamp of
-//! the separate debug file (installing `libc6-dbg` changes the symbols):
-//! any difference, a bad length or an unsorted table and the file is
-//! rebuilt. At most [`MAX_FILES`] files are kept (the oldest go first).
+//! cached. The file records the rules' version, the style, a stamp of
+//! the separate debug file (installing `libc6-dbg` changes the symbols)
+//! and one of the pmx binary that wrote it (another build may name
+//! differently): any difference, a bad length or an unsorted table and the
+//! file is rebuilt. At most [`MAX_FILES`] files are kept (the oldest go first).
 
 use super::{demangle_as, Demangle, Symbol};
 use std::path::{Path, PathBuf};
@@ -86,6 +87,8 @@ impl Table {
         style: Demangle,
         build: impl FnOnce() -> Vec<Symbol>,
     ) -> Table {
+        // The file is also this pmx's: another build may name differently.
+        let debug_stamp = debug_stamp ^ tool_stamp();
         let file = build_id
             .filter(|id| !id.is_empty())
             .and_then(|id| Some(dir()?.join(format!("{}.{}.sym", hex(id), style as u8))));
@@ -186,6 +189,17 @@ impl Table {
             prune(file.parent().unwrap_or(Path::new(".")));
         }
     }
+}
+
+/// Which pmx binary this is (its size and modification time, hashed,
+/// once): a table cached by another build is not this build's.
+fn tool_stamp() -> u64 {
+    static STAMP: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *STAMP.get_or_init(|| {
+        std::env::current_exe()
+            .and_then(std::fs::metadata)
+            .map_or(0, |m| super::stamp(&m).rotate_left(17))
+    })
 }
 
 /// The cache directory of symbol tables.
