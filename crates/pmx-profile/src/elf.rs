@@ -885,17 +885,7 @@ mod tests {
             let Some(theirs) = libiberty(&names, flags) else {
                 return;
             };
-            let differ: Vec<String> = names
-                .iter()
-                .zip(theirs.lines())
-                .filter(|(n, t)| demangle_as(n, style) != *t)
-                .map(|(n, t)| {
-                    format!(
-                        "{n}\n  pmx:       {}\n  libiberty: {t}",
-                        demangle_as(n, style)
-                    )
-                })
-                .collect();
+            let differ = differing(&names, &theirs, style);
             // The full form is shown only on request; cpp_demangle drops
             // a repeated template parameter in a few signatures there.
             let allowed = if style == Demangle::Short {
@@ -942,17 +932,7 @@ mod tests {
         let Some(theirs) = libiberty(&names, "0") else {
             return;
         };
-        let differ: Vec<String> = names
-            .iter()
-            .zip(theirs.lines())
-            .filter(|(n, t)| demangle_as(n, Demangle::Short) != *t)
-            .map(|(n, t)| {
-                format!(
-                    "{n}\n  pmx:       {}\n  libiberty: {t}",
-                    demangle_as(n, Demangle::Short)
-                )
-            })
-            .collect();
+        let differ = differing(&names, &theirs, Demangle::Short);
         eprintln!(
             "node: {} of {} names differ from libiberty's",
             differ.len(),
@@ -984,12 +964,7 @@ mod tests {
         let Some(theirs) = libiberty(&names, "0") else {
             return;
         };
-        let differ: Vec<String> = names
-            .iter()
-            .zip(theirs.lines())
-            .filter(|(n, t)| demangle_as(n, Demangle::Short) != *t)
-            .map(|(n, t)| format!("{n}: pmx {} libiberty {t}", demangle_as(n, Demangle::Short)))
-            .collect();
+        let differ = differing(&names, &theirs, Demangle::Short);
         assert!(
             differ.is_empty(),
             "{} of {}:\n{}",
@@ -997,6 +972,22 @@ mod tests {
             names.len(),
             differ[..differ.len().min(20)].join("\n")
         );
+    }
+
+    /// The names pmx demangles in `style` otherwise than libiberty did
+    /// (`theirs`, a line each), with both forms.
+    fn differing(names: &[String], theirs: &str, style: Demangle) -> Vec<String> {
+        names
+            .iter()
+            .zip(theirs.lines())
+            .filter(|(n, t)| demangle_as(n, style) != *t)
+            .map(|(n, t)| {
+                format!(
+                    "{n}\n  pmx:       {}\n  libiberty: {t}",
+                    demangle_as(n, style)
+                )
+            })
+            .collect()
     }
 
     /// The names demangled by libiberty with these flags, one a line (a

@@ -134,10 +134,20 @@ pub fn load_with(
 
 /// Write `bytes` as the cache file: a temporary file renamed over it.
 fn write_atomically(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_file_atomically(&dir.join(FILE_NAME), bytes)
+}
+
+/// Write `bytes` to `file` (mode 0600, its directory made) through a
+/// temporary file beside it renamed over it, so that a reader sees the
+/// old file or the new one, never a part; the temporary file is removed
+/// on failure. pmx's caches are written this way.
+pub(crate) fn write_file_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
+    let dir = file.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("cache");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -146,7 +156,7 @@ fn write_atomically(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .mode(0o600)
             .open(&tmp)?;
         f.write_all(bytes)?;
-        std::fs::rename(&tmp, dir.join(FILE_NAME))
+        std::fs::rename(&tmp, file)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);

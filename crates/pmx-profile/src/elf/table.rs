@@ -184,7 +184,7 @@ impl Table {
             }
         }
         out.extend_from_slice(&self.blob);
-        if write_atomically(file, &out).is_ok() {
+        if crate::kcache::write_file_atomically(file, &out).is_ok() {
             self.added = 0;
             prune(file.parent().unwrap_or(Path::new(".")));
         }
@@ -262,30 +262,6 @@ fn read(file: &Path, style: Demangle, debug_stamp: u64) -> Option<Table> {
         file: None,
         debug_stamp,
     })
-}
-
-/// Write `bytes` to `file` through a temporary file renamed over it.
-fn write_atomically(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = file.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("sym");
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        std::fs::rename(&tmp, file)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// Keep the newest [`MAX_FILES`] tables.
