@@ -45,10 +45,47 @@ const CHILDREN_TOLERANCE: f64 = 0.5;
 type Rule = (&'static str, fn(&str, &str) -> bool);
 
 /// The deliberate differences of `pmx script` from `perf script`.
-const NORMALISE: &[Rule] = &[(
+const NORMALISE: &[Rule] = &[
+    (
+        "a function's address as a C++ template argument is written otherwise than libiberty writes it",
+        function_address_arguments,
+    ),
+    (
     "pmx names PLT entries perf 6.1 does not or names otherwise (an IFUNC slot, `.plt.got`, `.plt.sec`, PLT0)",
-    plt_perf_cannot_name,
-)];
+        plt_perf_cannot_name,
+    ),
+];
+
+/// The same line once every template argument that is a function's
+/// address (`&f`, `&(f(int))`, `&(int f<…>(…))`: libiberty's forms, which
+/// cpp_demangle's short form does not always follow) is cut to `&`.
+fn function_address_arguments(x: &str, y: &str) -> bool {
+    fn cut(s: &str) -> String {
+        let mut out = String::with_capacity(s.len());
+        let mut chars = s.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            out.push(c);
+            let opens = c == '<' || (c == ' ' && s[..i].ends_with(','));
+            if opens && s[i + 1..].starts_with('&') {
+                out.push('&');
+                chars.next();
+                // Skip to the argument's end: `,` or `>` at depth 0.
+                let mut depth = 0i32;
+                while let Some(&(_, d)) = chars.peek() {
+                    match d {
+                        '<' | '(' => depth += 1,
+                        '>' | ')' if depth > 0 => depth -= 1,
+                        ',' | '>' if depth == 0 => break,
+                        _ => {}
+                    }
+                    chars.next();
+                }
+            }
+        }
+        out
+    }
+    x.contains('&') && x != y && cut(x) == cut(y)
+}
 
 /// The same frame (address and binary), where pmx names a PLT entry
 /// (`NAME@plt`, PLT0 `.plt`) that perf 6.1 prints as `@plt` (an
@@ -971,4 +1008,28 @@ fn go_program() {
         lands_in: "gowork",
         jit: false,
     });
+}
+
+/// Each normalising rule accepts its own difference and nothing else.
+#[test]
+fn normalising_rules_accept_only_their_difference() {
+    let ours = "\t  4f99a0 hash_table<h>::traverse<_IO_FILE*, &dump_val>+0x0 (/usr/lib/gcc/x86_64-linux-gnu/12/cc1)";
+    let theirs = "\t  4f99a0 hash_table<h>::traverse<_IO_FILE*, &(dump_val(val**, _IO_FILE*))>+0x0 (/usr/lib/gcc/x86_64-linux-gnu/12/cc1)";
+    assert!(function_address_arguments(ours, theirs));
+    let other = "\t  4f99a0 hash_table<h>::traverse<_IO_FILE*, &dump_val>+0x0 (/usr/bin/other)";
+    assert!(!function_address_arguments(ours, other));
+    let renamed = "\t  4f99a0 hash_set<h>::traverse<_IO_FILE*, &(dump_val(val**))>+0x0 (/usr/lib/gcc/x86_64-linux-gnu/12/cc1)";
+    assert!(!function_address_arguments(ours, renamed));
+    let plt = "\t           260a0 memchr@plt+0x0 (/usr/lib/x86_64-linux-gnu/libc.so.6)";
+    for perf in ["@plt+0x0", "[unknown]", "_dl_allocate_tls@plt+0x0"] {
+        let theirs = format!("\t           260a0 {perf} (/usr/lib/x86_64-linux-gnu/libc.so.6)");
+        assert!(plt_perf_cannot_name(plt, &theirs), "{perf}");
+    }
+    let elsewhere = "\t           260b0 @plt+0x0 (/usr/lib/x86_64-linux-gnu/libc.so.6)";
+    assert!(!plt_perf_cannot_name(plt, elsewhere));
+    let not_plt = "\t           260a0 memchr+0x0 (/usr/lib/x86_64-linux-gnu/libc.so.6)";
+    assert!(!plt_perf_cannot_name(
+        not_plt,
+        "\t           260a0 [unknown] (/usr/lib/x86_64-linux-gnu/libc.so.6)"
+    ));
 }
