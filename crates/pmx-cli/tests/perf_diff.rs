@@ -822,6 +822,9 @@ struct JitMaps(Vec<u32>);
 
 impl Drop for JitMaps {
     fn drop(&mut self) {
+        if std::env::var_os("PMX_PERF_DIFF_KEEP").is_some() {
+            return;
+        }
         for pid in &self.0 {
             let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
         }
@@ -830,7 +833,8 @@ impl Drop for JitMaps {
 
 /// With `$PMX_PERF_DIFF_KEEP` set to a directory, copy the recordings
 /// there (`PROGRAM.pmx.data`, `PROGRAM.perf.data`) to look at them after
-/// the test (JIT maps of /tmp are removed when it ends).
+/// the test; the programs built and the JIT maps of /tmp are then kept
+/// too, so the files still name their functions (`bench/programs.sh`).
 fn keep(program: &str, files: &[(&str, PathBuf)]) {
     let Some(dir) = std::env::var_os("PMX_PERF_DIFF_KEEP") else {
         return;
@@ -859,15 +863,20 @@ fn check(p: &Program<'_>) {
         pmx_testkit::skip(format_args!("{}: `{tool}` is not installed", p.name));
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let argv = (p.prepare)(dir.path());
+    let tmp = tempfile::tempdir().unwrap();
+    // Kept with the recordings (see `keep`), else removed at the end.
+    let kept = std::env::var_os("PMX_PERF_DIFF_KEEP")
+        .and_then(|_| tempfile::TempDir::with_prefix("pmx-perf-diff-").ok())
+        .map(|d| d.keep());
+    let dir = kept.as_deref().unwrap_or(tmp.path());
+    let argv = (p.prepare)(dir);
     let files = [
-        ("pmx.data", dir.path().join("pmx.data")),
-        ("perf.data", dir.path().join("perf.data")),
+        ("pmx.data", dir.join("pmx.data")),
+        ("perf.data", dir.join("perf.data")),
     ];
     let started = std::time::Instant::now();
     for (i, (_, f)) in files.iter().enumerate() {
-        if !record(i == 0, f, &argv, dir.path()) {
+        if !record(i == 0, f, &argv, dir) {
             return;
         }
     }
