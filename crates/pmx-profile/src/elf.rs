@@ -107,7 +107,7 @@ impl ElfFile {
         };
         let (mut debug, mut debug_stamp) = (None, 0);
         if let Some(id) = build_id.as_deref().filter(|id| id.len() > 1) {
-            let hexid: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            let hexid = hex(id);
             let path = debug_dir
                 .join(&hexid[..2])
                 .join(format!("{}.debug", &hexid[2..]));
@@ -268,18 +268,19 @@ impl ElfFile {
     }
 }
 
+/// Bytes as lowercase hex (a build id as perf prints it).
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
 /// A file's size and modification time, hashed: which file it is.
 fn stamp(m: &std::fs::Metadata) -> u64 {
     use std::os::unix::fs::MetadataExt;
-    let mut h = pmx_fnv(m.size());
-    h = pmx_fnv(h ^ m.mtime() as u64);
-    pmx_fnv(h ^ m.mtime_nsec() as u64) | 1
-}
-
-fn pmx_fnv(x: u64) -> u64 {
-    x.to_le_bytes().iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    })
+    let mut bytes = [0u8; 24];
+    bytes[..8].copy_from_slice(&m.size().to_le_bytes());
+    bytes[8..16].copy_from_slice(&m.mtime().to_le_bytes());
+    bytes[16..].copy_from_slice(&m.mtime_nsec().to_le_bytes());
+    crate::fnv1a(&bytes) | 1
 }
 
 /// Where the distribution keeps separate debug files by build-id.

@@ -70,11 +70,7 @@ fn escape(s: &str) -> String {
 
 /// FNV-1a over the name: the colour is a function of the name only.
 fn colour(name: &str) -> (u8, u8, u8) {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x100_0000_01b3);
-    }
+    let h = crate::fnv1a(name.as_bytes());
     let r = 205 + (h % 50) as u8;
     let g = ((h >> 16) % 190) as u8;
     let b = ((h >> 32) % 55) as u8;

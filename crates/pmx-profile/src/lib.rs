@@ -113,3 +113,10 @@ pub use profile::{
 };
 pub use profile::{for_each_sample, Deltas, GroupRow, GroupTable, MemberDelta, Moments};
 pub use report::{report, Report, ReportError, ReportOptions, StackEvent};
+
+/// FNV-1a of `bytes`: a flame graph frame's colour, a file's stamp.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    })
+}

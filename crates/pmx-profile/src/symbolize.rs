@@ -581,12 +581,12 @@ impl Symbolizer {
 
     fn resolve_in_dso(&mut self, dso: DsoId, offset: u64) -> FrameId {
         self.load_elf(dso);
-        let found = self.dsos[dso as usize].elf.as_ref().map(|elf| {
-            let vaddr = elf.offset_to_vaddr(offset).unwrap_or(offset);
-            (vaddr, elf.lookup(vaddr))
-        });
+        let found = self.dsos[dso as usize]
+            .elf
+            .as_ref()
+            .and_then(|elf| elf.lookup(elf.offset_to_vaddr(offset).unwrap_or(offset)));
         match found {
-            Some((_, Some(i))) => {
+            Some(i) => {
                 let elf = self.dsos[dso as usize].elf.as_mut().expect("loaded");
                 let name = elf.shown_name(i);
                 self.intern(FrameKey::Sym(dso, i), || Frame {
@@ -595,15 +595,10 @@ impl Symbolizer {
                     kernel: false,
                 })
             }
-            // An address no symbol covers is shown as perf shows it: its
-            // place in the mapping (the file offset), which is also the
-            // ELF address of a shared object or PIE, not of a fixed-address
-            // executable's.
-            Some((_, None)) => self.intern(FrameKey::Addr(dso, offset), || Frame {
-                dso,
-                name: FrameName::Address(offset),
-                kernel: false,
-            }),
+            // An address no symbol covers (or in a binary not read) is
+            // shown as perf shows it: its place in the mapping (the file
+            // offset), which is also the ELF address of a shared object or
+            // PIE, not of a fixed-address executable's.
             None => self.intern(FrameKey::Addr(dso, offset), || Frame {
                 dso,
                 name: FrameName::Address(offset),
@@ -818,10 +813,8 @@ impl Symbolizer {
     }
 }
 
-/// Bytes as lowercase hex.
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+/// Bytes as lowercase hex (a build id as perf prints it).
+pub use crate::elf::hex;
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,7 @@
 //! differently): any difference, a bad length or an unsorted table and the
 //! file is rebuilt. At most [`MAX_FILES`] files are kept (the oldest go first).
 
-use super::{demangle_as, Demangle, Symbol};
+use super::{demangle_as, hex, Demangle, Symbol};
 use std::path::{Path, PathBuf};
 
 /// Binaries with fewer symbols are read directly each time.
@@ -205,10 +205,6 @@ fn tool_stamp() -> u64 {
 /// The cache directory of symbol tables.
 fn dir() -> Option<PathBuf> {
     Some(crate::kcache::cache_dir()?.join("symbols"))
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// A cached table, when the file is whole, of these rules, this style and

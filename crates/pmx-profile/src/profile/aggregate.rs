@@ -96,7 +96,7 @@ pub(super) struct State<'o> {
     pub(super) addresses: Option<AddressAcc>,
     /// Samples whose user leaf stayed an address, per binary, and all
     /// samples: what a missing or stale binary cost.
-    pub(super) unresolved: HashMap<crate::symbolize::DsoId, u64>,
+    pub(super) unresolved: HashMap<DsoId, u64>,
     pub(super) sample_count: u64,
 }
 
@@ -271,7 +271,7 @@ impl<'o> State<'o> {
         let frame = self.sym.frame(leaf);
         let dso = frame.dso;
         self.sample_count += 1;
-        if !kernel && matches!(frame.name, crate::symbolize::FrameName::Address(_)) {
+        if !kernel && matches!(frame.name, FrameName::Address(_)) {
             *self.unresolved.entry(dso).or_default() += 1;
         }
         let key = RawKey {
