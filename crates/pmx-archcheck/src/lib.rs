@@ -60,7 +60,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            cli_total: 3000,
+            cli_total: 3600,
             cli_file: 300,
             fn_lines: 120,
             fn_crates: ["pmx", "pmx-profile", "pmx-cli"].map(String::from).to_vec(),
