@@ -3,7 +3,9 @@
 //! `[time,][label,[cpus,]]value,unit,event,[cgroup,][noise%,]run_time,
 //! pct_running[,metric_value,metric_unit]`
 //!
-//! The time of `-I` (nine decimals); the label of `-A` (`CPU3`), of
+//! The time of `-I` (nine decimals; `summary` on the totals `--summary`
+//! adds after the intervals, which are rows without a time, as are the
+//! totals of `--no-csv-summary`); the label of `-A` (`CPU3`), of
 //! `--per-core/-socket/-die/-node/-cache` (`S0-D0-C1`, then the number
 //! of CPUs) and of `--per-thread` (`comm-pid`); the cgroup of `-G`; the
 //! spread of `-r` (`0.50%`); the metric perf printed, also on lines of
@@ -110,7 +112,8 @@ impl PerfCsv {
 fn prefix(f: &[&str]) -> (Option<f64>, String, usize) {
     let mut i = 0;
     let time = f.first().and_then(|s| time_stamp(s));
-    if time.is_some() && f.len() > 1 {
+    // `--summary` after `-I`: the totals, `summary` in the time column.
+    if (time.is_some() || f.first() == Some(&"summary")) && f.len() > 1 {
         i = 1;
     }
     let mut domain = String::new();

@@ -282,6 +282,9 @@ fn line_of(st: &mut State, t: &str, raw: &str) -> Result<(), String> {
         return Ok(());
     }
     if !tok.get(i).is_some_and(|s| value_like(s)) {
+        if tok.len() == i && running.is_some() {
+            running_of_last(st, time, running);
+        }
         return no_value(st, time, domain, &tok[i..], post, t);
     }
     if post.is_none() && !st.header.is_empty() && tok[i..].iter().all(|s| value_like(s)) {
@@ -340,6 +343,17 @@ fn line_of(st: &mut State, t: &str, raw: &str) -> Result<(), String> {
 /// A line without a count: a metric on a line of its own (`# 0.23
 /// stalled cycles per insn`), or beside perf's group header
 /// (`TopdownL1 (cpu_core)  # 17.3 %  tma_frontend_bound`).
+/// perf prints a counter's running share after its last metric, on a
+/// metric line of its own when the counter has several: the last row's.
+fn running_of_last(st: &mut State, time: Option<f64>, running: Option<f64>) {
+    let Some(row) = st.report.rows.last_mut() else {
+        return;
+    };
+    if row.running_pct.is_none() && (time.is_none() || row.time == time) {
+        row.running_pct = running;
+    }
+}
+
 fn no_value(
     st: &mut State,
     time: Option<f64>,
@@ -438,6 +452,18 @@ mod tests {
 
     fn read(text: &str) -> StatReport {
         parse(Path::new("t"), text).unwrap()
+    }
+
+    #[test]
+    fn a_running_share_after_the_last_metric_line_is_its_counters() {
+        // perf 6.4 on Alder Lake (17-alderlake-perf-tools-next.txt).
+        let r = read(
+            "        32,110,597      cpu_atom/TOPDOWN_RETIRING.ALL/   #    1.334 M/sec                     \n\
+             \x20                                                 #     18.4 %  tma_bad_speculation      (72.48%)\n\
+             \x20      31,363,579      cpu_atom/TOPDOWN_RETIRING.ALL/   #    1.303 M/sec                       (73.37%)\n",
+        );
+        let shares: Vec<Option<f64>> = r.rows.iter().map(|r| r.running_pct).collect();
+        assert_eq!(shares, [Some(72.48), Some(73.37)]);
     }
 
     #[test]

@@ -206,7 +206,12 @@ impl Counts {
         };
         let timed_metrics = report.metrics.iter().filter(|m| m.time.is_some());
         let mut metrics = timed_metrics.peekable();
+        let interval = report.is_interval();
         for (i, row) in report.rows.iter().enumerate() {
+            // perf's `--summary` totals after the intervals repeat them.
+            if interval && row.time.is_none() {
+                continue;
+            }
             let acc = c.acc(row.time, &row.event);
             match row.origin {
                 Tool::Pmx => pmx_row(acc, row),
