@@ -369,3 +369,63 @@ fn every_count_and_share_of_a_hybrid_file_is_shown() {
     assert_eq!(event(&j, "cpu-clock")["value"], 24064.65);
     assert_eq!(event(&j, "cpu-clock")["unit"], "msec");
 }
+
+/// Published outputs of perf 6.5 (group lines, metric-only lines, a
+/// metric without a value) and 6.13 (the threshold column, with -I).
+#[test]
+fn published_metric_group_and_threshold_lines() {
+    let j = analyze(&data("perf65-spr-metricgroups.csv"));
+    let got = printed(&j, "% tma_memory_bound");
+    assert_eq!((got[0].1.as_str(), got[0].2), ("TopdownL2", 50.5));
+    assert_eq!(j["events_read"].as_array().unwrap().len(), 8);
+    let j = analyze(&data("perf65-hybrid-metricgroups.csv"));
+    let bb: Vec<(String, Option<f64>)> = (j["perf_printed"].as_array().unwrap().iter())
+        .filter(|p| p["perf_unit"] == "% tma_backend_bound")
+        .map(|p| {
+            (
+                p["event"].as_str().unwrap().to_string(),
+                p["perf_value"].as_f64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        bb,
+        [
+            ("TopdownL1 (cpu_core)".to_string(), None),
+            ("TopdownL1 (cpu_atom)".to_string(), Some(38.6))
+        ]
+    );
+    assert_eq!(event(&j, "cpu_atom/cycles/")["running_pct"], 54.0);
+    let j = analyze(&data("perf613-threshold-I.csv"));
+    let rated: Vec<(String, String)> = (j["perf_printed"].as_array().unwrap().iter())
+        .map(|p| {
+            let t = p["perf_threshold"].as_str().unwrap_or("-").to_string();
+            (p["perf_unit"].as_str().unwrap().to_string(), t)
+        })
+        .collect();
+    let want = [
+        ("% tma_backend_bound", "bad"),
+        ("% tma_frontend_bound", "bad"),
+        ("% tma_bad_speculation", "good"),
+        ("% tma_retiring", "good"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(u, t)| (u.to_string(), t.to_string()))
+        .collect();
+    assert_eq!(rated, want);
+    assert!(printed(&j, "% tma_frontend_bound")
+        .iter()
+        .all(|p| p.0 == Some(1.000103288)));
+    // 13 events: `cpu/UOPS_DECODED.DEC0,cmask=1/` is one.
+    assert_eq!(j["events_read"].as_array().unwrap().len(), 13);
+    assert_eq!(
+        event(&j, "cpu/UOPS_DECODED.DEC0,cmask=1/")["value"],
+        26472844.0
+    );
+    let text = analyze_text(&data("perf613-threshold-I.csv"));
+    assert!(
+        text.contains("% tma_frontend_bound") && text.contains("(perf: bad)"),
+        "{text}"
+    );
+}

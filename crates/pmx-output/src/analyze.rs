@@ -103,6 +103,7 @@ fn printed_json(p: &PrintedResult) -> Value {
         "core_type": p.core_type,
         "perf_value": p.printed.value,
         "perf_unit": p.printed.unit,
+        "perf_threshold": p.printed.threshold,
         "pmx_metric": p.pmx_metric,
         "pmx_value": p.pmx_value,
         "agrees": p.agrees(),
@@ -178,9 +179,13 @@ fn printed_text(s: &mut String, report: &AnalyzeReport) {
             (None, Some(why)) => format!("pmx: {why}"),
             (None, None) => "pmx: -".into(),
         };
+        let rated = match &m.threshold {
+            Some(t) => format!("  (perf: {t})"),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "  {at}{:<28} perf {perf:>10} {:<24} {pmx}",
+            "  {at}{:<28} perf {perf:>10} {:<24} {pmx}{rated}",
             m.event, m.unit
         );
     }

@@ -424,6 +424,7 @@ fn metric_only(
             value,
             unit,
             decimals,
+            threshold: None,
         });
     }
     Ok(())
