@@ -43,7 +43,7 @@ fn without_threshold<'a, 'b>(f: &'b [&'a str]) -> (&'b [&'a str], Option<&'a str
     }
     let (last, before) = (f[n - 1], f[n - 2]);
     let after_unit = !before.is_empty() && !value_like(before);
-    if (THRESHOLDS.contains(&last) && after_unit) || (last.is_empty() && after_unit) {
+    if after_unit && (last.is_empty() || THRESHOLDS.contains(&last)) {
         return (&f[..n - 1], Some(last));
     }
     (f, None)
