@@ -217,6 +217,23 @@ fn raw_configs_are_passed_bit_exact_with_a_warning() {
     assert!(out.status.success(), "{}", common::stderr(&out));
     let err = common::stderr(&out);
     assert!(err.contains("r6530160: type 4 config 0x6530160 "), "{err}");
+    // The attr the kernel is handed, as strace decodes the syscall (this
+    // machine has no PMU: the open fails with ENOENT after it).
+    let trace = dir.path().join("trace");
+    let traced = std::process::Command::new("strace")
+        .args(["-f", "-e", "trace=perf_event_open", "-o"])
+        .arg(&trace)
+        .args([common::PMX, "stat", "-e", "r6530160", "true"])
+        .output();
+    match traced {
+        Ok(o) if o.status.success() => {
+            let t = std::fs::read_to_string(&trace).unwrap();
+            let raw =
+                |l: &&str| l.contains("type=PERF_TYPE_RAW") && l.contains("config=0x6530160,");
+            assert!(t.lines().any(|l| raw(&l)), "{t}");
+        }
+        _ => pmx_testkit::skip("the perf_event_open attr check: strace is not installed"),
+    }
     if !pmx_testkit::perf::require("raw config read back by perf evlist") {
         return;
     }
