@@ -193,7 +193,14 @@ fn push_metric(
 ) {
     let value = jtext(v, "metric-value").unwrap_or_default();
     let unit = jstr(v, "metric-unit").unwrap_or("");
+    let kept = report.printed.len();
     super::perf_fields::push_printed(report, time, domain, event, &value, unit);
+    // perf 6.6 and later: `"metric-threshold" : "good"`.
+    if let (Some(t), true) = (jstr(v, "metric-threshold"), report.printed.len() > kept) {
+        if let Some(m) = report.printed.last_mut() {
+            m.threshold = Some(t.to_string());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -206,7 +213,7 @@ mod tests {
         let r = read_text(
             Path::new("t"),
             "{\"interval\" : 1.000103288, \"core\" : \"S0-D0-C0\", \"aggregate-number\" : 2, \"counter-value\" : \"1234.000000\", \"unit\" : \"\", \"event\" : \"cpu_core/cycles/\", \"event-runtime\" : 1000, \"pcnt-running\" : 100.00, \"metric-value\" : \"2.280000\", \"metric-unit\" : \"GHz\"}\n\
-             {\"interval\" : 1.000103288, \"core\" : \"S0-D0-C0\", \"metric-value\" : \"51.000000\", \"metric-unit\" : \"%  tma_frontend_bound\"}\n\
+             {\"interval\" : 1.000103288, \"core\" : \"S0-D0-C0\", \"metric-value\" : \"51.000000\", \"metric-unit\" : \"%  tma_frontend_bound\", \"metric-threshold\" : \"bad\"}\n\
              {\"counter-value\" : \"<not counted>\", \"unit\" : \"\", \"event\" : \"cycles\", \"cgroup\" : \"/user.slice\", \"event-runtime\" : 0, \"pcnt-running\" : 0.00, \"metric-value\" : \"0.000000\", \"metric-unit\" : \"\"}\n",
         )
         .unwrap();
@@ -239,5 +246,7 @@ mod tests {
                 ("/user.slice", "cycles", Some(0.0), ""),
             ]
         );
+        let rated: Vec<Option<&str>> = r.printed.iter().map(|m| m.threshold.as_deref()).collect();
+        assert_eq!(rated, [None, Some("bad"), None]);
     }
 }

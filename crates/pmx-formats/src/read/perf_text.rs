@@ -96,6 +96,11 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
             started = true;
             continue;
         }
+        // `-I --summary`: the intervals, under perf's `#  time …` header,
+        // come before the totals' heading.
+        if !started && t.starts_with('#') && t.split_whitespace().nth(1) == Some("time") {
+            started = true;
+        }
         if t.is_empty() || !started {
             continue;
         }
@@ -453,6 +458,31 @@ mod tests {
 
     fn read(text: &str) -> StatReport {
         parse(Path::new("t"), text).unwrap()
+    }
+
+    #[test]
+    fn intervals_before_the_summary_heading() {
+        // perf 6.1 here: `perf stat -I 100 --summary -e page-faults …`.
+        let r = read(
+            "# started on Fri Nov 27 20:54:13 2026\n\n\
+             #           time             counts unit events\n\
+             \x20    0.131942216               3212      page-faults                      #  143.615 K/sec\n\
+             \x20    0.255938728                  2      page-faults                      #  143.046 /sec\n\n\
+             \x20Performance counter stats for 'sh -c true':\n\n\
+             \x20             3214      page-faults                      #   88.426 K/sec\n\n\
+             \x20      0.255996688 seconds time elapsed\n",
+        );
+        let rows: Vec<(Option<f64>, Option<f64>)> =
+            r.rows.iter().map(|r| (r.time, r.value)).collect();
+        assert_eq!(
+            rows,
+            [
+                (Some(0.131942216), Some(3212.0)),
+                (Some(0.255938728), Some(2.0)),
+                (None, Some(3214.0))
+            ]
+        );
+        assert_eq!(r.provenance.format, Some(SourceFormat::PerfTextIntervals));
     }
 
     #[test]
