@@ -193,6 +193,10 @@ fn push_metric(
 ) {
     let value = jtext(v, "metric-value").unwrap_or_default();
     let unit = jstr(v, "metric-unit").unwrap_or("");
+    // perf 6.1 prints a NULL unit of a counter without a metric.
+    if unit == "(null)" {
+        return;
+    }
     let kept = report.printed.len();
     super::perf_fields::push_printed(report, time, domain, event, &value, unit);
     // perf 6.6 and later: `"metric-threshold" : "good"`.
@@ -207,6 +211,18 @@ fn push_metric(
 mod tests {
     use crate::read::read_text;
     use std::path::Path;
+
+    #[test]
+    fn perf61s_null_unit_is_no_metric() {
+        // perf 6.1 here: `perf stat -j -I 100 --summary -e page-faults …`.
+        let r = read_text(
+            Path::new("t"),
+            "{\"interval\" : 0.111667978, \"counter-value\" : \"3213.000000\", \"unit\" : \"\", \"event\" : \"page-faults\", \"event-runtime\" : 21249454, \"pcnt-running\" : 100.00, \"metric-value\" : 0.000000, \"metric-unit\" : \"(null)\"}\n",
+        )
+        .unwrap();
+        assert_eq!(r.rows[0].value, Some(3213.0));
+        assert!(r.printed.is_empty(), "{:?}", r.printed);
+    }
 
     #[test]
     fn metrics_metric_only_lines_and_domains() {
