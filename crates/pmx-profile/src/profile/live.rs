@@ -142,6 +142,13 @@ impl<'o> Live<'o> {
         }
     }
 
+    /// Each event's `precise_ip` (for
+    /// [`annotate_places`](crate::annotate::annotate_places)).
+    pub fn precise(&self) -> Vec<u8> {
+        let events = self.reader.events();
+        events.iter().map(|e| e.attr.precise_ip()).collect()
+    }
+
     /// Age every count: samples and periods multiplied by `keep` (0..=1,
     /// perf top's decay), and the rows, stacks and group rows left with
     /// less than one sample dropped. `keep = 0` is [`Live::zero`].
