@@ -181,3 +181,176 @@ fn a_pid_that_does_not_exist_is_bad_input() {
         "said before anything else: {err}"
     );
 }
+
+/// A tmux session running `sh` in a terminal of a given size.
+struct Tmux(String);
+
+impl Tmux {
+    fn start(tag: &str, cols: u32, rows: u32) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            pmx_testkit::skip("no tmux");
+            return None;
+        }
+        let name = format!("pmx-top-{tag}-{}", std::process::id());
+        let (x, y) = (cols.to_string(), rows.to_string());
+        let ok = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", &x, "-y", &y])
+            .arg("env PS1='prompt$ ' TERM=xterm-256color sh")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux new-session");
+        Some(Tmux(name))
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut c = Command::new("tmux");
+        c.args(["send-keys", "-t", &self.0]).args(keys);
+        assert!(c.status().unwrap().success());
+    }
+
+    fn typed(&self, text: &str) {
+        let mut c = Command::new("tmux");
+        c.args(["send-keys", "-l", "-t", &self.0, text]);
+        assert!(c.status().unwrap().success());
+    }
+
+    fn screen(&self) -> String {
+        let o = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.0])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// The screen once `ok` holds for it, polled for up to `secs`.
+    fn wait_for(&self, secs: u64, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let t = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(secs),
+                "{what}: the screen is\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
+    }
+}
+
+fn header_line(screen: &str) -> String {
+    screen.lines().next().unwrap_or("").to_string()
+}
+
+#[test]
+fn the_terminal_ui_shows_filters_annotates_and_quits() {
+    let Some(spin) = Spinner::start() else {
+        return;
+    };
+    let Some(t) = Tmux::start("ui", 120, 40) else {
+        return;
+    };
+    let pid = spin.child.id();
+    t.typed(&format!(
+        "{PMX} top -p {pid} -d 1 -F 1000; echo top-exit=$?"
+    ));
+    t.keys(&["Enter"]);
+    // The busy function, with most of the samples, within a few refreshes.
+    let s = t.wait_for(60, "top_spin_marker at 50% or more", |s| {
+        s.lines()
+            .any(|l| marker_share(l).is_some_and(|p| p >= 50.0))
+    });
+    assert!(
+        s.starts_with("pmx top: cpu-clock on pid ") || s.starts_with("pmx top: cycles"),
+        "{s}"
+    );
+    // The screen refreshes: the header's figures change.
+    let first = header_line(&s);
+    t.wait_for(30, "a refresh", |s| {
+        header_line(s) != first && s.contains("top_spin_marker")
+    });
+    // `/` filters: nothing matches a name that is not there; then the function.
+    t.keys(&["/"]);
+    t.typed("no_such_function_here");
+    t.keys(&["Enter"]);
+    t.wait_for(30, "an empty filtered table", |s| {
+        s.contains("(no row matches the filter)") && !s.contains("[.] top_spin_marker")
+    });
+    // Esc clears it (alone: Esc and a key at once read as Alt+key).
+    t.keys(&["/"]);
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["Escape"]);
+    t.wait_for(30, "the filter cleared", |s| !s.contains("filter: "));
+    t.keys(&["/"]);
+    t.typed("top_spin");
+    t.keys(&["Enter"]);
+    let s = t.wait_for(30, "the filtered table", |s| {
+        s.contains("filter: top_spin") && s.contains("[.] top_spin_marker")
+    });
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("%  ")).collect();
+    assert!(rows.iter().all(|l| l.contains("top_spin")), "{s}");
+    // Enter: the function's instructions with their samples.
+    t.keys(&["Home", "Enter"]);
+    let s = t.wait_for(30, "the annotate view", |s| {
+        s.contains("disassembly of top_spin_marker")
+    });
+    assert!(s.contains("top_spin_marker in spinner"), "{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.contains(" : ") && l.trim_start().starts_with(['*', '+', '0'])),
+        "instructions with their samples: {s}"
+    );
+    // Back, then q: exit 0 and the shell's prompt.
+    t.keys(&["Escape"]);
+    t.wait_for(30, "the table again", |s| s.contains("[.] top_spin_marker"));
+    t.keys(&["q"]);
+    let s = t.wait_for(30, "the shell back", |s| {
+        s.lines().any(|l| l.starts_with("top-exit="))
+    });
+    assert!(s.lines().any(|l| l == "top-exit=0"), "{s}");
+    t.typed("echo cooked-$((6*7))");
+    t.keys(&["Enter"]);
+    t.wait_for(30, "a terminal in its normal mode", |s| {
+        s.lines().any(|l| l == "cooked-42")
+    });
+}
+
+#[test]
+fn a_small_terminal_is_told_and_sigterm_gives_the_terminal_back() {
+    let Some(t) = Tmux::start("small", 40, 8) else {
+        return;
+    };
+    t.typed(&format!("{PMX} top -d 1; echo top-exit=$?"));
+    t.keys(&["Enter"]);
+    t.wait_for(60, "the size message", |s| {
+        s.contains("terminal too small (40x8)")
+    });
+    // SIGTERM: the terminal restored, exit 0.
+    let o = Command::new("tmux")
+        .args(["display-message", "-p", "-t", &t.0, "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    let pmx: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    assert_eq!(unsafe { libc::kill(pmx, libc::SIGTERM) }, 0);
+    let s = t.wait_for(30, "the shell back", |s| {
+        s.lines().any(|l| l.starts_with("top-exit="))
+    });
+    assert!(s.lines().any(|l| l == "top-exit=0"), "{s}");
+    t.typed("echo cooked-$((6*7))");
+    t.keys(&["Enter"]);
+    t.wait_for(30, "a terminal in its normal mode", |s| {
+        s.lines().any(|l| l == "cooked-42")
+    });
+}
