@@ -17,12 +17,7 @@ pub struct TopArgs {
     #[arg(short = 'e', long = "event", value_name = "EVENTS")]
     pub events: Vec<String>,
     /// Sample every PERIOD events.
-    #[arg(
-        short = 'c',
-        long = "count",
-        value_name = "PERIOD",
-        conflicts_with = "freq"
-    )]
+    #[arg(short = 'c', long, value_name = "PERIOD", conflicts_with = "freq")]
     pub count: Option<u64>,
     /// Sample about HZ times a second, or `max`.
     #[arg(short = 'F', long = "freq", value_name = "HZ")]
@@ -64,6 +59,9 @@ pub struct TopArgs {
     /// Plain tables on standard output (automatic when it is not a TTY).
     #[arg(long)]
     pub stdio: bool,
+    /// Metrics per row of a {A,B}:S group, with their 95% interval.
+    #[arg(short = 'M', long = "metrics", value_name = "LIST")]
+    pub metrics: Option<String>,
     /// Rows of a --stdio table.
     #[arg(short = 'E', long = "entries", value_name = "N", default_value_t = 20)]
     pub entries: usize,
@@ -93,6 +91,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     opts.record.call_graph =
         CallGraph::from_flags(args.callgraph, None).map_err(|e| failure(e.into()))?;
     (opts.refreshes, opts.zero, opts.entries) = (args.refreshes, args.zero, args.entries);
+    opts.metrics = args.metrics.clone();
     opts.stdio = args.stdio || !std::io::stdout().is_terminal();
     opts.notes = notes;
     let bad = |e: top::TopError| e.bad_input().map_or(e.into(), |m| UsageError(m).into());

@@ -354,3 +354,66 @@ fn a_small_terminal_is_told_and_sigterm_gives_the_terminal_back() {
         s.lines().any(|l| l == "cooked-42")
     });
 }
+
+#[test]
+fn a_sample_read_group_shows_each_members_count_per_row_and_the_metrics_columns() {
+    let Some(mut spin) = Spinner::start() else {
+        return;
+    };
+    let pid = spin.child.id().to_string();
+    let bad = Command::new(PMX)
+        .args([
+            "top",
+            "--stdio",
+            "-p",
+            &pid,
+            "-e",
+            "{cpu-clock,page-faults}:S",
+        ])
+        .args(["-M", "NoSuchMetricAnywhere"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("-M: ") && err.contains("NoSuchMetricAnywhere"),
+        "{err}"
+    );
+
+    let mut top = Command::new(PMX)
+        .args(["top", "-p", &pid, "-d", "1", "-F", "1000", "-E", "5"])
+        .args(["-e", "{cpu-clock,task-clock}:S", "-M", "IPC"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut top);
+    let t = Instant::now();
+    let (mut head, mut row) = (String::new(), None);
+    while row.is_none() && t.elapsed() < Duration::from_secs(60) {
+        let Ok(l) = lines.recv_timeout(Duration::from_secs(1)) else {
+            continue;
+        };
+        if l.contains("samples   cpu-clock:S") {
+            head = l;
+        } else if !head.is_empty() && marker_share(&l).is_some_and(|s| s >= 50.0) {
+            row = Some(l);
+        }
+    }
+    spin.stop();
+    let _ = wait_exit(&mut top, Duration::from_secs(60));
+    let _ = top.kill();
+    let row = row.expect("a top_spin_marker row of the group table");
+    let cols: Vec<&str> = head.split_whitespace().collect();
+    assert_eq!(
+        cols[..5],
+        ["self", "samples", "cpu-clock:S", "task-clock:S", "IPC"],
+        "{head}"
+    );
+    // cpu-clock and task-clock count the same nanoseconds of the spinner:
+    // each member's count, a column each, about equal.
+    let f: Vec<&str> = row.split_whitespace().collect();
+    let (a, b): (f64, f64) = (f[2].parse().unwrap(), f[3].parse().unwrap());
+    assert!(a > 0.0 && (a - b).abs() <= 0.05 * a, "{row}");
+    // IPC's inputs are not counted here (no PMU): not a number, as report.
+    assert_eq!(f[4], "-", "{row}");
+}

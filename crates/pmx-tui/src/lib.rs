@@ -44,13 +44,14 @@ pub mod ui;
 /// renderer `opts.stdio` chooses, until the end.
 pub fn run(opts: &top::TopOptions) -> Result<top::TopOutcome, top::TopError> {
     top::check_targets(&opts.record.scope)?;
+    let metrics = top::metrics(opts)?;
     if opts.stdio {
         for n in &opts.notes {
             eprintln!("pmx top: {n}");
         }
     }
     crate::signals::install();
-    let mut session = top::Session::start(opts, !opts.stdio)?;
+    let mut session = top::Session::start(opts, !opts.stdio)?.with_metrics(metrics);
     let outcome = if opts.stdio {
         crate::stdio::run(&mut session, opts, &mut std::io::stdout().lock())
     } else {

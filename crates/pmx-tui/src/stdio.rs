@@ -1,7 +1,7 @@
 //! `pmx top --stdio` (and `pmx top` when standard output is not a
 //! terminal): the header and a table of the heaviest rows every refresh.
 
-use crate::table::{lines, Order};
+use crate::table::{columns, extra, lines, widths, Order};
 use crate::top::{Aging, Frame, Session, TopError, TopOptions, TopOutcome, DECAY};
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -53,31 +53,37 @@ fn wait(d: Duration) -> Option<i32> {
 }
 
 /// One refresh as text: the header, then per event its `entries`
-/// heaviest rows.
+/// heaviest rows (a sample-read group's with each member's count and
+/// the `-M` metrics).
 pub fn write(out: &mut dyn Write, frame: &Frame, entries: usize) -> std::io::Result<()> {
     writeln!(out, "{}", frame.header.line())?;
-    for ev in &frame.profile.events {
-        if ev.rows.is_empty() && ev.samples == 0 && ev.group.is_none() {
+    for (i, ev) in frame.profile.events.iter().enumerate() {
+        let rows = lines(frame, i, Order::Samples, "");
+        if rows.is_empty() && ev.samples == 0 {
             continue;
         }
-        let rows = lines(ev, Order::Samples, "");
+        let rows = &rows[..rows.len().min(entries)];
+        let columns = columns(frame, i);
+        let widths = widths(&columns);
         let children = rows.iter().any(|l| l.children.is_some());
         writeln!(out, "\n{}: {} samples (aged)", ev.name, ev.samples)?;
-        let head = if children {
-            "children     self"
-        } else {
-            "    self"
-        };
-        let rows = &rows[..rows.len().min(entries)];
         let w = rows
             .iter()
             .map(|l| l.dso.len())
             .max()
             .unwrap_or(0)
             .clamp(6, 40);
+        let head = if children {
+            "children     self"
+        } else {
+            "    self"
+        };
+        let extra_head: String = (columns.iter().zip(&widths))
+            .map(|(c, w)| format!("{c:>w$}  "))
+            .collect();
         writeln!(
             out,
-            "{head}  {:>8}  {:<15} {:<w$} symbol",
+            "{head}  {:>8}  {extra_head}{:<15} {:<w$} symbol",
             "samples", "command", "binary"
         )?;
         for l in rows {
@@ -86,9 +92,10 @@ pub fn write(out: &mut dyn Write, frame: &Frame, entries: usize) -> std::io::Res
             }
             writeln!(
                 out,
-                "{:>7.2}%  {:>8}  {:<15} {:<w$} {} {}",
+                "{:>7.2}%  {:>8}  {}{:<15} {:<w$} {} {}",
                 l.share,
                 l.samples,
+                extra(l, &widths),
                 l.comm,
                 l.dso,
                 l.mode(),

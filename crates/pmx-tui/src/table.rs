@@ -1,7 +1,8 @@
 //! The rows both renderers draw: one line per profile row, with its
 //! share of the event's samples, filtered and ordered as asked.
 
-use pmx_profile::{EventProfile, Row};
+use crate::top::Frame;
+use pmx_profile::Row;
 
 /// How the rows are ordered (the `s` key cycles through them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,6 +62,10 @@ pub struct Line {
     pub symbol: String,
     /// Kernel code.
     pub kernel: bool,
+    /// A sample-read group's row: each member's count.
+    pub counts: Vec<u64>,
+    /// … and each `-M` metric's cell.
+    pub cells: Vec<String>,
 }
 
 impl Line {
@@ -74,6 +79,8 @@ impl Line {
             dso: r.dso.clone().unwrap_or_else(|| "[unknown]".into()),
             symbol: r.symbol.clone().unwrap_or_else(|| "[unknown]".into()),
             kernel: r.kernel,
+            counts: Vec::new(),
+            cells: Vec::new(),
         }
     }
 
@@ -95,15 +102,40 @@ impl Line {
     }
 }
 
-/// The lines of `event`: those matching `filter` (any case), in `order`.
-pub fn lines(event: &EventProfile, order: Order, filter: &str) -> Vec<Line> {
-    let children = event.rows.iter().any(|r| r.children_samples > 0);
+/// The extra columns of event `event` of `frame`: a sample-read
+/// group's members and metrics (empty for other events).
+pub fn columns(frame: &Frame, event: usize) -> Vec<String> {
+    match &frame.group {
+        Some(g) if g.event == event => [g.members.clone(), g.metrics.clone()].concat(),
+        _ => Vec::new(),
+    }
+}
+
+/// The lines of event `event` of `frame` (a sample-read group's rows
+/// with their counts and metrics): those matching `filter` (any case),
+/// in `order`.
+pub fn lines(frame: &Frame, event: usize, order: Order, filter: &str) -> Vec<Line> {
+    let Some(ev) = frame.profile.events.get(event) else {
+        return Vec::new();
+    };
     let needle = filter.to_lowercase();
-    let mut v: Vec<Line> = (event.rows.iter())
-        .filter(|r| r.samples > 0 || r.children_samples > 0)
-        .map(|r| Line::of(r, event.samples, children))
-        .filter(|l| l.matches(&needle))
-        .collect();
+    let mut v: Vec<Line> = match &frame.group {
+        Some(g) if g.event == event => (g.rows.iter())
+            .map(|r| Line {
+                counts: r.counts.clone(),
+                cells: r.cells.clone(),
+                ..Line::of(&r.row, ev.samples, false)
+            })
+            .collect(),
+        _ => {
+            let children = ev.rows.iter().any(|r| r.children_samples > 0);
+            (ev.rows.iter())
+                .filter(|r| r.samples > 0 || r.children_samples > 0)
+                .map(|r| Line::of(r, ev.samples, children))
+                .collect()
+        }
+    };
+    v.retain(|l| l.matches(&needle));
     let by_samples = |a: &Line, b: &Line| b.samples.cmp(&a.samples);
     match order {
         Order::Samples => v.sort_by(by_samples),
@@ -118,4 +150,19 @@ pub fn lines(event: &EventProfile, order: Order, filter: &str) -> Vec<Line> {
         Order::Symbol => v.sort_by(|a, b| a.symbol.cmp(&b.symbol).then(by_samples(a, b))),
     }
     v
+}
+
+/// A line's extra cells (counts, then metrics), each `width` wide.
+pub fn extra(l: &Line, widths: &[usize]) -> String {
+    let counts = l.counts.iter().map(|c| c.to_string());
+    let cells = counts.chain(l.cells.iter().cloned());
+    cells
+        .zip(widths)
+        .map(|(c, w)| format!("{c:>w$}  "))
+        .collect()
+}
+
+/// The width of each extra column: its name's, or 12.
+pub fn widths(columns: &[String]) -> Vec<usize> {
+    columns.iter().map(|c| c.len().max(12)).collect()
 }

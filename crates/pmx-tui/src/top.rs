@@ -5,9 +5,10 @@
 mod frame;
 mod session;
 
-pub use frame::{Frame, Header};
+pub use frame::{Frame, GroupLine, GroupView, Header, METRIC_ROWS};
 pub use session::{Aging, Session};
 
+use pmx::metrics::MetricSet;
 use pmx::record::{CallGraph, RecordError, RecordEvent, RecordOptions, SampleRate};
 use pmx::stat::Scope;
 use std::time::Duration;
@@ -39,6 +40,9 @@ pub struct TopOptions {
     pub max_rows: usize,
     /// Plain tables on standard output instead of the terminal UI.
     pub stdio: bool,
+    /// `-M`: metrics (names or groups, comma-separated) per row of a
+    /// sample-read group, with their 95% intervals.
+    pub metrics: Option<String>,
     /// What the caller chose and the user should know (the default
     /// event's fallback): on standard error with `stdio`, in the UI's
     /// status line otherwise.
@@ -69,6 +73,7 @@ impl TopOptions {
             entries: 20,
             max_rows: MAX_ROWS,
             stdio: false,
+            metrics: None,
             notes: Vec::new(),
         }
     }
@@ -92,6 +97,9 @@ pub enum TopError {
     /// The terminal or the standard output failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// `-M` names no metric of this CPU's library (bad input).
+    #[error("-M: {0}")]
+    Metrics(String),
     /// The stream could not be read (a bug: the session writes it).
     #[error("reading the session's stream: {0}")]
     Stream(String),
@@ -102,9 +110,9 @@ impl TopError {
     /// cannot work); `None` for a failure.
     pub fn bad_input(&self) -> Option<String> {
         match self {
-            TopError::NoSuchTask { .. } | TopError::Record(RecordError::Invalid(_)) => {
-                Some(self.to_string())
-            }
+            TopError::NoSuchTask { .. }
+            | TopError::Metrics(_)
+            | TopError::Record(RecordError::Invalid(_)) => Some(self.to_string()),
             _ => None,
         }
     }
@@ -136,6 +144,18 @@ pub fn check_targets(scope: &Scope) -> Result<(), TopError> {
         Some(&id) => Err(TopError::NoSuchTask { what, id }),
         None => Ok(()),
     }
+}
+
+/// `-M`'s metrics for the events of `opts` (this machine's library; the
+/// definition whose inputs are among the events), or bad input.
+pub fn metrics(opts: &TopOptions) -> Result<Option<MetricSet>, TopError> {
+    let Some(list) = &opts.metrics else {
+        return Ok(None);
+    };
+    let names: Vec<String> = opts.events.iter().map(|e| e.name.clone()).collect();
+    MetricSet::for_recording(list, None, &names)
+        .map(Some)
+        .map_err(|e| TopError::Metrics(e.to_string()))
 }
 
 /// The target as the header names it.

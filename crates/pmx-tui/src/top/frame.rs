@@ -2,9 +2,11 @@
 //! the rates measured since the previous refresh.
 
 use super::TopOptions;
+use pmx::metrics::MetricSet;
 use pmx::record::SampleRate;
 use pmx_perfdata::format::record_type;
-use pmx_profile::Profile;
+use pmx_profile::group_metrics::cells;
+use pmx_profile::{Profile, Row};
 use std::time::{Duration, Instant};
 
 /// One refresh.
@@ -17,6 +19,70 @@ pub struct Frame {
     pub ended: bool,
     /// The figures of the header.
     pub header: Header,
+    /// A sample-read group's rows (`{A,B}:S`): each member's count and
+    /// the `-M` metrics per row.
+    pub group: Option<GroupView>,
+}
+
+/// The rows of a sample-read group, as `pmx report --group -M` has them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupView {
+    /// The leader (index into the profile's events).
+    pub event: usize,
+    /// The members' names, leader first.
+    pub members: Vec<String>,
+    /// The metrics' names.
+    pub metrics: Vec<String>,
+    /// The rows, heaviest first.
+    pub rows: Vec<GroupLine>,
+}
+
+/// One row of a [`GroupView`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupLine {
+    /// The row's key and the leader's samples.
+    pub row: Row,
+    /// Each member's count (the sum of its deltas).
+    pub counts: Vec<u64>,
+    /// Each metric: `value ±half-width of the 95% interval` (`*`: few
+    /// samples), for the [`METRIC_ROWS`] heaviest rows.
+    pub cells: Vec<String>,
+}
+
+/// Rows whose metrics are evaluated at each refresh (the others show
+/// their counts only).
+pub const METRIC_ROWS: usize = 500;
+
+/// The first sample-read group of `profile`, its metrics from `metrics`.
+fn group_view(profile: &Profile, metrics: Option<&MetricSet>) -> Option<GroupView> {
+    let (event, g) = (profile.events.iter().enumerate())
+        .find_map(|(i, e)| e.group.as_ref().filter(|g| g.from_reads).map(|g| (i, g)))?;
+    let members: Vec<String> = (g.members.iter())
+        .map(|&m| profile.events[m].name.clone())
+        .collect();
+    let names = metrics.map(|m| m.names()).unwrap_or_default();
+    let eval = |get: &dyn Fn(&str) -> Option<f64>| match metrics {
+        Some(m) => m.evaluate_exact(get),
+        None => Vec::new(),
+    };
+    let rows = (g.rows.iter().enumerate())
+        .map(|(i, r)| GroupLine {
+            row: r.row.clone(),
+            counts: r.moments.sums.clone(),
+            cells: if i < METRIC_ROWS && !names.is_empty() {
+                let c = cells(&r.moments, &members, names.len(), &eval);
+                c.iter().map(|c| c.text()).collect()
+            } else {
+                vec![String::new(); names.len()]
+            },
+        })
+        .collect();
+    Some(GroupView {
+        event,
+        members,
+        metrics: names,
+        rows,
+    })
 }
 
 /// The header's figures.
@@ -86,7 +152,13 @@ impl Clock {
         }
     }
 
-    pub(super) fn frame(&mut self, profile: Profile, ended: bool, held_rows: usize) -> Frame {
+    pub(super) fn frame(
+        &mut self,
+        profile: Profile,
+        ended: bool,
+        held_rows: usize,
+        metrics: Option<&MetricSet>,
+    ) -> Frame {
         let now = Instant::now();
         let cpu = own_cpu_time();
         let wall = now.duration_since(self.last).as_secs_f64().max(1e-3);
@@ -106,6 +178,7 @@ impl Clock {
         };
         (self.last, self.last_cpu, self.last_samples) = (now, cpu, samples);
         Frame {
+            group: group_view(&profile, metrics),
             profile,
             ended,
             header,

@@ -5,6 +5,7 @@
 
 use super::frame::{Clock, Frame};
 use super::{TopError, TopOptions};
+use pmx::metrics::MetricSet;
 use pmx::record::{RecordError, RecordSummary};
 use pmx_profile::annotate::{AnnotateOptions, Annotation};
 use pmx_profile::{KernelSymbols, Live, MachineId, Options, Profile};
@@ -56,6 +57,7 @@ pub struct Session {
     aggregator: Option<JoinHandle<Result<(), String>>>,
     clock: Clock,
     max_rows: usize,
+    metrics: Option<MetricSet>,
 }
 
 impl Session {
@@ -95,7 +97,15 @@ impl Session {
             aggregator: Some(aggregator),
             clock: Clock::new(opts),
             max_rows: opts.max_rows,
+            metrics: None,
         })
+    }
+
+    /// Evaluate these metrics over a sample-read group's rows at every
+    /// refresh (`-M`: [`super::metrics`]).
+    pub fn with_metrics(mut self, metrics: Option<MetricSet>) -> Session {
+        self.metrics = metrics;
+        self
     }
 
     /// The profile as it stands, then aged as `aging` says.
@@ -108,7 +118,10 @@ impl Session {
             reply,
         })?;
         let snap = answer.recv().map_err(|_| self.failure())?;
-        Ok(self.clock.frame(snap.profile, snap.ended, snap.held_rows))
+        let m = self.metrics.as_ref();
+        Ok(self
+            .clock
+            .frame(snap.profile, snap.ended, snap.held_rows, m))
     }
 
     /// The annotation of `symbol` (in `dso`, a base name or path) from

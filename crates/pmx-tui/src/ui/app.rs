@@ -86,10 +86,7 @@ impl App {
     /// Recompute the rows after a change of event, order or filter.
     pub fn relist(&mut self) {
         self.rows = match &self.frame {
-            Some(f) => match f.profile.events.get(self.event) {
-                Some(ev) => lines(ev, self.order, &self.filter),
-                None => Vec::new(),
-            },
+            Some(f) => lines(f, self.event, self.order, &self.filter),
             None => Vec::new(),
         };
         self.clamp();

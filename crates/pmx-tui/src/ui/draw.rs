@@ -2,6 +2,7 @@
 //! instructions) and the key line; a terminal too small says so.
 
 use super::app::{App, View};
+use crate::table::{columns, extra, widths};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -122,9 +123,16 @@ fn table(f: &mut Frame, app: &App, area: Rect) {
     } else {
         "    self"
     };
+    let columns = (app.frame.as_ref())
+        .map(|f| columns(f, app.event))
+        .unwrap_or_default();
+    let widths = widths(&columns);
+    let extra_head: String = (columns.iter().zip(&widths))
+        .map(|(c, w)| format!("{c:>w$}  "))
+        .collect();
     let mut text = vec![Line::styled(
         format!(
-            "{lead}  {:>8}  {:<15} {:<w$} symbol",
+            "{lead}  {:>8}  {extra_head}{:<15} {:<w$} symbol",
             "samples", "command", "binary"
         ),
         Style::default().add_modifier(Modifier::UNDERLINED),
@@ -136,9 +144,10 @@ fn table(f: &mut Frame, app: &App, area: Rect) {
             .unwrap_or_default();
         let dso: String = l.dso.chars().take(w).collect();
         let s = format!(
-            "{c}{:>7.2}%  {:>8}  {:<15} {:<w$} {} {}",
+            "{c}{:>7.2}%  {:>8}  {}{:<15} {:<w$} {} {}",
             l.share,
             l.samples,
+            extra(l, &widths),
             l.comm,
             dso,
             l.mode(),
