@@ -131,7 +131,8 @@ pub(super) struct Clock {
     start: Instant,
     last: Instant,
     last_cpu: Duration,
-    last_samples: u64,
+    /// Samples applied since the start.
+    samples: u64,
     target: String,
     rate: String,
 }
@@ -143,7 +144,7 @@ impl Clock {
             start: now,
             last: now,
             last_cpu: own_cpu_time(),
-            last_samples: 0,
+            samples: 0,
             target: super::describe(&opts.record.scope),
             rate: match opts.record.rate {
                 SampleRate::Frequency(hz) => format!("{hz} Hz"),
@@ -155,6 +156,7 @@ impl Clock {
     pub(super) fn frame(
         &mut self,
         profile: Profile,
+        new_samples: u64,
         ended: bool,
         held_rows: usize,
         metrics: Option<&MetricSet>,
@@ -163,12 +165,12 @@ impl Clock {
         let cpu = own_cpu_time();
         let wall = now.duration_since(self.last).as_secs_f64().max(1e-3);
         let count = |t: u32| profile.stats.records.get(&t).copied().unwrap_or(0);
-        let samples = count(record_type::SAMPLE);
+        let samples = self.samples + new_samples;
         let header = Header {
             target: self.target.clone(),
             events: profile.events.iter().map(|e| e.name.clone()).collect(),
             rate: self.rate.clone(),
-            samples_per_sec: samples.saturating_sub(self.last_samples) as f64 / wall,
+            samples_per_sec: new_samples as f64 / wall,
             samples,
             lost: profile.stats.lost + profile.stats.lost_samples,
             throttled: count(record_type::THROTTLE),
@@ -176,7 +178,7 @@ impl Clock {
             held_rows,
             elapsed: now.duration_since(self.start),
         };
-        (self.last, self.last_cpu, self.last_samples) = (now, cpu, samples);
+        (self.last, self.last_cpu, self.samples) = (now, cpu, samples);
         Frame {
             group: group_view(&profile, metrics),
             profile,

@@ -30,6 +30,8 @@ pub enum Aging {
 /// A snapshot and the aggregator's state after it.
 struct Snap {
     profile: Profile,
+    /// Samples applied since the previous snapshot.
+    new_samples: u64,
     ended: bool,
     held_rows: usize,
 }
@@ -119,9 +121,13 @@ impl Session {
         })?;
         let snap = answer.recv().map_err(|_| self.failure())?;
         let m = self.metrics.as_ref();
-        Ok(self
-            .clock
-            .frame(snap.profile, snap.ended, snap.held_rows, m))
+        Ok(self.clock.frame(
+            snap.profile,
+            snap.new_samples,
+            snap.ended,
+            snap.held_rows,
+            m,
+        ))
     }
 
     /// The annotation of `symbol` (in `dso`, a base name or path) from
@@ -195,21 +201,23 @@ fn aggregate(
         ..Options::default()
     };
     let mut live = Live::new(reader, &options, addresses);
+    // Samples held after the previous snapshot's aging.
+    let mut held = 0;
     loop {
         let more = live.next_round().map_err(|e| e.to_string())?;
         if !more {
             for req in inbox.iter() {
-                serve(&mut live, req);
+                serve(&mut live, req, &mut held);
             }
             return Ok(());
         }
         while let Ok(req) = inbox.try_recv() {
-            serve(&mut live, req);
+            serve(&mut live, req, &mut held);
         }
     }
 }
 
-fn serve(live: &mut Live<'_>, req: Request) {
+fn serve(live: &mut Live<'_>, req: Request, held: &mut u64) {
     match req {
         Request::Snapshot {
             aging,
@@ -217,6 +225,7 @@ fn serve(live: &mut Live<'_>, req: Request) {
             reply,
         } => {
             let profile = live.snapshot();
+            let new_samples = live.samples().saturating_sub(*held);
             match aging {
                 Aging::Keep => {}
                 Aging::Decay(keep) => live.decay(keep),
@@ -226,8 +235,10 @@ fn serve(live: &mut Live<'_>, req: Request) {
             while live.held_rows() > max_rows {
                 live.decay(0.5);
             }
+            *held = live.samples();
             let _ = reply.send(Snap {
                 profile,
+                new_samples,
                 ended: live.ended(),
                 held_rows: live.held_rows(),
             });
