@@ -47,6 +47,7 @@ mod stat_perf;
 mod stat_render;
 mod target;
 mod tma;
+mod top;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use pmx_model::encoding::Arch;
@@ -75,6 +76,8 @@ enum Command {
     Record(Box<record::RecordArgs>),
     /// Hotspots, folded stacks and flame graphs from a perf.data file.
     Report(Box<report::ReportArgs>),
+    /// Live hotspots of the machine, processes or threads, refreshed in the terminal (as perf top).
+    Top(Box<top::TopArgs>),
     /// Every sample of a perf.data file as a line (like perf script), or JSON lines.
     Script(script::ScriptArgs),
     /// A function's machine code with the samples of each instruction and its source lines.
@@ -164,6 +167,7 @@ fn main() {
         Command::Plot(args) => plot::run(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
+        Command::Top(args) => top::run(args),
         Command::Script(args) => script::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::Serve(args) => serve::run(args),

@@ -79,19 +79,23 @@ pub struct RecordArgs {
 }
 
 /// The `-e` events as sampling events (the default event without `-e`),
-/// with notes on what was chosen.
-fn events(args: &RecordArgs, rate: SampleRate) -> anyhow::Result<(Vec<RecordEvent>, Vec<String>)> {
-    if args.events.is_empty() {
+/// with notes on what was chosen (also `pmx top`'s).
+pub(crate) fn events(
+    specs: &[String],
+    db: &DbArgs,
+    rate: SampleRate,
+) -> anyhow::Result<(Vec<RecordEvent>, Vec<String>)> {
+    if specs.is_empty() {
         let (ev, notes) = record::default_event(rate);
         return Ok((vec![ev], notes));
     }
-    let groups = record::event_groups(&args.events).map_err(failure)?;
-    let events = record::sampling_events(args.db.plan(&groups, None)?, &groups);
+    let groups = record::event_groups(specs).map_err(failure)?;
+    let events = record::sampling_events(db.plan(&groups, None)?, &groups);
     Ok((events.map_err(failure)?, Vec::new()))
 }
 
 /// A recording's failure as the CLI reports it (bad input: exit 2).
-fn failure(e: RecordError) -> anyhow::Error {
+pub(crate) fn failure(e: RecordError) -> anyhow::Error {
     match e {
         RecordError::Invalid(m) => UsageError(m).into(),
         e => anyhow::anyhow!("{e}"),
@@ -120,7 +124,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     let duration = crate::target::duration(args.duration)?;
     let (rate, mut notes) =
         record::sample_rate(args.count, args.freq.as_deref()).map_err(failure)?;
-    let (events, more) = events(args, rate)?;
+    let (events, more) = events(&args.events, &args.db, rate)?;
     notes.extend(more);
     for n in &notes {
         eprintln!("pmx record: {n}");

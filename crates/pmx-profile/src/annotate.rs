@@ -170,8 +170,28 @@ pub fn annotate(
                 source,
             }
         })?;
-    let selected = select(&profile, opts.event.as_deref(), &file)?;
-    let chosen = choose(&places, &selected, opts, &file)?;
+    let precise: Vec<u8> = reader
+        .events()
+        .iter()
+        .map(|e| e.attr.precise_ip())
+        .collect();
+    annotate_places(&profile, &places, &precise, &file, opts)
+}
+
+/// Annotate `opts.symbol` (its `input` is not read) from a profile and
+/// its places already built — a file's, or a live session's
+/// ([`crate::Live::snapshot`] and [`crate::Live::addresses`], `pmx top`'s
+/// annotate view); `precise` is each event's `precise_ip`, `file` the
+/// source as messages name it.
+pub fn annotate_places(
+    profile: &Profile,
+    places: &[AddressSamples],
+    precise: &[u8],
+    file: &str,
+    opts: &AnnotateOptions,
+) -> Result<Annotation, AnnotateError> {
+    let selected = select(profile, opts.event.as_deref(), file)?;
+    let chosen = choose(places, &selected, opts, file)?;
     if chosen.kernel {
         return Err(AnnotateError::Kernel {
             symbol: chosen.symbol,
@@ -187,17 +207,12 @@ pub fn annotate(
         None => PathBuf::from(&chosen.dso_path),
     };
     let mut a = disassemble(&chosen, &path, mine[0].addr, opts)?;
-    a.file = file;
+    a.file = file.to_string();
     a.warnings = profile.warnings.clone();
     a.cpuid = profile.features.cpuid.clone();
-    let precise: Vec<u8> = reader
-        .events()
-        .iter()
-        .map(|e| e.attr.precise_ip())
-        .collect();
-    a.events = columns(&profile, &selected, &mine, &precise);
+    a.events = columns(profile, &selected, &mine, precise);
     credit(&mut a, &mine);
-    a.groups = group_samples(&profile, &selected, &mine, &a);
+    a.groups = group_samples(profile, &selected, &mine, &a);
     Ok(a)
 }
 

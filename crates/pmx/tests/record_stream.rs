@@ -139,3 +139,60 @@ fn a_session_of_a_command_ends_with_it_and_the_stream_ends_with_its_features() {
             .collect::<Vec<_>>()
     );
 }
+
+/// A thread that spins until told, its tid sent first.
+fn spin_in_new_thread(stop: Arc<AtomicBool>) -> (std::thread::JoinHandle<u64>, u32) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        tx.send(unsafe { libc::gettid() } as u32).unwrap();
+        let mut x = 1u64;
+        while !stop.load(Ordering::Relaxed) {
+            x = std::hint::black_box(x.wrapping_mul(3).wrapping_add(1));
+        }
+        x
+    });
+    (h, rx.recv().unwrap())
+}
+
+#[test]
+fn a_pid_session_follows_threads_created_after_it_opened() {
+    // perf's `-p` follows the target's new threads (inherit); so must a
+    // live view of a server that starts workers later.
+    let (event, _) = pmx::record::default_event(SampleRate::Frequency(1000));
+    let opts = options(Scope::Pids(vec![std::process::id() as i32]), &[]);
+    let (rx, tx) = std::io::pipe().expect("pipe");
+    let stop = Arc::new(AtomicBool::new(false));
+    let session = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            pmx::record::stream(&[event], &opts, Box::new(tx), stop).expect("stream")
+        })
+    };
+    let mut r = pmx_perfdata::Reader::new(File::from(OwnedFd::from(rx))).expect("header");
+    // The first round: the session has opened its events.
+    while !matches!(
+        r.next_record().expect("record"),
+        Some(Record::FinishedRound)
+    ) {}
+    let stop_spin = Arc::new(AtomicBool::new(false));
+    let (spinner, tid) = spin_in_new_thread(stop_spin.clone());
+    let t = Instant::now();
+    let mut seen = 0;
+    while seen < 20 && t.elapsed() < Duration::from_secs(30) {
+        match r.next_record().expect("record") {
+            Some(Record::Sample(s)) if s.tid == tid => seen += 1,
+            Some(_) => {}
+            None => break,
+        }
+    }
+    stop_spin.store(true, Ordering::Relaxed);
+    spinner.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    while r.next_record().expect("record").is_some() {}
+    session.join().expect("session");
+    assert!(
+        seen >= 20,
+        "thread {tid}, created after the session opened: {seen} samples in {:?}",
+        t.elapsed()
+    );
+}

@@ -142,6 +142,21 @@ impl<'o> Live<'o> {
         }
     }
 
+    /// Samples held now, over every event: every sample applied, aged
+    /// by [`Live::decay`] as the rows are (so the samples applied between
+    /// two refreshes are the second's figure before aging minus the
+    /// first's after).
+    pub fn samples(&self) -> u64 {
+        self.state.sample_count
+    }
+
+    /// Each event's `precise_ip` (for
+    /// [`annotate_places`](crate::annotate::annotate_places)).
+    pub fn precise(&self) -> Vec<u8> {
+        let events = self.reader.events();
+        events.iter().map(|e| e.attr.precise_ip()).collect()
+    }
+
     /// Age every count: samples and periods multiplied by `keep` (0..=1,
     /// perf top's decay), and the rows, stacks and group rows left with
     /// less than one sample dropped. `keep = 0` is [`Live::zero`].

@@ -50,6 +50,7 @@ pub(super) fn shape(attrs: &mut [Attr], events: &[RecordEvent]) -> Vec<String> {
         }
         let member =
             (i + 1..events.len()).find(|&j| events[j].group.is_some_and(|m| m.leader == i));
+        let wanted = attrs[i].inherit;
         let (inherit, lost) = probe(&attrs[i], member.map(|j| &attrs[j]));
         for (j, a) in attrs.iter_mut().enumerate() {
             if events[j].group.is_some_and(|m| m.leader == i) {
@@ -59,10 +60,10 @@ pub(super) fn shape(attrs: &mut [Attr], events: &[RecordEvent]) -> Vec<String> {
                 }
             }
         }
-        if !inherit && attrs[i].enable_on_exec {
+        if !inherit && wanted {
             notes.push(format!(
                 "{}: this kernel does not sample group reads with inherit (Linux 6.12+ does): \
-                 only the command's first thread is sampled",
+                 only the threads there when sampling started are sampled",
                 ev.name
             ));
         }

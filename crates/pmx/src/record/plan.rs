@@ -128,6 +128,11 @@ pub(super) fn sampling_attr(
     }
     let side_band = index == 0;
     let by_exec = opts.scope == Scope::Command;
+    // perf's rule: a command and a `-p`/`-t` target are followed into the
+    // threads and processes they create after the session opened (the
+    // kernel clones an inherited event into every new task, its records
+    // into the parent's ring); CPUs see every task anyway.
+    let follows = by_exec || matches!(opts.scope, Scope::Pids(_) | Scope::Tids(_));
     let mut attr = Attr {
         sample: Some(
             ev.attr
@@ -139,7 +144,7 @@ pub(super) fn sampling_attr(
         read_format: read_format::ID,
         disabled: true,
         enable_on_exec: by_exec,
-        inherit: by_exec && ev.inherit.unwrap_or(opts.inherit),
+        inherit: follows && ev.inherit.unwrap_or(opts.inherit),
         sample_id_all: true,
         mmap: side_band,
         mmap2: side_band,
@@ -227,6 +232,8 @@ mod tests {
         let gone = Plan::new(&[clock()], &options(Scope::Pids(vec![i32::MAX]), &[]), None).unwrap();
         assert_eq!(gone.tasks, vec![i32::MAX]);
         assert!(gone.tolerate_gone && gone.samples_kernel());
+        // `-p`/`-t` follow new threads as perf does; CPUs see them anyway.
+        assert!(gone.attrs[0].inherit && !cpus.attrs[0].inherit);
         assert!(matches!(
             Plan::new(&[clock()], &options(Scope::Cpus(vec![]), &[]), None),
             Err(RecordError::Invalid(_))

@@ -1,0 +1,99 @@
+//! `pmx top`: a live profile, as `perf top` — flags to
+//! [`pmx_tui::top::TopOptions`], one call, the outcome to an exit code.
+
+use crate::db::DbArgs;
+use crate::exit::UsageError;
+use pmx::record::{self, CallGraph};
+use pmx_tui::top::{self, TopOptions};
+use std::io::IsTerminal;
+
+/// Arguments of `pmx top`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Default: every CPU, cycles where the PMU counts it (else cpu-clock; pmx says which), -F 4000, a refresh every 2 s with perf top's decay (7/8 kept).\n\nKeys: q/Esc/Ctrl-C quit, arrows/PgUp/PgDn/Home/End move, s sort key, / filter, z zero, p pause, Enter annotate, h help.\n\nExit status: 0 (also when the -p/-t tasks are gone); 2 for bad input (a pid that does not exist); 1 when sampling failed."
+)]
+pub struct TopArgs {
+    /// Events to sample (as pmx record's -e). Repeatable.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    pub events: Vec<String>,
+    /// Sample every PERIOD events.
+    #[arg(short = 'c', long, value_name = "PERIOD", conflicts_with = "freq")]
+    pub count: Option<u64>,
+    /// Sample about HZ times a second, or `max`.
+    #[arg(short = 'F', long = "freq", value_name = "HZ")]
+    pub freq: Option<String>,
+    /// Call chains (frame pointers): a children column beside self.
+    #[arg(short = 'g')]
+    pub callgraph: bool,
+    /// Every CPU (the default).
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
+    pub all_cpus: bool,
+    /// Only these CPUs (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpus", value_name = "LIST", conflicts_with_all = ["pid", "tid"])]
+    pub cpus: Option<String>,
+    /// These processes (every thread, new ones too), comma-separated.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID,…",
+        conflicts_with = "tid"
+    )]
+    pub pid: Option<String>,
+    /// These threads, comma-separated.
+    #[arg(short = 't', long = "tid", value_name = "TID,…")]
+    pub tid: Option<String>,
+    /// Seconds between refreshes.
+    #[arg(
+        short = 'd',
+        long = "delay",
+        value_name = "SECS",
+        default_value_t = 2.0
+    )]
+    pub delay: f64,
+    /// Stop after COUNT refreshes.
+    #[arg(short = 'n', long = "refreshes", value_name = "COUNT")]
+    pub refreshes: Option<u64>,
+    /// Zero the counts at every refresh instead of decaying them.
+    #[arg(short, long)]
+    pub zero: bool,
+    /// Plain tables on standard output (automatic when it is not a TTY).
+    #[arg(long)]
+    pub stdio: bool,
+    /// Metrics per row of a {A,B}:S group, with their 95% interval.
+    #[arg(short = 'M', long = "metrics", value_name = "LIST")]
+    pub metrics: Option<String>,
+    /// Rows of a --stdio table.
+    #[arg(short = 'E', long = "entries", value_name = "N", default_value_t = 20)]
+    pub entries: usize,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Run `pmx top`.
+pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
+    let any = args.pid.is_some() || args.tid.is_some() || args.cpus.is_some();
+    let flags = crate::target::TargetFlags {
+        pid: args.pid.as_deref(),
+        tid: args.tid.as_deref(),
+        cpus: args.cpus.as_deref(),
+        all_cpus: args.all_cpus || !any,
+        command: &[],
+    };
+    let scope = crate::target::scope(&flags, "sample")?;
+    top::check_targets(&scope).map_err(|e| UsageError(e.to_string()))?;
+    let failure = crate::record::failure;
+    let (rate, mut notes) =
+        record::sample_rate(args.count, args.freq.as_deref()).map_err(failure)?;
+    let (events, more) = crate::record::events(&args.events, &args.db, rate)?;
+    notes.extend(more);
+    let mut opts = TopOptions::new(events, scope, rate);
+    opts.delay = crate::target::duration(Some(args.delay))?.expect("a delay");
+    opts.record.call_graph =
+        CallGraph::from_flags(args.callgraph, None).map_err(|e| failure(e.into()))?;
+    (opts.refreshes, opts.zero, opts.entries) = (args.refreshes, args.zero, args.entries);
+    opts.metrics = args.metrics.clone();
+    opts.stdio = args.stdio || !std::io::stdout().is_terminal();
+    opts.notes = notes;
+    let bad = |e: top::TopError| e.bad_input().map_or(e.into(), |m| UsageError(m).into());
+    pmx_tui::run(&opts).map(|_| crate::exit::OK).map_err(bad)
+}

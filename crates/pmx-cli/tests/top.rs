@@ -1,0 +1,419 @@
+//! `pmx top` without a terminal (`--stdio`, automatic when standard
+//! output is a pipe), through the real binary: a C program spinning in a
+//! named function shows up with most of the samples of its process, and
+//! `pmx top -p` ends by itself, exit 0, when the process exits; `-n`
+//! counts refreshes; a pid that does not exist is bad input.
+
+mod common;
+
+use common::PMX;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Spins in `top_spin_marker` until the file named by its argument exists.
+const SPINNER: &str = r#"
+#include <unistd.h>
+__attribute__((noinline)) unsigned long top_spin_marker(unsigned long n) {
+    volatile unsigned long x = 1;
+    for (unsigned long i = 0; i < n; i++) x = x * 6364136223846793005UL + 1;
+    return x;
+}
+int main(int argc, char **argv) {
+    while (access(argv[1], F_OK) != 0) top_spin_marker(2000000);
+    return 0;
+}
+"#;
+
+pub struct Spinner {
+    pub child: Child,
+    pub stop_file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Spinner {
+    pub fn start() -> Option<Spinner> {
+        if !pmx_testkit::cc::require() {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let bin = pmx_testkit::cc::compile(dir.path(), "spinner", SPINNER, &["-O1", "-g"]).unwrap();
+        let stop_file = dir.path().join("stop");
+        let child = Command::new(&bin).arg(&stop_file).spawn().unwrap();
+        Some(Spinner {
+            child,
+            stop_file,
+            _dir: dir,
+        })
+    }
+
+    pub fn stop(&mut self) {
+        std::fs::write(&self.stop_file, b"").unwrap();
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Lines of a child's stdout, as they come.
+fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The share (%) of the first `top_spin_marker` row of a table line.
+fn marker_share(line: &str) -> Option<f64> {
+    line.contains("top_spin_marker").then(|| {
+        line.split_whitespace()
+            .next()?
+            .trim_end_matches('%')
+            .parse()
+            .ok()
+    })?
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[test]
+fn stdio_top_of_a_pid_shows_its_busy_function_and_ends_with_it() {
+    let Some(mut spin) = Spinner::start() else {
+        return;
+    };
+    let pid = spin.child.id().to_string();
+    let mut top = Command::new(PMX)
+        .args(["top", "-p", &pid, "-d", "1", "-F", "1000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut top);
+    let (mut share, mut headers) = (0.0f64, 0);
+    let t = Instant::now();
+    while share < 50.0 && t.elapsed() < Duration::from_secs(60) {
+        let Ok(l) = lines.recv_timeout(Duration::from_secs(1)) else {
+            continue;
+        };
+        headers += l.starts_with("pmx top: ") as usize;
+        share = share.max(marker_share(&l).unwrap_or(0.0));
+    }
+    assert!(
+        share >= 50.0,
+        "top_spin_marker at {share}% after {headers} refreshes"
+    );
+    // The process ends: so does pmx top, by itself, exit 0.
+    spin.stop();
+    spin.child.wait().unwrap();
+    let status = wait_exit(&mut top, Duration::from_secs(60));
+    let _ = top.kill();
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert_eq!(status.map(|s| s.code()), Some(Some(0)), "{rest:?}");
+    assert!(
+        rest.iter()
+            .any(|l| l == "(the sampled tasks have all exited)"),
+        "{rest:?}"
+    );
+}
+
+#[test]
+fn stdio_top_stops_after_n_refreshes() {
+    let Some(_spin) = Spinner::start() else {
+        return;
+    };
+    let o = Command::new(PMX)
+        .args(["top", "--stdio", "-d", "0.5", "-n", "3", "-E", "5"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("pmx top: ")).count(),
+        3,
+        "{out}"
+    );
+    assert!(out.contains(" on all CPUs ("), "{out}");
+    // Without a PMU the default event is cpu-clock, and pmx says so.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        out.contains("pmx top: cycles") || err.contains("sampling cpu-clock instead"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_pid_that_does_not_exist_is_bad_input() {
+    let o = Command::new(PMX)
+        .args(["top", "--stdio", "-p", "2147483646"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("process 2147483646 does not exist"), "{err}");
+    assert!(
+        !err.contains("cpu-clock"),
+        "said before anything else: {err}"
+    );
+}
+
+/// A tmux session running `sh` in a terminal of a given size.
+struct Tmux(String);
+
+impl Tmux {
+    fn start(tag: &str, cols: u32, rows: u32) -> Option<Tmux> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            pmx_testkit::skip("no tmux");
+            return None;
+        }
+        let name = format!("pmx-top-{tag}-{}", std::process::id());
+        let (x, y) = (cols.to_string(), rows.to_string());
+        let ok = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", &x, "-y", &y])
+            .arg("env PS1='prompt$ ' TERM=xterm-256color sh")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux new-session");
+        Some(Tmux(name))
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut c = Command::new("tmux");
+        c.args(["send-keys", "-t", &self.0]).args(keys);
+        assert!(c.status().unwrap().success());
+    }
+
+    fn typed(&self, text: &str) {
+        let mut c = Command::new("tmux");
+        c.args(["send-keys", "-l", "-t", &self.0, text]);
+        assert!(c.status().unwrap().success());
+    }
+
+    fn screen(&self) -> String {
+        let o = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.0])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// The screen once `ok` holds for it, polled for up to `secs`.
+    fn wait_for(&self, secs: u64, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let t = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(secs),
+                "{what}: the screen is\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
+    }
+}
+
+fn header_line(screen: &str) -> String {
+    screen.lines().next().unwrap_or("").to_string()
+}
+
+#[test]
+fn the_terminal_ui_shows_filters_annotates_and_quits() {
+    let Some(spin) = Spinner::start() else {
+        return;
+    };
+    let Some(t) = Tmux::start("ui", 120, 40) else {
+        return;
+    };
+    let pid = spin.child.id();
+    t.typed(&format!(
+        "{PMX} top -p {pid} -d 1 -F 1000; echo top-exit=$?"
+    ));
+    t.keys(&["Enter"]);
+    // The busy function, with most of the samples, within a few refreshes.
+    let s = t.wait_for(60, "top_spin_marker at 50% or more", |s| {
+        s.lines()
+            .any(|l| marker_share(l).is_some_and(|p| p >= 50.0))
+    });
+    assert!(
+        s.starts_with("pmx top: cpu-clock on pid ") || s.starts_with("pmx top: cycles"),
+        "{s}"
+    );
+    // The screen refreshes: the header's figures change.
+    let first = header_line(&s);
+    t.wait_for(30, "a refresh", |s| {
+        header_line(s) != first && s.contains("top_spin_marker")
+    });
+    // `/` filters: nothing matches a name that is not there; then the function.
+    t.keys(&["/"]);
+    t.typed("no_such_function_here");
+    t.keys(&["Enter"]);
+    t.wait_for(30, "an empty filtered table", |s| {
+        s.contains("(no row matches the filter)") && !s.contains("[.] top_spin_marker")
+    });
+    // Esc clears it (alone: Esc and a key at once read as Alt+key).
+    t.keys(&["/"]);
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["Escape"]);
+    t.wait_for(30, "the filter cleared", |s| !s.contains("filter: "));
+    t.keys(&["/"]);
+    t.typed("top_spin");
+    t.keys(&["Enter"]);
+    let s = t.wait_for(30, "the filtered table", |s| {
+        s.contains("filter: top_spin") && s.contains("[.] top_spin_marker")
+    });
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("%  ")).collect();
+    assert!(rows.iter().all(|l| l.contains("top_spin")), "{s}");
+    // Enter: the function's instructions with their samples.
+    t.keys(&["Home", "Enter"]);
+    let s = t.wait_for(30, "the annotate view", |s| {
+        s.contains("disassembly of top_spin_marker")
+    });
+    assert!(s.contains("top_spin_marker in spinner"), "{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.contains(" : ") && l.trim_start().starts_with(['*', '+', '0'])),
+        "instructions with their samples: {s}"
+    );
+    // Back, then q: exit 0 and the shell's prompt.
+    t.keys(&["Escape"]);
+    t.wait_for(30, "the table again", |s| s.contains("[.] top_spin_marker"));
+    t.keys(&["q"]);
+    let s = t.wait_for(30, "the shell back", |s| {
+        s.lines().any(|l| l.starts_with("top-exit="))
+    });
+    assert!(s.lines().any(|l| l == "top-exit=0"), "{s}");
+    t.typed("echo cooked-$((6*7))");
+    t.keys(&["Enter"]);
+    t.wait_for(30, "a terminal in its normal mode", |s| {
+        s.lines().any(|l| l == "cooked-42")
+    });
+}
+
+#[test]
+fn a_small_terminal_is_told_and_sigterm_gives_the_terminal_back() {
+    let Some(t) = Tmux::start("small", 40, 8) else {
+        return;
+    };
+    t.typed(&format!("{PMX} top -d 1; echo top-exit=$?"));
+    t.keys(&["Enter"]);
+    t.wait_for(60, "the size message", |s| {
+        s.contains("terminal too small (40x8)")
+    });
+    // SIGTERM: the terminal restored, exit 0.
+    let o = Command::new("tmux")
+        .args(["display-message", "-p", "-t", &t.0, "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    let pmx: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    assert_eq!(unsafe { libc::kill(pmx, libc::SIGTERM) }, 0);
+    let s = t.wait_for(30, "the shell back", |s| {
+        s.lines().any(|l| l.starts_with("top-exit="))
+    });
+    assert!(s.lines().any(|l| l == "top-exit=0"), "{s}");
+    t.typed("echo cooked-$((6*7))");
+    t.keys(&["Enter"]);
+    t.wait_for(30, "a terminal in its normal mode", |s| {
+        s.lines().any(|l| l == "cooked-42")
+    });
+}
+
+#[test]
+fn a_sample_read_group_shows_each_members_count_per_row_and_the_metrics_columns() {
+    let Some(mut spin) = Spinner::start() else {
+        return;
+    };
+    let pid = spin.child.id().to_string();
+    let bad = Command::new(PMX)
+        .args([
+            "top",
+            "--stdio",
+            "-p",
+            &pid,
+            "-e",
+            "{cpu-clock,page-faults}:S",
+        ])
+        .args(["-M", "NoSuchMetricAnywhere"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("-M: ") && err.contains("NoSuchMetricAnywhere"),
+        "{err}"
+    );
+
+    let mut top = Command::new(PMX)
+        .args(["top", "-p", &pid, "-d", "1", "-F", "1000", "-E", "5"])
+        .args(["-e", "{cpu-clock,task-clock}:S", "-M", "IPC"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut top);
+    let t = Instant::now();
+    let (mut head, mut row) = (String::new(), None);
+    while row.is_none() && t.elapsed() < Duration::from_secs(60) {
+        let Ok(l) = lines.recv_timeout(Duration::from_secs(1)) else {
+            continue;
+        };
+        if l.contains("samples   cpu-clock:S") {
+            head = l;
+        } else if !head.is_empty() && marker_share(&l).is_some_and(|s| s >= 50.0) {
+            row = Some(l);
+        }
+    }
+    spin.stop();
+    let _ = wait_exit(&mut top, Duration::from_secs(60));
+    let _ = top.kill();
+    let row = row.expect("a top_spin_marker row of the group table");
+    let cols: Vec<&str> = head.split_whitespace().collect();
+    assert_eq!(
+        cols[..5],
+        ["self", "samples", "cpu-clock:S", "task-clock:S", "IPC"],
+        "{head}"
+    );
+    // cpu-clock and task-clock count the same nanoseconds of the spinner:
+    // each member's count, a column each, about equal.
+    let f: Vec<&str> = row.split_whitespace().collect();
+    let (a, b): (f64, f64) = (f[2].parse().unwrap(), f[3].parse().unwrap());
+    assert!(a > 0.0 && (a - b).abs() <= 0.05 * a, "{row}");
+    // IPC's inputs are not counted here (no PMU): not a number, as report.
+    assert_eq!(f[4], "-", "{row}");
+}
