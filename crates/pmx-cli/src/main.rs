@@ -179,13 +179,14 @@ fn stat_command() -> clap::Command {
     <stat::StatArgs as clap::Args>::augment_args(clap::Command::new("stat").bin_name("pmx stat"))
 }
 
-/// `pmx stat` given a perf stat option pmx does not take: say so by name.
+/// `pmx stat`/`record`/`report` given a perf option pmx does not take:
+/// say so by name.
 fn refused_perf_option(e: &clap::Error) -> Option<String> {
     use clap::error::{ContextKind, ContextValue::String as Arg, ErrorKind};
-    let stat = std::env::args().nth(1).is_some_and(|c| c == "stat");
+    let sub = std::env::args().nth(1).unwrap_or_default();
     match e.get(ContextKind::InvalidArg) {
-        Some(Arg(a)) if stat && e.kind() == ErrorKind::UnknownArgument => {
-            pmx::stat::refused_perf_option(a.split('=').next().unwrap_or(a))
+        Some(Arg(a)) if e.kind() == ErrorKind::UnknownArgument => {
+            pmx::perf_personality::refused_option(&sub, a.split('=').next().unwrap_or(a))
         }
         _ => None,
     }

@@ -69,12 +69,16 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SEC")]
     pub duration: Option<f64>,
     /// Do not sample the command's children.
-    #[arg(long = "no-inherit")]
+    #[arg(short = 'i', long = "no-inherit")]
     pub no_inherit: bool,
     #[command(flatten)]
     pub db: DbArgs,
-    /// The command to run, after `--`.
-    #[arg(last = true, value_name = "CMD")]
+    /// No messages on standard error (errors still appear).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// The command to run and its arguments (the first word that is not
+    /// an option, or after `--`).
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -122,7 +126,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         record::sample_rate(args.count, args.freq.as_deref()).map_err(failure)?;
     let (events, more) = events(args, rate)?;
     notes.extend(more);
-    for n in &notes {
+    for n in notes.iter().filter(|_| !args.quiet) {
         eprintln!("pmx record: {n}");
     }
     let opts = RecordOptions {
@@ -140,7 +144,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     record::install_signal_handlers();
     match record::record(&events, &opts) {
         Ok(summary) => {
-            for line in summary.messages() {
+            for line in summary.messages().iter().filter(|_| !args.quiet) {
                 eprintln!("pmx record: {line}");
             }
             Ok(summary.exit.map_or(0, |e| e.shell_code()))
