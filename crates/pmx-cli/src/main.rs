@@ -36,6 +36,7 @@ mod plot;
 mod record;
 mod regions;
 mod report;
+mod report_perf;
 mod script;
 mod serve;
 mod stat;

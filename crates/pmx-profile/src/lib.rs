@@ -98,6 +98,7 @@ pub mod flame;
 pub mod group_metrics;
 pub mod kcache;
 pub mod kernel;
+pub mod perf_text;
 pub mod profile;
 pub mod render;
 pub mod report;
