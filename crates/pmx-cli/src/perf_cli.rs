@@ -18,7 +18,9 @@ use std::time::Duration;
 pub fn command_line() -> Vec<OsString> {
     match personality::command_line(std::env::args_os().collect()) {
         Ok((args, dir)) => {
-            dir.map(|d| std::env::set_var("PERF_BUILDID_DIR", d));
+            if let Some(d) = dir {
+                std::env::set_var("PERF_BUILDID_DIR", d);
+            }
             if personality::as_perf(&args) && args.get(1).is_some_and(|a| a == "version") {
                 print!(
                     "{}",

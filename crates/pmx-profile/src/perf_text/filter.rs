@@ -114,7 +114,7 @@ impl Filter {
                     None => out.push(r),
                 }
             }
-            out.sort_by(|a, b| b.period.cmp(&a.period));
+            out.sort_by_key(|r| std::cmp::Reverse(r.period));
             e.rows = out;
         }
         report.sort = shown.to_vec();
