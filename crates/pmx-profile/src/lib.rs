@@ -110,7 +110,7 @@ pub use annotate::{annotate, AnnotateError, AnnotateOptions, Annotation};
 pub use diff::{default_sort, diff, Compute, DiffOptions, DiffReport};
 pub use profile::{
     build, build_with_addresses, truncation_warning, AddressSamples, EventProfile, KernelSymbols,
-    MachineId, Options, Profile, Row, SortKey, Weight,
+    Live, MachineId, Options, Profile, Row, SortKey, Weight,
 };
 pub use profile::{for_each_sample, Deltas, GroupRow, GroupTable, MemberDelta, Moments};
 pub use report::{report, Report, ReportError, ReportOptions, StackEvent};

@@ -18,6 +18,7 @@ mod addresses;
 mod aggregate;
 mod described;
 mod groups;
+pub mod live;
 mod replay;
 mod rows;
 pub mod sink;
@@ -34,6 +35,7 @@ use sink::SampleSink;
 
 pub use addresses::{AddressSamples, Weight};
 pub use groups::{for_each_sample, Deltas, MemberDelta, Moments};
+pub use live::Live;
 pub use types::{
     truncation_warning, EventProfile, GroupRow, GroupTable, KernelSymbols, MachineId, Options,
     Profile, Row, SortKey, ThreadReads, SOURCE_LINE_ROWS,
@@ -144,7 +146,7 @@ fn build_full<'o>(
             .insert(0, truncation_warning(t, reader.bytes_read()));
     }
     for (ev, acc) in events.iter().zip(accs) {
-        let e = rows::event_profile(&ev.name, acc, &mut sym, &remap, &comms, options);
+        let e = rows::event_profile(&ev.name, &acc, &mut sym, &remap, &comms, options);
         out.events.push(e);
     }
     described::add_tables(&mut out);

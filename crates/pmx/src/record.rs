@@ -91,7 +91,10 @@ use crate::launch::Launched;
 use crate::stat::Scope;
 use open::Ring;
 use plan::Plan;
-use sink::{Sink, Written};
+use sink::{Output, Sink, Written};
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 use target::Lifecycle;
 
@@ -116,7 +119,39 @@ pub fn record(events: &[RecordEvent], opts: &RecordOptions) -> Result<RecordSumm
     // setup) is kept: it ends the recording once the command runs.
     plan::validate(events, opts)?;
     let mut child = target::launch(opts)?;
-    let result = record_with(events, opts, child.as_mut());
+    let output = Output::Path(&opts.output);
+    let result = record_with(events, opts, child.as_mut(), output, None);
+    if result.is_err() {
+        if let Some(c) = child.as_mut() {
+            c.abandon();
+        }
+    }
+    crate::signals::set_child(0);
+    result
+}
+
+/// A live sampling session: record `events` as `opts` says (its
+/// `output` is not used), streaming pipe-mode perf.data into `out` — a
+/// FINISHED_ROUND and a flush after every drain of the rings, at least
+/// every 100 ms, so a reader on the other end (`pmx_profile`'s live
+/// aggregator, or a buffer turned into a profile at the end) always
+/// knows how far time has come — until the target is over, the duration
+/// passes, SIGINT/SIGTERM arrives or `stop` is set. The feature records
+/// (build ids, sample times) end the stream.
+///
+/// What a session costs: one ring per CPU, drained by the calling
+/// thread; the writer should not block for long (a full ring loses
+/// records, counted in the summary's `lost_*`).
+pub fn stream(
+    events: &[RecordEvent],
+    opts: &RecordOptions,
+    out: Box<dyn Write + Send>,
+    stop: Arc<AtomicBool>,
+) -> Result<RecordSummary, RecordError> {
+    plan::validate(events, opts)?;
+    let mut child = target::launch(opts)?;
+    let output = Output::Stream(out);
+    let result = record_with(events, opts, child.as_mut(), output, Some(stop));
     if result.is_err() {
         if let Some(c) = child.as_mut() {
             c.abandon();
@@ -131,11 +166,13 @@ fn record_with(
     events: &[RecordEvent],
     opts: &RecordOptions,
     child: Option<&mut Launched>,
+    output: Output<'_>,
+    stop: Option<Arc<AtomicBool>>,
 ) -> Result<RecordSummary, RecordError> {
     let plan = Plan::new(events, opts, child.as_ref().map(|c| c.pid))?;
     let (opened, mut rings) = open::open(&plan, events, opts.mmap_pages)?;
     let (mut sink, old_output) = Sink::create(
-        &opts.output,
+        output,
         (&plan.attrs, events),
         &opened.ids,
         opened.by_id(),
@@ -161,7 +198,7 @@ fn record_with(
         sink.write(r)?;
     }
 
-    let mut life = Lifecycle::start(child, opts)?;
+    let mut life = Lifecycle::start(child, opts, stop)?;
     let elapsed = drain_until_over(&mut life, &mut rings, &mut sink)?;
     opened.disable();
     sink.drain(&mut rings)?;

@@ -105,6 +105,12 @@ impl<W: Write> PipeWriter<W> {
         Ok(())
     }
 
+    /// Push what was written so far to the output (a reader on the other
+    /// end of a pipe sees every record up to here).
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
     /// Bytes of records written so far.
     pub fn data_size(&self) -> u64 {
         self.data_size

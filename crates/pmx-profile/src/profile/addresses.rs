@@ -61,7 +61,7 @@ pub struct AddressSamples {
 type Place = (FrameId, DsoId, u64);
 
 /// Places → per-event weights, while the file is replayed.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct AddressAcc {
     places: HashMap<Place, Vec<Weight>>,
     /// Per place, per group leader: the moments of the members' deltas.
@@ -111,6 +111,24 @@ impl AddressAcc {
                 }
             }
         }
+    }
+
+    /// Age every weight by `keep` (the live aggregator's decay); drop
+    /// places left without a sample.
+    pub(super) fn decay(&mut self, keep: f64) {
+        let scale = |v: u64| (v as f64 * keep) as u64;
+        self.places.retain(|_, ws| {
+            for w in ws.iter_mut() {
+                w.samples = scale(w.samples);
+                w.period = scale(w.period);
+            }
+            ws.iter().any(|w| w.samples > 0)
+        });
+        let places = &self.places;
+        self.groups.retain(|p, gs| {
+            super::groups::decay_groups(gs, keep);
+            places.contains_key(p)
+        });
     }
 
     /// Credit `w` to `event` at the place (`leaf`, `dso`, `addr`).

@@ -120,6 +120,18 @@ pub struct Moments {
 }
 
 impl Moments {
+    /// Every sum scaled by `keep` (0..=1): old samples weigh less, the
+    /// means and (co)variances per sample keep their meaning.
+    pub fn scale(&mut self, keep: f64) {
+        self.samples = (self.samples as f64 * keep) as u64;
+        for s in &mut self.sums {
+            *s = (*s as f64 * keep) as u64;
+        }
+        for p in &mut self.products {
+            *p *= keep;
+        }
+    }
+
     /// Add one sample's deltas (one per member).
     pub fn add(&mut self, d: &[u64]) {
         let m = d.len();
@@ -197,6 +209,23 @@ impl<K: std::hash::Hash + Eq> GroupAcc<K> {
         self.buf.extend(pairs.chunks_exact(2).map(|p| p[1]));
         self.rows.entry(key).or_default().add(&self.buf);
     }
+}
+
+/// Scale one place's group moments by `keep`.
+pub(super) fn decay_groups(gs: &mut Vec<(usize, Moments)>, keep: f64) {
+    for (_, m) in gs.iter_mut() {
+        m.scale(keep);
+    }
+    gs.retain(|(_, m)| m.samples > 0);
+}
+
+/// Scale a group's moments by `keep` (weights of old samples, so means and
+/// variances keep their meaning); drop rows under one sample.
+pub(super) fn decay_moments<K: std::hash::Hash + Eq>(rows: &mut HashMap<K, Moments>, keep: f64) {
+    rows.retain(|_, m| {
+        m.scale(keep);
+        m.samples > 0
+    });
 }
 
 #[cfg(test)]

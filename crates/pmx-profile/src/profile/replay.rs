@@ -125,17 +125,40 @@ impl Replay {
             if n.is_multiple_of(65536) {
                 progress(reader.bytes_read(), reader.total_bytes());
             }
+            if self.next(reader, st, this_machine)?.is_none() {
+                break;
+            }
+        }
+        self.queue.flush(u64::MAX, st);
+        Ok(())
+    }
+
+    /// Apply everything still queued (the end of a stream).
+    pub(super) fn flush_all(&mut self, st: &mut State<'_>) {
+        self.queue.flush(u64::MAX, st);
+    }
+
+    /// Read one record of `reader` and queue or apply it: `None` at the
+    /// end of the stream, `Some(true)` when it ended a round (the round
+    /// was applied).
+    pub(super) fn next(
+        &mut self,
+        reader: &mut Reader,
+        st: &mut State<'_>,
+        this_machine: &MachineId,
+    ) -> Result<Option<bool>, pmx_perfdata::Error> {
+        {
             if reader.is_pipe() && reader.features().present.len() != self.features_seen {
                 self.pipe_features(reader.features(), st, this_machine);
             }
             self.deltas.refresh(reader);
             let Some(rec) = reader.next_record()? else {
-                break;
+                return Ok(None);
             };
             match self.record(rec, st) {
                 // The round was applied; the queue's size is looked at
                 // after the next record.
-                Step::RoundEnd => continue,
+                Step::RoundEnd => return Ok(Some(true)),
                 Step::Side(id, time, kind) => {
                     let event = id.and_then(|id| reader.event_of_id(id));
                     if let Some(e) = event {
@@ -162,8 +185,7 @@ impl Replay {
                 self.queue.flush(u64::MAX, st);
             }
         }
-        self.queue.flush(u64::MAX, st);
-        Ok(())
+        Ok(Some(false))
     }
 
     /// Pipe mode: the features (hostname, build-ids) arrive in the stream.

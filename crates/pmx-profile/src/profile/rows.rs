@@ -27,14 +27,14 @@ pub(super) fn kernel_symbols(options: &Options, needed: bool, here: bool) -> Kal
 /// kernel frames to resolved ones, `comms` the interned command names.
 pub(super) fn event_profile(
     name: &str,
-    acc: EventAcc,
+    acc: &EventAcc,
     sym: &mut Symbolizer,
     remap: &[FrameId],
     comms: &[String],
     options: &Options,
 ) -> EventProfile {
     let remap_frame = |f: FrameId| remap.get(f as usize).copied().unwrap_or(f);
-    let mut rows = rows(&acc, sym, &remap_frame, comms, options);
+    let mut rows = rows(acc, sym, &remap_frame, comms, options);
     let group = acc
         .group
         .as_deref()
@@ -47,7 +47,7 @@ pub(super) fn event_profile(
         }
     }
     let mut by_names: std::collections::BTreeMap<Vec<String>, (u64, u64)> = Default::default();
-    for (k, (samples, period)) in acc.stacks {
+    for (k, &(samples, period)) in &acc.stacks {
         let mut names = vec![comms[k[0] as usize].clone()];
         names.extend(k[1..].iter().map(|&f| sym.frame(remap_frame(f)).label()));
         let e = by_names.entry(names).or_default();

@@ -14,17 +14,28 @@ use pmx_perf::Attr;
 use pmx_perfdata::write::{PipeWriter, Writer};
 use pmx_perfdata::FileAttr;
 use std::collections::HashMap;
-use std::io::{self, BufWriter};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// `PERF_RECORD_FINISHED_ROUND` (perf.data only).
 const FINISHED_ROUND: u32 = 68;
 
+/// Where a recording goes: the file (or `-`, FIFO, device) the user
+/// named, or a caller's stream in pipe mode (a live session: `top`,
+/// `serve`'s profiles), flushed after every round.
+pub enum Output<'a> {
+    /// A path, as `-o` takes it.
+    Path(&'a Path),
+    /// Pipe-mode perf.data written to this writer.
+    Stream(Box<dyn Write + Send>),
+}
+
 /// The perf.data writer: file mode, or pipe mode for outputs that
-/// cannot seek.
+/// cannot seek, or pipe mode into a caller's stream.
 enum Out {
     File(Writer<BufWriter<OutFile>>),
     Pipe(PipeWriter<BufWriter<OutFile>>),
+    Stream(PipeWriter<BufWriter<Box<dyn Write + Send>>>),
 }
 
 impl Out {
@@ -32,6 +43,7 @@ impl Out {
         match self {
             Out::File(w) => w.write_record(rec),
             Out::Pipe(w) => w.write_record(rec),
+            Out::Stream(w) => w.write_record(rec),
         }
     }
 }
@@ -65,12 +77,51 @@ impl Sink {
     /// the kernel and the ids of every event's fds; `cmdline` goes into
     /// a pipe stream's header.
     pub(super) fn create(
-        output: &Path,
+        output: Output<'_>,
         (attrs, events): (&[Attr], &[RecordEvent]),
         ids: &[Vec<u64>],
         by_id: HashMap<u64, usize>,
         cmdline: &[String],
     ) -> io::Result<(Sink, Option<PathBuf>)> {
+        let file_attrs: Vec<FileAttr> = attrs
+            .iter()
+            .zip(events)
+            .zip(ids)
+            .map(|((a, e), ids)| FileAttr {
+                attr: a.to_perf_data_bytes(),
+                ids: ids.clone(),
+                name: e.name.clone(),
+            })
+            .collect();
+        let (writer, old_output) = match output {
+            Output::Path(path) => Self::open_file(path, file_attrs, cmdline)?,
+            Output::Stream(w) => {
+                let start = features(cmdline, &Tally::default(), &mut Vec::new());
+                let w = PipeWriter::create(BufWriter::new(w), file_attrs, &start)?;
+                (Out::Stream(w), None)
+            }
+        };
+        let sink = Sink {
+            writer,
+            tally: Tally {
+                samples: vec![0; events.len()],
+                ..Tally::default()
+            },
+            records: 0,
+            sample_type: attrs[0].sample_type,
+            by_id,
+            groups: super::groups::descriptions(events),
+        };
+        Ok((sink, old_output))
+    }
+
+    /// The file the user named, in file mode or (when it cannot seek)
+    /// pipe mode; the path an earlier non-empty file was kept as.
+    fn open_file(
+        output: &Path,
+        file_attrs: Vec<FileAttr>,
+        cmdline: &[String],
+    ) -> io::Result<(Out, Option<PathBuf>)> {
         let backup_old = Options {
             backup_old: true,
             ..Options::default()
@@ -90,16 +141,6 @@ impl Sink {
             ));
         }
         let old_output = out.backup().map(Path::to_path_buf);
-        let file_attrs: Vec<FileAttr> = attrs
-            .iter()
-            .zip(events)
-            .zip(ids)
-            .map(|((a, e), ids)| FileAttr {
-                attr: a.to_perf_data_bytes(),
-                ids: ids.clone(),
-                name: e.name.clone(),
-            })
-            .collect();
         let pipe = !out.seekable();
         let out = BufWriter::new(out);
         let writer = if pipe {
@@ -108,18 +149,7 @@ impl Sink {
         } else {
             Out::File(Writer::create(out, file_attrs)?)
         };
-        let sink = Sink {
-            writer,
-            tally: Tally {
-                samples: vec![0; events.len()],
-                ..Tally::default()
-            },
-            records: 0,
-            sample_type: attrs[0].sample_type,
-            by_id,
-            groups: super::groups::descriptions(events),
-        };
-        Ok((sink, old_output))
+        Ok((writer, old_output))
     }
 
     /// Count and write one record.
@@ -131,7 +161,8 @@ impl Sink {
     }
 
     /// Drain every ring into the file, then a FINISHED_ROUND if anything
-    /// came.
+    /// came. A stream gets its round marker every time (a live reader
+    /// learns that time has passed) and is flushed.
     pub(super) fn drain(&mut self, rings: &mut [Ring]) -> io::Result<()> {
         let mut any = false;
         let mut write_err: Option<io::Error> = None;
@@ -149,13 +180,17 @@ impl Sink {
         if let Some(e) = write_err {
             return Err(e);
         }
-        if any {
+        let stream = matches!(self.writer, Out::Stream(_));
+        if any || stream {
             let mut fr = Vec::with_capacity(8);
             fr.extend_from_slice(&FINISHED_ROUND.to_ne_bytes());
             fr.extend_from_slice(&0u16.to_ne_bytes());
             fr.extend_from_slice(&8u16.to_ne_bytes());
             self.writer.write_record(&fr)?;
             self.records += 1;
+        }
+        if let Out::Stream(w) = &mut self.writer {
+            w.flush()?;
         }
         Ok(())
     }
@@ -168,6 +203,15 @@ impl Sink {
         let out = match self.writer {
             Out::File(w) => w.finish(&feats)?,
             Out::Pipe(w) => w.finish(&feats)?,
+            Out::Stream(w) => {
+                let bytes = w.data_size();
+                w.finish(&feats)?;
+                return Ok(Written {
+                    tally: self.tally,
+                    records: self.records,
+                    bytes,
+                });
+            }
         };
         let file = out.into_inner().map_err(|e| e.into_error())?;
         let bytes = file.size();
@@ -207,8 +251,14 @@ mod tests {
             group: None,
         };
         let cmd = ["pmx".to_string(), "record".to_string()];
-        let (mut sink, old) =
-            Sink::create(&out, (&[attr], &[ev]), &[vec![7]], HashMap::new(), &cmd).unwrap();
+        let (mut sink, old) = Sink::create(
+            Output::Path(&out),
+            (&[attr], &[ev]),
+            &[vec![7]],
+            HashMap::new(),
+            &cmd,
+        )
+        .unwrap();
         assert_eq!(old, Some(dir.path().join("t.data.old")));
         // The old file stays until the new one is complete.
         assert_eq!(std::fs::read(&out).unwrap(), b"old");

@@ -9,6 +9,8 @@ use crate::launch::{self, Exit, Launched, StartError};
 use crate::stat::Scope;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The command of `opts`, forked and held before `exec`; `None` without one.
@@ -31,8 +33,10 @@ pub(super) struct Lifecycle<'a> {
     start: Instant,
     /// How the command ended, once it has.
     pub(super) exit: Option<Exit>,
-    /// SIGINT/SIGTERM arrived.
+    /// SIGINT/SIGTERM arrived, or `stop` was set.
     pub(super) interrupted: bool,
+    /// The caller's stop request (a live session's owner).
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl<'a> Lifecycle<'a> {
@@ -41,6 +45,7 @@ impl<'a> Lifecycle<'a> {
     pub(super) fn start(
         child: Option<&'a mut Launched>,
         opts: &RecordOptions,
+        stop: Option<Arc<AtomicBool>>,
     ) -> Result<Lifecycle<'a>, RecordError> {
         let start = Instant::now();
         let (child, pidfd) = match child {
@@ -70,6 +75,7 @@ impl<'a> Lifecycle<'a> {
             start,
             exit: None,
             interrupted: false,
+            stop,
         })
     }
 
@@ -89,6 +95,19 @@ impl<'a> Lifecycle<'a> {
                 self.exit = Some(Exit::from_wait_status(status));
                 return true;
             }
+        }
+        if self
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+        {
+            // As the duration's end: a command still running is
+            // interrupted by `finish`.
+            self.interrupted = self.child.is_none();
+            if self.child.is_some() {
+                self.duration = Some(Duration::ZERO);
+            }
+            return true;
         }
         if crate::signals::stop_requested() {
             self.interrupted = true;
@@ -184,13 +203,13 @@ mod tests {
     #[test]
     fn a_duration_ends_the_recording() {
         let opts = options(Scope::Cpus(vec![0]), Some(Duration::ZERO));
-        let mut life = Lifecycle::start(None, &opts).unwrap();
+        let mut life = Lifecycle::start(None, &opts, None).unwrap();
         assert_eq!(life.poll_fd(), None);
         assert!(life.over());
         assert_eq!(life.timeout_ms(), 1);
         assert_eq!(life.finish().unwrap(), (None, false));
         let open = options(Scope::Cpus(vec![0]), None);
-        let mut life = Lifecycle::start(None, &open).unwrap();
+        let mut life = Lifecycle::start(None, &open, None).unwrap();
         assert!(!life.over());
         assert_eq!(life.timeout_ms(), 100);
     }
@@ -198,7 +217,7 @@ mod tests {
     #[test]
     fn gone_tasks_end_the_recording() {
         let opts = options(Scope::Tids(vec![i32::MAX]), None);
-        assert!(Lifecycle::start(None, &opts).unwrap().over());
+        assert!(Lifecycle::start(None, &opts, None).unwrap().over());
     }
 
     #[test]
@@ -206,7 +225,7 @@ mod tests {
         let mut opts = options(Scope::Command, None);
         opts.command = vec!["/nonexistent/pmx-test".into()];
         let mut child = launch(&opts).unwrap().unwrap();
-        match Lifecycle::start(Some(&mut child), &opts) {
+        match Lifecycle::start(Some(&mut child), &opts, None) {
             Err(RecordError::Exec { reason, .. }) => assert_eq!(reason, "command not found"),
             other => panic!("{:?}", other.map(|_| ())),
         }
