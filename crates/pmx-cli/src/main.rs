@@ -32,6 +32,7 @@ mod list;
 mod merge;
 mod msr;
 mod perf_cli;
+mod perf_tools;
 mod plot;
 mod record;
 mod regions;
@@ -79,6 +80,16 @@ enum Command {
     Script(script::ScriptArgs),
     /// A function's machine code with the samples of each instruction and its source lines.
     Annotate(Box<annotate::AnnotateArgs>),
+    /// Copy a perf.data file or stream: decompressed, with build ids (perf inject).
+    Inject(perf_tools::InjectArgs),
+    /// The events of a perf.data file (perf evlist).
+    Evlist(perf_tools::FileArgs),
+    /// The build ids a perf.data file lists (perf buildid-list).
+    #[command(name = "buildid-list")]
+    BuildidList(perf_tools::FileArgs),
+    /// The build-id cache in perf's layout (~/.debug): add, list, remove.
+    #[command(name = "buildid-cache")]
+    BuildidCache(perf_tools::CacheArgs),
     /// Count system-wide continuously and serve /metrics to Prometheus.
     Serve(Box<serve::ServeArgs>),
     /// Combine result files (per host, per rank) into one report.
@@ -161,6 +172,10 @@ fn main() {
         Command::Script(args) => script::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Inject(args) => perf_tools::inject(args),
+        Command::Evlist(args) => perf_tools::evlist(args),
+        Command::BuildidList(args) => perf_tools::buildid_list(args),
+        Command::BuildidCache(args) => perf_tools::buildid_cache(args),
         Command::Merge(args) => merge::run(args),
         Command::Msr(args) => msr::run(args),
         Command::Encode(args) => encode::run(args),

@@ -139,3 +139,15 @@ pub fn header(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
     }
     writeln!(out, "# ========\n#")
 }
+
+/// A perf.data reader, for the commands that read only its header.
+pub type FileReader = Reader;
+
+/// Open a perf.data file (`-`: standard input).
+pub fn open(path: &Path) -> Result<Reader, pmx_perfdata::Error> {
+    if path.as_os_str() == "-" {
+        Reader::open(Path::new("/dev/stdin"))
+    } else {
+        Reader::open(path)
+    }
+}
