@@ -73,6 +73,18 @@ pub struct RecordArgs {
     pub no_inherit: bool,
     #[command(flatten)]
     pub db: DbArgs,
+    /// zstd-compress the records (PERF_RECORD_COMPRESSED) at level N (1-22).
+    #[arg(short = 'z', long = "compression-level", value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = "1", value_parser = clap::value_parser!(u32).range(1..=22))]
+    pub compression: Option<u32>,
+    /// Write no build ids (and cache no binaries).
+    #[arg(short = 'B', long = "no-buildid")]
+    pub no_buildid: bool,
+    /// Copy no binaries into the build-id cache (~/.debug).
+    #[arg(short = 'N', long = "no-buildid-cache")]
+    pub no_buildid_cache: bool,
+    /// Build ids of every mapped binary, hit or not (what pmx always writes).
+    #[arg(long = "buildid-all")]
+    pub buildid_all: bool,
     /// No messages on standard error (errors still appear).
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -140,12 +152,22 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         duration,
         output: args.output.clone(),
         cmdline: std::env::args().collect(),
+        file: record::FileOptions {
+            compression: args.compression,
+            build_ids: !args.no_buildid,
+        },
     };
     record::install_signal_handlers();
     match record::record(&events, &opts) {
         Ok(summary) => {
             for line in summary.messages().iter().filter(|_| !args.quiet) {
                 eprintln!("pmx record: {line}");
+            }
+            if !args.no_buildid && !args.no_buildid_cache && args.output.as_os_str() != "-" {
+                let dir = pmx_profile::buildid_cache::dir();
+                if let Err(e) = pmx_profile::buildid_cache::add_recorded(&dir, &args.output) {
+                    eprintln!("pmx record: build-id cache {}: {e}", dir.display());
+                }
             }
             Ok(summary.exit.map_or(0, |e| e.shell_code()))
         }

@@ -144,7 +144,11 @@ pub fn lookup(dir: &Path, id: &[u8]) -> Option<PathBuf> {
 /// perf record's post-processing: cache every user-space binary of the
 /// BUILD_ID entries of the recording at `file` (those still on disk with
 /// the recorded build id). Returns how many were added or already there.
+/// Anything but a regular file (a FIFO, a device) is left alone.
 pub fn add_recorded(dir: &Path, file: &Path) -> Result<usize, pmx_perfdata::Error> {
+    if !file.is_file() {
+        return Ok(0);
+    }
     let r = pmx_perfdata::Reader::open(file)?;
     let mut n = 0;
     for e in &r.features().build_ids {

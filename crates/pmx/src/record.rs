@@ -103,7 +103,7 @@ pub use callgraph::{CallGraph, CallGraphError, DEFAULT_STACK_SIZE, MAX_STACK_SIZ
 pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
 pub use options::{
-    EventSamples, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
+    EventSamples, FileOptions, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
 };
 pub use pmx_perf::SampleRate;
 
@@ -176,7 +176,7 @@ fn record_with(
         (&plan.attrs, events),
         &opened.ids,
         opened.by_id(),
-        &opts.cmdline,
+        (&opts.cmdline, &opts.file, opts.mmap_pages),
     )?;
 
     // Start: the command's events at its exec; the others now, before the

@@ -60,6 +60,28 @@ pub struct RecordOptions {
     pub output: PathBuf,
     /// The command line to store in the file (`pmx record …`).
     pub cmdline: Vec<String>,
+    /// How the file is written (compression, build ids).
+    pub file: FileOptions,
+}
+
+/// How a recording's file is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOptions {
+    /// zstd-compress the records at this level (perf's `-z`: 1), as
+    /// `PERF_RECORD_COMPRESSED` records; file mode only.
+    pub compression: Option<u32>,
+    /// Write the BUILD_ID feature (every mapped binary's build id; perf's
+    /// `-B` turns it off).
+    pub build_ids: bool,
+}
+
+impl Default for FileOptions {
+    fn default() -> Self {
+        FileOptions {
+            compression: None,
+            build_ids: true,
+        }
+    }
 }
 
 /// Samples of one event.

@@ -172,6 +172,7 @@ mod tests {
             duration: None,
             output: "x".into(),
             cmdline: vec![],
+            file: Default::default(),
         }
     }
 
@@ -256,6 +257,7 @@ mod tests {
             duration: None,
             output: "x".into(),
             cmdline: vec![],
+            file: Default::default(),
         };
         let a0 = sampling_attr(&ev, 0, 2, &opts);
         let a1 = sampling_attr(&ev, 1, 2, &opts);

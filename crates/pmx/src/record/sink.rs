@@ -7,11 +7,12 @@
 
 use super::features::features;
 use super::open::Ring;
-use super::options::RecordEvent;
+use super::options::{FileOptions, RecordEvent};
 use super::tally::Tally;
 use pmx_io::{Options, OutFile};
 use pmx_perf::Attr;
-use pmx_perfdata::write::{PipeWriter, Writer};
+use pmx_perfdata::format::feature;
+use pmx_perfdata::write::{Compressor, PipeWriter, Writer};
 use pmx_perfdata::FileAttr;
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
@@ -59,6 +60,10 @@ pub(super) struct Sink {
     by_id: HashMap<u64, usize>,
     /// GROUP_DESC: (name, leader index, members) of each `{…}` group.
     groups: Vec<(String, u32, u32)>,
+    /// `-z`: the records go through it, and the ring size in bytes.
+    compressor: Option<(Compressor, u32)>,
+    /// Write the BUILD_ID feature.
+    build_ids: bool,
 }
 
 /// What the finished file is.
@@ -75,13 +80,14 @@ impl Sink {
     /// Open `output` (an earlier non-empty file will be kept as
     /// `output.old`, whose path is returned) with the attrs as given to
     /// the kernel and the ids of every event's fds; `cmdline` goes into
-    /// a pipe stream's header.
+    /// a pipe stream's header; `file`: compression (file mode only) and
+    /// build ids, with the rings' `mmap_pages`.
     pub(super) fn create(
         output: Output<'_>,
         (attrs, events): (&[Attr], &[RecordEvent]),
         ids: &[Vec<u64>],
         by_id: HashMap<u64, usize>,
-        cmdline: &[String],
+        (cmdline, file, mmap_pages): (&[String], &FileOptions, usize),
     ) -> io::Result<(Sink, Option<PathBuf>)> {
         let file_attrs: Vec<FileAttr> = attrs
             .iter()
@@ -101,6 +107,20 @@ impl Sink {
                 (Out::Stream(w), None)
             }
         };
+        let compressor = match (file.compression, &writer) {
+            (None, _) => None,
+            (Some(level), Out::File(_)) => {
+                // perf sizes its decompression buffer by this: at least a batch.
+                let len = (mmap_pages * 4096).max(2 * pmx_perfdata::write::compress::BATCH);
+                Some((Compressor::new(level)?, len.min(u32::MAX as usize) as u32))
+            }
+            (Some(_), _) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "-z: pmx compresses records in a file, not in pipe-mode output",
+                ))
+            }
+        };
         let sink = Sink {
             writer,
             tally: Tally {
@@ -111,6 +131,8 @@ impl Sink {
             sample_type: attrs[0].sample_type,
             by_id,
             groups: super::groups::descriptions(events),
+            compressor,
+            build_ids: file.build_ids,
         };
         Ok((sink, old_output))
     }
@@ -155,9 +177,11 @@ impl Sink {
     /// Count and write one record.
     pub(super) fn write(&mut self, rec: &[u8]) -> io::Result<()> {
         self.tally.see(rec, self.sample_type, &self.by_id);
-        self.writer.write_record(rec)?;
         self.records += 1;
-        Ok(())
+        match &mut self.compressor {
+            Some((c, _)) => c.add(rec, &mut |r| self.writer.write_record(r)),
+            None => self.writer.write_record(rec),
+        }
     }
 
     /// Drain every ring into the file, then a FINISHED_ROUND if anything
@@ -180,6 +204,9 @@ impl Sink {
         if let Some(e) = write_err {
             return Err(e);
         }
+        if let Some((c, _)) = &mut self.compressor {
+            c.flush(&mut |r| self.writer.write_record(r))?;
+        }
         let stream = matches!(self.writer, Out::Stream(_));
         if any || stream {
             let mut fr = Vec::with_capacity(8);
@@ -200,8 +227,17 @@ impl Sink {
     pub(super) fn finish(self, cmdline: &[String], notes: &mut Vec<String>) -> io::Result<Written> {
         let mut feats = features(cmdline, &self.tally, notes);
         feats.group_desc = self.groups;
-        let out = match self.writer {
-            Out::File(w) => w.finish(&feats)?,
+        if !self.build_ids {
+            feats.build_ids.clear();
+        }
+        let mut raw = Vec::new();
+        let mut writer = self.writer;
+        if let Some((mut c, len)) = self.compressor {
+            c.flush(&mut |r| writer.write_record(r))?;
+            raw.push((feature::COMPRESSED, c.feature(len)));
+        }
+        let out = match writer {
+            Out::File(w) => w.finish_with(&feats, &raw)?,
             Out::Pipe(w) => w.finish(&feats)?,
             Out::Stream(w) => {
                 let bytes = w.data_size();
@@ -256,7 +292,7 @@ mod tests {
             (&[attr], &[ev]),
             &[vec![7]],
             HashMap::new(),
-            &cmd,
+            (&cmd, &FileOptions::default(), 1),
         )
         .unwrap();
         assert_eq!(old, Some(dir.path().join("t.data.old")));
