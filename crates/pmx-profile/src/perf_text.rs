@@ -17,7 +17,8 @@ pub use table::{table, Columns};
 pub use tasks::{tasks, write_tasks, Task};
 
 use crate::report::Report;
-use pmx_perfdata::format::record_type;
+use pmx_perfdata::format::{feature, record_type};
+use pmx_perfdata::read::FileFeatures;
 use pmx_perfdata::Reader;
 use std::io::Write;
 use std::path::Path;
@@ -101,20 +102,21 @@ pub fn header(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
         writeln!(out, "# data size      : {}", h.data.size)?;
         writeln!(out, "# feat offset    : {}", h.data.offset + h.data.size)?;
     }
-    let mut line = |k: &str, v: Option<String>| match v {
-        Some(v) => writeln!(out, "# {k} : {v}"),
-        None => Ok(()),
-    };
-    line("hostname", f.hostname.clone())?;
-    line("os release", f.osrelease.clone())?;
-    line("perf version", f.version.clone())?;
-    line("arch", f.arch.clone())?;
-    line("nrcpus online", f.nrcpus.map(|n| n.0.to_string()))?;
-    line("nrcpus avail", f.nrcpus.map(|n| n.1.to_string()))?;
-    line("cpudesc", f.cpudesc.clone())?;
-    line("cpuid", f.cpuid.clone())?;
-    line("total memory", f.total_mem_kib.map(|k| format!("{k} kB")))?;
+    line(out, "hostname", f.hostname.clone())?;
+    line(out, "os release", f.osrelease.clone())?;
+    line(out, "perf version", f.version.clone())?;
+    line(out, "arch", f.arch.clone())?;
+    line(out, "nrcpus online", f.nrcpus.map(|n| n.0.to_string()))?;
+    line(out, "nrcpus avail", f.nrcpus.map(|n| n.1.to_string()))?;
+    line(out, "cpudesc", f.cpudesc.clone())?;
+    line(out, "cpuid", f.cpuid.clone())?;
     line(
+        out,
+        "total memory",
+        f.total_mem_kib.map(|k| format!("{k} kB")),
+    )?;
+    line(
+        out,
         "cmdline",
         f.cmdline.as_ref().map(|c| format!("{} ", c.join(" "))),
     )?;
@@ -122,6 +124,7 @@ pub fn header(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
         let ids = e.ids.iter().map(u64::to_string).collect::<Vec<_>>();
         let fields = attr(&e.attr, " = ").join(", ");
         line(
+            out,
             "event",
             Some(format!(
                 "name = {}, , id = {{ {} }}, {fields}",
@@ -130,12 +133,62 @@ pub fn header(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
             )),
         )?;
     }
+    features_text(out, f)
+}
+
+/// One header line, `# KEY : VALUE`, when there is a value.
+fn line(out: &mut dyn Write, k: &str, v: Option<String>) -> std::io::Result<()> {
+    match v {
+        Some(v) => writeln!(out, "# {k} : {v}"),
+        None => Ok(()),
+    }
+}
+
+/// The header's lines from the topology features on.
+fn features_text(out: &mut dyn Write, f: &FileFeatures) -> std::io::Result<()> {
+    let has = |x: u32| f.present.contains(&x);
+    for (x, name) in [
+        (feature::CPU_TOPOLOGY, "CPU_TOPOLOGY"),
+        (feature::NUMA_TOPOLOGY, "NUMA_TOPOLOGY"),
+    ] {
+        if has(x) {
+            writeln!(out, "# {name} info available, use -I to display")?;
+        }
+    }
+    if let Some(m) = f
+        .raw
+        .get(&feature::PMU_MAPPINGS)
+        .and_then(|b| pmu_mappings(b))
+    {
+        writeln!(out, "# pmu mappings: {m}")?;
+    }
+    if has(feature::CACHE) {
+        writeln!(out, "# CACHE info available, use -I to display")?;
+    }
+    if let Some((first, last)) = f.sample_time {
+        let at = |t: u64| format!("{}.{:06}", t / 1_000_000_000, t % 1_000_000_000 / 1000);
+        writeln!(out, "# time of first sample : {}", at(first))?;
+        writeln!(out, "# time of last sample : {}", at(last))?;
+        let ms = last.saturating_sub(first) as f64 / 1e6;
+        writeln!(out, "# sample duration : {ms:10.3} ms")?;
+    }
+    if has(feature::MEM_TOPOLOGY) {
+        writeln!(out, "# MEM_TOPOLOGY info available, use -I to display")?;
+    }
     if let Some(c) = f.compressed {
         let kind = if c.kind == 1 { "Zstd" } else { "Unknown" };
         line(
+            out,
             "compressed",
             Some(format!("{kind}, level = {}, ratio = {}", c.level, c.ratio)),
         )?;
+    }
+    let missing: Vec<String> = (feature::TRACING_DATA..=feature::PMU_CAPS)
+        .filter(|&x| !has(x))
+        .filter_map(|x| feature::name(x).map(str::to_uppercase))
+        .collect();
+    if !missing.is_empty() {
+        writeln!(out, "# missing features: {} ", missing.join(" "))?;
     }
     writeln!(out, "# ========\n#")
 }
@@ -150,4 +203,21 @@ pub fn open(path: &Path) -> Result<Reader, pmx_perfdata::Error> {
     } else {
         Reader::open(path)
     }
+}
+
+/// The PMU_MAPPINGS feature as perf prints it (`software = 1, …`): a
+/// count, then per PMU its type and its name (a length-prefixed string).
+fn pmu_mappings(b: &[u8]) -> Option<String> {
+    let u32_at = |at: usize| Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    let n = u32_at(0)?;
+    let (mut at, mut v) = (4usize, Vec::new());
+    for _ in 0..n.min(1024) {
+        let kind = u32_at(at)?;
+        let len = u32_at(at + 4)? as usize;
+        let name = b.get(at + 8..at.checked_add(8 + len)?)?;
+        let name = String::from_utf8_lossy(name.split(|&c| c == 0).next()?).into_owned();
+        v.push(format!("{name} = {kind}"));
+        at += 8 + len;
+    }
+    Some(v.join(", "))
 }
