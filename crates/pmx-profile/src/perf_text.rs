@@ -40,9 +40,10 @@ pub fn evlist(path: &Path, verbose: bool) -> Result<String, pmx_perfdata::Error>
 }
 
 /// perf's number of samples in the table header: `2K` for 2723 (divided
-/// by 1000 while it is 1000 or more, up to G).
+/// by 1000 while it is 1000 or more, up to G), `542 ` (a space for the
+/// unit) for 542.
 pub fn abbreviated(mut n: u64) -> String {
-    let units = ["", "K", "M", "G"];
+    let units = [" ", "K", "M", "G"];
     let mut i = 0;
     while n >= 1000 && i < units.len() - 1 {
         n /= 1000;
