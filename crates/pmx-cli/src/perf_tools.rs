@@ -59,34 +59,21 @@ pub fn inject(a: &InjectArgs) -> anyhow::Result<i32> {
         build_ids: a.build_ids,
     };
     let s = pmx_profile::inject::inject(&o)?;
-    if a.verbose {
-        eprintln!(
-            "pmx inject: {} records, {} build ids",
-            s.records, s.build_ids
-        );
-    }
+    (a.verbose).then(|| eprintln!("pmx inject: {s}"));
     Ok(crate::exit::OK)
 }
 
-/// Run `pmx evlist`.
-pub fn evlist(a: &FileArgs) -> anyhow::Result<i32> {
-    let text = perf_text::evlist(&a.input, a.verbose)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", a.input.display()))?;
-    print!("{text}");
+/// Run `pmx evlist` (`list`: false) or `pmx buildid-list`.
+pub fn file(a: &FileArgs, list: bool) -> anyhow::Result<i32> {
+    let text = match list {
+        true => perf_text::buildid_list(&a.input),
+        false => perf_text::evlist(&a.input, a.verbose),
+    };
+    print!(
+        "{}",
+        text.map_err(|e| anyhow::anyhow!("{}: {e}", a.input.display()))?
+    );
     Ok(crate::exit::OK)
-}
-
-/// Run `pmx buildid-list`: each build id of the file and its binary.
-pub fn buildid_list(a: &FileArgs) -> anyhow::Result<i32> {
-    let r = open_file(&a.input)?;
-    for e in &r.features().build_ids {
-        println!("{} {}", pmx_profile::elf::hex(&e.build_id), e.filename);
-    }
-    Ok(crate::exit::OK)
-}
-
-fn open_file(p: &std::path::Path) -> anyhow::Result<pmx_profile::perf_text::FileReader> {
-    perf_text::open(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
 }
 
 /// Run `pmx buildid-cache`.
@@ -99,14 +86,12 @@ pub fn buildid_cache(a: &CacheArgs) -> anyhow::Result<i32> {
         }
     }
     for p in &a.remove {
-        let had = cache::remove(&dir, p)?;
-        if a.verbose {
-            println!(
-                "Removing {}: {}",
-                p.display(),
-                if had { "Ok" } else { "not cached" }
-            );
-        }
+        let had = if cache::remove(&dir, p)? {
+            "Ok"
+        } else {
+            "not cached"
+        };
+        (a.verbose).then(|| println!("Removing {}: {had}", p.display()));
     }
     if a.list {
         for (id, path) in cache::list(&dir)? {

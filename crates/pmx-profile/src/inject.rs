@@ -34,6 +34,12 @@ pub struct InjectSummary {
     pub build_ids: usize,
 }
 
+impl std::fmt::Display for InjectSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} records, {} build ids", self.records, self.build_ids)
+    }
+}
+
 /// Why injecting failed.
 #[derive(Debug, thiserror::Error)]
 pub enum InjectError {
@@ -100,10 +106,7 @@ pub fn inject(opts: &InjectOptions) -> Result<InjectSummary, InjectError> {
     let mut out: Option<Out> = None;
     let mut mapped: BTreeMap<String, u16> = BTreeMap::new();
     let mut summary = InjectSummary::default();
-    loop {
-        let Some((rec, bytes)) = reader.next_record_bytes().map_err(rerr)? else {
-            break;
-        };
+    while let Some((rec, bytes)) = reader.next_record_bytes().map_err(rerr)? {
         if let Record::Mmap(m) = rec {
             let name = String::from_utf8_lossy(m.filename).into_owned();
             mapped.entry(name).or_insert(m.misc & misc::CPUMODE_MASK);

@@ -194,16 +194,14 @@ fn features_text(out: &mut dyn Write, f: &FileFeatures) -> std::io::Result<()> {
     writeln!(out, "# ========\n#")
 }
 
-/// A perf.data reader, for the commands that read only its header.
-pub type FileReader = Reader;
-
-/// Open a perf.data file (`-`: standard input).
-pub fn open(path: &Path) -> Result<Reader, pmx_perfdata::Error> {
-    if path.as_os_str() == "-" {
-        Reader::open(Path::new("/dev/stdin"))
-    } else {
-        Reader::open(path)
-    }
+/// `perf buildid-list`: each build id of the file's BUILD_ID feature (or
+/// a stream's HEADER_BUILD_ID records; `-`: standard input) and its binary.
+pub fn buildid_list(path: &Path) -> Result<String, pmx_perfdata::Error> {
+    let stdin = path.as_os_str() == "-";
+    let r = Reader::open(if stdin { Path::new("/dev/stdin") } else { path })?;
+    let lines = (r.features().build_ids.iter())
+        .map(|e| format!("{} {}\n", crate::elf::hex(&e.build_id), e.filename));
+    Ok(lines.collect())
 }
 
 /// The PMU_MAPPINGS feature as perf prints it (`software = 1, …`): a
