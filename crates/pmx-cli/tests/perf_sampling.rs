@@ -277,3 +277,64 @@ fn build_id_cache_is_shared_with_perf_and_names_rebuilt_binaries() {
         assert!(!named(&s, true, &empty, d).contains("noploop"));
     }
 }
+
+/// The options of `perf COMMAND -h` (perf 6.1 prints them on stderr).
+fn perf_options(command: &str) -> Vec<String> {
+    let o = Command::new("perf")
+        .args([command, "-h"])
+        .output()
+        .expect("perf -h");
+    let text = format!("{}{}", common::stdout(&o), common::stderr(&o));
+    let mut opts = Vec::new();
+    for l in text
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+    {
+        for w in l.split_whitespace().take(2) {
+            let w = w.trim_end_matches(',');
+            let w = w.split(['[', '=']).next().unwrap_or(w);
+            if w.starts_with('-') && w.len() > 1 {
+                opts.push(w.to_string());
+            }
+            if !l.starts_with("-") || !w.starts_with('-') || w.starts_with("--") {
+                break;
+            }
+        }
+    }
+    opts
+}
+
+#[test]
+fn every_perf_record_and_report_option_is_taken_or_refused_by_name() {
+    let Some(s) = Setup::new() else { return };
+    for command in ["record", "report"] {
+        let opts = perf_options(command);
+        assert!(opts.len() > 60, "perf {command} -h: {opts:?}");
+        let help = common::stdout(&s.run(true, &[command, "--help"]));
+        let taken = |o: &str| {
+            (help.split(|c: char| c.is_whitespace() || c == ',' || c == '='))
+                .any(|w| w.trim_end_matches("...") == o || w.split('[').next() == Some(o))
+        };
+        for o in &opts {
+            let refused = pmx::perf_personality::refused_option(command, o);
+            assert!(
+                taken(o) || refused.is_some(),
+                "perf {command} {o}: neither in pmx's --help nor refused by name"
+            );
+            // A refused option is refused by the binary, by name, exit 2.
+            if let (Some(msg), false) = (refused, taken(o)) {
+                let out = Command::new(s.bin.join("perf"))
+                    .args([command, o.as_str()])
+                    .output()
+                    .unwrap();
+                assert_eq!(out.status.code(), Some(2), "{command} {o}");
+                assert!(
+                    common::stderr(&out).contains(&msg),
+                    "{command} {o}: {}",
+                    common::stderr(&out)
+                );
+            }
+        }
+    }
+}

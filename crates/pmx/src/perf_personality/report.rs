@@ -195,6 +195,76 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--total-cycles", "pmx reads no branch cycles"),
     ("--mmaps", "pmx report lists no memory maps; use pmx script"),
     ("--socket-filter", "pmx has no socket filter"),
+    (
+        "--tid",
+        "pmx report has no thread key; filter processes with --pid",
+    ),
+    (
+        "-C",
+        "pmx report has no CPU filter; -s cpu shows each CPU's rows",
+    ),
+    (
+        "--cpu",
+        "pmx report has no CPU filter; -s cpu shows each CPU's rows",
+    ),
+    ("-f", "pmx reads any file it can open"),
+    ("--force", "pmx reads any file it can open"),
+    ("-I", "--header prints every feature pmx reads"),
+    ("--show-info", "--header prints every feature pmx reads"),
+    (
+        "-m",
+        "pmx resolves kernel module symbols from /proc/kallsyms",
+    ),
+    (
+        "--modules",
+        "pmx resolves kernel module symbols from /proc/kallsyms",
+    ),
+    (
+        "-U",
+        "pmx shows unresolved addresses and says which binaries cost them",
+    ),
+    (
+        "--hide-unresolved",
+        "pmx shows unresolved addresses and says which binaries cost them",
+    ),
+    ("--asm-raw", "use pmx annotate"),
+    ("--source", "use pmx annotate"),
+    (
+        "--objdump",
+        "pmx disassembles with its own decoder (pmx annotate)",
+    ),
+    ("--demangle-kernel", "kernel symbols are not mangled"),
+    ("--disable-order", "pmx orders the records by time"),
+    (
+        "--full-source-path",
+        "--lines shows the source path as DWARF has it",
+    ),
+    (
+        "--group-sort-idx",
+        "pmx sorts a group's table by its leader",
+    ),
+    ("--ignore-vmlinux", "pmx reads no vmlinux"),
+    ("--ns", "pmx report prints no times"),
+    (
+        "--percent-type",
+        "pmx's shares are of the event's total period",
+    ),
+    ("--prefix", "use pmx annotate"),
+    ("--prefix-strip", "use pmx annotate"),
+    ("--pretty", "pmx has one layout per output"),
+    ("--raw-trace", "pmx reads no tracepoint data"),
+    ("--samples", "pmx keeps no samples per row; use pmx script"),
+    (
+        "--show-cpu-utilization",
+        "pmx report prints no CPU utilization",
+    ),
+    ("--show-on-off-events", "pmx report reads the whole file"),
+    ("--show-ref-call-graph", "pmx report prints no call graphs"),
+    ("--show-total-period", "-F period shows each row's period"),
+    ("--skip-empty", "pmx report shows every event with samples"),
+    ("--stdio-color", "pmx report writes no colour"),
+    ("--time-quantum", "pmx report reads the whole file"),
+    ("--disassembler-style", "use pmx annotate -M intel|att"),
 ];
 
 /// The message for a perf report option pmx does not take, naming it and
