@@ -66,7 +66,7 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--namespaces", "pmx records no namespace events"),
     ("--no-buffering", "pmx drains the rings every round"),
     ("--num-thread-synthesize", "pmx synthesizes the existing tasks from one thread"),
-    ("--off-cpu", "off-CPU analysis needs BPF, which pmx does not load"),
+    ("--off-cpu", "off-CPU analysis needs perf's BPF skeletons (a perf built with BUILD_BPF_SKEL=1); pmx loads no BPF"),
     ("--per-thread", "pmx maps one ring per CPU for a command"),
     ("--proc-map-timeout", "pmx reads /proc maps without a timeout"),
     ("--running-time", "pmx record writes no running/enabled times"),
