@@ -163,12 +163,9 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
             for line in summary.messages().iter().filter(|_| !args.quiet) {
                 eprintln!("pmx record: {line}");
             }
-            if !args.no_buildid && !args.no_buildid_cache && args.output.as_os_str() != "-" {
-                let dir = pmx_profile::buildid_cache::dir();
-                if let Err(e) = pmx_profile::buildid_cache::add_recorded(&dir, &args.output) {
-                    eprintln!("pmx record: build-id cache {}: {e}", dir.display());
-                }
-            }
+            let skip = args.no_buildid || args.no_buildid_cache;
+            let w = pmx_profile::buildid_cache::after_record(&summary.output, skip);
+            w.map(|w| eprintln!("pmx record: {w}"));
             Ok(summary.exit.map_or(0, |e| e.shell_code()))
         }
         Err(RecordError::Exec { cmd, reason }) => {

@@ -120,30 +120,16 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     }
     let p = &args.perf;
     if p.tasks {
-        let tasks = pmx_profile::perf_text::tasks(&args.input)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", args.input.display()))?;
-        pmx_profile::perf_text::write_tasks(&mut std::io::stdout().lock(), &tasks)?;
-        return Ok(crate::exit::OK);
+        return p.tasks(&args.input);
     }
     let (fields, cols) = p.fields(args.sort.as_deref())?;
-    let filter = p.filter()?;
-    let perf_layout = pmx::perf_personality::as_perf(&std::env::args_os().collect::<Vec<_>>())
-        || p.fields.is_some()
-        || p.nr_samples
-        || p.header
-        || p.header_only
-        || p.stats;
+    let (filter, perf_layout) = (p.filter()?, p.layout());
     let shown = (perf_layout
         .then(|| fields.sort.clone())
         .or(args.sort.clone()))
     .unwrap_or_else(|| default_sort(args.diff.is_some()).into());
     let shown = pmx_profile::report::sort_keys(&shown).map_err(failure)?;
-    if p.tui {
-        eprintln!("pmx: pmx has no TUI report; the table follows (--stdio)");
-    }
-    if (p.call_graph.as_deref()).is_some_and(|g| !g.starts_with("none")) && !args.quiet {
-        eprintln!("pmx: pmx report prints no call graphs under the rows; --folded and --flamegraph show the stacks");
-    }
+    p.notes(args.quiet);
     let options = ReportOptions {
         input: args.input.clone(),
         sort: filter.sort(&shown),
@@ -184,7 +170,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         }
     }
     if perf_layout && !args.folded && !args.json && !args.csv {
-        p.print(&mut out, &report, &cols)?;
+        pmx_profile::perf_text::print(&mut out, &report, &cols)?;
     } else if args.folded {
         let ev = stack_event(&report)?;
         out.write_all(report.folded(ev).as_bytes())?;

@@ -4,7 +4,6 @@
 use crate::exit::UsageError;
 use pmx::perf_personality::report as perf;
 use pmx_profile::perf_text::{self, Columns, Filter};
-use pmx_profile::Report;
 
 /// perf report's flags.
 #[derive(Debug, clap::Args)]
@@ -63,6 +62,30 @@ pub struct PerfReportArgs {
 }
 
 impl PerfReportArgs {
+    /// perf's layout: run as `perf`, or given a flag of perf's layout.
+    pub fn layout(&self) -> bool {
+        let as_perf = pmx::perf_personality::as_perf(&std::env::args_os().collect::<Vec<_>>());
+        let parts = self.header || self.header_only || self.stats;
+        as_perf || self.fields.is_some() || self.nr_samples || parts
+    }
+
+    /// `--tasks`: the file's tasks.
+    pub fn tasks(&self, input: &std::path::Path) -> anyhow::Result<i32> {
+        let r = perf_text::print_tasks(input, &mut std::io::stdout().lock());
+        r.map_err(|e| anyhow::anyhow!("{}: {e}", input.display()).into())
+            .map(|_| 0)
+    }
+
+    /// What pmx does not draw: perf's TUI, call graphs under the rows.
+    pub fn notes(&self, quiet: bool) {
+        if self.tui {
+            eprintln!("pmx: pmx has no TUI report; the table follows (--stdio)");
+        }
+        if (self.call_graph.as_deref()).is_some_and(|g| !g.starts_with("none")) && !quiet {
+            eprintln!("pmx: pmx report prints no call graphs under the rows; --folded and --flamegraph show the stacks");
+        }
+    }
+
     /// The filter and the keys to report with, for the shown `sort`.
     pub fn filter(&self) -> anyhow::Result<Filter> {
         let (l, usage) = (perf::list, |m: String| UsageError(m));
@@ -86,26 +109,9 @@ impl PerfReportArgs {
             samples: f.samples,
             period: f.period,
             header_shown: self.header,
+            header_only: self.header_only,
+            stats: self.stats,
         };
         Ok((f, cols))
-    }
-
-    /// The header, stats or table in perf's layout.
-    pub fn print(
-        &self,
-        out: &mut dyn std::io::Write,
-        r: &Report,
-        c: &Columns,
-    ) -> std::io::Result<()> {
-        if self.header || self.header_only {
-            perf_text::header(out, r)?;
-        }
-        if self.stats {
-            return perf_text::stats(out, r);
-        }
-        if !self.header_only {
-            perf_text::table(out, r, c)?;
-        }
-        Ok(())
     }
 }

@@ -166,3 +166,12 @@ pub fn add_recorded(dir: &Path, file: &Path) -> Result<usize, pmx_perfdata::Erro
     }
     Ok(n)
 }
+
+/// After `record` wrote `output`: cache its binaries in [`dir`] unless
+/// `skip`; a warning when that failed.
+pub fn after_record(output: &Path, skip: bool) -> Option<String> {
+    let dir = dir();
+    let r = (!skip).then(|| add_recorded(&dir, output))?;
+    r.err()
+        .map(|e| format!("build-id cache {}: {e}", dir.display()))
+}

@@ -13,8 +13,8 @@ mod tasks;
 
 pub use attr::attr;
 pub use filter::Filter;
-pub use table::{table, Columns};
-pub use tasks::{tasks, write_tasks, Task};
+pub use table::{print, table, Columns};
+pub use tasks::{print_tasks, tasks, write_tasks, Task};
 
 use crate::report::Report;
 use pmx_perfdata::format::{feature, record_type};

@@ -7,8 +7,10 @@ use crate::profile::{Row, SortKey};
 use crate::report::{pct, Report};
 use std::io::Write;
 
-/// perf report's number columns (`-F overhead,sample,period`, `-n`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What perf report prints: its number columns (`-F
+/// overhead,sample,period`, `-n`) and the parts (`--header`,
+/// `--header-only`, `--stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Columns {
     /// Overhead (Children and Self with children).
     pub overhead: bool,
@@ -16,8 +18,26 @@ pub struct Columns {
     pub samples: bool,
     /// Period.
     pub period: bool,
-    /// The header block was printed (`--header`): no hint line.
+    /// The header block first (`--header`): no hint line then.
     pub header_shown: bool,
+    /// Only the header (`--header-only`).
+    pub header_only: bool,
+    /// The record counts instead of the table (`--stats`).
+    pub stats: bool,
+}
+
+/// The header, the record counts or the table, as `cols` says.
+pub fn print(out: &mut dyn Write, r: &Report, cols: &Columns) -> std::io::Result<()> {
+    if cols.header_shown || cols.header_only {
+        super::header(out, r)?;
+    }
+    if cols.stats {
+        return super::stats(out, r);
+    }
+    if !cols.header_only {
+        table(out, r, cols)?;
+    }
+    Ok(())
 }
 
 fn key_cell(k: SortKey, r: &Row) -> String {

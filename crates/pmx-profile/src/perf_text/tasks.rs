@@ -54,6 +54,11 @@ pub fn tasks(path: &Path) -> Result<Vec<Task>, pmx_perfdata::Error> {
     Ok(by_tid.into_values().collect())
 }
 
+/// [`tasks`] of `path` written by [`write_tasks`].
+pub fn print_tasks(path: &Path, out: &mut dyn Write) -> Result<(), pmx_perfdata::Error> {
+    Ok(write_tasks(out, &tasks(path)?)?)
+}
+
 fn task(pid: i64, tid: i64, ppid: i64, comm: &str) -> Task {
     Task {
         pid,
