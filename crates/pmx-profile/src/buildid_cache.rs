@@ -141,6 +141,20 @@ pub fn lookup(dir: &Path, id: &[u8]) -> Option<PathBuf> {
     })
 }
 
+/// The file to read for the binary recorded at `path` with build id
+/// `id`: `path` when it is that build (or no id was recorded), else the
+/// cache's copy when there is one, else `path`.
+pub fn resolve(path: &Path, id: Option<&[u8]>) -> PathBuf {
+    let Some(id) = id else {
+        return path.to_path_buf();
+    };
+    let same = |have: Vec<u8>| id.starts_with(&have) && id[have.len()..].iter().all(|&b| b == 0);
+    if build_id_of(path).is_some_and(same) {
+        return path.to_path_buf();
+    }
+    lookup(&dir(), id).unwrap_or_else(|| path.to_path_buf())
+}
+
 /// perf record's post-processing: cache every user-space binary of the
 /// BUILD_ID entries of the recording at `file` (those still on disk with
 /// the recorded build id). Returns how many were added or already there.
