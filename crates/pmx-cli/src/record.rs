@@ -82,6 +82,9 @@ pub struct RecordArgs {
     /// Copy no binaries into the build-id cache (~/.debug).
     #[arg(short = 'N', long = "no-buildid-cache")]
     pub no_buildid_cache: bool,
+    /// New files (OUT.TIMESTAMP) on SIGUSR2 (signal), a size (100M) or a time (30s, 5m).
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true, default_missing_value = "signal")]
+    pub switch_output: Option<String>,
     /// Build ids of every mapped binary, hit or not (what pmx always writes).
     #[arg(long = "buildid-all")]
     pub buildid_all: bool,
@@ -155,6 +158,12 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         file: record::FileOptions {
             compression: args.compression,
             build_ids: !args.no_buildid,
+            switch_output: (args
+                .switch_output
+                .as_deref()
+                .map(record::SwitchOutput::parse))
+            .transpose()
+            .map_err(UsageError)?,
         },
     };
     record::install_signal_handlers();

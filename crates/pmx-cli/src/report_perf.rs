@@ -88,14 +88,8 @@ impl PerfReportArgs {
 
     /// The filter and the keys to report with, for the shown `sort`.
     pub fn filter(&self) -> anyhow::Result<Filter> {
-        let (l, usage) = (perf::list, |m: String| UsageError(m));
-        Ok(Filter {
-            comms: l(self.comms.as_deref()),
-            pids: perf::ids("--pid", self.pids.as_deref()).map_err(usage)?,
-            dsos: l(self.dsos.as_deref()),
-            symbols: l(self.symbols.as_deref()),
-            symbol_part: self.symbol_filter.clone(),
-        })
+        let l = [&self.comms, &self.pids, &self.dsos, &self.symbols].map(|v| v.as_deref());
+        Ok(Filter::parse(l, self.symbol_filter.as_deref()).map_err(UsageError)?)
     }
 
     /// perf's columns and pmx's row keys (`sort`: `-s` as given).

@@ -338,3 +338,47 @@ fn every_perf_record_and_report_option_is_taken_or_refused_by_name() {
         }
     }
 }
+
+#[test]
+fn switch_output_writes_files_perf_reports_each_on_its_own() {
+    let Some(s) = Setup::new() else { return };
+    let prog = s.program("(void)0");
+    let out = s.path("s.data");
+    let args = [
+        "record",
+        "-q",
+        "-N",
+        "--switch-output=16K",
+        "-e",
+        "task-clock:u",
+        "-o",
+    ];
+    let mut args: Vec<&str> = args.to_vec();
+    args.extend([out.to_str().unwrap(), prog.to_str().unwrap()]);
+    s.run(true, &args);
+    let mut files: Vec<PathBuf> = (std::fs::read_dir(s.dir.path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("s.data.")
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "{files:?}");
+    assert!(!out.exists(), "the last file keeps its plain name");
+    // Each file on its own: the program's side band is in every one.
+    for f in &files {
+        let (perf, _) = s.both(&[
+            "report",
+            "-i",
+            f.to_str().unwrap(),
+            "--stdio",
+            "-F",
+            "overhead,sym",
+        ]);
+        assert!(perf.contains("[.] noploop"), "{}:\n{perf}", f.display());
+    }
+}

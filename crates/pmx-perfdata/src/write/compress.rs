@@ -37,6 +37,11 @@ impl Compressor {
         })
     }
 
+    /// The zstd level.
+    pub fn level(&self) -> u32 {
+        self.level
+    }
+
     /// Add one record; a COMPRESSED record to write when the batch is
     /// full (given to `out`).
     pub fn add(

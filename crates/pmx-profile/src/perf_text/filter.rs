@@ -25,6 +25,30 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// perf's comma-separated lists (`--comms`, `--pid`, `--dsos`,
+    /// `--symbols`; absent or empty: no filter) and `--symbol-filter`.
+    pub fn parse(lists: [Option<&str>; 4], symbol_part: Option<&str>) -> Result<Filter, String> {
+        let words = |v: Option<&str>| -> Vec<String> {
+            (v.unwrap_or("").split(',').map(str::trim))
+                .filter(|w| !w.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        let pids = (words(lists[1]).iter())
+            .map(|w| {
+                w.parse()
+                    .map_err(|_| format!("--pid {w}: not a process id"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Filter {
+            comms: words(lists[0]),
+            pids,
+            dsos: words(lists[2]),
+            symbols: words(lists[3]),
+            symbol_part: symbol_part.map(String::from),
+        })
+    }
+
     /// The row keys to report with, as `pmx report --sort` takes them:
     /// `shown`, then those the filter needs.
     pub fn sort(&self, shown: &[SortKey]) -> String {

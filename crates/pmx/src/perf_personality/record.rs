@@ -82,7 +82,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--timestamp-boundary", "pmx writes the first and last sample time always"),
     ("--timestamp-filename", "pmx names --switch-output files perf.data.N"),
     ("--vmlinux", "pmx reads kernel symbols from /proc/kallsyms"),
-    ("--switch-output", "pmx record writes one file; not built yet (split a long recording with --duration)"),
     ("-v", "pmx record always says what it opened and why an event failed to open"),
     ("--verbose", "pmx record always says what it opened and why an event failed to open"),
 ];

@@ -1,8 +1,8 @@
 //! perf report's command line as pmx report's options: perf's sort keys
 //! and `-F` fields as pmx's row keys and columns ([`fields`]), perf's
-//! `-g`/`--call-graph` syntax ([`CallGraphDisplay::parse`]), the filter
-//! lists (`--comms`, `--pid`, `--tid`, `--dsos`, `--symbols`: [`list`]),
-//! and the perf report options pmx does not take ([`refused_option`]).
+//! `-g`/`--call-graph` syntax ([`CallGraphDisplay::parse`]) and the perf
+//! report options pmx does not take ([`refused_option`]); the filter lists
+//! are `pmx_profile::perf_text::Filter::parse`.
 
 /// The columns and row keys of perf report's `-F`/`--fields` (or
 /// `-s`/`--sort`), in pmx's names.
@@ -138,21 +138,6 @@ impl CallGraphDisplay {
         }
         Ok(d)
     }
-}
-
-/// A comma-separated filter list (`--comms a,b`), empty when not given.
-pub fn list(v: Option<&str>) -> Vec<String> {
-    (v.unwrap_or("").split(',').map(str::trim))
-        .filter(|w| !w.is_empty())
-        .map(String::from)
-        .collect()
-}
-
-/// Numbers of a `--pid`/`--tid` list.
-pub fn ids(flag: &str, v: Option<&str>) -> Result<Vec<u32>, String> {
-    (list(v).iter())
-        .map(|w| (w.parse()).map_err(|_| format!("{flag} {w}: not a process or thread id")))
-        .collect()
 }
 
 /// perf report's options pmx report does not take, and why.
@@ -316,10 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn lists_and_refusals() {
-        assert_eq!(list(Some("a, b,,c")), ["a", "b", "c"]);
-        assert_eq!(ids("--tid", Some("1,2")), Ok(vec![1, 2]));
-        assert!(ids("--pid", Some("x")).is_err());
+    fn refusals() {
         assert!(refused_option("--hierarchy")
             .unwrap()
             .contains("--hierarchy"));

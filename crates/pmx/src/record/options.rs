@@ -73,6 +73,9 @@ pub struct FileOptions {
     /// Write the BUILD_ID feature (every mapped binary's build id; perf's
     /// `-B` turns it off).
     pub build_ids: bool,
+    /// `--switch-output`: several files, switched on a size, a time or
+    /// SIGUSR2; file mode only.
+    pub switch_output: Option<super::switch::SwitchOutput>,
 }
 
 impl Default for FileOptions {
@@ -80,6 +83,7 @@ impl Default for FileOptions {
         FileOptions {
             compression: None,
             build_ids: true,
+            switch_output: None,
         }
     }
 }
@@ -115,6 +119,9 @@ pub struct RecordSummary {
     pub output: PathBuf,
     /// The file's size in bytes.
     pub bytes: u64,
+    /// `--switch-output`: every file written, in order (the output's
+    /// name with a time stamp).
+    pub switched: Vec<PathBuf>,
     /// Where an earlier file of that name was moved, if there was one.
     pub old_output: Option<PathBuf>,
     /// How the command ended, when there was one.
@@ -164,6 +171,14 @@ impl RecordSummary {
             s.lost_events,
             s.throttled,
         )];
+        if !s.switched.is_empty() {
+            let names: Vec<String> = s.switched.iter().map(|p| p.display().to_string()).collect();
+            m.push(format!(
+                "--switch-output: {} files: {}",
+                names.len(),
+                names.join(", ")
+            ));
+        }
         if s.lost_samples > 0 {
             m.push(format!(
                 "the PMU dropped {} samples (PERF_RECORD_LOST_SAMPLES)",

@@ -8,6 +8,7 @@
 use super::features::features;
 use super::open::Ring;
 use super::options::{FileOptions, RecordEvent};
+use super::switch::{self, Switch};
 use super::tally::Tally;
 use pmx_io::{Options, OutFile};
 use pmx_perf::Attr;
@@ -64,6 +65,9 @@ pub(super) struct Sink {
     compressor: Option<(Compressor, u32)>,
     /// Write the BUILD_ID feature.
     build_ids: bool,
+    /// `--switch-output`: the state, the output's path, the attrs and the
+    /// command line every new file gets.
+    switch: Option<(Switch, PathBuf, Vec<FileAttr>, Vec<String>)>,
 }
 
 /// What the finished file is.
@@ -74,6 +78,8 @@ pub(super) struct Written {
     pub(super) records: u64,
     /// The file's size in bytes.
     pub(super) bytes: u64,
+    /// `--switch-output`: every file, renamed with its time stamp.
+    pub(super) switched: Vec<PathBuf>,
 }
 
 impl Sink {
@@ -99,6 +105,11 @@ impl Sink {
                 name: e.name.clone(),
             })
             .collect();
+        let keep = file.switch_output.map(|w| (w, file_attrs.clone()));
+        let out_path = match &output {
+            Output::Path(p) => p.to_path_buf(),
+            Output::Stream(_) => PathBuf::new(),
+        };
         let (writer, old_output) = match output {
             Output::Path(path) => Self::open_file(path, file_attrs, cmdline)?,
             Output::Stream(w) => {
@@ -121,6 +132,18 @@ impl Sink {
                 ))
             }
         };
+        let switch = match (keep, &writer) {
+            (None, _) => None,
+            (Some((w, attrs)), Out::File(_)) => {
+                Some((Switch::new(w), out_path, attrs, cmdline.to_vec()))
+            }
+            (Some(_), _) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "--switch-output: pmx switches files, not pipe-mode output",
+                ))
+            }
+        };
         let sink = Sink {
             writer,
             tally: Tally {
@@ -133,6 +156,7 @@ impl Sink {
             groups: super::groups::descriptions(events),
             compressor,
             build_ids: file.build_ids,
+            switch,
         };
         Ok((sink, old_output))
     }
@@ -178,6 +202,12 @@ impl Sink {
     pub(super) fn write(&mut self, rec: &[u8]) -> io::Result<()> {
         self.tally.see(rec, self.sample_type, &self.by_id);
         self.records += 1;
+        if let Some((sw, ..)) = &mut self.switch {
+            let kind = u32::from_ne_bytes(rec[..4].try_into().expect("a record header"));
+            if switch::is_side_band(kind) {
+                sw.side_band.push(rec.to_vec());
+            }
+        }
         match &mut self.compressor {
             Some((c, _)) => c.add(rec, &mut |r| self.writer.write_record(r)),
             None => self.writer.write_record(rec),
@@ -246,17 +276,72 @@ impl Sink {
                     tally: self.tally,
                     records: self.records,
                     bytes,
+                    switched: Vec::new(),
                 });
             }
         };
         let file = out.into_inner().map_err(|e| e.into_error())?;
         let bytes = file.size();
         file.commit()?;
+        let mut switched = Vec::new();
+        if let Some((sw, path, ..)) = self.switch {
+            switched = sw.files;
+            let to = switch::stamped(&path);
+            std::fs::rename(&path, &to)?;
+            switched.push(to);
+        }
         Ok(Written {
             tally: self.tally,
             records: self.records,
             bytes,
+            switched,
         })
+    }
+
+    /// `--switch-output`: when it is time, finish the current file, name
+    /// it with its time stamp and begin the next with the side band so far.
+    pub(super) fn maybe_switch(&mut self) -> io::Result<()> {
+        let bytes = match &self.writer {
+            Out::File(w) => w.data_size(),
+            _ => return Ok(()),
+        };
+        let Some((sw, path, attrs, cmdline)) = &mut self.switch else {
+            return Ok(());
+        };
+        if !sw.due(bytes) {
+            return Ok(());
+        }
+        let (path, attrs, cmdline) = (path.clone(), attrs.clone(), cmdline.clone());
+        let mut feats = features(&cmdline, &self.tally, &mut Vec::new());
+        feats.group_desc = self.groups.clone();
+        if !self.build_ids {
+            feats.build_ids.clear();
+        }
+        let mut raw = Vec::new();
+        if let Some((c, len)) = &mut self.compressor {
+            c.flush(&mut |r| self.writer.write_record(r))?;
+            raw.push((feature::COMPRESSED, c.feature(*len)));
+            *c = Compressor::new(c.level())?;
+        }
+        let new = OutFile::create(&path, Options::default())?;
+        let new = Out::File(Writer::create(BufWriter::new(new), attrs)?);
+        if let Out::File(w) = std::mem::replace(&mut self.writer, new) {
+            let file = w.finish_with(&feats, &raw)?;
+            file.into_inner().map_err(|e| e.into_error())?.commit()?;
+        }
+        let to = switch::stamped(&path);
+        std::fs::rename(&path, &to)?;
+        let (sw, ..) = self.switch.as_mut().expect("switching");
+        sw.files.push(to);
+        sw.started = std::time::Instant::now();
+        (self.tally.first_time, self.tally.last_time) = (None, None);
+        for rec in sw.side_band.clone() {
+            match &mut self.compressor {
+                Some((c, _)) => c.add(&rec, &mut |r| self.writer.write_record(r))?,
+                None => self.writer.write_record(&rec)?,
+            }
+        }
+        Ok(())
     }
 }
 
