@@ -40,9 +40,9 @@ pub struct AnnotateArgs {
 
 /// Run `pmx annotate`.
 pub fn run(a: &AnnotateArgs) -> anyhow::Result<i32> {
+    let sym = a.symbol.clone().or(a.sym.clone()).unwrap_or_default();
     let mut o = AnnotateOptions::default();
-    o.symbol = a.symbol.clone().or(a.sym.clone()).unwrap_or_default();
-    (o.input, o.dso) = (a.input.clone(), a.dso.clone());
+    (o.input, o.symbol, o.dso) = (a.input.clone(), sym, a.dso.clone());
     (o.event, o.symfs, o.syntax) = (a.event.clone(), a.symfs.clone(), a.syntax);
     show(&o, a.metrics.as_deref(), a.json)
 }

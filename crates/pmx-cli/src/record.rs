@@ -174,7 +174,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
             }
             let skip = args.no_buildid || args.no_buildid_cache;
             let w = pmx_profile::buildid_cache::after_record(&summary.output, skip);
-            w.map(|w| eprintln!("pmx record: {w}"));
+            w.iter().for_each(|w| eprintln!("pmx record: {w}"));
             Ok(summary.exit.map_or(0, |e| e.shell_code()))
         }
         Err(RecordError::Exec { cmd, reason }) => {

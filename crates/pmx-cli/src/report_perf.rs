@@ -72,7 +72,7 @@ impl PerfReportArgs {
     /// `--tasks`: the file's tasks.
     pub fn tasks(&self, input: &std::path::Path) -> anyhow::Result<i32> {
         let r = perf_text::print_tasks(input, &mut std::io::stdout().lock());
-        r.map_err(|e| anyhow::anyhow!("{}: {e}", input.display()).into())
+        r.map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))
             .map(|_| 0)
     }
 
