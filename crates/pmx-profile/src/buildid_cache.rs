@@ -189,3 +189,38 @@ pub fn after_record(output: &Path, skip: bool) -> Option<String> {
     r.err()
         .map(|e| format!("build-id cache {}: {e}", dir.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_list_lookup_remove_in_perfs_layout() {
+        let Ok(bin) = std::fs::canonicalize("/bin/true") else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let id = add(dir.path(), &bin).expect("/bin/true has a build id");
+        let h = hex(&id);
+        // The symlink perf reads, relative, to the copy's directory.
+        let link = dir.path().join(".build-id").join(&h[..2]).join(&h[2..]);
+        let target = std::fs::read_link(&link).unwrap();
+        assert!(target.starts_with("../.."), "{}", target.display());
+        let copy = lookup(dir.path(), &id).unwrap();
+        assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&bin).unwrap());
+        assert_eq!(
+            add(dir.path(), &bin).unwrap(),
+            id,
+            "adding again is harmless"
+        );
+        assert_eq!(list(dir.path()).unwrap(), vec![(h.clone(), bin.clone())]);
+        assert_eq!(
+            resolve(&bin, Some(&id)),
+            bin,
+            "the file on disk is that build"
+        );
+        assert!(remove(dir.path(), &bin).unwrap());
+        assert_eq!(lookup(dir.path(), &id), None);
+        assert!(list(dir.path()).unwrap().is_empty());
+    }
+}
