@@ -40,6 +40,7 @@ mod report;
 mod report_perf;
 mod script;
 mod serve;
+mod shell;
 mod stat;
 mod stat_args;
 mod stat_metrics;
@@ -49,12 +50,12 @@ mod stat_render;
 mod target;
 mod tma;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use pmx_model::encoding::Arch;
 
 /// pmx: CPU hardware performance counters, exactly.
 #[derive(Debug, Parser)]
-#[command(name = "pmx", version, about, propagate_version = true)]
+#[command(name = "pmx", version = env!("PMX_VERSION"), about, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -111,6 +112,10 @@ enum Command {
         #[command(subcommand)]
         command: EventsCommand,
     },
+    /// Print a shell's completion script (event and metric names included).
+    Completions(shell::CompletionsArgs),
+    /// Man pages of pmx and every command: one on standard output, or all into a directory.
+    Man(shell::ManArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -120,6 +125,8 @@ enum EventsCommand {
 }
 
 fn main() {
+    // A shell asking for completions (the scripts of `pmx completions`).
+    pmx_shell::complete::answer_if_asked(Cli::command);
     let line = perf_cli::command_line();
     // `pmx stat` is parsed without building every other command's flags.
     let parsed = if line.get(1).is_some_and(|a| a == "stat") {
@@ -186,6 +193,8 @@ fn main() {
         Command::Events {
             command: EventsCommand::Fetch(args),
         } => fetch::run(args),
+        Command::Completions(args) => shell::completions(args, Cli::command()),
+        Command::Man(args) => shell::man(args, Cli::command()),
     };
     std::process::exit(exit::from_result(result));
 }

@@ -62,7 +62,7 @@ pub struct StatArgs {
     /// Run the command N times: mean, standard deviation, spread.
     #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
     pub repeat: u32,
-    /// CSV with this separator (columns: see the README).
+    /// CSV with this separator (columns: see docs/stat.md).
     #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
     pub separator: Option<String>,
     /// Print a header line in CSV output.

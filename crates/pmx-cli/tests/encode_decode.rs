@@ -1,4 +1,6 @@
-//! `pmx encode` and `pmx decode` run as the real binary.
+//! `pmx encode` and `pmx decode` run as the real binary; raw configs
+//! through `explain`, `encode` and `stat` (the attr it opens, read back
+//! by the installed perf).
 
 mod common;
 use common::pmx;
@@ -167,4 +169,78 @@ fn malformed_values_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let out = pmx(&["decode", "--arch", "amd", "--register", "evtsel", "1"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A numeric raw config is passed bit for bit, as perf passes it, with a
+/// warning naming the bits the kernel sets itself (USR, OS, INT, EN).
+#[test]
+fn raw_configs_are_passed_bit_exact_with_a_warning() {
+    let cpu = ["--cpu", "GenuineIntel-6-55-4", "--no-libpfm"];
+    let out = pmx(&[&["explain"][..], &cpu, &["4:0x6530160"]].concat());
+    assert!(out.status.success());
+    let text = common::stdout(&out);
+    assert!(
+        text.contains("type=4 (PERF_TYPE_RAW) config=0x6530160 "),
+        "{text}"
+    );
+    assert!(text.contains("IA32_PERFEVTSELx = 0x6430160"), "{text}");
+    assert!(
+        text.contains("warning: config 0x6530160 passed to the kernel as given, but bits 0x530000 are not event bits of IA32_PERFEVTSELx: USR (bit 16), OS (bit 17), INT (bit 20), EN (bit 22) the kernel sets"),
+        "{text}"
+    );
+    let out = pmx(&[&["explain", "--json"][..], &cpu, &["cpu/config=0x6530160/"]].concat());
+    let j = json_of(&out);
+    let j = if j.is_array() { j[0].clone() } else { j };
+    assert_eq!(j["config"], "0x6530160", "{j}");
+    assert!(
+        j["register_warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("0x530000"),
+        "{j}"
+    );
+    let j = encode("intel", "r6530160");
+    assert_eq!(j["config"], "0x6530160");
+    assert_eq!(j["register"], "0x6430160");
+    assert!(
+        j["warnings"][0].as_str().unwrap().contains("USR (bit 16)"),
+        "{j}"
+    );
+    // `pmx stat` opens that attr: `-v` prints it, and the attr it writes
+    // to a `stat record` file (the one it opens) reads back in perf.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("raw.data");
+    let file_s = file.to_str().unwrap();
+    let out = pmx(&[
+        "stat", "-v", "-e", "r6530160", "record", "-o", file_s, "true",
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let err = common::stderr(&out);
+    assert!(err.contains("r6530160: type 4 config 0x6530160 "), "{err}");
+    // The attr the kernel is handed, as strace decodes the syscall (this
+    // machine has no PMU: the open fails with ENOENT after it).
+    let trace = dir.path().join("trace");
+    let traced = std::process::Command::new("strace")
+        .args(["-f", "-e", "trace=perf_event_open", "-o"])
+        .arg(&trace)
+        .args([common::PMX, "stat", "-e", "r6530160", "true"])
+        .output();
+    match traced {
+        Ok(o) if o.status.success() => {
+            let t = std::fs::read_to_string(&trace).unwrap();
+            let raw =
+                |l: &&str| l.contains("type=PERF_TYPE_RAW") && l.contains("config=0x6530160,");
+            assert!(t.lines().any(|l| raw(&l)), "{t}");
+        }
+        _ => pmx_testkit::skip("the perf_event_open attr check: strace is not installed"),
+    }
+    if !pmx_testkit::perf::require("raw config read back by perf evlist") {
+        return;
+    }
+    let ev = pmx_testkit::perf::on_file(&["evlist", "-v"], &file);
+    let text = pmx_testkit::text(&ev.stdout);
+    assert!(
+        text.contains("r6530160: type: 4, size: 128, config: 0x6530160,"),
+        "{text}"
+    );
 }

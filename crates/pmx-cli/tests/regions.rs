@@ -14,14 +14,14 @@ const CHILD: &str = "PMX_REGIONS_TEST_CHILD";
 /// The same work as the C example: outer { alloc A pages; fill B pages }.
 fn work(a: usize, b: usize) {
     let _outer = pmx::region("outer");
-    pmx::region::scope("alloc", || touch_pages(a));
-    pmx::region::scope("fill", || touch_pages(b));
+    pmx::region::scope("alloc", || touch_pages(a).unwrap());
+    pmx::region::scope("fill", || touch_pages(b).unwrap());
 }
 
 /// The stack and the calls `work` needs, made present on this thread.
 fn warm_up() {
     pmx_testkit::workload::warm_stack(256 * 1024);
-    touch_pages(1);
+    touch_pages(1).unwrap();
 }
 
 /// The instrumented Rust program: does nothing unless run as the child.

@@ -4,6 +4,7 @@
 //! flat over 1,000 scrapes, bad requests get 4xx, hotplug of the followed
 //! CPU list adds and drops series, SIGTERM stops it with exit 0.
 
+use pmx_testkit::workload::touch_pages;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -15,16 +16,6 @@ mod serve_support;
 use serve_support::*;
 
 const PMX: &str = env!("CARGO_BIN_EXE_pmx");
-const WORKLOAD: &str = env!("CARGO_BIN_EXE_pmx-workload");
-
-fn touch_pages(n: u64) {
-    let st = Command::new(WORKLOAD)
-        .args(["pages", &n.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-}
-
 #[test]
 fn openmetrics_counts_grow_by_the_workload() {
     let d = start(&["-e", "page-faults,task-clock,context-switches,cycles"]);
@@ -47,7 +38,7 @@ fn openmetrics_counts_grow_by_the_workload() {
     let cpus = series(&a, "pmx_events_total", &[("event", "page-faults")]);
     assert!(!cpus.is_empty() && cpus.iter().all(|l| l.contains_key("cpu")));
     let n = 30_000u64;
-    touch_pages(n);
+    touch_pages(n as usize).unwrap();
     let b = samples(&scrape(&d.addr, true));
     let grew = sum(&b, "pmx_events_total", &[("event", "page-faults")])
         - sum(&a, "pmx_events_total", &[("event", "page-faults")]);
@@ -441,7 +432,7 @@ fn the_deploy_files_are_valid() {
     // flags override the file), and its user metric is exported.
     let conf = deploy.join("pmx-serve.conf");
     let d = start(&["--config", conf.to_str().unwrap()]);
-    touch_pages(1000);
+    touch_pages(1000).unwrap();
     let s = samples(&scrape(&d.addr, true));
     let fps = sum(
         &s,

@@ -252,6 +252,10 @@ pub struct PrintedMetric {
     pub decimals: usize,
     /// The index in [`StatReport::rows`] of the row it was printed beside.
     pub row: Option<usize>,
+    /// How perf rated the value against the metric's threshold (perf
+    /// 6.13's `-x` column after the unit: `good`, `less good`, `nearly
+    /// bad`, `bad`, `unknown`); `None` when the file has no such column.
+    pub threshold: Option<String>,
 }
 
 /// A counting result: rows, metric lines, what produced it.

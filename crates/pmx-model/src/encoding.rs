@@ -179,8 +179,11 @@ pub struct Encoded {
     pub attr: PerfAttr,
     /// Every field of `register`.
     pub fields: Vec<FieldValue>,
-    /// What differs between the views, and anything dropped.
+    /// What differs between the views.
     pub notes: Vec<String>,
+    /// Bits of the config the kernel sets itself or ignores (the attr
+    /// keeps them, as perf does).
+    pub warnings: Vec<String>,
 }
 
 /// Encoding failures, pointing into the spec where they can.
@@ -544,42 +547,22 @@ fn arch_name(a: Arch) -> &'static str {
 
 /// Build both views from a perf attr (config bits already placed): the
 /// register gets the bits perf passes, plus EN, USR/OS from the exclude
-/// flags, INT when sampling, and on AMD Guest/HostOnly. Bits perf would
-/// drop are dropped from the attr too, with a note.
+/// flags, INT when sampling, and on AMD Guest/HostOnly. The attr keeps
+/// its config as given, bit for bit, as perf passes it to the kernel;
+/// bits the kernel sets itself or ignores get a warning naming them.
 pub fn encode_attr(
-    mut attr: PerfAttr,
+    attr: PerfAttr,
     layout: &'static Layout,
     arch: Arch,
     sampling: bool,
     notes: &mut Vec<String>,
 ) -> Encoded {
     let passed = layout.perf_passed_mask();
-    let dropped = attr.config & !passed;
-    if dropped != 0 {
-        let names: Vec<String> = layout
-            .fields_set_in(attr.config, !passed)
-            .iter()
-            .map(|f| {
-                let why = match f.perf {
-                    PerfUse::Kernel => "set by the kernel from the attr",
-                    _ => "ignored by perf",
-                };
-                let name = if f.kind == crate::register::FieldKind::Reserved {
-                    "reserved"
-                } else {
-                    f.name
-                };
-                format!("{name} (bit {}: {why})", f.bits())
-            })
-            .collect();
-        notes.push(format!(
-            "config bits {dropped:#x} are not event bits for {}: {}; dropped",
-            layout.name,
-            names.join(", ")
-        ));
-        attr.config &= passed;
+    let mut warnings = Vec::new();
+    if attr.config & !passed != 0 {
+        warnings.push(unused_config_bits(&attr, layout));
     }
-    let mut reg = attr.config;
+    let mut reg = attr.config & passed;
     let set = |reg: &mut u64, name: &str, on: bool| {
         if let Some(f) = layout.field(name) {
             if on {
@@ -646,7 +629,43 @@ pub fn encode_attr(
         fields: layout.decode(reg),
         attr,
         notes: std::mem::take(notes),
+        warnings,
     }
+}
+
+/// The warning for a config with bits outside the event fields of
+/// `layout`: which fields they are and who decides them instead.
+fn unused_config_bits(attr: &PerfAttr, layout: &Layout) -> String {
+    let passed = layout.perf_passed_mask();
+    let names = |kernel: bool| -> Vec<String> {
+        (layout.fields_set_in(attr.config, !passed).iter())
+            .filter(|f| (f.perf == PerfUse::Kernel) == kernel)
+            .map(|f| match f.kind {
+                crate::register::FieldKind::Reserved => format!("reserved bits {}", f.bits()),
+                _ => format!("{} (bit {})", f.name, f.bits()),
+            })
+            .collect()
+    };
+    let mut why = Vec::new();
+    let kernel = names(true);
+    if !kernel.is_empty() {
+        why.push(format!(
+            "{} the kernel sets from the attr (exclude_user/exclude_kernel, enabling, sampling)",
+            kernel.join(", ")
+        ));
+    }
+    let ignored = names(false);
+    if !ignored.is_empty() {
+        why.push(format!("{} the kernel ignores", ignored.join(", ")));
+    }
+    format!(
+        "config {:#x} passed to the kernel as given, but bits {:#x} are not event bits of {}: {}; the event bits it uses are {:#x}",
+        attr.config,
+        attr.config & !passed,
+        layout.name,
+        why.join("; "),
+        attr.config & passed
+    )
 }
 
 #[cfg(test)]
@@ -729,17 +748,29 @@ mod tests {
     }
 
     #[test]
-    fn raw_config_with_register_bits_is_cleaned_with_a_note() {
+    fn raw_configs_are_passed_bit_exact_with_a_warning() {
         let e = enc("r53412e", Arch::Intel);
-        assert_eq!(e.attr.config, 0x412e);
+        assert_eq!(e.attr.config, 0x53412e);
         assert_eq!(e.register, 0x43412e);
-        assert!(
-            e.notes
-                .iter()
-                .any(|n| n.contains("USR") && n.contains("dropped")),
-            "{:?}",
-            e.notes
+        assert_eq!(
+            e.warnings,
+            ["config 0x53412e passed to the kernel as given, but bits 0x530000 are not event bits of IA32_PERFEVTSELx: USR (bit 16), OS (bit 17), INT (bit 20), EN (bit 22) the kernel sets from the attr (exclude_user/exclude_kernel, enabling, sampling); the event bits it uses are 0x412e"]
         );
+        // The numeric form and `config=` alike; pin control is ignored.
+        for spec in ["4:0x6530160", "cpu/config=0x6530160/"] {
+            let e = enc(spec, Arch::Intel);
+            assert_eq!(e.attr.config, 0x6530160, "{spec}");
+            assert_eq!(e.register, 0x6430160, "{spec}");
+            assert!(e.warnings[0].contains("bits 0x530000"), "{spec}");
+        }
+        let e = enc("r8412e", Arch::Intel);
+        assert_eq!(e.attr.config, 0x8412e);
+        assert!(
+            e.warnings[0].contains("PC (bit 19) the kernel ignores"),
+            "{:?}",
+            e.warnings
+        );
+        assert!(enc("r412e", Arch::Intel).warnings.is_empty());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! `pmx analyze`'s report as text and as one JSON document; the top-down
 //! tree (`--tma`) as [`crate::tma`] renders it for `pmx tma`.
 
+use pmx::analyze::events::EventRead;
 use pmx::analyze::printed::PrintedResult;
-use pmx::analyze::{AnalyzeReport, MetricResult};
+use pmx::analyze::{AnalyzeReport, IntervalSpread, MetricResult};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -31,8 +32,28 @@ fn metric_json(r: &MetricResult) -> Value {
             "input": x.input, "reason": x.reason.to_string(), "chain": x.chain, "text": x.to_string(),
         })),
         "absent_inputs": r.absent,
-        "intervals": r.spread.map(|s| json!({"n": s.n, "min": s.min, "mean": s.mean, "max": s.max})),
+        "intervals": r.spread.map(spread_json),
         "assumptions": ev.assumptions,
+    })
+}
+
+fn spread_json(s: IntervalSpread) -> Value {
+    json!({"n": s.n, "min": s.min, "mean": s.mean, "max": s.max})
+}
+
+fn event_json(e: &EventRead) -> Value {
+    json!({
+        "event": e.event,
+        "instance": e.instance,
+        "pmu": e.pmu,
+        "value": e.value,
+        "unit": e.unit,
+        "why_not": e.why_not,
+        "running_pct": e.running_pct,
+        "running_min_pct": e.running_min_pct,
+        "multiplexed_rows": e.multiplexed_rows,
+        "domains": e.domains,
+        "intervals": e.spread.map(spread_json),
     })
 }
 
@@ -60,6 +81,7 @@ pub fn json(report: &AnalyzeReport, file: &Path) -> Value {
         "cpu": report.cpu,
         "cpu_note": report.cpu_note,
         "events": report.events,
+        "events_read": report.events_read.iter().map(event_json).collect::<Vec<_>>(),
         "intervals": report.intervals,
         "smt_on": report.smt_on,
         "metrics": computed,
@@ -81,6 +103,7 @@ fn printed_json(p: &PrintedResult) -> Value {
         "core_type": p.core_type,
         "perf_value": p.printed.value,
         "perf_unit": p.printed.unit,
+        "perf_threshold": p.printed.threshold,
         "pmx_metric": p.pmx_metric,
         "pmx_value": p.pmx_value,
         "agrees": p.agrees(),
@@ -100,6 +123,7 @@ pub fn text(report: &AnalyzeReport, file: &Path) -> String {
             "{e}: counted with modifier '{mods}', matched to metric inputs as {base}"
         );
     }
+    events_text(&mut s, report);
     if report.selected {
         metrics_text(&mut s, report);
         not_computed_text(&mut s, report);
@@ -155,12 +179,88 @@ fn printed_text(s: &mut String, report: &AnalyzeReport) {
             (None, Some(why)) => format!("pmx: {why}"),
             (None, None) => "pmx: -".into(),
         };
+        let rated = match &m.threshold {
+            Some(t) => format!("  (perf: {t})"),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "  {at}{:<28} perf {perf:>10} {:<24} {pmx}",
+            "  {at}{:<28} perf {perf:>10} {:<24} {pmx}{rated}",
             m.event, m.unit
         );
     }
+}
+
+/// A count as read: whole numbers without decimals.
+fn fmt_count(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        fmt_value(v)
+    }
+}
+
+/// Every event read, with its value, unit, running share and spread;
+/// on a hybrid part under the PMU it counted on.
+fn events_text(s: &mut String, report: &AnalyzeReport) {
+    let evs = &report.events_read;
+    if evs.is_empty() {
+        return;
+    }
+    let mut pmus: Vec<Option<&str>> = Vec::new();
+    for e in evs {
+        if !pmus.contains(&e.pmu.as_deref()) {
+            pmus.push(e.pmu.as_deref());
+        }
+    }
+    pmus.sort_by_key(|p| p.is_some());
+    let name = |e: &EventRead| match e.instance {
+        0 => e.event.clone(),
+        n => format!("{} #{}", e.event, n + 1),
+    };
+    let w = evs
+        .iter()
+        .map(|e| name(e).len())
+        .max()
+        .unwrap_or(10)
+        .clamp(10, 48);
+    let _ = writeln!(s, "\nEvents read ({}):", evs.len());
+    let hybrid = pmus.iter().any(|p| p.is_some());
+    for pmu in pmus {
+        if hybrid {
+            let _ = writeln!(s, "  {}:", pmu.unwrap_or("no core PMU"));
+        }
+        let indent = if hybrid { "    " } else { "  " };
+        for e in evs.iter().filter(|e| e.pmu.as_deref() == pmu) {
+            let _ = writeln!(s, "{indent}{:<w$} {}", name(e), event_tail(e));
+        }
+    }
+}
+
+fn event_tail(e: &EventRead) -> String {
+    let mut t = match (e.value, &e.why_not) {
+        (Some(v), _) => format!("{:>16} {:<6}", fmt_count(v), e.unit),
+        (None, why) => format!("{:>16} {:<6} {}", "-", e.unit, why.as_deref().unwrap_or("")),
+    };
+    if let Some(p) = e.running_pct.filter(|_| e.value.is_some()) {
+        let _ = write!(t, " running {p:6.2}%");
+        if let Some(m) = e.running_min_pct.filter(|m| *m < p - 0.005) {
+            let _ = write!(t, " (min {m:.2}%)");
+        }
+    }
+    if e.domains > 1 {
+        let _ = write!(t, "  {} domains summed", e.domains);
+    }
+    if let Some(sp) = e.spread {
+        let _ = write!(
+            t,
+            "  per interval min {} mean {} max {}",
+            fmt_count(sp.min),
+            fmt_count(sp.mean),
+            fmt_count(sp.max)
+        );
+    }
+    t.trim_end().to_string()
 }
 
 fn heading(report: &AnalyzeReport, file: &Path) -> String {

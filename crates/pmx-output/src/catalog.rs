@@ -208,6 +208,9 @@ fn definition_text(s: &mut String, x: &Explanation) {
         let _ = writeln!(s, "  note: {m}");
     }
     if let Some(enc) = &r.register {
+        for w in &enc.warnings {
+            let _ = writeln!(s, "  warning: {w}");
+        }
         for n in &enc.notes {
             let _ = writeln!(s, "  note: {n}");
         }
@@ -243,5 +246,6 @@ pub fn explanation_json(cpu: &CpuId, x: &Explanation) -> Value {
         "also": d.map(|d| d.also.clone()).unwrap_or_default(),
         "kernel_mapping": x.kernel_mapping,
         "register_notes": r.register.as_ref().map(|e| e.notes.clone()).unwrap_or_default(),
+        "register_warnings": r.register.as_ref().map(|e| e.warnings.clone()).unwrap_or_default(),
     })
 }

@@ -114,6 +114,9 @@ pub fn encoded_text(text: &str, e: &Encoded, arch_src: &str) -> String {
         let _ = writeln!(s, "             sample_freq={f} (freq=1)");
     }
     s.push_str(&field_table(&e.fields, "  "));
+    for w in &e.warnings {
+        let _ = writeln!(s, "  warning: {w}");
+    }
     for n in &e.notes {
         let _ = writeln!(s, "  note: {n}");
     }
@@ -135,6 +138,7 @@ pub fn encoded_json(text: &str, e: &Encoded) -> Value {
         "attr": e.attr,
         "fields": field_json(&e.fields),
         "notes": e.notes,
+        "warnings": e.warnings,
     })
 }
 

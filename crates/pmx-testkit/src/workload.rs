@@ -1,20 +1,14 @@
 //! Work with a known effect: fresh pages (one page fault each), CPU
 //! spinning, and moving the calling thread between CPUs.
 //!
-//! The page work itself lives in [`pmx_perf::workload`], which the
-//! `pmx-workload` program shares; here it fails the test instead of
-//! returning an error.
+//! The page work itself is [`pmx_perf::workload`]'s, which the
+//! `pmx-workload` program and the library's own tests share: one
+//! `touch_pages`, re-exported here.
 
 use std::time::{Duration, Instant};
 
 pub use pmx_perf::mmap::page_size;
-pub use pmx_perf::workload::Pages;
-
-/// Touch `n` fresh pages: exactly `n` minor page faults on the calling
-/// thread. Panics when the mapping cannot be made.
-pub fn touch_pages(n: usize) {
-    pmx_perf::workload::touch_pages(n).unwrap_or_else(|e| panic!("mmap: {e}"));
-}
+pub use pmx_perf::workload::{touch_pages, Pages};
 
 /// `n` fresh, untouched pages; panics when they cannot be mapped.
 pub fn fresh_pages(n: usize) -> Pages {
@@ -110,8 +104,8 @@ mod tests {
 
     #[test]
     fn pages_can_be_touched_and_zero_pages_are_nothing() {
-        touch_pages(0);
-        touch_pages(3);
+        touch_pages(0).unwrap();
+        touch_pages(3).unwrap();
         let p = fresh_pages(2);
         assert_eq!(p.len(), 2);
         p.touch();

@@ -9,18 +9,18 @@
 //! PMX_EVENTS=page-faults target/debug/examples/regions
 //! ```
 
-/// Touch `n` fresh pages of a new mapping: exactly `n` minor faults.
-fn touch_pages(n: usize) {
-    if let Err(e) = pmx_perf::workload::touch_pages(n) {
+use pmx_perf::workload::touch_pages;
+
+/// `a` then `b` fresh pages (exactly one minor fault each); a mapping
+/// that fails ends the program.
+fn work(a: usize, b: usize) {
+    let _outer = pmx::region("outer");
+    let done = pmx::region::scope("alloc", || touch_pages(a))
+        .and_then(|()| pmx::region::scope("fill", || touch_pages(b)));
+    if let Err(e) = done {
         eprintln!("mmap: {e}");
         std::process::exit(1);
     }
-}
-
-fn work(a: usize, b: usize) {
-    let _outer = pmx::region("outer");
-    pmx::region::scope("alloc", || touch_pages(a));
-    pmx::region::scope("fill", || touch_pages(b));
 }
 
 fn main() {

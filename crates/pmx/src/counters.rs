@@ -764,9 +764,9 @@ mod tests {
         assert_eq!(counts[0].value, 0, "created disabled");
         // The same call once before counting, so the stack pages it needs
         // are already there (a first touch of a stack page is a fault too).
-        touch_pages(1);
+        touch_pages(1).unwrap();
         c.enable().unwrap();
-        touch_pages(100);
+        touch_pages(100).unwrap();
         c.disable().unwrap();
         let r = c.read().unwrap();
         assert_eq!(r[0].name, "page-faults");
@@ -774,7 +774,7 @@ mod tests {
         assert_eq!(r[0].scaled(), Some(100.0));
         assert!(r[1].count.value > 0 && r[1].unit == Some("msec"));
         // Disabled: another touch is not counted.
-        touch_pages(10);
+        touch_pages(10).unwrap();
         assert_eq!(c.read().unwrap()[0].count.value, 100);
         c.reset().unwrap();
         assert_eq!(c.read().unwrap()[0].count.value, 0);

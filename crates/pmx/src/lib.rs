@@ -62,7 +62,8 @@
 //! [`perf_personality`] is pmx run as `perf`: perf's command lines as
 //! pmx's, and what perf's `stat` output says beyond the rows.
 //! [`console`] is the terminal's width and a Ctrl-C that asks a long
-//! operation to stop and clean up.
+//! operation to stop and clean up. [`completion`] is what a shell offers
+//! after `-e` and `-M`: this CPU's event and metric names.
 //!
 //! Nothing here prints (but the line [`console::InterruptGuard`]'s
 //! handler writes on Ctrl-C): renderers of `pmx stat` live in `pmx-formats`; the
@@ -74,6 +75,7 @@ mod backend_msr;
 mod backend_rdpmc;
 pub mod catalog;
 pub mod compare;
+pub mod completion;
 pub mod console;
 pub mod counters;
 pub mod database;

@@ -274,16 +274,6 @@ const PERF_SUITE: &[&str] = &[
     "software/r1a/",
 ];
 
-/// Where pmx's attr differs from perf's on purpose: (event, field, why).
-/// The README's "Event syntax" says the same.
-const DELIBERATE: &[(&str, &str, &str)] = &[(
-    "4:0x6530160/name=numpmu/",
-    "config",
-    "a raw config's USR/OS/INT/EN bits (0x530000 here) are not event bits: \
-     the kernel masks them out (X86_RAW_EVENT_MASK); pmx clears them in the \
-     attr and says so, perf passes them",
-)];
-
 /// What differs between perf's attrs for `event` and pmx's.
 fn differences(event: &str, check_names: bool) -> Vec<String> {
     let mut failures = Vec::new();
@@ -300,12 +290,6 @@ fn differences(event: &str, check_names: bool) -> Vec<String> {
             continue;
         };
         for f in FIELDS {
-            if DELIBERATE
-                .iter()
-                .any(|(e, field, _)| *e == event && field == f)
-            {
-                continue;
-            }
             let (a, b) = (
                 p.get(*f).copied().unwrap_or(0),
                 x.get(*f).copied().unwrap_or(0),

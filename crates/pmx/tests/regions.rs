@@ -33,9 +33,9 @@ fn two_regions_on_two_threads_count_their_own_page_faults() {
         for _ in 0..2 {
             {
                 let _r = pmx::region("alloc");
-                touch_pages(a);
+                touch_pages(a).unwrap();
             }
-            pmx::region::scope("fill", || touch_pages(b));
+            pmx::region::scope("fill", || touch_pages(b).unwrap());
         }
         tid()
     };
@@ -66,11 +66,11 @@ fn nested_regions_get_inclusive_counts() {
     setup();
     std::thread::spawn(|| {
         region::begin("outer").unwrap();
-        touch_pages(5);
+        touch_pages(5).unwrap();
         region::begin("inner").unwrap();
-        touch_pages(7);
+        touch_pages(7).unwrap();
         region::end("inner").unwrap();
-        touch_pages(3);
+        touch_pages(3).unwrap();
         region::end("outer").unwrap();
         let r = region::results();
         assert_eq!(faults(&r, "inner", tid()).0, 7);
@@ -133,7 +133,7 @@ fn task_clock_follows_the_thread_cpu_time_inside() {
 fn the_results_file_reads_back_with_the_calibration() {
     setup();
     std::thread::spawn(|| {
-        pmx::region::scope("file", || touch_pages(4));
+        pmx::region::scope("file", || touch_pages(4).unwrap());
     })
     .join()
     .unwrap();

@@ -3,12 +3,21 @@
 //! `[time,][label,[cpus,]]value,unit,event,[cgroup,][noise%,]run_time,
 //! pct_running[,metric_value,metric_unit]`
 //!
-//! The time of `-I` (nine decimals); the label of `-A` (`CPU3`), of
+//! The time of `-I` (nine decimals; `summary` on the totals `--summary`
+//! adds after the intervals, which are rows without a time, as are the
+//! totals of `--no-csv-summary`); the label of `-A` (`CPU3`), of
 //! `--per-core/-socket/-die/-node/-cache` (`S0-D0-C1`, then the number
 //! of CPUs) and of `--per-thread` (`comm-pid`); the cgroup of `-G`; the
 //! spread of `-r` (`0.50%`); the metric perf printed, also on lines of
 //! their own (`1.000103288,,,,,,51.0,%  tma_frontend_bound`), kept in
-//! [`StatReport::printed`]. perf 3's lines stop after the event.
+//! [`StatReport::printed`]. perf 3's lines stop after the event. The
+//! lines of their own come in two layouts: perf 6.1–6.4 write 3 empty
+//! fields plus one per aggregation field before `,VALUE,UNIT`
+//! (`,,,,0.44,stalled cycles per insn`), perf 6.5 and later 4 (lining the
+//! value up under the metric column). perf 6.13 adds a column after the
+//! unit: how the value compares with the metric's threshold (`good`,
+//! `bad`, …, or empty), on metric lines, count lines and group lines
+//! (`,225849327050,100.00,,,,TopdownL1,`).
 
 use super::perf_fields::{label, number, time_stamp, Label};
 use crate::report::{ReportRow, RowStatus, SourceFormat, StatReport, Tool};
@@ -19,6 +28,34 @@ fn value_like(s: &str) -> bool {
 
 fn num_or_empty(s: &str) -> bool {
     s.is_empty() || super::num(s).is_some()
+}
+
+/// perf 6.13's threshold words (`metric_threshold_classify__str`).
+const THRESHOLDS: &[&str] = &["unknown", "bad", "nearly bad", "less good", "good"];
+
+/// A line without its last field when that is perf 6.13's threshold
+/// column after a metric unit or a group name (a threshold word, or
+/// empty after a field that is no value), with the threshold.
+fn without_threshold<'a, 'b>(f: &'b [&'a str]) -> (&'b [&'a str], Option<&'a str>) {
+    let n = f.len();
+    if n < 3 {
+        return (f, None);
+    }
+    let (last, before) = (f[n - 1], f[n - 2]);
+    let after_unit = !before.is_empty() && !value_like(before);
+    if after_unit && (last.is_empty() || THRESHOLDS.contains(&last)) {
+        return (&f[..n - 1], Some(last));
+    }
+    (f, None)
+}
+
+/// Set the threshold perf wrote on the metric just kept.
+fn rate_last(report: &mut StatReport, kept: usize, threshold: Option<&str>) {
+    if let (Some(t), true) = (threshold, report.printed.len() > kept) {
+        if let Some(m) = report.printed.last_mut() {
+            m.threshold = (!t.is_empty()).then(|| t.to_string());
+        }
+    }
 }
 
 /// What earlier lines of a perf `-x` file said: the `--metric-only`
@@ -78,6 +115,8 @@ impl PerfCsv {
             }
             return true;
         }
+        let kept = report.printed.len();
+        let (rest, threshold) = without_threshold(rest);
         if rest.len() >= 3 && rest[0].is_empty() {
             let n = rest.len();
             let (v, u) = (rest[n - 2], rest[n - 1]);
@@ -98,6 +137,7 @@ impl PerfCsv {
                     None => (self.group.clone().unwrap_or_default(), domain),
                 };
                 super::perf_fields::push_printed(report, time, domain, event, v, u);
+                rate_last(report, kept, threshold);
                 return true;
             }
         }
@@ -110,7 +150,8 @@ impl PerfCsv {
 fn prefix(f: &[&str]) -> (Option<f64>, String, usize) {
     let mut i = 0;
     let time = f.first().and_then(|s| time_stamp(s));
-    if time.is_some() && f.len() > 1 {
+    // `--summary` after `-I`: the totals, `summary` in the time column.
+    if (time.is_some() || f.first() == Some(&"summary")) && f.len() > 1 {
         i = 1;
     }
     let mut domain = String::new();
@@ -176,7 +217,12 @@ fn count_line(report: &mut StatReport, f: &[&str]) -> bool {
     });
     report.rows.push(row);
     if tail.len() >= 4 {
+        let kept = report.printed.len();
         super::perf_fields::push_printed(report, time, domain, event.to_string(), tail[2], tail[3]);
+        let threshold = tail
+            .get(4)
+            .filter(|t| THRESHOLDS.contains(t) || t.is_empty());
+        rate_last(report, kept, threshold.copied());
     }
     true
 }
@@ -204,6 +250,42 @@ mod tests {
         // Not the same time to the printed digits, or not a clock: as printed.
         assert_eq!(v[2], Some(0.59));
         assert_eq!(v[3], Some(12.5));
+    }
+
+    #[test]
+    fn thresholds_and_summaries() {
+        // perf 6.13 (https://lore.kernel.org/r/20241010012135.1272535-7-irogers@google.com),
+        // a group line with the trailing separator, then perf 6.1's
+        // `--summary` totals.
+        let r = read_text(
+            Path::new("t"),
+            "1.000103288,4677067630,,TOPDOWN.SLOTS,16029302700,100.00,31.1,%  tma_backend_bound,bad\n\
+             1.000103288,,,,,,51.0,%  tma_frontend_bound,bad\n\
+             1.000103288,,,,,,10.2,%  tma_retiring,good\n\
+             1.000103288,476781750,,topdown-retiring,16029302700,100.00,,\n\
+             1.000103288,,16029302700,100.00,,,,TopdownL1,\n\
+             1.000103288,,,,,,0.73,insn per cycle,\n\
+             \x20        summary,3216,,page-faults,137635706,100.00,23.366,K/sec\n",
+        )
+        .unwrap();
+        let p: Vec<(&str, Option<f64>, Option<&str>)> = (r.printed.iter())
+            .map(|m| (m.event.as_str(), m.value, m.threshold.as_deref()))
+            .collect();
+        assert_eq!(
+            p,
+            [
+                ("TOPDOWN.SLOTS", Some(31.1), Some("bad")),
+                ("TOPDOWN.SLOTS", Some(51.0), Some("bad")),
+                ("TOPDOWN.SLOTS", Some(10.2), Some("good")),
+                ("TopdownL1", Some(0.73), None),
+                ("page-faults", Some(23.366), None),
+            ]
+        );
+        let last = r.rows.last().unwrap();
+        assert_eq!(
+            (last.event.as_str(), last.time, last.value),
+            ("page-faults", None, Some(3216.0))
+        );
     }
 
     #[test]

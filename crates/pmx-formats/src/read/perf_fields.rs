@@ -166,6 +166,7 @@ pub(crate) fn push_printed(
         unit,
         decimals,
         row,
+        threshold: None,
     });
 }
 

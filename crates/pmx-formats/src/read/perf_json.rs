@@ -193,7 +193,18 @@ fn push_metric(
 ) {
     let value = jtext(v, "metric-value").unwrap_or_default();
     let unit = jstr(v, "metric-unit").unwrap_or("");
+    // perf 6.1 prints a NULL unit of a counter without a metric.
+    if unit == "(null)" {
+        return;
+    }
+    let kept = report.printed.len();
     super::perf_fields::push_printed(report, time, domain, event, &value, unit);
+    // perf 6.6 and later: `"metric-threshold" : "good"`.
+    if let (Some(t), true) = (jstr(v, "metric-threshold"), report.printed.len() > kept) {
+        if let Some(m) = report.printed.last_mut() {
+            m.threshold = Some(t.to_string());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -202,11 +213,23 @@ mod tests {
     use std::path::Path;
 
     #[test]
+    fn perf61s_null_unit_is_no_metric() {
+        // perf 6.1 here: `perf stat -j -I 100 --summary -e page-faults …`.
+        let r = read_text(
+            Path::new("t"),
+            "{\"interval\" : 0.111667978, \"counter-value\" : \"3213.000000\", \"unit\" : \"\", \"event\" : \"page-faults\", \"event-runtime\" : 21249454, \"pcnt-running\" : 100.00, \"metric-value\" : 0.000000, \"metric-unit\" : \"(null)\"}\n",
+        )
+        .unwrap();
+        assert_eq!(r.rows[0].value, Some(3213.0));
+        assert!(r.printed.is_empty(), "{:?}", r.printed);
+    }
+
+    #[test]
     fn metrics_metric_only_lines_and_domains() {
         let r = read_text(
             Path::new("t"),
             "{\"interval\" : 1.000103288, \"core\" : \"S0-D0-C0\", \"aggregate-number\" : 2, \"counter-value\" : \"1234.000000\", \"unit\" : \"\", \"event\" : \"cpu_core/cycles/\", \"event-runtime\" : 1000, \"pcnt-running\" : 100.00, \"metric-value\" : \"2.280000\", \"metric-unit\" : \"GHz\"}\n\
-             {\"interval\" : 1.000103288, \"core\" : \"S0-D0-C0\", \"metric-value\" : \"51.000000\", \"metric-unit\" : \"%  tma_frontend_bound\"}\n\
+             {\"interval\" : 1.000103288, \"core\" : \"S0-D0-C0\", \"metric-value\" : \"51.000000\", \"metric-unit\" : \"%  tma_frontend_bound\", \"metric-threshold\" : \"bad\"}\n\
              {\"counter-value\" : \"<not counted>\", \"unit\" : \"\", \"event\" : \"cycles\", \"cgroup\" : \"/user.slice\", \"event-runtime\" : 0, \"pcnt-running\" : 0.00, \"metric-value\" : \"0.000000\", \"metric-unit\" : \"\"}\n",
         )
         .unwrap();
@@ -239,5 +262,7 @@ mod tests {
                 ("/user.slice", "cycles", Some(0.0), ""),
             ]
         );
+        let rated: Vec<Option<&str>> = r.printed.iter().map(|m| m.threshold.as_deref()).collect();
+        assert_eq!(rated, [None, Some("bad"), None]);
     }
 }

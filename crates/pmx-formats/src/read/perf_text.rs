@@ -96,6 +96,11 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
             started = true;
             continue;
         }
+        // `-I --summary`: the intervals, under perf's `#  time …` header,
+        // come before the totals' heading.
+        if !started && t.starts_with('#') && t.split_whitespace().nth(1) == Some("time") {
+            started = true;
+        }
         if t.is_empty() || !started {
             continue;
         }
@@ -282,6 +287,9 @@ fn line_of(st: &mut State, t: &str, raw: &str) -> Result<(), String> {
         return Ok(());
     }
     if !tok.get(i).is_some_and(|s| value_like(s)) {
+        if tok.len() == i && running.is_some() {
+            running_of_last(st, time, running);
+        }
         return no_value(st, time, domain, &tok[i..], post, t);
     }
     if post.is_none() && !st.header.is_empty() && tok[i..].iter().all(|s| value_like(s)) {
@@ -340,6 +348,17 @@ fn line_of(st: &mut State, t: &str, raw: &str) -> Result<(), String> {
 /// A line without a count: a metric on a line of its own (`# 0.23
 /// stalled cycles per insn`), or beside perf's group header
 /// (`TopdownL1 (cpu_core)  # 17.3 %  tma_frontend_bound`).
+/// perf prints a counter's running share after its last metric, on a
+/// metric line of its own when the counter has several: the last row's.
+fn running_of_last(st: &mut State, time: Option<f64>, running: Option<f64>) {
+    let Some(row) = st.report.rows.last_mut() else {
+        return;
+    };
+    if row.running_pct.is_none() && (time.is_none() || row.time == time) {
+        row.running_pct = running;
+    }
+}
+
 fn no_value(
     st: &mut State,
     time: Option<f64>,
@@ -410,6 +429,7 @@ fn metric_only(
             value,
             unit,
             decimals,
+            threshold: None,
         });
     }
     Ok(())
@@ -438,6 +458,43 @@ mod tests {
 
     fn read(text: &str) -> StatReport {
         parse(Path::new("t"), text).unwrap()
+    }
+
+    #[test]
+    fn intervals_before_the_summary_heading() {
+        // perf 6.1 here: `perf stat -I 100 --summary -e page-faults …`.
+        let r = read(
+            "# started on Fri Nov 27 20:54:13 2026\n\n\
+             #           time             counts unit events\n\
+             \x20    0.131942216               3212      page-faults                      #  143.615 K/sec\n\
+             \x20    0.255938728                  2      page-faults                      #  143.046 /sec\n\n\
+             \x20Performance counter stats for 'sh -c true':\n\n\
+             \x20             3214      page-faults                      #   88.426 K/sec\n\n\
+             \x20      0.255996688 seconds time elapsed\n",
+        );
+        let rows: Vec<(Option<f64>, Option<f64>)> =
+            r.rows.iter().map(|r| (r.time, r.value)).collect();
+        assert_eq!(
+            rows,
+            [
+                (Some(0.131942216), Some(3212.0)),
+                (Some(0.255938728), Some(2.0)),
+                (None, Some(3214.0))
+            ]
+        );
+        assert_eq!(r.provenance.format, Some(SourceFormat::PerfTextIntervals));
+    }
+
+    #[test]
+    fn a_running_share_after_the_last_metric_line_is_its_counters() {
+        // perf 6.4 on Alder Lake (17-alderlake-perf-tools-next.txt).
+        let r = read(
+            "        32,110,597      cpu_atom/TOPDOWN_RETIRING.ALL/   #    1.334 M/sec                     \n\
+             \x20                                                 #     18.4 %  tma_bad_speculation      (72.48%)\n\
+             \x20      31,363,579      cpu_atom/TOPDOWN_RETIRING.ALL/   #    1.303 M/sec                       (73.37%)\n",
+        );
+        let shares: Vec<Option<f64>> = r.rows.iter().map(|r| r.running_pct).collect();
+        assert_eq!(shares, [Some(72.48), Some(73.37)]);
     }
 
     #[test]

@@ -25,14 +25,16 @@ static TARGET: AtomicU64 = AtomicU64::new(0);
 /// The usage line printed (status 2) for an unknown command.
 pub const USAGE: &str = "usage: pmx-workload pages N | fork-pages N | spin S | work N | threads N S | addr | writes N | exit CODE | kill SIG";
 
-/// Touch `n` fresh pages: exactly `n` minor page faults (status 1 and
-/// `mmap failed` when the mapping fails).
-fn touch_pages(n: usize) -> i32 {
-    if super::touch_pages(n).is_err() {
-        eprintln!("mmap failed");
-        return 1;
+/// The status of [`super::touch_pages`]: 0, or 1 and `mmap failed`
+/// when the mapping fails.
+fn status(touched: std::io::Result<()>) -> i32 {
+    match touched {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("mmap failed: {e}");
+            1
+        }
     }
-    0
 }
 
 fn spin(d: Duration) -> u64 {
@@ -66,13 +68,13 @@ pub fn run(args: &[String]) -> i32 {
 
 fn command(args: &[String]) -> Result<i32, String> {
     Ok(match args.get(1).map(String::as_str) {
-        Some("pages" | "touch") => touch_pages(arg(args, 2)?),
+        Some("pages" | "touch") => status(super::touch_pages(arg(args, 2)?)),
         Some("fork-pages") => {
             let n: usize = arg(args, 2)?;
             // SAFETY: the child only touches memory and exits.
             let pid = unsafe { libc::fork() };
             if pid == 0 {
-                let code = touch_pages(n);
+                let code = status(super::touch_pages(n));
                 // SAFETY: the child ends here, without the parent's atexit work.
                 unsafe { libc::_exit(code) };
             }

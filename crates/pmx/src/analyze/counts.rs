@@ -5,6 +5,7 @@
 
 use pmx_formats::{ReportRow, RowStatus, StatReport, Tool};
 use pmx_metrics::{Inputs, Reading};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// What is known about one event in one interval (or in the totals).
@@ -206,14 +207,20 @@ impl Counts {
         };
         let timed_metrics = report.metrics.iter().filter(|m| m.time.is_some());
         let mut metrics = timed_metrics.peekable();
-        for (i, row) in report.rows.iter().enumerate() {
+        let interval = report.is_interval();
+        let rows = one_per_counter(&report.rows);
+        for (i, row) in rows.iter().enumerate() {
+            // perf's `--summary` totals after the intervals repeat them.
+            if interval && row.time.is_none() {
+                continue;
+            }
             let acc = c.acc(row.time, &row.event);
             match row.origin {
                 Tool::Pmx => pmx_row(acc, row),
                 Tool::Perf => perf_row(acc, row),
             }
             // An interval's metric lines follow its rows.
-            let last_of_time = report.rows.get(i + 1).is_none_or(|n| n.time != row.time);
+            let last_of_time = rows.get(i + 1).is_none_or(|n| n.time != row.time);
             while last_of_time && metrics.peek().is_some_and(|m| m.time == row.time) {
                 let m = metrics.next().expect("peeked");
                 metric_line(c.acc(m.time, &m.name), m.value);
@@ -231,6 +238,52 @@ impl Counts {
         c.finish();
         c
     }
+}
+
+/// perf counts an event once per metric group that needs it: rows of the
+/// same event, interval and domain are counters of one quantity, not
+/// parts of it. Such perf rows become one, each value weighted by its
+/// run time (a counter that ran longer measured more of it).
+fn one_per_counter(rows: &[ReportRow]) -> Vec<Cow<'_, ReportRow>> {
+    let mut out: Vec<Cow<ReportRow>> = Vec::with_capacity(rows.len());
+    let mut at: HashMap<(Option<u64>, &str, &str), usize> = HashMap::new();
+    for row in rows {
+        let key = (
+            row.time.map(f64::to_bits),
+            row.domain.as_str(),
+            row.event.as_str(),
+        );
+        match at.get(&key) {
+            Some(&i) if row.origin == Tool::Perf && out[i].origin == Tool::Perf => {
+                merge_counter(out[i].to_mut(), row)
+            }
+            _ => {
+                at.insert(key, out.len());
+                out.push(Cow::Borrowed(row));
+            }
+        }
+    }
+    out
+}
+
+fn merge_counter(into: &mut ReportRow, row: &ReportRow) {
+    let Some(v) = row.value.filter(|_| row.status != RowStatus::NotSupported) else {
+        return;
+    };
+    let counted = into.value.is_some() && into.status != RowStatus::NotSupported;
+    if !counted {
+        *into = row.clone();
+        return;
+    }
+    let weight = |r: &ReportRow| r.runtime_ns.filter(|w| *w > 0.0).unwrap_or(1.0);
+    let (w0, w1) = (weight(into), weight(row));
+    let mean = |a: f64, b: f64| (a * w0 + b * w1) / (w0 + w1);
+    into.value = into.value.map(|x| mean(x, v));
+    into.running_pct = match (into.running_pct, row.running_pct) {
+        (Some(a), Some(b)) => Some(mean(a, b)),
+        (a, b) => a.or(b),
+    };
+    into.runtime_ns = Some(w0 + w1);
 }
 
 fn metric_line(acc: &mut Acc, value: Option<f64>) {
@@ -358,6 +411,27 @@ mod tests {
         );
         assert!((c.intervals[1].duration.unwrap() - 1.0001).abs() < 1e-9);
         assert!((c.totals().duration.unwrap() - 2.0002).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_perf_event_counted_twice_is_one_quantity() {
+        // perf 6.4 on Alder Lake prints cpu_atom/TOPDOWN_RETIRING.ALL/
+        // once per metric group (17-alderlake-perf-tools-next.txt).
+        let c = counts(
+            "32110597,,cpu_atom/TOPDOWN_RETIRING.ALL/,3000,72.48,,\n\
+             5,,cycles,1000,100.00,,\n\
+             31363579,,cpu_atom/TOPDOWN_RETIRING.ALL/,1000,73.37,,\n",
+        );
+        let Reading::Scaled {
+            value,
+            running_share,
+        } = reading(&c, 0, "cpu_atom/TOPDOWN_RETIRING.ALL/")
+        else {
+            panic!()
+        };
+        // (32110597 × 3000 + 31363579 × 1000) / 4000, not their sum.
+        assert_eq!(value, (32110597.0 * 3.0 + 31363579.0) / 4.0);
+        assert!((running_share.unwrap() - (0.7248 * 3.0 + 0.7337) / 4.0).abs() < 1e-12);
     }
 
     #[test]

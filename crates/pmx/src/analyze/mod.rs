@@ -4,6 +4,8 @@
 //! CSV and JSON, totals or `-I` intervals; perf's `-x,` CSV and `-j`
 //! JSON). [`analyze`] runs in stages, each a function below:
 //!
+//! 0. [`events`]: every event as read — value, unit, running share,
+//!    per-interval spread, hybrid PMU — shown before the metrics.
 //! 1. `Counts::of`: the rows folded per event and interval (rows
 //!    of one event in several domains summed; perf's msec clocks in ns).
 //! 2. [`keys`]: every event name of the file and of the metric library
@@ -26,6 +28,7 @@
 
 mod counts;
 pub mod cpu;
+pub mod events;
 pub mod keys;
 pub mod printed;
 
@@ -158,6 +161,8 @@ pub struct AnalyzeReport {
     pub cpu_note: Option<String>,
     /// The events of the file, in file order.
     pub events: Vec<String>,
+    /// Each event as read: value, unit, running share, spread.
+    pub events_read: Vec<events::EventRead>,
     /// Events counted with modifiers: the name in the file, the name
     /// matched to metric inputs, the modifiers.
     pub modified: Vec<(String, String, String)>,
@@ -258,6 +263,7 @@ pub fn analyze(opts: &AnalyzeOptions) -> Result<AnalyzeReport, AnalyzeError> {
         cpu: cpu.to_string(),
         cpu_note: None,
         events: all.events.clone(),
+        events_read: events::events_read(opts.counts),
         modified,
         printed,
         intervals: if all.is_interval() {

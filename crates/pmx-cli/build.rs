@@ -1,0 +1,48 @@
+//! `pmx --version` names the commit pmx was built from: `PMX_VERSION` is
+//! the crate version, then the commit and its date from git when the
+//! source is a git checkout (`0.1.0 (1a2b3c4d5e6f 2026-11-27)`), else
+//! `$PMX_BUILD_COMMIT` when a packager sets it, else the version alone.
+
+use std::path::Path;
+use std::process::Command;
+
+fn main() {
+    let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
+    println!("cargo:rerun-if-env-changed=PMX_BUILD_COMMIT");
+    let commit = git(&["log", "-1", "--format=%h %cs", "--abbrev=12", "HEAD"]).or_else(|| {
+        std::env::var("PMX_BUILD_COMMIT")
+            .ok()
+            .filter(|c| !c.is_empty())
+    });
+    let full = match commit {
+        Some(c) => format!("{version} ({c})"),
+        None => version,
+    };
+    println!("cargo:rustc-env=PMX_VERSION={full}");
+    // Built again when HEAD moves: HEAD itself, the branch it names, and
+    // the packed refs a `git gc` moves branches into.
+    let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.push(branch);
+    }
+    for name in watched {
+        if let Some(path) = git(&["rev-parse", "--path-format=absolute", "--git-path", &name]) {
+            if Path::new(&path).exists() {
+                println!("cargo:rerun-if-changed={path}");
+            }
+        }
+    }
+}
+
+/// One line of git's output, None when git is missing, fails (not a git
+/// checkout) or prints nothing.
+fn git(args: &[&str]) -> Option<String> {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").ok()?;
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()?;
+    let line = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !line.is_empty()).then_some(line)
+}
