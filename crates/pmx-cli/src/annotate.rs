@@ -6,8 +6,15 @@ use pmx_profile::annotate::{annotate, render, AnnotateError, AnnotateOptions, Sy
 /// Arguments of `pmx annotate` (skid, colours and marks: see its header).
 #[derive(Debug, clap::Args)]
 pub struct AnnotateArgs {
-    /// The function, as `pmx report` names it.
-    symbol: String,
+    /// The function, as `pmx report` names it (or -s, as perf).
+    #[arg(required_unless_present = "sym")]
+    symbol: Option<String>,
+    /// The function (perf's -s/--symbol).
+    #[arg(short = 's', long = "symbol", conflicts_with = "symbol")]
+    sym: Option<String>,
+    /// Text output (the default; accepted as perf's --stdio).
+    #[arg(long)]
+    stdio: bool,
     /// Input file ('-' reads a pipe-mode stream from standard input).
     #[arg(short, long, default_value = "perf.data")]
     input: std::path::PathBuf,
@@ -33,8 +40,9 @@ pub struct AnnotateArgs {
 
 /// Run `pmx annotate`.
 pub fn run(a: &AnnotateArgs) -> anyhow::Result<i32> {
+    let sym = a.symbol.clone().or(a.sym.clone()).unwrap_or_default();
     let mut o = AnnotateOptions::default();
-    (o.input, o.symbol, o.dso) = (a.input.clone(), a.symbol.clone(), a.dso.clone());
+    (o.input, o.symbol, o.dso) = (a.input.clone(), sym, a.dso.clone());
     (o.event, o.symfs, o.syntax) = (a.event.clone(), a.symfs.clone(), a.syntax);
     show(&o, a.metrics.as_deref(), a.json)
 }

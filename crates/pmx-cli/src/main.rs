@@ -32,10 +32,12 @@ mod list;
 mod merge;
 mod msr;
 mod perf_cli;
+mod perf_tools;
 mod plot;
 mod record;
 mod regions;
 mod report;
+mod report_perf;
 mod script;
 mod serve;
 mod shell;
@@ -82,6 +84,16 @@ enum Command {
     Script(script::ScriptArgs),
     /// A function's machine code with the samples of each instruction and its source lines.
     Annotate(Box<annotate::AnnotateArgs>),
+    /// Copy a perf.data file or stream: decompressed, with build ids (perf inject).
+    Inject(perf_tools::InjectArgs),
+    /// The events of a perf.data file (perf evlist).
+    Evlist(perf_tools::FileArgs),
+    /// The build ids a perf.data file lists (perf buildid-list).
+    #[command(name = "buildid-list")]
+    BuildidList(perf_tools::FileArgs),
+    /// The build-id cache in perf's layout (~/.debug): add, list, remove.
+    #[command(name = "buildid-cache")]
+    BuildidCache(perf_tools::CacheArgs),
     /// Count system-wide continuously and serve /metrics to Prometheus.
     Serve(Box<serve::ServeArgs>),
     /// Combine result files (per host, per rank) into one report.
@@ -171,6 +183,10 @@ fn main() {
         Command::Script(args) => script::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Inject(args) => perf_tools::inject(args),
+        Command::Evlist(args) => perf_tools::file(args, false),
+        Command::BuildidList(args) => perf_tools::file(args, true),
+        Command::BuildidCache(args) => perf_tools::buildid_cache(args),
         Command::Merge(args) => merge::run(args),
         Command::Msr(args) => msr::run(args),
         Command::Encode(args) => encode::run(args),
@@ -192,13 +208,14 @@ fn stat_command() -> clap::Command {
     <stat::StatArgs as clap::Args>::augment_args(clap::Command::new("stat").bin_name("pmx stat"))
 }
 
-/// `pmx stat` given a perf stat option pmx does not take: say so by name.
+/// `pmx stat`/`record`/`report` given a perf option pmx does not take:
+/// say so by name.
 fn refused_perf_option(e: &clap::Error) -> Option<String> {
     use clap::error::{ContextKind, ContextValue::String as Arg, ErrorKind};
-    let stat = std::env::args().nth(1).is_some_and(|c| c == "stat");
+    let sub = std::env::args().nth(1).unwrap_or_default();
     match e.get(ContextKind::InvalidArg) {
-        Some(Arg(a)) if stat && e.kind() == ErrorKind::UnknownArgument => {
-            pmx::stat::refused_perf_option(a.split('=').next().unwrap_or(a))
+        Some(Arg(a)) if e.kind() == ErrorKind::UnknownArgument => {
+            pmx::perf_personality::refused_option(&sub, a.split('=').next().unwrap_or(a))
         }
         _ => None,
     }

@@ -12,11 +12,24 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 /// The command line to parse: as given, or, when run as `perf`, perf's
-/// subcommand as pmx's. Exits (status 1, as perf) for a perf command pmx
-/// does not implement.
+/// subcommand as pmx's (`--buildid-dir` exported as `PERF_BUILDID_DIR`,
+/// as perf does; `perf version` printed here). Exits (status 1, as perf)
+/// for a perf command pmx does not implement.
 pub fn command_line() -> Vec<OsString> {
     match personality::command_line(std::env::args_os().collect()) {
-        Ok(args) => args,
+        Ok((args, dir)) => {
+            if let Some(d) = dir {
+                std::env::set_var("PERF_BUILDID_DIR", d);
+            }
+            if personality::as_perf(&args) && args.get(1).is_some_and(|a| a == "version") {
+                print!(
+                    "{}",
+                    personality::version(args.iter().any(|a| a == "--build-options"))
+                );
+                std::process::exit(0);
+            }
+            args
+        }
         Err(e) => {
             eprintln!("perf (pmx): {e}");
             std::process::exit(1);

@@ -69,12 +69,31 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SEC")]
     pub duration: Option<f64>,
     /// Do not sample the command's children.
-    #[arg(long = "no-inherit")]
+    #[arg(short = 'i', long = "no-inherit")]
     pub no_inherit: bool,
     #[command(flatten)]
     pub db: DbArgs,
-    /// The command to run, after `--`.
-    #[arg(last = true, value_name = "CMD")]
+    /// zstd-compress the records (PERF_RECORD_COMPRESSED) at level N (1-22).
+    #[arg(short = 'z', long = "compression-level", value_name = "N", num_args = 0..=1, require_equals = true, default_missing_value = "1", value_parser = clap::value_parser!(u32).range(1..=22))]
+    pub compression: Option<u32>,
+    /// Write no build ids (and cache no binaries).
+    #[arg(short = 'B', long = "no-buildid")]
+    pub no_buildid: bool,
+    /// Copy no binaries into the build-id cache (~/.debug).
+    #[arg(short = 'N', long = "no-buildid-cache")]
+    pub no_buildid_cache: bool,
+    /// New files (OUT.TIMESTAMP) on SIGUSR2 (signal), a size (100M) or a time (30s, 5m).
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true, default_missing_value = "signal")]
+    pub switch_output: Option<String>,
+    /// Build ids of every mapped binary, hit or not (what pmx always writes).
+    #[arg(long = "buildid-all")]
+    pub buildid_all: bool,
+    /// No messages on standard error (errors still appear).
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// The command to run and its arguments (the first word that is not
+    /// an option, or after `--`).
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
 
@@ -126,7 +145,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         record::sample_rate(args.count, args.freq.as_deref()).map_err(failure)?;
     let (events, more) = events(&args.events, &args.db, rate)?;
     notes.extend(more);
-    for n in &notes {
+    for n in notes.iter().filter(|_| !args.quiet) {
         eprintln!("pmx record: {n}");
     }
     let opts = RecordOptions {
@@ -140,13 +159,26 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         duration,
         output: args.output.clone(),
         cmdline: std::env::args().collect(),
+        file: record::FileOptions {
+            compression: args.compression,
+            build_ids: !args.no_buildid,
+            switch_output: (args
+                .switch_output
+                .as_deref()
+                .map(record::SwitchOutput::parse))
+            .transpose()
+            .map_err(UsageError)?,
+        },
     };
     record::install_signal_handlers();
     match record::record(&events, &opts) {
         Ok(summary) => {
-            for line in summary.messages() {
+            for line in summary.messages().iter().filter(|_| !args.quiet) {
                 eprintln!("pmx record: {line}");
             }
+            let skip = args.no_buildid || args.no_buildid_cache;
+            let w = pmx_profile::buildid_cache::after_record(&summary.output, skip);
+            w.iter().for_each(|w| eprintln!("pmx record: {w}"));
             Ok(summary.exit.map_or(0, |e| e.shell_code()))
         }
         Err(RecordError::Exec { cmd, reason }) => {

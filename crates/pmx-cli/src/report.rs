@@ -105,6 +105,8 @@ pub struct ReportArgs {
     /// The group tables as CSV.
     #[arg(long, conflicts_with_all = ["json", "folded"])]
     pub csv: bool,
+    #[command(flatten)]
+    pub perf: crate::report_perf::PerfReportArgs,
 }
 
 /// Run `pmx report`.
@@ -116,12 +118,24 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         o.symfs = args.symfs.clone();
         return crate::annotate::show(&o, args.metrics.as_deref(), args.json);
     }
+    let p = &args.perf;
+    if p.tasks {
+        return p.tasks(&args.input);
+    }
+    let (fields, cols) = p.fields(args.sort.as_deref())?;
+    let (filter, perf_layout) = (p.filter()?, p.layout());
+    let shown = (perf_layout
+        .then(|| fields.sort.clone())
+        .or(args.sort.clone()))
+    .unwrap_or_else(|| default_sort(args.diff.is_some()).into());
+    let shown = pmx_profile::report::sort_keys(&shown).map_err(failure)?;
+    p.notes(args.quiet);
     let options = ReportOptions {
         input: args.input.clone(),
-        sort: (args.sort.clone()).unwrap_or_else(|| default_sort(args.diff.is_some()).into()),
+        sort: filter.sort(&shown),
         event: args.event.clone(),
         stacks: args.folded || args.flamegraph.is_some(),
-        children: args.children,
+        children: args.children && !p.no_children,
         lines: args.lines,
         inline: args.inline,
         symfs: args.symfs.clone(),
@@ -135,7 +149,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     let to = pmx_profile::export::targets(&args.firefox, &args.pprof);
     let result = pmx_profile::export::report(&options, &to, &mut |d, t| progress.update(d, t));
     progress.finish();
-    let (report, x) = result.map_err(failure)?;
+    let (mut report, x) = result.map_err(failure)?;
+    filter.apply(&mut report, &shown);
     for w in &report.profile.warnings {
         eprintln!("pmx: warning: {w}");
     }
@@ -154,7 +169,9 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
             eprintln!("pmx: {}", report.flame_note(ev, svg_path));
         }
     }
-    if args.folded {
+    if perf_layout && !args.folded && !args.json && !args.csv {
+        pmx_profile::perf_text::print(&mut out, &report, &cols)?;
+    } else if args.folded {
         let ev = stack_event(&report)?;
         out.write_all(report.folded(ev).as_bytes())?;
     } else if args.json {

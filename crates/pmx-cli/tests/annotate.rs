@@ -55,7 +55,7 @@ fn recorded() -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
     }
     let data = dir.path().join("perf.data");
     let o = Command::new(PMX)
-        .args(["record", "-e", "cpu-clock", "-F", "4000", "-o"])
+        .args(["record", "-N", "-e", "cpu-clock", "-F", "4000", "-o"])
         .arg(&data)
         .arg("--")
         .arg(&bin)

@@ -15,10 +15,16 @@ fn a_rebuilt_or_missing_binary_is_said_once_with_its_share() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // An empty build-id cache of its own (this test's only thread): a copy
+    // of the same build (an earlier run's, perf's) would name the functions.
+    std::env::set_var("PERF_BUILDID_DIR", dir.path().join("cache"));
     let bin = cc::compile(dir.path(), "hot", HOT, &["-O1"]).unwrap();
     let data = dir.path().join("hot.data");
+    // -N: no copy in the build-id cache, which would name the functions
+    // (tests/perf_sampling.rs tests that).
     let o = pmx(&[
         "record",
+        "-N",
         "-F",
         "2000",
         "-o",

@@ -1461,6 +1461,13 @@ impl Reader {
 
     /// The next record, or `None` at the end of the data.
     pub fn next_record(&mut self) -> Result<Option<Record<'_>>, Error> {
+        Ok(self.next_record_bytes()?.map(|(r, _)| r))
+    }
+
+    /// The next record with its bytes (header included; a compressed
+    /// record's are those decompressed), or `None` at the end of the
+    /// data: for copying records (`perf inject`).
+    pub fn next_record_bytes(&mut self) -> Result<Option<(Record<'_>, &[u8])>, Error> {
         let (loc, at) = loop {
             let (loc, at) = if let Some((s, e)) = self.next_decomp()? {
                 (Loc::Decomp(s, e), self.doffset)
@@ -1527,7 +1534,7 @@ impl Reader {
             Loc::Main(s, e) => &self.buf[s..e],
             Loc::Decomp(s, e) => &self.dbuf[s..e],
         };
-        self.decode(data, at).map(Some)
+        self.decode(data, at).map(|r| Some((r, data)))
     }
 
     /// The event a sample belongs to: the only one, or found by its id.

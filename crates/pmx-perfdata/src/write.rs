@@ -23,7 +23,9 @@ use crate::format::{
 };
 use std::io::{self, Seek, SeekFrom, Write};
 
+pub mod compress;
 mod pipe;
+pub use compress::Compressor;
 pub use pipe::PipeWriter;
 
 /// One entry of the BUILD_ID feature: a binary and its build-id.

@@ -549,10 +549,22 @@ impl Symbolizer {
             Some(r) => r.join(d.path.trim_start_matches('/')),
             None => PathBuf::from(&d.path),
         };
+        // The build-id cache's copy, when the file on disk is gone or
+        // another build.
+        let want = d.expected_build_id.clone();
+        let cached = move || {
+            (want.as_deref())
+                .and_then(|id| crate::buildid_cache::lookup(&crate::buildid_cache::dir(), id))
+                .and_then(|c| ElfFile::open(&c).ok())
+        };
         match ElfFile::open(&path) {
             Ok(elf) => {
                 if let (Some(want), Some(have)) = (&d.expected_build_id, elf.build_id()) {
                     if want.as_slice() != have {
+                        if let Some(c) = cached() {
+                            d.elf = Some(c);
+                            return;
+                        }
                         let why = format!(
                             "the file on disk differs from the one recorded (build-id {} recorded, {} on disk)",
                             hex(want),
@@ -565,6 +577,10 @@ impl Symbolizer {
                 d.elf = Some(elf);
             }
             Err(e) => {
+                if let Some(c) = cached() {
+                    d.elf = Some(c);
+                    return;
+                }
                 let why = if std::path::Path::new(&path).exists() {
                     e.strip_prefix(&format!("{}: ", path.display()))
                         .unwrap_or(&e)

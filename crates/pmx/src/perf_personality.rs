@@ -1,10 +1,20 @@
 //! pmx run under the name `perf` (a symlink): perf's command lines as
 //! pmx's ([`command_line`]: `perf stat …` is `pmx stat --format perf …`,
-//! `stat record`/`stat report` included;
-//! `record`, `report`, `list` are pmx's), and what perf's `stat` output
+//! `stat record`/`stat report` included; `record`, `report`, `script`,
+//! `annotate`, `inject`, `evlist`, `buildid-list`, `buildid-cache`, `list`
+//! are pmx's; perf's global `--buildid-dir DIR` is `PERF_BUILDID_DIR`, as
+//! perf itself passes it on), the perf options pmx refuses by name
+//! ([`refused_option`]; [`record`], [`report`]: the mapping of perf's
+//! sampling flags), `perf version` ([`version`]), and what perf's `stat` output
 //! says beyond the rows: the header's target ([`target`]), the user and
 //! system times of the footer ([`children_times`]), the comm of each
 //! `--per-thread` row ([`thread_comms`]).
+
+pub mod record;
+pub mod report;
+mod version;
+
+pub use version::version;
 
 use pmx_formats::{Domain, Row};
 use std::ffi::OsString;
@@ -12,40 +22,83 @@ use std::path::Path;
 
 /// A perf command pmx does not implement (perf exits 1 for it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report and list"
-)]
+#[error("'perf {what}' is not implemented by pmx; pmx implements perf {}", IMPLEMENTED.join(", "))]
 pub struct NotImplemented {
     /// The command as given (`trace`, `(no command)`).
     pub what: String,
 }
 
+/// The perf commands pmx implements.
+pub const IMPLEMENTED: &[&str] = &[
+    "stat",
+    "record",
+    "report",
+    "script",
+    "annotate",
+    "inject",
+    "evlist",
+    "buildid-list",
+    "buildid-cache",
+    "list",
+    "version",
+];
+
+/// The program is run as `perf` (`args[0]`'s file name).
+pub fn as_perf(args: &[OsString]) -> bool {
+    (args.first())
+        .and_then(|a| Path::new(a).file_name().map(|n| n == "perf"))
+        .unwrap_or(false)
+}
+
 /// The command line to parse: `args` as given, or, when the program's name
 /// (`args[0]`) is `perf`, perf's subcommand as pmx's (`--no-pager`
-/// dropped; `stat` gets `--format perf`).
-pub fn command_line(mut args: Vec<OsString>) -> Result<Vec<OsString>, NotImplemented> {
-    let as_perf = (args.first())
-        .and_then(|a| Path::new(a).file_name().map(|n| n == "perf"))
-        .unwrap_or(false);
-    if !as_perf {
-        return Ok(args);
+/// dropped; `stat` gets `--format perf`; a global `--buildid-dir DIR`
+/// before the subcommand is taken off and returned).
+pub fn command_line(
+    mut args: Vec<OsString>,
+) -> Result<(Vec<OsString>, Option<OsString>), NotImplemented> {
+    if !as_perf(&args) {
+        return Ok((args, None));
     }
     args.retain(|a| a != "--no-pager");
+    let mut buildid_dir = None;
+    while let Some(a) = args.get(1).and_then(|a| a.to_str()) {
+        if let Some(dir) = a.strip_prefix("--buildid-dir=") {
+            buildid_dir = Some(OsString::from(dir));
+            args.remove(1);
+        } else if a == "--buildid-dir" && args.len() > 2 {
+            buildid_dir = Some(args.remove(2));
+            args.remove(1);
+        } else {
+            break;
+        }
+    }
     let sub = (args.get(1).and_then(|a| a.to_str()))
         .unwrap_or("")
         .to_string();
     match sub.as_str() {
         "stat" => {
             args.splice(1..2, ["stat", "--format", "perf"].map(OsString::from));
-            Ok(args)
+            Ok((args, buildid_dir))
         }
-        "record" | "report" | "list" => Ok(args),
+        s if IMPLEMENTED.contains(&s) => Ok((args, buildid_dir)),
         _ => Err(NotImplemented {
             what: match sub.as_str() {
                 "" => "(no command)".to_string(),
                 s => s.to_string(),
             },
         }),
+    }
+}
+
+/// The message for an option of perf `command` that pmx does not take,
+/// naming it and why; `None` for any other.
+pub fn refused_option(command: &str, name: &str) -> Option<String> {
+    match command {
+        "stat" => crate::stat::refused_perf_option(name),
+        "record" => record::refused_option(name),
+        "report" => report::refused_option(name),
+        _ => None,
     }
 }
 
@@ -102,7 +155,7 @@ mod tests {
     fn line(words: &[&str]) -> Result<Vec<String>, String> {
         let args = words.iter().map(OsString::from).collect();
         (command_line(args).map_err(|e| e.to_string()))
-            .map(|v| v.iter().map(|a| a.to_string_lossy().into_owned()).collect())
+            .map(|(v, _)| v.iter().map(|a| a.to_string_lossy().into_owned()).collect())
     }
 
     #[test]
@@ -137,7 +190,7 @@ mod tests {
             Ok(vec!["pmx".into(), "--no-pager".into(), "trace".into()])
         );
         let refused = |what: &str| {
-            Err(format!("'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report and list"))
+            Err(format!("'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report, script, annotate, inject, evlist, buildid-list, buildid-cache, list, version"))
         };
         // perf stat record/report: pmx stat's subcommands.
         assert_eq!(
@@ -145,6 +198,16 @@ mod tests {
             Ok("stat --format perf record".to_string())
         );
         assert_eq!(line(&["perf", "trace"]), refused("trace"));
+        // perf's global --buildid-dir: taken off, returned.
+        let args = ["perf", "--buildid-dir", "/tmp/d", "buildid-cache", "-l"];
+        let (v, dir) = command_line(args.iter().map(OsString::from).collect()).unwrap();
+        assert_eq!((v.len(), dir), (3, Some(OsString::from("/tmp/d"))));
+        let args = ["perf", "--buildid-dir=/x", "script"];
+        let (v, dir) = command_line(args.iter().map(OsString::from).collect()).unwrap();
+        assert_eq!(
+            (v[1].to_str(), dir),
+            (Some("script"), Some(OsString::from("/x")))
+        );
         assert_eq!(line(&["perf"]), refused("(no command)"));
     }
 

@@ -83,6 +83,7 @@ mod open;
 mod options;
 mod plan;
 mod sink;
+mod switch;
 mod synth;
 mod tally;
 mod target;
@@ -103,9 +104,10 @@ pub use callgraph::{CallGraph, CallGraphError, DEFAULT_STACK_SIZE, MAX_STACK_SIZ
 pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
 pub use options::{
-    EventSamples, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
+    EventSamples, FileOptions, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
 };
 pub use pmx_perf::SampleRate;
+pub use switch::SwitchOutput;
 
 /// perf's default ring size in data pages per CPU (512 KiB with 4 KiB
 /// pages: what `kernel.perf_event_mlock_kb`'s default of 516 allows).
@@ -118,6 +120,9 @@ pub fn record(events: &[RecordEvent], opts: &RecordOptions) -> Result<RecordSumm
     // A stop requested since the handlers were installed (during the
     // setup) is kept: it ends the recording once the command runs.
     plan::validate(events, opts)?;
+    if opts.file.switch_output == Some(SwitchOutput::Signal) {
+        crate::signals::install_switch();
+    }
     let mut child = target::launch(opts)?;
     let output = Output::Path(&opts.output);
     let result = record_with(events, opts, child.as_mut(), output, None);
@@ -176,7 +181,7 @@ fn record_with(
         (&plan.attrs, events),
         &opened.ids,
         opened.by_id(),
-        &opts.cmdline,
+        (&opts.cmdline, &opts.file, opts.mmap_pages),
     )?;
 
     // Start: the command's events at its exec; the others now, before the
@@ -231,6 +236,7 @@ fn drain_until_over(
     poll_set.extend(life.poll_fd());
     loop {
         sink.drain(rings)?;
+        sink.maybe_switch()?;
         if life.over() {
             return Ok(life.elapsed());
         }
@@ -269,6 +275,7 @@ fn summary(
         records: written.records,
         output: opts.output.clone(),
         bytes: written.bytes,
+        switched: written.switched,
         old_output,
         exit,
         interrupted,

@@ -54,6 +54,31 @@ pub fn stop_signal() -> Option<i32> {
     stop_requested().then(|| SIG.load(Ordering::SeqCst))
 }
 
+/// SIGUSR2 arrived (`record --switch-output=signal`).
+static SWITCH: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_switch(_: libc::c_int) {
+    SWITCH.store(true, Ordering::SeqCst);
+}
+
+/// Take SIGUSR2 as "switch to a new output file" (`record
+/// --switch-output=signal`) instead of its default (end the process).
+pub fn install_switch() {
+    SWITCH.store(false, Ordering::SeqCst);
+    // SAFETY: installing a handler that only stores to an atomic.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_switch as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+    }
+}
+
+/// SIGUSR2 arrived since the last call.
+pub(crate) fn take_switch() -> bool {
+    SWITCH.swap(false, Ordering::SeqCst)
+}
+
 /// A session begins: forget earlier requests.
 pub(crate) fn reset() {
     STOP.store(false, Ordering::SeqCst);

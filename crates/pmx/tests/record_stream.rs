@@ -22,6 +22,7 @@ fn options(scope: Scope, command: &[&str]) -> RecordOptions {
         duration: None,
         output: "-".into(),
         cmdline: vec!["pmx".into(), "top".into()],
+        file: Default::default(),
     }
 }
 

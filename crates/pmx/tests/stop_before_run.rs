@@ -65,6 +65,7 @@ fn a_stop_requested_before_the_run_stops_the_command_and_the_repeats() {
         duration: None,
         output: dir.path().join("perf.data"),
         cmdline: vec![],
+        file: Default::default(),
     };
     pmx::record::install_signal_handlers();
     assert!(

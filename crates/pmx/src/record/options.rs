@@ -60,6 +60,32 @@ pub struct RecordOptions {
     pub output: PathBuf,
     /// The command line to store in the file (`pmx record …`).
     pub cmdline: Vec<String>,
+    /// How the file is written (compression, build ids).
+    pub file: FileOptions,
+}
+
+/// How a recording's file is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOptions {
+    /// zstd-compress the records at this level (perf's `-z`: 1), as
+    /// `PERF_RECORD_COMPRESSED` records; file mode only.
+    pub compression: Option<u32>,
+    /// Write the BUILD_ID feature (every mapped binary's build id; perf's
+    /// `-B` turns it off).
+    pub build_ids: bool,
+    /// `--switch-output`: several files, switched on a size, a time or
+    /// SIGUSR2; file mode only.
+    pub switch_output: Option<super::switch::SwitchOutput>,
+}
+
+impl Default for FileOptions {
+    fn default() -> Self {
+        FileOptions {
+            compression: None,
+            build_ids: true,
+            switch_output: None,
+        }
+    }
 }
 
 /// Samples of one event.
@@ -93,6 +119,9 @@ pub struct RecordSummary {
     pub output: PathBuf,
     /// The file's size in bytes.
     pub bytes: u64,
+    /// `--switch-output`: every file written, in order (the output's
+    /// name with a time stamp).
+    pub switched: Vec<PathBuf>,
     /// Where an earlier file of that name was moved, if there was one.
     pub old_output: Option<PathBuf>,
     /// How the command ended, when there was one.
@@ -142,6 +171,14 @@ impl RecordSummary {
             s.lost_events,
             s.throttled,
         )];
+        if !s.switched.is_empty() {
+            let names: Vec<String> = s.switched.iter().map(|p| p.display().to_string()).collect();
+            m.push(format!(
+                "--switch-output: {} files: {}",
+                names.len(),
+                names.join(", ")
+            ));
+        }
         if s.lost_samples > 0 {
             m.push(format!(
                 "the PMU dropped {} samples (PERF_RECORD_LOST_SAMPLES)",

@@ -177,6 +177,7 @@ mod tests {
             duration: None,
             output: "x".into(),
             cmdline: vec![],
+            file: Default::default(),
         }
     }
 
@@ -263,6 +264,7 @@ mod tests {
             duration: None,
             output: "x".into(),
             cmdline: vec![],
+            file: Default::default(),
         };
         let a0 = sampling_attr(&ev, 0, 2, &opts);
         let a1 = sampling_attr(&ev, 1, 2, &opts);

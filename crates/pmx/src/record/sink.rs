@@ -7,11 +7,13 @@
 
 use super::features::features;
 use super::open::Ring;
-use super::options::RecordEvent;
+use super::options::{FileOptions, RecordEvent};
+use super::switch::{self, Switch};
 use super::tally::Tally;
 use pmx_io::{Options, OutFile};
 use pmx_perf::Attr;
-use pmx_perfdata::write::{PipeWriter, Writer};
+use pmx_perfdata::format::feature;
+use pmx_perfdata::write::{Compressor, PipeWriter, Writer};
 use pmx_perfdata::FileAttr;
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
@@ -59,6 +61,13 @@ pub(super) struct Sink {
     by_id: HashMap<u64, usize>,
     /// GROUP_DESC: (name, leader index, members) of each `{…}` group.
     groups: Vec<(String, u32, u32)>,
+    /// `-z`: the records go through it, and the ring size in bytes.
+    compressor: Option<(Compressor, u32)>,
+    /// Write the BUILD_ID feature.
+    build_ids: bool,
+    /// `--switch-output`: the state, the output's path, the attrs and the
+    /// command line every new file gets.
+    switch: Option<(Switch, PathBuf, Vec<FileAttr>, Vec<String>)>,
 }
 
 /// What the finished file is.
@@ -69,19 +78,22 @@ pub(super) struct Written {
     pub(super) records: u64,
     /// The file's size in bytes.
     pub(super) bytes: u64,
+    /// `--switch-output`: every file, renamed with its time stamp.
+    pub(super) switched: Vec<PathBuf>,
 }
 
 impl Sink {
     /// Open `output` (an earlier non-empty file will be kept as
     /// `output.old`, whose path is returned) with the attrs as given to
     /// the kernel and the ids of every event's fds; `cmdline` goes into
-    /// a pipe stream's header.
+    /// a pipe stream's header; `file`: compression (file mode only) and
+    /// build ids, with the rings' `mmap_pages`.
     pub(super) fn create(
         output: Output<'_>,
         (attrs, events): (&[Attr], &[RecordEvent]),
         ids: &[Vec<u64>],
         by_id: HashMap<u64, usize>,
-        cmdline: &[String],
+        (cmdline, file, mmap_pages): (&[String], &FileOptions, usize),
     ) -> io::Result<(Sink, Option<PathBuf>)> {
         let file_attrs: Vec<FileAttr> = attrs
             .iter()
@@ -93,12 +105,43 @@ impl Sink {
                 name: e.name.clone(),
             })
             .collect();
+        let keep = file.switch_output.map(|w| (w, file_attrs.clone()));
+        let out_path = match &output {
+            Output::Path(p) => p.to_path_buf(),
+            Output::Stream(_) => PathBuf::new(),
+        };
         let (writer, old_output) = match output {
             Output::Path(path) => Self::open_file(path, file_attrs, cmdline)?,
             Output::Stream(w) => {
                 let start = features(cmdline, &Tally::default(), &mut Vec::new());
                 let w = PipeWriter::create(BufWriter::new(w), file_attrs, &start)?;
                 (Out::Stream(w), None)
+            }
+        };
+        let compressor = match (file.compression, &writer) {
+            (None, _) => None,
+            (Some(level), Out::File(_)) => {
+                // perf sizes its decompression buffer by this: at least a batch.
+                let len = (mmap_pages * 4096).max(2 * pmx_perfdata::write::compress::BATCH);
+                Some((Compressor::new(level)?, len.min(u32::MAX as usize) as u32))
+            }
+            (Some(_), _) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "-z: pmx compresses records in a file, not in pipe-mode output",
+                ))
+            }
+        };
+        let switch = match (keep, &writer) {
+            (None, _) => None,
+            (Some((w, attrs)), Out::File(_)) => {
+                Some((Switch::new(w), out_path, attrs, cmdline.to_vec()))
+            }
+            (Some(_), _) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "--switch-output: pmx switches files, not pipe-mode output",
+                ))
             }
         };
         let sink = Sink {
@@ -111,6 +154,9 @@ impl Sink {
             sample_type: attrs[0].sample_type,
             by_id,
             groups: super::groups::descriptions(events),
+            compressor,
+            build_ids: file.build_ids,
+            switch,
         };
         Ok((sink, old_output))
     }
@@ -155,9 +201,17 @@ impl Sink {
     /// Count and write one record.
     pub(super) fn write(&mut self, rec: &[u8]) -> io::Result<()> {
         self.tally.see(rec, self.sample_type, &self.by_id);
-        self.writer.write_record(rec)?;
         self.records += 1;
-        Ok(())
+        if let Some((sw, ..)) = &mut self.switch {
+            let kind = u32::from_ne_bytes(rec[..4].try_into().expect("a record header"));
+            if switch::is_side_band(kind) {
+                sw.side_band.push(rec.to_vec());
+            }
+        }
+        match &mut self.compressor {
+            Some((c, _)) => c.add(rec, &mut |r| self.writer.write_record(r)),
+            None => self.writer.write_record(rec),
+        }
     }
 
     /// Drain every ring into the file, then a FINISHED_ROUND if anything
@@ -180,6 +234,9 @@ impl Sink {
         if let Some(e) = write_err {
             return Err(e);
         }
+        if let Some((c, _)) = &mut self.compressor {
+            c.flush(&mut |r| self.writer.write_record(r))?;
+        }
         let stream = matches!(self.writer, Out::Stream(_));
         if any || stream {
             let mut fr = Vec::with_capacity(8);
@@ -200,8 +257,17 @@ impl Sink {
     pub(super) fn finish(self, cmdline: &[String], notes: &mut Vec<String>) -> io::Result<Written> {
         let mut feats = features(cmdline, &self.tally, notes);
         feats.group_desc = self.groups;
-        let out = match self.writer {
-            Out::File(w) => w.finish(&feats)?,
+        if !self.build_ids {
+            feats.build_ids.clear();
+        }
+        let mut raw = Vec::new();
+        let mut writer = self.writer;
+        if let Some((mut c, len)) = self.compressor {
+            c.flush(&mut |r| writer.write_record(r))?;
+            raw.push((feature::COMPRESSED, c.feature(len)));
+        }
+        let out = match writer {
+            Out::File(w) => w.finish_with(&feats, &raw)?,
             Out::Pipe(w) => w.finish(&feats)?,
             Out::Stream(w) => {
                 let bytes = w.data_size();
@@ -210,17 +276,72 @@ impl Sink {
                     tally: self.tally,
                     records: self.records,
                     bytes,
+                    switched: Vec::new(),
                 });
             }
         };
         let file = out.into_inner().map_err(|e| e.into_error())?;
         let bytes = file.size();
         file.commit()?;
+        let mut switched = Vec::new();
+        if let Some((sw, path, ..)) = self.switch {
+            switched = sw.files;
+            let to = switch::stamped(&path);
+            std::fs::rename(&path, &to)?;
+            switched.push(to);
+        }
         Ok(Written {
             tally: self.tally,
             records: self.records,
             bytes,
+            switched,
         })
+    }
+
+    /// `--switch-output`: when it is time, finish the current file, name
+    /// it with its time stamp and begin the next with the side band so far.
+    pub(super) fn maybe_switch(&mut self) -> io::Result<()> {
+        let bytes = match &self.writer {
+            Out::File(w) => w.data_size(),
+            _ => return Ok(()),
+        };
+        let Some((sw, path, attrs, cmdline)) = &mut self.switch else {
+            return Ok(());
+        };
+        if !sw.due(bytes) {
+            return Ok(());
+        }
+        let (path, attrs, cmdline) = (path.clone(), attrs.clone(), cmdline.clone());
+        let mut feats = features(&cmdline, &self.tally, &mut Vec::new());
+        feats.group_desc = self.groups.clone();
+        if !self.build_ids {
+            feats.build_ids.clear();
+        }
+        let mut raw = Vec::new();
+        if let Some((c, len)) = &mut self.compressor {
+            c.flush(&mut |r| self.writer.write_record(r))?;
+            raw.push((feature::COMPRESSED, c.feature(*len)));
+            *c = Compressor::new(c.level())?;
+        }
+        let new = OutFile::create(&path, Options::default())?;
+        let new = Out::File(Writer::create(BufWriter::new(new), attrs)?);
+        if let Out::File(w) = std::mem::replace(&mut self.writer, new) {
+            let file = w.finish_with(&feats, &raw)?;
+            file.into_inner().map_err(|e| e.into_error())?.commit()?;
+        }
+        let to = switch::stamped(&path);
+        std::fs::rename(&path, &to)?;
+        let (sw, ..) = self.switch.as_mut().expect("switching");
+        sw.files.push(to);
+        sw.started = std::time::Instant::now();
+        (self.tally.first_time, self.tally.last_time) = (None, None);
+        for rec in sw.side_band.clone() {
+            match &mut self.compressor {
+                Some((c, _)) => c.add(&rec, &mut |r| self.writer.write_record(r))?,
+                None => self.writer.write_record(&rec)?,
+            }
+        }
+        Ok(())
     }
 }
 
@@ -256,7 +377,7 @@ mod tests {
             (&[attr], &[ev]),
             &[vec![7]],
             HashMap::new(),
-            &cmd,
+            (&cmd, &FileOptions::default(), 1),
         )
         .unwrap();
         assert_eq!(old, Some(dir.path().join("t.data.old")));

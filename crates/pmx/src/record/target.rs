@@ -197,6 +197,7 @@ mod tests {
             duration,
             output: "x".into(),
             cmdline: vec![],
+            file: Default::default(),
         }
     }
 

@@ -1,0 +1,111 @@
+//! perf report's flags on `pmx report` (the mapping is
+//! `pmx::perf_personality::report`; perf's layout `pmx_profile::perf_text`).
+
+use crate::exit::UsageError;
+use pmx::perf_personality::report as perf;
+use pmx_profile::perf_text::{self, Columns, Filter};
+
+/// perf report's flags.
+#[derive(Debug, clap::Args)]
+pub struct PerfReportArgs {
+    /// perf's output columns and keys: overhead,sample,period,comm,pid,dso,sym,cpu.
+    #[arg(short = 'F', long = "fields", value_name = "KEYS")]
+    pub fields: Option<String>,
+    /// A Samples column (perf's layout).
+    #[arg(short = 'n', long = "show-nr-samples")]
+    pub nr_samples: bool,
+    /// Self shares only (perf's --no-children; pmx's default).
+    #[arg(long, overrides_with = "children")]
+    pub no_children: bool,
+    /// perf's call-graph display: graph|flat|fractal|folded|none, threshold, caller|callee, function|address.
+    #[arg(short = 'g', long = "call-graph", value_name = "SPEC", num_args = 0..=1, default_missing_value = "graph,0.5,callee")]
+    pub call_graph: Option<String>,
+    /// Call chains callers first (perf's --inverted).
+    #[arg(short = 'G', long = "inverted")]
+    pub inverted: bool,
+    /// Use at most N frames of each call chain.
+    #[arg(long, value_name = "N")]
+    pub max_stack: Option<usize>,
+    /// Print the file's header (perf's layout) before the table.
+    #[arg(long)]
+    pub header: bool,
+    /// Print only the file's header.
+    #[arg(long)]
+    pub header_only: bool,
+    /// The file's records by type, as perf's --stats.
+    #[arg(long)]
+    pub stats: bool,
+    /// The file's tasks (pid, tid, ppid, comm), as perf's --tasks.
+    #[arg(long, alias = "task")]
+    pub tasks: bool,
+    /// Only these commands (comma-separated).
+    #[arg(short = 'c', long = "comms", alias = "comm", value_name = "COMMS")]
+    pub comms: Option<String>,
+    /// Only these processes.
+    #[arg(long = "pid", value_name = "PIDS")]
+    pub pids: Option<String>,
+    /// Only these shared objects.
+    #[arg(short = 'd', long = "dsos", value_name = "DSOS")]
+    pub dsos: Option<String>,
+    /// Only these symbols.
+    #[arg(short = 'S', long = "symbols", value_name = "SYMBOLS")]
+    pub symbols: Option<String>,
+    /// Only symbols whose name contains this.
+    #[arg(long, value_name = "PART")]
+    pub symbol_filter: Option<String>,
+    /// More messages (accepted as perf's -v; pmx's warnings always show).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// perf's TUI: pmx has none, the table is printed (--stdio).
+    #[arg(long)]
+    pub tui: bool,
+}
+
+impl PerfReportArgs {
+    /// perf's layout: run as `perf`, or given a flag of perf's layout.
+    pub fn layout(&self) -> bool {
+        let as_perf = pmx::perf_personality::as_perf(&std::env::args_os().collect::<Vec<_>>());
+        let parts = self.header || self.header_only || self.stats;
+        as_perf || self.fields.is_some() || self.nr_samples || parts
+    }
+
+    /// `--tasks`: the file's tasks.
+    pub fn tasks(&self, input: &std::path::Path) -> anyhow::Result<i32> {
+        let r = perf_text::print_tasks(input, &mut std::io::stdout().lock());
+        r.map_err(|e| anyhow::anyhow!("{}: {e}", input.display()))
+            .map(|_| 0)
+    }
+
+    /// What pmx does not draw: perf's TUI, call graphs under the rows.
+    pub fn notes(&self, quiet: bool) {
+        if self.tui {
+            eprintln!("pmx: pmx has no TUI report; the table follows (--stdio)");
+        }
+        if (self.call_graph.as_deref()).is_some_and(|g| !g.starts_with("none")) && !quiet {
+            eprintln!("pmx: pmx report prints no call graphs under the rows; --folded and --flamegraph show the stacks");
+        }
+    }
+
+    /// The filter and the keys to report with, for the shown `sort`.
+    pub fn filter(&self) -> anyhow::Result<Filter> {
+        let l = [&self.comms, &self.pids, &self.dsos, &self.symbols].map(|v| v.as_deref());
+        Ok(Filter::parse(l, self.symbol_filter.as_deref()).map_err(UsageError)?)
+    }
+
+    /// perf's columns and pmx's row keys (`sort`: `-s` as given).
+    pub fn fields(&self, sort: Option<&str>) -> anyhow::Result<(perf::Fields, Columns)> {
+        let f = perf::fields(self.fields.as_deref(), sort, self.nr_samples).map_err(UsageError)?;
+        if let Some(spec) = &self.call_graph {
+            perf::CallGraphDisplay::parse(spec, self.inverted).map_err(UsageError)?;
+        }
+        let cols = Columns {
+            overhead: f.overhead,
+            samples: f.samples,
+            period: f.period,
+            header_shown: self.header,
+            header_only: self.header_only,
+            stats: self.stats,
+        };
+        Ok((f, cols))
+    }
+}

@@ -1,0 +1,384 @@
+//! perf's sampling command lines with pmx as `perf` (a symlink named
+//! `perf`: the perf personality) and with Debian's perf on the same
+//! files: report's perf flags (`-F`, `-n`, `--no-children`, `-g`,
+//! `--comms`/`--dsos`, `--header-only`, `--stats`, `--tasks`), `evlist
+//! -v`, `buildid-list`, `record -z` and `inject` read by perf, and the
+//! build-id cache shared both ways (record, rebuild, report: the function
+//! still named). Skips without perf or a C compiler.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A program that spins in `noploop` for a second (`alarm`), as perf's
+/// pipe_test.sh; `VARIANT` changes its code (and so its build id).
+const PROGRAM: &str = r#"
+#include <signal.h>
+#include <unistd.h>
+volatile int done;
+static void on_alarm(int sig) { (void)sig; done = 1; }
+__attribute__((noinline)) void noploop(void) { while (!done) continue; }
+int main(void) { signal(SIGALRM, on_alarm); alarm(1); VARIANT; noploop(); return 0; }
+"#;
+
+struct Setup {
+    dir: tempfile::TempDir,
+    /// The directory holding `perf` → pmx.
+    bin: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Option<Setup> {
+        if !pmx_testkit::perf::require("perf's sampling command lines")
+            || !pmx_testkit::cc::require()
+        {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).expect("mkdir");
+        std::os::unix::fs::symlink(common::PMX, bin.join("perf")).expect("symlink");
+        Some(Setup { dir, bin })
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Compile the program with `variant` as its extra statement.
+    fn program(&self, variant: &str) -> PathBuf {
+        let src = PROGRAM.replace("VARIANT", variant);
+        pmx_testkit::cc::compile(self.dir.path(), "prog", &src, &["-O1"]).expect("cc")
+    }
+
+    /// `perf ARGS` with pmx as perf (`pmx`) or Debian's perf.
+    fn run(&self, pmx: bool, args: &[&str]) -> Output {
+        let perf = if pmx {
+            self.bin.join("perf")
+        } else {
+            PathBuf::from("perf")
+        };
+        let o = Command::new(perf)
+            .args(args)
+            .current_dir(self.dir.path())
+            .env_remove("PMX_EVENTS_DIR")
+            .output()
+            .expect("run perf");
+        assert!(
+            o.status.success(),
+            "{} perf {args:?}: {}",
+            if pmx { "pmx as" } else { "Debian's" },
+            common::stderr(&o)
+        );
+        o
+    }
+
+    fn both(&self, args: &[&str]) -> (String, String) {
+        let text = |o: Output| common::stdout(&o);
+        (text(self.run(false, args)), text(self.run(true, args)))
+    }
+}
+
+/// The rows of a `--stdio` table (lines not led by `#`), trimmed, with at
+/// least `min` percent.
+fn rows(out: &str, min: f64) -> Vec<String> {
+    (out.lines())
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter(|l| {
+            let share = l
+                .split_whitespace()
+                .next()
+                .and_then(|w| w.trim_end_matches('%').parse().ok());
+            share.is_none_or(|s: f64| s >= min)
+        })
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+fn lines_with<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
+    out.lines().filter(|l| l.starts_with(prefix)).collect()
+}
+
+#[test]
+fn report_and_file_commands_match_perf_on_the_same_file() {
+    let Some(s) = Setup::new() else { return };
+    let prog = s.program("(void)0");
+    let data = s.path("t.data");
+    let d = data.to_str().unwrap();
+    s.run(
+        false,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "task-clock:u",
+            "-o",
+            d,
+            prog.to_str().unwrap(),
+        ],
+    );
+    // The rows of every share of at least 1% and their shares: the same
+    // samples, so the same strings.
+    for args in [
+        &["-F", "overhead,comm,dso,sym"][..],
+        &["-n", "--no-children", "-s", "comm,dso,sym"],
+        &["-g", "none", "--no-children", "-F", "overhead,sym"],
+        &[
+            "--comms",
+            "prog",
+            "--dsos",
+            "prog",
+            "-F",
+            "overhead,sample,sym",
+        ],
+    ] {
+        let mut full = vec!["report", "-i", d, "--stdio"];
+        full.extend_from_slice(args);
+        let (perf, pmx) = s.both(&full);
+        assert_eq!(
+            rows(&perf, 1.0),
+            rows(&pmx, 1.0),
+            "report {args:?}\nperf:\n{perf}\npmx:\n{pmx}"
+        );
+        assert!(pmx.contains("noploop"), "{pmx}");
+        for head in ["# Samples:", "# Event count", "# Total Lost Samples"] {
+            assert_eq!(lines_with(&perf, head), lines_with(&pmx, head), "{args:?}");
+        }
+    }
+    // --header-only: every line pmx prints is perf's.
+    let (perf, pmx) = s.both(&["report", "-i", d, "--header-only"]);
+    let pmx_lines: Vec<&str> = pmx
+        .lines()
+        .filter(|l| !l.starts_with("# captured on"))
+        .collect();
+    assert!(pmx_lines.len() > 15, "{pmx}");
+    for l in &pmx_lines {
+        assert!(
+            perf.lines().any(|p| p == *l),
+            "pmx's header line {l:?} is not perf's:\n{perf}"
+        );
+    }
+    for args in [
+        &["report", "-i", d, "--stats"][..],
+        &["report", "-i", d, "--tasks"],
+        &["evlist", "-v", "-i", d],
+        &["buildid-list", "-i", d],
+    ] {
+        let (perf, pmx) = s.both(args);
+        assert_eq!(perf, pmx, "{args:?}");
+    }
+}
+
+#[test]
+fn compressed_records_and_inject_are_read_by_perf() {
+    let Some(s) = Setup::new() else { return };
+    let prog = s.program("(void)0");
+    let (z, plain) = (s.path("z.data"), s.path("d.data"));
+    let (z, plain) = (z.to_str().unwrap(), plain.to_str().unwrap());
+    s.run(
+        true,
+        &[
+            "record",
+            "-q",
+            "-z",
+            "-e",
+            "task-clock:u",
+            "-o",
+            z,
+            prog.to_str().unwrap(),
+        ],
+    );
+    let (perf, pmx) = s.both(&["report", "-i", z, "--header", "--stats"]);
+    for out in [&perf, &pmx] {
+        assert!(
+            out.contains("# compressed : Zstd, level = 1, ratio = "),
+            "{out}"
+        );
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with("COMPRESSED events:")),
+            "{out}"
+        );
+    }
+    s.run(true, &["inject", "-i", z, "-o", plain]);
+    let (compressed, _) = s.both(&["report", "-i", z, "--stdio", "-F", "overhead,comm,dso,sym"]);
+    let (decompressed, _) = s.both(&[
+        "report",
+        "-i",
+        plain,
+        "--stdio",
+        "-F",
+        "overhead,comm,dso,sym",
+    ]);
+    assert_eq!(rows(&compressed, 0.0), rows(&decompressed, 0.0));
+    assert!(compressed.contains("noploop"), "{compressed}");
+    let (perf, _) = s.both(&["report", "-i", plain, "--stats"]);
+    assert!(
+        !perf.contains("COMPRESSED events"),
+        "inject wrote compressed records:\n{perf}"
+    );
+}
+
+/// `report` of `data` with the cache `cache`: its rows.
+fn named(s: &Setup, pmx: bool, cache: &Path, data: &str) -> String {
+    let c = cache.to_str().unwrap();
+    common::stdout(&s.run(
+        pmx,
+        &[
+            "--buildid-dir",
+            c,
+            "report",
+            "-i",
+            data,
+            "--stdio",
+            "-F",
+            "overhead,sym",
+        ],
+    ))
+}
+
+#[test]
+fn build_id_cache_is_shared_with_perf_and_names_rebuilt_binaries() {
+    let Some(s) = Setup::new() else { return };
+    for (recorder, reader) in [(true, false), (false, true)] {
+        let cache = s.path(&format!("cache-{recorder}"));
+        let data = s.path(&format!("a-{recorder}.data"));
+        let (c, d) = (cache.to_str().unwrap(), data.to_str().unwrap());
+        let prog = s.program("(void)0");
+        s.run(
+            recorder,
+            &[
+                "--buildid-dir",
+                c,
+                "record",
+                "-q",
+                "-e",
+                "task-clock:u",
+                "-o",
+                d,
+                prog.to_str().unwrap(),
+            ],
+        );
+        let listed =
+            common::stdout(&s.run(!recorder, &["--buildid-dir", c, "buildid-cache", "-l"]));
+        assert!(listed.contains(prog.to_str().unwrap()), "{listed}");
+        // The binary rebuilt: another build id at the same path.
+        s.program("done = 0");
+        for who in [reader, recorder] {
+            let rows = named(&s, who, &cache, d);
+            assert!(
+                rows.contains("[.] noploop"),
+                "recorded by pmx: {recorder}, reported by pmx: {who}:\n{rows}"
+            );
+        }
+        // Without the cache pmx cannot name it: the copy is what did.
+        let empty = s.path("empty");
+        assert!(!named(&s, true, &empty, d).contains("noploop"));
+    }
+}
+
+/// The options of `perf COMMAND -h` (perf 6.1 prints them on stderr).
+fn perf_options(command: &str) -> Vec<String> {
+    let o = Command::new("perf")
+        .args([command, "-h"])
+        .output()
+        .expect("perf -h");
+    let text = format!("{}{}", common::stdout(&o), common::stderr(&o));
+    let mut opts = Vec::new();
+    for l in text
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+    {
+        for w in l.split_whitespace().take(2) {
+            let w = w.trim_end_matches(',');
+            let w = w.split(['[', '=']).next().unwrap_or(w);
+            if w.starts_with('-') && w.len() > 1 {
+                opts.push(w.to_string());
+            }
+            if !l.starts_with("-") || !w.starts_with('-') || w.starts_with("--") {
+                break;
+            }
+        }
+    }
+    opts
+}
+
+#[test]
+fn every_perf_record_and_report_option_is_taken_or_refused_by_name() {
+    let Some(s) = Setup::new() else { return };
+    for command in ["record", "report"] {
+        let opts = perf_options(command);
+        assert!(opts.len() > 60, "perf {command} -h: {opts:?}");
+        let help = common::stdout(&s.run(true, &[command, "--help"]));
+        let taken = |o: &str| {
+            (help.split(|c: char| c.is_whitespace() || c == ',' || c == '='))
+                .any(|w| w.trim_end_matches("...") == o || w.split('[').next() == Some(o))
+        };
+        for o in &opts {
+            let refused = pmx::perf_personality::refused_option(command, o);
+            assert!(
+                taken(o) || refused.is_some(),
+                "perf {command} {o}: neither in pmx's --help nor refused by name"
+            );
+            // A refused option is refused by the binary, by name, exit 2.
+            if let (Some(msg), false) = (refused, taken(o)) {
+                let out = Command::new(s.bin.join("perf"))
+                    .args([command, o.as_str()])
+                    .output()
+                    .unwrap();
+                assert_eq!(out.status.code(), Some(2), "{command} {o}");
+                assert!(
+                    common::stderr(&out).contains(&msg),
+                    "{command} {o}: {}",
+                    common::stderr(&out)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn switch_output_writes_files_perf_reports_each_on_its_own() {
+    let Some(s) = Setup::new() else { return };
+    let prog = s.program("(void)0");
+    let out = s.path("s.data");
+    let args = [
+        "record",
+        "-q",
+        "-N",
+        "--switch-output=16K",
+        "-e",
+        "task-clock:u",
+        "-o",
+    ];
+    let mut args: Vec<&str> = args.to_vec();
+    args.extend([out.to_str().unwrap(), prog.to_str().unwrap()]);
+    s.run(true, &args);
+    let mut files: Vec<PathBuf> = (std::fs::read_dir(s.dir.path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("s.data.")
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 2, "{files:?}");
+    assert!(!out.exists(), "the last file keeps its plain name");
+    // Each file on its own: the program's side band is in every one.
+    for f in &files {
+        let (perf, _) = s.both(&[
+            "report",
+            "-i",
+            f.to_str().unwrap(),
+            "--stdio",
+            "-F",
+            "overhead,sym",
+        ]);
+        assert!(perf.contains("[.] noploop"), "{}:\n{perf}", f.display());
+    }
+}

@@ -1,0 +1,226 @@
+//! The build-id cache in perf's layout, shared with perf: a copy of each
+//! binary a recording touched, so a report still names its functions
+//! after the binary was rebuilt or removed.
+//!
+//! ```text
+//! DIR/<absolute path of the binary>/<build id in hex>/elf      the copy
+//! DIR/.build-id/<first 2 hex digits>/<the rest>                 a symlink:
+//!     ../../<absolute path of the binary>/<build id in hex>
+//! ```
+//!
+//! `DIR` is `PERF_BUILDID_DIR` when set (perf's `--buildid-dir` sets it),
+//! else `~/.debug`, as perf. [`add`] copies a binary in (`perf
+//! buildid-cache -a`), [`list`] lists the cache (`-l`), [`remove`] takes
+//! a binary's entry out (`-r`), [`lookup`] finds the copy of a build id
+//! (report, script and annotate read it when the file on disk is gone or
+//! has another build id), [`add_recorded`] caches the binaries a
+//! recording's BUILD_ID feature lists (perf record's post-processing).
+
+use crate::elf::hex;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The cache's directory: `PERF_BUILDID_DIR`, else `~/.debug`.
+pub fn dir() -> PathBuf {
+    match std::env::var_os("PERF_BUILDID_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => {
+            let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
+            Path::new(&home).join(".debug")
+        }
+    }
+}
+
+/// The GNU build id of the ELF file at `path`.
+pub fn build_id_of(path: &Path) -> Option<Vec<u8>> {
+    use object::Object;
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: the map is read-only and dropped before returning; a file
+    // changed underneath can only give wrong bytes, not unsafety in Rust
+    // code that copies them out.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let obj = object::File::parse(&*map).ok()?;
+    obj.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
+/// The symlink of `id` under `.build-id`.
+fn link_of(dir: &Path, id: &str) -> PathBuf {
+    dir.join(".build-id").join(&id[..2]).join(&id[2..])
+}
+
+/// Copy the binary at `path` into the cache of `dir`; its build id.
+/// A binary already cached is left as it is.
+pub fn add(dir: &Path, path: &Path) -> io::Result<Vec<u8>> {
+    let abs = std::fs::canonicalize(path)?;
+    let id = build_id_of(&abs).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: no build id (not an ELF file with a .note.gnu.build-id)",
+                path.display()
+            ),
+        )
+    })?;
+    let h = hex(&id);
+    let rel = abs.strip_prefix("/").unwrap_or(&abs).join(&h);
+    let entry = dir.join(&rel);
+    if !entry.join("elf").exists() {
+        std::fs::create_dir_all(&entry)?;
+        let tmp = entry.join(".elf.tmp");
+        std::fs::copy(&abs, &tmp)?;
+        std::fs::rename(&tmp, entry.join("elf"))?;
+    }
+    let link = link_of(dir, &h);
+    if std::fs::symlink_metadata(&link).is_err() {
+        std::fs::create_dir_all(link.parent().expect("under .build-id"))?;
+        std::os::unix::fs::symlink(Path::new("../..").join(&rel), &link)?;
+    }
+    Ok(id)
+}
+
+/// Every cached binary of `dir`: its build id (hex) and path, in the
+/// order of the build ids.
+pub fn list(dir: &Path) -> io::Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let top = dir.join(".build-id");
+    let Ok(heads) = std::fs::read_dir(&top) else {
+        return Ok(out);
+    };
+    for head in heads.flatten() {
+        let Ok(rest) = std::fs::read_dir(head.path()) else {
+            continue;
+        };
+        for e in rest.flatten() {
+            let id = format!(
+                "{}{}",
+                head.file_name().to_string_lossy(),
+                e.file_name().to_string_lossy()
+            );
+            let Ok(target) = std::fs::read_link(e.path()) else {
+                continue;
+            };
+            // ../../<path>/<id>: the binary's path.
+            let path = target.strip_prefix("../..").unwrap_or(&target);
+            let path = Path::new("/").join(path.parent().unwrap_or(path));
+            out.push((id, path));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Take the binary at `path` (its build id now) out of the cache of
+/// `dir`; false when it was not in it.
+pub fn remove(dir: &Path, path: &Path) -> io::Result<bool> {
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let Some(id) = build_id_of(&abs) else {
+        return Ok(false);
+    };
+    let h = hex(&id);
+    let link = link_of(dir, &h);
+    let had = std::fs::symlink_metadata(&link).is_ok();
+    let _ = std::fs::remove_file(&link);
+    let entry = dir.join(abs.strip_prefix("/").unwrap_or(&abs)).join(&h);
+    if entry.exists() {
+        std::fs::remove_dir_all(&entry)?;
+    }
+    Ok(had)
+}
+
+/// The cached copy of the binary with build id `id` in `dir`, if there is one.
+/// A 20-byte id padded with zeros (perf's form of an md5 id) is also
+/// looked up without the padding.
+pub fn lookup(dir: &Path, id: &[u8]) -> Option<PathBuf> {
+    let trimmed = match id.iter().rposition(|&b| b != 0) {
+        Some(end) if id.len() == 20 && end < 16 => &id[..16],
+        _ => id,
+    };
+    [id, trimmed].into_iter().find_map(|id| {
+        let elf = link_of(dir, &hex(id)).join("elf");
+        (!id.is_empty() && elf.is_file()).then_some(elf)
+    })
+}
+
+/// The file to read for the binary recorded at `path` with build id
+/// `id`: `path` when it is that build (or no id was recorded), else the
+/// cache's copy when there is one, else `path`.
+pub fn resolve(path: &Path, id: Option<&[u8]>) -> PathBuf {
+    let Some(id) = id else {
+        return path.to_path_buf();
+    };
+    let same = |have: Vec<u8>| id.starts_with(&have) && id[have.len()..].iter().all(|&b| b == 0);
+    if build_id_of(path).is_some_and(same) {
+        return path.to_path_buf();
+    }
+    lookup(&dir(), id).unwrap_or_else(|| path.to_path_buf())
+}
+
+/// perf record's post-processing: cache every user-space binary of the
+/// BUILD_ID entries of the recording at `file` (those still on disk with
+/// the recorded build id). Returns how many were added or already there.
+/// Anything but a regular file (a FIFO, a device) is left alone.
+pub fn add_recorded(dir: &Path, file: &Path) -> Result<usize, pmx_perfdata::Error> {
+    if !file.is_file() {
+        return Ok(0);
+    }
+    let r = pmx_perfdata::Reader::open(file)?;
+    let mut n = 0;
+    for e in &r.features().build_ids {
+        let p = Path::new(&e.filename);
+        if e.filename.starts_with('[') || !p.is_absolute() {
+            continue;
+        }
+        // perf pads a shorter (md5) build id to 20 bytes with zeros.
+        let same = |id: Vec<u8>| {
+            e.build_id.starts_with(&id) && e.build_id[id.len()..].iter().all(|&b| b == 0)
+        };
+        if build_id_of(p).is_some_and(same) && add(dir, p).is_ok() {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// After `record` wrote `output`: cache its binaries in [`dir`] unless
+/// `skip`; a warning when that failed.
+pub fn after_record(output: &Path, skip: bool) -> Option<String> {
+    let dir = dir();
+    let r = (!skip).then(|| add_recorded(&dir, output))?;
+    r.err()
+        .map(|e| format!("build-id cache {}: {e}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_list_lookup_remove_in_perfs_layout() {
+        let Ok(bin) = std::fs::canonicalize("/bin/true") else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let id = add(dir.path(), &bin).expect("/bin/true has a build id");
+        let h = hex(&id);
+        // The symlink perf reads, relative, to the copy's directory.
+        let link = dir.path().join(".build-id").join(&h[..2]).join(&h[2..]);
+        let target = std::fs::read_link(&link).unwrap();
+        assert!(target.starts_with("../.."), "{}", target.display());
+        let copy = lookup(dir.path(), &id).unwrap();
+        assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&bin).unwrap());
+        assert_eq!(
+            add(dir.path(), &bin).unwrap(),
+            id,
+            "adding again is harmless"
+        );
+        assert_eq!(list(dir.path()).unwrap(), vec![(h.clone(), bin.clone())]);
+        assert_eq!(
+            resolve(&bin, Some(&id)),
+            bin,
+            "the file on disk is that build"
+        );
+        assert!(remove(dir.path(), &bin).unwrap());
+        assert_eq!(lookup(dir.path(), &id), None);
+        assert!(list(dir.path()).unwrap().is_empty());
+    }
+}
