@@ -66,6 +66,7 @@ impl TopOptions {
                 duration: None,
                 output: "-".into(),
                 cmdline: std::env::args().collect(),
+                file: Default::default(),
             },
             delay: Duration::from_secs(2),
             refreshes: None,
