@@ -23,9 +23,10 @@
 //!   ([`pmx_profile::annotate_places`], `pmx annotate`'s code).
 //! - [`top::Session`] turns requests into [`top::Frame`]s: the rows and
 //!   the header's figures (sample rate, lost and throttled records, pmx's
-//!   own CPU use). Memory stays bounded: rows under one sample are
+//!   own CPU use). The rows stay bounded: rows under one sample are
 //!   dropped by each decay, and the held rows are capped
-//!   ([`top::TopOptions::max_rows`]).
+//!   ([`top::TopOptions::max_rows`]); the symbol state (per-process
+//!   maps, symbol caches) still grows with the processes seen.
 //! - Renderers draw frames: [`stdio`] prints a table per refresh; [`ui`]
 //!   is the terminal UI (ratatui over crossterm), which gives the
 //!   terminal back as it found it on every way out (quit, a signal, a
