@@ -236,6 +236,15 @@ pub fn of_reader(
     let report = report_reader(reader, file.to_string(), opts, &mut |_, _| {}, Some(&mut c))?;
     let mut x = c.into_export();
     x.describe(&report);
+    // A stream's build ids come at its end, after the samples that
+    // made the mappings: give each mapping its binary's.
+    let ids = &report.profile.features.build_ids;
+    for m in x.mappings.iter_mut().filter(|m| m.build_id.is_none()) {
+        let kernel = m.kernel;
+        m.build_id = (ids.iter())
+            .find(|b| b.filename == m.path || (kernel && b.filename == "[kernel.kallsyms]"))
+            .map(|b| b.build_id.clone());
+    }
     Ok((report, x))
 }
 

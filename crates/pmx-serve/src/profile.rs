@@ -9,7 +9,8 @@
 //! snapshot through `pmx report --pprof`'s export
 //! ([`pmx_profile::export::of_reader`]: the same replay and symbolizer,
 //! functions, files and lines, mappings with build ids), filtered by the
-//! [`query`]'s `pid`/`comm`/`cgroup`, labelled `pid`, `tid`, `comm` and
+//! [`query`]'s `pid` (only those processes are sampled), `comm` and
+//! `cgroup` (samples of other threads are dropped), labelled `pid`, `tid`, `comm` and
 //! `cgroup` (the process's cgroup read from `/proc/PID/cgroup` when the
 //! profile is made: a process that exited meanwhile has none).
 //!
@@ -195,7 +196,12 @@ impl Profiles {
     /// Sample as `q` says until done or `gone`; the stream's bytes.
     fn record(&self, q: &Query, gone: &Arc<AtomicBool>) -> Result<Vec<u8>, RecordError> {
         let opts = RecordOptions {
-            scope: Scope::Cpus(pmx::stat::online_cpus()),
+            // `?pid=`: only those processes are sampled (and their
+            // binaries symbolized), not every CPU's samples filtered.
+            scope: match q.pids.is_empty() {
+                true => Scope::Cpus(pmx::stat::online_cpus()),
+                false => Scope::Pids(q.pids.iter().map(|&p| p as i32).collect()),
+            },
             command: Vec::new(),
             inherit: false,
             rate: SampleRate::Frequency(u64::from(q.hz)),
@@ -223,6 +229,16 @@ impl Profiles {
                     *lock(&self.extra_failed) = Some(why);
                     with_extra = false;
                 }
+                Err(RecordError::NoTask) if !q.pids.is_empty() => {
+                    return Err(RecordError::Invalid(format!(
+                        "pid={}: no such process",
+                        q.pids
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    )))
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -245,6 +261,9 @@ impl Profiles {
         let bytes = match bytes {
             Ok(b) => b,
             Err(RecordError::Io(e)) => return unavailable(&self.log, &e.to_string()),
+            Err(RecordError::Invalid(why)) => {
+                return Response::text(400, "Bad Request", &format!("{why}\n"))
+            }
             Err(e) => return unavailable(&self.log, &format!("cannot sample: {e}")),
         };
         let t1 = Instant::now();

@@ -100,7 +100,8 @@ impl Query {
                 }
                 "pid" => {
                     for p in v.split(',') {
-                        let pid = p.trim().parse::<u32>().ok().filter(|&p| p > 0);
+                        let pid = p.trim().parse::<u32>().ok();
+                        let pid = pid.filter(|&p| p > 0 && p <= i32::MAX as u32);
                         q.pids.push(pid.ok_or_else(|| {
                             format!("pid={v}: '{p}' is not a process id (pid=1234 or pid=1,2)")
                         })?);
