@@ -317,9 +317,11 @@ fn encode(bytes: Vec<u8>, q: &Query) -> Result<(Vec<u8>, usize), String> {
         pmx_perfdata::Reader::new(io::Cursor::new(bytes)).map_err(|e| e.to_string())?;
     let opts = pmx_profile::ReportOptions {
         input: "-".into(),
-        sort: "comm,dso,symbol".into(),
+        // The rows are not used: the cheapest key, and no folded
+        // stacks (the export's collector keeps its own).
+        sort: "pid".into(),
         event: None,
-        stacks: true,
+        stacks: false,
         children: false,
         lines: false,
         inline: false,
