@@ -4,13 +4,15 @@
 //! while `go tool pprof -raw -seconds 3` fetches a profile over HTTP: the
 //! function is listed with its file and line; a second profile of the
 //! program's pid alone (`?pid=`) ranks it first in `go tool pprof -top`;
-//! `/metrics` answers while both are taken. Bad values get 400 with the
+//! `/metrics` answers while both are taken, and a real Prometheus
+//! scraping every second sees a session running with the target up
+//! throughout an 8-second profile. Bad values get 400 with the
 //! reason; a second profile while the only session runs gets 429 with
 //! `Retry-After`; a client that hangs up mid-profile leaves no session,
 //! no thread and no perf fd behind; `--profile-events` that cannot be
 //! sampled here still serves the CPU profile, with the reason in a header
-//! and the log. The checks that need `go` skip with a message without it
-//! (CI installs golang-go).
+//! and the log. The checks that need `go` or `prometheus` skip with a
+//! message without them (CI installs golang-go and prometheus).
 
 mod serve_support;
 use serve_support::{http, quick_sum, scrape, start};
@@ -400,4 +402,83 @@ fn profiles_are_off_on_a_non_loopback_address_unless_asked() {
     let me = std::process::id();
     let (status, head, _) = profile(&addr, &format!("seconds=1&pid={me}"));
     assert_eq!(status, 200, "{head}");
+}
+
+#[test]
+fn a_real_prometheus_scrapes_during_a_profile() {
+    let _one = serial();
+    if Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        pmx_testkit::skip("prometheus not installed (Debian: apt-get install prometheus)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = start(&["-e", "task-clock"]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let conf = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &conf,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: pmx\n    static_configs:\n      - targets: ['{}']\n",
+            d.addr
+        ),
+    )
+    .unwrap();
+    let _prom = Killed(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", conf.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let api = format!("127.0.0.1:{port}");
+    let query = |q: &str| -> String {
+        let req = format!(
+            "GET /api/v1/query?query={q} HTTP/1.1\r\nHost: {api}\r\nConnection: close\r\n\r\n"
+        );
+        match TcpStream::connect(&api) {
+            Ok(_) => http(&api, req.as_bytes()).2,
+            Err(_) => String::new(),
+        }
+    };
+    // Prometheus is scraping before the profile starts.
+    let t = Instant::now();
+    while !query("up").contains("\"1\"]") {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "Prometheus never scraped pmx"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // An 8-second profile of every CPU; Prometheus scrapes every second
+    // meanwhile and must see the session running with the target up.
+    let (status, head, _) = profile(&d.addr, "seconds=8");
+    assert_eq!(status, 200, "{head}");
+    let t = Instant::now();
+    loop {
+        let seen = query("max_over_time(pmx_profile_sessions[2m])");
+        let up = query("min_over_time(up[2m])");
+        if seen.contains("\"1\"]") && up.contains("\"1\"]") {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no scrape saw the session, or one failed: sessions {seen}, up {up}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
