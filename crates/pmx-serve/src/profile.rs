@@ -14,7 +14,8 @@
 //! `cgroup` (the process's cgroup read from `/proc/PID/cgroup` when the
 //! profile is made: a process that exited meanwhile has none).
 //!
-//! - **Concurrency**: at most `sessions` profiles run at once (default 2);
+//! - **Concurrency**: at most `sessions` profiles are sampled or exported
+//!   at once (default 2);
 //!   one more gets `429 Too Many Requests` with `Retry-After` (seconds
 //!   until the first running one ends). Sessions are not shared: each
 //!   request has its own length and rate.
@@ -246,10 +247,13 @@ impl Profiles {
 
     /// Take the profile `q` asks for (holding `slot`); `gone` is set
     /// when the client hangs up.
+    /// The place is held until the export is done too, so at most
+    /// `sessions` profiles are sampled or exported at once (and their
+    /// memory is bounded by that).
     pub fn take(&self, q: &Query, slot: Slot, gone: Arc<AtomicBool>) -> Response {
+        let _slot = slot;
         let t0 = Instant::now();
         let bytes = self.record(q, &gone);
-        drop(slot);
         if gone.load(Ordering::SeqCst) {
             self.abandoned.fetch_add(1, Ordering::Relaxed);
             (self.log)(&format!(
