@@ -12,7 +12,7 @@ use std::path::PathBuf;
 /// Arguments of `pmx serve`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Series: pmx_events_total (raw counts), pmx_event_enabled_seconds_total, pmx_event_running_seconds_total, pmx_event_running_ratio, pmx_event_supported, pmx_metric, pmx_metric_reliability, pmx_build_info, pmx_up, pmx_scrape_duration_seconds. See docs/serve.md.\nExit status: 0 after SIGTERM/SIGINT; 1 when it cannot count or listen; 2 for bad input."
+    after_help = "Series: pmx_events_total (raw counts), pmx_event_enabled_seconds_total, pmx_event_running_seconds_total, pmx_event_running_ratio, pmx_event_supported, pmx_metric, pmx_metric_reliability, pmx_build_info, pmx_up, pmx_scrape_duration_seconds, pmx_profile_sessions. Profiles (pprof): GET /debug/pprof/profile?seconds=N&hz=N&pid=&comm=&cgroup= (loopback only unless --profiles; docs/pprof.md). See docs/serve.md.\nExit status: 0 after SIGTERM/SIGINT; 1 when it cannot count or listen; 2 for bad input."
 )]
 pub struct ServeArgs {
     /// Address to listen on, ADDRESS:PORT (default 127.0.0.1:9464: loopback
@@ -38,13 +38,24 @@ pub struct ServeArgs {
     #[arg(long = "per-socket")]
     pub per_socket: bool,
     /// Configuration file (key = value lines: listen, events, metrics, per,
-    /// define NAME = FORMULA, max-connections); flags override it.
+    /// define NAME = FORMULA, max-connections, profiles, profile-*); flags override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Most connections open at once; at the limit the one that has waited
     /// on its client the longest is closed to make room.
     #[arg(long, value_name = "N")]
     pub max_connections: Option<usize>,
+    /// Serve /debug/pprof/profile on a non-loopback --listen too (it is on
+    /// for loopback only: profiles show code addresses and command lines).
+    #[arg(long)]
+    pub profiles: bool,
+    /// Events sampled in profiles beside the CPU profile, each a sample
+    /// type of its own (e.g. '{cycles,instructions}:S').
+    #[arg(long, value_name = "EVENTS")]
+    pub profile_events: Option<String>,
+    /// Longest profile a request may ask for, in seconds (default 300).
+    #[arg(long, value_name = "N")]
+    pub profile_max_seconds: Option<u64>,
     /// The online-CPU list to follow (for tests).
     #[arg(long, value_name = "FILE", hide = true)]
     pub online_file: Option<PathBuf>,
@@ -87,8 +98,17 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<i32> {
             None
         },
         max_connections: args.max_connections,
+        profiles: args.profiles.then_some(true),
+        profile_events: args.profile_events.clone(),
+        profile_max_seconds: args.profile_max_seconds,
     };
-    let settings = Settings::resolve(&flags, &file).map_err(failure)?;
+    let mut settings = Settings::resolve(&flags, &file).map_err(failure)?;
+    if let Some(list) = settings.profile_events.clone() {
+        let groups = pmx::record::event_groups(&[list]).map_err(|e| UsageError(e.to_string()))?;
+        let plan = args.db.plan(&groups, None)?;
+        settings.profile_extra =
+            Some(pmx::record::sampling_events(plan, &groups).map_err(|e| e.to_string()));
+    }
     let mut groups = settings.event_groups().map_err(failure)?;
     let (metrics, db) = if settings.wants_metrics() {
         let db = args.db.load()?;

@@ -18,7 +18,7 @@ pub mod firefox;
 pub mod pprof;
 
 use crate::profile::sink::SideKind;
-use crate::report::{report_with, Report, ReportError, ReportOptions};
+use crate::report::{report_reader, report_with, Report, ReportError, ReportOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -33,6 +33,9 @@ pub struct Thread {
     pub comm: String,
     /// Samples (of all events).
     pub samples: u64,
+    /// Its control group's path, when the caller knows it (pprof label
+    /// `cgroup`).
+    pub cgroup: Option<String>,
 }
 
 /// A mapped binary: `[start, limit)` maps `path` from file offset `offset`.
@@ -221,7 +224,39 @@ pub fn report(
     Ok((report, x))
 }
 
+/// The pprof [`Export`] of a recording already open — a stream held in
+/// memory, as `pmx serve`'s profiles are — shown as `file`: user
+/// locations with their source lines, every event kept.
+pub fn of_reader(
+    reader: &mut pmx_perfdata::Reader,
+    file: &str,
+    opts: &ReportOptions,
+) -> Result<(Report, Export), ReportError> {
+    let mut c = collect::Collector::new(true);
+    let report = report_reader(reader, file.to_string(), opts, &mut |_, _| {}, Some(&mut c))?;
+    let mut x = c.into_export();
+    x.describe(&report);
+    // A stream's build ids come at its end, after the samples that
+    // made the mappings: give each mapping its binary's.
+    let ids = &report.profile.features.build_ids;
+    for m in x.mappings.iter_mut().filter(|m| m.build_id.is_none()) {
+        let kernel = m.kernel;
+        m.build_id = (ids.iter())
+            .find(|b| b.filename == m.path || (kernel && b.filename == "[kernel.kallsyms]"))
+            .map(|b| b.build_id.clone());
+    }
+    Ok((report, x))
+}
+
 impl Export {
+    /// Keep the samples of the threads `keep` accepts, and the threads
+    /// that still have samples (pprof reads a thread's labels from its
+    /// samples, so nothing else refers to them).
+    pub fn retain_threads(&mut self, keep: impl Fn(&Thread) -> bool) {
+        let kept: Vec<bool> = self.threads.iter().map(&keep).collect();
+        self.samples.retain(|s| kept[s.thread as usize]);
+    }
+
     /// Name the events after `report`'s, keep its selected ones only
     /// (their samples, their markers), and set what the file says of
     /// the recording.

@@ -170,7 +170,7 @@ pub fn report_with(
     progress: &mut dyn FnMut(u64, Option<u64>),
     sink: Option<&mut dyn SampleSink>,
 ) -> Result<Report, ReportError> {
-    let sort = sort_keys(&opts.sort)?;
+    sort_keys(&opts.sort)?;
     if !(0.0..=100.0).contains(&opts.percent_limit) {
         return Err(ReportError::PercentLimit(opts.percent_limit));
     }
@@ -192,6 +192,23 @@ pub fn report_with(
         }
         Err(source) => return Err(ReportError::Read { file, source }),
     };
+    let mut report = report_reader(&mut reader, file, opts, progress, sink)?;
+    report.captured = (!report.profile.pipe && !stdin)
+        .then(|| modified(&opts.input))
+        .flatten();
+    Ok(report)
+}
+
+/// [`report_with`] over a reader already open (a stream held in memory,
+/// as `pmx serve`'s profiles are), shown as `file`; `captured` unset.
+pub fn report_reader(
+    reader: &mut Reader,
+    file: String,
+    opts: &ReportOptions,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+    sink: Option<&mut dyn SampleSink>,
+) -> Result<Report, ReportError> {
+    let sort = sort_keys(&opts.sort)?;
     let options = Options {
         sort: sort.clone(),
         stacks: opts.stacks,
@@ -203,19 +220,16 @@ pub fn report_with(
         root: opts.symfs.clone(),
     };
     let sink = sink.map(|s| s as &mut dyn SampleSink);
-    let profile = match build_with(&mut reader, &options, progress, sink) {
+    let profile = match build_with(reader, &options, progress, sink) {
         Ok(p) => p,
         Err(source) => return Err(ReportError::Read { file, source }),
     };
     let selected = select(&profile, opts.event.as_deref(), &file)?;
-    let captured = (!profile.pipe && !stdin)
-        .then(|| modified(&opts.input))
-        .flatten();
     Ok(Report {
         profile,
         selected,
         file,
-        captured,
+        captured: None,
         sort,
         options: opts.clone(),
     })

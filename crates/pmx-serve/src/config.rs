@@ -9,6 +9,11 @@
 //! per = cpu                             # cpu | core | socket
 //! define faults_per_second = page-faults / duration_time
 //! max-connections = 32
+//! profiles = on                         # /debug/pprof/profile (on | off)
+//! profile-events = {cycles,instructions}:S
+//! profile-max-seconds = 300
+//! profile-max-hz = 1000
+//! profile-sessions = 2
 //! ```
 //!
 //! One setting per line; `#` starts a comment (outside quotes); a value may
@@ -74,6 +79,16 @@ pub struct FileConfig {
     pub defines: Vec<(String, String)>,
     /// `max-connections`.
     pub max_connections: Option<usize>,
+    /// `profiles = on|off`.
+    pub profiles: Option<bool>,
+    /// `profile-events`.
+    pub profile_events: Option<String>,
+    /// `profile-max-seconds`.
+    pub profile_max_seconds: Option<u64>,
+    /// `profile-max-hz`.
+    pub profile_max_hz: Option<u32>,
+    /// `profile-sessions`.
+    pub profile_sessions: Option<usize>,
 }
 
 /// A configuration error, with the line it is on.
@@ -123,6 +138,17 @@ fn unquote(v: &str, line: usize) -> Result<String, ConfigError> {
             });
     }
     Ok(v.to_string())
+}
+
+fn positive(value: &str, key: &str, line: usize) -> Result<u64, ConfigError> {
+    value
+        .parse()
+        .ok()
+        .filter(|&m| m > 0)
+        .ok_or_else(|| ConfigError {
+            line,
+            message: format!("{key}: '{value}' is not a positive number"),
+        })
 }
 
 impl FileConfig {
@@ -192,9 +218,29 @@ impl FileConfig {
                     })?;
                     c.max_connections = Some(m);
                 }
+                "profiles" => {
+                    c.profiles = Some(match value.as_str() {
+                        "on" | "true" | "yes" => true,
+                        "off" | "false" | "no" => false,
+                        _ => return Err(err(format!("profiles: '{value}' is not on or off"))),
+                    })
+                }
+                "profile-events" | "profile_events" => c.profile_events = Some(value),
+                "profile-max-seconds" | "profile_max_seconds" => {
+                    c.profile_max_seconds = Some(positive(&value, "profile-max-seconds", n)?)
+                }
+                "profile-max-hz" | "profile_max_hz" => {
+                    let hz = positive(&value, "profile-max-hz", n)?;
+                    c.profile_max_hz = Some(u32::try_from(hz).map_err(|_| {
+                        err(format!("profile-max-hz: '{value}' is too large"))
+                    })?)
+                }
+                "profile-sessions" | "profile_sessions" => {
+                    c.profile_sessions = Some(positive(&value, "profile-sessions", n)? as usize)
+                }
                 other => {
                     return Err(err(format!(
-                    "unknown key '{other}' (listen, events, metrics, per, define, max-connections)"
+                    "unknown key '{other}' (listen, events, metrics, per, define, max-connections, profiles, profile-events, profile-max-seconds, profile-max-hz, profile-sessions)"
                 )))
                 }
             }
@@ -224,9 +270,17 @@ mod tests {
         let c = FileConfig::parse(
             "# comment\nlisten = 127.0.0.1:9000\nevents = task-clock,page-faults # two\n\
              events = \"{a,b}\"\nmetrics=IPC\nper = core\n\
-             define fps = page-faults / duration_time\nmax-connections = 4\n",
+             define fps = page-faults / duration_time\nmax-connections = 4\n\
+             profiles = off\nprofile-events = \"{cycles,instructions}:S\"\n\
+             profile-max-seconds = 60\nprofile-max-hz = 200\nprofile-sessions = 3\n",
         )
         .unwrap();
+        assert_eq!(c.profiles, Some(false));
+        assert_eq!(c.profile_events.as_deref(), Some("{cycles,instructions}:S"));
+        assert_eq!(
+            (c.profile_max_seconds, c.profile_max_hz, c.profile_sessions),
+            (Some(60), Some(200), Some(3))
+        );
         assert_eq!(c.listen, Some("127.0.0.1:9000".parse().unwrap()));
         assert_eq!(c.events, vec!["task-clock,page-faults", "{a,b}"]);
         assert_eq!(c.metrics, vec!["IPC"]);
@@ -252,6 +306,9 @@ mod tests {
             "define = x",
             "define a b = 1",
             "events =",
+            "profiles = maybe",
+            "profile-max-seconds = 0",
+            "profile-sessions = -1",
         ] {
             let e = FileConfig::parse(bad).unwrap_err();
             assert_eq!(e.line, 1, "{bad}");

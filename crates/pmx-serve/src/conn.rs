@@ -23,6 +23,8 @@
 use crate::http::{self, HttpError, Request, Response, MAX_HEAD};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a connection may take for each thing it does.
@@ -100,6 +102,8 @@ pub struct Conn {
     /// its previous response): the oldest is closed first when room is
     /// needed.
     pub waiting_since: Instant,
+    /// A long answer is under way: set this when the client hangs up.
+    gone: Option<Arc<AtomicBool>>,
 }
 
 impl Conn {
@@ -117,6 +121,7 @@ impl Conn {
             state: State::Reading { started: true },
             deadline: now + t.head,
             waiting_since: now,
+            gone: None,
         })
     }
 
@@ -125,12 +130,26 @@ impl Conn {
         std::os::fd::AsRawFd::as_raw_fd(&self.stream)
     }
 
-    /// The `poll` events it waits for, if any.
+    /// The `poll` events it waits for, if any: while a long answer is
+    /// under way, only a hang-up.
     pub fn interest(&self) -> Option<i16> {
         match self.state {
             State::Reading { .. } | State::Draining => Some(libc::POLLIN),
             State::Writing { .. } => Some(libc::POLLOUT),
-            State::Busy => None,
+            State::Busy => self.gone.as_ref().map(|_| libc::POLLRDHUP),
+        }
+    }
+
+    /// A long answer runs for it: `gone` is to be set if the client
+    /// hangs up.
+    pub fn watch(&mut self, gone: Arc<AtomicBool>) {
+        self.gone = Some(gone);
+    }
+
+    /// Tell its long answer, if any, that nobody waits for it any more.
+    pub fn hang_up(&self) {
+        if let Some(g) = &self.gone {
+            g.store(true, Ordering::SeqCst);
         }
     }
 
@@ -189,6 +208,7 @@ impl Conn {
 
     /// Start writing `resp` (a bad request's answer, or a worker's).
     pub fn respond(&mut self, resp: &Response, head_only: bool, keep: bool, t: &Timeouts) {
+        self.gone = None;
         self.out.clear();
         self.written = 0;
         // Writing into a Vec cannot fail.

@@ -17,6 +17,13 @@
 //! - the same happens when the process runs out of file descriptors;
 //! - workers never touch sockets: a client that does not read its answer
 //!   is written to as the socket allows and closed at the write deadline.
+//!
+//! A long answer (a profile of N seconds, [`Answer::Later`]) does not hold
+//! a worker: the worker only checks the request and hands back a job that
+//! runs on a thread of its own (the handler bounds how many), so `/metrics`
+//! keeps its workers. While it runs, the loop watches the connection for a
+//! hang-up (`POLLRDHUP`, `POLLHUP`, `POLLERR`) and sets the job's `gone`
+//! flag when it comes, which ends the job's session early.
 
 use crate::conn::{Conn, Event, State, Timeouts, Written};
 use crate::http::{HttpError, Request, Response};
@@ -25,13 +32,32 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, TcpListener};
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A long answer's work: runs on a thread of its own; its flag is set
+/// when the client hangs up (the response is then dropped).
+pub type LongJob = Box<dyn FnOnce(Arc<AtomicBool>) -> Response + Send>;
+
+/// What a handler answers.
+pub enum Answer {
+    /// The response, ready.
+    Now(Response),
+    /// Work that takes a while (a profile): run it off the workers.
+    Later(LongJob),
+}
+
+impl From<Response> for Answer {
+    fn from(r: Response) -> Answer {
+        Answer::Now(r)
+    }
+}
+
 /// What answers requests (on a worker thread) and takes log lines.
 pub trait Handler: Send + Sync + 'static {
-    /// The response to `req` from `peer`.
-    fn respond(&self, req: &Request, peer: IpAddr) -> Response;
+    /// The answer to `req` from `peer`.
+    fn respond(&self, req: &Request, peer: IpAddr) -> Answer;
     /// One log line.
     fn log(&self, line: &str);
 }
@@ -50,9 +76,10 @@ pub struct Limits {
 
 struct Done {
     id: u64,
-    resp: Response,
+    answer: Answer,
     head_only: bool,
-    keep: bool,
+    /// The client asked to keep the connection.
+    keep_alive: bool,
 }
 
 /// Most connections accepted in one turn of the loop (the others wait in
@@ -146,7 +173,7 @@ impl<H: Handler> EventLoop<H> {
             }
             for (i, id) in ids.iter().enumerate() {
                 if fds[3 + i].revents != 0 {
-                    self.ready(*id);
+                    self.ready(*id, fds[3 + i].revents);
                 }
             }
             self.expire(Instant::now());
@@ -158,15 +185,27 @@ impl<H: Handler> EventLoop<H> {
                 next_tick = Instant::now() + tick_every;
             }
         }
+        for c in self.conns.values() {
+            c.hang_up();
+        }
         self.conns.clear();
         self.pool.shutdown();
         Ok(())
     }
 
-    fn ready(&mut self, id: u64) {
+    fn ready(&mut self, id: u64, revents: i16) {
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
+        if c.is_busy() {
+            // Only a long answer's connection is polled while busy: for
+            // a hang-up. Its job ends its session; its answer is dropped.
+            if revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+                c.hang_up();
+                self.conns.remove(&id);
+            }
+            return;
+        }
         match c.state {
             State::Reading { .. } => self.read(id),
             State::Writing { .. } => self.write(id),
@@ -194,15 +233,11 @@ impl<H: Handler> EventLoop<H> {
                 c.set_busy();
                 let peer = c.peer;
                 let h = Arc::clone(&self.handler);
-                self.pool.submit(move || {
-                    let resp = h.respond(&req, peer);
-                    let keep = req.keep_alive && resp.status < 400;
-                    Done {
-                        id,
-                        resp,
-                        head_only: req.method == "HEAD",
-                        keep,
-                    }
+                self.pool.submit(move || Done {
+                    id,
+                    answer: h.respond(&req, peer),
+                    head_only: req.method == "HEAD",
+                    keep_alive: req.keep_alive,
                 });
             }
         }
@@ -230,9 +265,40 @@ impl<H: Handler> EventLoop<H> {
 
     fn finish(&mut self, d: Done) {
         let t = self.limits.timeouts;
-        if let Some(c) = self.conns.get_mut(&d.id) {
-            c.respond(&d.resp, d.head_only, d.keep, &t);
-            self.write(d.id);
+        let Some(c) = self.conns.get_mut(&d.id) else {
+            // The client hung up meanwhile.
+            return;
+        };
+        match d.answer {
+            Answer::Now(resp) => {
+                let keep = d.keep_alive && resp.status < 400;
+                c.respond(&resp, d.head_only, keep, &t);
+                self.write(d.id);
+            }
+            Answer::Later(job) => {
+                let gone = Arc::new(AtomicBool::new(false));
+                c.watch(Arc::clone(&gone));
+                let Done {
+                    id,
+                    head_only,
+                    keep_alive,
+                    ..
+                } = d;
+                let spawned = self.pool.spawn(move || Done {
+                    id,
+                    answer: Answer::Now(job(gone)),
+                    head_only,
+                    keep_alive,
+                });
+                if let Err(e) = spawned {
+                    self.handler.log(&format!("cannot start a thread: {e}"));
+                    let resp = Response::text(503, "Service Unavailable", "no thread\n");
+                    if let Some(c) = self.conns.get_mut(&id) {
+                        c.respond(&resp, head_only, false, &t);
+                        self.write(id);
+                    }
+                }
+            }
         }
     }
 

@@ -22,6 +22,8 @@ pub struct Request {
     pub method: String,
     /// Path without the query string.
     pub path: String,
+    /// The query string (after `?`, before `#`; empty when none).
+    pub query: String,
     /// HTTP/1.1 (else 1.0).
     pub http11: bool,
     /// The `Accept` header.
@@ -221,10 +223,12 @@ pub fn parse_head(head: &[u8]) -> Result<Request, HttpError> {
         Some(c) if c.split(',').any(|t| t.trim() == "keep-alive") => true,
         _ => http11,
     } && !has_body;
-    let path = target.split(['?', '#']).next().unwrap_or("/").to_string();
+    let target = target.split('#').next().unwrap_or("/");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
     Ok(Request {
         method: method.to_string(),
-        path,
+        path: path.to_string(),
+        query: query.to_string(),
         http11,
         accept,
         keep_alive,
@@ -305,7 +309,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.method, "GET");
-        assert_eq!(r.path, "/metrics");
+        assert_eq!((r.path.as_str(), r.query.as_str()), ("/metrics", "x=1"));
         assert!(r.keep_alive && r.http11 && !r.has_body);
         assert_eq!(r.accept.as_deref(), Some("application/openmetrics-text"));
         let r = parse("HEAD / HTTP/1.0\n\n").unwrap();

@@ -4,11 +4,18 @@
 //! [`start`]: the plan packed onto this CPU's counters, the collector
 //! opened on every online CPU (refused when nothing counts), the
 //! listening socket bound, SIGTERM/SIGINT handled, and the banner.
+//!
+//! Profiles (`/debug/pprof/profile`, [`crate::profile`]) are on when the
+//! address is loopback and off otherwise, unless `--profiles` or
+//! `profiles = on|off` says: a profile shows code addresses and command
+//! lines of every process.
 
 use crate::collect::Collector;
 use crate::config::{FileConfig, Per, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS};
+use crate::profile::{self, Limits, ProfileSettings};
 use crate::server::{Daemon, Log, Options};
 use pmx::metrics::MetricSet;
+use pmx::record::RecordEvent;
 use pmx::stat::EventStatus;
 use pmx::{EventGroup, StatPlan};
 use std::fmt;
@@ -28,6 +35,12 @@ pub struct ServeFlags {
     pub per: Option<Per>,
     /// `--max-connections`.
     pub max_connections: Option<usize>,
+    /// `--profiles`: serve profiles on a non-loopback address too.
+    pub profiles: Option<bool>,
+    /// `--profile-events`.
+    pub profile_events: Option<String>,
+    /// `--profile-max-seconds`.
+    pub profile_max_seconds: Option<u64>,
 }
 
 /// The settings in force: flags over the file over the defaults.
@@ -45,6 +58,19 @@ pub struct Settings {
     pub metric_list: Option<String>,
     /// The file's user metrics.
     pub defines: Vec<(String, String)>,
+    /// Profiles served (on loopback by default).
+    pub profiles: bool,
+    /// Why not, when not.
+    pub profiles_off: String,
+    /// The extra profile events asked for (`--profile-events`).
+    pub profile_events: Option<String>,
+    /// Those events for sampling, or why they cannot be (set by the
+    /// caller, which resolves events).
+    pub profile_extra: Option<Result<Vec<RecordEvent>, String>>,
+    /// Longest and fastest profile.
+    pub profile_limits: Limits,
+    /// Most profile sessions at once.
+    pub profile_sessions: usize,
 }
 
 /// Why `pmx serve` cannot start.
@@ -101,11 +127,40 @@ impl Settings {
             None => None,
         };
         let wants_metrics = metric_list.is_some() || !file.defines.is_empty();
+        let listen: SocketAddr = flags
+            .listen
+            .or(file.listen)
+            .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("valid default"));
+        let asked = flags.profiles.or(file.profiles);
+        let profiles_off = match asked {
+            Some(false) => "profiles are off (profiles = off in the configuration)".to_string(),
+            _ => format!(
+                "profiles are off: pmx serve listens on {listen}, not on loopback, and a profile shows the code addresses and command lines of every process; start it with --profiles (or profiles = on), behind an authenticating reverse proxy (docs/pprof.md)"
+            ),
+        };
+        let max_seconds = (flags.profile_max_seconds)
+            .or(file.profile_max_seconds)
+            .unwrap_or(profile::DEFAULT_MAX_SECONDS);
+        if max_seconds == 0 {
+            return Err(ServeError::Usage(
+                "--profile-max-seconds 0: allow at least one second".to_string(),
+            ));
+        }
+        let kernel_max = pmx::record::max_sample_rate().unwrap_or(u64::MAX);
+        let max_hz = (file.profile_max_hz.unwrap_or(profile::DEFAULT_MAX_HZ) as u64)
+            .min(kernel_max)
+            .max(1) as u32;
         Ok(Settings {
-            listen: flags
-                .listen
-                .or(file.listen)
-                .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("valid default")),
+            listen,
+            profiles: asked.unwrap_or(listen.ip().is_loopback()),
+            profiles_off,
+            profile_events: flags.profile_events.clone().or(file.profile_events.clone()),
+            profile_extra: None,
+            profile_limits: Limits {
+                max_seconds,
+                max_hz,
+            },
+            profile_sessions: file.profile_sessions.unwrap_or(profile::DEFAULT_SESSIONS),
             per: flags.per.or(file.per).unwrap_or(Per::Cpu),
             max_connections,
             event_lists: if events.is_empty() && !wants_metrics {
@@ -167,10 +222,26 @@ pub fn start(
         .count();
     let cpus = pmx_model::topology::format_cpu_list(&collector.cpus());
     let names = metrics.as_ref().map(|m| m.names()).unwrap_or_default();
+    let (event, notes) = pmx::record::default_event(pmx::record::SampleRate::Frequency(u64::from(
+        profile::query::DEFAULT_HZ,
+    )));
+    if settings.profiles {
+        for n in notes {
+            log(&format!("profiles: {n}"));
+        }
+    }
     let opts = Options {
         listen: settings.listen,
         per: settings.per,
         max_connections: settings.max_connections,
+        profiles: Some(ProfileSettings {
+            enabled: settings.profiles,
+            off_reason: settings.profiles_off.clone(),
+            limits: settings.profile_limits,
+            sessions: settings.profile_sessions,
+            event,
+            extra: settings.profile_extra.clone(),
+        }),
         ..Options::default()
     };
     let daemon = Daemon::bind(collector, metrics, opts, log)
@@ -181,12 +252,17 @@ pub fn start(
         .map_err(ServeError::Io)?;
     let addr = daemon.local_addr().map_err(ServeError::Io)?;
     let banner = format!(
-        "listening on http://{addr}/metrics ({counted} event{} on CPUs {cpus}{})",
+        "listening on http://{addr}/metrics ({counted} event{} on CPUs {cpus}{}){}",
         if counted == 1 { "" } else { "s" },
         if names.is_empty() {
             String::new()
         } else {
             format!("; metrics {}", names.join(", "))
+        },
+        if settings.profiles {
+            format!(" and http://{addr}/debug/pprof/profile")
+        } else {
+            String::new()
         }
     );
     Ok(Started { daemon, banner })

@@ -1,4 +1,4 @@
-//! # pmx-serve — counters for Prometheus
+//! # pmx-serve — counters for Prometheus, profiles for pprof
 //!
 //! `pmx serve` counts events system-wide, all the time, and exposes them at
 //! `/metrics` in the OpenMetrics text format (or Prometheus' text format
@@ -37,7 +37,8 @@
 //! - **HTTP** ([`http`]): a small strict HTTP/1.1 parser with a request
 //!   head limit (8 KiB, 64 headers), a deadline for the head (10 s) and
 //!   for idle keep-alive connections (30 s); only `GET`/`HEAD` of
-//!   `/metrics` and `/`; 400/404/405/408/431/505 for the rest. Nothing a
+//!   `/metrics` and `/`, and `GET` of `/debug/pprof/profile`;
+//!   400/403/404/405/408/429/431/505 for the rest. Nothing a
 //!   client sends can write a register or reopen a counter.
 //! - **Connections** ([`event_loop`], [`conn`], [`pool`]): one thread
 //!   polls the listener and every connection waiting on its client
@@ -47,6 +48,17 @@
 //!   limit the connection that has waited on its client the longest is
 //!   closed to make room, so idle or slow clients can never lock a
 //!   scraper out, and nobody is answered 503.
+//! - **Profiles** ([`profile`]): `GET /debug/pprof/profile?seconds=N`
+//!   (default 30; `hz`, default 100; filters `pid`, `comm`, `cgroup`)
+//!   samples every CPU for N seconds with `pmx record`'s engine
+//!   (`pmx::record::stream`, into memory) and answers the gzip-compressed
+//!   pprof that `pmx report --pprof` writes (`pmx_profile::export`: the
+//!   same symbolizer, functions, files, lines, build ids, kernel frames),
+//!   labelled `pid`, `tid`, `comm`, `cgroup`. A profile runs on a thread
+//!   of its own, never on a worker, so `/metrics` keeps answering; at
+//!   most `profile-sessions` run at once (the next request gets 429 with
+//!   `Retry-After`); a client that hangs up stops its session. Served on
+//!   loopback by default; on another address only with `--profiles`.
 //! - **Stop**: SIGTERM or SIGINT writes to a self-pipe the event loop
 //!   polls; open connections are closed, counters closed, exit 0.
 //!
@@ -63,6 +75,7 @@ pub mod event_loop;
 pub mod http;
 pub mod launch;
 pub mod pool;
+pub mod profile;
 pub mod render;
 pub mod server;
 

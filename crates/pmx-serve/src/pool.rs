@@ -71,6 +71,10 @@ pub struct Pool<T: Send + 'static> {
     jobs: Option<Sender<Job<T>>>,
     done: Receiver<T>,
     workers: Vec<JoinHandle<()>>,
+    /// For [`Pool::spawn`]'s threads.
+    tx_done: Sender<T>,
+    wake: OwnedFd,
+    long: Vec<JoinHandle<()>>,
 }
 
 impl<T: Send + 'static> Pool<T> {
@@ -103,7 +107,27 @@ impl<T: Send + 'static> Pool<T> {
             jobs: Some(jobs),
             done,
             workers,
+            tx_done,
+            wake: wake.writer()?,
+            long: Vec::new(),
         })
+    }
+
+    /// Run a long job on a thread of its own (the caller bounds how many
+    /// run at once); its result comes back as a worker's does.
+    pub fn spawn(&mut self, job: impl FnOnce() -> T + Send + 'static) -> io::Result<()> {
+        self.long.retain(|h| !h.is_finished());
+        let tx = self.tx_done.clone();
+        let wake = self.wake.try_clone()?;
+        let h = std::thread::Builder::new()
+            .name("pmx-serve-long".to_string())
+            .spawn(move || {
+                if tx.send(job()).is_ok() {
+                    notify(wake.as_raw_fd());
+                }
+            })?;
+        self.long.push(h);
+        Ok(())
     }
 
     /// Queue a job.
@@ -122,7 +146,7 @@ impl<T: Send + 'static> Pool<T> {
     /// Let the queued jobs finish and the workers end.
     pub fn shutdown(mut self) {
         self.jobs = None;
-        for w in self.workers.drain(..) {
+        for w in self.workers.drain(..).chain(self.long.drain(..)) {
             let _ = w.join();
         }
     }

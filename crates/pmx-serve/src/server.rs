@@ -4,8 +4,9 @@
 use crate::collect::{Collector, Snapshot};
 use crate::config::Per;
 use crate::conn::Timeouts;
-use crate::event_loop::{EventLoop, Handler, Limits};
+use crate::event_loop::{Answer, EventLoop, Handler, Limits};
 use crate::http::{Request, Response};
+use crate::profile::{ProfileSettings, Profiles, Query, SharedLog};
 use crate::render::{self, Family, Format, Kind, Value};
 use pmx::metrics::MetricSet;
 use pmx::stat::{aggregate, Aggregation, Domain, EventStatus, Instance, Row, StatPlan};
@@ -45,6 +46,8 @@ pub struct Options {
     pub head_timeout: Duration,
     /// How long a client may take to read a response.
     pub write_timeout: Duration,
+    /// `/debug/pprof/profile`, when served (`None`: 404).
+    pub profiles: Option<ProfileSettings>,
 }
 
 impl Default for Options {
@@ -64,6 +67,7 @@ impl Default for Options {
             idle_timeout: Duration::from_secs(30),
             head_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(10),
+            profiles: None,
         }
     }
 }
@@ -167,8 +171,9 @@ struct Shared {
     start: Snapshot,
     start_unix: f64,
     scrapes: AtomicU64,
-    log: Log,
+    log: SharedLog,
     opts: Options,
+    profiles: Option<Arc<Profiles>>,
     /// Metrics whose missing value was already logged.
     missing_logged: Mutex<std::collections::BTreeSet<String>>,
 }
@@ -268,6 +273,9 @@ impl Daemon {
             log(&l);
         }
         let topo = read_topology(&opts.sys_root);
+        let log: SharedLog = Arc::from(log);
+        let profiles =
+            (opts.profiles.clone()).map(|p| Arc::new(Profiles::new(p, Arc::clone(&log))));
         let shared = Arc::new(Shared {
             collector: Mutex::new(collector),
             plan,
@@ -284,6 +292,7 @@ impl Daemon {
             scrapes: AtomicU64::new(0),
             log,
             opts,
+            profiles,
             missing_logged: Mutex::new(Default::default()),
         });
         Ok(Daemon {
@@ -334,8 +343,11 @@ impl Daemon {
 }
 
 impl Handler for Shared {
-    fn respond(&self, req: &Request, peer: IpAddr) -> Response {
-        Shared::respond(self, req, peer)
+    fn respond(&self, req: &Request, peer: IpAddr) -> Answer {
+        if req.path == "/debug/pprof/profile" {
+            return self.profile(req);
+        }
+        Shared::respond(self, req, peer).into()
     }
 
     fn log(&self, line: &str) {
@@ -365,6 +377,45 @@ fn domain_labels(d: &Domain) -> Vec<(&'static str, String)> {
 const INDEX: &str = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>pmx serve</title></head>\n<body><h1>pmx serve</h1>\n<p>Performance counters of this machine, counted system-wide, for Prometheus: <a href=\"/metrics\">/metrics</a>.</p>\n";
 
 impl Shared {
+    /// `/debug/pprof/profile`: checked here, taken on a thread of its own.
+    fn profile(&self, req: &Request) -> Answer {
+        let Some(p) = &self.profiles else {
+            return Response::text(404, "Not Found", "not found: try /metrics\n").into();
+        };
+        if req.method != "GET" {
+            let mut r = Response::text(405, "Method Not Allowed", "only GET\n");
+            r.headers.push("Allow: GET".to_string());
+            return r.into();
+        }
+        let s = p.settings();
+        if !s.enabled {
+            return Response::text(403, "Forbidden", &format!("{}\n", s.off_reason)).into();
+        }
+        let q = match Query::parse(&req.query, s.limits) {
+            Ok(q) => q,
+            Err(why) => return Response::text(400, "Bad Request", &format!("{why}\n")).into(),
+        };
+        match p.admit(q.seconds) {
+            Ok(slot) => {
+                let p = Arc::clone(p);
+                Answer::Later(Box::new(move |gone| p.take(&q, slot, gone)))
+            }
+            Err(wait) => {
+                p.refused.fetch_add(1, Ordering::Relaxed);
+                let mut r = Response::text(
+                    429,
+                    "Too Many Requests",
+                    &format!(
+                        "{} profiles are being taken (the most at once); retry in {wait} s\n",
+                        p.running()
+                    ),
+                );
+                r.headers.push(format!("Retry-After: {wait}"));
+                r.into()
+            }
+        }
+    }
+
     fn respond(&self, req: &Request, peer: IpAddr) -> Response {
         let get = req.method == "GET" || req.method == "HEAD";
         match req.path.as_str() {
@@ -628,6 +679,9 @@ impl Shared {
         let mut out = vec![
             info, start, supported, total, enabled, running, ratio, win, cpus,
         ];
+        if let Some(p) = &self.profiles {
+            out.extend(profile_families(p));
+        }
         if let Some(m) = &self.metrics {
             let mut value = Family::new(
                 "pmx_metric",
@@ -666,6 +720,35 @@ impl Shared {
         }
         out
     }
+}
+
+/// The profile service's series.
+fn profile_families(p: &Profiles) -> Vec<Family> {
+    let mut running = Family::new(
+        "pmx_profile_sessions",
+        Kind::Gauge,
+        "Profiles of /debug/pprof/profile being taken now.",
+    );
+    running.push(vec![], Value::Int(p.running() as u64));
+    let mut out = vec![running];
+    for (name, help, n) in [
+        ("pmx_profiles", "Profiles served.", &p.served),
+        (
+            "pmx_profiles_refused",
+            "Profile requests answered 429 (too many at once).",
+            &p.refused,
+        ),
+        (
+            "pmx_profiles_abandoned",
+            "Profiles whose client hung up before the end; their sessions were stopped.",
+            &p.abandoned,
+        ),
+    ] {
+        let mut f = Family::new(name, Kind::Counter, help);
+        f.push(vec![], Value::Int(n.load(Ordering::Relaxed)));
+        out.push(f);
+    }
+    out
 }
 
 fn html_escape(s: &str) -> String {

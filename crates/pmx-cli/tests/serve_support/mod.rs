@@ -38,9 +38,14 @@ impl Daemon {
 }
 
 pub fn start(args: &[&str]) -> Daemon {
+    start_at("127.0.0.1:0", args)
+}
+
+/// A daemon listening on `listen`.
+pub fn start_at(listen: &str, args: &[&str]) -> Daemon {
     let mut child = Command::new(PMX)
         .arg("serve")
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", listen])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -51,6 +51,7 @@ impl Collector {
                 tid: s.tid,
                 comm: s.comm.to_string(),
                 samples: 0,
+                cgroup: None,
             });
         }
         let t = &mut self.out.threads[i as usize];

@@ -7,7 +7,7 @@
 //!   `count`; then group members); `default_sample_type` and
 //!   `period_type`: the first event's period column;
 //! - one `Sample` per distinct (stack, thread) with the summed weights,
-//!   labels `pid`, `tid` (numbers) and `comm`;
+//!   labels `pid`, `tid` (numbers), `comm` and, when known, `cgroup`;
 //! - `Mapping`: each binary mapping sampled (start, limit, file offset,
 //!   path, build id in hex), `has_functions` (pmx symbolized them) and
 //!   `has_filenames`/`has_line_numbers` when DWARF lines were found;
@@ -163,6 +163,11 @@ fn samples(x: &Export, ncols: usize, p: &mut Msg, st: &mut Strings) {
         x.add_weights(s, &mut rows[i].1);
     }
     let (k_pid, k_tid, k_comm) = (st.id("pid"), st.id("tid"), st.id("comm"));
+    // Only named when a thread has one: files without cgroups stay as they were.
+    let k_cgroup = match x.threads.iter().any(|t| t.cgroup.is_some()) {
+        true => st.id("cgroup"),
+        false => 0,
+    };
     for ((stack, thread), values) in rows {
         let t = &x.threads[thread as usize];
         let mut m = Msg::default();
@@ -174,10 +179,14 @@ fn samples(x: &Export, ncols: usize, p: &mut Msg, st: &mut Strings) {
             l.int(3, i64::from(num));
             m.msg(3, l);
         }
-        let mut l = Msg::default();
-        l.int(1, k_comm);
-        l.int(2, st.id(&t.comm));
-        m.msg(3, l);
+        for (key, text) in [(k_comm, Some(&t.comm)), (k_cgroup, t.cgroup.as_ref())] {
+            if let Some(text) = text {
+                let mut l = Msg::default();
+                l.int(1, key);
+                l.int(2, st.id(text));
+                m.msg(3, l);
+            }
+        }
         p.msg(2, m);
     }
 }

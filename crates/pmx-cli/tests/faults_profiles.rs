@@ -1,0 +1,159 @@
+//! The fault campaign's profile cases (docs/RELIABILITY.md): `pmx serve`'s
+//! `/debug/pprof/profile` under many concurrent requests, half-open
+//! requests, slow readers and clients that vanish, rounds after rounds.
+//! Expected: every request answered (200 for as many as there are
+//! sessions, 429 with `Retry-After` for the rest) or closed at its
+//! deadline, nothing hangs, `/metrics` keeps answering, no session,
+//! thread or perf fd left behind, and the daemon's memory flat from round
+//! to round.
+
+mod serve_support;
+use serve_support::{quick_sum, rss_kb, scrape, start};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// Send `query`'s request; the status of the answer (0: closed).
+fn ask(addr: &str, query: &str, timeout: Duration) -> u16 {
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return 0;
+    };
+    s.set_read_timeout(Some(timeout)).unwrap();
+    let req = format!(
+        "GET /debug/pprof/profile?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    );
+    if s.write_all(req.as_bytes()).is_err() {
+        return 0;
+    }
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let head = String::from_utf8_lossy(&raw[..raw.len().min(200)]).to_string();
+    head.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+fn perf_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    std::fs::read_link(e.path())
+                        .is_ok_and(|l| l.to_string_lossy().contains("perf_event"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn many_profile_requests_half_open_and_slow_clients_nothing_hangs() {
+    let d = start(&["-e", "task-clock", "--max-connections", "200"]);
+    let pid = d.child.id();
+    let me = std::process::id();
+    let fds_before = perf_fds(pid);
+    let query = format!("seconds=1&pid={me}");
+    let mut rss = Vec::new();
+    let mut served = 0.0;
+    // bench/faults.sh (PMX_FAULTS_LONG=1) runs 20 rounds.
+    let rounds = if std::env::var_os("PMX_FAULTS_LONG").is_some() {
+        20
+    } else {
+        4
+    };
+    for round in 0..rounds {
+        let t = Instant::now();
+        // 10 clients that ask a 30 s profile of every CPU and vanish:
+        // each is refused (429) or its session stopped at once.
+        let before = scrape(&d.addr, false);
+        let gone = |b: &str| {
+            quick_sum(b, "pmx_profiles_abandoned_total")
+                + quick_sum(b, "pmx_profiles_refused_total")
+        };
+        for _ in 0..10 {
+            let mut c = TcpStream::connect(&d.addr).unwrap();
+            c.write_all(b"GET /debug/pprof/profile?seconds=30 HTTP/1.1\r\n\r\n")
+                .unwrap();
+            drop(c);
+        }
+        let w = Instant::now();
+        while gone(&scrape(&d.addr, false)) < gone(&before) + 10.0
+            && w.elapsed() < Duration::from_secs(60)
+        {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let after = scrape(&d.addr, false);
+        assert_eq!(
+            gone(&after),
+            gone(&before) + 10.0,
+            "vanished clients: {after}"
+        );
+        // 40 profile requests at once, 20 half-open heads, 5 clients
+        // that ask and do not read.
+        let (statuses, idle): (Vec<u16>, Vec<TcpStream>) = std::thread::scope(|s| {
+            let mut half = Vec::new();
+            for _ in 0..20 {
+                let mut c = TcpStream::connect(&d.addr).unwrap();
+                c.write_all(b"GET /debug/pprof/profile?seconds=1 HT")
+                    .unwrap();
+                half.push(c);
+            }
+            let mut idle = Vec::new();
+            for _ in 0..5 {
+                let mut c = TcpStream::connect(&d.addr).unwrap();
+                let req = format!("GET /debug/pprof/profile?{query} HTTP/1.1\r\n\r\n");
+                c.write_all(req.as_bytes()).unwrap();
+                idle.push(c);
+            }
+            let asks: Vec<_> = (0..40)
+                .map(|_| s.spawn(|| ask(&d.addr, &query, Duration::from_secs(300))))
+                .collect();
+            // /metrics answers meanwhile.
+            let body = scrape(&d.addr, false);
+            assert!(body.contains("pmx_events_total"));
+            let out = asks.into_iter().map(|h| h.join().unwrap()).collect();
+            drop(half);
+            (out, idle)
+        });
+        let ok = statuses.iter().filter(|&&s| s == 200).count();
+        let busy = statuses.iter().filter(|&&s| s == 429).count();
+        assert_eq!(ok + busy, 40, "round {round}: {statuses:?}");
+        eprintln!(
+            "round {round}: {ok} × 200, {busy} × 429 in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+        // Everything ends: no session, no perf fd beyond the counters.
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(120)
+            && (quick_sum(&scrape(&d.addr, false), "pmx_profile_sessions") != 0.0
+                || perf_fds(pid) != fds_before)
+        {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert_eq!(
+            quick_sum(&scrape(&d.addr, false), "pmx_profile_sessions"),
+            0.0
+        );
+        assert_eq!(perf_fds(pid), fds_before, "round {round}: perf fds left");
+        drop(idle);
+        let now = quick_sum(&scrape(&d.addr, false), "pmx_profiles_total");
+        assert!(now > served, "round {round}: no profile served");
+        served = now;
+        rss.push(rss_kb(pid));
+    }
+    eprintln!("RSS after each round: {rss:?} kB");
+    // Flat: the last round's memory within 16 MiB of the second's (the
+    // first round loads the symbol tables and the allocator's arenas).
+    assert!(
+        rss[rounds - 1] <= rss[1] + 16 * 1024,
+        "memory grows from round to round: {rss:?} kB"
+    );
+    let body = scrape(&d.addr, false);
+    eprintln!(
+        "served {}, refused {}, abandoned {}",
+        quick_sum(&body, "pmx_profiles_total"),
+        quick_sum(&body, "pmx_profiles_refused_total"),
+        quick_sum(&body, "pmx_profiles_abandoned_total")
+    );
+}

@@ -1,0 +1,484 @@
+//! `pmx serve`'s `/debug/pprof/profile`, read by the real client.
+//!
+//! A C program (built with `-g` and frame pointers) spins in `spin_here`
+//! while `go tool pprof -raw -seconds 3` fetches a profile over HTTP: the
+//! function is listed with its file and line; a second profile of the
+//! program's pid alone (`?pid=`) ranks it first in `go tool pprof -top`;
+//! `/metrics` answers while both are taken, and a real Prometheus
+//! scraping every second sees a session running with the target up
+//! throughout an 8-second profile. Bad values get 400 with the
+//! reason; a second profile while the only session runs gets 429 with
+//! `Retry-After`; a client that hangs up mid-profile leaves no session,
+//! no thread and no perf fd behind; `--profile-events` that cannot be
+//! sampled here still serves the CPU profile, with the reason in a header
+//! and the log. The checks that need `go` or `prometheus` skip with a
+//! message without them (CI installs golang-go and prometheus).
+
+mod serve_support;
+use serve_support::{http, quick_sum, scrape, start};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One test at a time: a profile's export (symbols of every binary
+/// sampled) is the slow part, and tests in parallel would only slow
+/// each other on a small machine.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A profile request answered within 5 minutes: (status, head, body bytes).
+fn profile(addr: &str, query: &str) -> (u16, String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
+    let req = format!(
+        "GET /debug/pprof/profile?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(raw.len());
+    let head = String::from_utf8_lossy(&raw[..end]).to_string();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (
+        status,
+        head,
+        raw.get(end + 4..).unwrap_or_default().to_vec(),
+    )
+}
+
+const SPIN: &str = r#"#include <stdlib.h>
+#include <unistd.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void spin_here(void) {
+    for (unsigned long i = 0; i < 100000000UL; i++) {
+        sink += i * 7; /* SPIN LINE */
+    }
+}
+int main(int argc, char **argv) {
+    int seconds = argc > 1 ? atoi(argv[1]) : 60;
+    for (int i = 0; i < seconds * 100; i++) {
+        spin_here();
+    }
+    return 0;
+}
+"#;
+
+/// The line of `/* SPIN LINE */` in the source.
+fn spin_line() -> usize {
+    SPIN.lines().position(|l| l.contains("SPIN LINE")).unwrap() + 1
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn go_pprof() -> bool {
+    let ok = Command::new("go")
+        .args(["tool", "pprof", "-h"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !ok {
+        pmx_testkit::skip(
+            "`go tool pprof` is not installed (apt-get install golang-go): the client checks do not run",
+        );
+    }
+    ok
+}
+
+/// `go tool pprof ARGS…` with its home and profile directory in `dir`.
+fn pprof(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("go")
+        .args(["tool", "pprof", "-timeout", "300"])
+        .args(args)
+        .env("HOME", dir)
+        .env("PPROF_TMPDIR", dir)
+        .output()
+        .expect("run go tool pprof");
+    let out = pmx_testkit::text(&o.stdout);
+    assert!(
+        o.status.success(),
+        "go tool pprof {args:?}: {}{out}",
+        pmx_testkit::text(&o.stderr)
+    );
+    out
+}
+
+/// Sets its flag when dropped.
+struct Done<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// `/metrics` answers (within 10 s each) until `done` says stop; how many times.
+fn scrape_while(addr: &str, done: &std::sync::atomic::AtomicBool) -> u32 {
+    let mut n = 0;
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        let t = Instant::now();
+        let body = scrape(addr, true);
+        assert!(body.contains("pmx_events_total"), "{body}");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "a scrape took {:?} during a profile",
+            t.elapsed()
+        );
+        n += 1;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    n
+}
+
+#[test]
+fn go_tool_pprof_lists_the_spinning_function_with_its_line_and_ranks_it_first() {
+    let _one = serial();
+    if !pmx_testkit::cc::require() || !go_pprof() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = pmx_testkit::cc::compile(
+        dir.path(),
+        "spin",
+        SPIN,
+        &["-g", "-O0", "-fno-omit-frame-pointer"],
+    )
+    .unwrap();
+    let prog = Killed(Command::new(&bin).arg("120").spawn().unwrap());
+    let pid = prog.0.id();
+    let d = start(&["-e", "task-clock"]);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let scrapes = s.spawn(|| scrape_while(&d.addr, &done));
+        // The scrapes stop however this ends (a failed check included).
+        let stop = Done(&done);
+        let url = format!("http://{}/debug/pprof/profile", d.addr);
+        let raw = pprof(dir.path(), &["-raw", "-seconds", "3", &url]);
+        assert!(raw.contains("spin_here"), "{raw}");
+        let at = format!("spin.c:{}", spin_line());
+        assert!(
+            raw.lines()
+                .any(|l| l.contains("spin_here") && l.contains(&at)),
+            "spin_here at {at}:\n{raw}"
+        );
+        assert!(raw.contains(&format!("pid:[{pid}]")), "{raw}");
+        assert!(raw.contains("comm:[spin]"), "{raw}");
+        // The build id of the program's mapping.
+        let build_id = pmx::record::build_id_of_file(&bin).expect("build id");
+        let hex: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+        // pprof keeps what it fetched; the mapping's build id is in it.
+        let saved = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(".pb.gz"))
+            .expect("pprof saved the profile");
+        let proto = Command::new("gzip")
+            .arg("-dc")
+            .arg(&saved)
+            .output()
+            .unwrap();
+        assert!(proto.status.success(), "{}", saved.display());
+        assert!(
+            proto.stdout.windows(hex.len()).any(|w| w == hex.as_bytes()),
+            "no build id {hex} in {}",
+            saved.display()
+        );
+        let url = format!("http://{}/debug/pprof/profile?pid={pid}", d.addr);
+        let top = pprof(dir.path(), &["-top", "-seconds", "3", &url]);
+        let first = top
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("flat"))
+            .nth(1)
+            .unwrap_or("");
+        assert!(first.ends_with("spin_here"), "first row {first:?}:\n{top}");
+        drop(stop);
+        let n = scrapes.join().unwrap();
+        assert!(n >= 2, "only {n} scrapes during two profiles");
+    });
+    let body = scrape(&d.addr, true);
+    assert_eq!(quick_sum(&body, "pmx_profiles_total"), 2.0, "{body}");
+    assert_eq!(quick_sum(&body, "pmx_profile_sessions"), 0.0, "{body}");
+}
+
+/// The perf fds, threads and session count of `pid`.
+fn footprint(pid: u32) -> (usize, usize) {
+    let perf = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path())
+                .map(|l| l.to_string_lossy().contains("perf_event"))
+                .unwrap_or(false)
+        })
+        .count();
+    let long = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .map(|c| c.starts_with("pmx-serve-long"))
+                .unwrap_or(false)
+        })
+        .count();
+    (perf, long)
+}
+
+/// Poll `/metrics` until `name` is `want` (at most `within`).
+fn wait_for(addr: &str, name: &str, want: f64, within: Duration) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < within {
+        if quick_sum(&scrape(addr, false), name) == want {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn bad_values_a_second_profile_and_a_client_that_hangs_up() {
+    let _one = serial();
+    let cfg = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        cfg.path(),
+        "profile-sessions = 1\nprofile-max-seconds = 60\n",
+    )
+    .unwrap();
+    let d = start(&["-e", "task-clock", "--config", cfg.path().to_str().unwrap()]);
+    let pid = d.child.id();
+    for (q, says) in [
+        ("seconds=-1", "seconds=-1: not a whole number"),
+        ("seconds=abc", "seconds=abc: not a whole number"),
+        ("seconds=61", "maximum of 60 seconds"),
+        ("hz=100000", "hz=100000"),
+        ("pid=me", "not a process id"),
+    ] {
+        let req = format!("GET /debug/pprof/profile?{q} HTTP/1.1\r\nHost: x\r\n\r\n");
+        let (status, head, body) = http(&d.addr, req.as_bytes());
+        assert_eq!(status, 400, "{q}: {head}");
+        assert!(body.contains(says), "{q}: {body}");
+    }
+    let before = footprint(pid);
+    // One long profile, then a second request while it runs.
+    let mut first = TcpStream::connect(&d.addr).unwrap();
+    first
+        .write_all(b"GET /debug/pprof/profile?seconds=40 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    assert!(
+        wait_for(
+            &d.addr,
+            "pmx_profile_sessions",
+            1.0,
+            Duration::from_secs(20)
+        ),
+        "the profile did not start"
+    );
+    let (status, head, body) = http(
+        &d.addr,
+        b"GET /debug/pprof/profile?seconds=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    assert_eq!(status, 429, "{head}");
+    let retry: u64 = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Retry-After: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no Retry-After: {head}"));
+    assert!((1..=40).contains(&retry), "{head}");
+    assert!(body.contains("retry in"), "{body}");
+    assert_eq!(
+        quick_sum(&scrape(&d.addr, false), "pmx_profiles_refused_total"),
+        1.0
+    );
+    // The first client hangs up: its session ends long before 40 s.
+    let t = Instant::now();
+    drop(first);
+    assert!(
+        wait_for(
+            &d.addr,
+            "pmx_profile_sessions",
+            0.0,
+            Duration::from_secs(20)
+        ),
+        "the session outlived its client"
+    );
+    assert!(t.elapsed() < Duration::from_secs(30));
+    assert!(wait_for(
+        &d.addr,
+        "pmx_profiles_abandoned_total",
+        1.0,
+        Duration::from_secs(20)
+    ));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while footprint(pid) != before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        footprint(pid),
+        before,
+        "(perf fds, profile threads) left behind"
+    );
+    d.assert_logged(&["profile abandoned", "the client hung up"]);
+    // And the place is free again (a profile of this test's own pid: a
+    // few binaries to symbolize).
+    let me = std::process::id();
+    let (status, head, body) = profile(&d.addr, &format!("seconds=1&pid={me}"));
+    assert_eq!(status, 200, "{head}");
+    assert!(body.starts_with(&[0x1f, 0x8b]), "gzip");
+    let (status, head, body) = profile(&d.addr, "seconds=1&pid=999999999");
+    assert_eq!(status, 400, "{head}");
+    assert!(
+        String::from_utf8_lossy(&body).contains("pid=999999999"),
+        "{head}"
+    );
+}
+
+fn has_cpu_pmu() -> bool {
+    Path::new("/sys/bus/event_source/devices/cpu").exists()
+}
+
+#[test]
+fn profile_events_that_cannot_be_sampled_here_leave_the_cpu_profile() {
+    let _one = serial();
+    if has_cpu_pmu() {
+        pmx_testkit::skip("this machine has a CPU PMU: the no-PMU path is not taken here");
+        return;
+    }
+    let d = start(&[
+        "-e",
+        "task-clock",
+        "--profile-events",
+        "{cycles,instructions}:S",
+    ]);
+    let me = std::process::id();
+    let (status, head, body) = profile(&d.addr, &format!("seconds=1&pid={me}"));
+    assert_eq!(status, 200, "{head}");
+    assert!(body.starts_with(&[0x1f, 0x8b]), "gzip");
+    let why = head
+        .lines()
+        .find_map(|l| l.strip_prefix("X-Pmx-Profile-Events: "))
+        .unwrap_or_else(|| panic!("no reason header: {head}"));
+    assert!(
+        why.starts_with("not sampled: ") && why.contains("cycles"),
+        "{why}"
+    );
+    d.assert_logged(&["--profile-events not sampled", "cycles"]);
+}
+
+#[test]
+fn profiles_are_off_on_a_non_loopback_address_unless_asked() {
+    let _one = serial();
+    // 0.0.0.0 is not loopback; the test still connects through 127.0.0.1.
+    let d = serve_support::start_at("0.0.0.0:0", &["-e", "task-clock"]);
+    let addr = d.addr.replace("0.0.0.0", "127.0.0.1");
+    let (status, _, body) = http(
+        &addr,
+        b"GET /debug/pprof/profile?seconds=1 HTTP/1.1\r\nHost: x\r\n\r\n",
+    );
+    assert_eq!(status, 403);
+    assert!(body.contains("--profiles"), "{body}");
+    assert!(scrape(&addr, true).contains("pmx_events_total"));
+    let d = serve_support::start_at("0.0.0.0:0", &["-e", "task-clock", "--profiles"]);
+    let addr = d.addr.replace("0.0.0.0", "127.0.0.1");
+    let me = std::process::id();
+    let (status, head, _) = profile(&addr, &format!("seconds=1&pid={me}"));
+    assert_eq!(status, 200, "{head}");
+}
+
+#[test]
+fn a_real_prometheus_scrapes_during_a_profile() {
+    let _one = serial();
+    if Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        pmx_testkit::skip("prometheus not installed (Debian: apt-get install prometheus)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = start(&["-e", "task-clock"]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let conf = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &conf,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: pmx\n    static_configs:\n      - targets: ['{}']\n",
+            d.addr
+        ),
+    )
+    .unwrap();
+    let _prom = Killed(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", conf.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let api = format!("127.0.0.1:{port}");
+    let query = |q: &str| -> String {
+        let req = format!(
+            "GET /api/v1/query?query={q} HTTP/1.1\r\nHost: {api}\r\nConnection: close\r\n\r\n"
+        );
+        match TcpStream::connect(&api) {
+            Ok(_) => http(&api, req.as_bytes()).2,
+            Err(_) => String::new(),
+        }
+    };
+    // Prometheus is scraping before the profile starts.
+    let t = Instant::now();
+    while !query("up").contains("\"1\"]") {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "Prometheus never scraped pmx"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // An 8-second profile of every CPU; Prometheus scrapes every second
+    // meanwhile and must see the session running with the target up.
+    let (status, head, _) = profile(&d.addr, "seconds=8");
+    assert_eq!(status, 200, "{head}");
+    let t = Instant::now();
+    loop {
+        let seen = query("max_over_time(pmx_profile_sessions[2m])");
+        let up = query("min_over_time(up[2m])");
+        if seen.contains("\"1\"]") && up.contains("\"1\"]") {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no scrape saw the session, or one failed: sessions {seen}, up {up}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
