@@ -28,6 +28,7 @@ done
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -n 1)
 arch=$(dpkg --print-architecture)
 root=$(mktemp -d)
+chmod 755 "$root"
 trap 'rm -rf "$root"' EXIT
 pmx=$rel/pmx
 
@@ -94,6 +95,8 @@ Description: CPU hardware performance counters, exactly
  pmx serve (not enabled).
 CONTROL
 echo /etc/pmx/serve.conf >"$root/DEBIAN/conffiles"
+# The loader's cache learns of libpmx.so (dpkg's ldconfig trigger).
+echo "activate-noawait ldconfig" >"$root/DEBIAN/triggers"
 mkdir -p "$out"
 deb=$out/pmx_${version}_${arch}.deb
 dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null

@@ -9,6 +9,7 @@ use crate::exit::UsageError;
 use crate::stat_args::{usage, StatArgs};
 use pmx::compare::{self, Report, Side, TmaOptions};
 use pmx::stat;
+use pmx_output::progress::RunProgress;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -90,13 +91,16 @@ pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
         })
         .collect();
     stat::install_signal_handlers();
-    let runs = match compare::runner::interleave(
+    let mut progress = RunProgress::new(args.perf.quiet, args.repeat, per_side.len());
+    let ran = compare::runner::interleave(
         &fitted,
         &per_side,
         args.repeat,
         args.warmup,
-        &mut |_, _| {},
-    ) {
+        &mut |round, side| progress.update(round, side),
+    );
+    progress.finish();
+    let runs = match ran {
         Ok(r) if r.iter().all(|r| !r.is_empty()) => r,
         Ok(_) => anyhow::bail!("stopped before every side ran"),
         Err(stat::RunError::Exec { cmd, reason }) => {
