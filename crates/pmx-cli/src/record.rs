@@ -36,23 +36,9 @@ pub struct RecordArgs {
     /// sample, default 8192; pmx report unwinds them), or lbr (Intel).
     #[arg(long = "call-graph", value_name = "MODE")]
     pub call_graph: Option<String>,
-    /// Sample every task on every CPU.
-    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
-    pub all_cpus: bool,
-    /// Sample every task on these CPUs (e.g. 0-3,8).
-    #[arg(short = 'C', long = "cpus", value_name = "LIST", conflicts_with_all = ["pid", "tid"])]
-    pub cpus: Option<String>,
-    /// Sample these running processes (every thread), comma-separated.
-    #[arg(
-        short = 'p',
-        long = "pid",
-        value_name = "PID,…",
-        conflicts_with = "tid"
-    )]
-    pub pid: Option<String>,
-    /// Sample these threads, comma-separated.
-    #[arg(short = 't', long = "tid", value_name = "TID,…")]
-    pub tid: Option<String>,
+    /// Where (the command's tasks by default).
+    #[command(flatten)]
+    pub target: crate::target::SampleTargets,
     /// The file to write, put in place when complete (a non-empty one is
     /// kept as FILE.old); - streams pipe-mode perf.data to stdout.
     #[arg(
@@ -123,16 +109,7 @@ pub(crate) fn failure(e: RecordError) -> anyhow::Error {
 
 /// Run `pmx record`.
 pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
-    let scope = crate::target::scope(
-        &crate::target::TargetFlags {
-            pid: args.pid.as_deref(),
-            tid: args.tid.as_deref(),
-            cpus: args.cpus.as_deref(),
-            all_cpus: args.all_cpus,
-            command: &args.command,
-        },
-        "record",
-    )?;
+    let scope = crate::target::scope(&args.target.flags(&args.command, false), "record")?;
     if args.mmap_pages == 0 || !args.mmap_pages.is_power_of_two() {
         return Err(UsageError(format!(
             "-m {}: the ring size must be a power of two of pages (1, 2, 4 … 128 …)",

@@ -8,6 +8,44 @@ use pmx::stat::{FlagError, Scope};
 
 pub use pmx::stat::TargetFlags;
 
+/// `-a`, `-C`, `-p`, `-t`: where a sampling command (`record`, `top`)
+/// samples.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SampleTargets {
+    /// Every task on every CPU.
+    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
+    pub all_cpus: bool,
+    /// Every task on these CPUs (e.g. 0-3,8).
+    #[arg(short = 'C', long = "cpus", value_name = "LIST", conflicts_with_all = ["pid", "tid"])]
+    pub cpus: Option<String>,
+    /// These running processes (every thread, new ones too), comma-separated.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID,…",
+        conflicts_with = "tid"
+    )]
+    pub pid: Option<String>,
+    /// These threads, comma-separated.
+    #[arg(short = 't', long = "tid", value_name = "TID,…")]
+    pub tid: Option<String>,
+}
+
+impl SampleTargets {
+    /// The flags with `command`; with none given and `all_by_default`,
+    /// every CPU.
+    pub fn flags<'a>(&'a self, command: &'a [String], all_by_default: bool) -> TargetFlags<'a> {
+        let any = self.pid.is_some() || self.tid.is_some() || self.cpus.is_some();
+        TargetFlags {
+            pid: self.pid.as_deref(),
+            tid: self.tid.as_deref(),
+            cpus: self.cpus.as_deref(),
+            all_cpus: self.all_cpus || (all_by_default && !any),
+            command,
+        }
+    }
+}
+
 fn usage(e: FlagError) -> anyhow::Error {
     UsageError(e.0).into()
 }

@@ -25,23 +25,9 @@ pub struct TopArgs {
     /// Call chains (frame pointers): a children column beside self.
     #[arg(short = 'g')]
     pub callgraph: bool,
-    /// Every CPU (the default).
-    #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "tid"])]
-    pub all_cpus: bool,
-    /// Only these CPUs (e.g. 0-3,8).
-    #[arg(short = 'C', long = "cpus", value_name = "LIST", conflicts_with_all = ["pid", "tid"])]
-    pub cpus: Option<String>,
-    /// These processes (every thread, new ones too), comma-separated.
-    #[arg(
-        short = 'p',
-        long = "pid",
-        value_name = "PID,…",
-        conflicts_with = "tid"
-    )]
-    pub pid: Option<String>,
-    /// These threads, comma-separated.
-    #[arg(short = 't', long = "tid", value_name = "TID,…")]
-    pub tid: Option<String>,
+    /// Where (every CPU by default).
+    #[command(flatten)]
+    pub target: crate::target::SampleTargets,
     /// Seconds between refreshes.
     #[arg(
         short = 'd',
@@ -71,14 +57,7 @@ pub struct TopArgs {
 
 /// Run `pmx top`.
 pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
-    let any = args.pid.is_some() || args.tid.is_some() || args.cpus.is_some();
-    let flags = crate::target::TargetFlags {
-        pid: args.pid.as_deref(),
-        tid: args.tid.as_deref(),
-        cpus: args.cpus.as_deref(),
-        all_cpus: args.all_cpus || !any,
-        command: &[],
-    };
+    let flags = args.target.flags(&[], true);
     let scope = crate::target::scope(&flags, "sample")?;
     top::check_targets(&scope).map_err(|e| UsageError(e.to_string()))?;
     let failure = crate::record::failure;
