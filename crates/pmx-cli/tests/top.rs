@@ -200,7 +200,11 @@ impl Tmux {
             .unwrap()
             .success();
         assert!(ok, "tmux new-session");
-        Some(Tmux(name))
+        let t = Tmux(name);
+        // Keys typed before the shell's first prompt are echoed before it,
+        // and the prompt then lands in front of the command's output.
+        t.wait_for(60, "the shell's prompt", |s| s.contains("prompt$"));
+        Some(t)
     }
 
     fn keys(&self, keys: &[&str]) {
@@ -325,6 +329,42 @@ fn the_terminal_ui_shows_filters_annotates_and_quits() {
     });
 }
 
+/// The pid of the program the pane's shell runs.
+fn pane_child(t: &Tmux) -> i32 {
+    let o = Command::new("tmux")
+        .args(["display-message", "-p", "-t", &t.0, "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    children.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_closed_terminal_ends_top() {
+    let Some(t) = Tmux::start("hangup", 120, 40) else {
+        return;
+    };
+    t.typed(&format!("{PMX} top -d 1"));
+    t.keys(&["Enter"]);
+    t.wait_for(60, "the header", |s| s.contains("pmx top:"));
+    let pmx = pane_child(&t);
+    // The window closes under it: no spinning on a dead terminal.
+    drop(t);
+    let start = Instant::now();
+    while std::path::Path::new(&format!("/proc/{pmx}")).exists() {
+        let state = std::fs::read_to_string(format!("/proc/{pmx}/stat")).unwrap_or_default();
+        if state.split_whitespace().nth(2) == Some("Z") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "pmx top ({pmx}) still runs 30 s after its terminal closed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn a_small_terminal_is_told_and_sigterm_gives_the_terminal_back() {
     let Some(t) = Tmux::start("small", 40, 8) else {
@@ -336,13 +376,7 @@ fn a_small_terminal_is_told_and_sigterm_gives_the_terminal_back() {
         s.contains("terminal too small (40x8)")
     });
     // SIGTERM: the terminal restored, exit 0.
-    let o = Command::new("tmux")
-        .args(["display-message", "-p", "-t", &t.0, "#{pane_pid}"])
-        .output()
-        .unwrap();
-    let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
-    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
-    let pmx: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    let pmx = pane_child(&t);
     assert_eq!(unsafe { libc::kill(pmx, libc::SIGTERM) }, 0);
     let s = t.wait_for(30, "the shell back", |s| {
         s.lines().any(|l| l.starts_with("top-exit="))

@@ -34,20 +34,28 @@ pub fn run(session: &mut Session, opts: &TopOptions) -> Result<TopOutcome, TopEr
         }
         screen.terminal.draw(|f| draw::draw(f, &mut app))?;
         let wait = next.saturating_duration_since(Instant::now());
-        if event::poll(wait.min(Duration::from_millis(100)))? {
-            if let Event::Key(k) = event::read()? {
-                if k.kind != KeyEventKind::Release {
-                    match app.key(k) {
-                        Action::None => {}
-                        Action::Quit => return Ok(TopOutcome::Quit),
-                        Action::Zero => {
-                            session.frame(Aging::Zero)?;
-                            app.set_frame(session.frame(Aging::Keep)?);
-                        }
-                        Action::Annotate(symbol, dso) => {
-                            app.view = annotate(session, &symbol, &dso);
-                        }
-                    }
+        // A terminal that hung up (its window closed) reads end-of-file
+        // forever, and crossterm would spin on it: the wait is ours, and
+        // crossterm only reads what is there.
+        if wait_for_input(wait.min(Duration::from_millis(100))) {
+            return Ok(TopOutcome::Signal(libc::SIGHUP));
+        }
+        while event::poll(Duration::ZERO)? {
+            let Event::Key(k) = event::read()? else {
+                continue;
+            };
+            if k.kind == KeyEventKind::Release {
+                continue;
+            }
+            match app.key(k) {
+                Action::None => {}
+                Action::Quit => return Ok(TopOutcome::Quit),
+                Action::Zero => {
+                    session.frame(Aging::Zero)?;
+                    app.set_frame(session.frame(Aging::Keep)?);
+                }
+                Action::Annotate(symbol, dso) => {
+                    app.view = annotate(session, &symbol, &dso);
                 }
             }
         }
@@ -69,6 +77,19 @@ pub fn run(session: &mut Session, opts: &TopOptions) -> Result<TopOutcome, TopEr
             return Ok(TopOutcome::Quit);
         }
     }
+}
+
+/// Wait up to `d` for input on standard input (the terminal); whether
+/// it has hung up or is gone instead.
+fn wait_for_input(d: Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut p, 1, d.as_millis() as i32) };
+    n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 /// The annotate view of `symbol` in `dso`: `pmx annotate`'s text of the
