@@ -124,6 +124,13 @@ impl Filter {
                         SortKey::Cpu => r.cpu = None,
                     }
                 }
+                // Rows are joined only where a key was taken away: two
+                // functions of one name in one binary stay two rows, as
+                // in perf.
+                if drop_keys.is_empty() {
+                    out.push(r);
+                    continue;
+                }
                 let same = |o: &Row| {
                     (o.comm == r.comm && o.pid == r.pid && o.dso == r.dso)
                         && (o.symbol == r.symbol && o.cpu == r.cpu && o.kernel == r.kernel)
@@ -138,7 +145,9 @@ impl Filter {
                     None => out.push(r),
                 }
             }
-            out.sort_by_key(|r| std::cmp::Reverse(r.period));
+            if !drop_keys.is_empty() {
+                out.sort_by_key(|r| std::cmp::Reverse(r.period));
+            }
             e.rows = out;
         }
         report.sort = shown.to_vec();
