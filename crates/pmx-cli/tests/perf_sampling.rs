@@ -369,9 +369,12 @@ fn switch_output_writes_files_perf_reports_each_on_its_own() {
     files.sort();
     assert!(files.len() >= 2, "{files:?}");
     assert!(!out.exists(), "the last file keeps its plain name");
-    // Each file on its own: the program's side band is in every one.
-    for f in &files {
-        let (perf, _) = s.both(&[
+    // Each file on its own: the program's side band is in every one, so
+    // every file with samples names the program's function. The last file
+    // holds what came after the last switch, perhaps no sample at all (as
+    // perf's own last file): read without error by both, nothing more.
+    for (i, f) in files.iter().enumerate() {
+        let (perf, pmx) = s.both(&[
             "report",
             "-i",
             f.to_str().unwrap(),
@@ -379,6 +382,11 @@ fn switch_output_writes_files_perf_reports_each_on_its_own() {
             "-F",
             "overhead,sym",
         ]);
+        let last = i + 1 == files.len();
+        if last && rows(&perf, 0.0).is_empty() {
+            continue;
+        }
         assert!(perf.contains("[.] noploop"), "{}:\n{perf}", f.display());
+        assert!(pmx.contains("[.] noploop"), "{}:\n{pmx}", f.display());
     }
 }

@@ -341,6 +341,9 @@ impl Sink {
                 None => self.writer.write_record(&rec)?,
             }
         }
+        if let (Out::File(w), Some((sw, ..))) = (&self.writer, &mut self.switch) {
+            sw.base = w.data_size();
+        }
         Ok(())
     }
 }

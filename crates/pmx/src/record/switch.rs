@@ -67,6 +67,10 @@ pub(super) fn is_side_band(kind: u32) -> bool {
 pub(super) struct Switch {
     pub(super) when: SwitchOutput,
     pub(super) started: Instant,
+    /// The bytes the current file began with (the side band replayed into
+    /// it): they never count towards a size switch, or a side band larger
+    /// than the size would switch on every drain.
+    pub(super) base: u64,
     /// The side-band records so far.
     pub(super) side_band: Vec<Vec<u8>>,
     /// The files finished so far.
@@ -78,6 +82,7 @@ impl Switch {
         Switch {
             when,
             started: Instant::now(),
+            base: 0,
             side_band: Vec::new(),
             files: Vec::new(),
         }
@@ -87,7 +92,7 @@ impl Switch {
     pub(super) fn due(&self, bytes: u64) -> bool {
         match self.when {
             SwitchOutput::Signal => crate::signals::take_switch(),
-            SwitchOutput::Size(n) => bytes >= n,
+            SwitchOutput::Size(n) => bytes.saturating_sub(self.base) >= n,
             SwitchOutput::Time(t) => self.started.elapsed() >= t,
         }
     }
