@@ -51,7 +51,10 @@ pub fn run(a: &AnnotateArgs) -> anyhow::Result<i32> {
 /// function without samples, an event or metric not in the file: exit 2;
 /// its code unreadable: exit 1.
 pub fn show(o: &AnnotateOptions, metrics: Option<&str>, json: bool) -> anyhow::Result<i32> {
-    let mut a = annotate(o, &mut |_, _| {}).map_err(failure)?;
+    let mut progress = pmx_output::progress::Progress::new(false);
+    let a = annotate(o, &mut |d, t| progress.update(d, t));
+    progress.finish();
+    let mut a = a.map_err(failure)?;
     if let Some(list) = metrics {
         let set =
             pmx::metrics::MetricSet::for_recording(list, a.cpuid.as_deref(), &a.group_events());

@@ -27,7 +27,12 @@ pub fn run(a: &ScriptArgs) -> anyhow::Result<i32> {
     let (input, fields) = (a.input.clone(), a.fields.clone());
     pmx_profile::elf::set_demangle(a.demangle);
     let opts = ScriptOptions::new(input, fields, a.json, !a.hide_call_graph);
-    let summary = match pmx_profile::script::script(&opts, &mut std::io::stdout().lock()) {
+    let mut progress = pmx_output::progress::Progress::beside_stdout(false);
+    let out = &mut std::io::stdout().lock();
+    let summary =
+        pmx_profile::script::script_with_progress(&opts, out, &mut |d, t| progress.update(d, t));
+    progress.finish();
+    let summary = match summary {
         Err(E::Output(e)) => return Err(e.into()),
         Err(e @ E::Fields(_)) => return Err(crate::exit::UsageError(e.to_string()).into()),
         r => r?,

@@ -126,6 +126,16 @@ struct Run<'w> {
 
 /// Print every sample of `opts.input` to `out`.
 pub fn script(opts: &ScriptOptions, out: &mut dyn Write) -> Result<ScriptSummary, ScriptError> {
+    script_with_progress(opts, out, &mut |_, _| {})
+}
+
+/// [`script`], calling `progress(bytes read, bytes in all)` now and then
+/// (the total is `None` for a pipe).
+pub fn script_with_progress(
+    opts: &ScriptOptions,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<ScriptSummary, ScriptError> {
     let stdin = opts.input.as_os_str() == "-";
     let file = if stdin {
         "standard input".to_string()
@@ -177,7 +187,12 @@ pub fn script(opts: &ScriptOptions, out: &mut dyn Write) -> Result<ScriptSummary
     };
     let (mut max_time, mut prev_round_max) = (0u64, 0u64);
     let mut features_seen = reader.features().present.len();
+    let mut n = 0u64;
     loop {
+        n += 1;
+        if n.is_multiple_of(65536) {
+            progress(reader.bytes_read(), reader.total_bytes());
+        }
         if reader.is_pipe() && reader.features().present.len() != features_seen {
             features_seen = reader.features().present.len();
             run.here = crate::profile::kernel_is_here(reader.features(), &this);
