@@ -182,6 +182,48 @@ fn a_pid_that_does_not_exist_is_bad_input() {
     );
 }
 
+/// Without the right to sample every CPU (a user without CAP_PERFMON,
+/// `kernel.perf_event_paranoid` ≥ 1), system-wide `pmx top` exits 1 with
+/// the reason and both fixes, said once. Run as `nobody` through
+/// util-linux's `runuser` (the test runs as root).
+#[test]
+fn no_permission_says_why_and_the_fix() {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid");
+    let paranoid: i32 = paranoid.map_or(2, |s| s.trim().parse().unwrap_or(2));
+    let as_nobody = |args: &[&str]| {
+        Command::new("runuser")
+            .args(["-u", "nobody", "--", PMX])
+            .args(args)
+            .current_dir("/")
+            .output()
+    };
+    match as_nobody(&["--version"]) {
+        Ok(o) if o.status.success() && paranoid >= 1 => {}
+        _ => {
+            pmx_testkit::skip(
+                "not root, no runuser, pmx not executable by nobody, or perf_event_paranoid < 1",
+            );
+            return;
+        }
+    }
+    let o = as_nobody(&["top", "--stdio", "-n", "1", "-d", "1"]).unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("kernel.perf_event_paranoid is {paranoid}")),
+        "{err}"
+    );
+    assert!(err.contains("CAP_PERFMON"), "{err}");
+    assert!(err.contains("sysctl kernel.perf_event_paranoid="), "{err}");
+    let error: Vec<&str> = err.lines().filter(|l| l.starts_with("pmx: ")).collect();
+    assert_eq!(error.len(), 1, "{err}");
+    assert_eq!(
+        error[0].matches("cannot open").count(),
+        1,
+        "said once: {err}"
+    );
+}
+
 /// A tmux session running `sh` in a terminal of a given size.
 struct Tmux(String);
 

@@ -93,10 +93,10 @@ pub enum TopError {
     },
     /// The session could not start (events that cannot be opened, with
     /// the reason and the fix).
-    #[error("{0}")]
+    #[error(transparent)]
     Record(#[from] RecordError),
     /// The terminal or the standard output failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// `-M` names no metric of this CPU's library (bad input).
     #[error("-M: {0}")]

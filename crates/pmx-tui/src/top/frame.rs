@@ -94,7 +94,10 @@ pub struct Header {
     pub events: Vec<String>,
     /// The rate asked for: `4000 Hz`, `every 100000 events`.
     pub rate: String,
-    /// Samples a second since the previous refresh.
+    /// Samples a second since the previous refresh: the samples applied
+    /// over the span of their own time stamps (the kernel's clock), so a
+    /// refresh that caught up with a backlog does not count it as a burst;
+    /// over wall time when the samples carry no time.
     pub samples_per_sec: f64,
     /// Samples since the start.
     pub samples: u64,
@@ -133,6 +136,8 @@ pub(super) struct Clock {
     last_cpu: Duration,
     /// Samples applied since the start.
     samples: u64,
+    /// The time stamp of the last sample applied at the previous refresh.
+    last_sample_time: Option<u64>,
     target: String,
     rate: String,
 }
@@ -145,11 +150,26 @@ impl Clock {
             last: now,
             last_cpu: own_cpu_time(),
             samples: 0,
+            last_sample_time: None,
             target: super::describe(&opts.record.scope),
             rate: match opts.record.rate {
                 SampleRate::Frequency(hz) => format!("{hz} Hz"),
                 SampleRate::Period(p) => format!("every {p} events"),
             },
+        }
+    }
+
+    /// `new_samples` a second: over the span of sample time they cover
+    /// (from the previous refresh's last sample, or the first sample),
+    /// else over `wall` seconds.
+    fn rate(&self, profile: &Profile, new_samples: u64, wall: f64) -> f64 {
+        let span = profile.time_range.and_then(|(first, last)| {
+            let from = self.last_sample_time.unwrap_or(first);
+            (last > from).then(|| (last - from) as f64 / 1e9)
+        });
+        match span {
+            Some(s) if s >= 0.01 => new_samples as f64 / s,
+            _ => new_samples as f64 / wall,
         }
     }
 
@@ -170,7 +190,7 @@ impl Clock {
             target: self.target.clone(),
             events: profile.events.iter().map(|e| e.name.clone()).collect(),
             rate: self.rate.clone(),
-            samples_per_sec: new_samples as f64 / wall,
+            samples_per_sec: self.rate(&profile, new_samples, wall),
             samples,
             lost: profile.stats.lost + profile.stats.lost_samples,
             throttled: count(record_type::THROTTLE),
@@ -179,6 +199,7 @@ impl Clock {
             elapsed: now.duration_since(self.start),
         };
         (self.last, self.last_cpu, self.samples) = (now, cpu, samples);
+        self.last_sample_time = profile.time_range.map(|r| r.1).or(self.last_sample_time);
         Frame {
             group: group_view(&profile, metrics),
             profile,
@@ -195,4 +216,39 @@ fn own_cpu_time() -> Duration {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmx::record::SampleRate;
+
+    #[test]
+    fn the_rate_is_over_sample_time_not_the_wall_clock() {
+        let scope = pmx::stat::Scope::Cpus(vec![0, 1]);
+        let opts = TopOptions::new(vec![], scope, SampleRate::Frequency(4000));
+        let mut clock = Clock::new(&opts);
+        let mut profile = Profile {
+            time_range: Some((1_000_000_000, 3_000_000_000)),
+            ..Profile::default()
+        };
+        // 2 s of samples applied in a moment (a backlog): 4,000 a second.
+        let f = clock.frame(profile.clone(), 8000, false, 0, None);
+        assert!(
+            (f.header.samples_per_sec - 4000.0).abs() < 1.0,
+            "{:?}",
+            f.header
+        );
+        // The next refresh: 1 s more of sample time, 2,000 samples.
+        profile.time_range = Some((1_000_000_000, 4_000_000_000));
+        let f = clock.frame(profile.clone(), 2000, false, 0, None);
+        assert!(
+            (f.header.samples_per_sec - 2000.0).abs() < 1.0,
+            "{:?}",
+            f.header
+        );
+        // No new sample time: the wall clock (tiny here, so a large rate).
+        let f = clock.frame(profile, 0, false, 0, None);
+        assert_eq!(f.header.samples_per_sec, 0.0);
+    }
 }
