@@ -14,7 +14,8 @@ use std::time::Duration;
 /// The command line to parse: as given, or, when run as `perf`, perf's
 /// subcommand as pmx's (`--buildid-dir` exported as `PERF_BUILDID_DIR`,
 /// as perf does; `perf version` printed here). Exits (status 1, as perf)
-/// for a perf command pmx does not implement.
+/// for a perf command pmx does not implement, 2 for a perf top option
+/// it refuses.
 pub fn command_line() -> Vec<OsString> {
     match personality::command_line(std::env::args_os().collect()) {
         Ok((args, dir)) => {
@@ -32,7 +33,7 @@ pub fn command_line() -> Vec<OsString> {
         }
         Err(e) => {
             eprintln!("perf (pmx): {e}");
-            std::process::exit(1);
+            std::process::exit(e.exit_code());
         }
     }
 }

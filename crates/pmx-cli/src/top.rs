@@ -25,6 +25,12 @@ pub struct TopArgs {
     /// Call chains (frame pointers): a children column beside self.
     #[arg(short = 'g')]
     pub callgraph: bool,
+    /// Call chains by MODE: fp, dwarf[,SIZE] (unwound from a copy of the user stack) or lbr.
+    #[arg(long = "call-graph", value_name = "MODE")]
+    pub call_graph: Option<String>,
+    /// Data pages of each CPU's ring (a power of two).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "N")]
+    pub mmap_pages: Option<usize>,
     /// Where (every CPU by default).
     #[command(flatten)]
     pub target: crate::target::SampleTargets,
@@ -67,8 +73,11 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     notes.extend(more);
     let mut opts = TopOptions::new(events, scope, rate);
     opts.delay = crate::target::duration(Some(args.delay))?.expect("a delay");
-    opts.record.call_graph =
-        CallGraph::from_flags(args.callgraph, None).map_err(|e| failure(e.into()))?;
+    opts.record.call_graph = CallGraph::from_flags(args.callgraph, args.call_graph.as_deref())
+        .map_err(|e| failure(e.into()))?;
+    if let Some(pages) = args.mmap_pages {
+        opts.record.mmap_pages = pages;
+    }
     (opts.refreshes, opts.zero, opts.entries) = (args.refreshes, args.zero, args.entries);
     opts.metrics = args.metrics.clone();
     opts.stdio = args.stdio || !std::io::stdout().is_terminal();

@@ -224,6 +224,89 @@ fn no_permission_says_why_and_the_fix() {
     );
 }
 
+/// `perf top` with pmx installed as `perf`: perf top's flags watch a
+/// process (its busy function shows up; the tables end with it, exit 0),
+/// and every option of the installed perf's `top -h` is taken or refused
+/// by name (exit 2), never "unknown".
+#[test]
+fn perf_top_under_the_perf_name() {
+    let Some(mut spinner) = Spinner::start() else {
+        return;
+    };
+    let bin = tempfile::tempdir().unwrap();
+    let perf = bin.path().join("perf");
+    std::os::unix::fs::symlink(PMX, &perf).unwrap();
+    let pid = spinner.child.id().to_string();
+    let mut top = Command::new(&perf)
+        .args([
+            "top",
+            "--stdio",
+            "-d1",
+            "-E",
+            "5",
+            "-n",
+            "-p",
+            &pid,
+            "--call-graph=fp,graph,0.5",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(&mut top);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = false;
+    while !seen && Instant::now() < deadline {
+        match lines.recv_timeout(Duration::from_secs(1)) {
+            Ok(l) => seen = l.contains("top_spin_marker"),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(_) => break,
+        }
+    }
+    std::fs::write(&spinner.stop_file, b"").unwrap();
+    let _ = spinner.child.wait();
+    let status = wait_exit(&mut top, Duration::from_secs(60));
+    assert!(seen, "perf top -p never showed top_spin_marker");
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+
+    let refused = Command::new(&perf).args(["top", "-K"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("-K/--hide_kernel_symbols is not supported by pmx top"),
+        "{err}"
+    );
+    let Ok(help) = Command::new("perf").args(["top", "-h"]).output() else {
+        pmx_testkit::skip("perf is not installed: perf top -h's options not checked");
+        return;
+    };
+    let help =
+        String::from_utf8_lossy(&help.stderr).into_owned() + &String::from_utf8_lossy(&help.stdout);
+    let mut names = 0;
+    for l in help
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+    {
+        let long = l.split_whitespace().find(|w| w.starts_with("--"));
+        let name = long.unwrap_or_else(|| l.split_whitespace().next().unwrap());
+        let name = name.trim_end_matches(',').split(['=', '[']).next().unwrap();
+        let line = pmx::perf_personality::top::command_line;
+        let parsed = match line(&[name.into()]) {
+            Err(e) if e.0.ends_with("needs a value") => line(&[name.into(), "fp".into()]),
+            r => r,
+        };
+        if let Err(e) = parsed {
+            assert!(
+                e.0.contains("is not supported by pmx top"),
+                "perf top {name}: {e}"
+            );
+        }
+        names += 1;
+    }
+    assert!(names > 60, "perf top -h: {help}");
+}
+
 /// A tmux session running `sh` in a terminal of a given size.
 struct Tmux(String);
 

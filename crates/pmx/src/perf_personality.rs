@@ -2,7 +2,7 @@
 //! pmx's ([`command_line`]: `perf stat …` is `pmx stat --format perf …`,
 //! `stat record`/`stat report` included; `record`, `report`, `script`,
 //! `annotate`, `inject`, `evlist`, `buildid-list`, `buildid-cache`, `list`
-//! are pmx's; perf's global `--buildid-dir DIR` is `PERF_BUILDID_DIR`, as
+//! are pmx's; `top` is pmx top with perf top's flags ([`top`]); perf's global `--buildid-dir DIR` is `PERF_BUILDID_DIR`, as
 //! perf itself passes it on), the perf options pmx refuses by name
 //! ([`refused_option`]; [`record`], [`report`]: the mapping of perf's
 //! sampling flags), `perf version` ([`version`]), and what perf's `stat` output
@@ -12,6 +12,7 @@
 
 pub mod record;
 pub mod report;
+pub mod top;
 mod version;
 
 pub use version::version;
@@ -28,11 +29,36 @@ pub struct NotImplemented {
     pub what: String,
 }
 
+/// A perf command line pmx cannot take: a command it does not implement
+/// (perf exits 1), or an option of perf top it refuses (exit 2, bad
+/// input, as the other commands' refused options).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    /// The command.
+    #[error(transparent)]
+    NotImplemented(#[from] NotImplemented),
+    /// An option of perf top, with the reason.
+    #[error(transparent)]
+    Refused(#[from] top::Refused),
+}
+
+impl LineError {
+    /// The exit status: 1 as perf for a command it does not know, 2 for
+    /// an option refused.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            LineError::NotImplemented(_) => 1,
+            LineError::Refused(_) => 2,
+        }
+    }
+}
+
 /// The perf commands pmx implements.
 pub const IMPLEMENTED: &[&str] = &[
     "stat",
     "record",
     "report",
+    "top",
     "script",
     "annotate",
     "inject",
@@ -56,7 +82,7 @@ pub fn as_perf(args: &[OsString]) -> bool {
 /// before the subcommand is taken off and returned).
 pub fn command_line(
     mut args: Vec<OsString>,
-) -> Result<(Vec<OsString>, Option<OsString>), NotImplemented> {
+) -> Result<(Vec<OsString>, Option<OsString>), LineError> {
     if !as_perf(&args) {
         return Ok((args, None));
     }
@@ -81,13 +107,18 @@ pub fn command_line(
             args.splice(1..2, ["stat", "--format", "perf"].map(OsString::from));
             Ok((args, buildid_dir))
         }
+        "top" => {
+            let top = top::command_line(&args[2..])?;
+            args.splice(1.., top);
+            Ok((args, buildid_dir))
+        }
         s if IMPLEMENTED.contains(&s) => Ok((args, buildid_dir)),
-        _ => Err(NotImplemented {
+        _ => Err(LineError::NotImplemented(NotImplemented {
             what: match sub.as_str() {
                 "" => "(no command)".to_string(),
                 s => s.to_string(),
             },
-        }),
+        })),
     }
 }
 
@@ -190,7 +221,7 @@ mod tests {
             Ok(vec!["pmx".into(), "--no-pager".into(), "trace".into()])
         );
         let refused = |what: &str| {
-            Err(format!("'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report, script, annotate, inject, evlist, buildid-list, buildid-cache, list, version"))
+            Err(format!("'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report, top, script, annotate, inject, evlist, buildid-list, buildid-cache, list, version"))
         };
         // perf stat record/report: pmx stat's subcommands.
         assert_eq!(
