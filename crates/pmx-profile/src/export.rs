@@ -165,6 +165,10 @@ pub struct Export {
     pub samples: Vec<Sample>,
     /// Group members' values: (member index in its event, value).
     pub extra: Vec<(u32, u64)>,
+    /// Per event (index into the file's events), the members of its
+    /// sample-read group as its samples read them, leader excluded
+    /// (indices into the file's events); empty for other events.
+    pub members: Vec<Vec<u32>>,
     /// Side-band records.
     pub markers: Vec<Marker>,
     /// What was recorded (the file's command line, else its name).
@@ -261,16 +265,33 @@ impl Export {
     /// (their samples, their markers), and set what the file says of
     /// the recording.
     pub fn describe(&mut self, report: &Report) {
+        let events = &report.profile.events;
+        let selected = |i: usize| report.selected.contains(&i);
+        // A member of a kept leader's group is one of the leader's
+        // columns, not an event of its own (it has no samples of its own).
+        let mut folded = vec![false; events.len()];
+        for (leader, ms) in self.members.iter().enumerate() {
+            if selected(leader) {
+                for &m in ms {
+                    if let Some(f) = folded.get_mut(m as usize) {
+                        *f = m as usize != leader;
+                    }
+                }
+            }
+        }
         let mut column = 0;
-        self.events = (report.profile.events.iter().enumerate())
+        self.events = (events.iter().enumerate())
             .map(|(i, e)| {
-                let kept = report.selected.contains(&i);
+                let kept = selected(i) && !folded[i];
                 let base = e.name.split(':').next().unwrap_or("");
+                let members = self.members.get(i).map(Vec::as_slice).unwrap_or(&[]);
                 let ev = ExportEvent {
                     name: e.name.clone(),
                     kept,
                     clock: base == "cpu-clock" || base == "task-clock",
-                    members: Vec::new(),
+                    members: (members.iter())
+                        .map(|&m| events.get(m as usize).map_or("?", |e| &e.name).to_string())
+                        .collect(),
                     column,
                 };
                 if kept {
@@ -299,23 +320,31 @@ impl Export {
     }
 
     /// The columns of weights: per kept event its sample count, the sum
-    /// of its periods, its group members.
+    /// of its periods, its group members (named by the member event, in
+    /// `count`). A name taken by an earlier column gets `_2`, `_3`, … (a
+    /// `--profile-events` leader that is also the CPU profile's event), so
+    /// pprof's `-sample_index=NAME` finds one.
     pub fn columns(&self) -> Vec<Column> {
-        let mut out = Vec::new();
+        let mut out: Vec<Column> = Vec::new();
+        let mut taken: std::collections::HashMap<String, u32> = Default::default();
+        let mut push = |name: String, unit: &str| {
+            let n = taken.entry(name.clone()).or_insert(0);
+            *n += 1;
+            let name = match *n {
+                1 => name,
+                n => format!("{name}_{n}"),
+            };
+            out.push(Column {
+                name,
+                unit: unit.into(),
+            });
+        };
         for e in self.events.iter().filter(|e| e.kept) {
-            out.push(Column {
-                name: format!("{}_samples", e.name),
-                unit: "count".into(),
-            });
-            out.push(Column {
-                name: e.name.clone(),
-                unit: if e.clock { "nanoseconds" } else { "count" }.into(),
-            });
+            let name = without_group_read(&e.name);
+            push(format!("{name}_samples"), "count");
+            push(name, if e.clock { "nanoseconds" } else { "count" });
             for m in &e.members {
-                out.push(Column {
-                    name: m.clone(),
-                    unit: "count".into(),
-                });
+                push(without_group_read(m), "count");
             }
         }
         out
@@ -329,9 +358,10 @@ impl Export {
         values[e.column] += 1;
         values[e.column + 1] = values[e.column + 1].saturating_add(s.period as i64);
         let (start, len) = (s.extra.0 as usize, s.extra.1 as usize);
-        for &(member, v) in &self.extra[start..start + len] {
-            let c = e.column + 2 + member as usize;
-            values[c] = values[c].saturating_add(v as i64);
+        for &(member, v) in self.extra.get(start..start + len).unwrap_or(&[]) {
+            if let Some(c) = values.get_mut(e.column + 2 + member as usize) {
+                *c = c.saturating_add(v as i64);
+            }
         }
     }
 
@@ -360,6 +390,24 @@ impl Export {
                 z.finish()?.flush()
             }
         }
+    }
+}
+
+/// An event's name without the `S` modifier (`page-faults:S` →
+/// `page-faults`, `cycles:uS` → `cycles:u`): how the group was sampled,
+/// not what a column counts, and in the way of `-sample_index=NAME`.
+fn without_group_read(name: &str) -> String {
+    match name.rsplit_once(':') {
+        Some((base, mods))
+            if mods.contains('S') && mods.chars().all(|c| c.is_ascii_alphabetic()) =>
+        {
+            let mods: String = mods.chars().filter(|&c| c != 'S').collect();
+            match mods.is_empty() {
+                true => base.to_string(),
+                false => format!("{base}:{mods}"),
+            }
+        }
+        _ => name.to_string(),
     }
 }
 
