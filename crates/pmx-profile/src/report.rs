@@ -38,6 +38,16 @@ pub struct ReportOptions {
     pub limit: Option<usize>,
 }
 
+/// The sort keys when none are given: perf report's (`comm,dso,symbol`),
+/// or for a diff perf diff's (`dso,symbol`: a program renamed still pairs).
+pub fn default_sort(diff: bool) -> &'static str {
+    if diff {
+        "dso,symbol"
+    } else {
+        "comm,dso,symbol"
+    }
+}
+
 impl ReportOptions {
     /// `pmx report INPUT` with every option at its default: rows by
     /// `comm,dso,symbol`, every event, no stacks, no children, no source
@@ -47,7 +57,7 @@ impl ReportOptions {
     pub fn for_input(input: impl Into<PathBuf>) -> ReportOptions {
         ReportOptions {
             input: input.into(),
-            sort: crate::diff::default_sort(false).to_string(),
+            sort: default_sort(false).to_string(),
             event: None,
             stacks: false,
             children: false,
