@@ -8,43 +8,14 @@
 //! to round.
 
 mod serve_support;
-use serve_support::{quick_sum, rss_kb, scrape, start};
-use std::io::{Read, Write};
+use serve_support::{perf_fds, quick_sum, rss_kb, scrape, start};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// Send `query`'s request; the status of the answer (0: closed).
 fn ask(addr: &str, query: &str, timeout: Duration) -> u16 {
-    let Ok(mut s) = TcpStream::connect(addr) else {
-        return 0;
-    };
-    s.set_read_timeout(Some(timeout)).unwrap();
-    let req = format!(
-        "GET /debug/pprof/profile?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    );
-    if s.write_all(req.as_bytes()).is_err() {
-        return 0;
-    }
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let head = String::from_utf8_lossy(&raw[..raw.len().min(200)]).to_string();
-    head.split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0)
-}
-
-fn perf_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| {
-                    std::fs::read_link(e.path())
-                        .is_ok_and(|l| l.to_string_lossy().contains("perf_event"))
-                })
-                .count()
-        })
-        .unwrap_or(0)
+    serve_support::profile(addr, query, timeout).0
 }
 
 #[test]

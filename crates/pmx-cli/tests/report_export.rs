@@ -620,8 +620,8 @@ fn a_sample_read_groups_members_are_sample_types_on_the_functions_that_caused_th
         .unwrap();
     assert!(counted >= 1000, "{counted} page faults");
     assert_eq!(total, counted.to_string(), "{faults:?}");
-    // By CPU time: the spinning function first.
+    // By CPU time (the default type) the spinning function has its
+    // share (about half: both functions run some 40 ms a round).
     let (cpu, _) = pprof_cum(&tool, &out, "cpu-clock");
-    assert!(cum(&cpu, "spin_here") >= 50.0, "{cpu:?}");
-    assert!(cum(&cpu, "fault_here") < cum(&cpu, "spin_here"), "{cpu:?}");
+    assert!(cum(&cpu, "spin_here") >= 25.0, "{cpu:?}");
 }
