@@ -285,9 +285,11 @@ mod tests {
              events = \"{a,b}\"\nmetrics=IPC\nper = core\n\
              define fps = page-faults / duration_time\nmax-connections = 4\n\
              profiles = off\nprofile-events = \"{cycles,instructions}:S\"\n\
-             profile-max-seconds = 60\nprofile-max-hz = 200\nprofile-sessions = 3\n",
+             profile-max-seconds = 60\nprofile-max-hz = 200\nprofile-sessions = 3\n\
+             profile-keepalive = 2\nwrite-timeout = 7\n",
         )
         .unwrap();
+        assert_eq!((c.profile_keepalive, c.write_timeout), (Some(2), Some(7)));
         assert_eq!(c.profiles, Some(false));
         assert_eq!(c.profile_events.as_deref(), Some("{cycles,instructions}:S"));
         assert_eq!(
@@ -322,6 +324,8 @@ mod tests {
             "profiles = maybe",
             "profile-max-seconds = 0",
             "profile-sessions = -1",
+            "profile-keepalive = 0",
+            "write-timeout = soon",
         ] {
             let e = FileConfig::parse(bad).unwrap_err();
             assert_eq!(e.line, 1, "{bad}");
