@@ -419,3 +419,62 @@ fn clock_data(raw: Option<&Vec<u8>>) -> Option<i128> {
     let (wall, clock) = (u64_at(8), u64_at(16));
     (wall != 0).then(|| i128::from(wall) - i128::from(clock))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_read_modifier_dropped_from_column_names() {
+        assert_eq!(without_group_read("page-faults:S"), "page-faults");
+        assert_eq!(without_group_read("cycles:uS"), "cycles:u");
+        assert_eq!(without_group_read("cycles:u"), "cycles:u");
+        assert_eq!(without_group_read("cpu/event=0x3c/"), "cpu/event=0x3c/");
+        assert_eq!(without_group_read("a:b:S"), "a:b");
+    }
+
+    #[test]
+    fn members_are_columns_and_repeated_names_are_numbered() {
+        let ev = |name: &str, members: &[&str], column| ExportEvent {
+            name: name.into(),
+            kept: true,
+            clock: name.starts_with("cpu-clock"),
+            members: members.iter().map(|m| m.to_string()).collect(),
+            column,
+        };
+        let mut x = Export {
+            events: vec![
+                ev("cpu-clock", &[], 0),
+                ev("cpu-clock:S", &["page-faults:S"], 2),
+            ],
+            ..Export::default()
+        };
+        let names: Vec<String> = x.columns().into_iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [
+                "cpu-clock_samples",
+                "cpu-clock",
+                "cpu-clock_samples_2",
+                "cpu-clock_2",
+                "page-faults"
+            ]
+        );
+        // A sample of the group's leader: its period, then the member's
+        // delta in the member's column; a member index out of range is
+        // ignored, not a panic.
+        x.extra = vec![(0, 7), (5, 1)];
+        let s = Sample {
+            time: 0,
+            thread: 0,
+            cpu: 0,
+            event: 1,
+            stack: None,
+            period: 100,
+            extra: (0, 2),
+        };
+        let mut values = vec![0i64; 5];
+        x.add_weights(&s, &mut values);
+        assert_eq!(values, [0, 0, 1, 100, 7]);
+    }
+}

@@ -29,9 +29,11 @@
 //!   dropped at the write deadline (`write-timeout`).
 //! - **Memory**: a session's stream is capped ([`MAX_STREAM_BYTES`]); past
 //!   it the answer is 503 with the reason.
-//! - **Extra events** (`--profile-events '{cycles,instructions}:S'`): each
+//! - **Extra events** (`--profile-events 'cycles,instructions'`): each
 //!   is sampled beside the CPU profile and becomes sample types of its
-//!   own. When they cannot be opened here (no PMU), the CPU profile is
+//!   own; in a sample-read group (`'{cycles,instructions}:S'`) the leader
+//!   is sampled and each member is one more sample type, its deltas on
+//!   the leader's stacks (`pmx_profile::export`). When they cannot be opened here (no PMU), the CPU profile is
 //!   still served, with the reason in the `X-Pmx-Profile-Events` header
 //!   and, once, in the log.
 
