@@ -10,7 +10,10 @@
 //! against the processed profile format: every table's columns as long
 //! as its `length`, every index in range, every sample's stack a chain of
 //! frames to a root, the meta fields the profiler requires, and the
-//! samples and call chains of the recording. Every real recording in
+//! samples and call chains of the recording. A `{cpu-clock,page-faults}:S`
+//! recording's member is a pprof sample type that puts the page faults on
+//! the function that takes them, and a Firefox track weighing them. Every
+//! real recording in
 //! `../shared/data/perfdata` (file and pipe mode, several events, LOST
 //! records) is exported both ways too.
 
@@ -585,11 +588,14 @@ fn a_sample_read_groups_members_are_sample_types_on_the_functions_that_caused_th
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = dir.path().join("g.pb.gz");
+    let ff = dir.path().join("g.json");
     report(&[
         "-i",
         data.to_str().unwrap(),
         "--pprof",
         out.to_str().unwrap(),
+        "--firefox",
+        ff.to_str().unwrap(),
     ]);
     // The sample types: the leader's count and time, then the member's
     // count, named without the group's `:S`.
@@ -620,6 +626,18 @@ fn a_sample_read_groups_members_are_sample_types_on_the_functions_that_caused_th
         .unwrap();
     assert!(counted >= 1000, "{counted} page faults");
     assert_eq!(total, counted.to_string(), "{faults:?}");
+    // The Firefox export: a track of the member per thread, its samples
+    // weighing the member's counts, as many as pmx report counts.
+    let v = read_firefox(&ff);
+    check_firefox(&v);
+    let mut weights = 0;
+    for t in v["threads"].as_array().unwrap() {
+        if t["name"].as_str().unwrap().ends_with(" (page-faults)") {
+            let w = t["samples"]["weight"].as_array().expect("weights");
+            weights += w.iter().map(|w| w.as_u64().unwrap()).sum::<u64>();
+        }
+    }
+    assert_eq!(weights, counted, "page faults in the Firefox export");
     // By CPU time (the default type) the spinning function has its
     // share (about half: both functions run some 40 ms a round).
     let (cpu, _) = pprof_cum(&tool, &out, "cpu-clock");
