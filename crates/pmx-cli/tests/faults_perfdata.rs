@@ -25,18 +25,12 @@ use std::sync::Arc;
 
 fn options(input: &Path, symfs: &Path) -> ReportOptions {
     ReportOptions {
-        input: input.to_path_buf(),
-        sort: "comm,dso,symbol".into(),
-        event: None,
         stacks: true,
         children: true,
-        lines: false,
-        inline: false,
         // Binaries are looked up in an empty directory: the campaign is
         // about the file, and each case stays fast.
         symfs: Some(symfs.to_path_buf()),
-        percent_limit: 0.0,
-        limit: None,
+        ..ReportOptions::for_input(input)
     }
 }
 

@@ -5,46 +5,19 @@
 //! sessions, 429 with `Retry-After` for the rest) or closed at its
 //! deadline, nothing hangs, `/metrics` keeps answering, no session,
 //! thread or perf fd left behind, and the daemon's memory flat from round
-//! to round.
+//! to round. A client that vanishes without a FIN (its network namespace's
+//! link taken down mid-profile) is noticed by TCP keepalive and its
+//! session stopped long before its end.
 
 mod serve_support;
-use serve_support::{quick_sum, rss_kb, scrape, start};
-use std::io::{Read, Write};
+use serve_support::{perf_fds, quick_sum, rss_kb, scrape, start};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// Send `query`'s request; the status of the answer (0: closed).
 fn ask(addr: &str, query: &str, timeout: Duration) -> u16 {
-    let Ok(mut s) = TcpStream::connect(addr) else {
-        return 0;
-    };
-    s.set_read_timeout(Some(timeout)).unwrap();
-    let req = format!(
-        "GET /debug/pprof/profile?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    );
-    if s.write_all(req.as_bytes()).is_err() {
-        return 0;
-    }
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let head = String::from_utf8_lossy(&raw[..raw.len().min(200)]).to_string();
-    head.split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0)
-}
-
-fn perf_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| {
-                    std::fs::read_link(e.path())
-                        .is_ok_and(|l| l.to_string_lossy().contains("perf_event"))
-                })
-                .count()
-        })
-        .unwrap_or(0)
+    serve_support::profile(addr, query, timeout).0
 }
 
 #[test]
@@ -156,4 +129,174 @@ fn many_profile_requests_half_open_and_slow_clients_nothing_hangs() {
         quick_sum(&body, "pmx_profiles_refused_total"),
         quick_sum(&body, "pmx_profiles_abandoned_total")
     );
+}
+
+/// `ip ARGS…`; whether it succeeded.
+fn ip(args: &[&str]) -> bool {
+    std::process::Command::new("ip")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A network namespace joined to this one by a veth pair: the host end
+/// `10.213.N.1`, the namespace's `10.213.N.2`; deleted on drop.
+struct Netns {
+    name: String,
+    host: String,
+    inner: String,
+}
+
+impl Netns {
+    fn create() -> Option<Netns> {
+        let n = std::process::id() % 250 + 1;
+        let name = format!("pmxv{n}");
+        let (host, inner) = (format!("pmxv{n}a"), format!("pmxv{n}b"));
+        // A namespace left by a killed run of the same pid goes first.
+        ip(&["netns", "del", &name]);
+        if !ip(&["netns", "add", &name]) {
+            return None;
+        }
+        let ns = Netns {
+            name: name.clone(),
+            host: host.clone(),
+            inner: inner.clone(),
+        };
+        let ok = ip(&[
+            "link", "add", &host, "type", "veth", "peer", "name", &inner, "netns", &name,
+        ]) && ip(&["addr", "add", &format!("10.213.{n}.1/30"), "dev", &host])
+            && ip(&["link", "set", &host, "up"])
+            && ip(&[
+                "-n",
+                &name,
+                "addr",
+                "add",
+                &format!("10.213.{n}.2/30"),
+                "dev",
+                &inner,
+            ])
+            && ip(&["-n", &name, "link", "set", &inner, "up"]);
+        ok.then_some(ns)
+    }
+
+    fn host_addr(&self) -> String {
+        format!("10.213.{}.1", std::process::id() % 250 + 1)
+    }
+
+    /// A TCP connection to `addr` from inside the namespace.
+    fn connect(&self, addr: &str) -> std::io::Result<TcpStream> {
+        let path = format!("/run/netns/{}", self.name);
+        let addr = addr.to_string();
+        std::thread::spawn(move || {
+            let f = std::fs::File::open(&path)?;
+            // SAFETY: setns on an open namespace file; only this thread
+            // (which ends here) moves into it.
+            let r = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&f), libc::CLONE_NEWNET) };
+            if r != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            TcpStream::connect(addr)
+        })
+        .join()
+        .expect("connect thread")
+    }
+
+    /// The namespace's end goes down: its packets go nowhere, nothing
+    /// is closed (a cable pulled).
+    fn pull_the_cable(&self) -> bool {
+        ip(&["-n", &self.name, "link", "set", &self.inner, "down"])
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        ip(&["netns", "del", &self.name]);
+        ip(&["link", "del", &self.host]);
+    }
+}
+
+#[test]
+fn a_client_that_vanishes_without_a_fin_frees_its_session() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        pmx_testkit::skip("not root: no network namespace for a vanishing client");
+        return;
+    }
+    let Some(ns) = Netns::create() else {
+        pmx_testkit::skip("`ip netns`/veth unavailable here: the vanishing client is not tried");
+        return;
+    };
+    let cfg = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        cfg.path(),
+        "profile-sessions = 1\nprofile-keepalive = 1\nprofile-max-seconds = 120\n",
+    )
+    .unwrap();
+    let listen = format!("{}:0", ns.host_addr());
+    let d = serve_support::start_at(
+        &listen,
+        &[
+            "-e",
+            "task-clock",
+            "--profiles",
+            "--config",
+            cfg.path().to_str().unwrap(),
+        ],
+    );
+    let pid = d.child.id();
+    let fds_before = perf_fds(pid);
+    let me = std::process::id();
+    // A client in the namespace asks for 90 s and then vanishes.
+    let mut c = ns.connect(&d.addr).expect("connect from the namespace");
+    let req = serve_support::profile_request(&format!("seconds=90&pid={me}"));
+    c.write_all(req.as_bytes()).unwrap();
+    assert!(
+        serve_support::wait_for(
+            &d.addr,
+            "pmx_profile_sessions",
+            1.0,
+            Duration::from_secs(30)
+        ),
+        "the profile did not start"
+    );
+    assert!(ns.pull_the_cable(), "cannot take the namespace's link down");
+    let t = Instant::now();
+    // Keepalive after 1 s of silence, 3 probes 1 s apart: noticed within
+    // about 4 s; 40 s is the margin of a loaded machine, far under 90 s.
+    assert!(
+        serve_support::wait_for(
+            &d.addr,
+            "pmx_profile_sessions",
+            0.0,
+            Duration::from_secs(40)
+        ),
+        "the session of a vanished client is still running after {:?}",
+        t.elapsed()
+    );
+    eprintln!(
+        "vanished client noticed after {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let body = scrape(&d.addr, false);
+    assert_eq!(
+        quick_sum(&body, "pmx_profiles_abandoned_total"),
+        1.0,
+        "{body}"
+    );
+    d.assert_logged(&["profile abandoned"]);
+    // Its place is free: the next profile is served, not refused.
+    let (status, head, _) = serve_support::profile(
+        &d.addr,
+        &format!("seconds=1&pid={me}"),
+        Duration::from_secs(300),
+    );
+    assert_eq!(status, 200, "{head}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while perf_fds(pid) != fds_before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(perf_fds(pid), fds_before, "perf fds left behind");
+    drop(c);
 }

@@ -231,16 +231,9 @@ fn record_case(t: &mut Tally, dir: &Path, seed: u64) {
         .and_then(|s| s.rsplit(' ').next())
         .and_then(|n| n.parse().ok());
     let opts = pmx_profile::ReportOptions {
-        input: data.clone(),
         sort: "comm".into(),
-        event: None,
-        stacks: false,
-        children: false,
-        lines: false,
-        inline: false,
         symfs: Some(dir.to_path_buf()),
-        percent_limit: 0.0,
-        limit: None,
+        ..pmx_profile::ReportOptions::for_input(data.clone())
     };
     match pmx_profile::report(&opts, &mut |_, _| {}) {
         Ok(rep) => {

@@ -10,7 +10,10 @@
 //! against the processed profile format: every table's columns as long
 //! as its `length`, every index in range, every sample's stack a chain of
 //! frames to a root, the meta fields the profiler requires, and the
-//! samples and call chains of the recording. Every real recording in
+//! samples and call chains of the recording. A `{cpu-clock,page-faults}:S`
+//! recording's member is a pprof sample type that puts the page faults on
+//! the function that takes them, and a Firefox track weighing them. Every
+//! real recording in
 //! `../shared/data/perfdata` (file and pipe mode, several events, LOST
 //! records) is exported both ways too.
 
@@ -530,4 +533,113 @@ fn marked(v: &Value, what: &str) -> u64 {
         }
     }
     sum
+}
+
+/// `pprof -top -cum -sample_index=INDEX` as (name, cum %) rows, and its
+/// "Total samples" figure.
+fn pprof_cum(tool: &[&str], file: &Path, index: &str) -> (Vec<(String, f64)>, String) {
+    let si = format!("-sample_index={index}");
+    let out = pprof(
+        tool,
+        &["-top", "-cum", "-nodecount=200", "-nodefraction=0", &si],
+        file,
+    );
+    assert!(out.contains(&format!("Type: {index}\n")), "{out}");
+    let total = out
+        .lines()
+        .find_map(|l| l.split("Total samples = ").nth(1))
+        .map(|t| t.split(" (").next().unwrap().trim().to_string())
+        .unwrap_or_default();
+    let rows = out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let pct = f.get(4)?.trim_end_matches('%').parse().ok()?;
+            Some((f.get(5..)?.join(" "), pct))
+        })
+        .collect();
+    (rows, total)
+}
+
+#[test]
+fn a_sample_read_groups_members_are_sample_types_on_the_functions_that_caused_them() {
+    let Some(tool) = pprof_tool() else { return };
+    if !cc::require() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = include_str!("programs/spin_fault.c");
+    let flags = ["-O0", "-g", "-fno-omit-frame-pointer"];
+    let prog = cc::compile(dir.path(), "spin_fault", src, &flags).unwrap();
+    let data = dir.path().join("g.data");
+    // cpu-clock samples; each sample reads page-faults (no PMU needed).
+    let o = pmx(&[
+        "record",
+        "-g",
+        "-e",
+        "{cpu-clock,page-faults}:S",
+        "-o",
+        data.to_str().unwrap(),
+        "--",
+        prog.to_str().unwrap(),
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = dir.path().join("g.pb.gz");
+    let ff = dir.path().join("g.json");
+    report(&[
+        "-i",
+        data.to_str().unwrap(),
+        "--pprof",
+        out.to_str().unwrap(),
+        "--firefox",
+        ff.to_str().unwrap(),
+    ]);
+    // The sample types: the leader's count and time, then the member's
+    // count, named without the group's `:S`.
+    let raw = pprof(&tool, &["-raw"], &out);
+    assert!(
+        raw.contains("cpu-clock_samples/count cpu-clock/nanoseconds[dflt] page-faults/count"),
+        "{raw}"
+    );
+    // By page faults: fault_here (and its callers) hold nearly all, the
+    // spinning function none; the total is pmx report's count of them.
+    let (faults, total) = pprof_cum(&tool, &out, "page-faults");
+    let cum = |rows: &[(String, f64)], f: &str| rows.iter().find(|r| r.0 == f).map_or(0.0, |r| r.1);
+    assert!(cum(&faults, "fault_here") >= 80.0, "{faults:?}");
+    assert!(cum(&faults, "spin_here") < 5.0, "{faults:?}");
+    let o = report(&["--json", "-i", data.to_str().unwrap()]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let counted = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("page-faults"))
+        })
+        .unwrap_or_else(|| panic!("no page-faults event: {v}"))["period"]
+        .as_u64()
+        .unwrap();
+    assert!(counted >= 1000, "{counted} page faults");
+    assert_eq!(total, counted.to_string(), "{faults:?}");
+    // The Firefox export: a track of the member per thread, its samples
+    // weighing the member's counts, as many as pmx report counts.
+    let v = read_firefox(&ff);
+    check_firefox(&v);
+    let mut weights = 0;
+    for t in v["threads"].as_array().unwrap() {
+        if t["name"].as_str().unwrap().ends_with(" (page-faults)") {
+            let w = t["samples"]["weight"].as_array().expect("weights");
+            weights += w.iter().map(|w| w.as_u64().unwrap()).sum::<u64>();
+        }
+    }
+    assert_eq!(weights, counted, "page faults in the Firefox export");
+    // By CPU time (the default type) the spinning function has its
+    // share (about half: both functions run some 40 ms a round).
+    let (cpu, _) = pprof_cum(&tool, &out, "cpu-clock");
+    assert!(cum(&cpu, "spin_here") >= 25.0, "{cpu:?}");
 }

@@ -11,12 +11,14 @@
 //! `Retry-After`; a client that hangs up mid-profile leaves no session,
 //! no thread and no perf fd behind; `--profile-events` that cannot be
 //! sampled here still serves the CPU profile, with the reason in a header
-//! and the log. The checks that need `go` or `prometheus` skip with a
+//! and the log; a `{cpu-clock,page-faults}:S` group's member is a sample
+//! type by which `go tool pprof -sample_index=page-faults` puts the page
+//! faults of a program on the function that takes them. The checks that need `go` or `prometheus` skip with a
 //! message without them (CI installs golang-go and prometheus).
 
 mod serve_support;
-use serve_support::{http, quick_sum, scrape, start};
-use std::io::{Read, Write};
+use serve_support::{http, perf_fds, quick_sum, scrape, start, wait_for};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -33,29 +35,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// A profile request answered within 5 minutes: (status, head, body bytes).
 fn profile(addr: &str, query: &str) -> (u16, String, Vec<u8>) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
-    let req = format!(
-        "GET /debug/pprof/profile?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    );
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or(raw.len());
-    let head = String::from_utf8_lossy(&raw[..end]).to_string();
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (
-        status,
-        head,
-        raw.get(end + 4..).unwrap_or_default().to_vec(),
-    )
+    serve_support::profile(addr, query, Duration::from_secs(300))
 }
 
 const SPIN: &str = r#"#include <stdlib.h>
@@ -220,17 +200,8 @@ fn go_tool_pprof_lists_the_spinning_function_with_its_line_and_ranks_it_first() 
     assert_eq!(quick_sum(&body, "pmx_profile_sessions"), 0.0, "{body}");
 }
 
-/// The perf fds, threads and session count of `pid`.
+/// The perf fds and profile threads of `pid`.
 fn footprint(pid: u32) -> (usize, usize) {
-    let perf = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            std::fs::read_link(e.path())
-                .map(|l| l.to_string_lossy().contains("perf_event"))
-                .unwrap_or(false)
-        })
-        .count();
     let long = std::fs::read_dir(format!("/proc/{pid}/task"))
         .unwrap()
         .flatten()
@@ -240,19 +211,7 @@ fn footprint(pid: u32) -> (usize, usize) {
                 .unwrap_or(false)
         })
         .count();
-    (perf, long)
-}
-
-/// Poll `/metrics` until `name` is `want` (at most `within`).
-fn wait_for(addr: &str, name: &str, want: f64, within: Duration) -> bool {
-    let t = Instant::now();
-    while t.elapsed() < within {
-        if quick_sum(&scrape(addr, false), name) == want {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
+    (perf_fds(pid), long)
 }
 
 #[test]
@@ -350,6 +309,69 @@ fn bad_values_a_second_profile_and_a_client_that_hangs_up() {
         String::from_utf8_lossy(&body).contains("pid=999999999"),
         "{head}"
     );
+}
+
+/// `go tool pprof -top -cum -sample_index=INDEX URL` as (function, cum %).
+fn pprof_cum(dir: &Path, index: &str, url: &str) -> Vec<(String, f64)> {
+    let si = format!("-sample_index={index}");
+    let args = ["-top", "-cum", "-nodecount=100", &si, "-seconds", "4", url];
+    let out = pprof(dir, &args);
+    assert!(out.contains(&format!("Type: {index}\n")), "{out}");
+    out.lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let pct = f.get(4)?.trim_end_matches('%').parse().ok()?;
+            Some((f.get(5..)?.join(" "), pct))
+        })
+        .collect()
+}
+
+#[test]
+fn a_sample_read_groups_member_ranks_functions_by_its_count() {
+    let _one = serial();
+    if !pmx_testkit::cc::require() || !go_pprof() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = include_str!("programs/spin_fault.c");
+    let flags = ["-g", "-O0", "-fno-omit-frame-pointer"];
+    let bin = pmx_testkit::cc::compile(dir.path(), "spin_fault", src, &flags).unwrap();
+    let prog = Killed(Command::new(&bin).arg("300").spawn().unwrap());
+    let pid = prog.0.id();
+    // cpu-clock samples that read page-faults: software events, sampled
+    // without a PMU.
+    let d = start(&[
+        "-e",
+        "task-clock",
+        "--profile-events",
+        "{cpu-clock,page-faults}:S",
+    ]);
+    // hz=1000: a member's count since the previous sample lands on the
+    // sample that reads it, so the rate must be high next to the time
+    // each function runs at a stretch (some 40 ms here).
+    // (At most the kernel's rate, which it lowers when interrupts run long.)
+    let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1000);
+    let hz = max.min(1000);
+    let url = format!("http://{}/debug/pprof/profile?pid={pid}&hz={hz}", d.addr);
+    let faults = pprof_cum(dir.path(), "page-faults", &url);
+    let cum = |rows: &[(String, f64)], f: &str| rows.iter().find(|r| r.0 == f).map_or(0.0, |r| r.1);
+    assert!(cum(&faults, "fault_here") >= 80.0, "{faults:?}");
+    assert!(cum(&faults, "spin_here") < 10.0, "{faults:?}");
+    // The CPU profile is still there, the default sample type.
+    let raw = pprof(dir.path(), &["-raw", "-seconds", "2", &url]);
+    assert!(
+        raw.contains("cpu-clock_samples/count cpu-clock/nanoseconds[dflt]")
+            && raw.contains(" page-faults/count"),
+        "{raw}"
+    );
+    assert!(raw.contains("spin_here"), "{raw}");
+    let body = scrape(&d.addr, true);
+    assert_eq!(quick_sum(&body, "pmx_profiles_total"), 2.0, "{body}");
 }
 
 fn has_cpu_pmu() -> bool {

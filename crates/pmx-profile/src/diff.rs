@@ -90,15 +90,7 @@ impl DiffOptions {
     }
 }
 
-/// The sort keys when none are given: perf report's (`comm,dso,symbol`),
-/// or for a diff perf diff's (`dso,symbol`: a program renamed still pairs).
-pub fn default_sort(diff: bool) -> &'static str {
-    if diff {
-        "dso,symbol"
-    } else {
-        "comm,dso,symbol"
-    }
-}
+pub use crate::report::default_sort;
 
 /// One side of a row: its samples, period and share of its file's total.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -165,6 +165,10 @@ pub struct Export {
     pub samples: Vec<Sample>,
     /// Group members' values: (member index in its event, value).
     pub extra: Vec<(u32, u64)>,
+    /// Per event (index into the file's events), the members of its
+    /// sample-read group as its samples read them, leader excluded
+    /// (indices into the file's events); empty for other events.
+    pub members: Vec<Vec<u32>>,
     /// Side-band records.
     pub markers: Vec<Marker>,
     /// What was recorded (the file's command line, else its name).
@@ -261,16 +265,33 @@ impl Export {
     /// (their samples, their markers), and set what the file says of
     /// the recording.
     pub fn describe(&mut self, report: &Report) {
+        let events = &report.profile.events;
+        let selected = |i: usize| report.selected.contains(&i);
+        // A member of a kept leader's group is one of the leader's
+        // columns, not an event of its own (it has no samples of its own).
+        let mut folded = vec![false; events.len()];
+        for (leader, ms) in self.members.iter().enumerate() {
+            if selected(leader) {
+                for &m in ms {
+                    if let Some(f) = folded.get_mut(m as usize) {
+                        *f = m as usize != leader;
+                    }
+                }
+            }
+        }
         let mut column = 0;
-        self.events = (report.profile.events.iter().enumerate())
+        self.events = (events.iter().enumerate())
             .map(|(i, e)| {
-                let kept = report.selected.contains(&i);
+                let kept = selected(i) && !folded[i];
                 let base = e.name.split(':').next().unwrap_or("");
+                let members = self.members.get(i).map(Vec::as_slice).unwrap_or(&[]);
                 let ev = ExportEvent {
                     name: e.name.clone(),
                     kept,
                     clock: base == "cpu-clock" || base == "task-clock",
-                    members: Vec::new(),
+                    members: (members.iter())
+                        .map(|&m| events.get(m as usize).map_or("?", |e| &e.name).to_string())
+                        .collect(),
                     column,
                 };
                 if kept {
@@ -299,23 +320,31 @@ impl Export {
     }
 
     /// The columns of weights: per kept event its sample count, the sum
-    /// of its periods, its group members.
+    /// of its periods, its group members (named by the member event, in
+    /// `count`). A name taken by an earlier column gets `_2`, `_3`, … (a
+    /// `--profile-events` leader that is also the CPU profile's event), so
+    /// pprof's `-sample_index=NAME` finds one.
     pub fn columns(&self) -> Vec<Column> {
-        let mut out = Vec::new();
+        let mut out: Vec<Column> = Vec::new();
+        let mut taken: std::collections::HashMap<String, u32> = Default::default();
+        let mut push = |name: String, unit: &str| {
+            let n = taken.entry(name.clone()).or_insert(0);
+            *n += 1;
+            let name = match *n {
+                1 => name,
+                n => format!("{name}_{n}"),
+            };
+            out.push(Column {
+                name,
+                unit: unit.into(),
+            });
+        };
         for e in self.events.iter().filter(|e| e.kept) {
-            out.push(Column {
-                name: format!("{}_samples", e.name),
-                unit: "count".into(),
-            });
-            out.push(Column {
-                name: e.name.clone(),
-                unit: if e.clock { "nanoseconds" } else { "count" }.into(),
-            });
+            let name = without_group_read(&e.name);
+            push(format!("{name}_samples"), "count");
+            push(name, if e.clock { "nanoseconds" } else { "count" });
             for m in &e.members {
-                out.push(Column {
-                    name: m.clone(),
-                    unit: "count".into(),
-                });
+                push(without_group_read(m), "count");
             }
         }
         out
@@ -329,9 +358,10 @@ impl Export {
         values[e.column] += 1;
         values[e.column + 1] = values[e.column + 1].saturating_add(s.period as i64);
         let (start, len) = (s.extra.0 as usize, s.extra.1 as usize);
-        for &(member, v) in &self.extra[start..start + len] {
-            let c = e.column + 2 + member as usize;
-            values[c] = values[c].saturating_add(v as i64);
+        for &(member, v) in self.extra.get(start..start + len).unwrap_or(&[]) {
+            if let Some(c) = values.get_mut(e.column + 2 + member as usize) {
+                *c = c.saturating_add(v as i64);
+            }
         }
     }
 
@@ -363,6 +393,24 @@ impl Export {
     }
 }
 
+/// An event's name without the `S` modifier (`page-faults:S` →
+/// `page-faults`, `cycles:uS` → `cycles:u`): how the group was sampled,
+/// not what a column counts, and in the way of `-sample_index=NAME`.
+fn without_group_read(name: &str) -> String {
+    match name.rsplit_once(':') {
+        Some((base, mods))
+            if mods.contains('S') && mods.chars().all(|c| c.is_ascii_alphabetic()) =>
+        {
+            let mods: String = mods.chars().filter(|&c| c != 'S').collect();
+            match mods.is_empty() {
+                true => base.to_string(),
+                false => format!("{base}:{mods}"),
+            }
+        }
+        _ => name.to_string(),
+    }
+}
+
 /// The wall-clock time of recording time 0 from perf's CLOCK_DATA
 /// feature (version, clockid, wall-clock ns, the clock's ns at that moment).
 fn clock_data(raw: Option<&Vec<u8>>) -> Option<i128> {
@@ -370,4 +418,63 @@ fn clock_data(raw: Option<&Vec<u8>>) -> Option<i128> {
     let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
     let (wall, clock) = (u64_at(8), u64_at(16));
     (wall != 0).then(|| i128::from(wall) - i128::from(clock))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_read_modifier_dropped_from_column_names() {
+        assert_eq!(without_group_read("page-faults:S"), "page-faults");
+        assert_eq!(without_group_read("cycles:uS"), "cycles:u");
+        assert_eq!(without_group_read("cycles:u"), "cycles:u");
+        assert_eq!(without_group_read("cpu/event=0x3c/"), "cpu/event=0x3c/");
+        assert_eq!(without_group_read("a:b:S"), "a:b");
+    }
+
+    #[test]
+    fn members_are_columns_and_repeated_names_are_numbered() {
+        let ev = |name: &str, members: &[&str], column| ExportEvent {
+            name: name.into(),
+            kept: true,
+            clock: name.starts_with("cpu-clock"),
+            members: members.iter().map(|m| m.to_string()).collect(),
+            column,
+        };
+        let mut x = Export {
+            events: vec![
+                ev("cpu-clock", &[], 0),
+                ev("cpu-clock:S", &["page-faults:S"], 2),
+            ],
+            ..Export::default()
+        };
+        let names: Vec<String> = x.columns().into_iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [
+                "cpu-clock_samples",
+                "cpu-clock",
+                "cpu-clock_samples_2",
+                "cpu-clock_2",
+                "page-faults"
+            ]
+        );
+        // A sample of the group's leader: its period, then the member's
+        // delta in the member's column; a member index out of range is
+        // ignored, not a panic.
+        x.extra = vec![(0, 7), (5, 1)];
+        let s = Sample {
+            time: 0,
+            thread: 0,
+            cpu: 0,
+            event: 1,
+            stack: None,
+            period: 100,
+            extra: (0, 2),
+        };
+        let mut values = vec![0i64; 5];
+        x.add_weights(&s, &mut values);
+        assert_eq!(values, [0, 0, 1, 100, 7]);
+    }
 }

@@ -38,6 +38,38 @@ pub struct ReportOptions {
     pub limit: Option<usize>,
 }
 
+/// The sort keys when none are given: perf report's (`comm,dso,symbol`),
+/// or for a diff perf diff's (`dso,symbol`: a program renamed still pairs).
+pub fn default_sort(diff: bool) -> &'static str {
+    if diff {
+        "dso,symbol"
+    } else {
+        "comm,dso,symbol"
+    }
+}
+
+impl ReportOptions {
+    /// `pmx report INPUT` with every option at its default: rows by
+    /// `comm,dso,symbol`, every event, no stacks, no children, no source
+    /// lines, no inline frames, binaries where the file says, every row.
+    /// Callers change the fields they need (`ReportOptions { sort: …,
+    /// ..ReportOptions::for_input(path) }`).
+    pub fn for_input(input: impl Into<PathBuf>) -> ReportOptions {
+        ReportOptions {
+            input: input.into(),
+            sort: default_sort(false).to_string(),
+            event: None,
+            stacks: false,
+            children: false,
+            lines: false,
+            inline: false,
+            symfs: None,
+            percent_limit: 0.0,
+            limit: None,
+        }
+    }
+}
+
 /// Why there is no report.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -364,18 +396,7 @@ mod tests {
     use super::*;
 
     fn options(input: &str) -> ReportOptions {
-        ReportOptions {
-            input: input.into(),
-            sort: "comm,dso,symbol".into(),
-            event: None,
-            stacks: false,
-            children: false,
-            lines: false,
-            inline: false,
-            symfs: None,
-            percent_limit: 0.0,
-            limit: None,
-        }
+        ReportOptions::for_input(input)
     }
 
     #[test]

@@ -427,18 +427,10 @@ fn analyze(
 #[pyfunction]
 #[pyo3(signature = (path, sort=None))]
 fn report(path: std::path::PathBuf, sort: Option<String>) -> PyResult<String> {
-    let opts = pmx_profile::ReportOptions {
-        input: path.clone(),
-        sort: sort.unwrap_or_else(|| pmx_profile::default_sort(false).to_string()),
-        event: None,
-        stacks: false,
-        children: false,
-        lines: false,
-        inline: false,
-        symfs: None,
-        percent_limit: 0.0,
-        limit: None,
-    };
+    let mut opts = pmx_profile::ReportOptions::for_input(path.clone());
+    if let Some(sort) = sort {
+        opts.sort = sort;
+    }
     let r = pmx_profile::report(&opts, &mut |_, _| {})
         .map_err(|e| err(format!("{}: {e}", path.display())))?;
     Ok(pmx_profile::render::json(&r).to_string())

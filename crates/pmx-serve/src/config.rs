@@ -14,6 +14,8 @@
 //! profile-max-seconds = 300
 //! profile-max-hz = 1000
 //! profile-sessions = 2
+//! profile-keepalive = 5                 # s: a vanished client is seen within 4×
+//! write-timeout = 10                    # s to take an answer, then closed
 //! ```
 //!
 //! One setting per line; `#` starts a comment (outside quotes); a value may
@@ -89,6 +91,11 @@ pub struct FileConfig {
     pub profile_max_hz: Option<u32>,
     /// `profile-sessions`.
     pub profile_sessions: Option<usize>,
+    /// `profile-keepalive`: seconds of silence before, and between, the
+    /// TCP keepalive probes of a profile's connection.
+    pub profile_keepalive: Option<u64>,
+    /// `write-timeout`: seconds a client has to take an answer.
+    pub write_timeout: Option<u64>,
 }
 
 /// A configuration error, with the line it is on.
@@ -238,9 +245,15 @@ impl FileConfig {
                 "profile-sessions" | "profile_sessions" => {
                     c.profile_sessions = Some(positive(&value, "profile-sessions", n)? as usize)
                 }
+                "profile-keepalive" | "profile_keepalive" => {
+                    c.profile_keepalive = Some(positive(&value, "profile-keepalive", n)?)
+                }
+                "write-timeout" | "write_timeout" => {
+                    c.write_timeout = Some(positive(&value, "write-timeout", n)?)
+                }
                 other => {
                     return Err(err(format!(
-                    "unknown key '{other}' (listen, events, metrics, per, define, max-connections, profiles, profile-events, profile-max-seconds, profile-max-hz, profile-sessions)"
+                    "unknown key '{other}' (listen, events, metrics, per, define, max-connections, profiles, profile-events, profile-max-seconds, profile-max-hz, profile-sessions, profile-keepalive, write-timeout)"
                 )))
                 }
             }
@@ -272,9 +285,11 @@ mod tests {
              events = \"{a,b}\"\nmetrics=IPC\nper = core\n\
              define fps = page-faults / duration_time\nmax-connections = 4\n\
              profiles = off\nprofile-events = \"{cycles,instructions}:S\"\n\
-             profile-max-seconds = 60\nprofile-max-hz = 200\nprofile-sessions = 3\n",
+             profile-max-seconds = 60\nprofile-max-hz = 200\nprofile-sessions = 3\n\
+             profile-keepalive = 2\nwrite-timeout = 7\n",
         )
         .unwrap();
+        assert_eq!((c.profile_keepalive, c.write_timeout), (Some(2), Some(7)));
         assert_eq!(c.profiles, Some(false));
         assert_eq!(c.profile_events.as_deref(), Some("{cycles,instructions}:S"));
         assert_eq!(
@@ -309,6 +324,8 @@ mod tests {
             "profiles = maybe",
             "profile-max-seconds = 0",
             "profile-sessions = -1",
+            "profile-keepalive = 0",
+            "write-timeout = soon",
         ] {
             let e = FileConfig::parse(bad).unwrap_err();
             assert_eq!(e.line, 1, "{bad}");

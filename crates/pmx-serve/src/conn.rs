@@ -38,6 +38,63 @@ pub struct Timeouts {
     pub write: Duration,
     /// Reading what a client sends after a `Connection: close` answer.
     pub drain: Duration,
+    /// TCP keepalive on a connection a long answer runs for.
+    pub probes: Probes,
+}
+
+/// TCP keepalive (`SO_KEEPALIVE`) on a connection a long answer (a
+/// profile) runs for: the client's kernel answers the probes while it is
+/// there; a client gone without a FIN or RST (host down, cable pulled)
+/// answers none, and the socket fails with `ETIMEDOUT` — a `POLLERR`
+/// that stops its session — at most [`Probes::bound`] after the last
+/// packet it sent. `TCP_USER_TIMEOUT` is set to the same bound, so data
+/// written to a vanished client is also given up after it (by the
+/// kernel, even after pmx closed the socket).
+#[derive(Debug, Clone, Copy)]
+pub struct Probes {
+    /// Silence before the first probe (`TCP_KEEPIDLE`).
+    pub idle: Duration,
+    /// Between probes (`TCP_KEEPINTVL`).
+    pub interval: Duration,
+    /// Unanswered probes before the connection is dropped (`TCP_KEEPCNT`).
+    pub count: u32,
+}
+
+impl Probes {
+    /// Probes every `seconds` after `seconds` of silence, three of them:
+    /// a vanished client is noticed within 4 × `seconds`.
+    pub fn every(seconds: u64) -> Probes {
+        let s = Duration::from_secs(seconds.max(1));
+        Probes {
+            idle: s,
+            interval: s,
+            count: 3,
+        }
+    }
+
+    /// The longest a vanished client goes unnoticed: idle + interval × count.
+    pub fn bound(&self) -> Duration {
+        self.idle + self.interval * self.count
+    }
+}
+
+/// Set an integer socket option.
+fn set_opt(fd: std::os::fd::RawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
+    // SAFETY: setsockopt on an open socket with a pointer to a live int
+    // and its size.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// What a connection is doing.
@@ -141,9 +198,28 @@ impl Conn {
     }
 
     /// A long answer runs for it: `gone` is to be set if the client
-    /// hangs up.
-    pub fn watch(&mut self, gone: Arc<AtomicBool>) {
+    /// hangs up, or vanishes (TCP keepalive as `probes` say; an error
+    /// setting it is returned, the watch is on regardless).
+    pub fn watch(&mut self, gone: Arc<AtomicBool>, probes: &Probes) -> io::Result<()> {
         self.gone = Some(gone);
+        let fd = self.fd();
+        let secs = |d: Duration| d.as_secs().clamp(1, i32::MAX as u64) as i32;
+        set_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+        set_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, secs(probes.idle))?;
+        set_opt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPINTVL,
+            secs(probes.interval),
+        )?;
+        set_opt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_KEEPCNT,
+            probes.count.max(1) as i32,
+        )?;
+        let ms = probes.bound().as_millis().min(i32::MAX as u128) as i32;
+        set_opt(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, ms)
     }
 
     /// Tell its long answer, if any, that nobody waits for it any more.
@@ -283,6 +359,7 @@ mod tests {
             idle: Duration::from_secs(5),
             write: Duration::from_secs(5),
             drain: Duration::from_millis(100),
+            probes: Probes::every(5),
         }
     }
 

@@ -23,7 +23,12 @@
 //! runs on a thread of its own (the handler bounds how many), so `/metrics`
 //! keeps its workers. While it runs, the loop watches the connection for a
 //! hang-up (`POLLRDHUP`, `POLLHUP`, `POLLERR`) and sets the job's `gone`
-//! flag when it comes, which ends the job's session early.
+//! flag when it comes, which ends the job's session early. Its socket
+//! has TCP keepalive ([`crate::conn::Probes`]): a client that vanished
+//! without closing (host gone, cable pulled) stops answering the probes
+//! and the socket's error (`POLLERR`) ends the session the same way.
+//! Its answer is then written like any other, and dropped at the write
+//! deadline if the client does not take it.
 
 use crate::conn::{Conn, Event, State, Timeouts, Written};
 use crate::http::{HttpError, Request, Response};
@@ -277,7 +282,11 @@ impl<H: Handler> EventLoop<H> {
             }
             Answer::Later(job) => {
                 let gone = Arc::new(AtomicBool::new(false));
-                c.watch(Arc::clone(&gone));
+                if let Err(e) = c.watch(Arc::clone(&gone), &t.probes) {
+                    self.handler.log(&format!(
+                        "cannot set TCP keepalive on a profile's connection ({e}): a client that vanishes without closing is noticed only at the profile's end"
+                    ));
+                }
                 let Done {
                     id,
                     head_only,

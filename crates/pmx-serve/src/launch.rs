@@ -12,6 +12,7 @@
 
 use crate::collect::Collector;
 use crate::config::{FileConfig, Per, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS};
+use crate::conn::Probes;
 use crate::profile::{self, Limits, ProfileSettings};
 use crate::server::{Daemon, Log, Options};
 use pmx::metrics::MetricSet;
@@ -21,6 +22,7 @@ use pmx::{EventGroup, StatPlan};
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 /// What the command line set (each `None`/empty when not given).
 #[derive(Debug, Clone, Default)]
@@ -71,6 +73,10 @@ pub struct Settings {
     pub profile_limits: Limits,
     /// Most profile sessions at once.
     pub profile_sessions: usize,
+    /// TCP keepalive of a profile's connection.
+    pub profile_probes: Probes,
+    /// How long a client may take to read an answer.
+    pub write_timeout: Duration,
 }
 
 /// Why `pmx serve` cannot start.
@@ -161,6 +167,13 @@ impl Settings {
                 max_hz,
             },
             profile_sessions: file.profile_sessions.unwrap_or(profile::DEFAULT_SESSIONS),
+            profile_probes: Probes::every(
+                (file.profile_keepalive).unwrap_or(profile::DEFAULT_KEEPALIVE_SECONDS),
+            ),
+            write_timeout: Duration::from_secs(
+                file.write_timeout
+                    .unwrap_or(crate::server::DEFAULT_WRITE_TIMEOUT_SECONDS),
+            ),
             per: flags.per.or(file.per).unwrap_or(Per::Cpu),
             max_connections,
             event_lists: if events.is_empty() && !wants_metrics {
@@ -234,6 +247,8 @@ pub fn start(
         listen: settings.listen,
         per: settings.per,
         max_connections: settings.max_connections,
+        write_timeout: settings.write_timeout,
+        probes: settings.profile_probes,
         profiles: Some(ProfileSettings {
             enabled: settings.profiles,
             off_reason: settings.profiles_off.clone(),

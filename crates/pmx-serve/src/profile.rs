@@ -21,12 +21,19 @@
 //!   request has its own length and rate.
 //! - **A client that hangs up** stops its session: the event loop sets
 //!   the job's flag ([`crate::event_loop::Answer::Later`]) and the session
-//!   ends at its next drain (within 100 ms); nothing is exported.
+//!   ends at its next drain (within 100 ms); nothing is exported. **One
+//!   that vanishes** without a FIN (host gone) stops answering the TCP
+//!   keepalive probes of its connection ([`crate::conn::Probes`],
+//!   `profile-keepalive`): the socket fails within 4 × that and the
+//!   session ends the same way. An answer its client does not read is
+//!   dropped at the write deadline (`write-timeout`).
 //! - **Memory**: a session's stream is capped ([`MAX_STREAM_BYTES`]); past
 //!   it the answer is 503 with the reason.
-//! - **Extra events** (`--profile-events '{cycles,instructions}:S'`): each
+//! - **Extra events** (`--profile-events 'cycles,instructions'`): each
 //!   is sampled beside the CPU profile and becomes sample types of its
-//!   own. When they cannot be opened here (no PMU), the CPU profile is
+//!   own; in a sample-read group (`'{cycles,instructions}:S'`) the leader
+//!   is sampled and each member is one more sample type, its deltas on
+//!   the leader's stacks (`pmx_profile::export`). When they cannot be opened here (no PMU), the CPU profile is
 //!   still served, with the reason in the `X-Pmx-Profile-Events` header
 //!   and, once, in the log.
 
@@ -51,6 +58,10 @@ pub const DEFAULT_MAX_SECONDS: u64 = 300;
 pub const DEFAULT_MAX_HZ: u32 = 1000;
 /// Default most sessions at once.
 pub const DEFAULT_SESSIONS: usize = 2;
+/// Default seconds of silence before, and between, the TCP keepalive
+/// probes of a profile's connection (`profile-keepalive`): a client that
+/// vanished is noticed within 4 × this (20 s).
+pub const DEFAULT_KEEPALIVE_SECONDS: u64 = 5;
 /// Data pages per CPU ring (128 KiB with 4 KiB pages: 100 ms of samples
 /// at the highest rate with deep stacks).
 const RING_PAGES: usize = 32;
@@ -321,18 +332,10 @@ fn encode(bytes: Vec<u8>, q: &Query) -> Result<(Vec<u8>, usize), String> {
     let mut reader =
         pmx_perfdata::Reader::new(io::Cursor::new(bytes)).map_err(|e| e.to_string())?;
     let opts = pmx_profile::ReportOptions {
-        input: "-".into(),
         // The rows are not used: the cheapest key, and no folded
         // stacks (the export's collector keeps its own).
         sort: "pid".into(),
-        event: None,
-        stacks: false,
-        children: false,
-        lines: false,
-        inline: false,
-        symfs: None,
-        percent_limit: 0.0,
-        limit: None,
+        ..pmx_profile::ReportOptions::for_input("-")
     };
     let (_, mut x) = pmx_profile::export::of_reader(&mut reader, "pmx serve", &opts)
         .map_err(|e| e.to_string())?;

@@ -3,7 +3,7 @@
 
 use crate::collect::{Collector, Snapshot};
 use crate::config::Per;
-use crate::conn::Timeouts;
+use crate::conn::{Probes, Timeouts};
 use crate::event_loop::{Answer, EventLoop, Handler, Limits};
 use crate::http::{Request, Response};
 use crate::profile::{ProfileSettings, Profiles, Query, SharedLog};
@@ -19,6 +19,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Default seconds a client has to read an answer (`write-timeout`).
+pub const DEFAULT_WRITE_TIMEOUT_SECONDS: u64 = 10;
 
 /// How many scrapers' windows are remembered (by client address).
 pub const MAX_CLIENTS: usize = 256;
@@ -46,6 +49,8 @@ pub struct Options {
     pub head_timeout: Duration,
     /// How long a client may take to read a response.
     pub write_timeout: Duration,
+    /// TCP keepalive of a profile's connection.
+    pub probes: Probes,
     /// `/debug/pprof/profile`, when served (`None`: 404).
     pub profiles: Option<ProfileSettings>,
 }
@@ -66,7 +71,8 @@ impl Default for Options {
             sys_root: SysRoot::host(),
             idle_timeout: Duration::from_secs(30),
             head_timeout: Duration::from_secs(10),
-            write_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(DEFAULT_WRITE_TIMEOUT_SECONDS),
+            probes: Probes::every(crate::profile::DEFAULT_KEEPALIVE_SECONDS),
             profiles: None,
         }
     }
@@ -331,6 +337,7 @@ impl Daemon {
                 idle: o.idle_timeout,
                 write: o.write_timeout,
                 drain: Duration::from_millis(200),
+                probes: o.probes,
             },
         };
         let every = o.hotplug_every;

@@ -85,21 +85,84 @@ pub fn start_at(listen: &str, args: &[&str]) -> Daemon {
     }
 }
 
-/// One HTTP exchange on a fresh connection: (status, headers, body).
-pub fn http(addr: &str, request: &[u8]) -> (u16, String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s.write_all(request).unwrap();
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+/// A response read to its end: (status, head, body bytes); status 0
+/// when there is none.
+pub fn split_response(raw: &[u8]) -> (u16, String, Vec<u8>) {
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(raw.len());
+    let head = String::from_utf8_lossy(&raw[..end]).to_string();
     let status = head
         .split(' ')
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    (status, head.to_string(), body.to_string())
+    (
+        status,
+        head,
+        raw.get(end + 4..).unwrap_or_default().to_vec(),
+    )
+}
+
+/// Send `request` on a fresh connection and read until the server
+/// closes it (or `timeout` passes between reads): (status, head, body
+/// bytes); status 0 when the connection failed or closed without one.
+pub fn exchange(addr: &str, request: &[u8], timeout: Duration) -> (u16, String, Vec<u8>) {
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return (0, String::new(), Vec::new());
+    };
+    s.set_read_timeout(Some(timeout)).unwrap();
+    if s.write_all(request).is_err() {
+        return (0, String::new(), Vec::new());
+    }
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    split_response(&raw)
+}
+
+/// One HTTP exchange on a fresh connection: (status, headers, body).
+pub fn http(addr: &str, request: &[u8]) -> (u16, String, String) {
+    let (status, head, body) = exchange(addr, request, Duration::from_secs(20));
+    (status, head, String::from_utf8_lossy(&body).to_string())
+}
+
+/// The request line and headers of `GET /debug/pprof/profile?QUERY`,
+/// answered then closed.
+pub fn profile_request(query: &str) -> String {
+    format!("GET /debug/pprof/profile?{query} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+}
+
+/// A profile fetched within `timeout`: (status, head, body bytes).
+pub fn profile(addr: &str, query: &str, timeout: Duration) -> (u16, String, Vec<u8>) {
+    exchange(addr, profile_request(query).as_bytes(), timeout)
+}
+
+/// The `perf_event` fds `pid` holds open.
+pub fn perf_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    std::fs::read_link(e.path())
+                        .is_ok_and(|l| l.to_string_lossy().contains("perf_event"))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Poll `/metrics` until the samples starting with `name` add up to
+/// `want` (at most `within`); whether they did.
+pub fn wait_for(addr: &str, name: &str, want: f64, within: Duration) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < within {
+        if quick_sum(&scrape(addr, false), name) == want {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
 }
 
 pub fn scrape(addr: &str, openmetrics: bool) -> String {

@@ -33,16 +33,8 @@ fn event(name: &str, rows: Vec<Row>) -> EventProfile {
 
 fn options() -> ReportOptions {
     ReportOptions {
-        input: "x".into(),
         sort: "dso,symbol".into(),
-        event: None,
-        stacks: false,
-        children: false,
-        lines: false,
-        inline: false,
-        symfs: None,
-        percent_limit: 0.0,
-        limit: None,
+        ..ReportOptions::for_input("x")
     }
 }
 

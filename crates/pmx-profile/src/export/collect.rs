@@ -1,7 +1,8 @@
 //! The [`SampleSink`] that turns a build's samples into an [`Export`]:
 //! threads, mappings, locations (one per binary mapping, address and
 //! frame), functions, stacks as a prefix tree, samples with their
-//! weights, and the side-band markers.
+//! weights (a sample-read group's members' deltas, as the replay's
+//! [`SampleRef::reads`] give them), and the side-band markers.
 
 use super::{Export, Function, Location, Mapping, Marker, Sample, StackNode, Thread};
 use crate::profile::sink::{SampleRef, SampleSink, Side};
@@ -113,6 +114,32 @@ impl Collector {
         id
     }
 
+    /// A sample-read group's members (the leader aside: its count is
+    /// the sample's period) into [`Export::extra`], as (member index in
+    /// the event's [`Export::members`], delta); zero deltas are left out.
+    fn member_values(&mut self, s: &SampleRef<'_>) {
+        if s.reads.len() <= 2 {
+            // No read, or a single value (`cycles:S` alone): no members.
+            return;
+        }
+        if self.out.members.len() <= s.event {
+            self.out.members.resize(s.event + 1, Vec::new());
+        }
+        for m in s.members().filter(|m| m.event != s.event) {
+            let list = &mut self.out.members[s.event];
+            let at = match list.iter().position(|&e| e as usize == m.event) {
+                Some(at) => at,
+                None => {
+                    list.push(m.event as u32);
+                    list.len() - 1
+                }
+            };
+            if m.delta > 0 {
+                self.out.extra.push((at as u32, m.delta));
+            }
+        }
+    }
+
     /// The location of frame `f` looked up at `addr` in process `pid`.
     fn location(&mut self, sym: &mut Symbolizer, pid: u32, addr: u64, f: FrameId) -> u32 {
         let kernel = sym.frame(f).kernel;
@@ -156,6 +183,8 @@ impl SampleSink for Collector {
             }
             parent = node;
         }
+        let start = self.out.extra.len() as u32;
+        self.member_values(s);
         self.out.samples.push(Sample {
             time: s.time,
             thread,
@@ -163,7 +192,7 @@ impl SampleSink for Collector {
             event: s.event as u32,
             stack: (parent != NONE).then_some(parent),
             period: s.period,
-            extra: (self.out.extra.len() as u32, 0),
+            extra: (start, self.out.extra.len() as u32 - start),
         });
     }
 

@@ -17,6 +17,11 @@
 //!   the sampling interval (the thread was on a CPU when sampled);
 //! - the sampling interval (`meta.interval`): the median time between
 //!   consecutive samples of a track;
+//! - a sample-read group's members: one track per thread and member
+//!   (`comm (member)`), a sample at each of the leader's samples that
+//!   read a count of it, on the same stack, weighing that count (so the
+//!   call tree's sample counts are the member's counts), with no CPU
+//!   time;
 //! - markers on the busiest track: `Lost records` and `Lost samples`
 //!   (instants, with the count), `Throttled` (from THROTTLE to UNTHROTTLE
 //!   of the event; an instant when the UNTHROTTLE is missing).
@@ -54,6 +59,7 @@ struct Builder<'x> {
     categories: [CategoryHandle; 2],
     processes: HashMap<u32, ProcessHandle>,
     tracks: Vec<Track>,
+    /// (thread, event; or for a member, `MEMBER` + its column) → track.
     track_of: HashMap<(u32, u32), usize>,
     stacks: HashMap<(usize, u32), StackHandle>,
     names: Vec<Option<StringHandle>>,
@@ -89,7 +95,8 @@ pub fn build(x: &Export) -> Profile {
         track_of: HashMap::default(),
         stacks: HashMap::default(),
         names: vec![None; x.functions.len()],
-        several: x.samples.iter().any(|s| s.event != x.samples[0].event),
+        several: x.samples.iter().any(|s| s.event != x.samples[0].event)
+            || x.samples.iter().any(|s| s.extra.1 > 0),
     };
     for s in &x.samples {
         let t = b.track(s.thread, s.event, s.time - t0);
@@ -107,6 +114,21 @@ pub fn build(x: &Export) -> Profile {
         track.samples += 1;
         let ts = Timestamp::from_nanos_since_reference(s.time - t0);
         b.p.add_sample(track.handle, ts, stack, CpuDelta::from_nanos(cpu), 1);
+        let (start, len) = (s.extra.0 as usize, s.extra.1 as usize);
+        for &(member, v) in x.extra.get(start..start + len).unwrap_or(&[]) {
+            let Some(name) = x.events[s.event as usize].members.get(member as usize) else {
+                continue;
+            };
+            let column = x.events[s.event as usize].column as u32 + 2 + member;
+            let name = super::without_group_read(name);
+            let t = b.track_named(s.thread, MEMBER + column, &name, s.time - t0);
+            let stack = s.stack.map(|n| b.stack(t, n));
+            let track = &mut b.tracks[t];
+            track.last = Some(s.time);
+            track.samples += 1;
+            let weight = i32::try_from(v).unwrap_or(i32::MAX);
+            b.p.add_sample(track.handle, ts, stack, CpuDelta::ZERO, weight);
+        }
     }
     for t in &b.tracks {
         if let Some(l) = t.last {
@@ -118,10 +140,21 @@ pub fn build(x: &Export) -> Profile {
     b.p
 }
 
+/// Keys of the members' tracks start here (events' are their indices).
+const MEMBER: u32 = 1 << 31;
+
 impl Builder<'_> {
     /// The track of (thread, event), created at time `ts` on first use.
     fn track(&mut self, thread: u32, event: u32, ts: u64) -> usize {
-        let key = (thread, if self.several { event } else { 0 });
+        let event = if self.several { event } else { 0 };
+        let name = &self.x.events.get(event as usize).map_or("", |e| &e.name);
+        self.track_named(thread, event, name, ts)
+    }
+
+    /// The track `key` of `thread`, named after `what` when there are
+    /// several per thread, created at time `ts` on first use.
+    fn track_named(&mut self, thread: u32, key: u32, what: &str, ts: u64) -> usize {
+        let key = (thread, key);
         if let Some(&t) = self.track_of.get(&key) {
             return t;
         }
@@ -142,7 +175,7 @@ impl Builder<'_> {
         let main = th.tid == th.pid && !self.several;
         let handle = self.p.add_thread(process, th.tid, start, main);
         let name = if self.several {
-            format!("{} ({})", th.comm, self.x.events[event as usize].name)
+            format!("{} ({what})", th.comm)
         } else {
             th.comm.clone()
         };

@@ -184,7 +184,7 @@ impl<'o> State<'o> {
                     None => self.sample(event, m, ip, pid, tid, cpu, period, chain, pairs),
                 }
                 if self.sink.is_some() {
-                    self.give_sink(event, time, pid, tid, cpu, period);
+                    self.give_sink(event, time, (pid, tid, cpu), period, pairs);
                 }
             }
             Item::Comm { tid, comm } => {
@@ -437,8 +437,16 @@ impl<'o> State<'o> {
         }
     }
 
-    /// Give the sample whose frames are in `self.frames` to the sink.
-    fn give_sink(&mut self, event: usize, time: u64, pid: u32, tid: u32, cpu: u32, period: u64) {
+    /// Give the sample whose frames are in `self.frames` to the sink,
+    /// with its members' (event, delta) `pairs` (empty without a read).
+    fn give_sink(
+        &mut self,
+        event: usize,
+        time: u64,
+        (pid, tid, cpu): (u32, u32, u32),
+        period: u64,
+        pairs: &[u64],
+    ) {
         let comm = self.comm_of(pid, tid);
         let Some(sink) = self.sink.as_deref_mut() else {
             return;
@@ -453,6 +461,7 @@ impl<'o> State<'o> {
             comm: &self.comms[comm as usize],
             frames: &self.frames,
             addrs: &self.addrs,
+            reads: pairs,
         };
         sink.sample(&s, &mut self.sym);
     }

@@ -1,8 +1,9 @@
 //! Every sample, one at a time, for those who need more than the
 //! aggregates (the exporters of [`crate::export`]): a [`SampleSink`] given
 //! to [`super::build_with`] sees each sample in time order per round,
-//! after the side band it needs was applied, with its frames (leaf first)
-//! and the addresses they were looked up at; LOST, LOST_SAMPLES and
+//! after the side band it needs was applied, with its frames (leaf first),
+//! the addresses they were looked up at and, for a sample-read group's
+//! leader, its members' deltas; LOST, LOST_SAMPLES and
 //! (UN)THROTTLE records as they come; and at the end the symbolizer with
 //! the kernel frames resolved.
 
@@ -31,6 +32,21 @@ pub struct SampleRef<'a> {
     /// The address each frame was looked up at (callers: the return
     /// address minus one, inside the call instruction).
     pub addrs: &'a [u64],
+    /// A sample-read group's reads (`PERF_SAMPLE_READ`): (event, delta)
+    /// pairs, flattened, leader first — each member's count since the
+    /// same counter's previous sample on this thread
+    /// ([`super::Deltas`]); empty for a sample without a read.
+    pub reads: &'a [u64],
+}
+
+impl SampleRef<'_> {
+    /// The members' deltas of [`SampleRef::reads`], leader first.
+    pub fn members(&self) -> impl Iterator<Item = super::groups::MemberDelta> + '_ {
+        (self.reads.chunks_exact(2)).map(|p| super::groups::MemberDelta {
+            event: p[0] as usize,
+            delta: p[1],
+        })
+    }
 }
 
 /// What a side-band record says.
