@@ -631,6 +631,16 @@ fn a_sample_read_groups_members_are_sample_types_on_the_functions_that_caused_th
     let v = read_firefox(&ff);
     check_firefox(&v);
     let mut weights = 0;
+    let names: Vec<&str> = (v["threads"].as_array().unwrap().iter())
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    // Named by what they count: the leader's `:S` (how the group was
+    // sampled) is in no track's name.
+    assert!(
+        names.iter().any(|n| n.ends_with(" (cpu-clock)")),
+        "{names:?}"
+    );
+    assert!(names.iter().all(|n| !n.contains(":S")), "{names:?}");
     for t in v["threads"].as_array().unwrap() {
         if t["name"].as_str().unwrap().ends_with(" (page-faults)") {
             let w = t["samples"]["weight"].as_array().expect("weights");

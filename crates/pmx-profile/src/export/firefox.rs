@@ -147,8 +147,9 @@ impl Builder<'_> {
     /// The track of (thread, event), created at time `ts` on first use.
     fn track(&mut self, thread: u32, event: u32, ts: u64) -> usize {
         let event = if self.several { event } else { 0 };
-        let name = &self.x.events.get(event as usize).map_or("", |e| &e.name);
-        self.track_named(thread, event, name, ts)
+        let name = (self.x.events.get(event as usize))
+            .map_or(String::new(), |e| super::without_group_read(&e.name));
+        self.track_named(thread, event, &name, ts)
     }
 
     /// The track `key` of `thread`, named after `what` when there are
