@@ -727,13 +727,23 @@ impl Kinds {
     }
 }
 
-/// Two samples' lines: equal ones agree, others go to `kinds`; a chain
-/// one side has longer is a kind of its own.
-fn compare_sample(a: &[&str], b: &[&str], out: &mut Outcome, kinds: &mut Kinds) {
+/// Two samples' lines: equal ones agree, others go to `kinds`, except
+/// those whose symbols are the same mangled name on both sides
+/// (`same_symbol(line)`): the demangler's spelling, not attribution, which
+/// go to `spelled`; a chain one side has longer is a kind of its own.
+fn compare_sample(
+    (a, b): (&[&str], &[&str]),
+    same_symbol: &dyn Fn(usize) -> bool,
+    out: &mut Outcome,
+    kinds: &mut Kinds,
+    spelled: &mut Kinds,
+) {
     out.compared += a.len().max(b.len());
-    for (x, y) in a.iter().zip(b) {
+    for (j, (x, y)) in a.iter().zip(b).enumerate() {
         if x == y || NORMALISE.iter().any(|(_, same)| same(x, y)) {
             out.agreeing += 1;
+        } else if same_symbol(j) {
+            spelled.add(SPELLED, differing(x, y), x, y);
         } else {
             kinds.line(x, y);
         }
@@ -747,16 +757,57 @@ fn compare_sample(a: &[&str], b: &[&str], out: &mut Outcome, kinds: &mut Kinds) 
     }
 }
 
+/// The kind of a line whose C++ name only the demanglers spell apart.
+const SPELLED: &str = "C++ name spelled otherwise than libiberty (the same mangled symbol on both sides), over the bound of 1 line in 25";
+
+/// `pmx script` against `perf script`, line by line. A line whose symbol
+/// is the same mangled name on both sides (`pmx script --demangle none`,
+/// `perf script --no-demangle`) and only spelled otherwise once
+/// demangled is the same attribution: such lines agree up to 1 in 25 (the
+/// bound `node_and_cc1_names_are_libibertys` holds pmx's demangler to
+/// against libiberty on node, 3.6% of its names today, documented in
+/// docs/report.md); beyond it they are a failure of their own kind.
 fn script_view(file: &Path) -> Outcome {
-    let ours = text(&run(Command::new(PMX).args(["script", "-i"]).arg(file)).stdout);
-    let o = perf::on_file(&["script"], file);
-    assert!(o.status.success(), "perf script: {}", text(&o.stderr));
-    let theirs = text(&o.stdout);
+    let pmx_script = |demangle: &str| {
+        let o = run(Command::new(PMX)
+            .args(["script", "--demangle", demangle, "-i"])
+            .arg(file));
+        text(&o.stdout)
+    };
+    let perf_script = |args: &[&str]| {
+        let o = perf::on_file(args, file);
+        assert!(o.status.success(), "perf script: {}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let (ours, theirs) = (pmx_script("short"), perf_script(&["script"]));
+    let (ours_m, theirs_m) = (
+        pmx_script("none"),
+        perf_script(&["script", "--no-demangle"]),
+    );
     let (a, b) = (samples(&ours), samples(&theirs));
+    let (am, bm) = (samples(&ours_m), samples(&theirs_m));
     let mut out = Outcome::default();
-    let mut kinds = Kinds::default();
-    for (x, y) in a.iter().zip(&b) {
-        compare_sample(x, y, &mut out, &mut kinds);
+    let (mut kinds, mut spelled) = (Kinds::default(), Kinds::default());
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let same_symbol = |j: usize| {
+            let (mx, my) = (
+                am.get(i).and_then(|s| s.get(j)),
+                bm.get(i).and_then(|s| s.get(j)),
+            );
+            matches!((mx, my), (Some(mx), Some(my)) if mx == my && mx.contains("_Z"))
+        };
+        compare_sample((x, y), &same_symbol, &mut out, &mut kinds, &mut spelled);
+    }
+    let n: usize = spelled
+        .0
+        .values()
+        .flat_map(|k| k.values())
+        .map(|k| k.0)
+        .sum();
+    if n * 25 <= out.compared {
+        out.agreeing += n;
+    } else {
+        kinds.0.extend(spelled.0);
     }
     if a.len() != b.len() {
         let _ = writeln!(
