@@ -3,7 +3,7 @@
 
 use crate::exit::UsageError;
 use pmx::perf_personality::report as perf;
-use pmx_profile::perf_text::{self, Columns, Filter};
+use pmx_profile::perf_text::{self, Columns, Filter, Graph, GraphMode};
 
 /// perf report's flags.
 #[derive(Debug, clap::Args)]
@@ -18,7 +18,7 @@ pub struct PerfReportArgs {
     #[arg(long, overrides_with = "children")]
     pub no_children: bool,
     /// perf's call-graph display: graph|flat|fractal|folded|none, threshold, caller|callee, function|address.
-    #[arg(short = 'g', long = "call-graph", value_name = "SPEC", num_args = 0..=1, default_missing_value = "graph,0.5,callee")]
+    #[arg(short = 'g', long = "call-graph", value_name = "SPEC", num_args = 0..=1, default_missing_value = "graph,0.5,caller")]
     pub call_graph: Option<String>,
     /// Call chains callers first (perf's --inverted).
     #[arg(short = 'G', long = "inverted")]
@@ -76,13 +76,10 @@ impl PerfReportArgs {
             .map(|_| 0)
     }
 
-    /// What pmx does not draw: perf's TUI, call graphs under the rows.
-    pub fn notes(&self, quiet: bool) {
+    /// What pmx does not draw: perf's TUI.
+    pub fn notes(&self) {
         if self.tui {
             eprintln!("pmx: pmx has no TUI report; the table follows (--stdio)");
-        }
-        if (self.call_graph.as_deref()).is_some_and(|g| !g.starts_with("none")) && !quiet {
-            eprintln!("pmx: pmx report prints no call graphs under the rows; --folded and --flamegraph show the stacks");
         }
     }
 
@@ -95,9 +92,16 @@ impl PerfReportArgs {
     /// perf's columns and pmx's row keys (`sort`: `-s` as given).
     pub fn fields(&self, sort: Option<&str>) -> anyhow::Result<(perf::Fields, Columns)> {
         let f = perf::fields(self.fields.as_deref(), sort, self.nr_samples).map_err(UsageError)?;
-        if let Some(spec) = &self.call_graph {
-            perf::CallGraphDisplay::parse(spec, self.inverted).map_err(UsageError)?;
-        }
+        let spec = self.call_graph.as_deref().unwrap_or("graph,0.5");
+        let d = perf::CallGraphDisplay::parse(spec, self.inverted).map_err(UsageError)?;
+        let graph = Graph {
+            mode: GraphMode::from_name(&d.mode).unwrap_or_default(),
+            threshold: d.threshold,
+            print_limit: d.print_limit,
+            caller: d.caller,
+            max_stack: self.max_stack,
+            skip_self: self.fields.is_none() && sort.is_some_and(|s| s.starts_with("sym")),
+        };
         let cols = Columns {
             overhead: f.overhead,
             samples: f.samples,
@@ -105,6 +109,7 @@ impl PerfReportArgs {
             header_shown: self.header,
             header_only: self.header_only,
             stats: self.stats,
+            graph,
         };
         Ok((f, cols))
     }

@@ -390,3 +390,83 @@ fn switch_output_writes_files_perf_reports_each_on_its_own() {
         assert!(pmx.contains("[.] noploop"), "{}:\n{pmx}", f.display());
     }
 }
+
+/// A program with a known call tree: `main` → `a` → `b` → `leaf` (the
+/// heaviest), `a` → `c` → `leaf`, `main` → `d`, `main` → `leaf`.
+const CALL_TREE: &str = r#"
+volatile unsigned long sink;
+__attribute__((noinline)) void leaf(int n) { for (int i = 0; i < n; i++) sink += i; }
+__attribute__((noinline)) void b(int n) { leaf(n); }
+__attribute__((noinline)) void c(int n) { leaf(n); }
+__attribute__((noinline)) void a(int n) { b(3 * n); c(n); }
+__attribute__((noinline)) void d(int n) { for (int i = 0; i < n; i++) sink ^= i; }
+int main(void) { for (int k = 0; k < 150; k++) { a(200000); d(100000); leaf(20000); } return 0; }
+"#;
+
+/// The table and the call graphs under its rows, without the tip (it
+/// names the tool) and the rows under 0.5% (no graph under them; the
+/// dynamic loader's few samples, whose aliases perf and pmx name apart).
+fn tree(out: &str) -> Vec<&str> {
+    let share = |l: &str| {
+        let w = l.split_whitespace().next()?;
+        w.strip_suffix('%')?.parse::<f64>().ok()
+    };
+    (out.lines())
+        .filter(|l| !l.contains("Tip") && !l.starts_with("# To display"))
+        .filter(|l| share(l).is_none_or(|v| v >= 0.5))
+        .collect()
+}
+
+#[test]
+fn call_graphs_under_the_rows_match_perf_on_the_same_file() {
+    let Some(s) = Setup::new() else { return };
+    let prog = pmx_testkit::cc::compile(
+        s.dir.path(),
+        "tree",
+        CALL_TREE,
+        &["-O0", "-fno-omit-frame-pointer"],
+    )
+    .expect("cc");
+    let prog = prog.to_str().unwrap();
+    // One file recorded by perf, one by pmx: both have frame-pointer chains.
+    for (pmx_records, name) in [(false, "perf.data"), (true, "pmx.data")] {
+        let data = s.path(name);
+        let d = data.to_str().unwrap();
+        let rec = ["record", "-q", "-g", "-e", "task-clock:u", "-o", d, prog];
+        s.run(pmx_records, &rec);
+        let mut default_graph = String::new();
+        for args in [
+            &[][..],
+            &["--no-children"],
+            &["-g", "folded"],
+            &["-g", "flat"],
+            &["-g", "fractal"],
+            &["-g", "caller"],
+            &["-g", "callee"],
+            &["--no-children", "-g", "caller"],
+            &["-G"],
+            &["--max-stack", "2"],
+            &["--no-children", "--max-stack", "2"],
+            &["-g", "graph,20"],
+            &["-g", "fractal,30,callee"],
+            &["-s", "sym"],
+        ] {
+            let mut full = vec!["report", "-i", d, "--stdio"];
+            full.extend_from_slice(args);
+            let (perf, pmx) = s.both(&full);
+            assert_eq!(
+                tree(&perf),
+                tree(&pmx),
+                "{name}: report {args:?}\nperf:\n{perf}\npmx:\n{pmx}"
+            );
+            if args.is_empty() {
+                default_graph = pmx;
+            }
+        }
+        // The default: children first, callers first, bars and shares.
+        let g = &default_graph;
+        assert!(g.contains("# Children      Self  Command"), "{g}");
+        assert!(g.contains("---main") || g.contains("--main"), "{g}");
+        assert!(g.contains("|--") && g.contains("--b\n"), "{g}");
+    }
+}

@@ -3,14 +3,16 @@
 //! its columns two spaces apart, headings over dots, and the tip block
 //! perf ends with.
 
+use super::graph::{self, Graph, GraphMode};
 use crate::profile::{Row, SortKey};
 use crate::report::{pct, Report};
+use crate::EventProfile;
 use std::io::Write;
 
 /// What perf report prints: its number columns (`-F
 /// overhead,sample,period`, `-n`) and the parts (`--header`,
 /// `--header-only`, `--stats`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Columns {
     /// Overhead (Children and Self with children).
     pub overhead: bool,
@@ -24,6 +26,11 @@ pub struct Columns {
     pub header_only: bool,
     /// The record counts instead of the table (`--stats`).
     pub stats: bool,
+    /// The call graph under each row, when the file has call chains
+    /// (`-g`, `-G`, `--max-stack`; perf's default `graph,0.5`, callers
+    /// first with children). The Children column is shown when the
+    /// report has children shares and the file call chains (perf's rule).
+    pub graph: Graph,
 }
 
 /// The header, the record counts or the table, as `cols` says.
@@ -89,12 +96,51 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
             e.name
         )?;
         writeln!(out, "# Event count (approx.): {}\n#", e.period)?;
-        let (heads, nums) = headings(report, cols);
-        let rows: Vec<Vec<String>> = (report.visible(e))
-            .map(|r| cells(report, cols, r, e.period))
-            .collect();
+        let shape = Shape::of(report, e, cols);
+        let (heads, nums) = headings(report, cols, shape.children);
+        let mut rows: Vec<Line> = Vec::new();
+        for r in report.visible(e) {
+            let (chains, inclusive) = shape.chains(e, r);
+            let inclusive =
+                (shape.children && shape.graph.max_stack.is_some()).then_some(inclusive);
+            if inclusive == Some(0) && r.period == 0 {
+                continue;
+            }
+            let mut below = Vec::new();
+            let parent = inclusive.unwrap_or(if shape.children {
+                r.children_period
+            } else {
+                r.period
+            });
+            if shape.shown {
+                graph::print(&mut below, &chains, parent, e.period, &shape.graph)?;
+            }
+            // perf puts a caller above its callee of equal children share:
+            // the deeper tree first in caller order, the shallower in callee.
+            let depth = chains
+                .iter()
+                .map(|(c, _)| c.len() as i64)
+                .max()
+                .unwrap_or(0);
+            let depth = if shape.graph.caller == Some(true) {
+                -depth
+            } else {
+                depth
+            };
+            let key = if shape.children {
+                (u64::MAX - parent, depth)
+            } else {
+                (0, 0)
+            };
+            rows.push((
+                cells(report, cols, r, e.period, shape.children, inclusive),
+                below,
+                key,
+            ));
+        }
+        rows.sort_by_key(|r| r.2);
         let mut widths: Vec<usize> = heads.iter().map(|h| h.len()).collect();
-        for c in &rows {
+        for (c, _, _) in &rows {
             for (w, s) in widths.iter_mut().zip(c) {
                 *w = (*w).max(s.chars().count());
             }
@@ -115,8 +161,9 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         writeln!(out, "# {}", line(&heads))?;
         let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
         writeln!(out, "# {}\n#", dots.join("  "))?;
-        for c in &rows {
+        for (c, below, _) in &rows {
             writeln!(out, "  {}", line(c).trim_end())?;
+            out.write_all(below)?;
         }
     }
     writeln!(
@@ -125,9 +172,56 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
     )
 }
 
-fn headings(report: &Report, cols: &Columns) -> (Vec<&'static str>, usize) {
+/// A row's cells, the graph under it, and its order key.
+type Line = (Vec<String>, Vec<u8>, (u64, i64));
+
+/// What a table of one event shows beside its rows: the Children
+/// column, the call graph (in which order).
+struct Shape {
+    children: bool,
+    shown: bool,
+    graph: Graph,
+}
+
+impl Shape {
+    fn of(report: &Report, e: &EventProfile, cols: &Columns) -> Shape {
+        let chains = has_call_chains(report, e);
+        let children = report.options.children && chains;
+        let mut graph = cols.graph;
+        graph.caller = Some(graph.caller.unwrap_or(children));
+        let shown = chains && report.options.stacks && graph.mode != GraphMode::None;
+        Shape {
+            children,
+            shown,
+            graph,
+        }
+    }
+
+    /// The row's chains and their total (when the graph or `--max-stack`
+    /// needs them).
+    fn chains<'a>(&self, e: &'a EventProfile, r: &Row) -> (Vec<(Vec<&'a str>, u64)>, u64) {
+        if !(self.shown || self.children && self.graph.max_stack.is_some()) {
+            return (Vec::new(), 0);
+        }
+        graph::chains(e, r, &self.graph, self.children)
+    }
+}
+
+/// Whether the file's events sample call chains (a stream: whether any
+/// stack has more than one frame).
+fn has_call_chains(report: &Report, e: &EventProfile) -> bool {
+    use pmx_perfdata::format::sample_type::CALLCHAIN;
+    if report.file != "standard input" {
+        if let Ok(r) = pmx_perfdata::Reader::open(&report.options.input) {
+            return (r.events().iter()).any(|x| x.attr.sample_type & CALLCHAIN != 0);
+        }
+    }
+    e.stacks.iter().any(|(s, _, _)| s.len() > 2)
+}
+
+fn headings(report: &Report, cols: &Columns, children: bool) -> (Vec<&'static str>, usize) {
     let mut h = Vec::new();
-    if cols.overhead && report.options.children {
+    if cols.overhead && children {
         h.extend(["Children", "    Self"]);
     } else if cols.overhead {
         h.push("Overhead");
@@ -143,10 +237,18 @@ fn headings(report: &Report, cols: &Columns) -> (Vec<&'static str>, usize) {
     (h, nums)
 }
 
-fn cells(report: &Report, cols: &Columns, r: &Row, total: u64) -> Vec<String> {
+fn cells(
+    report: &Report,
+    cols: &Columns,
+    r: &Row,
+    total: u64,
+    children: bool,
+    inclusive: Option<u64>,
+) -> Vec<String> {
     let mut c = Vec::new();
-    if cols.overhead && report.options.children {
-        c.push(format!("{:.2}%", pct(r.children_period, total)));
+    if cols.overhead && children {
+        let v = inclusive.unwrap_or(r.children_period);
+        c.push(format!("{:.2}%", pct(v, total)));
     }
     if cols.overhead {
         c.push(format!("{:.2}%", pct(r.period, total)));

@@ -84,8 +84,9 @@ pub struct CallGraphDisplay {
     pub threshold: f64,
     /// At most this many chains per entry (0: all).
     pub print_limit: u32,
-    /// Callers first (`caller`) or callees first (`callee`, perf's default).
-    pub caller: bool,
+    /// Callers first (`caller`) or callees first (`callee`); `None`:
+    /// not given (perf: callers first with `--children`).
+    pub caller: Option<bool>,
     /// Chains by function (`function`, perf's default) or by address.
     pub by_address: bool,
 }
@@ -96,7 +97,7 @@ impl Default for CallGraphDisplay {
             mode: "graph".into(),
             threshold: 0.5,
             print_limit: 0,
-            caller: false,
+            caller: None,
             by_address: false,
         }
     }
@@ -107,15 +108,15 @@ impl CallGraphDisplay {
     /// any part in any place as perf reads it; `inverted` is `-G`.
     pub fn parse(spec: &str, inverted: bool) -> Result<CallGraphDisplay, String> {
         let mut d = CallGraphDisplay {
-            caller: inverted,
+            caller: inverted.then_some(true),
             ..CallGraphDisplay::default()
         };
         let mut numbers = 0;
         for w in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             match w {
                 "graph" | "flat" | "fractal" | "folded" | "none" => d.mode = w.into(),
-                "caller" => d.caller = true,
-                "callee" => d.caller = false,
+                "caller" => d.caller = Some(true),
+                "callee" => d.caller = Some(false),
                 "function" => d.by_address = false,
                 "address" => d.by_address = true,
                 "percent" | "period" | "count" | "branch" | "nobranch" => {}
@@ -244,7 +245,10 @@ pub const REFUSED: &[(&str, &str)] = &[
         "pmx report prints no CPU utilization",
     ),
     ("--show-on-off-events", "pmx report reads the whole file"),
-    ("--show-ref-call-graph", "pmx report prints no call graphs"),
+    (
+        "--show-ref-call-graph",
+        "pmx records no reference call graphs (-e with call-graph terms)",
+    ),
     ("--show-total-period", "-F period shows each row's period"),
     ("--skip-empty", "pmx report shows every event with samples"),
     ("--stdio-color", "pmx report writes no colour"),
@@ -288,12 +292,20 @@ mod tests {
         let d = CallGraphDisplay::parse("graph,0.5,caller", false).unwrap();
         assert_eq!(
             (d.mode.as_str(), d.threshold, d.caller),
-            ("graph", 0.5, true)
+            ("graph", 0.5, Some(true))
         );
         let d = CallGraphDisplay::parse("flat,1,10,callee,address", true).unwrap();
         assert_eq!(
             (d.threshold, d.print_limit, d.caller, d.by_address),
-            (1.0, 10, false, true)
+            (1.0, 10, Some(false), true)
+        );
+        assert_eq!(
+            CallGraphDisplay::parse("folded", false).unwrap().caller,
+            None
+        );
+        assert_eq!(
+            CallGraphDisplay::parse("folded", true).unwrap().caller,
+            Some(true)
         );
         assert_eq!(CallGraphDisplay::parse("none", false).unwrap().mode, "none");
         assert!(CallGraphDisplay::parse("grph", false).is_err());
