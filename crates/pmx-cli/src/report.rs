@@ -147,7 +147,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     }
     let mut progress = Progress::new(args.quiet);
     let to = pmx_profile::export::targets(&args.firefox, &args.pprof);
-    let result = pmx_profile::export::report(&options, &to, &mut |d, t| progress.update(d, t));
+    let mut step = |d, t| progress.update(d, t);
+    let result = match p.tids()? {
+        Some(t) if to.is_empty() => pmx_profile::report::report_tids(&options, &t, &mut step)
+            .map(|r| (r, Default::default())),
+        Some(_) => Err(UsageError("--tid: not with --firefox/--pprof".into()))?,
+        None => pmx_profile::export::report(&options, &to, &mut step),
+    };
     progress.finish();
     let (mut report, x) = result.map_err(failure)?;
     filter.apply(&mut report, &shown);

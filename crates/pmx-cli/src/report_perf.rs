@@ -44,6 +44,9 @@ pub struct PerfReportArgs {
     /// Only these processes.
     #[arg(long = "pid", value_name = "PIDS")]
     pub pids: Option<String>,
+    /// Only the samples of these threads (shares stay of the whole file).
+    #[arg(long = "tid", value_name = "TIDS")]
+    pub tids: Option<String>,
     /// Only these shared objects.
     #[arg(short = 'd', long = "dsos", value_name = "DSOS")]
     pub dsos: Option<String>,
@@ -81,6 +84,12 @@ impl PerfReportArgs {
         if self.tui {
             eprintln!("pmx: pmx has no TUI report; the table follows (--stdio)");
         }
+    }
+
+    /// `--tid`'s thread ids.
+    pub fn tids(&self) -> anyhow::Result<Option<Vec<u32>>> {
+        let t = self.tids.as_deref().map(perf::tids).transpose();
+        Ok(t.map_err(UsageError)?)
     }
 
     /// The filter and the keys to report with, for the shown `sort`.

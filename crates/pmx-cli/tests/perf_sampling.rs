@@ -470,3 +470,60 @@ fn call_graphs_under_the_rows_match_perf_on_the_same_file() {
         assert!(g.contains("|--") && g.contains("--b\n"), "{g}");
     }
 }
+
+/// Two threads, each spinning in a function of its own.
+const THREADS: &str = r#"
+#include <pthread.h>
+volatile unsigned long s1, s2;
+__attribute__((noinline)) void one(void) { for (long i = 0; i < 150000000; i++) s1 += i; }
+__attribute__((noinline)) void two(void) { for (long i = 0; i < 50000000; i++) s2 += i; }
+static void *run(void *p) { (void)p; one(); return 0; }
+int main(void) { pthread_t t; pthread_create(&t, 0, run, 0); two(); pthread_join(t, 0); return 0; }
+"#;
+
+#[test]
+fn tid_filter_matches_perf() {
+    let Some(s) = Setup::new() else { return };
+    let prog =
+        pmx_testkit::cc::compile(s.dir.path(), "th", THREADS, &["-O0", "-pthread"]).expect("cc");
+    let data = s.path("th.data");
+    let d = data.to_str().unwrap();
+    s.run(
+        true,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "task-clock:u",
+            "-o",
+            d,
+            prog.to_str().unwrap(),
+        ],
+    );
+    // The threads from perf's --tasks: `pid tid ppid |comm`.
+    let (tasks, _) = s.both(&["report", "-i", d, "--tasks"]);
+    let tids: Vec<String> = (tasks.lines())
+        .filter(|l| l.contains("th") && !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().nth(1).map(String::from))
+        .collect();
+    assert_eq!(tids.len(), 2, "{tasks}");
+    let mut seen = Vec::new();
+    for t in tids.iter().map(String::as_str).chain([&*tids.join(",")]) {
+        let args = ["report", "-i", d, "--stdio", "-n", "--tid", t];
+        let (perf, pmx) = s.both(&args);
+        assert_eq!(
+            rows(&perf, 0.0),
+            rows(&pmx, 0.0),
+            "--tid {t}\n{perf}\n{pmx}"
+        );
+        for head in ["# Samples:", "# Event count", "# Overhead"] {
+            assert_eq!(lines_with(&perf, head), lines_with(&pmx, head), "--tid {t}");
+        }
+        seen.push(pmx);
+    }
+    // Each thread alone shows its own function, both show both.
+    let has = |o: &str, f: &str| o.contains(&format!("[.] {f}\n"));
+    assert!(has(&seen[0], "one") != has(&seen[0], "two"), "{}", seen[0]);
+    assert!(has(&seen[1], "one") != has(&seen[1], "two"), "{}", seen[1]);
+    assert!(has(&seen[2], "one") && has(&seen[2], "two"), "{}", seen[2]);
+}

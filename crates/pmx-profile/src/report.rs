@@ -164,6 +164,25 @@ pub fn report(
     report_with(opts, progress, None)
 }
 
+/// [`report`] of the samples of threads `tids` only (perf report's
+/// `--tid`): rows, children and stacks of those threads, the totals and
+/// shares of the whole file.
+pub fn report_tids(
+    opts: &ReportOptions,
+    tids: &[u32],
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<Report, ReportError> {
+    TIDS.with(|t| *t.borrow_mut() = Some(tids.to_vec()));
+    let r = report_with(opts, progress, None);
+    TIDS.with(|t| *t.borrow_mut() = None);
+    r
+}
+
+thread_local! {
+    /// The threads of [`report_tids`], for the one report it makes.
+    static TIDS: std::cell::RefCell<Option<Vec<u32>>> = const { std::cell::RefCell::new(None) };
+}
+
 /// [`report`], also giving every sample to `sink` (the exporters').
 pub fn report_with(
     opts: &ReportOptions,
@@ -218,6 +237,7 @@ pub fn report_reader(
         kallsyms: KernelSymbols::Load,
         this_machine: MachineId::current(),
         root: opts.symfs.clone(),
+        tids: TIDS.with(|t| t.borrow().clone()),
     };
     let sink = sink.map(|s| s as &mut dyn SampleSink);
     let profile = match build_with(reader, &options, progress, sink) {

@@ -227,10 +227,10 @@ fn headings(report: &Report, cols: &Columns, children: bool) -> (Vec<&'static st
         h.push("Overhead");
     }
     if cols.samples {
-        h.push("Samples");
+        h.push("     Samples"); // perf's width: 12
     }
     if cols.period {
-        h.push("Period");
+        h.push("      Period");
     }
     let nums = h.len();
     h.extend(report.sort.iter().map(|&k| key_heading(k)));

@@ -75,6 +75,13 @@ pub fn fields(f: Option<&str>, s: Option<&str>, nr_samples: bool) -> Result<Fiel
     Ok(out)
 }
 
+/// perf report's `--tid LIST`: comma-separated thread ids.
+pub fn tids(list: &str) -> Result<Vec<u32>, String> {
+    (list.split(',').map(str::trim).filter(|w| !w.is_empty()))
+        .map(|w| (w.parse()).map_err(|_| format!("--tid {w}: not a thread id")))
+        .collect()
+}
+
 /// How perf report prints call chains (`-g`/`--call-graph`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallGraphDisplay {
@@ -181,10 +188,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--total-cycles", "pmx reads no branch cycles"),
     ("--mmaps", "pmx report lists no memory maps; use pmx script"),
     ("--socket-filter", "pmx has no socket filter"),
-    (
-        "--tid",
-        "pmx report has no thread key; filter processes with --pid",
-    ),
     (
         "-C",
         "pmx report has no CPU filter; -s cpu shows each CPU's rows",
