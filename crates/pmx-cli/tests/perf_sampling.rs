@@ -527,3 +527,21 @@ fn tid_filter_matches_perf() {
     assert!(has(&seen[1], "one") != has(&seen[1], "two"), "{}", seen[1]);
     assert!(has(&seen[2], "one") && has(&seen[2], "two"), "{}", seen[2]);
 }
+
+#[test]
+fn record_cpu_is_perfs_cpu_list() {
+    let Some(s) = Setup::new() else { return };
+    let data = s.path("cpu.data");
+    let d = data.to_str().unwrap();
+    // perf's -C/--cpu LIST, not pmx's event-database --cpu.
+    for flag in [&["--cpu", "0"][..], &["--cpu=0"]] {
+        let mut args = vec!["record", "-q", "-e", "cpu-clock", "-o", d];
+        args.extend_from_slice(flag);
+        args.extend(["sleep", "0.3"]);
+        s.run(true, &args);
+        let (perf, _) = s.both(&["report", "-i", d, "--stdio", "-s", "cpu"]);
+        let cpus = rows(&perf, 0.0);
+        assert!(!cpus.is_empty(), "{perf}");
+        assert!(cpus.iter().all(|r| r.ends_with(" 000")), "{flag:?}: {perf}");
+    }
+}
