@@ -306,11 +306,19 @@ fn perf_options(command: &str) -> Vec<String> {
 }
 
 #[test]
-fn every_perf_record_and_report_option_is_taken_or_refused_by_name() {
+fn every_perf_sampling_command_option_is_taken_or_refused_by_name() {
     let Some(s) = Setup::new() else { return };
-    for command in ["record", "report"] {
+    for (command, least) in [
+        ("record", 60),
+        ("report", 60),
+        ("script", 60),
+        ("annotate", 30),
+        ("inject", 15),
+        ("evlist", 8),
+        ("buildid-list", 6),
+    ] {
         let opts = perf_options(command);
-        assert!(opts.len() > 60, "perf {command} -h: {opts:?}");
+        assert!(opts.len() > least, "perf {command} -h: {opts:?}");
         let help = common::stdout(&s.run(true, &[command, "--help"]));
         let taken = |o: &str| {
             (help.split(|c: char| c.is_whitespace() || c == ',' || c == '='))
