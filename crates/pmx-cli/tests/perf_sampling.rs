@@ -553,3 +553,119 @@ fn record_cpu_is_perfs_cpu_list() {
         assert!(cpus.iter().all(|r| r.ends_with(" 000")), "{flag:?}: {perf}");
     }
 }
+
+/// perf annotate's functions in order (`<name>:` of each disassembly,
+/// those with at least `min` samples) and each one's instructions with a
+/// share: (address, percent).
+fn perf_annotations(out: &str, min: u64) -> Vec<(String, Vec<(u64, f64)>)> {
+    let mut v: Vec<(String, Vec<(u64, f64)>)> = Vec::new();
+    let mut keep = false;
+    for l in out.lines() {
+        if let Some(rest) = l.split(" for ").nth(1).filter(|_| l.contains("Percent |")) {
+            let n: u64 = rest
+                .split(['(', ' '])
+                .nth(2)
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0);
+            keep = n >= min;
+            if keep {
+                v.push((String::new(), Vec::new()));
+            }
+        } else if let (true, Some(last)) = (keep, v.last_mut()) {
+            let t = l.trim();
+            if last.0.is_empty() && t.ends_with(">:") {
+                last.0 = t
+                    .rsplit('<')
+                    .next()
+                    .unwrap()
+                    .trim_end_matches(">:")
+                    .to_string();
+            } else if let Some(i) = instruction(t, false) {
+                last.1.push(i);
+            }
+        }
+    }
+    v
+}
+
+/// pmx's annotations: `# pmx annotate: NAME in …` and the instruction
+/// lines (`[*+] PERCENT SAMPLES : ADDR: …`).
+fn pmx_annotations(out: &str, min: u64) -> Vec<(String, Vec<(u64, f64)>)> {
+    let mut v: Vec<(String, Vec<(u64, f64)>)> = Vec::new();
+    let mut keep = false;
+    for l in out.lines() {
+        if let Some(rest) = l.strip_prefix("# pmx annotate: ") {
+            v.push((rest.split(" in ").next().unwrap().to_string(), Vec::new()));
+        } else if l.starts_with("# ") && l.contains(" samples in ") {
+            let n: u64 = l
+                .split(": ")
+                .nth(1)
+                .and_then(|w| w.split(' ').next())
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0);
+            keep = n >= min;
+            if !keep {
+                v.pop();
+            }
+        } else if let (true, Some(last)) = (keep, v.last_mut()) {
+            if let Some(i) = instruction(l.trim_start_matches(['*', '+']).trim(), true) {
+                last.1.push(i);
+            }
+        }
+    }
+    v
+}
+
+/// `PERCENT [SAMPLES] : ADDR: …` as (address, percent), shares above 0.
+fn instruction(t: &str, samples: bool) -> Option<(u64, f64)> {
+    let (head, rest) = t.split_once(" : ")?;
+    let pct: f64 = head.split_whitespace().next()?.parse().ok()?;
+    if samples && head.split_whitespace().count() != 2 {
+        return None;
+    }
+    let addr = u64::from_str_radix(rest.trim().split(':').next()?.trim(), 16).ok()?;
+    (pct > 0.0).then_some((addr, pct))
+}
+
+#[test]
+fn annotate_without_a_symbol_annotates_every_sampled_function_as_perf() {
+    let Some(s) = Setup::new() else { return };
+    let prog = pmx_testkit::cc::compile(s.dir.path(), "tree", CALL_TREE, &["-O0"]).expect("cc");
+    let data = s.path("a.data");
+    let d = data.to_str().unwrap();
+    s.run(
+        false,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "task-clock:u",
+            "-o",
+            d,
+            prog.to_str().unwrap(),
+        ],
+    );
+    let (perf, pmx) = s.both(&["annotate", "-i", d, "--stdio"]);
+    let (p, x) = (perf_annotations(&perf, 10), pmx_annotations(&pmx, 10));
+    let names = |v: &[(String, Vec<(u64, f64)>)]| v.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&p), names(&x), "perf:\n{perf}\npmx:\n{pmx}");
+    assert!(
+        names(&x).starts_with(&["leaf".to_string(), "d".to_string()]),
+        "{pmx}"
+    );
+    for ((name, pi), (_, xi)) in p.iter().zip(&x) {
+        let addrs = |v: &[(u64, f64)]| v.iter().map(|i| i.0).collect::<Vec<_>>();
+        assert_eq!(addrs(pi), addrs(xi), "{name}\nperf:\n{perf}\npmx:\n{pmx}");
+        for (a, b) in pi.iter().zip(xi) {
+            assert!(
+                (a.1 - b.1).abs() <= 0.011,
+                "{name} {:x}: {} vs {}",
+                a.0,
+                a.1,
+                b.1
+            );
+        }
+    }
+}
