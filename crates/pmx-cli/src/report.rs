@@ -130,12 +130,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     .unwrap_or_else(|| default_sort(args.diff.is_some()).into());
     let shown = pmx_profile::report::sort_keys(&shown).map_err(failure)?;
     p.notes();
+    let chains = perf_layout && pmx_profile::perf_text::call_chains(&args.input) != Some(false);
     let options = ReportOptions {
         input: args.input.clone(),
         sort: filter.sort(&shown),
         event: args.event.clone(),
-        stacks: args.folded || args.flamegraph.is_some() || perf_layout,
-        children: (args.children || perf_layout) && !p.no_children,
+        stacks: args.folded || args.flamegraph.is_some() || chains,
+        children: (args.children || chains) && !p.no_children,
         lines: args.lines,
         inline: args.inline,
         symfs: args.symfs.clone(),

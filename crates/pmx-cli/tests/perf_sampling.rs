@@ -412,16 +412,34 @@ int main(void) { for (int k = 0; k < 150; k++) { a(200000); d(100000); leaf(2000
 "#;
 
 /// The table and the call graphs under its rows, without the tip (it
-/// names the tool) and the rows under 0.5% (no graph under them; the
-/// dynamic loader's few samples, whose aliases perf and pmx name apart).
-fn tree(out: &str) -> Vec<&str> {
+/// names the tool) and the rows under 0.5% (the dynamic loader's few
+/// samples, whose aliases perf and pmx name apart, in an order of ties).
+/// perf's `[...]` of `fractal` is sometimes `[...] (inlined)`: its
+/// symbol is malloc'ed without its `inlined` flag cleared.
+fn tree(out: &str) -> Vec<String> {
     let share = |l: &str| {
         let w = l.split_whitespace().next()?;
         w.strip_suffix('%')?.parse::<f64>().ok()
     };
+    // A row under 0.5% goes with the graph under it (fractal's shares
+    // are of the row, so small rows have graphs too).
+    let mut keep = true;
     (out.lines())
         .filter(|l| !l.contains("Tip") && !l.starts_with("# To display"))
-        .filter(|l| share(l).is_none_or(|v| v >= 0.5))
+        .filter(|l| {
+            if l.starts_with('#') {
+                keep = true;
+            } else if let Some(v) = share(l) {
+                keep = v >= 0.5;
+            }
+            keep
+        })
+        .map(|l| match l {
+            // Column widths follow the longest names, small rows' too.
+            l if l.starts_with("# ..") => "# ..".to_string(),
+            l if l.starts_with('#') => l.split_whitespace().collect::<Vec<_>>().join(" "),
+            l => l.replace("[...] (inlined)", "[...]"),
+        })
         .collect()
 }
 

@@ -16,7 +16,7 @@ mod tasks;
 pub use attr::attr;
 pub use filter::Filter;
 pub use graph::{Graph, GraphMode};
-pub use table::{print, table, Columns};
+pub use table::{call_chains, print, table, Columns};
 pub use tasks::{print_tasks, tasks, write_tasks, Task};
 
 use crate::report::Report;

@@ -151,11 +151,15 @@ impl<'a> Node<'a> {
 }
 
 /// perf's name of a frame: an unresolved address as `0x…` without
-/// leading zeros.
+/// leading zeros (`0` for zero).
 fn shown(name: &str) -> std::borrow::Cow<'_, str> {
     if is_address(name) {
         let v = u64::from_str_radix(name.trim_start_matches("0x"), 16).unwrap_or(0);
-        format!("{v:#x}").into()
+        // C's `%#lx`: no `0x` for zero.
+        match v {
+            0 => "0".into(),
+            v => format!("{v:#x}").into(),
+        }
     } else {
         name.into()
     }

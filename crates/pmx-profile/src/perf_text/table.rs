@@ -210,13 +210,22 @@ impl Shape {
 /// Whether the file's events sample call chains (a stream: whether any
 /// stack has more than one frame).
 fn has_call_chains(report: &Report, e: &EventProfile) -> bool {
-    use pmx_perfdata::format::sample_type::CALLCHAIN;
-    if report.file != "standard input" {
-        if let Ok(r) = pmx_perfdata::Reader::open(&report.options.input) {
-            return (r.events().iter()).any(|x| x.attr.sample_type & CALLCHAIN != 0);
-        }
+    match report.file != "standard input" {
+        true => call_chains(&report.options.input).unwrap_or(false),
+        false => e.stacks.iter().any(|(s, _, _)| s.len() > 2),
     }
-    e.stacks.iter().any(|(s, _, _)| s.len() > 2)
+}
+
+/// Whether an event of the file at `path` samples call chains (perf's
+/// rule for `--children` and the graph); `None` for a stream (`-`) or a
+/// file that cannot be read.
+pub fn call_chains(path: &std::path::Path) -> Option<bool> {
+    use pmx_perfdata::format::sample_type::CALLCHAIN;
+    if path.as_os_str() == "-" {
+        return None;
+    }
+    let r = pmx_perfdata::Reader::open(path).ok()?;
+    Some((r.events().iter()).any(|x| x.attr.sample_type & CALLCHAIN != 0))
 }
 
 fn headings(report: &Report, cols: &Columns, children: bool) -> (Vec<&'static str>, usize) {
