@@ -113,6 +113,7 @@ impl PerfReportArgs {
         };
         let cols = Columns {
             overhead: f.overhead,
+            children: f.children,
             samples: f.samples,
             period: f.period,
             header_shown: self.header,

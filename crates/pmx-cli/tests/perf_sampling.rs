@@ -422,17 +422,19 @@ fn tree(out: &str) -> Vec<String> {
         w.strip_suffix('%')?.parse::<f64>().ok()
     };
     // A row under 0.5% goes with the graph under it (fractal's shares
-    // are of the row, so small rows have graphs too).
+    // are of the row, so small rows have graphs too); a row is indented,
+    // a folded chain is not. Blank lines are left out: those at the end
+    // follow the last row, which may be a small one.
     let mut keep = true;
     (out.lines())
         .filter(|l| !l.contains("Tip") && !l.starts_with("# To display"))
         .filter(|l| {
             if l.starts_with('#') {
                 keep = true;
-            } else if let Some(v) = share(l) {
+            } else if let Some(v) = share(l).filter(|_| l.starts_with(' ')) {
                 keep = v >= 0.5;
             }
-            keep
+            keep && !l.is_empty()
         })
         .map(|l| match l {
             // Column widths follow the longest names, small rows' too.
@@ -476,6 +478,8 @@ fn call_graphs_under_the_rows_match_perf_on_the_same_file() {
             &["-g", "graph,20"],
             &["-g", "fractal,30,callee"],
             &["-s", "sym"],
+            &["-F", "overhead,sym"],
+            &["-F", "overhead,comm,dso,sym", "-g", "folded"],
         ] {
             let mut full = vec!["report", "-i", d, "--stdio"];
             full.extend_from_slice(args);

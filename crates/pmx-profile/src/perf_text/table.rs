@@ -16,6 +16,10 @@ use std::io::Write;
 pub struct Columns {
     /// Overhead (Children and Self with children).
     pub overhead: bool,
+    /// `-F`'s `overhead_children`: `None` when `-F` is not given (perf
+    /// shows the Children column whenever it cumulates; with `-F`
+    /// only when asked, the rows then by their self share).
+    pub children: Option<bool>,
     /// Samples.
     pub samples: bool,
     /// Period.
@@ -97,7 +101,7 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         )?;
         writeln!(out, "# Event count (approx.): {}\n#", e.period)?;
         let shape = Shape::of(report, e, cols);
-        let (heads, nums) = headings(report, cols, shape.children);
+        let (heads, nums) = headings(report, cols, &shape);
         let mut rows: Vec<Line> = Vec::new();
         for r in report.visible(e) {
             let (chains, inclusive) = shape.chains(e, r);
@@ -127,18 +131,16 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
             } else {
                 depth
             };
-            let key = if shape.children {
-                (u64::MAX - parent, depth)
-            } else {
-                (0, 0)
+            let c = cells(report, cols, r, e.period, &shape, inclusive);
+            // By self share, perf breaks ties by the keys' names.
+            let key = match (shape.column, shape.children) {
+                (true, _) => (u64::MAX - parent, depth, String::new()),
+                (false, true) => (u64::MAX - r.period, 0, c[nums..].join("\0")),
+                (false, false) => (0, 0, String::new()),
             };
-            rows.push((
-                cells(report, cols, r, e.period, shape.children, inclusive),
-                below,
-                key,
-            ));
+            rows.push((c, below, key));
         }
-        rows.sort_by_key(|r| r.2);
+        rows.sort_by(|a, b| a.2.cmp(&b.2));
         let mut widths: Vec<usize> = heads.iter().map(|h| h.len()).collect();
         for (c, _, _) in &rows {
             for (w, s) in widths.iter_mut().zip(c) {
@@ -173,12 +175,17 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
 }
 
 /// A row's cells, the graph under it, and its order key.
-type Line = (Vec<String>, Vec<u8>, (u64, i64));
+type Line = (Vec<String>, Vec<u8>, (u64, i64, String));
 
 /// What a table of one event shows beside its rows: the Children
 /// column, the call graph (in which order).
 struct Shape {
+    /// perf cumulates: children chains, the rows' inclusive totals.
     children: bool,
+    /// The Children column is shown.
+    column: bool,
+    /// The self (Overhead) column is shown.
+    own: bool,
     shown: bool,
     graph: Graph,
 }
@@ -190,8 +197,12 @@ impl Shape {
         let mut graph = cols.graph;
         graph.caller = Some(graph.caller.unwrap_or(children));
         let shown = chains && report.options.stacks && graph.mode != GraphMode::None;
+        let column = children && cols.children != Some(false);
+        let own = cols.overhead || (!column && cols.children == Some(true));
         Shape {
             children,
+            column,
+            own,
             shown,
             graph,
         }
@@ -228,12 +239,13 @@ pub fn call_chains(path: &std::path::Path) -> Option<bool> {
     Some((r.events().iter()).any(|x| x.attr.sample_type & CALLCHAIN != 0))
 }
 
-fn headings(report: &Report, cols: &Columns, children: bool) -> (Vec<&'static str>, usize) {
+fn headings(report: &Report, cols: &Columns, shape: &Shape) -> (Vec<&'static str>, usize) {
     let mut h = Vec::new();
-    if cols.overhead && children {
-        h.extend(["Children", "    Self"]);
-    } else if cols.overhead {
-        h.push("Overhead");
+    match (shape.column, shape.own) {
+        (true, true) => h.extend(["Children", "    Self"]),
+        (true, false) => h.push("Children"),
+        (false, true) => h.push("Overhead"),
+        (false, false) => {}
     }
     if cols.samples {
         h.push("     Samples"); // perf's width: 12
@@ -251,15 +263,15 @@ fn cells(
     cols: &Columns,
     r: &Row,
     total: u64,
-    children: bool,
+    shape: &Shape,
     inclusive: Option<u64>,
 ) -> Vec<String> {
     let mut c = Vec::new();
-    if cols.overhead && children {
+    if shape.column {
         let v = inclusive.unwrap_or(r.children_period);
         c.push(format!("{:.2}%", pct(v, total)));
     }
-    if cols.overhead {
+    if shape.own {
         c.push(format!("{:.2}%", pct(r.period, total)));
     }
     if cols.samples {

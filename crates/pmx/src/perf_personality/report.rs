@@ -12,6 +12,9 @@ pub struct Fields {
     pub sort: String,
     /// An Overhead column (`overhead`; perf's default).
     pub overhead: bool,
+    /// A Children column (`overhead_children`); `None`: no `-F` (perf
+    /// shows it whenever the file has call chains).
+    pub children: Option<bool>,
     /// A Samples column (`sample`, or `-n`).
     pub samples: bool,
     /// A Period column (`period`).
@@ -54,7 +57,8 @@ pub fn fields(f: Option<&str>, s: Option<&str>, nr_samples: bool) -> Result<Fiel
     let (fw, sw) = (words(f), words(s));
     for w in fw.iter().chain(&sw) {
         match w.as_str() {
-            "overhead" | "overhead_children" => out.overhead = true,
+            "overhead" => out.overhead = true,
+            "overhead_children" => out.children = Some(true),
             "sample" => out.samples = true,
             "period" => out.period = true,
             _ => {}
@@ -67,6 +71,8 @@ pub fn fields(f: Option<&str>, s: Option<&str>, nr_samples: bool) -> Result<Fiel
     }
     if fw.is_empty() {
         out.overhead = true;
+    } else {
+        out.children = out.children.or(Some(false));
     }
     if keys.is_empty() {
         keys = vec!["comm", "dso", "symbol"];
@@ -282,6 +288,13 @@ mod tests {
             (f.sort.as_str(), f.overhead, f.samples),
             ("symbol", true, true)
         );
+        let f = fields(Some("overhead_children,sym"), None, false).unwrap();
+        assert_eq!((f.overhead, f.children), (false, Some(true)));
+        assert_eq!(
+            fields(Some("sym"), None, false).unwrap().children,
+            Some(false)
+        );
+        assert_eq!(fields(None, Some("sym"), false).unwrap().children, None);
         let f = fields(None, Some("pid,sym"), false).unwrap();
         assert_eq!((f.sort.as_str(), f.overhead), ("pid,symbol", true));
         assert_eq!(fields(None, None, false).unwrap().sort, "comm,dso,symbol");
