@@ -122,7 +122,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     if p.tasks {
         return p.tasks(&args.input);
     }
-    let (fields, cols) = p.fields(args.sort.as_deref())?;
+    let (fields, cols) = p.fields(args.sort.as_deref(), args.percent_limit)?;
     let (filter, perf_layout) = (p.filter()?, p.layout());
     let shown = (perf_layout
         .then(|| fields.sort.clone())

@@ -98,14 +98,28 @@ impl PerfReportArgs {
         Ok(Filter::parse(l, self.symbol_filter.as_deref()).map_err(UsageError)?)
     }
 
-    /// perf's columns and pmx's row keys (`sort`: `-s` as given).
-    pub fn fields(&self, sort: Option<&str>) -> anyhow::Result<(perf::Fields, Columns)> {
+    /// perf's columns and pmx's row keys (`sort`: `-s` as given;
+    /// `limit`: `--percent-limit`, perf's graph threshold too unless `-g`
+    /// gives one).
+    pub fn fields(
+        &self,
+        sort: Option<&str>,
+        limit: f64,
+    ) -> anyhow::Result<(perf::Fields, Columns)> {
         let f = perf::fields(self.fields.as_deref(), sort, self.nr_samples).map_err(UsageError)?;
         let spec = self.call_graph.as_deref().unwrap_or("graph,0.5");
         let d = perf::CallGraphDisplay::parse(spec, self.inverted).map_err(UsageError)?;
+        let own = self
+            .call_graph
+            .as_deref()
+            .is_some_and(|g| g.split(',').any(|w| w.parse::<f64>().is_ok()));
         let graph = Graph {
             mode: GraphMode::from_name(&d.mode).unwrap_or_default(),
-            threshold: d.threshold,
+            threshold: if limit > 0.0 && !own {
+                limit
+            } else {
+                d.threshold
+            },
             print_limit: d.print_limit,
             caller: d.caller,
             max_stack: self.max_stack,

@@ -479,6 +479,8 @@ fn call_graphs_under_the_rows_match_perf_on_the_same_file() {
             &["-g", "fractal,30,callee"],
             &["-s", "sym"],
             &["-F", "overhead,sym"],
+            &["--percent-limit", "5"],
+            &["--percent-limit", "5", "-g", "graph,1"],
             &["-F", "overhead,comm,dso,sym", "-g", "folded"],
         ] {
             let mut full = vec!["report", "-i", d, "--stdio"];
