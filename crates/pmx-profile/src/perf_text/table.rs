@@ -147,6 +147,12 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
                 *w = (*w).max(s.chars().count());
             }
         }
+        // perf sizes the key columns by every row, those --percent-limit hides too.
+        for r in &e.rows {
+            for (w, &k) in widths[nums..].iter_mut().zip(&report.sort) {
+                *w = (*w).max(key_cell(k, r).chars().count());
+            }
+        }
         let line = |cells: &[String]| {
             let v: Vec<String> = (cells.iter().zip(&widths).enumerate())
                 .map(|(j, (s, &w))| {
