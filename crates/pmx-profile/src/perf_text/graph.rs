@@ -165,17 +165,46 @@ fn shown(name: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The stacks of an event by the functions on them (indices into
+/// [`EventProfile::stacks`]), so a row's chains are found without a
+/// pass over every stack.
+pub type Index<'a> = std::collections::HashMap<&'a str, Vec<usize>>;
+
+/// The [`Index`] of `e`'s stacks.
+pub fn index(e: &EventProfile) -> Index<'_> {
+    let mut ix: Index = Index::new();
+    for (i, (stack, _, _)) in e.stacks.iter().enumerate() {
+        for f in stack.iter().skip(1) {
+            let v = ix.entry(f.as_str()).or_default();
+            if v.last() != Some(&i) {
+                v.push(i);
+            }
+        }
+    }
+    ix
+}
+
 /// The chains of `row` (each with its period) in print order, and their
-/// total (the row's own period, or with `children` its inclusive one).
+/// total (the row's own period, or with `children` its inclusive one);
+/// `ix`: the [`index`] of `e`.
 pub fn chains<'a>(
     e: &'a EventProfile,
+    ix: &Index<'_>,
     row: &Row,
     g: &Graph,
     children: bool,
 ) -> (Vec<(Vec<&'a str>, u64)>, u64) {
     let mut out = Vec::new();
     let mut total = 0u64;
-    for (stack, _, period) in &e.stacks {
+    let all: Vec<usize>;
+    let which = match row.symbol.as_deref() {
+        Some(s) => ix.get(s).map_or(&[][..], Vec::as_slice),
+        None => {
+            all = (0..e.stacks.len()).collect();
+            &all
+        }
+    };
+    for (stack, _, period) in which.iter().map(|&i| &e.stacks[i]) {
         let Some((comm, frames)) = stack.split_first() else {
             continue;
         };

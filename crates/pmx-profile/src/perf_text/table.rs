@@ -101,10 +101,15 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         )?;
         writeln!(out, "# Event count (approx.): {}\n#", e.period)?;
         let shape = Shape::of(report, e, cols);
+        let index = if shape.shown || shape.children {
+            graph::index(e)
+        } else {
+            graph::Index::new()
+        };
         let (heads, nums) = headings(report, cols, &shape);
         let mut rows: Vec<Line> = Vec::new();
         for r in report.visible(e) {
-            let (chains, inclusive) = shape.chains(e, r);
+            let (chains, inclusive) = shape.chains(e, &index, r);
             let inclusive =
                 (shape.children && shape.graph.max_stack.is_some()).then_some(inclusive);
             if inclusive == Some(0) && r.period == 0 {
@@ -112,7 +117,7 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
             }
             let mut below = Vec::new();
             let parent = inclusive.unwrap_or(if shape.children {
-                r.children_period
+                inclusive_period(r)
             } else {
                 r.period
             });
@@ -216,11 +221,16 @@ impl Shape {
 
     /// The row's chains and their total (when the graph or `--max-stack`
     /// needs them).
-    fn chains<'a>(&self, e: &'a EventProfile, r: &Row) -> (Vec<(Vec<&'a str>, u64)>, u64) {
+    fn chains<'a>(
+        &self,
+        e: &'a EventProfile,
+        ix: &graph::Index<'_>,
+        r: &Row,
+    ) -> (Vec<(Vec<&'a str>, u64)>, u64) {
         if !(self.shown || self.children && self.graph.max_stack.is_some()) {
             return (Vec::new(), 0);
         }
-        graph::chains(e, r, &self.graph, self.children)
+        graph::chains(e, ix, r, &self.graph, self.children)
     }
 }
 
@@ -243,6 +253,16 @@ pub fn call_chains(path: &std::path::Path) -> Option<bool> {
     }
     let r = pmx_perfdata::Reader::open(path).ok()?;
     Some((r.events().iter()).any(|x| x.attr.sample_type & CALLCHAIN != 0))
+}
+
+/// A row's children period: a row without a function (`-s comm`, `-s
+/// pid`) holds each of its samples once, as perf's children entries of
+/// one key are one.
+fn inclusive_period(r: &Row) -> u64 {
+    match r.symbol {
+        Some(_) => r.children_period,
+        None => r.period,
+    }
 }
 
 fn headings(report: &Report, cols: &Columns, shape: &Shape) -> (Vec<&'static str>, usize) {
@@ -274,7 +294,7 @@ fn cells(
 ) -> Vec<String> {
     let mut c = Vec::new();
     if shape.column {
-        let v = inclusive.unwrap_or(r.children_period);
+        let v = inclusive.unwrap_or(inclusive_period(r));
         c.push(format!("{:.2}%", pct(v, total)));
     }
     if shape.own {
