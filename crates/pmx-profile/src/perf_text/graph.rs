@@ -131,10 +131,10 @@ impl<'a> Node<'a> {
         c.add(&chain[common..], w);
     }
 
-    /// perf's order: heaviest first, equal weights by name, descending.
+    /// perf's order: heaviest first, equal weights by name.
     fn sort(&mut self) {
         self.children
-            .sort_by(|a, b| b.cumul.cmp(&a.cumul).then(b.names[0].cmp(a.names[0])));
+            .sort_by(|a, b| b.cumul.cmp(&a.cumul).then(a.names[0].cmp(b.names[0])));
         self.children.iter_mut().for_each(Node::sort);
     }
 
