@@ -21,6 +21,7 @@ fuzz_target!(|data: &[u8]| {
         root: Some("/nonexistent-pmx-fuzz-root".into()),
         lines: false,
         inline: false,
+        tids: None,
     };
     if let Ok(p) = build(&mut r, &options, &mut |_, _| {}) {
         let _ = format!("{:?}", p.events.len());

@@ -6,8 +6,8 @@ use pmx_profile::annotate::{annotate, render, AnnotateError, AnnotateOptions, Sy
 /// Arguments of `pmx annotate` (skid, colours and marks: see its header).
 #[derive(Debug, clap::Args)]
 pub struct AnnotateArgs {
-    /// The function, as `pmx report` names it (or -s, as perf).
-    #[arg(required_unless_present = "sym")]
+    /// The function, as `pmx report` names it (or -s, as perf); none:
+    /// every sampled function, heaviest first (as perf annotate).
     symbol: Option<String>,
     /// The function (perf's -s/--symbol).
     #[arg(short = 's', long = "symbol", conflicts_with = "symbol")]
@@ -40,11 +40,24 @@ pub struct AnnotateArgs {
 
 /// Run `pmx annotate`.
 pub fn run(a: &AnnotateArgs) -> anyhow::Result<i32> {
-    let sym = a.symbol.clone().or(a.sym.clone()).unwrap_or_default();
+    let sym = a.symbol.clone().or(a.sym.clone());
     let mut o = AnnotateOptions::default();
-    (o.input, o.symbol, o.dso) = (a.input.clone(), sym, a.dso.clone());
+    (o.input, o.symbol, o.dso) = (
+        a.input.clone(),
+        sym.clone().unwrap_or_default(),
+        a.dso.clone(),
+    );
     (o.event, o.symfs, o.syntax) = (a.event.clone(), a.symfs.clone(), a.syntax);
-    show(&o, a.metrics.as_deref(), a.json)
+    if sym.is_some() {
+        return show(&o, a.metrics.as_deref(), a.json);
+    }
+    for (name, r) in pmx_profile::annotate_all(&o, &mut |_, _| {}).map_err(failure)? {
+        match r {
+            Ok(x) => render::to_stdout(&x, a.json)?,
+            Err(e) => eprintln!("pmx: warning: {name}: {e}"),
+        }
+    }
+    Ok(crate::exit::OK)
 }
 
 /// Annotate, add the metrics and print (`pmx report --annotate` too). A

@@ -109,7 +109,8 @@ pub(crate) fn failure(e: RecordError) -> anyhow::Error {
 
 /// Run `pmx record`.
 pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
-    let scope = crate::target::scope(&args.target.flags(&args.command, false), "record")?;
+    let (target, db) = crate::target::perf_cpu(&args.target, &args.db);
+    let scope = crate::target::scope(&target.flags(&args.command, false), "record")?;
     if args.mmap_pages == 0 || !args.mmap_pages.is_power_of_two() {
         return Err(UsageError(format!(
             "-m {}: the ring size must be a power of two of pages (1, 2, 4 … 128 …)",
@@ -120,7 +121,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     let duration = crate::target::duration(args.duration)?;
     let (rate, mut notes) =
         record::sample_rate(args.count, args.freq.as_deref()).map_err(failure)?;
-    let (events, more) = events(&args.events, &args.db, rate)?;
+    let (events, more) = events(&args.events, &db, rate)?;
     notes.extend(more);
     for n in notes.iter().filter(|_| !args.quiet) {
         eprintln!("pmx record: {n}");

@@ -122,32 +122,38 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     if p.tasks {
         return p.tasks(&args.input);
     }
-    let (fields, cols) = p.fields(args.sort.as_deref())?;
+    let (fields, cols) = p.fields(args.sort.as_deref(), args.percent_limit)?;
     let (filter, perf_layout) = (p.filter()?, p.layout());
     let shown = (perf_layout
         .then(|| fields.sort.clone())
         .or(args.sort.clone()))
     .unwrap_or_else(|| default_sort(args.diff.is_some()).into());
     let shown = pmx_profile::report::sort_keys(&shown).map_err(failure)?;
-    p.notes(args.quiet);
+    p.notes();
+    let chains = perf_layout && pmx_profile::perf_text::call_chains(&args.input) != Some(false);
     let options = ReportOptions {
         input: args.input.clone(),
         sort: filter.sort(&shown),
         event: args.event.clone(),
-        stacks: args.folded || args.flamegraph.is_some(),
-        children: args.children && !p.no_children,
+        stacks: args.folded || args.flamegraph.is_some() || chains,
+        children: (args.children || chains) && !p.no_children,
         lines: args.lines,
         inline: args.inline,
         symfs: args.symfs.clone(),
         percent_limit: args.percent_limit,
         limit: args.limit,
+        tids: p.tids()?,
     };
     if let Some(files) = &args.diff {
         return diff(args, options, files);
     }
     let mut progress = Progress::new(args.quiet);
     let to = pmx_profile::export::targets(&args.firefox, &args.pprof);
-    let result = pmx_profile::export::report(&options, &to, &mut |d, t| progress.update(d, t));
+    let mut step = |d, t| progress.update(d, t);
+    if options.tids.is_some() && !to.is_empty() {
+        Err(UsageError("--tid: not with --firefox/--pprof".into()))?;
+    }
+    let result = pmx_profile::export::report(&options, &to, &mut step);
     progress.finish();
     let (mut report, x) = result.map_err(failure)?;
     filter.apply(&mut report, &shown);

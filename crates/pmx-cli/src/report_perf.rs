@@ -3,7 +3,7 @@
 
 use crate::exit::UsageError;
 use pmx::perf_personality::report as perf;
-use pmx_profile::perf_text::{self, Columns, Filter};
+use pmx_profile::perf_text::{self, Columns, Filter, Graph, GraphMode};
 
 /// perf report's flags.
 #[derive(Debug, clap::Args)]
@@ -18,7 +18,7 @@ pub struct PerfReportArgs {
     #[arg(long, overrides_with = "children")]
     pub no_children: bool,
     /// perf's call-graph display: graph|flat|fractal|folded|none, threshold, caller|callee, function|address.
-    #[arg(short = 'g', long = "call-graph", value_name = "SPEC", num_args = 0..=1, default_missing_value = "graph,0.5,callee")]
+    #[arg(short = 'g', long = "call-graph", value_name = "SPEC", num_args = 0..=1, default_missing_value = "graph,0.5,caller")]
     pub call_graph: Option<String>,
     /// Call chains callers first (perf's --inverted).
     #[arg(short = 'G', long = "inverted")]
@@ -44,6 +44,9 @@ pub struct PerfReportArgs {
     /// Only these processes.
     #[arg(long = "pid", value_name = "PIDS")]
     pub pids: Option<String>,
+    /// Only the samples of these threads (shares stay of the whole file).
+    #[arg(long = "tid", value_name = "TIDS")]
+    pub tids: Option<String>,
     /// Only these shared objects.
     #[arg(short = 'd', long = "dsos", value_name = "DSOS")]
     pub dsos: Option<String>,
@@ -76,14 +79,17 @@ impl PerfReportArgs {
             .map(|_| 0)
     }
 
-    /// What pmx does not draw: perf's TUI, call graphs under the rows.
-    pub fn notes(&self, quiet: bool) {
+    /// What pmx does not draw: perf's TUI.
+    pub fn notes(&self) {
         if self.tui {
             eprintln!("pmx: pmx has no TUI report; the table follows (--stdio)");
         }
-        if (self.call_graph.as_deref()).is_some_and(|g| !g.starts_with("none")) && !quiet {
-            eprintln!("pmx: pmx report prints no call graphs under the rows; --folded and --flamegraph show the stacks");
-        }
+    }
+
+    /// `--tid`'s thread ids.
+    pub fn tids(&self) -> anyhow::Result<Option<Vec<u32>>> {
+        let t = self.tids.as_deref().map(perf::tids).transpose();
+        Ok(t.map_err(UsageError)?)
     }
 
     /// The filter and the keys to report with, for the shown `sort`.
@@ -92,19 +98,42 @@ impl PerfReportArgs {
         Ok(Filter::parse(l, self.symbol_filter.as_deref()).map_err(UsageError)?)
     }
 
-    /// perf's columns and pmx's row keys (`sort`: `-s` as given).
-    pub fn fields(&self, sort: Option<&str>) -> anyhow::Result<(perf::Fields, Columns)> {
+    /// perf's columns and pmx's row keys (`sort`: `-s` as given;
+    /// `limit`: `--percent-limit`, perf's graph threshold too unless `-g`
+    /// gives one).
+    pub fn fields(
+        &self,
+        sort: Option<&str>,
+        limit: f64,
+    ) -> anyhow::Result<(perf::Fields, Columns)> {
         let f = perf::fields(self.fields.as_deref(), sort, self.nr_samples).map_err(UsageError)?;
-        if let Some(spec) = &self.call_graph {
-            perf::CallGraphDisplay::parse(spec, self.inverted).map_err(UsageError)?;
-        }
+        let spec = self.call_graph.as_deref().unwrap_or("graph,0.5");
+        let d = perf::CallGraphDisplay::parse(spec, self.inverted).map_err(UsageError)?;
+        let own = self
+            .call_graph
+            .as_deref()
+            .is_some_and(|g| g.split(',').any(|w| w.parse::<f64>().is_ok()));
+        let graph = Graph {
+            mode: GraphMode::from_name(&d.mode).unwrap_or_default(),
+            threshold: if limit > 0.0 && !own {
+                limit
+            } else {
+                d.threshold
+            },
+            print_limit: d.print_limit,
+            caller: d.caller,
+            max_stack: self.max_stack,
+            skip_self: self.fields.is_none() && sort.is_some_and(|s| s.starts_with("sym")),
+        };
         let cols = Columns {
             overhead: f.overhead,
+            children: f.children,
             samples: f.samples,
             period: f.period,
             header_shown: self.header,
             header_only: self.header_only,
             stats: self.stats,
+            graph,
         };
         Ok((f, cols))
     }

@@ -46,6 +46,16 @@ impl SampleTargets {
     }
 }
 
+/// Run as `perf`, `--cpu LIST` is perf's `-C/--cpu` (a CPU list), not
+/// pmx's event-database CPU: the targets and database flags to use.
+pub fn perf_cpu(t: &SampleTargets, db: &crate::db::DbArgs) -> (SampleTargets, crate::db::DbArgs) {
+    let (mut t, mut db) = (t.clone(), db.clone());
+    if pmx::perf_personality::as_perf(&std::env::args_os().collect::<Vec<_>>()) {
+        t.cpus = db.cpu.take().or(t.cpus);
+    }
+    (t, db)
+}
+
 fn usage(e: FlagError) -> anyhow::Error {
     UsageError(e.0).into()
 }

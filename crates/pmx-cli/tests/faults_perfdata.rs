@@ -95,6 +95,7 @@ fn build_case(path: &Path, symfs: &Path, ks: &Kallsyms) -> Result<(), String> {
         kallsyms: KernelSymbols::Given(ks.clone()),
         this_machine: MachineId::current(),
         root: Some(symfs.to_path_buf()),
+        tids: None,
     };
     let p = build(&mut reader, &opts, &mut |_, _| {}).map_err(|e| e.to_string())?;
     let _ = format!("{p:?}");

@@ -306,11 +306,19 @@ fn perf_options(command: &str) -> Vec<String> {
 }
 
 #[test]
-fn every_perf_record_and_report_option_is_taken_or_refused_by_name() {
+fn every_perf_sampling_command_option_is_taken_or_refused_by_name() {
     let Some(s) = Setup::new() else { return };
-    for command in ["record", "report"] {
+    for (command, least) in [
+        ("record", 60),
+        ("report", 60),
+        ("script", 60),
+        ("annotate", 30),
+        ("inject", 15),
+        ("evlist", 8),
+        ("buildid-list", 6),
+    ] {
         let opts = perf_options(command);
-        assert!(opts.len() > 60, "perf {command} -h: {opts:?}");
+        assert!(opts.len() > least, "perf {command} -h: {opts:?}");
         let help = common::stdout(&s.run(true, &[command, "--help"]));
         let taken = |o: &str| {
             (help.split(|c: char| c.is_whitespace() || c == ',' || c == '='))
@@ -388,5 +396,300 @@ fn switch_output_writes_files_perf_reports_each_on_its_own() {
         }
         assert!(perf.contains("[.] noploop"), "{}:\n{perf}", f.display());
         assert!(pmx.contains("[.] noploop"), "{}:\n{pmx}", f.display());
+    }
+}
+
+/// A program with a known call tree: `main` → `a` → `b` → `leaf` (the
+/// heaviest), `a` → `c` → `leaf`, `main` → `d`, `main` → `leaf`.
+const CALL_TREE: &str = r#"
+volatile unsigned long sink;
+__attribute__((noinline)) void leaf(int n) { for (int i = 0; i < n; i++) sink += i; }
+__attribute__((noinline)) void b(int n) { leaf(n); }
+__attribute__((noinline)) void c(int n) { leaf(n); }
+__attribute__((noinline)) void a(int n) { b(3 * n); c(n); }
+__attribute__((noinline)) void d(int n) { for (int i = 0; i < n; i++) sink ^= i; }
+int main(void) { for (int k = 0; k < 150; k++) { a(200000); d(100000); leaf(20000); } return 0; }
+"#;
+
+/// The table and the call graphs under its rows, without the tip (it
+/// names the tool) and the rows under 0.5% (the dynamic loader's few
+/// samples, whose aliases perf and pmx name apart, in an order of ties).
+/// perf's `[...]` of `fractal` is sometimes `[...] (inlined)`: its
+/// symbol is malloc'ed without its `inlined` flag cleared.
+fn tree(out: &str) -> Vec<String> {
+    let share = |l: &str| {
+        let w = l.split_whitespace().next()?;
+        w.strip_suffix('%')?.parse::<f64>().ok()
+    };
+    // A row under 0.5% goes with the graph under it (fractal's shares
+    // are of the row, so small rows have graphs too); a row is indented,
+    // a folded chain is not. Blank lines are left out: those at the end
+    // follow the last row, which may be a small one.
+    let mut keep = true;
+    (out.lines())
+        .filter(|l| !l.contains("Tip") && !l.starts_with("# To display"))
+        .filter(|l| {
+            if l.starts_with('#') {
+                keep = true;
+            } else if let Some(v) = share(l).filter(|_| l.starts_with(' ')) {
+                keep = v >= 0.5;
+            }
+            keep && !l.is_empty()
+        })
+        .map(|l| match l {
+            // Column widths follow the longest names, small rows' too.
+            l if l.starts_with("# ..") => "# ..".to_string(),
+            l if l.starts_with('#') => l.split_whitespace().collect::<Vec<_>>().join(" "),
+            l => l.replace("[...] (inlined)", "[...]"),
+        })
+        .collect()
+}
+
+#[test]
+fn call_graphs_under_the_rows_match_perf_on_the_same_file() {
+    let Some(s) = Setup::new() else { return };
+    let prog = pmx_testkit::cc::compile(
+        s.dir.path(),
+        "tree",
+        CALL_TREE,
+        &["-O0", "-fno-omit-frame-pointer"],
+    )
+    .expect("cc");
+    let prog = prog.to_str().unwrap();
+    // One file recorded by perf, one by pmx: both have frame-pointer chains.
+    for (pmx_records, name) in [(false, "perf.data"), (true, "pmx.data")] {
+        let data = s.path(name);
+        let d = data.to_str().unwrap();
+        let rec = ["record", "-q", "-g", "-e", "task-clock:u", "-o", d, prog];
+        s.run(pmx_records, &rec);
+        let mut default_graph = String::new();
+        for args in [
+            &[][..],
+            &["--no-children"],
+            &["-g", "folded"],
+            &["-g", "flat"],
+            &["-g", "fractal"],
+            &["-g", "caller"],
+            &["-g", "callee"],
+            &["--no-children", "-g", "caller"],
+            &["-G"],
+            &["--max-stack", "2"],
+            &["--no-children", "--max-stack", "2"],
+            &["-g", "graph,20"],
+            &["-g", "fractal,30,callee"],
+            &["-s", "sym"],
+            &["-F", "overhead,sym"],
+            &["--percent-limit", "5"],
+            &["--percent-limit", "5", "-g", "graph,1"],
+            &["-F", "overhead,comm,dso,sym", "-g", "folded"],
+        ] {
+            let mut full = vec!["report", "-i", d, "--stdio"];
+            full.extend_from_slice(args);
+            let (perf, pmx) = s.both(&full);
+            assert_eq!(
+                tree(&perf),
+                tree(&pmx),
+                "{name}: report {args:?}\nperf:\n{perf}\npmx:\n{pmx}"
+            );
+            if args.is_empty() {
+                default_graph = pmx;
+            }
+        }
+        // The default: children first, callers first, bars and shares.
+        let g = &default_graph;
+        assert!(g.contains("# Children      Self  Command"), "{g}");
+        assert!(g.contains("---main") || g.contains("--main"), "{g}");
+        assert!(g.contains("|--") && g.contains("--b\n"), "{g}");
+    }
+}
+
+/// Two threads, each spinning in a function of its own.
+const THREADS: &str = r#"
+#include <pthread.h>
+volatile unsigned long s1, s2;
+__attribute__((noinline)) void one(void) { for (long i = 0; i < 150000000; i++) s1 += i; }
+__attribute__((noinline)) void two(void) { for (long i = 0; i < 50000000; i++) s2 += i; }
+static void *run(void *p) { (void)p; one(); return 0; }
+int main(void) { pthread_t t; pthread_create(&t, 0, run, 0); two(); pthread_join(t, 0); return 0; }
+"#;
+
+#[test]
+fn tid_filter_matches_perf() {
+    let Some(s) = Setup::new() else { return };
+    let prog =
+        pmx_testkit::cc::compile(s.dir.path(), "th", THREADS, &["-O0", "-pthread"]).expect("cc");
+    let data = s.path("th.data");
+    let d = data.to_str().unwrap();
+    s.run(
+        true,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "task-clock:u",
+            "-o",
+            d,
+            prog.to_str().unwrap(),
+        ],
+    );
+    // The threads from perf's --tasks: `pid tid ppid |comm`.
+    let (tasks, _) = s.both(&["report", "-i", d, "--tasks"]);
+    let tids: Vec<String> = (tasks.lines())
+        .filter(|l| l.contains("th") && !l.starts_with('#'))
+        .filter_map(|l| l.split_whitespace().nth(1).map(String::from))
+        .collect();
+    assert_eq!(tids.len(), 2, "{tasks}");
+    let mut seen = Vec::new();
+    for t in tids.iter().map(String::as_str).chain([&*tids.join(",")]) {
+        let args = ["report", "-i", d, "--stdio", "-n", "--tid", t];
+        let (perf, pmx) = s.both(&args);
+        assert_eq!(
+            rows(&perf, 0.0),
+            rows(&pmx, 0.0),
+            "--tid {t}\n{perf}\n{pmx}"
+        );
+        for head in ["# Samples:", "# Event count", "# Overhead"] {
+            assert_eq!(lines_with(&perf, head), lines_with(&pmx, head), "--tid {t}");
+        }
+        seen.push(pmx);
+    }
+    // Each thread alone shows its own function, both show both.
+    let has = |o: &str, f: &str| o.contains(&format!("[.] {f}\n"));
+    assert!(has(&seen[0], "one") != has(&seen[0], "two"), "{}", seen[0]);
+    assert!(has(&seen[1], "one") != has(&seen[1], "two"), "{}", seen[1]);
+    assert!(has(&seen[2], "one") && has(&seen[2], "two"), "{}", seen[2]);
+}
+
+#[test]
+fn record_cpu_is_perfs_cpu_list() {
+    let Some(s) = Setup::new() else { return };
+    let data = s.path("cpu.data");
+    let d = data.to_str().unwrap();
+    // perf's -C/--cpu LIST, not pmx's event-database --cpu.
+    for flag in [&["--cpu", "0"][..], &["--cpu=0"]] {
+        let mut args = vec!["record", "-q", "-e", "cpu-clock", "-o", d];
+        args.extend_from_slice(flag);
+        args.extend(["sleep", "0.3"]);
+        s.run(true, &args);
+        let (perf, _) = s.both(&["report", "-i", d, "--stdio", "-s", "cpu"]);
+        let cpus = rows(&perf, 0.0);
+        assert!(!cpus.is_empty(), "{perf}");
+        assert!(cpus.iter().all(|r| r.ends_with(" 000")), "{flag:?}: {perf}");
+    }
+}
+
+/// perf annotate's functions in order (`<name>:` of each disassembly,
+/// those with at least `min` samples) and each one's instructions with a
+/// share: (address, percent).
+fn perf_annotations(out: &str, min: u64) -> Vec<(String, Vec<(u64, f64)>)> {
+    let mut v: Vec<(String, Vec<(u64, f64)>)> = Vec::new();
+    let mut keep = false;
+    for l in out.lines() {
+        if let Some(rest) = l.split(" for ").nth(1).filter(|_| l.contains("Percent |")) {
+            let n: u64 = rest
+                .split(['(', ' '])
+                .nth(2)
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0);
+            keep = n >= min;
+            if keep {
+                v.push((String::new(), Vec::new()));
+            }
+        } else if let (true, Some(last)) = (keep, v.last_mut()) {
+            let t = l.trim();
+            if last.0.is_empty() && t.ends_with(">:") {
+                last.0 = t
+                    .rsplit('<')
+                    .next()
+                    .unwrap()
+                    .trim_end_matches(">:")
+                    .to_string();
+            } else if let Some(i) = instruction(t, false) {
+                last.1.push(i);
+            }
+        }
+    }
+    v
+}
+
+/// pmx's annotations: `# pmx annotate: NAME in …` and the instruction
+/// lines (`[*+] PERCENT SAMPLES : ADDR: …`).
+fn pmx_annotations(out: &str, min: u64) -> Vec<(String, Vec<(u64, f64)>)> {
+    let mut v: Vec<(String, Vec<(u64, f64)>)> = Vec::new();
+    let mut keep = false;
+    for l in out.lines() {
+        if let Some(rest) = l.strip_prefix("# pmx annotate: ") {
+            v.push((rest.split(" in ").next().unwrap().to_string(), Vec::new()));
+        } else if l.starts_with("# ") && l.contains(" samples in ") {
+            let n: u64 = l
+                .split(": ")
+                .nth(1)
+                .and_then(|w| w.split(' ').next())
+                .unwrap_or("0")
+                .parse()
+                .unwrap_or(0);
+            keep = n >= min;
+            if !keep {
+                v.pop();
+            }
+        } else if let (true, Some(last)) = (keep, v.last_mut()) {
+            if let Some(i) = instruction(l.trim_start_matches(['*', '+']).trim(), true) {
+                last.1.push(i);
+            }
+        }
+    }
+    v
+}
+
+/// `PERCENT [SAMPLES] : ADDR: …` as (address, percent), shares above 0.
+fn instruction(t: &str, samples: bool) -> Option<(u64, f64)> {
+    let (head, rest) = t.split_once(" : ")?;
+    let pct: f64 = head.split_whitespace().next()?.parse().ok()?;
+    if samples && head.split_whitespace().count() != 2 {
+        return None;
+    }
+    let addr = u64::from_str_radix(rest.trim().split(':').next()?.trim(), 16).ok()?;
+    (pct > 0.0).then_some((addr, pct))
+}
+
+#[test]
+fn annotate_without_a_symbol_annotates_every_sampled_function_as_perf() {
+    let Some(s) = Setup::new() else { return };
+    let prog = pmx_testkit::cc::compile(s.dir.path(), "tree", CALL_TREE, &["-O0"]).expect("cc");
+    let data = s.path("a.data");
+    let d = data.to_str().unwrap();
+    s.run(
+        false,
+        &[
+            "record",
+            "-q",
+            "-e",
+            "task-clock:u",
+            "-o",
+            d,
+            prog.to_str().unwrap(),
+        ],
+    );
+    let (perf, pmx) = s.both(&["annotate", "-i", d, "--stdio"]);
+    let (p, x) = (perf_annotations(&perf, 10), pmx_annotations(&pmx, 10));
+    let names = |v: &[(String, Vec<(u64, f64)>)]| v.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&p), names(&x), "perf:\n{perf}\npmx:\n{pmx}");
+    assert!(
+        names(&x).starts_with(&["leaf".to_string(), "d".to_string()]),
+        "{pmx}"
+    );
+    for ((name, pi), (_, xi)) in p.iter().zip(&x) {
+        let addrs = |v: &[(u64, f64)]| v.iter().map(|i| i.0).collect::<Vec<_>>();
+        assert_eq!(addrs(pi), addrs(xi), "{name}\nperf:\n{perf}\npmx:\n{pmx}");
+        for (a, b) in pi.iter().zip(xi) {
+            assert!(
+                (a.1 - b.1).abs() <= 0.011,
+                "{name} {:x}: {} vs {}",
+                a.0,
+                a.1,
+                b.1
+            );
+        }
     }
 }

@@ -155,6 +155,42 @@ pub fn annotate(
     opts: &AnnotateOptions,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Annotation, AnnotateError> {
+    let (profile, places, precise, file) = read(opts, progress)?;
+    annotate_places(&profile, &places, &precise, &file, opts)
+}
+
+/// One function of [`annotate_all`]: `NAME in DSO`, and its annotation
+/// or why it has none (its binary unreadable…).
+pub type Annotated = (String, Result<Annotation, AnnotateError>);
+
+/// perf annotate without a symbol: every sampled user function of
+/// `opts.input` (in the events selected), heaviest first, each annotated
+/// as [`annotate`] does (`opts.symbol` and `opts.dso` are not used).
+/// Unresolved addresses are left out (there is no function to decode).
+pub fn annotate_all(
+    opts: &AnnotateOptions,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<Vec<Annotated>, AnnotateError> {
+    let (profile, places, precise, file) = read(opts, progress)?;
+    let selected = select(&profile, opts.event.as_deref(), &file)?;
+    let funcs = find::candidates(&places, &selected).into_iter();
+    let funcs = funcs.filter(|c| !c.kernel && !crate::symbolize::is_address(&c.symbol));
+    Ok(funcs
+        .map(|c| {
+            let mut o = opts.clone();
+            (o.symbol, o.dso) = (c.symbol.clone(), Some(c.dso_path.clone()));
+            let a = annotate_places(&profile, &places, &precise, &file, &o);
+            (format!("{} in {}", c.symbol, c.dso), a)
+        })
+        .collect())
+}
+
+/// The file's profile with its places, each event's `precise_ip`, and
+/// the file as messages name it.
+fn read(
+    opts: &AnnotateOptions,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<(Profile, Vec<AddressSamples>, Vec<u8>, String), AnnotateError> {
     let (mut reader, file) = open(&opts.input)?;
     let options = Options {
         sort: vec![SortKey::Dso, SortKey::Symbol],
@@ -175,7 +211,7 @@ pub fn annotate(
         .iter()
         .map(|e| e.attr.precise_ip())
         .collect();
-    annotate_places(&profile, &places, &precise, &file, opts)
+    Ok((profile, places, precise, file))
 }
 
 /// Annotate `opts.symbol` (its `input` is not read) from a profile and

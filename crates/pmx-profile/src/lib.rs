@@ -108,7 +108,9 @@ pub mod script;
 pub mod symbolize;
 pub mod unwind;
 
-pub use annotate::{annotate, annotate_places, AnnotateError, AnnotateOptions, Annotation};
+pub use annotate::{
+    annotate, annotate_all, annotate_places, AnnotateError, AnnotateOptions, Annotation,
+};
 pub use diff::{default_sort, diff, Compute, DiffOptions, DiffReport};
 pub use profile::{
     build, build_with_addresses, truncation_warning, AddressSamples, EventProfile, KernelSymbols,

@@ -4,16 +4,19 @@
 //! `perf report --header`/`--header-only` ([`header`]), `--stats`
 //! ([`stats`]), `--tasks` ([`tasks`]), and the hotspot table in perf's
 //! `--stdio` layout ([`table`]: perf's header lines, its columns, its
-//! `Samples: 2K` abbreviation).
+//! `Samples: 2K` abbreviation) with perf's call graph under each row
+//! ([`graph`]).
 
 mod attr;
 mod filter;
+pub mod graph;
 mod table;
 mod tasks;
 
 pub use attr::attr;
 pub use filter::Filter;
-pub use table::{print, table, Columns};
+pub use graph::{Graph, GraphMode};
+pub use table::{call_chains, print, table, Columns};
 pub use tasks::{print_tasks, tasks, write_tasks, Task};
 
 use crate::report::Report;

@@ -36,6 +36,10 @@ pub struct ReportOptions {
     pub percent_limit: f64,
     /// At most this many rows per event are shown.
     pub limit: Option<usize>,
+    /// Only the samples of these threads (perf report's `--tid`): their
+    /// rows, children and stacks; the totals and shares stay the whole
+    /// file's.
+    pub tids: Option<Vec<u32>>,
 }
 
 /// The sort keys when none are given: perf report's (`comm,dso,symbol`),
@@ -51,7 +55,8 @@ pub fn default_sort(diff: bool) -> &'static str {
 impl ReportOptions {
     /// `pmx report INPUT` with every option at its default: rows by
     /// `comm,dso,symbol`, every event, no stacks, no children, no source
-    /// lines, no inline frames, binaries where the file says, every row.
+    /// lines, no inline frames, binaries where the file says, every row,
+    /// every thread.
     /// Callers change the fields they need (`ReportOptions { sort: …,
     /// ..ReportOptions::for_input(path) }`).
     pub fn for_input(input: impl Into<PathBuf>) -> ReportOptions {
@@ -66,6 +71,7 @@ impl ReportOptions {
             symfs: None,
             percent_limit: 0.0,
             limit: None,
+            tids: None,
         }
     }
 }
@@ -250,6 +256,7 @@ pub fn report_reader(
         kallsyms: KernelSymbols::Load,
         this_machine: MachineId::current(),
         root: opts.symfs.clone(),
+        tids: opts.tids.clone(),
     };
     let sink = sink.map(|s| s as &mut dyn SampleSink);
     let profile = match build_with(reader, &options, progress, sink) {

@@ -5,13 +5,15 @@
 //! are pmx's; `top` is pmx top with perf top's flags ([`top`]); perf's global `--buildid-dir DIR` is `PERF_BUILDID_DIR`, as
 //! perf itself passes it on), the perf options pmx refuses by name
 //! ([`refused_option`]; [`record`], [`report`]: the mapping of perf's
-//! sampling flags), `perf version` ([`version`]), and what perf's `stat` output
+//! sampling flags; [`tools`]: `script`, `annotate`, `inject`, `evlist`,
+//! `buildid-list`), `perf version` ([`version`]), and what perf's `stat` output
 //! says beyond the rows: the header's target ([`target`]), the user and
 //! system times of the footer ([`children_times`]), the comm of each
 //! `--per-thread` row ([`thread_comms`]).
 
 pub mod record;
 pub mod report;
+pub mod tools;
 pub mod top;
 mod version;
 
@@ -129,7 +131,7 @@ pub fn refused_option(command: &str, name: &str) -> Option<String> {
         "stat" => crate::stat::refused_perf_option(name),
         "record" => record::refused_option(name),
         "report" => report::refused_option(name),
-        _ => None,
+        _ => tools::refused_option(command, name),
     }
 }
 

@@ -3,17 +3,23 @@
 //! its columns two spaces apart, headings over dots, and the tip block
 //! perf ends with.
 
+use super::graph::{self, Graph, GraphMode};
 use crate::profile::{Row, SortKey};
 use crate::report::{pct, Report};
+use crate::EventProfile;
 use std::io::Write;
 
 /// What perf report prints: its number columns (`-F
 /// overhead,sample,period`, `-n`) and the parts (`--header`,
 /// `--header-only`, `--stats`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Columns {
     /// Overhead (Children and Self with children).
     pub overhead: bool,
+    /// `-F`'s `overhead_children`: `None` when `-F` is not given (perf
+    /// shows the Children column whenever it cumulates; with `-F`
+    /// only when asked, the rows then by their self share).
+    pub children: Option<bool>,
     /// Samples.
     pub samples: bool,
     /// Period.
@@ -24,6 +30,11 @@ pub struct Columns {
     pub header_only: bool,
     /// The record counts instead of the table (`--stats`).
     pub stats: bool,
+    /// The call graph under each row, when the file has call chains
+    /// (`-g`, `-G`, `--max-stack`; perf's default `graph,0.5`, callers
+    /// first with children). The Children column is shown when the
+    /// report has children shares and the file call chains (perf's rule).
+    pub graph: Graph,
 }
 
 /// The header, the record counts or the table, as `cols` says.
@@ -89,14 +100,62 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
             e.name
         )?;
         writeln!(out, "# Event count (approx.): {}\n#", e.period)?;
-        let (heads, nums) = headings(report, cols);
-        let rows: Vec<Vec<String>> = (report.visible(e))
-            .map(|r| cells(report, cols, r, e.period))
-            .collect();
+        let shape = Shape::of(report, e, cols);
+        let index = if shape.shown || shape.children {
+            graph::index(e)
+        } else {
+            graph::Index::new()
+        };
+        let (heads, nums) = headings(report, cols, &shape);
+        let mut rows: Vec<Line> = Vec::new();
+        for r in report.visible(e) {
+            let (chains, inclusive) = shape.chains(e, &index, r);
+            let inclusive =
+                (shape.children && shape.graph.max_stack.is_some()).then_some(inclusive);
+            if inclusive == Some(0) && r.period == 0 {
+                continue;
+            }
+            let mut below = Vec::new();
+            let parent = inclusive.unwrap_or(if shape.children {
+                inclusive_period(r)
+            } else {
+                r.period
+            });
+            if shape.shown {
+                graph::print(&mut below, &chains, parent, e.period, &shape.graph)?;
+            }
+            // perf puts a caller above its callee of equal children share:
+            // the deeper tree first in caller order, the shallower in callee.
+            let depth = chains
+                .iter()
+                .map(|(c, _)| c.len() as i64)
+                .max()
+                .unwrap_or(0);
+            let depth = if shape.graph.caller == Some(true) {
+                -depth
+            } else {
+                depth
+            };
+            let c = cells(report, cols, r, e.period, &shape, inclusive);
+            // By self share, perf breaks ties by the keys' names.
+            let key = match (shape.column, shape.children) {
+                (true, _) => (u64::MAX - parent, depth, String::new()),
+                (false, true) => (u64::MAX - r.period, 0, c[nums..].join("\0")),
+                (false, false) => (0, 0, String::new()),
+            };
+            rows.push((c, below, key));
+        }
+        rows.sort_by(|a, b| a.2.cmp(&b.2));
         let mut widths: Vec<usize> = heads.iter().map(|h| h.len()).collect();
-        for c in &rows {
+        for (c, _, _) in &rows {
             for (w, s) in widths.iter_mut().zip(c) {
                 *w = (*w).max(s.chars().count());
+            }
+        }
+        // perf sizes the key columns by every row, those --percent-limit hides too.
+        for r in &e.rows {
+            for (w, &k) in widths[nums..].iter_mut().zip(&report.sort) {
+                *w = (*w).max(key_cell(k, r).chars().count());
             }
         }
         let line = |cells: &[String]| {
@@ -115,8 +174,9 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         writeln!(out, "# {}", line(&heads))?;
         let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
         writeln!(out, "# {}\n#", dots.join("  "))?;
-        for c in &rows {
+        for (c, below, _) in &rows {
             writeln!(out, "  {}", line(c).trim_end())?;
+            out.write_all(below)?;
         }
     }
     writeln!(
@@ -125,30 +185,119 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
     )
 }
 
-fn headings(report: &Report, cols: &Columns) -> (Vec<&'static str>, usize) {
+/// A row's cells, the graph under it, and its order key.
+type Line = (Vec<String>, Vec<u8>, (u64, i64, String));
+
+/// What a table of one event shows beside its rows: the Children
+/// column, the call graph (in which order).
+struct Shape {
+    /// perf cumulates: children chains, the rows' inclusive totals.
+    children: bool,
+    /// The Children column is shown.
+    column: bool,
+    /// The self (Overhead) column is shown.
+    own: bool,
+    shown: bool,
+    graph: Graph,
+}
+
+impl Shape {
+    fn of(report: &Report, e: &EventProfile, cols: &Columns) -> Shape {
+        let chains = has_call_chains(report, e);
+        let children = report.options.children && chains;
+        let mut graph = cols.graph;
+        graph.caller = Some(graph.caller.unwrap_or(children));
+        let shown = chains && report.options.stacks && graph.mode != GraphMode::None;
+        let column = children && cols.children != Some(false);
+        let own = cols.overhead || (!column && cols.children == Some(true));
+        Shape {
+            children,
+            column,
+            own,
+            shown,
+            graph,
+        }
+    }
+
+    /// The row's chains and their total (when the graph or `--max-stack`
+    /// needs them).
+    fn chains<'a>(
+        &self,
+        e: &'a EventProfile,
+        ix: &graph::Index<'_>,
+        r: &Row,
+    ) -> (Vec<(Vec<&'a str>, u64)>, u64) {
+        if !(self.shown || self.children && self.graph.max_stack.is_some()) {
+            return (Vec::new(), 0);
+        }
+        graph::chains(e, ix, r, &self.graph, self.children)
+    }
+}
+
+/// Whether the file's events sample call chains (a stream: whether any
+/// stack has more than one frame).
+fn has_call_chains(report: &Report, e: &EventProfile) -> bool {
+    match report.file != "standard input" {
+        true => call_chains(&report.options.input).unwrap_or(false),
+        false => e.stacks.iter().any(|(s, _, _)| s.len() > 2),
+    }
+}
+
+/// Whether an event of the file at `path` samples call chains (perf's
+/// rule for `--children` and the graph); `None` for a stream (`-`) or a
+/// file that cannot be read.
+pub fn call_chains(path: &std::path::Path) -> Option<bool> {
+    use pmx_perfdata::format::sample_type::CALLCHAIN;
+    if path.as_os_str() == "-" {
+        return None;
+    }
+    let r = pmx_perfdata::Reader::open(path).ok()?;
+    Some((r.events().iter()).any(|x| x.attr.sample_type & CALLCHAIN != 0))
+}
+
+/// A row's children period: a row without a function (`-s comm`, `-s
+/// pid`) holds each of its samples once, as perf's children entries of
+/// one key are one.
+fn inclusive_period(r: &Row) -> u64 {
+    match r.symbol {
+        Some(_) => r.children_period,
+        None => r.period,
+    }
+}
+
+fn headings(report: &Report, cols: &Columns, shape: &Shape) -> (Vec<&'static str>, usize) {
     let mut h = Vec::new();
-    if cols.overhead && report.options.children {
-        h.extend(["Children", "    Self"]);
-    } else if cols.overhead {
-        h.push("Overhead");
+    match (shape.column, shape.own) {
+        (true, true) => h.extend(["Children", "    Self"]),
+        (true, false) => h.push("Children"),
+        (false, true) => h.push("Overhead"),
+        (false, false) => {}
     }
     if cols.samples {
-        h.push("Samples");
+        h.push("     Samples"); // perf's width: 12
     }
     if cols.period {
-        h.push("Period");
+        h.push("      Period");
     }
     let nums = h.len();
     h.extend(report.sort.iter().map(|&k| key_heading(k)));
     (h, nums)
 }
 
-fn cells(report: &Report, cols: &Columns, r: &Row, total: u64) -> Vec<String> {
+fn cells(
+    report: &Report,
+    cols: &Columns,
+    r: &Row,
+    total: u64,
+    shape: &Shape,
+    inclusive: Option<u64>,
+) -> Vec<String> {
     let mut c = Vec::new();
-    if cols.overhead && report.options.children {
-        c.push(format!("{:.2}%", pct(r.children_period, total)));
+    if shape.column {
+        let v = inclusive.unwrap_or(inclusive_period(r));
+        c.push(format!("{:.2}%", pct(v, total)));
     }
-    if cols.overhead {
+    if shape.own {
         c.push(format!("{:.2}%", pct(r.period, total)));
     }
     if cols.samples {

@@ -260,6 +260,12 @@ impl<'o> State<'o> {
         pairs: &[u64],
     ) {
         let [k_comm, k_pid, k_dso, k_sym, k_cpu] = self.keys;
+        if (self.options.tids.as_ref()).is_some_and(|t| !t.contains(&tid)) {
+            let acc = self.acc(event);
+            acc.samples += 1;
+            acc.period = acc.period.saturating_add(period);
+            return;
+        }
         let mode = m & misc::CPUMODE_MASK;
         let kernel = mode == misc::KERNEL || (mode != misc::USER && ip >= 0xffff_8000_0000_0000);
         let leaf = if kernel {

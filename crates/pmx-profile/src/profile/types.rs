@@ -60,6 +60,10 @@ pub struct Options {
     /// Expand every user address of a call chain into the functions
     /// inlined there (DWARF), innermost first, as perf's `--inline`.
     pub inline: bool,
+    /// Only the samples of these threads make rows, children and stacks
+    /// (perf report's `--tid`); the others still count in the event's
+    /// totals, as perf's absolute shares.
+    pub tids: Option<Vec<u32>>,
 }
 
 /// Where kernel symbols come from.
@@ -117,6 +121,7 @@ impl Default for Options {
             root: None,
             lines: false,
             inline: false,
+            tids: None,
         }
     }
 }

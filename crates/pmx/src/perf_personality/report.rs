@@ -12,6 +12,9 @@ pub struct Fields {
     pub sort: String,
     /// An Overhead column (`overhead`; perf's default).
     pub overhead: bool,
+    /// A Children column (`overhead_children`); `None`: no `-F` (perf
+    /// shows it whenever the file has call chains).
+    pub children: Option<bool>,
     /// A Samples column (`sample`, or `-n`).
     pub samples: bool,
     /// A Period column (`period`).
@@ -54,7 +57,8 @@ pub fn fields(f: Option<&str>, s: Option<&str>, nr_samples: bool) -> Result<Fiel
     let (fw, sw) = (words(f), words(s));
     for w in fw.iter().chain(&sw) {
         match w.as_str() {
-            "overhead" | "overhead_children" => out.overhead = true,
+            "overhead" => out.overhead = true,
+            "overhead_children" => out.children = Some(true),
             "sample" => out.samples = true,
             "period" => out.period = true,
             _ => {}
@@ -67,12 +71,21 @@ pub fn fields(f: Option<&str>, s: Option<&str>, nr_samples: bool) -> Result<Fiel
     }
     if fw.is_empty() {
         out.overhead = true;
+    } else {
+        out.children = out.children.or(Some(false));
     }
     if keys.is_empty() {
         keys = vec!["comm", "dso", "symbol"];
     }
     out.sort = keys.join(",");
     Ok(out)
+}
+
+/// perf report's `--tid LIST`: comma-separated thread ids.
+pub fn tids(list: &str) -> Result<Vec<u32>, String> {
+    (list.split(',').map(str::trim).filter(|w| !w.is_empty()))
+        .map(|w| (w.parse()).map_err(|_| format!("--tid {w}: not a thread id")))
+        .collect()
 }
 
 /// How perf report prints call chains (`-g`/`--call-graph`).
@@ -84,8 +97,9 @@ pub struct CallGraphDisplay {
     pub threshold: f64,
     /// At most this many chains per entry (0: all).
     pub print_limit: u32,
-    /// Callers first (`caller`) or callees first (`callee`, perf's default).
-    pub caller: bool,
+    /// Callers first (`caller`) or callees first (`callee`); `None`:
+    /// not given (perf: callers first with `--children`).
+    pub caller: Option<bool>,
     /// Chains by function (`function`, perf's default) or by address.
     pub by_address: bool,
 }
@@ -96,7 +110,7 @@ impl Default for CallGraphDisplay {
             mode: "graph".into(),
             threshold: 0.5,
             print_limit: 0,
-            caller: false,
+            caller: None,
             by_address: false,
         }
     }
@@ -107,15 +121,15 @@ impl CallGraphDisplay {
     /// any part in any place as perf reads it; `inverted` is `-G`.
     pub fn parse(spec: &str, inverted: bool) -> Result<CallGraphDisplay, String> {
         let mut d = CallGraphDisplay {
-            caller: inverted,
+            caller: inverted.then_some(true),
             ..CallGraphDisplay::default()
         };
         let mut numbers = 0;
         for w in spec.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             match w {
                 "graph" | "flat" | "fractal" | "folded" | "none" => d.mode = w.into(),
-                "caller" => d.caller = true,
-                "callee" => d.caller = false,
+                "caller" => d.caller = Some(true),
+                "callee" => d.caller = Some(false),
                 "function" => d.by_address = false,
                 "address" => d.by_address = true,
                 "percent" | "period" | "count" | "branch" | "nobranch" => {}
@@ -181,10 +195,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--mmaps", "pmx report lists no memory maps; use pmx script"),
     ("--socket-filter", "pmx has no socket filter"),
     (
-        "--tid",
-        "pmx report has no thread key; filter processes with --pid",
-    ),
-    (
         "-C",
         "pmx report has no CPU filter; -s cpu shows each CPU's rows",
     ),
@@ -244,7 +254,10 @@ pub const REFUSED: &[(&str, &str)] = &[
         "pmx report prints no CPU utilization",
     ),
     ("--show-on-off-events", "pmx report reads the whole file"),
-    ("--show-ref-call-graph", "pmx report prints no call graphs"),
+    (
+        "--show-ref-call-graph",
+        "pmx records no reference call graphs (-e with call-graph terms)",
+    ),
     ("--show-total-period", "-F period shows each row's period"),
     ("--skip-empty", "pmx report shows every event with samples"),
     ("--stdio-color", "pmx report writes no colour"),
@@ -275,6 +288,13 @@ mod tests {
             (f.sort.as_str(), f.overhead, f.samples),
             ("symbol", true, true)
         );
+        let f = fields(Some("overhead_children,sym"), None, false).unwrap();
+        assert_eq!((f.overhead, f.children), (false, Some(true)));
+        assert_eq!(
+            fields(Some("sym"), None, false).unwrap().children,
+            Some(false)
+        );
+        assert_eq!(fields(None, Some("sym"), false).unwrap().children, None);
         let f = fields(None, Some("pid,sym"), false).unwrap();
         assert_eq!((f.sort.as_str(), f.overhead), ("pid,symbol", true));
         assert_eq!(fields(None, None, false).unwrap().sort, "comm,dso,symbol");
@@ -288,12 +308,20 @@ mod tests {
         let d = CallGraphDisplay::parse("graph,0.5,caller", false).unwrap();
         assert_eq!(
             (d.mode.as_str(), d.threshold, d.caller),
-            ("graph", 0.5, true)
+            ("graph", 0.5, Some(true))
         );
         let d = CallGraphDisplay::parse("flat,1,10,callee,address", true).unwrap();
         assert_eq!(
             (d.threshold, d.print_limit, d.caller, d.by_address),
-            (1.0, 10, false, true)
+            (1.0, 10, Some(false), true)
+        );
+        assert_eq!(
+            CallGraphDisplay::parse("folded", false).unwrap().caller,
+            None
+        );
+        assert_eq!(
+            CallGraphDisplay::parse("folded", true).unwrap().caller,
+            Some(true)
         );
         assert_eq!(CallGraphDisplay::parse("none", false).unwrap().mode, "none");
         assert!(CallGraphDisplay::parse("grph", false).is_err());

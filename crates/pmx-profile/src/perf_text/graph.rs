@@ -1,0 +1,519 @@
+//! perf report's call-graph text under each `--stdio` row (`-g
+//! graph|fractal|flat|folded`): the chains of a row taken from the
+//! profile's stacks ([`crate::EventProfile::stacks`], the same the folded
+//! stacks and flame graphs draw), merged into perf's tree (a node holds
+//! the frames until two chains part or one ends), cut by the threshold
+//! and printed with perf's margins, bars and `--NN.NN%--` labels.
+//!
+//! perf's rules kept here: with `--children` a row's chains are its own
+//! samples' whole chains plus, for every sample whose chain passes through
+//! the row's function, the chain from that function on (callees in
+//! `caller` order, callers in `callee` order); `--max-stack N` keeps the N
+//! frames perf resolves first (the leaf side in `callee` order, the root
+//! side in `caller` order); `graph` shares are of the event's total,
+//! `fractal` shares of the parent's; a single top chain holding the whole
+//! row is printed without a share (`---name`).
+
+use crate::profile::Row;
+use crate::symbolize::is_address;
+use crate::EventProfile;
+use std::io::Write;
+
+/// perf's `-g` print type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GraphMode {
+    /// `graph`: a tree, shares of the event's total.
+    #[default]
+    Graph,
+    /// `fractal`: a tree, shares of the parent's.
+    Fractal,
+    /// `flat`: every chain whole, one frame a line.
+    Flat,
+    /// `folded`: every chain on one line, `;` between frames.
+    Folded,
+    /// `none`: no call graph.
+    None,
+}
+
+impl GraphMode {
+    /// perf's name of a print type (`graph`, `fractal`, `flat`,
+    /// `folded`, `none`).
+    pub fn from_name(s: &str) -> Option<GraphMode> {
+        Some(match s {
+            "graph" => GraphMode::Graph,
+            "fractal" => GraphMode::Fractal,
+            "flat" => GraphMode::Flat,
+            "folded" => GraphMode::Folded,
+            "none" => GraphMode::None,
+            _ => return None,
+        })
+    }
+}
+
+/// How the call graph under the rows is printed (perf's `-g`, `-G`,
+/// `--max-stack`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Graph {
+    /// The print type.
+    pub mode: GraphMode,
+    /// Chains below this percent are cut (perf's default 0.5).
+    pub threshold: f64,
+    /// At most this many chains per level (0: all).
+    pub print_limit: u32,
+    /// Callers first (`caller`) rather than the leaf first (`callee`);
+    /// `None`: perf's default (callers first with `--children`).
+    pub caller: Option<bool>,
+    /// Use at most this many frames of each chain (perf's `--max-stack`).
+    pub max_stack: Option<usize>,
+    /// The first frame of a single top chain is the row's own symbol and
+    /// is not printed (perf does this when `-s` begins with `sym`).
+    pub skip_self: bool,
+}
+
+impl Default for Graph {
+    fn default() -> Self {
+        Graph {
+            mode: GraphMode::Graph,
+            threshold: 0.5,
+            print_limit: 0,
+            caller: None,
+            max_stack: None,
+            skip_self: false,
+        }
+    }
+}
+
+/// A node of perf's chain tree: the frames it holds, the weight of the
+/// chains ending at it (`hit`) and of all chains through it (`cumul`).
+#[derive(Debug, Default)]
+struct Node<'a> {
+    names: Vec<&'a str>,
+    hit: u64,
+    cumul: u64,
+    children: Vec<Node<'a>>,
+}
+
+impl<'a> Node<'a> {
+    fn children_hit(&self) -> u64 {
+        self.cumul - self.hit
+    }
+
+    /// Add `chain` (weight `w`) below this node, splitting a node where
+    /// the chain parts from it or ends inside it.
+    fn add(&mut self, chain: &[&'a str], w: u64) {
+        self.cumul += w;
+        let Some(first) = chain.first() else {
+            self.hit += w;
+            return;
+        };
+        let Some(c) = self.children.iter_mut().find(|c| c.names[0] == *first) else {
+            self.children.push(Node {
+                names: chain.to_vec(),
+                hit: w,
+                cumul: w,
+                children: Vec::new(),
+            });
+            return;
+        };
+        let common = (c.names.iter().zip(chain))
+            .take_while(|(a, b)| a == b)
+            .count();
+        if common < c.names.len() {
+            let tail = Node {
+                names: c.names.split_off(common),
+                hit: c.hit,
+                cumul: c.cumul,
+                children: std::mem::take(&mut c.children),
+            };
+            c.hit = 0;
+            c.children.push(tail);
+        }
+        c.add(&chain[common..], w);
+    }
+
+    /// perf's order: heaviest first, equal weights by name.
+    fn sort(&mut self) {
+        self.children
+            .sort_by(|a, b| b.cumul.cmp(&a.cumul).then(a.names[0].cmp(b.names[0])));
+        self.children.iter_mut().for_each(Node::sort);
+    }
+
+    /// Drop the children (at every depth) below the threshold: an absolute
+    /// `min` (graph), or `rel` of each node's children (fractal).
+    fn cut(&mut self, min: u64, rel: Option<f64>) {
+        let min = match rel {
+            Some(r) => (self.children_hit() as f64 * r).ceil() as u64,
+            None => min,
+        };
+        self.children.retain(|c| c.cumul >= min);
+        self.children.iter_mut().for_each(|c| c.cut(min, rel));
+    }
+}
+
+/// perf's name of a frame: an unresolved address as `0x…` without
+/// leading zeros (`0` for zero).
+fn shown(name: &str) -> std::borrow::Cow<'_, str> {
+    if is_address(name) {
+        let v = u64::from_str_radix(name.trim_start_matches("0x"), 16).unwrap_or(0);
+        // C's `%#lx`: no `0x` for zero.
+        match v {
+            0 => "0".into(),
+            v => format!("{v:#x}").into(),
+        }
+    } else {
+        name.into()
+    }
+}
+
+/// The stacks of an event by the functions on them (indices into
+/// [`EventProfile::stacks`]), so a row's chains are found without a
+/// pass over every stack.
+pub type Index<'a> = std::collections::HashMap<&'a str, Vec<usize>>;
+
+/// The [`Index`] of `e`'s stacks.
+pub fn index(e: &EventProfile) -> Index<'_> {
+    let mut ix: Index = Index::new();
+    for (i, (stack, _, _)) in e.stacks.iter().enumerate() {
+        for f in stack.iter().skip(1) {
+            let v = ix.entry(f.as_str()).or_default();
+            if v.last() != Some(&i) {
+                v.push(i);
+            }
+        }
+    }
+    ix
+}
+
+/// The chains of `row` (each with its period) in print order, and their
+/// total (the row's own period, or with `children` its inclusive one);
+/// `ix`: the [`index`] of `e`.
+pub fn chains<'a>(
+    e: &'a EventProfile,
+    ix: &Index<'_>,
+    row: &Row,
+    g: &Graph,
+    children: bool,
+) -> (Vec<(Vec<&'a str>, u64)>, u64) {
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    let all: Vec<usize>;
+    let which = match row.symbol.as_deref() {
+        Some(s) => ix.get(s).map_or(&[][..], Vec::as_slice),
+        None => {
+            all = (0..e.stacks.len()).collect();
+            &all
+        }
+    };
+    for (stack, _, period) in which.iter().map(|&i| &e.stacks[i]) {
+        let Some((comm, frames)) = stack.split_first() else {
+            continue;
+        };
+        if row.comm.as_ref().is_some_and(|c| c != comm) || frames.is_empty() {
+            continue;
+        }
+        let leaf = frames.last().map(String::as_str);
+        let caller = g.caller.unwrap_or(children);
+        let n = g.max_stack.unwrap_or(usize::MAX).min(frames.len());
+        let kept = if caller {
+            &frames[..n]
+        } else {
+            &frames[frames.len() - n..]
+        };
+        let mut order: Vec<&str> = kept.iter().map(String::as_str).collect();
+        if !caller {
+            order.reverse();
+        }
+        let sym = row.symbol.as_deref();
+        let chain = if sym.is_none() || leaf == sym {
+            order
+        } else if let Some(p) = children.then(|| order.iter().position(|f| Some(*f) == sym)) {
+            match p {
+                Some(p) => order.split_off(p),
+                None => continue,
+            }
+        } else {
+            continue;
+        };
+        total = total.saturating_add(*period);
+        out.push((chain, *period));
+    }
+    (out, total)
+}
+
+/// Print the call graph of `row` (of event `e`, whose total period is
+/// `event_total`; `parent` the row's own total, as its share column
+/// shows) as perf does under a `--stdio` row.
+pub fn print(
+    out: &mut dyn Write,
+    chains: &[(Vec<&str>, u64)],
+    parent: u64,
+    event_total: u64,
+    g: &Graph,
+) -> std::io::Result<()> {
+    let mut root = Node::default();
+    for (c, w) in chains {
+        root.add(c, *w);
+    }
+    root.sort();
+    let min = (event_total as f64 * (g.threshold / 100.0)) as u64;
+    let pct = |v: u64, t: u64| {
+        if t == 0 {
+            0.0
+        } else {
+            v as f64 * 100.0 / t as f64
+        }
+    };
+    match g.mode {
+        GraphMode::None => Ok(()),
+        GraphMode::Flat | GraphMode::Folded => {
+            let mut flat = Vec::new();
+            flatten(&root, &mut Vec::new(), &mut flat);
+            flat.retain(|(_, hit, _)| *hit > 0 && *hit >= min);
+            flat.sort_by_key(|f| std::cmp::Reverse(f.1));
+            let limit = if g.print_limit == 0 {
+                usize::MAX
+            } else {
+                g.print_limit as usize
+            };
+            for (names, hit, cumul) in flat.into_iter().take(limit) {
+                if g.mode == GraphMode::Folded {
+                    let names: Vec<_> = names.iter().map(|n| shown(n)).collect();
+                    writeln!(out, "{:.2}% {}", pct(hit, event_total), names.join(";"))?;
+                } else {
+                    writeln!(out, "           {:.2}%", pct(cumul, event_total))?;
+                    for n in names {
+                        writeln!(out, "                {}", shown(n))?;
+                    }
+                    writeln!(out)?;
+                }
+            }
+            Ok(())
+        }
+        GraphMode::Graph | GraphMode::Fractal => {
+            let rel = (g.mode == GraphMode::Fractal).then_some(g.threshold / 100.0);
+            root.cut(min, rel);
+            let mut p = Printer { out, g, any: false };
+            p.top(&root, parent, event_total)
+        }
+    }
+}
+
+/// Every node with its whole chain (root first), its hit and cumul.
+fn flatten<'a>(n: &Node<'a>, path: &mut Vec<&'a str>, out: &mut Vec<(Vec<&'a str>, u64, u64)>) {
+    let len = path.len();
+    path.extend(&n.names);
+    if n.hit > 0 {
+        out.push((path.clone(), n.hit, n.cumul));
+    }
+    for c in &n.children {
+        flatten(c, path, out);
+    }
+    path.truncate(len);
+}
+
+struct Printer<'o, 'g> {
+    out: &'o mut dyn Write,
+    g: &'g Graph,
+    any: bool,
+}
+
+const MARGIN: &str = "            ";
+
+impl Printer<'_, '_> {
+    fn value(&self, v: u64, total: u64) -> String {
+        let p = if total == 0 {
+            0.0
+        } else {
+            v as f64 * 100.0 / total as f64
+        };
+        format!("{p:.2}%")
+    }
+
+    /// The tree below the row: a single top chain holding all of the row
+    /// first without a share, then the levels below.
+    fn top(&mut self, root: &Node, parent: u64, event_total: u64) -> std::io::Result<()> {
+        let mut level = root;
+        let mut margin = 0;
+        if let [only] = &root.children[..] {
+            if only.cumul == parent {
+                let mut printed = false;
+                let limit = self.g.print_limit as usize;
+                for (i, n) in only.names.iter().enumerate() {
+                    if i == 0 && self.g.skip_self {
+                        continue;
+                    }
+                    if !printed {
+                        writeln!(self.out, "{MARGIN}|\n{MARGIN}---{}", shown(n))?;
+                        margin = 3;
+                        printed = true;
+                    } else {
+                        writeln!(self.out, "{MARGIN}{:margin$}{}", "", shown(n))?;
+                    }
+                    self.any = true;
+                    if limit > 0 && i + 1 == limit {
+                        break;
+                    }
+                }
+                level = only;
+            }
+        }
+        let total = if self.g.mode == GraphMode::Fractal {
+            parent
+        } else {
+            event_total
+        };
+        self.level(level, total, 1, 1, margin)?;
+        if self.any {
+            writeln!(self.out)?;
+        }
+        Ok(())
+    }
+
+    /// One level of perf's graph: each child's frames (the first with
+    /// its share), then its children one level deeper; with `fractal`,
+    /// what the cut children held as `[...]`.
+    fn level(
+        &mut self,
+        n: &Node,
+        total: u64,
+        depth: usize,
+        mask: u64,
+        margin: usize,
+    ) -> std::io::Result<()> {
+        let fractal = self.g.mode == GraphMode::Fractal;
+        let mut remaining = total;
+        let mut new_mask = mask;
+        let count = n.children.len();
+        for (k, child) in n.children.iter().enumerate() {
+            remaining = remaining.saturating_sub(child.cumul);
+            if k + 1 == count && (!fractal || remaining == 0) {
+                new_mask &= !(1 << (depth - 1));
+            }
+            self.line(depth, mask, margin)?;
+            for (i, name) in child.names.iter().enumerate() {
+                let label = (i == 0).then(|| self.value(child.cumul, total));
+                self.entry(depth, new_mask, margin, label.as_deref(), &shown(name))?;
+            }
+            let below = if fractal { child.children_hit() } else { total };
+            self.level(child, below, depth + 1, new_mask | (1 << depth), margin)?;
+            if self.g.print_limit > 0 && k + 1 == self.g.print_limit as usize {
+                break;
+            }
+        }
+        if fractal && remaining > 0 && remaining != total {
+            new_mask &= !(1 << (depth - 1));
+            let label = self.value(remaining, total);
+            self.entry(depth, new_mask, margin, Some(&label), "[...]")?;
+        }
+        Ok(())
+    }
+
+    /// The separator line above a child: the bars of the open levels.
+    fn line(&mut self, depth: usize, mask: u64, margin: usize) -> std::io::Result<()> {
+        let mut s = format!("{MARGIN}{:margin$}", "");
+        for i in 0..depth {
+            s.push_str(if mask & (1 << i) != 0 {
+                "|          "
+            } else {
+                "           "
+            });
+        }
+        self.any = true;
+        writeln!(self.out, "{s}")
+    }
+
+    /// One frame: the bars, `--share--` before a node's first frame.
+    fn entry(
+        &mut self,
+        depth: usize,
+        mask: u64,
+        margin: usize,
+        label: Option<&str>,
+        name: &str,
+    ) -> std::io::Result<()> {
+        let mut s = format!("{MARGIN}{:margin$}", "");
+        for i in 0..depth {
+            s.push(if mask & (1 << i) != 0 { '|' } else { ' ' });
+            match label {
+                Some(l) if i == depth - 1 => {
+                    s.push_str("--");
+                    s.push_str(l);
+                    s.push_str("--");
+                }
+                _ => s.push_str("          "),
+            }
+        }
+        self.any = true;
+        writeln!(self.out, "{s}{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(chains: &[(&[&str], u64)], parent: u64, total: u64, g: &Graph) -> String {
+        let c: Vec<(Vec<&str>, u64)> = chains.iter().map(|(c, w)| (c.to_vec(), *w)).collect();
+        let mut v = Vec::new();
+        print(&mut v, &c, parent, total, g).unwrap();
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn perf_graph_layout() {
+        let chains: &[(&[&str], u64)] = &[
+            (&["start", "main", "a", "b", "leaf"], 65),
+            (&["start", "main", "a", "c", "leaf"], 22),
+            (&["start", "main", "d"], 11),
+            (&["start", "main", "leaf"], 2),
+        ];
+        let t = text(chains, 100, 100, &Graph::default());
+        let want = "            |
+            ---start
+               main
+               |          
+               |--87.00%--a
+               |          |          
+               |          |--65.00%--b
+               |          |          leaf
+               |          |          
+               |           --22.00%--c
+               |                     leaf
+               |          
+               |--11.00%--d
+               |          
+                --2.00%--leaf
+
+";
+        assert_eq!(t, want);
+        // A threshold of 5% cuts the 2% branch; the last bar closes on d.
+        let g = Graph {
+            threshold: 5.0,
+            ..Graph::default()
+        };
+        let t = text(chains, 100, 100, &g);
+        assert!(
+            !t.contains("--2.00%") && t.contains("                --11.00%--d"),
+            "{t}"
+        );
+        let g = Graph {
+            mode: GraphMode::Folded,
+            ..Graph::default()
+        };
+        assert!(text(chains, 100, 100, &g).starts_with("65.00% start;main;a;b;leaf\n22.00% "));
+    }
+
+    #[test]
+    fn fractal_shows_what_was_cut() {
+        let chains: &[(&[&str], u64)] = &[(&["m", "a"], 900), (&["m", "b"], 99), (&["m"], 1)];
+        let g = Graph {
+            mode: GraphMode::Fractal,
+            ..Graph::default()
+        };
+        let t = text(chains, 1000, 1000, &g);
+        assert!(
+            t.contains("|--90.00%--a") && t.contains(" --0.10%--[...]"),
+            "{t}"
+        );
+    }
+}
