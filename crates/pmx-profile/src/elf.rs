@@ -2,12 +2,15 @@
 //! `.dynsym`), the load segments that turn a file offset into a virtual
 //! address, its GNU build-id, and DWARF line info on demand.
 
+pub mod cache;
 mod plt;
 mod table;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use table::Table;
 
 /// A function symbol: `[start, end)` in the ELF's virtual addresses.
@@ -21,28 +24,38 @@ pub struct Symbol {
     pub name: String,
 }
 
-/// A loaded ELF file.
+/// A loaded ELF file. It can be shared between threads (the process-wide
+/// [`cache`] hands out `Arc<ElfFile>`s): what is read on demand — the
+/// symbol table, the names demangled so far, the DWARF line tables — is
+/// behind a lock.
 pub struct ElfFile {
     /// The binary.
     map: memmap2::Mmap,
+    /// The map is a file's (its pages can be given back to the page
+    /// cache once the tables are read), not an image copied into memory.
+    file_backed: bool,
     /// Its separate debug file (symbols of a stripped binary, lines).
     debug: Option<memmap2::Mmap>,
     /// Which debug file: its size and modification time, hashed.
     debug_stamp: u64,
     /// The symbol table, read (or taken from the cache) on first use.
-    table: std::cell::OnceCell<Table>,
+    table: OnceLock<Mutex<Table>>,
     /// Every symbol with its raw name, made on first use of [`ElfFile::symbols`].
-    symbols: std::cell::OnceCell<Vec<Symbol>>,
+    symbols: OnceLock<Vec<Symbol>>,
     /// Load segments: (file offset, file size, vaddr).
     segments: Vec<(u64, u64, u64)>,
     build_id: Option<Vec<u8>>,
-    lines: Option<Option<LineTable>>,
+    lines: Mutex<Option<Option<LineTable>>>,
+    /// Bytes of memory the tables read so far hold (an estimate, for the
+    /// cache's bound).
+    held: AtomicUsize,
 }
 
-type Dwarf = gimli::Dwarf<gimli::EndianRcSlice<gimli::RunTimeEndian>>;
+type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+type Dwarf = gimli::Dwarf<Reader>;
 
 struct LineTable {
-    ctx: addr2line::Context<gimli::EndianRcSlice<gimli::RunTimeEndian>>,
+    ctx: addr2line::Context<Reader>,
 }
 
 impl std::fmt::Debug for ElfFile {
@@ -56,9 +69,7 @@ impl std::fmt::Debug for ElfFile {
 
 impl Drop for ElfFile {
     fn drop(&mut self) {
-        if let Some(t) = self.table.get_mut() {
-            t.save();
-        }
+        self.save_table();
     }
 }
 
@@ -77,7 +88,9 @@ impl ElfFile {
     /// `/usr/lib/debug/.build-id`.
     pub fn open_in(path: &Path, debug_dir: &Path) -> Result<ElfFile, String> {
         let map = map_file(path)?;
-        ElfFile::from_map(map, &path.display().to_string(), debug_dir)
+        let mut f = ElfFile::from_map(map, &path.display().to_string(), debug_dir)?;
+        f.file_backed = true;
+        Ok(f)
     }
 
     /// Index an ELF image held in memory (the vDSO); `name` is used in
@@ -120,23 +133,62 @@ impl ElfFile {
         }
         Ok(ElfFile {
             map,
+            file_backed: false,
             debug,
             debug_stamp,
-            table: std::cell::OnceCell::new(),
-            symbols: std::cell::OnceCell::new(),
+            table: OnceLock::new(),
+            symbols: OnceLock::new(),
             segments,
             build_id,
-            lines: None,
+            lines: Mutex::new(None),
+            held: AtomicUsize::new(0),
         })
     }
 
-    /// The symbol table: from the cache when it holds this build, else read.
-    fn table(&self) -> &Table {
-        self.table.get_or_init(|| {
-            Table::cached(self.build_id(), self.debug_stamp, demangle_style(), || {
+    /// The symbol table: from the cache when it holds this build, else
+    /// read. Reading it touches the symbol and string sections of the
+    /// mapped file: those pages are given back afterwards (the table is
+    /// a copy), so a binary held for its symbols costs its table, not the
+    /// file's pages.
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        let t = self.table.get_or_init(|| {
+            let t = Table::cached(self.build_id(), self.debug_stamp, demangle_style(), || {
                 self.read_symbols()
-            })
-        })
+            });
+            self.held.fetch_add(t.heap_bytes(), Ordering::Relaxed);
+            self.release_pages();
+            Mutex::new(t)
+        });
+        t.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Give the mapped files' pages back to the page cache (they are read
+    /// again from the file if needed).
+    fn release_pages(&self) {
+        if !self.file_backed {
+            return;
+        }
+        for m in std::iter::once(&self.map).chain(self.debug.as_ref()) {
+            // SAFETY: a read-only shared mapping of a file: dropped pages
+            // are read from the file again on the next access, nothing
+            // written is lost.
+            let _ = unsafe { m.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+
+    /// Write the symbol table's on-disk cache when names were demangled
+    /// since it was read (the symbolizer does so when it ends; a binary
+    /// shared by the process-wide cache outlives it).
+    pub fn save_table(&self) {
+        if let Some(t) = self.table.get() {
+            t.lock().unwrap_or_else(|p| p.into_inner()).save();
+        }
+    }
+
+    /// Bytes of memory the tables read so far hold (symbols, names,
+    /// line tables), an estimate.
+    pub fn held_bytes(&self) -> usize {
+        self.held.load(Ordering::Relaxed) + self.map.len().min(1 << 16)
     }
 
     /// The function symbols and PLT entries of the binary, or of its
@@ -171,7 +223,12 @@ impl ElfFile {
 
     /// The symbols, sorted by start, with their raw names.
     pub fn symbols(&self) -> &[Symbol] {
-        self.symbols.get_or_init(|| self.table().symbols())
+        self.symbols.get_or_init(|| {
+            let s = self.table().symbols();
+            let bytes: usize = s.iter().map(|s| 40 + s.name.len()).sum();
+            self.held.fetch_add(bytes, Ordering::Relaxed);
+            s
+        })
     }
 
     /// Symbol `i`'s start and end.
@@ -182,9 +239,13 @@ impl ElfFile {
     /// Symbol `i`'s name as pmx shows it (demangled in the process's
     /// style, [`set_demangle`]); a big binary's names are kept in the
     /// symbol cache, so each is demangled once per build.
-    pub fn shown_name(&mut self, i: usize) -> String {
-        self.table();
-        self.table.get_mut().expect("made above").shown(i)
+    pub fn shown_name(&self, i: usize) -> String {
+        let mut t = self.table();
+        let before = t.heap_bytes();
+        let name = t.shown(i);
+        self.held
+            .fetch_add(t.heap_bytes().saturating_sub(before), Ordering::Relaxed);
+        name
     }
 
     /// The virtual address of a file offset, through the load segments.
@@ -209,30 +270,36 @@ impl ElfFile {
     }
 
     /// Source file and line of `vaddr` from DWARF, when the file has it.
-    pub fn line(&mut self, vaddr: u64) -> Option<(String, u32)> {
+    pub fn line(&self, vaddr: u64) -> Option<(String, u32)> {
         // addr2line looks up [vaddr, vaddr + 1): the last address overflows.
         if vaddr == u64::MAX {
             return None;
         }
-        if self.lines.is_none() {
-            self.lines = Some(self.load_lines());
-        }
-        let table = self.lines.as_ref()?.as_ref()?;
+        let lines = self.lines();
+        let table = lines.as_ref()?.as_ref()?;
         let loc = table.ctx.find_location(vaddr).ok()??;
         Some((loc.file?.to_string(), loc.line?))
+    }
+
+    /// The line tables, loaded on first use.
+    fn lines(&self) -> std::sync::MutexGuard<'_, Option<Option<LineTable>>> {
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.is_none() {
+            *lines = Some(self.load_lines());
+            self.release_pages();
+        }
+        lines
     }
 
     /// The functions inlined at `vaddr`, innermost first, from DWARF
     /// (without the function they were inlined into); empty without
     /// debug info or inlining.
-    pub fn inlined(&mut self, vaddr: u64) -> Vec<String> {
+    pub fn inlined(&self, vaddr: u64) -> Vec<String> {
         if vaddr == u64::MAX {
             return Vec::new();
         }
-        if self.lines.is_none() {
-            self.lines = Some(self.load_lines());
-        }
-        let Some(Some(table)) = &self.lines else {
+        let lines = self.lines();
+        let Some(Some(table)) = &*lines else {
             return Vec::new();
         };
         let mut names = Vec::new();
@@ -254,13 +321,17 @@ impl ElfFile {
         } else {
             gimli::RunTimeEndian::Big
         };
-        let load = |id: gimli::SectionId| -> Result<gimli::EndianRcSlice<gimli::RunTimeEndian>, gimli::Error> {
+        let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
             let data = obj
                 .section_by_name(id.name())
                 .and_then(|s| s.uncompressed_data().ok())
                 .map(|d| d.into_owned())
                 .unwrap_or_default();
-            Ok(gimli::EndianRcSlice::new(std::rc::Rc::from(data.into_boxed_slice()), endian))
+            self.held.fetch_add(data.len(), Ordering::Relaxed);
+            Ok(gimli::EndianArcSlice::new(
+                std::sync::Arc::from(data.into_boxed_slice()),
+                endian,
+            ))
         };
         let dwarf: Dwarf = gimli::Dwarf::load(load).ok()?;
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;

@@ -110,6 +110,11 @@ impl Table {
         t
     }
 
+    /// Bytes of memory the table holds.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<Entry>() + self.blob.capacity()
+    }
+
     /// Number of symbols.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()

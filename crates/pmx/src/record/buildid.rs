@@ -78,6 +78,45 @@ pub fn find_in_notes(notes: &[u8], little_endian: bool) -> Option<Vec<u8>> {
     None
 }
 
+/// Files whose build id [`of_elf_file_cached`] remembers at most (the
+/// memory is emptied when full).
+const MAX_REMEMBERED: usize = 8192;
+
+/// [`of_elf_file`], remembered for the process by the file's device,
+/// inode, size and modification time: a session that ends every 30 s
+/// (`pmx serve`'s profiles) lists the build ids of the same binaries
+/// without reading their notes again, and a binary rebuilt at the same
+/// path (another inode or mtime) is read again.
+pub fn of_elf_file_cached(path: &Path) -> Option<Vec<u8>> {
+    use std::collections::HashMap;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::{Mutex, OnceLock};
+    type Key = (u64, u64, u64, i64, i64);
+    static SEEN: OnceLock<Mutex<HashMap<Key, Option<Vec<u8>>>>> = OnceLock::new();
+    let m = std::fs::metadata(path).ok()?;
+    if !m.is_file() {
+        return None;
+    }
+    let key = (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec());
+    let seen = SEEN.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(id) = seen.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return id.clone();
+    }
+    let id = of_elf_file(path);
+    // Changed while read: not remembered.
+    let again = std::fs::metadata(path).ok()?;
+    if (again.ino(), again.size(), again.mtime(), again.mtime_nsec())
+        == (key.1, key.2, key.3, key.4)
+    {
+        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= MAX_REMEMBERED {
+            seen.clear();
+        }
+        seen.insert(key, id.clone());
+    }
+    id
+}
+
 /// The build id of the ELF file at `path`; `None` when the file cannot be
 /// read, is not ELF, or has no build-id note.
 pub fn of_elf_file(path: &Path) -> Option<Vec<u8>> {
