@@ -82,6 +82,12 @@ pub fn find_in_notes(notes: &[u8], little_endian: bool) -> Option<Vec<u8>> {
 /// memory is emptied when full).
 const MAX_REMEMBERED: usize = 8192;
 
+#[cfg(test)]
+thread_local! {
+    /// Files [`of_elf_file_cached`] read on this thread.
+    static READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// [`of_elf_file`], remembered for the process by the file's device,
 /// inode, size and modification time: a session that ends every 30 s
 /// (`pmx serve`'s profiles) lists the build ids of the same binaries
@@ -102,6 +108,8 @@ pub fn of_elf_file_cached(path: &Path) -> Option<Vec<u8>> {
     if let Some(id) = seen.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return id.clone();
     }
+    #[cfg(test)]
+    READS.with(|r| r.set(r.get() + 1));
     let id = of_elf_file(path);
     // Changed while read: not remembered.
     let again = std::fs::metadata(path).ok()?;
@@ -206,6 +214,40 @@ mod tests {
             v.push(0);
         }
         v
+    }
+
+    /// The remembered build id is the file's, and a file replaced at the
+    /// same path (another inode) is read again.
+    #[test]
+    fn remembered_ids_follow_a_replaced_file() {
+        let (Some(a), Some(b)) = (
+            Some(std::env::current_exe().unwrap()),
+            ["/bin/true", "/usr/bin/true"]
+                .into_iter()
+                .map(Path::new)
+                .find(|p| of_elf_file(p).is_some()),
+        ) else {
+            return;
+        };
+        let dir = std::env::temp_dir().join(format!("pmx-buildid-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bin");
+        std::fs::copy(&a, &path).unwrap();
+        let first = of_elf_file_cached(&path);
+        assert!(first.is_some());
+        assert_eq!(first, of_elf_file(&a));
+        let reads = READS.with(|r| r.get());
+        assert_eq!(of_elf_file_cached(&path), first, "remembered");
+        assert_eq!(READS.with(|r| r.get()), reads, "not read again");
+        // Replaced (a new file renamed over it, as a linker or package does).
+        let tmp = dir.join("bin.new");
+        std::fs::copy(b, &tmp).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        let second = of_elf_file_cached(&path);
+        assert_eq!(READS.with(|r| r.get()), reads + 1, "read again");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(second, of_elf_file(b));
+        assert_ne!(second, first);
     }
 
     #[test]
