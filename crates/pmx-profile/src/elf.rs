@@ -10,7 +10,7 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use table::Table;
 
 /// A function symbol: `[start, end)` in the ELF's virtual addresses.
@@ -30,12 +30,12 @@ pub struct Symbol {
 /// behind a lock.
 pub struct ElfFile {
     /// The binary.
-    map: memmap2::Mmap,
+    map: Arc<memmap2::Mmap>,
     /// The map is a file's (its pages can be given back to the page
     /// cache once the tables are read), not an image copied into memory.
     file_backed: bool,
     /// Its separate debug file (symbols of a stripped binary, lines).
-    debug: Option<memmap2::Mmap>,
+    debug: Option<Arc<memmap2::Mmap>>,
     /// Which debug file: its size and modification time, hashed.
     debug_stamp: u64,
     /// The symbol table, read (or taken from the cache) on first use.
@@ -51,7 +51,46 @@ pub struct ElfFile {
     held: AtomicUsize,
 }
 
-type Reader = gimli::EndianArcSlice<gimli::RunTimeEndian>;
+/// A DWARF section's bytes: a range of the mapped file when the section
+/// is stored uncompressed (no copy: the pages are the file's, read as
+/// the lookups need them), else the decompressed bytes.
+#[derive(Clone)]
+struct Bytes {
+    held: Held,
+    start: usize,
+    len: usize,
+}
+
+#[derive(Clone)]
+enum Held {
+    Map(Arc<memmap2::Mmap>),
+    Owned(Arc<[u8]>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        let all: &[u8] = match &self.held {
+            Held::Map(m) => m,
+            Held::Owned(o) => o,
+        };
+        &all[self.start..self.start + self.len]
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} bytes", self.len)
+    }
+}
+
+// SAFETY: the bytes live in an `Arc`'d mapping or slice: moving or
+// cloning a `Bytes` does not move them.
+unsafe impl gimli::StableDeref for Bytes {}
+// SAFETY: as above; a clone points at the same bytes.
+unsafe impl gimli::CloneStableDeref for Bytes {}
+
+type Reader = gimli::EndianReader<gimli::RunTimeEndian, Bytes>;
 type Dwarf = gimli::Dwarf<Reader>;
 
 struct LineTable {
@@ -87,7 +126,7 @@ impl ElfFile {
     /// `debug_dir` (`DIR/xx/yyyy.debug`) instead of
     /// `/usr/lib/debug/.build-id`.
     pub fn open_in(path: &Path, debug_dir: &Path) -> Result<ElfFile, String> {
-        let map = map_file(path)?;
+        let map = Arc::new(map_file(path)?);
         let mut f = ElfFile::from_map(map, &path.display().to_string(), debug_dir)?;
         f.file_backed = true;
         Ok(f)
@@ -101,14 +140,14 @@ impl ElfFile {
         }
         let mut m = memmap2::MmapMut::map_anon(bytes.len()).map_err(|e| format!("{name}: {e}"))?;
         m.copy_from_slice(bytes);
-        let map = m.make_read_only().map_err(|e| format!("{name}: {e}"))?;
+        let map = Arc::new(m.make_read_only().map_err(|e| format!("{name}: {e}"))?);
         ElfFile::from_map(map, name, Path::new(DEBUG_DIR))
     }
 
-    fn from_map(map: memmap2::Mmap, name: &str, debug_dir: &Path) -> Result<ElfFile, String> {
+    fn from_map(map: Arc<memmap2::Mmap>, name: &str, debug_dir: &Path) -> Result<ElfFile, String> {
         let (segments, build_id) = {
-            let obj =
-                object::File::parse(&*map).map_err(|e| format!("{name}: not an ELF file: {e}"))?;
+            let obj = object::File::parse(&map[..])
+                .map_err(|e| format!("{name}: not an ELF file: {e}"))?;
             let segments = obj
                 .segments()
                 .filter_map(|s| {
@@ -127,7 +166,7 @@ impl ElfFile {
             if let Ok(dmap) = map_file(&path) {
                 if object::File::parse(&*dmap).is_ok() {
                     debug_stamp = std::fs::metadata(&path).map_or(1, |m| stamp(&m));
-                    debug = Some(dmap);
+                    debug = Some(Arc::new(dmap));
                 }
             }
         }
@@ -169,6 +208,7 @@ impl ElfFile {
             return;
         }
         for m in std::iter::once(&self.map).chain(self.debug.as_ref()) {
+            let m: &memmap2::Mmap = m;
             // SAFETY: a read-only shared mapping of a file: dropped pages
             // are read from the file again on the next access, nothing
             // written is lost.
@@ -194,7 +234,7 @@ impl ElfFile {
     /// The function symbols and PLT entries of the binary, or of its
     /// debug file when that has more.
     fn read_symbols(&self) -> Vec<Symbol> {
-        let Ok(obj) = object::File::parse(&*self.map) else {
+        let Ok(obj) = object::File::parse(&self.map[..]) else {
             return Vec::new();
         };
         // The PLT is read from the binary itself: a separate debug file's
@@ -204,7 +244,7 @@ impl ElfFile {
         let debug = self
             .debug
             .as_deref()
-            .and_then(|d| object::File::parse(d).ok());
+            .and_then(|d| object::File::parse(&d[..]).ok());
         match debug.map(|d| function_symbols(&d, &plt)) {
             Some(dsyms) if dsyms.len() > symbols.len() => dsyms,
             _ => symbols,
@@ -314,7 +354,8 @@ impl ElfFile {
     }
 
     fn load_lines(&self) -> Option<LineTable> {
-        let obj = object::File::parse(self.debug.as_deref().unwrap_or(&self.map)).ok()?;
+        let file = self.debug.as_ref().unwrap_or(&self.map);
+        let obj = object::File::parse(&file[..]).ok()?;
         obj.section_by_name(".debug_line")?;
         let endian = if obj.is_little_endian() {
             gimli::RunTimeEndian::Little
@@ -325,13 +366,29 @@ impl ElfFile {
             let data = obj
                 .section_by_name(id.name())
                 .and_then(|s| s.uncompressed_data().ok())
-                .map(|d| d.into_owned())
                 .unwrap_or_default();
-            self.held.fetch_add(data.len(), Ordering::Relaxed);
-            Ok(gimli::EndianArcSlice::new(
-                std::sync::Arc::from(data.into_boxed_slice()),
-                endian,
-            ))
+            let base = file.as_ptr() as usize;
+            let at = (data.as_ptr() as usize).wrapping_sub(base);
+            let bytes = match data {
+                // Stored as is: the file's own bytes.
+                std::borrow::Cow::Borrowed(d) if at.checked_add(d.len()) <= Some(file.len()) => {
+                    Bytes {
+                        held: Held::Map(file.clone()),
+                        start: at,
+                        len: d.len(),
+                    }
+                }
+                d => {
+                    let owned: Arc<[u8]> = Arc::from(d.into_owned().into_boxed_slice());
+                    self.held.fetch_add(owned.len(), Ordering::Relaxed);
+                    Bytes {
+                        len: owned.len(),
+                        held: Held::Owned(owned),
+                        start: 0,
+                    }
+                }
+            };
+            Ok(gimli::EndianReader::new(bytes, endian))
         };
         let dwarf: Dwarf = gimli::Dwarf::load(load).ok()?;
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
