@@ -16,7 +16,7 @@
 //!
 //! **Bound.** Entries are evicted least recently used first when the
 //! bytes their tables hold ([`ElfFile::held_bytes`], an estimate) exceed
-//! the capacity ([`DEFAULT_CAPACITY`], 128 MiB; `PMX_BINARY_CACHE_MB` or
+//! the capacity ([`DEFAULT_CAPACITY`], 64 MiB; `PMX_BINARY_CACHE_MB` or
 //! [`set_capacity`] change it) or there are more than [`MAX_BINARIES`].
 //! An evicted binary still in use by a symbolizer lives until that one
 //! lets it go. The mapped files' pages are given back once their tables
@@ -28,7 +28,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Bytes of tables the cache keeps by default.
-pub const DEFAULT_CAPACITY: usize = 128 << 20;
+pub const DEFAULT_CAPACITY: usize = 64 << 20;
 /// Binaries the cache keeps at most.
 pub const MAX_BINARIES: usize = 1024;
 /// `FileId`s remembered at most (ids of files whose entry is gone are
