@@ -108,9 +108,15 @@ impl std::fmt::Debug for ElfFile {
 
 impl Drop for ElfFile {
     fn drop(&mut self) {
-        self.save_table();
+        if let Some(t) = self.table.get_mut() {
+            t.get_mut().unwrap_or_else(|p| p.into_inner()).save();
+        }
     }
 }
+
+/// A table this process wrote is written again at most this often by
+/// [`ElfFile::save_table`] (when the binary is dropped, always).
+const SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl ElfFile {
     /// Open and index `path`. Errors name the file and the problem. When
@@ -218,10 +224,13 @@ impl ElfFile {
 
     /// Write the symbol table's on-disk cache when names were demangled
     /// since it was read (the symbolizer does so when it ends; a binary
-    /// shared by the process-wide cache outlives it).
+    /// shared by the process-wide cache outlives it). A table this
+    /// process wrote less than 5 minutes ago is left for later (or for
+    /// when the binary is dropped).
     pub fn save_table(&self) {
         if let Some(t) = self.table.get() {
-            t.lock().unwrap_or_else(|p| p.into_inner()).save();
+            let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+            t.save_unless_within(SAVE_INTERVAL);
         }
     }
 
