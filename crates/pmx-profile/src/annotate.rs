@@ -28,7 +28,7 @@ pub use types::{
     Syntax, HOT_PERCENT, WARM_PERCENT,
 };
 
-use crate::elf::{demangle, ElfFile};
+use crate::elf::demangle;
 use crate::group_metrics::{cells, Evaluate};
 use crate::profile::{build_with_addresses, AddressSamples, KernelSymbols, MachineId, Options};
 use crate::profile::{Profile, SortKey, Weight};
@@ -434,7 +434,7 @@ fn disassemble(
         symbol: chosen.symbol.clone(),
         reason,
     };
-    let mut elf = ElfFile::open(path).map_err(no_code)?;
+    let (elf, _) = crate::elf::cache::open(path).map_err(no_code)?;
     let bin = Binary::open(path).map_err(no_code)?;
     if !bin.is_x86_64() {
         return Err(AnnotateError::Arch {

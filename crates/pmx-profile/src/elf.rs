@@ -2,12 +2,15 @@
 //! `.dynsym`), the load segments that turn a file offset into a virtual
 //! address, its GNU build-id, and DWARF line info on demand.
 
+pub mod cache;
 mod plt;
 mod table;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use table::Table;
 
 /// A function symbol: `[start, end)` in the ELF's virtual addresses.
@@ -21,28 +24,77 @@ pub struct Symbol {
     pub name: String,
 }
 
-/// A loaded ELF file.
+/// A loaded ELF file. It can be shared between threads (the process-wide
+/// [`cache`] hands out `Arc<ElfFile>`s): what is read on demand — the
+/// symbol table, the names demangled so far, the DWARF line tables — is
+/// behind a lock.
 pub struct ElfFile {
     /// The binary.
-    map: memmap2::Mmap,
+    map: Arc<memmap2::Mmap>,
+    /// The map is a file's (its pages can be given back to the page
+    /// cache once the tables are read), not an image copied into memory.
+    file_backed: bool,
     /// Its separate debug file (symbols of a stripped binary, lines).
-    debug: Option<memmap2::Mmap>,
+    debug: Option<Arc<memmap2::Mmap>>,
     /// Which debug file: its size and modification time, hashed.
     debug_stamp: u64,
     /// The symbol table, read (or taken from the cache) on first use.
-    table: std::cell::OnceCell<Table>,
+    table: OnceLock<Mutex<Table>>,
     /// Every symbol with its raw name, made on first use of [`ElfFile::symbols`].
-    symbols: std::cell::OnceCell<Vec<Symbol>>,
+    symbols: OnceLock<Vec<Symbol>>,
     /// Load segments: (file offset, file size, vaddr).
     segments: Vec<(u64, u64, u64)>,
     build_id: Option<Vec<u8>>,
-    lines: Option<Option<LineTable>>,
+    lines: Mutex<Option<Option<LineTable>>>,
+    /// Bytes of memory the tables read so far hold (an estimate, for the
+    /// cache's bound).
+    held: AtomicUsize,
 }
 
-type Dwarf = gimli::Dwarf<gimli::EndianRcSlice<gimli::RunTimeEndian>>;
+/// A DWARF section's bytes: a range of the mapped file when the section
+/// is stored uncompressed (no copy: the pages are the file's, read as
+/// the lookups need them), else the decompressed bytes.
+#[derive(Clone)]
+struct Bytes {
+    held: Held,
+    start: usize,
+    len: usize,
+}
+
+#[derive(Clone)]
+enum Held {
+    Map(Arc<memmap2::Mmap>),
+    Owned(Arc<[u8]>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        let all: &[u8] = match &self.held {
+            Held::Map(m) => m,
+            Held::Owned(o) => o,
+        };
+        &all[self.start..self.start + self.len]
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} bytes", self.len)
+    }
+}
+
+// SAFETY: the bytes live in an `Arc`'d mapping or slice: moving or
+// cloning a `Bytes` does not move them.
+unsafe impl gimli::StableDeref for Bytes {}
+// SAFETY: as above; a clone points at the same bytes.
+unsafe impl gimli::CloneStableDeref for Bytes {}
+
+type Reader = gimli::EndianReader<gimli::RunTimeEndian, Bytes>;
+type Dwarf = gimli::Dwarf<Reader>;
 
 struct LineTable {
-    ctx: addr2line::Context<gimli::EndianRcSlice<gimli::RunTimeEndian>>,
+    ctx: addr2line::Context<Reader>,
 }
 
 impl std::fmt::Debug for ElfFile {
@@ -57,10 +109,14 @@ impl std::fmt::Debug for ElfFile {
 impl Drop for ElfFile {
     fn drop(&mut self) {
         if let Some(t) = self.table.get_mut() {
-            t.save();
+            t.get_mut().unwrap_or_else(|p| p.into_inner()).save();
         }
     }
 }
+
+/// A table this process wrote is written again at most this often by
+/// [`ElfFile::save_table`] (when the binary is dropped, always).
+const SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl ElfFile {
     /// Open and index `path`. Errors name the file and the problem. When
@@ -76,8 +132,10 @@ impl ElfFile {
     /// `debug_dir` (`DIR/xx/yyyy.debug`) instead of
     /// `/usr/lib/debug/.build-id`.
     pub fn open_in(path: &Path, debug_dir: &Path) -> Result<ElfFile, String> {
-        let map = map_file(path)?;
-        ElfFile::from_map(map, &path.display().to_string(), debug_dir)
+        let map = Arc::new(map_file(path)?);
+        let mut f = ElfFile::from_map(map, &path.display().to_string(), debug_dir)?;
+        f.file_backed = true;
+        Ok(f)
     }
 
     /// Index an ELF image held in memory (the vDSO); `name` is used in
@@ -88,14 +146,14 @@ impl ElfFile {
         }
         let mut m = memmap2::MmapMut::map_anon(bytes.len()).map_err(|e| format!("{name}: {e}"))?;
         m.copy_from_slice(bytes);
-        let map = m.make_read_only().map_err(|e| format!("{name}: {e}"))?;
+        let map = Arc::new(m.make_read_only().map_err(|e| format!("{name}: {e}"))?);
         ElfFile::from_map(map, name, Path::new(DEBUG_DIR))
     }
 
-    fn from_map(map: memmap2::Mmap, name: &str, debug_dir: &Path) -> Result<ElfFile, String> {
+    fn from_map(map: Arc<memmap2::Mmap>, name: &str, debug_dir: &Path) -> Result<ElfFile, String> {
         let (segments, build_id) = {
-            let obj =
-                object::File::parse(&*map).map_err(|e| format!("{name}: not an ELF file: {e}"))?;
+            let obj = object::File::parse(&map[..])
+                .map_err(|e| format!("{name}: not an ELF file: {e}"))?;
             let segments = obj
                 .segments()
                 .filter_map(|s| {
@@ -114,35 +172,78 @@ impl ElfFile {
             if let Ok(dmap) = map_file(&path) {
                 if object::File::parse(&*dmap).is_ok() {
                     debug_stamp = std::fs::metadata(&path).map_or(1, |m| stamp(&m));
-                    debug = Some(dmap);
+                    debug = Some(Arc::new(dmap));
                 }
             }
         }
         Ok(ElfFile {
             map,
+            file_backed: false,
             debug,
             debug_stamp,
-            table: std::cell::OnceCell::new(),
-            symbols: std::cell::OnceCell::new(),
+            table: OnceLock::new(),
+            symbols: OnceLock::new(),
             segments,
             build_id,
-            lines: None,
+            lines: Mutex::new(None),
+            held: AtomicUsize::new(0),
         })
     }
 
-    /// The symbol table: from the cache when it holds this build, else read.
-    fn table(&self) -> &Table {
-        self.table.get_or_init(|| {
-            Table::cached(self.build_id(), self.debug_stamp, demangle_style(), || {
+    /// The symbol table: from the cache when it holds this build, else
+    /// read. Reading it touches the symbol and string sections of the
+    /// mapped file: those pages are given back afterwards (the table is
+    /// a copy), so a binary held for its symbols costs its table, not the
+    /// file's pages.
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        let t = self.table.get_or_init(|| {
+            let t = Table::cached(self.build_id(), self.debug_stamp, demangle_style(), || {
                 self.read_symbols()
-            })
-        })
+            });
+            self.held.fetch_add(t.heap_bytes(), Ordering::Relaxed);
+            self.release_pages();
+            Mutex::new(t)
+        });
+        t.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Give the mapped files' pages back to the page cache (they are read
+    /// again from the file if needed).
+    fn release_pages(&self) {
+        if !self.file_backed {
+            return;
+        }
+        for m in std::iter::once(&self.map).chain(self.debug.as_ref()) {
+            let m: &memmap2::Mmap = m;
+            // SAFETY: a read-only shared mapping of a file: dropped pages
+            // are read from the file again on the next access, nothing
+            // written is lost.
+            let _ = unsafe { m.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+
+    /// Write the symbol table's on-disk cache when names were demangled
+    /// since it was read (the symbolizer does so when it ends; a binary
+    /// shared by the process-wide cache outlives it). A table this
+    /// process wrote less than 5 minutes ago is left for later (or for
+    /// when the binary is dropped).
+    pub fn save_table(&self) {
+        if let Some(t) = self.table.get() {
+            let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+            t.save_unless_within(SAVE_INTERVAL);
+        }
+    }
+
+    /// Bytes of memory the tables read so far hold (symbols, names,
+    /// line tables), an estimate.
+    pub fn held_bytes(&self) -> usize {
+        self.held.load(Ordering::Relaxed) + self.map.len().min(1 << 16)
     }
 
     /// The function symbols and PLT entries of the binary, or of its
     /// debug file when that has more.
     fn read_symbols(&self) -> Vec<Symbol> {
-        let Ok(obj) = object::File::parse(&*self.map) else {
+        let Ok(obj) = object::File::parse(&self.map[..]) else {
             return Vec::new();
         };
         // The PLT is read from the binary itself: a separate debug file's
@@ -152,7 +253,7 @@ impl ElfFile {
         let debug = self
             .debug
             .as_deref()
-            .and_then(|d| object::File::parse(d).ok());
+            .and_then(|d| object::File::parse(&d[..]).ok());
         match debug.map(|d| function_symbols(&d, &plt)) {
             Some(dsyms) if dsyms.len() > symbols.len() => dsyms,
             _ => symbols,
@@ -171,7 +272,12 @@ impl ElfFile {
 
     /// The symbols, sorted by start, with their raw names.
     pub fn symbols(&self) -> &[Symbol] {
-        self.symbols.get_or_init(|| self.table().symbols())
+        self.symbols.get_or_init(|| {
+            let s = self.table().symbols();
+            let bytes: usize = s.iter().map(|s| 40 + s.name.len()).sum();
+            self.held.fetch_add(bytes, Ordering::Relaxed);
+            s
+        })
     }
 
     /// Symbol `i`'s start and end.
@@ -182,9 +288,13 @@ impl ElfFile {
     /// Symbol `i`'s name as pmx shows it (demangled in the process's
     /// style, [`set_demangle`]); a big binary's names are kept in the
     /// symbol cache, so each is demangled once per build.
-    pub fn shown_name(&mut self, i: usize) -> String {
-        self.table();
-        self.table.get_mut().expect("made above").shown(i)
+    pub fn shown_name(&self, i: usize) -> String {
+        let mut t = self.table();
+        let before = t.heap_bytes();
+        let name = t.shown(i);
+        self.held
+            .fetch_add(t.heap_bytes().saturating_sub(before), Ordering::Relaxed);
+        name
     }
 
     /// The virtual address of a file offset, through the load segments.
@@ -209,30 +319,36 @@ impl ElfFile {
     }
 
     /// Source file and line of `vaddr` from DWARF, when the file has it.
-    pub fn line(&mut self, vaddr: u64) -> Option<(String, u32)> {
+    pub fn line(&self, vaddr: u64) -> Option<(String, u32)> {
         // addr2line looks up [vaddr, vaddr + 1): the last address overflows.
         if vaddr == u64::MAX {
             return None;
         }
-        if self.lines.is_none() {
-            self.lines = Some(self.load_lines());
-        }
-        let table = self.lines.as_ref()?.as_ref()?;
+        let lines = self.lines();
+        let table = lines.as_ref()?.as_ref()?;
         let loc = table.ctx.find_location(vaddr).ok()??;
         Some((loc.file?.to_string(), loc.line?))
+    }
+
+    /// The line tables, loaded on first use.
+    fn lines(&self) -> std::sync::MutexGuard<'_, Option<Option<LineTable>>> {
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.is_none() {
+            *lines = Some(self.load_lines());
+            self.release_pages();
+        }
+        lines
     }
 
     /// The functions inlined at `vaddr`, innermost first, from DWARF
     /// (without the function they were inlined into); empty without
     /// debug info or inlining.
-    pub fn inlined(&mut self, vaddr: u64) -> Vec<String> {
+    pub fn inlined(&self, vaddr: u64) -> Vec<String> {
         if vaddr == u64::MAX {
             return Vec::new();
         }
-        if self.lines.is_none() {
-            self.lines = Some(self.load_lines());
-        }
-        let Some(Some(table)) = &self.lines else {
+        let lines = self.lines();
+        let Some(Some(table)) = &*lines else {
             return Vec::new();
         };
         let mut names = Vec::new();
@@ -247,20 +363,41 @@ impl ElfFile {
     }
 
     fn load_lines(&self) -> Option<LineTable> {
-        let obj = object::File::parse(self.debug.as_deref().unwrap_or(&self.map)).ok()?;
+        let file = self.debug.as_ref().unwrap_or(&self.map);
+        let obj = object::File::parse(&file[..]).ok()?;
         obj.section_by_name(".debug_line")?;
         let endian = if obj.is_little_endian() {
             gimli::RunTimeEndian::Little
         } else {
             gimli::RunTimeEndian::Big
         };
-        let load = |id: gimli::SectionId| -> Result<gimli::EndianRcSlice<gimli::RunTimeEndian>, gimli::Error> {
+        let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
             let data = obj
                 .section_by_name(id.name())
                 .and_then(|s| s.uncompressed_data().ok())
-                .map(|d| d.into_owned())
                 .unwrap_or_default();
-            Ok(gimli::EndianRcSlice::new(std::rc::Rc::from(data.into_boxed_slice()), endian))
+            let base = file.as_ptr() as usize;
+            let at = (data.as_ptr() as usize).wrapping_sub(base);
+            let bytes = match data {
+                // Stored as is: the file's own bytes.
+                std::borrow::Cow::Borrowed(d) if at.checked_add(d.len()) <= Some(file.len()) => {
+                    Bytes {
+                        held: Held::Map(file.clone()),
+                        start: at,
+                        len: d.len(),
+                    }
+                }
+                d => {
+                    let owned: Arc<[u8]> = Arc::from(d.into_owned().into_boxed_slice());
+                    self.held.fetch_add(owned.len(), Ordering::Relaxed);
+                    Bytes {
+                        len: owned.len(),
+                        held: Held::Owned(owned),
+                        start: 0,
+                    }
+                }
+            };
+            Ok(gimli::EndianReader::new(bytes, endian))
         };
         let dwarf: Dwarf = gimli::Dwarf::load(load).ok()?;
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;

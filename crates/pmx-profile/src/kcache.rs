@@ -102,11 +102,26 @@ pub fn make_key(build_id: &[u8], boot_id: &str, modules: &str) -> Vec<u8> {
 
 /// This machine's kernel symbols: from the cache when it is valid for the
 /// running system, else from `/proc/kallsyms` (and the cache rewritten).
+///
+/// The table is also kept for the process with its key: a later load
+/// (`pmx serve`'s next profile) while the key is the same (same kernel,
+/// boot and modules) is a copy of it, without checking the file again.
 pub fn load() -> (Kallsyms, Source) {
-    match current_key() {
-        Some(key) => load_with(cache_dir().as_deref(), &key, Kallsyms::load),
-        None => (Kallsyms::load(), Source::Proc),
+    static LAST: std::sync::Mutex<Option<(Vec<u8>, Kallsyms, Source)>> =
+        std::sync::Mutex::new(None);
+    let Some(key) = current_key() else {
+        return (Kallsyms::load(), Source::Proc);
+    };
+    if let Some((k, table, source)) = &*LAST.lock().unwrap_or_else(|p| p.into_inner()) {
+        if *k == key {
+            return (table.clone(), *source);
+        }
     }
+    let (table, source) = load_with(cache_dir().as_deref(), &key, Kallsyms::load);
+    if !table.is_empty() {
+        *LAST.lock().unwrap_or_else(|p| p.into_inner()) = Some((key, table.clone(), source));
+    }
+    (table, source)
 }
 
 /// [`load`] with the directory, the key and the reader of

@@ -114,7 +114,7 @@ pub use annotate::{
 pub use diff::{default_sort, diff, Compute, DiffOptions, DiffReport};
 pub use profile::{
     build, build_with_addresses, truncation_warning, AddressSamples, EventProfile, KernelSymbols,
-    Live, MachineId, Options, Profile, Row, SortKey, Weight,
+    Live, LiveStats, MachineId, Options, Profile, Row, SortKey, Weight,
 };
 pub use profile::{for_each_sample, Deltas, GroupRow, GroupTable, MemberDelta, Moments};
 pub use report::{report, Report, ReportError, ReportOptions, StackEvent};

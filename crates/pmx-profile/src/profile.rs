@@ -35,7 +35,7 @@ use sink::SampleSink;
 
 pub use addresses::{AddressSamples, Weight};
 pub use groups::{for_each_sample, Deltas, MemberDelta, Moments};
-pub use live::Live;
+pub use live::{Live, LiveStats};
 pub use types::{
     truncation_warning, EventProfile, GroupRow, GroupTable, KernelSymbols, MachineId, Options,
     Profile, Row, SortKey, ThreadReads, SOURCE_LINE_ROWS,

@@ -17,10 +17,21 @@
 //!   match), it is read from this process's memory once and resolved like
 //!   a file.
 
+use crate::elf::cache::FileId;
 use crate::elf::ElfFile;
 use crate::kernel::Kallsyms;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Entries each per-address cache (user, kernel, inlined frames) holds
+/// at most; a full cache is emptied (the frames stay interned, so a
+/// lookup after that costs one search of the binary's table).
+pub const MAX_CACHED_ADDRESSES: usize = 1 << 18;
+/// How often a process's `perf-PID.map` is looked at again (for growth,
+/// or for a map that was missing).
+const JIT_RECHECK: Duration = Duration::from_millis(500);
 
 /// Index of a binary (DSO) in a [`Symbolizer`].
 pub type DsoId = u32;
@@ -42,7 +53,9 @@ pub struct Dso {
     pub short: String,
     /// Build-id the recording saw, if any.
     pub expected_build_id: Option<Vec<u8>>,
-    elf: Option<ElfFile>,
+    elf: Option<Arc<ElfFile>>,
+    /// The file read for `elf`.
+    file: Option<FileId>,
     tried: bool,
 }
 
@@ -106,6 +119,27 @@ enum FrameKey {
     Sym(DsoId, usize),
     Addr(DsoId, u64),
     Inline(DsoId, String),
+    /// A JIT map's function: its start and name (the map's lines are
+    /// read again when it grows, so no index into them).
+    Jit(DsoId, u64, String),
+}
+
+/// How much per-process and per-address state a [`Symbolizer`] holds
+/// (what its memory grows with).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SymbolizerStats {
+    /// Processes with maps.
+    pub processes: usize,
+    /// Processes whose `perf-PID.map` was looked up.
+    pub jit_maps: usize,
+    /// Entries of the per-address caches.
+    pub cached_addresses: usize,
+    /// Binaries whose tables this symbolizer holds.
+    pub binaries: usize,
+    /// Binaries seen (paths).
+    pub dsos: usize,
+    /// Frames interned.
+    pub frames: usize,
 }
 
 /// The symbolizer: maps per process, binaries, kernel symbols and caches.
@@ -129,9 +163,19 @@ pub struct Symbolizer {
     defer_kernel: bool,
     provisional: Vec<(FrameId, u64)>,
     jit_dir: PathBuf,
-    jit_maps: HashMap<u32, Option<JitMap>>,
+    jit_maps: HashMap<u32, JitState>,
     vdso_here: bool,
     inline_cache: HashMap<(DsoId, u64), Box<[FrameId]>>,
+    /// Processes forgotten since the binaries were last released.
+    forgotten: usize,
+}
+
+/// A process's `perf-PID.map` as last read: its functions (none when
+/// missing), which file (size, modification time) and when it was looked at.
+struct JitState {
+    map: Option<JitMap>,
+    stamp: Option<(u64, i64, i64)>,
+    checked: Instant,
 }
 
 /// The functions of one `/tmp/perf-PID.map`.
@@ -249,6 +293,7 @@ impl Symbolizer {
             jit_maps: HashMap::default(),
             vdso_here: false,
             inline_cache: HashMap::default(),
+            forgotten: 0,
         };
         s.add_dso(b"[kernel.kallsyms]");
         s.add_dso(b"[unknown]");
@@ -357,6 +402,7 @@ impl Symbolizer {
             short,
             expected_build_id,
             elf: None,
+            file: None,
             tried: false,
         });
         self.dso_by_path.insert(path.to_vec(), id);
@@ -412,6 +458,61 @@ impl Symbolizer {
         self.maps.insert(pid, maps);
     }
 
+    /// Process `pid` has exited: its maps and JIT map are forgotten (the
+    /// frames already made keep their names). Every 64 processes, the
+    /// binaries no process maps any more are let go (see
+    /// [`Symbolizer::release_unmapped`]).
+    pub fn forget_process(&mut self, pid: u32) {
+        if self.maps.remove(&pid).is_some() {
+            self.forgotten += 1;
+        }
+        self.jit_maps.remove(&pid);
+        if self.forgotten >= 64 {
+            self.release_unmapped();
+        }
+    }
+
+    /// Let go of the tables of binaries no process maps now (they stay
+    /// in the process-wide cache until evicted); a later mapping of the
+    /// same path is a new binary, read again (from the cache when it is
+    /// the same file). Returns how many were let go.
+    pub fn release_unmapped(&mut self) -> usize {
+        self.forgotten = 0;
+        let mut mapped = vec![false; self.dsos.len()];
+        for m in self.maps.values().flatten() {
+            mapped[m.dso as usize] = true;
+        }
+        let mut released = 0;
+        for (i, d) in self.dsos.iter_mut().enumerate() {
+            if mapped[i] || d.elf.is_none() || d.path == "[vdso]" {
+                continue;
+            }
+            if let Some(elf) = d.elf.take() {
+                elf.save_table();
+            }
+            // `tried` stays set: this id is not read again; the path
+            // names a new binary from now on.
+            let path = d.path.as_bytes();
+            if self.dso_by_path.get(path) == Some(&(i as DsoId)) {
+                self.dso_by_path.remove(path);
+            }
+            released += 1;
+        }
+        released
+    }
+
+    /// How much state this symbolizer holds now.
+    pub fn stats(&self) -> SymbolizerStats {
+        SymbolizerStats {
+            processes: self.maps.len(),
+            jit_maps: self.jit_maps.len(),
+            cached_addresses: self.cache.len() + self.kernel_cache.len() + self.inline_cache.len(),
+            binaries: self.dsos.iter().filter(|d| d.elf.is_some()).count(),
+            dsos: self.dsos.len(),
+            frames: self.frames.len(),
+        }
+    }
+
     /// The frame of a user address in process `pid`.
     pub fn user_frame(&mut self, pid: u32, addr: u64) -> FrameId {
         let map = self.maps.get(&pid).and_then(|maps| {
@@ -435,62 +536,96 @@ impl Symbolizer {
             return f;
         }
         let f = self.resolve_in_dso(m.dso, offset);
-        self.cache.insert((m.dso, offset), f);
+        bounded_insert(&mut self.cache, (m.dso, offset), f);
         f
     }
 
     /// The frame of `addr` from process `pid`'s `perf-PID.map`, if it has
-    /// one that covers the address.
+    /// one that covers the address. The file is looked at again every
+    /// [`JIT_RECHECK`]: read again when it changed (a runtime appends as
+    /// it compiles), looked for again when it was missing.
     fn jit_frame(&mut self, pid: u32, addr: u64) -> Option<FrameId> {
         if pid == 0 || pid == u32::MAX {
             return None;
         }
-        if !self.jit_maps.contains_key(&pid) {
-            let path = self.jit_dir.join(format!("perf-{pid}.map"));
-            // Only a regular file: a FIFO in /tmp would block the read.
-            let regular = std::fs::metadata(&path).is_ok_and(|m| m.is_file());
-            let read = if regular {
-                std::fs::read(&path)
-            } else {
-                Err(std::io::Error::from(std::io::ErrorKind::NotFound))
-            };
-            let map = match read {
-                Ok(bytes) => {
-                    let dso = self.add_dso(path.to_string_lossy().as_bytes());
-                    // perf's short name for a perf map's functions.
-                    self.dsos[dso as usize].short = format!("[JIT] tid {pid}");
-                    let text = String::from_utf8_lossy(&bytes);
-                    let (map, bad) = JitMap::parse(&text, dso);
-                    if bad > 0 {
-                        self.warnings.push(format!(
-                            "{}: {bad} line(s) are not `START SIZE name` and were skipped",
-                            path.display()
-                        ));
-                    }
-                    Some(map)
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => {
-                    self.warnings.push(format!("{}: {e}", path.display()));
-                    None
-                }
-            };
-            self.jit_maps.insert(pid, map);
+        let due = self
+            .jit_maps
+            .get(&pid)
+            .is_none_or(|j| j.checked.elapsed() >= JIT_RECHECK);
+        if due {
+            self.refresh_jit_map(pid);
         }
-        let jit = self.jit_maps.get(&pid)?.as_ref()?;
+        let jit = self.jit_maps.get(&pid)?.map.as_ref()?;
         let dso = jit.dso;
         if let Some(&f) = self.cache.get(&(dso, addr)) {
             return Some(f);
         }
         let i = jit.lookup(addr)?;
-        let name = jit.entries[i].3.clone();
-        let f = self.intern(FrameKey::Sym(dso, i), || Frame {
+        let (start, name) = (jit.entries[i].0, jit.entries[i].3.clone());
+        let f = self.intern(FrameKey::Jit(dso, start, name.clone()), || Frame {
             dso,
             name: FrameName::Symbol(name),
             kernel: false,
         });
-        self.cache.insert((dso, addr), f);
+        bounded_insert(&mut self.cache, (dso, addr), f);
         Some(f)
+    }
+
+    /// Look at `pid`'s `perf-PID.map` again: read it when it is new or
+    /// changed (size, modification time).
+    fn refresh_jit_map(&mut self, pid: u32) {
+        let path = self.jit_dir.join(format!("perf-{pid}.map"));
+        // Only a regular file: a FIFO in /tmp would block the read.
+        let meta = std::fs::metadata(&path).ok().filter(|m| m.is_file());
+        let stamp = meta.map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.size(), m.mtime(), m.mtime_nsec())
+        });
+        let checked = Instant::now();
+        if let Some(j) = self.jit_maps.get_mut(&pid) {
+            j.checked = checked;
+            if j.stamp == stamp {
+                return;
+            }
+        }
+        let read = match stamp {
+            Some(_) => std::fs::read(&path),
+            None => Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
+        };
+        let map = match read {
+            Ok(bytes) => {
+                let dso = self.add_dso(path.to_string_lossy().as_bytes());
+                // perf's short name for a perf map's functions.
+                self.dsos[dso as usize].short = format!("[JIT] tid {pid}");
+                let text = String::from_utf8_lossy(&bytes);
+                let (map, bad) = JitMap::parse(&text, dso);
+                if bad > 0 {
+                    self.warnings.push(format!(
+                        "{}: {bad} line(s) are not `START SIZE name` and were skipped",
+                        path.display()
+                    ));
+                }
+                // Addresses resolved (or left unresolved) with the old
+                // lines are looked up again.
+                let dsos = &self.dsos;
+                self.cache
+                    .retain(|(d, _), _| *d != dso && !is_anon(&dsos[*d as usize].path));
+                Some(map)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                self.warnings.push(format!("{}: {e}", path.display()));
+                None
+            }
+        };
+        self.jit_maps.insert(
+            pid,
+            JitState {
+                map,
+                stamp,
+                checked,
+            },
+        );
     }
 
     /// Load the running vDSO for the `[vdso]` DSO when allowed.
@@ -522,7 +657,7 @@ impl Symbolizer {
                         return;
                     }
                 }
-                self.dsos[dso as usize].elf = Some(elf);
+                self.dsos[dso as usize].elf = Some(Arc::new(elf));
             }
             Err(e) => self.warnings.push(e),
         }
@@ -555,10 +690,12 @@ impl Symbolizer {
         let cached = move || {
             (want.as_deref())
                 .and_then(|id| crate::buildid_cache::lookup(&crate::buildid_cache::dir(), id))
-                .and_then(|c| ElfFile::open(&c).ok())
+                .and_then(|c| crate::elf::cache::open(&c).ok())
+                .map(|(elf, _)| elf)
         };
-        match ElfFile::open(&path) {
-            Ok(elf) => {
+        match crate::elf::cache::open(&path) {
+            Ok((elf, file)) => {
+                d.file = Some(file);
                 if let (Some(want), Some(have)) = (&d.expected_build_id, elf.build_id()) {
                     if want.as_slice() != have {
                         if let Some(c) = cached() {
@@ -603,7 +740,7 @@ impl Symbolizer {
             .and_then(|elf| elf.lookup(elf.offset_to_vaddr(offset).unwrap_or(offset)));
         match found {
             Some(i) => {
-                let elf = self.dsos[dso as usize].elf.as_mut().expect("loaded");
+                let elf = self.dsos[dso as usize].elf.as_ref().expect("loaded");
                 let name = elf.shown_name(i);
                 self.intern(FrameKey::Sym(dso, i), || Frame {
                     dso,
@@ -635,7 +772,7 @@ impl Symbolizer {
                 kernel: true,
             });
             self.provisional.push((f, addr));
-            self.kernel_cache.insert(addr, f);
+            bounded_insert(&mut self.kernel_cache, addr, f);
             return f;
         }
         let f = match self.kallsyms.lookup(addr) {
@@ -675,7 +812,7 @@ impl Symbolizer {
                 })
             }
         };
-        self.kernel_cache.insert(addr, f);
+        bounded_insert(&mut self.kernel_cache, addr, f);
         f
     }
 
@@ -683,7 +820,7 @@ impl Symbolizer {
     /// binaries with line info; `addr` is a process address in `pid`).
     pub fn source_line(&mut self, pid: u32, addr: u64) -> Option<(String, u32)> {
         let (dso, vaddr) = self.user_vaddr(pid, addr)?;
-        self.dsos[dso as usize].elf.as_mut()?.line(vaddr)
+        self.dsos[dso as usize].elf.as_ref()?.line(vaddr)
     }
 
     /// The binary and its ELF virtual address of a user address of
@@ -719,7 +856,7 @@ impl Symbolizer {
             return;
         }
         self.load_elf(m.dso);
-        let names = match self.dsos[m.dso as usize].elf.as_mut() {
+        let names = match self.dsos[m.dso as usize].elf.as_ref() {
             Some(elf) => match elf.offset_to_vaddr(offset) {
                 Some(vaddr) => elf.inlined(vaddr),
                 None => Vec::new(),
@@ -738,7 +875,7 @@ impl Symbolizer {
             })
             .collect();
         out.extend_from_slice(&frames);
-        self.inline_cache.insert((m.dso, offset), frames);
+        bounded_insert(&mut self.inline_cache, (m.dso, offset), frames);
     }
 
     /// The mappings of process `pid`, sorted by start.
@@ -780,13 +917,9 @@ impl Symbolizer {
         let frame = make();
         let start = match key {
             FrameKey::Addr(..) | FrameKey::Inline(..) => None,
+            FrameKey::Jit(_, start, _) => Some(start),
             FrameKey::Sym(_, i) if frame.kernel => Some(self.kallsyms.symbol(i).start),
-            FrameKey::Sym(dso, i) => match &self.dsos[dso as usize].elf {
-                Some(elf) => Some(elf.bounds(i).0),
-                None => (self.jit_maps.values().flatten())
-                    .find(|j| j.dso == dso)
-                    .and_then(|j| j.entries.get(i).map(|e| e.0)),
-            },
+            FrameKey::Sym(dso, i) => (self.dsos[dso as usize].elf.as_ref()).map(|e| e.bounds(i).0),
         };
         self.starts.push(start.unwrap_or(u64::MAX));
         self.frames.push(frame);
@@ -825,6 +958,27 @@ impl Symbolizer {
                 )
             }
             _ => (f, addr, addr),
+        }
+    }
+}
+
+/// Insert into a per-address cache, emptying it first when full.
+fn bounded_insert<K: std::hash::Hash + Eq, V>(cache: &mut HashMap<K, V>, key: K, value: V) {
+    if cache.len() >= MAX_CACHED_ADDRESSES {
+        *cache = HashMap::default();
+    }
+    cache.insert(key, value);
+}
+
+impl Drop for Symbolizer {
+    /// The symbol tables' on-disk caches are written for the binaries
+    /// this symbolizer demangled names of (the binaries themselves may
+    /// live on in the process-wide cache).
+    fn drop(&mut self) {
+        for d in &self.dsos {
+            if let Some(elf) = &d.elf {
+                elf.save_table();
+            }
         }
     }
 }

@@ -121,6 +121,11 @@ impl Unwinder {
         self.stats
     }
 
+    /// Process `pid` has exited: its unwinder (modules by mapping) goes.
+    pub fn forget(&mut self, pid: u32) {
+        self.procs.remove(&pid);
+    }
+
     /// Warnings worth showing: binaries without CFI that samples went through.
     pub fn warnings(&self) -> Vec<String> {
         if self.no_cfi.is_empty() {

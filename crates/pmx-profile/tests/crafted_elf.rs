@@ -324,7 +324,7 @@ fn empty_and_tiny_files_on_disk() {
 fn last_address_asks_dwarf_for_nothing() {
     // addr2line looks up [addr, addr + 1): u64::MAX overflowed.
     let exe = std::env::current_exe().unwrap();
-    let mut f = ElfFile::open(&exe).unwrap();
+    let f = ElfFile::open(&exe).unwrap();
     let main = f
         .symbols()
         .iter()
@@ -365,7 +365,7 @@ fn debug_file_found_by_build_id_truncated_at_every_length() {
     assert_eq!(f.symbol_count(), 3, "the debug file's symbols");
     for n in 0..full.len() {
         std::fs::write(&debug, &full[..n]).unwrap();
-        let mut f = ElfFile::open_in(&bin, dir.path()).unwrap();
+        let f = ElfFile::open_in(&bin, dir.path()).unwrap();
         assert!(f.symbol_count() >= 2, "prefix {n}");
         for a in ODD {
             f.lookup(a);

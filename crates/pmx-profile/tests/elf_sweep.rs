@@ -272,7 +272,7 @@ fn sweep_file(path: &Path) -> Tally {
         ..Tally::default()
     };
     let mut addresses = vec![0, 1, u64::MAX, u64::MAX - 1, 1 << 63, 0x1000, 0x40_0000];
-    if let Ok(mut f) = ElfFile::open(path) {
+    if let Ok(f) = ElfFile::open(path) {
         t.opened = 1;
         let syms = f.symbols();
         t.symbols = syms.len() as u64;

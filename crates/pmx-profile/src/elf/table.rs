@@ -50,6 +50,8 @@ pub(crate) struct Table {
     /// Where the table is cached, when it is.
     file: Option<PathBuf>,
     debug_stamp: u64,
+    /// When this process last wrote the file.
+    saved_at: Option<std::time::Instant>,
 }
 
 impl Table {
@@ -76,6 +78,7 @@ impl Table {
             added: 0,
             file: None,
             debug_stamp: 0,
+            saved_at: None,
         }
     }
 
@@ -108,6 +111,11 @@ impl Table {
             t.debug_stamp = debug_stamp;
         }
         t
+    }
+
+    /// Bytes of memory the table holds.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.entries.capacity() * std::mem::size_of::<Entry>() + self.blob.capacity()
     }
 
     /// Number of symbols.
@@ -160,6 +168,16 @@ impl Table {
             .collect()
     }
 
+    /// [`Table::save`], unless this process wrote the file less than
+    /// `interval` ago: a long-lived process (`pmx serve`, whose every
+    /// profile ends a symbolizer) does not rewrite a big table each time.
+    pub(crate) fn save_unless_within(&mut self, interval: std::time::Duration) {
+        if self.saved_at.is_some_and(|t| t.elapsed() < interval) {
+            return;
+        }
+        self.save();
+    }
+
     /// Write the cache file when names were added (errors are ignored: a
     /// cache that cannot be written is only slower).
     pub(crate) fn save(&mut self) {
@@ -186,6 +204,7 @@ impl Table {
         out.extend_from_slice(&self.blob);
         if crate::kcache::write_file_atomically(file, &out).is_ok() {
             self.added = 0;
+            self.saved_at = Some(std::time::Instant::now());
             prune(file.parent().unwrap_or(Path::new(".")));
         }
     }
@@ -257,6 +276,7 @@ fn read(file: &Path, style: Demangle, debug_stamp: u64) -> Option<Table> {
         added: 0,
         file: None,
         debug_stamp,
+        saved_at: None,
     })
 }
 
@@ -329,6 +349,23 @@ mod tests {
         bad[HEADER + ENTRY..HEADER + ENTRY + 8].copy_from_slice(&0u64.to_le_bytes());
         std::fs::write(&file, &bad).unwrap();
         assert!(read(&file, Demangle::Short, 7).is_none());
+    }
+
+    #[test]
+    fn a_table_written_lately_is_not_written_again_within_the_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("y.0.sym");
+        let mut t = Table::new(&symbols(2500), Demangle::Short);
+        (t.file, t.debug_stamp) = (Some(file.clone()), 3);
+        t.shown(1);
+        t.save_unless_within(std::time::Duration::from_secs(300));
+        let first = std::fs::read(&file).expect("written the first time");
+        t.shown(2);
+        t.save_unless_within(std::time::Duration::from_secs(300));
+        assert_eq!(std::fs::read(&file).unwrap(), first, "not within 300 s");
+        t.save();
+        let back = read(&file, Demangle::Short, 3).unwrap();
+        assert_eq!(back.entries[2].shown.1, 9, "written when asked");
     }
 
     #[test]

@@ -63,6 +63,11 @@ pub(super) enum Item {
         ptid: u32,
     },
     Mmap(Box<MmapItem>),
+    /// A thread ended (EXIT); `pid == tid`: the process.
+    Exit {
+        pid: u32,
+        tid: u32,
+    },
 }
 
 /// A user mapping waiting for its round.
@@ -98,6 +103,9 @@ pub(super) struct State<'o> {
     /// samples: what a missing or stale binary cost.
     pub(super) unresolved: HashMap<DsoId, u64>,
     pub(super) sample_count: u64,
+    /// Forget an exited thread's command and an exited process's maps
+    /// (a live view, which runs for hours; a file's report keeps them).
+    pub(super) prune_exited: bool,
 }
 
 impl<'o> State<'o> {
@@ -127,6 +135,7 @@ impl<'o> State<'o> {
             addresses: None,
             unresolved: HashMap::default(),
             sample_count: 0,
+            prune_exited: false,
         }
     }
 
@@ -211,6 +220,17 @@ impl<'o> State<'o> {
                 }
                 self.sym.add_map(m.pid, m.start, m.len, m.pgoff, &m.path);
             }
+            // The samples before it in time are applied: rows made keep
+            // their names (interned), the process's state can go.
+            Item::Exit { pid, tid } if self.prune_exited => {
+                self.thread_comm.remove(&tid);
+                if pid == tid {
+                    self.thread_comm.remove(&pid);
+                    self.sym.forget_process(pid);
+                    self.unwinder.forget(pid);
+                }
+            }
+            Item::Exit { .. } => {}
         }
     }
 

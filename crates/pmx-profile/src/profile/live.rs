@@ -52,6 +52,7 @@ impl<'o> Live<'o> {
         let mut sym = Symbolizer::new(kallsyms, build_ids, options.root.clone());
         sym.allow_running_vdso(here);
         let mut state = State::new(options, sym);
+        state.prune_exited = true;
         state.addresses = addresses.then(AddressAcc::default);
         let replay = Replay::new(&reader, here);
         Live {
@@ -192,6 +193,15 @@ impl<'o> Live<'o> {
         self.decay(0.0);
     }
 
+    /// How much per-process and per-address state the symbolizer and
+    /// the replay hold now (threads with a command name: `threads`).
+    pub fn stats(&self) -> LiveStats {
+        LiveStats {
+            symbolizer: self.state.sym.stats(),
+            threads: self.state.thread_comm.len(),
+        }
+    }
+
     /// Rows held now, over every event (self, children, stacks): what
     /// the aggregator's memory grows with.
     pub fn held_rows(&self) -> usize {
@@ -201,6 +211,15 @@ impl<'o> Live<'o> {
             .map(|a| a.rows.len() + a.children.len() + a.stacks.len())
             .sum()
     }
+}
+
+/// What a [`Live`] holds besides its rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveStats {
+    /// The symbolizer's processes, caches and binaries.
+    pub symbolizer: crate::symbolize::SymbolizerStats,
+    /// Threads with a command name.
+    pub threads: usize,
 }
 
 /// Scale the (samples, period, …) rows by `keep`; drop those under one sample.

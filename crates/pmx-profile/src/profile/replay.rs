@@ -292,6 +292,13 @@ impl Replay {
                     ptid: t.ptid,
                 },
             ),
+            Record::Exit(t) if st.prune_exited => (
+                t.time,
+                Item::Exit {
+                    pid: t.pid,
+                    tid: t.tid,
+                },
+            ),
             Record::Mmap(m) => {
                 let kernel_map = m.pid == u32::MAX || m.misc & misc::CPUMODE_MASK == misc::KERNEL;
                 if kernel_map {

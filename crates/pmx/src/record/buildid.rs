@@ -78,6 +78,53 @@ pub fn find_in_notes(notes: &[u8], little_endian: bool) -> Option<Vec<u8>> {
     None
 }
 
+/// Files whose build id [`of_elf_file_cached`] remembers at most (the
+/// memory is emptied when full).
+const MAX_REMEMBERED: usize = 8192;
+
+#[cfg(test)]
+thread_local! {
+    /// Files [`of_elf_file_cached`] read on this thread.
+    static READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// [`of_elf_file`], remembered for the process by the file's device,
+/// inode, size and modification time: a session that ends every 30 s
+/// (`pmx serve`'s profiles) lists the build ids of the same binaries
+/// without reading their notes again, and a binary rebuilt at the same
+/// path (another inode or mtime) is read again.
+pub fn of_elf_file_cached(path: &Path) -> Option<Vec<u8>> {
+    use std::collections::HashMap;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::{Mutex, OnceLock};
+    type Key = (u64, u64, u64, i64, i64);
+    static SEEN: OnceLock<Mutex<HashMap<Key, Option<Vec<u8>>>>> = OnceLock::new();
+    let m = std::fs::metadata(path).ok()?;
+    if !m.is_file() {
+        return None;
+    }
+    let key = (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec());
+    let seen = SEEN.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(id) = seen.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return id.clone();
+    }
+    #[cfg(test)]
+    READS.with(|r| r.set(r.get() + 1));
+    let id = of_elf_file(path);
+    // Changed while read: not remembered.
+    let again = std::fs::metadata(path).ok()?;
+    if (again.ino(), again.size(), again.mtime(), again.mtime_nsec())
+        == (key.1, key.2, key.3, key.4)
+    {
+        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= MAX_REMEMBERED {
+            seen.clear();
+        }
+        seen.insert(key, id.clone());
+    }
+    id
+}
+
 /// The build id of the ELF file at `path`; `None` when the file cannot be
 /// read, is not ELF, or has no build-id note.
 pub fn of_elf_file(path: &Path) -> Option<Vec<u8>> {
@@ -167,6 +214,40 @@ mod tests {
             v.push(0);
         }
         v
+    }
+
+    /// The remembered build id is the file's, and a file replaced at the
+    /// same path (another inode) is read again.
+    #[test]
+    fn remembered_ids_follow_a_replaced_file() {
+        let (Some(a), Some(b)) = (
+            Some(std::env::current_exe().unwrap()),
+            ["/bin/true", "/usr/bin/true"]
+                .into_iter()
+                .map(Path::new)
+                .find(|p| of_elf_file(p).is_some()),
+        ) else {
+            return;
+        };
+        let dir = std::env::temp_dir().join(format!("pmx-buildid-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bin");
+        std::fs::copy(&a, &path).unwrap();
+        let first = of_elf_file_cached(&path);
+        assert!(first.is_some());
+        assert_eq!(first, of_elf_file(&a));
+        let reads = READS.with(|r| r.get());
+        assert_eq!(of_elf_file_cached(&path), first, "remembered");
+        assert_eq!(READS.with(|r| r.get()), reads, "not read again");
+        // Replaced (a new file renamed over it, as a linker or package does).
+        let tmp = dir.join("bin.new");
+        std::fs::copy(b, &tmp).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+        let second = of_elf_file_cached(&path);
+        assert_eq!(READS.with(|r| r.get()), reads + 1, "read again");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(second, of_elf_file(b));
+        assert_ne!(second, first);
     }
 
     #[test]

@@ -103,7 +103,7 @@ pub(super) fn build_ids(
         if !name.starts_with('/') || name.starts_with("//") {
             continue; // [vdso], //anon, [heap]: nothing on disk
         }
-        match buildid::of_elf_file(Path::new(name)) {
+        match buildid::of_elf_file_cached(Path::new(name)) {
             Some(id) if id.len() <= buildid::MAX_BUILD_ID => build_ids.push(BuildIdEntry {
                 pid: -1,
                 misc: if mode == record_misc::KERNEL {
