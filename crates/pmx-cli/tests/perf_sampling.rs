@@ -74,6 +74,14 @@ impl Setup {
         o
     }
 
+    /// `perf record -q -e task-clock:u -o DATA PROG` with pmx as perf
+    /// (`pmx`) or Debian's perf.
+    fn record(&self, pmx: bool, data: &str, prog: &Path) {
+        let prog = prog.to_str().unwrap();
+        let args = ["record", "-q", "-e", "task-clock:u", "-o", data, prog];
+        self.run(pmx, &args);
+    }
+
     fn both(&self, args: &[&str]) -> (String, String) {
         let text = |o: Output| common::stdout(&o);
         (text(self.run(false, args)), text(self.run(true, args)))
@@ -106,18 +114,7 @@ fn report_and_file_commands_match_perf_on_the_same_file() {
     let prog = s.program("(void)0");
     let data = s.path("t.data");
     let d = data.to_str().unwrap();
-    s.run(
-        false,
-        &[
-            "record",
-            "-q",
-            "-e",
-            "task-clock:u",
-            "-o",
-            d,
-            prog.to_str().unwrap(),
-        ],
-    );
+    s.record(false, d, &prog);
     // The rows of every share of at least 1% and their shares: the same
     // samples, so the same strings.
     for args in [
@@ -520,18 +517,7 @@ fn tid_filter_matches_perf() {
         pmx_testkit::cc::compile(s.dir.path(), "th", THREADS, &["-O0", "-pthread"]).expect("cc");
     let data = s.path("th.data");
     let d = data.to_str().unwrap();
-    s.run(
-        true,
-        &[
-            "record",
-            "-q",
-            "-e",
-            "task-clock:u",
-            "-o",
-            d,
-            prog.to_str().unwrap(),
-        ],
-    );
+    s.record(true, d, &prog);
     // The threads from perf's --tasks: `pid tid ppid |comm`.
     let (tasks, _) = s.both(&["report", "-i", d, "--tasks"]);
     let tids: Vec<String> = (tasks.lines())
@@ -659,18 +645,7 @@ fn annotate_without_a_symbol_annotates_every_sampled_function_as_perf() {
     let prog = pmx_testkit::cc::compile(s.dir.path(), "tree", CALL_TREE, &["-O0"]).expect("cc");
     let data = s.path("a.data");
     let d = data.to_str().unwrap();
-    s.run(
-        false,
-        &[
-            "record",
-            "-q",
-            "-e",
-            "task-clock:u",
-            "-o",
-            d,
-            prog.to_str().unwrap(),
-        ],
-    );
+    s.record(false, d, &prog);
     let (perf, pmx) = s.both(&["annotate", "-i", d, "--stdio"]);
     let (p, x) = (perf_annotations(&perf, 10), pmx_annotations(&pmx, 10));
     let names = |v: &[(String, Vec<(u64, f64)>)]| v.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
