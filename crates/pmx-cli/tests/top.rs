@@ -311,6 +311,21 @@ fn perf_top_under_the_perf_name() {
 struct Tmux(String);
 
 impl Tmux {
+    /// pmx top has ended with exit 0 (`top-exit=0`, echoed by the command
+    /// line that ran it) and the terminal is back in its normal mode: a
+    /// line typed is echoed and run.
+    fn back_at_the_prompt(&self) {
+        let s = self.wait_for(30, "the shell back", |s| {
+            s.lines().any(|l| l.starts_with("top-exit="))
+        });
+        assert!(s.lines().any(|l| l == "top-exit=0"), "{s}");
+        self.typed("echo cooked-$((6*7))");
+        self.keys(&["Enter"]);
+        self.wait_for(30, "a terminal in its normal mode", |s| {
+            s.lines().any(|l| l == "cooked-42")
+        });
+    }
+
     fn start(tag: &str, cols: u32, rows: u32) -> Option<Tmux> {
         if Command::new("tmux").arg("-V").output().is_err() {
             pmx_testkit::skip("no tmux");
@@ -443,15 +458,7 @@ fn the_terminal_ui_shows_filters_annotates_and_quits() {
     t.keys(&["Escape"]);
     t.wait_for(30, "the table again", |s| s.contains("[.] top_spin_marker"));
     t.keys(&["q"]);
-    let s = t.wait_for(30, "the shell back", |s| {
-        s.lines().any(|l| l.starts_with("top-exit="))
-    });
-    assert!(s.lines().any(|l| l == "top-exit=0"), "{s}");
-    t.typed("echo cooked-$((6*7))");
-    t.keys(&["Enter"]);
-    t.wait_for(30, "a terminal in its normal mode", |s| {
-        s.lines().any(|l| l == "cooked-42")
-    });
+    t.back_at_the_prompt();
 }
 
 /// The pid of the program the pane's shell runs.
@@ -503,15 +510,7 @@ fn a_small_terminal_is_told_and_sigterm_gives_the_terminal_back() {
     // SIGTERM: the terminal restored, exit 0.
     let pmx = pane_child(&t);
     assert_eq!(unsafe { libc::kill(pmx, libc::SIGTERM) }, 0);
-    let s = t.wait_for(30, "the shell back", |s| {
-        s.lines().any(|l| l.starts_with("top-exit="))
-    });
-    assert!(s.lines().any(|l| l == "top-exit=0"), "{s}");
-    t.typed("echo cooked-$((6*7))");
-    t.keys(&["Enter"]);
-    t.wait_for(30, "a terminal in its normal mode", |s| {
-        s.lines().any(|l| l == "cooked-42")
-    });
+    t.back_at_the_prompt();
 }
 
 #[test]
