@@ -37,10 +37,14 @@ pub fn run(session: &mut Session, opts: &TopOptions) -> Result<TopOutcome, TopEr
         // A terminal that hung up (its window closed) reads end-of-file
         // forever, and crossterm would spin on it: the wait is ours, and
         // crossterm only reads what is there.
-        if wait_for_input(wait.min(Duration::from_millis(100))) {
-            return Ok(TopOutcome::Signal(libc::SIGHUP));
-        }
-        while event::poll(Duration::ZERO)? {
+        // crossterm is asked only when there is input: asked on a terminal
+        // that hangs up meanwhile, it would spin in its read.
+        let input = match wait_for_input(wait.min(Duration::from_millis(100))) {
+            Input::HungUp => return Ok(TopOutcome::Signal(libc::SIGHUP)),
+            Input::Ready => true,
+            Input::None => false,
+        };
+        while input && event::poll(Duration::ZERO)? {
             let Event::Key(k) = event::read()? else {
                 continue;
             };
@@ -79,9 +83,18 @@ pub fn run(session: &mut Session, opts: &TopOptions) -> Result<TopOutcome, TopEr
     }
 }
 
-/// Wait up to `d` for input on standard input (the terminal); whether
-/// it has hung up or is gone instead.
-fn wait_for_input(d: Duration) -> bool {
+/// What the terminal has after a wait.
+enum Input {
+    /// Nothing to read.
+    None,
+    /// Bytes to read.
+    Ready,
+    /// It has hung up or is gone.
+    HungUp,
+}
+
+/// Wait up to `d` for input on standard input (the terminal).
+fn wait_for_input(d: Duration) -> Input {
     let mut p = libc::pollfd {
         fd: 0,
         events: libc::POLLIN,
@@ -89,7 +102,13 @@ fn wait_for_input(d: Duration) -> bool {
     };
     // SAFETY: one valid pollfd.
     let n = unsafe { libc::poll(&mut p, 1, d.as_millis() as i32) };
-    n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+    if n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        Input::HungUp
+    } else if n > 0 {
+        Input::Ready
+    } else {
+        Input::None
+    }
 }
 
 /// The annotate view of `symbol` in `dso`: `pmx annotate`'s text of the
