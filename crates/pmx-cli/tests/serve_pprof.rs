@@ -8,7 +8,8 @@
 //! scraping every second sees a session running with the target up
 //! throughout an 8-second profile. Bad values get 400 with the
 //! reason; a second profile while the only session runs gets 429 with
-//! `Retry-After`; a client that hangs up mid-profile leaves no session,
+//! `Retry-After`; the event loop sleeps while a profile runs; a client
+//! that hangs up mid-profile leaves no session,
 //! no thread and no perf fd behind; `--profile-events` that cannot be
 //! sampled here still serves the CPU profile, with the reason in a header
 //! and the log; a `{cpu-clock,page-faults}:S` group's member is a sample
@@ -214,6 +215,17 @@ fn footprint(pid: u32) -> (usize, usize) {
     (perf_fds(pid), long)
 }
 
+/// How many times the main thread (the event loop) of `pid` has gone
+/// to sleep and woken since it started (its voluntary context switches).
+fn main_thread_wakes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
 #[test]
 fn bad_values_a_second_profile_and_a_client_that_hangs_up() {
     let _one = serial();
@@ -243,6 +255,7 @@ fn bad_values_a_second_profile_and_a_client_that_hangs_up() {
     first
         .write_all(b"GET /debug/pprof/profile?seconds=40 HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
+    let sent = Instant::now();
     assert!(
         wait_for(
             &d.addr,
@@ -251,6 +264,19 @@ fn bad_values_a_second_profile_and_a_client_that_hangs_up() {
             Duration::from_secs(20)
         ),
         "the profile did not start"
+    );
+    // While it runs, the event loop sleeps until something happens: the
+    // profile's connection is watched for a hang-up, without a deadline
+    // to wake for (the head deadline it had, 10 s after it was accepted,
+    // once had the loop wake every millisecond from then on).
+    std::thread::sleep((sent + Duration::from_secs(11)).saturating_duration_since(Instant::now()));
+    let wakes = || main_thread_wakes(pid);
+    let (w0, t0) = (wakes(), Instant::now());
+    std::thread::sleep(Duration::from_secs(2));
+    let per_second = (wakes() - w0) as f64 / t0.elapsed().as_secs_f64();
+    assert!(
+        per_second < 20.0,
+        "the event loop woke {per_second:.0} times a second during a profile"
     );
     let (status, head, body) = http(
         &d.addr,

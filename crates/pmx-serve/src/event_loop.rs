@@ -152,7 +152,12 @@ impl<H: Handler> EventLoop<H> {
                 if let Some(ev) = c.interest() {
                     fds.push(pollfd(c.fd(), ev));
                     ids.push(*id);
-                    wake_at = wake_at.min(c.deadline);
+                    // A long answer's connection has no deadline while
+                    // its job runs (the one it had is past: waking for
+                    // it would spin the loop every millisecond).
+                    if !c.is_busy() {
+                        wake_at = wake_at.min(c.deadline);
+                    }
                 }
             }
             let wait = wake_at.saturating_duration_since(Instant::now());
