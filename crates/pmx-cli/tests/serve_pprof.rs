@@ -329,6 +329,27 @@ fn bad_values_a_second_profile_and_a_client_that_hangs_up() {
     let (status, head, body) = profile(&d.addr, &format!("seconds=1&pid={me}"));
     assert_eq!(status, 200, "{head}");
     assert!(body.starts_with(&[0x1f, 0x8b]), "gzip");
+    // The binaries a profile reads are kept for the next one: a second
+    // profile of the same busy process reads none.
+    let busy = Killed(
+        Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap(),
+    );
+    let reads = || quick_sum(&scrape(&d.addr, false), "pmx_profile_binary_reads_total");
+    let spinning = format!("seconds=1&pid={}", busy.0.id());
+    let (status, head, _) = profile(&d.addr, &spinning);
+    assert_eq!(status, 200, "{head}");
+    let first = reads();
+    assert!(first >= 1.0, "the shell's binaries were read: {first}");
+    let (status, head, _) = profile(&d.addr, &spinning);
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(
+        reads(),
+        first,
+        "a second profile of the same process read binaries again"
+    );
     let (status, head, body) = profile(&d.addr, "seconds=1&pid=999999999");
     assert_eq!(status, 400, "{head}");
     assert!(

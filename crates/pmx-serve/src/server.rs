@@ -755,6 +755,46 @@ fn profile_families(p: &Profiles) -> Vec<Family> {
         f.push(vec![], Value::Int(n.load(Ordering::Relaxed)));
         out.push(f);
     }
+    // The binaries whose symbol and line tables successive profiles share
+    // (`pmx_profile::elf::cache`): a reads count that grows with every
+    // profile of the same processes means the capacity is too small.
+    let c = pmx_profile::elf::cache::stats();
+    for (name, kind, help, v) in [
+        (
+            "pmx_profile_binaries",
+            Kind::Gauge,
+            "Binaries whose symbol tables are kept for the next profile.",
+            c.binaries as u64,
+        ),
+        (
+            "pmx_profile_binary_bytes",
+            Kind::Gauge,
+            "Bytes those tables hold (estimate).",
+            c.bytes as u64,
+        ),
+        (
+            "pmx_profile_binary_capacity_bytes",
+            Kind::Gauge,
+            "Bytes of tables kept at most (PMX_BINARY_CACHE_MB); least recently used binaries go first.",
+            pmx_profile::elf::cache::capacity() as u64,
+        ),
+        (
+            "pmx_profile_binary_reads",
+            Kind::Counter,
+            "Binaries read from disk (not found among those kept).",
+            c.misses,
+        ),
+        (
+            "pmx_profile_binary_evictions",
+            Kind::Counter,
+            "Binaries let go to stay within the capacity.",
+            c.evicted,
+        ),
+    ] {
+        let mut f = Family::new(name, kind, help);
+        f.push(vec![], Value::Int(v));
+        out.push(f);
+    }
     out
 }
 

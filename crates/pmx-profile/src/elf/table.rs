@@ -43,7 +43,13 @@ struct Entry {
 /// `style` as far as demangled.
 pub(crate) struct Table {
     entries: Vec<Entry>,
+    /// The names the table was made or read with: built to size and
+    /// never grown (a big binary's raw names are tens of MB: growing
+    /// them by one name would double the allocation).
     blob: Vec<u8>,
+    /// Display names demangled since: their offsets count on from the
+    /// end of `blob`, as in the file, where the two are written as one.
+    added_names: Vec<u8>,
     style: Demangle,
     /// Names demangled since the table was read or built.
     added: usize,
@@ -74,6 +80,7 @@ impl Table {
         Table {
             entries,
             blob,
+            added_names: Vec::new(),
             style,
             added: 0,
             file: None,
@@ -115,7 +122,9 @@ impl Table {
 
     /// Bytes of memory the table holds.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.entries.capacity() * std::mem::size_of::<Entry>() + self.blob.capacity()
+        self.entries.capacity() * std::mem::size_of::<Entry>()
+            + self.blob.capacity()
+            + self.added_names.capacity()
     }
 
     /// Number of symbols.
@@ -139,19 +148,28 @@ impl Table {
     /// Symbol `i`'s raw name.
     pub(crate) fn raw(&self, i: usize) -> &str {
         let (off, len) = self.entries[i].raw;
-        std::str::from_utf8(&self.blob[off as usize..(off + len) as usize]).unwrap_or("")
+        std::str::from_utf8(self.name_bytes(off, len)).unwrap_or("")
+    }
+
+    /// The name at `off` (counted over `blob` then `added_names`).
+    fn name_bytes(&self, off: u32, len: u32) -> &[u8] {
+        let (off, len) = (off as usize, len as usize);
+        let (names, off) = match off.checked_sub(self.blob.len()) {
+            Some(o) => (&self.added_names, o),
+            None => (&self.blob, off),
+        };
+        names.get(off..off + len).unwrap_or(&[])
     }
 
     /// Symbol `i`'s name as shown: demangled in the table's style, once.
     pub(crate) fn shown(&mut self, i: usize) -> String {
         let (off, len) = self.entries[i].shown;
         if len != UNSET {
-            return String::from_utf8_lossy(&self.blob[off as usize..(off + len) as usize])
-                .into_owned();
+            return String::from_utf8_lossy(self.name_bytes(off, len)).into_owned();
         }
         let name = demangle_as(self.raw(i), self.style);
-        let off = self.blob.len() as u32;
-        self.blob.extend_from_slice(name.as_bytes());
+        let off = (self.blob.len() + self.added_names.len()) as u32;
+        self.added_names.extend_from_slice(name.as_bytes());
         self.entries[i].shown = (off, name.len() as u32);
         self.added += 1;
         name
@@ -184,16 +202,17 @@ impl Table {
         let Some(file) = self.file.as_deref() else {
             return;
         };
-        if self.added == 0 || self.blob.len() > u32::MAX as usize / 2 {
+        let names = self.blob.len() + self.added_names.len();
+        if self.added == 0 || names > u32::MAX as usize / 2 {
             return;
         }
-        let mut out = Vec::with_capacity(HEADER + self.entries.len() * ENTRY + self.blob.len());
+        let mut out = Vec::with_capacity(HEADER + self.entries.len() * ENTRY + names);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&RULES.to_le_bytes());
         out.extend_from_slice(&(self.style as u32).to_le_bytes());
         out.extend_from_slice(&self.debug_stamp.to_le_bytes());
         out.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(self.blob.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(names as u32).to_le_bytes());
         for e in &self.entries {
             out.extend_from_slice(&e.start.to_le_bytes());
             out.extend_from_slice(&e.end.to_le_bytes());
@@ -202,6 +221,7 @@ impl Table {
             }
         }
         out.extend_from_slice(&self.blob);
+        out.extend_from_slice(&self.added_names);
         if crate::kcache::write_file_atomically(file, &out).is_ok() {
             self.added = 0;
             self.saved_at = Some(std::time::Instant::now());
@@ -233,7 +253,7 @@ fn read(file: &Path, style: Demangle, debug_stamp: u64) -> Option<Table> {
     if !meta.is_file() || meta.len() > 1 << 31 {
         return None;
     }
-    let bytes = std::fs::read(file).ok()?;
+    let mut bytes = std::fs::read(file).ok()?;
     let u32_at = |i: usize| Some(u32::from_le_bytes(bytes.get(i..i + 4)?.try_into().ok()?));
     let u64_at = |i: usize| Some(u64::from_le_bytes(bytes.get(i..i + 8)?.try_into().ok()?));
     if bytes.get(..8)? != MAGIC
@@ -269,9 +289,12 @@ fn read(file: &Path, style: Demangle, debug_stamp: u64) -> Option<Table> {
         }
         entries.push(e);
     }
+    bytes.drain(..blob_at);
+    bytes.shrink_to_fit();
     Some(Table {
         entries,
-        blob: bytes[blob_at..].to_vec(),
+        blob: bytes,
+        added_names: Vec::new(),
         style,
         added: 0,
         file: None,
@@ -366,6 +389,33 @@ mod tests {
         t.save();
         let back = read(&file, Demangle::Short, 3).unwrap();
         assert_eq!(back.entries[2].shown.1, 9, "written when asked");
+    }
+
+    #[test]
+    fn a_demangled_name_costs_its_length_not_a_copy_of_every_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("z.0.sym");
+        let mut t = Table::new(&symbols(100_000), Demangle::Short);
+        (t.file, t.debug_stamp) = (Some(file.clone()), 5);
+        let before = t.heap_bytes();
+        assert_eq!(t.shown(7), "foo::bar7");
+        let grown = t.heap_bytes() - before;
+        assert!(grown < 4096, "one name grew the table by {grown} bytes");
+        // Written and read back, the added name and the raw ones are where
+        // they were; a name added after the read goes after them again.
+        t.save();
+        let mut back = read(&file, Demangle::Short, 5).unwrap();
+        assert_eq!(back.shown(7), "foo::bar7");
+        assert_eq!(back.raw(99_999), "_ZN3foo4bar99999Ev");
+        let before = back.heap_bytes();
+        assert_eq!(back.shown(9), "foo::bar9");
+        assert!(back.heap_bytes() - before < 4096);
+        back.file = Some(file.clone());
+        back.save();
+        let mut again = read(&file, Demangle::Short, 5).unwrap();
+        assert_eq!(again.entries[9].shown.1, 9);
+        assert_eq!(again.shown(9), "foo::bar9");
+        assert_eq!(again.shown(7), "foo::bar7");
     }
 
     #[test]
