@@ -575,3 +575,178 @@ fn a_sample_read_group_shows_each_members_count_per_row_and_the_metrics_columns(
     // IPC's inputs are not counted here (no PMU): not a number, as report.
     assert_eq!(f[4], "-", "{row}");
 }
+
+impl Tmux {
+    /// Bytes written to the terminal as they are, as a terminal sends a
+    /// key's sequence: one write.
+    fn bytes(&self, bytes: &[u8]) {
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut c = Command::new("tmux");
+        c.args(["send-keys", "-t", &self.0, "-H"]).args(&hex);
+        assert!(c.status().unwrap().success());
+    }
+
+    /// The table's rows on screen (their text) and the selected one (the
+    /// row drawn in reverse video).
+    fn rows(&self) -> (Vec<String>, Option<usize>) {
+        let o = Command::new("tmux")
+            .args(["capture-pane", "-e", "-p", "-t", &self.0])
+            .output()
+            .unwrap();
+        let s = String::from_utf8_lossy(&o.stdout);
+        let (mut rows, mut selected, mut table) = (Vec::new(), None, false);
+        for l in s.lines() {
+            let text = without_sgr(l);
+            if text.contains("samples  command") {
+                table = true;
+            } else if table && text.contains("%  ") {
+                if reversed(l) {
+                    selected = Some(rows.len());
+                }
+                rows.push(text);
+            }
+        }
+        (rows, selected)
+    }
+
+    /// Wait until the selected row is `want(rows on screen)`.
+    fn selected(&self, what: &str, want: impl Fn(&[String]) -> usize) -> Vec<String> {
+        let t = Instant::now();
+        loop {
+            let (rows, sel) = self.rows();
+            if sel.is_some() && sel == Some(want(&rows)) {
+                return rows;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "{what}: row {sel:?} selected of {rows:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// Whether a captured line is drawn in reverse video: one of its SGR
+/// sequences (`ESC [ 7 m`, `ESC [ 0 ; 7 m`) has the parameter 7.
+fn reversed(l: &str) -> bool {
+    l.split("\x1b[").skip(1).any(|seq| {
+        seq.split_once('m')
+            .is_some_and(|(params, _)| params.split(';').any(|p| p == "7"))
+    })
+}
+
+/// A captured line without its SGR sequences (`ESC [ … m`).
+fn without_sgr(l: &str) -> String {
+    let mut out = String::new();
+    let mut sgr = false;
+    for c in l.chars() {
+        match c {
+            '\x1b' => sgr = true,
+            'm' if sgr => sgr = false,
+            _ if sgr => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The keys as terminals send them, in both cursor-key modes: tmux's own
+/// keys with the pane in application cursor mode (`ESC [ ? 1 h`: `ESC O
+/// B` for ↓), and raw sequences written as they are — normal mode,
+/// xterm's modifier forms, the `ESC [ N ~` forms of Home/End/PgUp/PgDn,
+/// several keys in one write. They move the selection of a paused
+/// table; in the `/` prompt UTF-8 text, Backspace and unknown sequences
+/// (dropped whole, nothing typed) make the filter; keypad Enter
+/// annotates, a lone Esc goes back, Alt+q does not quit, q does.
+#[test]
+fn keys_in_both_cursor_modes_move_the_selection_and_filter() {
+    let Some(spin) = Spinner::start() else {
+        return;
+    };
+    let Some(t) = Tmux::start("keys", 120, 40) else {
+        return;
+    };
+    let _spin = spin;
+    t.typed(&format!(
+        "printf '\\033[?1h'; {PMX} top -d 1 -F 1000; echo top-exit=$?"
+    ));
+    t.keys(&["Enter"]);
+    // Enough rows to move in (the whole machine: the spinner, pmx, the
+    // kernel, tmux), the spinner's among them.
+    t.wait_for(60, "six rows or more, top_spin_marker's among them", |s| {
+        s.contains("[.] top_spin_marker") && s.lines().filter(|l| l.contains("%  ")).count() >= 6
+    });
+    let mode = Command::new("tmux")
+        .args(["display-message", "-p", "-t", &t.0, "#{keypad_cursor_flag}"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&mode.stdout).trim(),
+        "1",
+        "the pane is in application cursor mode: tmux sends ESC O A for ↑"
+    );
+    // Paused: the rows stay where they are.
+    t.keys(&["p"]);
+    t.wait_for(30, "paused", |s| s.contains("[paused]"));
+    let first = |_: &[String]| 0;
+    let last = |rows: &[String]| rows.len() - 1;
+    t.keys(&["Home"]);
+    t.selected("Home (tmux: ESC [ 1 ~)", first);
+    t.keys(&["Down"]);
+    t.selected("↓ in application mode (ESC O B)", |_| 1);
+    t.bytes(b"\x1b[B");
+    t.selected("ESC [ B", |_| 2);
+    t.bytes(b"\x1b[B\x1bOB\x1b[1;2B");
+    t.selected("ESC [ B, ESC O B, Shift-↓ in one write", |_| 5);
+    t.bytes(b"\x1bOA");
+    t.selected("ESC O A", |_| 4);
+    t.bytes(b"\x1b[1;5A");
+    t.selected("Ctrl-↑ (ESC [ 1 ; 5 A)", |_| 3);
+    t.keys(&["Up"]);
+    t.selected("↑ in application mode (ESC O A)", |_| 2);
+    t.bytes(b"\x1b[7~");
+    t.selected("Home (ESC [ 7 ~)", first);
+    t.bytes(b"\x1b[F");
+    t.selected("End (ESC [ F)", last);
+    t.bytes(b"\x1bOH");
+    t.selected("Home (ESC O H)", first);
+    t.bytes(b"\x1b[4~");
+    t.selected("End (ESC [ 4 ~)", last);
+    t.bytes(b"\x1b[1~");
+    t.selected("Home (ESC [ 1 ~)", first);
+    t.bytes(b"\x1b[6~");
+    t.selected("PgDn (ESC [ 6 ~)", last);
+    t.bytes(b"\x1b[5~");
+    t.selected("PgUp (ESC [ 5 ~)", first);
+    // Alt+q (ESC q) is not q; unknown sequences are not typed into the
+    // filter; é is one character (one Backspace, BS 0x08, takes it).
+    t.bytes(b"\x1bq");
+    t.bytes(b"/");
+    t.wait_for(30, "the filter prompt", |s| {
+        s.contains("(Enter: keep, Esc: clear)")
+    });
+    t.bytes(b"\x1b[99~\x1b[<0;3;4Mtop\x1b[I_spi");
+    t.bytes("é".as_bytes());
+    t.bytes(b"\x08n\x1b[1;5Q\r");
+    let s = t.wait_for(30, "the filter top_spin", |s| {
+        s.contains("filter: top_spin   ") && !s.contains("(Enter: keep")
+    });
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("%  ")).collect();
+    assert!(
+        !rows.is_empty() && rows.iter().all(|l| l.contains("top_spin")),
+        "{s}"
+    );
+    // Keypad Enter (ESC O M) on the first row: the annotate view (of the
+    // whole machine: other tests' spinners may make it ask for --dso);
+    // a lone Esc: back.
+    t.bytes(b"\x1bOH\x1bOM");
+    t.wait_for(30, "the annotate view", |s| {
+        s.contains("top_spin_marker in spinner   (Esc: back)")
+    });
+    t.bytes(b"\x1b");
+    t.wait_for(30, "the table again", |s| {
+        s.contains("[.] top_spin_marker") && s.contains("filter: top_spin")
+    });
+    t.keys(&["q"]);
+    t.back_at_the_prompt();
+}

@@ -28,9 +28,10 @@
 //!   ([`top::TopOptions::max_rows`]); the symbol state (per-process
 //!   maps, symbol caches) still grows with the processes seen.
 //! - Renderers draw frames: [`stdio`] prints a table per refresh; [`ui`]
-//!   is the terminal UI (ratatui over crossterm), which gives the
-//!   terminal back as it found it on every way out (quit, a signal, a
-//!   panic, the target's exit).
+//!   is the terminal UI (ratatui over crossterm, the keys read and
+//!   parsed by pmx itself), which gives the terminal back as it found it
+//!   on every way out (quit, a signal, a panic, the target's exit, a
+//!   terminal that hung up).
 //!
 //! [`run`] is the command as a call: options in, the session run
 //! with the chosen renderer, a [`top::TopOutcome`] out.

@@ -1,21 +1,27 @@
-//! The terminal UI of `pmx top`: `app` (the state and the keys, no
-//! terminal) → `draw` (ratatui) on a `terminal::Screen` (raw mode and the
-//! alternate screen, given back on every way out). The loop waits for a
-//! key at most 100 ms, so a signal or the refresh time is never missed.
+//! The terminal UI of `pmx top`: `app` (the state and what each key
+//! does, no terminal) → `draw` (ratatui) on a `terminal::Screen` (raw
+//! mode and the alternate screen, given back on every way out); the keys
+//! are read by `terminal::Input` (`poll(2)` and `read(2)`, no crossterm
+//! event reader) and parsed by `keys`. The loop waits for a key at most
+//! 100 ms, so a signal or the refresh time is never missed; each draw
+//! asks the terminal's size (ratatui's autoresize, `TIOCGWINSZ`), so a
+//! resized window is drawn anew within 100 ms, no SIGWINCH needed.
 
 pub mod app;
 pub mod draw;
+pub mod keys;
 pub mod terminal;
 
 use crate::top::{Aging, Session, TopError, TopOptions, TopOutcome, DECAY};
 use app::{Action, App, View};
-use crossterm::event::{self, Event, KeyEventKind};
 use std::time::{Duration, Instant};
 
 /// Run the UI on this terminal until the user quits, a signal comes, the
 /// `-n` refreshes are shown or the targets are gone.
 pub fn run(session: &mut Session, opts: &TopOptions) -> Result<TopOutcome, TopError> {
     let mut screen = terminal::Screen::enter()?;
+    let mut input = terminal::Input::open();
+    let mut keys = Vec::new();
     let aging = if opts.zero {
         Aging::Zero
     } else {
@@ -35,22 +41,15 @@ pub fn run(session: &mut Session, opts: &TopOptions) -> Result<TopOutcome, TopEr
         screen.terminal.draw(|f| draw::draw(f, &mut app))?;
         let wait = next.saturating_duration_since(Instant::now());
         // A terminal that hung up (its window closed) reads end-of-file
-        // forever, and crossterm would spin on it: the wait is ours, and
-        // crossterm only reads what is there.
-        // crossterm is asked only when there is input: asked on a terminal
-        // that hangs up meanwhile, it would spin in its read.
-        let input = match wait_for_input(wait.min(Duration::from_millis(100))) {
-            Input::HungUp => return Ok(TopOutcome::Signal(libc::SIGHUP)),
-            Input::Ready => true,
-            Input::None => false,
-        };
-        while input && event::poll(Duration::ZERO)? {
-            let Event::Key(k) = event::read()? else {
-                continue;
-            };
-            if k.kind == KeyEventKind::Release {
-                continue;
-            }
+        // for ever: that is the end, as SIGHUP.
+        keys.clear();
+        if input
+            .keys(wait.min(Duration::from_millis(100)), &mut keys)
+            .is_err()
+        {
+            return Ok(TopOutcome::Signal(libc::SIGHUP));
+        }
+        for &k in &keys {
             match app.key(k) {
                 Action::None => {}
                 Action::Quit => return Ok(TopOutcome::Quit),
@@ -80,34 +79,6 @@ pub fn run(session: &mut Session, opts: &TopOptions) -> Result<TopOutcome, TopEr
         if opts.refreshes.is_some_and(|n| shown >= n) {
             return Ok(TopOutcome::Quit);
         }
-    }
-}
-
-/// What the terminal has after a wait.
-enum Input {
-    /// Nothing to read.
-    None,
-    /// Bytes to read.
-    Ready,
-    /// It has hung up or is gone.
-    HungUp,
-}
-
-/// Wait up to `d` for input on standard input (the terminal).
-fn wait_for_input(d: Duration) -> Input {
-    let mut p = libc::pollfd {
-        fd: 0,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let n = unsafe { libc::poll(&mut p, 1, d.as_millis() as i32) };
-    if n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-        Input::HungUp
-    } else if n > 0 {
-        Input::Ready
-    } else {
-        Input::None
     }
 }
 

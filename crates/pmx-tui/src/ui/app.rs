@@ -1,8 +1,8 @@
 //! The UI's state and what each key does to it: pure, no terminal.
 
+use super::keys::{Code as KeyCode, Key};
 use crate::table::{lines, Line, Order};
 use crate::top::Frame;
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// What is on screen.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -102,10 +102,15 @@ impl App {
         }
     }
 
-    /// Apply a key.
-    pub fn key(&mut self, k: KeyEvent) -> Action {
-        if k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL) {
+    /// Apply a key. Shift or Ctrl with a cursor key is the cursor key;
+    /// a letter with Ctrl (but Ctrl-C, quit) or anything with Alt is not
+    /// a key of pmx top.
+    pub fn key(&mut self, k: Key) -> Action {
+        if k.code == KeyCode::Char('c') && k.mods.ctrl {
             return Action::Quit;
+        }
+        if k.mods.alt || (k.mods.ctrl && matches!(k.code, KeyCode::Char(_))) {
+            return Action::None;
         }
         if self.typing {
             self.filter_key(k.code);
