@@ -38,6 +38,7 @@ mod record;
 mod regions;
 mod report;
 mod report_perf;
+mod sampling;
 mod script;
 mod serve;
 mod shell;
