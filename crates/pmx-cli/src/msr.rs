@@ -52,7 +52,7 @@ pub struct Target {
     #[arg(long, value_name = "DIR", default_value = MsrRoot::DEFAULT_DIR)]
     pub msr_root: PathBuf,
     /// Register set: intel or amd. Default: this CPU's vendor.
-    #[arg(long, value_parser = crate::parse_arch)]
+    #[arg(long, value_parser = pmx::registers::parse_arch)]
     pub arch: Option<Arch>,
     /// Root holding sys/ (topology, lockdown) instead of / (for tests).
     #[arg(long, value_name = "DIR", hide = true)]

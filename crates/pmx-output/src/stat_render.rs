@@ -38,6 +38,20 @@ pub enum StatFormat {
 }
 
 impl StatFormat {
+    /// The format the flags name: `--json`, `-x SEP` or the table; perf's
+    /// form of it with `--format perf` (`perf`).
+    pub fn from_flags(json: bool, separator: Option<&str>, perf: bool) -> StatFormat {
+        let format = match (json, separator) {
+            (true, _) => StatFormat::Json,
+            (false, Some(sep)) => StatFormat::Csv(sep.to_string()),
+            (false, None) => StatFormat::Table,
+        };
+        match perf {
+            true => format.into_perf(),
+            false => format,
+        }
+    }
+
     /// pmx's form of the same kind (for output perf has no form of, such
     /// as `--regions`).
     pub fn pmx(&self) -> StatFormat {
@@ -620,6 +634,26 @@ pub fn regions(
 mod tests {
     use super::*;
     use pmx_formats::model::EventList;
+
+    #[test]
+    fn the_format_the_flags_name() {
+        assert_eq!(
+            StatFormat::from_flags(false, None, false),
+            StatFormat::Table
+        );
+        assert_eq!(
+            StatFormat::from_flags(true, Some(";"), false),
+            StatFormat::Json
+        );
+        let csv = StatFormat::from_flags(false, Some(";"), false);
+        assert_eq!(csv, StatFormat::Csv(";".into()));
+        let perf = StatFormat::from_flags(false, Some(";"), true);
+        assert_eq!(perf, StatFormat::Perf(PerfForm::Csv(";".into())));
+        assert_eq!(
+            StatFormat::from_flags(false, None, true),
+            StatFormat::Perf(PerfForm::Text)
+        );
+    }
 
     fn style(format: StatFormat, intervals: bool, csv_header: bool) -> StatStyle {
         StatStyle {

@@ -98,6 +98,7 @@ pub mod results;
 pub mod schedule;
 pub mod signals;
 pub mod stat;
+pub mod stat_events;
 pub mod stat_file;
 pub mod stat_msr;
 mod ticker;
