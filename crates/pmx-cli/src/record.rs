@@ -68,6 +68,11 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     for n in sampling.notes.iter().filter(|_| !args.quiet) {
         eprintln!("pmx record: {n}");
     }
+    let switch = args
+        .switch_output
+        .as_deref()
+        .map(record::SwitchOutput::parse);
+    let switch_output = switch.transpose().map_err(UsageError)?;
     let opts = RecordOptions {
         scope,
         command: args.command.clone(),
@@ -81,12 +86,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         file: record::FileOptions {
             compression: args.compression,
             build_ids: !args.no_buildid,
-            switch_output: (args
-                .switch_output
-                .as_deref()
-                .map(record::SwitchOutput::parse))
-            .transpose()
-            .map_err(UsageError)?,
+            switch_output,
         },
     };
     record::install_signal_handlers();

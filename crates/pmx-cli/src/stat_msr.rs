@@ -11,7 +11,6 @@
 //! the same shape, one `Count { value: delta, enabled: ns, running: ns }`
 //! per counter per CPU.
 
-use crate::msr::msr_cpus;
 use crate::stat_args::{usage, StatArgs};
 use crate::stat_render;
 use pmx::stat::Scope;
@@ -55,7 +54,8 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let sys = sysfs_root.map(SysRoot::new).unwrap_or_default();
     let topo = pmx_sys::topology::read_topology(&sys, &mut Vec::new());
     let root = msr_root(args.msr_root.as_deref(), sysfs_root);
-    let cpus = msr_cpus(args.cpus.as_deref(), "-C", &topo, &root)?;
+    let cpus = pmx::msr::select_cpus(args.cpus.as_deref(), "-C", &topo, &root);
+    let cpus = cpus.map_err(|e| usage(e.to_string()))?;
     let pmu = pmu_counters(&target, arch);
     let mut stat = events.plan(&cpus, &pmu, &topo).map_err(session_error)?;
     let pin = match &args.pin {

@@ -630,6 +630,17 @@ pub fn regions(
     })
 }
 
+/// `pmx stat --plot`: the interval rows kept for it (`rows`) drawn into
+/// `path` as `format`, the file written through `pmx_io::write`.
+pub fn draw_plot(
+    path: &std::path::Path,
+    format: crate::plot::Format,
+    rows: &str,
+) -> Result<(), String> {
+    let bytes = chart(rows, format).map_err(|e| format!("--plot: {e}"))?;
+    pmx_io::write(path, &bytes).map_err(|e| format!("--plot {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
