@@ -69,27 +69,16 @@ fn render(report: &Report, json: bool, sep: Option<&str>) -> String {
 /// `pmx stat --compare -r N -- A… ::: B…`: run A and B interleaved and
 /// compare their counts (and `-M` metrics).
 pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
-    let Some(commands) = compare::runner::split_commands(&args.command) else {
-        return Err(usage(
-            "--compare: give the commands as -- A ARGS… ::: B ARGS…",
-        ));
-    };
-    if args.repeat < 2 || args.interval.is_some() || args.backend != "perf" {
-        return Err(usage(
-            "--compare needs -r N (N ≥ 2; 10 or more for Welch's t-test), no -I, the perf backend",
-        ));
-    }
-    let (groups, metrics, db) = crate::stat_metrics::event_groups(args, stat::DEFAULT_EVENTS)?;
+    let msr = args.backend != "perf";
+    let interval = args.interval.is_some();
+    let commands = compare::runner::ab_commands(&args.command, args.repeat, interval, msr);
+    let commands = commands.map_err(usage)?;
+    let (groups, metrics, db) = args.event_groups(stat::DEFAULT_EVENTS)?;
     let (opts, how) = crate::stat::run_options(args)?;
     let mut plan = args.db.plan(&groups, db.as_ref())?;
     let budget = pmx::schedule::CounterBudget::this_cpu();
     let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, args.repeat);
-    let per_side: Vec<stat::RunOptions> = (commands.iter())
-        .map(|c| stat::RunOptions {
-            command: c.clone(),
-            ..opts.clone()
-        })
-        .collect();
+    let per_side = compare::runner::per_side(&opts, &commands);
     stat::install_signal_handlers();
     let mut progress = RunProgress::new(args.perf.quiet, args.repeat, per_side.len());
     let ran = compare::runner::interleave(

@@ -13,11 +13,11 @@ use std::io::Write;
 pub struct DecodeArgs {
     /// Vendor: intel or amd (default: this CPU's vendor). Picks the default
     /// register: evtsel on Intel, perf-ctl on AMD.
-    #[arg(long, value_parser = crate::parse_arch)]
+    #[arg(long, value_parser = pmx::registers::parse_arch)]
     pub arch: Option<Arch>,
     /// Register layout: evtsel, fixed-ctrl, global-ctrl, global-status,
     /// uncore-evtsel, perf-ctl.
-    #[arg(long, value_parser = parse_register)]
+    #[arg(long, value_parser = pmx::registers::parse_register)]
     pub register: Option<RegisterKind>,
     /// One JSON object per value, one per line.
     #[arg(long)]
@@ -27,15 +27,8 @@ pub struct DecodeArgs {
     pub values: Vec<String>,
 }
 
-fn parse_register(s: &str) -> Result<RegisterKind, String> {
-    RegisterKind::from_cli_name(s).ok_or_else(|| {
-        let names: Vec<&str> = RegisterKind::ALL.iter().map(|k| k.cli_name()).collect();
-        format!("unknown register '{s}' (one of: {})", names.join(", "))
-    })
-}
-
 pub fn run(args: &DecodeArgs) -> anyhow::Result<i32> {
-    let (arch, arch_src) = crate::resolve_arch(args.arch);
+    let (arch, arch_src) = pmx::registers::resolve_arch(args.arch);
     let kind =
         choose_register(args.register, args.arch, arch).map_err(|e| UsageError(e.to_string()))?;
     let src = if args.register.is_some() {

@@ -10,7 +10,7 @@ use std::io::Write;
 #[derive(Debug, clap::Args)]
 pub struct EncodeArgs {
     /// Register layout: intel or amd (default: this CPU's vendor).
-    #[arg(long, value_parser = crate::parse_arch)]
+    #[arg(long, value_parser = pmx::registers::parse_arch)]
     pub arch: Option<Arch>,
     /// Encode for sampling (sets the INT bit).
     #[arg(long)]
@@ -24,7 +24,7 @@ pub struct EncodeArgs {
 }
 
 pub fn run(args: &EncodeArgs) -> anyhow::Result<i32> {
-    let (arch, arch_src) = crate::resolve_arch(args.arch);
+    let (arch, arch_src) = pmx::registers::resolve_arch(args.arch);
     let opts = EncodeOptions {
         arch,
         sampling: args.sampling,

@@ -36,56 +36,8 @@ pub fn from_result(result: anyhow::Result<i32>) -> i32 {
                 eprintln!("pmx: {err}");
                 return USAGE;
             }
-            eprintln!("pmx: {}", chain(&err));
+            eprintln!("pmx: {}", pmx::console::error_chain(err.as_ref()));
             FAILURE
         }
-    }
-}
-
-/// The error and its causes, `a: b: c`, each said once: a cause whose
-/// text is already in what was said (an error that shows its source in
-/// its own message) is not repeated.
-pub fn chain(err: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for e in err.chain() {
-        let s = e.to_string();
-        if out.contains(&s) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&s);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An error that shows its source in its own message.
-    #[derive(Debug)]
-    struct Outer(std::io::Error);
-
-    impl std::fmt::Display for Outer {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            self.0.fmt(f)
-        }
-    }
-
-    impl std::error::Error for Outer {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            Some(&self.0)
-        }
-    }
-
-    #[test]
-    fn a_cause_already_said_is_not_repeated() {
-        let io = std::io::Error::other("disk full");
-        let e = anyhow::Error::from(Outer(io)).context("writing out.data");
-        assert_eq!(chain(&e), "writing out.data: disk full");
-        let e = anyhow::anyhow!("low level").context("high level");
-        assert_eq!(chain(&e), "high level: low level");
     }
 }

@@ -25,7 +25,7 @@ pub struct FetchArgs {
     /// Which tables: intel (Intel's perfmon repository) or perf (Linux
     /// perf's tools/perf/pmu-events/arch/x86: AMD Zen). Default: the ones
     /// pmx reads for the CPU's vendor.
-    #[arg(long, value_name = "intel|perf", value_parser = parse_tables)]
+    #[arg(long, value_name = "intel|perf", value_parser = pmx::events_fetch::parse_tables)]
     pub tables: Option<Tables>,
     /// Base URL of the tables: Intel's perfmon repository (default
     /// https://raw.githubusercontent.com/intel/perfmon/main/) or perf's x86
@@ -74,13 +74,5 @@ pub fn run(args: &FetchArgs) -> anyhow::Result<i32> {
         }
         Err(EventsFetchError::Fetch(e)) => Err(e.into()),
         Err(e) => Err(UsageError(e.to_string()).into()),
-    }
-}
-
-fn parse_tables(s: &str) -> Result<Tables, String> {
-    match s {
-        "intel" => Ok(Tables::Intel),
-        "perf" => Ok(Tables::Perf),
-        _ => Err("intel or perf".to_string()),
     }
 }

@@ -38,12 +38,12 @@ mod record;
 mod regions;
 mod report;
 mod report_perf;
+mod sampling;
 mod script;
 mod serve;
 mod shell;
 mod stat;
 mod stat_args;
-mod stat_metrics;
 mod stat_msr;
 mod stat_perf;
 mod stat_render;
@@ -52,7 +52,6 @@ mod tma;
 mod top;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use pmx_model::encoding::Arch;
 
 /// pmx: CPU hardware performance counters, exactly.
 #[derive(Debug, Parser)]
@@ -219,30 +218,4 @@ fn refused_perf_option(e: &clap::Error) -> Option<String> {
         }
         _ => None,
     }
-}
-
-/// clap value parser for `--arch`.
-pub(crate) fn parse_arch(s: &str) -> Result<Arch, String> {
-    Arch::from_name(s).ok_or_else(|| format!("unknown architecture '{s}' (intel or amd)"))
-}
-
-/// The layout to use: `--arch` when given, else this CPU's vendor, else
-/// Intel. Returns where the choice came from, for the output.
-pub(crate) fn resolve_arch(flag: Option<Arch>) -> (Arch, &'static str) {
-    if let Some(a) = flag {
-        return (a, "from --arch");
-    }
-    match host_arch() {
-        Some(a) => (a, "this CPU's vendor"),
-        None => (Arch::Intel, "default; this CPU is neither Intel nor AMD"),
-    }
-}
-
-fn host_arch() -> Option<Arch> {
-    host_cpu_id().and_then(|c| Arch::from_name(c.vendor.cpuid_str()))
-}
-
-/// This machine's CPU key, from CPUID (None where there is no CPUID).
-pub(crate) fn host_cpu_id() -> Option<pmx_model::cpu::CpuId> {
-    pmx::database::host_cpu_id()
 }

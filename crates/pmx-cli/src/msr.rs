@@ -13,7 +13,6 @@ use crate::db::DbArgs;
 use crate::exit::{UsageError, OK};
 use pmx::msr::{self as lib, MsrCommandError, MsrRoot};
 use pmx_model::encoding::Arch;
-use pmx_model::topology::Topology;
 use pmx_output::msr as render;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -52,7 +51,7 @@ pub struct Target {
     #[arg(long, value_name = "DIR", default_value = MsrRoot::DEFAULT_DIR)]
     pub msr_root: PathBuf,
     /// Register set: intel or amd. Default: this CPU's vendor.
-    #[arg(long, value_parser = crate::parse_arch)]
+    #[arg(long, value_parser = pmx::registers::parse_arch)]
     pub arch: Option<Arch>,
     /// Root holding sys/ (topology, lockdown) instead of / (for tests).
     #[arg(long, value_name = "DIR", hide = true)]
@@ -131,17 +130,6 @@ fn failure(e: MsrCommandError) -> anyhow::Error {
         MsrCommandError::Usage(m) => UsageError(m).into(),
         e => e.into(),
     }
-}
-
-/// The CPUs an msr command works on: the list given with `flag`, else the
-/// online CPUs, else those with an msr device, else CPU 0.
-pub(crate) fn msr_cpus(
-    list: Option<&str>,
-    flag: &str,
-    topo: &Topology,
-    root: &MsrRoot,
-) -> anyhow::Result<Vec<u32>> {
-    lib::select_cpus(list, flag, topo, root).map_err(failure)
 }
 
 fn target(t: &Target) -> lib::MsrTarget {

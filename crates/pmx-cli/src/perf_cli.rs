@@ -46,11 +46,6 @@ pub fn options(
     report: &StatReport,
     walls: &[Duration],
 ) -> PerfOptions {
-    let secs: Vec<f64> = walls.iter().map(Duration::as_secs_f64).collect();
-    let elapsed = match pmx_formats::Spread::of(&secs) {
-        Some(sp) => (sp.mean, sp.stddev / (sp.runs as f64).sqrt()),
-        None => (report.elapsed.as_secs_f64(), 0.0),
-    };
     let command_only = !args.all_cpus && args.cpus.is_none() && !args.command.is_empty();
     let mut o = PerfOptions::new(form);
     o.target = personality::target(
@@ -61,7 +56,7 @@ pub fn options(
         &args.command,
     );
     o.runs = report.runs;
-    o.elapsed = elapsed;
+    o.elapsed = personality::elapsed(walls, report.elapsed);
     o.user_sys = (command_only && report.runs <= 1 && args.repeat == 1)
         .then(personality::children_times)
         .flatten();

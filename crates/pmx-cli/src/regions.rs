@@ -19,20 +19,9 @@ use std::io::Write;
 /// Run `pmx stat` (`count`) with the regions environment set, then report
 /// the regions.
 pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyhow::Result<i32> {
-    let usage = |msg: &str| Err(UsageError(msg.to_string()).into());
-    if args.command.is_empty() || args.pid.is_some() || args.tid.is_some() {
-        return usage("--regions needs a command after -- (the program whose regions report)");
-    }
-    if args.repeat > 1 {
-        return usage(
-            "--regions reports one run: drop -r (or run pmx stat --regions once per run)",
-        );
-    }
-    // Check the list here, so a typo is a usage error of pmx and not a
-    // failure inside the program.
-    for l in &args.events {
-        pmx::parse_event_list(l).map_err(|e| UsageError(e.to_string()))?;
-    }
+    let tasks = args.pid.is_some() || args.tid.is_some();
+    pmx::region::check_flags(&args.command, tasks, args.repeat, &args.events)
+        .map_err(UsageError)?;
     let events = (!args.events.is_empty()).then(|| args.events.join(","));
     let handoff = Handoff::export(events.as_deref(), args.metrics.as_deref());
     let code = count(args)?;

@@ -53,45 +53,31 @@ fn count(args: &StatArgs) -> anyhow::Result<i32> {
 /// The flags as the options of one run (the interval is checked later,
 /// after the plan, as it always was).
 pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggregation)> {
-    let flags = crate::target::TargetFlags {
+    let how = args.aggregation();
+    if let Some(why) = args.style().perf_refusal(args.per_thread, args.repeat) {
+        return Err(usage(why));
+    }
+    let target = stat::TargetFlags {
         pid: args.pid.as_deref(),
         tid: args.tid.as_deref(),
         cpus: args.cpus.as_deref(),
         all_cpus: args.all_cpus,
         command: &args.command,
     };
-    let scope = Scope::for_stat(&flags, args.per_thread).map_err(|e| usage(e.0))?;
-    let trace_tasks = args.per_thread && scope == Scope::Command;
-    let duration = crate::target::duration(args.duration)?;
-    let pin = match &args.pin {
-        Some(p) => Some(crate::target::cpu_list("--pin", p)?),
-        None => None,
-    };
-    let how = args.aggregation();
-    if let Some(why) = args.style().perf_refusal(args.per_thread, args.repeat) {
-        return Err(usage(why));
-    }
-    let cpus = matches!(scope, Scope::Cpus(_));
-    if how.by_cpu() && !cpus {
-        return Err(usage(
-            "-A and --per-core/die/cache/socket/node need -a or -C",
-        ));
-    }
-    let hooks = args.perf.options().hooks(cpus);
-    let hooks = hooks.map_err(|e| usage(e.to_string()))?;
-    let opts = RunOptions {
-        scope,
-        command: args.command.clone(),
-        inherit: !args.no_inherit,
+    let (perf, pin) = (args.perf.options(), args.pin.as_deref());
+    let flags = stat::RunFlags {
+        target,
+        per_thread: args.per_thread,
+        by_cpu: how.by_cpu(),
+        duration: args.duration,
         pin,
-        duration,
-        interval: None,
+        no_inherit: args.no_inherit,
+        interval: args.interval.is_some(),
         interval_count: args.interval_count,
-        trace_tasks,
-        hooks,
+        repeat: args.repeat,
+        perf: &perf,
     };
-    let given_interval = args.interval.is_some();
-    (opts.check_target(given_interval, args.repeat)).map_err(|e| usage(e.0))?;
+    let opts = RunOptions::from_flags(&flags).map_err(|e| usage(e.0))?;
     Ok((opts, how))
 }
 
@@ -100,7 +86,7 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let (mut opts, how) = run_options(args)?;
     let wide = matches!(opts.scope, Scope::Cpus(_) | Scope::AllThreads);
     let default = stat::host_default_events(wide, args.db.sysfs_root.as_deref());
-    let (groups, metrics, db) = crate::stat_metrics::event_groups(args, &default)?;
+    let (groups, metrics, db) = args.event_groups(&default)?;
     let mut plan = args.db.plan(&groups, db.as_ref())?;
     let perf = args.perf.options();
     perf.apply(&mut plan).map_err(|e| usage(e.to_string()))?;

@@ -4,9 +4,11 @@
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
+use pmx::database::Database;
 use pmx::stat::Aggregation;
+use pmx::stat_events::{stat_events, StatEventFlags, StatEventsError};
 use pmx_output::sink::{Opened, Sink, SinkError};
-use pmx_output::stat_render::{IntervalOptions, StatFormat, StatStyle};
+use pmx_output::stat_render::{IntervalOptions, StatFormat, StatMetrics, StatStyle};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -180,17 +182,8 @@ impl StatArgs {
 
     /// `--json`, `-x SEP` or the table; with `-I` or not; `--csv-header`.
     pub(crate) fn style(&self) -> StatStyle {
-        let format = if self.json {
-            StatFormat::Json
-        } else if let Some(sep) = &self.separator {
-            StatFormat::Csv(sep.clone())
-        } else {
-            StatFormat::Table
-        };
-        let format = match (self.format.as_str(), format) {
-            ("perf", f) => f.into_perf(),
-            (_, f) => f,
-        };
+        let perf = self.format == "perf";
+        let format = StatFormat::from_flags(self.json, self.separator.as_deref(), perf);
         StatStyle {
             format,
             intervals: self.interval.is_some(),
@@ -237,34 +230,39 @@ impl StatArgs {
 
     /// `-I MS`: at least 1 ms (a warning under 10 ms), not with `-r`.
     pub(crate) fn interval(&self) -> anyhow::Result<Option<Duration>> {
-        match self.interval {
-            Some(0) => Err(usage("-I 0: the interval must be at least 1 ms")),
-            Some(ms) => {
-                if ms < 10 {
-                    eprintln!("pmx stat: warning: -I {ms}: intervals under 10 ms cost noticeable CPU time and perturb what is measured");
-                }
-                if self.repeat > 1 {
-                    return Err(usage("-I and -r cannot be combined"));
-                }
-                Ok(Some(Duration::from_millis(ms)))
-            }
-            None => Ok(None),
-        }
+        let (ms, warning) =
+            pmx::stat::interval(self.interval, self.repeat).map_err(|e| usage(e.0))?;
+        warning.iter().for_each(|w| eprintln!("pmx stat: {w}"));
+        Ok(ms)
     }
 
     /// `--plot FILE`: the file and its format (from the extension).
     pub(crate) fn plot(&self) -> anyhow::Result<Option<(PathBuf, pmx_output::plot::Format)>> {
-        let Some(path) = &self.plot else {
-            return Ok(None);
+        let format = |p: &PathBuf| pmx_output::plot::output::stat_plot(p).map_err(usage);
+        (self.plot.as_ref())
+            .map(|p| Ok((p.clone(), format(p)?)))
+            .transpose()
+    }
+
+    /// The `-e` groups (or `default_events` when there is no `-e` and no
+    /// `-M`) plus the `-M`/`--topdown` metrics' inputs; the metrics; and
+    /// the database when the metrics loaded it.
+    pub(crate) fn event_groups(
+        &self,
+        default_events: &str,
+    ) -> anyhow::Result<(Vec<pmx::EventGroup>, Option<StatMetrics>, Option<Database>)> {
+        let perf = self.perf.options();
+        let flags = StatEventFlags {
+            events: &self.events,
+            metrics: self.metrics.as_deref(),
+            topdown: self.perf.topdown,
+            td_level: self.perf.td_level,
+            perf: &perf,
         };
-        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let bad = || {
-            usage(format!(
-                "--plot {}: give a .svg or .png file name",
-                path.display()
-            ))
-        };
-        let format = pmx_output::plot::Format::from_extension(ext).ok_or_else(bad)?;
-        Ok(Some((path.clone(), format)))
+        let s = stat_events(&flags, default_events, &self.db.options()).map_err(|e| match e {
+            StatEventsError::Usage(m) => usage(m),
+            e => anyhow::anyhow!("{e}"),
+        })?;
+        Ok((s.groups, s.metrics.map(StatMetrics::new), s.database))
     }
 }

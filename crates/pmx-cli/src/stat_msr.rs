@@ -11,38 +11,20 @@
 //! the same shape, one `Count { value: delta, enabled: ns, running: ns }`
 //! per counter per CPU.
 
-use crate::msr::msr_cpus;
 use crate::stat_args::{usage, StatArgs};
 use crate::stat_render;
 use pmx::stat::Scope;
-use pmx::stat_msr::{msr_root, pmu_counters, Error, MsrError, MsrEvents, MsrRunOptions};
-use pmx_model::topology::parse_cpu_list;
+use pmx::stat_msr::DEFAULT_EVENTS;
+use pmx::stat_msr::{device_message, msr_root, pmu_counters, Error, MsrEvents, MsrRunOptions};
 use pmx_output::stat_render::compose;
 use pmx_sys::SysRoot;
 
-/// The events counted when `-e` is not given: the hardware part of perf's
-/// default set (the software events are the kernel's, not the PMU's).
-pub const DEFAULT_EVENTS: &str = "cycles,instructions,branches,branch-misses";
-
-/// A device error in one sentence; without the driver, point at perf.
-fn device_error(e: MsrError) -> anyhow::Error {
-    match e {
-        MsrError::DriverNotLoaded { path } => anyhow::anyhow!(
-            "{}: not found — load the msr driver (modprobe msr) or use --backend perf",
-            path.display()
-        ),
-        other => other.into(),
-    }
-}
-
 /// The session's error as the CLI reports it: events and plans are bad
-/// input; device errors in one sentence.
+/// input.
 fn session_error(e: Error) -> anyhow::Error {
-    match e {
-        Error::Event(_) | Error::Plan(_) => usage(e.to_string()),
-        Error::Device(e) => device_error(e),
-        Error::Read(e) => device_error(e).context("reading the counters"),
-        other => anyhow::anyhow!("{other}"),
+    match e.is_bad_input() {
+        true => usage(e.message()),
+        false => anyhow::anyhow!(e.message()),
     }
 }
 
@@ -59,14 +41,9 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let interval = args.interval()?;
     let how = args.aggregation();
     let plot = args.plot()?;
-    let (groups, metrics, db) = crate::stat_metrics::event_groups(args, DEFAULT_EVENTS)?;
+    let (groups, metrics, db) = args.event_groups(DEFAULT_EVENTS)?;
     let target = args.db.target()?;
-    let Some(arch) = target.arch() else {
-        return Err(usage(format!(
-            "{} is not an x86 CPU: the msr backend programs Intel and AMD PMUs",
-            target.cpu
-        )));
-    };
+    let arch = pmx::msr::msr_arch(&target).map_err(|e| usage(e.to_string()))?;
     let db = match db {
         Some(db) => Some(db),
         None if pmx::stat_msr::needs_database(&groups) => Some(args.db.load()?),
@@ -77,11 +54,12 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let sys = sysfs_root.map(SysRoot::new).unwrap_or_default();
     let topo = pmx_sys::topology::read_topology(&sys, &mut Vec::new());
     let root = msr_root(args.msr_root.as_deref(), sysfs_root);
-    let cpus = msr_cpus(args.cpus.as_deref(), "-C", &topo, &root)?;
+    let cpus = pmx::msr::select_cpus(args.cpus.as_deref(), "-C", &topo, &root);
+    let cpus = cpus.map_err(|e| usage(e.to_string()))?;
     let pmu = pmu_counters(&target, arch);
     let mut stat = events.plan(&cpus, &pmu, &topo).map_err(session_error)?;
     let pin = match &args.pin {
-        Some(p) => parse_cpu_list(p).map_err(|e| usage(format!("--pin {p}: {e}")))?,
+        Some(p) => pmx::stat::cpu_list("--pin", p).map_err(|e| usage(e.0))?,
         None => cpus.clone(),
     };
     // The output first: a bad -o path fails before any register changes.
@@ -118,7 +96,8 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     stat_render::totals(&mut out, args, &report, end.error, (false, &[]))?;
     out.commit()?;
     if let Some(e) = outcome.restore_error {
-        return Err(device_error(e).context("putting the PMU registers back"));
+        let e = device_message(&e);
+        anyhow::bail!("putting the PMU registers back: {e}");
     }
     stat_render::draw(&plot, end.plot)?;
     Ok(exit.map(|e| e.shell_code()).unwrap_or(0))

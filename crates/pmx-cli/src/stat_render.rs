@@ -70,6 +70,5 @@ pub fn draw(
     let (Some((path, format)), Some(rows)) = (plot, rows) else {
         return Ok(());
     };
-    let bytes = stat_render::chart(&rows, *format).map_err(|e| anyhow::anyhow!("--plot: {e}"))?;
-    pmx_io::write(path, &bytes).map_err(|e| anyhow::anyhow!("--plot {e}"))
+    stat_render::draw_plot(path, *format, &rows).map_err(|e| anyhow::anyhow!(e))
 }

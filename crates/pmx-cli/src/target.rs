@@ -66,11 +66,6 @@ pub fn scope(f: &TargetFlags, verb: &str) -> anyhow::Result<Scope> {
     Scope::from_flags(f, verb).map_err(usage)
 }
 
-/// A CPU list (`0-3,8`) given with `flag`.
-pub fn cpu_list(flag: &str, text: &str) -> anyhow::Result<Vec<u32>> {
-    pmx::stat::cpu_list(flag, text).map_err(usage)
-}
-
 /// `--duration SEC`: a positive, finite number of seconds.
 pub fn duration(seconds: Option<f64>) -> anyhow::Result<Option<std::time::Duration>> {
     pmx::stat::duration(seconds).map_err(usage)

@@ -3,7 +3,6 @@
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
-use pmx::record::{self, CallGraph};
 use pmx_tui::top::{self, TopOptions};
 use std::io::IsTerminal;
 
@@ -13,24 +12,8 @@ use std::io::IsTerminal;
     after_help = "Default: every CPU, cycles where the PMU counts it (else cpu-clock; pmx says which), -F 4000, a refresh every 2 s with perf top's decay (7/8 kept).\n\nKeys: q/Esc/Ctrl-C quit, arrows/PgUp/PgDn/Home/End move, s sort key, / filter, z zero, p pause, Enter annotate, h help.\n\nExit status: 0 (also when the -p/-t tasks are gone); 2 for bad input (a pid that does not exist); 1 when sampling failed."
 )]
 pub struct TopArgs {
-    /// Events to sample (as pmx record's -e). Repeatable.
-    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
-    pub events: Vec<String>,
-    /// Sample every PERIOD events.
-    #[arg(short = 'c', long, value_name = "PERIOD", conflicts_with = "freq")]
-    pub count: Option<u64>,
-    /// Sample about HZ times a second, or `max`.
-    #[arg(short = 'F', long = "freq", value_name = "HZ")]
-    pub freq: Option<String>,
-    /// Call chains (frame pointers): a children column beside self.
-    #[arg(short = 'g')]
-    pub callgraph: bool,
-    /// Call chains by MODE: fp, dwarf[,SIZE] (unwound from a copy of the user stack) or lbr.
-    #[arg(long = "call-graph", value_name = "MODE")]
-    pub call_graph: Option<String>,
-    /// Data pages of each CPU's ring (a power of two).
-    #[arg(short = 'm', long = "mmap-pages", value_name = "N")]
-    pub mmap_pages: Option<usize>,
+    #[command(flatten)]
+    pub sampling: crate::sampling::SamplingArgs,
     /// Where (every CPU by default).
     #[command(flatten)]
     pub target: crate::target::SampleTargets,
@@ -66,22 +49,17 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     let flags = args.target.flags(&[], true);
     let scope = crate::target::scope(&flags, "sample")?;
     top::check_targets(&scope).map_err(|e| UsageError(e.to_string()))?;
-    let failure = crate::record::failure;
-    let (rate, mut notes) =
-        record::sample_rate(args.count, args.freq.as_deref()).map_err(failure)?;
-    let (events, more) = crate::record::events(&args.events, &args.db, rate)?;
-    notes.extend(more);
-    let mut opts = TopOptions::new(events, scope, rate);
+    let sampling = args.sampling.check(&args.db)?;
+    let mut opts = TopOptions::new(sampling.events, scope, sampling.rate);
     opts.delay = crate::target::duration(Some(args.delay))?.expect("a delay");
-    opts.record.call_graph = CallGraph::from_flags(args.callgraph, args.call_graph.as_deref())
-        .map_err(|e| failure(e.into()))?;
-    if let Some(pages) = args.mmap_pages {
+    opts.record.call_graph = sampling.call_graph;
+    if let Some(pages) = sampling.mmap_pages {
         opts.record.mmap_pages = pages;
     }
     (opts.refreshes, opts.zero, opts.entries) = (args.refreshes, args.zero, args.entries);
     opts.metrics = args.metrics.clone();
     opts.stdio = args.stdio || !std::io::stdout().is_terminal();
-    opts.notes = notes;
+    opts.notes = sampling.notes;
     let bad = |e: top::TopError| e.bad_input().map_or(e.into(), |m| UsageError(m).into());
     pmx_tui::run(&opts).map(|_| crate::exit::OK).map_err(bad)
 }

@@ -182,6 +182,52 @@ fn a_pid_that_does_not_exist_is_bad_input() {
     );
 }
 
+/// `-m` is one flag of record and top (one check): a ring that is not a
+/// power of two of pages is refused by both with the same words, exit 2;
+/// a power of two is taken by top.
+#[test]
+fn top_refuses_a_ring_that_is_not_a_power_of_two_as_record_does() {
+    let run = |args: &[&str]| Command::new(PMX).args(args).output().unwrap();
+    let top = run(&["top", "-m", "3", "-n", "1", "--stdio"]);
+    let record = run(&[
+        "record",
+        "-m",
+        "3",
+        "-o",
+        "/nonexistent/d.data",
+        "--",
+        "true",
+    ]);
+    let err = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(top.status.code(), Some(2), "{}", err(&top));
+    assert_eq!(record.status.code(), Some(2), "{}", err(&record));
+    assert!(
+        err(&top).contains("-m 3: the ring size must be a power of two"),
+        "{}",
+        err(&top)
+    );
+    assert_eq!(err(&top), err(&record));
+    let o = run(&[
+        "top",
+        "-m",
+        "4",
+        "-n",
+        "1",
+        "-d",
+        "0.5",
+        "--stdio",
+        "-e",
+        "cpu-clock",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("pmx top: ")).count(),
+        1,
+        "{out}"
+    );
+}
+
 /// Without the right to sample every CPU (a user without CAP_PERFMON,
 /// `kernel.perf_event_paranoid` ≥ 1), system-wide `pmx top` exits 1 with
 /// the reason and both fixes, said once. Run as `nobody` through

@@ -38,6 +38,20 @@ pub enum StatFormat {
 }
 
 impl StatFormat {
+    /// The format the flags name: `--json`, `-x SEP` or the table; perf's
+    /// form of it with `--format perf` (`perf`).
+    pub fn from_flags(json: bool, separator: Option<&str>, perf: bool) -> StatFormat {
+        let format = match (json, separator) {
+            (true, _) => StatFormat::Json,
+            (false, Some(sep)) => StatFormat::Csv(sep.to_string()),
+            (false, None) => StatFormat::Table,
+        };
+        match perf {
+            true => format.into_perf(),
+            false => format,
+        }
+    }
+
     /// pmx's form of the same kind (for output perf has no form of, such
     /// as `--regions`).
     pub fn pmx(&self) -> StatFormat {
@@ -616,10 +630,41 @@ pub fn regions(
     })
 }
 
+/// `pmx stat --plot`: the interval rows kept for it (`rows`) drawn into
+/// `path` as `format`, the file written through `pmx_io::write`.
+pub fn draw_plot(
+    path: &std::path::Path,
+    format: crate::plot::Format,
+    rows: &str,
+) -> Result<(), String> {
+    let bytes = chart(rows, format).map_err(|e| format!("--plot: {e}"))?;
+    pmx_io::write(path, &bytes).map_err(|e| format!("--plot {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use pmx_formats::model::EventList;
+
+    #[test]
+    fn the_format_the_flags_name() {
+        assert_eq!(
+            StatFormat::from_flags(false, None, false),
+            StatFormat::Table
+        );
+        assert_eq!(
+            StatFormat::from_flags(true, Some(";"), false),
+            StatFormat::Json
+        );
+        let csv = StatFormat::from_flags(false, Some(";"), false);
+        assert_eq!(csv, StatFormat::Csv(";".into()));
+        let perf = StatFormat::from_flags(false, Some(";"), true);
+        assert_eq!(perf, StatFormat::Perf(PerfForm::Csv(";".into())));
+        assert_eq!(
+            StatFormat::from_flags(false, None, true),
+            StatFormat::Perf(PerfForm::Text)
+        );
+    }
 
     fn style(format: StatFormat, intervals: bool, csv_header: bool) -> StatStyle {
         StatStyle {

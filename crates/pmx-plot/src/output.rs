@@ -61,6 +61,13 @@ impl Output {
     }
 }
 
+/// `pmx stat --plot FILE`: the chart's format from FILE's extension.
+pub fn stat_plot(path: &Path) -> Result<Format, String> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    Format::from_extension(ext)
+        .ok_or_else(|| format!("--plot {}: give a .svg or .png file name", path.display()))
+}
+
 /// The input's name for the title: `stdin` for `-`, else its file name.
 pub fn source_name(input: &Path) -> String {
     if input.as_os_str() == "-" {
@@ -96,6 +103,16 @@ pub fn summary(chart: &Chart, timeline: &Timeline) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stat_plot_is_svg_or_png_by_its_name() {
+        assert_eq!(stat_plot(Path::new("a/b.SVG")), Ok(Format::Svg));
+        assert_eq!(stat_plot(Path::new("c.png")), Ok(Format::Png));
+        assert_eq!(
+            stat_plot(Path::new("c.jpg")).unwrap_err(),
+            "--plot c.jpg: give a .svg or .png file name"
+        );
+    }
 
     fn choose(input: &str, output: Option<&str>) -> Result<Output, String> {
         Output::choose(Path::new(input), output.map(Path::new)).map_err(|e| e.to_string())

@@ -1,6 +1,7 @@
 //! The terminal a command runs on: its width ([`columns`], for progress
 //! bars) and a Ctrl-C that asks a long operation to stop and clean up
-//! instead of killing it ([`InterruptGuard`], as `pmx events fetch` uses).
+//! instead of killing it ([`InterruptGuard`], as `pmx events fetch` uses);
+//! an error and its causes on one line ([`error_chain`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -75,5 +76,58 @@ impl Drop for InterruptGuard {
                 libc::sigaction(libc::SIGINT, old, std::ptr::null_mut());
             }
         }
+    }
+}
+
+/// An error and its causes, `a: b: c`, each said once: a cause whose
+/// text is already in what was said (an error that shows its source in
+/// its own message) is not repeated.
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = String::new();
+    let mut next = Some(err);
+    while let Some(e) = next {
+        let s = e.to_string();
+        if !out.contains(&s) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&s);
+        }
+        next = e.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::error_chain;
+
+    /// An error with a message and maybe a source.
+    #[derive(Debug)]
+    struct E(String, Option<Box<E>>);
+
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+
+    impl std::error::Error for E {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_said_is_not_repeated() {
+        let io = E("disk full".into(), None);
+        let outer = E("disk full".into(), Some(Box::new(io)));
+        let e = E("writing out.data".into(), Some(Box::new(outer)));
+        assert_eq!(error_chain(&e), "writing out.data: disk full");
+        let e = E(
+            "high level".into(),
+            Some(Box::new(E("low level".into(), None))),
+        );
+        assert_eq!(error_chain(&e), "high level: low level");
     }
 }

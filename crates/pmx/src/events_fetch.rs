@@ -157,6 +157,15 @@ pub fn events_fetch(
     }
 }
 
+/// `--tables`' value: `intel` or `perf`.
+pub fn parse_tables(s: &str) -> Result<Tables, String> {
+    match s {
+        "intel" => Ok(Tables::Intel),
+        "perf" => Ok(Tables::Perf),
+        _ => Err("intel or perf".to_string()),
+    }
+}
+
 /// Which files (every CPU's, the named CPU's or this CPU's) and which
 /// tables: asked for, or those pmx reads for the CPU's vendor.
 fn selection(opts: &EventsFetchOptions) -> Result<(Selection, Tables), EventsFetchError> {
@@ -223,6 +232,13 @@ fn absolute(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_by_name() {
+        assert_eq!(parse_tables("intel"), Ok(Tables::Intel));
+        assert_eq!(parse_tables("perf"), Ok(Tables::Perf));
+        assert_eq!(parse_tables("amd"), Err("intel or perf".to_string()));
+    }
 
     fn opts(cpu: &str) -> EventsFetchOptions {
         EventsFetchOptions {

@@ -50,7 +50,10 @@
 //! the events directory), [`registers::encode`] and [`registers::decode`]
 //! (specs to register values and back). [`database`] chooses the CPU and
 //! loads the event database from the options every resolving command
-//! shares.
+//! shares. The CLI's flags are checked here too, one rule and message
+//! each: [`stat_events`] (what `pmx stat` counts: `-e`, `-M`,
+//! `--topdown`), [`stat::RunOptions::from_flags`],
+//! [`record::SamplingFlags`] (the sampling flags of `record` and `top`).
 //!
 //! [`analyze`] computes metrics and the top-down tree from counts saved
 //! earlier; [`compare`] tells whether the counts, metrics and top-down
@@ -61,8 +64,8 @@
 //!
 //! [`perf_personality`] is pmx run as `perf`: perf's command lines as
 //! pmx's, and what perf's `stat` output says beyond the rows.
-//! [`console`] is the terminal's width and a Ctrl-C that asks a long
-//! operation to stop and clean up. [`completion`] is what a shell offers
+//! [`console`] is the terminal's width, a Ctrl-C that asks a long
+//! operation to stop and clean up, and an error's causes on one line. [`completion`] is what a shell offers
 //! after `-e` and `-M`: this CPU's event and metric names.
 //!
 //! Nothing here prints (but the line [`console::InterruptGuard`]'s
@@ -98,6 +101,7 @@ pub mod results;
 pub mod schedule;
 pub mod signals;
 pub mod stat;
+pub mod stat_events;
 pub mod stat_file;
 pub mod stat_msr;
 mod ticker;

@@ -154,6 +154,16 @@ pub fn target(
     }
 }
 
+/// perf's footer time: the mean of the runs' wall-clock times (`walls`)
+/// and its standard error; without runs, `elapsed` and 0.
+pub fn elapsed(walls: &[std::time::Duration], elapsed: std::time::Duration) -> (f64, f64) {
+    let secs: Vec<f64> = walls.iter().map(|w| w.as_secs_f64()).collect();
+    match pmx_formats::Spread::of(&secs) {
+        Some(sp) => (sp.mean, sp.stddev / (sp.runs as f64).sqrt()),
+        None => (elapsed.as_secs_f64(), 0.0),
+    }
+}
+
 /// User and system seconds of the children waited for (the command).
 pub fn children_times() -> Option<(f64, f64)> {
     // SAFETY: getrusage fills the struct it is given.
@@ -184,6 +194,16 @@ pub fn thread_comms(rows: &[Row]) -> Vec<(i32, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_footer_time_is_the_mean_and_its_standard_error() {
+        let ms = std::time::Duration::from_millis;
+        assert_eq!(elapsed(&[], ms(1500)), (1.5, 0.0));
+        let (mean, err) = elapsed(&[ms(1000), ms(3000)], ms(0));
+        assert_eq!(mean, 2.0);
+        // stddev √2 over √2 runs.
+        assert!((err - 1.0).abs() < 1e-9, "{err}");
+    }
 
     fn line(words: &[&str]) -> Result<Vec<String>, String> {
         let args = words.iter().map(OsString::from).collect();

@@ -78,6 +78,7 @@ mod choose;
 mod default;
 mod existing;
 mod features;
+mod flags;
 mod groups;
 mod open;
 mod options;
@@ -103,6 +104,7 @@ pub use buildid::{of_elf_file as build_id_of_file, of_running_kernel as kernel_b
 pub use callgraph::{CallGraph, CallGraphError, DEFAULT_STACK_SIZE, MAX_STACK_SIZE};
 pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
+pub use flags::{check_mmap_pages, Sampling, SamplingFlags};
 pub use options::{
     EventSamples, FileOptions, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
 };

@@ -64,6 +64,29 @@ pub const ENV_OUT: &str = "PMX_REGIONS_OUT";
 /// The events counted when `PMX_EVENTS` is not set.
 pub const DEFAULT_EVENTS: &str = "task-clock,page-faults,context-switches";
 
+/// What `pmx stat --regions` refuses before anything runs: no command
+/// (or `-p`/`-t` tasks, `tasks`), more than one run, a malformed `-e`
+/// list (a typo is pmx's usage error, not a failure inside the program).
+pub fn check_flags(
+    command: &[String],
+    tasks: bool,
+    repeat: u32,
+    events: &[String],
+) -> Result<(), String> {
+    if command.is_empty() || tasks {
+        return Err("--regions needs a command after -- (the program whose regions report)".into());
+    }
+    if repeat > 1 {
+        return Err(
+            "--regions reports one run: drop -r (or run pmx stat --regions once per run)".into(),
+        );
+    }
+    for l in events {
+        crate::parse_event_list(l).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// The hand-off of `pmx stat --regions`: the events, the metrics and a
 /// fresh results file name put in the environment a command inherits;
 /// its regions count those events and write the file at exit. The file
@@ -740,4 +763,25 @@ pub fn finalize() -> std::io::Result<RegionResults> {
         }
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::check_flags;
+
+    #[test]
+    fn regions_need_one_run_of_a_command_and_good_lists() {
+        let cmd = vec!["./app".to_string()];
+        assert_eq!(check_flags(&cmd, false, 1, &["cpu-clock".into()]), Ok(()));
+        assert!(check_flags(&[], false, 1, &[])
+            .unwrap_err()
+            .contains("needs a command"));
+        assert!(check_flags(&cmd, true, 1, &[])
+            .unwrap_err()
+            .contains("needs a command"));
+        assert!(check_flags(&cmd, false, 2, &[])
+            .unwrap_err()
+            .contains("drop -r"));
+        assert!(check_flags(&cmd, false, 1, &["{cpu-clock".into()]).is_err());
+    }
 }

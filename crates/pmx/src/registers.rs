@@ -17,6 +17,32 @@ pub fn encode(text: &str, opts: EncodeOptions) -> Result<Encoded, SpecError> {
     parse_spec(text).and_then(|spec| encode_spec(&spec, opts))
 }
 
+/// `--arch`'s value: `intel` or `amd`.
+pub fn parse_arch(s: &str) -> Result<Arch, String> {
+    Arch::from_name(s).ok_or_else(|| format!("unknown architecture '{s}' (intel or amd)"))
+}
+
+/// `--register`'s value: a layout's name (`evtsel`, `perf-ctl`, …).
+pub fn parse_register(s: &str) -> Result<RegisterKind, String> {
+    RegisterKind::from_cli_name(s).ok_or_else(|| {
+        let names: Vec<&str> = RegisterKind::ALL.iter().map(|k| k.cli_name()).collect();
+        format!("unknown register '{s}' (one of: {})", names.join(", "))
+    })
+}
+
+/// The layout to use: `flag` when given, else this CPU's vendor, else
+/// Intel; with where the choice came from, for the output.
+pub fn resolve_arch(flag: Option<Arch>) -> (Arch, &'static str) {
+    if let Some(a) = flag {
+        return (a, "from --arch");
+    }
+    let host = crate::database::host_cpu_id();
+    match host.and_then(|c| Arch::from_name(c.vendor.cpuid_str())) {
+        Some(a) => (a, "this CPU's vendor"),
+        None => (Arch::Intel, "default; this CPU is neither Intel nor AMD"),
+    }
+}
+
 /// A value that is not a number; the message points at the column.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -287,6 +313,24 @@ fn event_select_notes(d: &mut Decoded, layout: &Layout) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arch_and_register_names() {
+        assert_eq!(parse_arch("amd"), Ok(Arch::Amd));
+        assert_eq!(
+            parse_arch("arm").unwrap_err(),
+            "unknown architecture 'arm' (intel or amd)"
+        );
+        assert_eq!(resolve_arch(Some(Arch::Amd)), (Arch::Amd, "from --arch"));
+        let (_, why) = resolve_arch(None);
+        assert_ne!(why, "from --arch");
+        assert_eq!(parse_register("perf-ctl"), Ok(RegisterKind::AmdPerfCtl));
+        let e = parse_register("evsel").unwrap_err();
+        assert!(
+            e.starts_with("unknown register 'evsel' (one of: evtsel, "),
+            "{e}"
+        );
+    }
 
     #[test]
     fn values_and_where_they_go_wrong() {

@@ -49,6 +49,37 @@ pub fn split_commands(command: &[String]) -> Option<Vec<Vec<String>>> {
     (sides.len() >= 2 && sides.iter().all(|c| !c.is_empty())).then_some(sides)
 }
 
+/// `pmx stat --compare`'s flags checked: the commands of `-- A ARGS…
+/// ::: B ARGS…`, at least two runs each (`repeat`), no `-I`
+/// (`interval`), not the msr backend (`msr`).
+pub fn ab_commands(
+    command: &[String],
+    repeat: u32,
+    interval: bool,
+    msr: bool,
+) -> Result<Vec<Vec<String>>, String> {
+    let Some(commands) = split_commands(command) else {
+        return Err("--compare: give the commands as -- A ARGS… ::: B ARGS…".into());
+    };
+    if repeat < 2 || interval || msr {
+        return Err(
+            "--compare needs -r N (N ≥ 2; 10 or more for Welch's t-test), no -I, the perf backend"
+                .into(),
+        );
+    }
+    Ok(commands)
+}
+
+/// `opts` once per side, each with its command.
+pub fn per_side(opts: &RunOptions, commands: &[Vec<String>]) -> Vec<RunOptions> {
+    (commands.iter())
+        .map(|c| RunOptions {
+            command: c.clone(),
+            ..opts.clone()
+        })
+        .collect()
+}
+
 /// A sentence per side whose command failed (exited non-zero or was
 /// killed) in some run.
 pub fn failures(runs: &[Vec<StatRun>], commands: &[Vec<String>]) -> Vec<String> {
@@ -71,6 +102,22 @@ pub fn failures(runs: &[Vec<StatRun>], commands: &[Vec<String>]) -> Vec<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compare_needs_two_commands_and_repeats_on_the_perf_backend() {
+        let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        let two = ab_commands(&words("./a x ::: ./b"), 10, false, false).unwrap();
+        assert_eq!(two, [words("./a x"), words("./b")]);
+        assert!(ab_commands(&words("./a"), 10, false, false)
+            .unwrap_err()
+            .contains("::: B"));
+        for (r, i, msr) in [(1, false, false), (10, true, false), (10, false, true)] {
+            let e = ab_commands(&words("./a ::: ./b"), r, i, msr).unwrap_err();
+            assert!(e.starts_with("--compare needs -r N"), "{e}");
+        }
+        let sides = per_side(&RunOptions::for_command(vec![]), &two);
+        assert_eq!(sides[1].command, ["./b"]);
+    }
 
     #[test]
     fn commands_split_at_three_colons() {

@@ -4,6 +4,7 @@
 //! what is wrong: they are the user's to fix.
 
 use super::options::{RunOptions, Scope};
+use super::perf_options::PerfStatOptions;
 use pmx_model::topology::parse_cpu_list;
 use std::time::Duration;
 
@@ -79,7 +80,61 @@ impl Scope {
     }
 }
 
+/// The flags of one `pmx stat` run, as given (the interval's own checks
+/// are [`interval`]'s).
+#[derive(Debug, Clone, Copy)]
+pub struct RunFlags<'a> {
+    /// `-p`, `-t`, `-C`, `-a` and the command.
+    pub target: TargetFlags<'a>,
+    /// `--per-thread`.
+    pub per_thread: bool,
+    /// `-A`, `--per-core` …: rows by CPU, which need `-a` or `-C`.
+    pub by_cpu: bool,
+    /// `--duration SEC`.
+    pub duration: Option<f64>,
+    /// `--pin LIST`.
+    pub pin: Option<&'a str>,
+    /// `-i`/`--no-inherit`.
+    pub no_inherit: bool,
+    /// `-I` was given.
+    pub interval: bool,
+    /// `--interval-count N`.
+    pub interval_count: Option<u64>,
+    /// `-r N`.
+    pub repeat: u32,
+    /// perf's options (`-D`, `--pre`, `--post`, `-S`, cgroups).
+    pub perf: &'a PerfStatOptions,
+}
+
 impl RunOptions {
+    /// The options of one run (its `interval` still `None`), or what is
+    /// wrong with the flags.
+    pub fn from_flags(f: &RunFlags) -> Result<RunOptions, FlagError> {
+        let scope = Scope::for_stat(&f.target, f.per_thread)?;
+        let trace_tasks = f.per_thread && scope == Scope::Command;
+        let duration = duration(f.duration)?;
+        let pin = f.pin.map(|p| cpu_list("--pin", p)).transpose()?;
+        let cpus = matches!(scope, Scope::Cpus(_));
+        if f.by_cpu && !cpus {
+            return Err(FlagError(
+                "-A and --per-core/die/cache/socket/node need -a or -C".to_string(),
+            ));
+        }
+        let hooks = f.perf.hooks(cpus).map_err(|e| FlagError(e.to_string()))?;
+        let opts = RunOptions {
+            scope,
+            command: f.target.command.to_vec(),
+            inherit: !f.no_inherit,
+            pin,
+            duration,
+            interval: None,
+            interval_count: f.interval_count,
+            trace_tasks,
+            hooks,
+        };
+        opts.check_target(f.interval, f.repeat)?;
+        Ok(opts)
+    }
     /// What counting refuses about the target: a command followed task by
     /// task (`--per-thread`) counts until it ends, so not with `-I`
     /// (`interval`), `--duration` or `--no-inherit`; `repeat` runs need a
@@ -128,9 +183,100 @@ pub fn duration(seconds: Option<f64>) -> Result<Option<Duration>, FlagError> {
     }
 }
 
+/// `-I MS` (with `-r N`): at least 1 ms, not with `-r`; with a warning
+/// to say under 10 ms.
+pub fn interval(
+    ms: Option<u64>,
+    repeat: u32,
+) -> Result<(Option<Duration>, Option<String>), FlagError> {
+    let bad = |m: &str| Err(FlagError(m.to_string()));
+    match ms {
+        None => Ok((None, None)),
+        Some(0) => bad("-I 0: the interval must be at least 1 ms"),
+        Some(_) if repeat > 1 => bad("-I and -r cannot be combined"),
+        Some(ms) => Ok((
+            Some(Duration::from_millis(ms)),
+            (ms < 10).then(|| format!("warning: -I {ms}: intervals under 10 ms cost noticeable CPU time and perturb what is measured")),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_options_from_the_flags() {
+        let perf = PerfStatOptions::default();
+        let cmd = vec!["true".to_string()];
+        let flags = RunFlags {
+            target: TargetFlags {
+                command: &cmd,
+                ..Default::default()
+            },
+            per_thread: false,
+            by_cpu: false,
+            duration: Some(2.0),
+            pin: Some("0"),
+            no_inherit: true,
+            interval: false,
+            interval_count: Some(3),
+            repeat: 1,
+            perf: &perf,
+        };
+        let o = RunOptions::from_flags(&flags).unwrap();
+        assert_eq!(
+            (o.scope, o.command, o.inherit),
+            (Scope::Command, cmd.clone(), false)
+        );
+        assert_eq!(
+            (o.pin, o.duration),
+            (Some(vec![0]), Some(Duration::from_secs(2)))
+        );
+        assert_eq!((o.interval, o.interval_count), (None, Some(3)));
+        let e = |f: RunFlags| RunOptions::from_flags(&f).unwrap_err().0;
+        assert!(e(RunFlags {
+            by_cpu: true,
+            ..flags
+        })
+        .contains("need -a or -C"));
+        assert!(e(RunFlags {
+            pin: Some("x"),
+            ..flags
+        })
+        .starts_with("--pin x: "));
+        assert!(e(RunFlags {
+            duration: Some(-1.0),
+            ..flags
+        })
+        .starts_with("--duration -1"));
+        let e = e(RunFlags {
+            per_thread: true,
+            interval: true,
+            ..flags
+        });
+        assert!(e.contains("drop -I/--duration"), "{e}");
+    }
+
+    #[test]
+    fn an_interval_of_at_least_a_millisecond_without_repeats() {
+        assert_eq!(interval(None, 3), Ok((None, None)));
+        assert_eq!(
+            interval(Some(100), 1),
+            Ok((Some(Duration::from_millis(100)), None))
+        );
+        let (d, warn) = interval(Some(5), 1).unwrap();
+        assert_eq!(d, Some(Duration::from_millis(5)));
+        assert!(warn.unwrap().contains("-I 5: intervals under 10 ms"));
+        assert_eq!(
+            interval(Some(0), 1).unwrap_err().0,
+            "-I 0: the interval must be at least 1 ms"
+        );
+        assert_eq!(
+            interval(Some(100), 2).unwrap_err().0,
+            "-I and -r cannot be combined"
+        );
+    }
 
     fn scope(f: TargetFlags) -> Result<Scope, String> {
         Scope::from_flags(&f, "count").map_err(|e| e.0)

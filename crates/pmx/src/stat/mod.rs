@@ -62,7 +62,7 @@ mod tasks;
 pub use aggregate::{aggregate, Aggregation, AggregationFlags, Aggregator};
 pub use clock::next_tick_after;
 pub(crate) use clock::IntervalClock;
-pub use flags::{cpu_list, duration, id_list, FlagError, TargetFlags};
+pub use flags::{cpu_list, duration, id_list, interval, FlagError, RunFlags, TargetFlags};
 pub use options::{RunOptions, Scope};
 pub(crate) use outcome::headed;
 pub use outcome::{

@@ -53,7 +53,29 @@ pub enum Error {
     Read(MsrError),
 }
 
+/// A device error in one sentence; without the driver, pointing at
+/// `--backend perf`.
+pub fn device_message(e: &MsrError) -> String {
+    match e {
+        MsrError::DriverNotLoaded { path } => format!(
+            "{}: not found — load the msr driver (modprobe msr) or use --backend perf",
+            path.display()
+        ),
+        e => crate::console::error_chain(e),
+    }
+}
+
 impl Error {
+    /// The error in one sentence, a device error as [`device_message`]
+    /// says it.
+    pub fn message(&self) -> String {
+        match self {
+            Error::Device(e) => device_message(e),
+            Error::Read(e) => format!("reading the counters: {}", device_message(e)),
+            e => e.to_string(),
+        }
+    }
+
     /// The error is the caller's input (an event, the CPUs), not the
     /// machine: the CLI's exit code 2.
     pub fn is_bad_input(&self) -> bool {

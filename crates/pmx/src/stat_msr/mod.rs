@@ -78,7 +78,11 @@ mod session;
 mod users;
 
 pub use counting::{MsrOutcome, MsrRunning};
-pub use error::Error;
+pub use error::{device_message, Error};
+
+/// The events counted when `-e` is not given: the hardware part of perf's
+/// default set (the software events are the kernel's, not the PMU's).
+pub const DEFAULT_EVENTS: &str = "cycles,instructions,branches,branch-misses";
 pub use events::{
     default_cpus, is_energy_pkg, msr_event, needs_database, pmu_counters, MsrEventError,
 };

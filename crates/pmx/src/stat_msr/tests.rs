@@ -205,3 +205,17 @@ fn counters_in_use_are_refused_before_anything_is_written() {
     );
     assert_eq!(reg(root, 0, EVTSEL0), 0);
 }
+
+#[test]
+fn device_errors_in_one_sentence_pointing_at_the_perf_backend() {
+    let gone = || MsrError::DriverNotLoaded {
+        path: "/dev/cpu/0/msr".into(),
+    };
+    let want =
+        "/dev/cpu/0/msr: not found — load the msr driver (modprobe msr) or use --backend perf";
+    assert_eq!(device_message(&gone()), want);
+    assert_eq!(Error::Device(gone()).message(), want);
+    let read = Error::Read(gone());
+    assert_eq!(read.message(), format!("reading the counters: {want}"));
+    assert!(!read.is_bad_input());
+}
