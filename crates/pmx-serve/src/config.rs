@@ -15,6 +15,7 @@
 //! profile-max-hz = 1000
 //! profile-sessions = 2
 //! profile-keepalive = 5                 # s: a vanished client is seen within 4×
+//! profile-symbol-cache = 64             # MiB of binaries' tables kept between profiles
 //! write-timeout = 10                    # s to take an answer, then closed
 //! ```
 //!
@@ -94,6 +95,9 @@ pub struct FileConfig {
     /// `profile-keepalive`: seconds of silence before, and between, the
     /// TCP keepalive probes of a profile's connection.
     pub profile_keepalive: Option<u64>,
+    /// `profile-symbol-cache`: MiB of parsed binaries (symbol and line
+    /// tables) kept between profiles.
+    pub profile_symbol_cache: Option<u64>,
     /// `write-timeout`: seconds a client has to take an answer.
     pub write_timeout: Option<u64>,
 }
@@ -248,12 +252,15 @@ impl FileConfig {
                 "profile-keepalive" | "profile_keepalive" => {
                     c.profile_keepalive = Some(positive(&value, "profile-keepalive", n)?)
                 }
+                "profile-symbol-cache" | "profile_symbol_cache" => {
+                    c.profile_symbol_cache = Some(positive(&value, "profile-symbol-cache", n)?)
+                }
                 "write-timeout" | "write_timeout" => {
                     c.write_timeout = Some(positive(&value, "write-timeout", n)?)
                 }
                 other => {
                     return Err(err(format!(
-                    "unknown key '{other}' (listen, events, metrics, per, define, max-connections, profiles, profile-events, profile-max-seconds, profile-max-hz, profile-sessions, profile-keepalive, write-timeout)"
+                    "unknown key '{other}' (listen, events, metrics, per, define, max-connections, profiles, profile-events, profile-max-seconds, profile-max-hz, profile-sessions, profile-keepalive, profile-symbol-cache, write-timeout)"
                 )))
                 }
             }
@@ -286,10 +293,11 @@ mod tests {
              define fps = page-faults / duration_time\nmax-connections = 4\n\
              profiles = off\nprofile-events = \"{cycles,instructions}:S\"\n\
              profile-max-seconds = 60\nprofile-max-hz = 200\nprofile-sessions = 3\n\
-             profile-keepalive = 2\nwrite-timeout = 7\n",
+             profile-keepalive = 2\nwrite-timeout = 7\nprofile-symbol-cache = 128\n",
         )
         .unwrap();
         assert_eq!((c.profile_keepalive, c.write_timeout), (Some(2), Some(7)));
+        assert_eq!(c.profile_symbol_cache, Some(128));
         assert_eq!(c.profiles, Some(false));
         assert_eq!(c.profile_events.as_deref(), Some("{cycles,instructions}:S"));
         assert_eq!(
@@ -325,6 +333,7 @@ mod tests {
             "profile-max-seconds = 0",
             "profile-sessions = -1",
             "profile-keepalive = 0",
+            "profile-symbol-cache = lots",
             "write-timeout = soon",
         ] {
             let e = FileConfig::parse(bad).unwrap_err();

@@ -75,6 +75,9 @@ pub struct Settings {
     pub profile_sessions: usize,
     /// TCP keepalive of a profile's connection.
     pub profile_probes: Probes,
+    /// Bytes of parsed binaries kept between profiles (`None`: the
+    /// process-wide default, `PMX_BINARY_CACHE_MB` or 64 MiB).
+    pub profile_symbol_cache: Option<usize>,
     /// How long a client may take to read an answer.
     pub write_timeout: Duration,
 }
@@ -170,6 +173,9 @@ impl Settings {
             profile_probes: Probes::every(
                 (file.profile_keepalive).unwrap_or(profile::DEFAULT_KEEPALIVE_SECONDS),
             ),
+            profile_symbol_cache: file
+                .profile_symbol_cache
+                .map(|mb| usize::try_from(mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX)),
             write_timeout: Duration::from_secs(
                 file.write_timeout
                     .unwrap_or(crate::server::DEFAULT_WRITE_TIMEOUT_SECONDS),
@@ -242,6 +248,9 @@ pub fn start(
         for n in notes {
             log(&format!("profiles: {n}"));
         }
+    }
+    if let Some(bytes) = settings.profile_symbol_cache {
+        pmx_profile::elf::cache::set_capacity(bytes);
     }
     let opts = Options {
         listen: settings.listen,
