@@ -138,26 +138,9 @@ fn pprof_top(tool: &[&str], file: &Path, extra: &[&str]) -> (Vec<(String, f64)>,
     let mut args = vec!["-top", "-nodecount=200", "-nodefraction=0"];
     args.extend_from_slice(extra);
     let out = pprof(tool, &args, file);
-    let total = out
-        .lines()
-        .find(|l| l.contains("Total samples = "))
-        .map(|l| l.split("Total samples = ").nth(1).unwrap())
-        .map(|t| t.split(" (").next().unwrap().trim().to_string())
-        .unwrap_or_default();
-    let mut rows = Vec::new();
-    let mut body = false;
-    for l in out.lines() {
-        if l.trim_start().starts_with("flat") {
-            body = true;
-            continue;
-        }
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if body && f.len() >= 6 {
-            let pct: f64 = f[1].trim_end_matches('%').parse().unwrap();
-            rows.push((f[5..].join(" "), pct));
-        }
-    }
-    (rows, total)
+    let rows = pmx_testkit::pprof::top_rows(&out);
+    let rows = rows.into_iter().map(|r| (r.name, r.flat_pct)).collect();
+    (rows, pmx_testkit::pprof::total_samples(&out))
 }
 
 /// `pmx report --sort symbol` of one event as (name, overhead %, samples)
@@ -545,22 +528,9 @@ fn pprof_cum(tool: &[&str], file: &Path, index: &str) -> (Vec<(String, f64)>, St
         file,
     );
     assert!(out.contains(&format!("Type: {index}\n")), "{out}");
-    let total = out
-        .lines()
-        .find_map(|l| l.split("Total samples = ").nth(1))
-        .map(|t| t.split(" (").next().unwrap().trim().to_string())
-        .unwrap_or_default();
-    let rows = out
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("flat"))
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let pct = f.get(4)?.trim_end_matches('%').parse().ok()?;
-            Some((f.get(5..)?.join(" "), pct))
-        })
-        .collect();
-    (rows, total)
+    let rows = pmx_testkit::pprof::top_rows(&out);
+    let rows = rows.into_iter().map(|r| (r.name, r.cum_pct)).collect();
+    (rows, pmx_testkit::pprof::total_samples(&out))
 }
 
 #[test]

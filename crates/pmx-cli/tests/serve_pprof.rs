@@ -364,15 +364,8 @@ fn pprof_cum(dir: &Path, index: &str, url: &str) -> Vec<(String, f64)> {
     let args = ["-top", "-cum", "-nodecount=100", &si, "-seconds", "4", url];
     let out = pprof(dir, &args);
     assert!(out.contains(&format!("Type: {index}\n")), "{out}");
-    out.lines()
-        .skip_while(|l| !l.trim_start().starts_with("flat"))
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let pct = f.get(4)?.trim_end_matches('%').parse().ok()?;
-            Some((f.get(5..)?.join(" "), pct))
-        })
-        .collect()
+    let rows = pmx_testkit::pprof::top_rows(&out);
+    rows.into_iter().map(|r| (r.name, r.cum_pct)).collect()
 }
 
 #[test]

@@ -17,6 +17,7 @@
 //!   `perf report` on a file.
 //! - [`mutate`]: the fault campaign's seeded mutants of perf.data and
 //!   text (CSV, JSON) files.
+//! - [`pprof`]: the rows and total of `go tool pprof -top`.
 //! - [`process`]: stop a child as Ctrl-C would and collect its output.
 //! - [`cc`]: compile a small C program for a test (or say why not).
 //! - [`elf`]: crafted ELF files written byte by byte (broken section
@@ -70,6 +71,7 @@ pub mod msr;
 pub mod mutate;
 pub mod perf;
 pub mod perfdata;
+pub mod pprof;
 pub mod process;
 pub mod shared;
 pub mod workload;
