@@ -8,7 +8,8 @@
 //! - [`Live`] fed a stream of many short-lived processes (COMM, MMAP2, a
 //!   sample, EXIT each) forgets each process after its EXIT: the
 //!   symbolizer's per-process state goes back down, the rows keep their
-//!   names.
+//!   names; a process whose main thread exits first is kept until its
+//!   last thread does.
 
 use pmx_perfdata::format::{misc, record_type};
 use pmx_perfdata::Reader;
@@ -133,10 +134,9 @@ pub fn short_lived_marker(x: u64) -> u64 {
     x.wrapping_mul(17).rotate_left(3)
 }
 
-/// A stream of `n` processes, each: COMM, MMAP2 of this test binary, a
-/// sample in `short_lived_marker`, EXIT; every 10 processes the 10
-/// before them exit and a round ends.
-fn stream(n: u32) -> Vec<u8> {
+/// This test binary's path, the address of `short_lived_marker` when the
+/// binary is mapped whole at [`BASE`], and the mapping's length.
+fn this_binary_at_base() -> (String, u64, u64) {
     let exe = std::env::current_exe().unwrap();
     let elf = ElfFile::open(&exe).unwrap();
     let marker = (elf.symbols().iter())
@@ -147,6 +147,14 @@ fn stream(n: u32) -> Vec<u8> {
         .unwrap()
         .len()
         .next_multiple_of(4096);
+    (exe.to_str().unwrap().to_string(), marker, len)
+}
+
+/// A stream of `n` processes, each: COMM, MMAP2 of this test binary, a
+/// sample in `short_lived_marker`, EXIT; every 10 processes the 10
+/// before them exit and a round ends.
+fn stream(n: u32) -> Vec<u8> {
+    let (exe, marker, len) = this_binary_at_base();
     let mut w = perfdata::memory_writer(perfdata::attr(
         128,
         1000,
@@ -172,7 +180,7 @@ fn stream(n: u32) -> Vec<u8> {
         comm.extend_from_slice(&sample_id(pid, t, 0));
         w.write_record(&rec(record_type::COMM, misc::COMM_EXEC, &comm))
             .unwrap();
-        let mut mm = perfdata::mmap2(pid, BASE, len, 5, exe.to_str().unwrap());
+        let mut mm = perfdata::mmap2(pid, BASE, len, 5, &exe);
         mm.extend_from_slice(&sample_id(pid, t + 1, 0));
         w.write_record(&rec(record_type::MMAP2, misc::USER, &mm))
             .unwrap();
@@ -241,4 +249,91 @@ fn live_forgets_processes_after_their_exit() {
         .rows
         .iter()
         .any(|r| r.comm.as_deref() == Some("short1")));
+}
+
+/// The sample-id trailer of thread `tid` of `pid` at `t` on CPU 0.
+fn ids(pid: u32, tid: u32, t: u64) -> Vec<u8> {
+    let mut b = [pid.to_le_bytes(), tid.to_le_bytes()].concat();
+    b.extend_from_slice(&t.to_le_bytes());
+    b.extend_from_slice(&0u64.to_le_bytes());
+    b
+}
+
+/// A process whose main thread ends first (`pthread_exit`) while another
+/// thread runs on in its maps: that thread's later samples still resolve,
+/// and the process is forgotten at its last thread's EXIT.
+#[test]
+fn a_process_outlives_its_main_thread() {
+    std::hint::black_box(short_lived_marker(std::hint::black_box(5)));
+    let (exe, marker, len) = this_binary_at_base();
+    let (pid, worker) = (20_000u32, 20_001u32);
+    let mut w = perfdata::memory_writer(perfdata::attr(
+        128,
+        1000,
+        perfdata::CALLCHAIN_SAMPLES,
+        SAMPLE_ID_ALL,
+    ));
+    let round = |w: &mut pmx_perfdata::Writer<Cursor<Vec<u8>>>| {
+        w.write_record(&rec(record_type::FINISHED_ROUND, 0, &[]))
+            .unwrap();
+    };
+    for (tid, name, t) in [(pid, "leader", 1000), (worker, "worker", 1001)] {
+        let mut c = [pid.to_le_bytes(), tid.to_le_bytes()].concat();
+        c.extend_from_slice(&perfdata::padded(name.as_bytes()));
+        c.extend_from_slice(&ids(pid, tid, t));
+        w.write_record(&rec(record_type::COMM, 0, &c)).unwrap();
+    }
+    let mut mm = perfdata::mmap2(pid, BASE, len, 5, &exe);
+    mm.extend_from_slice(&ids(pid, pid, 1002));
+    w.write_record(&rec(record_type::MMAP2, misc::USER, &mm))
+        .unwrap();
+    let exit = |tid: u32, t: u64| {
+        let mut e = Vec::new();
+        for v in [pid, 1, tid, 1] {
+            e.extend_from_slice(&v.to_le_bytes());
+        }
+        e.extend_from_slice(&t.to_le_bytes());
+        e.extend_from_slice(&ids(pid, tid, t));
+        rec(record_type::EXIT, 0, &e)
+    };
+    // The main thread exits; the worker samples on, then exits too.
+    w.write_record(&exit(pid, 1003)).unwrap();
+    round(&mut w);
+    let mut s = (marker + 1).to_le_bytes().to_vec();
+    s.extend_from_slice(&ids(pid, worker, 1010));
+    s.extend_from_slice(&1000u64.to_le_bytes());
+    s.extend_from_slice(&0u64.to_le_bytes()); // empty call chain
+    w.write_record(&rec(record_type::SAMPLE, misc::USER, &s))
+        .unwrap();
+    round(&mut w);
+    w.write_record(&exit(worker, 1020)).unwrap();
+    round(&mut w);
+    let bytes = w
+        .finish(&pmx_perfdata::Features::default())
+        .unwrap()
+        .into_inner();
+    let o = Options {
+        kallsyms: KernelSymbols::Off,
+        ..Options::default()
+    };
+    let mut live = Live::new(Reader::new(Cursor::new(bytes)).unwrap(), &o, false);
+    while live.next_round().unwrap() {}
+    let st = live.stats();
+    assert_eq!(
+        st.symbolizer.processes, 0,
+        "gone with its last thread: {st:?}"
+    );
+    assert_eq!(st.threads, 0, "{st:?}");
+    let p = live.snapshot();
+    let rows = &p.events[0].rows;
+    assert!(
+        rows.iter().any(|r| r.comm.as_deref() == Some("worker")
+            && r.symbol
+                .as_deref()
+                .is_some_and(|s| s.contains("short_lived_marker"))),
+        "the worker's sample after the main thread's exit: {:?}",
+        rows.iter()
+            .map(|r| (&r.comm, &r.symbol))
+            .collect::<Vec<_>>()
+    );
 }

@@ -53,6 +53,7 @@ pub(super) enum Item {
         user: Option<Box<UserStack>>,
     },
     Comm {
+        pid: u32,
         tid: u32,
         comm: u32,
     },
@@ -106,6 +107,11 @@ pub(super) struct State<'o> {
     /// Forget an exited thread's command and an exited process's maps
     /// (a live view, which runs for hours; a file's report keeps them).
     pub(super) prune_exited: bool,
+    /// With `prune_exited`: the threads of each process seen and not yet
+    /// exited. A process is forgotten when its last thread exits, not its
+    /// first (a main thread that ends with `pthread_exit` leaves the
+    /// others running in its maps).
+    pub(super) live_threads: HashMap<u32, rustc_hash::FxHashSet<u32>>,
 }
 
 impl<'o> State<'o> {
@@ -136,6 +142,7 @@ impl<'o> State<'o> {
             unresolved: HashMap::default(),
             sample_count: 0,
             prune_exited: false,
+            live_threads: HashMap::default(),
         }
     }
 
@@ -155,6 +162,13 @@ impl<'o> State<'o> {
         self.comms.push(String::from_utf8_lossy(name).into_owned());
         self.comm_ids.insert(name.to_vec(), id);
         id
+    }
+
+    /// `tid` of `pid` runs (pruning only: a file's report keeps all).
+    fn thread_lives(&mut self, pid: u32, tid: u32) {
+        if self.prune_exited && pid != u32::MAX {
+            self.live_threads.entry(pid).or_default().insert(tid);
+        }
     }
 
     /// Whether samples' call chains are needed.
@@ -196,8 +210,9 @@ impl<'o> State<'o> {
                     self.give_sink(event, time, (pid, tid, cpu), period, pairs);
                 }
             }
-            Item::Comm { tid, comm } => {
+            Item::Comm { pid, tid, comm } => {
                 self.thread_comm.insert(tid, comm);
+                self.thread_lives(pid, tid);
             }
             Item::Fork {
                 pid,
@@ -213,6 +228,7 @@ impl<'o> State<'o> {
                     self.thread_comm.insert(tid, c);
                 }
                 self.sym.fork(ppid, pid);
+                self.thread_lives(pid, tid);
             }
             Item::Mmap(ref m) => {
                 if let Some(b) = &m.build_id {
@@ -224,7 +240,17 @@ impl<'o> State<'o> {
             // their names (interned), the process's state can go.
             Item::Exit { pid, tid } if self.prune_exited => {
                 self.thread_comm.remove(&tid);
-                if pid == tid {
+                let last = match self.live_threads.get_mut(&pid) {
+                    Some(tids) => {
+                        tids.remove(&tid);
+                        tids.is_empty()
+                    }
+                    // A process none of whose threads was seen: gone
+                    // when its main thread is.
+                    None => pid == tid,
+                };
+                if last {
+                    self.live_threads.remove(&pid);
                     self.thread_comm.remove(&pid);
                     self.sym.forget_process(pid);
                     self.unwinder.forget(pid);

@@ -281,7 +281,14 @@ impl Replay {
             }
             Record::Comm(c) => {
                 let comm = st.intern_comm(c.comm);
-                (c.id.time.unwrap_or(0), Item::Comm { tid: c.tid, comm })
+                (
+                    c.id.time.unwrap_or(0),
+                    Item::Comm {
+                        pid: c.pid,
+                        tid: c.tid,
+                        comm,
+                    },
+                )
             }
             Record::Fork(t) => (
                 t.time,
