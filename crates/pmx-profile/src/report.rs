@@ -80,7 +80,7 @@ impl ReportOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// A sort key that is not one of comm, pid, dso, symbol, cpu.
-    #[error("unknown key '{0}' (known: comm, pid, dso, symbol, cpu)")]
+    #[error("unknown key '{0}' (known: comm, pid, tid, dso, symbol, cpu)")]
     UnknownSortKey(String),
     /// No sort key at all.
     #[error("give at least one key (comm, pid, dso, symbol, cpu)")]
@@ -164,6 +164,10 @@ pub struct Report {
     pub captured: Option<u64>,
     /// The row keys, parsed.
     pub sort: Vec<SortKey>,
+    /// The shown keys a filter holds to one value (`--comms sf`), with
+    /// that value: perf prints `# comm: sf` above the table instead of
+    /// the column (set by `perf_text::Filter::apply`).
+    pub one_value: Vec<(SortKey, String)>,
     /// The options it was made with.
     pub options: ReportOptions,
 }
@@ -270,6 +274,7 @@ pub fn report_reader(
         file,
         captured: None,
         sort,
+        one_value: Vec::new(),
         options: opts.clone(),
     })
 }
@@ -415,7 +420,7 @@ mod tests {
         assert!(matches!(sort_keys(" , "), Err(ReportError::NoSortKey)));
         assert_eq!(
             sort_keys("dso,foo").unwrap_err().to_string(),
-            "unknown key 'foo' (known: comm, pid, dso, symbol, cpu)"
+            "unknown key 'foo' (known: comm, pid, tid, dso, symbol, cpu)"
         );
     }
 
@@ -442,6 +447,7 @@ mod tests {
             symbol: None,
             kernel: false,
             cpu: None,
+            thread: None,
             samples: 1,
             period,
             children_samples: 0,
@@ -467,6 +473,7 @@ mod tests {
             file: "x".into(),
             captured: None,
             sort: vec![SortKey::Comm],
+            one_value: Vec::new(),
             options: o,
         };
         assert_eq!(r.visible(&e).count(), 2);

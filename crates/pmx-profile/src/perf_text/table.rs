@@ -64,6 +64,10 @@ fn key_cell(k: SortKey, r: &Row) -> String {
             None => String::new(),
         },
         SortKey::Cpu => r.cpu.map(|x| format!("{x:03}")).unwrap_or_default(),
+        // perf's `%7d:%s`: the thread id, its last command.
+        SortKey::Tid => (r.thread.as_ref())
+            .map(|(t, c)| format!("{t:>7}:{c}"))
+            .unwrap_or_default(),
     }
 }
 
@@ -74,6 +78,7 @@ fn key_heading(k: SortKey) -> &'static str {
         SortKey::Dso => "Shared Object",
         SortKey::Symbol => "Symbol",
         SortKey::Cpu => "CPU",
+        SortKey::Tid => "    Pid:Command", // perf's, 15 wide
     }
 }
 
@@ -86,8 +91,17 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         )?;
         writeln!(out, "#")?;
     }
+    for (k, v) in &report.one_value {
+        let name = match k {
+            SortKey::Comm => "comm",
+            SortKey::Dso => "dso",
+            _ => "symbol",
+        };
+        writeln!(out, "# {name}: {v}")?;
+    }
     let lost = report.profile.stats.lost_samples;
     writeln!(out, "#\n# Total Lost Samples: {lost}\n#")?;
+    let keys = shown_keys(report);
     for (n, &i) in report.selected.iter().enumerate() {
         if n > 0 {
             writeln!(out, "\n")?;
@@ -106,7 +120,7 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         } else {
             graph::Index::new()
         };
-        let (heads, nums) = headings(report, cols, &shape);
+        let (heads, nums) = headings(&keys, cols, &shape);
         let mut rows: Vec<Line> = Vec::new();
         for r in report.visible(e) {
             let (chains, inclusive) = shape.chains(e, &index, r);
@@ -136,7 +150,7 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
             } else {
                 depth
             };
-            let c = cells(report, cols, r, e.period, &shape, inclusive);
+            let c = cells(&keys, cols, r, e.period, &shape, inclusive);
             // By self share, perf breaks ties by the keys' names.
             let key = match (shape.column, shape.children) {
                 (true, _) => (u64::MAX - parent, depth, String::new()),
@@ -154,7 +168,7 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         }
         // perf sizes the key columns by every row, those --percent-limit hides too.
         for r in &e.rows {
-            for (w, &k) in widths[nums..].iter_mut().zip(&report.sort) {
+            for (w, &k) in widths[nums..].iter_mut().zip(&keys) {
                 *w = (*w).max(key_cell(k, r).chars().count());
             }
         }
@@ -174,8 +188,15 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         writeln!(out, "# {}", line(&heads))?;
         let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
         writeln!(out, "# {}\n#", dots.join("  "))?;
+        // perf pads every cell to its column's width but a function's
+        // name in the last column.
+        let sym_last = keys.last() == Some(&SortKey::Symbol);
         for (c, below, _) in &rows {
-            writeln!(out, "  {}", line(c).trim_end())?;
+            let l = line(c);
+            match sym_last {
+                true => writeln!(out, "  {}", l.trim_end())?,
+                false => writeln!(out, "  {l}")?,
+            }
             out.write_all(below)?;
         }
     }
@@ -265,7 +286,18 @@ fn inclusive_period(r: &Row) -> u64 {
     }
 }
 
-fn headings(report: &Report, cols: &Columns, shape: &Shape) -> (Vec<&'static str>, usize) {
+/// The key columns shown: those a filter holds to one value left out
+/// (perf's elision), unless none would be left.
+fn shown_keys(report: &Report) -> Vec<SortKey> {
+    let held = |k: &SortKey| report.one_value.iter().any(|(o, _)| o == k);
+    let keys: Vec<SortKey> = report.sort.iter().filter(|k| !held(k)).copied().collect();
+    match keys.is_empty() {
+        true => report.sort.clone(),
+        false => keys,
+    }
+}
+
+fn headings(keys: &[SortKey], cols: &Columns, shape: &Shape) -> (Vec<&'static str>, usize) {
     let mut h = Vec::new();
     match (shape.column, shape.own) {
         (true, true) => h.extend(["Children", "    Self"]),
@@ -280,12 +312,12 @@ fn headings(report: &Report, cols: &Columns, shape: &Shape) -> (Vec<&'static str
         h.push("      Period");
     }
     let nums = h.len();
-    h.extend(report.sort.iter().map(|&k| key_heading(k)));
+    h.extend(keys.iter().map(|&k| key_heading(k)));
     (h, nums)
 }
 
 fn cells(
-    report: &Report,
+    keys: &[SortKey],
     cols: &Columns,
     r: &Row,
     total: u64,
@@ -306,6 +338,6 @@ fn cells(
     if cols.period {
         c.push(r.period.to_string());
     }
-    c.extend(report.sort.iter().map(|&k| key_cell(k, r)));
+    c.extend(keys.iter().map(|&k| key_cell(k, r)));
     c
 }

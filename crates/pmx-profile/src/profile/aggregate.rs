@@ -19,6 +19,7 @@ pub(super) struct RawKey {
     pub(super) dso: DsoId,
     pub(super) frame: FrameId,
     pub(super) cpu: u32,
+    pub(super) tid: u32,
 }
 
 #[derive(Default)]
@@ -83,7 +84,7 @@ pub(super) struct MmapItem {
 /// What the replay has built so far.
 pub(super) struct State<'o> {
     pub(super) options: &'o Options,
-    pub(super) keys: [bool; 5],
+    pub(super) keys: [bool; 6],
     pub(super) sym: Symbolizer,
     pub(super) comms: Vec<String>,
     pub(super) comm_ids: HashMap<Vec<u8>, u32>,
@@ -120,6 +121,7 @@ impl<'o> State<'o> {
                 want(SortKey::Dso),
                 want(SortKey::Symbol),
                 want(SortKey::Cpu),
+                want(SortKey::Tid),
             ],
             sym,
             comms: Vec::new(),
@@ -279,7 +281,7 @@ impl<'o> State<'o> {
         chain: &[u64],
         pairs: &[u64],
     ) {
-        let [k_comm, k_pid, k_dso, k_sym, k_cpu] = self.keys;
+        let [k_comm, k_pid, k_dso, k_sym, k_cpu, k_tid] = self.keys;
         if (self.options.tids.as_ref()).is_some_and(|t| !t.contains(&tid)) {
             let acc = self.acc(event);
             acc.samples += 1;
@@ -306,6 +308,7 @@ impl<'o> State<'o> {
             dso: if k_dso || k_sym { dso } else { NONE },
             frame: if k_sym || k_dso { leaf } else { NONE },
             cpu: if k_cpu { cpu } else { NONE },
+            tid: if k_tid { tid } else { NONE },
         };
         if self.wants_chains() {
             self.chain_frames(chain, kernel, pid, (leaf, ip));
@@ -442,7 +445,7 @@ impl<'o> State<'o> {
     /// Count the sample once for each distinct function of `self.frames`
     /// (recursion counts once) in the event's inclusive rows.
     fn add_children(&mut self, event: usize, key: RawKey, pid: u32, ip: u64, period: u64) {
-        let [_, _, k_dso, k_sym, _] = self.keys;
+        let [_, _, k_dso, k_sym, _, _] = self.keys;
         let acc = &mut self.accs[event];
         for (i, &f) in self.frames.iter().enumerate() {
             if self.frames[..i].contains(&f) {

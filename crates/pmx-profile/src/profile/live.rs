@@ -126,7 +126,16 @@ impl<'o> Live<'o> {
             truncated: self.reader.truncation().cloned(),
         };
         for (ev, acc) in events.iter().zip(&st.accs) {
-            let e = rows::event_profile(&ev.name, acc, &mut st.sym, &[], &st.comms, self.options);
+            let (comms, threads) = (&st.comms, &st.thread_comm);
+            let e = rows::event_profile(
+                &ev.name,
+                acc,
+                &mut st.sym,
+                &[],
+                comms,
+                threads,
+                self.options,
+            );
             out.events.push(e);
         }
         super::described::add_tables(&mut out);

@@ -31,14 +31,15 @@ pub(super) fn event_profile(
     sym: &mut Symbolizer,
     remap: &[FrameId],
     comms: &[String],
+    threads: &HashMap<u32, u32>,
     options: &Options,
 ) -> EventProfile {
     let remap_frame = |f: FrameId| remap.get(f as usize).copied().unwrap_or(f);
-    let mut rows = rows(acc, sym, &remap_frame, comms, options);
+    let mut rows = rows(acc, sym, &remap_frame, comms, threads, options);
     let group = acc
         .group
         .as_deref()
-        .map(|g| group_table(g, sym, &remap_frame, comms, options));
+        .map(|g| group_table(g, sym, &remap_frame, comms, threads, options));
     if options.lines {
         for r in rows.iter_mut().take(SOURCE_LINE_ROWS).filter(|r| !r.kernel) {
             r.source = sym
@@ -72,6 +73,7 @@ fn group_table(
     sym: &Symbolizer,
     remap_frame: &dyn Fn(FrameId) -> FrameId,
     comms: &[String],
+    threads: &HashMap<u32, u32>,
     options: &Options,
 ) -> GroupTable {
     let mut merged: HashMap<RawKey, Moments> = HashMap::default();
@@ -84,7 +86,7 @@ fn group_table(
     let mut rows: Vec<GroupRow> = merged
         .into_iter()
         .map(|(k, moments)| {
-            let mut row = named_row(k, sym, comms, options);
+            let mut row = named_row(k, sym, (comms, threads), options);
             row.samples = moments.samples;
             row.period = moments.sums.first().copied().unwrap_or(0);
             GroupRow { row, moments }
@@ -122,7 +124,12 @@ fn rekey(
 }
 
 /// A row named after its key, with no counts yet.
-fn named_row(k: RawKey, sym: &Symbolizer, comms: &[String], options: &Options) -> Row {
+fn named_row(
+    k: RawKey,
+    sym: &Symbolizer,
+    (comms, threads): (&[String], &HashMap<u32, u32>),
+    options: &Options,
+) -> Row {
     let frame = (k.frame != NONE).then(|| sym.frame(k.frame).clone());
     Row {
         comm: (k.comm != NONE).then(|| comms[k.comm as usize].clone()),
@@ -133,6 +140,15 @@ fn named_row(k: RawKey, sym: &Symbolizer, comms: &[String], options: &Options) -
         kernel: frame.as_ref().is_some_and(|f| f.kernel)
             || (k.frame == NONE && k.dso == KERNEL_DSO),
         cpu: (k.cpu != NONE).then_some(k.cpu),
+        // perf names the idle task swapper, a thread without a COMM `:tid`.
+        thread: (k.tid != NONE).then(|| {
+            let c = match threads.get(&k.tid) {
+                Some(&c) => comms[c as usize].clone(),
+                None if k.tid == 0 => "swapper".into(),
+                None => format!(":{}", k.tid),
+            };
+            (k.tid, c)
+        }),
         samples: 0,
         period: 0,
         children_samples: 0,
@@ -149,6 +165,7 @@ fn rows(
     sym: &Symbolizer,
     remap_frame: &dyn Fn(FrameId) -> FrameId,
     comms: &[String],
+    threads: &HashMap<u32, u32>,
     options: &Options,
 ) -> Vec<Row> {
     // (self samples, self period, children samples, children period,
@@ -177,7 +194,7 @@ fn rows(
                 children_samples,
                 children_period,
                 example: (pid, ip),
-                ..named_row(k, sym, comms, options)
+                ..named_row(k, sym, (comms, threads), options)
             },
         )
         .collect();
@@ -187,8 +204,8 @@ fn rows(
             .then(b.period.cmp(&a.period))
             .then(b.samples.cmp(&a.samples))
             .then_with(|| {
-                (&a.comm, a.pid, &a.dso, &a.symbol, a.cpu)
-                    .cmp(&(&b.comm, b.pid, &b.dso, &b.symbol, b.cpu))
+                (&a.comm, a.pid, &a.dso, &a.symbol, a.cpu, &a.thread)
+                    .cmp(&(&b.comm, b.pid, &b.dso, &b.symbol, b.cpu, &b.thread))
             })
     });
     rows

@@ -19,6 +19,9 @@ pub enum SortKey {
     Symbol,
     /// The CPU.
     Cpu,
+    /// The thread, shown with its last command (perf report's `pid` key,
+    /// `Pid:Command`: one row per thread).
+    Tid,
 }
 
 impl SortKey {
@@ -30,6 +33,7 @@ impl SortKey {
             "dso" => SortKey::Dso,
             "symbol" | "sym" => SortKey::Symbol,
             "cpu" => SortKey::Cpu,
+            "tid" => SortKey::Tid,
             _ => return None,
         })
     }
@@ -141,6 +145,9 @@ pub struct Row {
     pub kernel: bool,
     /// CPU.
     pub cpu: Option<u32>,
+    /// With [`SortKey::Tid`]: the thread id and the thread's last command
+    /// (perf's `Pid:Command`).
+    pub thread: Option<(u32, String)>,
     /// Samples.
     pub samples: u64,
     /// Sum of periods.
