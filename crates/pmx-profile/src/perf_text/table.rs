@@ -91,14 +91,7 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         )?;
         writeln!(out, "#")?;
     }
-    for (k, v) in &report.one_value {
-        let name = match k {
-            SortKey::Comm => "comm",
-            SortKey::Dso => "dso",
-            _ => "symbol",
-        };
-        writeln!(out, "# {name}: {v}")?;
-    }
+    one_value_lines(out, report)?;
     let lost = report.profile.stats.lost_samples;
     writeln!(out, "#\n# Total Lost Samples: {lost}\n#")?;
     let keys = shown_keys(report);
@@ -204,6 +197,19 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         out,
         "\n\n#\n# (Tip: pmx report --flamegraph OUT.svg draws the same samples)\n#"
     )
+}
+
+/// perf's `# comm: sf` lines: the keys a filter holds to one value.
+fn one_value_lines(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+    for (k, v) in &report.one_value {
+        let name = match k {
+            SortKey::Comm => "comm",
+            SortKey::Dso => "dso",
+            _ => "symbol",
+        };
+        writeln!(out, "# {name}: {v}")?;
+    }
+    Ok(())
 }
 
 /// A row's cells, the graph under it, and its order key.
