@@ -1,7 +1,8 @@
 //! perf's sampling command lines with pmx as `perf` (a symlink named
 //! `perf`: the perf personality) and with Debian's perf on the same
 //! files: report's perf flags (`-F`, `-n`, `--no-children`, `-g`,
-//! `--comms`/`--dsos`, `--header-only`, `--stats`, `--tasks`), `evlist
+//! `--comms`/`--dsos` (a one-value filter's `# comm:` line), `-s pid`
+//! (threads), `--header-only`, `--stats`, `--tasks`), `evlist
 //! -v`, `buildid-list`, `record -z` and `inject` read by perf, and the
 //! build-id cache shared both ways (record, rebuild, report: the function
 //! still named). Skips without perf or a C compiler.
@@ -544,6 +545,54 @@ fn tid_filter_matches_perf() {
     assert!(has(&seen[0], "one") != has(&seen[0], "two"), "{}", seen[0]);
     assert!(has(&seen[1], "one") != has(&seen[1], "two"), "{}", seen[1]);
     assert!(has(&seen[2], "one") && has(&seen[2], "two"), "{}", seen[2]);
+}
+
+/// perf report's text without its tip line (perf picks one at random).
+fn without_tip(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| !l.starts_with("# (Tip:")).collect()
+}
+
+#[test]
+fn thread_keys_and_one_value_filters_match_perf_byte_for_byte() {
+    let Some(s) = Setup::new() else { return };
+    let prog =
+        pmx_testkit::cc::compile(s.dir.path(), "th", THREADS, &["-O0", "-pthread"]).expect("cc");
+    let data = s.path("th.data");
+    let d = data.to_str().unwrap();
+    s.record(false, d, &prog);
+    // Every line but the tip, trailing blanks included: `-s pid` is
+    // perf's thread key (`  TID:th  `, two rows), a one-value filter a
+    // `# comm: th` line and no column, padded key cells.
+    for args in [
+        &["-s", "pid"][..],
+        &["-n", "-s", "pid,sym"],
+        &["-s", "pid", "--comms", "th"],
+        &["-s", "comm"],
+        &["-s", "comm,dso"],
+        &["-s", "sym,comm"],
+        &["--comms", "th"],
+        &["--comms", "th", "--dsos", "th"],
+        &["--symbols", "one"],
+        &["--symbols", "one,two"],
+        &["--dsos", "th", "-s", "dso,sym"],
+    ] {
+        let mut full = vec!["report", "-i", d, "--stdio"];
+        full.extend_from_slice(args);
+        let (perf, pmx) = s.both(&full);
+        assert_eq!(
+            without_tip(&perf),
+            without_tip(&pmx),
+            "report {args:?}\nperf:\n{perf}\npmx:\n{pmx}"
+        );
+    }
+    let (_, pmx) = s.both(&["report", "-i", d, "--stdio", "-s", "pid"]);
+    let threads = (pmx.lines()).filter(|l| l.ends_with(":th     ")).count();
+    assert_eq!(threads, 2, "{pmx}");
+    let (_, pmx) = s.both(&["report", "-i", d, "--stdio", "--comms", "th"]);
+    assert!(
+        pmx.contains("\n# comm: th\n") && !pmx.contains("Command"),
+        "{pmx}"
+    );
 }
 
 #[test]
