@@ -596,6 +596,46 @@ fn thread_keys_and_one_value_filters_match_perf_byte_for_byte() {
 }
 
 #[test]
+fn marks_of_addresses_in_no_mapping_match_perf() {
+    let Some(s) = Setup::new() else { return };
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        eprintln!(
+            "skipped: no /usr/bin/python3 (its frame-pointer chains end in unmapped addresses)"
+        );
+        return;
+    }
+    let data = s.path("py.data");
+    let d = data.to_str().unwrap();
+    let code = "sum(range(3000000))";
+    let args = ["record", "-q", "-g", "-e", "cpu-clock", "-o", d];
+    s.run(
+        false,
+        &[&args[..], &[python.to_str().unwrap(), "-c", code]].concat(),
+    );
+    // python3 has no frame pointers: its chains run into addresses no
+    // mapping holds (0 among them); perf marks such a row `[k]` or `[.]`
+    // by the frame before it, callers first (and the first by the
+    // sample's mode), not by the address.
+    let unknown = |out: &str| {
+        let mut v: Vec<String> = (out.lines())
+            .filter(|l| !l.starts_with('#') && l.contains(" [unknown] "))
+            .map(String::from)
+            .collect();
+        v.sort();
+        v
+    };
+    for g in ["none", "graph,0.5,caller"] {
+        let (perf, pmx) = s.both(&["report", "-i", d, "--stdio", "-g", g]);
+        let (p, x) = (unknown(&perf), unknown(&pmx));
+        assert_eq!(p, x, "-g {g}: perf's rows of [unknown], then pmx's");
+        if !p.iter().any(|l| l.contains("[k] ")) {
+            eprintln!("note: no [unknown] row marked [k] in this recording");
+        }
+    }
+}
+
+#[test]
 fn record_cpu_is_perfs_cpu_list() {
     let Some(s) = Setup::new() else { return };
     let data = s.path("cpu.data");

@@ -7,7 +7,7 @@ use super::addresses::{AddressAcc, Weight};
 use super::groups::GroupAcc;
 use super::sink::{SampleRef, SampleSink, Side};
 use super::types::{Options, SortKey};
-use crate::symbolize::{DsoId, FrameId, FrameName, Symbolizer};
+use crate::symbolize::{DsoId, FrameId, FrameName, Symbolizer, UNKNOWN_DSO};
 use crate::unwind::{Unwinder, UserStack};
 use pmx_perfdata::format::{callchain, misc};
 use rustc_hash::FxHashMap as HashMap;
@@ -30,6 +30,9 @@ pub(super) struct EventAcc {
     pub(super) throttled: u64,
     pub(super) rows: HashMap<RawKey, (u64, u64, u32, u64)>,
     pub(super) children: HashMap<RawKey, (u64, u64, u32, u64)>,
+    /// With children: the `[k]`/`[.]` mark of each row of an address in
+    /// no mapping, as perf gives it (see `State::add_children`).
+    pub(super) marks: HashMap<RawKey, bool>,
     pub(super) stacks: HashMap<Box<[u32]>, (u64, u64)>,
     /// A sample-read group's leader: its members' deltas per row.
     pub(super) group: Option<Box<GroupAcc<RawKey>>>,
@@ -107,6 +110,10 @@ pub(super) struct State<'o> {
     /// Forget an exited thread's command and an exited process's maps
     /// (a live view, which runs for hours; a file's report keeps them).
     pub(super) prune_exited: bool,
+    /// Whether the sample being credited was taken in the kernel.
+    leaf_kernel: bool,
+    /// The marks of `frames` (a buffer of `add_children`).
+    stack_marks: Vec<bool>,
 }
 
 impl<'o> State<'o> {
@@ -138,6 +145,8 @@ impl<'o> State<'o> {
             unresolved: HashMap::default(),
             sample_count: 0,
             prune_exited: false,
+            leaf_kernel: false,
+            stack_marks: Vec::new(),
         }
     }
 
@@ -296,6 +305,7 @@ impl<'o> State<'o> {
             self.sym.user_frame(pid, ip)
         };
         let comm = self.comm_of(pid, tid);
+        self.leaf_kernel = kernel;
         let frame = self.sym.frame(leaf);
         let dso = frame.dso;
         self.sample_count += 1;
@@ -444,9 +454,25 @@ impl<'o> State<'o> {
 
     /// Count the sample once for each distinct function of `self.frames`
     /// (recursion counts once) in the event's inclusive rows.
+    ///
+    /// perf marks a row of an address in no mapping (`[unknown]`) by the
+    /// frame before it as it walks the chain callers first (its default
+    /// with children), the first by the sample's own mode; the sample's
+    /// own row by its mode; a row keeps the mark of its first sample.
     fn add_children(&mut self, event: usize, key: RawKey, pid: u32, ip: u64, period: u64) {
         let [_, _, k_dso, k_sym, _, _] = self.keys;
         let acc = &mut self.accs[event];
+        let mut mark = self.leaf_kernel;
+        let mut marks = std::mem::take(&mut self.stack_marks);
+        marks.clear();
+        for &f in self.frames.iter().rev() {
+            let fr = self.sym.frame(f);
+            if fr.dso != UNKNOWN_DSO {
+                mark = fr.kernel;
+            }
+            marks.push(mark);
+        }
+        marks.reverse();
         for (i, &f) in self.frames.iter().enumerate() {
             if self.frames[..i].contains(&f) {
                 continue;
@@ -463,7 +489,12 @@ impl<'o> State<'o> {
             let e = acc.children.entry(k).or_insert((0, 0, pid, ip));
             e.0 += 1;
             e.1 = e.1.saturating_add(period);
+            if self.sym.frame(f).dso == UNKNOWN_DSO {
+                let m = if i == 0 { self.leaf_kernel } else { marks[i] };
+                acc.marks.entry(k).or_insert(m);
+            }
         }
+        self.stack_marks = marks;
     }
 
     /// Give the sample whose frames are in `self.frames` to the sink,

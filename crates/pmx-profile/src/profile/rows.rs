@@ -185,16 +185,23 @@ fn rows(
         e.2 = e.2.saturating_add(v.0);
         e.3 = e.3.saturating_add(v.1);
     }
+    let marks: HashMap<RawKey, bool> = (acc.marks.iter())
+        .map(|(&k, &m)| (rekey(k, sym, remap_frame, options), m))
+        .collect();
     let mut rows: Vec<Row> = merged
         .into_iter()
         .map(
-            |(k, (samples, period, children_samples, children_period, pid, ip))| Row {
-                samples,
-                period,
-                children_samples,
-                children_period,
-                example: (pid, ip),
-                ..named_row(k, sym, (comms, threads), options)
+            |(k, (samples, period, children_samples, children_period, pid, ip))| {
+                let r = Row {
+                    samples,
+                    period,
+                    children_samples,
+                    children_period,
+                    example: (pid, ip),
+                    ..named_row(k, sym, (comms, threads), options)
+                };
+                let kernel = marks.get(&k).copied().unwrap_or(r.kernel);
+                Row { kernel, ..r }
             },
         )
         .collect();
