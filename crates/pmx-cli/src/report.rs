@@ -138,7 +138,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         stacks: args.folded || args.flamegraph.is_some() || chains,
         children: (args.children || chains) && !p.no_children,
         lines: args.lines,
-        inline: args.inline,
+        inline: args.inline || (chains && !p.no_inline),
         symfs: args.symfs.clone(),
         percent_limit: args.percent_limit,
         limit: args.limit,

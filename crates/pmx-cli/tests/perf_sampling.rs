@@ -635,6 +635,67 @@ fn marks_of_addresses_in_no_mapping_match_perf() {
     }
 }
 
+/// The function names of the call graphs under the rows, sorted, once each.
+fn graph_names(out: &str) -> Vec<String> {
+    let mut v: Vec<String> = (out.lines())
+        .filter(|l| l.starts_with("    ") && !l.contains("%  "))
+        .map(|l| {
+            let l = l.trim_start_matches([' ', '|']);
+            let l = l.rsplit_once("%--").map_or(l, |(_, n)| n);
+            l.trim_start_matches('-').trim().to_string()
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn dwarf_call_graphs_name_frames_as_perf_with_inlined_functions() {
+    let Some(s) = Setup::new() else { return };
+    let prog = s.program("(void)0");
+    let p = prog.to_str().unwrap();
+    let libc_dbg = Command::new("dpkg")
+        .args(["-s", "libc6-dbg"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    for (pmx, name) in [(false, "perf-dw.data"), (true, "pmx-dw.data")] {
+        let data = s.path(name);
+        let d = data.to_str().unwrap();
+        let rec = [
+            "record",
+            "-q",
+            "--call-graph",
+            "dwarf",
+            "-e",
+            "task-clock:u",
+        ];
+        s.run(pmx, &[&rec[..], &["-o", d, p]].concat());
+        for extra in [
+            &["--no-children"][..],
+            &["--no-children", "--no-inline"],
+            &[],
+        ] {
+            let args = [&["report", "-i", d, "--stdio"][..], extra].concat();
+            let (perf, pmx_out) = s.both(&args);
+            assert_eq!(
+                graph_names(&perf),
+                graph_names(&pmx_out),
+                "{name} {extra:?}\nperf:\n{perf}\npmx:\n{pmx_out}"
+            );
+            // glibc's start-up frame: its DWARF name (another than the
+            // symbol's) with libc's debug info, as perf.
+            let inlined = pmx_out.contains("__libc_start_main_impl (inlined)");
+            let wanted = libc_dbg && !extra.contains(&"--no-inline");
+            assert_eq!(inlined, wanted, "{name} {extra:?}\n{pmx_out}");
+        }
+    }
+    if !libc_dbg {
+        eprintln!("note: libc6-dbg not installed: glibc's inlined frames not checked");
+    }
+}
+
 #[test]
 fn record_cpu_is_perfs_cpu_list() {
     let Some(s) = Setup::new() else { return };

@@ -27,8 +27,11 @@ pub struct ReportOptions {
     pub children: bool,
     /// Source file:line of each row's first sample.
     pub lines: bool,
-    /// Functions inlined at each call-chain address (DWARF), as frames of
-    /// their own (`NAME (inlined)`), as perf's `--inline`.
+    /// Functions inlined at each address of a call chain unwound from a
+    /// stack copy (`--call-graph dwarf`; DWARF), as frames of their own
+    /// (`NAME (inlined)`), as perf's `--inline` (perf 6.1 adds none to a
+    /// frame-pointer chain); the function holding them is named by its
+    /// DWARF name too where it is another than the symbol's.
     pub inline: bool,
     /// Look binaries up under this directory (perf's `--symfs`).
     pub symfs: Option<PathBuf>,

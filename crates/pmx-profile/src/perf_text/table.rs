@@ -156,13 +156,13 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         let mut widths: Vec<usize> = heads.iter().map(|h| h.len()).collect();
         for (c, _, _) in &rows {
             for (w, s) in widths.iter_mut().zip(c) {
-                *w = (*w).max(s.chars().count());
+                *w = (*w).max(cell_width(s));
             }
         }
         // perf sizes the key columns by every row, those --percent-limit hides too.
         for r in &e.rows {
             for (w, &k) in widths[nums..].iter_mut().zip(&keys) {
-                *w = (*w).max(key_cell(k, r).chars().count());
+                *w = (*w).max(cell_width(&key_cell(k, r)));
             }
         }
         let line = |cells: &[String]| {
@@ -197,6 +197,12 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         out,
         "\n\n#\n# (Tip: pmx report --flamegraph OUT.svg draws the same samples)\n#"
     )
+}
+
+/// A cell's width as perf sizes its column: an inlined function's name
+/// without its ` (inlined)` mark.
+fn cell_width(s: &str) -> usize {
+    s.strip_suffix(" (inlined)").unwrap_or(s).chars().count()
 }
 
 /// perf's `# comm: sf` lines: the keys a filter holds to one value.

@@ -114,6 +114,9 @@ pub(super) struct State<'o> {
     leaf_kernel: bool,
     /// The marks of `frames` (a buffer of `add_children`).
     stack_marks: Vec<bool>,
+    /// The sample being credited has a user stack unwound from its copy
+    /// (`--call-graph dwarf`): only such frames get inline frames, as perf.
+    unwinding: bool,
 }
 
 impl<'o> State<'o> {
@@ -147,6 +150,7 @@ impl<'o> State<'o> {
             prune_exited: false,
             leaf_kernel: false,
             stack_marks: Vec::new(),
+            unwinding: false,
         }
     }
 
@@ -273,7 +277,9 @@ impl<'o> State<'o> {
         if user.ip != 0 {
             self.unwinder.unwind(&self.sym, pid, user, &mut full);
         }
+        self.unwinding = true;
         self.sample(event, m, ip, pid, tid, cpu, period, &full, pairs);
+        self.unwinding = false;
         self.unwound = full;
     }
 
@@ -417,14 +423,17 @@ impl<'o> State<'o> {
             // Return addresses point after the call: look up the call itself.
             let call = if first { a } else { a.saturating_sub(1) };
             first = false;
-            if self.options.inline && !ctx_kernel {
-                let before = self.frames.len();
-                self.sym.inline_frames(pid, call, &mut self.frames);
-                let inlined = self.frames.len() - before;
-                self.addrs.extend(std::iter::repeat_n(call, inlined));
-            }
             let (f, addr) = self.caller_frame(ctx_kernel, pid, call, a);
-            self.frames.push(f);
+            // perf 6.1 adds inline frames to the frames it unwinds from a
+            // stack copy only, not to a frame-pointer chain's.
+            if self.options.inline && self.unwinding && !ctx_kernel {
+                let before = self.frames.len();
+                self.sym.inline_frames(pid, call, f, &mut self.frames);
+                let inlined = self.frames.len() - before - 1;
+                self.addrs.extend(std::iter::repeat_n(call, inlined));
+            } else {
+                self.frames.push(f);
+            }
             self.addrs.push(addr);
         }
         if self.frames.is_empty() {
@@ -495,6 +504,13 @@ impl<'o> State<'o> {
             }
         }
         self.stack_marks = marks;
+        // The sample's own row holds it too when its function is not in
+        // the chain as such (DWARF names it otherwise: an inlined frame).
+        if key.frame != NONE && !self.frames.contains(&key.frame) {
+            let e = acc.children.entry(key).or_insert((0, 0, pid, ip));
+            e.0 += 1;
+            e.1 = e.1.saturating_add(period);
+        }
     }
 
     /// Give the sample whose frames are in `self.frames` to the sink,
