@@ -596,6 +596,39 @@ fn thread_keys_and_one_value_filters_match_perf_byte_for_byte() {
 }
 
 #[test]
+fn command_column_is_sized_as_perf_sizes_it_across_an_exec() {
+    let Some(s) = Setup::new() else { return };
+    let prog =
+        pmx_testkit::cc::compile(s.dir.path(), "th", THREADS, &["-O0", "-pthread"]).expect("cc");
+    // A script with a long name spins, then becomes `th`: its samples
+    // are the command `a-long-script-n` of a thread whose last command
+    // is `th`. perf sizes the Command column by the latter (7, the
+    // heading) and cuts the former to it.
+    let script = s.path("a-long-script-name");
+    let body = format!(
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 200000 ]; do i=$((i+1)); done\nexec {}\n",
+        prog.display()
+    );
+    std::fs::write(&script, body).expect("write script");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let data = s.path("exec.data");
+    let d = data.to_str().unwrap();
+    s.record(false, d, &script);
+    for args in [&["-s", "comm"][..], &["-s", "comm,dso"], &["-s", "pid"]] {
+        let full = [&["report", "-i", d, "--stdio"][..], args].concat();
+        let (perf, pmx) = s.both(&full);
+        assert_eq!(
+            without_tip(&perf),
+            without_tip(&pmx),
+            "report {args:?}\nperf:\n{perf}\npmx:\n{pmx}"
+        );
+    }
+    let (_, pmx) = s.both(&["report", "-i", d, "--stdio", "-s", "comm"]);
+    assert!(pmx.contains("  a-long-\n"), "{pmx}");
+}
+
+#[test]
 fn marks_of_addresses_in_no_mapping_match_perf() {
     let Some(s) = Setup::new() else { return };
     let python = Path::new("/usr/bin/python3");

@@ -139,7 +139,7 @@ impl Filter {
                 let same = |o: &Row| {
                     (o.comm == r.comm && o.pid == r.pid && o.dso == r.dso)
                         && (o.symbol == r.symbol && o.cpu == r.cpu && o.kernel == r.kernel)
-                        && o.thread == r.thread
+                        && (o.thread == r.thread || !shown.contains(&SortKey::Tid))
                 };
                 match out.iter_mut().find(|o| same(o)) {
                     Some(o) => {

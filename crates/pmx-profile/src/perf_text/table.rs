@@ -153,26 +153,14 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
             rows.push((c, below, key));
         }
         rows.sort_by(|a, b| a.2.cmp(&b.2));
-        let mut widths: Vec<usize> = heads.iter().map(|h| h.len()).collect();
-        for (c, _, _) in &rows {
-            for (w, s) in widths.iter_mut().zip(c) {
-                *w = (*w).max(cell_width(s));
-            }
-        }
-        // perf sizes the key columns by every row, those --percent-limit hides too.
-        for r in &e.rows {
-            for (w, &k) in widths[nums..].iter_mut().zip(&keys) {
-                *w = (*w).max(cell_width(&key_cell(k, r)));
-            }
-        }
+        let widths = column_widths(&heads, &rows, nums, &keys, e);
         let line = |cells: &[String]| {
             let v: Vec<String> = (cells.iter().zip(&widths).enumerate())
-                .map(|(j, (s, &w))| {
-                    if j < nums {
-                        format!("{s:>w$}")
-                    } else {
-                        format!("{s:<w$}")
-                    }
+                .map(|(j, (s, &w))| match j < nums {
+                    true => format!("{s:>w$}"),
+                    // perf cuts a command to its column (`%-*.*s`).
+                    false if keys[j - nums] == SortKey::Comm => format!("{s:<w$.w$}"),
+                    false => format!("{s:<w$}"),
                 })
                 .collect();
             v.join("  ")
@@ -197,6 +185,34 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         out,
         "\n\n#\n# (Tip: pmx report --flamegraph OUT.svg draws the same samples)\n#"
     )
+}
+
+/// The columns' widths: the headings', the number cells', and the key
+/// columns' by every row (those --percent-limit hides too), as perf sizes
+/// them: a command by the last command of the row's first thread.
+fn column_widths(
+    heads: &[&str],
+    rows: &[Line],
+    nums: usize,
+    keys: &[SortKey],
+    e: &EventProfile,
+) -> Vec<usize> {
+    let mut widths: Vec<usize> = heads.iter().map(|h| h.len()).collect();
+    for (c, _, _) in rows {
+        for (w, s) in widths[..nums].iter_mut().zip(c) {
+            *w = (*w).max(s.chars().count());
+        }
+    }
+    for r in &e.rows {
+        for (w, &k) in widths[nums..].iter_mut().zip(keys) {
+            let n = match (k, &r.thread) {
+                (SortKey::Comm, Some((_, c))) => c.chars().count(),
+                _ => cell_width(&key_cell(k, r)),
+            };
+            *w = (*w).max(n);
+        }
+    }
+    widths
 }
 
 /// A cell's width as perf sizes its column: an inlined function's name

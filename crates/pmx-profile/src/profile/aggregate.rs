@@ -33,6 +33,9 @@ pub(super) struct EventAcc {
     /// With children: the `[k]`/`[.]` mark of each row of an address in
     /// no mapping, as perf gives it (see `State::add_children`).
     pub(super) marks: HashMap<RawKey, bool>,
+    /// With the command a key: the thread of each row's first sample
+    /// (perf sizes the Command column by that thread's last command).
+    pub(super) first_tid: HashMap<RawKey, u32>,
     pub(super) stacks: HashMap<Box<[u32]>, (u64, u64)>,
     /// A sample-read group's leader: its members' deltas per row.
     pub(super) group: Option<Box<GroupAcc<RawKey>>>,
@@ -112,6 +115,8 @@ pub(super) struct State<'o> {
     pub(super) prune_exited: bool,
     /// Whether the sample being credited was taken in the kernel.
     leaf_kernel: bool,
+    /// The thread of the sample being credited.
+    cur_tid: u32,
     /// The marks of `frames` (a buffer of `add_children`).
     stack_marks: Vec<bool>,
     /// The sample being credited has a user stack unwound from its copy
@@ -149,6 +154,7 @@ impl<'o> State<'o> {
             sample_count: 0,
             prune_exited: false,
             leaf_kernel: false,
+            cur_tid: 0,
             stack_marks: Vec::new(),
             unwinding: false,
         }
@@ -311,7 +317,7 @@ impl<'o> State<'o> {
             self.sym.user_frame(pid, ip)
         };
         let comm = self.comm_of(pid, tid);
-        self.leaf_kernel = kernel;
+        (self.leaf_kernel, self.cur_tid) = (kernel, tid);
         let frame = self.sym.frame(leaf);
         let dso = frame.dso;
         self.sample_count += 1;
@@ -372,7 +378,11 @@ impl<'o> State<'o> {
     /// Count one sample of `event` at `key` weighing `period` (with its
     /// call chain, in `self.frames`, when stacks or children are kept).
     fn credit(&mut self, event: usize, key: RawKey, comm: u32, (pid, ip): (u32, u64), period: u64) {
+        let (tid, k_comm) = (self.cur_tid, self.keys[0]);
         let acc = self.acc(event);
+        if k_comm {
+            acc.first_tid.entry(key).or_insert(tid);
+        }
         acc.samples += 1;
         acc.period = acc.period.saturating_add(period);
         let e = acc.rows.entry(key).or_insert((0, 0, pid, ip));
@@ -498,6 +508,9 @@ impl<'o> State<'o> {
             let e = acc.children.entry(k).or_insert((0, 0, pid, ip));
             e.0 += 1;
             e.1 = e.1.saturating_add(period);
+            if self.keys[0] {
+                acc.first_tid.entry(k).or_insert(self.cur_tid);
+            }
             if self.sym.frame(f).dso == UNKNOWN_DSO {
                 let m = if i == 0 { self.leaf_kernel } else { marks[i] };
                 acc.marks.entry(k).or_insert(m);
@@ -506,7 +519,8 @@ impl<'o> State<'o> {
         self.stack_marks = marks;
         // The sample's own row holds it too when its function is not in
         // the chain as such (DWARF names it otherwise: an inlined frame).
-        if key.frame != NONE && !self.frames.contains(&key.frame) {
+        let renamed = self.options.inline && self.unwinding && !self.leaf_kernel;
+        if renamed && key.frame != NONE && !self.frames.contains(&key.frame) {
             let e = acc.children.entry(key).or_insert((0, 0, pid, ip));
             e.0 += 1;
             e.1 = e.1.saturating_add(period);

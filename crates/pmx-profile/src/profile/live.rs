@@ -178,6 +178,10 @@ impl<'o> Live<'o> {
             acc.period = scale(acc.period);
             decay_rows(&mut acc.rows, keep);
             decay_rows(&mut acc.children, keep);
+            let (rows, children) = (&acc.rows, &acc.children);
+            acc.first_tid
+                .retain(|k, _| rows.contains_key(k) || children.contains_key(k));
+            acc.marks.retain(|k, _| children.contains_key(k));
             acc.stacks.retain(|_, (s, p)| {
                 *s = scale(*s);
                 *p = scale(*p);

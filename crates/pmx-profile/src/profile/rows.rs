@@ -123,6 +123,17 @@ fn rekey(
     k
 }
 
+/// Thread `tid` with its last command (perf names the idle task swapper,
+/// a thread without a COMM `:tid`).
+fn thread_of(tid: u32, comms: &[String], threads: &HashMap<u32, u32>) -> (u32, String) {
+    let c = match threads.get(&tid) {
+        Some(&c) => comms[c as usize].clone(),
+        None if tid == 0 => "swapper".into(),
+        None => format!(":{tid}"),
+    };
+    (tid, c)
+}
+
 /// A row named after its key, with no counts yet.
 fn named_row(
     k: RawKey,
@@ -140,15 +151,7 @@ fn named_row(
         kernel: frame.as_ref().is_some_and(|f| f.kernel)
             || (k.frame == NONE && k.dso == KERNEL_DSO),
         cpu: (k.cpu != NONE).then_some(k.cpu),
-        // perf names the idle task swapper, a thread without a COMM `:tid`.
-        thread: (k.tid != NONE).then(|| {
-            let c = match threads.get(&k.tid) {
-                Some(&c) => comms[c as usize].clone(),
-                None if k.tid == 0 => "swapper".into(),
-                None => format!(":{}", k.tid),
-            };
-            (k.tid, c)
-        }),
+        thread: (k.tid != NONE).then(|| thread_of(k.tid, comms, threads)),
         samples: 0,
         period: 0,
         children_samples: 0,
@@ -188,6 +191,12 @@ fn rows(
     let marks: HashMap<RawKey, bool> = (acc.marks.iter())
         .map(|(&k, &m)| (rekey(k, sym, remap_frame, options), m))
         .collect();
+    let mut first: HashMap<RawKey, u32> = HashMap::default();
+    for (&k, &t) in &acc.first_tid {
+        first
+            .entry(rekey(k, sym, remap_frame, options))
+            .or_insert(t);
+    }
     let mut rows: Vec<Row> = merged
         .into_iter()
         .map(
@@ -201,7 +210,19 @@ fn rows(
                     ..named_row(k, sym, (comms, threads), options)
                 };
                 let kernel = marks.get(&k).copied().unwrap_or(r.kernel);
-                Row { kernel, ..r }
+                let thread = match (&r.thread, first.get(&k)) {
+                    // A thread a live view forgot: the row's own command.
+                    (None, Some(&t)) => Some(match threads.get(&t) {
+                        Some(_) => thread_of(t, comms, threads),
+                        None => (t, r.comm.clone().unwrap_or_default()),
+                    }),
+                    _ => r.thread,
+                };
+                Row {
+                    kernel,
+                    thread,
+                    ..r
+                }
             },
         )
         .collect();

@@ -145,8 +145,10 @@ pub struct Row {
     pub kernel: bool,
     /// CPU.
     pub cpu: Option<u32>,
-    /// With [`SortKey::Tid`]: the thread id and the thread's last command
-    /// (perf's `Pid:Command`).
+    /// The thread and its last command: with [`SortKey::Tid`] the row's
+    /// (perf's `Pid:Command`), else, with [`SortKey::Comm`], the thread of
+    /// the row's first sample (perf sizes its Command column by that
+    /// thread's last command).
     pub thread: Option<(u32, String)>,
     /// Samples.
     pub samples: u64,
