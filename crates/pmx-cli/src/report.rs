@@ -33,7 +33,7 @@ pub struct ReportArgs {
     /// Annotate this function instead (`pmx annotate SYMBOL`), with --event, -M.
     #[arg(long, value_name = "SYMBOL", conflicts_with = "diff")]
     pub annotate: Option<String>,
-    /// Row keys, comma-separated: comm, pid, dso, symbol, cpu [default:
+    /// Row keys, comma-separated: comm, pid, tid, dso, symbol, cpu [default:
     /// comm,dso,symbol; dso,symbol with --diff, as perf diff].
     #[arg(short, long, value_name = "KEYS")]
     pub sort: Option<String>,
