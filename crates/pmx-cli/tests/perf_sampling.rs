@@ -585,6 +585,12 @@ fn thread_keys_and_one_value_filters_match_perf_byte_for_byte() {
             "report {args:?}\nperf:\n{perf}\npmx:\n{pmx}"
         );
     }
+    // --stats names the one value too.
+    for filter in ["--comms", "--dsos"] {
+        let (perf, pmx) = s.both(&["report", "-i", d, "--stats", filter, "th"]);
+        assert_eq!(perf, pmx, "--stats {filter} th");
+        assert!(pmx.starts_with("# "), "{pmx}");
+    }
     let (_, pmx) = s.both(&["report", "-i", d, "--stdio", "-s", "pid"]);
     let threads = (pmx.lines()).filter(|l| l.ends_with(":th     ")).count();
     assert_eq!(threads, 2, "{pmx}");

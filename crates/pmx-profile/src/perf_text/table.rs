@@ -43,6 +43,7 @@ pub fn print(out: &mut dyn Write, r: &Report, cols: &Columns) -> std::io::Result
         super::header(out, r)?;
     }
     if cols.stats {
+        one_value_lines(out, r)?;
         return super::stats(out, r);
     }
     if !cols.header_only {
