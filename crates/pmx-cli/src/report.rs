@@ -33,7 +33,7 @@ pub struct ReportArgs {
     /// Annotate this function instead (`pmx annotate SYMBOL`), with --event, -M.
     #[arg(long, value_name = "SYMBOL", conflicts_with = "diff")]
     pub annotate: Option<String>,
-    /// Row keys, comma-separated: comm, pid, dso, symbol, cpu [default:
+    /// Row keys, comma-separated: comm, pid, tid, dso, symbol, cpu [default:
     /// comm,dso,symbol; dso,symbol with --diff, as perf diff].
     #[arg(short, long, value_name = "KEYS")]
     pub sort: Option<String>,
@@ -138,7 +138,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         stacks: args.folded || args.flamegraph.is_some() || chains,
         children: (args.children || chains) && !p.no_children,
         lines: args.lines,
-        inline: args.inline,
+        inline: args.inline || (chains && !p.no_inline),
         symfs: args.symfs.clone(),
         percent_limit: args.percent_limit,
         limit: args.limit,

@@ -59,6 +59,9 @@ pub struct PerfReportArgs {
     /// More messages (accepted as perf's -v; pmx's warnings always show).
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Call graphs without inlined frames (perf shows them by default).
+    #[arg(long)]
+    pub no_inline: bool,
     /// perf's TUI: pmx has none, the table is printed (--stdio).
     #[arg(long)]
     pub tui: bool,

@@ -1,7 +1,8 @@
 //! perf's sampling command lines with pmx as `perf` (a symlink named
 //! `perf`: the perf personality) and with Debian's perf on the same
 //! files: report's perf flags (`-F`, `-n`, `--no-children`, `-g`,
-//! `--comms`/`--dsos`, `--header-only`, `--stats`, `--tasks`), `evlist
+//! `--comms`/`--dsos` (a one-value filter's `# comm:` line), `-s pid`
+//! (threads), `--header-only`, `--stats`, `--tasks`), `evlist
 //! -v`, `buildid-list`, `record -z` and `inject` read by perf, and the
 //! build-id cache shared both ways (record, rebuild, report: the function
 //! still named). Skips without perf or a C compiler.
@@ -544,6 +545,203 @@ fn tid_filter_matches_perf() {
     assert!(has(&seen[0], "one") != has(&seen[0], "two"), "{}", seen[0]);
     assert!(has(&seen[1], "one") != has(&seen[1], "two"), "{}", seen[1]);
     assert!(has(&seen[2], "one") && has(&seen[2], "two"), "{}", seen[2]);
+}
+
+/// perf report's text without its tip line (perf picks one at random).
+fn without_tip(out: &str) -> Vec<&str> {
+    out.lines().filter(|l| !l.starts_with("# (Tip:")).collect()
+}
+
+#[test]
+fn thread_keys_and_one_value_filters_match_perf_byte_for_byte() {
+    let Some(s) = Setup::new() else { return };
+    let prog =
+        pmx_testkit::cc::compile(s.dir.path(), "th", THREADS, &["-O0", "-pthread"]).expect("cc");
+    let data = s.path("th.data");
+    let d = data.to_str().unwrap();
+    s.record(false, d, &prog);
+    // Every line but the tip, trailing blanks included: `-s pid` is
+    // perf's thread key (`  TID:th  `, two rows), a one-value filter a
+    // `# comm: th` line and no column, padded key cells. Rows under 2%
+    // are left out (`--percent-limit`: the columns are still sized by
+    // every row): the start-up's one-sample rows tie, and ties may come
+    // in another order (docs/perf-sampling.md).
+    for args in [
+        &["-s", "pid"][..],
+        &["-n", "-s", "pid,sym"],
+        &["-s", "pid", "--comms", "th"],
+        &["-s", "comm"],
+        &["-s", "sym,comm"],
+        &["--comms", "th"],
+        &["--comms", "th", "--dsos", "th"],
+        &["--symbols", "one"],
+        &["--symbols", "one,two"],
+        &["--dsos", "th", "-s", "dso,sym"],
+    ] {
+        let mut full = vec!["report", "-i", d, "--stdio", "--percent-limit", "2"];
+        full.extend_from_slice(args);
+        let (perf, pmx) = s.both(&full);
+        assert_eq!(
+            without_tip(&perf),
+            without_tip(&pmx),
+            "report {args:?}\nperf:\n{perf}\npmx:\n{pmx}"
+        );
+    }
+    // --stats names the one value too.
+    for filter in ["--comms", "--dsos"] {
+        let (perf, pmx) = s.both(&["report", "-i", d, "--stats", filter, "th"]);
+        assert_eq!(perf, pmx, "--stats {filter} th");
+        assert!(pmx.starts_with("# "), "{pmx}");
+    }
+    let (_, pmx) = s.both(&["report", "-i", d, "--stdio", "-s", "pid"]);
+    let threads = (pmx.lines()).filter(|l| l.ends_with(":th     ")).count();
+    assert_eq!(threads, 2, "{pmx}");
+    let (_, pmx) = s.both(&["report", "-i", d, "--stdio", "--comms", "th"]);
+    assert!(
+        pmx.contains("\n# comm: th\n") && !pmx.contains("Command"),
+        "{pmx}"
+    );
+}
+
+#[test]
+fn command_column_is_sized_as_perf_sizes_it_across_an_exec() {
+    let Some(s) = Setup::new() else { return };
+    let prog =
+        pmx_testkit::cc::compile(s.dir.path(), "th", THREADS, &["-O0", "-pthread"]).expect("cc");
+    // A script with a long name spins, then becomes `th`: its samples
+    // are the command `a-long-script-n` of a thread whose last command
+    // is `th`. perf sizes the Command column by the latter (7, the
+    // heading) and cuts the former to it.
+    let script = s.path("a-long-script-name");
+    let body = format!(
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 200000 ]; do i=$((i+1)); done\nexec {}\n",
+        prog.display()
+    );
+    std::fs::write(&script, body).expect("write script");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let data = s.path("exec.data");
+    let d = data.to_str().unwrap();
+    s.record(false, d, &script);
+    // (Not `-s comm,dso`: perf widens the DSO column to 16 when a row's
+    // first sample has no symbol, which dash's samples may or may not
+    // be; docs/perf-sampling.md.)
+    for args in [&["-s", "comm"][..], &["-s", "pid"], &["-s", "pid,comm"]] {
+        let full = [
+            &["report", "-i", d, "--stdio", "--percent-limit", "2"][..],
+            args,
+        ]
+        .concat();
+        let (perf, pmx) = s.both(&full);
+        assert_eq!(
+            without_tip(&perf),
+            without_tip(&pmx),
+            "report {args:?}\nperf:\n{perf}\npmx:\n{pmx}"
+        );
+    }
+    let (_, pmx) = s.both(&["report", "-i", d, "--stdio", "-s", "comm"]);
+    assert!(pmx.contains("  a-long-\n"), "{pmx}");
+}
+
+#[test]
+fn marks_of_addresses_in_no_mapping_match_perf() {
+    let Some(s) = Setup::new() else { return };
+    let python = Path::new("/usr/bin/python3");
+    if !python.exists() {
+        eprintln!(
+            "skipped: no /usr/bin/python3 (its frame-pointer chains end in unmapped addresses)"
+        );
+        return;
+    }
+    let data = s.path("py.data");
+    let d = data.to_str().unwrap();
+    let code = "sum(range(3000000))";
+    let args = ["record", "-q", "-g", "-e", "cpu-clock", "-o", d];
+    s.run(
+        false,
+        &[&args[..], &[python.to_str().unwrap(), "-c", code]].concat(),
+    );
+    // python3 has no frame pointers: its chains run into addresses no
+    // mapping holds (0 among them); perf marks such a row `[k]` or `[.]`
+    // by the frame before it, callers first (and the first by the
+    // sample's mode), not by the address.
+    let unknown = |out: &str| {
+        let mut v: Vec<String> = (out.lines())
+            .filter(|l| !l.starts_with('#') && l.contains(" [unknown] "))
+            .map(String::from)
+            .collect();
+        v.sort();
+        v
+    };
+    for g in ["none", "graph,0.5,caller"] {
+        let (perf, pmx) = s.both(&["report", "-i", d, "--stdio", "-g", g]);
+        let (p, x) = (unknown(&perf), unknown(&pmx));
+        assert_eq!(p, x, "-g {g}: perf's rows of [unknown], then pmx's");
+        if !p.iter().any(|l| l.contains("[k] ")) {
+            eprintln!("note: no [unknown] row marked [k] in this recording");
+        }
+    }
+}
+
+/// The function names of the call graphs under the rows, sorted, once each.
+fn graph_names(out: &str) -> Vec<String> {
+    let mut v: Vec<String> = (out.lines())
+        .filter(|l| l.starts_with("    ") && !l.contains("%  "))
+        .map(|l| {
+            let l = l.trim_start_matches([' ', '|']);
+            let l = l.rsplit_once("%--").map_or(l, |(_, n)| n);
+            l.trim_start_matches('-').trim().to_string()
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn dwarf_call_graphs_name_frames_as_perf_with_inlined_functions() {
+    let Some(s) = Setup::new() else { return };
+    let prog = s.program("(void)0");
+    let p = prog.to_str().unwrap();
+    let libc_dbg = Command::new("dpkg")
+        .args(["-s", "libc6-dbg"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    for (pmx, name) in [(false, "perf-dw.data"), (true, "pmx-dw.data")] {
+        let data = s.path(name);
+        let d = data.to_str().unwrap();
+        let rec = [
+            "record",
+            "-q",
+            "--call-graph",
+            "dwarf",
+            "-e",
+            "task-clock:u",
+        ];
+        s.run(pmx, &[&rec[..], &["-o", d, p]].concat());
+        for extra in [
+            &["--no-children"][..],
+            &["--no-children", "--no-inline"],
+            &[],
+        ] {
+            let args = [&["report", "-i", d, "--stdio"][..], extra].concat();
+            let (perf, pmx_out) = s.both(&args);
+            assert_eq!(
+                graph_names(&perf),
+                graph_names(&pmx_out),
+                "{name} {extra:?}\nperf:\n{perf}\npmx:\n{pmx_out}"
+            );
+            // glibc's start-up frame: its DWARF name (another than the
+            // symbol's) with libc's debug info, as perf.
+            let inlined = pmx_out.contains("__libc_start_main_impl (inlined)");
+            let wanted = libc_dbg && !extra.contains(&"--no-inline");
+            assert_eq!(inlined, wanted, "{name} {extra:?}\n{pmx_out}");
+        }
+    }
+    if !libc_dbg {
+        eprintln!("note: libc6-dbg not installed: glibc's inlined frames not checked");
+    }
 }
 
 #[test]

@@ -344,6 +344,16 @@ impl ElfFile {
     /// (without the function they were inlined into); empty without
     /// debug info or inlining.
     pub fn inlined(&self, vaddr: u64) -> Vec<String> {
+        let mut names = self.inline_chain(vaddr);
+        names.pop();
+        names
+    }
+
+    /// The functions at `vaddr` as DWARF names them, innermost first: those
+    /// inlined there, then the function they were inlined into (its DWARF
+    /// name, which may be another alias than the symbol table's); empty
+    /// without debug info.
+    pub fn inline_chain(&self, vaddr: u64) -> Vec<String> {
         if vaddr == u64::MAX {
             return Vec::new();
         }
@@ -358,7 +368,6 @@ impl ElfFile {
                 names.push(name.map_or_else(|| "??".to_string(), |n| demangle(&n)));
             }
         }
-        names.pop();
         names
     }
 

@@ -107,6 +107,7 @@ fn build_full<'o>(
     let State {
         mut sym,
         comms,
+        thread_comm,
         mut accs,
         unwinder,
         sink,
@@ -146,7 +147,15 @@ fn build_full<'o>(
             .insert(0, truncation_warning(t, reader.bytes_read()));
     }
     for (ev, acc) in events.iter().zip(accs) {
-        let e = rows::event_profile(&ev.name, &acc, &mut sym, &remap, &comms, options);
+        let e = rows::event_profile(
+            &ev.name,
+            &acc,
+            &mut sym,
+            &remap,
+            &comms,
+            &thread_comm,
+            options,
+        );
         out.events.push(e);
     }
     described::add_tables(&mut out);

@@ -232,6 +232,7 @@ pub(crate) fn headings(report: &Report) -> (Vec<&'static str>, usize) {
             SortKey::Dso => "Shared Object",
             SortKey::Symbol => "Symbol",
             SortKey::Cpu => "CPU",
+            SortKey::Tid => "Tid",
         });
     }
     if report.options.lines {
@@ -256,6 +257,9 @@ pub(crate) fn cells(report: &Report, r: &Row, total: u64) -> Vec<String> {
             SortKey::Dso => r.dso.clone().unwrap_or_default(),
             SortKey::Symbol => symbol_cell(r),
             SortKey::Cpu => r.cpu.map(|x| format!("{x:03}")).unwrap_or_default(),
+            SortKey::Tid => (r.thread.as_ref())
+                .map(|(t, c)| format!("{t}:{c}"))
+                .unwrap_or_default(),
         });
     }
     if report.options.lines {

@@ -27,8 +27,11 @@ pub struct ReportOptions {
     pub children: bool,
     /// Source file:line of each row's first sample.
     pub lines: bool,
-    /// Functions inlined at each call-chain address (DWARF), as frames of
-    /// their own (`NAME (inlined)`), as perf's `--inline`.
+    /// Functions inlined at each address of a call chain unwound from a
+    /// stack copy (`--call-graph dwarf`; DWARF), as frames of their own
+    /// (`NAME (inlined)`), as perf's `--inline` (perf 6.1 adds none to a
+    /// frame-pointer chain); the function holding them is named by its
+    /// DWARF name too where it is another than the symbol's.
     pub inline: bool,
     /// Look binaries up under this directory (perf's `--symfs`).
     pub symfs: Option<PathBuf>,
@@ -80,7 +83,7 @@ impl ReportOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// A sort key that is not one of comm, pid, dso, symbol, cpu.
-    #[error("unknown key '{0}' (known: comm, pid, dso, symbol, cpu)")]
+    #[error("unknown key '{0}' (known: comm, pid, tid, dso, symbol, cpu)")]
     UnknownSortKey(String),
     /// No sort key at all.
     #[error("give at least one key (comm, pid, dso, symbol, cpu)")]
@@ -164,6 +167,10 @@ pub struct Report {
     pub captured: Option<u64>,
     /// The row keys, parsed.
     pub sort: Vec<SortKey>,
+    /// The shown keys a filter holds to one value (`--comms sf`), with
+    /// that value: perf prints `# comm: sf` above the table instead of
+    /// the column (set by `perf_text::Filter::apply`).
+    pub one_value: Vec<(SortKey, String)>,
     /// The options it was made with.
     pub options: ReportOptions,
 }
@@ -270,6 +277,7 @@ pub fn report_reader(
         file,
         captured: None,
         sort,
+        one_value: Vec::new(),
         options: opts.clone(),
     })
 }
@@ -415,7 +423,7 @@ mod tests {
         assert!(matches!(sort_keys(" , "), Err(ReportError::NoSortKey)));
         assert_eq!(
             sort_keys("dso,foo").unwrap_err().to_string(),
-            "unknown key 'foo' (known: comm, pid, dso, symbol, cpu)"
+            "unknown key 'foo' (known: comm, pid, tid, dso, symbol, cpu)"
         );
     }
 
@@ -442,6 +450,7 @@ mod tests {
             symbol: None,
             kernel: false,
             cpu: None,
+            thread: None,
             samples: 1,
             period,
             children_samples: 0,
@@ -467,6 +476,7 @@ mod tests {
             file: "x".into(),
             captured: None,
             sort: vec![SortKey::Comm],
+            one_value: Vec::new(),
             options: o,
         };
         assert_eq!(r.visible(&e).count(), 2);

@@ -840,15 +840,26 @@ impl Symbolizer {
         ))
     }
 
-    /// The functions inlined at user address `addr` of `pid` (DWARF),
-    /// innermost first, as frames named `NAME (inlined)` the way perf
-    /// shows them; appended to `out`.
-    pub fn inline_frames(&mut self, pid: u32, addr: u64, out: &mut Vec<FrameId>) {
+    /// The frames of user address `addr` of `pid`, whose function is
+    /// frame `f`, as perf 6.1 shows a call chain's entry: the functions
+    /// DWARF says were inlined there, innermost first, named `NAME
+    /// (inlined)`, then the function holding them — `f` when DWARF names
+    /// it as the symbol table does, else its DWARF name as another
+    /// `NAME (inlined)` frame (glibc's `__libc_start_main_impl (inlined)`
+    /// where the symbol is `__libc_start_main@@GLIBC_2.34`); appended to
+    /// `out`. Only `f` for an address no symbol covers, as perf.
+    pub fn inline_frames(&mut self, pid: u32, addr: u64, f: FrameId, out: &mut Vec<FrameId>) {
         let maps = self.maps(pid);
         let i = maps.partition_point(|m| m.start <= addr);
+        let FrameName::Symbol(base) = &self.frame(f).name else {
+            out.push(f);
+            return;
+        };
         if i == 0 || addr >= maps[i - 1].end {
+            out.push(f);
             return;
         }
+        let base = base.clone();
         let m = maps[i - 1];
         let offset = addr - m.start + m.pgoff;
         if let Some(frames) = self.inline_cache.get(&(m.dso, offset)) {
@@ -858,14 +869,17 @@ impl Symbolizer {
         self.load_elf(m.dso);
         let names = match self.dsos[m.dso as usize].elf.as_ref() {
             Some(elf) => match elf.offset_to_vaddr(offset) {
-                Some(vaddr) => elf.inlined(vaddr),
+                Some(vaddr) => elf.inline_chain(vaddr),
                 None => Vec::new(),
             },
             None => Vec::new(),
         };
-        let frames: Box<[FrameId]> = names
-            .into_iter()
-            .map(|n| {
+        let outer = names.len().saturating_sub(1);
+        let frames: Box<[FrameId]> = (names.into_iter().enumerate())
+            .map(|(j, n)| {
+                if j == outer && n == base {
+                    return f;
+                }
                 let label = format!("{n} (inlined)");
                 self.intern(FrameKey::Inline(m.dso, label.clone()), || Frame {
                     dso: m.dso,
@@ -874,6 +888,11 @@ impl Symbolizer {
                 })
             })
             .collect();
+        let frames = if frames.is_empty() {
+            Box::new([f])
+        } else {
+            frames
+        };
         out.extend_from_slice(&frames);
         bounded_insert(&mut self.inline_cache, (m.dso, offset), frames);
     }

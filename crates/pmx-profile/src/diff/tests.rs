@@ -12,6 +12,7 @@ fn row(dso: &str, symbol: &str, samples: u64, period: u64) -> Row {
         symbol: Some(symbol.into()),
         kernel: false,
         cpu: None,
+        thread: None,
         samples,
         period,
         children_samples: 0,
@@ -48,6 +49,7 @@ fn report_of(file: &str, events: Vec<EventProfile>) -> Report {
         file: file.into(),
         captured: None,
         sort: vec![SortKey::Dso, SortKey::Symbol],
+        one_value: Vec::new(),
         options: options(),
     }
 }

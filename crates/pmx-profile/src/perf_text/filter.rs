@@ -4,7 +4,10 @@
 //! the whole file: rows that do not match are dropped. A filter on a key
 //! that is not shown is met by reporting with that key too
 //! ([`Filter::keys`]) and joining the rows it split afterwards
-//! ([`Filter::apply`]).
+//! ([`Filter::apply`]). A shown key held to one value (`--comms sf`)
+//! is noted in [`Report::one_value`]: perf names it above the table
+//! (`# comm: sf`) and leaves its column out, unless that would leave no
+//! column.
 
 use crate::profile::{Row, SortKey};
 use crate::report::Report;
@@ -58,6 +61,7 @@ impl Filter {
             SortKey::Dso => "dso",
             SortKey::Symbol => "symbol",
             SortKey::Cpu => "cpu",
+            SortKey::Tid => "tid",
         };
         self.keys(shown)
             .iter()
@@ -122,6 +126,7 @@ impl Filter {
                         SortKey::Dso => r.dso = None,
                         SortKey::Symbol => r.symbol = None,
                         SortKey::Cpu => r.cpu = None,
+                        SortKey::Tid => r.thread = None,
                     }
                 }
                 // Rows are joined only where a key was taken away: two
@@ -134,6 +139,7 @@ impl Filter {
                 let same = |o: &Row| {
                     (o.comm == r.comm && o.pid == r.pid && o.dso == r.dso)
                         && (o.symbol == r.symbol && o.cpu == r.cpu && o.kernel == r.kernel)
+                        && (o.thread == r.thread || !shown.contains(&SortKey::Tid))
                 };
                 match out.iter_mut().find(|o| same(o)) {
                     Some(o) => {
@@ -151,5 +157,15 @@ impl Filter {
             e.rows = out;
         }
         report.sort = shown.to_vec();
+        // perf's rule: a shown key whose list has one value is that value.
+        let one = |l: &[String]| (l.len() == 1).then(|| l[0].clone());
+        report.one_value = (shown.iter())
+            .filter_map(|&k| match k {
+                SortKey::Comm => one(&self.comms).map(|v| (k, v)),
+                SortKey::Dso => one(&self.dsos).map(|v| (k, v)),
+                SortKey::Symbol => one(&self.symbols).map(|v| (k, v)),
+                _ => None,
+            })
+            .collect();
     }
 }

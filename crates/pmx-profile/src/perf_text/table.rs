@@ -43,6 +43,7 @@ pub fn print(out: &mut dyn Write, r: &Report, cols: &Columns) -> std::io::Result
         super::header(out, r)?;
     }
     if cols.stats {
+        one_value_lines(out, r)?;
         return super::stats(out, r);
     }
     if !cols.header_only {
@@ -64,6 +65,10 @@ fn key_cell(k: SortKey, r: &Row) -> String {
             None => String::new(),
         },
         SortKey::Cpu => r.cpu.map(|x| format!("{x:03}")).unwrap_or_default(),
+        // perf's `%7d:%s`: the thread id, its last command.
+        SortKey::Tid => (r.thread.as_ref())
+            .map(|(t, c)| format!("{t:>7}:{c}"))
+            .unwrap_or_default(),
     }
 }
 
@@ -74,6 +79,7 @@ fn key_heading(k: SortKey) -> &'static str {
         SortKey::Dso => "Shared Object",
         SortKey::Symbol => "Symbol",
         SortKey::Cpu => "CPU",
+        SortKey::Tid => "    Pid:Command", // perf's, 15 wide
     }
 }
 
@@ -86,8 +92,10 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         )?;
         writeln!(out, "#")?;
     }
+    one_value_lines(out, report)?;
     let lost = report.profile.stats.lost_samples;
     writeln!(out, "#\n# Total Lost Samples: {lost}\n#")?;
+    let keys = shown_keys(report);
     for (n, &i) in report.selected.iter().enumerate() {
         if n > 0 {
             writeln!(out, "\n")?;
@@ -106,7 +114,7 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         } else {
             graph::Index::new()
         };
-        let (heads, nums) = headings(report, cols, &shape);
+        let (heads, nums) = headings(&keys, cols, &shape);
         let mut rows: Vec<Line> = Vec::new();
         for r in report.visible(e) {
             let (chains, inclusive) = shape.chains(e, &index, r);
@@ -136,7 +144,7 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
             } else {
                 depth
             };
-            let c = cells(report, cols, r, e.period, &shape, inclusive);
+            let c = cells(&keys, cols, r, e.period, &shape, inclusive);
             // By self share, perf breaks ties by the keys' names.
             let key = match (shape.column, shape.children) {
                 (true, _) => (u64::MAX - parent, depth, String::new()),
@@ -146,26 +154,14 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
             rows.push((c, below, key));
         }
         rows.sort_by(|a, b| a.2.cmp(&b.2));
-        let mut widths: Vec<usize> = heads.iter().map(|h| h.len()).collect();
-        for (c, _, _) in &rows {
-            for (w, s) in widths.iter_mut().zip(c) {
-                *w = (*w).max(s.chars().count());
-            }
-        }
-        // perf sizes the key columns by every row, those --percent-limit hides too.
-        for r in &e.rows {
-            for (w, &k) in widths[nums..].iter_mut().zip(&report.sort) {
-                *w = (*w).max(key_cell(k, r).chars().count());
-            }
-        }
+        let widths = column_widths(&heads, &rows, nums, &keys, e);
         let line = |cells: &[String]| {
             let v: Vec<String> = (cells.iter().zip(&widths).enumerate())
-                .map(|(j, (s, &w))| {
-                    if j < nums {
-                        format!("{s:>w$}")
-                    } else {
-                        format!("{s:<w$}")
-                    }
+                .map(|(j, (s, &w))| match j < nums {
+                    true => format!("{s:>w$}"),
+                    // perf cuts a command to its column (`%-*.*s`).
+                    false if keys[j - nums] == SortKey::Comm => format!("{s:<w$.w$}"),
+                    false => format!("{s:<w$}"),
                 })
                 .collect();
             v.join("  ")
@@ -174,8 +170,15 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         writeln!(out, "# {}", line(&heads))?;
         let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
         writeln!(out, "# {}\n#", dots.join("  "))?;
+        // perf pads every cell to its column's width but a function's
+        // name in the last column.
+        let sym_last = keys.last() == Some(&SortKey::Symbol);
         for (c, below, _) in &rows {
-            writeln!(out, "  {}", line(c).trim_end())?;
+            let l = line(c);
+            match sym_last {
+                true => writeln!(out, "  {}", l.trim_end())?,
+                false => writeln!(out, "  {l}")?,
+            }
             out.write_all(below)?;
         }
     }
@@ -183,6 +186,53 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         out,
         "\n\n#\n# (Tip: pmx report --flamegraph OUT.svg draws the same samples)\n#"
     )
+}
+
+/// The columns' widths: the headings', the number cells', and the key
+/// columns' by every row (those --percent-limit hides too), as perf sizes
+/// them: a command by the last command of the row's first thread.
+fn column_widths(
+    heads: &[&str],
+    rows: &[Line],
+    nums: usize,
+    keys: &[SortKey],
+    e: &EventProfile,
+) -> Vec<usize> {
+    let mut widths: Vec<usize> = heads.iter().map(|h| h.len()).collect();
+    for (c, _, _) in rows {
+        for (w, s) in widths[..nums].iter_mut().zip(c) {
+            *w = (*w).max(s.chars().count());
+        }
+    }
+    for r in &e.rows {
+        for (w, &k) in widths[nums..].iter_mut().zip(keys) {
+            let n = match (k, &r.thread) {
+                (SortKey::Comm, Some((_, c))) => c.chars().count(),
+                _ => cell_width(&key_cell(k, r)),
+            };
+            *w = (*w).max(n);
+        }
+    }
+    widths
+}
+
+/// A cell's width as perf sizes its column: an inlined function's name
+/// without its ` (inlined)` mark.
+fn cell_width(s: &str) -> usize {
+    s.strip_suffix(" (inlined)").unwrap_or(s).chars().count()
+}
+
+/// perf's `# comm: sf` lines: the keys a filter holds to one value.
+fn one_value_lines(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+    for (k, v) in &report.one_value {
+        let name = match k {
+            SortKey::Comm => "comm",
+            SortKey::Dso => "dso",
+            _ => "symbol",
+        };
+        writeln!(out, "# {name}: {v}")?;
+    }
+    Ok(())
 }
 
 /// A row's cells, the graph under it, and its order key.
@@ -265,7 +315,18 @@ fn inclusive_period(r: &Row) -> u64 {
     }
 }
 
-fn headings(report: &Report, cols: &Columns, shape: &Shape) -> (Vec<&'static str>, usize) {
+/// The key columns shown: those a filter holds to one value left out
+/// (perf's elision), unless none would be left.
+fn shown_keys(report: &Report) -> Vec<SortKey> {
+    let held = |k: &SortKey| report.one_value.iter().any(|(o, _)| o == k);
+    let keys: Vec<SortKey> = report.sort.iter().filter(|k| !held(k)).copied().collect();
+    match keys.is_empty() {
+        true => report.sort.clone(),
+        false => keys,
+    }
+}
+
+fn headings(keys: &[SortKey], cols: &Columns, shape: &Shape) -> (Vec<&'static str>, usize) {
     let mut h = Vec::new();
     match (shape.column, shape.own) {
         (true, true) => h.extend(["Children", "    Self"]),
@@ -280,12 +341,12 @@ fn headings(report: &Report, cols: &Columns, shape: &Shape) -> (Vec<&'static str
         h.push("      Period");
     }
     let nums = h.len();
-    h.extend(report.sort.iter().map(|&k| key_heading(k)));
+    h.extend(keys.iter().map(|&k| key_heading(k)));
     (h, nums)
 }
 
 fn cells(
-    report: &Report,
+    keys: &[SortKey],
     cols: &Columns,
     r: &Row,
     total: u64,
@@ -306,6 +367,6 @@ fn cells(
     if cols.period {
         c.push(r.period.to_string());
     }
-    c.extend(report.sort.iter().map(|&k| key_cell(k, r)));
+    c.extend(keys.iter().map(|&k| key_cell(k, r)));
     c
 }

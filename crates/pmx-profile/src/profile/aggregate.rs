@@ -7,7 +7,7 @@ use super::addresses::{AddressAcc, Weight};
 use super::groups::GroupAcc;
 use super::sink::{SampleRef, SampleSink, Side};
 use super::types::{Options, SortKey};
-use crate::symbolize::{DsoId, FrameId, FrameName, Symbolizer};
+use crate::symbolize::{DsoId, FrameId, FrameName, Symbolizer, UNKNOWN_DSO};
 use crate::unwind::{Unwinder, UserStack};
 use pmx_perfdata::format::{callchain, misc};
 use rustc_hash::FxHashMap as HashMap;
@@ -19,6 +19,7 @@ pub(super) struct RawKey {
     pub(super) dso: DsoId,
     pub(super) frame: FrameId,
     pub(super) cpu: u32,
+    pub(super) tid: u32,
 }
 
 #[derive(Default)]
@@ -29,6 +30,12 @@ pub(super) struct EventAcc {
     pub(super) throttled: u64,
     pub(super) rows: HashMap<RawKey, (u64, u64, u32, u64)>,
     pub(super) children: HashMap<RawKey, (u64, u64, u32, u64)>,
+    /// With children: the `[k]`/`[.]` mark of each row of an address in
+    /// no mapping, as perf gives it (see `State::add_children`).
+    pub(super) marks: HashMap<RawKey, bool>,
+    /// With the command a key: the thread of each row's first sample
+    /// (perf sizes the Command column by that thread's last command).
+    pub(super) first_tid: HashMap<RawKey, u32>,
     pub(super) stacks: HashMap<Box<[u32]>, (u64, u64)>,
     /// A sample-read group's leader: its members' deltas per row.
     pub(super) group: Option<Box<GroupAcc<RawKey>>>,
@@ -84,7 +91,7 @@ pub(super) struct MmapItem {
 /// What the replay has built so far.
 pub(super) struct State<'o> {
     pub(super) options: &'o Options,
-    pub(super) keys: [bool; 5],
+    pub(super) keys: [bool; 6],
     pub(super) sym: Symbolizer,
     pub(super) comms: Vec<String>,
     pub(super) comm_ids: HashMap<Vec<u8>, u32>,
@@ -112,6 +119,15 @@ pub(super) struct State<'o> {
     /// first (a main thread that ends with `pthread_exit` leaves the
     /// others running in its maps).
     pub(super) live_threads: HashMap<u32, rustc_hash::FxHashSet<u32>>,
+    /// Whether the sample being credited was taken in the kernel.
+    leaf_kernel: bool,
+    /// The thread of the sample being credited.
+    cur_tid: u32,
+    /// The marks of `frames` (a buffer of `add_children`).
+    stack_marks: Vec<bool>,
+    /// The sample being credited has a user stack unwound from its copy
+    /// (`--call-graph dwarf`): only such frames get inline frames, as perf.
+    unwinding: bool,
 }
 
 impl<'o> State<'o> {
@@ -126,6 +142,7 @@ impl<'o> State<'o> {
                 want(SortKey::Dso),
                 want(SortKey::Symbol),
                 want(SortKey::Cpu),
+                want(SortKey::Tid),
             ],
             sym,
             comms: Vec::new(),
@@ -143,6 +160,10 @@ impl<'o> State<'o> {
             sample_count: 0,
             prune_exited: false,
             live_threads: HashMap::default(),
+            leaf_kernel: false,
+            cur_tid: 0,
+            stack_marks: Vec::new(),
+            unwinding: false,
         }
     }
 
@@ -288,7 +309,9 @@ impl<'o> State<'o> {
         if user.ip != 0 {
             self.unwinder.unwind(&self.sym, pid, user, &mut full);
         }
+        self.unwinding = true;
         self.sample(event, m, ip, pid, tid, cpu, period, &full, pairs);
+        self.unwinding = false;
         self.unwound = full;
     }
 
@@ -305,7 +328,7 @@ impl<'o> State<'o> {
         chain: &[u64],
         pairs: &[u64],
     ) {
-        let [k_comm, k_pid, k_dso, k_sym, k_cpu] = self.keys;
+        let [k_comm, k_pid, k_dso, k_sym, k_cpu, k_tid] = self.keys;
         if (self.options.tids.as_ref()).is_some_and(|t| !t.contains(&tid)) {
             let acc = self.acc(event);
             acc.samples += 1;
@@ -320,6 +343,7 @@ impl<'o> State<'o> {
             self.sym.user_frame(pid, ip)
         };
         let comm = self.comm_of(pid, tid);
+        (self.leaf_kernel, self.cur_tid) = (kernel, tid);
         let frame = self.sym.frame(leaf);
         let dso = frame.dso;
         self.sample_count += 1;
@@ -332,6 +356,7 @@ impl<'o> State<'o> {
             dso: if k_dso || k_sym { dso } else { NONE },
             frame: if k_sym || k_dso { leaf } else { NONE },
             cpu: if k_cpu { cpu } else { NONE },
+            tid: if k_tid { tid } else { NONE },
         };
         if self.wants_chains() {
             self.chain_frames(chain, kernel, pid, (leaf, ip));
@@ -379,7 +404,11 @@ impl<'o> State<'o> {
     /// Count one sample of `event` at `key` weighing `period` (with its
     /// call chain, in `self.frames`, when stacks or children are kept).
     fn credit(&mut self, event: usize, key: RawKey, comm: u32, (pid, ip): (u32, u64), period: u64) {
+        let (tid, k_comm) = (self.cur_tid, self.keys[0]);
         let acc = self.acc(event);
+        if k_comm {
+            acc.first_tid.entry(key).or_insert(tid);
+        }
         acc.samples += 1;
         acc.period = acc.period.saturating_add(period);
         let e = acc.rows.entry(key).or_insert((0, 0, pid, ip));
@@ -430,14 +459,17 @@ impl<'o> State<'o> {
             // Return addresses point after the call: look up the call itself.
             let call = if first { a } else { a.saturating_sub(1) };
             first = false;
-            if self.options.inline && !ctx_kernel {
-                let before = self.frames.len();
-                self.sym.inline_frames(pid, call, &mut self.frames);
-                let inlined = self.frames.len() - before;
-                self.addrs.extend(std::iter::repeat_n(call, inlined));
-            }
             let (f, addr) = self.caller_frame(ctx_kernel, pid, call, a);
-            self.frames.push(f);
+            // perf 6.1 adds inline frames to the frames it unwinds from a
+            // stack copy only, not to a frame-pointer chain's.
+            if self.options.inline && self.unwinding && !ctx_kernel {
+                let before = self.frames.len();
+                self.sym.inline_frames(pid, call, f, &mut self.frames);
+                let inlined = self.frames.len() - before - 1;
+                self.addrs.extend(std::iter::repeat_n(call, inlined));
+            } else {
+                self.frames.push(f);
+            }
             self.addrs.push(addr);
         }
         if self.frames.is_empty() {
@@ -467,9 +499,25 @@ impl<'o> State<'o> {
 
     /// Count the sample once for each distinct function of `self.frames`
     /// (recursion counts once) in the event's inclusive rows.
+    ///
+    /// perf marks a row of an address in no mapping (`[unknown]`) by the
+    /// frame before it as it walks the chain callers first (its default
+    /// with children), the first by the sample's own mode; the sample's
+    /// own row by its mode; a row keeps the mark of its first sample.
     fn add_children(&mut self, event: usize, key: RawKey, pid: u32, ip: u64, period: u64) {
-        let [_, _, k_dso, k_sym, _] = self.keys;
+        let [_, _, k_dso, k_sym, _, _] = self.keys;
         let acc = &mut self.accs[event];
+        let mut mark = self.leaf_kernel;
+        let mut marks = std::mem::take(&mut self.stack_marks);
+        marks.clear();
+        for &f in self.frames.iter().rev() {
+            let fr = self.sym.frame(f);
+            if fr.dso != UNKNOWN_DSO {
+                mark = fr.kernel;
+            }
+            marks.push(mark);
+        }
+        marks.reverse();
         for (i, &f) in self.frames.iter().enumerate() {
             if self.frames[..i].contains(&f) {
                 continue;
@@ -484,6 +532,22 @@ impl<'o> State<'o> {
                 ..key
             };
             let e = acc.children.entry(k).or_insert((0, 0, pid, ip));
+            e.0 += 1;
+            e.1 = e.1.saturating_add(period);
+            if self.keys[0] {
+                acc.first_tid.entry(k).or_insert(self.cur_tid);
+            }
+            if self.sym.frame(f).dso == UNKNOWN_DSO {
+                let m = if i == 0 { self.leaf_kernel } else { marks[i] };
+                acc.marks.entry(k).or_insert(m);
+            }
+        }
+        self.stack_marks = marks;
+        // The sample's own row holds it too when its function is not in
+        // the chain as such (DWARF names it otherwise: an inlined frame).
+        let renamed = self.options.inline && self.unwinding && !self.leaf_kernel;
+        if renamed && key.frame != NONE && !self.frames.contains(&key.frame) {
+            let e = acc.children.entry(key).or_insert((0, 0, pid, ip));
             e.0 += 1;
             e.1 = e.1.saturating_add(period);
         }

@@ -126,7 +126,16 @@ impl<'o> Live<'o> {
             truncated: self.reader.truncation().cloned(),
         };
         for (ev, acc) in events.iter().zip(&st.accs) {
-            let e = rows::event_profile(&ev.name, acc, &mut st.sym, &[], &st.comms, self.options);
+            let (comms, threads) = (&st.comms, &st.thread_comm);
+            let e = rows::event_profile(
+                &ev.name,
+                acc,
+                &mut st.sym,
+                &[],
+                comms,
+                threads,
+                self.options,
+            );
             out.events.push(e);
         }
         super::described::add_tables(&mut out);
@@ -169,6 +178,10 @@ impl<'o> Live<'o> {
             acc.period = scale(acc.period);
             decay_rows(&mut acc.rows, keep);
             decay_rows(&mut acc.children, keep);
+            let (rows, children) = (&acc.rows, &acc.children);
+            acc.first_tid
+                .retain(|k, _| rows.contains_key(k) || children.contains_key(k));
+            acc.marks.retain(|k, _| children.contains_key(k));
             acc.stacks.retain(|_, (s, p)| {
                 *s = scale(*s);
                 *p = scale(*p);

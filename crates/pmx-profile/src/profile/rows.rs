@@ -31,14 +31,15 @@ pub(super) fn event_profile(
     sym: &mut Symbolizer,
     remap: &[FrameId],
     comms: &[String],
+    threads: &HashMap<u32, u32>,
     options: &Options,
 ) -> EventProfile {
     let remap_frame = |f: FrameId| remap.get(f as usize).copied().unwrap_or(f);
-    let mut rows = rows(acc, sym, &remap_frame, comms, options);
+    let mut rows = rows(acc, sym, &remap_frame, comms, threads, options);
     let group = acc
         .group
         .as_deref()
-        .map(|g| group_table(g, sym, &remap_frame, comms, options));
+        .map(|g| group_table(g, sym, &remap_frame, comms, threads, options));
     if options.lines {
         for r in rows.iter_mut().take(SOURCE_LINE_ROWS).filter(|r| !r.kernel) {
             r.source = sym
@@ -72,6 +73,7 @@ fn group_table(
     sym: &Symbolizer,
     remap_frame: &dyn Fn(FrameId) -> FrameId,
     comms: &[String],
+    threads: &HashMap<u32, u32>,
     options: &Options,
 ) -> GroupTable {
     let mut merged: HashMap<RawKey, Moments> = HashMap::default();
@@ -84,7 +86,7 @@ fn group_table(
     let mut rows: Vec<GroupRow> = merged
         .into_iter()
         .map(|(k, moments)| {
-            let mut row = named_row(k, sym, comms, options);
+            let mut row = named_row(k, sym, (comms, threads), options);
             row.samples = moments.samples;
             row.period = moments.sums.first().copied().unwrap_or(0);
             GroupRow { row, moments }
@@ -121,8 +123,24 @@ fn rekey(
     k
 }
 
+/// Thread `tid` with its last command (perf names the idle task swapper,
+/// a thread without a COMM `:tid`).
+fn thread_of(tid: u32, comms: &[String], threads: &HashMap<u32, u32>) -> (u32, String) {
+    let c = match threads.get(&tid) {
+        Some(&c) => comms[c as usize].clone(),
+        None if tid == 0 => "swapper".into(),
+        None => format!(":{tid}"),
+    };
+    (tid, c)
+}
+
 /// A row named after its key, with no counts yet.
-fn named_row(k: RawKey, sym: &Symbolizer, comms: &[String], options: &Options) -> Row {
+fn named_row(
+    k: RawKey,
+    sym: &Symbolizer,
+    (comms, threads): (&[String], &HashMap<u32, u32>),
+    options: &Options,
+) -> Row {
     let frame = (k.frame != NONE).then(|| sym.frame(k.frame).clone());
     Row {
         comm: (k.comm != NONE).then(|| comms[k.comm as usize].clone()),
@@ -133,6 +151,7 @@ fn named_row(k: RawKey, sym: &Symbolizer, comms: &[String], options: &Options) -
         kernel: frame.as_ref().is_some_and(|f| f.kernel)
             || (k.frame == NONE && k.dso == KERNEL_DSO),
         cpu: (k.cpu != NONE).then_some(k.cpu),
+        thread: (k.tid != NONE).then(|| thread_of(k.tid, comms, threads)),
         samples: 0,
         period: 0,
         children_samples: 0,
@@ -149,6 +168,7 @@ fn rows(
     sym: &Symbolizer,
     remap_frame: &dyn Fn(FrameId) -> FrameId,
     comms: &[String],
+    threads: &HashMap<u32, u32>,
     options: &Options,
 ) -> Vec<Row> {
     // (self samples, self period, children samples, children period,
@@ -168,16 +188,41 @@ fn rows(
         e.2 = e.2.saturating_add(v.0);
         e.3 = e.3.saturating_add(v.1);
     }
+    let marks: HashMap<RawKey, bool> = (acc.marks.iter())
+        .map(|(&k, &m)| (rekey(k, sym, remap_frame, options), m))
+        .collect();
+    let mut first: HashMap<RawKey, u32> = HashMap::default();
+    for (&k, &t) in &acc.first_tid {
+        first
+            .entry(rekey(k, sym, remap_frame, options))
+            .or_insert(t);
+    }
     let mut rows: Vec<Row> = merged
         .into_iter()
         .map(
-            |(k, (samples, period, children_samples, children_period, pid, ip))| Row {
-                samples,
-                period,
-                children_samples,
-                children_period,
-                example: (pid, ip),
-                ..named_row(k, sym, comms, options)
+            |(k, (samples, period, children_samples, children_period, pid, ip))| {
+                let r = Row {
+                    samples,
+                    period,
+                    children_samples,
+                    children_period,
+                    example: (pid, ip),
+                    ..named_row(k, sym, (comms, threads), options)
+                };
+                let kernel = marks.get(&k).copied().unwrap_or(r.kernel);
+                let thread = match (&r.thread, first.get(&k)) {
+                    // A thread a live view forgot: the row's own command.
+                    (None, Some(&t)) => Some(match threads.get(&t) {
+                        Some(_) => thread_of(t, comms, threads),
+                        None => (t, r.comm.clone().unwrap_or_default()),
+                    }),
+                    _ => r.thread,
+                };
+                Row {
+                    kernel,
+                    thread,
+                    ..r
+                }
             },
         )
         .collect();
@@ -187,8 +232,8 @@ fn rows(
             .then(b.period.cmp(&a.period))
             .then(b.samples.cmp(&a.samples))
             .then_with(|| {
-                (&a.comm, a.pid, &a.dso, &a.symbol, a.cpu)
-                    .cmp(&(&b.comm, b.pid, &b.dso, &b.symbol, b.cpu))
+                (&a.comm, a.pid, &a.dso, &a.symbol, a.cpu, &a.thread)
+                    .cmp(&(&b.comm, b.pid, &b.dso, &b.symbol, b.cpu, &b.thread))
             })
     });
     rows

@@ -19,6 +19,9 @@ pub enum SortKey {
     Symbol,
     /// The CPU.
     Cpu,
+    /// The thread, shown with its last command (perf report's `pid` key,
+    /// `Pid:Command`: one row per thread).
+    Tid,
 }
 
 impl SortKey {
@@ -30,6 +33,7 @@ impl SortKey {
             "dso" => SortKey::Dso,
             "symbol" | "sym" => SortKey::Symbol,
             "cpu" => SortKey::Cpu,
+            "tid" => SortKey::Tid,
             _ => return None,
         })
     }
@@ -141,6 +145,11 @@ pub struct Row {
     pub kernel: bool,
     /// CPU.
     pub cpu: Option<u32>,
+    /// The thread and its last command: with [`SortKey::Tid`] the row's
+    /// (perf's `Pid:Command`), else, with [`SortKey::Comm`], the thread of
+    /// the row's first sample (perf sizes its Command column by that
+    /// thread's last command).
+    pub thread: Option<(u32, String)>,
     /// Samples.
     pub samples: u64,
     /// Sum of periods.

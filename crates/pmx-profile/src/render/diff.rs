@@ -16,6 +16,7 @@ fn key_name(k: &SortKey) -> &'static str {
         SortKey::Dso => "dso",
         SortKey::Symbol => "symbol",
         SortKey::Cpu => "cpu",
+        SortKey::Tid => "tid",
     }
 }
 
@@ -84,6 +85,8 @@ fn cells(d: &DiffReport, r: &DiffRow) -> Vec<String> {
                 .map(|s| format!("[{}] {s}", if r.kernel { 'k' } else { '.' }))
                 .unwrap_or_default(),
             SortKey::Cpu => r.cpu.map(|x| format!("{x:03}")).unwrap_or_default(),
+            // Threads do not pair across two files.
+            SortKey::Tid => String::new(),
         });
     }
     c
@@ -107,6 +110,7 @@ fn headings(d: &DiffReport) -> Vec<&'static str> {
             SortKey::Dso => "Shared Object",
             SortKey::Symbol => "Symbol",
             SortKey::Cpu => "CPU",
+            SortKey::Tid => "Tid",
         });
     }
     h

@@ -25,7 +25,8 @@ pub struct Fields {
 fn key(k: &str) -> Result<Option<&'static str>, String> {
     Ok(Some(match k {
         "comm" => "comm",
-        "pid" | "tid" => "pid",
+        // perf's `pid` key is the thread (`Pid:Command`), as `tid`.
+        "pid" | "tid" => "tid",
         "dso" => "dso",
         "sym" | "symbol" => "symbol",
         "cpu" => "cpu",
@@ -296,7 +297,7 @@ mod tests {
         );
         assert_eq!(fields(None, Some("sym"), false).unwrap().children, None);
         let f = fields(None, Some("pid,sym"), false).unwrap();
-        assert_eq!((f.sort.as_str(), f.overhead), ("pid,symbol", true));
+        assert_eq!((f.sort.as_str(), f.overhead), ("tid,symbol", true));
         assert_eq!(fields(None, None, false).unwrap().sort, "comm,dso,symbol");
         assert!(fields(None, Some("weight"), false)
             .unwrap_err()
