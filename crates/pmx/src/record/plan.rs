@@ -31,12 +31,7 @@ pub(super) fn validate(events: &[RecordEvent], opts: &RecordOptions) -> Result<(
     if events.is_empty() {
         return Err(RecordError::Invalid("no event to record".to_string()));
     }
-    if opts.mmap_pages == 0 || !opts.mmap_pages.is_power_of_two() {
-        return Err(RecordError::Invalid(format!(
-            "{} ring pages: give a power of two (1, 2, 4 … 128 …)",
-            opts.mmap_pages
-        )));
-    }
+    super::flags::check_mmap_pages(opts.mmap_pages)?;
     if opts.scope == Scope::Command && opts.command.is_empty() {
         return Err(RecordError::Invalid("no command to record".to_string()));
     }
@@ -213,7 +208,10 @@ mod tests {
             ..ok.clone()
         };
         let e = validate(&[clock()], &pages).unwrap_err().to_string();
-        assert!(e.starts_with("3 ring pages: give a power of two"), "{e}");
+        assert!(
+            e.starts_with("-m 3: the ring size must be a power of two"),
+            "{e}"
+        );
         let none = options(Scope::Command, &[]);
         assert_eq!(
             validate(&[clock()], &none).unwrap_err().to_string(),
