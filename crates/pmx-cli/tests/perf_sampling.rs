@@ -601,6 +601,19 @@ fn thread_keys_and_one_value_filters_match_perf_byte_for_byte() {
         pmx.contains("\n# comm: th\n") && !pmx.contains("Command"),
         "{pmx}"
     );
+    // pmx's own JSON has the thread of each row when sorted by it.
+    let o = Command::new(env!("CARGO_BIN_EXE_pmx"))
+        .args(["report", "-i", d, "--json", "--sort", "tid"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", pmx_testkit::text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["events"][0]["rows"].as_array().unwrap();
+    let tids: std::collections::BTreeSet<u64> = (rows.iter())
+        .filter(|r| r["thread_comm"] == "th")
+        .filter_map(|r| r["tid"].as_u64())
+        .collect();
+    assert_eq!(tids.len(), 2, "two threads of th: {rows:?}");
 }
 
 #[test]

@@ -349,6 +349,12 @@ fn event_json(report: &Report, i: usize) -> serde_json::Value {
                 "kernel": r.kernel,
                 "cpu": r.cpu,
             });
+            if report.sort.contains(&SortKey::Tid) {
+                if let Some((tid, comm)) = &r.thread {
+                    v["tid"] = json!(tid);
+                    v["thread_comm"] = json!(comm);
+                }
+            }
             if report.options.lines {
                 v["source"] = json!(r.source);
             }
