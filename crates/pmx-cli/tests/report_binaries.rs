@@ -1,6 +1,9 @@
 //! A recording outlives its binaries: when a binary is rebuilt (another
 //! build id) or deleted, `pmx report` says so once, in its header and on
 //! standard error, with the share of the samples left as raw addresses.
+//! A binary deleted under a process that still runs it (a package
+//! upgraded under a service) is read through `/proc/PID/map_files`: its
+//! functions are named, where perf 6.1 shows addresses.
 
 mod common;
 use common::{pmx, stderr, stdout};
@@ -71,6 +74,60 @@ fn a_rebuilt_or_missing_binary_is_said_once_with_its_share() {
         .find(|l| l.starts_with("# WARNING:") && l.contains("not found"))
         .unwrap_or_else(|| panic!("no warning for the missing binary:\n{out}"));
     assert_eq!(share_of(line), share, "{line}");
+}
+
+const SPIN_DELETED: &str = "volatile long x;\n__attribute__((noinline)) void deleted_spin(void) { for (;;) x += 1; }\nint main(void) { deleted_spin(); return 0; }\n";
+
+#[test]
+fn a_running_programs_deleted_binary_is_still_named() {
+    if !cc::require() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        pmx_testkit::skip("/proc/PID/map_files needs root: the deleted-binary check does not run");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = cc::compile(dir.path(), "spin", SPIN_DELETED, &["-O1"]).unwrap();
+    let mut child = std::process::Command::new(&bin).spawn().unwrap();
+    let pid = child.id().to_string();
+    // Running from its file, then the file is gone (the mapping shows
+    // `spin (deleted)`).
+    let maps = format!("/proc/{pid}/maps");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !std::fs::read_to_string(&maps).is_ok_and(|m| m.contains(bin.to_str().unwrap())) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::fs::remove_file(&bin).unwrap();
+    let data = dir.path().join("spin.data");
+    let d = data.to_str().unwrap();
+    let o = pmx(&[
+        "record",
+        "-N",
+        "-q",
+        "-F",
+        "1000",
+        "-p",
+        &pid,
+        "--duration",
+        "1",
+        "-o",
+        d,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = pmx(&["report", "-q", "--stdio", "--sort", "sym", "-i", d]);
+    let _ = child.kill();
+    let _ = child.wait();
+    let out = stdout(&o);
+    assert!(out.contains("[.] deleted_spin"), "{out}");
+    // Once the process is gone its file is too: addresses, as before.
+    let o = pmx(&["report", "-q", "--stdio", "--sort", "sym", "-i", d]);
+    assert!(!stdout(&o).contains("deleted_spin"), "{}", stdout(&o));
 }
 
 /// The percentage in `… N of M samples (X%) are shown as raw addresses`.

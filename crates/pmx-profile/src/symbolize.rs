@@ -535,6 +535,9 @@ impl Symbolizer {
         if let Some(&f) = self.cache.get(&(m.dso, offset)) {
             return f;
         }
+        if !self.dsos[m.dso as usize].tried {
+            self.load_deleted(m.dso, pid, addr);
+        }
         let f = self.resolve_in_dso(m.dso, offset);
         bounded_insert(&mut self.cache, (m.dso, offset), f);
         f
@@ -730,6 +733,37 @@ impl Symbolizer {
                 self.unnamed.push((dso, why));
             }
         }
+    }
+
+    /// A binary deleted since it was mapped (`PATH (deleted)`: a package
+    /// upgraded under a running service, a program rebuilt by its
+    /// compiler's rename) is still there for the processes that map it:
+    /// read through `/proc/PID/map_files/` while process `pid` lives and
+    /// that link still names it (the build id checked when the recording
+    /// has one). Root only (the kernel's rule); otherwise, or when the
+    /// process is gone, its addresses stay unresolved as before.
+    fn load_deleted(&mut self, dso: DsoId, pid: u32, addr: u64) {
+        let d = &mut self.dsos[dso as usize];
+        let deleted = d.path.starts_with('/')
+            && !d.path.starts_with("/memfd:")
+            && d.path.ends_with(" (deleted)");
+        if !deleted || self.root.is_some() || pid == 0 || pid == u32::MAX {
+            return;
+        }
+        d.tried = true;
+        let Some(link) = mapped_file(pid, addr, &d.path) else {
+            return;
+        };
+        let Ok((elf, file)) = crate::elf::cache::open(&link) else {
+            return;
+        };
+        if let (Some(want), Some(have)) = (&d.expected_build_id, elf.build_id()) {
+            if want.as_slice() != have {
+                return;
+            }
+        }
+        d.file = Some(file);
+        d.elf = Some(elf);
     }
 
     fn resolve_in_dso(&mut self, dso: DsoId, offset: u64) -> FrameId {
@@ -1000,6 +1034,24 @@ impl Drop for Symbolizer {
             }
         }
     }
+}
+
+/// The `/proc/PID/map_files/START-END` link of the mapping of `pid`
+/// covering `addr`, when it names `path` (as the kernel shows it, with
+/// ` (deleted)`).
+fn mapped_file(pid: u32, addr: u64, path: &str) -> Option<PathBuf> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/map_files")).ok()?;
+    dir.flatten().map(|e| e.path()).find(|link| {
+        let range = link.file_name().and_then(|n| n.to_str()).and_then(|n| {
+            let (a, b) = n.split_once('-')?;
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        });
+        range.is_some_and(|(a, b)| a <= addr && addr < b)
+            && std::fs::read_link(link).is_ok_and(|t| t.as_os_str() == path)
+    })
 }
 
 /// Bytes as lowercase hex (a build id as perf prints it).
