@@ -37,6 +37,19 @@ int main(void) {
 /// perf shows twice is the sum of two rounded shares.
 const TOLERANCE: f64 = 0.021;
 
+/// The row a PLT entry is pooled into on both sides. pmx names each entry
+/// as objdump does (`__tunable_get_val@plt`); perf 6.1 prints some of
+/// libc's as a bare `@plt` (an `IRELATIVE` slot breaks its pairing with
+/// `.rela.plt`: docs/PERF_DIFF.md), so a sample that lands in one (rare,
+/// during start-up) would otherwise make the two sets of names differ.
+fn pooled(symbol: &str) -> String {
+    if symbol.ends_with("@plt") || symbol == ".plt" {
+        "(a PLT entry)".to_string()
+    } else {
+        symbol.to_string()
+    }
+}
+
 /// `pmx report --json --sort symbol`'s group rows: symbol → (shares, counts).
 fn pmx_group_rows(file: &Path) -> BTreeMap<String, (Vec<f64>, Vec<u64>)> {
     let o = pmx(&[
@@ -55,21 +68,26 @@ fn pmx_group_rows(file: &Path) -> BTreeMap<String, (Vec<f64>, Vec<u64>)> {
         .as_array()
         .expect("a group")
         .clone();
-    rows.iter()
-        .filter_map(|r| {
-            let shares = r["shares"]
-                .as_array()?
-                .iter()
-                .map(|x| x.as_f64().unwrap())
-                .collect();
-            let counts = r["counts"]
-                .as_array()?
-                .iter()
-                .map(|x| x.as_u64().unwrap())
-                .collect();
-            Some((r["symbol"].as_str()?.to_string(), (shares, counts)))
-        })
-        .collect()
+    let mut m: BTreeMap<String, (Vec<f64>, Vec<u64>)> = BTreeMap::new();
+    for r in &rows {
+        let (Some(shares), Some(counts), Some(symbol)) = (
+            r["shares"].as_array(),
+            r["counts"].as_array(),
+            r["symbol"].as_str(),
+        ) else {
+            continue;
+        };
+        let (s, c) = m
+            .entry(pooled(symbol))
+            .or_insert_with(|| (vec![0.0; shares.len()], vec![0; counts.len()]));
+        for (total, x) in s.iter_mut().zip(shares) {
+            *total += x.as_f64().unwrap();
+        }
+        for (total, x) in c.iter_mut().zip(counts) {
+            *total += x.as_u64().unwrap();
+        }
+    }
+    m
 }
 
 /// `perf report --group --stdio --sort sym`'s rows (`40.14%  77.72%  [.] faults_1200`):
@@ -88,7 +106,7 @@ fn perf_group_rows(file: &Path) -> BTreeMap<String, Vec<f64>> {
             .collect();
         if shares.len() == 2 && words.len() > 3 {
             let sum: &mut Vec<f64> = m
-                .entry(words[3..].join(" "))
+                .entry(pooled(&words[3..].join(" ")))
                 .or_insert_with(|| vec![0.0; 2]);
             for (total, x) in sum.iter_mut().zip(&shares) {
                 *total += x;
