@@ -3,6 +3,7 @@
 //! address, its GNU build-id, and DWARF line info on demand.
 
 pub mod cache;
+mod held;
 mod plt;
 mod table;
 
@@ -95,9 +96,9 @@ type Dwarf = gimli::Dwarf<Reader>;
 
 struct LineTable {
     ctx: addr2line::Context<Reader>,
-    /// The units whose line program and functions addr2line has parsed
-    /// (and [`ElfFile::held_bytes`] counts), by offset in `.debug_info`.
-    seen: rustc_hash::FxHashSet<u64>,
+    /// Which units' lines and functions addr2line has parsed, and what
+    /// that costs ([`ElfFile::held_bytes`] counts it).
+    units: held::Units,
 }
 
 impl std::fmt::Debug for ElfFile {
@@ -338,7 +339,15 @@ impl ElfFile {
             Ok(Some(loc)) => Some((loc.file?.to_string(), loc.line?)),
             _ => None,
         };
-        self.charge_unit(table, vaddr);
+        // The unit's lines are counted by address (`.debug_aranges`);
+        // without it, through the unit addr2line finds for the address
+        // (which parses its functions too).
+        match table.units.lines_at(vaddr) {
+            Some(bytes) => {
+                self.held.fetch_add(bytes, Ordering::Relaxed);
+            }
+            None => self.charge_unit(table, vaddr),
+        }
         found
     }
 
@@ -387,20 +396,13 @@ impl ElfFile {
     /// Count in [`ElfFile::held_bytes`] what addr2line keeps of the unit
     /// holding `vaddr` once a lookup made it parse that unit: its line
     /// rows and file names, its functions' addresses and, as they are
-    /// asked for, their inlined calls ([`unit_bytes`]). Each unit is
-    /// counted once, when first met.
+    /// asked for, their inlined calls. Each unit is counted once.
     fn charge_unit(&self, table: &mut LineTable, vaddr: u64) {
         let Some(unit) = table.ctx.find_dwarf_and_unit(vaddr).skip_all_loads() else {
             return;
         };
-        let key = match unit.header.offset() {
-            gimli::UnitSectionOffset::DebugInfoOffset(o) => o.0 as u64,
-            gimli::UnitSectionOffset::DebugTypesOffset(o) => o.0 as u64 | 1 << 63,
-        };
-        if table.seen.insert(key) {
-            let bytes = unit_bytes(&unit) + SEEN_ENTRY_BYTES;
-            self.held.fetch_add(bytes, Ordering::Relaxed);
-        }
+        let bytes = table.units.functions_of(&unit);
+        self.held.fetch_add(bytes, Ordering::Relaxed);
     }
 
     fn load_lines(&self) -> Option<LineTable> {
@@ -449,215 +451,11 @@ impl ElfFile {
         };
         let dwarf: Dwarf = gimli::Dwarf::load(load).ok()?;
         let ranges = self.symbol_count().max(range_bytes.get() / 16);
-        let start = context_bytes(&dwarf, ranges);
+        let (units, start) = held::Units::new(&dwarf, ranges);
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
         self.held.fetch_add(start, Ordering::Relaxed);
-        Some(LineTable {
-            ctx,
-            seen: Default::default(),
-        })
+        Some(LineTable { ctx, units })
     }
-}
-
-/// What [`LineTable::seen`] costs per unit (a hash set's entry and its
-/// spare room).
-const SEEN_ENTRY_BYTES: usize = 16;
-
-/// Heap bytes of addr2line's lazily parsed state per byte of a unit's
-/// line program (its rows, 24 bytes each, and sequences: one row takes
-/// about three bytes of program), measured by `tests/line_memory.rs`.
-const LINE_PROGRAM_FACTOR: usize = 7;
-/// The same per byte of a unit's DIEs (its functions' addresses, names
-/// and inlined calls: most of a full DWARF unit's DIEs are types, which
-/// addr2line keeps nothing of), measured likewise.
-const DIE_FACTOR_PERCENT: usize = 40;
-/// What a file name of a parsed line table costs (a `String` with its
-/// directory joined), measured likewise.
-const FILE_NAME_BYTES: usize = 24 + 96;
-
-/// The capacity a `Vec` reaches when `n` elements are pushed one by one.
-fn pushed(n: usize) -> usize {
-    if n == 0 {
-        0
-    } else {
-        n.next_power_of_two().max(4)
-    }
-}
-
-/// Tables of each kind measured at most when addr2line's context is
-/// counted ([`context_bytes`]): evenly spread, the rest scaled by size.
-const SAMPLED: usize = 48;
-
-/// The heap addr2line's context holds from the start ([`addr2line::Context`]
-/// parses every unit when it is made): per unit its `gimli::Unit` with the
-/// header of its line program (the directory and file tables) and its own
-/// copy of its abbreviations, and the address ranges of all units
-/// (`ranges`, at least one a unit). Of a binary with many units, the
-/// file tables and abbreviations of [`SAMPLED`] are counted and the
-/// others taken to cost as much per byte.
-fn context_bytes(dwarf: &Dwarf, ranges: usize) -> usize {
-    use gimli::Section;
-    // Per unit: the unit, addr2line's wrapper (lazy lines and functions,
-    // split-DWARF state), the abbreviations' `Arc`.
-    let unit = std::mem::size_of::<gimli::Unit<Reader>>() + 128 + 64;
-    let mut at: Vec<u64> = Vec::new();
-    let mut headers = dwarf.units();
-    while let Ok(Some(h)) = headers.next() {
-        at.push(h.debug_abbrev_offset().0 as u64);
-    }
-    let units = at.len();
-    // Every unit parses its own copy of its table; a table's size is up
-    // to the next one.
-    let abbrev_section = dwarf.debug_abbrev.reader();
-    let mut tables = at.clone();
-    tables.sort_unstable();
-    tables.dedup();
-    let end = abbrev_section.len() as u64;
-    let size = |o: u64| {
-        let i = tables.partition_point(|&x| x <= o);
-        tables.get(i).copied().unwrap_or(end).saturating_sub(o)
-    };
-    let (mut cost, mut bytes) = (0usize, 0u64);
-    for &o in tables.iter().step_by(tables.len().div_ceil(SAMPLED).max(1)) {
-        cost += abbreviations_bytes(abbrev_section, o);
-        bytes += size(o);
-    }
-    let parsed: u64 = at.iter().map(|&o| size(o)).sum();
-    let abbrevs = scale(cost, bytes, parsed);
-    // The line programs' headers, one per unit.
-    let line = dwarf.debug_line.reader();
-    let programs = line_programs(line);
-    let (mut cost, mut bytes) = (0usize, 0u64);
-    for &(offset, header) in programs
-        .iter()
-        .step_by(programs.len().div_ceil(SAMPLED).max(1))
-    {
-        let Ok(p) = dwarf
-            .debug_line
-            .program(gimli::DebugLineOffset(offset), 8, None, None)
-        else {
-            continue;
-        };
-        let h = p.header();
-        cost += pushed(h.file_names().len()) * std::mem::size_of::<gimli::FileEntry<Reader>>()
-            + pushed(h.include_directories().len())
-                * std::mem::size_of::<gimli::AttributeValue<Reader>>()
-            + 4 * (h.file_name_entry_format().len() + h.directory_entry_format().len());
-        bytes += header as u64;
-    }
-    let all: u64 = programs.iter().map(|&(_, h)| h as u64).sum();
-    let files = scale(cost, bytes, all);
-    // addr2line's unit ranges: 32 bytes each.
-    (units * unit)
-        .saturating_add(abbrevs)
-        .saturating_add(files)
-        .saturating_add(32 * ranges.max(units))
-}
-
-/// `cost` measured over `bytes`, scaled to `all` bytes.
-fn scale(cost: usize, bytes: u64, all: u64) -> usize {
-    if bytes == 0 {
-        return 0;
-    }
-    let scaled = cost as u128 * u128::from(all) / u128::from(bytes);
-    usize::try_from(scaled).unwrap_or(usize::MAX)
-}
-
-/// The heap one unit's abbreviations take once parsed (`gimli::
-/// Abbreviations`: a vector of abbreviations numbered from 1, a map of
-/// the others, attribute lists of more than 5 on the heap), from the
-/// table at `offset` in `.debug_abbrev`.
-fn abbreviations_bytes(section: &Reader, offset: u64) -> usize {
-    use gimli::Reader as _;
-    let mut r = section.clone();
-    let (mut in_vec, mut in_map, mut spilled) = (0usize, 0usize, 0usize);
-    let mut walk = || -> Option<()> {
-        r.skip(usize::try_from(offset).ok()?).ok()?;
-        loop {
-            let code = r.read_uleb128().ok()?;
-            if code == 0 {
-                return Some(());
-            }
-            r.read_uleb128().ok()?;
-            r.read_u8().ok()?;
-            let mut attrs = 0usize;
-            loop {
-                let (name, form) = (r.read_uleb128().ok()?, r.read_uleb128().ok()?);
-                if name == 0 && form == 0 {
-                    break;
-                }
-                if form == u64::from(gimli::DW_FORM_implicit_const.0) {
-                    r.read_sleb128().ok()?;
-                }
-                attrs += 1;
-            }
-            if code == in_vec as u64 + 1 {
-                in_vec += 1;
-            } else {
-                in_map += 1;
-            }
-            if attrs > 5 {
-                // Five inline, then a vector of 10 doubling.
-                let mut cap = 10;
-                while cap < attrs {
-                    cap *= 2;
-                }
-                spilled += cap;
-            }
-        }
-    };
-    walk();
-    let one = std::mem::size_of::<gimli::Abbreviation>();
-    pushed(in_vec) * one + in_map * (one + 8) * 3 / 2 + spilled * 16
-}
-
-/// The line programs in `.debug_line`, in order: each one's offset and
-/// the length of its header.
-fn line_programs(section: &Reader) -> Vec<(usize, usize)> {
-    use gimli::Reader as _;
-    let mut r = section.clone();
-    let mut programs = Vec::new();
-    let mut at = 0usize;
-    while let Ok(len) = r.read_u32() {
-        let (len, size, wide) = if len == 0xffff_ffff {
-            let Ok(l) = r.read_u64() else { break };
-            (l, 12, true)
-        } else {
-            (u64::from(len), 4, false)
-        };
-        let Ok(len) = usize::try_from(len) else { break };
-        let Ok(mut unit) = r.split(len) else { break };
-        let header = (|| -> Option<usize> {
-            if unit.read_u16().ok()? >= 5 {
-                unit.skip(2).ok()?;
-            }
-            if wide {
-                usize::try_from(unit.read_u64().ok()?).ok()
-            } else {
-                Some(unit.read_u32().ok()? as usize)
-            }
-        })();
-        programs.push((at, header.unwrap_or(0).min(len)));
-        at = at.saturating_add(size + len);
-    }
-    programs
-}
-
-/// What addr2line keeps of one unit it parsed for a lookup: its line
-/// rows and file names, its functions with their inlined calls (an
-/// estimate from the unit's sizes: [`LINE_PROGRAM_FACTOR`],
-/// [`DIE_FACTOR_PERCENT`]).
-fn unit_bytes(unit: &gimli::UnitRef<'_, Reader>) -> usize {
-    let (program, files) = unit.line_program.as_ref().map_or((0, 0), |p| {
-        let h = p.header();
-        let program = h.unit_length().saturating_sub(h.header_length());
-        (program, h.file_names().len())
-    });
-    let dies = unit.header.unit_length();
-    program
-        .saturating_mul(LINE_PROGRAM_FACTOR)
-        .saturating_add(files * FILE_NAME_BYTES)
-        .saturating_add(dies / 100 * DIE_FACTOR_PERCENT)
 }
 
 /// Bytes as lowercase hex (a build id as perf prints it).
