@@ -342,11 +342,10 @@ impl ElfFile {
         // The unit's lines are counted by address (`.debug_aranges`);
         // without it, through the unit addr2line finds for the address
         // (which parses its functions too).
-        match table.units.lines_at(vaddr) {
-            Some(bytes) => {
-                self.held.fetch_add(bytes, Ordering::Relaxed);
-            }
-            None => self.charge_unit(table, vaddr),
+        let (bytes, known) = table.units.lines_at(vaddr);
+        self.held.fetch_add(bytes, Ordering::Relaxed);
+        if !known {
+            self.charge_unit(table, vaddr);
         }
         found
     }

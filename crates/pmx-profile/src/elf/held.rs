@@ -39,7 +39,10 @@ pub(super) struct Units {
     debug_line: gimli::DebugLine<Reader>,
     /// By offset.
     units: Vec<Unit>,
-    /// `.debug_aranges`: (start, end, index in `units`) by start.
+    /// `.debug_aranges`, until read into `aranges` (none when the units
+    /// and line programs could not be paired).
+    debug_aranges: Option<gimli::DebugAranges<Reader>>,
+    /// (start, end, index in `units`) by start.
     aranges: Vec<(u64, u64, u32)>,
 }
 
@@ -66,55 +69,69 @@ impl Units {
                 counted: 0,
             })
             .collect();
-        units.sort_unstable_by_key(|u| u.offset);
-        let mut aranges = Vec::new();
-        if paired {
-            let mut sets = dwarf.debug_aranges.headers();
-            while let Ok(Some(set)) = sets.next() {
-                let at = set.debug_info_offset().0 as u64;
-                let Ok(i) = units.binary_search_by_key(&at, |u| u.offset) else {
-                    continue;
-                };
-                let mut entries = set.entries();
-                while let Ok(Some(e)) = entries.next() {
-                    let r = e.range();
-                    if r.end > r.begin {
-                        aranges.push((r.begin, r.end, i as u32));
-                    }
-                }
-            }
-            aranges.sort_unstable();
-            aranges.shrink_to_fit();
+        if !units.is_sorted_by_key(|u| u.offset) {
+            units.sort_unstable_by_key(|u| u.offset);
         }
-        let own = units.capacity() * std::mem::size_of::<Unit>()
-            + aranges.capacity() * std::mem::size_of::<(u64, u64, u32)>();
+        let own = units.capacity() * std::mem::size_of::<Unit>();
         let units = Units {
             debug_line: dwarf.debug_line.clone(),
+            debug_aranges: paired.then(|| dwarf.debug_aranges.clone()),
             units,
-            aranges,
+            aranges: Vec::new(),
         };
         (units, start + own)
     }
 
-    /// The bytes a line lookup at `vaddr` made addr2line hold: its unit's
-    /// rows and file names the first time, else 0; `None` when
-    /// `.debug_aranges` does not say which unit holds `vaddr`.
-    pub(super) fn lines_at(&mut self, vaddr: u64) -> Option<usize> {
-        let i = self.aranges.partition_point(|a| a.0 <= vaddr);
-        let &(_, end, unit) = self.aranges.get(i.checked_sub(1)?)?;
-        if vaddr >= end {
-            return None;
+    /// Read `.debug_aranges` into [`Units::aranges`] (on the first line
+    /// lookup): the bytes it takes.
+    fn read_aranges(&mut self) -> usize {
+        let Some(section) = self.debug_aranges.take() else {
+            return 0;
+        };
+        let mut sets = section.headers();
+        while let Ok(Some(set)) = sets.next() {
+            let at = set.debug_info_offset().0 as u64;
+            let Ok(i) = self.units.binary_search_by_key(&at, |u| u.offset) else {
+                continue;
+            };
+            let mut entries = set.entries();
+            while let Ok(Some(e)) = entries.next() {
+                let r = e.range();
+                if r.end > r.begin {
+                    self.aranges.push((r.begin, r.end, i as u32));
+                }
+            }
         }
-        let unit = self.units.get_mut(unit as usize)?;
+        if !self.aranges.is_sorted_by_key(|a| a.0) {
+            self.aranges.sort_unstable_by_key(|a| a.0);
+        }
+        self.aranges.shrink_to_fit();
+        self.aranges.capacity() * std::mem::size_of::<(u64, u64, u32)>()
+    }
+
+    /// The bytes a line lookup at `vaddr` made addr2line hold: its unit's
+    /// rows and file names the first time (with `.debug_aranges` read on
+    /// the first call), and whether `.debug_aranges` said which unit holds
+    /// `vaddr` (when not, the caller finds it through addr2line).
+    pub(super) fn lines_at(&mut self, vaddr: u64) -> (usize, bool) {
+        let read = self.read_aranges();
+        let i = self.aranges.partition_point(|a| a.0 <= vaddr);
+        let Some(&(_, end, unit)) = i.checked_sub(1).and_then(|i| self.aranges.get(i)) else {
+            return (read, false);
+        };
+        let Some(unit) = self.units.get_mut(unit as usize).filter(|_| vaddr < end) else {
+            return (read, false);
+        };
         if unit.counted & LINES != 0 {
-            return Some(0);
+            return (read, true);
         }
         unit.counted |= LINES;
-        let program = self
-            .debug_line
-            .program(gimli::DebugLineOffset(unit.program?), 8, None, None)
-            .ok()?;
-        Some(lines_bytes(program.header()))
+        let program = (unit.program).and_then(|at| {
+            (self.debug_line)
+                .program(gimli::DebugLineOffset(at), 8, None, None)
+                .ok()
+        });
+        (read + program.map_or(0, |p| lines_bytes(p.header())), true)
     }
 
     /// The bytes addr2line holds for `unit` once it looked a function up
