@@ -341,10 +341,11 @@ impl ElfFile {
         };
         // The unit's lines are counted by address (`.debug_aranges`);
         // without it, through the unit addr2line finds for the address
-        // (which parses its functions too).
+        // (which parses its functions too: only when a line was found,
+        // so an address no unit covers costs nothing more).
         let (bytes, known) = table.units.lines_at(vaddr);
         self.held.fetch_add(bytes, Ordering::Relaxed);
-        if !known {
+        if !known && found.is_some() {
             self.charge_unit(table, vaddr);
         }
         found
