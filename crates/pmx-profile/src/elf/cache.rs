@@ -15,7 +15,9 @@
 //! so is opened again: a stale entry is never answered.
 //!
 //! **Bound.** Entries are evicted least recently used first when the
-//! bytes their tables hold ([`ElfFile::held_bytes`], an estimate) exceed
+//! bytes their tables hold ([`ElfFile::held_bytes`]: symbols, names and
+//! the DWARF line and inline state parsed so far, an estimate kept
+//! within 1.5× of the heap by `tests/line_memory.rs`) exceed
 //! the capacity ([`DEFAULT_CAPACITY`], 64 MiB; `PMX_BINARY_CACHE_MB` or
 //! [`set_capacity`] change it) or there are more than [`MAX_BINARIES`].
 //! An evicted binary still in use by a symbolizer lives until that one
