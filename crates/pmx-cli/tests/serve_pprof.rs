@@ -544,3 +544,38 @@ fn a_real_prometheus_scrapes_during_a_profile() {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+#[test]
+fn the_binary_cache_is_within_its_budget_after_a_profile() {
+    // Lookups grow a binary's tables after it was opened (line rows of
+    // the units they hit): a profile of this test binary, a Rust debug
+    // build with its DWARF, reads far more than 1 MiB of tables; once the
+    // profile is made, the cache is back within the budget it was given.
+    let _one = serial();
+    let cfg = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(cfg.path(), "profile-symbol-cache = 1\n").unwrap();
+    let d = start(&["-e", "task-clock", "--config", cfg.path().to_str().unwrap()]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinner = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut x = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            x
+        })
+    };
+    let me = std::process::id();
+    let (status, head, _) = profile(&d.addr, &format!("seconds=2&pid={me}"));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinner.join().unwrap();
+    assert_eq!(status, 200, "{head}");
+    let m = scrape(&d.addr, false);
+    let reads = quick_sum(&m, "pmx_profile_binary_reads_total");
+    let held = quick_sum(&m, "pmx_profile_binary_bytes");
+    let cap = quick_sum(&m, "pmx_profile_binary_capacity_bytes");
+    assert!(reads >= 1.0, "no binary was read: {m}");
+    assert_eq!(cap, 1048576.0, "{m}");
+    assert!(held <= cap, "{held} bytes held, over the {cap} budget");
+}

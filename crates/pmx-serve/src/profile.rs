@@ -315,11 +315,14 @@ impl Profiles {
     }
 }
 
-/// Return the allocator's free pages to the system. A profile's stream,
+/// Bring the binary cache back within its budget (lookups grew the tables
+/// it holds since they were opened), then return the allocator's free
+/// pages to the system. A profile's stream,
 /// replay and export are freed when it is made, but the allocator keeps
 /// the pages of its thread's arena (tens of MB after a profile of a busy
 /// machine); the daemon stays for weeks, so they are given back.
 fn give_back_free_memory() {
+    pmx_profile::elf::cache::shrink_to_capacity();
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim only releases free memory of the allocator.
     unsafe {

@@ -179,6 +179,15 @@ pub fn set_capacity(bytes: usize) {
     c.evict(None);
 }
 
+/// Evict the least recently used binaries until the cache is within its
+/// capacity. A lookup grows a binary's tables (line rows, functions)
+/// after it was opened, and the bound is otherwise kept only when a
+/// binary is opened; a long-lived user (`pmx serve`) calls this when a
+/// profile is done.
+pub fn shrink_to_capacity() {
+    cache().evict(None);
+}
+
 /// The cache's capacity in bytes.
 pub fn capacity() -> usize {
     cache().capacity
