@@ -318,6 +318,7 @@ impl Replay {
                     pgoff: m.pgoff,
                     path: m.filename.to_vec(),
                     build_id: m.build_id.map(|b| b.to_vec()),
+                    inode: m.inode,
                 }));
                 (m.id.time.unwrap_or(0), item)
             }
