@@ -252,6 +252,90 @@ fn annotate_reads_a_running_programs_deleted_binary() {
     assert!(samples > 0, "{v}");
 }
 
+/// `perf buildid-list -i DATA`'s (build id, file) lines for files whose
+/// name starts with `path`.
+fn listed_ids(data: &std::path::Path, path: &std::path::Path) -> Vec<(String, String)> {
+    let o = pmx_testkit::perf::on_file(&["buildid-list"], data);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (stdout(&o).lines())
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, f)| f.starts_with(path.to_str().unwrap()))
+        .map(|(id, f)| (id.to_string(), f.to_string()))
+        .collect()
+}
+
+/// `record`'s build ids (its BUILD_ID feature, as `perf buildid-list`
+/// reads it) are the mapped files', not whatever the path leads to at
+/// the end: a binary rebuilt during the recording is listed with the
+/// running program's build id (read through /proc/PID/map_files), and a
+/// binary deleted under the process (`PATH (deleted)`) is listed at all.
+#[test]
+fn record_lists_the_mapped_files_build_ids_not_their_replacements() {
+    if !cc::require() || !map_files_readable() || !pmx_testkit::perf::require("") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = cc::compile(dir.path(), "spin", SPIN_OLD, &["-O1"]).unwrap();
+    let mut child = running(&bin);
+    let pid = child.id().to_string();
+    // The oracle: the build id listed while nothing has changed.
+    let fresh = dir.path().join("fresh.data");
+    record_pid(&pid, &fresh, &[]);
+    let ids = listed_ids(&fresh, &bin);
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let old_id = ids[0].0.clone();
+    // Rebuilt while a 4-second recording runs (once its file exists;
+    // should the machine be so slow that the rename comes first, the
+    // maps say `spin (deleted)` and the old build id is still the one).
+    let during = dir.path().join("during.data");
+    let d = during.to_str().unwrap();
+    let rec = std::process::Command::new(env!("CARGO_BIN_EXE_pmx"))
+        .args([
+            "record",
+            "-N",
+            "-q",
+            "-F",
+            "200",
+            "-p",
+            &pid,
+            "--duration",
+            "4",
+            "-o",
+            d,
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // The file is written under a temporary name, renamed at the end.
+    let started = || {
+        (std::fs::read_dir(dir.path()).unwrap().flatten())
+            .any(|e| e.file_name().to_string_lossy().contains("during.data"))
+    };
+    while !started() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let new = cc::compile(dir.path(), "spin-new", SPIN_NEW, &["-O1"]).unwrap();
+    std::fs::rename(&new, &bin).unwrap();
+    let o = rec.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids = listed_ids(&during, &bin);
+    assert!(!ids.is_empty(), "no build id listed for {}", bin.display());
+    assert!(
+        ids.iter().all(|(id, _)| *id == old_id),
+        "{ids:?}, want {old_id}"
+    );
+    // Recorded after: the maps say `spin (deleted)`.
+    let after = dir.path().join("after.data");
+    record_pid(&pid, &after, &[]);
+    let _ = child.kill();
+    let _ = child.wait();
+    let ids = listed_ids(&after, &bin);
+    let deleted = format!("{} (deleted)", bin.display());
+    assert_eq!(ids, [(old_id, deleted)]);
+}
+
 /// The percentage in `… N of M samples (X%) are shown as raw addresses`.
 fn share_of(line: &str) -> f64 {
     let open = line.rfind('(').unwrap();
