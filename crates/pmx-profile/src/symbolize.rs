@@ -463,6 +463,7 @@ impl Symbolizer {
     /// `/proc/PID/map_files/` while the process lives (root); otherwise
     /// its addresses are left unresolved with a warning, unless the
     /// recording's build id says the file on disk is the same build.
+    /// An inode of 0 says nothing.
     pub fn add_mapping(
         &mut self,
         pid: u32,
@@ -472,6 +473,8 @@ impl Symbolizer {
         path: &[u8],
         inode: Option<MappedInode>,
     ) {
+        // Inode 0 is no file's: a record that does not say (hand-made).
+        let inode = inode.filter(|i| i.ino != 0);
         let dso = self.add_dso_of(path, inode);
         let end = start.saturating_add(len);
         let maps = self.maps.entry(pid).or_default();

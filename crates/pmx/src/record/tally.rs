@@ -114,6 +114,9 @@ impl Tally {
         else {
             return;
         };
+        if ino == 0 {
+            return; // no file's inode: nothing to compare
+        }
         let pid = ids as u32;
         let deleted = name.ends_with(" (deleted)") && !name.starts_with("/memfd:");
         let build_id = if deleted {
