@@ -207,7 +207,8 @@ pub fn script_with_progress(
             run.sym.allow_running_vdso(run.here);
             run.site_cache.clear();
             for b in &reader.features().build_ids {
-                run.sym.set_build_id(b.filename.as_bytes(), &b.build_id);
+                run.sym
+                    .set_path_build_id(b.filename.as_bytes(), &b.build_id);
             }
         }
         let Some(rec) = reader.next_record().map_err(read_err)? else {

@@ -438,11 +438,19 @@ impl Symbolizer {
         id
     }
 
-    /// Record a build-id seen for a file (an MMAP2 record's, or a pipe's
-    /// build-id feature): the binaries of that path not read yet expect it.
+    /// Record a build-id seen in an MMAP2 record for a file.
     pub fn set_build_id(&mut self, path: &[u8], build_id: &[u8]) {
         let id = self.add_dso(path);
         self.dsos[id as usize].expected_build_id = Some(build_id.to_vec());
+    }
+
+    /// Record a build-id a pipe's build-id feature lists for a file:
+    /// the binaries of that path not read yet (of any inode), and those
+    /// seen later, expect it.
+    pub fn set_path_build_id(&mut self, path: &[u8], build_id: &[u8]) {
+        self.set_build_id(path, build_id);
+        let name = String::from_utf8_lossy(path).into_owned();
+        self.build_ids.insert(name, build_id.to_vec());
         for d in &mut self.dsos {
             if !d.tried && d.inode.is_some() && d.path.as_bytes() == path {
                 d.expected_build_id = Some(build_id.to_vec());
