@@ -54,7 +54,9 @@ pub mod topology;
 pub mod write;
 
 pub use format::{EventAttr, FileAttr};
-pub use read::{ReadRecord, ReadValue, ReadValues, Reader, Record, Sample, Truncation};
+pub use read::{
+    MappedInode, ReadRecord, ReadValue, ReadValues, Reader, Record, Sample, Truncation,
+};
 pub use write::{BuildIdEntry, Features, PipeWriter, Writer};
 
 /// An error reading or writing perf.data.

@@ -365,10 +365,28 @@ pub struct Mmap<'a> {
     pub flags: Option<u32>,
     /// MMAP2 with a build-id instead of the inode.
     pub build_id: Option<&'a [u8]>,
+    /// MMAP2 with the inode: which file was mapped (device and inode).
+    pub inode: Option<MappedInode>,
     /// File name.
     pub filename: &'a [u8],
     /// Trailer.
     pub id: SampleId,
+}
+
+/// The file an MMAP2 record names by device and inode (the record's
+/// `maj`, `min`, `ino`, `ino_generation`), as the kernel saw it when the
+/// mapping was made: a file replaced at the same path since then has
+/// another inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MappedInode {
+    /// Device major number.
+    pub maj: u32,
+    /// Device minor number.
+    pub min: u32,
+    /// Inode number.
+    pub ino: u64,
+    /// Inode generation (0 in records made from `/proc/PID/maps`).
+    pub generation: u64,
 }
 
 /// A COMM record.
@@ -1667,6 +1685,12 @@ impl Reader {
                     prot: two.then(|| le_u32(b, 64)),
                     flags: two.then(|| le_u32(b, 68)),
                     build_id: has_bid.then(|| &b[44..44 + (b[40] as usize).min(20)]),
+                    inode: (two && !has_bid).then(|| MappedInode {
+                        maj: le_u32(b, 40),
+                        min: le_u32(b, 44),
+                        ino: le_u64(b, 48),
+                        generation: le_u64(b, 56),
+                    }),
                     filename: until_nul(&b[fixed..]),
                     id,
                 })

@@ -197,3 +197,41 @@ fn own_reader_round_trip() {
     }
     assert_eq!((samples, comms, mmaps), (10, 1, 1));
 }
+
+/// A file `perf record` wrote: the MMAP2 record of the program carries
+/// the device and inode of its file, as `stat` shows them.
+#[test]
+fn perfs_mmap2_records_carry_the_files_inode() {
+    use std::os::unix::fs::MetadataExt;
+    if !perf::require("") || !cc::require() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some((bin, _)) = build_program(dir.path()) else {
+        pmx_testkit::skip("the C program did not build");
+        return;
+    };
+    let data = dir.path().join("perf.data");
+    if let Err(e) = perf::record_cpu_clock(&[], &data, &bin) {
+        pmx_testkit::skip(e);
+        return;
+    }
+    let meta = std::fs::metadata(&bin).unwrap();
+    let mut r = pmx_perfdata::Reader::open(&data).unwrap();
+    let mut seen = 0;
+    while let Some(rec) = r.next_record().unwrap() {
+        if let pmx_perfdata::Record::Mmap(m) = rec {
+            if m.filename == bin.to_str().unwrap().as_bytes() {
+                let inode = m.inode.expect("an MMAP2 record with the inode");
+                assert_eq!(inode.ino, meta.ino());
+                // glibc's gnu_dev_major/minor of st_dev.
+                let dev = meta.dev();
+                let maj = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+                let min = (dev & 0xff) | ((dev >> 12) & !0xff);
+                assert_eq!((u64::from(inode.maj), u64::from(inode.min)), (maj, min));
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 0, "no MMAP2 record of {}", bin.display());
+}

@@ -242,7 +242,12 @@ pub fn annotate_places(
         Some(r) => r.join(chosen.dso_path.trim_start_matches('/')),
         None => PathBuf::from(&chosen.dso_path),
     };
-    let path = crate::buildid_cache::resolve(&path, chosen.build_id.as_deref());
+    // A binary deleted or replaced under a process that still runs:
+    // the mapped file itself.
+    let path = match mine.iter().find_map(|p| p.mapped_file.as_ref()) {
+        Some(link) if link.exists() => link.clone(),
+        _ => crate::buildid_cache::resolve(&path, chosen.build_id.as_deref()),
+    };
     let mut a = disassemble(&chosen, &path, mine[0].addr, opts)?;
     a.file = file.to_string();
     a.warnings = profile.warnings.clone();

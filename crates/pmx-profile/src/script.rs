@@ -86,8 +86,16 @@ pub struct ScriptSummary {
     pub warnings: Vec<String>,
 }
 
-/// A user mapping: pid, start, length, file offset, path, build-id.
-type MapRec = (u32, u64, u64, u64, Vec<u8>, Option<Vec<u8>>);
+/// A user mapping: pid, start, length, file offset, path, build-id, inode.
+type MapRec = (
+    u32,
+    u64,
+    u64,
+    u64,
+    Vec<u8>,
+    Option<Vec<u8>>,
+    Option<pmx_perfdata::MappedInode>,
+);
 
 /// A record waiting for its round.
 enum Item {
@@ -199,7 +207,8 @@ pub fn script_with_progress(
             run.sym.allow_running_vdso(run.here);
             run.site_cache.clear();
             for b in &reader.features().build_ids {
-                run.sym.set_build_id(b.filename.as_bytes(), &b.build_id);
+                run.sym
+                    .set_path_build_id(b.filename.as_bytes(), &b.build_id);
             }
         }
         let Some(rec) = reader.next_record().map_err(read_err)? else {
@@ -271,7 +280,15 @@ impl Run<'_> {
                     return None;
                 }
                 let b = m.build_id.map(<[u8]>::to_vec);
-                let map = (m.pid, m.start, m.len, m.pgoff, m.filename.to_vec(), b);
+                let map = (
+                    m.pid,
+                    m.start,
+                    m.len,
+                    m.pgoff,
+                    m.filename.to_vec(),
+                    b,
+                    m.inode,
+                );
                 (m.id.time.unwrap_or(0), Item::Mmap(Box::new(map)))
             }
             _ => return None,
@@ -346,11 +363,11 @@ impl Run<'_> {
                 self.site_cache.clear();
             }
             Item::Mmap(m) => {
-                let (pid, start, len, pgoff, path, build_id) = &**m;
+                let (pid, start, len, pgoff, path, build_id, inode) = &**m;
                 if let Some(b) = build_id {
                     self.sym.set_build_id(path, b);
                 }
-                self.sym.add_map(*pid, *start, *len, *pgoff, path);
+                (self.sym).add_mapping(*pid, *start, *len, *pgoff, path, *inode);
                 self.site_cache.clear();
             }
         }

@@ -20,10 +20,13 @@
 use crate::elf::cache::FileId;
 use crate::elf::ElfFile;
 use crate::kernel::Kallsyms;
+pub use pmx_perfdata::MappedInode;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+mod load;
 
 /// Entries each per-address cache (user, kernel, inlined frames) holds
 /// at most; a full cache is emptied (the frames stay interned, so a
@@ -32,6 +35,10 @@ pub const MAX_CACHED_ADDRESSES: usize = 1 << 18;
 /// How often a process's `perf-PID.map` is looked at again (for growth,
 /// or for a map that was missing).
 const JIT_RECHECK: Duration = Duration::from_millis(500);
+
+/// A binary's key: its path and the (major, minor, inode) of its MMAP2
+/// record, when it had one.
+type DsoKey = (Vec<u8>, Option<(u32, u32, u64)>);
 
 /// Index of a binary (DSO) in a [`Symbolizer`].
 pub type DsoId = u32;
@@ -53,9 +60,16 @@ pub struct Dso {
     pub short: String,
     /// Build-id the recording saw, if any.
     pub expected_build_id: Option<Vec<u8>>,
+    /// The device and inode an MMAP2 record saw mapped at `path`, if any:
+    /// binaries of the same path and other inodes (a program rebuilt
+    /// between two runs) are distinct, as in perf.
+    pub inode: Option<MappedInode>,
     elf: Option<Arc<ElfFile>>,
     /// The file read for `elf`.
     file: Option<FileId>,
+    /// The `/proc/PID/map_files/START-END` link read for `elf`, when the
+    /// path no longer leads to the mapped file (deleted or replaced).
+    mapped: Option<PathBuf>,
     tried: bool,
 }
 
@@ -145,7 +159,8 @@ pub struct SymbolizerStats {
 /// The symbolizer: maps per process, binaries, kernel symbols and caches.
 pub struct Symbolizer {
     dsos: Vec<Dso>,
-    dso_by_path: HashMap<Vec<u8>, DsoId>,
+    /// Binaries by path and, when an MMAP2 record gave one, inode.
+    dso_by_path: HashMap<DsoKey, DsoId>,
     maps: HashMap<u32, Vec<Map>>,
     frames: Vec<Frame>,
     /// Symbol start per frame (`u64::MAX`: an address frame).
@@ -165,6 +180,9 @@ pub struct Symbolizer {
     jit_dir: PathBuf,
     jit_maps: HashMap<u32, JitState>,
     vdso_here: bool,
+    /// The recording was made on this machine: a recorded inode may be
+    /// compared with the file at its path.
+    here: bool,
     inline_cache: HashMap<(DsoId, u64), Box<[FrameId]>>,
     /// Processes forgotten since the binaries were last released.
     forgotten: usize,
@@ -292,6 +310,7 @@ impl Symbolizer {
             jit_dir: PathBuf::from("/tmp"),
             jit_maps: HashMap::default(),
             vdso_here: false,
+            here: false,
             inline_cache: HashMap::default(),
             forgotten: 0,
         };
@@ -328,11 +347,14 @@ impl Symbolizer {
     }
 
     /// Resolve `[vdso]` addresses with the running kernel's vDSO when the
-    /// recording was made on this kernel (`here`). A `[vdso]` build-id in
+    /// recording was made on this kernel (`here`; then too a binary's
+    /// inode in the recording is compared with the file at its path, see
+    /// [`Symbolizer::add_mapping`]). A `[vdso]` build-id in
     /// the recording is checked either way: when it matches the running
     /// vDSO's, the image is used even if `here` is false.
     pub fn allow_running_vdso(&mut self, here: bool) {
         self.vdso_here = here;
+        self.here = here;
     }
 
     /// Look JIT maps (`perf-PID.map`) up in this directory instead of `/tmp`.
@@ -386,7 +408,12 @@ impl Symbolizer {
     }
 
     fn add_dso(&mut self, path: &[u8]) -> DsoId {
-        if let Some(&id) = self.dso_by_path.get(path) {
+        self.add_dso_of(path, None)
+    }
+
+    fn add_dso_of(&mut self, path: &[u8], inode: Option<MappedInode>) -> DsoId {
+        let key = (path.to_vec(), inode.map(|i| (i.maj, i.min, i.ino)));
+        if let Some(&id) = self.dso_by_path.get(&key) {
             return id;
         }
         let p = String::from_utf8_lossy(path).into_owned();
@@ -401,11 +428,13 @@ impl Symbolizer {
             path: p,
             short,
             expected_build_id,
+            inode,
             elf: None,
             file: None,
+            mapped: None,
             tried: false,
         });
-        self.dso_by_path.insert(path.to_vec(), id);
+        self.dso_by_path.insert(key, id);
         id
     }
 
@@ -415,10 +444,46 @@ impl Symbolizer {
         self.dsos[id as usize].expected_build_id = Some(build_id.to_vec());
     }
 
+    /// Record a build-id a pipe's build-id feature lists for a file:
+    /// the binaries of that path not read yet (of any inode), and those
+    /// seen later, expect it.
+    pub fn set_path_build_id(&mut self, path: &[u8], build_id: &[u8]) {
+        self.set_build_id(path, build_id);
+        let name = String::from_utf8_lossy(path).into_owned();
+        self.build_ids.insert(name, build_id.to_vec());
+        for d in &mut self.dsos {
+            if !d.tried && d.inode.is_some() && d.path.as_bytes() == path {
+                d.expected_build_id = Some(build_id.to_vec());
+            }
+        }
+    }
+
     /// A user mapping (MMAP/MMAP2) of process `pid`. Parts of older maps
     /// it overlaps are removed.
     pub fn add_map(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &[u8]) {
-        let dso = self.add_dso(path);
+        self.add_mapping(pid, start, len, pgoff, path, None);
+    }
+
+    /// [`Symbolizer::add_map`] with the device and inode of an MMAP2
+    /// record. When the recording was made here and the file at `path`
+    /// is another inode now (a program rebuilt or a package upgraded
+    /// since it was mapped), the mapped file is read through
+    /// `/proc/PID/map_files/` while the process lives (root); otherwise
+    /// its addresses are left unresolved with a warning, unless the
+    /// recording's build id says the file on disk is the same build.
+    /// An inode of 0 says nothing.
+    pub fn add_mapping(
+        &mut self,
+        pid: u32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: &[u8],
+        inode: Option<MappedInode>,
+    ) {
+        // Inode 0 is no file's: a record that does not say (hand-made).
+        let inode = inode.filter(|i| i.ino != 0);
+        let dso = self.add_dso_of(path, inode);
         let end = start.saturating_add(len);
         let maps = self.maps.entry(pid).or_default();
         let mut out = Vec::with_capacity(maps.len() + 2);
@@ -492,9 +557,12 @@ impl Symbolizer {
             }
             // `tried` stays set: this id is not read again; the path
             // names a new binary from now on.
-            let path = d.path.as_bytes();
-            if self.dso_by_path.get(path) == Some(&(i as DsoId)) {
-                self.dso_by_path.remove(path);
+            let key = (
+                d.path.as_bytes().to_vec(),
+                d.inode.map(|i| (i.maj, i.min, i.ino)),
+            );
+            if self.dso_by_path.get(&key) == Some(&(i as DsoId)) {
+                self.dso_by_path.remove(&key);
             }
             released += 1;
         }
@@ -535,9 +603,7 @@ impl Symbolizer {
         if let Some(&f) = self.cache.get(&(m.dso, offset)) {
             return f;
         }
-        if !self.dsos[m.dso as usize].tried {
-            self.load_deleted(m.dso, pid, addr);
-        }
+        self.load(m.dso, Some((pid, addr)));
         let f = self.resolve_in_dso(m.dso, offset);
         bounded_insert(&mut self.cache, (m.dso, offset), f);
         f
@@ -666,108 +732,8 @@ impl Symbolizer {
         }
     }
 
-    fn load_elf(&mut self, dso: DsoId) {
-        let d = &mut self.dsos[dso as usize];
-        if d.tried {
-            return;
-        }
-        d.tried = true;
-        if d.path == "[vdso]" {
-            self.load_vdso(dso);
-            return;
-        }
-        if d.path.starts_with('[')
-            || d.path.starts_with("//")
-            || d.path.is_empty()
-            || d.path.contains(" (deleted)")
-        {
-            return;
-        }
-        let path = match &self.root {
-            Some(r) => r.join(d.path.trim_start_matches('/')),
-            None => PathBuf::from(&d.path),
-        };
-        // The build-id cache's copy, when the file on disk is gone or
-        // another build.
-        let want = d.expected_build_id.clone();
-        let cached = move || {
-            (want.as_deref())
-                .and_then(|id| crate::buildid_cache::lookup(&crate::buildid_cache::dir(), id))
-                .and_then(|c| crate::elf::cache::open(&c).ok())
-                .map(|(elf, _)| elf)
-        };
-        match crate::elf::cache::open(&path) {
-            Ok((elf, file)) => {
-                d.file = Some(file);
-                if let (Some(want), Some(have)) = (&d.expected_build_id, elf.build_id()) {
-                    if want.as_slice() != have {
-                        if let Some(c) = cached() {
-                            d.elf = Some(c);
-                            return;
-                        }
-                        let why = format!(
-                            "the file on disk differs from the one recorded (build-id {} recorded, {} on disk)",
-                            hex(want),
-                            hex(have)
-                        );
-                        self.unnamed.push((dso, why));
-                        return;
-                    }
-                }
-                d.elf = Some(elf);
-            }
-            Err(e) => {
-                if let Some(c) = cached() {
-                    d.elf = Some(c);
-                    return;
-                }
-                let why = if std::path::Path::new(&path).exists() {
-                    e.strip_prefix(&format!("{}: ", path.display()))
-                        .unwrap_or(&e)
-                        .to_string()
-                } else if self.root.is_some() {
-                    format!("not found (as {})", path.display())
-                } else {
-                    "not found".to_string()
-                };
-                self.unnamed.push((dso, why));
-            }
-        }
-    }
-
-    /// A binary deleted since it was mapped (`PATH (deleted)`: a package
-    /// upgraded under a running service, a program rebuilt by its
-    /// compiler's rename) is still there for the processes that map it:
-    /// read through `/proc/PID/map_files/` while process `pid` lives and
-    /// that link still names it (the build id checked when the recording
-    /// has one). Root only (the kernel's rule); otherwise, or when the
-    /// process is gone, its addresses stay unresolved as before.
-    fn load_deleted(&mut self, dso: DsoId, pid: u32, addr: u64) {
-        let d = &mut self.dsos[dso as usize];
-        let deleted = d.path.starts_with('/')
-            && !d.path.starts_with("/memfd:")
-            && d.path.ends_with(" (deleted)");
-        if !deleted || self.root.is_some() || pid == 0 || pid == u32::MAX {
-            return;
-        }
-        d.tried = true;
-        let Some(link) = mapped_file(pid, addr, &d.path) else {
-            return;
-        };
-        let Ok((elf, file)) = crate::elf::cache::open(&link) else {
-            return;
-        };
-        if let (Some(want), Some(have)) = (&d.expected_build_id, elf.build_id()) {
-            if want.as_slice() != have {
-                return;
-            }
-        }
-        d.file = Some(file);
-        d.elf = Some(elf);
-    }
-
     fn resolve_in_dso(&mut self, dso: DsoId, offset: u64) -> FrameId {
-        self.load_elf(dso);
+        self.load(dso, None);
         let found = self.dsos[dso as usize]
             .elf
             .as_ref()
@@ -866,7 +832,7 @@ impl Symbolizer {
             return None;
         }
         let m = maps[i - 1];
-        self.load_elf(m.dso);
+        self.load(m.dso, Some((pid, addr)));
         let elf = self.dsos[m.dso as usize].elf.as_ref()?;
         Some((
             m.dso,
@@ -900,7 +866,7 @@ impl Symbolizer {
             out.extend_from_slice(frames);
             return;
         }
-        self.load_elf(m.dso);
+        self.load(m.dso, Some((pid, addr)));
         let names = match self.dsos[m.dso as usize].elf.as_ref() {
             Some(elf) => match elf.offset_to_vaddr(offset) {
                 Some(vaddr) => elf.inline_chain(vaddr),
@@ -936,26 +902,13 @@ impl Symbolizer {
         self.maps.get(&pid).map_or(&[], |m| m.as_slice())
     }
 
-    /// The file of binary `dso` on disk (under `--symfs`), or `None` for
-    /// what has no file (`[vdso]`, `//anon`, a deleted file).
-    pub fn dso_file(&self, dso: DsoId) -> Option<PathBuf> {
-        let p = &self.dsos[dso as usize].path;
-        if p.starts_with('[') || p.starts_with("//") || p.is_empty() || p.contains(" (deleted)") {
-            return None;
-        }
-        Some(match &self.root {
-            Some(r) => r.join(p.trim_start_matches('/')),
-            None => PathBuf::from(p),
-        })
-    }
-
     /// The running vDSO's image when `[vdso]` addresses may use it (see
     /// [`Symbolizer::allow_running_vdso`]; a recorded build-id is checked
     /// by the caller).
     pub fn vdso_image(&self) -> Option<&'static [u8]> {
         let recorded = self
             .dso_by_path
-            .get(&b"[vdso]"[..])
+            .get(&(b"[vdso]".to_vec(), None))
             .is_some_and(|&d| self.dsos[d as usize].expected_build_id.is_some());
         (self.vdso_here || recorded)
             .then(crate::kernel::running_vdso)
@@ -1036,24 +989,6 @@ impl Drop for Symbolizer {
     }
 }
 
-/// The `/proc/PID/map_files/START-END` link of the mapping of `pid`
-/// covering `addr`, when it names `path` (as the kernel shows it, with
-/// ` (deleted)`).
-fn mapped_file(pid: u32, addr: u64, path: &str) -> Option<PathBuf> {
-    let dir = std::fs::read_dir(format!("/proc/{pid}/map_files")).ok()?;
-    dir.flatten().map(|e| e.path()).find(|link| {
-        let range = link.file_name().and_then(|n| n.to_str()).and_then(|n| {
-            let (a, b) = n.split_once('-')?;
-            Some((
-                u64::from_str_radix(a, 16).ok()?,
-                u64::from_str_radix(b, 16).ok()?,
-            ))
-        });
-        range.is_some_and(|(a, b)| a <= addr && addr < b)
-            && std::fs::read_link(link).is_ok_and(|t| t.as_os_str() == path)
-    })
-}
-
 /// Bytes as lowercase hex (a build id as perf prints it).
 pub use crate::elf::hex;
 
@@ -1105,6 +1040,77 @@ mod tests {
         let f = s.user_frame(1, 0x1000_0000 + 0x2000);
         assert!(matches!(s.frame(f).name, FrameName::Address(_)));
         assert!(s.warnings()[0].contains("differs"), "{:?}", s.warnings());
+    }
+
+    /// A binary replaced at its path since it was mapped (another inode
+    /// now): read through this process's `/proc/self/map_files` link of
+    /// the mapping (root), or left unnamed with the reason when no
+    /// process maps it — never the new file's names.
+    #[test]
+    fn a_replaced_binary_is_read_from_its_mapping_or_left_unnamed() {
+        use std::os::unix::fs::MetadataExt;
+        let exe = std::env::current_exe().unwrap();
+        let elf = ElfFile::open(&exe).unwrap();
+        let sym = (elf.symbols().iter())
+            .find(|s| s.name.contains("a_replaced_binary_is_read_from"))
+            .unwrap()
+            .clone();
+        let off = elf.vaddr_to_offset(sym.start).unwrap();
+        // This process's mapping of its own file that holds the function.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let (start, end, pgoff) = (maps.lines())
+            .filter(|l| l.ends_with(exe.to_str().unwrap()))
+            .find_map(|l| {
+                let mut f = l.split_whitespace();
+                let (a, b) = f.next()?.split_once('-')?;
+                let (a, b) = (
+                    u64::from_str_radix(a, 16).ok()?,
+                    u64::from_str_radix(b, 16).ok()?,
+                );
+                let pgoff = u64::from_str_radix(f.nth(1)?, 16).ok()?;
+                (pgoff <= off && off < pgoff + (b - a)).then_some((a, b, pgoff))
+            })
+            .unwrap();
+        let addr = start + (off - pgoff);
+        let ino = std::fs::metadata(&exe).unwrap().ino();
+        let inode = MappedInode {
+            maj: 0,
+            min: 0,
+            ino,
+            generation: 0,
+        };
+        // Another file at the recorded path.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rebuilt");
+        std::fs::write(&path, b"not the mapped file").unwrap();
+        let path = path.to_str().unwrap().as_bytes();
+        let new = |pid: u32| {
+            let mut s = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
+            s.allow_running_vdso(true);
+            s.add_mapping(pid, start, end - start, pgoff, path, Some(inode));
+            s
+        };
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let mut s = new(std::process::id());
+            let f = s.user_frame(std::process::id(), addr);
+            assert_eq!(s.frame(f).label(), crate::elf::demangle(&sym.name));
+            let file = s.dso_file(s.frame(f).dso).unwrap();
+            assert!(file.starts_with("/proc"), "{}", file.display());
+            assert_eq!(s.mapped_file(s.frame(f).dso), Some(file));
+        }
+        // No such process: unnamed, and said why.
+        let mut s = new(u32::MAX - 1);
+        let f = s.user_frame(u32::MAX - 1, addr);
+        assert!(matches!(s.frame(f).name, FrameName::Address(_)));
+        assert!(s.dso_file(s.frame(f).dso).is_none());
+        let w = s.warnings();
+        assert!(w[0].contains("replaced since it was mapped"), "{w:?}");
+        // Recorded elsewhere: the inode says nothing, the path is read.
+        let mut s = new(u32::MAX - 1);
+        s.allow_running_vdso(false);
+        s.user_frame(u32::MAX - 1, addr);
+        assert!(!s.warnings()[0].contains("replaced"), "{:?}", s.warnings());
     }
 
     #[test]

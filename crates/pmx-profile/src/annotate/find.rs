@@ -126,6 +126,7 @@ mod tests {
             dso_path: format!("/bin/{dso}"),
             dso: dso.into(),
             build_id: None,
+            mapped_file: None,
             addr,
             weights: vec![Weight {
                 samples,

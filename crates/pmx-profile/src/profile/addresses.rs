@@ -47,6 +47,10 @@ pub struct AddressSamples {
     pub dso: String,
     /// The build-id the recording saw for the binary, if any.
     pub build_id: Option<Vec<u8>>,
+    /// The file its symbols were read from when the recorded path no
+    /// longer leads to it (deleted or replaced since it was mapped): the
+    /// process's `/proc/PID/map_files/START-END` link, while it lives.
+    pub mapped_file: Option<std::path::PathBuf>,
     /// The address: the binary's ELF virtual address (user code) or the
     /// kernel address.
     pub addr: u64,
@@ -182,6 +186,7 @@ impl AddressAcc {
                     dso_path: d.path.clone(),
                     dso: d.short.clone(),
                     build_id: d.expected_build_id.clone(),
+                    mapped_file: sym.mapped_file(f.dso),
                     addr,
                     weights,
                     groups,

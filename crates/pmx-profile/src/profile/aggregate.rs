@@ -86,6 +86,8 @@ pub(super) struct MmapItem {
     pub(super) pgoff: u64,
     pub(super) path: Vec<u8>,
     pub(super) build_id: Option<Vec<u8>>,
+    /// The mapped file's device and inode (MMAP2 without a build id).
+    pub(super) inode: Option<pmx_perfdata::MappedInode>,
 }
 
 /// What the replay has built so far.
@@ -255,7 +257,7 @@ impl<'o> State<'o> {
                 if let Some(b) = &m.build_id {
                     self.sym.set_build_id(&m.path, b);
                 }
-                self.sym.add_map(m.pid, m.start, m.len, m.pgoff, &m.path);
+                (self.sym).add_mapping(m.pid, m.start, m.len, m.pgoff, &m.path, m.inode);
             }
             // The samples before it in time are applied: rows made keep
             // their names (interned), the process's state can go.

@@ -197,7 +197,7 @@ impl Replay {
             st.sym.allow_running_vdso(self.here);
         }
         for b in &f.build_ids {
-            st.sym.set_build_id(b.filename.as_bytes(), &b.build_id);
+            st.sym.set_path_build_id(b.filename.as_bytes(), &b.build_id);
         }
     }
 
@@ -318,6 +318,7 @@ impl Replay {
                     pgoff: m.pgoff,
                     path: m.filename.to_vec(),
                     build_id: m.build_id.map(|b| b.to_vec()),
+                    inode: m.inode,
                 }));
                 (m.id.time.unwrap_or(0), item)
             }

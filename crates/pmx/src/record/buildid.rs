@@ -125,6 +125,33 @@ pub fn of_elf_file_cached(path: &Path) -> Option<Vec<u8>> {
     id
 }
 
+/// The build id of the file process `pid` maps at `addr`, read through
+/// its `/proc/PID/map_files/START-END` link (root; the file may be
+/// deleted or replaced at its path since), when that file's inode is
+/// `ino`; `None` when the process is gone or the link cannot be read.
+pub fn of_mapped_file(pid: u32, addr: u64, ino: u64) -> Option<Vec<u8>> {
+    use std::os::unix::fs::MetadataExt;
+    if pid == 0 || pid == u32::MAX {
+        return None;
+    }
+    let dir = std::fs::read_dir(format!("/proc/{pid}/map_files")).ok()?;
+    let link = dir.flatten().map(|e| e.path()).find(|link| {
+        let range = link.file_name().and_then(|n| n.to_str()).and_then(|n| {
+            let (a, b) = n.split_once('-')?;
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        });
+        range.is_some_and(|(a, b)| a <= addr && addr < b)
+    })?;
+    // metadata follows the link to the mapped file.
+    if std::fs::metadata(&link).ok()?.ino() != ino {
+        return None;
+    }
+    of_elf_file(&link)
+}
+
 /// The build id of the ELF file at `path`; `None` when the file cannot be
 /// read, is not ELF, or has no build-id note.
 pub fn of_elf_file(path: &Path) -> Option<Vec<u8>> {

@@ -3,10 +3,11 @@
 //! binary and of the kernel.
 
 use super::buildid;
+use super::tally::Mapped;
 use super::tally::Tally;
 use pmx_perf::record_misc;
 use pmx_perfdata::write::{BuildIdEntry, Features};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// `uname(2)`: nodename, release, machine.
@@ -74,20 +75,27 @@ pub(super) fn features(cmdline: &[String], tally: &Tally, notes: &mut Vec<String
         cpuid: perf_cpuid(),
         total_mem_kib: mem,
         cmdline: Some(cmdline.to_vec()),
-        build_ids: build_ids(&tally.mapped, notes),
+        build_ids: build_ids(&tally.mapped, &tally.places, notes),
         sample_time: tally.first_time.zip(tally.last_time),
         group_desc: Vec::new(),
     }
 }
 
-/// The build ids of the mapped files (name → cpumode) that are on disk,
-/// and of the kernel; a note when some files no longer exist.
+/// The build ids of the mapped files (name → cpumode), and of the
+/// kernel; a note when some files no longer exist. A file is read at its
+/// path, unless the path leads elsewhere now (deleted, or another inode
+/// than its MMAP2 record's: rebuilt during the recording): then the
+/// mapped file itself, through `/proc/PID/map_files/` (read at once for
+/// a file already deleted when mapped, else now while the process
+/// lives), never the replacement's.
 pub(super) fn build_ids(
     mapped: &BTreeMap<String, u16>,
+    places: &HashMap<String, Mapped>,
     notes: &mut Vec<String>,
 ) -> Vec<BuildIdEntry> {
     let mut build_ids = Vec::new();
     let mut unreadable = 0usize;
+    let mut replaced = 0usize;
     for (name, &mode) in mapped {
         if name.starts_with("[kernel.kallsyms]") {
             if let Some(id) = buildid::of_running_kernel() {
@@ -103,7 +111,19 @@ pub(super) fn build_ids(
         if !name.starts_with('/') || name.starts_with("//") {
             continue; // [vdso], //anon, [heap]: nothing on disk
         }
-        match buildid::of_elf_file_cached(Path::new(name)) {
+        let id = match places.get(name) {
+            Some(p) if p.build_id.is_some() => p.build_id.clone(),
+            Some(p) if !name.ends_with(" (deleted)") && moved(name, p) => {
+                let id = buildid::of_mapped_file(p.pid, p.addr, p.ino);
+                if id.is_none() {
+                    replaced += 1;
+                    continue;
+                }
+                id
+            }
+            _ => buildid::of_elf_file_cached(Path::new(name)),
+        };
+        match id {
             Some(id) if id.len() <= buildid::MAX_BUILD_ID => build_ids.push(BuildIdEntry {
                 pid: -1,
                 misc: if mode == record_misc::KERNEL {
@@ -122,10 +142,27 @@ pub(super) fn build_ids(
             }
         }
     }
+    if replaced > 0 {
+        notes.push(format!(
+            "{replaced} mapped file(s) were deleted or replaced at their path during the \
+             recording (rebuilt or upgraded) and no process maps them now, so their build ids \
+             are missing"
+        ));
+    }
     if unreadable > 0 {
         notes.push(format!(
             "{unreadable} mapped file(s) no longer exist, so their build ids are missing"
         ));
     }
     build_ids
+}
+
+/// Whether the file at `name` is not the one mapped: gone since, or
+/// another inode.
+fn moved(name: &str, place: &Mapped) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(name) {
+        Ok(m) => m.ino() != place.ino,
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
 }

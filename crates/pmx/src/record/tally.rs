@@ -20,6 +20,20 @@ pub(super) struct Tally {
     pub(super) last_time: Option<u64>,
     /// Mapped files and their cpumode (kernel or user), for build ids.
     pub(super) mapped: BTreeMap<String, u16>,
+    /// User files as their first MMAP2 record saw them mapped, for build
+    /// ids when the path leads elsewhere at the end (see [`Mapped`]).
+    pub(super) places: HashMap<String, Mapped>,
+}
+
+/// Where a file was mapped (an MMAP2 record): its process, an address in
+/// the mapping, its inode; and, for a file already deleted then (`PATH
+/// (deleted)`), its build id read at once through
+/// `/proc/PID/map_files/`, while the process surely lives.
+pub(super) struct Mapped {
+    pub(super) pid: u32,
+    pub(super) addr: u64,
+    pub(super) ino: u64,
+    pub(super) build_id: Option<Vec<u8>>,
 }
 
 pub(super) fn u64_at(b: &[u8], at: usize) -> Option<u64> {
@@ -77,11 +91,46 @@ impl Tally {
                 let at = if h.type_ == rt::MMAP { 40 } else { 72 };
                 if let Some(name) = c_string_at(rec, at) {
                     let mode = h.misc & record_misc::CPUMODE_MASK;
+                    let inode = h.misc & record_misc::MMAP_BUILD_ID == 0;
+                    if h.type_ == rt::MMAP2 && inode && mode != record_misc::KERNEL {
+                        self.place(rec, &name);
+                    }
                     self.mapped.entry(name).or_insert(mode);
                 }
             }
             _ => {}
         }
+    }
+}
+
+impl Tally {
+    /// Remember where an MMAP2 record (with an inode) mapped file `name`,
+    /// the first time it is seen; a deleted file's build id is read now.
+    fn place(&mut self, rec: &[u8], name: &str) {
+        if self.places.contains_key(name) || !name.starts_with('/') || name.starts_with("//") {
+            return;
+        }
+        let (Some(ids), Some(addr), Some(ino)) = (u64_at(rec, 8), u64_at(rec, 16), u64_at(rec, 48))
+        else {
+            return;
+        };
+        if ino == 0 {
+            return; // no file's inode: nothing to compare
+        }
+        let pid = ids as u32;
+        let deleted = name.ends_with(" (deleted)") && !name.starts_with("/memfd:");
+        let build_id = if deleted {
+            super::buildid::of_mapped_file(pid, addr, ino)
+        } else {
+            None
+        };
+        let place = Mapped {
+            pid,
+            addr,
+            ino,
+            build_id,
+        };
+        self.places.insert(name.to_string(), place);
     }
 }
 
