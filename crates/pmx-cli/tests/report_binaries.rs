@@ -83,9 +83,7 @@ fn a_running_programs_deleted_binary_is_still_named() {
     if !cc::require() {
         return;
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        pmx_testkit::skip("/proc/PID/map_files needs root: the deleted-binary check does not run");
+    if !map_files_readable() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -96,21 +94,8 @@ fn a_running_programs_deleted_binary_is_still_named() {
     // `spin (deleted)`).
     std::fs::remove_file(&bin).unwrap();
     let data = dir.path().join("spin.data");
+    record_pid(&pid, &data, &[]);
     let d = data.to_str().unwrap();
-    let o = pmx(&[
-        "record",
-        "-N",
-        "-q",
-        "-F",
-        "1000",
-        "-p",
-        &pid,
-        "--duration",
-        "1",
-        "-o",
-        d,
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
     let o = pmx(&["report", "-q", "--stdio", "--sort", "sym", "-i", d]);
     let _ = child.kill();
     let _ = child.wait();
