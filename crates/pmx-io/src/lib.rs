@@ -28,7 +28,12 @@
 //!
 //! This crate depends on no other pmx crate, so every writer can use it
 //! (`pmx-perfdata`'s users, `pmx`, `pmx-output`, `pmx-plot`, the CLI).
+//!
+//! [`dirs`] is the other half of pmx's footprint on disk: the one rule
+//! for its cache and configuration directories and perf's build-id
+//! cache, read from the environment once at the edge.
 
+pub mod dirs;
 pub mod outfile;
 
 pub use outfile::{write, Options, OutFile};
