@@ -11,6 +11,9 @@
 //!   `fn` keyword to the closing brace (tests included).
 //! - **Arrows point one way inside crates too**: no circular `use` between
 //!   sibling modules of a crate, at any level of the module tree.
+//! - **No crate is the hub**: no crate's `src/` holds more than
+//!   [`Limits::crate_share`] percent of the lines of every crate's `src/`
+//!   (integration tests under `tests/` are not counted).
 //! - **The CLI reaches the lower crates through `pmx`**: no path in
 //!   `crates/pmx-cli/src` starting with a crate of
 //!   [`Limits::cli_forbidden`].
@@ -55,6 +58,9 @@ pub struct Limits {
     pub fn_crates: Vec<String>,
     /// Crates the CLI must reach only through `pmx`'s re-exports.
     pub cli_forbidden: Vec<String>,
+    /// The largest share of the workspace's source lines one crate may
+    /// hold, in percent.
+    pub crate_share: usize,
 }
 
 impl Default for Limits {
@@ -63,10 +69,20 @@ impl Default for Limits {
             cli_total: 3600,
             cli_file: 300,
             fn_lines: 120,
-            fn_crates: ["pmx", "pmx-profile", "pmx-cli", "pmx-tui"]
-                .map(String::from)
-                .to_vec(),
+            fn_crates: [
+                "pmx",
+                "pmx-count",
+                "pmx-record",
+                "pmx-analysis",
+                "pmx-args",
+                "pmx-profile",
+                "pmx-cli",
+                "pmx-tui",
+            ]
+            .map(String::from)
+            .to_vec(),
             cli_forbidden: ["pmx_events", "pmx_msr"].map(String::from).to_vec(),
+            crate_share: 15,
         }
     }
 }
@@ -108,6 +124,16 @@ pub enum Finding {
         /// One edge per module that closes the circle, as `a -> b (file:line)`.
         evidence: Vec<String>,
     },
+    /// A crate holds more than [`Limits::crate_share`] percent of the
+    /// workspace's source lines.
+    CrateShare {
+        /// The crate's directory name.
+        krate: String,
+        /// Lines in its `src/`.
+        lines: usize,
+        /// Lines in every crate's `src/`.
+        total: usize,
+    },
     /// A CLI file names a crate it must reach through `pmx`.
     ForbiddenPath {
         /// The file, relative to the workspace.
@@ -133,6 +159,7 @@ impl Finding {
                 ..
             } => format!("cycle {krate} {parent}::{{{}}}", modules.join(",")),
             Finding::ForbiddenPath { path, krate, .. } => format!("path {path} {krate}"),
+            Finding::CrateShare { krate, .. } => format!("share {krate}"),
         }
     }
 
@@ -143,6 +170,7 @@ impl Finding {
             Finding::LongFn { lines, .. } => *lines,
             Finding::Cycle { modules, .. } => modules.len(),
             Finding::ForbiddenPath { uses, .. } => *uses,
+            Finding::CrateShare { lines, .. } => *lines,
         }
     }
 }
@@ -168,6 +196,15 @@ impl fmt::Display for Finding {
                 "{krate}: modules {{{}}} under {parent} use each other in a circle: {}",
                 modules.join(", "),
                 evidence.join("; ")
+            ),
+            Finding::CrateShare {
+                krate,
+                lines,
+                total,
+            } => write!(
+                f,
+                "crates/{krate}/src holds {lines} of the workspace's {total} source lines ({:.1}%)",
+                100.0 * *lines as f64 / (*total).max(1) as f64
             ),
             Finding::ForbiddenPath { path, krate, uses } => {
                 write!(
@@ -200,6 +237,8 @@ pub struct Figures {
     pub cli_files: Vec<(String, usize)>,
     /// Functions measured.
     pub functions: usize,
+    /// Source lines (`src/`) per crate, largest first.
+    pub crate_lines: Vec<(String, usize)>,
     /// Modules whose edges were followed, all crates together.
     pub modules: usize,
     /// Every breach, allowed or not.
@@ -236,8 +275,29 @@ pub fn check(root: &Path, limits: &Limits) -> Result<Figures, Error> {
         if name == "pmx-cli" {
             cli_findings(root, dir, &krate, limits, &mut figures)?;
         }
+        let mut lines = 0;
+        for file in rs_files(&dir.join("src"))? {
+            lines += read(&file)?.lines().count();
+        }
+        figures.crate_lines.push((name, lines));
     }
+    share_findings(limits, &mut figures);
     Ok(figures)
+}
+
+/// The crates over their share of the workspace's lines.
+fn share_findings(limits: &Limits, figures: &mut Figures) {
+    (figures.crate_lines).sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let total: usize = figures.crate_lines.iter().map(|(_, l)| l).sum();
+    for (krate, lines) in &figures.crate_lines {
+        if lines * 100 > total * limits.crate_share {
+            figures.findings.push(Finding::CrateShare {
+                krate: krate.clone(),
+                lines: *lines,
+                total,
+            });
+        }
+    }
 }
 
 fn cli_findings(

@@ -63,6 +63,15 @@ fn main() -> ExitCode {
         "{} functions measured (limit {} lines), {} modules followed",
         figures.functions, limits.fn_lines, figures.modules
     );
+    let total: usize = figures.crate_lines.iter().map(|(_, l)| l).sum();
+    println!(
+        "largest crates of {total} source lines (limit {}%): {}",
+        limits.crate_share,
+        (figures.crate_lines.iter().take(3))
+            .map(|(c, n)| format!("{c} {n} ({:.1}%)", 100.0 * *n as f64 / total.max(1) as f64))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     let verdict = judge(&figures.findings, &debts);
     if !verdict.allowed.is_empty() {
         println!("{} recorded debts still open:", verdict.allowed.len());

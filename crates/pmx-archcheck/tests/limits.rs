@@ -22,6 +22,7 @@ fn limits() -> Limits {
         fn_lines: 4,
         fn_crates: vec!["a".into(), "pmx-cli".into()],
         cli_forbidden: vec!["pmx_msr".into()],
+        crate_share: 100,
     }
 }
 
@@ -181,4 +182,38 @@ fn this_workspace_holds_its_limits() {
         verdict.violations,
         verdict.paid
     );
+}
+
+#[test]
+fn a_crate_over_its_share_of_the_lines_is_a_finding() {
+    let t = tree(&[
+        ("crates/big/Cargo.toml", TOML),
+        ("crates/big/src/lib.rs", "mod m;\n// 2\n// 3\n"),
+        (
+            "crates/big/src/m.rs",
+            "// 1\n// 2\n// 3\n// 4\n// 5\n// 6\n",
+        ),
+        ("crates/small/Cargo.toml", TOML),
+        ("crates/small/src/lib.rs", "// 1\n"),
+        (
+            "crates/small/tests/t.rs",
+            "// not counted\n// at all\n// 3\n// 4\n",
+        ),
+    ]);
+    let limits = Limits {
+        crate_share: 85,
+        ..limits()
+    };
+    let f = check(t.path(), &limits).unwrap();
+    assert_eq!(f.crate_lines, vec![("big".into(), 9), ("small".into(), 1)]);
+    let shares: Vec<String> = f.findings.iter().map(|f| f.to_string()).collect();
+    assert_eq!(
+        shares,
+        ["crates/big/src holds 9 of the workspace's 10 source lines (90.0%)"]
+    );
+    let limits = Limits {
+        crate_share: 90,
+        ..limits
+    };
+    assert!(check(t.path(), &limits).unwrap().findings.is_empty());
 }

@@ -214,7 +214,7 @@ fn refused_perf_option(e: &clap::Error) -> Option<String> {
     let sub = std::env::args().nth(1).unwrap_or_default();
     match e.get(ContextKind::InvalidArg) {
         Some(Arg(a)) if e.kind() == ErrorKind::UnknownArgument => {
-            pmx::perf_personality::refused_option(&sub, a.split('=').next().unwrap_or(a))
+            pmx_args::perf_personality::refused_option(&sub, a.split('=').next().unwrap_or(a))
         }
         _ => None,
     }

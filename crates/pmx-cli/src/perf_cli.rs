@@ -2,10 +2,10 @@
 //! takes perf's subcommands (`perf stat …` is `pmx stat --format perf
 //! …`; `record`, `report`, `list` are pmx's), and what perf's output
 //! says beyond the rows (header target, footer times) for `--format perf`.
-//! The mapping and those values are [`pmx::perf_personality`].
+//! The mapping and those values are [`pmx_args::perf_personality`].
 
 use crate::stat_args::StatArgs;
-use pmx::perf_personality as personality;
+use pmx_args::perf_personality as personality;
 use pmx_formats::perf::{PerfForm, PerfOptions};
 use pmx_output::stat::StatReport;
 use std::ffi::OsString;
@@ -61,7 +61,7 @@ pub fn options(
         .then(personality::children_times)
         .flatten();
     o.thousands = pmx_output::stat_render::perf_thousands();
-    o.comms = personality::thread_comms(&report.rows);
+    o.comms = pmx::stat::thread_comms(&report.rows);
     (o.system_wide, o.summary) = (args.system_wide(), args.perf.summary);
     (o.no_csv_summary, o.metric_only) = (args.perf.no_csv_summary, args.perf.metric_only);
     o

@@ -1,8 +1,8 @@
 //! perf report's flags on `pmx report` (the mapping is
-//! `pmx::perf_personality::report`; perf's layout `pmx_profile::perf_text`).
+//! `pmx_args::perf_personality::report`; perf's layout `pmx_profile::perf_text`).
 
 use crate::exit::UsageError;
-use pmx::perf_personality::report as perf;
+use pmx_args::perf_personality::report as perf;
 use pmx_profile::perf_text::{self, Columns, Filter, Graph, GraphMode};
 
 /// perf report's flags.
@@ -70,7 +70,7 @@ pub struct PerfReportArgs {
 impl PerfReportArgs {
     /// perf's layout: run as `perf`, or given a flag of perf's layout.
     pub fn layout(&self) -> bool {
-        let as_perf = pmx::perf_personality::as_perf(&std::env::args_os().collect::<Vec<_>>());
+        let as_perf = pmx_args::perf_personality::as_perf(&std::env::args_os().collect::<Vec<_>>());
         let parts = self.header || self.header_only || self.stats;
         as_perf || self.fields.is_some() || self.nr_samples || parts
     }

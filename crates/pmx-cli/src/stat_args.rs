@@ -6,7 +6,7 @@ use crate::db::DbArgs;
 use crate::exit::UsageError;
 use pmx::database::Database;
 use pmx::stat::Aggregation;
-use pmx::stat_events::{stat_events, StatEventFlags, StatEventsError};
+use pmx_args::stat_events::{stat_events, StatEventFlags, StatEventsError};
 use pmx_output::sink::{Opened, Sink, SinkError};
 use pmx_output::stat_render::{IntervalOptions, StatFormat, StatMetrics, StatStyle};
 use std::path::PathBuf;

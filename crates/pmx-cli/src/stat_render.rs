@@ -3,7 +3,7 @@
 //! and the `--plot` chart after it, each where the flags send it.
 
 use crate::stat_args::StatArgs;
-use pmx::job::JobContext;
+use pmx_io::job::JobContext;
 use pmx_model::topology::Topology;
 use pmx_output::stat::StatReport;
 use pmx_output::stat_render::{self, IntervalWriter, StatFormat, StatMetrics};

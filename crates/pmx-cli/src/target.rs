@@ -50,7 +50,7 @@ impl SampleTargets {
 /// pmx's event-database CPU: the targets and database flags to use.
 pub fn perf_cpu(t: &SampleTargets, db: &crate::db::DbArgs) -> (SampleTargets, crate::db::DbArgs) {
     let (mut t, mut db) = (t.clone(), db.clone());
-    if pmx::perf_personality::as_perf(&std::env::args_os().collect::<Vec<_>>()) {
+    if pmx_args::perf_personality::as_perf(&std::env::args_os().collect::<Vec<_>>()) {
         t.cpus = db.cpu.take().or(t.cpus);
     }
     (t, db)

@@ -323,7 +323,7 @@ fn every_perf_sampling_command_option_is_taken_or_refused_by_name() {
                 .any(|w| w.trim_end_matches("...") == o || w.split('[').next() == Some(o))
         };
         for o in &opts {
-            let refused = pmx::perf_personality::refused_option(command, o);
+            let refused = pmx_args::perf_personality::refused_option(command, o);
             assert!(
                 taken(o) || refused.is_some(),
                 "perf {command} {o}: neither in pmx's --help nor refused by name"

@@ -337,7 +337,7 @@ fn perf_top_under_the_perf_name() {
         let long = l.split_whitespace().find(|w| w.starts_with("--"));
         let name = long.unwrap_or_else(|| l.split_whitespace().next().unwrap());
         let name = name.trim_end_matches(',').split(['=', '[']).next().unwrap();
-        let line = pmx::perf_personality::top::command_line;
+        let line = pmx_args::perf_personality::top::command_line;
         let parsed = match line(&[name.into()]) {
             Err(e) if e.0.ends_with("needs a value") => line(&[name.into(), "fp".into()]),
             r => r,

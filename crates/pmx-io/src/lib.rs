@@ -34,6 +34,7 @@
 //! cache, read from the environment once at the edge.
 
 pub mod dirs;
+pub mod job;
 pub mod outfile;
 
 pub use outfile::{write, Options, OutFile};

@@ -1,6 +1,6 @@
 //! Where a report is written ([`Sink`]): nowhere (`-q`), an open file
 //! descriptor (`--log-fd N`), a file (`-o FILE`, its job patterns
-//! `%h %p %r %j` expanded by [`pmx::job::expand_path`], written by
+//! `%h %p %r %j` expanded by [`pmx_io::job::expand_path`], written by
 //! [`pmx_io::OutFile`]'s rules: put in place only by [`Opened::commit`],
 //! appended to in place, `-` for standard output) or standard error.
 
@@ -75,7 +75,7 @@ impl Sink {
                 stream(Box::new(f))
             }
             Sink::File { pattern, append } => {
-                let path = pmx::job::expand_path(pattern).map_err(|e| SinkError::Usage(e.0))?;
+                let path = pmx_io::job::expand_path(pattern).map_err(|e| SinkError::Usage(e.0))?;
                 let append = Options {
                     append: *append,
                     ..Options::default()

@@ -13,12 +13,12 @@ use crate::stat::{
     interval_csv_header, interval_table, IntervalCsv, IntervalJson, IntervalRows, MetricLine,
     StatReport,
 };
-use pmx::job::JobContext;
 use pmx::metrics::MetricSet;
 use pmx::results::RegionResults;
 use pmx::stat::{Aggregation, Aggregator, EventStatus, Row, StatPlan, Summary, Tick};
 use pmx_formats::perf::{PerfForm, PerfIntervals, PerfOptions};
 use pmx_formats::RunMetric;
+use pmx_io::job::JobContext;
 use pmx_model::topology::Topology;
 use std::io::Write;
 use std::time::Duration;
@@ -302,7 +302,7 @@ impl<'a> IntervalWriter<'a> {
                 let report = iv.to_report();
                 owned = match self.perf.as_mut() {
                     Some(p) => {
-                        p.options_mut().comms = pmx::perf_personality::thread_comms(rows);
+                        p.options_mut().comms = pmx::stat::thread_comms(rows);
                         p.format(&report, span.as_secs_f64())
                     }
                     None => String::new(),

@@ -15,7 +15,7 @@
 //! resetting, and per-core or per-socket sums keep what an offline CPU
 //! counted.
 
-use pmx::stat::{open_reason, EventStatus, StatPlan};
+use pmx_count::stat::{open_reason, EventStatus, StatPlan};
 use pmx_model::count::Count;
 use pmx_perf::{Counter, Target};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -389,8 +389,8 @@ impl Snapshot {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use pmx::schedule::Need;
-    use pmx::stat::{PlanGroup, PlannedEvent};
+    use pmx_count::schedule::Need;
+    use pmx_count::stat::{PlanGroup, PlannedEvent};
     use pmx_perf::Attr;
 
     fn event(name: &str, attr: Result<Attr, String>, group: usize) -> PlannedEvent {

@@ -58,11 +58,11 @@ impl Per {
     }
 
     /// The matching aggregation.
-    pub fn aggregation(self) -> pmx::stat::Aggregation {
+    pub fn aggregation(self) -> pmx_count::stat::Aggregation {
         match self {
-            Per::Cpu => pmx::stat::Aggregation::PerCpu,
-            Per::Core => pmx::stat::Aggregation::PerCore,
-            Per::Socket => pmx::stat::Aggregation::PerSocket,
+            Per::Cpu => pmx_count::stat::Aggregation::PerCpu,
+            Per::Core => pmx_count::stat::Aggregation::PerCore,
+            Per::Socket => pmx_count::stat::Aggregation::PerSocket,
         }
     }
 }

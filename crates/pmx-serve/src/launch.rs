@@ -15,10 +15,10 @@ use crate::config::{FileConfig, Per, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS};
 use crate::conn::Probes;
 use crate::profile::{self, Limits, ProfileSettings};
 use crate::server::{Daemon, Log, Options};
-use pmx::metrics::MetricSet;
-use pmx::record::RecordEvent;
-use pmx::stat::EventStatus;
-use pmx::{EventGroup, StatPlan};
+use pmx_count::metrics::MetricSet;
+use pmx_count::stat::EventStatus;
+use pmx_count::{EventGroup, StatPlan};
+use pmx_record::RecordEvent;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -155,7 +155,7 @@ impl Settings {
                 "--profile-max-seconds 0: allow at least one second".to_string(),
             ));
         }
-        let kernel_max = pmx::record::max_sample_rate().unwrap_or(u64::MAX);
+        let kernel_max = pmx_record::max_sample_rate().unwrap_or(u64::MAX);
         let max_hz = (file.profile_max_hz.unwrap_or(profile::DEFAULT_MAX_HZ) as u64)
             .min(kernel_max)
             .max(1) as u32;
@@ -183,7 +183,7 @@ impl Settings {
             per: flags.per.or(file.per).unwrap_or(Per::Cpu),
             max_connections,
             event_lists: if events.is_empty() && !wants_metrics {
-                vec![pmx::stat::DEFAULT_EVENTS.to_string()]
+                vec![pmx_count::stat::DEFAULT_EVENTS.to_string()]
             } else {
                 events
             },
@@ -201,7 +201,9 @@ impl Settings {
     pub fn event_groups(&self) -> Result<Vec<EventGroup>, ServeError> {
         let mut groups = Vec::new();
         for l in &self.event_lists {
-            groups.extend(pmx::parse_event_list(l).map_err(|e| ServeError::Usage(e.to_string()))?);
+            groups.extend(
+                pmx_count::parse_event_list(l).map_err(|e| ServeError::Usage(e.to_string()))?,
+            );
         }
         Ok(groups)
     }
@@ -224,7 +226,7 @@ pub fn start(
     online_file: &Path,
     log: Log,
 ) -> Result<Started, ServeError> {
-    if let Some(b) = pmx::schedule::CounterBudget::this_cpu() {
+    if let Some(b) = pmx_count::schedule::CounterBudget::this_cpu() {
         for n in plan.pack(&b) {
             log(&n);
         }
@@ -241,7 +243,7 @@ pub fn start(
         .count();
     let cpus = pmx_model::topology::format_cpu_list(&collector.cpus());
     let names = metrics.as_ref().map(|m| m.names()).unwrap_or_default();
-    let (event, notes) = pmx::record::default_event(pmx::record::SampleRate::Frequency(u64::from(
+    let (event, notes) = pmx_record::default_event(pmx_record::SampleRate::Frequency(u64::from(
         profile::query::DEFAULT_HZ,
     )));
     if settings.profiles {
@@ -342,7 +344,10 @@ mod tests {
     fn defaults_and_refusals() {
         let s = Settings::resolve(&ServeFlags::default(), &FileConfig::default()).unwrap();
         assert_eq!(s.listen, DEFAULT_LISTEN.parse().unwrap());
-        assert_eq!(s.event_lists, vec![pmx::stat::DEFAULT_EVENTS.to_string()]);
+        assert_eq!(
+            s.event_lists,
+            vec![pmx_count::stat::DEFAULT_EVENTS.to_string()]
+        );
         let metrics = FileConfig {
             metrics: vec!["IPC".into(), "CPI".into()],
             ..FileConfig::default()

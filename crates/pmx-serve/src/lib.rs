@@ -51,7 +51,7 @@
 //! - **Profiles** ([`profile`]): `GET /debug/pprof/profile?seconds=N`
 //!   (default 30; `hz`, default 100; filters `pid`, `comm`, `cgroup`)
 //!   samples every CPU for N seconds with `pmx record`'s engine
-//!   (`pmx::record::stream`, into memory) and answers the gzip-compressed
+//!   (`pmx_record::stream`, into memory) and answers the gzip-compressed
 //!   pprof that `pmx report --pprof` writes (`pmx_profile::export`: the
 //!   same symbolizer, functions, files, lines, build ids, kernel frames),
 //!   labelled `pid`, `tid`, `comm`, `cgroup`. A profile runs on a thread
@@ -64,7 +64,7 @@
 //!
 //! [`launch`] turns the settings (flags over the file) into a started
 //! daemon. [`render`] writes the families; [`config`] reads `--config FILE`;
-//! derived metrics are `pmx::metrics::MetricSet`, evaluated per domain.
+//! derived metrics are `pmx_count::metrics::MetricSet`, evaluated per domain.
 
 #![warn(missing_docs)]
 
@@ -82,6 +82,6 @@ pub mod server;
 pub use collect::{Collector, Snapshot};
 pub use config::{FileConfig, Per};
 pub use launch::{start, ServeError, ServeFlags, Settings, Started};
-pub use pmx::metrics::MetricSet;
+pub use pmx_count::metrics::MetricSet;
 pub use render::Format;
 pub use server::{Daemon, Options, Stop, StopTrigger};

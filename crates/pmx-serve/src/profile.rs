@@ -2,7 +2,7 @@
 //! over the next N seconds, as a gzip-compressed pprof `profile.proto` —
 //! what `go tool pprof`, Parca and Pyroscope scrape.
 //!
-//! One request is one sampling session ([`pmx::record::stream`], the
+//! One request is one sampling session ([`pmx_record::stream`], the
 //! engine of `pmx record -a`: every online CPU, the default event —
 //! cycles where the PMU has it, else cpu-clock — at `hz`, frame-pointer
 //! call chains with kernel frames) streamed into memory, then one
@@ -40,8 +40,8 @@
 pub mod query;
 
 use crate::http::Response;
-use pmx::record::{CallGraph, RecordError, RecordEvent, RecordOptions, SampleRate};
-use pmx::stat::Scope;
+use pmx_count::stat::Scope;
+use pmx_record::{CallGraph, RecordError, RecordEvent, RecordOptions, SampleRate};
 pub use query::{Limits, Query};
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -211,7 +211,7 @@ impl Profiles {
             // `?pid=`: only those processes are sampled (and their
             // binaries symbolized), not every CPU's samples filtered.
             scope: match q.pids.is_empty() {
-                true => Scope::Cpus(pmx::stat::online_cpus()),
+                true => Scope::Cpus(pmx_count::stat::online_cpus()),
                 false => Scope::Pids(q.pids.iter().map(|&p| p as i32).collect()),
             },
             command: Vec::new(),
@@ -232,7 +232,7 @@ impl Profiles {
         loop {
             let buf = Arc::new(Mutex::new(Vec::new()));
             let out = Box::new(Capped(Arc::clone(&buf)));
-            match pmx::record::stream(&self.events(with_extra), &opts, out, Arc::clone(gone)) {
+            match pmx_record::stream(&self.events(with_extra), &opts, out, Arc::clone(gone)) {
                 Ok(_) => return Ok(std::mem::take(&mut *lock(&buf))),
                 Err(e @ (RecordError::Open(_) | RecordError::NotSampleable(_))) if with_extra => {
                     let why = e.to_string();

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! session thread            aggregator thread              caller
-//! pmx::record::stream ─pipe─► pmx_profile::Live ◄─requests── top::Session::frame
+//! pmx_record::stream ─pipe─► pmx_profile::Live ◄─requests── top::Session::frame
 //! (rings → pipe-mode          (rounds in; a snapshot,        (every -d: decay or zero,
 //!  perf.data, a round          an annotation on request)      a Frame for a renderer)
 //!  marker every drain)

@@ -8,9 +8,9 @@ mod session;
 pub use frame::{Frame, GroupLine, GroupView, Header, METRIC_ROWS};
 pub use session::{Aging, Session};
 
-use pmx::metrics::MetricSet;
-use pmx::record::{CallGraph, RecordError, RecordEvent, RecordOptions, SampleRate};
-use pmx::stat::Scope;
+use pmx_count::metrics::MetricSet;
+use pmx_count::stat::Scope;
+use pmx_record::{CallGraph, RecordError, RecordEvent, RecordOptions, SampleRate};
 use std::time::Duration;
 
 /// perf top's decay: every refresh keeps 7/8 of each count.
@@ -52,8 +52,12 @@ pub struct TopOptions {
 impl TopOptions {
     /// `events` sampled on `scope` at `rate`, with perf top's defaults:
     /// a refresh every 2 s with decay, 20 rows in a `--stdio` table, the
-    /// terminal UI, rings of [`pmx::record::DEFAULT_MMAP_PAGES`].
-    pub fn new(events: Vec<RecordEvent>, scope: pmx::stat::Scope, rate: SampleRate) -> TopOptions {
+    /// terminal UI, rings of [`pmx_record::DEFAULT_MMAP_PAGES`].
+    pub fn new(
+        events: Vec<RecordEvent>,
+        scope: pmx_count::stat::Scope,
+        rate: SampleRate,
+    ) -> TopOptions {
         TopOptions {
             events,
             record: RecordOptions {
@@ -62,7 +66,7 @@ impl TopOptions {
                 inherit: true,
                 rate,
                 call_graph: CallGraph::None,
-                mmap_pages: pmx::record::DEFAULT_MMAP_PAGES,
+                mmap_pages: pmx_record::DEFAULT_MMAP_PAGES,
                 duration: None,
                 output: "-".into(),
                 cmdline: std::env::args().collect(),
@@ -170,7 +174,7 @@ pub fn describe(scope: &Scope) -> String {
     match scope {
         Scope::Pids(p) => format!("pid {}", list(p)),
         Scope::Tids(t) => format!("tid {}", list(t)),
-        Scope::Cpus(c) if *c == pmx::stat::online_cpus() => format!("all CPUs ({})", c.len()),
+        Scope::Cpus(c) if *c == pmx_count::stat::online_cpus() => format!("all CPUs ({})", c.len()),
         Scope::Cpus(c) => {
             let v: Vec<String> = c.iter().map(|x| x.to_string()).collect();
             format!("CPU {}", v.join(","))

@@ -3,16 +3,16 @@
 //! options set however many there are, zero forgets, and stopping
 //! returns the session's summary.
 
-use pmx::record::SampleRate;
+use pmx_record::SampleRate;
 use pmx_tui::top::{Aging, Session, TopOptions};
 use std::time::{Duration, Instant};
 
 #[test]
 fn held_rows_stay_under_the_cap_and_zero_forgets() {
     let rate = SampleRate::Frequency(1000);
-    let (event, _) = pmx::record::default_event(rate);
-    let cpus = pmx::stat::online_cpus();
-    let mut opts = TopOptions::new(vec![event], pmx::stat::Scope::Cpus(cpus), rate);
+    let (event, _) = pmx_record::default_event(rate);
+    let cpus = pmx_count::stat::online_cpus();
+    let mut opts = TopOptions::new(vec![event], pmx_count::stat::Scope::Cpus(cpus), rate);
     opts.max_rows = 3;
     opts.record.mmap_pages = 16;
     let mut session = Session::start(&opts, false).expect("session");

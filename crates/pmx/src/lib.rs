@@ -1,20 +1,18 @@
-//! # pmx — sessions: counting events for a command, processes or CPUs
+//! # pmx — the Rust API
 //!
-//! This crate puts the pieces together. An `-e` list is split into groups
-//! ([`eventlist`]), each event is resolved through the event database
-//! (`pmx-events`) into a perf attr or the reason it cannot be counted here
-//! ([`stat::plan`]), and [`stat::run`] opens every event where it must count
-//! — the launched command (counters created disabled and enabled at exec,
-//! [`launch`]), each thread of `-p`, each `-t` thread, each CPU of `-a`/`-C`,
-//! or the CPUs an uncore PMU names — then reads them into
-//! `Count { value, enabled, running }` per counter. [`stat::aggregate`]
-//! folds those into rows per total, CPU, core, socket or thread, with the
-//! multiplexing scale and the share of time each event really ran.
+//! What a program that embeds pmx sees. One job: instrument and measure
+//! from Rust (and, through `pmx-capi` and `pmx-py`, from C and Python),
+//! and the few commands that are only a lookup. The engines live in
+//! crates of their own and are re-exported here under the paths users
+//! know:
 //!
-//! [`schedule`] knows the counters the CPU has and packs events onto them
-//! (or splits them into one run per set for `--no-multiplex`).
+//! - counting: `pmx-count` ([`stat`], [`stat_msr`], [`database`],
+//!   [`metrics`], [`schedule`], [`launch`], [`msr`], [`eventlist`]);
+//! - sampling: `pmx-record` ([`record`]);
+//! - analyses of counts: `pmx-analysis` ([`analyze`], [`compare`],
+//!   [`merge`], [`stat_file`], [`tma`]).
 //!
-//! ## The library API: instrumenting a program
+//! ## Instrumenting a program
 //!
 //! The same grammar, database and groups serve programs that count parts
 //! of themselves, the way PAPI and LIKWID's marker API are used:
@@ -39,73 +37,37 @@
 //!   transform (raw, delta modulo the counter width, a closure), dumped
 //!   as CSV.
 //!
-//! ## The commands as calls
+//! ## Lookups as calls
 //!
-//! Besides `stat` and `record`, each of the CLI's commands is one call
-//! that takes an options struct and returns a report value:
-//! [`tma::run`] (count the top-down tree's inputs for a command, evaluate
-//! the tree), [`info::collect`] (what this machine is),
-//! [`catalog::list`] and [`catalog::explain`] (the events known for a CPU,
-//! how one resolves), [`events_fetch::events_fetch`] (Intel's tables into
-//! the events directory), [`registers::encode`] and [`registers::decode`]
-//! (specs to register values and back). [`database`] chooses the CPU and
-//! loads the event database from the options every resolving command
-//! shares. The CLI's flags are checked here too, one rule and message
-//! each: [`stat_events`] (what `pmx stat` counts: `-e`, `-M`,
-//! `--topdown`), [`stat::RunOptions::from_flags`],
-//! [`record::SamplingFlags`] (the sampling flags of `record` and `top`).
+//! [`info::collect`] (what this machine is), [`catalog::list`] and
+//! [`catalog::explain`] (the events known for a CPU, how one resolves),
+//! [`events_fetch::events_fetch`] (Intel's tables into the events
+//! directory), [`registers::encode`] and [`registers::decode`] (specs to
+//! register values and back), [`completion`] (what a shell offers after
+//! `-e` and `-M`).
 //!
-//! [`analyze`] computes metrics and the top-down tree from counts saved
-//! earlier; [`compare`] tells whether the counts, metrics and top-down
-//! trees of two (or more) sides differ by more than noise; [`merge`]
-//! combines per-rank result files. Both read through
-//! `pmx-formats`, which also holds the value types of a result
-//! ([`stat::Row`], [`stat::Domain`], …) and their writers.
-//!
-//! [`perf_personality`] is pmx run as `perf`: perf's command lines as
-//! pmx's, and what perf's `stat` output says beyond the rows.
-//! [`console`] is the terminal's width, a Ctrl-C that asks a long
-//! operation to stop and clean up, and an error's causes on one line. [`completion`] is what a shell offers
-//! after `-e` and `-M`: this CPU's event and metric names.
-//!
-//! Nothing here prints (but the line [`console::InterruptGuard`]'s
-//! handler writes on Ctrl-C): renderers of `pmx stat` live in `pmx-formats`; the
-//! region results render themselves to strings for the library's users.
+//! Nothing here prints: the renderers live in `pmx-output`; the region
+//! results render themselves to strings for the library's users.
 
-pub mod analyze;
 mod backend;
 mod backend_msr;
 mod backend_rdpmc;
 pub mod catalog;
-pub mod compare;
 pub mod completion;
-pub mod console;
 pub mod counters;
-pub mod database;
-pub mod eventlist;
 pub mod events_fetch;
-mod formats;
 pub mod info;
-pub mod job;
-pub mod launch;
 pub mod measure;
-pub mod merge;
-pub mod metrics;
-pub mod msr;
-pub mod perf_personality;
-pub mod record;
 pub mod recorder;
 pub mod region;
 pub mod registers;
 pub mod results;
-pub mod schedule;
-pub mod signals;
-pub mod stat;
-pub mod stat_events;
-pub mod stat_file;
-pub mod stat_msr;
-mod ticker;
-pub mod tma;
+
+pub use pmx_analysis::{analyze, compare, merge, stat_file, tma};
+pub use pmx_count::{
+    console, database, eventlist, launch, metrics, msr, schedule, signals, stat, stat_msr,
+};
+pub use pmx_record as record;
 
 pub use counters::{Backend, CountTarget, Counters, MsrOptions, Reading};
 pub use database::{Database, DatabaseOptions};

@@ -2,11 +2,11 @@
 //! the rates measured since the previous refresh.
 
 use super::TopOptions;
-use pmx::metrics::MetricSet;
-use pmx::record::SampleRate;
+use pmx_count::metrics::MetricSet;
 use pmx_perfdata::format::record_type;
 use pmx_profile::group_metrics::cells;
 use pmx_profile::{Profile, Row};
+use pmx_record::SampleRate;
 use std::time::{Duration, Instant};
 
 /// One refresh.
@@ -221,11 +221,11 @@ fn own_cpu_time() -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pmx::record::SampleRate;
+    use pmx_record::SampleRate;
 
     #[test]
     fn the_rate_is_over_sample_time_not_the_wall_clock() {
-        let scope = pmx::stat::Scope::Cpus(vec![0, 1]);
+        let scope = pmx_count::stat::Scope::Cpus(vec![0, 1]);
         let opts = TopOptions::new(vec![], scope, SampleRate::Frequency(4000));
         let mut clock = Clock::new(&opts);
         let mut profile = Profile {

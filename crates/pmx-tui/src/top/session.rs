@@ -5,10 +5,10 @@
 
 use super::frame::{Clock, Frame};
 use super::{TopError, TopOptions};
-use pmx::metrics::MetricSet;
-use pmx::record::{RecordError, RecordSummary};
+use pmx_count::metrics::MetricSet;
 use pmx_profile::annotate::{AnnotateOptions, Annotation};
 use pmx_profile::{KernelSymbols, Live, MachineId, Options, Profile};
+use pmx_record::{RecordError, RecordSummary};
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,7 +76,7 @@ impl Session {
         let recorder = {
             let (events, record, stop) = (opts.events.clone(), opts.record.clone(), stop.clone());
             let out = Box::new(File::from(OwnedFd::from(tx)));
-            std::thread::spawn(move || pmx::record::stream(&events, &record, out, stop))
+            std::thread::spawn(move || pmx_record::stream(&events, &record, out, stop))
         };
         // The header comes once the events are open; a session that
         // failed closed the pipe instead.
@@ -90,7 +90,7 @@ impl Session {
             }
         };
         let (requests, inbox) = mpsc::channel();
-        let children = !matches!(opts.record.call_graph, pmx::record::CallGraph::None);
+        let children = !matches!(opts.record.call_graph, pmx_record::CallGraph::None);
         let aggregator = std::thread::spawn(move || aggregate(reader, inbox, addresses, children));
         Ok(Session {
             requests: Some(requests),

@@ -1,0 +1,21 @@
+//! # pmx-analysis — what counts mean, after the fact
+//!
+//! One job: analyses over counting results, saved or just counted.
+//! [`analyze`] computes metrics and the top-down tree from counts saved
+//! earlier (pmx's and perf's stat outputs, read through `pmx-formats`);
+//! [`compare`] tells whether the counts, metrics and top-down trees of
+//! two or more sides differ by more than their noise (its A/B runner
+//! counts through `pmx-count`); [`merge`] combines per-rank result files;
+//! [`stat_file`] reads and writes `perf stat record`'s files; [`tma`]
+//! counts the top-down tree's inputs for a command and evaluates the
+//! tree.
+//!
+//! What this crate never does: parse command lines, render (the
+//! renderers are `pmx-output`'s), or open a counter but through
+//! `pmx-count`'s engine.
+
+pub mod analyze;
+pub mod compare;
+pub mod merge;
+pub mod stat_file;
+pub mod tma;

@@ -1,0 +1,171 @@
+//! The sampling flags `pmx record` and `pmx top` share (`-e`, `-c`, `-F`,
+//! `-g`, `--call-graph`, `-m`), as the user typed them
+//! ([`SamplingFlags`]), and what they mean once checked ([`Sampling`]):
+//! one set of rules and messages for both commands.
+
+use super::callgraph::CallGraph;
+use super::choose::{event_groups, sample_rate, sampling_events};
+use super::default::default_event;
+use super::options::{RecordError, RecordEvent};
+use pmx_count::database::{self, DatabaseOptions};
+use pmx_perf::SampleRate;
+
+/// The shared sampling flags, unchecked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SamplingFlags {
+    /// `-e`: event lists (`{…}` groups and `:S` included); none: the
+    /// default event.
+    pub events: Vec<String>,
+    /// `-c PERIOD`.
+    pub count: Option<u64>,
+    /// `-F HZ` or `-F max`.
+    pub freq: Option<String>,
+    /// `-g`: frame-pointer call chains.
+    pub g: bool,
+    /// `--call-graph MODE`.
+    pub call_graph: Option<String>,
+    /// `-m N`: data pages of each CPU's ring; `None`: the command's default.
+    pub mmap_pages: Option<usize>,
+}
+
+/// What the sampling flags mean.
+#[derive(Debug, Clone)]
+pub struct Sampling {
+    /// The events to sample (the default event when `-e` named none).
+    pub events: Vec<RecordEvent>,
+    /// What was chosen for the user (a lowered `-F`, the default event's
+    /// fallback), to be said before sampling.
+    pub notes: Vec<String>,
+    /// The period or frequency.
+    pub rate: SampleRate,
+    /// The call-chain mode.
+    pub call_graph: CallGraph,
+    /// The ring's data pages per CPU, a power of two; `None` when `-m`
+    /// was not given.
+    pub mmap_pages: Option<usize>,
+}
+
+/// `-m N`: a power of two of pages, or a message that says so.
+pub fn check_mmap_pages(pages: usize) -> Result<usize, RecordError> {
+    if pages.is_power_of_two() {
+        return Ok(pages);
+    }
+    Err(RecordError::Invalid(format!(
+        "-m {pages}: the ring size must be a power of two of pages (1, 2, 4 … 128 …)"
+    )))
+}
+
+impl SamplingFlags {
+    /// Check every flag (the cheap ones first) and resolve the events
+    /// with the database `db` names. Bad input is [`RecordError::Invalid`]
+    /// (an event the database does not know included); an event that
+    /// cannot sample here is [`RecordError::NotSampleable`].
+    pub fn check(&self, db: &DatabaseOptions) -> Result<Sampling, RecordError> {
+        let mmap_pages = self.mmap_pages.map(check_mmap_pages).transpose()?;
+        let (rate, mut notes) = sample_rate(self.count, self.freq.as_deref())?;
+        let call_graph = CallGraph::from_flags(self.g, self.call_graph.as_deref())?;
+        let events = if self.events.is_empty() {
+            let (ev, more) = default_event(rate);
+            notes.extend(more);
+            vec![ev]
+        } else {
+            let groups = event_groups(&self.events)?;
+            let plan = database::plan(db, &groups, None)
+                .map_err(|e| RecordError::Invalid(e.to_string()))?;
+            sampling_events(plan, &groups)?
+        };
+        Ok(Sampling {
+            events,
+            notes,
+            rate,
+            call_graph,
+            mmap_pages,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(f: SamplingFlags) -> Result<Sampling, String> {
+        f.check(&DatabaseOptions::default())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_ring_must_be_a_power_of_two_of_pages() {
+        for bad in [0, 3, 6, 100] {
+            let f = SamplingFlags {
+                mmap_pages: Some(bad),
+                ..Default::default()
+            };
+            let e = check(f).unwrap_err();
+            assert_eq!(
+                e,
+                format!(
+                    "-m {bad}: the ring size must be a power of two of pages (1, 2, 4 … 128 …)"
+                )
+            );
+        }
+        let f = SamplingFlags {
+            mmap_pages: Some(4),
+            ..Default::default()
+        };
+        assert_eq!(check(f).unwrap().mmap_pages, Some(4));
+        let s = check(SamplingFlags::default()).unwrap();
+        assert_eq!(s.mmap_pages, None);
+    }
+
+    #[test]
+    fn without_e_the_default_event_with_its_note() {
+        let s = check(SamplingFlags::default()).unwrap();
+        assert_eq!(s.events.len(), 1);
+        assert_eq!(s.call_graph, CallGraph::None);
+        let (ev, notes) = default_event(s.rate);
+        assert_eq!(s.events[0].name, ev.name);
+        assert!(notes.iter().all(|n| s.notes.contains(n)), "{:?}", s.notes);
+    }
+
+    #[test]
+    fn events_rate_and_call_graph_from_the_flags() {
+        let f = SamplingFlags {
+            events: vec!["cpu-clock,task-clock".into()],
+            count: Some(10_000),
+            g: true,
+            ..Default::default()
+        };
+        let s = check(f).unwrap();
+        let names: Vec<&str> = s.events.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["cpu-clock", "task-clock"]);
+        assert_eq!(s.rate, SampleRate::Period(10_000));
+        assert_eq!(s.call_graph, CallGraph::Fp { max_stack: None });
+        assert!(s.notes.is_empty(), "{:?}", s.notes);
+    }
+
+    #[test]
+    fn bad_values_are_invalid_input() {
+        let bad = [
+            SamplingFlags {
+                count: Some(0),
+                ..Default::default()
+            },
+            SamplingFlags {
+                freq: Some("fast".into()),
+                ..Default::default()
+            },
+            SamplingFlags {
+                call_graph: Some("sideways".into()),
+                ..Default::default()
+            },
+            SamplingFlags {
+                events: vec!["cpu-clokc".into()],
+                ..Default::default()
+            },
+        ];
+        for f in bad {
+            let e = f.check(&DatabaseOptions::default()).unwrap_err();
+            assert!(matches!(e, RecordError::Invalid(_)), "{f:?}: {e:?}");
+        }
+    }
+}
