@@ -75,14 +75,24 @@ pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
     let commands = commands.map_err(usage)?;
     let (groups, metrics, db) = args.event_groups(stat::DEFAULT_EVENTS)?;
     let (opts, how) = crate::stat::run_options(args)?;
-    let mut plan = args.db.plan(&groups, db.as_ref())?;
-    let budget = pmx::schedule::CounterBudget::this_cpu();
-    let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, args.repeat);
-    let per_side = compare::runner::per_side(&opts, &commands);
-    stat::install_signal_handlers();
+    let plan = args.db.plan(&groups, db.as_ref())?;
+    let session = stat::Session::new(
+        plan,
+        stat::SessionOptions {
+            run: opts,
+            aggregation: how,
+            repeat: args.repeat,
+            no_multiplex: args.no_multiplex,
+            budget: pmx::schedule::CounterBudget::this_cpu(),
+            topology: None,
+            signals: true,
+        },
+    )
+    .map_err(|e| UsageError(e.to_string()))?;
+    let per_side = compare::runner::per_side(&session.options().run, &commands);
     let mut progress = RunProgress::new(args.perf.quiet, args.repeat, per_side.len());
     let ran = compare::runner::interleave(
-        &fitted,
+        &session,
         &per_side,
         args.repeat,
         args.warmup,
@@ -100,11 +110,11 @@ pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
     };
     let sides: Vec<Side> = (runs.iter().zip(&commands).enumerate())
         .map(|(i, (r, cmd))| {
-            let notes = fitted.notes.clone();
+            let notes = session.fitted().notes.clone();
             pmx_output::compare::stat_side(
                 compare::label(i),
                 cmd,
-                &plan,
+                session.plan(),
                 r,
                 how,
                 metrics.as_ref(),

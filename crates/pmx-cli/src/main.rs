@@ -138,15 +138,12 @@ fn main() {
             <stat::StatArgs as clap::FromArgMatches>::from_arg_matches_mut(&mut m)
         };
         // perf's `stat record` takes stat's options after `record` too.
-        let args =
-            parse(stat_command(), &line[1..], false).and_then(
-                |a| match pmx::stat_file::record_words(&line[1..], &a.command) {
-                    Some(words) => {
-                        parse(stat_command(), &words, true).map(stat::StatArgs::recording)
-                    }
-                    None => Ok(a),
-                },
-            );
+        let args = parse(stat_command(), &line[1..], false).and_then(|a| {
+            match pmx_args::stat_file_args::record_words(&line[1..], &a.command) {
+                Some(words) => parse(stat_command(), &words, true).map(stat::StatArgs::recording),
+                None => Ok(a),
+            }
+        });
         args.map(|a| Cli {
             command: Command::Stat(Box::new(a)),
         })

@@ -1,10 +1,11 @@
 //! The sampling flags `pmx record` and `pmx top` share, declared once
 //! ([`SamplingArgs`], flattened into both); their meaning and checks are
-//! [`pmx::record::SamplingFlags`]'s.
+//! [`pmx_args::record_flags::SamplingFlags`]'s.
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
-use pmx::record::{RecordError, Sampling, SamplingFlags};
+use pmx::record::{RecordError, Sampling};
+use pmx_args::record_flags::SamplingFlags;
 
 /// `-e`, `-c`, `-F`, `-g`, `--call-graph`, `-m`.
 #[derive(Debug, Clone, clap::Args)]

@@ -2,14 +2,15 @@
 //!
 //! [`run`] picks the way: `--regions` (which then counts as usual),
 //! `--backend msr` (`stat_msr.rs`), or perf here. This module checks the
-//! flags into [`RunOptions`], makes the library's calls ([`stat::fit`],
-//! [`stat::Fitted::run`], [`stat::summarize`]) and renders through
-//! `stat_render.rs` (which drives `pmx_output::stat_render`).
+//! flags into one [`SessionOptions`], makes one [`Session`] count, and
+//! renders through `stat_render.rs` (which drives
+//! `pmx_output::stat_render`).
 
 use crate::exit::UsageError;
 use crate::stat_args::usage;
 use crate::stat_render;
-use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope};
+use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope, Session, SessionOptions};
+use pmx::stat::{StatPlan, Tick};
 use pmx::stat_file;
 use pmx_output::stat_render::{compose, stat_file as perf_report};
 use std::io::Write;
@@ -20,8 +21,10 @@ pub use crate::stat_args::StatArgs;
 pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let (mut args, how) = (args.normalized(), args.aggregation());
     if args.record.is_some() {
-        stat_file::check_record(args.repeat).map_err(|e| usage(e.0))?;
-    } else if let Some(r) = stat_file::split(&mut args.command, how).map_err(|e| usage(e.0))? {
+        pmx_args::stat_file_args::check_record(args.repeat).map_err(|e| usage(e.0))?;
+    } else if let Some(r) =
+        pmx_args::stat_file_args::split(&mut args.command, how).map_err(|e| usage(e.0))?
+    {
         let file = stat_file::read(&r.input, r.aggregation)?;
         file.warnings.iter().for_each(|w| eprintln!("{w}"));
         let text = perf_report(&file, args.style().format);
@@ -57,7 +60,7 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
     if let Some(why) = args.style().perf_refusal(args.per_thread, args.repeat) {
         return Err(usage(why));
     }
-    let target = stat::TargetFlags {
+    let target = pmx_args::stat_flags::TargetFlags {
         pid: args.pid.as_deref(),
         tid: args.tid.as_deref(),
         cpus: args.cpus.as_deref(),
@@ -65,7 +68,7 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
         command: &args.command,
     };
     let (perf, pin) = (args.perf.options(), args.pin.as_deref());
-    let flags = stat::RunFlags {
+    let flags = pmx_args::stat_flags::RunFlags {
         target,
         per_thread: args.per_thread,
         by_cpu: how.by_cpu(),
@@ -77,11 +80,12 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
         repeat: args.repeat,
         perf: &perf,
     };
-    let opts = RunOptions::from_flags(&flags).map_err(|e| usage(e.0))?;
+    let opts = pmx_args::stat_flags::run_options(&flags).map_err(|e| usage(e.0))?;
     Ok((opts, how))
 }
 
-/// `pmx stat` through perf_event_open.
+/// `pmx stat` through perf_event_open: the flags become one session's
+/// options, the session counts, the intervals and totals are rendered.
 fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     let (mut opts, how) = run_options(args)?;
     let wide = matches!(opts.scope, Scope::Cpus(_) | Scope::AllThreads);
@@ -93,30 +97,43 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     // CPUID (a VM exit each in a guest) only when a counter is needed.
     let needs = args.no_multiplex || plan.needs_counters();
     let budget = needs.then(pmx::schedule::CounterBudget::this_cpu).flatten();
-    let repeat = args.repeat.max(1);
-    let fitted = stat::fit(&mut plan, budget.as_ref(), args.no_multiplex, repeat);
-    if args.perf.verbose > 0 && !args.perf.quiet {
-        eprint!("{}", pmx_output::stat_render::plan_lines(&fitted.sets));
-    }
-    let topo = how.needs_topology().then(|| {
+    let topology = how.needs_topology().then(|| {
         let mut problems = Vec::new();
         pmx_sys::topology::read_topology(&pmx_sys::SysRoot::host(), &mut problems)
     });
     opts.interval = args.interval()?;
-    fitted.check(&opts).map_err(|e| UsageError(e.to_string()))?;
-    stat::install_signal_handlers();
+    let (repeat, no_multiplex) = (args.repeat.max(1), args.no_multiplex);
+    let session = Session::new(
+        plan,
+        SessionOptions {
+            run: opts,
+            aggregation: how,
+            repeat,
+            no_multiplex,
+            budget,
+            topology,
+            signals: true,
+        },
+    )
+    .map_err(|e| UsageError(e.to_string()))?;
+    if args.perf.verbose > 0 && !args.perf.quiet {
+        eprint!(
+            "{}",
+            pmx_output::stat_render::plan_lines(&session.fitted().sets)
+        );
+    }
     let mut out = args.output(args.perf.append)?;
     let plot = args.plot()?;
-    let m = metrics.as_ref();
-    let mut intervals = stat_render::intervals(&mut out, args, topo.as_ref(), m, plot.is_some())?;
+    let (m, topo) = (metrics.as_ref(), session.options().topology.as_ref());
+    let mut intervals = stat_render::intervals(&mut out, args, topo, m, plot.is_some())?;
     let mut rounds = stat_file::Rounds::new(args.record.is_some(), args.interval);
-    let result = fitted.run(&opts, repeat, &mut |set, t| {
+    let result = session.count(&mut |set: &StatPlan, t: &Tick| {
         rounds.tick(t);
         intervals.write(set, t)
     });
     let end = intervals.finish();
-    let runs = match result {
-        Ok(runs) => runs,
+    let counted = match result {
+        Ok(counted) => counted,
         Err(RunError::Exec { cmd, reason }) => {
             eprintln!("pmx stat: cannot run '{cmd}': {reason}");
             return Ok(127);
@@ -124,13 +141,13 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
         Err(RunError::Open(msg)) => anyhow::bail!("{msg}"),
         Err(RunError::Io(e)) => return Err(e.into()),
     };
-    let code = stat::exit_code(&runs, repeat);
+    let runs = &counted.runs;
     if let Some(path) = &args.record {
-        stat_file::write(path, &plan, &runs, how, &rounds)?;
+        stat_file::write(path, session.plan(), runs, how, &rounds)?;
     }
-    let summary = stat::summarize(&plan, &runs, how, topo.as_ref(), repeat);
-    let target = opts.scope.describe(&args.command);
-    let report = compose(target, &plan, summary, m, fitted.notes);
+    let target = session.options().run.scope.describe(&args.command);
+    let notes = session.fitted().notes.clone();
+    let report = compose(target, session.plan(), counted.summary, m, notes);
     let walls: Vec<_> = runs.iter().map(|r| r.elapsed).collect();
     stat_render::totals(&mut out, args, &report, end.error, (true, &walls))?;
     if args.perf.table && runs.len() > 1 {
@@ -139,5 +156,5 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
     }
     out.commit()?;
     stat_render::draw(&plot, end.plot)?;
-    Ok(code)
+    Ok(counted.exit_code)
 }

@@ -231,7 +231,7 @@ impl StatArgs {
     /// `-I MS`: at least 1 ms (a warning under 10 ms), not with `-r`.
     pub(crate) fn interval(&self) -> anyhow::Result<Option<Duration>> {
         let (ms, warning) =
-            pmx::stat::interval(self.interval, self.repeat).map_err(|e| usage(e.0))?;
+            pmx_args::stat_flags::interval(self.interval, self.repeat).map_err(|e| usage(e.0))?;
         warning.iter().for_each(|w| eprintln!("pmx stat: {w}"));
         Ok(ms)
     }

@@ -59,7 +59,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let pmu = pmu_counters(&target, arch);
     let mut stat = events.plan(&cpus, &pmu, &topo).map_err(session_error)?;
     let pin = match &args.pin {
-        Some(p) => pmx::stat::cpu_list("--pin", p).map_err(|e| usage(e.0))?,
+        Some(p) => pmx_args::stat_flags::cpu_list("--pin", p).map_err(|e| usage(e.0))?,
         None => cpus.clone(),
     };
     // The output first: a bad -o path fails before any register changes.

@@ -1,12 +1,13 @@
 //! Where a measurement happens, from `-p`, `-t`, `-C`, `-a` or a command:
 //! shared by `pmx stat` and `pmx record`; and how long (`--duration`).
-//! The parsing is `pmx::stat`'s ([`Scope::from_flags`]); here its errors
-//! become usage errors (exit 2).
+//! The parsing is `pmx_args::stat_flags`' ([`stat_flags::scope`]); here
+//! its errors become usage errors (exit 2).
 
 use crate::exit::UsageError;
-use pmx::stat::{FlagError, Scope};
+use pmx::stat::Scope;
+use pmx_args::stat_flags::{self, FlagError};
 
-pub use pmx::stat::TargetFlags;
+pub use pmx_args::stat_flags::TargetFlags;
 
 /// `-a`, `-C`, `-p`, `-t`: where a sampling command (`record`, `top`)
 /// samples.
@@ -63,10 +64,10 @@ fn usage(e: FlagError) -> anyhow::Error {
 /// The scope, or a usage error naming what is missing or contradictory;
 /// `verb` is what the command does ("count", "record").
 pub fn scope(f: &TargetFlags, verb: &str) -> anyhow::Result<Scope> {
-    Scope::from_flags(f, verb).map_err(usage)
+    stat_flags::scope(f, verb).map_err(usage)
 }
 
 /// `--duration SEC`: a positive, finite number of seconds.
 pub fn duration(seconds: Option<f64>) -> anyhow::Result<Option<std::time::Duration>> {
-    pmx::stat::duration(seconds).map_err(usage)
+    stat_flags::duration(seconds).map_err(usage)
 }

@@ -1,7 +1,7 @@
 //! # pmx-record — sampling sessions
 //!
-//! One job: sample. Record options in once ([`RecordOptions`], built from
-//! the flags by [`SamplingFlags`]), a session opens the events with their
+//! One job: sample. Record options in once ([`RecordOptions`], with the
+//! checked sampling flags' [`Sampling`] from `pmx-args`), a session opens the events with their
 //! rings and drains them into a sink: a perf.data file, a pipe in perf's
 //! pipe mode, or a live reader ([`stream`], what `pmx top` and `pmx
 //! serve` read). `pmx report` and the exports read what it wrote
@@ -91,11 +91,11 @@ mod choose;
 mod default;
 mod existing;
 mod features;
-mod flags;
 mod groups;
 mod open;
 mod options;
 mod plan;
+mod sampling;
 mod sink;
 mod switch;
 mod synth;
@@ -117,11 +117,11 @@ pub use buildid::{of_elf_file as build_id_of_file, of_running_kernel as kernel_b
 pub use callgraph::{CallGraph, CallGraphError, DEFAULT_STACK_SIZE, MAX_STACK_SIZE};
 pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
-pub use flags::{check_mmap_pages, Sampling, SamplingFlags};
 pub use options::{
     EventSamples, FileOptions, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
 };
 pub use pmx_perf::SampleRate;
+pub use sampling::{check_mmap_pages, Sampling};
 pub use switch::SwitchOutput;
 
 /// perf's default ring size in data pages per CPU (512 KiB with 4 KiB

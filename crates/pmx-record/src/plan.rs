@@ -31,7 +31,7 @@ pub(super) fn validate(events: &[RecordEvent], opts: &RecordOptions) -> Result<(
     if events.is_empty() {
         return Err(RecordError::Invalid("no event to record".to_string()));
     }
-    super::flags::check_mmap_pages(opts.mmap_pages)?;
+    super::sampling::check_mmap_pages(opts.mmap_pages)?;
     if opts.scope == Scope::Command && opts.command.is_empty() {
         return Err(RecordError::Invalid("no command to record".to_string()));
     }

@@ -1,5 +1,5 @@
-//! Count a command in one call: `pmx stat`'s pipeline (plan → fit → run
-//! → summarize) with its defaults, for programs and bindings (the Python
+//! Count a command in one call: `pmx stat`'s session (plan, then
+//! [`Session`]: fit → run → summarize) with its defaults, for programs and bindings (the Python
 //! package's `pmx.stat`) that want the totals as values, not a rendered
 //! report.
 //!
@@ -18,7 +18,7 @@
 
 use crate::counters::{full_database, plan_groups, Error};
 use crate::metrics::{MetricSet, MetricValue};
-use crate::stat::{self, Aggregation, EventStatus, RunError, RunOptions};
+use crate::stat::{self, Aggregation, EventStatus, RunError, RunOptions, Session, SessionOptions};
 use pmx_model::count::Count;
 use std::time::Duration;
 
@@ -118,15 +118,25 @@ pub fn count_command(opts: &CommandOptions) -> Result<CommandCounts, MeasureErro
         }
         None => (None, None),
     };
-    let mut plan = plan_groups(&groups, db, pmx_events::default_events_dir(None))?;
-    let budget = crate::schedule::CounterBudget::this_cpu();
-    let fitted = stat::fit(&mut plan, budget.as_ref(), false, opts.repeat);
-    let run_opts = RunOptions::for_command(opts.command.clone());
-    let runs = fitted.run(&run_opts, opts.repeat, &mut |_, _| {})?;
-    if runs.is_empty() {
+    let plan = plan_groups(&groups, db, pmx_events::default_events_dir(None))?;
+    let session = Session::new(
+        plan,
+        SessionOptions {
+            run: RunOptions::for_command(opts.command.clone()),
+            aggregation: Aggregation::Total,
+            repeat: opts.repeat,
+            no_multiplex: false,
+            budget: crate::schedule::CounterBudget::this_cpu(),
+            topology: None,
+            signals: false,
+        },
+    )
+    .map_err(|e| MeasureError::Usage(e.to_string()))?;
+    let counted = session.count(&mut ())?;
+    if counted.runs.is_empty() {
         return Err(MeasureError::Usage("no run completed".into()));
     }
-    let summary = stat::summarize(&plan, &runs, Aggregation::Total, None, opts.repeat);
+    let (plan, summary) = (session.plan(), counted.summary);
     let events: Vec<EventTotal> = plan
         .events
         .iter()

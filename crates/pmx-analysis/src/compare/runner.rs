@@ -2,22 +2,24 @@
 //! A B … — so that drift (frequency, caches, other load) hits every side
 //! alike; warm-up rounds first, run the same way and dropped.
 
-use pmx_count::stat::{Fitted, RunError, RunOptions, StatRun};
+use pmx_count::stat::{RunError, RunOptions, Session, StatRun};
 
-/// Run every side's `opts` (each with its own command) `warmup` rounds,
+/// Run the session's sets for every side's `opts` (each with its own
+/// command; the session begins once, [`Session::begin`]) `warmup` rounds,
 /// dropped, then `repeat` rounds kept, one run per side per round in
 /// side order; `on_run(round, side)` before each kept run. Stops after
 /// the round in which a run was interrupted or a stop was requested.
 pub fn interleave(
-    fitted: &Fitted,
+    session: &Session,
     sides: &[RunOptions],
     repeat: u32,
     warmup: u32,
     on_run: &mut dyn FnMut(u32, usize),
 ) -> Result<Vec<Vec<StatRun>>, RunError> {
+    session.begin();
     for _ in 0..warmup {
         for o in sides {
-            fitted.run(o, 1, &mut |_, _| {})?;
+            session.run_once(o)?;
             if pmx_count::signals::stop_requested() {
                 return Ok(vec![Vec::new(); sides.len()]);
             }
@@ -28,7 +30,7 @@ pub fn interleave(
         let mut stop = false;
         for (i, o) in sides.iter().enumerate() {
             on_run(round, i);
-            let runs = fitted.run(o, 1, &mut |_, _| {})?;
+            let runs = session.run_once(o)?;
             stop |= runs.iter().any(|r| r.interrupted);
             out[i].extend(runs);
         }

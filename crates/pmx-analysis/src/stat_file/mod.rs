@@ -10,15 +10,12 @@
 //! read back, perf's own files included, as `perf stat report` replays
 //! them (`replay`).
 //!
-//! `args`: perf's subcommand words — [`record_words`] puts stat's
-//! options after `record` with those before it, [`split`] takes
-//! `report` and its options off the command. [`write()`] writes a run
+//! perf's subcommand words (`record` and `report` after `pmx stat`) are
+//! `pmx-args`' (`stat_file_args`). [`write()`] writes a run
 //! (with the [`Rounds`] of `-I`); [`read()`] reads a file.
 
-mod args;
 mod replay;
 
-pub use args::{check_record, record_words, split, ReportOptions};
 pub use replay::{read, StatFile};
 
 use pmx_count::stat::{Aggregation, StatPlan, StatRun, Tick};

@@ -1,10 +1,11 @@
-//! Running the command under the input plan: packed onto this CPU's
+//! Running the command under the input plan, through `pmx stat`'s
+//! session (`pmx_count::stat::Session`): packed onto this CPU's
 //! counters, once or once per counter set, or without counters when
 //! nothing can be counted.
 
 use super::{InputPlan, TmaError, TmaOptions};
 use pmx_count::schedule::CounterBudget;
-use pmx_count::stat::{self, RunError, RunOptions, StatPlan, StatRun};
+use pmx_count::stat::{Aggregation, RunError, RunOptions, Session, SessionOptions, StatRun};
 
 /// What running the command gave.
 #[derive(Debug)]
@@ -17,66 +18,52 @@ pub struct Counted {
 
 const NOTHING_COUNTED: &str = "nothing could be counted: the command ran without counters";
 
-/// Pack the plan onto this CPU's counters, run the command (once per
-/// counter set with `no_multiplex`), and merge the runs. Notes about the
-/// packing and the runs are added to `notes`.
+/// Count the input plan for the command through one stat session: packed
+/// onto this CPU's counters, run once (once per counter set with
+/// `no_multiplex`, merged). The fitted plan replaces `input.plan` (the
+/// readings point into it); the notes on the packing and the runs are
+/// added to `notes`.
 pub fn count(
     input: &mut InputPlan,
     opts: &TmaOptions,
     notes: &mut Vec<String>,
 ) -> Result<Counted, TmaError> {
-    let sets = schedule(&mut input.plan, opts.no_multiplex, notes);
+    let session = Session::new(
+        input.plan.clone(),
+        SessionOptions {
+            run: RunOptions::for_command(opts.command.clone()),
+            aggregation: Aggregation::Total,
+            repeat: 1,
+            no_multiplex: opts.no_multiplex,
+            budget: CounterBudget::this_cpu(),
+            topology: None,
+            signals: true,
+        },
+    )
+    .map_err(|e| TmaError::Exec {
+        cmd: opts.command.join(" "),
+        reason: e.to_string(),
+    })?;
+    notes.extend(session.fitted().notes.iter().cloned());
+    input.plan = session.plan().clone();
     if input.plan.events.is_empty() {
         notes.push(NOTHING_COUNTED.into());
         return run_plain(&opts.command);
     }
-    stat::install_signal_handlers();
-    let run_opts = RunOptions::for_command(opts.command.clone());
-    let mut runs = Vec::new();
-    for set in &sets {
-        match stat::run(set, &run_opts) {
-            Ok(r) => {
-                let stop = r.interrupted;
-                runs.push(r);
-                if stop {
-                    break;
-                }
-            }
-            Err(RunError::Exec { cmd, reason }) => return Err(TmaError::Exec { cmd, reason }),
-            Err(RunError::Open(failed)) => {
-                // Nothing opened (no PMU here): say why, run it anyway.
-                input.none_counted(&failed);
-                notes.push(NOTHING_COUNTED.into());
-                return run_plain(&opts.command);
-            }
-            Err(RunError::Io(e)) => return Err(TmaError::Io(e)),
+    match session.count(&mut ()) {
+        Ok(c) => Ok(Counted {
+            exit_code: c.exit_code,
+            run: c.runs.into_iter().next(),
+        }),
+        Err(RunError::Exec { cmd, reason }) => Err(TmaError::Exec { cmd, reason }),
+        Err(RunError::Open(failed)) => {
+            // Nothing opened (no PMU here): say why, run it anyway.
+            input.none_counted(&failed);
+            notes.push(NOTHING_COUNTED.into());
+            run_plain(&opts.command)
         }
+        Err(RunError::Io(e)) => Err(TmaError::Io(e)),
     }
-    let merged = stat::merge_runs(&sets[..runs.len()], runs);
-    Ok(Counted {
-        exit_code: merged.exit.map(|e| e.shell_code()).unwrap_or(0),
-        run: Some(merged),
-    })
-}
-
-/// Pack `plan` onto this CPU's counters and return the plans to run: one,
-/// or one per counter set with `no_multiplex`.
-fn schedule(plan: &mut StatPlan, no_multiplex: bool, notes: &mut Vec<String>) -> Vec<StatPlan> {
-    let budget = CounterBudget::this_cpu();
-    if let Some(b) = &budget {
-        notes.extend(plan.pack(b));
-    }
-    let sets = match (&budget, no_multiplex) {
-        (Some(b), true) => plan.run_sets(b),
-        _ => vec![plan.clone()],
-    };
-    if no_multiplex {
-        match (&budget, sets.len()) {
-            (None, _) => notes.push("--no-multiplex: this CPU's counters are unknown (no PMU described by CPUID), so everything ran at once".into()),
-            (Some(_), n) => notes.push(format!("--no-multiplex: {n} counter set(s), the command ran {n} time(s)")),
-        }
-    }
-    sets
 }
 
 /// Run the command without counters (when nothing can be counted).

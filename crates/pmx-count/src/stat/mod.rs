@@ -30,21 +30,23 @@
 //!   plan and splits it into `--no-multiplex` sets, [`Fitted::run`] runs
 //!   them once per repeat, and [`summarize`] folds the runs into the rows,
 //!   spreads and status a report shows.
+//! - the session (`session.rs`): [`Session`] is that whole `pmx stat`
+//!   as one value — [`SessionOptions`] given once, [`Session::new`] fits
+//!   and checks, [`Session::count`] counts (intervals to a [`StatSink`])
+//!   and summarizes. Every caller that counts a command uses it.
 //!
 //! - perf's own options (`perf_options.rs`): the default and `-d` sets,
 //!   `--all-user`/`--all-kernel`, `-G`/`--for-each-cgroup` (each event
 //!   opened per CPU in its cgroup, `PERF_FLAG_PID_CGROUP`), `--null`,
 //!   and the [`RunHooks`] of `-D`, `--pre`, `--post`, `-S`.
-//! - the target flags (`flags.rs`): [`Scope::from_flags`] from `-p`, `-t`,
-//!   `-C`, `-a` or a command, with [`cpu_list`], [`id_list`] and
-//!   [`duration`] for the values those flags take.
+//! - the flags that name a target or a run are `pmx-args`' (`stat_flags`):
+//!   this engine takes the [`RunOptions`] made there and never sees a flag.
 //!
 //! The plain values of a report ([`Row`], [`Domain`], [`EventStatus`],
 //! [`Spread`]) are `pmx-formats`'s, re-exported here.
 
 mod aggregate;
 mod clock;
-mod flags;
 mod follow;
 mod open;
 mod options;
@@ -55,6 +57,7 @@ mod plan;
 mod read;
 mod repeat;
 mod run;
+mod session;
 mod summary;
 mod target;
 mod tasks;
@@ -62,7 +65,6 @@ mod tasks;
 pub use aggregate::{aggregate, Aggregation, AggregationFlags, Aggregator};
 pub use clock::next_tick_after;
 pub(crate) use clock::IntervalClock;
-pub use flags::{cpu_list, duration, id_list, interval, FlagError, RunFlags, TargetFlags};
 pub use options::{RunOptions, Scope};
 pub use outcome::headed;
 pub use outcome::{
@@ -79,6 +81,7 @@ pub use plan::{plan, tracepoint_id, PlanGroup, PlannedEvent, StatPlan, DEFAULT_E
 pub use pmx_formats::{Domain, EventStatus, Reason, Row, Spread, ESTIMATE_BELOW};
 pub use repeat::{fit, FitError, Fitted};
 pub use run::{run, run_with};
+pub use session::{Counted, Session, SessionOptions, StatSink};
 pub use summary::{summarize, Summary};
 pub use tasks::{numeric_entries, online_cpus, task_alive, thread_comm, thread_comms, threads_of};
 

@@ -1,10 +1,11 @@
 //! Where a measurement happens, from the flags `-p`, `-t`, `-C`, `-a` or a
-//! command ([`Scope::from_flags`], shared by `pmx stat` and `pmx record`),
-//! and the lists and times those flags take. Errors name the flag and say
-//! what is wrong: they are the user's to fix.
+//! command ([`scope`], shared by `pmx stat` and `pmx record`), one
+//! `pmx stat` run's options from its flags ([`run_options`]), and the
+//! lists and times those flags take. Errors name the flag and say what is
+//! wrong: they are the user's to fix. The engine (`pmx-count`) takes the
+//! options made here and never sees a flag.
 
-use super::options::{RunOptions, Scope};
-use super::perf_options::PerfStatOptions;
+use pmx_count::stat::{online_cpus, PerfStatOptions, RunOptions, Scope};
 use pmx_model::topology::parse_cpu_list;
 use std::time::Duration;
 
@@ -28,48 +29,47 @@ pub struct TargetFlags<'a> {
 #[error("{0}")]
 pub struct FlagError(pub String);
 
-impl Scope {
-    /// The scope the flags name (`-p` before `-t` before `-C` before
-    /// `-a`, else the command); `verb` is what the command does
-    /// ("count", "record"), for the error when there is nothing to do it to.
-    pub fn from_flags(f: &TargetFlags, verb: &str) -> Result<Scope, FlagError> {
-        let scope = if let Some(p) = f.pid {
-            Scope::Pids(id_list("-p", p)?)
-        } else if let Some(t) = f.tid {
-            Scope::Tids(id_list("-t", t)?)
-        } else if let Some(c) = f.cpus {
-            Scope::Cpus(cpu_list("-C", c)?)
-        } else if f.all_cpus {
-            Scope::Cpus(super::online_cpus())
-        } else {
-            Scope::Command
-        };
-        if scope == Scope::Command && f.command.is_empty() {
-            return Err(FlagError(format!(
-                "nothing to {verb}: give a command after --, or -p PID, -t TID, -a or -C LIST"
-            )));
-        }
-        if matches!(scope, Scope::Pids(_) | Scope::Tids(_)) && !f.command.is_empty() {
-            return Err(FlagError(
-                "-p/-t attach to running tasks; do not also give a command".to_string(),
-            ));
-        }
-        Ok(scope)
+/// The scope the flags name (`-p` before `-t` before `-C` before
+/// `-a`, else the command); `verb` is what the command does
+/// ("count", "record"), for the error when there is nothing to do it to.
+pub fn scope(f: &TargetFlags, verb: &str) -> Result<Scope, FlagError> {
+    let scope = if let Some(p) = f.pid {
+        Scope::Pids(id_list("-p", p)?)
+    } else if let Some(t) = f.tid {
+        Scope::Tids(id_list("-t", t)?)
+    } else if let Some(c) = f.cpus {
+        Scope::Cpus(cpu_list("-C", c)?)
+    } else if f.all_cpus {
+        Scope::Cpus(online_cpus())
+    } else {
+        Scope::Command
+    };
+    if scope == Scope::Command && f.command.is_empty() {
+        return Err(FlagError(format!(
+            "nothing to {verb}: give a command after --, or -p PID, -t TID, -a or -C LIST"
+        )));
     }
+    if matches!(scope, Scope::Pids(_) | Scope::Tids(_)) && !f.command.is_empty() {
+        return Err(FlagError(
+            "-p/-t attach to running tasks; do not also give a command".to_string(),
+        ));
+    }
+    Ok(scope)
+}
 
-    /// `pmx stat`'s scope, as perf's: [`Scope::from_flags`], except that
-    /// no target and no command means every CPU (perf counts system-wide
-    /// until Ctrl-C, the duration or the interval count), and that
-    /// `per_thread` (`--per-thread`) with `-a`, or alone, counts every
-    /// thread on its own ([`Scope::AllThreads`]); with `-C` it is refused,
-    /// as perf refuses it.
-    pub fn for_stat(f: &TargetFlags, per_thread: bool) -> Result<Scope, FlagError> {
-        let named = f.pid.is_some() || f.tid.is_some() || f.cpus.is_some();
-        let scope = match named || f.all_cpus || !f.command.is_empty() {
-            true => Scope::from_flags(f, "count")?,
-            false => Scope::Cpus(super::online_cpus()),
-        };
-        match scope {
+/// `pmx stat`'s scope, as perf's: [`scope`], except that
+/// no target and no command means every CPU (perf counts system-wide
+/// until Ctrl-C, the duration or the interval count), and that
+/// `per_thread` (`--per-thread`) with `-a`, or alone, counts every
+/// thread on its own ([`Scope::AllThreads`]); with `-C` it is refused,
+/// as perf refuses it.
+pub fn stat_scope(f: &TargetFlags, per_thread: bool) -> Result<Scope, FlagError> {
+    let named = f.pid.is_some() || f.tid.is_some() || f.cpus.is_some();
+    let scope = match named || f.all_cpus || !f.command.is_empty() {
+        true => scope(f, "count")?,
+        false => Scope::Cpus(online_cpus()),
+    };
+    match scope {
             Scope::Cpus(_) if per_thread && f.cpus.is_some() => Err(FlagError(
                 "--per-thread counts threads, not CPUs: give it with -p, -t, -a, a command or alone, not with -C"
                     .to_string(),
@@ -77,7 +77,6 @@ impl Scope {
             Scope::Cpus(_) if per_thread => Ok(Scope::AllThreads),
             s => Ok(s),
         }
-    }
 }
 
 /// The flags of one `pmx stat` run, as given (the interval's own checks
@@ -106,54 +105,53 @@ pub struct RunFlags<'a> {
     pub perf: &'a PerfStatOptions,
 }
 
-impl RunOptions {
-    /// The options of one run (its `interval` still `None`), or what is
-    /// wrong with the flags.
-    pub fn from_flags(f: &RunFlags) -> Result<RunOptions, FlagError> {
-        let scope = Scope::for_stat(&f.target, f.per_thread)?;
-        let trace_tasks = f.per_thread && scope == Scope::Command;
-        let duration = duration(f.duration)?;
-        let pin = f.pin.map(|p| cpu_list("--pin", p)).transpose()?;
-        let cpus = matches!(scope, Scope::Cpus(_));
-        if f.by_cpu && !cpus {
-            return Err(FlagError(
-                "-A and --per-core/die/cache/socket/node need -a or -C".to_string(),
-            ));
-        }
-        let hooks = f.perf.hooks(cpus).map_err(|e| FlagError(e.to_string()))?;
-        let opts = RunOptions {
-            scope,
-            command: f.target.command.to_vec(),
-            inherit: !f.no_inherit,
-            pin,
-            duration,
-            interval: None,
-            interval_count: f.interval_count,
-            trace_tasks,
-            hooks,
-        };
-        opts.check_target(f.interval, f.repeat)?;
-        Ok(opts)
+/// The options of one run (its `interval` still `None`), or what is
+/// wrong with the flags.
+pub fn run_options(f: &RunFlags) -> Result<RunOptions, FlagError> {
+    let scope = stat_scope(&f.target, f.per_thread)?;
+    let trace_tasks = f.per_thread && scope == Scope::Command;
+    let duration = duration(f.duration)?;
+    let pin = f.pin.map(|p| cpu_list("--pin", p)).transpose()?;
+    let cpus = matches!(scope, Scope::Cpus(_));
+    if f.by_cpu && !cpus {
+        return Err(FlagError(
+            "-A and --per-core/die/cache/socket/node need -a or -C".to_string(),
+        ));
     }
-    /// What counting refuses about the target: a command followed task by
-    /// task (`--per-thread`) counts until it ends, so not with `-I`
-    /// (`interval`), `--duration` or `--no-inherit`; `repeat` runs need a
-    /// command or a duration.
-    pub fn check_target(&self, interval: bool, repeat: u32) -> Result<(), FlagError> {
-        let refuse = |m: &str| Err(FlagError(m.to_string()));
-        if self.trace_tasks && (interval || self.duration.is_some()) {
-            return refuse(
-                "--per-thread with a command counts until the command ends: drop -I/--duration",
-            );
-        }
-        if self.trace_tasks && !self.inherit {
-            return refuse("--per-thread with a command follows every thread and child; --no-inherit contradicts it");
-        }
-        if repeat > 1 && self.command.is_empty() && self.duration.is_none() {
-            return refuse("-r needs a command or --duration");
-        }
-        Ok(())
+    let hooks = f.perf.hooks(cpus).map_err(|e| FlagError(e.to_string()))?;
+    let opts = RunOptions {
+        scope,
+        command: f.target.command.to_vec(),
+        inherit: !f.no_inherit,
+        pin,
+        duration,
+        interval: None,
+        interval_count: f.interval_count,
+        trace_tasks,
+        hooks,
+    };
+    check_target(&opts, f.interval, f.repeat)?;
+    Ok(opts)
+}
+
+/// What counting refuses about the target: a command followed task by
+/// task (`--per-thread`) counts until it ends, so not with `-I`
+/// (`interval`), `--duration` or `--no-inherit`; `repeat` runs need a
+/// command or a duration.
+pub fn check_target(opts: &RunOptions, interval: bool, repeat: u32) -> Result<(), FlagError> {
+    let refuse = |m: &str| Err(FlagError(m.to_string()));
+    if opts.trace_tasks && (interval || opts.duration.is_some()) {
+        return refuse(
+            "--per-thread with a command counts until the command ends: drop -I/--duration",
+        );
     }
+    if opts.trace_tasks && !opts.inherit {
+        return refuse("--per-thread with a command follows every thread and child; --no-inherit contradicts it");
+    }
+    if repeat > 1 && opts.command.is_empty() && opts.duration.is_none() {
+        return refuse("-r needs a command or --duration");
+    }
+    Ok(())
 }
 
 /// A CPU list (`0-3,8`) given with `flag`.
@@ -224,7 +222,7 @@ mod tests {
             repeat: 1,
             perf: &perf,
         };
-        let o = RunOptions::from_flags(&flags).unwrap();
+        let o = run_options(&flags).unwrap();
         assert_eq!(
             (o.scope, o.command, o.inherit),
             (Scope::Command, cmd.clone(), false)
@@ -234,7 +232,7 @@ mod tests {
             (Some(vec![0]), Some(Duration::from_secs(2)))
         );
         assert_eq!((o.interval, o.interval_count), (None, Some(3)));
-        let e = |f: RunFlags| RunOptions::from_flags(&f).unwrap_err().0;
+        let e = |f: RunFlags| run_options(&f).unwrap_err().0;
         assert!(e(RunFlags {
             by_cpu: true,
             ..flags
@@ -278,8 +276,8 @@ mod tests {
         );
     }
 
-    fn scope(f: TargetFlags) -> Result<Scope, String> {
-        Scope::from_flags(&f, "count").map_err(|e| e.0)
+    fn scope_of(f: TargetFlags) -> Result<Scope, String> {
+        super::scope(&f, "count").map_err(|e| e.0)
     }
 
     #[test]
@@ -291,31 +289,31 @@ mod tests {
             cpus: Some("0-1"),
             ..TargetFlags::default()
         };
-        assert_eq!(scope(flags), Ok(Scope::Pids(vec![12, 13])));
+        assert_eq!(scope_of(flags), Ok(Scope::Pids(vec![12, 13])));
         let flags = TargetFlags {
             tid: Some("14"),
             cpus: Some("0-1"),
             ..TargetFlags::default()
         };
-        assert_eq!(scope(flags), Ok(Scope::Tids(vec![14])));
+        assert_eq!(scope_of(flags), Ok(Scope::Tids(vec![14])));
         let flags = TargetFlags {
             cpus: Some("0-1,3"),
             command: &cmd,
             ..TargetFlags::default()
         };
-        assert_eq!(scope(flags), Ok(Scope::Cpus(vec![0, 1, 3])));
+        assert_eq!(scope_of(flags), Ok(Scope::Cpus(vec![0, 1, 3])));
         let flags = TargetFlags {
             command: &cmd,
             ..TargetFlags::default()
         };
-        assert_eq!(scope(flags), Ok(Scope::Command));
+        assert_eq!(scope_of(flags), Ok(Scope::Command));
     }
 
     #[test]
     fn missing_and_contradictory_targets_say_what_to_give() {
         let cmd = ["true".to_string()];
         assert_eq!(
-            Scope::from_flags(&TargetFlags::default(), "record").map_err(|e| e.0),
+            super::scope(&TargetFlags::default(), "record").map_err(|e| e.0),
             Err(
                 "nothing to record: give a command after --, or -p PID, -t TID, -a or -C LIST"
                     .into()
@@ -327,14 +325,17 @@ mod tests {
             ..TargetFlags::default()
         };
         assert_eq!(
-            scope(flags),
+            scope_of(flags),
             Err("-p/-t attach to running tasks; do not also give a command".into())
         );
         let flags = TargetFlags {
             pid: Some("1,x"),
             ..TargetFlags::default()
         };
-        assert_eq!(scope(flags), Err("-p 1,x: 'x' is not a positive id".into()));
+        assert_eq!(
+            scope_of(flags),
+            Err("-p 1,x: 'x' is not a positive id".into())
+        );
         assert_eq!(
             id_list("-t", "0").unwrap_err().0,
             "-t 0: '0' is not a positive id"
@@ -349,8 +350,8 @@ mod tests {
     /// `-a` or alone counts every thread, with `-C` it is an error.
     #[test]
     fn stat_without_a_target_is_system_wide() {
-        let stat = |f: TargetFlags, t| Scope::for_stat(&f, t).map_err(|e| e.0);
-        let all = Scope::Cpus(crate::stat::online_cpus());
+        let stat = |f: TargetFlags, t| stat_scope(&f, t).map_err(|e| e.0);
+        let all = Scope::Cpus(online_cpus());
         assert_eq!(stat(TargetFlags::default(), false), Ok(all));
         assert_eq!(stat(TargetFlags::default(), true), Ok(Scope::AllThreads));
         let a = TargetFlags {
@@ -390,26 +391,24 @@ mod tests {
             trace_tasks: true,
             hooks: Default::default(),
         };
-        assert_eq!(o.check_target(false, 1), Ok(()));
-        assert!(o
-            .check_target(true, 1)
+        assert_eq!(check_target(&o, false, 1), Ok(()));
+        assert!(check_target(&o, true, 1)
             .unwrap_err()
             .0
             .contains("drop -I/--duration"));
         o.inherit = false;
-        assert!(o
-            .check_target(false, 1)
+        assert!(check_target(&o, false, 1)
             .unwrap_err()
             .0
             .contains("--no-inherit"));
         o.trace_tasks = false;
         o.command.clear();
         assert_eq!(
-            o.check_target(false, 2).unwrap_err().0,
+            check_target(&o, false, 2).unwrap_err().0,
             "-r needs a command or --duration"
         );
         o.duration = Some(Duration::from_secs(1));
-        assert_eq!(o.check_target(false, 2), Ok(()));
+        assert_eq!(check_target(&o, false, 2), Ok(()));
     }
 
     #[test]

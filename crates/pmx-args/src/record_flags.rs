@@ -1,14 +1,12 @@
 //! The sampling flags `pmx record` and `pmx top` share (`-e`, `-c`, `-F`,
 //! `-g`, `--call-graph`, `-m`), as the user typed them
-//! ([`SamplingFlags`]), and what they mean once checked ([`Sampling`]):
+//! ([`SamplingFlags`]), and what they mean once checked
+//! ([`pmx_record::Sampling`], the options the sampling session takes):
 //! one set of rules and messages for both commands.
 
-use super::callgraph::CallGraph;
-use super::choose::{event_groups, sample_rate, sampling_events};
-use super::default::default_event;
-use super::options::{RecordError, RecordEvent};
 use pmx_count::database::{self, DatabaseOptions};
-use pmx_perf::SampleRate;
+use pmx_record::{check_mmap_pages, default_event, event_groups, sample_rate, sampling_events};
+use pmx_record::{CallGraph, RecordError, Sampling};
 
 /// The shared sampling flags, unchecked.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,33 +24,6 @@ pub struct SamplingFlags {
     pub call_graph: Option<String>,
     /// `-m N`: data pages of each CPU's ring; `None`: the command's default.
     pub mmap_pages: Option<usize>,
-}
-
-/// What the sampling flags mean.
-#[derive(Debug, Clone)]
-pub struct Sampling {
-    /// The events to sample (the default event when `-e` named none).
-    pub events: Vec<RecordEvent>,
-    /// What was chosen for the user (a lowered `-F`, the default event's
-    /// fallback), to be said before sampling.
-    pub notes: Vec<String>,
-    /// The period or frequency.
-    pub rate: SampleRate,
-    /// The call-chain mode.
-    pub call_graph: CallGraph,
-    /// The ring's data pages per CPU, a power of two; `None` when `-m`
-    /// was not given.
-    pub mmap_pages: Option<usize>,
-}
-
-/// `-m N`: a power of two of pages, or a message that says so.
-pub fn check_mmap_pages(pages: usize) -> Result<usize, RecordError> {
-    if pages.is_power_of_two() {
-        return Ok(pages);
-    }
-    Err(RecordError::Invalid(format!(
-        "-m {pages}: the ring size must be a power of two of pages (1, 2, 4 … 128 …)"
-    )))
 }
 
 impl SamplingFlags {
@@ -87,6 +58,7 @@ impl SamplingFlags {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pmx_record::SampleRate;
 
     fn check(f: SamplingFlags) -> Result<Sampling, String> {
         f.check(&DatabaseOptions::default())

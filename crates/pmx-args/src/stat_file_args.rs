@@ -6,7 +6,8 @@
 //! it stands; after `report`, only `-i FILE` and the aggregation flags
 //! `-A`, `--per-core`, `--per-die`, `--per-socket`, `--per-node`.
 
-use pmx_count::stat::{Aggregation, FlagError};
+use crate::stat_flags::FlagError;
+use pmx_count::stat::Aggregation;
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
