@@ -5,7 +5,7 @@
 //! wrong: they are the user's to fix. The engine (`pmx-count`) takes the
 //! options made here and never sees a flag.
 
-use pmx_count::stat::{online_cpus, PerfStatOptions, RunOptions, Scope};
+use pmx_count::stat::{online_cpus, Aggregation, PerfStatOptions, RunOptions, Scope};
 use pmx_model::topology::parse_cpu_list;
 use std::time::Duration;
 
@@ -197,6 +197,47 @@ pub fn interval(
             (ms < 10).then(|| format!("warning: -I {ms}: intervals under 10 ms cost noticeable CPU time and perturb what is measured")),
         )),
     }
+}
+
+/// The aggregation flags of `pmx stat` as given: `-A`, `--per-core`,
+/// `--per-die`, `--per-cache[=LEVEL]`, `--per-socket`, `--per-node`,
+/// `--per-thread`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AggregationFlags<'a> {
+    /// `-A`.
+    pub no_aggr: bool,
+    /// `--per-core`.
+    pub core: bool,
+    /// `--per-die`.
+    pub die: bool,
+    /// `--per-cache`: `L1` … `L4`.
+    pub cache: Option<&'a str>,
+    /// `--per-socket`.
+    pub socket: bool,
+    /// `--per-node`.
+    pub node: bool,
+    /// `--per-thread`.
+    pub thread: bool,
+}
+
+/// The first aggregation the flags ask for, in that order; else total.
+pub fn aggregation(f: AggregationFlags) -> Aggregation {
+    let level = f
+        .cache
+        .and_then(|l| l.trim_start_matches(['L', 'l']).parse().ok());
+    let flags = [
+        (f.no_aggr, Aggregation::PerCpu),
+        (f.core, Aggregation::PerCore),
+        (f.die, Aggregation::PerDie),
+        (f.cache.is_some(), Aggregation::PerCache(level.unwrap_or(3))),
+        (f.socket, Aggregation::PerSocket),
+        (f.node, Aggregation::PerNode),
+        (f.thread, Aggregation::PerThread),
+    ];
+    flags
+        .iter()
+        .find(|x| x.0)
+        .map_or(Aggregation::Total, |x| x.1)
 }
 
 #[cfg(test)]

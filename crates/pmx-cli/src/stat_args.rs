@@ -169,7 +169,7 @@ impl StatArgs {
 
     /// How rows are folded: -A, --per-core/-die/-cache/-socket/-node/-thread.
     pub(crate) fn aggregation(&self) -> Aggregation {
-        Aggregation::from_flags(pmx::stat::AggregationFlags {
+        pmx_args::stat_flags::aggregation(pmx_args::stat_flags::AggregationFlags {
             no_aggr: self.no_aggr,
             core: self.per_core,
             die: self.perf.per_die,

@@ -210,48 +210,7 @@ fn domain_of(inst: &Instance, how: Aggregation, topo: Option<&Topology>) -> Doma
     }
 }
 
-/// The aggregation flags of `pmx stat` as given: `-A`, `--per-core`,
-/// `--per-die`, `--per-cache[=LEVEL]`, `--per-socket`, `--per-node`,
-/// `--per-thread`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AggregationFlags<'a> {
-    /// `-A`.
-    pub no_aggr: bool,
-    /// `--per-core`.
-    pub core: bool,
-    /// `--per-die`.
-    pub die: bool,
-    /// `--per-cache`: `L1` … `L4`.
-    pub cache: Option<&'a str>,
-    /// `--per-socket`.
-    pub socket: bool,
-    /// `--per-node`.
-    pub node: bool,
-    /// `--per-thread`.
-    pub thread: bool,
-}
-
 impl Aggregation {
-    /// The first aggregation the flags ask for, in that order; else total.
-    pub fn from_flags(f: AggregationFlags) -> Aggregation {
-        let level = f
-            .cache
-            .and_then(|l| l.trim_start_matches(['L', 'l']).parse().ok());
-        let flags = [
-            (f.no_aggr, Aggregation::PerCpu),
-            (f.core, Aggregation::PerCore),
-            (f.die, Aggregation::PerDie),
-            (f.cache.is_some(), Aggregation::PerCache(level.unwrap_or(3))),
-            (f.socket, Aggregation::PerSocket),
-            (f.node, Aggregation::PerNode),
-            (f.thread, Aggregation::PerThread),
-        ];
-        flags
-            .iter()
-            .find(|x| x.0)
-            .map_or(Aggregation::Total, |x| x.1)
-    }
-
     /// Folds CPUs by where they sit in the topology (needs `-a`/`-C` and
     /// the topology): `-A`, core, die, cache, socket, node.
     pub fn by_cpu(self) -> bool {

@@ -62,7 +62,7 @@ mod summary;
 mod target;
 mod tasks;
 
-pub use aggregate::{aggregate, Aggregation, AggregationFlags, Aggregator};
+pub use aggregate::{aggregate, Aggregation, Aggregator};
 pub use clock::next_tick_after;
 pub(crate) use clock::IntervalClock;
 pub use options::{RunOptions, Scope};
