@@ -91,22 +91,16 @@
 //! source lines, rendered by [`annotate::render`] (text, JSON).
 
 pub mod annotate;
-pub mod buildid_cache;
 pub mod diff;
-pub mod elf;
 pub mod export;
 pub mod flame;
 pub mod group_metrics;
 pub mod inject;
-pub mod kcache;
-pub mod kernel;
 pub mod perf_text;
 pub mod profile;
 pub mod render;
 pub mod report;
 pub mod script;
-pub mod symbolize;
-pub mod unwind;
 
 pub use annotate::{
     annotate, annotate_all, annotate_places, AnnotateError, AnnotateOptions, Annotation,

@@ -8,8 +8,9 @@
 
 use pmx_perfdata::format::{misc, record_type};
 use pmx_perfdata::Features;
-use pmx_profile::elf::{demangle, ElfFile};
 use pmx_profile::script::{script, ScriptOptions};
+use pmx_symbols::demangle::demangle;
+use pmx_symbols::elf::ElfFile;
 use pmx_testkit::perfdata::{self, record as rec, sample_id, SAMPLE_ID_ALL};
 
 #[inline(never)]
