@@ -63,7 +63,7 @@ impl Default for Limits {
             cli_total: 3600,
             cli_file: 300,
             fn_lines: 120,
-            fn_crates: ["pmx", "pmx-profile", "pmx-cli", "pmx-tui"]
+            fn_crates: ["pmx", "pmx-profile", "pmx-symbols", "pmx-cli", "pmx-tui"]
                 .map(String::from)
                 .to_vec(),
             cli_forbidden: ["pmx_events", "pmx_msr"].map(String::from).to_vec(),

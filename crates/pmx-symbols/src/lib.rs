@@ -36,8 +36,8 @@
 //! of a separate debug file, symbols or segments whose end overflows, a
 //! truncated file), the symbol and unwind code answers with an error or
 //! nothing, never a panic: `tests/elf_sweep.rs` opens every ELF file under
-//! `/usr/bin` and `/usr/lib` of the machine it runs on, the `crafted_elf`
-//! tests broken ones.
+//! `/usr/bin` and `/usr/lib` of the machine it runs on,
+//! `tests/integration/crafted_elf.rs` broken ones.
 //!
 //! What it must never do: aggregate samples, render, print, or know of
 //! reports; it depends on no pmx crate but `pmx-perfdata` (the records
