@@ -354,7 +354,6 @@ fn short_form(mut s: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::elf::map_file;
     use object::{Object, ObjectSymbol, SymbolKind};
     use std::path::Path;
 
@@ -415,7 +414,7 @@ mod tests {
             eprintln!("skipped: no libstdc++.so.6 here");
             return;
         };
-        let map = map_file(Path::new(lib)).unwrap();
+        let map = std::fs::read(lib).unwrap();
         let obj = object::File::parse(&*map).unwrap();
         let mut names: Vec<String> = obj
             .dynamic_symbols()
@@ -477,7 +476,7 @@ mod tests {
     /// The C++ names of `path` (its first 30,000 code symbols) against
     /// libiberty: at most one in `one_in` may differ (0: none).
     fn big_program_names(path: &str, one_in: usize) {
-        let Ok(map) = map_file(Path::new(path)) else {
+        let Ok(map) = std::fs::read(path) else {
             eprintln!("skipped: no {path}");
             return;
         };
@@ -512,7 +511,7 @@ mod tests {
     #[test]
     fn rust_names_are_libibertys() {
         let exe = std::env::current_exe().unwrap();
-        let map = map_file(&exe).unwrap();
+        let map = std::fs::read(&exe).unwrap();
         let obj = object::File::parse(&*map).unwrap();
         let mut names: Vec<String> = obj
             .symbols()

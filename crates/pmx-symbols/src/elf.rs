@@ -508,7 +508,7 @@ fn stamp(m: &std::fs::Metadata) -> u64 {
 /// Where the distribution keeps separate debug files by build-id.
 const DEBUG_DIR: &str = "/usr/lib/debug/.build-id";
 
-pub(crate) fn map_file(path: &Path) -> Result<memmap2::Mmap, String> {
+fn map_file(path: &Path) -> Result<memmap2::Mmap, String> {
     // Paths come from the recording: only regular files are opened (a FIFO
     // would block the open, a device is no binary).
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
