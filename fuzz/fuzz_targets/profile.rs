@@ -22,6 +22,7 @@ fuzz_target!(|data: &[u8]| {
         lines: false,
         inline: false,
         tids: None,
+        symbols: Default::default(),
     };
     if let Ok(p) = build(&mut r, &options, &mut |_, _| {}) {
         let _ = format!("{:?}", p.events.len());

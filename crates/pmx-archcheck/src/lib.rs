@@ -76,6 +76,7 @@ impl Default for Limits {
                 "pmx-analysis",
                 "pmx-args",
                 "pmx-profile",
+                "pmx-symbols",
                 "pmx-cli",
                 "pmx-tui",
             ]

@@ -48,12 +48,13 @@ pub fn run(a: &AnnotateArgs) -> anyhow::Result<i32> {
         a.dso.clone(),
     );
     (o.event, o.symfs, o.syntax) = (a.event.clone(), a.symfs.clone(), a.syntax);
+    o.symbols = crate::symbols::options(pmx_symbols::Demangle::Short);
     if sym.is_some() {
         return show(&o, a.metrics.as_deref(), a.json);
     }
     for (name, r) in pmx_profile::annotate_all(&o, &mut |_, _| {}).map_err(failure)? {
         match r {
-            Ok(x) => render::to_stdout(&x, a.json)?,
+            Ok(x) => render::to_stdout(&x, a.json, colour())?,
             Err(e) => eprintln!("pmx: warning: {name}: {e}"),
         }
     }
@@ -75,7 +76,7 @@ pub fn show(o: &AnnotateOptions, metrics: Option<&str>, json: bool) -> anyhow::R
         let eval = |g: &dyn Fn(&str) -> Option<f64>| set.evaluate_exact(g);
         a.add_metrics(&set.names(), &eval).map_err(failure)?;
     }
-    render::to_stdout(&a, json)?;
+    render::to_stdout(&a, json, colour())?;
     Ok(crate::exit::OK)
 }
 
@@ -83,4 +84,9 @@ pub fn show(o: &AnnotateOptions, metrics: Option<&str>, json: bool) -> anyhow::R
 fn failure(e: AnnotateError) -> anyhow::Error {
     e.bad_input()
         .map_or_else(|| e.into(), |m| UsageError(m).into())
+}
+
+/// Whether colour is allowed: `NO_COLOR` not set (read here, at the edge).
+fn colour() -> bool {
+    std::env::var_os("NO_COLOR").is_none()
 }

@@ -47,6 +47,7 @@ mod stat_args;
 mod stat_msr;
 mod stat_perf;
 mod stat_render;
+mod symbols;
 mod target;
 mod tma;
 mod top;

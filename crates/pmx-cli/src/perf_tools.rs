@@ -1,8 +1,9 @@
 //! perf's small sampling commands: `inject` (`pmx_profile::inject`),
 //! `evlist` and `buildid-list` (`pmx_profile::perf_text`, the file's
-//! features), `buildid-cache` (`pmx_profile::buildid_cache`).
+//! features), `buildid-cache` (`pmx_symbols::buildid_cache`).
 
-use pmx_profile::{buildid_cache as cache, perf_text};
+use pmx_profile::perf_text;
+use pmx_symbols::buildid_cache as cache;
 use std::path::PathBuf;
 
 /// Arguments of `pmx inject`.
@@ -78,11 +79,11 @@ pub fn file(a: &FileArgs, list: bool) -> anyhow::Result<i32> {
 
 /// Run `pmx buildid-cache`.
 pub fn buildid_cache(a: &CacheArgs) -> anyhow::Result<i32> {
-    let dir = cache::dir();
+    let dir = pmx_io::dirs::Dirs::from_env().buildid;
     for p in &a.add {
         let id = cache::add(&dir, p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
         if a.verbose {
-            println!("Adding {} {}: Ok", pmx_profile::elf::hex(&id), p.display());
+            println!("Adding {} {}: Ok", pmx_symbols::elf::hex(&id), p.display());
         }
     }
     for p in &a.remove {

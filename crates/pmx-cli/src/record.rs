@@ -96,7 +96,11 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
                 eprintln!("pmx record: {line}");
             }
             let skip = args.no_buildid || args.no_buildid_cache;
-            let w = pmx_profile::buildid_cache::after_record(&summary.output, skip);
+            let w = pmx_symbols::buildid_cache::after_record(
+                &pmx_io::dirs::Dirs::from_env().buildid,
+                &summary.output,
+                skip,
+            );
             w.iter().for_each(|w| eprintln!("pmx record: {w}"));
             Ok(summary.exit.map_or(0, |e| e.shell_code()))
         }

@@ -89,7 +89,7 @@ pub struct ReportArgs {
     pub symfs: Option<PathBuf>,
     /// Symbol names: short (perf's: no parameters), full (signatures), none (mangled).
     #[arg(long, value_name = "STYLE", default_value = "short")]
-    pub demangle: pmx_profile::elf::Demangle,
+    pub demangle: pmx_symbols::Demangle,
     /// No progress bar or notes on standard error (warnings still appear).
     #[arg(short, long)]
     pub quiet: bool,
@@ -111,11 +111,11 @@ pub struct ReportArgs {
 
 /// Run `pmx report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
-    pmx_profile::elf::set_demangle(args.demangle);
+    let symbols = crate::symbols::options(args.demangle);
     if let Some(symbol) = &args.annotate {
         let mut o = pmx_profile::annotate::AnnotateOptions::default();
         (o.input, o.symbol, o.event) = (args.input.clone(), symbol.into(), args.event.clone());
-        o.symfs = args.symfs.clone();
+        (o.symfs, o.symbols) = (args.symfs.clone(), symbols);
         return crate::annotate::show(&o, args.metrics.as_deref(), args.json);
     }
     let p = &args.perf;
@@ -143,6 +143,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         percent_limit: args.percent_limit,
         limit: args.limit,
         tids: p.tids()?,
+        symbols,
     };
     if let Some(files) = &args.diff {
         return diff(args, options, files);

@@ -19,14 +19,14 @@ pub struct ScriptArgs {
     hide_call_graph: bool,
     /// Symbol names: short (perf's: no parameters), full (signatures), none (mangled).
     #[arg(long, value_name = "STYLE", default_value = "short")]
-    demangle: pmx_profile::elf::Demangle,
+    demangle: pmx_symbols::Demangle,
 }
 
 /// Run `pmx script`; a closed pipe (`| head`) ends it quietly.
 pub fn run(a: &ScriptArgs) -> anyhow::Result<i32> {
     let (input, fields) = (a.input.clone(), a.fields.clone());
-    pmx_profile::elf::set_demangle(a.demangle);
-    let opts = ScriptOptions::new(input, fields, a.json, !a.hide_call_graph);
+    let mut opts = ScriptOptions::new(input, fields, a.json, !a.hide_call_graph);
+    opts.symbols = crate::symbols::options(a.demangle);
     let mut progress = pmx_output::progress::Progress::beside_stdout(false);
     let out = &mut std::io::stdout().lock();
     let summary =

@@ -58,6 +58,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     }
     (opts.refreshes, opts.zero, opts.entries) = (args.refreshes, args.zero, args.entries);
     opts.metrics = args.metrics.clone();
+    opts.symbols = crate::symbols::options(pmx_symbols::Demangle::Short);
     opts.stdio = args.stdio || !std::io::stdout().is_terminal();
     opts.notes = sampling.notes;
     let bad = |e: top::TopError| e.bad_input().map_or(e.into(), |m| UsageError(m).into());

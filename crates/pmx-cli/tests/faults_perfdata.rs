@@ -17,8 +17,8 @@ mod faults_support;
 
 use faults_support::*;
 use pmx_perfdata::Reader;
-use pmx_profile::kernel::Kallsyms;
 use pmx_profile::{build, report, KernelSymbols, MachineId, Options, ReportOptions, SortKey};
+use pmx_symbols::kernel::Kallsyms;
 use pmx_testkit::mutate;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -96,6 +96,7 @@ fn build_case(path: &Path, symfs: &Path, ks: &Kallsyms) -> Result<(), String> {
         this_machine: MachineId::current(),
         root: Some(symfs.to_path_buf()),
         tids: None,
+        symbols: Default::default(),
     };
     let p = build(&mut reader, &opts, &mut |_, _| {}).map_err(|e| e.to_string())?;
     let _ = format!("{p:?}");

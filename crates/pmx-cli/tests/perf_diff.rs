@@ -93,7 +93,7 @@ fn function_address_arguments(x: &str, y: &str) -> bool {
 /// another function (its rule pairs entries with `.rela.plt` in order,
 /// which libc's `IRELATIVE` slots break: `_dl_allocate_tls@plt` where the
 /// entry jumps through memchr's slot). pmx's names are objdump's
-/// (`pmx-profile/tests/plt.rs`).
+/// (`pmx-symbols/tests/integration/plt.rs`).
 fn plt_perf_cannot_name(x: &str, y: &str) -> bool {
     let ((sx, dx), (sy, dy)) = (frame_parts(x), frame_parts(y));
     let address = |l: &str| l.trim_start().split_once(' ').map(|(a, _)| a.to_string());

@@ -28,15 +28,15 @@ pub use types::{
     Syntax, HOT_PERCENT, WARM_PERCENT,
 };
 
-use crate::elf::demangle;
 use crate::group_metrics::{cells, Evaluate};
 use crate::profile::{build_with_addresses, AddressSamples, KernelSymbols, MachineId, Options};
 use crate::profile::{Profile, SortKey, Weight};
 use crate::report::ReportError;
-use crate::symbolize::hex;
 use code::Binary;
 use find::Candidate;
 use pmx_perfdata::Reader;
+use pmx_symbols::demangle::demangle_as;
+use pmx_symbols::symbolize::hex;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
@@ -174,7 +174,7 @@ pub fn annotate_all(
     let (profile, places, precise, file) = read(opts, progress)?;
     let selected = select(&profile, opts.event.as_deref(), &file)?;
     let funcs = find::candidates(&places, &selected).into_iter();
-    let funcs = funcs.filter(|c| !c.kernel && !crate::symbolize::is_address(&c.symbol));
+    let funcs = funcs.filter(|c| !c.kernel && !pmx_symbols::symbolize::is_address(&c.symbol));
     Ok(funcs
         .map(|c| {
             let mut o = opts.clone();
@@ -197,6 +197,7 @@ fn read(
         kallsyms: KernelSymbols::Load,
         this_machine: MachineId::current(),
         root: opts.symfs.clone(),
+        symbols: opts.symbols.clone(),
         ..Options::default()
     };
     let (profile, places) =
@@ -246,7 +247,11 @@ pub fn annotate_places(
     // the mapped file itself.
     let path = match mine.iter().find_map(|p| p.mapped_file.as_ref()) {
         Some(link) if link.exists() => link.clone(),
-        _ => crate::buildid_cache::resolve(&path, chosen.build_id.as_deref()),
+        _ => pmx_symbols::buildid_cache::resolve(
+            &opts.symbols.dirs.buildid,
+            &path,
+            chosen.build_id.as_deref(),
+        ),
     };
     let mut a = disassemble(&chosen, &path, mine[0].addr, opts)?;
     a.file = file.to_string();
@@ -439,7 +444,8 @@ fn disassemble(
         symbol: chosen.symbol.clone(),
         reason,
     };
-    let (elf, _) = crate::elf::cache::open(path).map_err(no_code)?;
+    let (elf, _) = opts.symbols.binaries.open(path).map_err(no_code)?;
+    let style = opts.symbols.demangle;
     let bin = Binary::open(path).map_err(no_code)?;
     if !bin.is_x86_64() {
         return Err(AnnotateError::Arch {
@@ -463,7 +469,7 @@ fn disassemble(
     let names: Vec<(u64, u64, String)> = elf
         .symbols()
         .iter()
-        .map(|s| (s.start, s.end, demangle(&s.name)))
+        .map(|s| (s.start, s.end, demangle_as(&s.name, style)))
         .collect();
     let mut label = |a: u64| {
         if let Some(plt) = bin.plt_name(a) {

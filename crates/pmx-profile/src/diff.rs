@@ -24,7 +24,7 @@
 use crate::flame::diff::{self as flame_diff, DiffStacks};
 use crate::profile::{EventProfile, Row, SortKey};
 use crate::report::{pct, report, Report, ReportError, ReportOptions};
-use crate::symbolize::is_address;
+use pmx_symbols::symbolize::is_address;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -159,10 +159,10 @@ fn attrs(r: &Reader) -> Vec<FileAttr> {
 fn add_build_ids(ids: &mut Vec<BuildIdEntry>, mapped: &BTreeMap<String, u16>) {
     for (name, &mode) in mapped {
         let (id, filename, m) = if name.starts_with("[kernel.kallsyms]") {
-            let id = crate::kernel::running_kernel_build_id();
+            let id = pmx_symbols::kernel::running_kernel_build_id();
             (id, "[kernel.kallsyms]".to_string(), misc::KERNEL)
         } else if name.starts_with('/') {
-            let id = crate::buildid_cache::build_id_of(Path::new(name));
+            let id = pmx_symbols::buildid_cache::build_id_of(Path::new(name));
             (
                 id,
                 name.clone(),

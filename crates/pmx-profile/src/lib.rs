@@ -4,37 +4,17 @@
 //! Side-band records build the state a sample needs: COMM gives a thread its
 //! command name, FORK copies a parent's name and maps, MMAP/MMAP2 add a
 //! mapping `[start, end) → (binary, file offset)` to a process. A sample's
-//! address is turned into a **frame**:
+//! addresses are turned into **frames** by `pmx-symbols`' symbolizer (ELF
+//! and DWARF symbols, kernel symbols when the file was recorded on this
+//! machine, JIT maps, the vDSO, the build-id cache; see that crate's page),
+//! with the [`pmx_symbols::SymbolOptions`] of [`Options::symbols`]: the
+//! demangling style, the directories and the binary cache are passed in,
+//! never read from the environment here. This crate owns what comes after
+//! the frames: replay, aggregation, rendering, exports, annotation,
+//! `pmx script`; it never parses a binary's symbols itself.
 //!
-//! - user address → the mapping that covers it → file offset
-//!   (`addr − start + pgoff`) → ELF virtual address through the binary's
-//!   load segments (so PIE executables and shared objects work) → the
-//!   function symbol of `.symtab` (else `.dynsym`), demangled (Rust, C++);
-//!   a binary whose build-id differs from the recorded one is not used
-//!   (a warning says so), and DWARF line info is read on demand;
-//! - kernel address → `/proc/kallsyms`, only when the file was recorded
-//!   on this machine (kernel build-id, else host name and release, match)
-//!   and has kernel addresses, read through an index cached on disk per
-//!   boot ([`kcache`]); otherwise the raw address, as perf shows it;
-//! - JIT code (an anonymous mapping, or none) → `/tmp/perf-PID.map`
-//!   when the runtime wrote one (DSO `[JIT] tid PID`, as perf shows it);
-//! - `[vdso]` → the running kernel's vDSO image, when the file was
-//!   recorded on this kernel (or its recorded build-id matches).
-//!
-//! Of several symbols at one address, the one perf shows is kept: sized,
-//! strong, global, fewest leading underscores, longest name. A truncated
-//! file gives a [`Profile`] of its complete records with
+//! A truncated file gives a [`Profile`] of its complete records with
 //! [`Profile::truncated`] set and a warning.
-//!
-//! Frames are cached per (binary, file offset) and per kernel address, so
-//! each distinct address is resolved once.
-//!
-//! Whatever a binary holds (sections outside the file, the `NOBITS`
-//! sections of a separate debug file, symbols or segments whose end
-//! overflows, a truncated file), the symbol and unwind code answers with
-//! an error or nothing, never a panic: `tests/elf_sweep.rs` opens every
-//! ELF file under `/usr/bin` and `/usr/lib` of the machine it runs on,
-//! `tests/crafted_elf.rs` broken ones.
 //!
 //! **Aggregation** ([`profile::build`]): per event, rows keyed by the
 //! `--sort` keys (comm, pid, dso, symbol, cpu) with sample counts and the
@@ -43,7 +23,7 @@
 //! call chain (markers `PERF_CONTEXT_*` dropped, root first, kernel frames
 //! after user ones) is counted for [`flame::folded`] and [`flame::svg`].
 //!
-//! **DWARF call graphs** ([`unwind`]): samples recorded with
+//! **DWARF call graphs** ([`pmx_symbols::unwind`]): samples recorded with
 //! `--call-graph dwarf` (by pmx or perf) carry the user registers and a
 //! copy of the user stack instead of a user call chain; when stacks are
 //! asked for, their user frames are unwound at replay time (when the maps
@@ -91,22 +71,16 @@
 //! source lines, rendered by [`annotate::render`] (text, JSON).
 
 pub mod annotate;
-pub mod buildid_cache;
 pub mod diff;
-pub mod elf;
 pub mod export;
 pub mod flame;
 pub mod group_metrics;
 pub mod inject;
-pub mod kcache;
-pub mod kernel;
 pub mod perf_text;
 pub mod profile;
 pub mod render;
 pub mod report;
 pub mod script;
-pub mod symbolize;
-pub mod unwind;
 
 pub use annotate::{
     annotate, annotate_all, annotate_places, AnnotateError, AnnotateOptions, Annotation,

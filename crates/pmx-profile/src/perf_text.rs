@@ -203,7 +203,7 @@ pub fn buildid_list(path: &Path) -> Result<String, pmx_perfdata::Error> {
     let stdin = path.as_os_str() == "-";
     let r = Reader::open(if stdin { Path::new("/dev/stdin") } else { path })?;
     let lines = (r.features().build_ids.iter())
-        .map(|e| format!("{} {}\n", crate::elf::hex(&e.build_id), e.filename));
+        .map(|e| format!("{} {}\n", pmx_symbols::elf::hex(&e.build_id), e.filename));
     Ok(lines.collect())
 }
 

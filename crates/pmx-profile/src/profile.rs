@@ -24,11 +24,11 @@ mod rows;
 pub mod sink;
 mod types;
 
-use crate::kernel::Kallsyms;
-use crate::symbolize::Symbolizer;
 use addresses::AddressAcc;
 use aggregate::{EventAcc, State};
 use pmx_perfdata::Reader;
+use pmx_symbols::kernel::Kallsyms;
+use pmx_symbols::symbolize::Symbolizer;
 use replay::{recorded_here, Replay};
 use rustc_hash::FxHashMap as HashMap;
 use sink::SampleSink;
@@ -96,7 +96,12 @@ fn build_full<'o>(
         .iter()
         .map(|b| (b.filename.clone(), b.build_id.clone()))
         .collect();
-    let mut sym = Symbolizer::new(Kallsyms::default(), build_ids, options.root.clone());
+    let mut sym = Symbolizer::new(
+        Kallsyms::default(),
+        build_ids,
+        options.root.clone(),
+        &options.symbols,
+    );
     sym.defer_kernel();
     sym.allow_running_vdso(here);
     let mut st = State::new(options, sym);
@@ -166,7 +171,7 @@ fn build_full<'o>(
 /// the samples it left as raw addresses (their leaf frame), heaviest first.
 fn unnamed_warnings(
     sym: &Symbolizer,
-    unresolved: &HashMap<crate::symbolize::DsoId, u64>,
+    unresolved: &HashMap<pmx_symbols::symbolize::DsoId, u64>,
     total: u64,
 ) -> Vec<String> {
     let mut lines: Vec<(u64, String)> = sym

@@ -10,6 +10,7 @@ use crate::profile::sink::SampleSink;
 use crate::profile::{build_with, KernelSymbols, MachineId, Options, Profile, Row, SortKey};
 use crate::EventProfile;
 use pmx_perfdata::Reader;
+use pmx_symbols::SymbolOptions;
 use std::path::{Path, PathBuf};
 
 /// What to report on, and how.
@@ -43,6 +44,8 @@ pub struct ReportOptions {
     /// rows, children and stacks; the totals and shares stay the whole
     /// file's.
     pub tids: Option<Vec<u32>>,
+    /// Demangling, directories and binary cache of the symbolizer.
+    pub symbols: SymbolOptions,
 }
 
 /// The sort keys when none are given: perf report's (`comm,dso,symbol`),
@@ -75,6 +78,7 @@ impl ReportOptions {
             percent_limit: 0.0,
             limit: None,
             tids: None,
+            symbols: SymbolOptions::default(),
         }
     }
 }
@@ -264,6 +268,7 @@ pub fn report_reader(
         this_machine: MachineId::current(),
         root: opts.symfs.clone(),
         tids: opts.tids.clone(),
+        symbols: opts.symbols.clone(),
     };
     let sink = sink.map(|s| s as &mut dyn SampleSink);
     let profile = match build_with(reader, &options, progress, sink) {

@@ -8,7 +8,7 @@
 //!
 //! Symbols come from the [`Symbolizer`] (ELF symbol tables loaded per
 //! binary on first use, JIT maps, the vDSO) and kernel symbols from the
-//! cache of [`crate::kcache`], loaded at the first kernel address of a
+//! cache of [`pmx_symbols::kcache`], loaded at the first kernel address of a
 //! file recorded on this machine.
 
 mod fields;
@@ -17,10 +17,11 @@ mod write;
 pub use fields::{Field, Fields, ALL as FIELD_NAMES};
 
 use crate::profile::MachineId;
-use crate::symbolize::Symbolizer;
 use pmx_perfdata::format::{callchain, misc, sample_type};
 use pmx_perfdata::read::Record;
 use pmx_perfdata::Reader;
+use pmx_symbols::symbolize::Symbolizer;
+use pmx_symbols::SymbolOptions;
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -39,6 +40,8 @@ pub struct ScriptOptions {
     pub callchains: bool,
     /// Look binaries up under this directory (perf's `--symfs`).
     pub symfs: Option<PathBuf>,
+    /// Demangling, directories and binary cache of the symbolizer.
+    pub symbols: SymbolOptions,
 }
 
 impl ScriptOptions {
@@ -51,6 +54,7 @@ impl ScriptOptions {
             json,
             callchains,
             symfs: None,
+            symbols: SymbolOptions::default(),
         }
     }
 }
@@ -129,6 +133,8 @@ struct Run<'w> {
     site_cache: HashMap<(u32, u64), Site>,
     here: bool,
     kernel_loaded: bool,
+    /// pmx's cache directory (the kernel symbols' index).
+    cache_dir: Option<PathBuf>,
     writer: Writer<'w>,
 }
 
@@ -171,7 +177,12 @@ pub fn script_with_progress(
     let build_ids = (reader.features().build_ids.iter())
         .map(|b| (b.filename.clone(), b.build_id.clone()))
         .collect();
-    let mut sym = Symbolizer::new(Default::default(), build_ids, opts.symfs.clone());
+    let mut sym = Symbolizer::new(
+        Default::default(),
+        build_ids,
+        opts.symfs.clone(),
+        &opts.symbols,
+    );
     sym.allow_running_vdso(here);
     let fields = fields::resolve(&opts.fields, reader.events()).map_err(ScriptError::Fields)?;
     let chains = reader
@@ -191,6 +202,7 @@ pub fn script_with_progress(
         site_cache: HashMap::default(),
         here,
         kernel_loaded: false,
+        cache_dir: opts.symbols.dirs.cache.clone(),
         writer,
     };
     let (mut max_time, mut prev_round_max) = (0u64, 0u64);
@@ -380,7 +392,8 @@ impl Run<'_> {
         if !self.kernel_loaded {
             self.kernel_loaded = true;
             if self.here {
-                self.sym.resolve_deferred(crate::kcache::load().0);
+                self.sym
+                    .resolve_deferred(pmx_symbols::kcache::load(self.cache_dir.as_deref()).0);
             }
         }
         let frame = self.sym.kernel_frame(addr);

@@ -423,11 +423,27 @@ fn analyze(
     Ok(pmx_output::analyze::json(&r, &path).to_string())
 }
 
+/// The symbolizer's settings of every call of this module, read from the
+/// environment at the first (this entry point is the edge): pmx's
+/// directories, `PMX_BINARY_CACHE_MB`; one binary cache for the process,
+/// so a second report of the same binaries reads nothing again.
+fn symbol_options() -> pmx_symbols::SymbolOptions {
+    use pmx_symbols::elf::cache::{capacity_from_mb, CAPACITY_VAR};
+    static OPTIONS: std::sync::OnceLock<pmx_symbols::SymbolOptions> = std::sync::OnceLock::new();
+    OPTIONS
+        .get_or_init(|| {
+            let capacity = capacity_from_mb(std::env::var(CAPACITY_VAR).ok().as_deref());
+            pmx_symbols::SymbolOptions::new(pmx_io::dirs::Dirs::from_env(), capacity)
+        })
+        .clone()
+}
+
 /// `pmx report --json` of a perf.data file, as JSON text.
 #[pyfunction]
 #[pyo3(signature = (path, sort=None))]
 fn report(path: std::path::PathBuf, sort: Option<String>) -> PyResult<String> {
     let mut opts = pmx_profile::ReportOptions::for_input(path.clone());
+    opts.symbols = symbol_options();
     if let Some(sort) = sort {
         opts.sort = sort;
     }

@@ -131,20 +131,7 @@ pub fn of_elf_file_cached(path: &Path) -> Option<Vec<u8>> {
 /// `ino`; `None` when the process is gone or the link cannot be read.
 pub fn of_mapped_file(pid: u32, addr: u64, ino: u64) -> Option<Vec<u8>> {
     use std::os::unix::fs::MetadataExt;
-    if pid == 0 || pid == u32::MAX {
-        return None;
-    }
-    let dir = std::fs::read_dir(format!("/proc/{pid}/map_files")).ok()?;
-    let link = dir.flatten().map(|e| e.path()).find(|link| {
-        let range = link.file_name().and_then(|n| n.to_str()).and_then(|n| {
-            let (a, b) = n.split_once('-')?;
-            Some((
-                u64::from_str_radix(a, 16).ok()?,
-                u64::from_str_radix(b, 16).ok()?,
-            ))
-        });
-        range.is_some_and(|(a, b)| a <= addr && addr < b)
-    })?;
+    let link = pmx_symbols::map_files::covering(pid, addr)?;
     // metadata follows the link to the mapped file.
     if std::fs::metadata(&link).ok()?.ino() != ino {
         return None;

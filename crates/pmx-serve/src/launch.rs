@@ -75,8 +75,8 @@ pub struct Settings {
     pub profile_sessions: usize,
     /// TCP keepalive of a profile's connection.
     pub profile_probes: Probes,
-    /// Bytes of parsed binaries kept between profiles (`None`: the
-    /// process-wide default, `PMX_BINARY_CACHE_MB` or 64 MiB).
+    /// Bytes of parsed binaries kept between profiles (`None`:
+    /// `PMX_BINARY_CACHE_MB`, read by [`start`], or 64 MiB).
     pub profile_symbol_cache: Option<usize>,
     /// How long a client may take to read an answer.
     pub write_timeout: Duration,
@@ -251,9 +251,13 @@ pub fn start(
             log(&format!("profiles: {n}"));
         }
     }
-    if let Some(bytes) = settings.profile_symbol_cache {
-        pmx_profile::elf::cache::set_capacity(bytes);
-    }
+    // The environment, read here at the launch: pmx's directories and the
+    // binary cache's default capacity.
+    let capacity = settings.profile_symbol_cache.unwrap_or_else(|| {
+        use pmx_symbols::elf::cache::{capacity_from_mb, CAPACITY_VAR};
+        capacity_from_mb(std::env::var(CAPACITY_VAR).ok().as_deref())
+    });
+    let symbols = pmx_symbols::SymbolOptions::new(pmx_io::dirs::Dirs::from_env(), capacity);
     let opts = Options {
         listen: settings.listen,
         per: settings.per,
@@ -267,6 +271,7 @@ pub fn start(
             sessions: settings.profile_sessions,
             event,
             extra: settings.profile_extra.clone(),
+            symbols,
         }),
         ..Options::default()
     };

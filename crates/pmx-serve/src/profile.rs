@@ -82,6 +82,9 @@ pub struct ProfileSettings {
     /// `--profile-events`: the extra sampling events, or why there are
     /// none here.
     pub extra: Option<Result<Vec<RecordEvent>, String>>,
+    /// The symbolizer's settings, with the binary cache the profiles
+    /// share (its series are in `/metrics`).
+    pub symbols: pmx_symbols::SymbolOptions,
 }
 
 /// Where log lines go (shared with the session threads).
@@ -283,8 +286,8 @@ impl Profiles {
             Err(e) => return unavailable(&self.log, &format!("cannot sample: {e}")),
         };
         let t1 = Instant::now();
-        let r = encode(bytes, q);
-        give_back_free_memory();
+        let r = encode(bytes, q, &self.settings.symbols);
+        give_back_free_memory(&self.settings.symbols.binaries);
         match r {
             Ok((body, samples)) => {
                 self.served.fetch_add(1, Ordering::Relaxed);
@@ -321,8 +324,8 @@ impl Profiles {
 /// replay and export are freed when it is made, but the allocator keeps
 /// the pages of its thread's arena (tens of MB after a profile of a busy
 /// machine); the daemon stays for weeks, so they are given back.
-fn give_back_free_memory() {
-    pmx_profile::elf::cache::shrink_to_capacity();
+fn give_back_free_memory(binaries: &pmx_symbols::BinaryCache) {
+    binaries.shrink_to_capacity();
     #[cfg(target_env = "gnu")]
     // SAFETY: malloc_trim only releases free memory of the allocator.
     unsafe {
@@ -344,13 +347,18 @@ fn cgroup_of(pid: u32) -> Option<String> {
 }
 
 /// The stream's pprof, gzip-compressed, filtered by `q`; and its samples.
-fn encode(bytes: Vec<u8>, q: &Query) -> Result<(Vec<u8>, usize), String> {
+fn encode(
+    bytes: Vec<u8>,
+    q: &Query,
+    symbols: &pmx_symbols::SymbolOptions,
+) -> Result<(Vec<u8>, usize), String> {
     let mut reader =
         pmx_perfdata::Reader::new(io::Cursor::new(bytes)).map_err(|e| e.to_string())?;
     let opts = pmx_profile::ReportOptions {
         // The rows are not used: the cheapest key, and no folded
         // stacks (the export's collector keeps its own).
         sort: "pid".into(),
+        symbols: symbols.clone(),
         ..pmx_profile::ReportOptions::for_input("-")
     };
     let (_, mut x) = pmx_profile::export::of_reader(&mut reader, "pmx serve", &opts)

@@ -756,9 +756,10 @@ fn profile_families(p: &Profiles) -> Vec<Family> {
         out.push(f);
     }
     // The binaries whose symbol and line tables successive profiles share
-    // (`pmx_profile::elf::cache`): a reads count that grows with every
+    // (`pmx_symbols::BinaryCache`): a reads count that grows with every
     // profile of the same processes means the capacity is too small.
-    let c = pmx_profile::elf::cache::stats();
+    let binaries = &p.settings().symbols.binaries;
+    let c = binaries.stats();
     for (name, kind, help, v) in [
         (
             "pmx_profile_binaries",
@@ -776,7 +777,7 @@ fn profile_families(p: &Profiles) -> Vec<Family> {
             "pmx_profile_binary_capacity_bytes",
             Kind::Gauge,
             "Bytes of tables kept at most (PMX_BINARY_CACHE_MB); least recently used binaries go first.",
-            pmx_profile::elf::cache::capacity() as u64,
+            binaries.capacity() as u64,
         ),
         (
             "pmx_profile_binary_reads",

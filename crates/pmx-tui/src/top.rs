@@ -47,6 +47,9 @@ pub struct TopOptions {
     /// event's fallback): on standard error with `stdio`, in the UI's
     /// status line otherwise.
     pub notes: Vec<String>,
+    /// How names are shown and where binaries and caches are read (the
+    /// caller reads the environment).
+    pub symbols: pmx_symbols::SymbolOptions,
 }
 
 impl TopOptions {
@@ -80,6 +83,7 @@ impl TopOptions {
             stdio: false,
             metrics: None,
             notes: Vec::new(),
+            symbols: Default::default(),
         }
     }
 }

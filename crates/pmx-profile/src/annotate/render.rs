@@ -201,11 +201,12 @@ fn short(s: &str, n: usize) -> String {
 }
 
 /// Write `a` to standard output: JSON, or text in colour when standard
-/// output is a terminal and `NO_COLOR` is not set.
-pub fn to_stdout(a: &Annotation, as_json: bool) -> std::io::Result<()> {
+/// output is a terminal and `allow_colour` (the caller's `NO_COLOR` is
+/// not set).
+pub fn to_stdout(a: &Annotation, as_json: bool, allow_colour: bool) -> std::io::Result<()> {
     use std::io::IsTerminal;
     let stdout = std::io::stdout();
-    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let colour = allow_colour && stdout.is_terminal();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if as_json {
         writeln!(out, "{:#}", json(a))?;

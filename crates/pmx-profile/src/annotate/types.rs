@@ -5,6 +5,7 @@
 
 use crate::group_metrics::MetricCell;
 use crate::profile::{Moments, Weight};
+use pmx_symbols::SymbolOptions;
 use std::path::PathBuf;
 
 /// Assembly syntax.
@@ -53,6 +54,8 @@ pub struct AnnotateOptions {
     pub symfs: Option<PathBuf>,
     /// Assembly syntax.
     pub syntax: Syntax,
+    /// Demangling, directories and binary cache of the symbolizer.
+    pub symbols: SymbolOptions,
 }
 
 /// One event's column: its samples in the function and in the file.

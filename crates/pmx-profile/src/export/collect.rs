@@ -6,7 +6,7 @@
 
 use super::{Export, Function, Location, Mapping, Marker, Sample, StackNode, Thread};
 use crate::profile::sink::{SampleRef, SampleSink, Side};
-use crate::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
+use pmx_symbols::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
 use rustc_hash::FxHashMap as HashMap;
 
 const NONE: u32 = u32::MAX;

@@ -17,7 +17,7 @@
 //!   is known, a comment naming pmx.
 
 use super::Export;
-use crate::symbolize::hex;
+use pmx_symbols::symbolize::hex;
 use rustc_hash::FxHashMap as HashMap;
 
 /// A protobuf message being written.

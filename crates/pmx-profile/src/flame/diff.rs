@@ -11,7 +11,7 @@
 //! draws).
 
 use super::{escape, label, open_svg, FRAME_H, PAD_BOTTOM, PAD_X};
-use crate::symbolize::is_address;
+use pmx_symbols::symbolize::is_address;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

@@ -15,8 +15,8 @@
 //! row is printed without a share (`---name`).
 
 use crate::profile::Row;
-use crate::symbolize::is_address;
 use crate::EventProfile;
+use pmx_symbols::symbolize::is_address;
 use std::io::Write;
 
 /// perf's `-g` print type.

@@ -13,7 +13,7 @@
 //! intervals follow, as a report row's do.
 
 use super::groups::Moments;
-use crate::symbolize::{DsoId, FrameId, Symbolizer, KERNEL_DSO};
+use pmx_symbols::symbolize::{DsoId, FrameId, Symbolizer, KERNEL_DSO};
 use rustc_hash::FxHashMap as HashMap;
 
 /// One event's weight at one place: samples and the sum of their

@@ -7,9 +7,9 @@ use super::addresses::{AddressAcc, Weight};
 use super::groups::GroupAcc;
 use super::sink::{SampleRef, SampleSink, Side};
 use super::types::{Options, SortKey};
-use crate::symbolize::{DsoId, FrameId, FrameName, Symbolizer, UNKNOWN_DSO};
-use crate::unwind::{Unwinder, UserStack};
 use pmx_perfdata::format::{callchain, misc};
+use pmx_symbols::symbolize::{DsoId, FrameId, FrameName, Symbolizer, UNKNOWN_DSO};
+use pmx_symbols::unwind::{Unwinder, UserStack};
 use rustc_hash::FxHashMap as HashMap;
 
 #[derive(Hash, PartialEq, Eq, Clone, Copy)]

@@ -23,8 +23,8 @@ use super::groups::decay_moments;
 use super::replay::{recorded_here, Replay};
 use super::rows;
 use super::types::{Options, Profile};
-use crate::symbolize::Symbolizer;
 use pmx_perfdata::Reader;
+use pmx_symbols::symbolize::Symbolizer;
 use rustc_hash::FxHashMap as HashMap;
 
 /// A profile being built from a stream.
@@ -49,7 +49,7 @@ impl<'o> Live<'o> {
             .iter()
             .map(|b| (b.filename.clone(), b.build_id.clone()))
             .collect();
-        let mut sym = Symbolizer::new(kallsyms, build_ids, options.root.clone());
+        let mut sym = Symbolizer::new(kallsyms, build_ids, options.root.clone(), &options.symbols);
         sym.allow_running_vdso(here);
         let mut state = State::new(options, sym);
         state.prune_exited = true;
@@ -230,7 +230,7 @@ impl<'o> Live<'o> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LiveStats {
     /// The symbolizer's processes, caches and binaries.
-    pub symbolizer: crate::symbolize::SymbolizerStats,
+    pub symbolizer: pmx_symbols::symbolize::SymbolizerStats,
     /// Threads with a command name.
     pub threads: usize,
 }

@@ -6,10 +6,10 @@ use super::aggregate::{Item, MmapItem, State};
 use super::groups::{Deltas, MemberDelta};
 use super::sink::{Side, SideKind};
 use super::types::{MachineId, ThreadReads};
-use crate::unwind::UserStack;
 use pmx_perfdata::format::misc;
 use pmx_perfdata::read::{FileFeatures, Record};
 use pmx_perfdata::Reader;
+use pmx_symbols::unwind::UserStack;
 
 /// Whether the kernel addresses of a file with these features belong to
 /// the running kernel.

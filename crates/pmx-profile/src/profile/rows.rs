@@ -7,8 +7,8 @@ use super::groups::{GroupAcc, Moments};
 use super::types::{
     EventProfile, GroupRow, GroupTable, KernelSymbols, Options, Row, SortKey, SOURCE_LINE_ROWS,
 };
-use crate::kernel::Kallsyms;
-use crate::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
+use pmx_symbols::kernel::Kallsyms;
+use pmx_symbols::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
 use rustc_hash::FxHashMap as HashMap;
 
 /// The kernel symbols to resolve with: none unless the file has kernel
@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap as HashMap;
 pub(super) fn kernel_symbols(options: &Options, needed: bool, here: bool) -> Kallsyms {
     match &options.kallsyms {
         _ if !needed || !here => Kallsyms::default(),
-        KernelSymbols::Load => crate::kcache::load().0,
+        KernelSymbols::Load => pmx_symbols::kcache::load(options.symbols.dirs.cache.as_deref()).0,
         KernelSymbols::Given(k) => k.clone(),
         KernelSymbols::Off => Kallsyms::default(),
     }

@@ -7,7 +7,7 @@
 //! (UN)THROTTLE records as they come; and at the end the symbolizer with
 //! the kernel frames resolved.
 
-use crate::symbolize::{FrameId, Symbolizer};
+use pmx_symbols::symbolize::{FrameId, Symbolizer};
 
 /// One sample as the replay applies it.
 #[derive(Debug, Clone, Copy)]

@@ -2,8 +2,9 @@
 //! [`KernelSymbols`], [`MachineId`]) and what was built ([`Profile`],
 //! [`EventProfile`], [`Row`]).
 
-use crate::kernel::Kallsyms;
 use pmx_perfdata::read::{FileFeatures, Stats, Truncation};
+use pmx_symbols::kernel::Kallsyms;
+use pmx_symbols::SymbolOptions;
 use std::path::PathBuf;
 
 /// A key rows are grouped by (`--sort`).
@@ -68,6 +69,9 @@ pub struct Options {
     /// (perf report's `--tid`); the others still count in the event's
     /// totals, as perf's absolute shares.
     pub tids: Option<Vec<u32>>,
+    /// How names are demangled, where binaries and caches are read (the
+    /// kernel symbols' index, perf's build-id cache), the binary cache.
+    pub symbols: SymbolOptions,
 }
 
 /// Where kernel symbols come from.
@@ -79,7 +83,7 @@ pub enum KernelSymbols {
     /// These symbols.
     Given(Kallsyms),
     /// This machine's, loaded at the end and only when the file has
-    /// kernel addresses: from the on-disk cache ([`crate::kcache`]) when it
+    /// kernel addresses: from the on-disk cache ([`pmx_symbols::kcache`]) when it
     /// is valid for the running system, else from `/proc/kallsyms`.
     Load,
 }
@@ -107,7 +111,7 @@ impl MachineId {
                 .map(|s| s.trim().to_string())
         };
         MachineId {
-            kernel_build_id: crate::kernel::running_kernel_build_id(),
+            kernel_build_id: pmx_symbols::kernel::running_kernel_build_id(),
             hostname: read("/proc/sys/kernel/hostname"),
             osrelease: read("/proc/sys/kernel/osrelease"),
         }
@@ -126,6 +130,7 @@ impl Default for Options {
             lines: false,
             inline: false,
             tids: None,
+            symbols: SymbolOptions::default(),
         }
     }
 }

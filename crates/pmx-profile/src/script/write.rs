@@ -7,8 +7,8 @@
 //! 256 KiB buffer, so a million samples take well under a second.
 
 use super::fields::{Field, Fields};
-use crate::symbolize::{FrameId, FrameName, Symbolizer};
 use pmx_perfdata::read::{Event, Sample};
+use pmx_symbols::symbolize::{FrameId, FrameName, Symbolizer};
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
 

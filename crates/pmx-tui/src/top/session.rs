@@ -91,7 +91,9 @@ impl Session {
         };
         let (requests, inbox) = mpsc::channel();
         let children = !matches!(opts.record.call_graph, pmx_record::CallGraph::None);
-        let aggregator = std::thread::spawn(move || aggregate(reader, inbox, addresses, children));
+        let symbols = opts.symbols.clone();
+        let aggregator =
+            std::thread::spawn(move || aggregate(reader, inbox, addresses, children, symbols));
         Ok(Session {
             requests: Some(requests),
             stop,
@@ -193,11 +195,13 @@ fn aggregate(
     inbox: mpsc::Receiver<Request>,
     addresses: bool,
     children: bool,
+    symbols: pmx_symbols::SymbolOptions,
 ) -> Result<(), String> {
     let options = Options {
         kallsyms: KernelSymbols::Load,
         this_machine: MachineId::current(),
         children,
+        symbols,
         ..Options::default()
     };
     let mut live = Live::new(reader, &options, addresses);
@@ -207,17 +211,17 @@ fn aggregate(
         let more = live.next_round().map_err(|e| e.to_string())?;
         if !more {
             for req in inbox.iter() {
-                serve(&mut live, req, &mut held);
+                serve(&mut live, req, &mut held, &options.symbols);
             }
             return Ok(());
         }
         while let Ok(req) = inbox.try_recv() {
-            serve(&mut live, req, &mut held);
+            serve(&mut live, req, &mut held, &options.symbols);
         }
     }
 }
 
-fn serve(live: &mut Live<'_>, req: Request, held: &mut u64) {
+fn serve(live: &mut Live<'_>, req: Request, held: &mut u64, symbols: &pmx_symbols::SymbolOptions) {
     match req {
         Request::Snapshot {
             aging,
@@ -251,6 +255,7 @@ fn serve(live: &mut Live<'_>, req: Request, held: &mut u64) {
                 event: None,
                 symfs: None,
                 syntax: Default::default(),
+                symbols: symbols.clone(),
             };
             let (profile, places) = (live.snapshot(), live.addresses());
             let a = pmx_profile::annotate_places(

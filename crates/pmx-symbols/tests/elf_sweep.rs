@@ -19,8 +19,10 @@
 //! sweep one directory while fixing a finding. An absent directory is
 //! skipped with a message.
 
-use pmx_profile::elf::{demangle, ElfFile};
-use pmx_profile::unwind::probe::probe_file;
+use pmx_symbols::demangle::demangle;
+use pmx_symbols::elf::ElfFile;
+use pmx_symbols::unwind::probe::probe_file;
+use pmx_symbols::Demangle;
 use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -324,7 +326,7 @@ fn sweep_file(path: &Path) -> Tally {
         for a in dwarf {
             t.dwarf += 1;
             t.lines += u64::from(f.line(a).is_some());
-            std::hint::black_box(f.inlined(a));
+            std::hint::black_box(f.inlined(a, Demangle::Short));
         }
     }
     if let Ok(p) = probe_file(path, &addresses) {

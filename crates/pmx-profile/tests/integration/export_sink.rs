@@ -11,12 +11,13 @@
 
 use pmx_perfdata::format::{callchain, misc, record_type};
 use pmx_perfdata::{Features, Reader};
-use pmx_profile::elf::{demangle, ElfFile};
 use pmx_profile::export::collect::Collector;
 use pmx_profile::export::{firefox, pprof, Export, ExportEvent};
 use pmx_profile::profile::build_with;
 use pmx_profile::profile::sink::SideKind;
 use pmx_profile::{Options, SortKey};
+use pmx_symbols::demangle::demangle;
+use pmx_symbols::elf::ElfFile;
 use pmx_testkit::perfdata::{self, record as rec, sample_id, SAMPLE_ID_ALL};
 use std::io::Cursor;
 

@@ -6,8 +6,8 @@
 
 use pmx_perfdata::format::{misc, record_type, sample_type};
 use pmx_perfdata::{BuildIdEntry, Features, Reader};
-use pmx_profile::elf::ElfFile;
 use pmx_profile::{build, Options, Profile, SortKey};
+use pmx_symbols::elf::ElfFile;
 use pmx_testkit::perfdata::{self, pid_tid, record as rec, SAMPLE_ID_ALL};
 use std::io::Cursor;
 
@@ -145,7 +145,7 @@ fn jit_code_from_perf_pid_map() {
 
 /// The running vDSO's image and the address of its `clock_gettime`.
 fn vdso_clock_gettime() -> Option<(ElfFile, u64, String)> {
-    let image = match pmx_profile::kernel::running_vdso() {
+    let image = match pmx_symbols::kernel::running_vdso() {
         Ok(i) => i,
         Err(e) => {
             pmx_testkit::skip(format_args!("no vDSO here: {e}"));

@@ -20,6 +20,7 @@
 use crate::elf::cache::FileId;
 use crate::elf::ElfFile;
 use crate::kernel::Kallsyms;
+use crate::SymbolOptions;
 pub use pmx_perfdata::MappedInode;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
@@ -186,6 +187,8 @@ pub struct Symbolizer {
     inline_cache: HashMap<(DsoId, u64), Box<[FrameId]>>,
     /// Processes forgotten since the binaries were last released.
     forgotten: usize,
+    /// The demangling style, the directories, the binary cache.
+    options: SymbolOptions,
 }
 
 /// A process's `perf-PID.map` as last read: its functions (none when
@@ -284,11 +287,13 @@ fn is_anon(path: &str) -> bool {
 impl Symbolizer {
     /// A symbolizer with these kernel symbols (empty: kernel addresses stay
     /// unresolved), the recorded build-ids by file name, and an optional
-    /// root directory under which recorded paths are looked up (perf's --symfs).
+    /// root directory under which recorded paths are looked up (perf's
+    /// --symfs); names are shown, and binaries read, as `options` say.
     pub fn new(
         kallsyms: Kallsyms,
         build_ids: HashMap<String, Vec<u8>>,
         root: Option<PathBuf>,
+        options: &SymbolOptions,
     ) -> Self {
         let mut s = Symbolizer {
             dsos: Vec::new(),
@@ -313,6 +318,7 @@ impl Symbolizer {
             here: false,
             inline_cache: HashMap::default(),
             forgotten: 0,
+            options: options.clone(),
         };
         s.add_dso(b"[kernel.kallsyms]");
         s.add_dso(b"[unknown]");
@@ -734,14 +740,14 @@ impl Symbolizer {
 
     fn resolve_in_dso(&mut self, dso: DsoId, offset: u64) -> FrameId {
         self.load(dso, None);
-        let found = self.dsos[dso as usize]
-            .elf
-            .as_ref()
-            .and_then(|elf| elf.lookup(elf.offset_to_vaddr(offset).unwrap_or(offset)));
+        let found = self.dsos[dso as usize].elf.as_ref().and_then(|elf| {
+            let vaddr = elf.offset_to_vaddr(offset).unwrap_or(offset);
+            elf.lookup_as(vaddr, self.options.demangle)
+        });
         match found {
             Some(i) => {
                 let elf = self.dsos[dso as usize].elf.as_ref().expect("loaded");
-                let name = elf.shown_name(i);
+                let name = elf.shown_name(i, self.options.demangle);
                 self.intern(FrameKey::Sym(dso, i), || Frame {
                     dso,
                     name: FrameName::Symbol(name),
@@ -869,7 +875,7 @@ impl Symbolizer {
         self.load(m.dso, Some((pid, addr)));
         let names = match self.dsos[m.dso as usize].elf.as_ref() {
             Some(elf) => match elf.offset_to_vaddr(offset) {
-                Some(vaddr) => elf.inline_chain(vaddr),
+                Some(vaddr) => elf.inline_chain(vaddr, self.options.demangle),
                 None => Vec::new(),
             },
             None => Vec::new(),
@@ -1006,13 +1012,18 @@ mod tests {
             .find(|s| s.name.contains("maps_split_on_overlap"))
             .unwrap()
             .clone();
-        let mut s = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
+        let mut s = Symbolizer::new(
+            Kallsyms::default(),
+            HashMap::default(),
+            None,
+            &SymbolOptions::default(),
+        );
         // Map the whole file at `base`: the symbol is at base + its file offset.
         let off = elf.vaddr_to_offset(sym.start).unwrap();
         let base = 0x5555_0000_0000u64;
         s.add_map(7, base, 1 << 30, 0, exe.to_str().unwrap().as_bytes());
         let f = s.user_frame(7, base + off);
-        assert_eq!(s.frame(f).label(), crate::elf::demangle(&sym.name));
+        assert_eq!(s.frame(f).label(), crate::demangle::demangle(&sym.name));
         assert_eq!(
             s.dso(s.frame(f).dso).short,
             exe.file_name().unwrap().to_str().unwrap()
@@ -1035,7 +1046,7 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         let path = exe.to_str().unwrap().to_string();
         let ids: HashMap<String, Vec<u8>> = [(path.clone(), vec![1u8; 20])].into_iter().collect();
-        let mut s = Symbolizer::new(Kallsyms::default(), ids, None);
+        let mut s = Symbolizer::new(Kallsyms::default(), ids, None, &SymbolOptions::default());
         s.add_map(1, 0x1000_0000, 1 << 30, 0, path.as_bytes());
         let f = s.user_frame(1, 0x1000_0000 + 0x2000);
         assert!(matches!(s.frame(f).name, FrameName::Address(_)));
@@ -1085,7 +1096,12 @@ mod tests {
         std::fs::write(&path, b"not the mapped file").unwrap();
         let path = path.to_str().unwrap().as_bytes();
         let new = |pid: u32| {
-            let mut s = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
+            let mut s = Symbolizer::new(
+                Kallsyms::default(),
+                HashMap::default(),
+                None,
+                &SymbolOptions::default(),
+            );
             s.allow_running_vdso(true);
             s.add_mapping(pid, start, end - start, pgoff, path, Some(inode));
             s
@@ -1094,7 +1110,7 @@ mod tests {
         if unsafe { libc::geteuid() } == 0 {
             let mut s = new(std::process::id());
             let f = s.user_frame(std::process::id(), addr);
-            assert_eq!(s.frame(f).label(), crate::elf::demangle(&sym.name));
+            assert_eq!(s.frame(f).label(), crate::demangle::demangle(&sym.name));
             let file = s.dso_file(s.frame(f).dso).unwrap();
             assert!(file.starts_with("/proc"), "{}", file.display());
             assert_eq!(s.mapped_file(s.frame(f).dso), Some(file));
@@ -1143,7 +1159,7 @@ mod tests {
         let k = Kallsyms::parse(
             "ffffffff81000000 T start_kernel\nffffffffc0001000 t vmx_run\t[kvm_intel]\n",
         );
-        let mut s = Symbolizer::new(k, HashMap::default(), None);
+        let mut s = Symbolizer::new(k, HashMap::default(), None, &SymbolOptions::default());
         let f = s.kernel_frame(0xffffffff81000010);
         assert_eq!(s.frame(f).label(), "start_kernel");
         assert_eq!(s.dso(s.frame(f).dso).short, "[kernel.kallsyms]");
@@ -1153,7 +1169,12 @@ mod tests {
         let b = s.kernel_frame(0xffffffffc0100000);
         assert_eq!(s.dso(s.frame(b).dso).short, "[unknown]");
         assert!(s.frame(b).kernel);
-        let mut d = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
+        let mut d = Symbolizer::new(
+            Kallsyms::default(),
+            HashMap::default(),
+            None,
+            &SymbolOptions::default(),
+        );
         d.defer_kernel();
         let a = d.kernel_frame(0xffffffff81000010);
         let b = d.kernel_frame(0xffffffff81000020);
@@ -1162,7 +1183,12 @@ mod tests {
         let remap = d.resolve_deferred(k);
         assert_eq!(remap[a as usize], remap[b as usize]);
         assert_eq!(d.frame(remap[a as usize]).label(), "start_kernel");
-        let mut empty = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
+        let mut empty = Symbolizer::new(
+            Kallsyms::default(),
+            HashMap::default(),
+            None,
+            &SymbolOptions::default(),
+        );
         let u = empty.kernel_frame(0xffffffff81000010);
         assert_eq!(empty.frame(u).label(), "0xffffffff81000010");
         assert_eq!(empty.dso(empty.frame(u).dso).short, "[kernel.kallsyms]");

@@ -112,17 +112,7 @@ impl Symbolizer {
             return None;
         }
         let d = &self.dsos[dso as usize];
-        let dir = std::fs::read_dir(format!("/proc/{pid}/map_files")).ok()?;
-        let covering = dir.flatten().map(|e| e.path()).find(|link| {
-            let range = link.file_name().and_then(|n| n.to_str()).and_then(|n| {
-                let (a, b) = n.split_once('-')?;
-                Some((
-                    u64::from_str_radix(a, 16).ok()?,
-                    u64::from_str_radix(b, 16).ok()?,
-                ))
-            });
-            range.is_some_and(|(a, b)| a <= addr && addr < b)
-        })?;
+        let covering = crate::map_files::covering(pid, addr)?;
         match d.inode {
             // metadata follows the link to the mapped file.
             Some(want) => std::fs::metadata(&covering)
@@ -136,7 +126,7 @@ impl Symbolizer {
 
     /// Read `dso` through its mapped file's link.
     fn load_mapped(&mut self, dso: DsoId, link: PathBuf, how: Matched) {
-        let (elf, file) = match crate::elf::cache::open(&link) {
+        let (elf, file) = match self.options.binaries.open(&link) {
             Ok(opened) => opened,
             Err(e) => {
                 let why = format!("its mapped file could not be read ({e})");
@@ -163,7 +153,7 @@ impl Symbolizer {
             Some(r) => r.join(d.path.trim_start_matches('/')),
             None => PathBuf::from(&d.path),
         };
-        match crate::elf::cache::open(&path) {
+        match self.options.binaries.open(&path) {
             Ok((elf, file)) => {
                 self.dsos[dso as usize].file = Some(file);
                 match self.other_build(dso, &elf, "the file on disk") {
@@ -208,9 +198,12 @@ impl Symbolizer {
     /// The build-id cache's copy of `dso` (`~/.debug`, by the recorded
     /// build id) when there is one; else `dso` is unnamed, for `why`.
     fn fall_back(&mut self, dso: DsoId, why: String) {
+        // No build-id cache directory given: no copy to look for.
+        let dir = &self.options.dirs.buildid;
         let cached = (self.dsos[dso as usize].expected_build_id.as_deref())
-            .and_then(|id| crate::buildid_cache::lookup(&crate::buildid_cache::dir(), id))
-            .and_then(|c| crate::elf::cache::open(&c).ok());
+            .filter(|_| !dir.as_os_str().is_empty())
+            .and_then(|id| crate::buildid_cache::lookup(dir, id))
+            .and_then(|c| self.options.binaries.open(&c).ok());
         match cached {
             Some((elf, _)) => self.dsos[dso as usize].elf = Some(elf),
             None => self.unnamed.push((dso, why)),

@@ -6,9 +6,10 @@
 
 use pmx_perfdata::format::{callchain, misc, record_type};
 use pmx_perfdata::{Features, Reader};
-use pmx_profile::elf::{demangle, ElfFile};
-use pmx_profile::kernel::Kallsyms;
 use pmx_profile::{build, KernelSymbols, Options, SortKey};
+use pmx_symbols::demangle::demangle;
+use pmx_symbols::elf::ElfFile;
+use pmx_symbols::kernel::Kallsyms;
 use pmx_testkit::perfdata::{self, record as rec, sample_id, SAMPLE_ID_ALL};
 use std::io::Cursor;
 

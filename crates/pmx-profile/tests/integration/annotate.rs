@@ -7,8 +7,9 @@
 use pmx_perfdata::format::{misc, record_type, sample_type};
 use pmx_perfdata::Features;
 use pmx_profile::annotate::{annotate, render, AnnotateOptions};
-use pmx_profile::elf::{demangle, ElfFile};
 use pmx_profile::AnnotateError;
+use pmx_symbols::demangle::demangle;
+use pmx_symbols::elf::ElfFile;
 use pmx_testkit::perfdata::{self, pid_tid, record as rec, SAMPLE_ID_ALL};
 use std::path::{Path, PathBuf};
 

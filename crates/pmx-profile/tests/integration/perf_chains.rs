@@ -7,9 +7,10 @@
 
 use pmx_perfdata::format::{callchain, misc, record_type};
 use pmx_perfdata::{Features, Reader};
-use pmx_profile::elf::{demangle, ElfFile};
 use pmx_profile::script::{script, ScriptOptions};
 use pmx_profile::{build, Options, SortKey};
+use pmx_symbols::demangle::demangle;
+use pmx_symbols::elf::ElfFile;
 use pmx_testkit::perfdata::{self, record as rec, sample_id, SAMPLE_ID_ALL};
 use std::io::Cursor;
 

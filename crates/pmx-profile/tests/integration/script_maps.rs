@@ -8,8 +8,9 @@
 
 use pmx_perfdata::format::{misc, record_type};
 use pmx_perfdata::Features;
-use pmx_profile::elf::{demangle, ElfFile};
 use pmx_profile::script::{script, ScriptOptions};
+use pmx_symbols::demangle::demangle;
+use pmx_symbols::elf::ElfFile;
 use pmx_testkit::perfdata::{self, record as rec, sample_id, SAMPLE_ID_ALL};
 
 #[inline(never)]
@@ -105,7 +106,8 @@ fn every_line_uses_the_maps_of_its_time_and_process() {
             (f[0], f[2])
         })
         .collect();
-    let exe_sym = "script_maps::mapped_function";
+    // This test binary is the crate `integration`, the test its module.
+    let exe_sym = "integration::script_maps::mapped_function";
     assert!(lines[..3].iter().all(|l| *l == ("77", exe_sym)), "{text}");
     assert_eq!(lines[3..5], [("77", "[unknown]"); 2], "{text}");
     assert!(

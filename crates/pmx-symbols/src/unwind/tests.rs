@@ -60,7 +60,12 @@ fn level_a() -> UserStack {
 
 fn symbolizer_of_this_process() -> (Symbolizer, u32) {
     let pid = std::process::id();
-    let mut sym = Symbolizer::new(Kallsyms::default(), HashMap::default(), None);
+    let mut sym = Symbolizer::new(
+        Kallsyms::default(),
+        HashMap::default(),
+        None,
+        &crate::SymbolOptions::default(),
+    );
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
     for line in maps.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();

@@ -2,8 +2,9 @@
 //! compact binary index, so that only the first report after a boot pays
 //! for `/proc/kallsyms` (~120k lines that the kernel formats on every read).
 //!
-//! The file is `$XDG_CACHE_HOME/pmx/kallsyms.idx` (else
-//! `~/.cache/pmx/kallsyms.idx`); delete it to force a rebuild. It is used
+//! The file is `kallsyms.idx` in pmx's cache directory, which the caller
+//! gives (`pmx_io::dirs::Dirs::cache`: `$XDG_CACHE_HOME/pmx`, else
+//! `~/.cache/pmx`); delete it to force a rebuild. It is used
 //! only when its key equals the running system's: the kernel's build-id
 //! (`/sys/kernel/notes`), the boot id (`/proc/sys/kernel/random/boot_id`:
 //! addresses move with KASLR at every boot) and a hash of the loaded
@@ -38,7 +39,7 @@
 //! 8-byte words, folded; the tail bytes and the length mixed in).
 
 use crate::kernel::{Blob, Kallsyms, Pages};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 const MAGIC: &[u8; 8] = b"PMXKSYM\0";
@@ -56,17 +57,6 @@ pub enum Source {
     Cache,
     /// `/proc/kallsyms` (the cache was missing, stale, corrupt or off).
     Proc,
-}
-
-/// pmx's cache directory: `$XDG_CACHE_HOME/pmx` when that is an absolute
-/// path, else `$HOME/.cache/pmx`; `None` when neither is set.
-pub fn cache_dir() -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from);
-    if let Some(x) = xdg.filter(|p| p.is_absolute()) {
-        return Some(x.join("pmx"));
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from)?;
-    home.is_absolute().then(|| home.join(".cache").join("pmx"))
 }
 
 /// The running system's key: kernel build-id, boot id, module list hash.
@@ -100,13 +90,14 @@ pub fn make_key(build_id: &[u8], boot_id: &str, modules: &str) -> Vec<u8> {
     key
 }
 
-/// This machine's kernel symbols: from the cache when it is valid for the
-/// running system, else from `/proc/kallsyms` (and the cache rewritten).
+/// This machine's kernel symbols: from the cache in `cache_dir` (pmx's
+/// cache directory; `None`: no cache) when it is valid for the running
+/// system, else from `/proc/kallsyms` (and the cache rewritten).
 ///
 /// The table is also kept for the process with its key: a later load
 /// (`pmx serve`'s next profile) while the key is the same (same kernel,
 /// boot and modules) is a copy of it, without checking the file again.
-pub fn load() -> (Kallsyms, Source) {
+pub fn load(cache_dir: Option<&Path>) -> (Kallsyms, Source) {
     static LAST: std::sync::Mutex<Option<(Vec<u8>, Kallsyms, Source)>> =
         std::sync::Mutex::new(None);
     let Some(key) = current_key() else {
@@ -117,7 +108,7 @@ pub fn load() -> (Kallsyms, Source) {
             return (table.clone(), *source);
         }
     }
-    let (table, source) = load_with(cache_dir().as_deref(), &key, Kallsyms::load);
+    let (table, source) = load_with(cache_dir, &key, Kallsyms::load);
     if !table.is_empty() {
         *LAST.lock().unwrap_or_else(|p| p.into_inner()) = Some((key, table.clone(), source));
     }

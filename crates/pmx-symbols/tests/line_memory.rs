@@ -14,7 +14,8 @@
 //! The test fails when `held_bytes` is below the heap by more than
 //! [`UNDER`] or above it by more than [`OVER`].
 
-use pmx_profile::elf::ElfFile;
+use pmx_symbols::elf::ElfFile;
+use pmx_symbols::Demangle;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -128,7 +129,7 @@ fn measure(path: &Path) -> Option<Measured> {
     let after_lines = (LIVE.load(Ordering::Relaxed) - base, f.held_bytes());
     let mut frames = 0;
     for &a in &addresses {
-        frames += f.inline_chain(a).len();
+        frames += f.inline_chain(a, Demangle::Short).len();
     }
     let heap = LIVE.load(Ordering::Relaxed) - base;
     let held = f.held_bytes();

@@ -2,8 +2,8 @@
 //!
 //! Reading a big binary's symbols (`cc1`: 29,000 dynamic symbols) and
 //! demangling the ones a profile hits cost more than the rest of a report.
-//! Both are kept per build id in `$XDG_CACHE_HOME/pmx/symbols/` (else
-//! `~/.cache/pmx/symbols/`): the sorted table with its bounds, the raw
+//! Both are kept per build id in the directory the binary was opened with
+//! (pmx's `…/symbols`, [`super::ElfFile::open_with`]): the sorted table with its bounds, the raw
 //! names, and the display names demangled so far in one style. A report
 //! reads the file whole, looks up in place, demangles only names no
 //! earlier run needed, and writes the file again (a temporary file
@@ -16,7 +16,8 @@
 //! differently): any difference, a bad length or an unsorted table and the
 //! file is rebuilt. At most [`MAX_FILES`] files are kept (the oldest go first).
 
-use super::{demangle_as, hex, Demangle, Symbol};
+use super::{hex, Symbol};
+use crate::demangle::{demangle_as, Demangle};
 use std::path::{Path, PathBuf};
 
 /// Binaries with fewer symbols are read directly each time.
@@ -92,6 +93,7 @@ impl Table {
     /// The cached table of the binary with `build_id`, else one built by
     /// `build` (and cached from then on when it is big enough).
     pub(crate) fn cached(
+        dir: Option<&Path>,
         build_id: Option<&[u8]>,
         debug_stamp: u64,
         style: Demangle,
@@ -101,7 +103,7 @@ impl Table {
         let debug_stamp = debug_stamp ^ tool_stamp();
         let file = build_id
             .filter(|id| !id.is_empty())
-            .and_then(|id| Some(dir()?.join(format!("{}.{}.sym", hex(id), style as u8))));
+            .and_then(|id| Some(dir?.join(format!("{}.{}.sym", hex(id), style as u8))));
         if let Some(t) = file.as_deref().and_then(|f| read(f, style, debug_stamp)) {
             return Table {
                 file,
@@ -239,11 +241,6 @@ fn tool_stamp() -> u64 {
             .and_then(std::fs::metadata)
             .map_or(0, |m| super::stamp(&m).rotate_left(17))
     })
-}
-
-/// The cache directory of symbol tables.
-fn dir() -> Option<PathBuf> {
-    Some(crate::kcache::cache_dir()?.join("symbols"))
 }
 
 /// A cached table, when the file is whole, of these rules, this style and

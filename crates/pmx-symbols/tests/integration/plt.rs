@@ -5,7 +5,8 @@
 //! into it. Programs built here three ways (lazy binding, `-z now`, the
 //! IBT layout with `.plt.sec`) and the system's own libraries.
 
-use pmx_profile::elf::{demangle, ElfFile};
+use pmx_symbols::demangle::demangle;
+use pmx_symbols::elf::ElfFile;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -7,8 +7,10 @@
 //! truncated files and debug files, an empty file. Each gives an error or
 //! a sane result, never a panic (issue 29, item 6).
 
-use pmx_profile::elf::{demangle, ElfFile};
-use pmx_profile::unwind::probe::{probe_bytes, probe_file};
+use pmx_symbols::demangle::demangle;
+use pmx_symbols::elf::ElfFile;
+use pmx_symbols::unwind::probe::{probe_bytes, probe_file};
+use pmx_symbols::Demangle;
 use pmx_testkit::elf::{
     self, Elf, Section, Segment, Sym, E_SHNUM, E_SHOFF, R_X86_64_JUMP_SLOT, SHF_ALLOC,
     SHF_EXECINSTR, SHT_DYNSYM, SHT_NOBITS, SHT_PROGBITS, SHT_RELA, SHT_STRTAB, SHT_SYMTAB,
@@ -53,7 +55,7 @@ fn check(bytes: &[u8], name: &str) -> Result<usize, String> {
             f.offset_to_vaddr(a);
             f.vaddr_to_offset(a);
             f.line(a);
-            f.inlined(a);
+            f.inlined(a, Demangle::Short);
         }
     }
     let _ = probe_bytes(bytes.to_vec(), name, &addresses);
@@ -333,7 +335,7 @@ fn last_address_asks_dwarf_for_nothing() {
         .unwrap();
     assert!(f.line(main).is_some(), "this test binary has line tables");
     assert_eq!(f.line(u64::MAX), None);
-    assert!(f.inlined(u64::MAX).is_empty());
+    assert!(f.inlined(u64::MAX, Demangle::Short).is_empty());
 }
 
 #[test]

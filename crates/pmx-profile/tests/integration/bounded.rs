@@ -1,6 +1,6 @@
 //! The symbol side stays bounded and fresh in a long-lived process:
 //!
-//! - the process-wide binary cache answers the same symbols as a fresh
+//! - a binary cache answers the same symbols as a fresh
 //!   read, shares one parsed binary between symbolizers, and never answers
 //!   for a binary rebuilt at the same path from the old entry;
 //! - a `perf-PID.map` appended to after its first use is read again, and
@@ -13,10 +13,13 @@
 
 use pmx_perfdata::format::{misc, record_type};
 use pmx_perfdata::Reader;
-use pmx_profile::elf::{cache, demangle, ElfFile};
-use pmx_profile::kernel::Kallsyms;
-use pmx_profile::symbolize::Symbolizer;
 use pmx_profile::{KernelSymbols, Live, Options};
+use pmx_symbols::demangle::demangle;
+use pmx_symbols::elf::cache::{BinaryCache, DEFAULT_CAPACITY};
+use pmx_symbols::elf::ElfFile;
+use pmx_symbols::kernel::Kallsyms;
+use pmx_symbols::symbolize::Symbolizer;
+use pmx_symbols::SymbolOptions;
 use pmx_testkit::perfdata::{self, record as rec, sample_id, SAMPLE_ID_ALL};
 use std::io::Cursor;
 use std::sync::Arc;
@@ -40,8 +43,12 @@ fn address_of(elf: &ElfFile, name: &str) -> u64 {
     elf.vaddr_to_offset(s.start).expect("file offset")
 }
 
-fn resolve(path: &std::path::Path, offset: u64) -> String {
-    let mut s = Symbolizer::new(Kallsyms::default(), Default::default(), None);
+fn resolve(path: &std::path::Path, offset: u64, binaries: &Arc<BinaryCache>) -> String {
+    let options = SymbolOptions {
+        binaries: binaries.clone(),
+        ..SymbolOptions::default()
+    };
+    let mut s = Symbolizer::new(Kallsyms::default(), Default::default(), None, &options);
     let base = 0x5555_0000_0000u64;
     s.add_map(9, base, 1 << 24, 0, path.to_str().unwrap().as_bytes());
     let f = s.user_frame(9, base + offset);
@@ -57,17 +64,18 @@ fn the_binary_cache_is_a_fresh_read_and_never_stale_after_a_rebuild() {
     let bin =
         pmx_testkit::cc::compile(dir.path(), "prog", &program("first_name"), &["-O1"]).expect("cc");
     let fresh = ElfFile::open(&bin).unwrap();
-    let (a, id_a) = cache::open(&bin).unwrap();
+    let cache = Arc::new(BinaryCache::new(DEFAULT_CAPACITY, None));
+    let (a, id_a) = cache.open(&bin).unwrap();
     assert_eq!(
         names(&a),
         names(&fresh),
         "the cache's symbols are a fresh read's"
     );
-    let (b, id_b) = cache::open(&bin).unwrap();
+    let (b, id_b) = cache.open(&bin).unwrap();
     assert!(Arc::ptr_eq(&a, &b), "the same file is one parsed binary");
     assert_eq!(id_a, id_b);
     let off = address_of(&fresh, "first_name");
-    assert_eq!(resolve(&bin, off), "first_name");
+    assert_eq!(resolve(&bin, off, &cache), "first_name");
 
     // Rebuilt at the same path with another function: a new file id,
     // read again, never the old entry's symbols.
@@ -75,7 +83,7 @@ fn the_binary_cache_is_a_fresh_read_and_never_stale_after_a_rebuild() {
     let bin2 = pmx_testkit::cc::compile(dir.path(), "prog", &program("second_name"), &["-O1"])
         .expect("cc");
     assert_eq!(bin, bin2);
-    let (c, id_c) = cache::open(&bin).unwrap();
+    let (c, id_c) = cache.open(&bin).unwrap();
     assert_ne!(id_a, id_c);
     assert!(!Arc::ptr_eq(&a, &c));
     let now = names(&c);
@@ -83,16 +91,21 @@ fn the_binary_cache_is_a_fresh_read_and_never_stale_after_a_rebuild() {
     assert!(!now.iter().any(|n| n == "first_name"), "{now:?}");
     assert_eq!(now, names(&ElfFile::open(&bin).unwrap()));
     let off2 = address_of(&c, "second_name");
-    assert_eq!(resolve(&bin, off2), "second_name");
-    let st = cache::stats();
+    assert_eq!(resolve(&bin, off2, &cache), "second_name");
+    let st = cache.stats();
     assert!(st.hits >= 1 && st.misses >= 2, "{st:?}");
-    assert!(st.bytes <= cache::capacity().max(st.bytes.min(1 << 20)));
+    assert!(st.bytes <= cache.capacity().max(st.bytes.min(1 << 20)));
 }
 
 #[test]
 fn a_jit_map_that_grows_or_appears_is_read_again() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = Symbolizer::new(Kallsyms::default(), Default::default(), None);
+    let mut s = Symbolizer::new(
+        Kallsyms::default(),
+        Default::default(),
+        None,
+        &SymbolOptions::default(),
+    );
     s.set_jit_dir(dir.path().to_path_buf());
     let map = dir.path().join("perf-4242.map");
     std::fs::write(&map, "7f0000001000 100 jitted_first\n").unwrap();

@@ -8,8 +8,9 @@
 //!     ../../<absolute path of the binary>/<build id in hex>
 //! ```
 //!
-//! `DIR` is `PERF_BUILDID_DIR` when set (perf's `--buildid-dir` sets it),
-//! else `~/.debug`, as perf. [`add`] copies a binary in (`perf
+//! `DIR` is given by the caller: `PERF_BUILDID_DIR` when set (perf's
+//! `--buildid-dir` sets it), else `~/.debug`, as perf
+//! (`pmx_io::dirs::Dirs::buildid`, read at the edge). [`add`] copies a binary in (`perf
 //! buildid-cache -a`), [`list`] lists the cache (`-l`), [`remove`] takes
 //! a binary's entry out (`-r`), [`lookup`] finds the copy of a build id
 //! (report, script and annotate read it when the file on disk is gone or
@@ -19,17 +20,6 @@
 use crate::elf::hex;
 use std::io;
 use std::path::{Path, PathBuf};
-
-/// The cache's directory: `PERF_BUILDID_DIR`, else `~/.debug`.
-pub fn dir() -> PathBuf {
-    match std::env::var_os("PERF_BUILDID_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => {
-            let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
-            Path::new(&home).join(".debug")
-        }
-    }
-}
 
 /// The GNU build id of the ELF file at `path`.
 pub fn build_id_of(path: &Path) -> Option<Vec<u8>> {
@@ -143,8 +133,8 @@ pub fn lookup(dir: &Path, id: &[u8]) -> Option<PathBuf> {
 
 /// The file to read for the binary recorded at `path` with build id
 /// `id`: `path` when it is that build (or no id was recorded), else the
-/// cache's copy when there is one, else `path`.
-pub fn resolve(path: &Path, id: Option<&[u8]>) -> PathBuf {
+/// copy in the cache at `dir` when there is one, else `path`.
+pub fn resolve(dir: &Path, path: &Path, id: Option<&[u8]>) -> PathBuf {
     let Some(id) = id else {
         return path.to_path_buf();
     };
@@ -152,7 +142,7 @@ pub fn resolve(path: &Path, id: Option<&[u8]>) -> PathBuf {
     if build_id_of(path).is_some_and(same) {
         return path.to_path_buf();
     }
-    lookup(&dir(), id).unwrap_or_else(|| path.to_path_buf())
+    lookup(dir, id).unwrap_or_else(|| path.to_path_buf())
 }
 
 /// perf record's post-processing: cache every user-space binary of the
@@ -181,11 +171,10 @@ pub fn add_recorded(dir: &Path, file: &Path) -> Result<usize, pmx_perfdata::Erro
     Ok(n)
 }
 
-/// After `record` wrote `output`: cache its binaries in [`dir`] unless
+/// After `record` wrote `output`: cache its binaries in `dir` unless
 /// `skip`; a warning when that failed.
-pub fn after_record(output: &Path, skip: bool) -> Option<String> {
-    let dir = dir();
-    let r = (!skip).then(|| add_recorded(&dir, output))?;
+pub fn after_record(dir: &Path, output: &Path, skip: bool) -> Option<String> {
+    let r = (!skip).then(|| add_recorded(dir, output))?;
     r.err()
         .map(|e| format!("build-id cache {}: {e}", dir.display()))
 }
@@ -215,7 +204,7 @@ mod tests {
         );
         assert_eq!(list(dir.path()).unwrap(), vec![(h.clone(), bin.clone())]);
         assert_eq!(
-            resolve(&bin, Some(&id)),
+            resolve(dir.path(), &bin, Some(&id)),
             bin,
             "the file on disk is that build"
         );
