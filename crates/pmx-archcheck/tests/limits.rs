@@ -22,6 +22,7 @@ fn limits() -> Limits {
         fn_lines: 4,
         fn_crates: vec!["a".into(), "pmx-cli".into()],
         cli_forbidden: vec!["pmx_msr".into()],
+        ..Limits::default()
     }
 }
 

@@ -23,6 +23,9 @@
 //!   the AMD Zen 1–5 events with their uncore (L3, data fabric, memory
 //!   controller) PMUs.
 //! - [`libpfm`]: libpfm4, loaded at run time with `dlopen("libpfm.so.4")`.
+//!   Its encoder fills a `perf_event_attr`: the one declaration of that
+//!   struct, `pmx_perfdata::PerfEventAttr` (hence this crate's arrow down
+//!   to `pmx-perfdata`, which depends on no pmx crate).
 //!
 //! [`fetch`] downloads Intel's tables and perf's (into an events
 //! directory, atomically), for `pmx events fetch`.
