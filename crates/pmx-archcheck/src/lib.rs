@@ -89,15 +89,7 @@ impl Default for Limits {
             .map(String::from)
             .to_vec(),
             attr_fields: 4,
-            sigaction_files: [
-                "crates/pmx/src/signals.rs",
-                "crates/pmx/src/console.rs",
-                "crates/pmx-tui/src/signals.rs",
-                "crates/pmx-msr/src/signal.rs",
-                "crates/pmx-serve/src/server.rs",
-            ]
-            .map(String::from)
-            .to_vec(),
+            sigaction_files: vec!["crates/pmx-sys/src/signal.rs".to_string()],
         }
     }
 }
