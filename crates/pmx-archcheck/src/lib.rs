@@ -18,6 +18,10 @@
 //!   `crates/pmx-cli/src` starting with a crate of
 //!   [`Limits::cli_forbidden`].
 //!
+//! - **One of each** ([`single`]): only the structs of
+//!   [`Limits::attr_structs`] declare `perf_event_attr`'s fields, and only
+//!   the files of [`Limits::sigaction_files`] call `sigaction`.
+//!
 //! Every breach is a [`Finding`] with a stable [`Finding::key`] and a size.
 //! Breaches the project has not paid off yet are listed as *debts* in a
 //! text file (`crates/pmx-archcheck/debts.txt`: one `SIZE KEY` per line); a
@@ -44,6 +48,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
+pub mod single;
+
 /// The numbers the tree must hold.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -61,6 +67,13 @@ pub struct Limits {
     /// The largest share of the workspace's source lines one crate may
     /// hold, in percent.
     pub crate_share: usize,
+    /// The structs allowed to declare `perf_event_attr`'s fields, as
+    /// `path Name` (path relative to the workspace).
+    pub attr_structs: Vec<String>,
+    /// How many of [`single::ATTR_FIELDS`] make a struct an attr.
+    pub attr_fields: usize,
+    /// The files allowed to call `sigaction` (the one signal facility).
+    pub sigaction_files: Vec<String>,
 }
 
 impl Default for Limits {
@@ -84,6 +97,16 @@ impl Default for Limits {
             .to_vec(),
             cli_forbidden: ["pmx_events", "pmx_msr"].map(String::from).to_vec(),
             crate_share: 15,
+            attr_structs: [
+                // The kernel ABI: the syscall, perf.data and libpfm.
+                "crates/pmx-perfdata/src/attr.rs PerfEventAttr",
+                // The one builder form.
+                "crates/pmx-perf/src/lib.rs Attr",
+            ]
+            .map(String::from)
+            .to_vec(),
+            attr_fields: 4,
+            sigaction_files: vec!["crates/pmx-sys/src/signal.rs".to_string()],
         }
     }
 }
@@ -144,6 +167,23 @@ pub enum Finding {
         /// How many paths name it.
         uses: usize,
     },
+    /// A struct other than [`Limits::attr_structs`] declares
+    /// `perf_event_attr`'s fields.
+    AttrStruct {
+        /// The file, relative to the workspace.
+        path: String,
+        /// The struct's name.
+        name: String,
+        /// How many of [`single::ATTR_FIELDS`] it has.
+        fields: usize,
+    },
+    /// A file other than [`Limits::sigaction_files`] calls `sigaction`.
+    Sigaction {
+        /// The file, relative to the workspace.
+        path: String,
+        /// How many calls.
+        calls: usize,
+    },
 }
 
 impl Finding {
@@ -161,6 +201,8 @@ impl Finding {
             } => format!("cycle {krate} {parent}::{{{}}}", modules.join(",")),
             Finding::ForbiddenPath { path, krate, .. } => format!("path {path} {krate}"),
             Finding::CrateShare { krate, .. } => format!("share {krate}"),
+            Finding::AttrStruct { path, name, .. } => format!("attr {path} {name}"),
+            Finding::Sigaction { path, .. } => format!("sigaction {path}"),
         }
     }
 
@@ -172,6 +214,8 @@ impl Finding {
             Finding::Cycle { modules, .. } => modules.len(),
             Finding::ForbiddenPath { uses, .. } => *uses,
             Finding::CrateShare { lines, .. } => *lines,
+            Finding::AttrStruct { fields, .. } => *fields,
+            Finding::Sigaction { calls, .. } => *calls,
         }
     }
 }
@@ -213,6 +257,15 @@ impl fmt::Display for Finding {
                     "{path} names {krate} {uses} times (use pmx's re-exports)"
                 )
             }
+            Finding::AttrStruct { path, name, fields } => write!(
+                f,
+                "{path}: struct {name} declares {fields} of perf_event_attr's fields \
+                 (use pmx_perfdata::PerfEventAttr or pmx_perf::Attr)"
+            ),
+            Finding::Sigaction { path, calls } => write!(
+                f,
+                "{path} calls sigaction {calls} times (use pmx_sys::signal)"
+            ),
         }
     }
 }
@@ -260,6 +313,9 @@ pub fn check(root: &Path, limits: &Limits) -> Result<Figures, Error> {
         let krate = load_crate(root, dir)?;
         figures.modules += krate.modules.len();
         figures.findings.extend(cycles(&name, &krate));
+        figures
+            .findings
+            .extend(single::findings(root, dir, limits)?);
         if limits.fn_crates.contains(&name) {
             for f in &krate.functions {
                 figures.functions += 1;

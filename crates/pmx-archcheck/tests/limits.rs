@@ -23,6 +23,7 @@ fn limits() -> Limits {
         fn_crates: vec!["a".into(), "pmx-cli".into()],
         cli_forbidden: vec!["pmx_msr".into()],
         crate_share: 100,
+        ..Limits::default()
     }
 }
 

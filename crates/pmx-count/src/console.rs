@@ -3,6 +3,7 @@
 //! instead of killing it ([`InterruptGuard`], as `pmx events fetch` uses);
 //! an error and its causes on one line ([`error_chain`]).
 
+use pmx_sys::signal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The terminal's width on stderr: `$COLUMNS`, else what the terminal
@@ -44,26 +45,15 @@ extern "C" fn on_sigint(_sig: libc::c_int) {
 /// `SA_RESETHAND`) kills the process. Dropping it restores the previous
 /// action.
 pub struct InterruptGuard {
-    old: Option<libc::sigaction>,
+    old: Option<signal::Disposition>,
 }
 
 impl InterruptGuard {
     /// Install the handler.
     pub fn install() -> InterruptGuard {
-        // SAFETY: the sigaction structs are plain data, zero-initialised and
-        // filled in before use; the handler only touches an atomic and
-        // calls write(2).
-        unsafe {
-            let mut act: libc::sigaction = std::mem::zeroed();
-            act.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            act.sa_flags = libc::SA_RESETHAND;
-            libc::sigemptyset(&mut act.sa_mask);
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(libc::SIGINT, &act, &mut old) == 0 {
-                InterruptGuard { old: Some(old) }
-            } else {
-                InterruptGuard { old: None }
-            }
+        // The handler only touches an atomic and calls write(2).
+        InterruptGuard {
+            old: signal::handle(libc::SIGINT, on_sigint, signal::RESET_HAND, &[]).ok(),
         }
     }
 }
@@ -71,10 +61,7 @@ impl InterruptGuard {
 impl Drop for InterruptGuard {
     fn drop(&mut self) {
         if let Some(old) = &self.old {
-            // SAFETY: restores the action saved by `install`.
-            unsafe {
-                libc::sigaction(libc::SIGINT, old, std::ptr::null_mut());
-            }
+            signal::restore(libc::SIGINT, old);
         }
     }
 }

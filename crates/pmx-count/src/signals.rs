@@ -4,6 +4,7 @@
 //! counters read, rings drained, files finished — instead of dying with
 //! the data.
 
+use pmx_sys::signal;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -33,14 +34,10 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// of `stat -r`, ends the session as one during a run does.
 pub fn install() {
     reset();
-    // SAFETY: installing a handler that only touches atomics and kill().
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = 0;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    // The handler only touches atomics and kill(); a failure to install
+    // leaves the default action, as before.
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let _ = signal::handle(sig, on_signal, 0, &[]);
     }
 }
 
@@ -65,13 +62,8 @@ extern "C" fn on_switch(_: libc::c_int) {
 /// --switch-output=signal`) instead of its default (end the process).
 pub fn install_switch() {
     SWITCH.store(false, Ordering::SeqCst);
-    // SAFETY: installing a handler that only stores to an atomic.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_switch as *const () as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
-    }
+    // The handler only stores to an atomic.
+    let _ = signal::handle(libc::SIGUSR2, on_switch, 0, &[]);
 }
 
 /// SIGUSR2 arrived since the last call.

@@ -23,6 +23,9 @@
 //!   the AMD Zen 1–5 events with their uncore (L3, data fabric, memory
 //!   controller) PMUs.
 //! - [`libpfm`]: libpfm4, loaded at run time with `dlopen("libpfm.so.4")`.
+//!   Its encoder fills a `perf_event_attr`: the one declaration of that
+//!   struct, `pmx_perfdata::PerfEventAttr` (hence this crate's arrow down
+//!   to `pmx-perfdata`, which depends on no pmx crate).
 //!
 //! [`fetch`] downloads Intel's tables and perf's (into an events
 //! directory, atomically), for `pmx events fetch`.
@@ -446,16 +449,30 @@ pub struct LoadOptions {
 }
 
 /// Where Intel's tables are looked for: `--events-dir`, then
-/// `PMX_EVENTS_DIR`, then `$XDG_CACHE_HOME/pmx/events`, else
-/// `~/.cache/pmx/events`.
+/// `PMX_EVENTS_DIR`, then the `events` directory of pmx's cache (the one
+/// rule of [`pmx_io::dirs::Dirs`]: `$XDG_CACHE_HOME/pmx/events`, else
+/// `~/.cache/pmx/events`). This reads the environment: an entry point's
+/// lookup; [`events_dir_from`] is the same rule on values passed in.
 pub fn default_events_dir(flag: Option<PathBuf>) -> Option<PathBuf> {
     if flag.is_some() {
         return flag;
     }
-    if let Some(d) = std::env::var_os("PMX_EVENTS_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d));
+    events_dir_from(
+        std::env::var_os("PMX_EVENTS_DIR"),
+        &pmx_io::dirs::Dirs::from_env(),
+    )
+}
+
+/// The events directory for a `PMX_EVENTS_DIR` value (`None` or empty:
+/// unset) and pmx's directories.
+pub fn events_dir_from(
+    pmx_events_dir: Option<std::ffi::OsString>,
+    dirs: &pmx_io::dirs::Dirs,
+) -> Option<PathBuf> {
+    match pmx_events_dir.filter(|d| !d.is_empty()) {
+        Some(d) => Some(PathBuf::from(d)),
+        None => dirs.cache_sub("events"),
     }
-    cache_dir().map(|c| c.join("pmx").join("events"))
 }
 
 /// The events directories to search, in order: `flags` when any is given,
@@ -465,16 +482,6 @@ pub fn default_events_dirs(flags: &[PathBuf]) -> Vec<PathBuf> {
         return flags.to_vec();
     }
     default_events_dir(None).into_iter().collect()
-}
-
-/// The user cache directory (`$XDG_CACHE_HOME`, else `~/.cache`).
-pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d));
-    }
-    std::env::var_os("HOME")
-        .filter(|d| !d.is_empty())
-        .map(|h| PathBuf::from(h).join(".cache"))
 }
 
 /// The loaded sources for one target, in resolution order.

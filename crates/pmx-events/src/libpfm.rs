@@ -95,6 +95,7 @@ const AMD_HOST_GUEST_BITS: u64 = (1 << 40) | (1 << 41);
 /// Raw declarations of the parts of libpfm4's C API pmx uses
 /// (`perfmon/pfmlib.h`, `perfmon/pfmlib_perf_event.h`, ABI 0).
 mod ffi {
+    pub use pmx_perfdata::PerfEventAttr;
     use std::ffi::{c_char, c_int, c_void};
 
     /// `PFM_SUCCESS`.
@@ -128,8 +129,10 @@ mod ffi {
     pub const PFM_ATTR_INFO_ABI0: usize = 64;
     /// `PFM_PERF_ENCODE_ABI0` (64-bit).
     pub const PFM_PERF_ENCODE_ABI0: usize = 40;
-    /// `PERF_ATTR_SIZE_VER7`: the size of [`PerfEventAttr`].
-    pub const PERF_ATTR_SIZE: usize = 128;
+    /// `PERF_ATTR_SIZE_VER7`: the `size` pmx tells libpfm its
+    /// [`PerfEventAttr`] has (libpfm writes at most that many bytes of
+    /// the 136-byte struct).
+    pub const PERF_ATTR_SIZE: usize = pmx_perfdata::format::attr_size::VER7 as usize;
 
     /// `pfm_pmu_info_t`.
     #[repr(C)]
@@ -196,31 +199,12 @@ mod ffi {
         pub pad0: c_int,
     }
 
-    /// `struct perf_event_attr` as far as pmx reads it (size
-    /// `PERF_ATTR_SIZE_VER7`; libpfm copies at most `size` bytes).
-    #[repr(C)]
-    pub struct PerfEventAttr {
-        pub type_: u32,
-        pub size: u32,
-        pub config: u64,
-        pub sample_period: u64,
-        pub sample_type: u64,
-        pub read_format: u64,
-        pub flags: u64,
-        pub wakeup_events: u32,
-        pub bp_type: u32,
-        pub config1: u64,
-        pub config2: u64,
-        pub rest: [u64; 7],
-    }
-
     #[cfg(target_pointer_width = "64")]
     const _: () = {
         assert!(std::mem::size_of::<PmuInfo>() == PFM_PMU_INFO_ABI0);
         assert!(std::mem::size_of::<EventInfo>() == PFM_EVENT_INFO_ABI0);
         assert!(std::mem::size_of::<AttrInfo>() == PFM_ATTR_INFO_ABI0);
         assert!(std::mem::size_of::<PerfEncodeArg>() == PFM_PERF_ENCODE_ABI0);
-        assert!(std::mem::size_of::<PerfEventAttr>() == PERF_ATTR_SIZE);
     };
 
     /// `pfm_initialize`.
@@ -865,9 +849,10 @@ impl Session<'_> {
             code: 0,
             message: "event name contains NUL".into(),
         })?;
-        // SAFETY: plain data; all-zero is valid.
-        let mut attr: ffi::PerfEventAttr = unsafe { std::mem::zeroed() };
-        attr.size = ffi::PERF_ATTR_SIZE as u32;
+        let mut attr = ffi::PerfEventAttr {
+            size: ffi::PERF_ATTR_SIZE as u32,
+            ..ffi::PerfEventAttr::default()
+        };
         let mut arg = ffi::PerfEncodeArg {
             attr: &mut attr,
             fstr: std::ptr::null_mut(),
@@ -879,7 +864,8 @@ impl Session<'_> {
         };
         // SAFETY: c is NUL-terminated; arg is a valid pfm_perf_encode_arg_t
         // of the ABI0 size whose attr points to a zeroed perf_event_attr of
-        // `attr.size` bytes (libpfm copies at most that many); fstr is null,
+        // 136 bytes whose `size` says 128 (libpfm copies at most that
+        // many); fstr is null,
         // so libpfm allocates nothing for us to free.
         let ret = unsafe {
             (self.api.get_os_event_encoding)(

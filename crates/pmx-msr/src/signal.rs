@@ -6,6 +6,15 @@
 //! atomics, calls `pwrite(2)`, `sigaction(2)` and `raise(3)` — all
 //! async-signal-safe, nothing allocates or locks.
 //!
+//! The dispositions are set through `pmx_sys::signal`, pmx's one signal
+//! facility, like every other session's; the handler itself stays here
+//! and stays a plain `extern "C" fn`, not a flag polled by a thread (as
+//! `signal-hook`'s iterator would make it), because it must work when
+//! nobody polls: under [`Signals::RestoreAndExit`], and on the second
+//! signal under [`Signals::Defer`], it writes the registers back from
+//! inside the handler and dies by the signal, so that an interrupted
+//! session never leaves the PMU programmed.
+//!
 //! What the handler does depends on [`Signals`]:
 //!
 //! - [`Signals::RestoreAndExit`]: write every registered table, then die by
@@ -21,6 +30,7 @@
 //! `waitpid` or `nanosleep` can look at [`pending`].
 
 use crate::error::MsrError;
+use pmx_sys::signal::{self, Disposition};
 use std::os::unix::io::RawFd;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU8, AtomicUsize, Ordering::SeqCst};
@@ -71,13 +81,9 @@ const HANDLED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// The dispositions before pmx installed its handler, while installed.
 struct Installed {
-    previous: Vec<(libc::c_int, libc::sigaction)>,
+    previous: Vec<(libc::c_int, Disposition)>,
     armed: usize,
 }
-
-// SAFETY: `libc::sigaction` is plain old data (a function address, flags and
-// a signal mask); moving it between threads is sound.
-unsafe impl Send for Installed {}
 
 static INSTALLED: Mutex<Option<Installed>> = Mutex::new(None);
 
@@ -143,10 +149,8 @@ impl Drop for Armed {
         if let Some(i) = installed.as_mut() {
             i.armed -= 1;
             if i.armed == 0 {
-                for (sig, old) in &i.previous {
-                    // SAFETY: `old` is the disposition sigaction(2) reported
-                    // for `sig` when pmx installed its handler.
-                    unsafe { libc::sigaction(*sig, old, ptr::null_mut()) };
+                for (s, old) in &i.previous {
+                    signal::restore(*s, old);
                 }
                 *installed = None;
             }
@@ -169,29 +173,19 @@ fn disarm_slot(slot: usize) {
     // Otherwise a handler may be reading it while the process dies: leak.
 }
 
-fn install() -> std::io::Result<Vec<(libc::c_int, libc::sigaction)>> {
+fn install() -> std::io::Result<Vec<(libc::c_int, Disposition)>> {
     let mut previous = Vec::with_capacity(HANDLED.len());
-    for sig in HANDLED {
-        // SAFETY: zeroed `sigaction` is a valid value to fill in; the
-        // handler is an `extern "C" fn(c_int)` as `sa_sigaction` expects
-        // without SA_SIGINFO; the mask is initialised with sigemptyset.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            action.sa_flags = 0;
-            libc::sigemptyset(&mut action.sa_mask);
-            for other in HANDLED {
-                libc::sigaddset(&mut action.sa_mask, other);
-            }
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, &action, &mut old) != 0 {
-                let e = std::io::Error::last_os_error();
+    for s in HANDLED {
+        // No SA_RESTART (see the module's docs); the other handled signals
+        // are blocked while the handler runs.
+        match signal::handle(s, on_signal, 0, &HANDLED) {
+            Ok(old) => previous.push((s, old)),
+            Err(e) => {
                 for (s, o) in &previous {
-                    libc::sigaction(*s, o, ptr::null_mut());
+                    signal::restore(*s, o);
                 }
                 return Err(e);
             }
-            previous.push((sig, old));
         }
     }
     Ok(previous)
@@ -235,15 +229,9 @@ extern "C" fn on_signal(sig: libc::c_int) {
     restore_all();
     // Die by the signal: default disposition, then raise. The signal is
     // blocked while this handler runs, so it is delivered on return.
-    // SAFETY: sigaction and raise are async-signal-safe; the zeroed action
-    // with SIG_DFL (0) and an empty mask is valid.
-    unsafe {
-        let mut dfl: libc::sigaction = std::mem::zeroed();
-        dfl.sa_sigaction = libc::SIG_DFL;
-        libc::sigemptyset(&mut dfl.sa_mask);
-        libc::sigaction(sig, &dfl, ptr::null_mut());
-        libc::raise(sig);
-    }
+    signal::set_default(sig);
+    // SAFETY: raise is async-signal-safe.
+    unsafe { libc::raise(sig) };
     // IN_HANDLER stays raised: the process is about to end, and no table
     // may be freed under another thread's feet meanwhile.
 }

@@ -1,206 +1,92 @@
 //! The kernel's side of `perf_event_open(2)`: `struct perf_event_attr` as
-//! the ABI lays it out, the ioctl request numbers, and the syscall itself.
+//! the ABI lays it out (declared once, in [`pmx_perfdata::attr`]), the
+//! ioctl request numbers, and the syscall itself.
 //!
 //! Nothing here decides anything; [`crate::Counter`] and [`crate::Attr`] do.
 
 use crate::{Attr, SampleRate, Wakeup};
-use std::mem::{offset_of, size_of};
+use std::mem::size_of;
+
+pub use pmx_perfdata::attr::{flag, PerfEventAttr};
+use pmx_perfdata::format::attr_size;
 
 /// `PERF_ATTR_SIZE_VER7`: the struct up to and including `sig_data`
 /// (Linux 5.13); the largest perf 6.1 reads from a perf.data file.
-pub(crate) const PERF_ATTR_SIZE_VER7: u32 = 128;
+pub(crate) const PERF_ATTR_SIZE_VER7: u32 = attr_size::VER7;
 
 /// `PERF_ATTR_SIZE_VER8`: the struct up to and including `config3`
 /// (Linux 6.3). Older kernels accept a larger struct as long as the bytes
 /// they do not know are zero, which they are unless a caller sets a field
 /// the kernel lacks.
-pub(crate) const PERF_ATTR_SIZE_VER8: u32 = 136;
+pub(crate) const PERF_ATTR_SIZE_VER8: u32 = attr_size::VER8;
 
-/// `struct perf_event_attr`, field for field (`include/uapi/linux/
-/// perf_event.h`). Unions are represented by the member pmx uses; the
-/// comments name the other.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct PerfEventAttr {
-    pub type_: u32,
-    pub size: u32,
-    pub config: u64,
-    /// Union with `sample_freq`.
-    pub sample_period: u64,
-    pub sample_type: u64,
-    pub read_format: u64,
-    /// The bitfield word: see [`flag`].
-    pub flags: u64,
-    /// Union with `wakeup_watermark`.
-    pub wakeup_events: u32,
-    pub bp_type: u32,
-    /// Union with `bp_addr`, `kprobe_func`, `uprobe_path`.
-    pub config1: u64,
-    /// Union with `bp_len`, `kprobe_addr`, `probe_offset`.
-    pub config2: u64,
-    pub branch_sample_type: u64,
-    pub sample_regs_user: u64,
-    pub sample_stack_user: u32,
-    pub clockid: i32,
-    pub sample_regs_intr: u64,
-    pub aux_watermark: u32,
-    pub sample_max_stack: u16,
-    pub reserved_2: u16,
-    pub aux_sample_size: u32,
-    pub reserved_3: u32,
-    pub sig_data: u64,
-    pub config3: u64,
-}
-
-// The layout is the ABI: any drift is a compile error, not a kernel EINVAL.
-const _: () = {
-    assert!(size_of::<PerfEventAttr>() == PERF_ATTR_SIZE_VER8 as usize);
-    assert!(offset_of!(PerfEventAttr, config) == 8);
-    assert!(offset_of!(PerfEventAttr, read_format) == 32);
-    assert!(offset_of!(PerfEventAttr, flags) == 40);
-    assert!(offset_of!(PerfEventAttr, bp_type) == 52);
-    assert!(offset_of!(PerfEventAttr, config1) == 56);
-    assert!(offset_of!(PerfEventAttr, config2) == 64);
-    assert!(offset_of!(PerfEventAttr, sample_regs_intr) == 96);
-    assert!(offset_of!(PerfEventAttr, sig_data) == 120);
-    assert!(offset_of!(PerfEventAttr, config3) == 128);
-};
-
-/// Bits of [`PerfEventAttr::flags`].
-pub(crate) mod flag {
-    pub const DISABLED: u64 = 1 << 0;
-    pub const INHERIT: u64 = 1 << 1;
-    pub const PINNED: u64 = 1 << 2;
-    pub const EXCLUSIVE: u64 = 1 << 3;
-    pub const EXCLUDE_USER: u64 = 1 << 4;
-    pub const EXCLUDE_KERNEL: u64 = 1 << 5;
-    pub const EXCLUDE_HV: u64 = 1 << 6;
-    pub const EXCLUDE_IDLE: u64 = 1 << 7;
-    pub const MMAP: u64 = 1 << 8;
-    pub const COMM: u64 = 1 << 9;
-    pub const FREQ: u64 = 1 << 10;
-    pub const ENABLE_ON_EXEC: u64 = 1 << 12;
-    pub const TASK: u64 = 1 << 13;
-    pub const WATERMARK: u64 = 1 << 14;
-    /// `precise_ip` occupies bits 15–16.
-    pub const PRECISE_IP_SHIFT: u32 = 15;
-    pub const MMAP_DATA: u64 = 1 << 17;
-    pub const SAMPLE_ID_ALL: u64 = 1 << 18;
-    pub const EXCLUDE_HOST: u64 = 1 << 19;
-    pub const EXCLUDE_GUEST: u64 = 1 << 20;
-    pub const EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
-    pub const EXCLUDE_CALLCHAIN_USER: u64 = 1 << 22;
-    pub const MMAP2: u64 = 1 << 23;
-    pub const COMM_EXEC: u64 = 1 << 24;
-    pub const USE_CLOCKID: u64 = 1 << 25;
-    pub const CONTEXT_SWITCH: u64 = 1 << 26;
-}
-
-impl PerfEventAttr {
-    /// The kernel struct for `attr`. `precise_ip` must already be checked
-    /// to fit its two bits (the caller reports it otherwise); it is masked
-    /// here so a bad value can never spill into `mmap_data`.
-    pub(crate) fn from_attr(attr: &Attr) -> PerfEventAttr {
-        let bits = [
-            (attr.disabled, flag::DISABLED),
-            (attr.inherit, flag::INHERIT),
-            (attr.pinned, flag::PINNED),
-            (attr.exclusive, flag::EXCLUSIVE),
-            (attr.exclude_user, flag::EXCLUDE_USER),
-            (attr.exclude_kernel, flag::EXCLUDE_KERNEL),
-            (attr.exclude_hv, flag::EXCLUDE_HV),
-            (attr.exclude_idle, flag::EXCLUDE_IDLE),
-            (attr.enable_on_exec, flag::ENABLE_ON_EXEC),
-            (attr.exclude_host, flag::EXCLUDE_HOST),
-            (attr.exclude_guest, flag::EXCLUDE_GUEST),
-            (
-                matches!(attr.sample, Some(SampleRate::Frequency(_))),
-                flag::FREQ,
-            ),
-            (matches!(attr.wakeup, Wakeup::Watermark(_)), flag::WATERMARK),
-            (attr.mmap, flag::MMAP),
-            (attr.mmap2, flag::MMAP2),
-            (attr.mmap_data, flag::MMAP_DATA),
-            (attr.comm, flag::COMM),
-            (attr.comm_exec, flag::COMM_EXEC),
-            (attr.task, flag::TASK),
-            (attr.context_switch, flag::CONTEXT_SWITCH),
-            (attr.sample_id_all, flag::SAMPLE_ID_ALL),
-            (
-                attr.exclude_callchain_kernel,
-                flag::EXCLUDE_CALLCHAIN_KERNEL,
-            ),
-            (attr.exclude_callchain_user, flag::EXCLUDE_CALLCHAIN_USER),
-            (attr.clockid.is_some(), flag::USE_CLOCKID),
-        ];
-        let flags = bits
-            .iter()
-            .filter(|(on, _)| *on)
-            .fold(0, |acc, (_, bit)| acc | bit)
-            | (u64::from(attr.precise_ip & 0b11) << flag::PRECISE_IP_SHIFT);
-        let sample_period = match attr.sample {
-            Some(SampleRate::Period(n)) | Some(SampleRate::Frequency(n)) => n,
-            None => 0,
-        };
-        let wakeup_events = match attr.wakeup {
-            Wakeup::Events(n) | Wakeup::Watermark(n) => n,
-        };
-        PerfEventAttr {
-            type_: attr.type_,
-            size: PERF_ATTR_SIZE_VER8,
-            config: attr.config,
-            sample_period,
-            sample_type: attr.sample_type,
-            read_format: attr.read_format,
-            flags,
-            wakeup_events,
-            bp_type: attr.bp_type,
-            config1: attr.config1,
-            config2: attr.config2,
-            branch_sample_type: attr.branch_sample_type,
-            sample_regs_user: attr.sample_regs_user,
-            sample_stack_user: attr.sample_stack_user,
-            clockid: attr.clockid.unwrap_or(0),
-            sample_max_stack: attr.sample_max_stack,
-            config3: attr.config3,
-            ..PerfEventAttr::default()
-        }
-    }
-
-    /// The struct as the kernel reads it: every field native-endian at its
-    /// ABI offset (the struct has no padding, see the size assertion).
-    pub(crate) fn to_bytes(self) -> [u8; PERF_ATTR_SIZE_VER8 as usize] {
-        let mut b = [0u8; PERF_ATTR_SIZE_VER8 as usize];
-        let mut at = 0;
-        let mut put = |bytes: &[u8]| {
-            b[at..at + bytes.len()].copy_from_slice(bytes);
-            at += bytes.len();
-        };
-        put(&self.type_.to_ne_bytes());
-        put(&self.size.to_ne_bytes());
-        put(&self.config.to_ne_bytes());
-        put(&self.sample_period.to_ne_bytes());
-        put(&self.sample_type.to_ne_bytes());
-        put(&self.read_format.to_ne_bytes());
-        put(&self.flags.to_ne_bytes());
-        put(&self.wakeup_events.to_ne_bytes());
-        put(&self.bp_type.to_ne_bytes());
-        put(&self.config1.to_ne_bytes());
-        put(&self.config2.to_ne_bytes());
-        put(&self.branch_sample_type.to_ne_bytes());
-        put(&self.sample_regs_user.to_ne_bytes());
-        put(&self.sample_stack_user.to_ne_bytes());
-        put(&self.clockid.to_ne_bytes());
-        put(&self.sample_regs_intr.to_ne_bytes());
-        put(&self.aux_watermark.to_ne_bytes());
-        put(&self.sample_max_stack.to_ne_bytes());
-        put(&self.reserved_2.to_ne_bytes());
-        put(&self.aux_sample_size.to_ne_bytes());
-        put(&self.reserved_3.to_ne_bytes());
-        put(&self.sig_data.to_ne_bytes());
-        put(&self.config3.to_ne_bytes());
-        debug_assert_eq!(at, PERF_ATTR_SIZE_VER8 as usize);
-        b
+/// The kernel struct for `attr`. `precise_ip` must already be checked
+/// to fit its two bits (the caller reports it otherwise); it is masked
+/// here so a bad value can never spill into `mmap_data`.
+pub(crate) fn from_attr(attr: &Attr) -> PerfEventAttr {
+    let bits = [
+        (attr.disabled, flag::DISABLED),
+        (attr.inherit, flag::INHERIT),
+        (attr.pinned, flag::PINNED),
+        (attr.exclusive, flag::EXCLUSIVE),
+        (attr.exclude_user, flag::EXCLUDE_USER),
+        (attr.exclude_kernel, flag::EXCLUDE_KERNEL),
+        (attr.exclude_hv, flag::EXCLUDE_HV),
+        (attr.exclude_idle, flag::EXCLUDE_IDLE),
+        (attr.enable_on_exec, flag::ENABLE_ON_EXEC),
+        (attr.exclude_host, flag::EXCLUDE_HOST),
+        (attr.exclude_guest, flag::EXCLUDE_GUEST),
+        (
+            matches!(attr.sample, Some(SampleRate::Frequency(_))),
+            flag::FREQ,
+        ),
+        (matches!(attr.wakeup, Wakeup::Watermark(_)), flag::WATERMARK),
+        (attr.mmap, flag::MMAP),
+        (attr.mmap2, flag::MMAP2),
+        (attr.mmap_data, flag::MMAP_DATA),
+        (attr.comm, flag::COMM),
+        (attr.comm_exec, flag::COMM_EXEC),
+        (attr.task, flag::TASK),
+        (attr.context_switch, flag::CONTEXT_SWITCH),
+        (attr.sample_id_all, flag::SAMPLE_ID_ALL),
+        (
+            attr.exclude_callchain_kernel,
+            flag::EXCLUDE_CALLCHAIN_KERNEL,
+        ),
+        (attr.exclude_callchain_user, flag::EXCLUDE_CALLCHAIN_USER),
+        (attr.clockid.is_some(), flag::USE_CLOCKID),
+    ];
+    let flags = bits
+        .iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |acc, (_, bit)| acc | bit)
+        | (u64::from(attr.precise_ip & 0b11) << flag::PRECISE_IP_SHIFT);
+    let sample_period = match attr.sample {
+        Some(SampleRate::Period(n)) | Some(SampleRate::Frequency(n)) => n,
+        None => 0,
+    };
+    let wakeup_events = match attr.wakeup {
+        Wakeup::Events(n) | Wakeup::Watermark(n) => n,
+    };
+    PerfEventAttr {
+        type_: attr.type_,
+        size: PERF_ATTR_SIZE_VER8,
+        config: attr.config,
+        sample_period,
+        sample_type: attr.sample_type,
+        read_format: attr.read_format,
+        flags,
+        wakeup_events,
+        bp_type: attr.bp_type,
+        config1: attr.config1,
+        config2: attr.config2,
+        branch_sample_type: attr.branch_sample_type,
+        sample_regs_user: attr.sample_regs_user,
+        sample_stack_user: attr.sample_stack_user,
+        clockid: attr.clockid.unwrap_or(0),
+        sample_max_stack: attr.sample_max_stack,
+        config3: attr.config3,
+        ..PerfEventAttr::default()
     }
 }
 
@@ -327,7 +213,7 @@ mod tests {
             sample_max_stack: 127,
             clockid: Some(libc::CLOCK_MONOTONIC),
         };
-        let k = PerfEventAttr::from_attr(&all);
+        let k = from_attr(&all);
         assert_eq!(k.size, 136);
         assert_eq!(
             (k.type_, k.config, k.config1, k.config2),
@@ -357,7 +243,7 @@ mod tests {
         // Every bit from 0 to 26 except inherit_stat (11).
         assert_eq!(k.flags, ((1u64 << 27) - 1) & !(1 << 11));
 
-        let one = |a: Attr| PerfEventAttr::from_attr(&a).flags;
+        let one = |a: Attr| from_attr(&a).flags;
         let d = Attr::default;
         assert_eq!(one(d()), 0);
         assert_eq!(
@@ -455,7 +341,7 @@ mod tests {
 
     #[test]
     fn sampling_flags_land_on_their_bits() {
-        let one = |a: Attr| PerfEventAttr::from_attr(&a).flags;
+        let one = |a: Attr| from_attr(&a).flags;
         let d = Attr::default;
         let cases: [(Attr, u64); 14] = [
             (Attr { mmap: true, ..d() }, 1 << 8),
@@ -536,51 +422,12 @@ mod tests {
         for (a, bit) in cases {
             assert_eq!(one(a.clone()), bit, "{a:?}");
         }
-        let k = PerfEventAttr::from_attr(&Attr {
+        let k = from_attr(&Attr {
             sample: Some(SampleRate::Period(100_003)),
             wakeup: Wakeup::Events(7),
             ..d()
         });
         assert_eq!((k.sample_period, k.wakeup_events, k.flags), (100_003, 7, 0));
-    }
-
-    /// The safe serialisation and the in-memory struct the kernel reads
-    /// are the same bytes.
-    #[test]
-    fn to_bytes_is_the_memory_layout() {
-        let k = PerfEventAttr {
-            type_: 1,
-            size: 136,
-            config: 2,
-            sample_period: 3,
-            sample_type: 4,
-            read_format: 5,
-            flags: 6,
-            wakeup_events: 7,
-            bp_type: 8,
-            config1: 9,
-            config2: 10,
-            branch_sample_type: 11,
-            sample_regs_user: 12,
-            sample_stack_user: 13,
-            clockid: 14,
-            sample_regs_intr: 15,
-            aux_watermark: 16,
-            sample_max_stack: 17,
-            reserved_2: 18,
-            aux_sample_size: 19,
-            reserved_3: 20,
-            sig_data: 21,
-            config3: 22,
-        };
-        // SAFETY: plain old data without padding (see the size assertion).
-        let mem: &[u8] = unsafe {
-            std::slice::from_raw_parts(
-                (&k as *const PerfEventAttr).cast::<u8>(),
-                size_of::<PerfEventAttr>(),
-            )
-        };
-        assert_eq!(&k.to_bytes()[..], mem);
     }
 
     #[test]
@@ -601,7 +448,7 @@ mod tests {
 
     #[test]
     fn breakpoint_fields_use_the_union_slots() {
-        let k = PerfEventAttr::from_attr(&Attr::breakpoint(0x7000_1000, 8, bp::W));
+        let k = from_attr(&Attr::breakpoint(0x7000_1000, 8, bp::W));
         // SAFETY: PerfEventAttr is plain old data (integers only, no
         // padding: the size assertion above sums the fields), so viewing it
         // as bytes is sound.

@@ -7,8 +7,11 @@
 //!   kind), the privilege filters (`exclude_*`), scheduling (`pinned`,
 //!   `exclusive`), and the `read_format` that decides what a read returns.
 //!   At open time it becomes the kernel's `struct perf_event_attr`
-//!   (`PERF_ATTR_SIZE_VER8`, 136 bytes; older kernels accept it because
-//!   every field they do not know is zero).
+//!   ([`Attr::to_kernel`]: a [`PerfEventAttr`], declared once in
+//!   `pmx-perfdata` for the syscall, perf.data and libpfm alike;
+//!   `PERF_ATTR_SIZE_VER8`, 136 bytes; older kernels accept it because
+//!   every field they do not know is zero). `Attr` is the one builder
+//!   form of the attr: typed sample rate and wakeup, one `bool` per flag.
 //! - **Sampling.** The same [`Attr`] samples when [`Attr::sample`] is set:
 //!   [`SampleRate::Period`] takes a sample every N events (the
 //!   sample-after value), [`SampleRate::Frequency`] lets the kernel adjust
@@ -103,6 +106,8 @@ mod sampling_tests;
 pub mod workload;
 
 pub use error::{perf_event_paranoid, OpenCause, OpenError};
+/// `struct perf_event_attr` itself, as the kernel and perf.data lay it out.
+pub use pmx_perfdata::PerfEventAttr;
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -356,11 +361,18 @@ impl Attr {
         })
     }
 
+    /// The kernel's `struct perf_event_attr` ([`PerfEventAttr`], the one
+    /// declaration of its fields) that [`Counter::open`] passes to
+    /// `perf_event_open(2)`.
+    pub fn to_kernel(&self) -> PerfEventAttr {
+        abi::from_attr(self)
+    }
+
     /// The exact `struct perf_event_attr` bytes [`Counter::open`] gives the
     /// kernel (`PERF_ATTR_SIZE_VER8`, 136 bytes, native-endian), e.g. for
     /// a perf.data file's attrs section.
     pub fn to_kernel_bytes(&self) -> Vec<u8> {
-        abi::PerfEventAttr::from_attr(self).to_bytes().to_vec()
+        self.to_kernel().to_bytes().to_vec()
     }
 
     /// The attr as a perf.data file stores it: [`Attr::to_kernel_bytes`],
@@ -370,7 +382,7 @@ impl Attr {
     /// attrs are larger than its own struct, and every reader zero-fills a
     /// shorter one.
     pub fn to_perf_data_bytes(&self) -> Vec<u8> {
-        let mut k = abi::PerfEventAttr::from_attr(self);
+        let mut k = self.to_kernel();
         if k.config3 == 0 {
             k.size = abi::PERF_ATTR_SIZE_VER7;
         }
@@ -499,9 +511,9 @@ impl Counter {
             // Two bits in the kernel's struct: refuse rather than truncate.
             return Err(fail(libc::EINVAL));
         }
-        let kattr = abi::PerfEventAttr::from_attr(attr);
+        let kattr = abi::from_attr(attr);
         let group_fd = group.map_or(-1, |g| g.fd.as_raw_fd());
-        let open = |k: &abi::PerfEventAttr| {
+        let open = |k: &pmx_perfdata::PerfEventAttr| {
             let flags = flags.unwrap_or(0);
             abi::perf_event_open_flags(k, target.pid, target.cpu, group_fd, flags)
         };
@@ -515,7 +527,7 @@ impl Counter {
                     exclude_host: false,
                     ..attr.clone()
                 };
-                open(&abi::PerfEventAttr::from_attr(&plain)).map_err(fail)?
+                open(&abi::from_attr(&plain)).map_err(fail)?
             }
             r => r.map_err(fail)?,
         };

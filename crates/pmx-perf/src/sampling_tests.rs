@@ -186,7 +186,7 @@ fn user_registers_and_stack_copies() {
     let Some((c, mut ring)) = sampler(&attr) else {
         return;
     };
-    let file_attr = pmx_perfdata::EventAttr::parse(&attr.to_perf_data_bytes(), 0).unwrap();
+    let file_attr = pmx_perfdata::PerfEventAttr::parse(&attr.to_perf_data_bytes(), 0).unwrap();
     let here = &file_attr as *const _ as u64;
     c.enable(false).unwrap();
     spin(Duration::from_millis(20));

@@ -47,13 +47,14 @@
 //! `CPU_TOPOLOGY` and `NUMA_TOPOLOGY` features `perf stat report` folds
 //! per-CPU counts with.
 
+pub mod attr;
 pub mod format;
 pub mod read;
 pub mod stat;
 pub mod topology;
 pub mod write;
 
-pub use format::{EventAttr, FileAttr};
+pub use attr::{FileAttr, PerfEventAttr};
 pub use read::{
     MappedInode, ReadRecord, ReadValue, ReadValues, Reader, Record, Sample, Truncation,
 };

@@ -22,9 +22,10 @@
 //! feature index) is told apart by its feature index. Anything else that
 //! does not parse remains an error with its offset.
 
+use crate::attr::PerfEventAttr;
 use crate::format::{
-    check_magic, feature, le_u32, le_u64, misc, read_format, record_type, sample_type, EventAttr,
-    EventHeader, FileHeader, Section, EVENT_HEADER_SIZE, FILE_HEADER_SIZE, PIPE_HEADER_SIZE,
+    check_magic, feature, le_u32, le_u64, misc, read_format, record_type, sample_type, EventHeader,
+    FileHeader, Section, EVENT_HEADER_SIZE, FILE_HEADER_SIZE, PIPE_HEADER_SIZE,
 };
 use crate::write::BuildIdEntry;
 use crate::Error;
@@ -41,7 +42,7 @@ const MAX_SECTION: u64 = 1 << 30;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     /// The decoded `perf_event_attr`.
-    pub attr: EventAttr,
+    pub attr: PerfEventAttr,
     /// The raw attr bytes as stored.
     pub raw: Vec<u8>,
     /// Sample ids of the event's file descriptors.
@@ -92,7 +93,7 @@ pub struct FileFeatures {
     /// BUILD_ID entries.
     pub build_ids: Vec<BuildIdEntry>,
     /// EVENT_DESC: name, attr and ids per event.
-    pub event_desc: Vec<(String, EventAttr, Vec<u64>)>,
+    pub event_desc: Vec<(String, PerfEventAttr, Vec<u64>)>,
     /// SAMPLE_TIME: first and last sample time.
     pub sample_time: Option<(u64, u64)>,
     /// COMPRESSED.
@@ -752,7 +753,7 @@ fn parse_feature(f: &mut FileFeatures, id: u32, body: &[u8], base: u64) -> Resul
             }
             for _ in 0..nr {
                 let ab = c.take(attr_size, "event_desc attr")?;
-                let attr = EventAttr::parse(ab, base + c.at as u64)?;
+                let attr = PerfEventAttr::parse(ab, base + c.at as u64)?;
                 let nids = c.u32("event_desc")? as usize;
                 let name = c.string("event_desc name")?;
                 if nids > c.rest() / 8 {
@@ -971,7 +972,7 @@ impl Reader {
             let entry = &bytes[at..at + h.attr_size as usize];
             let alen = entry.len() - 16;
             let off = h.attrs.offset + at as u64;
-            let attr = EventAttr::parse(&entry[..alen], off)?;
+            let attr = PerfEventAttr::parse(&entry[..alen], off)?;
             let ids_sec = Section::parse(&entry[alen..]);
             let idb = read_at(src, ids_sec.offset, ids_sec.size, "attr ids", file_len)?;
             let ids: Vec<u64> = idb.chunks_exact(8).map(|c| le_u64(c, 0)).collect();
@@ -1047,7 +1048,7 @@ impl Reader {
         Ok(None)
     }
 
-    fn add_event(&mut self, attr: EventAttr, raw: Vec<u8>, ids: Vec<u64>) {
+    fn add_event(&mut self, attr: PerfEventAttr, raw: Vec<u8>, ids: Vec<u64>) {
         let idx = self.events.len();
         for id in &ids {
             self.id_to_event.insert(*id, idx);
@@ -1399,7 +1400,7 @@ impl Reader {
                         ),
                     ));
                 }
-                let attr = EventAttr::parse(&body[..size], at + 8)?;
+                let attr = PerfEventAttr::parse(&body[..size], at + 8)?;
                 let ids = body[size..].chunks_exact(8).map(|c| le_u64(c, 0)).collect();
                 self.add_event(attr, body[..size].to_vec(), ids);
                 self.apply_names();
@@ -1782,7 +1783,7 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<(), Error> {
 pub fn parse_sample<'a>(
     rec: &'a [u8],
     event: usize,
-    attr: &EventAttr,
+    attr: &PerfEventAttr,
     at: u64,
 ) -> Result<Sample<'a>, Error> {
     let st = attr.sample_type;
@@ -1800,7 +1801,7 @@ pub fn parse_sample<'a>(
         id: 0,
         stream_id: 0,
         cpu: 0,
-        period: attr.sample_period_or_freq,
+        period: attr.sample_period,
         callchain_bytes: &[],
         raw: &[],
         weight: 0,
@@ -1940,8 +1941,9 @@ pub fn parse_sample<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{callchain, FileAttr};
+    use crate::format::callchain;
     use crate::write::{Features, Writer};
+    use crate::FileAttr;
     use std::io::Cursor;
 
     use pmx_testkit::perfdata::record as rec;
@@ -2258,7 +2260,7 @@ mod tests {
         // sample_regs_user: ax (bit 0), bp (6), sp (7), ip (8); 16 stack bytes.
         a[80..88].copy_from_slice(&0x1c1u64.to_le_bytes());
         a[88..92].copy_from_slice(&16u32.to_le_bytes());
-        let ea = EventAttr::parse(&a, 0).unwrap();
+        let ea = PerfEventAttr::parse(&a, 0).unwrap();
         let mut b = Vec::new();
         for v in [0x401000u64, 2, 11, 66, 77, 88, 16] {
             b.extend_from_slice(&v.to_le_bytes());

@@ -17,9 +17,10 @@
 //! are written as 128 bytes when the extra bytes are zero (the kernel
 //! treats a zero tail the same), so older perf reads the file.
 
+use crate::attr::FileAttr;
 use crate::format::{
-    align_up, attr_size, feature, misc, EventHeader, FileAttr, FileHeader, Section,
-    FILE_HEADER_SIZE, NAME_ALIGN,
+    align_up, attr_size, feature, misc, EventHeader, FileHeader, Section, FILE_HEADER_SIZE,
+    NAME_ALIGN,
 };
 use std::io::{self, Seek, SeekFrom, Write};
 

@@ -208,7 +208,7 @@ fn record_with(
     let mut notes = plan.notes.clone();
     let synth = existing::existing(
         &opts.scope,
-        plan.sample_type,
+        plan.attrs[0].sample_type,
         opened.first_id(),
         plan.samples_kernel(),
         plan.attrs[0].mmap_data,

@@ -13,8 +13,6 @@ use pmx_perf::{read_format, sample_type, Attr};
 pub(super) struct Plan {
     /// The sampling attrs, in the events' order.
     pub(super) attrs: Vec<Attr>,
-    /// The sample_type every attr shares.
-    pub(super) sample_type: u64,
     /// The CPUs to open on.
     pub(super) cpus: Vec<u32>,
     /// The `pid` values to open on: the command, every thread of `-p`, the
@@ -62,7 +60,6 @@ impl Plan {
             .map(|(i, e)| sampling_attr(e, i, n, opts))
             .collect();
         let notes = super::groups::shape(&mut attrs, events);
-        let sample_type = attrs[0].sample_type;
         let cpus = match &opts.scope {
             Scope::Cpus(c) => c.clone(),
             _ => pmx_count::stat::online_cpus(),
@@ -72,7 +69,6 @@ impl Plan {
         }
         Ok(Plan {
             attrs,
-            sample_type,
             cpus,
             tasks: tasks(&opts.scope, child),
             tolerate_gone: matches!(opts.scope, Scope::Pids(_) | Scope::Tids(_)),

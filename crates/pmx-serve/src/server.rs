@@ -11,6 +11,7 @@ use crate::render::{self, Family, Format, Kind, Value};
 use pmx_count::metrics::MetricSet;
 use pmx_count::stat::{aggregate, Aggregation, Domain, EventStatus, Instance, Row, StatPlan};
 use pmx_model::topology::{LogicalCpu, Topology};
+use pmx_sys::signal;
 use pmx_sys::SysRoot;
 use std::collections::HashMap;
 use std::io;
@@ -130,20 +131,12 @@ impl Stop {
         let raw = fd.as_raw_fd();
         std::mem::forget(fd);
         SIGNAL_FD.store(raw, Ordering::SeqCst);
-        // SAFETY: a handler that only calls write(2) on a pipe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_stop_signal as *const () as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            for sig in [libc::SIGTERM, libc::SIGINT] {
-                if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
-            // A scraper that goes away mid-write must not kill the daemon.
-            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        // The handler only calls write(2) on a pipe.
+        for sig in [libc::SIGTERM, libc::SIGINT] {
+            signal::handle(sig, on_stop_signal, signal::RESTART, &[])?;
         }
+        // A scraper that goes away mid-write must not kill the daemon.
+        let _ = signal::ignore(libc::SIGPIPE);
         Ok(())
     }
 }

@@ -26,6 +26,10 @@
 //!   what CPUID or the kernel hides of what the microarchitecture has
 //!   ([`hidden`]).
 //!
+//! One process-wide facility lives here too, because every session crate
+//! already depends on this one: [`signal`], the one place a signal's
+//! disposition is set.
+//!
 //! The pure vocabulary (CPU identity, topology, CPU lists) lives in
 //! `pmx-model`; this crate adds the reading.
 
@@ -38,6 +42,7 @@ pub mod hidden;
 pub mod pmu;
 pub mod report;
 pub mod root;
+pub mod signal;
 pub mod topology;
 
 pub use access::Access;

@@ -13,14 +13,9 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// Install the handlers (and forget an earlier signal).
 pub fn install() {
     SIGNAL.store(0, Ordering::SeqCst);
-    // SAFETY: a handler that only stores to an atomic.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaction(s, &sa, std::ptr::null_mut());
-        }
+    // The handler only stores to an atomic.
+    for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let _ = pmx_sys::signal::handle(s, on_signal, 0, &[]);
     }
 }
 

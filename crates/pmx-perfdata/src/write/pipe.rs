@@ -17,8 +17,9 @@
 //! them anywhere in the stream.
 
 use super::{build_id_entry, check_record, feature_bodies, normalize_attr, Features};
+use crate::attr::FileAttr;
 use crate::format::{
-    align_up, attr_size, feature, record_type, EventHeader, FileAttr, MAGIC, PIPE_HEADER_SIZE,
+    align_up, attr_size, feature, record_type, EventHeader, MAGIC, PIPE_HEADER_SIZE,
 };
 use std::io::{self, Write};
 

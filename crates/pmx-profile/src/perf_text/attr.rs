@@ -1,7 +1,7 @@
 //! An attr's fields as perf prints them (`perf evlist -v`, the header's
 //! `# event :` lines): only the fields that are not zero, flags by name.
 
-use pmx_perfdata::EventAttr;
+use pmx_perfdata::PerfEventAttr;
 
 /// `sample_type` bits by name, in bit order.
 const SAMPLE_TYPE: &[&str] = &[
@@ -96,18 +96,18 @@ fn names(bits: u64, table: &[&str]) -> String {
 
 /// The attr's non-zero fields as `name{sep}value` (`sep` is `: ` for
 /// evlist, ` = ` in the header), in perf's order.
-pub fn attr(a: &EventAttr, sep: &str) -> Vec<String> {
+pub fn attr(a: &PerfEventAttr, sep: &str) -> Vec<String> {
     let mut v = Vec::new();
     let mut put = |k: &str, val: String| v.push(format!("{k}{sep}{val}"));
-    put("type", a.kind.to_string());
+    put("type", a.type_.to_string());
     put("size", a.size.to_string());
     if a.config != 0 {
         put("config", format!("{:#x}", a.config));
     }
-    if a.sample_period_or_freq != 0 {
+    if a.sample_period != 0 {
         put(
             "{ sample_period, sample_freq }",
-            a.sample_period_or_freq.to_string(),
+            a.sample_period.to_string(),
         );
     }
     if a.sample_type != 0 {
@@ -125,7 +125,7 @@ pub fn attr(a: &EventAttr, sep: &str) -> Vec<String> {
         }
     }
     let rest: [(&str, u64); 10] = [
-        ("wakeup_events", a.wakeup as u64),
+        ("wakeup_events", a.wakeup_events as u64),
         ("bp_type", a.bp_type as u64),
         ("config1", a.config1),
         ("config2", a.config2),

@@ -120,7 +120,7 @@ const KINDS: [(Kind, &str); 4] = [
 ];
 
 fn kind_of(e: &Event) -> Kind {
-    match e.attr.kind {
+    match e.attr.type_ {
         0 | 3 => Kind::Hw,
         1 | 5 => Kind::Sw,
         2 => Kind::Trace,
