@@ -728,12 +728,26 @@ fn metrics_this_machine_cannot_count_print_their_inputs_not_supported() {
     let emr = ["--cpu", "GenuineIntel-6-CF"];
     let zen4 = ["--cpu", "AuthenticAMD-25-11-1"];
     for (db, metric) in [
-        (&[&emr[..], &["--events-dir", intel]].concat(), "tma_retiring"),
-        (&[&emr[..], &["--events-dir", intel]].concat(), "tma_frontend_bound"),
+        (
+            &[&emr[..], &["--events-dir", intel]].concat(),
+            "tma_retiring",
+        ),
+        (
+            &[&emr[..], &["--events-dir", intel]].concat(),
+            "tma_frontend_bound",
+        ),
         (&[&emr[..], &["--events-dir", amd]].concat(), "tma_retiring"),
-        (&[&zen4[..], &["--events-dir", amd]].concat(), "ic_fetch_miss_ratio"),
+        (
+            &[&zen4[..], &["--events-dir", amd]].concat(),
+            "ic_fetch_miss_ratio",
+        ),
     ] {
-        let args = [&["stat", "--format", "perf"][..], db, &["-M", metric, "true"]].concat();
+        let args = [
+            &["stat", "--format", "perf"][..],
+            db,
+            &["-M", metric, "true"],
+        ]
+        .concat();
         let o = pmx(&args);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
@@ -742,8 +756,17 @@ fn metrics_this_machine_cannot_count_print_their_inputs_not_supported() {
             assert!(!err.contains(&format!("# {metric}")), "{args:?}: {err}");
         }
     }
-    let args = [&["stat", "--format", "perf"][..], &emr, &["--events-dir", intel]].concat();
+    let args = [
+        &["stat", "--format", "perf"][..],
+        &emr,
+        &["--events-dir", intel],
+    ]
+    .concat();
     let o = pmx(&[&args[..], &["-M", "tma_retirng", "true"]].concat());
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("did you mean tma_retiring"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did you mean tma_retiring"),
+        "{}",
+        stderr(&o)
+    );
 }
