@@ -81,6 +81,9 @@ pub fn stat_events(
     if let Some((list, db)) = &metric_list {
         let set = MetricSet::new(list, db).map_err(|e| usage(format!("-M: {e}")))?;
         groups.extend(set.event_groups(&groups));
+        // Those this machine's database cannot name are counted as perf
+        // counts them: not supported.
+        groups.extend(set.unsupported_groups(&groups));
         metrics = Some(set);
     }
     if groups.is_empty() && !f.perf.null {

@@ -136,6 +136,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         sort: filter.sort(&shown),
         event: args.event.clone(),
         stacks: args.folded || args.flamegraph.is_some() || chains,
+        graphs: chains,
         children: (args.children || chains) && !p.no_children,
         lines: args.lines,
         inline: args.inline || (chains && !p.no_inline),

@@ -89,6 +89,7 @@ fn build_case(path: &Path, symfs: &Path, ks: &Kallsyms) -> Result<(), String> {
     let opts = Options {
         sort: vec![SortKey::Comm, SortKey::Dso, SortKey::Symbol],
         stacks: true,
+        binary_stacks: true,
         children: true,
         lines: false,
         inline: false,

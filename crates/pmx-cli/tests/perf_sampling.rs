@@ -757,6 +757,101 @@ fn dwarf_call_graphs_name_frames_as_perf_with_inlined_functions() {
     }
 }
 
+/// A short program that starts many times: the dynamic loader's start-up
+/// (`_start` of ld.so) takes a share of its samples beside its own run
+/// (`_start` of the program). It leaves through `_exit`, called where the
+/// compiler cannot see it does not return (exit handlers' frames are
+/// unwound apart by perf and pmx, which is not what this is about).
+const SHORT_RUN: &str = r#"
+#include <unistd.h>
+volatile double sink;
+void (*volatile leave)(int) = _exit;
+__attribute__((noinline)) void work(void) { for (int i = 1; i < 400000; i++) sink += i * 0.5; }
+int main(void) { work(); leave(0); return 0; }
+"#;
+
+/// Under each row of a function named `_start`: the row's command,
+/// binary and function, then the frames of the call graph below it with
+/// at least 1% (a frame without a share goes with the one above it), in
+/// order. The shares and the bars are left out: a few samples of the
+/// loader's, unwound apart by the two programs, move the shares by
+/// hundredths, and may split a chain perf keeps whole.
+fn start_graphs(out: &str) -> Vec<Vec<String>> {
+    let is_row = |l: &str| {
+        let mut w = l.split_whitespace();
+        l.starts_with(' ') && w.next().is_some_and(|x| x.ends_with('%'))
+    };
+    let mut graphs = Vec::new();
+    let mut cur: Option<Vec<String>> = None;
+    let mut keep = true;
+    for l in out.lines() {
+        if is_row(l) || l.is_empty() {
+            graphs.extend(cur.take());
+            if is_row(l) && l.ends_with("[.] _start") {
+                let words: Vec<&str> = l.split_whitespace().skip(2).collect();
+                cur = Some(vec![words.join(" ")]);
+                keep = true;
+            }
+            continue;
+        }
+        let Some(g) = cur.as_mut() else { continue };
+        let name = match l.rsplit_once("%--") {
+            Some((head, name)) => {
+                let share = head.rsplit("--").next().and_then(|v| v.parse::<f64>().ok());
+                keep = share.is_some_and(|v| v >= 1.0);
+                name
+            }
+            None => l.trim_start_matches([' ', '|', '-']),
+        };
+        if keep && !name.trim().is_empty() {
+            g.push(name.trim().to_string());
+        }
+    }
+    graphs.extend(cur);
+    graphs
+}
+
+#[test]
+fn same_named_functions_of_two_binaries_stay_apart_in_the_graphs() {
+    let Some(s) = Setup::new() else { return };
+    let prog = pmx_testkit::cc::compile(s.dir.path(), "short", SHORT_RUN, &["-O1"]).expect("cc");
+    let p = prog.to_str().unwrap();
+    let data = s.path("two-starts.data");
+    let d = data.to_str().unwrap();
+    // Every 20 µs of user time: the loader's few hundred µs per start get
+    // samples in each of 40 runs. A real perf's recording, DWARF chains
+    // (they reach both `_start`s).
+    let runs = format!("for i in $(seq 40); do {p}; done");
+    let rec = [
+        "record",
+        "-q",
+        "--call-graph",
+        "dwarf",
+        "-e",
+        "task-clock:u",
+    ];
+    s.run(
+        false,
+        &[&rec[..], &["-c", "20000", "-o", d, "sh", "-c", &runs]].concat(),
+    );
+    for extra in [&["--no-inline"][..], &["--no-inline", "-g", "caller"]] {
+        let args = [&["report", "-i", d, "--stdio"][..], extra].concat();
+        let (perf, pmx) = s.both(&args);
+        let want = start_graphs(&perf);
+        if want.len() < 2 {
+            eprintln!(
+                "skipped: perf shows {} row(s) of a `_start` (the loader's start-up was not sampled)",
+                want.len()
+            );
+            return;
+        }
+        // The program's `_start` and the loader's, each with its own tree.
+        assert!(want.iter().any(|g| g[0].contains("ld-linux")), "{perf}");
+        let got = start_graphs(&pmx);
+        assert_eq!(want, got, "report {extra:?}\nperf:\n{perf}\npmx:\n{pmx}");
+    }
+}
+
 #[test]
 fn record_cpu_is_perfs_cpu_list() {
     let Some(s) = Setup::new() else { return };

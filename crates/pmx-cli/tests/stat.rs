@@ -707,3 +707,66 @@ fn per_thread_command_forwards_ctrl_c() {
     assert_eq!(o.status.code(), Some(128 + libc::SIGINT), "{}", stderr(&o));
     assert_eq!(csv_rows(&o).len(), 3, "{}", stderr(&o));
 }
+
+/// `-M` of a metric whose inputs this machine cannot count, as perf does:
+/// the inputs as `<not supported>` rows, the metric not computed, exit 0.
+/// An Intel Emerald Rapids metric (`tma_retiring` over `topdown-retiring`
+/// and `slots`, which no table names where the kernel shows no core PMU)
+/// from Intel's tables and from pmx's own, and an AMD one from perf's.
+/// A name that is neither a metric nor a group stays an error (exit 2)
+/// with the close names.
+#[test]
+fn metrics_this_machine_cannot_count_print_their_inputs_not_supported() {
+    let (Some(intel), Some(amd)) = (
+        pmx_testkit::shared::intel_perfmon(),
+        pmx_testkit::shared::linux_perf_events(),
+    ) else {
+        return;
+    };
+    let no_pmu = std::fs::metadata("/sys/bus/event_source/devices/cpu").is_err();
+    let (intel, amd) = (intel.to_str().unwrap(), amd.to_str().unwrap());
+    let emr = ["--cpu", "GenuineIntel-6-CF"];
+    let zen4 = ["--cpu", "AuthenticAMD-25-11-1"];
+    for (db, metric) in [
+        (
+            &[&emr[..], &["--events-dir", intel]].concat(),
+            "tma_retiring",
+        ),
+        (
+            &[&emr[..], &["--events-dir", intel]].concat(),
+            "tma_frontend_bound",
+        ),
+        (&[&emr[..], &["--events-dir", amd]].concat(), "tma_retiring"),
+        (
+            &[&zen4[..], &["--events-dir", amd]].concat(),
+            "ic_fetch_miss_ratio",
+        ),
+    ] {
+        let args = [
+            &["stat", "--format", "perf"][..],
+            db,
+            &["-M", metric, "true"],
+        ]
+        .concat();
+        let o = pmx(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        if no_pmu {
+            assert!(err.contains("<not supported>"), "{args:?}: {err}");
+            assert!(!err.contains(&format!("# {metric}")), "{args:?}: {err}");
+        }
+    }
+    let args = [
+        &["stat", "--format", "perf"][..],
+        &emr,
+        &["--events-dir", intel],
+    ]
+    .concat();
+    let o = pmx(&[&args[..], &["-M", "tma_retirng", "true"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did you mean tma_retiring"),
+        "{}",
+        stderr(&o)
+    );
+}

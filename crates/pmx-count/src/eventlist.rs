@@ -14,6 +14,10 @@ pub struct EventGroup {
     pub members: Vec<EventSpec>,
     /// Written with `{…}`: scheduled all-or-nothing.
     pub explicit: bool,
+    /// An input of a `-M` metric that this machine's event database
+    /// cannot resolve: planned as not supported for this reason, never
+    /// opened (perf prints such inputs `<not supported>`).
+    pub unsupported: Option<String>,
 }
 
 /// Split an `-e` argument into groups.
@@ -103,6 +107,7 @@ pub fn parse_event_list(input: &str) -> Result<Vec<EventGroup>, SpecError> {
             groups.push(EventGroup {
                 members,
                 explicit: true,
+                unsupported: None,
             });
             i = end + 1;
             continue;
@@ -119,6 +124,7 @@ pub fn parse_event_list(input: &str) -> Result<Vec<EventGroup>, SpecError> {
         groups.push(EventGroup {
             members: vec![spec],
             explicit: false,
+            unsupported: None,
         });
         i += e + 1;
     }

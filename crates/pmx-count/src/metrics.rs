@@ -21,6 +21,9 @@ pub struct MetricSet {
     chosen: Vec<MetricId>,
     /// (the library's event name, the spec pmx counts or why it cannot).
     inputs: Vec<(String, Result<String, String>)>,
+    /// The inputs whose spec parses but names no event of the database
+    /// (the spec, why): counted as not supported.
+    unresolved: Vec<(String, String)>,
     machine: Machine,
 }
 
@@ -224,6 +227,7 @@ impl MetricSet {
             }
         }
         let req = lib.requirements(&chosen, false, Some(&machine));
+        let mut unresolved = Vec::new();
         let inputs = req
             .events
             .iter()
@@ -234,7 +238,11 @@ impl MetricSet {
                         Err(err) => Err(err.message),
                         Ok(p) => match db.resolve(&p) {
                             Ok(_) => Ok(s),
-                            Err(err) => Err(format!("{} for {}", err.message, db.target.cpu)),
+                            Err(err) => {
+                                let why = format!("{} for {}", err.message, db.target.cpu);
+                                unresolved.push((s, why.clone()));
+                                Err(why)
+                            }
                         },
                     },
                 };
@@ -245,6 +253,7 @@ impl MetricSet {
             lib,
             chosen,
             inputs,
+            unresolved,
             machine,
         })
     }
@@ -275,6 +284,28 @@ impl MetricSet {
                 out.push(EventGroup {
                     members: vec![parsed],
                     explicit: false,
+                    unsupported: None,
+                });
+            }
+        }
+        out
+    }
+
+    /// The inputs this machine's database cannot resolve (an Intel
+    /// metric's `topdown-retiring` where the kernel shows no core PMU), as
+    /// single-event groups planned as not supported
+    /// ([`EventGroup::unsupported`]), skipping those already in `have`:
+    /// `pmx stat -M` prints them as perf prints inputs it cannot count.
+    pub fn unsupported_groups(&self, have: &[EventGroup]) -> Vec<EventGroup> {
+        let mut out: Vec<EventGroup> = Vec::new();
+        for (text, why) in &self.unresolved {
+            let already =
+                (have.iter().chain(out.iter())).any(|g| g.members.iter().any(|m| &m.text == text));
+            if let (false, Ok(parsed)) = (already, parse_spec(text)) {
+                out.push(EventGroup {
+                    members: vec![parsed],
+                    explicit: false,
+                    unsupported: Some(why.clone()),
                 });
             }
         }

@@ -90,7 +90,9 @@ pub use profile::{
     build, build_with_addresses, truncation_warning, AddressSamples, EventProfile, KernelSymbols,
     Live, LiveStats, MachineId, Options, Profile, Row, SortKey, Weight,
 };
-pub use profile::{for_each_sample, Deltas, GroupRow, GroupTable, MemberDelta, Moments};
+pub use profile::{
+    for_each_sample, BinaryStack, Deltas, GroupRow, GroupTable, MemberDelta, Moments,
+};
 pub use report::{report, Report, ReportError, ReportOptions, StackEvent};
 
 /// FNV-1a of `bytes`: a flame graph frame's colour, a file's stamp.

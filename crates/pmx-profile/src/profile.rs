@@ -37,8 +37,8 @@ pub use addresses::{AddressSamples, Weight};
 pub use groups::{for_each_sample, Deltas, MemberDelta, Moments};
 pub use live::{Live, LiveStats};
 pub use types::{
-    truncation_warning, EventProfile, GroupRow, GroupTable, KernelSymbols, MachineId, Options,
-    Profile, Row, SortKey, ThreadReads, SOURCE_LINE_ROWS,
+    truncation_warning, BinaryStack, EventProfile, GroupRow, GroupTable, KernelSymbols, MachineId,
+    Options, Profile, Row, SortKey, ThreadReads, SOURCE_LINE_ROWS,
 };
 
 /// Whether the kernel addresses of a file with these features are the

@@ -24,6 +24,9 @@ pub struct ReportOptions {
     pub event: Option<String>,
     /// Collect call stacks (for folded stacks and flame graphs).
     pub stacks: bool,
+    /// Also the stacks with each frame's binary, which perf's call-graph
+    /// text ([`crate::perf_text`]'s graphs) is built from.
+    pub graphs: bool,
     /// Inclusive ("children") shares, and rows sorted by them.
     pub children: bool,
     /// Source file:line of each row's first sample.
@@ -60,7 +63,7 @@ pub fn default_sort(diff: bool) -> &'static str {
 
 impl ReportOptions {
     /// `pmx report INPUT` with every option at its default: rows by
-    /// `comm,dso,symbol`, every event, no stacks, no children, no source
+    /// `comm,dso,symbol`, every event, no stacks nor graphs, no children, no source
     /// lines, no inline frames, binaries where the file says, every row,
     /// every thread.
     /// Callers change the fields they need (`ReportOptions { sort: …,
@@ -71,6 +74,7 @@ impl ReportOptions {
             sort: default_sort(false).to_string(),
             event: None,
             stacks: false,
+            graphs: false,
             children: false,
             lines: false,
             inline: false,
@@ -261,6 +265,7 @@ pub fn report_reader(
     let options = Options {
         sort: sort.clone(),
         stacks: opts.stacks,
+        binary_stacks: opts.graphs,
         lines: opts.lines,
         inline: opts.inline,
         children: opts.children,
@@ -453,6 +458,7 @@ mod tests {
             pid: None,
             dso: None,
             symbol: None,
+            binary: None,
             kernel: false,
             cpu: None,
             thread: None,

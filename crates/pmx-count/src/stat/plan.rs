@@ -63,16 +63,21 @@ pub struct PlanGroup {
     pub explicit: bool,
 }
 
-/// Resolve the `-e` groups against the database. Nothing here fails: an
-/// event that cannot be resolved or has no attr is planned as "not
-/// supported" with the reason, so the run goes on.
+/// Resolve the `-e` groups against the database. An event with no attr
+/// here, or a metric's input the database cannot resolve
+/// ([`EventGroup::unsupported`]), is planned as "not supported" with the
+/// reason, so the run goes on; a name the database does not know is the
+/// error.
 pub fn plan(groups: &[EventGroup], db: &Database) -> Result<StatPlan, pmx_model::spec::SpecError> {
     let mut events = Vec::new();
     let mut out_groups = Vec::new();
     for (gi, g) in groups.iter().enumerate() {
         let mut members = Vec::new();
         for (mi, spec) in g.members.iter().enumerate() {
-            let mut ev = plan_one(spec, db, gi)?;
+            let mut ev = match &g.unsupported {
+                Some(why) => unsupported(spec, why, gi)?,
+                None => plan_one(spec, db, gi)?,
+            };
             // Only a group's leader is pinned or exclusive (the kernel
             // refuses the flags on members; perf clears them too).
             if let (true, Ok(a)) = (mi > 0 && g.explicit, &mut ev.attr) {
@@ -90,6 +95,28 @@ pub fn plan(groups: &[EventGroup], db: &Database) -> Result<StatPlan, pmx_model:
     Ok(StatPlan {
         events,
         groups: out_groups,
+    })
+}
+
+/// A metric's input the database cannot resolve, planned as not
+/// supported for `why` ([`EventGroup::unsupported`]).
+fn unsupported(
+    spec: &EventSpec,
+    why: &str,
+    group: usize,
+) -> Result<PlannedEvent, pmx_model::spec::SpecError> {
+    let settings = spec.settings()?;
+    Ok(PlannedEvent {
+        name: settings.name.clone().unwrap_or_else(|| spec.text.clone()),
+        group,
+        attr: Err(why.to_string()),
+        cpus: None,
+        unit: None,
+        scale: 1.0,
+        source: None,
+        need: Need::None,
+        cgroup: None,
+        settings,
     })
 }
 

@@ -43,7 +43,13 @@ impl MsrEvents {
         };
         let mut sources = Vec::new();
         let mut events = Vec::new();
-        for (gi, g) in groups.iter().enumerate() {
+        // A metric's input no table names has no register encoding: left
+        // out, as before (its metric has no value).
+        for (gi, g) in groups
+            .iter()
+            .filter(|g| g.unsupported.is_none())
+            .enumerate()
+        {
             let mut members = Vec::new();
             for spec in &g.members {
                 members.push(plan.events.len());

@@ -10,6 +10,7 @@ fn row(dso: &str, symbol: &str, samples: u64, period: u64) -> Row {
         pid: None,
         dso: Some(dso.into()),
         symbol: Some(symbol.into()),
+        binary: None,
         kernel: false,
         cpu: None,
         thread: None,

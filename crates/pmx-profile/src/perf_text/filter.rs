@@ -143,6 +143,11 @@ impl Filter {
                 };
                 match out.iter_mut().find(|o| same(o)) {
                     Some(o) => {
+                        // Functions of one name in two binaries joined:
+                        // the graph takes both's chains.
+                        if o.binary != r.binary {
+                            o.binary = None;
+                        }
                         o.samples += r.samples;
                         o.period += r.period;
                         o.children_samples += r.children_samples;

@@ -1,9 +1,16 @@
 //! perf report's call-graph text under each `--stdio` row (`-g
 //! graph|fractal|flat|folded`): the chains of a row taken from the
-//! profile's stacks ([`crate::EventProfile::stacks`], the same the folded
-//! stacks and flame graphs draw), merged into perf's tree (a node holds
-//! the frames until two chains part or one ends), cut by the threshold
-//! and printed with perf's margins, bars and `--NN.NN%--` labels.
+//! profile's stacks with each frame's binary
+//! ([`crate::EventProfile::binary_stacks`], built with
+//! [`crate::ReportOptions::graphs`]), merged into perf's tree (a node
+//! holds the frames until two chains part or one ends), cut by the
+//! threshold and printed with perf's margins, bars and `--NN.NN%--`
+//! labels.
+//!
+//! A frame is a [`Link`]: its name and its binary. Two functions of one
+//! name in two binaries (a program's `_start` and the dynamic loader's)
+//! are two links, as perf's nodes are two symbols: a row's chains are
+//! those through its own function, and chains part where the binaries do.
 //!
 //! perf's rules kept here: with `--children` a row's chains are its own
 //! samples' whole chains plus, for every sample whose chain passes through
@@ -83,11 +90,15 @@ impl Default for Graph {
     }
 }
 
+/// One frame of a chain: the function's name and its binary's id (as
+/// [`Row::binary`]).
+pub type Link<'a> = (&'a str, u32);
+
 /// A node of perf's chain tree: the frames it holds, the weight of the
 /// chains ending at it (`hit`) and of all chains through it (`cumul`).
 #[derive(Debug, Default)]
 struct Node<'a> {
-    names: Vec<&'a str>,
+    names: Vec<Link<'a>>,
     hit: u64,
     cumul: u64,
     children: Vec<Node<'a>>,
@@ -100,7 +111,7 @@ impl<'a> Node<'a> {
 
     /// Add `chain` (weight `w`) below this node, splitting a node where
     /// the chain parts from it or ends inside it.
-    fn add(&mut self, chain: &[&'a str], w: u64) {
+    fn add(&mut self, chain: &[Link<'a>], w: u64) {
         self.cumul += w;
         let Some(first) = chain.first() else {
             self.hit += w;
@@ -134,7 +145,7 @@ impl<'a> Node<'a> {
     /// perf's order: heaviest first, equal weights by name.
     fn sort(&mut self) {
         self.children
-            .sort_by(|a, b| b.cumul.cmp(&a.cumul).then(a.names[0].cmp(b.names[0])));
+            .sort_by(|a, b| b.cumul.cmp(&a.cumul).then(a.names[0].cmp(&b.names[0])));
         self.children.iter_mut().for_each(Node::sort);
     }
 
@@ -165,17 +176,17 @@ fn shown(name: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The stacks of an event by the functions on them (indices into
-/// [`EventProfile::stacks`]), so a row's chains are found without a
-/// pass over every stack.
-pub type Index<'a> = std::collections::HashMap<&'a str, Vec<usize>>;
+/// The stacks of an event by the functions on them, each a name and a
+/// binary (indices into [`EventProfile::binary_stacks`]), so a row's
+/// chains are found without a pass over every stack.
+pub type Index<'a> = std::collections::HashMap<Link<'a>, Vec<usize>>;
 
 /// The [`Index`] of `e`'s stacks.
 pub fn index(e: &EventProfile) -> Index<'_> {
     let mut ix: Index = Index::new();
-    for (i, (stack, _, _)) in e.stacks.iter().enumerate() {
-        for f in stack.iter().skip(1) {
-            let v = ix.entry(f.as_str()).or_default();
+    for (i, stack) in e.binary_stacks.iter().enumerate() {
+        for (name, binary) in &stack.frames {
+            let v = ix.entry((name.as_str(), *binary)).or_default();
             if v.last() != Some(&i) {
                 v.push(i);
             }
@@ -193,25 +204,32 @@ pub fn chains<'a>(
     row: &Row,
     g: &Graph,
     children: bool,
-) -> (Vec<(Vec<&'a str>, u64)>, u64) {
+) -> (Vec<(Vec<Link<'a>>, u64)>, u64) {
     let mut out = Vec::new();
     let mut total = 0u64;
-    let all: Vec<usize>;
-    let which = match row.symbol.as_deref() {
-        Some(s) => ix.get(s).map_or(&[][..], Vec::as_slice),
-        None => {
-            all = (0..e.stacks.len()).collect();
-            &all
-        }
+    // The row's function: its name and binary (a row of no function, or
+    // of functions of several binaries joined, takes every stack, or
+    // those of every binary with a function of that name).
+    let sym = row.symbol.as_deref();
+    let mut which: Vec<usize> = match (sym, row.binary) {
+        (Some(s), Some(b)) => ix.get(&(s, b)).cloned().unwrap_or_default(),
+        (Some(s), None) => (ix.iter())
+            .filter(|((n, _), _)| *n == s)
+            .flat_map(|(_, v)| v.iter().copied())
+            .collect(),
+        (None, _) => (0..e.binary_stacks.len()).collect(),
     };
-    for (stack, _, period) in which.iter().map(|&i| &e.stacks[i]) {
-        let Some((comm, frames)) = stack.split_first() else {
-            continue;
-        };
+    if sym.is_some() && row.binary.is_none() {
+        which.sort_unstable();
+        which.dedup();
+    }
+    let is_row = |f: &Link| Some(f.0) == sym && row.binary.is_none_or(|b| b == f.1);
+    for stack in which.iter().map(|&i| &e.binary_stacks[i]) {
+        let (comm, frames, period) = (&stack.comm, &stack.frames, &stack.period);
         if row.comm.as_ref().is_some_and(|c| c != comm) || frames.is_empty() {
             continue;
         }
-        let leaf = frames.last().map(String::as_str);
+        let leaf = frames.last().map(|(n, b)| (n.as_str(), *b));
         let caller = g.caller.unwrap_or(children);
         let n = g.max_stack.unwrap_or(usize::MAX).min(frames.len());
         let kept = if caller {
@@ -219,14 +237,13 @@ pub fn chains<'a>(
         } else {
             &frames[frames.len() - n..]
         };
-        let mut order: Vec<&str> = kept.iter().map(String::as_str).collect();
+        let mut order: Vec<Link> = kept.iter().map(|(n, b)| (n.as_str(), *b)).collect();
         if !caller {
             order.reverse();
         }
-        let sym = row.symbol.as_deref();
-        let chain = if sym.is_none() || leaf == sym {
+        let chain = if sym.is_none() || leaf.as_ref().is_some_and(is_row) {
             order
-        } else if let Some(p) = children.then(|| order.iter().position(|f| Some(*f) == sym)) {
+        } else if let Some(p) = children.then(|| order.iter().position(is_row)) {
             match p {
                 Some(p) => order.split_off(p),
                 None => continue,
@@ -245,7 +262,7 @@ pub fn chains<'a>(
 /// shows) as perf does under a `--stdio` row.
 pub fn print(
     out: &mut dyn Write,
-    chains: &[(Vec<&str>, u64)],
+    chains: &[(Vec<Link>, u64)],
     parent: u64,
     event_total: u64,
     g: &Graph,
@@ -277,12 +294,12 @@ pub fn print(
             };
             for (names, hit, cumul) in flat.into_iter().take(limit) {
                 if g.mode == GraphMode::Folded {
-                    let names: Vec<_> = names.iter().map(|n| shown(n)).collect();
+                    let names: Vec<_> = names.iter().map(|n| shown(n.0)).collect();
                     writeln!(out, "{:.2}% {}", pct(hit, event_total), names.join(";"))?;
                 } else {
                     writeln!(out, "           {:.2}%", pct(cumul, event_total))?;
                     for n in names {
-                        writeln!(out, "                {}", shown(n))?;
+                        writeln!(out, "                {}", shown(n.0))?;
                     }
                     writeln!(out)?;
                 }
@@ -299,7 +316,9 @@ pub fn print(
 }
 
 /// Every node with its whole chain (root first), its hit and cumul.
-fn flatten<'a>(n: &Node<'a>, path: &mut Vec<&'a str>, out: &mut Vec<(Vec<&'a str>, u64, u64)>) {
+type Flat<'a> = (Vec<Link<'a>>, u64, u64);
+
+fn flatten<'a>(n: &Node<'a>, path: &mut Vec<Link<'a>>, out: &mut Vec<Flat<'a>>) {
     let len = path.len();
     path.extend(&n.names);
     if n.hit > 0 {
@@ -343,11 +362,11 @@ impl Printer<'_, '_> {
                         continue;
                     }
                     if !printed {
-                        writeln!(self.out, "{MARGIN}|\n{MARGIN}---{}", shown(n))?;
+                        writeln!(self.out, "{MARGIN}|\n{MARGIN}---{}", shown(n.0))?;
                         margin = 3;
                         printed = true;
                     } else {
-                        writeln!(self.out, "{MARGIN}{:margin$}{}", "", shown(n))?;
+                        writeln!(self.out, "{MARGIN}{:margin$}{}", "", shown(n.0))?;
                     }
                     self.any = true;
                     if limit > 0 && i + 1 == limit {
@@ -392,7 +411,7 @@ impl Printer<'_, '_> {
             self.line(depth, mask, margin)?;
             for (i, name) in child.names.iter().enumerate() {
                 let label = (i == 0).then(|| self.value(child.cumul, total));
-                self.entry(depth, new_mask, margin, label.as_deref(), &shown(name))?;
+                self.entry(depth, new_mask, margin, label.as_deref(), &shown(name.0))?;
             }
             let below = if fractal { child.children_hit() } else { total };
             self.level(child, below, depth + 1, new_mask | (1 << depth), margin)?;
@@ -453,7 +472,9 @@ mod tests {
     use super::*;
 
     fn text(chains: &[(&[&str], u64)], parent: u64, total: u64, g: &Graph) -> String {
-        let c: Vec<(Vec<&str>, u64)> = chains.iter().map(|(c, w)| (c.to_vec(), *w)).collect();
+        let c: Vec<(Vec<Link>, u64)> = (chains.iter())
+            .map(|(c, w)| (c.iter().map(|n| (*n, 0)).collect(), *w))
+            .collect();
         let mut v = Vec::new();
         print(&mut v, &c, parent, total, g).unwrap();
         String::from_utf8(v).unwrap()
@@ -501,6 +522,22 @@ mod tests {
             ..Graph::default()
         };
         assert!(text(chains, 100, 100, &g).starts_with("65.00% start;main;a;b;leaf\n22.00% "));
+    }
+
+    #[test]
+    fn same_named_frames_of_two_binaries_are_two_nodes() {
+        // A program's `_start` (binary 1) and the loader's (binary 2).
+        let chains = vec![
+            (vec![("_start", 1), ("main", 1)], 90),
+            (vec![("_start", 2), ("_dl_start", 2)], 10),
+        ];
+        let mut v = Vec::new();
+        print(&mut v, &chains, 100, 100, &Graph::default()).unwrap();
+        let t = String::from_utf8(v).unwrap();
+        assert!(
+            t.contains("|--90.00%--_start\n") && t.contains(" --10.00%--_start\n"),
+            "{t}"
+        );
     }
 
     #[test]

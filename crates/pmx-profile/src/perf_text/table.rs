@@ -276,7 +276,7 @@ impl Shape {
         e: &'a EventProfile,
         ix: &graph::Index<'_>,
         r: &Row,
-    ) -> (Vec<(Vec<&'a str>, u64)>, u64) {
+    ) -> (Vec<(Vec<graph::Link<'a>>, u64)>, u64) {
         if !(self.shown || self.children && self.graph.max_stack.is_some()) {
             return (Vec::new(), 0);
         }

@@ -5,7 +5,8 @@
 use super::aggregate::{EventAcc, RawKey, NONE};
 use super::groups::{GroupAcc, Moments};
 use super::types::{
-    EventProfile, GroupRow, GroupTable, KernelSymbols, Options, Row, SortKey, SOURCE_LINE_ROWS,
+    BinaryStack, EventProfile, GroupRow, GroupTable, KernelSymbols, Options, Row, SortKey,
+    SOURCE_LINE_ROWS,
 };
 use pmx_symbols::kernel::Kallsyms;
 use pmx_symbols::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
@@ -55,6 +56,10 @@ pub(super) fn event_profile(
         e.0 += samples;
         e.1 = e.1.saturating_add(period);
     }
+    let binary_stacks = match options.binary_stacks {
+        true => binary_stacks(acc, sym, &remap_frame, comms),
+        false => Vec::new(),
+    };
     EventProfile {
         name: name.to_string(),
         samples: acc.samples,
@@ -63,8 +68,43 @@ pub(super) fn event_profile(
         throttled: acc.throttled,
         rows,
         stacks: by_names.into_iter().map(|(n, (a, b))| (n, a, b)).collect(),
+        binary_stacks,
         group,
     }
+}
+
+/// The stacks of `acc` named, each frame with its binary: stacks that
+/// differ only in frames' ids resolving to one name and binary are one,
+/// in the order of their names (as [`EventProfile::stacks`]).
+fn binary_stacks(
+    acc: &EventAcc,
+    sym: &Symbolizer,
+    remap_frame: &dyn Fn(FrameId) -> FrameId,
+    comms: &[String],
+) -> Vec<BinaryStack> {
+    type Key = (String, Vec<(String, u32)>);
+    let mut by_names: std::collections::BTreeMap<Key, (u64, u64)> = Default::default();
+    for (k, &(samples, period)) in &acc.stacks {
+        let frames = (k[1..].iter())
+            .map(|&f| {
+                let fr = sym.frame(remap_frame(f));
+                (fr.label(), fr.dso)
+            })
+            .collect();
+        let e = by_names
+            .entry((comms[k[0] as usize].clone(), frames))
+            .or_default();
+        e.0 += samples;
+        e.1 = e.1.saturating_add(period);
+    }
+    (by_names.into_iter())
+        .map(|((comm, frames), (samples, period))| BinaryStack {
+            comm,
+            frames,
+            samples,
+            period,
+        })
+        .collect()
 }
 
 /// A leader's group table: its rows merged like [`rows`]' and named.
@@ -148,6 +188,7 @@ fn named_row(
         dso: (options.sort.contains(&SortKey::Dso) && k.dso != NONE)
             .then(|| sym.dso(k.dso).short.clone()),
         symbol: frame.as_ref().map(|f| f.label()),
+        binary: frame.as_ref().map(|f| f.dso),
         kernel: frame.as_ref().is_some_and(|f| f.kernel)
             || (k.frame == NONE && k.dso == KERNEL_DSO),
         cpu: (k.cpu != NONE).then_some(k.cpu),

@@ -47,6 +47,11 @@ pub struct Options {
     pub sort: Vec<SortKey>,
     /// Also collect call stacks (for folded output and flame graphs).
     pub stacks: bool,
+    /// Also keep the stacks with each frame's binary
+    /// ([`EventProfile::binary_stacks`]), which perf's call-graph text
+    /// is built from (two functions of one name in two binaries, the
+    /// program's `_start` and the dynamic loader's, stay apart there).
+    pub binary_stacks: bool,
     /// Also total each row's inclusive ("children") weight: every sample
     /// counts once for each distinct function on its call chain, as
     /// perf's `--children`.
@@ -123,6 +128,7 @@ impl Default for Options {
         Options {
             sort: vec![SortKey::Comm, SortKey::Dso, SortKey::Symbol],
             stacks: false,
+            binary_stacks: false,
             children: false,
             kallsyms: KernelSymbols::Off,
             this_machine: MachineId::default(),
@@ -146,6 +152,10 @@ pub struct Row {
     pub dso: Option<String>,
     /// Symbol (or hex address).
     pub symbol: Option<String>,
+    /// The binary of the row's function: an id of the profile's, the
+    /// same as in [`EventProfile::binary_stacks`] (`None` for a row of no
+    /// function, or one joined from functions of several binaries).
+    pub binary: Option<u32>,
     /// Whether the symbol is kernel code (`[k]`) rather than user (`[.]`).
     pub kernel: bool,
     /// CPU.
@@ -188,9 +198,27 @@ pub struct EventProfile {
     /// Call stacks: comm, then frames root → leaf (kernel after user),
     /// with sample counts and periods.
     pub stacks: Vec<(Vec<String>, u64, u64)>,
+    /// With [`Options::binary_stacks`]: the call stacks with each frame's
+    /// binary, so that same-named functions of two binaries stay two
+    /// (perf's call-graph text); empty otherwise.
+    pub binary_stacks: Vec<BinaryStack>,
     /// The leader of a sample-read group (`{…}:S`): every member's count
     /// per row.
     pub group: Option<GroupTable>,
+}
+
+/// A call stack whose frames keep their binary.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BinaryStack {
+    /// The command.
+    pub comm: String,
+    /// The frames root → leaf (kernel after user): each frame's name and
+    /// its binary's id (as [`Row::binary`]).
+    pub frames: Vec<(String, u32)>,
+    /// Samples.
+    pub samples: u64,
+    /// Sum of periods.
+    pub period: u64,
 }
 
 /// A sample-read group's rows: per row key (the leader's sort keys), the
