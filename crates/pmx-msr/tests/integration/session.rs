@@ -2,9 +2,7 @@
 //! wrap-around, scope, refusal when busy, and bit-for-bit restore after a
 //! normal run and after a panic.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use pmx_model::encoding::Arch;
 use pmx_model::topology::Topology;
 use pmx_msr::{

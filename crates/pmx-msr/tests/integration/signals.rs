@@ -3,9 +3,7 @@
 //! checks the registers are programmed, signals it, and checks every
 //! register is back to its value before, bit for bit.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use pmx_model::encoding::Arch;
 use pmx_model::topology::Topology;
 use pmx_msr::{plan, Mode, MsrDevice, PmuCounters, Session, SessionOptions, Signals};
@@ -64,13 +62,25 @@ fn child_mode() {
     panic!("child: no signal arrived");
 }
 
+/// `name`, a test of this module, as the test harness names it (the
+/// module's path in this binary, then the name), for `--exact`.
+fn harness_name(name: &str) -> String {
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    format!("{module}::{name}")
+}
+
 fn run_child(mode: &str, signals: &[i32]) -> (Fixture, Vec<(u32, u32, u64)>, ExitStatus) {
     let fx = Fixture::new(2);
     dirty_intel(&fx);
     let addresses = all_catalogue_addresses();
     let before = fx.snapshot(&addresses);
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["child_mode", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            &harness_name("child_mode"),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ROOT_VAR, &fx.path)
         .env(MODE_VAR, mode)
         .stdout(Stdio::null())
