@@ -2,7 +2,7 @@
 //! calling thread. The workloads (`pmx_testkit::workload`) come from the
 //! test kit.
 
-#![allow(dead_code)] // Each test binary uses a different subset.
+#![allow(dead_code)] // Each module uses a different subset.
 
 use pmx_perf::{event_type, Attr, Counter, Target};
 

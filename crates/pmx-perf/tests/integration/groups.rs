@@ -1,9 +1,7 @@
 //! Groups on the real kernel: a disabled leader, members joined, one
 //! ioctl to start and stop them all, one read for every member.
 
-mod common;
-
-use common::{open, sw, THREAD};
+use crate::common::{open, sw, THREAD};
 use pmx_perf::{read_format, software, Attr, Counter, OpenCause};
 use pmx_testkit::workload::fresh_pages;
 

@@ -1,9 +1,7 @@
 //! Software events of the calling thread on the real kernel: exact counts
 //! for workloads whose effect is known, and the enable/disable/reset rules.
 
-mod common;
-
-use common::{open, sw, THREAD};
+use crate::common::{open, sw, THREAD};
 use pmx_perf::{software, Counter};
 use pmx_testkit::workload::{fresh_pages, spin};
 use std::time::{Duration, Instant};

@@ -2,9 +2,7 @@
 //! per-task event bound to one CPU while the task runs on two, which is
 //! genuine `time_running < time_enabled` without a hardware PMU.
 
-mod common;
-
-use common::{open, pmu_type, sw, THREAD};
+use crate::common::{open, pmu_type, sw, THREAD};
 use pmx_perf::{software, Attr, Counter, OpenCause, Target};
 use pmx_testkit::workload::{allowed_cpus, pin_to, spin};
 use std::time::Duration;

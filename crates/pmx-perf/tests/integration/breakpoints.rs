@@ -4,9 +4,7 @@
 
 #![cfg(any(target_arch = "x86_64", target_arch = "x86"))]
 
-mod common;
-
-use common::{open, THREAD};
+use crate::common::{open, THREAD};
 use pmx_perf::{bp, Attr, Counter, OpenCause};
 use std::ptr::{read_volatile, write_volatile};
 use std::sync::atomic::AtomicU64;

@@ -4,9 +4,7 @@
 //! itself in a child process which, when started as root, becomes `nobody`
 //! before it opens anything.
 
-mod common;
-
-use common::{sw, THREAD};
+use crate::common::{sw, THREAD};
 use pmx_perf::{event_type, perf_event_paranoid, software, Attr, Counter, OpenCause, Target};
 use std::process::Command;
 
@@ -142,7 +140,7 @@ fn unprivileged_opens_explain_perf_event_paranoid() {
     let out = Command::new(exe)
         .args([
             "--exact",
-            "unprivileged_opens_explain_perf_event_paranoid",
+            &harness_name("unprivileged_opens_explain_perf_event_paranoid"),
             "--nocapture",
             "--test-threads=1",
         ])
@@ -160,6 +158,13 @@ fn unprivileged_opens_explain_perf_event_paranoid() {
         text.contains("1 passed"),
         "the child did not run the checks"
     );
+}
+
+/// `name`, a test of this module, as the test harness names it (the
+/// module's path in this binary, then the name), for `--exact`.
+fn harness_name(name: &str) -> String {
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    format!("{module}::{name}")
 }
 
 /// Run in the child: become unprivileged, then open what the paranoid
