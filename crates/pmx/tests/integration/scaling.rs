@@ -4,7 +4,8 @@
 //! CPU 1; scaled by enabled/running, it estimates the whole run.
 
 use pmx_perf::{software, Attr, Counter, Target};
-use std::time::{Duration, Instant};
+use pmx_testkit::workload::thread_cpu_ns;
+use std::time::Duration;
 
 fn pin(cpu: usize) {
     // SAFETY: a zeroed cpu_set_t with one CPU set, for the calling thread.
@@ -15,11 +16,15 @@ fn pin(cpu: usize) {
     }
 }
 
+/// Burn `d` of this thread's own CPU time: each CPU then gets the same
+/// share of the thread's running time however loaded the machine is.
 fn spin(d: Duration) {
-    let t = Instant::now();
+    let end = thread_cpu_ns() + d.as_nanos() as u64;
     let mut x = 0u64;
-    while t.elapsed() < d {
-        x = std::hint::black_box(x.wrapping_add(1));
+    while thread_cpu_ns() < end {
+        for _ in 0..1000 {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
     }
 }
 
