@@ -22,10 +22,8 @@ LOG=$(mktemp)
 trap 'rm -f "$LOG"' EXIT
 status=0
 PMX_FAULTS_LONG=1 PMX_FAULTS_SEED=$SEED cargo test -q --no-fail-fast -p pmx-cli \
-    --test faults_perfdata --test faults_text --test faults_serve \
-    --test faults_signals --test faults_limits --test faults_outputs --test faults_profiles \
-    -- --nocapture --test-threads 1 >"$LOG" 2>&1 || status=1
-cargo test -q -p pmx-cli --test serve_load -- --include-ignored --nocapture \
+    --test faults -- --nocapture --test-threads 1 >"$LOG" 2>&1 || status=1
+cargo test -q -p pmx-cli --test integration serve_load:: -- --include-ignored --nocapture \
     --test-threads 1 >>"$LOG" 2>&1 || status=1
 echo "seed $SEED, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

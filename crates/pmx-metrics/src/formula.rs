@@ -1441,7 +1441,7 @@ mod tests {
 
     #[test]
     fn a_hash_constant_has_one_hash_and_a_name() {
-        // Found by tests/no_panics.rs: `##` parsed as a nameless constant
+        // Found by tests/integration/no_panics.rs: `##` parsed as a nameless constant
         // that printed as `#`, which does not parse.
         for d in [Dialect::Pmx, Dialect::Perf, Dialect::Intel] {
             for text in ["#", "##", "##smt_on", "1 + ##"] {

@@ -3,7 +3,7 @@
 
 use crate::mmap::{record, Mmap, RecordHeader};
 use crate::{event_type, sample_type, software, Attr, Counter, SampleRate, Target};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes(b[at..at + 4].try_into().unwrap())
@@ -13,13 +13,29 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_ne_bytes(b[at..at + 8].try_into().unwrap())
 }
 
+/// Burn `d` of this thread's own CPU time (not of wall-clock time: on a
+/// loaded machine the thread may get a fraction of the CPU, and a
+/// cpu-clock sampler counts only the time it runs).
 fn spin(d: Duration) -> u64 {
-    let t = Instant::now();
+    let start = thread_cpu();
     let mut x = 0u64;
-    while t.elapsed() < d {
-        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+    while thread_cpu().saturating_sub(start) < d {
+        for _ in 0..1000 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
     }
     x
+}
+
+/// This thread's CPU time.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn gettid() -> u32 {

@@ -4,12 +4,14 @@
 //! Found by the fault campaign (`pmx stat -r 5` and SIGINT 0.6 s in, on a
 //! loaded machine: all five runs ran and pmx exited 0; `pmx record` and
 //! SIGINT 0.19 s in: the whole command was recorded, exit 0). Its own test
-//! binary, one test: it raises SIGINT in this process.
+//! binary, one test: it installs pmx's signal handlers in this process and
+//! raises SIGINT and SIGTERM at itself, which would stop any other test's
+//! run in the same process (`tests/integration` holds the others).
 
 use pmx::database::{host_cpu_id, Database, Target};
 use pmx::launch::Exit;
 use pmx::stat::{fit, plan, RunOptions, Scope};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[test]
 fn a_stop_requested_before_the_run_stops_the_command_and_the_repeats() {
@@ -38,9 +40,10 @@ fn a_stop_requested_before_the_run_stops_the_command_and_the_repeats() {
     unsafe { libc::raise(libc::SIGINT) };
     let t = Instant::now();
     let runs = fitted.run(&opts, 3, &mut |_, _| {}).expect("run");
-    let took = t.elapsed();
-    // Before the fix: three full runs of `sleep 10`, not interrupted.
-    assert!(took < Duration::from_secs(8), "took {took:?}");
+    // Before the fix: three full runs of `sleep 10`, not interrupted, each
+    // ended by its exit (not by the signal). No bound on the time taken: a
+    // loaded machine may be slow to set up.
+    eprintln!("stat: {:?}", t.elapsed());
     assert_eq!(runs.len(), 1, "the repeats after the stop");
     assert!(runs[0].interrupted);
     assert_eq!(
@@ -76,8 +79,7 @@ fn a_stop_requested_before_the_run_stops_the_command_and_the_repeats() {
     unsafe { libc::raise(libc::SIGTERM) };
     let t = Instant::now();
     let summary = pmx::record::record(&[event], &ropts).expect("record");
-    let took = t.elapsed();
-    assert!(took < Duration::from_secs(8), "took {took:?}");
+    eprintln!("record: {:?}", t.elapsed());
     assert!(summary.interrupted);
     assert_eq!(
         summary.exit,

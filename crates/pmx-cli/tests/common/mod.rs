@@ -2,7 +2,7 @@
 //! build, and the msr fixture machine. The helpers that are not
 //! pmx-cli's own come from `pmx_testkit`.
 
-#![allow(dead_code)] // Each test binary uses a different part.
+#![allow(dead_code)] // Each test target uses a different part.
 
 use pmx_testkit::msr::Machine;
 use std::path::Path;
@@ -19,6 +19,13 @@ pub fn pmx(args: &[&str]) -> Output {
         .env_remove("PMX_EVENTS_DIR")
         .output()
         .expect("run pmx")
+}
+
+/// A file of `tests/data/analyze/` (perf's and pmx's stat outputs).
+pub fn analyze_data(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/analyze")
+        .join(name)
 }
 
 /// A process's stdout as text.

@@ -1,6 +1,6 @@
 //! What the `pmx serve` tests share: starting the daemon on a free
 //! loopback port, HTTP exchanges, and a strict OpenMetrics reader.
-// Each test binary uses a different part of it.
+// Each test target uses a different part of it.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;

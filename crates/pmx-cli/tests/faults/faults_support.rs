@@ -1,0 +1,215 @@
+//! The fault campaign's harness: run a case with a time bound, catching
+//! panics; run `pmx` with a time bound; count outcomes per category and
+//! print them as one `FAULTS|…` line (bench/faults.sh collects those for
+//! docs/RELIABILITY.md). Every failure names its seed so it replays.
+// Each campaign module uses a different part of it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+pub const PMX: &str = env!("CARGO_BIN_EXE_pmx");
+pub const WORKLOAD: &str = env!("CARGO_BIN_EXE_pmx-workload");
+
+/// What one case did.
+#[derive(Debug)]
+pub enum Outcome<T> {
+    /// It finished with this value.
+    Done(T),
+    /// It panicked (the message).
+    Panic(String),
+    /// It did not finish within the bound.
+    Hang,
+}
+
+/// Run `f` on its own thread, within `bound`, catching a panic. A hung
+/// case's thread is left behind (the test then fails anyway).
+pub fn bounded<T: Send + 'static>(
+    bound: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Outcome<T> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(bound) {
+        Ok(Ok(v)) => Outcome::Done(v),
+        Ok(Err(p)) => Outcome::Panic(
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "(not a string)".into()),
+        ),
+        Err(_) => Outcome::Hang,
+    }
+}
+
+/// A finished `pmx` run.
+#[derive(Debug)]
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: Duration,
+}
+
+impl Run {
+    /// Rust's panic exit (101) or a message saying so.
+    pub fn panicked(&self) -> bool {
+        self.status.code() == Some(101) || self.stderr.contains("panicked at")
+    }
+
+    /// Killed by a signal (SIGSEGV, SIGABRT…): a crash.
+    pub fn crashed(&self) -> bool {
+        use std::os::unix::process::ExitStatusExt;
+        self.status.signal().is_some()
+    }
+}
+
+/// Run `cmd` with its output captured, killing it after `bound`
+/// (`None` then).
+pub fn run_bounded(cmd: &mut Command, bound: Duration) -> Option<Run> {
+    let t = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = child.stdout.take().unwrap();
+    let err = child.stderr.take().unwrap();
+    let read = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            String::from_utf8_lossy(&v).into_owned()
+        })
+    };
+    let (o, e) = (read(Box::new(out)), read(Box::new(err)));
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(Run {
+                status,
+                stdout: o.join().unwrap(),
+                stderr: e.join().unwrap(),
+                took: t.elapsed(),
+            });
+        }
+        if t.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The counts of one category.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub category: String,
+    pub tried: usize,
+    pub panics: usize,
+    pub hangs: usize,
+    pub unclear: usize,
+    pub lost: usize,
+    /// Cases that ran to a result, and that were refused with an error.
+    pub accepted: usize,
+    pub refused: usize,
+    pub failures: Vec<String>,
+    pub started: Option<Instant>,
+}
+
+impl Tally {
+    pub fn new(category: &str) -> Tally {
+        Tally {
+            category: category.to_string(),
+            started: Some(Instant::now()),
+            ..Tally::default()
+        }
+    }
+
+    fn fail(&mut self, kind: &str, case: &str, detail: &str) {
+        if self.failures.len() < 20 {
+            let detail: String = detail.chars().take(400).collect();
+            self.failures.push(format!("{kind}: {case}: {detail}"));
+        }
+    }
+
+    pub fn panic(&mut self, case: &str, detail: &str) {
+        self.panics += 1;
+        self.fail("PANIC", case, detail);
+    }
+
+    pub fn hang(&mut self, case: &str) {
+        self.hangs += 1;
+        self.fail("HANG", case, "over the time bound");
+    }
+
+    pub fn unclear(&mut self, case: &str, detail: &str) {
+        self.unclear += 1;
+        self.fail("UNCLEAR ERROR", case, detail);
+    }
+
+    pub fn lost(&mut self, case: &str, detail: &str) {
+        self.lost += 1;
+        self.fail("DATA LOST", case, detail);
+    }
+
+    /// Print the `FAULTS|` line and fail the test with every failure
+    /// (seeds included) when anything went wrong.
+    pub fn finish(self) {
+        let secs = self
+            .started
+            .map(|t| t.elapsed().as_secs_f64())
+            .unwrap_or(0.0);
+        eprintln!(
+            "FAULTS|{}|{}|{}|{}|{}|{}|{:.1}|{}|{}",
+            self.category,
+            self.tried,
+            self.panics,
+            self.hangs,
+            self.unclear,
+            self.lost,
+            secs,
+            self.accepted,
+            self.refused
+        );
+        let bad = self.panics + self.hangs + self.unclear + self.lost;
+        assert!(
+            bad == 0,
+            "{}: {bad} of {} cases failed (replay a case with its seed):\n{}",
+            self.category,
+            self.tried,
+            self.failures.join("\n")
+        );
+    }
+}
+
+/// How many cases: the fast count, or the long one when `PMX_FAULTS_LONG`
+/// is set (bench/faults.sh) ; `PMX_FAULTS_SEED` moves every seed.
+pub fn cases(fast: usize, long: usize) -> usize {
+    if std::env::var_os("PMX_FAULTS_LONG").is_some() {
+        long
+    } else {
+        fast
+    }
+}
+
+/// The first seed of a run (0 unless `PMX_FAULTS_SEED` says otherwise).
+pub fn base_seed() -> u64 {
+    std::env::var("PMX_FAULTS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Write `bytes` to `dir/name` and return the path.
+pub fn put(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}

@@ -1,0 +1,8 @@
+//! pmx-msr's integration tests, one test binary over the fixture machine of
+//! `common`: `session` (sessions save and restore every register) and
+//! `signals` (SIGINT/SIGTERM while counting, in a child process of this binary
+//! re-run with `--exact`).
+
+mod common;
+mod session;
+mod signals;

@@ -1,0 +1,6 @@
+//! pmx-perfdata's integration tests, one test binary: a module per suite.
+
+mod compress;
+mod perf_reads;
+mod pipe_write;
+mod sample_read;
