@@ -33,9 +33,12 @@ pub fn build_id_of(path: &Path) -> Option<Vec<u8>> {
     obj.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
 
-/// The symlink of `id` under `.build-id`.
+/// The symlink of `id` under `.build-id` (an id shorter than two hex
+/// digits, as a damaged file's empty one, gives a path that never
+/// exists rather than a panic).
 fn link_of(dir: &Path, id: &str) -> PathBuf {
-    dir.join(".build-id").join(&id[..2]).join(&id[2..])
+    let (head, tail) = id.split_at(id.len().min(2));
+    dir.join(".build-id").join(head).join(tail)
 }
 
 /// Copy the binary at `path` into the cache of `dir`; its build id.
@@ -126,8 +129,11 @@ pub fn lookup(dir: &Path, id: &[u8]) -> Option<PathBuf> {
         _ => id,
     };
     [id, trimmed].into_iter().find_map(|id| {
+        if id.is_empty() {
+            return None;
+        }
         let elf = link_of(dir, &hex(id)).join("elf");
-        (!id.is_empty() && elf.is_file()).then_some(elf)
+        elf.is_file().then_some(elf)
     })
 }
 
@@ -182,6 +188,18 @@ pub fn after_record(dir: &Path, output: &Path, skip: bool) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_or_short_build_id_is_looked_up_without_a_panic() {
+        let dir = Path::new("/nonexistent-pmx-buildid");
+        assert_eq!(lookup(dir, &[]), None);
+        assert_eq!(lookup(dir, &[0xab]), None);
+        assert_eq!(
+            resolve(dir, Path::new("/bin/true"), Some(&[])),
+            Path::new("/bin/true")
+        );
+        assert_eq!(link_of(dir, "a"), dir.join(".build-id/a"));
+    }
 
     #[test]
     fn add_list_lookup_remove_in_perfs_layout() {
