@@ -60,7 +60,7 @@ pub fn options(
     o.user_sys = (command_only && report.runs <= 1 && args.repeat == 1)
         .then(personality::children_times)
         .flatten();
-    o.thousands = pmx_output::stat_render::perf_thousands();
+    o.thousands = crate::stat_render::thousands();
     o.comms = pmx::stat::thread_comms(&report.rows);
     (o.system_wide, o.summary) = (args.system_wide(), args.perf.summary);
     (o.no_csv_summary, o.metric_only) = (args.perf.no_csv_summary, args.perf.metric_only);
