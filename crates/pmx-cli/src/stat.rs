@@ -27,7 +27,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     {
         let file = stat_file::read(&r.input, r.aggregation)?;
         file.warnings.iter().for_each(|w| eprintln!("{w}"));
-        let text = perf_report(&file, args.style().format, crate::stat_render::thousands());
+        let text = perf_report(&file, args.style().format, crate::perf_cli::thousands());
         args.output(false)?.write_all(text.as_bytes())?;
         return Ok(0);
     }

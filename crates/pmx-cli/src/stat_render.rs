@@ -11,12 +11,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// perf's thousands separator in the locale of the environment
-/// (`LC_ALL`, `LC_NUMERIC`, `LANG`, read here at the edge).
-pub fn thousands() -> Option<char> {
-    stat_render::perf_thousands(|k| std::env::var(k).ok())
-}
-
 /// The interval CSV header (`-I -x SEP --csv-header`), then the writer of
 /// the interval rows to `out`; `plot`: keep them for `--plot`.
 pub fn intervals<'a>(
