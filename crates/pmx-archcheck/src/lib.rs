@@ -21,6 +21,10 @@
 //! - **One of each** ([`single`]): only the structs of
 //!   [`Limits::attr_structs`] declare `perf_event_attr`'s fields, and only
 //!   the files of [`Limits::sigaction_files`] call `sigaction`.
+//! - **The environment is read at the edge** ([`mod@env`]): `std::env::var`
+//!   and its siblings are called only at the sites of
+//!   [`Limits::env_sites`] (the edges and the documented `from_env`
+//!   constructors).
 //!
 //! Every breach is a [`Finding`] with a stable [`Finding::key`] and a size.
 //! Breaches the project has not paid off yet are listed as *debts* in a
@@ -48,6 +52,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
+pub mod env;
 pub mod single;
 
 /// The numbers the tree must hold.
@@ -74,6 +79,9 @@ pub struct Limits {
     pub attr_fields: usize,
     /// The files allowed to call `sigaction` (the one signal facility).
     pub sigaction_files: Vec<String>,
+    /// Where the environment may be read: `dir/` (every file under it),
+    /// `file`, or `file Function` (see [`mod@env`]).
+    pub env_sites: Vec<String>,
 }
 
 impl Default for Limits {
@@ -107,6 +115,24 @@ impl Default for Limits {
             .to_vec(),
             attr_fields: 4,
             sigaction_files: vec!["crates/pmx-sys/src/signal.rs".to_string()],
+            // Each one's reason is in the doc of `env`.
+            env_sites: [
+                "crates/pmx-cli/src/",
+                "crates/pmx-capi/src/",
+                "crates/pmx-py/src/",
+                "crates/pmx-serve/src/launch.rs",
+                "crates/pmx-testkit/src/",
+                "crates/pmx-io/src/dirs.rs Dirs::from_env",
+                "crates/pmx-io/src/job.rs JobContext::current",
+                "crates/pmx-events/src/libpfm.rs PfmEnv::from_env",
+                "crates/pmx/src/region.rs Config::from_env",
+                "crates/pmx-shell/src/complete.rs answer_if_asked",
+                "crates/pmx-events/src/lib.rs default_events_dir",
+                "crates/pmx/src/events_fetch.rs destination",
+                "crates/pmx-count/src/launch.rs under_valgrind",
+            ]
+            .map(String::from)
+            .to_vec(),
         }
     }
 }
@@ -184,6 +210,15 @@ pub enum Finding {
         /// How many calls.
         calls: usize,
     },
+    /// A function outside [`Limits::env_sites`] reads the environment.
+    EnvRead {
+        /// The file, relative to the workspace.
+        path: String,
+        /// The function (`Type::name` for a method).
+        function: String,
+        /// How many reads.
+        reads: usize,
+    },
 }
 
 impl Finding {
@@ -203,6 +238,7 @@ impl Finding {
             Finding::CrateShare { krate, .. } => format!("share {krate}"),
             Finding::AttrStruct { path, name, .. } => format!("attr {path} {name}"),
             Finding::Sigaction { path, .. } => format!("sigaction {path}"),
+            Finding::EnvRead { path, function, .. } => format!("env {path} {function}"),
         }
     }
 
@@ -216,6 +252,7 @@ impl Finding {
             Finding::CrateShare { lines, .. } => *lines,
             Finding::AttrStruct { fields, .. } => *fields,
             Finding::Sigaction { calls, .. } => *calls,
+            Finding::EnvRead { reads, .. } => *reads,
         }
     }
 }
@@ -265,6 +302,15 @@ impl fmt::Display for Finding {
             Finding::Sigaction { path, calls } => write!(
                 f,
                 "{path} calls sigaction {calls} times (use pmx_sys::signal)"
+            ),
+            Finding::EnvRead {
+                path,
+                function,
+                reads,
+            } => write!(
+                f,
+                "{path}: {function} reads the environment {reads} times (read it at the \
+                 edge and pass it down, or in a documented from_env of Limits::env_sites)"
             ),
         }
     }
@@ -316,6 +362,7 @@ pub fn check(root: &Path, limits: &Limits) -> Result<Figures, Error> {
         figures
             .findings
             .extend(single::findings(root, dir, limits)?);
+        figures.findings.extend(env::findings(root, dir, limits)?);
         if limits.fn_crates.contains(&name) {
             for f in &krate.functions {
                 figures.functions += 1;

@@ -129,6 +129,7 @@ pub fn run_options(f: &RunFlags) -> Result<RunOptions, FlagError> {
         interval_count: f.interval_count,
         trace_tasks,
         hooks,
+        tickers: true,
     };
     check_target(&opts, f.interval, f.repeat)?;
     Ok(opts)
@@ -431,6 +432,7 @@ mod tests {
             interval_count: None,
             trace_tasks: true,
             hooks: Default::default(),
+            tickers: true,
         };
         assert_eq!(check_target(&o, false, 1), Ok(()));
         assert!(check_target(&o, true, 1)

@@ -58,7 +58,9 @@ pub fn run(args: &FetchArgs) -> anyhow::Result<i32> {
         events_dir: args.events_dir.clone(),
         cancel: Some(&console::INTERRUPTED),
     };
-    let mut progress = ProgressBar::new(std::io::stderr().is_terminal(), console::columns);
+    let mut progress = ProgressBar::new(std::io::stderr().is_terminal(), || {
+        console::columns(std::env::var("COLUMNS").ok().as_deref())
+    });
     let guard = InterruptGuard::install();
     let result = pmx::events_fetch::events_fetch(&opts, &mut progress);
     drop(guard);

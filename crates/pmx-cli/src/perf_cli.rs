@@ -60,9 +60,15 @@ pub fn options(
     o.user_sys = (command_only && report.runs <= 1 && args.repeat == 1)
         .then(personality::children_times)
         .flatten();
-    o.thousands = pmx_output::stat_render::perf_thousands();
+    o.thousands = thousands();
     o.comms = pmx::stat::thread_comms(&report.rows);
     (o.system_wide, o.summary) = (args.system_wide(), args.perf.summary);
     (o.no_csv_summary, o.metric_only) = (args.perf.no_csv_summary, args.perf.metric_only);
     o
+}
+
+/// perf's thousands separator in the locale of the environment
+/// (`LC_ALL`, `LC_NUMERIC`, `LANG`, read here at the edge).
+pub fn thousands() -> Option<char> {
+    pmx_output::stat_render::perf_thousands(|k| std::env::var(k).ok())
 }

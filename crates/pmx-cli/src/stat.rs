@@ -27,7 +27,7 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     {
         let file = stat_file::read(&r.input, r.aggregation)?;
         file.warnings.iter().for_each(|w| eprintln!("{w}"));
-        let text = perf_report(&file, args.style().format);
+        let text = perf_report(&file, args.style().format, crate::perf_cli::thousands());
         args.output(false)?.write_all(text.as_bytes())?;
         return Ok(0);
     }
@@ -80,7 +80,8 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
         repeat: args.repeat,
         perf: &perf,
     };
-    let opts = pmx_args::stat_flags::run_options(&flags).map_err(|e| usage(e.0))?;
+    let mut opts = pmx_args::stat_flags::run_options(&flags).map_err(|e| usage(e.0))?;
+    opts.tickers = std::env::var_os("PMX_NO_TICKER").is_none();
     Ok((opts, how))
 }
 

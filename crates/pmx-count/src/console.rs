@@ -6,13 +6,11 @@
 use pmx_sys::signal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The terminal's width on stderr: `$COLUMNS`, else what the terminal
-/// says, else 80.
-pub fn columns() -> usize {
-    if let Some(c) = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse::<usize>().ok())
-    {
+/// The terminal's width on stderr: `columns_var` (the value of
+/// `$COLUMNS`, which the caller reads: the CLI does) when it is a number,
+/// else what the terminal says, else 80.
+pub fn columns(columns_var: Option<&str>) -> usize {
+    if let Some(c) = columns_var.and_then(|c| c.parse::<usize>().ok()) {
         return c;
     }
     // SAFETY: TIOCGWINSZ writes a `winsize` into the pointed-to struct, which

@@ -236,6 +236,8 @@ fn spawn_held(child: &mut Child) -> io::Result<(i32, Stack)> {
 }
 
 /// Valgrind's preload library is in `LD_PRELOAD` of the programs it runs.
+/// A fact of this process, not a choice of the caller, so it is read here
+/// (an allowed site of pmx-archcheck's environment rule).
 fn under_valgrind() -> bool {
     std::env::var_os("LD_PRELOAD").is_some_and(|v| v.to_string_lossy().contains("vgpreload"))
 }

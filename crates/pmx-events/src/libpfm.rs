@@ -35,6 +35,9 @@
 //! encoding request names the PMU explicitly (`amd64_fam10h_barcelona::
 //! DATA_CACHE_MISSES`).
 //!
+//! These variables, and [`LIBRARY_ENV`], are read in one place, this
+//! module's `PfmEnv::from_env`, as the interface of libpfm itself.
+//!
 //! Safety of that switch: the variable is set under this module's lock,
 //! only when libpfm reports that it is not initialized yet, only when the
 //! user set neither `LIBPFM_FORCE_PMU` nor `LIBPFM_ENCODE_INACTIVE`, and it
@@ -632,10 +635,8 @@ fn init(api: &Api) -> Result<InitMode, String> {
     if ret != ffi::PFM_ERR_NOINIT {
         return Ok(InitMode::External);
     }
-    let forced = std::env::var("LIBPFM_FORCE_PMU")
-        .ok()
-        .filter(|s| !s.is_empty());
-    let inactive = std::env::var_os("LIBPFM_ENCODE_INACTIVE");
+    let env = PfmEnv::from_env();
+    let (forced, inactive) = (env.force_pmu, env.encode_inactive);
     let (mode, set_var) = match (&forced, &inactive) {
         (Some(p), _) => (InitMode::Forced(p.clone()), false),
         (None, Some(v)) => (
@@ -890,12 +891,37 @@ impl Session<'_> {
     }
 }
 
+/// The environment variables that steer libpfm, read here and nowhere
+/// else: they are the interface of libpfm itself (its first
+/// `pfm_initialize()` reads `LIBPFM_FORCE_PMU` and
+/// `LIBPFM_ENCODE_INACTIVE`) and of the loading of it ([`LIBRARY_ENV`]),
+/// so this module, the entry point to libpfm, reads them when it loads and
+/// initializes the library, once per process, rather than taking them
+/// from pmx's edge.
+struct PfmEnv {
+    /// `LIBPFM_FORCE_PMU`, when set and not empty.
+    force_pmu: Option<String>,
+    /// `LIBPFM_ENCODE_INACTIVE`, when set.
+    encode_inactive: Option<std::ffi::OsString>,
+    /// [`LIBRARY_ENV`], when set and not empty.
+    library: Option<String>,
+}
+
+impl PfmEnv {
+    /// The variables as this process's environment has them.
+    fn from_env() -> PfmEnv {
+        let text = |k: &str| std::env::var(k).ok().filter(|s| !s.is_empty());
+        PfmEnv {
+            force_pmu: text("LIBPFM_FORCE_PMU"),
+            encode_inactive: std::env::var_os("LIBPFM_ENCODE_INACTIVE"),
+            library: text(LIBRARY_ENV),
+        }
+    }
+}
+
 fn lib() -> Result<&'static Lib, String> {
     LIB.get_or_init(|| {
-        let file = std::env::var(LIBRARY_ENV)
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| LIBRARY_NAME.to_string());
+        let file = (PfmEnv::from_env().library).unwrap_or_else(|| LIBRARY_NAME.to_string());
         Lib::open(&file)
     })
     .as_ref()

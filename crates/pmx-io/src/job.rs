@@ -96,7 +96,9 @@ impl JobContext {
         })
     }
 
-    /// From the process environment.
+    /// From the process environment: the `from_env` of the edge (the CLI
+    /// and the other entry points call it; the library takes the context
+    /// or a lookup, [`JobContext::from_env`]).
     pub fn current() -> Result<JobContext, JobError> {
         JobContext::from_env(&|k| std::env::var(k).ok())
     }

@@ -74,13 +74,15 @@ impl StatFormat {
     }
 }
 
-/// The thousands separator perf's `-B` (its default) uses in this
-/// locale: `,` in the English ones, none in C/POSIX (as perf prints
-/// there).
-pub fn perf_thousands() -> Option<char> {
+/// The thousands separator perf's `-B` (its default) uses in the locale
+/// that `var` tells (`LC_ALL`, else `LC_NUMERIC`, else `LANG`, the first
+/// one set and not empty): `,` in the English ones, none in C/POSIX (as
+/// perf prints there). `var` reads a variable of the environment; the
+/// CLI passes `|k| std::env::var(k).ok()`.
+pub fn perf_thousands(var: impl Fn(&str) -> Option<String>) -> Option<char> {
     let locale = ["LC_ALL", "LC_NUMERIC", "LANG"]
         .iter()
-        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))?;
+        .find_map(|k| var(k).filter(|v| !v.is_empty()))?;
     locale.starts_with("en_").then_some(',')
 }
 
@@ -575,8 +577,13 @@ pub fn perf_totals(report: &StatReport, style: &StatStyle, o: &PerfOptions) -> S
 /// file's rounds as perf's intervals, one block (or set of lines) per
 /// round, without a header or totals, as `perf stat report` prints them
 /// (the clocks' `CPUs utilized` left empty: the file has no wall-clock
-/// time for a round, and perf prints none).
-pub fn stat_file(file: &pmx::stat_file::StatFile, format: StatFormat) -> String {
+/// time for a round, and perf prints none). `thousands`: the separator
+/// of [`perf_thousands`].
+pub fn stat_file(
+    file: &pmx::stat_file::StatFile,
+    format: StatFormat,
+    thousands: Option<char>,
+) -> String {
     let StatFormat::Perf(form) = format.into_perf() else {
         unreachable!("into_perf gives perf's forms")
     };
@@ -584,7 +591,7 @@ pub fn stat_file(file: &pmx::stat_file::StatFile, format: StatFormat) -> String 
     o.target = file.target.clone();
     o.elapsed = (file.elapsed_s, 0.0);
     o.comms = file.comms.clone();
-    o.thousands = perf_thousands();
+    o.thousands = thousands;
     if !file.intervals {
         return pmx_formats::perf::totals(&file.report, &o);
     }

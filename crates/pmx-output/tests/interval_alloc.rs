@@ -59,6 +59,7 @@ fn the_interval_path_allocates_nothing_once_warm() {
         interval_count: Some(120),
         trace_tasks: false,
         hooks: Default::default(),
+        tickers: true,
     };
     let mut aggregator = Aggregator::new(Aggregation::PerCpu);
     let mut csv = IntervalCsv::new(",");

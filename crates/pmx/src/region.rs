@@ -147,6 +147,9 @@ pub struct Config {
 
 impl Config {
     /// From `PMX_EVENTS`, `PMX_METRICS`, `PMX_REGIONS_OUT` (empty = unset).
+    /// These variables are the region API's interface (an instrumented
+    /// program is configured by its environment), so they are read here,
+    /// at that entry point, and nowhere below it.
     pub fn from_env() -> Config {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         Config {

@@ -33,6 +33,7 @@ fn a_stop_requested_before_the_run_stops_the_command_and_the_repeats() {
         interval_count: None,
         trace_tasks: false,
         hooks: Default::default(),
+        tickers: true,
     };
     pmx::stat::install_signal_handlers();
     // Ctrl-C during the setup.

@@ -54,8 +54,6 @@ struct Placement {
     ticker_interval: Option<std::time::Duration>,
 }
 
-/// Whether system-wide interval reads may use tickers (`PMX_NO_TICKER`
-/// set to anything turns them off, to compare).
 /// Raise this process's soft `RLIMIT_NOFILE` to its hard limit, as perf
 /// does when it runs out of descriptors: `true` when it went up (the
 /// open that failed may be retried). The command counted was launched
@@ -70,10 +68,6 @@ fn raise_nofile_limit() -> bool {
         r.rlim_cur = r.rlim_max;
         libc::setrlimit(libc::RLIMIT_NOFILE, &r) == 0
     }
-}
-
-fn tickers_allowed() -> bool {
-    std::env::var_os("PMX_NO_TICKER").is_none()
 }
 
 impl OpenSet {
@@ -91,7 +85,7 @@ impl OpenSet {
             inherit: opts.inherit && !trace && !matches!(opts.scope, Scope::Tids(_)),
             by_exec: opts.scope == Scope::Command && opts.hooks.start == Start::Now,
             attaching_pids: matches!(opts.scope, Scope::Pids(_) | Scope::AllThreads),
-            ticker_interval: opts.interval.filter(|_| tickers_allowed()),
+            ticker_interval: opts.interval.filter(|_| opts.tickers),
         };
         let mut set = OpenSet::default();
         for g in &plan.groups {
@@ -376,6 +370,7 @@ mod tests {
             interval_count: None,
             trace_tasks: false,
             hooks: Default::default(),
+            tickers: true,
         };
         let mut status = vec![EventStatus::Counted; plan.events.len()];
         let slots = tasks::slots(&opts, None);

@@ -43,6 +43,10 @@ pub struct RunOptions {
     /// When counting starts, and what runs around each run (`-D`,
     /// `--pre`, `--post`, `-S`).
     pub hooks: super::perf_options::RunHooks,
+    /// System-wide interval reads (`-a`/`-C` with `-I`) may take each
+    /// CPU's group from its ticker's ring samples; `false` reads each
+    /// group directly (the CLI sets it from `PMX_NO_TICKER`, to compare).
+    pub tickers: bool,
 }
 
 impl RunOptions {
@@ -59,6 +63,7 @@ impl RunOptions {
             interval_count: None,
             trace_tasks: false,
             hooks: Default::default(),
+            tickers: true,
         }
     }
 }

@@ -379,6 +379,7 @@ mod tests {
             interval_count: None,
             trace_tasks: false,
             hooks: Default::default(),
+            tickers: true,
         }
     }
 

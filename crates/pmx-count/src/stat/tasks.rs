@@ -145,6 +145,7 @@ mod tests {
             interval_count: None,
             trace_tasks: false,
             hooks: Default::default(),
+            tickers: true,
         }
     }
 
