@@ -31,12 +31,21 @@ pub fn top_rows(out: &str) -> Vec<TopRow> {
         .collect()
 }
 
-/// The figure of pprof's `Total samples = N UNIT` line (`N UNIT`), or
-/// empty when there is none.
+/// The profile's total as pprof prints it (`N UNIT`): the figure of its
+/// `Total samples = N UNIT` line, which pprof prints only for a profile
+/// with a duration; else the total of its `Showing nodes accounting for
+/// …, P% of N UNIT total` line (a recording whose samples carry no time
+/// span, such as one `perf inject` synthesized); empty when neither is
+/// there.
 pub fn total_samples(out: &str) -> String {
+    let total = out.lines().find_map(|l| l.split("Total samples = ").nth(1));
+    if let Some(t) = total {
+        return t.split(" (").next().unwrap_or(t).trim().to_string();
+    }
     out.lines()
-        .find_map(|l| l.split("Total samples = ").nth(1))
-        .map(|t| t.split(" (").next().unwrap_or(t).trim().to_string())
+        .filter(|l| l.starts_with("Showing nodes accounting for "))
+        .find_map(|l| l.rsplit_once("% of ")?.1.strip_suffix(" total"))
+        .map(|t| t.trim().to_string())
         .unwrap_or_default()
 }
 
@@ -63,6 +72,7 @@ mod tests {
         assert_eq!(top_rows("no table here\n"), Vec::new());
         let with_total = "Total samples = 3.07s (102.33%)\n";
         assert_eq!(total_samples(with_total), "3.07s");
-        assert_eq!(total_samples(TOP), "");
+        assert_eq!(total_samples(TOP), "2.96s");
+        assert_eq!(total_samples("File: x\nType: y\n"), "");
     }
 }
