@@ -39,7 +39,6 @@ mod record;
 mod record_dwarf;
 mod record_dwarf_ldso;
 mod record_terms;
-mod regions;
 mod report;
 mod report_binaries;
 mod report_diff;
