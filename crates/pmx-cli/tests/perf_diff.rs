@@ -607,19 +607,25 @@ fn top(rows: &Rows, n: usize) -> Vec<&(String, String)> {
 }
 
 /// A row of the children view that the README lists as shown differently
-/// on purpose: an address no symbol covers in a named binary. pmx keeps
-/// one row for it (at its address in the binary, as in the self view);
-/// perf makes two, the leaf samples at the binary's address and the call
-/// chain entries at the process's address (so it counts those samples
-/// twice).
-fn unresolved_in_binary((dso, symbol): &(String, String)) -> bool {
+/// on purpose: an address no symbol covers. pmx keeps one row for it (at
+/// its address in the binary, as in the self view); perf makes two, the
+/// leaf samples at the binary's address and the call chain entries at the
+/// process's address (so it counts those samples twice). In no mapping at
+/// all (`[unknown]`, a garbage frame of a frame-pointer chain such as
+/// `0x8000000000000006`) perf can print two rows of the same address,
+/// numbered `#2` here, whose shares add up to pmx's one row.
+fn unresolved((_, symbol): &(String, String)) -> bool {
+    let symbol = match symbol.rsplit_once(" #") {
+        Some((name, n)) if n.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => symbol,
+    };
     let hex = symbol.strip_prefix("0x").unwrap_or(symbol);
-    dso != "[unknown]" && !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
+    !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 fn children_view(file: &Path) -> Outcome {
     let named = |mut rows: Rows| {
-        rows.retain(|k, _| !unresolved_in_binary(k));
+        rows.retain(|k, _| !unresolved(k));
         rows
     };
     let (ours, theirs) = (named(pmx_rows(file, true)), named(perf_rows(file, true)));
