@@ -1,10 +1,10 @@
 //! `pmx stat`: count events for a command, processes, threads or CPUs.
 //!
-//! [`run`] picks the way: `--regions` (which then counts as usual),
-//! `--backend msr` (`stat_msr.rs`), or perf here. This module checks the
-//! flags into one [`SessionOptions`], makes one [`Session`] count, and
-//! renders through `stat_render.rs` (which drives
-//! `pmx_output::stat_render`).
+//! [`run`] picks the way: `--regions` (which then counts as usual), then
+//! the backend: perf's session is made here, the msr backend's in
+//! `stat_msr.rs`; either way the flags become one [`SessionOptions`], one
+//! [`Session`] counts, and the same code renders it through
+//! `stat_render.rs` (which drives `pmx_output::stat_render`).
 
 use crate::exit::UsageError;
 use crate::stat_args::usage;
@@ -12,7 +12,7 @@ use crate::stat_render;
 use pmx::stat::{self, Aggregation, RunError, RunOptions, Scope, Session, SessionOptions};
 use pmx::stat::{StatPlan, Tick};
 use pmx::stat_file;
-use pmx_output::stat_render::{compose, stat_file as perf_report};
+use pmx_output::stat_render::{compose, stat_file as perf_report, StatMetrics};
 use std::io::Write;
 
 pub use crate::stat_args::StatArgs;
@@ -41,16 +41,28 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
 /// Count with the backend the flags name.
 fn count(args: &StatArgs) -> anyhow::Result<i32> {
     if args.backend == "msr" {
-        return crate::stat_msr::run(args);
+        return counted(args, crate::stat_msr::session(args)?);
     }
     // perf's -r 0: run after run, each printed, until Ctrl-C (or the
     // command cannot be run).
     loop {
-        let code = count_perf(args)?;
+        let code = counted(args, perf_session(args)?)?;
         if args.repeat != 0 || stat::stop_requested() || code == 127 {
             return Ok(code);
         }
     }
+}
+
+/// A session ready to count (over either backend) and what its report
+/// needs besides.
+pub(crate) struct Prepared {
+    /// The session.
+    pub session: Session,
+    /// The `-M` metrics.
+    pub metrics: Option<StatMetrics>,
+    /// perf's backend: `--append`, `stat record`'s file, the runs' wall
+    /// times and the job in the totals.
+    pub perf: bool,
 }
 
 /// The flags as the options of one run (the interval is checked later,
@@ -86,8 +98,8 @@ pub(crate) fn run_options(args: &StatArgs) -> anyhow::Result<(RunOptions, Aggreg
 }
 
 /// `pmx stat` through perf_event_open: the flags become one session's
-/// options, the session counts, the intervals and totals are rendered.
-fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
+/// options over perf's backend.
+fn perf_session(args: &StatArgs) -> anyhow::Result<Prepared> {
     let (mut opts, how) = run_options(args)?;
     let wide = matches!(opts.scope, Scope::Cpus(_) | Scope::AllThreads);
     let default = stat::host_default_events(wide, args.db.sysfs_root.as_deref());
@@ -117,16 +129,28 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
         },
     )
     .map_err(|e| UsageError(e.to_string()))?;
-    if args.perf.verbose > 0 && !args.perf.quiet {
-        eprint!(
-            "{}",
-            pmx_output::stat_render::plan_lines(&session.fitted().sets)
-        );
+    Ok(Prepared {
+        session,
+        metrics,
+        perf: true,
+    })
+}
+
+/// Count with the prepared session (intervals written as they come),
+/// then render the totals and the `--plot` chart.
+fn counted(args: &StatArgs, prepared: Prepared) -> anyhow::Result<i32> {
+    let Prepared {
+        mut session,
+        metrics,
+        perf,
+    } = prepared;
+    if let Some(f) = session.fitted().filter(|_| args.perf.verbose > 0 && !args.perf.quiet) {
+        eprint!("{}", pmx_output::stat_render::plan_lines(&f.sets));
     }
-    let mut out = args.output(args.perf.append)?;
+    let mut out = args.output(perf && args.perf.append)?;
     let plot = args.plot()?;
-    let (m, topo) = (metrics.as_ref(), session.options().topology.as_ref());
-    let mut intervals = stat_render::intervals(&mut out, args, topo, m, plot.is_some())?;
+    let (m, topo) = (metrics.as_ref(), session.options().topology.clone());
+    let mut intervals = stat_render::intervals(&mut out, args, topo.as_ref(), m, plot.is_some())?;
     let mut rounds = stat_file::Rounds::new(args.record.is_some(), args.interval);
     let result = session.count(&mut |set: &StatPlan, t: &Tick| {
         rounds.tick(t);
@@ -141,21 +165,25 @@ fn count_perf(args: &StatArgs) -> anyhow::Result<i32> {
         }
         Err(RunError::Open(msg)) => anyhow::bail!("{msg}"),
         Err(RunError::Io(e)) => return Err(e.into()),
+        Err(RunError::Backend { message, bad_input }) if bad_input => return Err(usage(message)),
+        Err(RunError::Backend { message, .. }) => anyhow::bail!("{message}"),
     };
     let runs = &counted.runs;
-    if let Some(path) = &args.record {
-        stat_file::write(path, session.plan(), runs, how, &rounds)?;
+    if let Some(path) = args.record.as_ref().filter(|_| perf) {
+        stat_file::write(path, session.plan(), runs, session.options().aggregation, &rounds)?;
     }
     let target = session.options().run.scope.describe(&args.command);
-    let notes = session.fitted().notes.clone();
-    let report = compose(target, session.plan(), counted.summary, m, notes);
-    let walls: Vec<_> = runs.iter().map(|r| r.elapsed).collect();
-    stat_render::totals(&mut out, args, &report, end.error, (true, &walls))?;
+    let report = compose(target, session.plan(), counted.summary, m, counted.notes);
+    let walls: Vec<_> = runs.iter().filter(|_| perf).map(|r| r.elapsed).collect();
+    stat_render::totals(&mut out, args, &report, end.error, (perf, &walls))?;
     if args.perf.table && runs.len() > 1 {
         let times: Vec<f64> = walls.iter().map(|w| w.as_secs_f64()).collect();
         out.write_all(pmx_output::stat_render::run_table(&times).as_bytes())?;
     }
     out.commit()?;
+    if let Some(e) = counted.late_error {
+        anyhow::bail!("{e}");
+    }
     stat_render::draw(&plot, end.plot)?;
     Ok(counted.exit_code)
 }
