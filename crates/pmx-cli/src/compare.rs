@@ -74,7 +74,8 @@ pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
     let commands = compare::runner::ab_commands(&args.command, args.repeat, interval, msr);
     let commands = commands.map_err(usage)?;
     let (groups, metrics, db) = args.event_groups(stat::DEFAULT_EVENTS)?;
-    let (opts, how) = crate::stat::run_options(args)?;
+    let view = crate::stat_render::StatView::of(args, crate::stat_render::aggregation(args))?;
+    let (opts, how) = (crate::stat::run_options(args, &view)?, view.how);
     let plan = args.db.plan(&groups, db.as_ref())?;
     let mut session = stat::Session::new(
         plan,

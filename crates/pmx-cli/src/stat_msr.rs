@@ -13,6 +13,7 @@
 
 use crate::stat::Prepared;
 use crate::stat_args::{usage, StatArgs};
+use crate::stat_render::StatView;
 use pmx::stat::{RunOptions, Scope, Session, SessionOptions};
 use pmx::stat_msr::DEFAULT_EVENTS;
 use pmx::stat_msr::{msr_root, pmu_counters, Error, MsrBackend, MsrEvents};
@@ -30,7 +31,7 @@ fn session_error(e: Error) -> anyhow::Error {
 /// `pmx stat --backend msr`'s session: the flags checked, the events
 /// resolved and planned onto the selected CPUs' counters, the session over
 /// [`MsrBackend`] (`stat.rs` counts and renders it, as perf's).
-pub fn session(args: &StatArgs) -> anyhow::Result<Prepared> {
+pub fn session(args: &StatArgs, view: &StatView) -> anyhow::Result<Prepared> {
     let (tasks, cpus) = (
         args.pid.is_some() || args.tid.is_some(),
         args.all_cpus || args.cpus.is_some(),
@@ -40,7 +41,6 @@ pub fn session(args: &StatArgs) -> anyhow::Result<Prepared> {
     }
     let duration = crate::target::duration(args.duration)?;
     let interval = args.interval()?;
-    let how = args.aggregation();
     let (groups, metrics, db) = args.event_groups(DEFAULT_EVENTS)?;
     let target = args.db.target()?;
     let arch = pmx::msr::msr_arch(&target).map_err(|e| usage(e.to_string()))?;
@@ -69,7 +69,7 @@ pub fn session(args: &StatArgs) -> anyhow::Result<Prepared> {
     let backend = MsrBackend::new(stat, root, sys, args.force);
     let options = SessionOptions {
         run,
-        aggregation: how,
+        aggregation: view.how,
         repeat: args.repeat,
         no_multiplex: false,
         budget: None,
