@@ -94,6 +94,7 @@ pub(crate) fn run_options(args: &StatArgs, view: &StatView) -> anyhow::Result<Ru
     };
     let mut opts = pmx_args::stat_flags::run_options(&flags).map_err(|e| usage(e.0))?;
     opts.tickers = std::env::var_os("PMX_NO_TICKER").is_none();
+    opts.spawn = pmx::launch::Spawn::for_preload(std::env::var_os("LD_PRELOAD").as_deref());
     Ok(opts)
 }
 

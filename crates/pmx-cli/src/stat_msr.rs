@@ -66,6 +66,7 @@ pub fn session(args: &StatArgs, view: &StatView) -> anyhow::Result<Prepared> {
     run.scope = Scope::Cpus(cpus);
     (run.pin, run.duration, run.interval) = (Some(pin), duration, interval);
     run.interval_count = args.interval_count;
+    run.spawn = pmx::launch::Spawn::for_preload(std::env::var_os("LD_PRELOAD").as_deref());
     let backend = MsrBackend::new(stat, root, sys, args.force);
     let options = SessionOptions {
         run,

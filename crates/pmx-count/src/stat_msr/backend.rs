@@ -79,6 +79,7 @@ impl CounterBackend for MsrBackend {
             duration: run.duration,
             interval: run.interval,
             interval_count: run.interval_count,
+            spawn: run.spawn,
         };
         let mut out = BackendRuns::default();
         for _ in 0..repeat.max(1) {
