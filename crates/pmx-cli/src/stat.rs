@@ -149,6 +149,11 @@ fn counted(args: &StatArgs, view: &StatView, prepared: Prepared) -> anyhow::Resu
         eprint!("{}", pmx_output::stat_render::plan_lines(&f.sets));
     }
     let mut out = args.output(perf && args.perf.append)?;
+    // The msr backend programs its registers here: a refusal leaves the
+    // output untouched (no interval header).
+    if let Err(e) = session.start() {
+        return failed(e);
+    }
     let (m, topo) = (metrics.as_ref(), session.options().topology.clone());
     let mut intervals = stat_render::intervals(&mut out, view, topo.as_ref(), m)?;
     let mut rounds = stat_file::Rounds::new(args.record.is_some(), args.interval);
@@ -159,14 +164,7 @@ fn counted(args: &StatArgs, view: &StatView, prepared: Prepared) -> anyhow::Resu
     let end = intervals.finish();
     let counted = match result {
         Ok(counted) => counted,
-        Err(RunError::Exec { cmd, reason }) => {
-            eprintln!("pmx stat: cannot run '{cmd}': {reason}");
-            return Ok(127);
-        }
-        Err(RunError::Open(msg)) => anyhow::bail!("{msg}"),
-        Err(RunError::Io(e)) => return Err(e.into()),
-        Err(RunError::Backend { message, bad_input }) if bad_input => return Err(usage(message)),
-        Err(RunError::Backend { message, .. }) => anyhow::bail!("{message}"),
+        Err(e) => return failed(e),
     };
     let runs = &counted.runs;
     if let Some(path) = args.record.as_ref().filter(|_| perf) {
@@ -186,4 +184,19 @@ fn counted(args: &StatArgs, view: &StatView, prepared: Prepared) -> anyhow::Resu
     }
     stat_render::draw(view, end.plot)?;
     Ok(counted.exit_code)
+}
+
+/// A run that failed: the command that cannot run is exit 127 (said
+/// here); the backend's bad input is a usage error.
+fn failed(e: RunError) -> anyhow::Result<i32> {
+    match e {
+        RunError::Exec { cmd, reason } => {
+            eprintln!("pmx stat: cannot run '{cmd}': {reason}");
+            Ok(127)
+        }
+        RunError::Open(msg) => anyhow::bail!("{msg}"),
+        RunError::Io(e) => Err(e.into()),
+        RunError::Backend { message, bad_input: true } => Err(usage(message)),
+        RunError::Backend { message, .. } => anyhow::bail!("{message}"),
+    }
 }

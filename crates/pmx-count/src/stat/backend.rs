@@ -79,8 +79,19 @@ pub trait CounterBackend: std::fmt::Debug {
         false
     }
 
-    /// Count `repeat` runs of `run`, each interval to `sink` with the set
-    /// counted.
+    /// Get the counters ready for the first run of `run` (the msr
+    /// backend opens its devices, checks who else uses the counters,
+    /// launches the command held and programs the registers); perf's
+    /// opens everything in [`CounterBackend::count`]. A failure here has
+    /// counted nothing and changed nothing.
+    fn start(&mut self, run: &RunOptions) -> Result<(), RunError> {
+        let _ = run;
+        Ok(())
+    }
+
+    /// Count `repeat` runs of `run` (the first one over what
+    /// [`CounterBackend::start`] made ready, if it was called), each
+    /// interval to `sink` with the set counted.
     fn count(
         &mut self,
         run: &RunOptions,

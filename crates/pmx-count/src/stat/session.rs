@@ -115,6 +115,17 @@ impl Session {
         &self.opts
     }
 
+    /// Get the counters ready before [`Session::count`]: the msr
+    /// backend opens its devices, checks the counters are free, holds the
+    /// command and programs the registers (its own signal handling from
+    /// here on); perf's backend does all that in `count`. A caller that
+    /// writes something before the counts (an interval header) calls it
+    /// first, so a failure to start leaves nothing written. Optional:
+    /// `count` starts what was not started.
+    pub fn start(&mut self) -> Result<(), RunError> {
+        self.backend.start(&self.opts.run)
+    }
+
     /// Count: every set once per repeat, each interval to `sink`, then
     /// the summary. A run interrupted by a stop request ends the repeats
     /// with what was measured.

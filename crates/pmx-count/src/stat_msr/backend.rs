@@ -4,6 +4,7 @@
 //! [`Session`](crate::stat::Session) as perf's.
 
 use super::error::{device_message, Error};
+use super::counting::MsrRunning;
 use super::session::{MsrRunOptions, MsrStat};
 use crate::stat::{BackendRuns, CounterBackend, RunError, RunOptions, StatPlan, StatSink};
 use pmx_msr::MsrRoot;
@@ -19,6 +20,8 @@ pub struct MsrBackend {
     root: MsrRoot,
     sys: SysRoot,
     force: bool,
+    /// Started by [`CounterBackend::start`], not yet run.
+    started: Option<MsrRunning>,
 }
 
 impl MsrBackend {
@@ -32,6 +35,22 @@ impl MsrBackend {
             root,
             sys,
             force,
+            started: None,
+        }
+    }
+
+    /// The options of one msr run of `run`.
+    fn options(&self, run: &RunOptions) -> MsrRunOptions {
+        MsrRunOptions {
+            root: self.root.clone(),
+            sys: self.sys.clone(),
+            force: self.force,
+            command: run.command.clone(),
+            pin: run.pin.clone(),
+            duration: run.duration,
+            interval: run.interval,
+            interval_count: run.interval_count,
+            spawn: run.spawn,
         }
     }
 
@@ -64,26 +83,25 @@ impl CounterBackend for MsrBackend {
         true
     }
 
+    fn start(&mut self, run: &RunOptions) -> Result<(), RunError> {
+        let opts = self.options(run);
+        self.started = Some(self.stat.start(&opts).map_err(run_error)?);
+        Ok(())
+    }
+
     fn count(
         &mut self,
         run: &RunOptions,
         repeat: u32,
         sink: &mut dyn StatSink,
     ) -> Result<BackendRuns, RunError> {
-        let opts = MsrRunOptions {
-            root: self.root.clone(),
-            sys: self.sys.clone(),
-            force: self.force,
-            command: run.command.clone(),
-            pin: run.pin.clone(),
-            duration: run.duration,
-            interval: run.interval,
-            interval_count: run.interval_count,
-            spawn: run.spawn,
-        };
+        let opts = self.options(run);
         let mut out = BackendRuns::default();
         for _ in 0..repeat.max(1) {
-            let running = self.stat.start(&opts).map_err(run_error)?;
+            let running = match self.started.take() {
+                Some(started) => started,
+                None => self.stat.start(&opts).map_err(run_error)?,
+            };
             let plan = &self.stat.plan;
             let outcome = running
                 .run(&mut |t| sink.interval(plan, t))
