@@ -8,11 +8,11 @@
 
 use crate::exit::UsageError;
 use crate::stat_args::usage;
-use crate::stat_render::{self, StatView};
+use crate::stat_render::{self, Prepared, StatView};
 use pmx::stat::{self, RunError, RunOptions, Scope, Session, SessionOptions};
 use pmx::stat::{StatPlan, Tick};
 use pmx::stat_file;
-use pmx_output::stat_render::{compose, stat_file as perf_report, StatMetrics};
+use pmx_output::stat_render::{compose, stat_file as perf_report};
 use std::io::Write;
 
 pub use crate::stat_args::StatArgs;
@@ -52,18 +52,6 @@ fn count(args: &StatArgs, view: &StatView) -> anyhow::Result<i32> {
             return Ok(code);
         }
     }
-}
-
-/// A session ready to count (over either backend) and what its report
-/// needs besides.
-pub(crate) struct Prepared {
-    /// The session.
-    pub session: Session,
-    /// The `-M` metrics.
-    pub metrics: Option<StatMetrics>,
-    /// perf's backend: `--append`, `stat record`'s file, the runs' wall
-    /// times and the job in the totals.
-    pub perf: bool,
 }
 
 /// The flags as the options of one run (the interval is checked later,

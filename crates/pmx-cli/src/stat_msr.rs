@@ -11,9 +11,8 @@
 //! has the same shape, one `Count { value: delta, enabled: ns, running:
 //! ns }` per counter per CPU.
 
-use crate::stat::Prepared;
 use crate::stat_args::{usage, StatArgs};
-use crate::stat_render::StatView;
+use crate::stat_render::{Prepared, StatView};
 use pmx::stat::{RunOptions, Scope, Session, SessionOptions};
 use pmx::stat_msr::DEFAULT_EVENTS;
 use pmx::stat_msr::{msr_root, pmu_counters, Error, MsrBackend, MsrEvents};

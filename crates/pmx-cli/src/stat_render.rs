@@ -33,6 +33,18 @@ pub fn aggregation(args: &StatArgs) -> Aggregation {
     })
 }
 
+/// A session ready to count (over either backend) and what its report
+/// needs besides.
+pub struct Prepared {
+    /// The session.
+    pub session: pmx::stat::Session,
+    /// The `-M` metrics.
+    pub metrics: Option<StatMetrics>,
+    /// perf's backend: `--append`, `stat record`'s file, the runs' wall
+    /// times and the job in the totals.
+    pub perf: bool,
+}
+
 /// What `pmx stat`'s flags mean for counting and rendering, derived once.
 pub struct StatView {
     /// How rows are folded.
