@@ -111,7 +111,10 @@ pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
     };
     let sides: Vec<Side> = (runs.iter().zip(&commands).enumerate())
         .map(|(i, (r, cmd))| {
-            let notes = session.fitted().map(|f| f.notes.clone()).unwrap_or_default();
+            let notes = session
+                .fitted()
+                .map(|f| f.notes.clone())
+                .unwrap_or_default();
             pmx_output::compare::stat_side(
                 compare::label(i),
                 cmd,

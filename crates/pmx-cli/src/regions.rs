@@ -45,8 +45,7 @@ pub fn run(
     };
     let results = RegionResults::from_json(&text)
         .map_err(|e| anyhow::anyhow!("--regions: the results of the command: {e}"))?;
-    let rendered =
-        pmx_output::stat_render::regions(&results, &view.style.format, args.csv_header)?;
+    let rendered = pmx_output::stat_render::regions(&results, &view.style.format, args.csv_header)?;
     out.write_all(rendered.as_bytes())?;
     out.flush()?;
     Ok(code)

@@ -133,7 +133,10 @@ fn counted(args: &StatArgs, view: &StatView, prepared: Prepared) -> anyhow::Resu
         metrics,
         perf,
     } = prepared;
-    if let Some(f) = session.fitted().filter(|_| args.perf.verbose > 0 && !args.perf.quiet) {
+    if let Some(f) = session
+        .fitted()
+        .filter(|_| args.perf.verbose > 0 && !args.perf.quiet)
+    {
         eprint!("{}", pmx_output::stat_render::plan_lines(&f.sets));
     }
     let mut out = args.output(perf && args.perf.append)?;
@@ -184,7 +187,10 @@ fn failed(e: RunError) -> anyhow::Result<i32> {
         }
         RunError::Open(msg) => anyhow::bail!("{msg}"),
         RunError::Io(e) => Err(e.into()),
-        RunError::Backend { message, bad_input: true } => Err(usage(message)),
+        RunError::Backend {
+            message,
+            bad_input: true,
+        } => Err(usage(message)),
         RunError::Backend { message, .. } => anyhow::bail!("{message}"),
     }
 }

@@ -13,8 +13,8 @@
 
 pub mod diff;
 
-use std::collections::BTreeMap;
 use pmx_model::xml::escape;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Folded-stack text: `frames joined by ';' count` per line, sorted.

@@ -134,12 +134,12 @@ pub use buildid::{of_elf_file as build_id_of_file, of_running_kernel as kernel_b
 pub use callgraph::{CallGraph, CallGraphError, DEFAULT_STACK_SIZE, MAX_STACK_SIZE};
 pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
-pub use output::{PipeSink, RecordSink};
-pub use pmx_perfdata::{write::Features, FileAttr};
 pub use options::{
     EventSamples, FileOptions, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
 };
+pub use output::{PipeSink, RecordSink};
 pub use pmx_perf::SampleRate;
+pub use pmx_perfdata::{write::Features, FileAttr};
 pub use sampling::{check_mmap_pages, Sampling};
 pub use switch::SwitchOutput;
 

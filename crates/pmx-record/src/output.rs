@@ -181,7 +181,11 @@ impl FileSink {
 
     /// Write the feature sections (and `raw` ones, as `-z`'s) and put
     /// the file in place; its size.
-    pub(crate) fn finish_with(self, features: &Features, raw: &[(u32, Vec<u8>)]) -> io::Result<u64> {
+    pub(crate) fn finish_with(
+        self,
+        features: &Features,
+        raw: &[(u32, Vec<u8>)],
+    ) -> io::Result<u64> {
         let FileState::Writing(w) = self.state else {
             return Err(io::Error::other("the recording has not begun"));
         };

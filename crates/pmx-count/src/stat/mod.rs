@@ -69,6 +69,7 @@ mod target;
 mod tasks;
 
 pub use aggregate::{aggregate, Aggregation, Aggregator};
+pub use backend::{BackendRuns, CounterBackend, StatSink};
 pub use clock::next_tick_after;
 pub(crate) use clock::IntervalClock;
 pub use options::{RunOptions, Scope};
@@ -87,7 +88,6 @@ pub use plan::{plan, tracepoint_id, PlanGroup, PlannedEvent, StatPlan, DEFAULT_E
 pub use pmx_formats::{Domain, EventStatus, Reason, Row, Spread, ESTIMATE_BELOW};
 pub use repeat::{fit, FitError, Fitted};
 pub use run::{run, run_with};
-pub use backend::{BackendRuns, CounterBackend, StatSink};
 pub use session::{Counted, Session, SessionOptions};
 pub use summary::{summarize, Summary};
 pub use tasks::{numeric_entries, online_cpus, task_alive, thread_comm, thread_comms, threads_of};

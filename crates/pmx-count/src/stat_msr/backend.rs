@@ -3,8 +3,8 @@
 //! behind [`CounterBackend`], so `pmx stat --backend msr` is the same
 //! [`Session`](crate::stat::Session) as perf's.
 
-use super::error::{device_message, Error};
 use super::counting::MsrRunning;
+use super::error::{device_message, Error};
 use super::session::{MsrRunOptions, MsrStat};
 use crate::stat::{BackendRuns, CounterBackend, RunError, RunOptions, StatPlan, StatSink};
 use pmx_msr::MsrRoot;
