@@ -40,9 +40,6 @@
 //!   `crates/pmx/src/events_fetch.rs destination`: `PMX_EVENTS_DIR`,
 //!   the default of the library's entry points that find Intel's tables
 //!   (`Counters`, `region`, `measure`, `MsrSession`, `events fetch`).
-//! - `crates/pmx-count/src/launch.rs under_valgrind`: whether this
-//!   process runs under valgrind (its preload library in `LD_PRELOAD`),
-//!   a fact of the process, not a choice of the caller.
 
 use crate::{read, relative, rs_files, Error, Finding, Limits};
 use proc_macro2::{TokenStream, TokenTree};

@@ -129,7 +129,6 @@ impl Default for Limits {
                 "crates/pmx-shell/src/complete.rs answer_if_asked",
                 "crates/pmx-events/src/lib.rs default_events_dir",
                 "crates/pmx/src/events_fetch.rs destination",
-                "crates/pmx-count/src/launch.rs under_valgrind",
             ]
             .map(String::from)
             .to_vec(),

@@ -130,6 +130,7 @@ pub fn run_options(f: &RunFlags) -> Result<RunOptions, FlagError> {
         trace_tasks,
         hooks,
         tickers: true,
+        spawn: Default::default(),
     };
     check_target(&opts, f.interval, f.repeat)?;
     Ok(opts)
@@ -433,6 +434,7 @@ mod tests {
             trace_tasks: true,
             hooks: Default::default(),
             tickers: true,
+            spawn: Default::default(),
         };
         assert_eq!(check_target(&o, false, 1), Ok(()));
         assert!(check_target(&o, true, 1)

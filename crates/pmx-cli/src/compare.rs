@@ -74,9 +74,10 @@ pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
     let commands = compare::runner::ab_commands(&args.command, args.repeat, interval, msr);
     let commands = commands.map_err(usage)?;
     let (groups, metrics, db) = args.event_groups(stat::DEFAULT_EVENTS)?;
-    let (opts, how) = crate::stat::run_options(args)?;
+    let view = crate::stat_render::StatView::of(args, crate::stat_render::aggregation(args))?;
+    let (opts, how) = (crate::stat::run_options(args, &view)?, view.how);
     let plan = args.db.plan(&groups, db.as_ref())?;
-    let session = stat::Session::new(
+    let mut session = stat::Session::new(
         plan,
         stat::SessionOptions {
             run: opts,
@@ -92,7 +93,7 @@ pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
     let per_side = compare::runner::per_side(&session.options().run, &commands);
     let mut progress = RunProgress::new(args.perf.quiet, args.repeat, per_side.len());
     let ran = compare::runner::interleave(
-        &session,
+        &mut session,
         &per_side,
         args.repeat,
         args.warmup,
@@ -110,7 +111,10 @@ pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
     };
     let sides: Vec<Side> = (runs.iter().zip(&commands).enumerate())
         .map(|(i, (r, cmd))| {
-            let notes = session.fitted().notes.clone();
+            let notes = session
+                .fitted()
+                .map(|f| f.notes.clone())
+                .unwrap_or_default();
             pmx_output::compare::stat_side(
                 compare::label(i),
                 cmd,

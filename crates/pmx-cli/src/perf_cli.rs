@@ -38,32 +38,59 @@ pub fn command_line() -> Vec<OsString> {
     }
 }
 
+/// What perf's layout needs from `pmx stat`'s flags, read once (part of
+/// `stat_render::StatView`).
+pub struct PerfView {
+    /// perf's header target (`'system wide'`, `process id '…'`, …).
+    target: String,
+    /// A command alone, run once: perf's user and sys times.
+    command_once: bool,
+    /// `-a`, or no target at all (perf counts system-wide then).
+    pub system_wide: bool,
+    /// `--summary`, `--no-csv-summary`, `--metric-only`.
+    summary: (bool, bool, bool),
+}
+
+impl PerfView {
+    /// The view of `args`.
+    pub fn of(args: &StatArgs) -> PerfView {
+        let command_only = !args.all_cpus && args.cpus.is_none() && !args.command.is_empty();
+        let named = args.pid.is_some() || args.tid.is_some() || args.cpus.is_some();
+        let p = &args.perf;
+        PerfView {
+            target: personality::target(
+                args.all_cpus,
+                args.cpus.as_deref(),
+                args.pid.as_deref(),
+                args.tid.as_deref(),
+                &args.command,
+            ),
+            command_once: command_only && args.repeat == 1,
+            system_wide: args.all_cpus || (!named && args.command.is_empty()),
+            summary: (p.summary, p.no_csv_summary, p.metric_only),
+        }
+    }
+}
+
 /// perf's options for the totals of `report`; `walls`: each run's
 /// wall-clock time.
 pub fn options(
-    args: &StatArgs,
+    view: &PerfView,
     form: PerfForm,
     report: &StatReport,
     walls: &[Duration],
 ) -> PerfOptions {
-    let command_only = !args.all_cpus && args.cpus.is_none() && !args.command.is_empty();
     let mut o = PerfOptions::new(form);
-    o.target = personality::target(
-        args.all_cpus,
-        args.cpus.as_deref(),
-        args.pid.as_deref(),
-        args.tid.as_deref(),
-        &args.command,
-    );
+    o.target = view.target.clone();
     o.runs = report.runs;
     o.elapsed = personality::elapsed(walls, report.elapsed);
-    o.user_sys = (command_only && report.runs <= 1 && args.repeat == 1)
+    o.user_sys = (view.command_once && report.runs <= 1)
         .then(personality::children_times)
         .flatten();
     o.thousands = thousands();
     o.comms = pmx::stat::thread_comms(&report.rows);
-    (o.system_wide, o.summary) = (args.system_wide(), args.perf.summary);
-    (o.no_csv_summary, o.metric_only) = (args.perf.no_csv_summary, args.perf.metric_only);
+    (o.system_wide, o.summary) = (view.system_wide, view.summary.0);
+    (o.no_csv_summary, o.metric_only) = (view.summary.1, view.summary.2);
     o
 }
 

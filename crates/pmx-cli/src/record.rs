@@ -83,6 +83,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         duration,
         output: args.output.clone(),
         cmdline: std::env::args().collect(),
+        spawn: pmx::launch::Spawn::for_preload(std::env::var_os("LD_PRELOAD").as_deref()),
         file: record::FileOptions {
             compression: args.compression,
             build_ids: !args.no_buildid,

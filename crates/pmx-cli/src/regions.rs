@@ -12,19 +12,24 @@
 
 use crate::exit::UsageError;
 use crate::stat_args::StatArgs;
+use crate::stat_render::StatView;
 use pmx::region::Handoff;
 use pmx::results::RegionResults;
 use std::io::Write;
 
 /// Run `pmx stat` (`count`) with the regions environment set, then report
 /// the regions.
-pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyhow::Result<i32> {
+pub fn run(
+    args: &StatArgs,
+    view: &StatView,
+    count: fn(&StatArgs, &StatView) -> anyhow::Result<i32>,
+) -> anyhow::Result<i32> {
     let tasks = args.pid.is_some() || args.tid.is_some();
     pmx::region::check_flags(&args.command, tasks, args.repeat, &args.events)
         .map_err(UsageError)?;
     let events = (!args.events.is_empty()).then(|| args.events.join(","));
     let handoff = Handoff::export(events.as_deref(), args.metrics.as_deref());
-    let code = count(args)?;
+    let code = count(args, view)?;
     // The same %h %p %r %j expansion stat used: %p is this process.
     let mut out = args.output(true)?;
     let text = match handoff.text() {
@@ -40,8 +45,7 @@ pub fn run(args: &StatArgs, count: fn(&StatArgs) -> anyhow::Result<i32>) -> anyh
     };
     let results = RegionResults::from_json(&text)
         .map_err(|e| anyhow::anyhow!("--regions: the results of the command: {e}"))?;
-    let rendered =
-        pmx_output::stat_render::regions(&results, &args.style().format, args.csv_header)?;
+    let rendered = pmx_output::stat_render::regions(&results, &view.style.format, args.csv_header)?;
     out.write_all(rendered.as_bytes())?;
     out.flush()?;
     Ok(code)

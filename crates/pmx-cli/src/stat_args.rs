@@ -1,14 +1,15 @@
 //! The flags of `pmx stat`, shared by both backends, `-M` and
-//! `--regions`, and what each flag means once checked: the aggregation,
-//! the interval, the output (`-o`) and its format, the `--plot` file.
+//! `--regions`, and what some flags mean once checked: the interval, the
+//! output (`-o`), the events. What the renderers read (aggregation,
+//! format, interval layout, `--plot`) is derived once into
+//! `stat_render::StatView`.
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
 use pmx::database::Database;
-use pmx::stat::Aggregation;
 use pmx_args::stat_events::{stat_events, StatEventFlags, StatEventsError};
 use pmx_output::sink::{Opened, Sink, SinkError};
-use pmx_output::stat_render::{IntervalOptions, StatFormat, StatMetrics, StatStyle};
+use pmx_output::stat_render::StatMetrics;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -167,52 +168,6 @@ impl StatArgs {
         self
     }
 
-    /// How rows are folded: -A, --per-core/-die/-cache/-socket/-node/-thread.
-    pub(crate) fn aggregation(&self) -> Aggregation {
-        pmx_args::stat_flags::aggregation(pmx_args::stat_flags::AggregationFlags {
-            no_aggr: self.no_aggr,
-            core: self.per_core,
-            die: self.perf.per_die,
-            cache: self.perf.per_cache.as_deref(),
-            socket: self.per_socket,
-            node: self.perf.per_node,
-            thread: self.per_thread,
-        })
-    }
-
-    /// `--json`, `-x SEP` or the table; with `-I` or not; `--csv-header`.
-    pub(crate) fn style(&self) -> StatStyle {
-        let perf = self.format == "perf";
-        let format = StatFormat::from_flags(self.json, self.separator.as_deref(), perf);
-        StatStyle {
-            format,
-            intervals: self.interval.is_some(),
-            csv_header: self.csv_header,
-            metric_only: self.perf.metric_only,
-            plain_numbers: self.perf.no_big_num,
-        }
-    }
-
-    /// How the interval rows are written; `plot`: kept for `--plot`.
-    pub(crate) fn interval_options(&self, plot: bool) -> IntervalOptions {
-        IntervalOptions {
-            format: self.style().format,
-            absolute_time: self.timestamps == "absolute",
-            measured_span: self.backend == "msr",
-            aggregation: self.aggregation(),
-            plot,
-            clear: self.perf.interval_clear,
-            system_wide: self.system_wide(),
-            metric_only: self.perf.metric_only,
-        }
-    }
-
-    /// `-a`, or no target at all (perf counts system-wide then).
-    pub(crate) fn system_wide(&self) -> bool {
-        let named = self.pid.is_some() || self.tid.is_some() || self.cpus.is_some();
-        self.all_cpus || (!named && self.command.is_empty())
-    }
-
     /// `-o FILE` (with `%h %p %r %j` expanded; appended to with `append`),
     /// `--log-fd N`, nothing with `-q`, or stderr.
     pub(crate) fn output(&self, append: bool) -> anyhow::Result<Opened> {
@@ -234,14 +189,6 @@ impl StatArgs {
             pmx_args::stat_flags::interval(self.interval, self.repeat).map_err(|e| usage(e.0))?;
         warning.iter().for_each(|w| eprintln!("pmx stat: {w}"));
         Ok(ms)
-    }
-
-    /// `--plot FILE`: the file and its format (from the extension).
-    pub(crate) fn plot(&self) -> anyhow::Result<Option<(PathBuf, pmx_output::plot::Format)>> {
-        let format = |p: &PathBuf| pmx_output::plot::output::stat_plot(p).map_err(usage);
-        (self.plot.as_ref())
-            .map(|p| Ok((p.clone(), format(p)?)))
-            .transpose()
     }
 
     /// The `-e` groups (or `default_events` when there is no `-e` and no

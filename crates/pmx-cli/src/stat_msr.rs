@@ -1,22 +1,21 @@
 //! `pmx stat --backend msr`: counting by programming the PMU through the
 //! msr devices (`/dev/cpu/N/msr`) instead of `perf_event_open`.
 //!
-//! The session is the library's ([`pmx::stat_msr`]: resolving the events
+//! The backend is the library's ([`pmx::stat_msr`]: resolving the events
 //! to register encodings, the "counters in use" checks, `--force`, the
 //! held command, the read loop, energy, restoring every register). This
-//! module checks the flags, selects the CPUs, turns the flags into
-//! [`MsrRunOptions`], and renders what the session gives back with the
-//! perf backend's renderers (`stat_render.rs`, `pmx_output::stat_render`:
-//! table, CSV, JSON, intervals, `--plot`, `-M`): the session's [`pmx::stat::StatRun`] has
-//! the same shape, one `Count { value: delta, enabled: ns, running: ns }`
-//! per counter per CPU.
+//! module checks the flags, selects the CPUs and makes the stat
+//! [`Session`] over [`MsrBackend`]; `stat.rs` counts and renders it as it
+//! does perf's (`stat_render.rs`, `pmx_output::stat_render`: table, CSV,
+//! JSON, intervals, `--plot`, `-M`): the backend's [`pmx::stat::StatRun`]
+//! has the same shape, one `Count { value: delta, enabled: ns, running:
+//! ns }` per counter per CPU.
 
 use crate::stat_args::{usage, StatArgs};
-use crate::stat_render;
-use pmx::stat::Scope;
+use crate::stat_render::{Prepared, StatView};
+use pmx::stat::{RunOptions, Scope, Session, SessionOptions};
 use pmx::stat_msr::DEFAULT_EVENTS;
-use pmx::stat_msr::{device_message, msr_root, pmu_counters, Error, MsrEvents, MsrRunOptions};
-use pmx_output::stat_render::compose;
+use pmx::stat_msr::{msr_root, pmu_counters, Error, MsrBackend, MsrEvents};
 use pmx_sys::SysRoot;
 
 /// The session's error as the CLI reports it: events and plans are bad
@@ -28,8 +27,10 @@ fn session_error(e: Error) -> anyhow::Error {
     }
 }
 
-/// Run `pmx stat --backend msr`.
-pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
+/// `pmx stat --backend msr`'s session: the flags checked, the events
+/// resolved and planned onto the selected CPUs' counters, the session over
+/// [`MsrBackend`] (`stat.rs` counts and renders it, as perf's).
+pub fn session(args: &StatArgs, view: &StatView) -> anyhow::Result<Prepared> {
     let (tasks, cpus) = (
         args.pid.is_some() || args.tid.is_some(),
         args.all_cpus || args.cpus.is_some(),
@@ -39,8 +40,6 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     }
     let duration = crate::target::duration(args.duration)?;
     let interval = args.interval()?;
-    let how = args.aggregation();
-    let plot = args.plot()?;
     let (groups, metrics, db) = args.event_groups(DEFAULT_EVENTS)?;
     let target = args.db.target()?;
     let arch = pmx::msr::msr_arch(&target).map_err(|e| usage(e.to_string()))?;
@@ -57,48 +56,30 @@ pub fn run(args: &StatArgs) -> anyhow::Result<i32> {
     let cpus = pmx::msr::select_cpus(args.cpus.as_deref(), "-C", &topo, &root);
     let cpus = cpus.map_err(|e| usage(e.to_string()))?;
     let pmu = pmu_counters(&target, arch);
-    let mut stat = events.plan(&cpus, &pmu, &topo).map_err(session_error)?;
+    let stat = events.plan(&cpus, &pmu, &topo).map_err(session_error)?;
     let pin = match &args.pin {
         Some(p) => pmx_args::stat_flags::cpu_list("--pin", p).map_err(|e| usage(e.0))?,
         None => cpus.clone(),
     };
-    // The output first: a bad -o path fails before any register changes.
-    let mut out = args.output(false)?;
-    let options = MsrRunOptions {
-        root,
-        sys,
-        force: args.force,
-        command: args.command.clone(),
-        pin: Some(pin),
-        duration,
-        interval,
-        interval_count: args.interval_count,
+    let mut run = RunOptions::for_command(args.command.clone());
+    run.scope = Scope::Cpus(cpus);
+    (run.pin, run.duration, run.interval) = (Some(pin), duration, interval);
+    run.interval_count = args.interval_count;
+    run.spawn = pmx::launch::Spawn::for_preload(std::env::var_os("LD_PRELOAD").as_deref());
+    let backend = MsrBackend::new(stat, root, sys, args.force);
+    let options = SessionOptions {
+        run,
+        aggregation: view.how,
+        repeat: args.repeat,
+        no_multiplex: false,
+        budget: None,
+        topology: Some(topo),
+        signals: true,
     };
-    let running = stat.start(&options).map_err(session_error)?;
-    let plan = &stat.plan;
-    let m = metrics.as_ref();
-    let mut intervals = stat_render::intervals(&mut out, args, Some(&topo), m, plot.is_some())?;
-    let result = running.run(&mut |t| intervals.write(plan, t));
-    let end = intervals.finish();
-    let outcome = match result {
-        Ok(outcome) => outcome,
-        Err(Error::Exec { cmd, reason }) => {
-            eprintln!("pmx stat: cannot run '{cmd}': {reason}");
-            return Ok(127);
-        }
-        Err(e) => return Err(session_error(e)),
-    };
-    let exit = outcome.run.exit;
-    let runs = [outcome.run];
-    let summary = pmx::stat::summarize(plan, &runs, how, Some(&topo), args.repeat);
-    let target = Scope::Cpus(cpus).describe(&args.command);
-    let report = compose(target, plan, summary, m, outcome.notes);
-    stat_render::totals(&mut out, args, &report, end.error, (false, &[]))?;
-    out.commit()?;
-    if let Some(e) = outcome.restore_error {
-        let e = device_message(&e);
-        anyhow::bail!("putting the PMU registers back: {e}");
-    }
-    stat_render::draw(&plot, end.plot)?;
-    Ok(exit.map(|e| e.shell_code()).unwrap_or(0))
+    let session = Session::with_backend(Box::new(backend), options);
+    Ok(Prepared {
+        session,
+        metrics,
+        perf: false,
+    })
 }

@@ -39,9 +39,35 @@ pub fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
     Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// Start `argv` and hold it before exec. `pin`: CPUs to pin it to.
-pub fn fork_held(argv: &[String], pin: Option<&[u32]>) -> io::Result<Launched> {
-    fork_held_to(argv, pin, false)
+/// How the held child is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Spawn {
+    /// `clone(CLONE_VM)` on a small stack of its own: no page tables
+    /// copied, no copy-on-write faults (see `spawn_held`).
+    #[default]
+    Clone,
+    /// A plain `fork`: for a process under valgrind, which runs threads
+    /// and forks but not a general clone.
+    Fork,
+}
+
+impl Spawn {
+    /// The way for a process whose `LD_PRELOAD` is `ld_preload`, read by
+    /// the caller at its edge: [`Spawn::Fork`] when it names valgrind's
+    /// preload library (`vgpreload`, which valgrind puts there for the
+    /// programs it runs), else [`Spawn::Clone`].
+    pub fn for_preload(ld_preload: Option<&std::ffi::OsStr>) -> Spawn {
+        match ld_preload {
+            Some(v) if v.to_string_lossy().contains("vgpreload") => Spawn::Fork,
+            _ => Spawn::Clone,
+        }
+    }
+}
+
+/// Start `argv` and hold it before exec. `pin`: CPUs to pin it to;
+/// `spawn`: how.
+pub fn fork_held(argv: &[String], pin: Option<&[u32]>, spawn: Spawn) -> io::Result<Launched> {
+    fork_held_to(argv, pin, false, spawn)
 }
 
 /// [`fork_held`], with the command's standard output sent to standard
@@ -51,6 +77,7 @@ pub fn fork_held_to(
     argv: &[String],
     pin: Option<&[u32]>,
     stdout_to_stderr: bool,
+    spawn: Spawn,
 ) -> io::Result<Launched> {
     if argv.is_empty() {
         return Err(io::Error::new(
@@ -106,7 +133,7 @@ pub fn fork_held_to(
         // SAFETY: a zeroed sigset is valid; filled below before the clone.
         mask: unsafe { std::mem::zeroed() },
     });
-    let spawned = spawn_held(&mut child);
+    let spawned = spawn_held(&mut child, spawn);
     if let Some(orig) = &narrowed {
         // SAFETY: setting our own affinity back from a set we read.
         unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), orig) };
@@ -187,8 +214,9 @@ const STACK_LEN: usize = 64 * 1024;
 /// faults in either process (a `fork` of pmx's address space did); it
 /// runs on its own small stack and makes only raw system calls. Every
 /// signal is blocked while it starts, so no handler of ours ever runs on
-/// its stack; it restores our mask just before exec.
-fn spawn_held(child: &mut Child) -> io::Result<(i32, Stack)> {
+/// its stack; it restores our mask just before exec. With
+/// [`Spawn::Fork`] (under valgrind) it is forked instead.
+fn spawn_held(child: &mut Child, spawn: Spawn) -> io::Result<(i32, Stack)> {
     // SAFETY: an anonymous private mapping; checked below.
     let base = unsafe {
         libc::mmap(
@@ -216,7 +244,7 @@ fn spawn_held(child: &mut Child) -> io::Result<(i32, Stack)> {
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut child.mask);
         let top = (base as *mut u8).add(STACK_LEN) as *mut libc::c_void;
         let arg: *mut libc::c_void = (child as *mut Child).cast();
-        let pid = if under_valgrind() {
+        let pid = if spawn == Spawn::Fork {
             // Valgrind runs only threads and forks, not a general clone.
             let pid = libc::fork();
             if pid == 0 {
@@ -233,13 +261,6 @@ fn spawn_held(child: &mut Child) -> io::Result<(i32, Stack)> {
         }
         Ok((pid, stack))
     }
-}
-
-/// Valgrind's preload library is in `LD_PRELOAD` of the programs it runs.
-/// A fact of this process, not a choice of the caller, so it is read here
-/// (an allowed site of pmx-archcheck's environment rule).
-fn under_valgrind() -> bool {
-    std::env::var_os("LD_PRELOAD").is_some_and(|v| v.to_string_lossy().contains("vgpreload"))
 }
 
 /// The held child: wait for the go byte, restore what the parent changed

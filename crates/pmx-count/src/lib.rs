@@ -15,15 +15,18 @@
 //! of time each event really ran; [`stat::summarize`] makes the rows,
 //! spreads and status a report shows.
 //!
-//! [`stat_msr`] is the same counting through `/dev/cpu/N/msr` (the
-//! `--backend msr` engine) and [`msr`] the MSR handles and commands
-//! (`pmx msr read/write/plan`, [`msr::MsrSession`]).
+//! [`stat::Session`] is all of it as one value, over a
+//! [`stat::CounterBackend`]: perf's, or [`stat_msr`]'s
+//! [`MsrBackend`](stat_msr::MsrBackend), the same counting through
+//! `/dev/cpu/N/msr` (the `--backend msr` engine). [`msr`] is the MSR
+//! handles and commands (`pmx msr read/write/plan`, [`msr::MsrSession`]).
 //! [`metrics`] chooses the metric library for a CPU and evaluates
 //! metrics over counted rows. [`signals`] and [`console`] are the Ctrl-C
 //! that asks a run to stop after flushing what it measured.
 //!
 //! What this crate never does: parse command lines (`pmx-args` turns
-//! flags into the options here), render or print a report (the caller's
+//! flags into the options here) or read the environment (the caller
+//! passes what it means, as [`launch::Spawn`]), render or print a report (the caller's
 //! sink does; the one exception is the line the Ctrl-C guard writes),
 //! sample (`pmx-record`), or read saved results (`pmx-analysis`).
 

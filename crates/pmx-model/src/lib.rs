@@ -17,6 +17,8 @@
 //! - [`topology`]: logical CPU → core → die → package.
 //! - [`count`]: a counter reading with its enabled/running times.
 //! - [`hash`]: a fast hash for the short names pmx looks up on hot paths.
+//! - [`xml`]: text escaped for XML and SVG, the one rule of pmx's SVG
+//!   writers.
 //!
 //! Arrows point into this crate only; it depends on nothing of pmx.
 
@@ -28,6 +30,7 @@ pub mod legacy;
 pub mod register;
 pub mod spec;
 pub mod topology;
+pub mod xml;
 
 pub use count::Count;
 pub use cpu::{CpuId, Vendor};

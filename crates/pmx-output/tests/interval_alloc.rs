@@ -60,6 +60,7 @@ fn the_interval_path_allocates_nothing_once_warm() {
         trace_tasks: false,
         hooks: Default::default(),
         tickers: true,
+        spawn: Default::default(),
     };
     let mut aggregator = Aggregator::new(Aggregation::PerCpu);
     let mut csv = IntervalCsv::new(",");

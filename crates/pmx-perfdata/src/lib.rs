@@ -2,7 +2,8 @@
 //!
 //! perf.data is what `perf record` writes and `perf report` reads. This
 //! crate knows its bytes and nothing else (no syscalls beyond reading and
-//! writing files, no other pmx crate).
+//! writing files, no other pmx crate but the pure values of `pmx-model`,
+//! whose reader of the kernel's CPU lists it uses).
 //!
 //! The model:
 //!

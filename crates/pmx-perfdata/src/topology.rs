@@ -7,10 +7,13 @@
 //!
 //! `perf stat report --per-core/--per-socket/--per-die/--per-node` folds
 //! a file's per-CPU counts with these; [`CpuIds`] and [`NumaNode`] are
-//! what it needs of them.
+//! what it needs of them. A node's CPU list is read with
+//! `pmx_model::topology::parse_cpu_list`, the one reader of the kernel's
+//! list syntax (a list it refuses makes the body malformed).
 
 use crate::read::Cur;
 use crate::write::perf_string;
+use pmx_model::topology::parse_cpu_list;
 
 /// One CPU's place: core, die and socket ids (`-1`: unknown, as perf
 /// writes for a CPU that is offline).
@@ -64,24 +67,6 @@ pub fn cpu_list_text(cpus: &[u32]) -> String {
         i += 1;
     }
     parts.join(",")
-}
-
-/// The CPUs of a list (`0-3,8`); `None` when it is not one.
-pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
-    let mut cpus = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-                if b < a || b - a > 1 << 16 {
-                    return None;
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().ok()?),
-        }
-    }
-    Some(cpus)
 }
 
 /// The ids of each CPU (index = CPU number) in a `CPU_TOPOLOGY` body;
@@ -154,7 +139,7 @@ pub fn parse_numa_topology(body: &[u8]) -> Option<Vec<NumaNode>> {
         let node = c.u32("node").ok()?;
         let mem_total = c.u64("memory").ok()?;
         let mem_free = c.u64("free memory").ok()?;
-        let cpus = parse_cpu_list(&c.string("cpu list").ok()?)?;
+        let cpus = parse_cpu_list(&c.string("cpu list").ok()?).ok()?;
         nodes.push(NumaNode {
             node,
             mem_total,
@@ -184,10 +169,8 @@ mod tests {
     #[test]
     fn cpu_lists_both_ways() {
         assert_eq!(cpu_list_text(&[3, 0, 1, 2, 8, 10, 11]), "0-3,8,10-11");
-        assert_eq!(parse_cpu_list("0-3,8"), Some(vec![0, 1, 2, 3, 8]));
-        assert_eq!(parse_cpu_list(""), Some(vec![]));
-        assert_eq!(parse_cpu_list("3-1"), None);
-        assert_eq!(parse_cpu_list("x"), None);
+        let back = parse_cpu_list(&cpu_list_text(&[3, 0, 1, 2, 8, 10, 11])).unwrap();
+        assert_eq!(back, [0, 1, 2, 3, 8, 10, 11]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use super::chart::Chart;
 use super::scene::{layout, Item, Role};
+use pmx_model::xml::escape;
 use std::fmt::Write as _;
 
 /// A number with at most two decimals, trailing zeros dropped.
@@ -19,25 +20,6 @@ fn num(v: f64) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// Text for XML content and attributes. Characters XML cannot hold become
-/// U+FFFD.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(' '),
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The chart as an SVG document of `width` × `height` pixels.

@@ -4,9 +4,16 @@
 //! samples, children above their caller and sorted by name, a colour
 //! derived from the name, `<title>` tooltips. Same input, same bytes.
 //! [`diff`] draws the differential flame graph of two profiles.
+//!
+//! Names and titles are escaped by `pmx_model::xml::escape`, the rule of
+//! every pmx SVG: `'` is written `&apos;`, and the characters XML cannot
+//! hold (C0 controls other than tab, newline and carriage return; U+FFFE,
+//! U+FFFF) become U+FFFD (before, such controls became a space and
+//! U+FFFE/U+FFFF were written as they were, which no XML parser takes).
 
 pub mod diff;
 
+use pmx_model::xml::escape;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -52,21 +59,6 @@ const PAD_TOP: f64 = 36.0;
 const PAD_BOTTOM: f64 = 12.0;
 const PAD_X: f64 = 10.0;
 const CHAR_W: f64 = 6.6;
-
-fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            c if (c as u32) < 0x20 => o.push(' '),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 /// FNV-1a over the name: the colour is a function of the name only.
 fn colour(name: &str) -> (u8, u8, u8) {

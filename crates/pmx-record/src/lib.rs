@@ -2,10 +2,26 @@
 //!
 //! One job: sample. Record options in once ([`RecordOptions`], with the
 //! checked sampling flags' [`Sampling`] from `pmx-args`), a session opens the events with their
-//! rings and drains them into a sink: a perf.data file, a pipe in perf's
-//! pipe mode, or a live reader ([`stream`], what `pmx top` and `pmx
-//! serve` read). `pmx report` and the exports read what it wrote
+//! rings and drains them into a [`RecordSink`]: a perf.data file, a pipe in perf's
+//! pipe mode ([`record`] chooses by `-o`), a live reader ([`stream`], what `pmx top` and `pmx
+//! serve` read), or the caller's own sink ([`record_into`]). `pmx report` and the exports read what it wrote
 //! (`pmx-profile`).
+//!
+//! ## Where the records go
+//!
+//! A [`RecordSink`] is told the events' attrs once ([`RecordSink::begin`],
+//! with the features known at the start), then gets every record in the
+//! order the session writes it ([`RecordSink::record`]: the synthesized
+//! side band, then each drain of the rings ended by a FINISHED_ROUND),
+//! a [`RecordSink::flush`] after every drain, and the features of the
+//! whole recording at the end ([`RecordSink::finish`]). Its
+//! implementations: the file `record` writes for a seekable `-o` (the
+//! only one that takes `-z` and `--switch-output`), [`PipeSink::new`]
+//! (pipe-mode perf.data into any writer: `-o -`, a FIFO) and
+//! [`PipeSink::live`] (the same with a FINISHED_ROUND and a flush after
+//! every drain, records or not: [`stream`]). The session counts every
+//! record on its way to any sink, so the [`RecordSummary`] is the same
+//! whichever it is.
 //!
 //! What this crate never does: symbolize, aggregate or render samples
 //! (`pmx-profile`, `pmx-symbols`), or count (`pmx-count`, whose targets,
@@ -72,7 +88,7 @@
 //! ## The stages
 //!
 //! ```text
-//! plan ──► open/mmap ──► sink (file) ──► existing (synthesized) ──► target started
+//! plan ──► open/mmap ──► sink ──────► existing (synthesized) ──► target started
 //!   │                                                                   │
 //!   └ options                    drain rings → sink, until target over ◄┘
 //!                                     │
@@ -80,8 +96,8 @@
 //! ```
 //!
 //! [`plan`](self) turns events into attrs, CPUs and tasks; `open` opens
-//! them and maps one ring per CPU; `sink` is the file and the counts of
-//! what went in (`tally`); `existing` synthesizes what was there before;
+//! them and maps one ring per CPU; `sink` is the write stage and the
+//! counts of what went in (`tally`) over an `output` ([`RecordSink`]); `existing` synthesizes what was there before;
 //! `target` launches, watches and ends the command or tasks; `features`
 //! describes the machine at the end.
 
@@ -94,6 +110,7 @@ mod features;
 mod groups;
 mod open;
 mod options;
+mod output;
 mod plan;
 mod sampling;
 mod sink;
@@ -120,7 +137,9 @@ pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
 pub use options::{
     EventSamples, FileOptions, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
 };
+pub use output::{PipeSink, RecordSink};
 pub use pmx_perf::SampleRate;
+pub use pmx_perfdata::{write::Features, FileAttr};
 pub use sampling::{check_mmap_pages, Sampling};
 pub use switch::SwitchOutput;
 
@@ -151,13 +170,13 @@ pub fn record(events: &[RecordEvent], opts: &RecordOptions) -> Result<RecordSumm
 }
 
 /// A live sampling session: record `events` as `opts` says (its
-/// `output` is not used), streaming pipe-mode perf.data into `out` — a
-/// FINISHED_ROUND and a flush after every drain of the rings, at least
-/// every 100 ms, so a reader on the other end (`pmx_profile`'s live
-/// aggregator, or a buffer turned into a profile at the end) always
-/// knows how far time has come — until the target is over, the duration
-/// passes, SIGINT/SIGTERM arrives or `stop` is set. The feature records
-/// (build ids, sample times) end the stream.
+/// `output` is not used), streaming pipe-mode perf.data into `out`
+/// ([`PipeSink::live`]) — a FINISHED_ROUND and a flush after every drain
+/// of the rings, at least every 100 ms, so a reader on the other end
+/// (`pmx_profile`'s live aggregator, or a buffer turned into a profile at
+/// the end) always knows how far time has come — until the target is
+/// over, the duration passes, SIGINT/SIGTERM arrives or `stop` is set.
+/// The feature records (build ids, sample times) end the stream.
 ///
 /// What a session costs: one ring per CPU, drained by the calling
 /// thread; the writer should not block for long (a full ring loses
@@ -168,10 +187,24 @@ pub fn stream(
     out: Box<dyn Write + Send>,
     stop: Arc<AtomicBool>,
 ) -> Result<RecordSummary, RecordError> {
+    record_into(events, opts, Box::new(PipeSink::live(out)), Some(stop))
+}
+
+/// Record `events` as `opts` says (its `output` is not used) into the
+/// caller's `sink` (see [`RecordSink`] for the calls it gets), until the
+/// target is over, the duration passes, SIGINT/SIGTERM arrives or `stop`
+/// (when given) is set. `-z` and `--switch-output` need a file
+/// ([`record`]) and are refused here.
+pub fn record_into(
+    events: &[RecordEvent],
+    opts: &RecordOptions,
+    sink: Box<dyn RecordSink>,
+    stop: Option<Arc<AtomicBool>>,
+) -> Result<RecordSummary, RecordError> {
     plan::validate(events, opts)?;
     let mut child = target::launch(opts)?;
-    let output = Output::Stream(out);
-    let result = record_with(events, opts, child.as_mut(), output, Some(stop));
+    let output = Output::Sink(sink);
+    let result = record_with(events, opts, child.as_mut(), output, stop);
     if result.is_err() {
         if let Some(c) = child.as_mut() {
             c.abandon();

@@ -60,6 +60,10 @@ pub struct RecordOptions {
     pub output: PathBuf,
     /// The command line to store in the file (`pmx record …`).
     pub cmdline: Vec<String>,
+    /// How the command is started (a plain fork under valgrind: the CLI
+    /// decides from `LD_PRELOAD`,
+    /// [`Spawn::for_preload`](pmx_count::launch::Spawn::for_preload)).
+    pub spawn: pmx_count::launch::Spawn,
     /// How the file is written (compression, build ids).
     pub file: FileOptions,
 }

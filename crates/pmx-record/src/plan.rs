@@ -168,6 +168,7 @@ mod tests {
             duration: None,
             output: "x".into(),
             cmdline: vec![],
+            spawn: Default::default(),
             file: Default::default(),
         }
     }
@@ -258,6 +259,7 @@ mod tests {
             duration: None,
             output: "x".into(),
             cmdline: vec![],
+            spawn: Default::default(),
             file: Default::default(),
         };
         let a0 = sampling_attr(&ev, 0, 2, &opts);

@@ -1,51 +1,51 @@
-//! The write stage: the perf.data output ([`pmx_io::OutFile`]: a file
-//! put in place only when complete, an earlier non-empty one kept as
-//! `.old`; a device written in place; `-` and FIFOs get pipe mode, as
-//! `perf record -o -` writes it), every record counted on its way in
-//! ([`Tally`]), the rings drained into it with a FINISHED_ROUND after each
-//! round, and the feature sections at the end.
+//! The write stage: the output ([`pmx_io::OutFile`]: a file put in
+//! place only when complete, an earlier non-empty one kept as `.old`; a
+//! device written in place; `-` and FIFOs get pipe mode, as `perf record
+//! -o -` writes it; or a caller's [`RecordSink`]), every record counted on
+//! its way in ([`Tally`]), the rings drained into it with a
+//! FINISHED_ROUND after each round, and the feature sections at the end.
+//! `-z` and `--switch-output` work on a file only ([`FileSink`]).
 
 use super::features::features;
 use super::open::Ring;
 use super::options::{FileOptions, RecordEvent};
+use super::output::{FileSink, PipeSink, RecordSink};
 use super::switch::{self, Switch};
 use super::tally::Tally;
 use pmx_io::{Options, OutFile};
 use pmx_perf::Attr;
 use pmx_perfdata::format::feature;
-use pmx_perfdata::write::{Compressor, PipeWriter, Writer};
+use pmx_perfdata::write::Compressor;
 use pmx_perfdata::FileAttr;
 use std::collections::HashMap;
-use std::io::{self, BufWriter, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// `PERF_RECORD_FINISHED_ROUND` (perf.data only).
 const FINISHED_ROUND: u32 = 68;
 
 /// Where a recording goes: the file (or `-`, FIFO, device) the user
-/// named, or a caller's stream in pipe mode (a live session: `top`,
-/// `serve`'s profiles), flushed after every round.
+/// named, or a caller's sink (a live session's stream: `top`, `serve`'s
+/// profiles; or the caller's own).
 pub enum Output<'a> {
     /// A path, as `-o` takes it.
     Path(&'a Path),
-    /// Pipe-mode perf.data written to this writer.
-    Stream(Box<dyn Write + Send>),
+    /// A sink of the caller's.
+    Sink(Box<dyn RecordSink>),
 }
 
-/// The perf.data writer: file mode, or pipe mode for outputs that
-/// cannot seek, or pipe mode into a caller's stream.
+/// The sink: a file (which `-z` and `--switch-output` need as one), or
+/// any other.
 enum Out {
-    File(Writer<BufWriter<OutFile>>),
-    Pipe(PipeWriter<BufWriter<OutFile>>),
-    Stream(PipeWriter<BufWriter<Box<dyn Write + Send>>>),
+    File(Box<FileSink>),
+    Other(Box<dyn RecordSink>),
 }
 
 impl Out {
     fn write_record(&mut self, rec: &[u8]) -> io::Result<()> {
         match self {
-            Out::File(w) => w.write_record(rec),
-            Out::Pipe(w) => w.write_record(rec),
-            Out::Stream(w) => w.write_record(rec),
+            Out::File(w) => w.record(rec),
+            Out::Other(w) => w.record(rec),
         }
     }
 }
@@ -108,16 +108,21 @@ impl Sink {
         let keep = file.switch_output.map(|w| (w, file_attrs.clone()));
         let out_path = match &output {
             Output::Path(p) => p.to_path_buf(),
-            Output::Stream(_) => PathBuf::new(),
+            Output::Sink(_) => PathBuf::new(),
         };
-        let (writer, old_output) = match output {
-            Output::Path(path) => Self::open_file(path, file_attrs, cmdline)?,
-            Output::Stream(w) => {
+        let (mut writer, old_output) = match output {
+            Output::Path(path) => Self::open_file(path)?,
+            Output::Sink(w) => (Out::Other(w), None),
+        };
+        // A file's features are written at its end; a stream's header
+        // carries those known now.
+        match &mut writer {
+            Out::File(w) => w.begin(file_attrs, &Default::default())?,
+            Out::Other(w) => {
                 let start = features(cmdline, &Tally::default(), &mut Vec::new());
-                let w = PipeWriter::create(BufWriter::new(w), file_attrs, &start)?;
-                (Out::Stream(w), None)
+                w.begin(file_attrs, &start)?
             }
-        };
+        }
         let compressor = match (file.compression, &writer) {
             (None, _) => None,
             (Some(level), Out::File(_)) => {
@@ -163,11 +168,7 @@ impl Sink {
 
     /// The file the user named, in file mode or (when it cannot seek)
     /// pipe mode; the path an earlier non-empty file was kept as.
-    fn open_file(
-        output: &Path,
-        file_attrs: Vec<FileAttr>,
-        cmdline: &[String],
-    ) -> io::Result<(Out, Option<PathBuf>)> {
+    fn open_file(output: &Path) -> io::Result<(Out, Option<PathBuf>)> {
         let backup_old = Options {
             backup_old: true,
             ..Options::default()
@@ -187,13 +188,9 @@ impl Sink {
             ));
         }
         let old_output = out.backup().map(Path::to_path_buf);
-        let pipe = !out.seekable();
-        let out = BufWriter::new(out);
-        let writer = if pipe {
-            let start = features(cmdline, &Tally::default(), &mut Vec::new());
-            Out::Pipe(PipeWriter::create(out, file_attrs, &start)?)
-        } else {
-            Out::File(Writer::create(out, file_attrs)?)
+        let writer = match out.seekable() {
+            true => Out::File(Box::new(FileSink::new(out))),
+            false => Out::Other(Box::new(PipeSink::out_file(out))),
         };
         Ok((writer, old_output))
     }
@@ -215,8 +212,8 @@ impl Sink {
     }
 
     /// Drain every ring into the file, then a FINISHED_ROUND if anything
-    /// came. A stream gets its round marker every time (a live reader
-    /// learns that time has passed) and is flushed.
+    /// came. A live sink gets its round marker every time (a live reader
+    /// learns that time has passed); every sink is flushed.
     pub(super) fn drain(&mut self, rings: &mut [Ring]) -> io::Result<()> {
         let mut any = false;
         let mut write_err: Option<io::Error> = None;
@@ -237,8 +234,8 @@ impl Sink {
         if let Some((c, _)) = &mut self.compressor {
             c.flush(&mut |r| self.writer.write_record(r))?;
         }
-        let stream = matches!(self.writer, Out::Stream(_));
-        if any || stream {
+        let live = matches!(&self.writer, Out::Other(w) if w.live());
+        if any || live {
             let mut fr = Vec::with_capacity(8);
             fr.extend_from_slice(&FINISHED_ROUND.to_ne_bytes());
             fr.extend_from_slice(&0u16.to_ne_bytes());
@@ -246,10 +243,10 @@ impl Sink {
             self.writer.write_record(&fr)?;
             self.records += 1;
         }
-        if let Out::Stream(w) = &mut self.writer {
-            w.flush()?;
+        match &mut self.writer {
+            Out::File(w) => w.flush(),
+            Out::Other(w) => w.flush(),
         }
-        Ok(())
     }
 
     /// Write the feature sections (`cmdline` stored as the command line;
@@ -266,23 +263,10 @@ impl Sink {
             c.flush(&mut |r| writer.write_record(r))?;
             raw.push((feature::COMPRESSED, c.feature(len)));
         }
-        let out = match writer {
+        let bytes = match writer {
             Out::File(w) => w.finish_with(&feats, &raw)?,
-            Out::Pipe(w) => w.finish(&feats)?,
-            Out::Stream(w) => {
-                let bytes = w.data_size();
-                w.finish(&feats)?;
-                return Ok(Written {
-                    tally: self.tally,
-                    records: self.records,
-                    bytes,
-                    switched: Vec::new(),
-                });
-            }
+            Out::Other(w) => w.finish(&feats)?,
         };
-        let file = out.into_inner().map_err(|e| e.into_error())?;
-        let bytes = file.size();
-        file.commit()?;
         let mut switched = Vec::new();
         if let Some((sw, path, ..)) = self.switch {
             switched = sw.files;
@@ -323,11 +307,10 @@ impl Sink {
             raw.push((feature::COMPRESSED, c.feature(*len)));
             *c = Compressor::new(c.level())?;
         }
-        let new = OutFile::create(&path, Options::default())?;
-        let new = Out::File(Writer::create(BufWriter::new(new), attrs)?);
-        if let Out::File(w) = std::mem::replace(&mut self.writer, new) {
-            let file = w.finish_with(&feats, &raw)?;
-            file.into_inner().map_err(|e| e.into_error())?.commit()?;
+        let mut new = FileSink::new(OutFile::create(&path, Options::default())?);
+        new.begin(attrs, &feats)?;
+        if let Out::File(w) = std::mem::replace(&mut self.writer, Out::File(Box::new(new))) {
+            w.finish_with(&feats, &raw)?;
         }
         let to = switch::stamped(&path);
         std::fs::rename(&path, &to)?;

@@ -19,7 +19,7 @@ pub(super) fn launch(opts: &RecordOptions) -> io::Result<Option<Launched>> {
         return Ok(None);
     }
     let to_stdout = opts.output.as_os_str() == "-";
-    launch::fork_held_to(&opts.command, None, to_stdout).map(Some)
+    launch::fork_held_to(&opts.command, None, to_stdout, opts.spawn).map(Some)
 }
 
 /// A recording under way: what ends it and how it ended.
@@ -201,6 +201,7 @@ mod tests {
             duration,
             output: "x".into(),
             cmdline: vec![],
+            spawn: Default::default(),
             file: Default::default(),
         }
     }

@@ -229,6 +229,7 @@ impl Profiles {
                 "serve".into(),
                 format!("/debug/pprof/profile?seconds={}&hz={}", q.seconds, q.hz),
             ],
+            spawn: Default::default(),
             file: Default::default(),
         };
         let mut with_extra = lock(&self.extra_failed).is_none() && self.settings.extra.is_some();

@@ -73,6 +73,7 @@ impl TopOptions {
                 duration: None,
                 output: "-".into(),
                 cmdline: std::env::args().collect(),
+                spawn: Default::default(),
                 file: Default::default(),
             },
             delay: Duration::from_secs(2),

@@ -119,7 +119,7 @@ pub fn count_command(opts: &CommandOptions) -> Result<CommandCounts, MeasureErro
         None => (None, None),
     };
     let plan = plan_groups(&groups, db, pmx_events::default_events_dir(None))?;
-    let session = Session::new(
+    let mut session = Session::new(
         plan,
         SessionOptions {
             run: RunOptions::for_command(opts.command.clone()),

@@ -34,6 +34,7 @@ fn a_stop_requested_before_the_run_stops_the_command_and_the_repeats() {
         trace_tasks: false,
         hooks: Default::default(),
         tickers: true,
+        spawn: Default::default(),
     };
     pmx::stat::install_signal_handlers();
     // Ctrl-C during the setup.
@@ -70,6 +71,7 @@ fn a_stop_requested_before_the_run_stops_the_command_and_the_repeats() {
         output: dir.path().join("perf.data"),
         cmdline: vec![],
         file: Default::default(),
+        spawn: Default::default(),
     };
     pmx::record::install_signal_handlers();
     assert!(

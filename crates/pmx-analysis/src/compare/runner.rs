@@ -10,7 +10,7 @@ use pmx_count::stat::{RunError, RunOptions, Session, StatRun};
 /// side order; `on_run(round, side)` before each kept run. Stops after
 /// the round in which a run was interrupted or a stop was requested.
 pub fn interleave(
-    session: &Session,
+    session: &mut Session,
     sides: &[RunOptions],
     repeat: u32,
     warmup: u32,

@@ -28,7 +28,7 @@ pub fn count(
     opts: &TmaOptions,
     notes: &mut Vec<String>,
 ) -> Result<Counted, TmaError> {
-    let session = Session::new(
+    let mut session = Session::new(
         input.plan.clone(),
         SessionOptions {
             run: RunOptions::for_command(opts.command.clone()),
@@ -44,7 +44,12 @@ pub fn count(
         cmd: opts.command.join(" "),
         reason: e.to_string(),
     })?;
-    notes.extend(session.fitted().notes.iter().cloned());
+    notes.extend(
+        session
+            .fitted()
+            .iter()
+            .flat_map(|f| f.notes.iter().cloned()),
+    );
     input.plan = session.plan().clone();
     if input.plan.events.is_empty() {
         notes.push(NOTHING_COUNTED.into());
@@ -63,6 +68,9 @@ pub fn count(
             run_plain(&opts.command)
         }
         Err(RunError::Io(e)) => Err(TmaError::Io(e)),
+        Err(e @ RunError::Backend { .. }) => {
+            Err(TmaError::Io(std::io::Error::other(e.to_string())))
+        }
     }
 }
 

@@ -34,6 +34,11 @@
 //!   as one value — [`SessionOptions`] given once, [`Session::new`] fits
 //!   and checks, [`Session::count`] counts (intervals to a [`StatSink`])
 //!   and summarizes. Every caller that counts a command uses it.
+//! - the backends (`backend.rs`): a [`Session`] reaches the counters
+//!   through a [`CounterBackend`] — perf's ([`Fitted::run`], what
+//!   [`Session::new`] makes) or the msr devices'
+//!   (`crate::stat_msr::MsrBackend`, [`Session::with_backend`]); the
+//!   plan, rows, summary and intervals are the same for both.
 //!
 //! - perf's own options (`perf_options.rs`): the default and `-d` sets,
 //!   `--all-user`/`--all-kernel`, `-G`/`--for-each-cgroup` (each event
@@ -46,6 +51,7 @@
 //! [`Spread`]) are `pmx-formats`'s, re-exported here.
 
 mod aggregate;
+mod backend;
 mod clock;
 mod follow;
 mod open;
@@ -63,6 +69,7 @@ mod target;
 mod tasks;
 
 pub use aggregate::{aggregate, Aggregation, Aggregator};
+pub use backend::{BackendRuns, CounterBackend, StatSink};
 pub use clock::next_tick_after;
 pub(crate) use clock::IntervalClock;
 pub use options::{RunOptions, Scope};
@@ -81,7 +88,7 @@ pub use plan::{plan, tracepoint_id, PlanGroup, PlannedEvent, StatPlan, DEFAULT_E
 pub use pmx_formats::{Domain, EventStatus, Reason, Row, Spread, ESTIMATE_BELOW};
 pub use repeat::{fit, FitError, Fitted};
 pub use run::{run, run_with};
-pub use session::{Counted, Session, SessionOptions, StatSink};
+pub use session::{Counted, Session, SessionOptions};
 pub use summary::{summarize, Summary};
 pub use tasks::{numeric_entries, online_cpus, task_alive, thread_comm, thread_comms, threads_of};
 

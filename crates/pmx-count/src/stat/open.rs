@@ -371,6 +371,7 @@ mod tests {
             trace_tasks: false,
             hooks: Default::default(),
             tickers: true,
+            spawn: Default::default(),
         };
         let mut status = vec![EventStatus::Counted; plan.events.len()];
         let slots = tasks::slots(&opts, None);

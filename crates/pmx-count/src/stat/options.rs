@@ -1,5 +1,6 @@
 //! What to count and how: the [`Scope`] and the [`RunOptions`] of a run.
 
+use crate::launch::Spawn;
 use std::time::Duration;
 
 /// What to count.
@@ -47,6 +48,9 @@ pub struct RunOptions {
     /// CPU's group from its ticker's ring samples; `false` reads each
     /// group directly (the CLI sets it from `PMX_NO_TICKER`, to compare).
     pub tickers: bool,
+    /// How the command is started (a plain fork under valgrind: the CLI
+    /// decides from `LD_PRELOAD`, [`Spawn::for_preload`]).
+    pub spawn: Spawn,
 }
 
 impl RunOptions {
@@ -64,6 +68,7 @@ impl RunOptions {
             trace_tasks: false,
             hooks: Default::default(),
             tickers: true,
+            spawn: Spawn::Clone,
         }
     }
 }

@@ -71,6 +71,17 @@ pub enum RunError {
     /// Some other I/O failure.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// Another backend could not start or read its counters (the msr
+    /// devices, their plan, other users of the counters): the reason in
+    /// one sentence.
+    #[error("{message}")]
+    Backend {
+        /// The reason.
+        message: String,
+        /// The caller's input is wrong (an event, the CPUs), not the
+        /// machine: a usage error.
+        bad_input: bool,
+    },
 }
 
 /// An event of a plan that could not be opened: its name and the open

@@ -380,6 +380,7 @@ mod tests {
             trace_tasks: false,
             hooks: Default::default(),
             tickers: true,
+            spawn: Default::default(),
         }
     }
 

@@ -39,7 +39,11 @@ impl RunTarget {
         let child = if opts.command.is_empty() {
             None
         } else {
-            Some(launch::fork_held(&opts.command, opts.pin.as_deref())?)
+            Some(launch::fork_held(
+                &opts.command,
+                opts.pin.as_deref(),
+                opts.spawn,
+            )?)
         };
         let by_exec = opts.scope == Scope::Command;
         let mut target = RunTarget {

@@ -146,6 +146,7 @@ mod tests {
             trace_tasks: false,
             hooks: Default::default(),
             tickers: true,
+            spawn: Default::default(),
         }
     }
 

@@ -16,6 +16,16 @@
 //! table/CSV/JSON and interval renderers work unchanged. [`run_with`]
 //! does both steps, like [`crate::stat::run_with`].
 //!
+//! `pmx stat --backend msr` counts through a [`crate::stat::Session`] as
+//! the perf backend does: [`MsrBackend`] (the planned [`MsrStat`], the
+//! devices, `force`) is the session's
+//! [`CounterBackend`](crate::stat::CounterBackend), handed to
+//! [`Session::with_backend`](crate::stat::Session::with_backend); the
+//! session's [`RunOptions`](crate::stat::RunOptions) give the command,
+//! `--pin`, the duration and the intervals, its sink gets the interval
+//! deltas and its [`Counted`](crate::stat::Counted) carries the notes
+//! below and a restore failure (`late_error`).
+//!
 //! ## Counters in use
 //!
 //! Unless [`MsrRunOptions::force`], the session refuses to program the PMU
@@ -68,8 +78,11 @@
 //! them ([`MsrEvents`], [`MsrStat`]) and starts the session, after
 //! `users.rs` checked who else uses the counters and `child.rs` launched
 //! the command held; `counting.rs` reads until the end ([`MsrRunning`])
-//! with the loop clock the perf backend uses; `error.rs` holds [`Error`].
+//! with the loop clock the perf backend uses; `backend.rs` is the
+//! session's backend over both ([`MsrBackend`]); `error.rs` holds
+//! [`Error`].
 
+mod backend;
 mod child;
 mod counting;
 mod error;
@@ -77,6 +90,7 @@ mod events;
 mod session;
 mod users;
 
+pub use backend::MsrBackend;
 pub use counting::{MsrOutcome, MsrRunning};
 pub use error::{device_message, Error};
 

@@ -8,7 +8,7 @@ use super::error::Error;
 use super::events::{is_energy_pkg, msr_event, stat_event, Source};
 use super::users::{start_session, users_outside};
 use crate::eventlist::EventGroup;
-use crate::launch::fork_held;
+use crate::launch::{fork_held, Spawn};
 use crate::stat::{EventStatus, PlanGroup, StatPlan, Tick};
 use pmx_events::Database;
 use pmx_model::encoding::Arch;
@@ -187,6 +187,7 @@ impl MsrStat {
                 launched: fork_held(
                     &opts.command,
                     Some(opts.pin.as_deref().unwrap_or(&self.cpus)),
+                    opts.spawn,
                 )
                 .map_err(|error| Error::Start {
                     cmd: cmd.clone(),
@@ -299,6 +300,8 @@ pub struct MsrRunOptions {
     pub interval: Option<Duration>,
     /// Stop after this many intervals.
     pub interval_count: Option<u64>,
+    /// How the command is started (see [`RunOptions::spawn`](crate::stat::RunOptions::spawn)).
+    pub spawn: Spawn,
 }
 
 impl MsrRunOptions {
@@ -313,6 +316,7 @@ impl MsrRunOptions {
             duration: None,
             interval: None,
             interval_count: None,
+            spawn: Spawn::Clone,
         }
     }
 }

@@ -10,7 +10,8 @@
 //! format of Brendan Gregg's `difffolded.pl`, which his `flamegraph.pl`
 //! draws).
 
-use super::{escape, label, open_svg, FRAME_H, PAD_BOTTOM, PAD_X};
+use super::{label, open_svg, FRAME_H, PAD_BOTTOM, PAD_X};
+use pmx_model::xml::escape;
 use pmx_symbols::symbolize::is_address;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

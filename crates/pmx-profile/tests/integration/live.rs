@@ -85,6 +85,7 @@ fn a_spinning_function_appears_while_the_session_runs_and_the_end_is_builds_prof
         output: "-".into(),
         cmdline: vec!["pmx".into(), "top".into()],
         file: Default::default(),
+        spawn: Default::default(),
     };
     let (rx, tx) = std::io::pipe().expect("pipe");
     let bytes = Arc::new(Mutex::new(Vec::new()));

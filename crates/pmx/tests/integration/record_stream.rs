@@ -23,6 +23,7 @@ fn options(scope: Scope, command: &[&str]) -> RecordOptions {
         output: "-".into(),
         cmdline: vec!["pmx".into(), "top".into()],
         file: Default::default(),
+        spawn: Default::default(),
     }
 }
 
