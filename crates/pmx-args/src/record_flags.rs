@@ -2,7 +2,10 @@
 //! `-g`, `--call-graph`, `-m`), as the user typed them
 //! ([`SamplingFlags`]), and what they mean once checked
 //! ([`pmx_record::Sampling`], the options the sampling session takes):
-//! one set of rules and messages for both commands.
+//! one set of rules and messages for both commands. `-b`/`-j` are
+//! [`branch`]'s.
+
+pub mod branch;
 
 use pmx_count::database::{self, DatabaseOptions};
 use pmx_record::{check_mmap_pages, default_event, event_groups, sample_rate, sampling_events};
@@ -24,6 +27,8 @@ pub struct SamplingFlags {
     pub call_graph: Option<String>,
     /// `-m N`: data pages of each CPU's ring; `None`: the command's default.
     pub mmap_pages: Option<usize>,
+    /// `-j LIST` (`-b`: `any`): sample each event's branch stack.
+    pub branch_filter: Option<String>,
 }
 
 impl SamplingFlags {
@@ -45,6 +50,13 @@ impl SamplingFlags {
                 .map_err(|e| RecordError::Invalid(e.to_string()))?;
             sampling_events(plan, &groups)?
         };
+        let mut events = events;
+        if let Some(list) = &self.branch_filter {
+            let bits = branch::parse(list).map_err(RecordError::Invalid)?;
+            for e in &mut events {
+                e.attr.branch_sample_type = bits;
+            }
+        }
         Ok(Sampling {
             events,
             notes,

@@ -37,6 +37,7 @@ mod plot;
 mod record;
 mod regions;
 mod report;
+mod report_branch;
 mod report_perf;
 mod sampling;
 mod script;

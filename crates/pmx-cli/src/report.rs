@@ -10,6 +10,7 @@
 
 use crate::exit::UsageError;
 use pmx_output::progress::Progress;
+use pmx_profile::branch::BranchError;
 use pmx_profile::{default_sort, render, DiffOptions, Report, ReportError, ReportOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -121,6 +122,24 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     let p = &args.perf;
     if p.tasks {
         return p.tasks(&args.input);
+    }
+    if p.branch_stack {
+        let options = ReportOptions {
+            event: args.event.clone(),
+            symfs: args.symfs.clone(),
+            percent_limit: args.percent_limit,
+            symbols,
+            ..ReportOptions::for_input(&args.input)
+        };
+        let keys = args.sort.as_deref().unwrap_or("");
+        return (crate::report_branch::run(&options, keys, args.json, args.quiet)).map_err(|e| {
+            match e {
+                BranchError::Report(e) => failure(e),
+                BranchError::Key(k) => UsageError(format!("--sort {k}")).into(),
+                BranchError::Output(io) => io.into(),
+                e => e.into(),
+            }
+        });
     }
     let (fields, cols) = p.fields(args.sort.as_deref(), args.percent_limit)?;
     let (filter, perf_layout) = (p.filter()?, p.layout());

@@ -65,6 +65,9 @@ pub struct PerfReportArgs {
     /// perf's TUI: pmx has none, the table is printed (--stdio).
     #[arg(long)]
     pub tui: bool,
+    /// Count the branches of the branch stacks (files recorded with -b/-j), rows by perf's branch keys.
+    #[arg(short = 'b', long = "branch-stack")]
+    pub branch_stack: bool,
 }
 
 impl PerfReportArgs {

@@ -7,7 +7,7 @@ use crate::exit::UsageError;
 use pmx::record::{RecordError, Sampling};
 use pmx_args::record_flags::SamplingFlags;
 
-/// `-e`, `-c`, `-F`, `-g`, `--call-graph`, `-m`.
+/// `-e`, `-c`, `-F`, `-g`, `--call-graph`, `-m`, `-b`, `-j`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SamplingArgs {
     /// Events to sample: names, pmu/…/ forms, raw rNNN, {A,B} groups
@@ -38,6 +38,12 @@ pub struct SamplingArgs {
     /// Data pages of each CPU's ring buffer: a power of two (default 128).
     #[arg(short = 'm', long = "mmap-pages", value_name = "N")]
     pub mmap_pages: Option<usize>,
+    /// Sample each event's taken branches (as -j any); needs a PMU with branch records (LBR, BRS, BRBE).
+    #[arg(short = 'b', long = "branch-any", conflicts_with = "branch_filter")]
+    pub branch_any: bool,
+    /// Taken branches to sample: any,any_call,any_ret,ind_call,ind_jmp,call,cond,u,k,hv,in_tx,no_tx,abort_tx,save_type,stack,hw_index,priv,no_flags,no_cycles,counter.
+    #[arg(short = 'j', long = "branch-filter", value_name = "LIST")]
+    pub branch_filter: Option<String>,
 }
 
 impl SamplingArgs {
@@ -50,6 +56,7 @@ impl SamplingArgs {
             g: self.callgraph,
             call_graph: self.call_graph.clone(),
             mmap_pages: self.mmap_pages,
+            branch_filter: (self.branch_filter.clone()).or(self.branch_any.then(|| "any".into())),
         };
         flags.check(&db.options()).map_err(failure)
     }

@@ -280,15 +280,46 @@ pub mod read_format {
 pub mod branch_sample_type {
     /// Branches taken in user space.
     pub const USER: u64 = 1 << 0;
+    /// Branches taken in the kernel.
+    pub const KERNEL: u64 = 1 << 1;
+    /// Branches taken in the hypervisor.
+    pub const HV: u64 = 1 << 2;
+    /// Any branch type.
+    pub const ANY: u64 = 1 << 3;
+    /// Any call (direct, indirect, far jumps).
+    pub const ANY_CALL: u64 = 1 << 4;
+    /// Any return.
+    pub const ANY_RETURN: u64 = 1 << 5;
+    /// Indirect calls.
+    pub const IND_CALL: u64 = 1 << 6;
+    /// Transaction aborts.
+    pub const ABORT_TX: u64 = 1 << 7;
+    /// Branches in a transaction.
+    pub const IN_TX: u64 = 1 << 8;
+    /// Branches outside a transaction.
+    pub const NO_TX: u64 = 1 << 9;
+    /// Conditional branches.
+    pub const COND: u64 = 1 << 10;
     /// The call stack (Intel's LBR call-stack mode: the stack of calls
     /// not yet returned from, what `--call-graph lbr` records).
     pub const CALL_STACK: u64 = 1 << 11;
+    /// Indirect jumps.
+    pub const IND_JUMP: u64 = 1 << 12;
+    /// Direct calls.
+    pub const CALL: u64 = 1 << 13;
     /// No branch flags (mispredict, in_tx…) in the entries.
     pub const NO_FLAGS: u64 = 1 << 14;
     /// No cycle counts in the entries.
     pub const NO_CYCLES: u64 = 1 << 15;
+    /// Save the branch type in the entries (`save_type`).
+    pub const TYPE_SAVE: u64 = 1 << 16;
     /// The branch stack starts with a `hw_idx` u64 (changes the layout).
     pub const HW_INDEX: u64 = 1 << 17;
+    /// Save the privilege level in the entries.
+    pub const PRIV_SAVE: u64 = 1 << 18;
+    /// Per-entry counts of the group's events follow the entries (changes
+    /// the layout; Linux 6.8).
+    pub const COUNTERS: u64 = 1 << 19;
 }
 
 /// x86-64 user registers as `PERF_SAMPLE_REGS_USER` numbers them

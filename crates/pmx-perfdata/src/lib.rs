@@ -42,6 +42,9 @@
 //! [`write::Writer`] writes file mode the way perf 6.1 reads it;
 //! [`write::PipeWriter`] writes pipe mode (for standard output and FIFOs)
 //! in the order `perf record -o -` does.
+//! [`branch`] decodes and encodes a sample's branch stack (LBR and the
+//! like: `PERF_SAMPLE_BRANCH_STACK`, with and without `hw_idx`, every
+//! entry flag), [`Sample::branches`] its view in a sample.
 //! [`stat`] reads and writes `perf stat record`'s records (`STAT`,
 //! `STAT_ROUND`, `STAT_CONFIG`, `THREAD_MAP`, `CPU_MAP`, `EVENT_UPDATE`),
 //! which the reader passes on as [`Record::Other`]; [`topology`] the
@@ -49,6 +52,7 @@
 //! per-CPU counts with.
 
 pub mod attr;
+pub mod branch;
 pub mod format;
 pub mod read;
 pub mod stat;

@@ -171,6 +171,9 @@ pub struct Sample<'a> {
     /// up, cut to its dynamic size (the bytes the kernel could copy);
     /// empty when the sample has none.
     pub user_stack: &'a [u8],
+    /// The branch stack (`PERF_SAMPLE_BRANCH_STACK`); empty when the
+    /// sample has none.
+    pub branches: crate::branch::BranchStack<'a>,
 }
 
 /// One counter value of a sample's `PERF_SAMPLE_READ` field.
@@ -1811,6 +1814,7 @@ pub fn parse_sample<'a>(
         read_format: attr.read_format,
         user_regs: UserRegs::default(),
         user_stack: &[],
+        branches: Default::default(),
     };
     let e = "SAMPLE";
     if st & sample_type::IDENTIFIER != 0 {
@@ -1883,12 +1887,11 @@ pub fn parse_sample<'a>(
     // layout we cannot follow rather than fail the sample.
     let rest = (|| -> Result<(), Error> {
         if st & sample_type::BRANCH_STACK != 0 {
-            let nr = c.u64(e)?;
-            if attr.branch_sample_type & crate::format::branch_sample_type::HW_INDEX != 0 {
-                c.u64(e)?;
-            }
-            let n = usize::try_from(nr.saturating_mul(24)).map_err(|_| c.err(e))?;
-            c.take(n, e)?;
+            let bst = attr.branch_sample_type;
+            let (stack, n) =
+                crate::branch::parse(rec.get(c.at..).unwrap_or(&[]), bst, at + c.at as u64)?;
+            s.branches = stack;
+            c.at += n;
         }
         if st & sample_type::REGS_USER != 0 {
             let abi = c.u64(e)?;

@@ -64,6 +64,12 @@
 //! [`render::diff`] (table, JSON) and [`flame::diff`] (differential flame
 //! graph, folded stacks with both counts).
 //!
+//! **Branch reports** ([`branch`]): `pmx report -b`, the branches of
+//! the samples' branch stacks (LBR and the like) counted by perf's
+//! branch keys (`dso_from`, `symbol_to`, `mispredict`, `cycles` …), each
+//! end looked up in the maps of its sample's moment through a
+//! [`profile::sink::SampleSink`]; perf's `--branch-stack` table or JSON.
+//!
 //! **Annotation** ([`annotate()`]): one function's x86-64 machine code
 //! (iced-x86, in objdump's text) with each instruction's samples per
 //! event, from the profile's places ([`build_with_addresses`]: per leaf
@@ -71,6 +77,7 @@
 //! source lines, rendered by [`annotate::render`] (text, JSON).
 
 pub mod annotate;
+pub mod branch;
 pub mod diff;
 pub mod export;
 pub mod flame;

@@ -6,11 +6,16 @@
 //! and each round's samples are written as they are applied; nothing
 //! grows with the number of samples.
 //!
+//! `-F brstack`/`brstacksym` print each sample's branch stack as perf
+//! script does (the ends of `brstacksym` looked up in the sample's mode
+//! first, then the other, as perf's fallback).
+//!
 //! Symbols come from the [`Symbolizer`] (ELF symbol tables loaded per
 //! binary on first use, JIT maps, the vDSO) and kernel symbols from the
 //! cache of [`pmx_symbols::kcache`], loaded at the first kernel address of a
 //! file recorded on this machine.
 
+mod branches;
 mod fields;
 mod write;
 
@@ -271,7 +276,14 @@ impl Run<'_> {
                 if self.writer.chain(s.event) {
                     self.arena.extend(s.callchain());
                 }
-                let r = write::SampleRec::new(&s, start..self.arena.len());
+                let n = if self.writer.branches(s.event) {
+                    let b = s.branches;
+                    (self.arena).extend(b.iter().flat_map(|e| [e.from, e.to, e.flags.0]));
+                    b.len() as u32
+                } else {
+                    0
+                };
+                let r = write::SampleRec::new(&s, start..self.arena.len(), n);
                 (s.time, Item::Sample(r))
             }
             Record::Comm(c) => {
@@ -426,6 +438,17 @@ impl Run<'_> {
         site
     }
 
+    /// A branch end as perf's brstacksym finds it: in the sample's mode
+    /// first, then the other (`thread__find_symbol_fb`).
+    fn branch_site(&mut self, pid: u32, kernel: bool, a: u64) -> Site {
+        let user = self.sym.mapping(pid, a).is_some();
+        match (kernel, user, a >= 0xffff_8000_0000_0000) {
+            (false, true, _) | (true, true, false) => self.user_site(pid, a),
+            (_, _, true) => self.kernel_site(a),
+            _ => self.user_site(pid, a),
+        }
+    }
+
     fn sample(&mut self, s: &write::SampleRec) -> std::io::Result<()> {
         let comm = match self
             .thread_comm
@@ -442,7 +465,7 @@ impl Run<'_> {
         sites.clear();
         if self.writer.chain(s.event) {
             let mut ctx_kernel = kernel;
-            for i in s.chain.clone() {
+            for i in s.chain_only() {
                 let a = self.arena[i];
                 if a >= callchain::CONTEXT_MAX {
                     if !callchain::is_context(a) {
@@ -467,9 +490,24 @@ impl Run<'_> {
             self.user_site(s.pid, s.ip)
         };
         leaf.shown = s.ip;
-        let r = self
-            .writer
-            .sample(s, &self.comm_names[comm as usize], leaf, &sites, &self.sym);
+        let br = s.chain_only().end..s.chain.end;
+        let mut ends = Vec::new();
+        if self.writer.branch_sites(s.event) {
+            for i in br.clone().step_by(3) {
+                let (from, to) = (self.arena[i], self.arena[i + 1]);
+                for a in [from, to] {
+                    let site = self.branch_site(s.pid, kernel, a);
+                    ends.push((site.frame, site.space));
+                }
+            }
+        }
+        let r = self.writer.sample(
+            s,
+            &self.comm_names[comm as usize],
+            leaf,
+            (&sites, &ends, &self.arena[br]),
+            &self.sym,
+        );
         self.sites = sites;
         r
     }

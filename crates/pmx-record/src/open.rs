@@ -91,12 +91,15 @@ fn task_gone(e: &OpenError) -> bool {
 }
 
 /// An event that cannot be opened: its name, the reason and the fix.
-/// A refused LBR call stack says what LBR needs (the kernel's EOPNOTSUPP
-/// alone reads like the event's fault).
+/// A refused LBR call stack or branch stack (`-b`/`-j`) says what
+/// branch records need (the kernel's EOPNOTSUPP alone reads like the
+/// event's fault).
 fn open_error(event: &str, attr: &pmx_perf::Attr, e: OpenError) -> RecordError {
-    use pmx_perfdata::format::branch_sample_type::CALL_STACK;
+    use pmx_perfdata::format::branch_sample_type as b;
+    // `--call-graph lbr`'s filter (`-j stack` alone is a branch filter).
+    let lbr_mask = b::USER | b::CALL_STACK | b::NO_FLAGS | b::NO_CYCLES | b::HW_INDEX;
     let lbr = attr.sample_type & pmx_perf::sample_type::BRANCH_STACK != 0
-        && attr.branch_sample_type & CALL_STACK != 0;
+        && attr.branch_sample_type == lbr_mask;
     if lbr
         && matches!(
             e.cause,
@@ -108,6 +111,23 @@ fn open_error(event: &str, attr: &pmx_perf::Attr, e: OpenError) -> RecordError {
              (PERF_SAMPLE_BRANCH_STACK with CALL_STACK: {}): it needs an Intel CPU with \
              LBR call stacks (Haswell or later) and a hardware event such as cycles; \
              this machine or event has none. Use --call-graph dwarf (or fp)",
+            std::io::Error::from_raw_os_error(e.errno)
+        ));
+    }
+    let branches = attr.sample_type & pmx_perf::sample_type::BRANCH_STACK != 0;
+    if branches
+        && matches!(
+            e.cause,
+            OpenCause::NotSupported { .. } | OpenCause::Invalid { .. }
+        )
+    {
+        return RecordError::NotSampleable(format!(
+            "{event}: -b/-j: the kernel refused to sample branch stacks \
+             (PERF_SAMPLE_BRANCH_STACK, branch_sample_type {:#x}: {}): they need a PMU that \
+             records taken branches (Intel LBR, AMD BRS or LbrExtV2, Arm BRBE) and a hardware \
+             event such as cycles; software events (cpu-clock) and machines without such a PMU \
+             (most virtual machines) have none",
+            attr.branch_sample_type,
             std::io::Error::from_raw_os_error(e.errno)
         ));
     }

@@ -144,6 +144,10 @@ pub(super) fn sampling_attr(
         task: side_band,
         ..ev.attr.clone()
     };
+    // `-b`/`-j`: the event's branch filter asks for its branch stack.
+    if attr.branch_sample_type != 0 {
+        attr.sample_type |= sample_type::BRANCH_STACK;
+    }
     let call_graph = ev.call_graph.unwrap_or(opts.call_graph);
     call_graph.apply(&mut attr);
     // Unwinders read the unwind tables of a binary's read-only segment

@@ -5,10 +5,6 @@
 /// perf record's options pmx record does not take, and why.
 pub const REFUSED: &[(&str, &str)] = &[
     ("--kcore", "pmx reads kernel symbols from /proc/kallsyms (cached by kernel build id) and copies no /proc/kcore"),
-    ("-b", "taken-branch sampling needs a hardware PMU's LBR, which pmx does not program"),
-    ("--branch-any", "taken-branch sampling needs a hardware PMU's LBR, which pmx does not program"),
-    ("-j", "taken-branch sampling needs a hardware PMU's LBR, which pmx does not program"),
-    ("--branch-filter", "taken-branch sampling needs a hardware PMU's LBR, which pmx does not program"),
     ("-d", "pmx records no sample data addresses"),
     ("--data", "pmx records no sample data addresses"),
     ("--phys-data", "pmx records no physical addresses"),

@@ -157,9 +157,10 @@ impl CallGraphDisplay {
 
 /// perf report's options pmx report does not take, and why.
 pub const REFUSED: &[(&str, &str)] = &[
-    ("-b", "pmx records and reads no branch stacks"),
-    ("--branch-stack", "pmx records and reads no branch stacks"),
-    ("--branch-history", "pmx records and reads no branch stacks"),
+    (
+        "--branch-history",
+        "pmx adds no branches to call graphs yet",
+    ),
     ("-D", "use `perf script` (pmx script) for the records"),
     (
         "--dump-raw-trace",

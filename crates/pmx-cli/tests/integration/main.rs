@@ -16,6 +16,7 @@
 
 mod analyze;
 mod annotate;
+mod branches;
 #[path = "../common/mod.rs"]
 mod common;
 mod compare;

@@ -1,5 +1,6 @@
 //! pmx-perfdata's integration tests, one test binary: a module per suite.
 
+mod branch_stack;
 mod compress;
 mod perf_reads;
 mod pipe_write;

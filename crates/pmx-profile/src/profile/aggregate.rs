@@ -53,8 +53,10 @@ pub(super) enum Item {
         tid: u32,
         cpu: u32,
         period: u64,
-        /// The call chain, then `reads` (event, delta) pairs.
+        /// The call chain, `branches` (from, to, flags) triples (given
+        /// to a sink only), then `reads` (event, delta) pairs.
         chain: std::ops::Range<usize>,
+        branches: u32,
         reads: u32,
         /// `--call-graph dwarf`: registers and stack to unwind.
         user: Option<Box<UserStack>>,
@@ -217,11 +219,13 @@ impl<'o> State<'o> {
                 cpu,
                 period,
                 ref chain,
+                branches,
                 reads,
                 ref user,
             } => {
                 let (chain, pairs) =
                     arena[chain.clone()].split_at(chain.len() - 2 * reads as usize);
+                let (chain, branches) = chain.split_at(chain.len() - 3 * branches as usize);
                 match user {
                     Some(u) => {
                         let at = (pid, tid, cpu);
@@ -230,7 +234,8 @@ impl<'o> State<'o> {
                     None => self.sample(event, m, ip, pid, tid, cpu, period, chain, pairs),
                 }
                 if self.sink.is_some() {
-                    self.give_sink(event, time, (pid, tid, cpu), period, pairs);
+                    let at = (pid, tid, cpu, m);
+                    self.give_sink(event, time, at, period, pairs, branches);
                 }
             }
             Item::Comm { pid, tid, comm } => {
@@ -561,9 +566,10 @@ impl<'o> State<'o> {
         &mut self,
         event: usize,
         time: u64,
-        (pid, tid, cpu): (u32, u32, u32),
+        (pid, tid, cpu, misc): (u32, u32, u32, u16),
         period: u64,
         pairs: &[u64],
+        branches: &[u64],
     ) {
         let comm = self.comm_of(pid, tid);
         let Some(sink) = self.sink.as_deref_mut() else {
@@ -580,6 +586,8 @@ impl<'o> State<'o> {
             frames: &self.frames,
             addrs: &self.addrs,
             reads: pairs,
+            misc,
+            branches,
         };
         sink.sample(&s, &mut self.sym);
     }

@@ -256,6 +256,7 @@ mod tests {
             read_format: rf::ID | rf::GROUP,
             user_regs: Default::default(),
             user_stack: &[],
+            branches: Default::default(),
         }
     }
 

@@ -257,6 +257,14 @@ impl Replay {
                 if chains {
                     self.queue.arena.extend(s.callchain());
                 }
+                // Branch stacks, for a sink (branch reports): triples.
+                let branches = if st.sink.is_some() {
+                    let b = s.branches;
+                    (self.queue.arena).extend(b.iter().flat_map(|e| [e.from, e.to, e.flags.0]));
+                    b.len() as u32
+                } else {
+                    0
+                };
                 // Sample-read groups: (event, delta) pairs after the chain.
                 self.reads.clear();
                 self.deltas.deltas(&s, &mut self.reads);
@@ -271,6 +279,7 @@ impl Replay {
                     cpu: s.cpu,
                     period: s.period,
                     chain: start..self.queue.arena.len(),
+                    branches,
                     reads: self.reads.len() as u32,
                     user: chains
                         .then(|| UserStack::of_sample(&s))
@@ -309,6 +318,9 @@ impl Replay {
             Record::Mmap(m) => {
                 let kernel_map = m.pid == u32::MAX || m.misc & misc::CPUMODE_MASK == misc::KERNEL;
                 if kernel_map {
+                    if let Some(sink) = st.sink.as_deref_mut() {
+                        sink.kernel_map(m.start, m.len, m.pgoff, m.filename);
+                    }
                     return None;
                 }
                 let item = Item::Mmap(Box::new(MmapItem {

@@ -37,6 +37,12 @@ pub struct SampleRef<'a> {
     /// same counter's previous sample on this thread
     /// ([`super::Deltas`]); empty for a sample without a read.
     pub reads: &'a [u64],
+    /// The header's misc (the CPU mode in its low bits).
+    pub misc: u16,
+    /// The branch stack (`PERF_SAMPLE_BRANCH_STACK`): (from, to, flag
+    /// word) triples, most recent first ([`crate::branch`] reads them);
+    /// empty for a sample without one.
+    pub branches: &'a [u64],
 }
 
 impl SampleRef<'_> {
@@ -79,6 +85,10 @@ pub trait SampleSink {
     fn sample(&mut self, s: &SampleRef<'_>, sym: &mut Symbolizer);
     /// A side-band record.
     fn side(&mut self, s: Side);
+    /// A kernel map as the file recorded it (an MMAP of the kernel's
+    /// mode: the kernel or a module, `path` as written), given as it is
+    /// read; the profile itself names kernel code from kallsyms.
+    fn kernel_map(&mut self, _start: u64, _len: u64, _pgoff: u64, _path: &[u8]) {}
     /// The end: `remap` turns the provisional kernel frames given so far
     /// into resolved ones (see [`Symbolizer::resolve_deferred`]).
     fn finish(&mut self, sym: &mut Symbolizer, remap: &[FrameId]);

@@ -30,10 +30,14 @@ pub enum Field {
     Dso,
     /// `period`: the sample's weight.
     Period,
+    /// `brstack`: the branch stack, `0xFROM/0xTO/P/-/-/CYCLES/TYPE` each.
+    Brstack,
+    /// `brstacksym`: the branch stack by function and offset.
+    Brstacksym,
 }
 
 /// Every field, in the order of [`Field`]'s values.
-pub const ALL: [(Field, &str); 11] = [
+pub const ALL: [(Field, &str); 13] = [
     (Field::Comm, "comm"),
     (Field::Tid, "tid"),
     (Field::Pid, "pid"),
@@ -45,6 +49,8 @@ pub const ALL: [(Field, &str); 11] = [
     (Field::Symoff, "symoff"),
     (Field::Dso, "dso"),
     (Field::Period, "period"),
+    (Field::Brstack, "brstack"),
+    (Field::Brstacksym, "brstacksym"),
 ];
 
 /// perf script's other field names, which pmx does not print.
@@ -54,8 +60,6 @@ const PERF_ONLY: &[&str] = &[
     "srcline",
     "iregs",
     "uregs",
-    "brstack",
-    "brstacksym",
     "flags",
     "bpf-output",
     "brstackinsn",
@@ -83,7 +87,7 @@ const PERF_ONLY: &[&str] = &[
 
 /// A set of fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Fields(u16);
+pub struct Fields(u32);
 
 impl Fields {
     /// Whether `f` is in the set.

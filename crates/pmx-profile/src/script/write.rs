@@ -26,12 +26,14 @@ pub(crate) struct SampleRec {
     pub(crate) cpu: u32,
     pub(crate) time: u64,
     pub(crate) period: u64,
-    /// Its call chain in the replay's arena.
+    /// Its call chain in the replay's arena, then its `branches`
+    /// (from, to, flags) triples when they are printed.
     pub(crate) chain: Range<usize>,
+    pub(crate) branches: u32,
 }
 
 impl SampleRec {
-    pub(crate) fn new(s: &Sample<'_>, chain: Range<usize>) -> SampleRec {
+    pub(crate) fn new(s: &Sample<'_>, chain: Range<usize>, branches: u32) -> SampleRec {
         SampleRec {
             event: s.event,
             misc: s.misc,
@@ -42,7 +44,13 @@ impl SampleRec {
             time: s.time,
             period: s.period,
             chain,
+            branches,
         }
+    }
+
+    /// The call chain alone (without the branch triples after it).
+    pub(crate) fn chain_only(&self) -> Range<usize> {
+        self.chain.start..self.chain.end - 3 * self.branches as usize
     }
 }
 
@@ -109,6 +117,17 @@ impl<'w> Writer<'w> {
         self.events.get(event).is_some_and(|e| e.2)
     }
 
+    /// Whether the branch stacks of `event` are printed.
+    pub(crate) fn branches(&self, event: usize) -> bool {
+        let f = self.events.get(event).map(|e| e.1).unwrap_or_default();
+        f.has(Field::Brstack) || f.has(Field::Brstacksym)
+    }
+
+    /// Whether the branches' ends are printed by function.
+    pub(crate) fn branch_sites(&self, event: usize) -> bool {
+        (self.events.get(event)).is_some_and(|e| e.1.has(Field::Brstacksym))
+    }
+
     pub(crate) fn finish(&mut self) -> std::io::Result<()> {
         self.out.write_all(&self.buf)?;
         self.buf.clear();
@@ -121,7 +140,7 @@ impl<'w> Writer<'w> {
         s: &SampleRec,
         comm: &str,
         leaf: Site,
-        chain: &[Site],
+        (chain, br_ends, br): (&[Site], &[(FrameId, u64)], &[u64]),
         sym: &Symbolizer,
     ) -> std::io::Result<()> {
         let Some((name, f, with_chain)) = self.events.get(s.event) else {
@@ -143,10 +162,20 @@ impl<'w> Writer<'w> {
                 with_chain.then_some(chain),
                 sym,
             );
+            if f.has(Field::Brstack) && line.ends_with(b"}\n") {
+                line.truncate(line.len() - 2);
+                super::branches::json(&mut line, br);
+                line.extend_from_slice(b"}\n");
+            }
             buf.extend_from_slice(&line);
             self.line = line;
         } else {
             self.text_line(&mut buf, s, comm, f, leaf, with_chain.then_some(chain), sym);
+            if !br.is_empty() && buf.last() == Some(&b'\n') {
+                buf.pop();
+                super::branches::text(&mut buf, f, br, br_ends, sym);
+                buf.push(b'\n');
+            }
         }
         let r = if buf.len() >= BUF {
             let r = self.out.write_all(&buf);

@@ -1,0 +1,34 @@
+//! `pmx report -b/--branch-stack`: the branches of a file's branch
+//! stacks counted by perf's branch keys (`pmx_profile::branch`), printed
+//! in perf's layout or as JSON.
+
+use pmx_output::progress::Progress;
+use pmx_profile::branch::{self, BranchError};
+use pmx_profile::ReportOptions;
+use std::io::Write;
+
+/// Count the branches of `options.input` by `keys` (perf's, comma-separated;
+/// empty: perf's default) and print them (perf's table, or JSON).
+pub fn run(
+    options: &ReportOptions,
+    keys: &str,
+    json: bool,
+    quiet: bool,
+) -> Result<i32, BranchError> {
+    let mut progress = Progress::new(quiet);
+    let r = branch::report(options, keys, &mut |d, t| progress.update(d, t));
+    progress.finish();
+    let r = r?;
+    for w in &r.report.profile.warnings {
+        eprintln!("pmx: warning: {w}");
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = match json {
+        true => writeln!(out, "{:#}", branch::table::json(&r)),
+        false => branch::table::print(&mut out, &r),
+    };
+    written
+        .and_then(|_| out.flush())
+        .map_err(BranchError::Output)?;
+    Ok(crate::exit::OK)
+}

@@ -1,0 +1,152 @@
+//! Branch reports: `pmx report -b` (perf report's `--branch-stack`).
+//!
+//! Files recorded with `-b`/`-j` (Intel LBR, AMD BRS, Arm BRBE, or
+//! synthesized from a trace by `perf inject --itrace`) hold at each
+//! sample the last taken branches ([`pmx_perfdata::branch`]). A branch
+//! report counts those **branches**, not the samples: every entry of
+//! every branch stack is one unit of weight (perf's "pseudo period of
+//! 1"), so a row's Overhead is its share of all the branches recorded.
+//!
+//! Each entry's two ends are looked up as perf does: in the sample's
+//! process maps first (a user binary, level `[.]`), else as a kernel
+//! address (`[k]`, from `0xffff800000000000` up), else nowhere: `[H]`
+//! and `[unknown]`, as perf 6.1 prints an address no map covers after it
+//! has tried the guest modes it does not have. Rows are grouped and
+//! ordered by the [`BranchKey`]s (perf's `--sort`: default
+//! `comm,dso_from,symbol_from,symbol_to,cycles`), ties broken as perf's
+//! comparators break them; [`table`] prints perf's `--stdio` layout.
+//!
+//! The replay hands each sample's entries to a [`SampleSink`]
+//! ([`crate::profile::sink::SampleRef::branches`]), so the maps and
+//! command names are those of the sample's moment; kernel names wait for
+//! the end of the replay, as everywhere in this crate.
+
+mod collect;
+mod keys;
+mod rbtree;
+pub mod table;
+
+pub use keys::{BranchKey, DEFAULT_KEYS};
+
+use crate::profile::sink::SampleSink;
+use crate::report::{report_with, Report, ReportError, ReportOptions};
+
+/// One end of a branch as a row shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct End {
+    /// perf's level mark: `.` (user), `k` (kernel), `H` (no map).
+    pub level: char,
+    /// The binary's short name; `None` when no map covers the address.
+    pub dso: Option<String>,
+    /// The function's name, when a symbol covers the address.
+    pub symbol: Option<String>,
+    /// The function's start (for perf's order of rows), when a symbol covers it.
+    pub start: u64,
+    /// The address's offset in that function.
+    pub offset: u64,
+    /// The address as perf shows it (map-relative for user binaries).
+    pub shown: u64,
+    /// The address itself.
+    pub addr: u64,
+}
+
+/// A row of a branch table: the values of its keys and its branches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchRow {
+    /// The command (with the `comm` key).
+    pub comm: Option<String>,
+    /// The branch's source.
+    pub from: End,
+    /// Its target.
+    pub to: End,
+    /// The level of the sample the row's first branch came with (the
+    /// `addr_from`/`addr_to` columns' mark, as perf).
+    pub sample_level: char,
+    /// Mispredicted (perf's `Y`).
+    pub mispred: bool,
+    /// Predicted (perf's `N`; neither: `N/A`).
+    pub predicted: bool,
+    /// In a transaction.
+    pub in_tx: bool,
+    /// A transaction abort.
+    pub abort: bool,
+    /// Cycles since the previous branch (0: not recorded).
+    pub cycles: u16,
+    /// The branch type (`PERF_BR_*`).
+    pub kind: u8,
+    /// Branches in the row.
+    pub count: u64,
+}
+
+/// One event's branch table.
+#[derive(Debug, Clone, Default)]
+pub struct BranchEvent {
+    /// The event's name.
+    pub name: String,
+    /// All its branches (the table's 100%).
+    pub branches: u64,
+    /// Rows, in perf's order.
+    pub rows: Vec<BranchRow>,
+}
+
+/// A branch report: the file's ordinary report (header, lost samples,
+/// events) and each selected event's branch table.
+#[derive(Debug)]
+pub struct BranchReport {
+    /// The ordinary report of the same file.
+    pub report: Report,
+    /// The keys the rows are grouped by.
+    pub keys: Vec<BranchKey>,
+    /// The tables of the selected events with branch stacks.
+    pub events: Vec<BranchEvent>,
+}
+
+/// Why there is no branch report.
+#[derive(Debug, thiserror::Error)]
+pub enum BranchError {
+    /// The file could not be reported.
+    #[error(transparent)]
+    Report(#[from] ReportError),
+    /// A `--sort` key of no branch report.
+    #[error("{0}")]
+    Key(String),
+    /// Writing the output failed.
+    #[error("writing the output: {0}")]
+    Output(std::io::Error),
+    /// No selected event records branch stacks.
+    #[error("{0}: no event samples branch stacks (record with -b or -j; its events: {1})")]
+    NoBranches(String, String),
+}
+
+/// Read `opts.input` and count its branches by `keys` (perf's names,
+/// comma-separated; empty: perf's default).
+pub fn report(
+    opts: &ReportOptions,
+    keys: &str,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<BranchReport, BranchError> {
+    let keys = keys::parse(keys).map_err(BranchError::Key)?;
+    let mut sink = collect::Collect::new(&keys);
+    let report = report_with(opts, progress, Some(&mut sink as &mut dyn SampleSink))?;
+    let mut events = Vec::new();
+    for &i in &report.selected {
+        let name = report.profile.events[i].name.clone();
+        if let Some(e) = sink.event(i, name) {
+            events.push(e);
+        }
+    }
+    if events.is_empty() {
+        let names: Vec<String> = (report.selected.iter())
+            .map(|&i| report.profile.events[i].name.clone())
+            .collect();
+        return Err(BranchError::NoBranches(
+            report.file.clone(),
+            names.join(", "),
+        ));
+    }
+    Ok(BranchReport {
+        report,
+        keys,
+        events,
+    })
+}
