@@ -136,17 +136,18 @@ pub fn list_in(db: &Database, opts: &ListOptions) -> Listing {
 }
 
 /// An event of libpfm4 with the encoding of an event of the CPU's tables
-/// (Intel's or perf's) is the same event: it is listed once, under the
+/// (Intel's, perf's, or pmx's built-in AMD table) is the same event: it is listed once, under the
 /// tables' name, which names libpfm4's in [`EventDef::also`].
 fn merge_same_encodings(db: &Database, sections: &mut Vec<ListSection>) {
     let Some(lib) = sections.iter().position(|s| s.kind == SourceKind::Libpfm) else {
         return;
     };
-    let Some(table) = db
-        .sources()
-        .iter()
-        .find(|s| matches!(s.kind(), SourceKind::PerfJson | SourceKind::IntelJson))
-    else {
+    let Some(table) = db.sources().iter().find(|s| {
+        matches!(
+            s.kind(),
+            SourceKind::PerfJson | SourceKind::IntelJson | SourceKind::AmdBuiltin
+        )
+    }) else {
         return;
     };
     type Key = (String, Option<u32>, u64, u64, u64);
