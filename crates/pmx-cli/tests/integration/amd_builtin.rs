@@ -70,6 +70,16 @@ fn explain_and_list_work_for_every_zen_without_tables() {
                 .any(|l| l.trim_start().starts_with(&format!("{event} "))),
             "{cpu}: {event} not listed"
         );
+        let out = ok(&fresh(&[
+            "list",
+            "--cpu",
+            cpu,
+            "--source",
+            "builtin-amd",
+            event,
+        ]));
+        assert!(out.contains(&format!("{event} ")), "{cpu}: {out}");
+        assert!(!out.contains("\nkernel — "), "{cpu}: {out}");
     }
 }
 
