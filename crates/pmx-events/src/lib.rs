@@ -22,6 +22,9 @@
 //! - [`perf_json`]: Linux perf's tables (`x86/mapfile.csv` + `amdzenN/`),
 //!   the AMD Zen 1–5 events with their uncore (L3, data fabric, memory
 //!   controller) PMUs.
+//! - [`amd_builtin`]: pmx's built-in AMD Zen 1–5 core events (generated
+//!   from libpfm4's MIT tables and AMD's published facts), parsed only for
+//!   the CPU in question.
 //! - [`libpfm`]: libpfm4, loaded at run time with `dlopen("libpfm.so.4")`.
 //!   Its encoder fills a `perf_event_attr`: the one declaration of that
 //!   struct, `pmx_perfdata::PerfEventAttr` (hence this crate's arrow down
@@ -42,9 +45,12 @@
 //! 5. the event tables for the CPU from the events directories: Intel's
 //!    JSON tables on Intel CPUs (core first, then uncore), Linux perf's
 //!    tables on the others (AMD);
-//! 6. libpfm4's tables for the CPU — an event that has the same encoding
+//! 6. on AMD Zen 1–5, pmx's built-in table of the generation
+//!    ([`amd_builtin`]): after the events directories, so a table there
+//!    wins;
+//! 7. libpfm4's tables for the CPU — an event that has the same encoding
 //!    as one of step 5 is the same event (see [`Database::same_encoding`]);
-//! 7. Intel's architectural events (`UNHALTED_CORE_CYCLES`, …).
+//! 8. Intel's architectural events (`UNHALTED_CORE_CYCLES`, …).
 //!
 //! ## Events directories
 //!
@@ -58,6 +64,7 @@
 //! (`:u`, `:c=1`, `:i`) apply on top of the found encoding. An unknown name
 //! gets the three closest known names.
 
+pub mod amd_builtin;
 pub mod builtin;
 pub mod fetch;
 pub mod intel_json;
@@ -129,6 +136,8 @@ pub enum SourceKind {
     Libpfm,
     /// Intel architectural events and fixed counters (SDM).
     Architectural,
+    /// pmx's built-in AMD Zen tables ([`amd_builtin`]).
+    AmdBuiltin,
 }
 
 impl SourceKind {
@@ -142,6 +151,7 @@ impl SourceKind {
             SourceKind::PerfJson => "perf-json",
             SourceKind::Libpfm => "libpfm",
             SourceKind::Architectural => "arch",
+            SourceKind::AmdBuiltin => "builtin-amd",
         }
     }
 
@@ -154,6 +164,7 @@ impl SourceKind {
             SourceKind::PerfJson,
             SourceKind::Libpfm,
             SourceKind::Architectural,
+            SourceKind::AmdBuiltin,
         ]
         .into_iter()
         .find(|k| {
@@ -508,6 +519,7 @@ pub fn source_label(kind: SourceKind) -> &'static str {
         SourceKind::Libpfm => "libpfm4",
         SourceKind::PerfJson => "perf",
         SourceKind::IntelJson => "Intel",
+        SourceKind::AmdBuiltin => "built-in",
         other => other.cli_name(),
     }
 }
@@ -632,6 +644,13 @@ impl Database {
         } else {
             db.load_perf_tables(&dirs);
         }
+        // AMD's built-in tables: the hook (see `amd_builtin`).
+        if let Some(src) = amd_builtin::AmdBuiltin::for_cpu(&target.cpu) {
+            match src {
+                Ok(src) => db.sources.push(Box::new(src)),
+                Err(e) => db.unavailable.push((amd_builtin::SOURCE_KIND, e)),
+            }
+        }
         if !opts.no_libpfm {
             match libpfm::Libpfm::load(&target.cpu) {
                 Ok(src) => db.sources.push(Box::new(src)),
@@ -732,7 +751,10 @@ impl Database {
             if s.kind() == def.source
                 || !matches!(
                     s.kind(),
-                    SourceKind::Libpfm | SourceKind::PerfJson | SourceKind::IntelJson
+                    SourceKind::Libpfm
+                        | SourceKind::PerfJson
+                        | SourceKind::IntelJson
+                        | SourceKind::AmdBuiltin
                 )
             {
                 continue;

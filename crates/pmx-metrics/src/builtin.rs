@@ -37,19 +37,16 @@
 //!   and 4: `l3_demand_miss_ratio`, the share
 //!   of demand data-cache fills from beyond the L2 that came from beyond the
 //!   core complex's L3 (PMCx043).
-//! - AMD Zen 4: pipeline utilization level 1 (PPR for family 19h, "Pipeline
-//!   Utilization"): `total_dispatch_slots = 6 × CYCLES_NOT_IN_HALT`;
-//!   `frontend_bound`, `backend_bound` and `smt_contention` are the
-//!   no-dispatch-per-slot reasons (PMCx1A0) over the slots; `bad_speculation`
-//!   = (ops dispatched, PMCx0AA − ops retired, PMCx0C1) / slots; `retiring`
-//!   = ops retired / slots.
+//! - AMD Zen 4 and Zen 5: the pipeline-utilization tree, levels 1 and 2
+//!   (AMD's PPRs, "Pipeline Utilization"): [`crate::amd_pipeline`].
 //! - AMD family 10h: the classic cache-hierarchy group (`fam10h_cache`,
 //!   also answering to `amd_cache`): request rates and miss ratios of the L1
 //!   data and instruction caches, the L2 and the L3.
 //!
 //! Event names are Intel's for Intel; for AMD, libpfm4's
 //! (`amd64_fam10h_barcelona`, `amd64_fam19h_zen3`, `amd64_fam19h_zen4`) in
-//! the family 10h group, `l3_demand_miss_ratio` and the Zen 4 level 1, and
+//! the family 10h group, `l3_demand_miss_ratio` and the Zen 4 tree, AMD's
+//! mnemonics in the Zen 5 tree, and
 //! Linux perf's (`ls_dispatch.all`, `ic_cache_fill_l2`) in `amd_cache`.
 
 use crate::formula::{Dialect, Formula};
@@ -361,55 +358,6 @@ const ZEN4_L3: &[Def] = &[def(
     &["cache", "l3", "Summary"],
 )];
 
-const fn zen_l1(name: &'static str, formula: &'static str, description: &'static str) -> Def {
-    Def {
-        name,
-        formula,
-        unit: "%",
-        scale: 100.0,
-        description,
-        groups: &["PipelineL1", "TopdownL1"],
-        threshold: None,
-        level: Some(1),
-    }
-}
-
-const ZEN4_PIPELINE: &[Def] = &[
-    def(
-        "total_dispatch_slots",
-        "6 * CYCLES_NOT_IN_HALT",
-        "slots",
-        1.0,
-        "Dispatch slots: 6 per unhalted cycle",
-        &["Pipeline"],
-    ),
-    zen_l1(
-        "frontend_bound",
-        "d_ratio(DISPATCH_STALLS_1:FE_NO_OPS, total_dispatch_slots)",
-        "Share of dispatch slots left empty because the frontend supplied no ops",
-    ),
-    zen_l1(
-        "bad_speculation",
-        "d_ratio(OPS_SOURCE_DISPATCHED_FROM_DECODER:DECODER:OPCACHE:LOOP_BUFFER - RETIRED_OPS, total_dispatch_slots)",
-        "Share of dispatch slots used by ops that never retired",
-    ),
-    zen_l1(
-        "backend_bound",
-        "d_ratio(DISPATCH_STALLS_1:BE_STALLS, total_dispatch_slots)",
-        "Share of dispatch slots left empty because the backend had no room",
-    ),
-    zen_l1(
-        "smt_contention",
-        "d_ratio(DISPATCH_STALLS_1:SMT_CONTENTION, total_dispatch_slots)",
-        "Share of dispatch slots given to the sibling thread",
-    ),
-    zen_l1(
-        "retiring",
-        "d_ratio(RETIRED_OPS, total_dispatch_slots)",
-        "Share of dispatch slots that retired ops",
-    ),
-];
-
 const FAM10H_CACHE: &[Def] = &[
     def(
         "dc_request_rate",
@@ -537,10 +485,7 @@ pub fn builtin_table(cpu: Option<&CpuId>) -> MetricTable {
             }
             Vendor::Amd | Vendor::Hygon => match arch.code {
                 "zen3" => parts.push(ZEN3_L3),
-                "zen4" => {
-                    parts.push(ZEN4_L3);
-                    parts.push(ZEN4_PIPELINE);
-                }
+                "zen4" => parts.push(ZEN4_L3),
                 "fam10h" => parts.push(FAM10H_CACHE),
                 _ => {}
             },
@@ -558,6 +503,9 @@ pub fn builtin_table(cpu: Option<&CpuId>) -> MetricTable {
             Ok(m) => table.metrics.push(m),
             Err(e) => table.warnings.push(format!("{}: {e}", d.name)),
         }
+    }
+    if let Some(cpu) = cpu.filter(|c| c.vendor.is_amd_like()) {
+        crate::amd_pipeline::add(&mut table, cpu);
     }
     if let Some(ev) = arch.and_then(|a| crate::amd_cache::zen_cache_events(a.code)) {
         crate::amd_cache::add_zen_cache(&mut table, ev);

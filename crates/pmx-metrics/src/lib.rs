@@ -35,7 +35,8 @@
 //!    hierarchy and finds the bottleneck ([`TmaReport`]).
 //!
 //! Sources of metrics: [`builtin`] (written here from Intel's, Yasin's and
-//! AMD's published definitions), [`tables`] (Intel's metric tables in
+//! AMD's published definitions; [`amd_pipeline`]: AMD's pipeline tree on
+//! Zen 4 and 5), [`tables`] (Intel's metric tables in
 //! Intel's format and in perf's format, found through `mapfile.csv`), and
 //! [`perf_x86`] (Linux perf's AMD Zen tables, `x86/mapfile.csv` +
 //! `amdzenN/*.json`, with the pipeline-utilization tree).
@@ -70,6 +71,7 @@
 #![warn(missing_docs)]
 
 pub mod amd_cache;
+pub mod amd_pipeline;
 pub mod builtin;
 mod compile;
 pub mod eval;

@@ -122,7 +122,10 @@ pub fn list_in(db: &Database, opts: &ListOptions) -> Listing {
             events,
         });
     }
-    merge_same_encodings(db, &mut sections);
+    let tables = [SourceKind::PerfJson, SourceKind::IntelJson];
+    merge_same_encodings(db, &mut sections, SourceKind::AmdBuiltin, &tables);
+    let tables = [tables[0], tables[1], SourceKind::AmdBuiltin];
+    merge_same_encodings(db, &mut sections, SourceKind::Libpfm, &tables);
     Listing {
         target: db.target.clone(),
         sections,
@@ -135,74 +138,89 @@ pub fn list_in(db: &Database, opts: &ListOptions) -> Listing {
     }
 }
 
-/// An event of libpfm4 with the encoding of an event of the CPU's tables
-/// (Intel's or perf's) is the same event: it is listed once, under the
-/// tables' name, which names libpfm4's in [`EventDef::also`].
-fn merge_same_encodings(db: &Database, sections: &mut Vec<ListSection>) {
-    let Some(lib) = sections.iter().position(|s| s.kind == SourceKind::Libpfm) else {
-        return;
-    };
-    let Some(table) = db
-        .sources()
-        .iter()
-        .find(|s| matches!(s.kind(), SourceKind::PerfJson | SourceKind::IntelJson))
-    else {
+/// An event of pmx's built-in AMD table or of libpfm4 with the encoding
+/// of an event of a table searched before it (perf's or Intel's; for
+/// libpfm4 also the built-in AMD table) is the same event: it is listed
+/// once, under the first table's name, which names the others in
+/// [`EventDef::also`] (a name it already has is not repeated).
+fn merge_same_encodings(
+    db: &Database,
+    sections: &mut Vec<ListSection>,
+    from: SourceKind,
+    into: &[SourceKind],
+) {
+    let Some(mut src_at) = sections.iter().position(|s| s.kind == from) else {
         return;
     };
     type Key = (String, Option<u32>, u64, u64, u64);
     let key =
         |e: &EventDef| -> Key { (e.pmu.clone(), e.perf_type, e.config, e.config1, e.config2) };
-    let mut by_key: std::collections::HashMap<Key, EventDef> = std::collections::HashMap::new();
-    for e in table.events() {
-        by_key.entry(key(&e)).or_insert(e);
+    let mut by_key: std::collections::HashMap<Key, (SourceKind, EventDef)> =
+        std::collections::HashMap::new();
+    let mut described: Vec<(SourceKind, String)> = Vec::new();
+    for s in db.sources().iter().filter(|s| into.contains(&s.kind())) {
+        described.push((s.kind(), s.describe()));
+        for e in s.events() {
+            by_key.entry(key(&e)).or_insert((s.kind(), e));
+        }
     }
-    let mut moved: Vec<EventDef> = Vec::new();
-    let libpfm = std::mem::take(&mut sections[lib].events);
-    for e in libpfm {
-        match by_key.get(&key(&e)) {
-            Some(t) => {
-                let also = format!("libpfm4 {}", e.name);
-                match moved
-                    .iter_mut()
-                    .find(|m| m.name == t.name && m.pmu == t.pmu)
-                {
-                    Some(m) => m.also.push(also),
-                    None => {
-                        let mut t = t.clone();
-                        t.also.push(also);
-                        moved.push(t);
+    let label = pmx_events::source_label(from);
+    let mut moved: Vec<(SourceKind, EventDef)> = Vec::new();
+    for e in std::mem::take(&mut sections[src_at].events) {
+        let Some((kind, t)) = by_key.get(&key(&e)) else {
+            sections[src_at].events.push(e);
+            continue;
+        };
+        let also = (!e.name.eq_ignore_ascii_case(&t.name)).then(|| format!("{label} {}", e.name));
+        let at = match moved
+            .iter()
+            .position(|(k, m)| k == kind && m.name == t.name && m.pmu == t.pmu)
+        {
+            Some(i) => i,
+            None => {
+                moved.push((*kind, t.clone()));
+                moved.len() - 1
+            }
+        };
+        moved[at].1.also.extend(also);
+    }
+    for (kind, m) in moved {
+        let at = match sections.iter().position(|s| s.kind == kind) {
+            Some(i) => i,
+            None => {
+                let description = described
+                    .iter()
+                    .find(|(k, _)| *k == kind)
+                    .map(|(_, d)| d.clone())
+                    .unwrap_or_default();
+                sections.insert(
+                    src_at,
+                    ListSection {
+                        kind,
+                        description,
+                        events: Vec::new(),
+                    },
+                );
+                src_at += 1;
+                src_at - 1
+            }
+        };
+        let evs = &mut sections[at].events;
+        match evs.iter_mut().find(|e| e.name == m.name && e.pmu == m.pmu) {
+            Some(e) => {
+                for a in m.also {
+                    if !e.also.contains(&a) {
+                        e.also.push(a);
                     }
                 }
             }
-            None => sections[lib].events.push(e),
-        }
-    }
-    if moved.is_empty() {
-        return;
-    }
-    let kind = table.kind();
-    let at = match sections.iter().position(|s| s.kind == kind) {
-        Some(i) => i,
-        None => {
-            sections.insert(
-                lib,
-                ListSection {
-                    kind,
-                    description: table.describe(),
-                    events: Vec::new(),
-                },
-            );
-            lib
-        }
-    };
-    let evs = &mut sections[at].events;
-    for m in moved {
-        match evs.iter_mut().find(|e| e.name == m.name && e.pmu == m.pmu) {
-            Some(e) => e.also = m.also,
             None => evs.push(m),
         }
     }
-    evs.sort_by(|a, b| a.pmu.cmp(&b.pmu).then_with(|| a.name.cmp(&b.name)));
+    for s in sections.iter_mut() {
+        s.events
+            .sort_by(|a, b| a.pmu.cmp(&b.pmu).then_with(|| a.name.cmp(&b.name)));
+    }
     sections.retain(|s| !s.events.is_empty());
 }
 

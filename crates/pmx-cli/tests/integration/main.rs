@@ -14,6 +14,7 @@
 //! used by the suites kept in targets of their own: `perf_diff`,
 //! `perf_suite`, `report_viewer` and `faults` (docs/testing.md).
 
+mod amd_builtin;
 mod analyze;
 mod annotate;
 mod branches;

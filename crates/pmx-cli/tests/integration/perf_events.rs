@@ -134,12 +134,15 @@ fn list_shows_perf_names_with_encodings_once() {
     let o = pmx(&["list", "--events-dir", d, "ls_dispatch"], &[]);
     let out = ok(&o);
     assert!(out.contains("perf-json"), "{out}");
+    // pmx's built-in table (and libpfm4, when it knows this CPU) name the
+    // same encodings: listed once, under perf's names.
+    assert!(
+        out.contains("[same as built-in LS_DISPATCH:LD_DISPATCH"),
+        "{out}"
+    );
     if out.contains("same as libpfm4") {
         // libpfm4 knows this CPU: its LS_DISPATCH names are not listed again.
-        assert!(
-            out.contains("[same as libpfm4 LS_DISPATCH:LD_DISPATCH]"),
-            "{out}"
-        );
+        assert!(out.contains("libpfm4 LS_DISPATCH:LD_DISPATCH]"), "{out}");
         assert!(
             !out.lines()
                 .any(|l| l.trim_start().starts_with("LS_DISPATCH:LD_DISPATCH")),
@@ -192,7 +195,8 @@ fn events_dir_repeats_and_each_layout_is_recognised() {
         &[],
     ));
     assert!(out.contains("perf-json (amdzen1/"), "{out}");
-    // Only Intel's layout: the AMD name is unknown and the reason says why.
+    // Only Intel's layout: a core name comes from pmx's built-in Zen 5
+    // table; an uncore one is unknown and the reason says why.
     let o = pmx(
         &[
             "explain",
@@ -202,6 +206,19 @@ fn events_dir_repeats_and_each_layout_is_recognised() {
             i,
             "--no-libpfm",
             "ex_ret_instr",
+        ],
+        &[],
+    );
+    assert!(ok(&o).contains("source       builtin-amd"), "{}", ok(&o));
+    let o = pmx(
+        &[
+            "explain",
+            "--cpu",
+            ZEN5,
+            "--events-dir",
+            i,
+            "--no-libpfm",
+            "l3_lookup_state.l3_miss",
         ],
         &[],
     );
