@@ -4,3 +4,4 @@ mod compress;
 mod perf_reads;
 mod pipe_write;
 mod sample_read;
+mod tracing;
