@@ -12,7 +12,7 @@
 //! preempted — was off the CPU waiting for that long: one sample of the
 //! event `offcpu-time` is written, its period the nanoseconds off the CPU,
 //! its time the switch-in, its stack the user stack where it blocked
-//! (the kernel stack for a kernel thread), laid out as perf's BPF
+//! (the tracepoint records no kernel chains), laid out as perf's BPF
 //! `--off-cpu` writes them: IP the first user frame, the call chain
 //! `PERF_CONTEXT_USER` and the user frames, `misc` user. In the file the
 //! tracepoint's attr is replaced by `offcpu-time`'s (a software
