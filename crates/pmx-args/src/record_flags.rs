@@ -67,6 +67,30 @@ impl SamplingFlags {
     }
 }
 
+/// `record --off-cpu [--off-cpu-thresh MS]` as the recording's off-CPU
+/// options (`None`: no off-CPU profile); a threshold without `--off-cpu`,
+/// or one that is not a positive number of milliseconds, is refused.
+pub fn off_cpu_flags(
+    off_cpu: bool,
+    thresh_ms: Option<f64>,
+) -> Result<Option<pmx_record::OffCpuOptions>, RecordError> {
+    let thresh_ns = match thresh_ms {
+        None => None,
+        Some(_) if !off_cpu => {
+            return Err(RecordError::Invalid(
+                "--off-cpu-thresh applies to --off-cpu, which is not given".into(),
+            ))
+        }
+        Some(ms) if ms.is_finite() && ms >= 0.0 => Some((ms * 1e6) as u64),
+        Some(ms) => {
+            return Err(RecordError::Invalid(format!(
+                "--off-cpu-thresh {ms}: give the threshold in milliseconds (0.5, 10)"
+            )))
+        }
+    };
+    Ok(off_cpu.then_some(pmx_record::OffCpuOptions { thresh_ns }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,18 @@ pub struct RecordArgs {
     /// New files (OUT.TIMESTAMP) on SIGUSR2 (signal), a size (100M) or a time (30s, 5m).
     #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true, default_missing_value = "signal")]
     pub switch_output: Option<String>,
+    /// Off-CPU profile without BPF: samples of offcpu-time, the nanoseconds each thread waited (S or D) where it blocked.
+    #[arg(long = "off-cpu")]
+    pub off_cpu: bool,
+    /// With --off-cpu: waits shorter than MS milliseconds are summed per stack.
+    #[arg(long = "off-cpu-thresh", value_name = "MS")]
+    pub off_cpu_thresh: Option<f64>,
+    /// Raw tracepoint data (what pmx always records for tracepoints).
+    #[arg(short = 'R', long = "raw-samples")]
+    pub raw_samples: bool,
+    /// Record context switches (PERF_RECORD_SWITCH; SWITCH_CPU_WIDE with -a/-C).
+    #[arg(long = "switch-events")]
+    pub switch_events: bool,
     /// Build ids of every mapped binary, hit or not (what pmx always writes).
     #[arg(long = "buildid-all")]
     pub buildid_all: bool,
@@ -73,6 +85,8 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         .as_deref()
         .map(record::SwitchOutput::parse);
     let switch_output = switch.transpose().map_err(UsageError)?;
+    let off_cpu = pmx_args::record_flags::off_cpu_flags(args.off_cpu, args.off_cpu_thresh)
+        .map_err(|e| UsageError(e.to_string()))?;
     let opts = RecordOptions {
         scope,
         command: args.command.clone(),
@@ -88,6 +102,8 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
             compression: args.compression,
             build_ids: !args.no_buildid,
             switch_output,
+            switch_events: args.switch_events,
+            off_cpu,
         },
     };
     record::install_signal_handlers();

@@ -8,7 +8,7 @@ pub struct ScriptArgs {
     /// Input file ('-' reads a pipe-mode stream from standard input).
     #[arg(short, long, value_name = "FILE", default_value = "perf.data")]
     input: std::path::PathBuf,
-    /// Fields as perf script's -F: [hw:|sw:|trace:|raw:][+|-]comm,tid,pid,time,cpu,event,ip,sym,symoff,dso,period.
+    /// Fields as perf script's -F: [hw:|sw:|trace:|raw:][+|-]comm,tid,pid,time,cpu,event,trace,ip,sym,symoff,dso,period.
     #[arg(short = 'F', long, value_name = "FIELDS", allow_hyphen_values = true)]
     fields: Vec<String>,
     /// One JSON object per sample (time in ns, addresses as "0x…" strings).
@@ -20,6 +20,12 @@ pub struct ScriptArgs {
     /// Symbol names: short (perf's: no parameters), full (signatures), none (mangled).
     #[arg(long, value_name = "STYLE", default_value = "short")]
     demangle: pmx_symbols::Demangle,
+    /// Print context-switch records (recorded with `record --switch-events`).
+    #[arg(long)]
+    show_switch_events: bool,
+    /// Print namespace records (recorded with `record --namespaces`).
+    #[arg(long)]
+    show_namespace_events: bool,
 }
 
 /// Run `pmx script`; a closed pipe (`| head`) ends it quietly.
@@ -27,6 +33,8 @@ pub fn run(a: &ScriptArgs) -> anyhow::Result<i32> {
     let (input, fields) = (a.input.clone(), a.fields.clone());
     let mut opts = ScriptOptions::new(input, fields, a.json, !a.hide_call_graph);
     opts.symbols = crate::symbols::options(a.demangle);
+    opts.show_switch_events = a.show_switch_events;
+    opts.show_namespace_events = a.show_namespace_events;
     let mut progress = pmx_output::progress::Progress::beside_stdout(false);
     let out = &mut std::io::stdout().lock();
     let summary =

@@ -49,14 +49,20 @@
 //! `STAT_ROUND`, `STAT_CONFIG`, `THREAD_MAP`, `CPU_MAP`, `EVENT_UPDATE`),
 //! which the reader passes on as [`Record::Other`]; [`topology`] the
 //! `CPU_TOPOLOGY` and `NUMA_TOPOLOGY` features `perf stat report` folds
-//! per-CPU counts with.
+//! per-CPU counts with; [`tracing`] the `TRACING_DATA` feature (the
+//! tracepoints' format files a reader decodes raw data with, read on
+//! demand: the reader only notes where it is); [`sideband`] decodes the
+//! `SWITCH`, `SWITCH_CPU_WIDE` and `NAMESPACES` records the reader passes
+//! on as [`Record::Other`].
 
 pub mod attr;
 pub mod branch;
 pub mod format;
 pub mod read;
+pub mod sideband;
 pub mod stat;
 pub mod topology;
+pub mod tracing;
 pub mod write;
 
 pub use attr::{FileAttr, PerfEventAttr};

@@ -103,6 +103,11 @@ pub struct FileFeatures {
     /// file's attrs and its number of members (the leader and those
     /// after it), as the writer's `Features::group_desc`.
     pub group_desc: Vec<(String, u32, u32)>,
+    /// TRACING_DATA of a file: its section's (offset, size), read on
+    /// demand by [`crate::tracing::read_file`] (it can be large).
+    pub tracing_section: Option<(u64, u64)>,
+    /// TRACING_DATA of a pipe stream: the payload (at most 64 MiB kept).
+    pub tracing_bytes: Option<Vec<u8>>,
     /// Every other feature's raw bytes.
     pub raw: BTreeMap<u32, Vec<u8>>,
 }
@@ -1033,6 +1038,9 @@ impl Reader {
             {
                 // Large and not needed to read samples: recorded as present only.
                 self.features.present.push(*f);
+                if *f == feature::TRACING_DATA {
+                    self.features.tracing_section = Some((sec.offset, sec.size));
+                }
                 continue;
             }
             if sec.size <= MAX_SECTION && sec.end().is_some_and(|e| e > file_len) {
@@ -1255,7 +1263,12 @@ impl Reader {
 
     /// Skip `n` bytes of payload that follow a record (AUXTRACE data,
     /// pipe-mode tracing data).
-    fn skip(&mut self, mut n: u64) -> Result<(), Error> {
+    fn skip(&mut self, n: u64) -> Result<(), Error> {
+        self.skip_keeping(n, &mut Vec::new(), 0)
+    }
+
+    /// [`Reader::skip`], keeping the first `keep` bytes in `kept`.
+    fn skip_keeping(&mut self, mut n: u64, kept: &mut Vec<u8>, keep: usize) -> Result<(), Error> {
         while n > 0 {
             if self.pos == self.end && !self.fill(1)? {
                 self.cut_pipe();
@@ -1269,6 +1282,8 @@ impl Reader {
                 ));
             }
             let k = ((self.end - self.pos) as u64).min(n) as usize;
+            let room = keep.saturating_sub(kept.len()).min(k);
+            kept.extend_from_slice(&self.buf[self.pos..self.pos + room]);
             self.pos += k;
             n -= k as u64;
         }
@@ -1452,7 +1467,10 @@ impl Reader {
                 }
                 let size = le_u32(&body, 0) as u64;
                 if matches!(loc, Loc::Main(..)) {
-                    self.skip((size + 7) & !7)?;
+                    let mut kept = Vec::new();
+                    self.skip_keeping((size + 7) & !7, &mut kept, 64 << 20)?;
+                    kept.truncate(size as usize);
+                    self.features.tracing_bytes = Some(kept);
                 }
                 self.features.present.push(feature::TRACING_DATA);
             }
@@ -1614,47 +1632,7 @@ impl Reader {
 
     /// The `sample_id` trailer of a side-band record and the event it names.
     fn trailer(&self, rec: &[u8]) -> (SampleId, usize) {
-        let mut id = SampleId::default();
-        let Some(ev) = self.events.first() else {
-            return (id, 8);
-        };
-        if !ev.attr.sample_id_all() {
-            return (id, rec.len());
-        }
-        let st = ev.attr.sample_type;
-        let bits = [
-            sample_type::TID,
-            sample_type::TIME,
-            sample_type::ID,
-            sample_type::STREAM_ID,
-            sample_type::CPU,
-            sample_type::IDENTIFIER,
-        ];
-        let n = bits.iter().filter(|&&b| st & b != 0).count() * 8;
-        if rec.len() < 8 + n {
-            return (id, rec.len());
-        }
-        let mut at = rec.len() - n;
-        let body_end = at;
-        for b in bits {
-            if st & b == 0 {
-                continue;
-            }
-            let v = le_u64(rec, at);
-            match b {
-                sample_type::TID => {
-                    id.pid = Some(v as u32);
-                    id.tid = Some((v >> 32) as u32);
-                }
-                sample_type::TIME => id.time = Some(v),
-                sample_type::ID | sample_type::IDENTIFIER => id.id = Some(v),
-                sample_type::STREAM_ID => id.stream_id = Some(v),
-                sample_type::CPU => id.cpu = Some(v as u32),
-                _ => {}
-            }
-            at += 8;
-        }
-        (id, body_end)
+        trailer_of(self.events.first().map(|e| &e.attr), rec)
     }
 
     fn decode<'a>(&'a self, rec: &'a [u8], at: u64) -> Result<Record<'a>, Error> {
@@ -1774,6 +1752,53 @@ impl Reader {
             },
         })
     }
+}
+
+/// The `sample_id` trailer of side-band record `rec` (its header
+/// included) as the first event's `attr` lays it out, and where the
+/// record's body ends.
+pub(crate) fn trailer_of(attr: Option<&PerfEventAttr>, rec: &[u8]) -> (SampleId, usize) {
+    let mut id = SampleId::default();
+    let Some(attr) = attr else {
+        return (id, 8);
+    };
+    if !attr.sample_id_all() {
+        return (id, rec.len());
+    }
+    let st = attr.sample_type;
+    let bits = [
+        sample_type::TID,
+        sample_type::TIME,
+        sample_type::ID,
+        sample_type::STREAM_ID,
+        sample_type::CPU,
+        sample_type::IDENTIFIER,
+    ];
+    let n = bits.iter().filter(|&&b| st & b != 0).count() * 8;
+    if rec.len() < 8 + n {
+        return (id, rec.len());
+    }
+    let mut at = rec.len() - n;
+    let body_end = at;
+    for b in bits {
+        if st & b == 0 {
+            continue;
+        }
+        let v = le_u64(rec, at);
+        match b {
+            sample_type::TID => {
+                id.pid = Some(v as u32);
+                id.tid = Some((v >> 32) as u32);
+            }
+            sample_type::TIME => id.time = Some(v),
+            sample_type::ID | sample_type::IDENTIFIER => id.id = Some(v),
+            sample_type::STREAM_ID => id.stream_id = Some(v),
+            sample_type::CPU => id.cpu = Some(v as u32),
+            _ => {}
+        }
+        at += 8;
+    }
+    (id, body_end)
 }
 
 /// Read exactly `buf.len()` bytes.

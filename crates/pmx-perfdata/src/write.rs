@@ -71,6 +71,8 @@ pub struct Features {
     /// `{anon_group}` for an unnamed one), its leader's index among the
     /// attrs and its number of members.
     pub group_desc: Vec<(String, u32, u32)>,
+    /// TRACING_DATA: the tracepoints' formats ([`crate::tracing::build`]).
+    pub tracing_data: Option<Vec<u8>>,
 }
 
 /// A perf.data writer: records stream into the data section; attrs are
@@ -286,6 +288,9 @@ fn feature_bodies(attrs: &[FileAttr], attr_len: usize, f: &Features) -> Vec<(u32
             b.extend_from_slice(&n.to_le_bytes());
         }
         out.push((feature::GROUP_DESC, b));
+    }
+    if let Some(t) = &f.tracing_data {
+        out.push((feature::TRACING_DATA, t.clone()));
     }
     out.sort_by_key(|(id, _)| *id);
     out

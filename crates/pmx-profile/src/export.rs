@@ -342,7 +342,9 @@ impl Export {
         for e in self.events.iter().filter(|e| e.kept) {
             let name = without_group_read(&e.name);
             push(format!("{name}_samples"), "count");
-            push(name, if e.clock { "nanoseconds" } else { "count" });
+            // offcpu-time's period is the nanoseconds a thread waited.
+            let ns = e.clock || name == "offcpu-time";
+            push(name, if ns { "nanoseconds" } else { "count" });
             for m in &e.members {
                 push(without_group_read(m), "count");
             }

@@ -66,6 +66,7 @@ fn features(f: &FileFeatures) -> Features {
         build_ids: f.build_ids.clone(),
         sample_time: f.sample_time,
         group_desc: f.group_desc.clone(),
+        tracing_data: None,
     }
 }
 

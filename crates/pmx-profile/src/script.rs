@@ -10,6 +10,11 @@
 //! script does (the ends of `brstacksym` looked up in the sample's mode
 //! first, then the other, as perf's fallback).
 //!
+//! Tracepoint samples print their fields (`trace`) from the recording's
+//! own format files, as perf does (`trace`); `--show-switch-events` and
+//! `--show-namespace-events` print those side-band records in time order
+//! among the samples (`side_band`).
+//!
 //! Symbols come from the [`Symbolizer`] (ELF symbol tables loaded per
 //! binary on first use, JIT maps, the vDSO) and kernel symbols from the
 //! cache of [`pmx_symbols::kcache`], loaded at the first kernel address of a
@@ -17,6 +22,8 @@
 
 mod branches;
 mod fields;
+mod side_band;
+mod trace;
 mod write;
 
 pub use fields::{Field, Fields, ALL as FIELD_NAMES};
@@ -47,6 +54,10 @@ pub struct ScriptOptions {
     pub symfs: Option<PathBuf>,
     /// Demangling, directories and binary cache of the symbolizer.
     pub symbols: SymbolOptions,
+    /// Print context-switch records (perf's `--show-switch-events`).
+    pub show_switch_events: bool,
+    /// Print namespace records (perf's `--show-namespace-events`).
+    pub show_namespace_events: bool,
 }
 
 impl ScriptOptions {
@@ -60,6 +71,8 @@ impl ScriptOptions {
             callchains,
             symfs: None,
             symbols: SymbolOptions::default(),
+            show_switch_events: false,
+            show_namespace_events: false,
         }
     }
 }
@@ -78,6 +91,9 @@ pub enum ScriptError {
         /// Why.
         source: pmx_perfdata::Error,
     },
+    /// The recording's TRACING_DATA cannot be read.
+    #[error("{0}: its TRACING_DATA (the tracepoints' formats) is damaged ({1}); `-F -trace` prints the samples without their fields")]
+    Tracing(String, String),
     /// A `-F` spec that cannot be honoured.
     #[error("-F: {0}")]
     Fields(String),
@@ -120,6 +136,9 @@ enum Item {
         ptid: u32,
     },
     Mmap(Box<MapRec>),
+    /// A side-band record to print: its line's sample fields, the thread
+    /// whose command it shows, and its text.
+    Side(Box<(write::SampleRec, u32, String)>),
 }
 
 /// The replay: symbolizer, command names, the round's queue, the writer.
@@ -155,27 +174,10 @@ pub fn script_with_progress(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<ScriptSummary, ScriptError> {
-    let stdin = opts.input.as_os_str() == "-";
-    let file = if stdin {
-        "standard input".to_string()
-    } else {
-        opts.input.display().to_string()
-    };
-    let path = if stdin {
-        "/dev/stdin".into()
-    } else {
-        opts.input.clone()
-    };
+    let (mut reader, file, path) = open_input(opts)?;
     let read_err = |source| ScriptError::Read {
         file: file.clone(),
         source,
-    };
-    let mut reader = match Reader::open(&path) {
-        Ok(r) => r,
-        Err(pmx_perfdata::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ScriptError::NotFound(file))
-        }
-        Err(e) => return Err(read_err(e)),
     };
     let this = MachineId::current();
     let here = crate::profile::kernel_is_here(reader.features(), &this);
@@ -189,12 +191,12 @@ pub fn script_with_progress(
         &opts.symbols,
     );
     sym.allow_running_vdso(here);
-    let fields = fields::resolve(&opts.fields, reader.events()).map_err(ScriptError::Fields)?;
-    let chains = reader
-        .events()
-        .iter()
-        .map(|e| opts.callchains && e.attr.sample_type & sample_type::CALLCHAIN != 0);
-    let writer = Writer::new(out, reader.events(), fields, chains.collect(), opts.json);
+    let (fields, chains) = event_fields(opts, &reader)?;
+    let mut writer = Writer::new(out, reader.events(), fields, chains, opts.json);
+    let mut wants_trace = (0..reader.events().len()).any(|i| writer.wants_raw(i));
+    if wants_trace {
+        writer.traces = trace_printer(&path, &reader, &file)?;
+    }
     let mut run = Run {
         sym,
         comm_names: Vec::new(),
@@ -213,6 +215,7 @@ pub fn script_with_progress(
     let (mut max_time, mut prev_round_max) = (0u64, 0u64);
     let mut features_seen = reader.features().present.len();
     let mut n = 0u64;
+    let mut side_events = side_band::Events::default();
     loop {
         n += 1;
         if n.is_multiple_of(65536) {
@@ -228,6 +231,18 @@ pub fn script_with_progress(
                     .set_path_build_id(b.filename.as_bytes(), &b.build_id);
             }
         }
+        if opts.show_switch_events || opts.show_namespace_events {
+            side_events.update(&reader);
+        }
+        if reader.events().len() != run.writer.event_count() {
+            // A pipe's attrs come as records, before its samples.
+            let (fields, chains) = event_fields(opts, &reader)?;
+            run.writer.set_events(reader.events(), fields, chains);
+            wants_trace = (0..reader.events().len()).any(|i| run.writer.wants_raw(i));
+        }
+        if wants_trace && run.writer.traces.is_none() && reader.features().tracing_bytes.is_some() {
+            run.writer.traces = trace_printer(&path, &reader, &file)?;
+        }
         let Some(rec) = reader.next_record().map_err(read_err)? else {
             break;
         };
@@ -235,6 +250,12 @@ pub fn script_with_progress(
             run.flush(prev_round_max)?;
             prev_round_max = max_time;
             continue;
+        }
+        if let Record::Other { kind, misc, data } = rec {
+            if let Some(side) = side_band::item(&side_events, opts, kind, misc, data) {
+                run.items.push((side.0.time, Item::Side(Box::new(side))));
+                continue;
+            }
         }
         if let Some((time, item)) = run.item(rec) {
             max_time = max_time.max(time);
@@ -254,6 +275,49 @@ pub fn script_with_progress(
         samples: run.writer.samples,
         warnings,
     })
+}
+
+/// Each event's fields and whether its call chains are printed.
+fn event_fields(
+    opts: &ScriptOptions,
+    reader: &Reader,
+) -> Result<(Vec<fields::Fields>, Vec<bool>), ScriptError> {
+    let fields = fields::resolve(&opts.fields, reader.events()).map_err(ScriptError::Fields)?;
+    let chains = (reader.events().iter())
+        .map(|e| opts.callchains && e.attr.sample_type & sample_type::CALLCHAIN != 0)
+        .collect();
+    Ok((fields, chains))
+}
+
+/// The input's reader, its name as shown and the path it was read from.
+fn open_input(opts: &ScriptOptions) -> Result<(Reader, String, PathBuf), ScriptError> {
+    let stdin = opts.input.as_os_str() == "-";
+    let (file, path) = if stdin {
+        ("standard input".to_string(), "/dev/stdin".into())
+    } else {
+        (opts.input.display().to_string(), opts.input.clone())
+    };
+    match Reader::open(&path) {
+        Ok(r) => Ok((r, file, path)),
+        Err(pmx_perfdata::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(ScriptError::NotFound(file))
+        }
+        Err(source) => Err(ScriptError::Read { file, source }),
+    }
+}
+
+/// The print formats of the recording's tracepoints, when it has
+/// tracepoint events and its tracing data.
+fn trace_printer(
+    path: &std::path::Path,
+    reader: &Reader,
+    file: &str,
+) -> Result<Option<trace::TracePrinter>, ScriptError> {
+    match pmx_perfdata::tracing::read_file(path, reader.features()) {
+        Ok(Some(data)) => Ok(Some(trace::TracePrinter::new(&data))),
+        Ok(None) => Ok(None),
+        Err(e) => Err(ScriptError::Tracing(file.to_string(), e.to_string())),
+    }
 }
 
 impl Run<'_> {
@@ -283,7 +347,10 @@ impl Run<'_> {
                 } else {
                     0
                 };
-                let r = write::SampleRec::new(&s, start..self.arena.len(), n);
+                let mut r = write::SampleRec::new(&s, start..self.arena.len(), n);
+                if self.writer.wants_raw(s.event) {
+                    r.raw = Some(s.raw.into());
+                }
                 (s.time, Item::Sample(r))
             }
             Record::Comm(c) => {
@@ -367,6 +434,13 @@ impl Run<'_> {
     fn apply(&mut self, item: &Item) -> std::io::Result<()> {
         match item {
             Item::Sample(s) => return self.sample(s),
+            Item::Side(side) => {
+                let (s, tid, text) = &**side;
+                let comm = self.comm_of(*tid);
+                return self
+                    .writer
+                    .side_band(s, &self.comm_names[comm as usize], text);
+            }
             &Item::Comm { tid, comm } => {
                 self.thread_comm.insert(tid, comm);
             }
@@ -449,16 +523,22 @@ impl Run<'_> {
         }
     }
 
-    fn sample(&mut self, s: &write::SampleRec) -> std::io::Result<()> {
-        let comm = match self
-            .thread_comm
-            .get(&s.tid)
-            .or_else(|| self.thread_comm.get(&s.pid))
-        {
+    /// The command of thread `tid` as perf names it: a thread whose
+    /// command is not known is `:TID` (also when its process's is).
+    fn comm_of(&mut self, tid: u32) -> u32 {
+        if tid == u32::MAX {
+            // A task gone before the sample was read (-1), as perf names it.
+            return self.intern_comm(b":-1");
+        }
+        match self.thread_comm.get(&tid) {
             Some(&c) => c,
-            None if s.tid == 0 => self.intern_comm(b"swapper"),
-            None => self.intern_comm(format!(":{}", s.tid).as_bytes()),
-        };
+            None if tid == 0 => self.intern_comm(b"swapper"),
+            None => self.intern_comm(format!(":{tid}").as_bytes()),
+        }
+    }
+
+    fn sample(&mut self, s: &write::SampleRec) -> std::io::Result<()> {
+        let comm = self.comm_of(s.tid);
         let mode = s.misc & misc::CPUMODE_MASK;
         let kernel = mode == misc::KERNEL || (mode != misc::USER && s.ip >= 0xffff_8000_0000_0000);
         let mut sites = std::mem::take(&mut self.sites);

@@ -78,6 +78,7 @@ pub(super) fn features(cmdline: &[String], tally: &Tally, notes: &mut Vec<String
         build_ids: build_ids(&tally.mapped, &tally.places, notes),
         sample_time: tally.first_time.zip(tally.last_time),
         group_desc: Vec::new(),
+        tracing_data: None,
     }
 }
 

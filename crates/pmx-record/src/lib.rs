@@ -99,7 +99,10 @@
 //! them and maps one ring per CPU; `sink` is the write stage and the
 //! counts of what went in (`tally`) over an `output` ([`RecordSink`]); `existing` synthesizes what was there before;
 //! `target` launches, watches and ends the command or tasks; `features`
-//! describes the machine at the end.
+//! describes the machine at the end. `tracepoints` samples every hit of
+//! a tracepoint with its raw data and writes the `TRACING_DATA` feature;
+//! `offcpu` (`--off-cpu`) adds `sched:sched_switch` and turns its records
+//! into `offcpu-time` samples between the rings and the sink.
 
 mod buildid;
 mod callgraph;
@@ -108,6 +111,7 @@ mod default;
 mod existing;
 mod features;
 mod groups;
+mod offcpu;
 mod open;
 mod options;
 mod output;
@@ -118,6 +122,7 @@ mod switch;
 mod synth;
 mod tally;
 mod target;
+mod tracepoints;
 
 use open::Ring;
 use plan::Plan;
@@ -135,7 +140,8 @@ pub use callgraph::{CallGraph, CallGraphError, DEFAULT_STACK_SIZE, MAX_STACK_SIZ
 pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
 pub use options::{
-    EventSamples, FileOptions, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
+    EventSamples, FileOptions, GroupMember, OffCpuOptions, RecordError, RecordEvent, RecordOptions,
+    RecordSummary,
 };
 pub use output::{PipeSink, RecordSink};
 pub use pmx_perf::SampleRate;
@@ -222,15 +228,45 @@ fn record_with(
     output: Output<'_>,
     stop: Option<Arc<AtomicBool>>,
 ) -> Result<RecordSummary, RecordError> {
-    let plan = Plan::new(events, opts, child.as_ref().map(|c| c.pid))?;
+    let off_cpu = match opts.file.off_cpu {
+        Some(o) => Some((offcpu::with_switch_event(events, opts)?, o)),
+        None => None,
+    };
+    let (events, opts) = match &off_cpu {
+        Some(((e, o, _), _)) => (&e[..], o),
+        None => (events, opts),
+    };
+    let mut plan = Plan::new(events, opts, child.as_ref().map(|c| c.pid))?;
+    if off_cpu.is_some() {
+        // The kernel says when a traced thread comes back on a CPU.
+        let switch = plan.attrs.last_mut().expect("the switch event");
+        switch.context_switch = true;
+        // The user stack is the sample (as perf's): kernel frames would
+        // only fill the rings.
+        switch.exclude_callchain_kernel = true;
+    }
     let (opened, mut rings) = open::open(&plan, events, opts.mmap_pages)?;
+    // What the file says of the events: the switch event is offcpu-time there.
+    let (mut attrs, mut ids, mut by_id) = (plan.attrs.clone(), opened.ids.clone(), opened.by_id());
+    let converter = off_cpu.as_ref().map(|((_, _, prev_state), o)| {
+        let k = attrs.len() - 1;
+        by_id.retain(|_, &mut e| e != k);
+        by_id.insert(offcpu::OFFCPU_ID, k);
+        let switch_ids = std::mem::replace(&mut ids[k], vec![offcpu::OFFCPU_ID]);
+        let conv = offcpu::OffCpu::new(switch_ids, &attrs[k], *prev_state, *o);
+        attrs[k] = offcpu::file_attr(&attrs[k]);
+        conv
+    });
+    let tracing_data = tracepoints::tracing_data(&attrs).map_err(RecordError::Invalid)?;
     let (mut sink, old_output) = Sink::create(
         output,
-        (&plan.attrs, events),
-        &opened.ids,
-        opened.by_id(),
+        (&attrs, events),
+        &ids,
+        by_id,
         (&opts.cmdline, &opts.file, opts.mmap_pages),
     )?;
+    sink.set_tracing_data(tracing_data)?;
+    sink.offcpu = converter;
 
     // Start: the command's events at its exec; the others now, before the
     // synthesis below, so nothing that starts meanwhile falls in a gap (a

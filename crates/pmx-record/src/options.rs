@@ -68,6 +68,13 @@ pub struct RecordOptions {
     pub file: FileOptions,
 }
 
+/// `--off-cpu`'s options (the `offcpu` stage).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OffCpuOptions {
+    /// `--off-cpu-thresh` in ns: shorter waits are summed per stack.
+    pub thresh_ns: Option<u64>,
+}
+
 /// How a recording's file is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileOptions {
@@ -80,6 +87,11 @@ pub struct FileOptions {
     /// `--switch-output`: several files, switched on a size, a time or
     /// SIGUSR2; file mode only.
     pub switch_output: Option<super::switch::SwitchOutput>,
+    /// `--switch-events`: context-switch records (`PERF_RECORD_SWITCH`,
+    /// `SWITCH_CPU_WIDE` on CPUs) on the side-band event.
+    pub switch_events: bool,
+    /// `--off-cpu`: `offcpu-time` samples from `sched:sched_switch`.
+    pub off_cpu: Option<OffCpuOptions>,
 }
 
 impl Default for FileOptions {
@@ -88,6 +100,8 @@ impl Default for FileOptions {
             compression: None,
             build_ids: true,
             switch_output: None,
+            switch_events: false,
+            off_cpu: None,
         }
     }
 }

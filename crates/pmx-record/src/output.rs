@@ -37,6 +37,15 @@ pub trait RecordSink: Send {
         false
     }
 
+    /// The TRACING_DATA feature (the format files of the recorded
+    /// tracepoints), given once, after `begin` and before any sample: a
+    /// pipe writes it now, as perf's pipe mode carries it; a file gets it
+    /// with the features at `finish`. The default ignores it.
+    fn tracing_data(&mut self, data: &[u8]) -> io::Result<()> {
+        let _ = data;
+        Ok(())
+    }
+
     /// After every drain of the rings.
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -123,6 +132,10 @@ impl<W: Write + Send> RecordSink for PipeSink<W> {
 
     fn live(&self) -> bool {
         self.live
+    }
+
+    fn tracing_data(&mut self, data: &[u8]) -> io::Result<()> {
+        self.writer()?.write_tracing_data(data)
     }
 
     fn flush(&mut self) -> io::Result<()> {

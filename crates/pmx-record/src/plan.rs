@@ -153,6 +153,8 @@ pub(super) fn sampling_attr(
     // Unwinders read the unwind tables of a binary's read-only segment
     // from "memory": perf asks for the data mappings too with dwarf.
     attr.mmap_data = side_band && matches!(call_graph, CallGraph::Dwarf { .. });
+    attr.context_switch = side_band && opts.file.switch_events;
+    super::tracepoints::adjust(&mut attr, ev.attr.sample.filter(|_| ev.attr.is_sampling()));
     attr
 }
 

@@ -68,6 +68,10 @@ pub(super) struct Sink {
     /// `--switch-output`: the state, the output's path, the attrs and the
     /// command line every new file gets.
     switch: Option<(Switch, PathBuf, Vec<FileAttr>, Vec<String>)>,
+    /// The TRACING_DATA feature, when tracepoints are recorded.
+    tracing_data: Option<Vec<u8>>,
+    /// `--off-cpu`: turns the switch event's records into `offcpu-time` samples.
+    pub(super) offcpu: Option<super::offcpu::OffCpu>,
 }
 
 /// What the finished file is.
@@ -162,6 +166,8 @@ impl Sink {
             compressor,
             build_ids: file.build_ids,
             switch,
+            tracing_data: None,
+            offcpu: None,
         };
         Ok((sink, old_output))
     }
@@ -197,6 +203,15 @@ impl Sink {
 
     /// Count and write one record.
     pub(super) fn write(&mut self, rec: &[u8]) -> io::Result<()> {
+        let rewritten;
+        let rec = match self.offcpu.as_mut().map(|c| c.feed(rec)) {
+            Some(super::offcpu::Fed::Taken) => return Ok(()),
+            Some(super::offcpu::Fed::Rewrite(v)) => {
+                rewritten = v;
+                &rewritten[..]
+            }
+            _ => rec,
+        };
         self.tally.see(rec, self.sample_type, &self.by_id);
         self.records += 1;
         if let Some((sw, ..)) = &mut self.switch {
@@ -209,6 +224,33 @@ impl Sink {
             Some((c, _)) => c.add(rec, &mut |r| self.writer.write_record(r)),
             None => self.writer.write_record(rec),
         }
+    }
+
+    /// The TRACING_DATA feature: kept for a file's end; a pipe gets it
+    /// now, before any sample.
+    pub(super) fn set_tracing_data(&mut self, data: Option<Vec<u8>>) -> io::Result<()> {
+        if let (Out::Other(w), Some(d)) = (&mut self.writer, &data) {
+            w.tracing_data(d)?;
+        }
+        self.tracing_data = data;
+        Ok(())
+    }
+
+    /// Write the off-CPU samples paired so far (`last`: all); whether any.
+    fn off_cpu_samples(&mut self, last: bool) -> io::Result<bool> {
+        let Some(mut conv) = self.offcpu.take() else {
+            return Ok(false);
+        };
+        let before = conv.samples;
+        let mut err = None;
+        conv.flush(last, &mut |r| {
+            if err.is_none() {
+                err = self.write(r).err();
+            }
+        });
+        let any = conv.samples != before;
+        self.offcpu = Some(conv);
+        err.map_or(Ok(any), Err)
     }
 
     /// Drain every ring into the file, then a FINISHED_ROUND if anything
@@ -231,6 +273,7 @@ impl Sink {
         if let Some(e) = write_err {
             return Err(e);
         }
+        any |= self.off_cpu_samples(false)?;
         if let Some((c, _)) = &mut self.compressor {
             c.flush(&mut |r| self.writer.write_record(r))?;
         }
@@ -251,9 +294,15 @@ impl Sink {
 
     /// Write the feature sections (`cmdline` stored as the command line;
     /// notes about missing build ids added to `notes`) and close the file.
-    pub(super) fn finish(self, cmdline: &[String], notes: &mut Vec<String>) -> io::Result<Written> {
+    pub(super) fn finish(
+        mut self,
+        cmdline: &[String],
+        notes: &mut Vec<String>,
+    ) -> io::Result<Written> {
+        self.off_cpu_samples(true)?;
         let mut feats = features(cmdline, &self.tally, notes);
         feats.group_desc = self.groups;
+        feats.tracing_data = self.tracing_data;
         if !self.build_ids {
             feats.build_ids.clear();
         }

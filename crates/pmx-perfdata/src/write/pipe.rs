@@ -79,6 +79,8 @@ impl<W: Write> PipeWriter<W> {
         let start = Features {
             build_ids: Vec::new(),
             sample_time: None,
+            // A pipe carries it as a HEADER_TRACING_DATA record, not written here.
+            tracing_data: None,
             ..features.clone()
         };
         for (id, body) in feature_bodies(&attrs, attr_len, &start) {
@@ -103,6 +105,26 @@ impl<W: Write> PipeWriter<W> {
         check_record(record)?;
         self.out.write_all(record)?;
         self.data_size += record.len() as u64;
+        Ok(())
+    }
+
+    /// Tracing data (the TRACING_DATA feature of a file) as a pipe carries
+    /// it: a HEADER_TRACING_DATA record, then the data padded to 8 bytes (the
+    /// size the record gives).
+    pub fn write_tracing_data(&mut self, data: &[u8]) -> io::Result<()> {
+        let mut rec = crate::format::record_type::HEADER_TRACING_DATA
+            .to_le_bytes()
+            .to_vec();
+        rec.extend_from_slice(&0u16.to_le_bytes());
+        rec.extend_from_slice(&16u16.to_le_bytes());
+        // The size is the padded one (perf checks that it is).
+        let padded = data.len().div_ceil(8) * 8;
+        rec.extend_from_slice(&(padded as u32).to_le_bytes());
+        rec.extend_from_slice(&[0; 4]);
+        rec.extend_from_slice(data);
+        rec.resize(16 + padded, 0);
+        self.out.write_all(&rec)?;
+        self.data_size += rec.len() as u64;
         Ok(())
     }
 

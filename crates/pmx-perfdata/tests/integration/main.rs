@@ -5,3 +5,4 @@ mod compress;
 mod perf_reads;
 mod pipe_write;
 mod sample_read;
+mod tracing;

@@ -94,6 +94,7 @@ fn build_file(path: &Path, bin: &Path, hot: u64, n: u64) {
         }],
         sample_time: Some((2000, 2000 + (n - 1) * 250_000)),
         group_desc: Vec::new(),
+        tracing_data: None,
     };
     w.finish(&features).unwrap();
 }

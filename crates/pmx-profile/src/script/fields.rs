@@ -34,10 +34,17 @@ pub enum Field {
     Brstack,
     /// `brstacksym`: the branch stack by function and offset.
     Brstacksym,
+    /// `trace`: a tracepoint's fields, as its print format shows them.
+    Trace,
+}
+
+impl Field {
+    /// The fields of a call-chain site.
+    const CHAIN_SITE: [Field; 4] = [Field::Ip, Field::Sym, Field::Symoff, Field::Dso];
 }
 
 /// Every field, in the order of [`Field`]'s values.
-pub const ALL: [(Field, &str); 13] = [
+pub const ALL: [(Field, &str); 14] = [
     (Field::Comm, "comm"),
     (Field::Tid, "tid"),
     (Field::Pid, "pid"),
@@ -51,11 +58,11 @@ pub const ALL: [(Field, &str); 13] = [
     (Field::Period, "period"),
     (Field::Brstack, "brstack"),
     (Field::Brstacksym, "brstacksym"),
+    (Field::Trace, "trace"),
 ];
 
 /// perf script's other field names, which pmx does not print.
 const PERF_ONLY: &[&str] = &[
-    "trace",
     "addr",
     "srcline",
     "iregs",
@@ -135,7 +142,7 @@ fn kind_of(e: &Event) -> Kind {
 fn defaults(k: Kind) -> Fields {
     use Field::*;
     match k {
-        Kind::Trace => Fields::of(&[Comm, Tid, Cpu, Time, Event]),
+        Kind::Trace => Fields::of(&[Comm, Tid, Cpu, Time, Event, Trace]),
         _ => Fields::of(&[Comm, Tid, Cpu, Time, Period, Event, Ip, Sym, Symoff, Dso]),
     }
 }
@@ -244,6 +251,19 @@ pub fn resolve(specs: &[String], events: &[Event]) -> Result<Vec<Fields>, String
                 *asked = asked.with(f, on);
             }
             let _ = k;
+        }
+    }
+    // As perf: tracepoints show their call chains when they have them and
+    // the user did not choose their fields.
+    let trace_chains = events
+        .iter()
+        .any(|e| kind_of(e) == Kind::Trace && e.attr.sample_type & sample_type::CALLCHAIN != 0);
+    if let Some(t) = per
+        .iter_mut()
+        .find(|p| p.0 == Kind::Trace && p.2 == Fields(0))
+    {
+        if trace_chains && specs.is_empty() {
+            t.1 = Field::CHAIN_SITE.iter().fold(t.1, |s, &f| s.with(f, true));
         }
     }
     events

@@ -30,6 +30,8 @@ pub(crate) struct SampleRec {
     /// (from, to, flags) triples when they are printed.
     pub(crate) chain: Range<usize>,
     pub(crate) branches: u32,
+    /// A tracepoint's raw data, when its fields are printed.
+    pub(crate) raw: Option<Box<[u8]>>,
 }
 
 impl SampleRec {
@@ -45,6 +47,7 @@ impl SampleRec {
             period: s.period,
             chain,
             branches,
+            raw: None,
         }
     }
 
@@ -83,6 +86,10 @@ pub(crate) struct Writer<'w> {
     site_bytes: Vec<u8>,
     /// Samples written.
     pub(crate) samples: u64,
+    /// Per event: its tracepoint id when its fields are printed.
+    trace_ids: Vec<Option<u64>>,
+    /// The print formats of the recording's tracepoints.
+    pub(crate) traces: Option<super::trace::TracePrinter>,
 }
 
 impl<'w> Writer<'w> {
@@ -93,15 +100,11 @@ impl<'w> Writer<'w> {
         chains: Vec<bool>,
         json: bool,
     ) -> Writer<'w> {
-        let name_width = events.iter().map(|e| e.name.len()).max().unwrap_or(0);
-        let events = (events.iter().zip(fields).zip(chains))
-            .map(|((e, f), c)| (e.name.clone(), f, c && f.has(Field::Ip)))
-            .collect();
-        Writer {
+        let mut w = Writer {
             out,
             buf: Vec::with_capacity(BUF + (1 << 12)),
-            events,
-            name_width,
+            events: Vec::new(),
+            name_width: 0,
             json,
             line: Vec::with_capacity(512),
             names: Vec::new(),
@@ -109,7 +112,33 @@ impl<'w> Writer<'w> {
             site_texts: HashMap::default(),
             site_bytes: Vec::new(),
             samples: 0,
-        }
+            trace_ids: Vec::new(),
+            traces: None,
+        };
+        w.set_events(events, fields, chains);
+        w
+    }
+
+    /// The events, their fields and whether their chains are printed (a
+    /// pipe's events come as the stream goes).
+    pub(crate) fn set_events(&mut self, events: &[Event], fields: Vec<Fields>, chains: Vec<bool>) {
+        self.name_width = events.iter().map(|e| e.name.len()).max().unwrap_or(0);
+        self.trace_ids = (events.iter().zip(&fields))
+            .map(|(e, f)| (e.attr.type_ == 2 && f.has(Field::Trace)).then_some(e.attr.config))
+            .collect();
+        self.events = (events.iter().zip(fields).zip(chains))
+            .map(|((e, f), c)| (e.name.clone(), f, c && f.has(Field::Ip)))
+            .collect();
+    }
+
+    /// How many events the writer knows.
+    pub(crate) fn event_count(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether the raw data of `event`'s samples is printed.
+    pub(crate) fn wants_raw(&self, event: usize) -> bool {
+        self.trace_ids.get(event).is_some_and(Option::is_some)
     }
 
     /// Whether the call chains of `event` are printed.
@@ -200,8 +229,45 @@ impl<'w> Writer<'w> {
         chain: Option<&[Site]>,
         sym: &Symbolizer,
     ) {
+        self.start(b, s, comm, f, chain.is_none());
+        if f.has(Field::Period) {
+            dec_right(b, s.period, 10);
+            b.push(b' ');
+        }
+        if f.has(Field::Event) {
+            let name = &self.events[s.event].0;
+            pad(b, self.name_width, name.len());
+            b.extend_from_slice(name.as_bytes());
+            b.extend_from_slice(b": ");
+        }
+        if let (Some(Some(id)), Some(raw), Some(t)) =
+            (self.trace_ids.get(s.event), &s.raw, &self.traces)
+        {
+            t.print(*id, raw, &mut |_| None, b);
+        }
+        if f.has(Field::Ip) {
+            match chain {
+                Some(chain) => {
+                    b.push(b'\n');
+                    for site in chain {
+                        b.push(b'\t');
+                        self.site_text(b, f, *site, sym);
+                        b.push(b'\n');
+                    }
+                }
+                None => {
+                    b.push(b' ');
+                    self.site_text(b, f, leaf, sym);
+                }
+            }
+        }
+        b.push(b'\n');
+    }
+
+    /// perf's start of a line: command, ids, CPU, time (as the fields ask).
+    fn start(&self, b: &mut Vec<u8>, s: &SampleRec, comm: &str, f: Fields, pad_comm: bool) {
         if f.has(Field::Comm) {
-            if chain.is_none() {
+            if pad_comm {
                 pad(b, 16, comm.len());
             }
             b.extend_from_slice(comm.as_bytes());
@@ -209,14 +275,16 @@ impl<'w> Writer<'w> {
         }
         match (f.has(Field::Pid), f.has(Field::Tid)) {
             (true, true) => {
-                dec_right(b, s.pid as u64, 5);
+                id_right(b, s.pid, 5);
                 b.push(b'/');
-                let n = dec(b, s.tid as u64);
+                let at = b.len();
+                id_right(b, s.tid, 0);
+                let n = b.len() - at;
                 pad(b, 5, n);
                 b.push(b' ');
             }
             (true, false) | (false, true) => {
-                dec_right(b, if f.has(Field::Pid) { s.pid } else { s.tid } as u64, 5);
+                id_right(b, if f.has(Field::Pid) { s.pid } else { s.tid }, 5);
                 b.push(b' ');
             }
             _ => {}
@@ -236,33 +304,35 @@ impl<'w> Writer<'w> {
             dec_right_zero(b, usecs, 6);
             b.extend_from_slice(b": ");
         }
-        if f.has(Field::Period) {
-            dec_right(b, s.period, 10);
-            b.push(b' ');
+    }
+
+    /// A side-band record (`--show-switch-events` …): the start of a line
+    /// as for `s`'s event, then `text` (which ends the line).
+    pub(crate) fn side_band(
+        &mut self,
+        s: &SampleRec,
+        comm: &str,
+        text: &str,
+    ) -> std::io::Result<()> {
+        let Some((_, f, with_chain)) = self.events.get(s.event) else {
+            return Ok(());
+        };
+        if self.json {
+            return Ok(());
         }
-        if f.has(Field::Event) {
-            let name = &self.events[s.event].0;
-            pad(b, self.name_width, name.len());
-            b.extend_from_slice(name.as_bytes());
-            b.extend_from_slice(b": ");
-        }
-        if f.has(Field::Ip) {
-            match chain {
-                Some(chain) => {
-                    b.push(b'\n');
-                    for site in chain {
-                        b.push(b'\t');
-                        self.site_text(b, f, *site, sym);
-                        b.push(b'\n');
-                    }
-                }
-                None => {
-                    b.push(b' ');
-                    self.site_text(b, f, leaf, sym);
-                }
-            }
-        }
-        b.push(b'\n');
+        let (f, with_chain) = (*f, *with_chain);
+        let mut buf = std::mem::take(&mut self.buf);
+        self.start(&mut buf, s, comm, f, !with_chain);
+        buf.extend_from_slice(text.as_bytes());
+        let r = if buf.len() >= BUF {
+            let r = self.out.write_all(&buf);
+            buf.clear();
+            r
+        } else {
+            Ok(())
+        };
+        self.buf = buf;
+        r
     }
 
     /// `%16x sym+0xOFF (dso)`, as the fields ask: formatted once per
@@ -453,6 +523,17 @@ fn dec_right(b: &mut Vec<u8>, v: u64, width: usize) {
     let s = buf.format(v).as_bytes();
     pad(b, width, s.len());
     b.extend_from_slice(s);
+}
+
+/// A pid or tid right-aligned in `width` columns, as perf's `%d` (-1 for
+/// a task the kernel no longer knew).
+fn id_right(b: &mut Vec<u8>, v: u32, width: usize) {
+    if v == u32::MAX {
+        pad(b, width, 2);
+        b.extend_from_slice(b"-1");
+    } else {
+        dec_right(b, v as u64, width);
+    }
 }
 
 /// `v` in decimal, zero-padded to `width` digits.
