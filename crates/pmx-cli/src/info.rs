@@ -40,7 +40,11 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<i32> {
             // error the exit code logic recognizes.
             pmx_output::info::json(&report)?
         } else {
-            pmx_output::info::text(&report)
+            let mut text = pmx_output::info::text(&report);
+            text.push_str(&pmx_output::info::builtin_tables_text(
+                &pmx::info::builtin_tables(),
+            ));
+            text
         }
     };
     let mut out = std::io::stdout().lock();

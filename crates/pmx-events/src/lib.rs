@@ -64,6 +64,7 @@ pub mod intel_json;
 pub mod libpfm;
 pub mod perf_json;
 pub mod sysfs;
+pub mod tables;
 
 use pmx_model::cpu::{CpuId, Vendor};
 use pmx_model::encoding::{
@@ -125,6 +126,9 @@ pub enum SourceKind {
     IntelJson,
     /// Linux perf's JSON tables (AMD).
     PerfJson,
+    /// Event tables built into pmx (Intel's perfmon facts, AMD Zen), used
+    /// when no events directory has tables for the CPU.
+    Builtin,
     /// libpfm4.
     Libpfm,
     /// Intel architectural events and fixed counters (SDM).
@@ -140,6 +144,7 @@ impl SourceKind {
             SourceKind::Sysfs => "sysfs",
             SourceKind::IntelJson => "intel-json",
             SourceKind::PerfJson => "perf-json",
+            SourceKind::Builtin => "builtin",
             SourceKind::Libpfm => "libpfm",
             SourceKind::Architectural => "arch",
         }
@@ -152,6 +157,7 @@ impl SourceKind {
             SourceKind::Sysfs,
             SourceKind::IntelJson,
             SourceKind::PerfJson,
+            SourceKind::Builtin,
             SourceKind::Libpfm,
             SourceKind::Architectural,
         ]
@@ -371,6 +377,13 @@ pub trait EventSource {
     fn names(&self) -> Vec<String> {
         self.events().into_iter().map(|e| e.name).collect()
     }
+    /// Where `def` (one of its events) came from and its version, for
+    /// `pmx explain` (`built in: intel/perfmon 6dadedf3aa48,
+    /// SKX/events/skylakex_core.json V1.37`); `None` when the kind says
+    /// it all.
+    fn provenance(&self, _def: &EventDef) -> Option<String> {
+        None
+    }
 }
 
 impl<T: EventSource + ?Sized> EventSource for std::sync::Arc<T> {
@@ -388,6 +401,9 @@ impl<T: EventSource + ?Sized> EventSource for std::sync::Arc<T> {
     }
     fn names(&self) -> Vec<String> {
         (**self).names()
+    }
+    fn provenance(&self, def: &EventDef) -> Option<String> {
+        (**self).provenance(def)
     }
 }
 
@@ -508,6 +524,7 @@ pub fn source_label(kind: SourceKind) -> &'static str {
         SourceKind::Libpfm => "libpfm4",
         SourceKind::PerfJson => "perf",
         SourceKind::IntelJson => "Intel",
+        SourceKind::Builtin => "built-in",
         other => other.cli_name(),
     }
 }
@@ -617,18 +634,13 @@ impl Database {
                 .unwrap_or_else(|| PathBuf::from("/"));
             db.set_sysfs(std::sync::Arc::new(sysfs::SysfsEvents::load(&root)));
         }
-        if dirs.is_empty() {
-            let kind = if target.cpu.vendor == Vendor::Intel {
-                SourceKind::IntelJson
-            } else {
-                SourceKind::PerfJson
-            };
+        if target.cpu.vendor == Vendor::Intel {
+            db.load_intel_tables(&dirs);
+        } else if dirs.is_empty() {
             db.unavailable.push((
-                kind,
+                SourceKind::PerfJson,
                 "no events directory: give --events-dir or set PMX_EVENTS_DIR".to_string(),
             ));
-        } else if target.cpu.vendor == Vendor::Intel {
-            db.load_intel_tables(&dirs);
         } else {
             db.load_perf_tables(&dirs);
         }
@@ -646,8 +658,10 @@ impl Database {
     }
 
     /// Intel's tables from the first directory that has them for the CPU
-    /// (a single directory is read as Intel's layout, as it always was).
+    /// (a single directory is read as Intel's layout, as it always was),
+    /// else the tables built into pmx ([`tables::intel`]).
     fn load_intel_tables(&mut self, dirs: &[PathBuf]) {
+        let cache = events_dir_from(None, &pmx_io::dirs::Dirs::from_env());
         let mut errors = Vec::new();
         for dir in dirs {
             let intel = dirs.len() == 1
@@ -662,15 +676,29 @@ impl Database {
                 continue;
             }
             match intel_json::IntelJson::load(dir, &self.target.cpu) {
-                Ok(src) => {
+                Ok(mut src) => {
+                    if cache.as_deref() == Some(dir.as_path()) {
+                        src.set_provenance(format!("cache {}", dir.display()));
+                    }
                     self.sources.push(Box::new(src));
                     return;
                 }
                 Err(e) => errors.push(e.to_string()),
             }
         }
-        self.unavailable
-            .push((SourceKind::IntelJson, errors.join("; ")));
+        match intel_json::IntelJson::built_in(&self.target.cpu) {
+            Ok(src) => self.sources.push(Box::new(src)),
+            Err(e) => {
+                if dirs.is_empty() {
+                    errors.push(
+                        "no events directory: give --events-dir or set PMX_EVENTS_DIR".to_string(),
+                    );
+                }
+                errors.push(format!("built-in tables: {e}"));
+                self.unavailable
+                    .push((SourceKind::IntelJson, errors.join("; ")));
+            }
+        }
     }
 
     /// Linux perf's tables from the first directory that has them for the
@@ -732,7 +760,10 @@ impl Database {
             if s.kind() == def.source
                 || !matches!(
                     s.kind(),
-                    SourceKind::Libpfm | SourceKind::PerfJson | SourceKind::IntelJson
+                    SourceKind::Libpfm
+                        | SourceKind::PerfJson
+                        | SourceKind::IntelJson
+                        | SourceKind::Builtin
                 )
             {
                 continue;
@@ -773,6 +804,15 @@ impl Database {
     /// The loaded sources.
     pub fn sources(&self) -> &[Box<dyn EventSource>] {
         &self.sources
+    }
+
+    /// Where `def` came from, with its version ([`EventSource::provenance`]
+    /// of the loaded source of its kind).
+    pub fn provenance(&self, def: &EventDef) -> Option<String> {
+        self.sources
+            .iter()
+            .filter(|s| s.kind() == def.source)
+            .find_map(|s| s.provenance(def))
     }
 
     /// Find a name in the sources, first match wins.

@@ -545,3 +545,30 @@ fn render_devices(out: &mut String, report: &MachineReport) {
         );
     }
 }
+
+/// The tables built into pmx (`pmx info`'s last section): each set's
+/// source, commit and license, then its platforms with their versions.
+pub fn builtin_tables_text(tables: &Result<Vec<pmx::info::BuiltinTables>, String>) -> String {
+    let mut out = String::from("\nBuilt-in event tables\n");
+    match tables {
+        Err(e) => {
+            let _ = writeln!(out, "  not readable: {e}");
+        }
+        Ok(sets) => {
+            for t in sets {
+                let _ = writeln!(
+                    out,
+                    "  {} at commit {} ({}, {})",
+                    t.name, t.commit, t.source, t.license
+                );
+                let words: Vec<String> = t
+                    .platforms
+                    .iter()
+                    .map(|(p, v)| format!("{p} {v}"))
+                    .collect();
+                wrap_words(&mut out, "platforms", &words);
+            }
+        }
+    }
+    out
+}

@@ -142,11 +142,12 @@ fn merge_same_encodings(db: &Database, sections: &mut Vec<ListSection>) {
     let Some(lib) = sections.iter().position(|s| s.kind == SourceKind::Libpfm) else {
         return;
     };
-    let Some(table) = db
-        .sources()
-        .iter()
-        .find(|s| matches!(s.kind(), SourceKind::PerfJson | SourceKind::IntelJson))
-    else {
+    let Some(table) = db.sources().iter().find(|s| {
+        matches!(
+            s.kind(),
+            SourceKind::PerfJson | SourceKind::IntelJson | SourceKind::Builtin
+        )
+    }) else {
         return;
     };
     type Key = (String, Option<u32>, u64, u64, u64);
@@ -223,6 +224,9 @@ pub struct Explanation {
     /// For a kernel generic event: what this machine's kernel says the
     /// core PMU maps it to (`cpu/cycles/ = event=0x3c`).
     pub kernel_mapping: Option<String>,
+    /// Where the definition came from and its version (built in, the
+    /// cache, a directory, libpfm4, sysfs): [`Database::provenance`].
+    pub provenance: Option<String>,
 }
 
 /// The outcome of [`explain`].
@@ -259,6 +263,7 @@ pub fn explain_in(db: &Database, events: &[String]) -> ExplainReport {
             }
             Ok(Explanation {
                 kernel_mapping: kernel_mapping(db, &resolved),
+                provenance: resolved.def.as_ref().and_then(|d| db.provenance(d)),
                 resolved,
             })
         })

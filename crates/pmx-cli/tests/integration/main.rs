@@ -16,6 +16,7 @@
 
 mod analyze;
 mod annotate;
+mod builtin_tables;
 #[path = "../common/mod.rs"]
 mod common;
 mod compare;
