@@ -40,11 +40,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<i32> {
             // error the exit code logic recognizes.
             pmx_output::info::json(&report)?
         } else {
-            let mut text = pmx_output::info::text(&report);
-            text.push_str(&pmx_output::info::builtin_tables_text(
-                &pmx::info::builtin_tables(),
-            ));
-            text
+            pmx_output::info::text_with_tables(&report, &pmx::info::builtin_tables())
         }
     };
     let mut out = std::io::stdout().lock();

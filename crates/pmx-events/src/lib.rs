@@ -18,7 +18,10 @@
 //! - [`sysfs`]: the kernel's own aliases under
 //!   `/sys/bus/event_source/devices/<pmu>/events`, placed with the PMU's
 //!   `format/*` (only for the machine pmx runs on).
-//! - [`intel_json`]: Intel's perfmon tables, chosen through `mapfile.csv`.
+//! - [`intel_json`]: Intel's perfmon tables, chosen through `mapfile.csv`,
+//!   from an events directory or built into pmx ([`tables::intel`]: every
+//!   Intel platform's facts without Intel's descriptions, events of kind
+//!   [`SourceKind::Builtin`]).
 //! - [`perf_json`]: Linux perf's tables (`x86/mapfile.csv` + `amdzenN/`),
 //!   the AMD Zen 1–5 events with their uncore (L3, data fabric, memory
 //!   controller) PMUs.
@@ -41,7 +44,8 @@
 //! 4. sysfs aliases of every PMU on this machine (`tsc` → `msr/tsc/`);
 //! 5. the event tables for the CPU from the events directories: Intel's
 //!    JSON tables on Intel CPUs (core first, then uncore), Linux perf's
-//!    tables on the others (AMD);
+//!    tables on the others (AMD); on Intel CPUs, when no directory has
+//!    tables for the CPU, the tables built into pmx;
 //! 6. libpfm4's tables for the CPU — an event that has the same encoding
 //!    as one of step 5 is the same event (see [`Database::same_encoding`]);
 //! 7. Intel's architectural events (`UNHALTED_CORE_CYCLES`, …).
@@ -51,7 +55,10 @@
 //! [`default_events_dirs`]: every `--events-dir` given, in order, else
 //! `$PMX_EVENTS_DIR`, else the cache (`~/.cache/pmx/events`). Each may hold
 //! Intel's layout, perf's, or both ([`perf_json::layouts`]); the first
-//! directory with tables for the CPU is used.
+//! directory with tables for the CPU is used, and it wins over the
+//! built-in tables as a whole. [`Database::provenance`] says where a
+//! definition came from and its version (built in, the cache, a
+//! directory, libpfm4, sysfs), for `pmx explain`.
 //!
 //! Names match case-insensitively, with `.` and `:` between event and unit
 //! mask interchangeable. Modifiers and terms typed after the name

@@ -267,3 +267,29 @@ fn a_cached_newer_table_takes_precedence() {
         "{text}"
     );
 }
+
+#[test]
+fn info_names_the_built_in_tables_and_their_versions() {
+    let home = tempfile::tempdir().unwrap();
+    let out = fresh(home.path(), &["info"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let section: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "Built-in event tables")
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        section.get(1).copied(),
+        Some(
+            "  Intel perfmon at commit 6dadedf3aa483393943e044ba5ec88a4507cd040 \
+             (https://github.com/intel/perfmon, BSD-3-Clause)"
+        ),
+        "{text}"
+    );
+    let versions = section.join(" ");
+    for platform in ["SKX V1.37", "EMR V1.24", "NHM-EP V4", "WSM-EX V4"] {
+        assert!(versions.contains(platform), "{platform}: {versions}");
+    }
+    assert!(text.trim_end().lines().last().unwrap().starts_with("  "));
+}
