@@ -1340,6 +1340,8 @@ impl IntelJson {
         out.kind = SourceKind::Builtin;
         for e in &mut out.events {
             e.source = SourceKind::Builtin;
+            // No description to show: `pmx list` shows the encoding.
+            e.terms = e.terms.take().or_else(|| Some(encoding_terms(e)));
         }
         out.provenance = format!(
             "built in: intel/perfmon {}",
@@ -1569,6 +1571,38 @@ impl IntelJson {
             }
         })
     }
+}
+
+/// An event's encoding as perf's terms: `event=0xd1,umask=0x20` and the
+/// other fields set (`cmask=1`, `inv`, `edge`, `any`, `config1=0x…`) for a
+/// core event, the config words for another PMU's.
+fn encoding_terms(e: &EventDef) -> String {
+    let c = e.config;
+    let mut t = Vec::new();
+    if e.is_core() {
+        t.push(format!("event={:#x}", c & 0xff));
+        t.push(format!("umask={:#x}", (c >> 8) & 0xff));
+        for (bit, name) in [(18, "edge"), (21, "any"), (23, "inv")] {
+            if c >> bit & 1 == 1 {
+                t.push(name.to_string());
+            }
+        }
+        if (c >> 24) & 0xff != 0 {
+            t.push(format!("cmask={:#x}", (c >> 24) & 0xff));
+        }
+        if c >> 32 != 0 {
+            t.push(format!("config={c:#x}"));
+        }
+    } else {
+        t.push(format!("config={c:#x}"));
+    }
+    if e.config1 != 0 {
+        t.push(format!("config1={:#x}", e.config1));
+    }
+    if e.config2 != 0 {
+        t.push(format!("config2={:#x}", e.config2));
+    }
+    t.join(",")
 }
 
 /// Read and parse the table `rel` of `files`.
