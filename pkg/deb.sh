@@ -54,6 +54,7 @@ install -m 0644 "$repo/deploy/pmx-serve.conf" "$root/etc/pmx/serve.conf"
 doc=$root/usr/share/doc/pmx
 install -d "$doc"
 install -m 0644 "$repo/LICENSE-MIT" "$repo/LICENSE-APACHE" "$repo/README.md" "$doc/"
+install -m 0644 "$repo/crates/pmx-events/data/LICENSE-intel-perfmon" "$doc/"
 {
     echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
     echo "Upstream-Name: pmx"
@@ -67,6 +68,12 @@ install -m 0644 "$repo/LICENSE-MIT" "$repo/LICENSE-APACHE" "$repo/README.md" "$d
     echo " libpmx, are under MIT, Apache-2.0 or compatible permissive licenses"
     echo " (ring: Apache-2.0 AND ISC; webpki-roots: CDLA-Permissive-2.0; zstd:"
     echo " BSD-3-Clause)."
+    echo
+    echo "Files: crates/pmx-events/data/intel-perfmon.pmxt"
+    echo "Copyright: 2021, Intel Corporation"
+    echo "License: BSD-3-Clause"
+    echo " Intel's event and metric tables (facts, no descriptions), built into"
+    echo " /usr/bin/pmx; the license text is in LICENSE-intel-perfmon."
 } >"$doc/copyright"
 
 # The newest glibc symbol version the binaries need.

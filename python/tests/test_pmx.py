@@ -60,7 +60,7 @@ def test_stat_computes_metrics_and_says_why_it_cannot():
     c = r.counts
     assert m.unit == "/sec" and m.missing is None
     assert m.value == pytest.approx(c["page-faults"].value / (c["task-clock"].value / 1e9))
-    with pytest.raises(pmx.PmxError, match="no metric or metric group 'nope'"):
+    with pytest.raises(pmx.PmxError, match="unknown metric 'nope'"):
         pmx.stat(["true"], metrics="nope")
     with pytest.raises(pmx.PmxError, match="cannot run '/nonexistent/x': command not found"):
         pmx.stat(["/nonexistent/x"])

@@ -40,7 +40,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<i32> {
             // error the exit code logic recognizes.
             pmx_output::info::json(&report)?
         } else {
-            pmx_output::info::text(&report)
+            pmx_output::info::text_with_tables(&report, &pmx::info::builtin_tables())
         }
     };
     let mut out = std::io::stdout().lock();

@@ -12,7 +12,7 @@ pub struct ListArgs {
     /// Show only names containing this text (case-insensitive; '*' and '?'
     /// are wildcards; '.' and ':' are the same).
     pub pattern: Option<String>,
-    /// Only this source: kernel, sysfs, intel-json, perf-json, builtin-amd, libpfm, arch.
+    /// Only this source: kernel, sysfs, intel-json, perf-json, builtin, builtin-amd, libpfm, arch.
     #[arg(long, value_name = "S")]
     pub source: Option<String>,
     /// One JSON object per event, one per line.
@@ -42,7 +42,7 @@ pub fn run(args: &ListArgs) -> anyhow::Result<i32> {
     let source = match &args.source {
         Some(s) => Some(SourceKind::from_cli_name(s).ok_or_else(|| {
             UsageError(format!(
-                "unknown source '{s}' (kernel, sysfs, intel-json, perf-json, builtin-amd, libpfm, arch)"
+                "unknown source '{s}' (kernel, sysfs, intel-json, perf-json, builtin, builtin-amd, libpfm, arch)"
             ))
         })?),
         None => None,

@@ -55,7 +55,7 @@ pub struct MetricValue {
 
 /// A metric name or group the CPU's library does not have.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("no metric or metric group '{name}' for {cpu}{}", suggest(.suggestions))]
+#[error("unknown metric '{name}' for {cpu}{}", suggest(.suggestions))]
 pub struct UnknownMetric {
     /// The name as given.
     pub name: String,

@@ -62,6 +62,7 @@
 //! have no event select: their PMU is `uncore_<unit>_free_running` and the
 //! kernel's own sysfs alias should be used; they are marked in the notes.
 
+use crate::tables::{DirFiles, TableFiles};
 use crate::{Counters, EventDef, EventSource, LoadError, Precise, SourceKind};
 use pmx_model::cpu::CpuId;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -406,6 +407,11 @@ impl Mapfile {
         })?;
         let text = String::from_utf8_lossy(&text);
         Mapfile::parse(&text, &path)
+    }
+
+    /// The `mapfile.csv` of a built-in bundle ([`crate::tables`]).
+    pub fn of_bundle(bundle: &crate::tables::Bundle) -> Result<Mapfile, LoadError> {
+        Mapfile::parse(bundle.mapfile_text(), &bundle.display_path("mapfile.csv"))
     }
 
     /// Parse the text of a mapfile (`path` is used in messages). The header
@@ -1278,6 +1284,8 @@ pub struct LoadedFile {
 
 /// Intel's event tables for one CPU.
 pub struct IntelJson {
+    kind: SourceKind,
+    provenance: String,
     cpu_key: String,
     files: Vec<LoadedFile>,
     events: Vec<EventDef>,
@@ -1315,6 +1323,46 @@ impl IntelJson {
     /// [`IntelJson::warnings`].
     pub fn load(dir: &Path, cpu: &CpuId) -> Result<IntelJson, LoadError> {
         let map = Mapfile::read(dir)?;
+        let mut out = IntelJson::load_files(&DirFiles(dir), &map, cpu)?;
+        out.provenance = format!("directory {}", dir.display());
+        Ok(out)
+    }
+
+    /// Intel's tables built into pmx ([`crate::tables::intel`]) for `cpu`:
+    /// the same loading as [`IntelJson::load`], its events of kind
+    /// [`SourceKind::Builtin`] and without Intel's descriptions.
+    pub fn built_in(cpu: &CpuId) -> Result<IntelJson, LoadError> {
+        let bundle = crate::tables::intel().map_err(|e| LoadError::Format {
+            path: PathBuf::from("built-in tables"),
+            message: e.to_string(),
+        })?;
+        let mut out = IntelJson::load_files(bundle, &Mapfile::of_bundle(bundle)?, cpu)?;
+        out.kind = SourceKind::Builtin;
+        for e in &mut out.events {
+            e.source = SourceKind::Builtin;
+            // No description to show: `pmx list` shows the encoding.
+            e.terms = e.terms.take().or_else(|| Some(encoding_terms(e)));
+        }
+        out.provenance = format!(
+            "built in: intel/perfmon {}",
+            crate::tables::short_commit(bundle.commit())
+        );
+        Ok(out)
+    }
+
+    /// Set where the tables were found, for [`EventSource::provenance`]
+    /// (`cache /root/.cache/pmx/events`, `directory /opt/perfmon`).
+    pub fn set_provenance(&mut self, text: String) {
+        self.provenance = text;
+    }
+
+    /// Load the tables `map` names for `cpu` from `files` (a directory or
+    /// a built-in bundle): [`IntelJson::load`]'s rules.
+    pub fn load_files(
+        files: &dyn TableFiles,
+        map: &Mapfile,
+        cpu: &CpuId,
+    ) -> Result<IntelJson, LoadError> {
         let mut rows = map.select(cpu);
         if rows.is_empty() {
             let candidates = if cpu.stepping.is_none() {
@@ -1328,7 +1376,7 @@ impl IntelJson {
                 format!(
                     "the tables for {cpu} depend on the stepping ({}): give the full key, e.g. {cpu}-{:X}",
                     candidates.join(", "),
-                    first_stepping(&map, cpu).unwrap_or(0)
+                    first_stepping(map, cpu).unwrap_or(0)
                 )
             };
             return Err(LoadError::Format {
@@ -1339,6 +1387,8 @@ impl IntelJson {
         rows.sort_by_key(|r| (role_rank(r.role()), pmu_rank(r.core_pmu().as_deref())));
 
         let mut out = IntelJson {
+            kind: SourceKind::IntelJson,
+            provenance: String::new(),
             cpu_key: cpu.to_string(),
             files: Vec::new(),
             events: Vec::new(),
@@ -1366,10 +1416,9 @@ impl IntelJson {
             let handles: Vec<_> = jobs
                 .iter()
                 .map(|(_, rel, opts)| {
-                    let path = dir.join(rel);
                     std::thread::Builder::new()
                         .name("pmx-intel-json".to_string())
-                        .spawn_scoped(s, move || parse_table(&path, opts))
+                        .spawn_scoped(s, move || parse_in(files, rel, opts))
                         .ok()
                 })
                 .collect();
@@ -1379,11 +1428,11 @@ impl IntelJson {
                 .map(|(h, (_, rel, opts))| match h {
                     Some(h) => h.join().unwrap_or_else(|_| {
                         Err(LoadError::Format {
-                            path: dir.join(rel),
+                            path: files.display_path(rel),
                             message: "the parser panicked".to_string(),
                         })
                     }),
-                    None => parse_table(&dir.join(rel), opts),
+                    None => parse_in(files, rel, opts),
                 })
                 .collect()
         });
@@ -1524,6 +1573,47 @@ impl IntelJson {
     }
 }
 
+/// An event's encoding as perf's terms: `event=0xd1,umask=0x20` and the
+/// other fields set (`cmask=1`, `inv`, `edge`, `any`, `config1=0x…`) for a
+/// core event, the config words for another PMU's.
+fn encoding_terms(e: &EventDef) -> String {
+    let c = e.config;
+    let mut t = Vec::new();
+    if e.is_core() {
+        t.push(format!("event={:#x}", c & 0xff));
+        t.push(format!("umask={:#x}", (c >> 8) & 0xff));
+        for (bit, name) in [(18, "edge"), (21, "any"), (23, "inv")] {
+            if c >> bit & 1 == 1 {
+                t.push(name.to_string());
+            }
+        }
+        if (c >> 24) & 0xff != 0 {
+            t.push(format!("cmask={:#x}", (c >> 24) & 0xff));
+        }
+        if c >> 32 != 0 {
+            t.push(format!("config={c:#x}"));
+        }
+    } else {
+        t.push(format!("config={c:#x}"));
+    }
+    if e.config1 != 0 {
+        t.push(format!("config1={:#x}", e.config1));
+    }
+    if e.config2 != 0 {
+        t.push(format!("config2={:#x}", e.config2));
+    }
+    t.join(",")
+}
+
+/// Read and parse the table `rel` of `files`.
+fn parse_in(files: &dyn TableFiles, rel: &str, opts: &ParseOptions) -> Result<Table, LoadError> {
+    let bytes = files.read(rel)?;
+    parse_bytes(&bytes, opts).map_err(|message| LoadError::Format {
+        path: files.display_path(rel),
+        message,
+    })
+}
+
 fn first_stepping(map: &Mapfile, cpu: &CpuId) -> Option<u32> {
     (0..16).find(|&s| {
         !map.select(&CpuId {
@@ -1544,7 +1634,15 @@ fn strip_instance(pmu: &str) -> &str {
 
 impl EventSource for IntelJson {
     fn kind(&self) -> SourceKind {
-        SourceKind::IntelJson
+        self.kind
+    }
+
+    fn provenance(&self, def: &EventDef) -> Option<String> {
+        let file = self.files.iter().find(|f| f.path == def.origin);
+        Some(match file.map(|f| f.version.as_str()) {
+            Some(v) if !v.is_empty() => format!("{}, {} {v}", self.provenance, def.origin),
+            _ => format!("{}, {}", self.provenance, def.origin),
+        })
     }
 
     fn describe(&self) -> String {
@@ -1565,11 +1663,12 @@ impl EventSource for IntelJson {
                 }
             })
             .collect();
-        let mut s = format!(
-            "Intel perfmon JSON for {}: {}",
-            self.cpu_key,
-            files.join(", ")
-        );
+        let what = if self.kind == SourceKind::Builtin {
+            "Intel perfmon tables built in (without descriptions: 'pmx events fetch' brings them)"
+        } else {
+            "Intel perfmon JSON"
+        };
+        let mut s = format!("{what} for {}: {}", self.cpu_key, files.join(", "));
         if !self.warnings.is_empty() {
             s.push_str(&format!(" [{} warning(s)]", self.warnings.len()));
         }

@@ -18,7 +18,10 @@
 //! - [`sysfs`]: the kernel's own aliases under
 //!   `/sys/bus/event_source/devices/<pmu>/events`, placed with the PMU's
 //!   `format/*` (only for the machine pmx runs on).
-//! - [`intel_json`]: Intel's perfmon tables, chosen through `mapfile.csv`.
+//! - [`intel_json`]: Intel's perfmon tables, chosen through `mapfile.csv`,
+//!   from an events directory or built into pmx ([`tables::intel`]: every
+//!   Intel platform's facts without Intel's descriptions, events of kind
+//!   [`SourceKind::Builtin`]).
 //! - [`perf_json`]: Linux perf's tables (`x86/mapfile.csv` + `amdzenN/`),
 //!   the AMD Zen 1–5 events with their uncore (L3, data fabric, memory
 //!   controller) PMUs.
@@ -44,7 +47,8 @@
 //! 4. sysfs aliases of every PMU on this machine (`tsc` → `msr/tsc/`);
 //! 5. the event tables for the CPU from the events directories: Intel's
 //!    JSON tables on Intel CPUs (core first, then uncore), Linux perf's
-//!    tables on the others (AMD);
+//!    tables on the others (AMD); on Intel CPUs, when no directory has
+//!    tables for the CPU, the tables built into pmx ([`tables`]);
 //! 6. on AMD Zen 1–5, pmx's built-in table of the generation
 //!    ([`amd_builtin`]): after the events directories, so a table there
 //!    wins;
@@ -57,7 +61,10 @@
 //! [`default_events_dirs`]: every `--events-dir` given, in order, else
 //! `$PMX_EVENTS_DIR`, else the cache (`~/.cache/pmx/events`). Each may hold
 //! Intel's layout, perf's, or both ([`perf_json::layouts`]); the first
-//! directory with tables for the CPU is used.
+//! directory with tables for the CPU is used, and it wins over the
+//! built-in tables as a whole. [`Database::provenance`] says where a
+//! definition came from and its version (built in, the cache, a
+//! directory, libpfm4, sysfs), for `pmx explain`.
 //!
 //! Names match case-insensitively, with `.` and `:` between event and unit
 //! mask interchangeable. Modifiers and terms typed after the name
@@ -71,6 +78,7 @@ pub mod intel_json;
 pub mod libpfm;
 pub mod perf_json;
 pub mod sysfs;
+pub mod tables;
 
 use pmx_model::cpu::{CpuId, Vendor};
 use pmx_model::encoding::{
@@ -132,6 +140,9 @@ pub enum SourceKind {
     IntelJson,
     /// Linux perf's JSON tables (AMD).
     PerfJson,
+    /// Event tables built into pmx (Intel's perfmon facts, AMD Zen), used
+    /// when no events directory has tables for the CPU.
+    Builtin,
     /// libpfm4.
     Libpfm,
     /// Intel architectural events and fixed counters (SDM).
@@ -149,6 +160,7 @@ impl SourceKind {
             SourceKind::Sysfs => "sysfs",
             SourceKind::IntelJson => "intel-json",
             SourceKind::PerfJson => "perf-json",
+            SourceKind::Builtin => "builtin",
             SourceKind::Libpfm => "libpfm",
             SourceKind::Architectural => "arch",
             SourceKind::AmdBuiltin => "builtin-amd",
@@ -162,6 +174,7 @@ impl SourceKind {
             SourceKind::Sysfs,
             SourceKind::IntelJson,
             SourceKind::PerfJson,
+            SourceKind::Builtin,
             SourceKind::Libpfm,
             SourceKind::Architectural,
             SourceKind::AmdBuiltin,
@@ -382,6 +395,13 @@ pub trait EventSource {
     fn names(&self) -> Vec<String> {
         self.events().into_iter().map(|e| e.name).collect()
     }
+    /// Where `def` (one of its events) came from and its version, for
+    /// `pmx explain` (`built in: intel/perfmon 6dadedf3aa48,
+    /// SKX/events/skylakex_core.json V1.37`); `None` when the kind says
+    /// it all.
+    fn provenance(&self, _def: &EventDef) -> Option<String> {
+        None
+    }
 }
 
 impl<T: EventSource + ?Sized> EventSource for std::sync::Arc<T> {
@@ -399,6 +419,9 @@ impl<T: EventSource + ?Sized> EventSource for std::sync::Arc<T> {
     }
     fn names(&self) -> Vec<String> {
         (**self).names()
+    }
+    fn provenance(&self, def: &EventDef) -> Option<String> {
+        (**self).provenance(def)
     }
 }
 
@@ -520,6 +543,7 @@ pub fn source_label(kind: SourceKind) -> &'static str {
         SourceKind::PerfJson => "perf",
         SourceKind::IntelJson => "Intel",
         SourceKind::AmdBuiltin => "built-in",
+        SourceKind::Builtin => "built-in",
         other => other.cli_name(),
     }
 }
@@ -629,18 +653,13 @@ impl Database {
                 .unwrap_or_else(|| PathBuf::from("/"));
             db.set_sysfs(std::sync::Arc::new(sysfs::SysfsEvents::load(&root)));
         }
-        if dirs.is_empty() {
-            let kind = if target.cpu.vendor == Vendor::Intel {
-                SourceKind::IntelJson
-            } else {
-                SourceKind::PerfJson
-            };
+        if target.cpu.vendor == Vendor::Intel {
+            db.load_intel_tables(&dirs);
+        } else if dirs.is_empty() {
             db.unavailable.push((
-                kind,
+                SourceKind::PerfJson,
                 "no events directory: give --events-dir or set PMX_EVENTS_DIR".to_string(),
             ));
-        } else if target.cpu.vendor == Vendor::Intel {
-            db.load_intel_tables(&dirs);
         } else {
             db.load_perf_tables(&dirs);
         }
@@ -665,8 +684,10 @@ impl Database {
     }
 
     /// Intel's tables from the first directory that has them for the CPU
-    /// (a single directory is read as Intel's layout, as it always was).
+    /// (a single directory is read as Intel's layout, as it always was),
+    /// else the tables built into pmx ([`tables::intel`]).
     fn load_intel_tables(&mut self, dirs: &[PathBuf]) {
+        let cache = events_dir_from(None, &pmx_io::dirs::Dirs::from_env());
         let mut errors = Vec::new();
         for dir in dirs {
             let intel = dirs.len() == 1
@@ -681,15 +702,29 @@ impl Database {
                 continue;
             }
             match intel_json::IntelJson::load(dir, &self.target.cpu) {
-                Ok(src) => {
+                Ok(mut src) => {
+                    if cache.as_deref() == Some(dir.as_path()) {
+                        src.set_provenance(format!("cache {}", dir.display()));
+                    }
                     self.sources.push(Box::new(src));
                     return;
                 }
                 Err(e) => errors.push(e.to_string()),
             }
         }
-        self.unavailable
-            .push((SourceKind::IntelJson, errors.join("; ")));
+        match intel_json::IntelJson::built_in(&self.target.cpu) {
+            Ok(src) => self.sources.push(Box::new(src)),
+            Err(e) => {
+                if dirs.is_empty() {
+                    errors.push(
+                        "no events directory: give --events-dir or set PMX_EVENTS_DIR".to_string(),
+                    );
+                }
+                errors.push(format!("built-in tables: {e}"));
+                self.unavailable
+                    .push((SourceKind::IntelJson, errors.join("; ")));
+            }
+        }
     }
 
     /// Linux perf's tables from the first directory that has them for the
@@ -755,6 +790,7 @@ impl Database {
                         | SourceKind::PerfJson
                         | SourceKind::IntelJson
                         | SourceKind::AmdBuiltin
+                        | SourceKind::Builtin
                 )
             {
                 continue;
@@ -795,6 +831,15 @@ impl Database {
     /// The loaded sources.
     pub fn sources(&self) -> &[Box<dyn EventSource>] {
         &self.sources
+    }
+
+    /// Where `def` came from, with its version ([`EventSource::provenance`]
+    /// of the loaded source of its kind).
+    pub fn provenance(&self, def: &EventDef) -> Option<String> {
+        self.sources
+            .iter()
+            .filter(|s| s.kind() == def.source)
+            .find_map(|s| s.provenance(def))
     }
 
     /// Find a name in the sources, first match wins.

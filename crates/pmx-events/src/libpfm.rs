@@ -1332,6 +1332,10 @@ impl EventSource for Libpfm {
         )
     }
 
+    fn provenance(&self, _def: &EventDef) -> Option<String> {
+        Some(format!("libpfm4 from {}, PMU {}", self.path, self.pmu.name))
+    }
+
     fn events(&self) -> Vec<EventDef> {
         self.all.get_or_init(|| self.encode_all()).clone()
     }

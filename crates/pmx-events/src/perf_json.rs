@@ -762,6 +762,11 @@ impl EventSource for PerfJson {
         s
     }
 
+    fn provenance(&self, def: &EventDef) -> Option<String> {
+        let dir = self.x86_dir.display();
+        Some(format!("directory {dir}, {} {}", def.origin, self.version))
+    }
+
     fn events(&self) -> Vec<EventDef> {
         self.events.clone()
     }

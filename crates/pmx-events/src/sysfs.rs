@@ -219,6 +219,9 @@ impl EventSource for SysfsEvents {
     fn describe(&self) -> String {
         format!("{}", self.root.join(PMU_DIR).display())
     }
+    fn provenance(&self, def: &EventDef) -> Option<String> {
+        Some(format!("sysfs: this machine's kernel, {}", def.origin))
+    }
     fn events(&self) -> Vec<EventDef> {
         self.loaded().events.clone()
     }

@@ -37,7 +37,8 @@
 //! Sources of metrics: [`builtin`] (written here from Intel's, Yasin's and
 //! AMD's published definitions; [`amd_pipeline`]: AMD's pipeline tree on
 //! Zen 4 and 5), [`tables`] (Intel's metric tables in
-//! Intel's format and in perf's format, found through `mapfile.csv`), and
+//! Intel's format and in perf's format, found through `mapfile.csv` in an
+//! events directory, else built into pmx: `pmx_events::tables`), and
 //! [`perf_x86`] (Linux perf's AMD Zen tables, `x86/mapfile.csv` +
 //! `amdzenN/*.json`, with the pipeline-utilization tree).
 //!
@@ -46,7 +47,7 @@
 //! ```
 //! use pmx_metrics::{Inputs, Library, Machine, Reading};
 //! let cpu = "GenuineIntel-6-55-4".parse().unwrap();
-//! let lib = Library::for_cpu(Some(&cpu), None); // + Intel's tables with an events dir
+//! let lib = Library::for_cpu(Some(&cpu), None); // Intel's tables built in (a dir's win)
 //! // -M IPC,TopdownL1: what to count
 //! let wanted = lib.select("IPC,TopdownL1").unwrap();
 //! let first: Vec<_> = wanted.iter().map(|alts| alts[0]).collect();
@@ -64,7 +65,7 @@
 //! let fe = ev.metric_named("tma_frontend_bound").unwrap();
 //! assert_eq!(
 //!     fe.missing().unwrap().to_string(),
-//!     "tma_frontend_bound ← IDQ_UOPS_NOT_DELIVERED.CORE: not requested"
+//!     "Frontend_Bound ← IDQ_UOPS_NOT_DELIVERED.CORE: not requested"
 //! );
 //! ```
 
@@ -101,8 +102,9 @@ impl Library {
     /// The library for a CPU: the metric tables for it from `events_dir`
     /// (when given and they exist) — Intel's (`mapfile.csv` rows naming
     /// metric files) or perf's x86 layout (`x86/mapfile.csv` naming
-    /// `amdzenN/`, [`perf_x86`]), told apart by their contents — then pmx's
-    /// built-in metrics. Problems loading the tables are kept in
+    /// `amdzenN/`, [`perf_x86`]), told apart by their contents — else, on
+    /// an Intel CPU, Intel's tables built into pmx; then pmx's built-in
+    /// metrics. Problems loading the tables are kept in
     /// [`Library::warnings`], not fatal.
     pub fn for_cpu(cpu: Option<&CpuId>, events_dir: Option<&Path>) -> Library {
         let dirs: Vec<&Path> = events_dir.into_iter().collect();
@@ -110,10 +112,13 @@ impl Library {
     }
 
     /// [`Library::for_cpu`] over several events directories (`--events-dir`
-    /// given more than once): each one's tables, in order, then the
+    /// given more than once): each one's tables, in order; on an Intel CPU
+    /// for which no directory has Intel's metric tables, the ones built
+    /// into pmx ([`tables::load_builtin_intel_tables`]); then pmx's
     /// built-in metrics.
     pub fn for_cpu_dirs(cpu: Option<&CpuId>, events_dirs: &[&Path]) -> Library {
         let mut lib = Library::new();
+        let mut intel_found = false;
         for &dir in events_dirs {
             let Some(cpu) = cpu else { break };
             let intel_layout = pmx_events::perf_json::layouts(dir)
@@ -121,7 +126,10 @@ impl Library {
                 .any(|l| matches!(l, pmx_events::perf_json::Layout::Intel(_)));
             if intel_layout {
                 match tables::load_intel_tables(dir, cpu) {
-                    Ok(ts) => ts.into_iter().for_each(|t| lib.add_table(t)),
+                    Ok(ts) => {
+                        intel_found |= !ts.is_empty();
+                        ts.into_iter().for_each(|t| lib.add_table(t));
+                    }
                     Err(e) => lib.warnings.push(format!("Intel metric tables: {e}")),
                 }
             }
@@ -129,6 +137,18 @@ impl Library {
                 Ok(ts) => ts.into_iter().for_each(|t| lib.add_table(t)),
                 Err(e) => lib.warnings.push(format!("perf's metric tables: {e}")),
             }
+        }
+        // No directory's Intel tables for an Intel CPU: the built-in ones.
+        match cpu {
+            Some(cpu) if !intel_found && cpu.vendor == pmx_model::cpu::Vendor::Intel => {
+                match tables::load_builtin_intel_tables(cpu) {
+                    Ok(ts) => ts.into_iter().for_each(|t| lib.add_table(t)),
+                    Err(e) => lib
+                        .warnings
+                        .push(format!("built-in Intel metric tables: {e}")),
+                }
+            }
+            _ => {}
         }
         lib.add_table(builtin::builtin_table(cpu));
         lib

@@ -38,11 +38,14 @@
 //! [`pmx_events::intel_json::Mapfile`], takes the rows of `EventType`
 //! `metrics` that select the CPU, reads each file in Intel's format, then its
 //! perf-format sibling (`metrics/perf/<stem>_perf.json`) when present, and
-//! the `retire latency` rows' published mean latencies.
+//! the `retire latency` rows' published mean latencies;
+//! [`load_builtin_intel_tables`] does the same over the tables built into
+//! pmx (`pmx_events::tables`), which carry no descriptions.
 
 use crate::formula::{Constant, Dialect, Expr, ExprKind, Formula, RefHint};
 use crate::library::{Metric, MetricSource, MetricTable, SourceKind, Threshold};
 use pmx_events::intel_json::{FileRole, Mapfile};
+use pmx_events::tables::{DirFiles, TableFiles};
 use pmx_events::LoadError;
 use pmx_model::cpu::CpuId;
 use serde_json::Value;
@@ -100,14 +103,6 @@ pub fn parse_scale_unit(s: &str) -> (f64, String) {
         .unwrap_or(s.len());
     let scale = s[..split].parse::<f64>().unwrap_or(1.0);
     (scale, s[split..].trim().to_string())
-}
-
-/// Read one file into memory, as a `LoadError` on failure.
-fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
-    std::fs::read(path).map_err(|e| LoadError::Io {
-        path: path.to_path_buf(),
-        source: e,
-    })
 }
 
 /// Parse a metric table in Intel's format. `origin` names it in messages
@@ -479,33 +474,55 @@ pub fn perf_sibling(path: &Path) -> Option<PathBuf> {
 /// A CPU with no metric rows gives an empty list; a missing or malformed
 /// file is an error.
 pub fn load_intel_tables(dir: &Path, cpu: &CpuId) -> Result<Vec<MetricTable>, LoadError> {
-    let map = Mapfile::read(dir)?;
+    load_intel_tables_from(&DirFiles(dir), &Mapfile::read(dir)?, cpu)
+}
+
+/// Intel's metric tables built into pmx ([`pmx_events::tables::intel`])
+/// for `cpu`: [`load_intel_tables`]'s rules; each table's origin says
+/// `(built in)`.
+pub fn load_builtin_intel_tables(cpu: &CpuId) -> Result<Vec<MetricTable>, LoadError> {
+    let bundle = pmx_events::tables::intel().map_err(|e| LoadError::Format {
+        path: PathBuf::from("built-in tables"),
+        message: e.to_string(),
+    })?;
+    let mut tables = load_intel_tables_from(bundle, &Mapfile::of_bundle(bundle)?, cpu)?;
+    for t in &mut tables {
+        t.source.origin = format!("{} (built in)", t.source.origin);
+    }
+    Ok(tables)
+}
+
+/// [`load_intel_tables`] over the files `map` names in `files` (a
+/// directory or a built-in bundle).
+pub fn load_intel_tables_from(
+    files: &dyn TableFiles,
+    map: &Mapfile,
+    cpu: &CpuId,
+) -> Result<Vec<MetricTable>, LoadError> {
     let rows = map.select(cpu);
     let mut tables = Vec::new();
     let mut latencies = Vec::new();
     for row in &rows {
         let rel = row.relative_path().to_string();
-        let path = dir.join(&rel);
         let bad = |message: String| LoadError::Format {
-            path: path.clone(),
+            path: files.display_path(&rel),
             message,
         };
         if row.role() == FileRole::Metrics {
-            let bytes = read(&path)?;
+            let bytes = files.read(&rel)?;
             let mut t = parse_intel_format(&bytes, &rel).map_err(bad)?;
             t.source.version = Some(row.version.clone()).filter(|v| !v.is_empty());
             t.source.pmu = row_pmu(&row.core_role, &row.core_type);
             let pmu = t.source.pmu.clone();
             tables.push(t);
-            if let Some(sib) = perf_sibling(&path).filter(|p| p.is_file()) {
-                let rel_sib = sib
-                    .strip_prefix(dir)
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_else(|_| sib.to_string_lossy().into_owned());
-                let bytes = read(&sib)?;
+            let sibling = perf_sibling(Path::new(&rel))
+                .map(|p| p.to_string_lossy().into_owned())
+                .filter(|p| files.exists(p));
+            if let Some(rel_sib) = sibling {
+                let bytes = files.read(&rel_sib)?;
                 let mut p =
                     parse_perf_format(&bytes, &rel_sib).map_err(|message| LoadError::Format {
-                        path: sib.clone(),
+                        path: files.display_path(&rel_sib),
                         message,
                     })?;
                 if p.source.pmu.is_none() {
@@ -514,7 +531,7 @@ pub fn load_intel_tables(dir: &Path, cpu: &CpuId) -> Result<Vec<MetricTable>, Lo
                 tables.push(p);
             }
         } else if row.event_type.trim().eq_ignore_ascii_case("retire latency") {
-            let bytes = read(&path)?;
+            let bytes = files.read(&rel)?;
             latencies.extend(parse_retire_latency(&bytes).map_err(bad)?);
         }
     }

@@ -115,6 +115,9 @@ pub fn explanation_text(cpu: &CpuId, x: &Explanation) -> String {
         .map(|d| d.origin.as_str())
         .unwrap_or("the spec itself");
     let _ = writeln!(s, "  source       {} ({origin})", r.source.cli_name());
+    if let Some(p) = &x.provenance {
+        let _ = writeln!(s, "  from         {p}");
+    }
     if let Some(d) = &r.def {
         let _ = writeln!(s, "  event        {} on PMU {}", d.name, d.pmu);
         if let Some(t) = &d.terms {
@@ -199,6 +202,10 @@ fn definition_text(s: &mut String, x: &Explanation) {
         }
         if !d.description.is_empty() {
             let _ = writeln!(s, "  description  {}", d.description.trim());
+        } else if d.source == SourceKind::Builtin {
+            s.push_str(
+                "  description  not built in: 'pmx events fetch' (or --events-dir) brings the vendor's text\n",
+            );
         }
         for n in &d.notes {
             let _ = writeln!(s, "  note: {n}");
@@ -226,6 +233,7 @@ pub fn explanation_json(cpu: &CpuId, x: &Explanation) -> Value {
         "cpu": cpu.to_string(),
         "source": r.source,
         "origin": d.map(|d| d.origin.clone()),
+        "from": x.provenance,
         "name": d.map(|d| d.name.clone()),
         "pmu": r.attr.pmu,
         "type": r.attr.type_,

@@ -37,6 +37,22 @@ fn opt_yes_no(b: Option<bool>) -> &'static str {
 /// The whole text report: CPU, PMU as CPUID describes it, kernel PMUs,
 /// topology, access, the verdict and the problems met.
 pub fn text(report: &MachineReport) -> String {
+    render(report, None)
+}
+
+/// [`text`] with the tables built into pmx ([`builtin_tables_text`]) as
+/// a section before the verdict.
+pub fn text_with_tables(
+    report: &MachineReport,
+    tables: &Result<Vec<pmx::info::BuiltinTables>, String>,
+) -> String {
+    render(report, Some(tables))
+}
+
+fn render(
+    report: &MachineReport,
+    tables: Option<&Result<Vec<pmx::info::BuiltinTables>, String>>,
+) -> String {
     let mut out = String::new();
     render_cpu(&mut out, report.cpu.as_ref());
     out.push('\n');
@@ -49,6 +65,10 @@ pub fn text(report: &MachineReport) -> String {
     render_access(&mut out, report);
     out.push('\n');
     render_hidden(&mut out, report);
+    if let Some(t) = tables {
+        out.push_str(&builtin_tables_text(t));
+        out.push('\n');
+    }
     out.push_str("Verdict\n");
     let _ = writeln!(out, "  {}", report.verdict.summary);
     if !report.problems.is_empty() {
@@ -544,4 +564,31 @@ fn render_devices(out: &mut String, report: &MachineReport) {
             },
         );
     }
+}
+
+/// The tables built into pmx (a section of `pmx info`): each set's
+/// source, commit and license, then its platforms with their versions.
+pub fn builtin_tables_text(tables: &Result<Vec<pmx::info::BuiltinTables>, String>) -> String {
+    let mut out = String::from("Built-in event tables\n");
+    match tables {
+        Err(e) => {
+            let _ = writeln!(out, "  not readable: {e}");
+        }
+        Ok(sets) => {
+            for t in sets {
+                let _ = writeln!(
+                    out,
+                    "  {} at commit {} ({}, {})",
+                    t.name, t.commit, t.source, t.license
+                );
+                let words: Vec<String> = t
+                    .platforms
+                    .iter()
+                    .map(|(p, v)| format!("{p} {v}"))
+                    .collect();
+                wrap_words(&mut out, "tables", &words);
+            }
+        }
+    }
+    out
 }

@@ -122,9 +122,13 @@ pub fn list_in(db: &Database, opts: &ListOptions) -> Listing {
             events,
         });
     }
-    let tables = [SourceKind::PerfJson, SourceKind::IntelJson];
+    let tables = [
+        SourceKind::PerfJson,
+        SourceKind::IntelJson,
+        SourceKind::Builtin,
+    ];
     merge_same_encodings(db, &mut sections, SourceKind::AmdBuiltin, &tables);
-    let tables = [tables[0], tables[1], SourceKind::AmdBuiltin];
+    let tables = [tables[0], tables[1], tables[2], SourceKind::AmdBuiltin];
     merge_same_encodings(db, &mut sections, SourceKind::Libpfm, &tables);
     Listing {
         target: db.target.clone(),
@@ -241,6 +245,9 @@ pub struct Explanation {
     /// For a kernel generic event: what this machine's kernel says the
     /// core PMU maps it to (`cpu/cycles/ = event=0x3c`).
     pub kernel_mapping: Option<String>,
+    /// Where the definition came from and its version (built in, the
+    /// cache, a directory, libpfm4, sysfs): [`Database::provenance`].
+    pub provenance: Option<String>,
 }
 
 /// The outcome of [`explain`].
@@ -277,6 +284,7 @@ pub fn explain_in(db: &Database, events: &[String]) -> ExplainReport {
             }
             Ok(Explanation {
                 kernel_mapping: kernel_mapping(db, &resolved),
+                provenance: resolved.def.as_ref().and_then(|d| db.provenance(d)),
                 resolved,
             })
         })

@@ -65,6 +65,45 @@ pub fn cpuid_dump(opts: &InfoOptions) -> Result<String, InfoError> {
     })
 }
 
+/// One set of event tables built into pmx (`pmx info` prints them).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BuiltinTables {
+    /// What they are (`Intel perfmon`).
+    pub name: String,
+    /// Where they come from (`https://github.com/intel/perfmon`).
+    pub source: String,
+    /// The source's commit they were taken at.
+    pub commit: String,
+    /// Their license (SPDX).
+    pub license: String,
+    /// Each platform (`SKX`) with its core table's version (`V1.37`), in
+    /// name order.
+    pub platforms: Vec<(String, String)>,
+}
+
+/// The event tables built into pmx, or why they cannot be read (a damaged
+/// build).
+pub fn builtin_tables() -> Result<Vec<BuiltinTables>, String> {
+    let bundle = pmx_events::tables::intel().map_err(str::to_string)?;
+    let map = pmx_events::intel_json::Mapfile::of_bundle(bundle).map_err(|e| e.to_string())?;
+    let mut platforms: Vec<(String, String)> = Vec::new();
+    for row in map.rows() {
+        let platform = row.relative_path().split('/').next().unwrap_or("");
+        let core = row.role() == pmx_events::intel_json::FileRole::Core;
+        if core && !platforms.iter().any(|(p, _)| p == platform) {
+            platforms.push((platform.to_string(), row.version.clone()));
+        }
+    }
+    platforms.sort();
+    Ok(vec![BuiltinTables {
+        name: "Intel perfmon".to_string(),
+        source: bundle.source().to_string(),
+        commit: bundle.commit().to_string(),
+        license: bundle.license().to_string(),
+        platforms,
+    }])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

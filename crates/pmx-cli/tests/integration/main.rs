@@ -18,6 +18,7 @@ mod amd_builtin;
 mod analyze;
 mod annotate;
 mod branches;
+mod builtin_tables;
 #[path = "../common/mod.rs"]
 mod common;
 mod compare;

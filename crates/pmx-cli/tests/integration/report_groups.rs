@@ -246,7 +246,7 @@ fn metrics_come_from_the_recording_cpus_library() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("-M: no metric or metric group 'IPX' for GenuineIntel-6-4E-3"),
+        err.contains("-M: unknown metric 'IPX' for GenuineIntel-6-4E-3"),
         "{err}"
     );
     assert!(err.contains("did you mean"), "{err}");

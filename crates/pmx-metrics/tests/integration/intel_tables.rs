@@ -495,3 +495,61 @@ fn retire_latency_defaults_are_used_and_reported() {
         lib.metric(with_rl).name
     );
 }
+
+/// The metric tables built into pmx are Intel's, descriptions aside: for
+/// every platform with metrics, the same tables, metrics, formulas,
+/// thresholds, groups, TMA levels and parents, units and retire latencies
+/// as the files give; and an events directory's tables are used instead of
+/// them.
+#[test]
+fn built_in_metric_tables_are_intels_without_the_prose() {
+    use pmx_metrics::tables::load_builtin_intel_tables;
+    let Some(dir) = intel_perfmon() else { return };
+    let map = std::fs::read_to_string(dir.join("mapfile.csv")).unwrap();
+    let mut checked = 0;
+    for line in map.lines().filter(|l| l.contains(",metrics,")) {
+        // A key the row's pattern selects: each class → its first character.
+        let pattern = line.split(',').next().unwrap();
+        let mut key = String::new();
+        let mut chars = pattern.chars();
+        while let Some(c) = chars.next() {
+            if c == '[' {
+                key.extend(chars.next());
+                chars.by_ref().find(|&c| c == ']');
+            } else {
+                key.push(c);
+            }
+        }
+        let cpu = key.parse().unwrap();
+        let built_in = load_builtin_intel_tables(&cpu).unwrap();
+        let files = load_intel_tables(&dir, &cpu).unwrap();
+        assert_eq!(built_in.len(), files.len(), "{key}");
+        assert!(!built_in.is_empty(), "{key}");
+        for (b, f) in built_in.iter().zip(&files) {
+            assert_eq!(b.source.origin, format!("{} (built in)", f.source.origin));
+            assert_eq!(b.source.version, f.source.version);
+            assert_eq!(b.retire_latency, f.retire_latency, "{key}");
+            assert_eq!(b.metrics.len(), f.metrics.len(), "{key}");
+            for (bm, fm) in b.metrics.iter().zip(&f.metrics) {
+                assert!(bm.description.is_empty(), "{key} {}", bm.name);
+                let mut fm = fm.clone();
+                fm.description.clear();
+                assert_eq!(*bm, fm, "{key}");
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 20, "{checked} metric rows");
+
+    // No directory: Skylake-SP's library holds Intel's TMA tree, built in.
+    let cpu = "GenuineIntel-6-55-4".parse().unwrap();
+    let lib = Library::for_cpu(Some(&cpu), None);
+    let id = lib
+        .find("tma_frontend_bound")
+        .expect("built-in Intel metric");
+    assert_eq!(lib.source_of(id).kind, SourceKind::IntelFormat);
+    assert!(lib.source_of(id).origin.ends_with("(built in)"));
+    // With the directory, its tables and not the built-in ones.
+    let lib = Library::for_cpu(Some(&cpu), Some(&dir));
+    assert!(lib.sources().iter().all(|s| !s.origin.contains("built in")));
+}
