@@ -29,6 +29,7 @@ mod explain;
 mod fetch;
 mod info;
 mod list;
+mod mem;
 mod merge;
 mod msr;
 mod perf_cli;
@@ -82,6 +83,8 @@ enum Command {
     Top(Box<top::TopArgs>),
     /// Every sample of a perf.data file as a line (like perf script), or JSON lines.
     Script(script::ScriptArgs),
+    /// Memory accesses: which data, which level, how long (perf mem).
+    Mem(mem::MemArgs),
     /// A function's machine code with the samples of each instruction and its source lines.
     Annotate(Box<annotate::AnnotateArgs>),
     /// Copy a perf.data file or stream: decompressed, with build ids (perf inject).
@@ -175,9 +178,11 @@ fn main() {
         Command::Compare(args) => compare::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Record(args) => record::run(args),
+        Command::Report(args) if mem::wanted(args) => mem::report(args),
         Command::Report(args) => report::run(args),
         Command::Top(args) => top::run(args),
         Command::Script(args) => script::run(args),
+        Command::Mem(args) => mem::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Inject(args) => perf_tools::inject(args),

@@ -43,12 +43,14 @@
 //! in the order `perf record -o -` does.
 //! [`stat`] reads and writes `perf stat record`'s records (`STAT`,
 //! `STAT_ROUND`, `STAT_CONFIG`, `THREAD_MAP`, `CPU_MAP`, `EVENT_UPDATE`),
-//! which the reader passes on as [`Record::Other`]; [`topology`] the
+//! which the reader passes on as [`Record::Other`]; [`mem`] splits a
+//! sample's `DATA_SRC` into its fields; [`topology`] the
 //! `CPU_TOPOLOGY` and `NUMA_TOPOLOGY` features `perf stat report` folds
 //! per-CPU counts with.
 
 pub mod attr;
 pub mod format;
+pub mod mem;
 pub mod read;
 pub mod stat;
 pub mod topology;

@@ -12,6 +12,7 @@
 //! file recorded on this machine.
 
 mod fields;
+mod mem;
 mod write;
 
 pub use fields::{Field, Fields, ALL as FIELD_NAMES};

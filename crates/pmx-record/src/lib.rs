@@ -120,6 +120,7 @@ pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
 pub use options::{
     EventSamples, FileOptions, GroupMember, RecordError, RecordEvent, RecordOptions, RecordSummary,
 };
+pub use plan::MEMORY_FIELDS;
 pub use pmx_perf::SampleRate;
 pub use sampling::{check_mmap_pages, Sampling};
 pub use switch::SwitchOutput;

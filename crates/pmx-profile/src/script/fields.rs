@@ -30,10 +30,24 @@ pub enum Field {
     Dso,
     /// `period`: the sample's weight.
     Period,
+    /// `addr`: the sample's data address.
+    Addr,
+    /// `data_src`: the memory access's source, decoded.
+    DataSrc,
+    /// `weight`: the access's cost (latency) — not the period.
+    Weight,
+    /// `ins_lat`: the instruction latency (WEIGHT_STRUCT).
+    InsLat,
+    /// `phys_addr`: the data's physical address.
+    PhysAddr,
+    /// `data_page_size`: the data address's page size.
+    DataPageSize,
+    /// `code_page_size`: the instruction's page size.
+    CodePageSize,
 }
 
 /// Every field, in the order of [`Field`]'s values.
-pub const ALL: [(Field, &str); 11] = [
+pub const ALL: [(Field, &str); 18] = [
     (Field::Comm, "comm"),
     (Field::Tid, "tid"),
     (Field::Pid, "pid"),
@@ -45,12 +59,18 @@ pub const ALL: [(Field, &str); 11] = [
     (Field::Symoff, "symoff"),
     (Field::Dso, "dso"),
     (Field::Period, "period"),
+    (Field::Addr, "addr"),
+    (Field::DataSrc, "data_src"),
+    (Field::Weight, "weight"),
+    (Field::InsLat, "ins_lat"),
+    (Field::PhysAddr, "phys_addr"),
+    (Field::DataPageSize, "data_page_size"),
+    (Field::CodePageSize, "code_page_size"),
 ];
 
 /// perf script's other field names, which pmx does not print.
 const PERF_ONLY: &[&str] = &[
     "trace",
-    "addr",
     "srcline",
     "iregs",
     "uregs",
@@ -65,25 +85,19 @@ const PERF_ONLY: &[&str] = &[
     "insn",
     "insnlen",
     "synth",
-    "phys_addr",
     "metric",
     "misc",
     "srccode",
     "ipc",
-    "data_page_size",
-    "code_page_size",
-    "ins_lat",
     "machine_pid",
     "vcpu",
     "tod",
-    "weight",
-    "data_src",
     "dsoff",
 ];
 
 /// A set of fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct Fields(u16);
+pub struct Fields(u32);
 
 impl Fields {
     /// Whether `f` is in the set.
@@ -132,6 +146,27 @@ fn defaults(k: Kind) -> Fields {
     use Field::*;
     match k {
         Kind::Trace => Fields::of(&[Comm, Tid, Cpu, Time, Event]),
+        // perf's defaults for raw events add the memory fields (dropped
+        // when the samples lack them).
+        Kind::Raw => Fields::of(&[
+            Comm,
+            Tid,
+            Cpu,
+            Time,
+            Period,
+            Event,
+            Ip,
+            Sym,
+            Symoff,
+            Dso,
+            Addr,
+            DataSrc,
+            Weight,
+            InsLat,
+            PhysAddr,
+            DataPageSize,
+            CodePageSize,
+        ]),
         _ => Fields::of(&[Comm, Tid, Cpu, Time, Period, Event, Ip, Sym, Symoff, Dso]),
     }
 }
@@ -143,6 +178,16 @@ fn needs(f: Field) -> Option<(u64, &'static str)> {
         Field::Time => Some((sample_type::TIME, "TIME")),
         Field::Cpu => Some((sample_type::CPU, "CPU")),
         Field::Ip | Field::Sym | Field::Symoff | Field::Dso => Some((sample_type::IP, "IP")),
+        Field::Addr => Some((sample_type::ADDR, "ADDR")),
+        Field::DataSrc => Some((sample_type::DATA_SRC, "DATA_SRC")),
+        Field::Weight => Some((
+            sample_type::WEIGHT | sample_type::WEIGHT_STRUCT,
+            "WEIGHT or WEIGHT_STRUCT",
+        )),
+        Field::InsLat => Some((sample_type::WEIGHT_STRUCT, "WEIGHT_STRUCT")),
+        Field::PhysAddr => Some((sample_type::PHYS_ADDR, "PHYS_ADDR")),
+        Field::DataPageSize => Some((sample_type::DATA_PAGE_SIZE, "DATA_PAGE_SIZE")),
+        Field::CodePageSize => Some((sample_type::CODE_PAGE_SIZE, "CODE_PAGE_SIZE")),
         _ => None,
     }
 }

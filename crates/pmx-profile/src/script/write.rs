@@ -7,6 +7,7 @@
 //! 256 KiB buffer, so a million samples take well under a second.
 
 use super::fields::{Field, Fields};
+use super::mem::MemFields;
 use pmx_perfdata::read::{Event, Sample};
 use pmx_symbols::symbolize::{FrameId, FrameName, Symbolizer};
 use rustc_hash::FxHashMap as HashMap;
@@ -26,6 +27,8 @@ pub(crate) struct SampleRec {
     pub(crate) cpu: u32,
     pub(crate) time: u64,
     pub(crate) period: u64,
+    /// Its data address, data source, weights, page sizes.
+    pub(crate) mem: MemFields,
     /// Its call chain in the replay's arena.
     pub(crate) chain: Range<usize>,
 }
@@ -41,6 +44,7 @@ impl SampleRec {
             cpu: s.cpu,
             time: s.time,
             period: s.period,
+            mem: MemFields::of(s),
             chain,
         }
     }
@@ -73,6 +77,8 @@ pub(crate) struct Writer<'w> {
     /// Text sites already formatted: (start, length) in `site_bytes`.
     site_texts: HashMap<(Fields, FrameId, u64, u64), (u32, u32)>,
     site_bytes: Vec<u8>,
+    /// The longest `data_src` text so far (perf pads to its running maximum).
+    data_src_width: usize,
     /// Samples written.
     pub(crate) samples: u64,
 }
@@ -100,6 +106,7 @@ impl<'w> Writer<'w> {
             dsos: Vec::new(),
             site_texts: HashMap::default(),
             site_bytes: Vec::new(),
+            data_src_width: 0,
             samples: 0,
         }
     }
@@ -217,6 +224,7 @@ impl<'w> Writer<'w> {
             b.extend_from_slice(name.as_bytes());
             b.extend_from_slice(b": ");
         }
+        super::mem::text_before_ip(b, &s.mem, f, &mut self.data_src_width);
         if f.has(Field::Ip) {
             match chain {
                 Some(chain) => {
@@ -233,6 +241,7 @@ impl<'w> Writer<'w> {
                 }
             }
         }
+        super::mem::text_after_ip(b, &s.mem, f);
         b.push(b'\n');
     }
 
@@ -319,6 +328,11 @@ impl<'w> Writer<'w> {
         if f.has(Field::Event) {
             key(b, "event");
             json_str(b, &event);
+        }
+        let mark = b.len();
+        super::mem::json(b, &s.mem, f);
+        if mark == 1 && b.len() > 1 {
+            b.remove(1); // the members' leading comma
         }
         if f.has(Field::Ip) {
             let mark = b.len();

@@ -1,0 +1,260 @@
+//! Memory-access samples against perf 6.1, side by side: on the real
+//! Skylake-SP PEBS load-latency recording of perf_data_converter
+//! (`weight_struct`, 14 samples, in `../shared/data/perfdata`) `pmx
+//! script`'s memory fields, `pmx report --mem-mode` and `pmx mem report`
+//! (also as `perf mem report`, pmx under perf's name) print what perf
+//! prints; and every `data_src` field combination, written into a file
+//! by pmx-perfdata's writer, is decoded as perf decodes it.
+
+use crate::common::{pmx, stderr, stdout, PMX};
+use pmx_perfdata::format::{record_type, sample_type};
+use pmx_testkit::perf;
+use pmx_testkit::perfdata::{attr, memory_writer, record};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn weight_struct() -> Option<PathBuf> {
+    pmx_testkit::shared::shared_data("perfdata/perf_data_converter__perf.data.weight_struct")
+}
+
+/// perf's output of `perf ARGS -i FILE` (stderr dropped).
+fn perf_out(args: &[&str], file: &Path) -> String {
+    let o = perf::on_file(args, file);
+    assert!(o.status.success(), "perf {args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// pmx's output of `pmx ARGS -i FILE`, which must succeed.
+fn pmx_out(args: &[&str], file: &Path) -> String {
+    let mut a = args.to_vec();
+    let f = file.to_str().unwrap();
+    a.extend(["-i", f]);
+    let o = pmx(&a);
+    assert!(o.status.success(), "pmx {args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// The lines of a report but perf's tip (a random line of perf's, pmx's own).
+fn without_tip(s: &str) -> Vec<String> {
+    s.lines()
+        .filter(|l| !l.starts_with("# (Tip:"))
+        .map(String::from)
+        .collect()
+}
+
+fn same_lines(what: &str, pmx: &[String], perf: &[String]) {
+    for (i, (a, b)) in pmx.iter().zip(perf).enumerate() {
+        assert_eq!(
+            a,
+            b,
+            "{what}: line {} differs\npmx:  {a:?}\nperf: {b:?}",
+            i + 1
+        );
+    }
+    assert_eq!(
+        pmx.len(),
+        perf.len(),
+        "{what}: line counts\n{}",
+        pmx.join("\n")
+    );
+}
+
+#[test]
+fn script_prints_the_memory_fields_as_perf_does() {
+    let Some(f) = weight_struct() else { return };
+    if !perf::require("") {
+        return;
+    }
+    for fields in [
+        "ip,addr,data_src,weight",
+        "ip,addr,data_src,weight,ins_lat",
+        "comm,tid,ip,sym,addr,data_src,weight,ins_lat",
+        "data_src",
+    ] {
+        let theirs = perf_out(&["script", "-F", fields], &f);
+        let ours = pmx_out(&["script", "-F", fields], &f);
+        assert_eq!(theirs.lines().count(), 14, "{fields}");
+        same_lines(fields, &without_tip(&ours), &without_tip(&theirs));
+    }
+    // The raw event's default fields hold the memory ones too.
+    let theirs = perf_out(&["script"], &f);
+    same_lines(
+        "default",
+        &without_tip(&pmx_out(&["script"], &f)),
+        &without_tip(&theirs),
+    );
+    // A field the samples lack is refused, as perf refuses it.
+    let o = pmx(&["script", "-F", "ip,phys_addr", "-i", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("PHYS_ADDR"), "{}", stderr(&o));
+    // JSON lines carry the same values.
+    let json = pmx_out(
+        &["script", "--json", "-F", "ip,addr,data_src,weight,ins_lat"],
+        &f,
+    );
+    let first: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    assert_eq!(first["addr"], "0x55ffba5cda08");
+    assert_eq!(first["data_src"], "0x11868100242");
+    assert_eq!(first["mem"]["lvl"], "LFB/MAB or LFB/MAB hit");
+    assert_eq!(first["weight"], 225);
+    assert_eq!(first["ins_lat"], 0);
+}
+
+/// A file of one raw event (PEBS-like) whose samples carry these data
+/// sources (and weights, ascending times).
+fn data_src_file(dir: &Path, values: &[u64]) -> PathBuf {
+    let st = sample_type::IP
+        | sample_type::TID
+        | sample_type::TIME
+        | sample_type::ADDR
+        | sample_type::WEIGHT
+        | sample_type::DATA_SRC;
+    let mut a = attr(128, 10007, st, 0);
+    a[0..4].copy_from_slice(&4u32.to_le_bytes()); // PERF_TYPE_RAW
+    a[8..16].copy_from_slice(&0x1cdu64.to_le_bytes());
+    let mut w = memory_writer(a);
+    for (i, &v) in values.iter().enumerate() {
+        let mut b = Vec::new();
+        for x in [
+            0x401000 + i as u64,
+            7 | 7 << 32,
+            1000 + i as u64,
+            0x7f00_0000 + 64 * i as u64,
+        ] {
+            b.extend_from_slice(&x.to_le_bytes());
+        }
+        b.extend_from_slice(&(30 + i as u64).to_le_bytes());
+        b.extend_from_slice(&v.to_le_bytes());
+        w.write_record(&record(record_type::SAMPLE, 2, &b)).unwrap();
+    }
+    let bytes = w.finish(&Default::default()).unwrap().into_inner();
+    let path = dir.join("data_src.data");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// Every value of each `data_src` field alone, and combinations (perf's
+/// tests/mem.c cases among them), decoded by pmx as perf decodes them.
+#[test]
+fn every_data_src_field_is_decoded_as_perf_decodes_it() {
+    if !perf::require("") {
+        return;
+    }
+    // (shift, bits) of op, lvl, snoop, lock, dtlb, lvl_num, remote, snoopx, blk, hops.
+    let fields = [
+        (0, 5),
+        (5, 14),
+        (19, 5),
+        (24, 2),
+        (26, 7),
+        (33, 4),
+        (37, 1),
+        (38, 2),
+        (40, 3),
+        (43, 3),
+    ];
+    let mut values: Vec<u64> = vec![0];
+    for (shift, bits) in fields {
+        // Every value of a small field, each bit and pairs of a wide one.
+        let n = if bits <= 5 { 1u64 << bits } else { 0 };
+        values.extend((1..n).map(|v| v << shift));
+        if bits > 5 {
+            for i in 0..bits {
+                values.push(1 << (shift + i));
+                values.push(0b11 << (shift + i) & (((1 << bits) - 1) << shift));
+            }
+        }
+    }
+    // Hops past perf's table (5-7) index past its end: left out.
+    values.retain(|v| (v >> 43) & 7 < 5);
+    values.extend([
+        0x11868100242,                                 // LFB hit, L1/L2 TLB hit (weight_struct)
+        0x10650100842,                                 // L3 hit, L2 TLB miss
+        0x1026a100142,                                 // L1 hit, locked
+        0x2_0000_0000 | 1 << 37 | 1 << 43,             // remote core, same node L1
+        0xd << 33 | 1 << 37 | 3 << 43 | 0x80 << 5 | 2, // load, remote board RAM
+        0x3fff << 5 | 0x1f << 19 | 0x7f << 26 | 1 << 37 | 3 << 38 | 0xd << 33, // cut at 99
+        0x10 << 19 | 2 << 38 | 0x40 << 5 | 2,          // HitM, peer
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let f = data_src_file(dir.path(), &values);
+    let theirs = perf_out(&["script", "-F", "data_src"], &f);
+    let ours = pmx_out(&["script", "-F", "data_src"], &f);
+    assert_eq!(theirs.lines().count(), values.len());
+    same_lines("data_src", &without_tip(&ours), &without_tip(&theirs));
+    let theirs = perf_out(&["script", "-F", "ip,addr,data_src,weight"], &f);
+    let ours = pmx_out(&["script", "-F", "ip,addr,data_src,weight"], &f);
+    same_lines(
+        "with addr and weight",
+        &without_tip(&ours),
+        &without_tip(&theirs),
+    );
+}
+
+#[test]
+fn mem_mode_reports_are_perfs() {
+    let Some(f) = weight_struct() else { return };
+    if !perf::require("") {
+        return;
+    }
+    let cases: &[&[&str]] = &[
+        &["report", "--mem-mode", "--stdio"],
+        &["report", "--mem-mode", "--stdio", "-s", "mem,snoop"],
+        &[
+            "report",
+            "--mem-mode",
+            "--stdio",
+            "-s",
+            "dso_daddr,locked,comm",
+        ],
+        &[
+            "report",
+            "--stdio",
+            "--mem-mode",
+            "-n",
+            "--sort",
+            "tlb,blocked,local_ins_lat,symbol_daddr",
+        ],
+        &["report", "--stdio", "--mem-mode", "-F", "overhead,mem,sym"],
+        &["mem", "report", "--stdio"],
+        &["mem", "-t", "store", "report", "--stdio"],
+    ];
+    for args in cases {
+        let theirs = perf_out(args, &f);
+        let ours = pmx_out(args, &f);
+        same_lines(&args.join(" "), &without_tip(&ours), &without_tip(&theirs));
+    }
+    // pmx under perf's name takes `perf mem report`.
+    let dir = tempfile::tempdir().unwrap();
+    let as_perf = dir.path().join("perf");
+    std::os::unix::fs::symlink(PMX, &as_perf).unwrap();
+    let o = Command::new(&as_perf)
+        .args(["mem", "report", "--stdio", "-i"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let theirs = perf_out(&["mem", "report", "--stdio"], &f);
+    same_lines(
+        "perf mem report (pmx)",
+        &without_tip(&stdout(&o)),
+        &without_tip(&theirs),
+    );
+}
+
+#[test]
+fn mem_mode_on_a_file_without_data_sources_says_what_perf_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = sample_type::IP | sample_type::TID | sample_type::TIME;
+    let w = memory_writer(attr(128, 1000, st, 0));
+    let path = dir.path().join("plain.data");
+    std::fs::write(&path, w.finish(&Default::default()).unwrap().into_inner()).unwrap();
+    let o = pmx(&["report", "--mem-mode", "-i", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o)
+            .contains("Selected --mem-mode but no mem data. Did you call perf record without -d?"),
+        "{}",
+        stderr(&o)
+    );
+}
