@@ -68,13 +68,14 @@ pub struct DataFlags {
     pub data_page_size: bool,
     /// `--code-page-size`: the code address's page size.
     pub code_page_size: bool,
-    /// `-W`: the weight (WEIGHT_STRUCT: latency and instruction latency).
+    /// `-W`: the weight (WEIGHT_STRUCT, as perf on x86: the latency and
+    /// the instruction latency).
     pub weight: bool,
 }
 
 impl DataFlags {
-    /// The `sample_type` bits they add, as perf 6.1 adds them: `-d` the
-    /// data address and source, `-W` the weight (a u64).
+    /// The `sample_type` bits they add, as perf 6.1 on x86 adds them: `-d`
+    /// the data address and source, `-W` the weight struct.
     pub fn sample_bits(&self) -> u64 {
         use pmx_perfdata::format::sample_type as st;
         let mut bits = 0;
@@ -91,7 +92,7 @@ impl DataFlags {
             bits |= st::CODE_PAGE_SIZE;
         }
         if self.weight {
-            bits |= st::WEIGHT;
+            bits |= st::WEIGHT_STRUCT;
         }
         bits & pmx_record::MEMORY_FIELDS
     }
@@ -181,7 +182,7 @@ mod tests {
         };
         assert_eq!(
             p.sample_bits(),
-            st::PHYS_ADDR | st::DATA_PAGE_SIZE | st::WEIGHT
+            st::PHYS_ADDR | st::DATA_PAGE_SIZE | st::WEIGHT_STRUCT
         );
         let mut s = check(SamplingFlags {
             events: vec!["page-faults".into()],

@@ -9,40 +9,6 @@ use crate::report::ReportArgs;
 use pmx_profile::mem::{self, MemError, MemOptions};
 use std::ffi::OsString;
 
-/// `pmx record`'s memory-access flags (perf record's).
-#[derive(Debug, Clone, clap::Args)]
-pub struct DataArgs {
-    /// Record each sample's data address (a page fault's faulting address
-    /// with -e page-faults; a memory event's access) and the data mappings.
-    #[arg(short = 'd', long = "data")]
-    pub data: bool,
-    /// Record the data's physical address too.
-    #[arg(long)]
-    pub phys_data: bool,
-    /// Record the data address's page size too.
-    #[arg(long)]
-    pub data_page_size: bool,
-    /// Record the code address's page size.
-    #[arg(long)]
-    pub code_page_size: bool,
-    /// Record each sample's weight (a memory event's latency; a u64, as perf).
-    #[arg(short = 'W', long = "weight")]
-    pub weight: bool,
-}
-
-impl DataArgs {
-    /// The flags as pmx-args' checks take them.
-    pub fn flags(&self) -> pmx_args::record_flags::DataFlags {
-        pmx_args::record_flags::DataFlags {
-            data: self.data,
-            phys_data: self.phys_data,
-            data_page_size: self.data_page_size,
-            code_page_size: self.code_page_size,
-            weight: self.weight,
-        }
-    }
-}
-
 /// Arguments of `pmx mem`.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -64,6 +30,20 @@ pub struct MemArgs {
 /// `pmx mem`'s commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum MemCommand {
+    /// Sample memory accesses with this machine's precise memory events
+    /// (Intel mem-loads/mem-stores, AMD ibs_op) into a perf.data file.
+    Record {
+        /// The load-latency threshold in cycles (Intel's ldlat).
+        #[arg(long, value_name = "CYCLES", default_value_t = pmx::record::DEFAULT_LDLAT)]
+        ldlat: u32,
+        /// pmx record's options and the command.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<OsString>,
+    },
     /// The memory accesses of a perf.data file (report --mem-mode -n).
     Report {
         /// pmx report's options.
@@ -79,6 +59,25 @@ pub enum MemCommand {
 /// Run `pmx mem`.
 pub fn run(a: &MemArgs) -> anyhow::Result<i32> {
     match &a.command {
+        MemCommand::Record { ldlat, args } => {
+            let (load, store) = (a.op.contains("load"), a.op.contains("store"));
+            mem::perf_mem_sort(&a.op).map_err(UsageError)?; // -t checked
+            let root = pmx_sys::SysRoot::host();
+            let events = pmx::record::mem_events(&root, load, store, *ldlat);
+            let events = events.map_err(|e| UsageError(format!("mem record: {e}")))?;
+            let mut words: Vec<OsString> = ["record", "-d", "-W"].map(Into::into).to_vec();
+            for e in events {
+                words.extend(["-e".into(), e.into()]);
+            }
+            words.extend(args.iter().cloned());
+            let cmd = <crate::record::RecordArgs as clap::Args>::augment_args(
+                clap::Command::new("record").bin_name("pmx mem record"),
+            );
+            let mut m = cmd.try_get_matches_from(words)?;
+            crate::record::run(
+                &<crate::record::RecordArgs as clap::FromArgMatches>::from_arg_matches_mut(&mut m)?,
+            )
+        }
         MemCommand::Report { args } => {
             let sort = mem::perf_mem_sort(&a.op).map_err(UsageError)?;
             let mut words: Vec<OsString> = ["report", "--mem-mode", "-n"].map(Into::into).to_vec();

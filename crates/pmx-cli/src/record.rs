@@ -16,7 +16,7 @@ pub struct RecordArgs {
     #[command(flatten)]
     pub sampling: crate::sampling::SamplingArgs,
     #[command(flatten)]
-    pub data: crate::mem::DataArgs,
+    pub data: crate::sampling::DataArgs,
     /// Where (the command's tasks by default).
     #[command(flatten)]
     pub target: crate::target::SampleTargets,

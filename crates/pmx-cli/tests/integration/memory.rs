@@ -8,8 +8,8 @@
 
 use crate::common::{pmx, stderr, stdout, PMX};
 use pmx_perfdata::format::{record_type, sample_type};
-use pmx_testkit::perf;
 use pmx_testkit::perfdata::{attr, memory_writer, record};
+use pmx_testkit::{cc, perf};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -257,4 +257,133 @@ fn mem_mode_on_a_file_without_data_sources_says_what_perf_says() {
         "{}",
         stderr(&o)
     );
+}
+
+/// A program whose first touches land in a known global array (`.bss`)
+/// and a heap block, one write per page, which prints both addresses.
+const TOUCH: &str = "#include <stdio.h>\n#include <stdlib.h>\n#define N (256 * 4096)\n\
+    static char buf[N];\n\
+    int main(void) { char *h = malloc(N); printf(\"%p %p %d\\n\", (void *)buf, (void *)h, N); fflush(stdout);\n\
+    for (int i = 0; i < N; i += 4096) buf[i] = 1;\n\
+    for (int i = 0; i < N; i += 4096) h[i] = 2;\n\
+    return buf[4096] + h[8192] == 3 ? 0 : 1; }\n";
+
+/// `pmx record -d -e page-faults -c 1`: every fault's address is the
+/// sample's; perf reads them as pmx does, they fall on the pages the
+/// program touched, and both tools name their mappings alike.
+#[test]
+fn record_d_samples_the_faulting_addresses() {
+    if !perf::require("") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Ok(bin) = cc::compile(dir.path(), "touch", TOUCH, &["-O1"]) else {
+        return pmx_testkit::skip("no C compiler");
+    };
+    let file = dir.path().join("pf.data");
+    let o = Command::new(PMX)
+        .args(["record", "-q", "-d", "-e", "page-faults", "-c", "1", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let printed = stdout(&o);
+    let w: Vec<&str> = printed.split_whitespace().collect();
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let (buf, heap, n) = (hex(w[0]), hex(w[1]), w[2].parse::<u64>().unwrap());
+    let theirs = perf_out(&["script", "-F", "addr"], &file);
+    let ours = pmx_out(&["script", "-F", "addr"], &file);
+    same_lines("script -F addr", &without_tip(&ours), &without_tip(&theirs));
+    let addrs: Vec<u64> = ours.lines().map(|l| hex(l.trim())).collect();
+    // Each page was first written once: its fault's address is the write's.
+    for (base, what) in [(buf, "the array"), (heap, "the heap block")] {
+        let inside: Vec<u64> = (addrs.iter().copied())
+            .filter(|a| (base..base + n).contains(a))
+            .collect();
+        assert!(
+            inside.len() >= 200,
+            "{what}: {} faults of 256 pages",
+            inside.len()
+        );
+        assert!(
+            inside.iter().all(|a| (a - base) % 4096 == 0),
+            "{what}: {inside:x?}"
+        );
+    }
+    let args = [
+        "report",
+        "--mem-mode",
+        "--stdio",
+        "--sort",
+        "dso_daddr,comm",
+    ];
+    let theirs = perf_out(&args, &file);
+    same_lines(
+        "dso_daddr",
+        &without_tip(&pmx_out(&args, &file)),
+        &without_tip(&theirs),
+    );
+    // The samples carry what perf's -d asks for.
+    let evlist = perf_out(&["evlist", "-v"], &file);
+    assert!(
+        evlist.contains("ADDR") && evlist.contains("DATA_SRC") && evlist.contains("mmap_data: 1"),
+        "{evlist}"
+    );
+    // --phys-data, --data-page-size and -W add their fields (what the
+    // kernel gives a software event for them: perf reads what pmx reads).
+    let more = dir.path().join("more.data");
+    let o = Command::new(PMX)
+        .args([
+            "record",
+            "-q",
+            "-d",
+            "--phys-data",
+            "--data-page-size",
+            "-W",
+        ])
+        .args(["-e", "page-faults", "-c", "1", "-o"])
+        .arg(&more)
+        .arg("--")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let evlist = perf_out(&["evlist", "-v"], &more);
+    for bit in ["PHYS_ADDR", "DATA_PAGE_SIZE", "WEIGHT_STRUCT"] {
+        assert!(evlist.contains(bit), "{bit}: {evlist}");
+    }
+    let fields = [
+        "script",
+        "-F",
+        "ip,addr,weight,ins_lat,phys_addr,data_page_size",
+    ];
+    let theirs = perf_out(&fields, &more);
+    same_lines(
+        "page sizes",
+        &without_tip(&pmx_out(&fields, &more)),
+        &without_tip(&theirs),
+    );
+}
+
+/// `pmx mem record` uses the machine's precise memory events; where
+/// there are none (a virtual machine) it refuses, saying why and what
+/// samples data addresses here.
+#[test]
+fn mem_record_uses_the_memory_events_or_says_why_not() {
+    let root = pmx_sys::SysRoot::host();
+    if pmx::record::mem_events(&root, true, true, 30).is_ok() {
+        return pmx_testkit::skip("this machine has memory events: the refusal is not tested");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.data");
+    let o = pmx(&["mem", "record", "-o", out.to_str().unwrap(), "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("no memory-access sampling") && e.contains("record -d -e page-faults"),
+        "{e}"
+    );
+    assert!(!out.exists());
 }
