@@ -20,6 +20,7 @@
 
 mod analyze;
 mod annotate;
+mod c2c;
 mod compare;
 mod db;
 mod decode;
@@ -85,6 +86,8 @@ enum Command {
     Script(script::ScriptArgs),
     /// Memory accesses: which data, which level, how long (perf mem).
     Mem(mem::MemArgs),
+    /// Cache lines shared between cores: HITMs and loads by level (perf c2c).
+    C2c(c2c::C2cArgs),
     /// A function's machine code with the samples of each instruction and its source lines.
     Annotate(Box<annotate::AnnotateArgs>),
     /// Copy a perf.data file or stream: decompressed, with build ids (perf inject).
@@ -183,6 +186,7 @@ fn main() {
         Command::Top(args) => top::run(args),
         Command::Script(args) => script::run(args),
         Command::Mem(args) => mem::run(args),
+        Command::C2c(args) => c2c::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Inject(args) => perf_tools::inject(args),

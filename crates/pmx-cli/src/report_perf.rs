@@ -65,8 +65,7 @@ pub struct PerfReportArgs {
     /// perf's TUI: pmx has none, the table is printed (--stdio).
     #[arg(long)]
     pub tui: bool,
-    /// The memory accesses (samples with data sources): perf's memory
-    /// keys and layout, rows weighted by the accesses' weights.
+    /// The memory accesses: perf's memory keys and layout, rows weighted by the accesses' weights.
     #[arg(long)]
     pub mem_mode: bool,
 }

@@ -58,8 +58,7 @@ impl SamplingArgs {
 /// `pmx record`'s memory-access flags (perf record's).
 #[derive(Debug, Clone, clap::Args)]
 pub struct DataArgs {
-    /// Record each sample's data address (a page fault's faulting address
-    /// with -e page-faults; a memory event's access) and the data mappings.
+    /// Record each sample's data address and source (-e page-faults: the faulting address).
     #[arg(short = 'd', long = "data")]
     pub data: bool,
     /// Record the data's physical address too.

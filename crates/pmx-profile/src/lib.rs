@@ -44,6 +44,9 @@
 //! and weights in perf's words; `pmx script`'s `addr`, `data_src`,
 //! `weight`, `ins_lat`, `phys_addr` and page-size fields.
 //!
+//! **Cache-line contention** ([`c2c`]): the memory samples counted as
+//! `perf c2c report --stats` counts them.
+//!
 //! **Exports** ([`export`]): every sample (a
 //! [`profile::sink::SampleSink`] on the replay) with its thread, time,
 //! stack and weights per column, written as the Firefox Profiler's
@@ -75,6 +78,7 @@
 //! source lines, rendered by [`annotate::render`] (text, JSON).
 
 pub mod annotate;
+pub mod c2c;
 pub mod diff;
 pub mod export;
 pub mod flame;

@@ -16,6 +16,8 @@ pub mod report;
 pub mod table;
 
 pub use keys::{is_memory_key, MemKey, DEFAULT_SORT};
-pub use layout::{layout, perf_mem_sort, wanted, Layout};
+pub use layout::{layout, wanted, Layout};
 pub use report::{mem_report, MemError, MemEvent, MemOptions, MemReport, MemRow};
 pub use table::MemColumns;
+
+pub(crate) use replay::{run as replay_run, MemSample, Resolver};

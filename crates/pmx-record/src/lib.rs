@@ -124,6 +124,7 @@ pub use options::{
 };
 pub use plan::MEMORY_FIELDS;
 pub use pmx_perf::SampleRate;
+pub use pmx_sys::SysRoot;
 pub use sampling::{check_mmap_pages, Sampling};
 pub use switch::SwitchOutput;
 

@@ -127,7 +127,29 @@ fn data_src_file(dir: &Path, values: &[u64]) -> PathBuf {
         b.extend_from_slice(&v.to_le_bytes());
         w.write_record(&record(record_type::SAMPLE, 2, &b)).unwrap();
     }
-    let bytes = w.finish(&Default::default()).unwrap().into_inner();
+    // Two CPUs of one node: perf c2c reads the topology.
+    use pmx_perfdata::format::feature;
+    use pmx_perfdata::topology::{cpu_topology, numa_topology, CpuIds, NumaNode};
+    let cpu = |core| CpuIds {
+        core,
+        die: 0,
+        socket: 0,
+    };
+    let node = NumaNode {
+        node: 0,
+        mem_total: 1 << 20,
+        mem_free: 1 << 19,
+        cpus: vec![0, 1],
+    };
+    let raw = [
+        (feature::CPU_TOPOLOGY, cpu_topology(&[cpu(0), cpu(1)])),
+        (feature::NUMA_TOPOLOGY, numa_topology(&[node])),
+    ];
+    let features = pmx_perfdata::write::Features {
+        nrcpus: Some((2, 2)),
+        ..Default::default()
+    };
+    let bytes = w.finish_with(&features, &raw).unwrap().into_inner();
     let path = dir.join("data_src.data");
     std::fs::write(&path, bytes).unwrap();
     path
@@ -386,4 +408,44 @@ fn mem_record_uses_the_memory_events_or_says_why_not() {
         "{e}"
     );
     assert!(!out.exists());
+}
+
+/// `c2c report --stats` counts what perf c2c counts: on weight_struct,
+/// and on a file of local and remote HITMs, peers, DRAM, stores, locked
+/// and blocked accesses (some on one cache line) written by pmx-perfdata.
+#[test]
+fn c2c_stats_are_perfs() {
+    if !perf::require("") {
+        return;
+    }
+    let lv = |l: u64| l << 5;
+    let (hit, miss) = (lv(0x2), lv(0x4));
+    let load = 2;
+    let store = 4;
+    let values = [
+        load | hit | lv(0x40) | 0x10 << 19,                // L3 local HITM
+        load | hit | lv(0x40) | 0x10 << 19 | 1 << 24 << 1, // locked HITM
+        load | lv(0x400) | 0x10 << 19,                     // remote cache HITM
+        load | lv(0x800) | 0x4 << 19,                      // remote cache HIT
+        load | 1 << 37 | 0x2 << 38,                        // remote, peer
+        load | hit | lv(0x80) | 0x4 << 19,                 // local DRAM, shared
+        load | hit | lv(0x100) | 0x2 << 19,                // remote DRAM
+        load | hit | lv(0x20) | 0x2 << 38,                 // L2 peer
+        load | hit | lv(0x10) | 2 << 40,                   // LFB, blocked by data
+        load | miss | lv(0x08) | 4 << 40,                  // L1 miss, blocked by address
+        load | hit | lv(0x3000),                           // uncached, I/O
+        store | hit | lv(0x08),                            // store L1 hit
+        store | miss | lv(0x08),                           // store L1 miss
+        store | lv(0x01),                                  // store N/A
+        0,                                                 // unparsable
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let f = data_src_file(dir.path(), &values);
+    let mut files = vec![f];
+    files.extend(weight_struct());
+    for f in &files {
+        let theirs = perf_out(&["c2c", "report", "--stats"], f);
+        let ours = pmx_out(&["c2c", "report", "--stats"], f);
+        same_lines("c2c --stats", &without_tip(&ours), &without_tip(&theirs));
+    }
 }

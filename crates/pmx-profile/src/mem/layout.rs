@@ -1,6 +1,5 @@
 //! What perf's report flags make of a memory report: the keys, the
-//! `Sort order` line and the number columns (`-s`, `-F`, `-n`), and
-//! `perf mem -t`'s sort orders.
+//! `Sort order` line and the number columns (`-s`, `-F`, `-n`).
 
 use super::keys::{self, MemKey, DEFAULT_SORT};
 use super::table::MemColumns;
@@ -54,24 +53,6 @@ pub fn layout(
     })
 }
 
-/// perf mem report's sort order for `-t` (`load`, `store`, `load,store`):
-/// stores have no weight, so no weight, snoop or blocked columns.
-pub fn perf_mem_sort(op: &str) -> Result<&'static str, String> {
-    let (mut load, mut store) = (false, false);
-    for w in op.split(',').map(str::trim) {
-        match w {
-            "load" => load = true,
-            "store" => store = true,
-            _ => return Err(format!("-t {op}: load, store or load,store")),
-        }
-    }
-    Ok(if load || !store {
-        DEFAULT_SORT
-    } else {
-        "mem,sym,dso,symbol_daddr,dso_daddr,tlb,locked"
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,10 +68,5 @@ mod tests {
         let l = layout(None, Some("mem,sym"), false).unwrap();
         assert!(!l.columns.overhead && l.sort_order == DEFAULT_SORT);
         assert!(wanted(false, Some("comm,snoop"), None) && !wanted(false, Some("sym"), None));
-        assert_eq!(
-            perf_mem_sort("store").unwrap(),
-            "mem,sym,dso,symbol_daddr,dso_daddr,tlb,locked"
-        );
-        assert!(perf_mem_sort("loads").is_err());
     }
 }

@@ -30,6 +30,18 @@ pub struct MemOptions {
     pub symbols: SymbolOptions,
 }
 
+impl MemOptions {
+    /// Options for `input` with these keys and sort order's text.
+    pub fn new(input: PathBuf, sort: Vec<MemKey>, sort_order: String) -> MemOptions {
+        MemOptions {
+            input,
+            sort,
+            sort_order,
+            ..MemOptions::default()
+        }
+    }
+}
+
 /// Why a memory report could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum MemError {
