@@ -9,11 +9,13 @@
 //! [`stat_flags`] where a measurement happens (`-p`, `-t`, `-C`, `-a`, a
 //! command) and one `pmx stat` run's options from its flags;
 //! [`stat_file_args`] the words of `pmx stat record`/`report`;
-//! [`record_flags`] the sampling flags `record` and `top` share.
+//! [`record_flags`] the sampling flags `record` and `top` share (and
+//! `record`'s memory flags); [`mem_words`] `perf mem`'s commands.
 //!
 //! What this crate never does: count, sample or render; it makes
 //! options and checks them, with one message per rule.
 
+pub mod mem_words;
 pub mod perf_personality;
 pub mod record_flags;
 pub mod stat_events;

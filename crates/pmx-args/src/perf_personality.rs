@@ -61,6 +61,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "report",
     "top",
     "script",
+    "mem",
+    "c2c",
     "annotate",
     "inject",
     "evlist",
@@ -226,7 +228,7 @@ mod tests {
             Ok(vec!["pmx".into(), "--no-pager".into(), "trace".into()])
         );
         let refused = |what: &str| {
-            Err(format!("'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report, top, script, annotate, inject, evlist, buildid-list, buildid-cache, list, version"))
+            Err(format!("'perf {what}' is not implemented by pmx; pmx implements perf stat, record, report, top, script, mem, c2c, annotate, inject, evlist, buildid-list, buildid-cache, list, version"))
         };
         // perf stat record/report: pmx stat's subcommands.
         assert_eq!(

@@ -91,6 +91,57 @@ pub fn off_cpu_flags(
     Ok(off_cpu.then_some(pmx_record::OffCpuOptions { thresh_ns }))
 }
 
+/// `record`'s memory-access flags: which sample fields to add to every
+/// event (perf record's `-d`, `--phys-data`, `--data-page-size`,
+/// `--code-page-size`, `-W`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DataFlags {
+    /// `-d`: the data address (and the data mappings to name it by).
+    pub data: bool,
+    /// `--phys-data`: the physical address.
+    pub phys_data: bool,
+    /// `--data-page-size`: the data address's page size.
+    pub data_page_size: bool,
+    /// `--code-page-size`: the code address's page size.
+    pub code_page_size: bool,
+    /// `-W`: the weight (WEIGHT_STRUCT, as perf on x86: the latency and
+    /// the instruction latency).
+    pub weight: bool,
+}
+
+impl DataFlags {
+    /// The `sample_type` bits they add, as perf 6.1 on x86 adds them: `-d`
+    /// the data address and source, `-W` the weight struct.
+    pub fn sample_bits(&self) -> u64 {
+        use pmx_perfdata::format::sample_type as st;
+        let mut bits = 0;
+        if self.data {
+            bits |= st::ADDR | st::DATA_SRC;
+        }
+        if self.phys_data {
+            bits |= st::PHYS_ADDR;
+        }
+        if self.data_page_size {
+            bits |= st::DATA_PAGE_SIZE;
+        }
+        if self.code_page_size {
+            bits |= st::CODE_PAGE_SIZE;
+        }
+        if self.weight {
+            bits |= st::WEIGHT_STRUCT;
+        }
+        bits & pmx_record::MEMORY_FIELDS
+    }
+
+    /// Add the fields to every event of `s`.
+    pub fn apply(&self, s: &mut Sampling) {
+        let bits = self.sample_bits();
+        for e in &mut s.events {
+            e.attr.sample_type |= bits;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +200,33 @@ mod tests {
         assert_eq!(s.rate, SampleRate::Period(10_000));
         assert_eq!(s.call_graph, CallGraph::Fp { max_stack: None });
         assert!(s.notes.is_empty(), "{:?}", s.notes);
+    }
+
+    #[test]
+    fn data_flags_add_their_sample_fields() {
+        use pmx_perfdata::format::sample_type as st;
+        let d = DataFlags {
+            data: true,
+            ..Default::default()
+        };
+        assert_eq!(d.sample_bits(), st::ADDR | st::DATA_SRC);
+        let p = DataFlags {
+            phys_data: true,
+            data_page_size: true,
+            weight: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            p.sample_bits(),
+            st::PHYS_ADDR | st::DATA_PAGE_SIZE | st::WEIGHT_STRUCT
+        );
+        let mut s = check(SamplingFlags {
+            events: vec!["page-faults".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        d.apply(&mut s);
+        assert_eq!(s.events[0].attr.sample_type & st::ADDR, st::ADDR);
     }
 
     #[test]

@@ -20,6 +20,7 @@
 
 mod analyze;
 mod annotate;
+mod c2c;
 mod compare;
 mod db;
 mod decode;
@@ -29,6 +30,7 @@ mod explain;
 mod fetch;
 mod info;
 mod list;
+mod mem;
 mod merge;
 mod msr;
 mod perf_cli;
@@ -83,6 +85,10 @@ enum Command {
     Top(Box<top::TopArgs>),
     /// Every sample of a perf.data file as a line (like perf script), or JSON lines.
     Script(script::ScriptArgs),
+    /// Memory accesses: which data, which level, how long (perf mem).
+    Mem(mem::MemArgs),
+    /// Cache lines shared between cores: HITMs and loads by level (perf c2c).
+    C2c(c2c::C2cArgs),
     /// A function's machine code with the samples of each instruction and its source lines.
     Annotate(Box<annotate::AnnotateArgs>),
     /// Copy a perf.data file or stream: decompressed, with build ids (perf inject).
@@ -176,9 +182,12 @@ fn main() {
         Command::Compare(args) => compare::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Record(args) => record::run(args),
+        Command::Report(args) if mem::wanted(args) => mem::report(args),
         Command::Report(args) => report::run(args),
         Command::Top(args) => top::run(args),
         Command::Script(args) => script::run(args),
+        Command::Mem(args) => mem::run(args),
+        Command::C2c(args) => c2c::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Inject(args) => perf_tools::inject(args),

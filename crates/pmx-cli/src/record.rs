@@ -15,6 +15,8 @@ use std::path::PathBuf;
 pub struct RecordArgs {
     #[command(flatten)]
     pub sampling: crate::sampling::SamplingArgs,
+    #[command(flatten)]
+    pub data: crate::sampling::DataArgs,
     /// Where (the command's tasks by default).
     #[command(flatten)]
     pub target: crate::target::SampleTargets,
@@ -76,7 +78,8 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
     let (target, db) = crate::target::perf_cpu(&args.target, &args.db);
     let scope = crate::target::scope(&target.flags(&args.command, false), "record")?;
     let duration = crate::target::duration(args.duration)?;
-    let sampling = args.sampling.check(&db)?;
+    let mut sampling = args.sampling.check(&db)?;
+    args.data.flags().apply(&mut sampling);
     for n in sampling.notes.iter().filter(|_| !args.quiet) {
         eprintln!("pmx record: {n}");
     }

@@ -68,6 +68,9 @@ pub struct PerfReportArgs {
     /// Count the branches of the branch stacks (files recorded with -b/-j), rows by perf's branch keys.
     #[arg(short = 'b', long = "branch-stack")]
     pub branch_stack: bool,
+    /// The memory accesses: perf's memory keys and layout, rows weighted by the accesses' weights.
+    #[arg(long)]
+    pub mem_mode: bool,
 }
 
 impl PerfReportArgs {

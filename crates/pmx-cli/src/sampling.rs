@@ -62,6 +62,39 @@ impl SamplingArgs {
     }
 }
 
+/// `pmx record`'s memory-access flags (perf record's).
+#[derive(Debug, Clone, clap::Args)]
+pub struct DataArgs {
+    /// Record each sample's data address and source (-e page-faults: the faulting address).
+    #[arg(short = 'd', long = "data")]
+    pub data: bool,
+    /// Record the data's physical address too.
+    #[arg(long)]
+    pub phys_data: bool,
+    /// Record the data address's page size too.
+    #[arg(long)]
+    pub data_page_size: bool,
+    /// Record the code address's page size.
+    #[arg(long)]
+    pub code_page_size: bool,
+    /// Record each sample's weight (a memory event's latency and instruction latency).
+    #[arg(short = 'W', long = "weight")]
+    pub weight: bool,
+}
+
+impl DataArgs {
+    /// The flags as pmx-args' checks take them.
+    pub fn flags(&self) -> pmx_args::record_flags::DataFlags {
+        pmx_args::record_flags::DataFlags {
+            data: self.data,
+            phys_data: self.phys_data,
+            data_page_size: self.data_page_size,
+            code_page_size: self.code_page_size,
+            weight: self.weight,
+        }
+    }
+}
+
 /// A sampling command's failure as the CLI reports it (bad input: exit 2).
 pub(crate) fn failure(e: RecordError) -> anyhow::Error {
     match e {

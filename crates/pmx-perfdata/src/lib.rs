@@ -47,7 +47,8 @@
 //! entry flag), [`Sample::branches`] its view in a sample.
 //! [`stat`] reads and writes `perf stat record`'s records (`STAT`,
 //! `STAT_ROUND`, `STAT_CONFIG`, `THREAD_MAP`, `CPU_MAP`, `EVENT_UPDATE`),
-//! which the reader passes on as [`Record::Other`]; [`topology`] the
+//! which the reader passes on as [`Record::Other`]; [`mem`] splits a
+//! sample's `DATA_SRC` into its fields; [`topology`] the
 //! `CPU_TOPOLOGY` and `NUMA_TOPOLOGY` features `perf stat report` folds
 //! per-CPU counts with; [`tracing`] the `TRACING_DATA` feature (the
 //! tracepoints' format files a reader decodes raw data with, read on
@@ -58,6 +59,7 @@
 pub mod attr;
 pub mod branch;
 pub mod format;
+pub mod mem;
 pub mod read;
 pub mod sideband;
 pub mod stat;

@@ -160,12 +160,23 @@ pub struct Sample<'a> {
     pub callchain_bytes: &'a [u8],
     /// Raw data (tracepoint fields).
     pub raw: &'a [u8],
-    /// Weight (the first u64 of WEIGHT or WEIGHT_STRUCT).
+    /// Weight: WEIGHT's u64, or WEIGHT_STRUCT's `var1_dw` (the access
+    /// latency of a PEBS load), as perf 6.x on x86 splits it.
     pub weight: u64,
-    /// Data source.
+    /// WEIGHT_STRUCT's `var2_w` (perf's `ins_lat`: the instruction
+    /// latency); 0 without WEIGHT_STRUCT.
+    pub ins_lat: u16,
+    /// WEIGHT_STRUCT's `var3_w` (perf's `p_stage_cyc` on POWER; perf on
+    /// x86 ignores it); 0 without WEIGHT_STRUCT.
+    pub weight_var3: u16,
+    /// Data source (`union perf_mem_data_src`, see [`crate::mem::DataSrc`]).
     pub data_src: u64,
     /// Physical address.
     pub phys_addr: u64,
+    /// Page size of the data address (DATA_PAGE_SIZE), in bytes; 0 without.
+    pub data_page_size: u64,
+    /// Page size of the code address (CODE_PAGE_SIZE), in bytes; 0 without.
+    pub code_page_size: u64,
     /// The `PERF_SAMPLE_READ` field, raw (see [`Sample::read_values`]).
     pub read: &'a [u8],
     /// The event's `read_format`, which lays out [`Sample::read`].
@@ -1833,8 +1844,12 @@ pub fn parse_sample<'a>(
         callchain_bytes: &[],
         raw: &[],
         weight: 0,
+        ins_lat: 0,
+        weight_var3: 0,
         data_src: 0,
         phys_addr: 0,
+        data_page_size: 0,
+        code_page_size: 0,
         read: &[],
         read_format: attr.read_format,
         user_regs: UserRegs::default(),
@@ -1937,8 +1952,13 @@ pub fn parse_sample<'a>(
                 s.user_stack = &data[..dyn_size.min(n)];
             }
         }
-        if st & (sample_type::WEIGHT | sample_type::WEIGHT_STRUCT) != 0 {
+        if st & sample_type::WEIGHT != 0 {
             s.weight = c.u64(e)?;
+        } else if st & sample_type::WEIGHT_STRUCT != 0 {
+            let w = c.u64(e)?;
+            s.weight = w & 0xffff_ffff;
+            s.ins_lat = (w >> 32) as u16;
+            s.weight_var3 = (w >> 48) as u16;
         }
         if st & sample_type::DATA_SRC != 0 {
             s.data_src = c.u64(e)?;
@@ -1954,6 +1974,19 @@ pub fn parse_sample<'a>(
         }
         if st & sample_type::PHYS_ADDR != 0 {
             s.phys_addr = c.u64(e)?;
+        }
+        if st & sample_type::AUX != 0 {
+            let n = usize::try_from(c.u64(e)?).map_err(|_| c.err(e))?;
+            c.take(n, e)?;
+        }
+        if st & sample_type::CGROUP != 0 {
+            c.u64(e)?;
+        }
+        if st & sample_type::DATA_PAGE_SIZE != 0 {
+            s.data_page_size = c.u64(e)?;
+        }
+        if st & sample_type::CODE_PAGE_SIZE != 0 {
+            s.code_page_size = c.u64(e)?;
         }
         Ok(())
     })();

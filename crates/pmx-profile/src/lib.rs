@@ -40,6 +40,13 @@
 //! streamed to a writer, one line per sample in `perf script`'s layout
 //! (`-F` fields, call chains) or JSON lines.
 //!
+//! **Memory accesses** ([`mem`]): a sample's data address, `data_src`
+//! and weights in perf's words; `pmx script`'s `addr`, `data_src`,
+//! `weight`, `ins_lat`, `phys_addr` and page-size fields.
+//!
+//! **Cache-line contention** ([`c2c`]): the memory samples counted as
+//! `perf c2c report --stats` counts them.
+//!
 //! **Exports** ([`export`]): every sample (a
 //! [`profile::sink::SampleSink`] on the replay) with its thread, time,
 //! stack and weights per column, written as the Firefox Profiler's
@@ -78,11 +85,13 @@
 
 pub mod annotate;
 pub mod branch;
+pub mod c2c;
 pub mod diff;
 pub mod export;
 pub mod flame;
 pub mod group_metrics;
 pub mod inject;
+pub mod mem;
 pub mod perf_text;
 pub mod profile;
 pub mod render;

@@ -22,6 +22,7 @@
 
 mod branches;
 mod fields;
+mod mem;
 mod side_band;
 mod trace;
 mod write;

@@ -117,6 +117,9 @@ pub(super) fn sampling_attr(
     if n > 1 {
         st |= sample_type::IDENTIFIER;
     }
+    // The memory fields an event asks for (`-d`, `--phys-data`, page
+    // sizes, `-W`, a PEBS load-latency event's data source).
+    st |= ev.attr.sample_type & MEMORY_FIELDS;
     let side_band = index == 0;
     let by_exec = opts.scope == Scope::Command;
     // perf's rule: a command and a `-p`/`-t` target are followed into the
@@ -152,11 +155,26 @@ pub(super) fn sampling_attr(
     call_graph.apply(&mut attr);
     // Unwinders read the unwind tables of a binary's read-only segment
     // from "memory": perf asks for the data mappings too with dwarf.
-    attr.mmap_data = side_band && matches!(call_graph, CallGraph::Dwarf { .. });
+    // Data addresses are named by their mappings: perf's `-d` asks for
+    // the data mappings too.
+    let data = st & sample_type::ADDR != 0;
+    attr.mmap_data = side_band && (data || matches!(call_graph, CallGraph::Dwarf { .. }));
     attr.context_switch = side_band && opts.file.switch_events;
     super::tracepoints::adjust(&mut attr, ev.attr.sample.filter(|_| ev.attr.is_sampling()));
     attr
 }
+
+/// The sample fields of memory accesses an event may ask for beyond the
+/// session's: data address, data source, weights, physical address, page
+/// sizes (`perf record -d`, `--phys-data`, `--data-page-size`,
+/// `--code-page-size`, `-W`).
+pub const MEMORY_FIELDS: u64 = sample_type::ADDR
+    | sample_type::DATA_SRC
+    | sample_type::WEIGHT
+    | sample_type::WEIGHT_STRUCT
+    | sample_type::PHYS_ADDR
+    | sample_type::DATA_PAGE_SIZE
+    | sample_type::CODE_PAGE_SIZE;
 
 #[cfg(test)]
 mod tests {

@@ -5,11 +5,6 @@
 /// perf record's options pmx record does not take, and why.
 pub const REFUSED: &[(&str, &str)] = &[
     ("--kcore", "pmx reads kernel symbols from /proc/kallsyms (cached by kernel build id) and copies no /proc/kcore"),
-    ("-d", "pmx records no sample data addresses"),
-    ("--data", "pmx records no sample data addresses"),
-    ("--phys-data", "pmx records no physical addresses"),
-    ("--data-page-size", "pmx records no page sizes"),
-    ("--code-page-size", "pmx records no page sizes"),
     ("-D", "pmx record starts counting when the command starts; use --duration to stop"),
     ("--delay", "pmx record starts counting when the command starts; use --duration to stop"),
     ("-G", "pmx records no cgroup events"),
@@ -35,8 +30,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--timestamp", "pmx's samples always carry the time"),
     ("-u", "pmx samples a command, processes, threads or CPUs, not a user's tasks"),
     ("--uid", "pmx samples a command, processes, threads or CPUs, not a user's tasks"),
-    ("-W", "weights are a hardware PMU's (precise memory events)"),
-    ("--weight", "weights are a hardware PMU's (precise memory events)"),
     ("--transaction", "TSX transaction flags are a hardware PMU's"),
     ("--affinity", "pmx reads each CPU's ring from one thread"),
     ("--aio", "pmx writes the file from one thread without POSIX AIO"),

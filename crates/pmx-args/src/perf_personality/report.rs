@@ -178,7 +178,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("-w", "pmx sizes its columns to their contents"),
     ("--column-widths", "pmx sizes its columns to their contents"),
     ("--hierarchy", "pmx report has no hierarchy view"),
-    ("--mem-mode", "pmx records no data addresses"),
     ("--itrace", "pmx decodes no instruction traces"),
     ("--time", "pmx report reads the whole file"),
     ("--switch-on", "pmx report reads the whole file"),

@@ -36,6 +36,20 @@ pub enum Field {
     Brstacksym,
     /// `trace`: a tracepoint's fields, as its print format shows them.
     Trace,
+    /// `addr`: the sample's data address.
+    Addr,
+    /// `data_src`: the memory access's source, decoded.
+    DataSrc,
+    /// `weight`: the access's cost (latency) — not the period.
+    Weight,
+    /// `ins_lat`: the instruction latency (WEIGHT_STRUCT).
+    InsLat,
+    /// `phys_addr`: the data's physical address.
+    PhysAddr,
+    /// `data_page_size`: the data address's page size.
+    DataPageSize,
+    /// `code_page_size`: the instruction's page size.
+    CodePageSize,
 }
 
 impl Field {
@@ -44,7 +58,7 @@ impl Field {
 }
 
 /// Every field, in the order of [`Field`]'s values.
-pub const ALL: [(Field, &str); 14] = [
+pub const ALL: [(Field, &str); 21] = [
     (Field::Comm, "comm"),
     (Field::Tid, "tid"),
     (Field::Pid, "pid"),
@@ -59,11 +73,17 @@ pub const ALL: [(Field, &str); 14] = [
     (Field::Brstack, "brstack"),
     (Field::Brstacksym, "brstacksym"),
     (Field::Trace, "trace"),
+    (Field::Addr, "addr"),
+    (Field::DataSrc, "data_src"),
+    (Field::Weight, "weight"),
+    (Field::InsLat, "ins_lat"),
+    (Field::PhysAddr, "phys_addr"),
+    (Field::DataPageSize, "data_page_size"),
+    (Field::CodePageSize, "code_page_size"),
 ];
 
 /// perf script's other field names, which pmx does not print.
 const PERF_ONLY: &[&str] = &[
-    "addr",
     "srcline",
     "iregs",
     "uregs",
@@ -76,19 +96,13 @@ const PERF_ONLY: &[&str] = &[
     "insn",
     "insnlen",
     "synth",
-    "phys_addr",
     "metric",
     "misc",
     "srccode",
     "ipc",
-    "data_page_size",
-    "code_page_size",
-    "ins_lat",
     "machine_pid",
     "vcpu",
     "tod",
-    "weight",
-    "data_src",
     "dsoff",
 ];
 
@@ -143,6 +157,27 @@ fn defaults(k: Kind) -> Fields {
     use Field::*;
     match k {
         Kind::Trace => Fields::of(&[Comm, Tid, Cpu, Time, Event, Trace]),
+        // perf's defaults for raw events add the memory fields (dropped
+        // when the samples lack them).
+        Kind::Raw => Fields::of(&[
+            Comm,
+            Tid,
+            Cpu,
+            Time,
+            Period,
+            Event,
+            Ip,
+            Sym,
+            Symoff,
+            Dso,
+            Addr,
+            DataSrc,
+            Weight,
+            InsLat,
+            PhysAddr,
+            DataPageSize,
+            CodePageSize,
+        ]),
         _ => Fields::of(&[Comm, Tid, Cpu, Time, Period, Event, Ip, Sym, Symoff, Dso]),
     }
 }
@@ -154,6 +189,16 @@ fn needs(f: Field) -> Option<(u64, &'static str)> {
         Field::Time => Some((sample_type::TIME, "TIME")),
         Field::Cpu => Some((sample_type::CPU, "CPU")),
         Field::Ip | Field::Sym | Field::Symoff | Field::Dso => Some((sample_type::IP, "IP")),
+        Field::Addr => Some((sample_type::ADDR, "ADDR")),
+        Field::DataSrc => Some((sample_type::DATA_SRC, "DATA_SRC")),
+        Field::Weight => Some((
+            sample_type::WEIGHT | sample_type::WEIGHT_STRUCT,
+            "WEIGHT or WEIGHT_STRUCT",
+        )),
+        Field::InsLat => Some((sample_type::WEIGHT_STRUCT, "WEIGHT_STRUCT")),
+        Field::PhysAddr => Some((sample_type::PHYS_ADDR, "PHYS_ADDR")),
+        Field::DataPageSize => Some((sample_type::DATA_PAGE_SIZE, "DATA_PAGE_SIZE")),
+        Field::CodePageSize => Some((sample_type::CODE_PAGE_SIZE, "CODE_PAGE_SIZE")),
         _ => None,
     }
 }

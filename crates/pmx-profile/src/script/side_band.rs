@@ -69,6 +69,7 @@ pub(super) fn item(
         period: 0,
         chain: 0..0,
         branches: 0,
+        mem: Default::default(),
         raw: None,
     };
     let thread = thread.unwrap_or(rec.tid);

@@ -7,6 +7,7 @@
 //! 256 KiB buffer, so a million samples take well under a second.
 
 use super::fields::{Field, Fields};
+use super::mem::MemFields;
 use pmx_perfdata::read::{Event, Sample};
 use pmx_symbols::symbolize::{FrameId, FrameName, Symbolizer};
 use rustc_hash::FxHashMap as HashMap;
@@ -26,6 +27,8 @@ pub(crate) struct SampleRec {
     pub(crate) cpu: u32,
     pub(crate) time: u64,
     pub(crate) period: u64,
+    /// Its data address, data source, weights, page sizes.
+    pub(crate) mem: MemFields,
     /// Its call chain in the replay's arena, then its `branches`
     /// (from, to, flags) triples when they are printed.
     pub(crate) chain: Range<usize>,
@@ -45,6 +48,7 @@ impl SampleRec {
             cpu: s.cpu,
             time: s.time,
             period: s.period,
+            mem: MemFields::of(s),
             chain,
             branches,
             raw: None,
@@ -84,6 +88,8 @@ pub(crate) struct Writer<'w> {
     /// Text sites already formatted: (start, length) in `site_bytes`.
     site_texts: HashMap<(Fields, FrameId, u64, u64), (u32, u32)>,
     site_bytes: Vec<u8>,
+    /// The longest `data_src` text so far (perf pads to its running maximum).
+    data_src_width: usize,
     /// Samples written.
     pub(crate) samples: u64,
     /// Per event: its tracepoint id when its fields are printed.
@@ -111,6 +117,7 @@ impl<'w> Writer<'w> {
             dsos: Vec::new(),
             site_texts: HashMap::default(),
             site_bytes: Vec::new(),
+            data_src_width: 0,
             samples: 0,
             trace_ids: Vec::new(),
             traces: None,
@@ -245,6 +252,7 @@ impl<'w> Writer<'w> {
         {
             t.print(*id, raw, &mut |_| None, b);
         }
+        super::mem::text_before_ip(b, &s.mem, f, &mut self.data_src_width);
         if f.has(Field::Ip) {
             match chain {
                 Some(chain) => {
@@ -261,6 +269,7 @@ impl<'w> Writer<'w> {
                 }
             }
         }
+        super::mem::text_after_ip(b, &s.mem, f);
         b.push(b'\n');
     }
 
@@ -418,6 +427,11 @@ impl<'w> Writer<'w> {
         if f.has(Field::Event) {
             key(b, "event");
             json_str(b, &event);
+        }
+        let mark = b.len();
+        super::mem::json(b, &s.mem, f);
+        if mark == 1 && b.len() > 1 {
+            b.remove(1); // the members' leading comma
         }
         if f.has(Field::Ip) {
             let mark = b.len();

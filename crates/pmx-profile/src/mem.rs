@@ -1,0 +1,23 @@
+//! Memory-access samples (`perf record -d`, PEBS load latency, IBS op):
+//! what their `data_src` says in perf's words ([`decode`]), and the
+//! memory report (`report --mem-mode`, `perf mem report`): the samples
+//! replayed (`replay`: each instruction and data address resolved in
+//! the maps of the sample's mode and moment), grouped by the memory keys
+//! ([`keys`]) with each row's cost its samples' weight ([`report`]), in
+//! perf's `--stdio` layout ([`table`]), its keys and columns from perf's
+//! flags ([`mod@layout`]). `pmx script`'s memory fields use
+//! [`decode`] too.
+
+pub mod decode;
+pub mod keys;
+pub mod layout;
+mod replay;
+pub mod report;
+pub mod table;
+
+pub use keys::{is_memory_key, MemKey, DEFAULT_SORT};
+pub use layout::{layout, wanted, Layout};
+pub use report::{mem_report, MemError, MemEvent, MemOptions, MemReport, MemRow};
+pub use table::MemColumns;
+
+pub(crate) use replay::{run as replay_run, MemSample, Resolver};

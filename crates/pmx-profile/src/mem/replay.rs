@@ -1,0 +1,297 @@
+//! The replay of a memory report: side band applied in time order per
+//! round (as perf does, so a sample sees the maps of its moment), each
+//! sample's instruction and data address resolved (the data address in
+//! the maps of the sample's own mode: a kernel sample's data in the
+//! kernel's maps, a user sample's in its process's), handed on resolved.
+
+use pmx_perfdata::format::{misc, sample_type};
+use pmx_perfdata::read::Record;
+use pmx_perfdata::Reader;
+use pmx_symbols::symbolize::{FrameId, Symbolizer};
+use rustc_hash::FxHashMap as HashMap;
+use std::path::PathBuf;
+
+/// A memory sample as its row keys need it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MemSample {
+    pub(crate) event: usize,
+    pub(crate) kernel: bool,
+    pub(crate) frame: FrameId,
+    pub(crate) comm: u32,
+    pub(crate) addr: u64,
+    /// The data address's mapping: an id of [`Resolver::objects`].
+    pub(crate) object: Option<u32>,
+    /// The data address in its mapping (perf's `al_addr`: the file offset
+    /// in a file's mapping, the address itself in anonymous memory).
+    pub(crate) data_rel: u64,
+    pub(crate) data_src: u64,
+    pub(crate) weight: u64,
+    pub(crate) ins_lat: u16,
+    pub(crate) phys_addr: u64,
+    pub(crate) data_page_size: u64,
+}
+
+/// A record waiting for its round.
+enum Item {
+    Sample {
+        s: Box<MemSample>,
+        pid: u32,
+        tid: u32,
+        ip: u64,
+        misc: u16,
+    },
+    Comm(u32, u32),
+    Fork(u32, u32, u32, u32),
+    Mmap(Box<(u32, u64, u64, u64, Vec<u8>)>),
+    KernelMap(u64, u64, u64, String),
+}
+
+/// The symbolizer, command names, kernel maps and data objects of a replay.
+pub(crate) struct Resolver {
+    pub(crate) sym: Symbolizer,
+    pub(crate) comms: Vec<String>,
+    comm_ids: HashMap<Vec<u8>, u32>,
+    thread_comm: HashMap<u32, u32>,
+    /// The kernel's and modules' maps: start, end, object id, offset.
+    kernel_maps: Vec<(u64, u64, u32, u64)>,
+    /// Data objects' names (perf's Data Object column).
+    pub(crate) objects: Vec<String>,
+    object_ids: HashMap<String, u32>,
+    here: bool,
+    kernel_loaded: bool,
+    cache_dir: Option<PathBuf>,
+}
+
+impl Resolver {
+    pub(crate) fn new(sym: Symbolizer, here: bool, cache_dir: Option<PathBuf>) -> Resolver {
+        Resolver {
+            sym,
+            comms: Vec::new(),
+            comm_ids: HashMap::default(),
+            thread_comm: HashMap::default(),
+            kernel_maps: Vec::new(),
+            objects: Vec::new(),
+            object_ids: HashMap::default(),
+            here,
+            kernel_loaded: false,
+            cache_dir,
+        }
+    }
+
+    fn intern_comm(&mut self, name: &[u8]) -> u32 {
+        if let Some(&id) = self.comm_ids.get(name) {
+            return id;
+        }
+        let id = self.comms.len() as u32;
+        self.comms.push(String::from_utf8_lossy(name).into_owned());
+        self.comm_ids.insert(name.to_vec(), id);
+        id
+    }
+
+    fn object(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.object_ids.get(name) {
+            return id;
+        }
+        let id = self.objects.len() as u32;
+        self.objects.push(name.to_string());
+        self.object_ids.insert(name.to_string(), id);
+        id
+    }
+
+    fn kernel_frame(&mut self, addr: u64) -> FrameId {
+        if !self.kernel_loaded {
+            self.kernel_loaded = true;
+            if self.here {
+                let k = pmx_symbols::kcache::load(self.cache_dir.as_deref()).0;
+                self.sym.resolve_deferred(k);
+            }
+        }
+        self.sym.kernel_frame(addr)
+    }
+
+    fn apply(&mut self, item: Item, out: &mut dyn FnMut(&MemSample, &mut Resolver)) {
+        match item {
+            Item::Sample {
+                mut s,
+                pid,
+                tid,
+                ip,
+                misc: m,
+            } => {
+                let mode = m & misc::CPUMODE_MASK;
+                s.kernel =
+                    mode == misc::KERNEL || (mode != misc::USER && ip >= 0xffff_8000_0000_0000);
+                s.comm = match self.thread_comm.get(&tid).or(self.thread_comm.get(&pid)) {
+                    Some(&c) => c,
+                    None if tid == 0 => self.intern_comm(b"swapper"),
+                    None => self.intern_comm(format!(":{tid}").as_bytes()),
+                };
+                if s.kernel {
+                    s.frame = self.kernel_frame(ip);
+                    let at = self
+                        .kernel_maps
+                        .iter()
+                        .find(|m| m.0 <= s.addr && s.addr < m.1);
+                    s.object = at.map(|m| m.2);
+                    s.data_rel = at.map_or(s.addr, |m| s.addr - m.0 + m.3);
+                } else {
+                    s.frame = self.sym.user_frame(pid, ip);
+                    let map = self.sym.mapping(pid, s.addr);
+                    s.object = map.map(|(start, _, pgoff, dso)| {
+                        let path = &self.sym.dso(dso).path;
+                        // perf maps anonymous memory, the heap and stacks
+                        // one to one; files by their offsets.
+                        let identity = [
+                            "//anon",
+                            "/dev/zero",
+                            "/anon_hugepage",
+                            "[stack",
+                            "/SYSV",
+                            "[heap]",
+                        ]
+                        .iter()
+                        .any(|p| path.starts_with(p));
+                        if !identity {
+                            s.data_rel = s.addr - start + pgoff;
+                        }
+                        let name = self.sym.dso(dso).short.clone();
+                        self.object(&name)
+                    });
+                }
+                out(&s, self);
+            }
+            Item::Comm(tid, comm) => {
+                self.thread_comm.insert(tid, comm);
+            }
+            Item::Fork(pid, ppid, tid, ptid) => {
+                let parent = self.thread_comm.get(&ptid).or(self.thread_comm.get(&ppid));
+                if let Some(&c) = parent {
+                    self.thread_comm.insert(tid, c);
+                }
+                self.sym.fork(ppid, pid);
+            }
+            Item::Mmap(m) => {
+                let (pid, start, len, pgoff, path) = *m;
+                self.sym.add_mapping(pid, start, len, pgoff, &path, None);
+            }
+            Item::KernelMap(start, end, pgoff, name) => {
+                let id = self.object(&name);
+                self.kernel_maps.push((start, end, id, pgoff));
+            }
+        }
+    }
+}
+
+/// perf's name of a kernel map: `[kernel.kallsyms]` for the kernel's
+/// text, `[module]` for a module's file (`-` as `_`).
+fn kernel_map_name(path: &[u8]) -> String {
+    let p = String::from_utf8_lossy(path);
+    if p.starts_with("[kernel.kallsyms]") {
+        return "[kernel.kallsyms]".into();
+    }
+    let base = p.rsplit('/').next().unwrap_or(&p);
+    let stem = base.strip_suffix(".ko").unwrap_or(base);
+    format!("[{}]", stem.replace('-', "_"))
+}
+
+/// The queued form of a record and its time (`None`: not used).
+fn item(rec: Record<'_>, memory: &[bool], resolver: &mut Resolver) -> Option<(u64, Item)> {
+    Some(match rec {
+        Record::Sample(s) => {
+            if !memory.get(s.event).copied().unwrap_or(false) {
+                return None;
+            }
+            let m = MemSample {
+                event: s.event,
+                kernel: false,
+                frame: 0,
+                comm: 0,
+                addr: s.addr,
+                object: None,
+                data_rel: s.addr,
+                data_src: s.data_src,
+                weight: s.weight,
+                ins_lat: s.ins_lat,
+                phys_addr: s.phys_addr,
+                data_page_size: s.data_page_size,
+            };
+            let (pid, tid, ip, misc, time) = (s.pid, s.tid, s.ip, s.misc, s.time);
+            let s = Box::new(m);
+            (
+                time,
+                Item::Sample {
+                    s,
+                    pid,
+                    tid,
+                    ip,
+                    misc,
+                },
+            )
+        }
+        Record::Comm(c) => {
+            let comm = resolver.intern_comm(c.comm);
+            (c.id.time.unwrap_or(0), Item::Comm(c.tid, comm))
+        }
+        Record::Fork(t) => (t.time, Item::Fork(t.pid, t.ppid, t.tid, t.ptid)),
+        Record::Mmap(m) if m.pid == u32::MAX || m.misc & misc::CPUMODE_MASK == misc::KERNEL => {
+            let end = m.start.saturating_add(m.len);
+            let name = kernel_map_name(m.filename);
+            (
+                m.id.time.unwrap_or(0),
+                Item::KernelMap(m.start, end, m.pgoff, name),
+            )
+        }
+        Record::Mmap(m) => {
+            let map = (m.pid, m.start, m.len, m.pgoff, m.filename.to_vec());
+            (m.id.time.unwrap_or(0), Item::Mmap(Box::new(map)))
+        }
+        _ => return None,
+    })
+}
+
+/// Replay every record of `reader`, giving each memory sample (one with
+/// ADDR or DATA_SRC), resolved, to `out`.
+pub(crate) fn run(
+    reader: &mut Reader,
+    resolver: &mut Resolver,
+    out: &mut dyn FnMut(&MemSample, &mut Resolver),
+) -> Result<(), pmx_perfdata::Error> {
+    let memory_of = |reader: &Reader| -> Vec<bool> {
+        (reader.events().iter())
+            .map(|e| e.attr.sample_type & (sample_type::ADDR | sample_type::DATA_SRC) != 0)
+            .collect()
+    };
+    let mut memory = memory_of(reader);
+    let mut items: Vec<(u64, Item)> = Vec::new();
+    let (mut max_time, mut prev_round_max) = (0u64, 0u64);
+    let mut flush = |items: &mut Vec<(u64, Item)>, limit: u64, r: &mut Resolver| {
+        // Stable: records of one time keep their order.
+        items.sort_by_key(|(t, _)| *t);
+        let n = items.partition_point(|(t, _)| *t <= limit);
+        for (_, item) in items.drain(..n) {
+            r.apply(item, out);
+        }
+    };
+    loop {
+        if reader.events().len() != memory.len() {
+            memory = memory_of(reader); // a pipe's attrs come in the stream
+        }
+        let Some(rec) = reader.next_record()? else {
+            break;
+        };
+        if let Record::FinishedRound = rec {
+            flush(&mut items, prev_round_max, resolver);
+            prev_round_max = max_time;
+            continue;
+        }
+        if let Some((time, it)) = item(rec, &memory, resolver) {
+            max_time = max_time.max(time);
+            items.push((time, it));
+            if items.len() >= 1 << 20 {
+                flush(&mut items, u64::MAX, resolver);
+            }
+        }
+    }
+    flush(&mut items, u64::MAX, resolver);
+    Ok(())
+}
