@@ -36,10 +36,12 @@
 //!   instrumented program is configured by its environment).
 //! - `crates/pmx-shell/src/complete.rs answer_if_asked`: the shell's
 //!   completion request, a variable the shell sets for the completer.
-//! - `crates/pmx-events/src/lib.rs default_events_dir` and
-//!   `crates/pmx/src/events_fetch.rs destination`: `PMX_EVENTS_DIR`,
-//!   the default of the library's entry points that find Intel's tables
-//!   (`Counters`, `region`, `measure`, `MsrSession`, `events fetch`).
+//! - `crates/pmx/src/events_dirs.rs from_env`: `PMX_EVENTS_DIR`, the
+//!   default of the embedding API's entry points that find event tables
+//!   (`Counters`, `region`, `measure`, completion, `events fetch`); the
+//!   CLI and the C and Python entry points call it too, and the engines
+//!   below (`pmx-events`, `pmx-count`, `pmx-analysis`) take the value as
+//!   an option (`EventsDirDefault`).
 
 use crate::{read, relative, rs_files, Error, Finding, Limits};
 use proc_macro2::{TokenStream, TokenTree};

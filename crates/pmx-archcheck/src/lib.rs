@@ -127,8 +127,7 @@ impl Default for Limits {
                 "crates/pmx-events/src/libpfm.rs PfmEnv::from_env",
                 "crates/pmx/src/region.rs Config::from_env",
                 "crates/pmx-shell/src/complete.rs answer_if_asked",
-                "crates/pmx-events/src/lib.rs default_events_dir",
-                "crates/pmx/src/events_fetch.rs destination",
+                "crates/pmx/src/events_dirs.rs from_env",
             ]
             .map(String::from)
             .to_vec(),

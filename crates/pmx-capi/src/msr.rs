@@ -55,6 +55,7 @@ pub unsafe extern "C" fn pmx_msr_open(cpus: *const c_char) -> *mut PmxMsrSession
         };
         let opts = MsrSessionOptions {
             cpus,
+            events_dir_default: pmx_rs::events_dirs::from_env(),
             ..Default::default()
         };
         let inner = MsrSession::open(&opts).map_err(|e| format!("pmx_msr_open: {e}"))?;

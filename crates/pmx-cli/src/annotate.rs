@@ -70,8 +70,8 @@ pub fn show(o: &AnnotateOptions, metrics: Option<&str>, json: bool) -> anyhow::R
     progress.finish();
     let mut a = a.map_err(failure)?;
     if let Some(list) = metrics {
-        let set =
-            pmx::metrics::MetricSet::for_recording(list, a.cpuid.as_deref(), &a.group_events());
+        let (cpuid, dirs) = (a.cpuid.as_deref(), pmx::events_dirs::from_env());
+        let set = pmx::metrics::MetricSet::for_recording(list, cpuid, &a.group_events(), &dirs);
         let set = set.map_err(|e| UsageError(format!("--metrics: {e}")))?;
         let eval = |g: &dyn Fn(&str) -> Option<f64>| set.evaluate_exact(g);
         a.add_metrics(&set.names(), &eval).map_err(failure)?;

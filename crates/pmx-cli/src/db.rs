@@ -39,6 +39,7 @@ impl DbArgs {
             more_events_dirs: self.events_dirs.iter().skip(1).cloned().collect(),
             no_libpfm: self.no_libpfm,
             sysfs_root: self.sysfs_root.clone(),
+            events_dir_default: pmx::events_dirs::from_env(),
         }
     }
 

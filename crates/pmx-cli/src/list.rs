@@ -31,7 +31,7 @@ pub struct ListArgs {
 
 pub fn run(args: &ListArgs) -> anyhow::Result<i32> {
     if let Some(kind) = &args.raw_dump {
-        let dir = pmx::database::default_events_dir(args.db.events_dirs.first().cloned());
+        let dir = pmx::events_dirs::from_env().resolve(args.db.events_dirs.first().cloned());
         let names =
             pmx::catalog::raw_dump(kind, &args.db.load()?, dir.as_deref()).ok_or_else(|| {
                 UsageError(format!("--raw-dump {kind}: pmu, metrics or metricgroups"))

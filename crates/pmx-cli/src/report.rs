@@ -257,7 +257,8 @@ fn failure(e: ReportError) -> anyhow::Error {
 /// `-M`'s metrics over each group's rows, chosen for the file's events.
 fn metrics(list: &str, r: &Report) -> anyhow::Result<Vec<render::group::GroupMetrics>> {
     let cpuid = r.profile.features.cpuid.as_deref();
-    let set = pmx::metrics::MetricSet::for_recording(list, cpuid, &r.event_names())
+    let dirs = pmx::events_dirs::from_env();
+    let set = pmx::metrics::MetricSet::for_recording(list, cpuid, &r.event_names(), &dirs)
         .map_err(|e| UsageError(format!("-M: {e}")))?;
     let eval = |g: &dyn Fn(&str) -> Option<f64>| set.evaluate_exact(g);
     Ok(render::group::evaluate(r, &set.names(), &eval))

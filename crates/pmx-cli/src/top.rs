@@ -57,7 +57,7 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
         opts.record.mmap_pages = pages;
     }
     (opts.refreshes, opts.zero, opts.entries) = (args.refreshes, args.zero, args.entries);
-    opts.metrics = args.metrics.clone();
+    (opts.metrics, opts.events_dir_default) = (args.metrics.clone(), pmx::events_dirs::from_env());
     opts.symbols = crate::symbols::options(pmx_symbols::Demangle::Short);
     opts.stdio = args.stdio || !std::io::stdout().is_terminal();
     opts.notes = sampling.notes;

@@ -14,7 +14,7 @@ use pmx_model::cpu::CpuId;
 use pmx_model::spec::SpecError;
 use std::path::PathBuf;
 
-pub use pmx_events::{default_events_dir, Database, Target};
+pub use pmx_events::{Database, EventsDirDefault, Target};
 
 /// Which CPU to resolve for and where its event tables are.
 #[derive(Debug, Clone, Default)]
@@ -23,7 +23,7 @@ pub struct DatabaseOptions {
     pub cpu: Option<String>,
     /// Events directory (Intel's perfmon tables, Linux perf's tables, or
     /// both); `None` (and no `more_events_dirs`): the default place
-    /// ([`default_events_dir`]).
+    /// (`events_dir_default`).
     pub events_dir: Option<PathBuf>,
     /// Further events directories (`--events-dir` given more than once),
     /// searched in order after `events_dir`.
@@ -32,6 +32,10 @@ pub struct DatabaseOptions {
     pub no_libpfm: bool,
     /// Root of sysfs (tests); `None`: `/`.
     pub sysfs_root: Option<PathBuf>,
+    /// Where the tables are when no directory is given: `$PMX_EVENTS_DIR`,
+    /// else the cache, as the caller read them at its edge
+    /// ([`EventsDirDefault`]; empty: neither).
+    pub events_dir_default: EventsDirDefault,
 }
 
 /// Why the database could not be chosen or a plan made. Every variant is
@@ -97,6 +101,7 @@ pub fn load(opts: &DatabaseOptions) -> Result<Database, DatabaseError> {
         more_events_dirs: opts.more_events_dirs.clone(),
         sysfs_root: opts.sysfs_root.clone(),
         no_libpfm: opts.no_libpfm,
+        events_dir_default: opts.events_dir_default.clone(),
     };
     Ok(Database::load(target, &load))
 }
@@ -119,7 +124,8 @@ pub fn plan(
             .sysfs_root
             .clone()
             .unwrap_or_else(|| PathBuf::from("/"));
-        let light = Database::light(target, &root);
+        let light = Database::light(target, &root)
+            .with_events_dirs(opts.events_dir_default.resolve_all(&[]));
         if let Ok(p) = crate::stat::plan(groups, &light) {
             return Ok(p);
         }

@@ -143,22 +143,28 @@ impl MetricSet {
 
     /// [`MetricSet::for_events`] for a perf.data file: the library of the
     /// CPU its header names (`cpuid`, perf's `CPUID` feature:
-    /// `GenuineIntel,6,78,3`), else of this machine. Both errors are the
-    /// user's to fix (exit 2).
+    /// `GenuineIntel,6,78,3`), else of this machine, with the tables of
+    /// `dirs` (`$PMX_EVENTS_DIR`, else the cache, as the caller read them).
+    /// Both errors are the user's to fix (exit 2).
     pub fn for_recording(
         list: &str,
         cpuid: Option<&str>,
         events: &[String],
+        dirs: &crate::database::EventsDirDefault,
     ) -> Result<MetricSet, RecordingMetricsError> {
         use crate::database::{load, DatabaseOptions};
         let cpu = cpuid.and_then(recording_cpu);
+        let here = DatabaseOptions {
+            events_dir_default: dirs.clone(),
+            ..Default::default()
+        };
         let db = match cpu {
             Some(c) => load(&DatabaseOptions {
                 cpu: Some(c),
-                ..Default::default()
+                ..here.clone()
             })
-            .or_else(|_| load(&DatabaseOptions::default()))?,
-            None => load(&DatabaseOptions::default())?,
+            .or_else(|_| load(&here))?,
+            None => load(&here)?,
         };
         Ok(MetricSet::for_events(list, &db, events)?)
     }

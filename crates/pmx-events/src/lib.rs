@@ -58,8 +58,10 @@
 //!
 //! ## Events directories
 //!
-//! [`default_events_dirs`]: every `--events-dir` given, in order, else
-//! `$PMX_EVENTS_DIR`, else the cache (`~/.cache/pmx/events`). Each may hold
+//! [`EventsDirDefault::resolve_all`]: every `--events-dir` given, in order,
+//! else `$PMX_EVENTS_DIR`, else the cache (`~/.cache/pmx/events`); the
+//! variable and the cache are values the caller reads at its edge and
+//! passes in ([`LoadOptions::events_dir_default`]). Each may hold
 //! Intel's layout, perf's, or both ([`perf_json::layouts`]); the first
 //! directory with tables for the CPU is used, and it wins over the
 //! built-in tables as a whole. [`Database::provenance`] says where a
@@ -471,7 +473,7 @@ impl Target {
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     /// Events directory (Intel's perfmon tables, Linux perf's tables or
-    /// both); `None` and `more_events_dirs` empty: [`default_events_dirs`].
+    /// both); `None` and `more_events_dirs` empty: `events_dir_default`.
     pub events_dir: Option<PathBuf>,
     /// Further events directories (`--events-dir` given more than once),
     /// searched after `events_dir`.
@@ -480,42 +482,50 @@ pub struct LoadOptions {
     pub sysfs_root: Option<PathBuf>,
     /// Skip libpfm4 even when it is installed.
     pub no_libpfm: bool,
+    /// Where the tables are when no directory is given (`$PMX_EVENTS_DIR`,
+    /// the cache); also how the cache is told apart in provenance.
+    pub events_dir_default: EventsDirDefault,
 }
 
-/// Where Intel's tables are looked for: `--events-dir`, then
-/// `PMX_EVENTS_DIR`, then the `events` directory of pmx's cache (the one
+/// Where the events directory is when no `--events-dir` is given:
+/// `$PMX_EVENTS_DIR`, else the `events` directory of pmx's cache (the one
 /// rule of [`pmx_io::dirs::Dirs`]: `$XDG_CACHE_HOME/pmx/events`, else
-/// `~/.cache/pmx/events`). This reads the environment: an entry point's
-/// lookup; [`events_dir_from`] is the same rule on values passed in.
-pub fn default_events_dir(flag: Option<PathBuf>) -> Option<PathBuf> {
-    if flag.is_some() {
-        return flag;
-    }
-    events_dir_from(
-        std::env::var_os("PMX_EVENTS_DIR"),
-        &pmx_io::dirs::Dirs::from_env(),
-    )
+/// `~/.cache/pmx/events`). A value: the environment is read at the edge
+/// (the CLI, `pmx::events_dirs::from_env` for the embedding API) and
+/// passed down; [`EventsDirDefault::resolve`] is the rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventsDirDefault {
+    /// `$PMX_EVENTS_DIR` when set and not empty.
+    pub env: Option<PathBuf>,
+    /// pmx's cache's `events` directory, when there is a cache.
+    pub cache: Option<PathBuf>,
 }
 
-/// The events directory for a `PMX_EVENTS_DIR` value (`None` or empty:
-/// unset) and pmx's directories.
-pub fn events_dir_from(
-    pmx_events_dir: Option<std::ffi::OsString>,
-    dirs: &pmx_io::dirs::Dirs,
-) -> Option<PathBuf> {
-    match pmx_events_dir.filter(|d| !d.is_empty()) {
-        Some(d) => Some(PathBuf::from(d)),
-        None => dirs.cache_sub("events"),
+impl EventsDirDefault {
+    /// The default for a `PMX_EVENTS_DIR` value (`None` or empty: unset)
+    /// and pmx's directories.
+    pub fn new(pmx_events_dir: Option<std::ffi::OsString>, dirs: &pmx_io::dirs::Dirs) -> Self {
+        EventsDirDefault {
+            env: pmx_events_dir.filter(|d| !d.is_empty()).map(PathBuf::from),
+            cache: dirs.cache_sub("events"),
+        }
     }
-}
 
-/// The events directories to search, in order: `flags` when any is given,
-/// else `PMX_EVENTS_DIR`, else the cache ([`default_events_dir`]).
-pub fn default_events_dirs(flags: &[PathBuf]) -> Vec<PathBuf> {
-    if !flags.is_empty() {
-        return flags.to_vec();
+    /// Where Intel's tables are looked for: `flag` (`--events-dir`), then
+    /// `PMX_EVENTS_DIR`, then the cache.
+    pub fn resolve(&self, flag: Option<PathBuf>) -> Option<PathBuf> {
+        flag.or_else(|| self.env.clone())
+            .or_else(|| self.cache.clone())
     }
-    default_events_dir(None).into_iter().collect()
+
+    /// The events directories to search, in order: `flags` when any is
+    /// given, else `PMX_EVENTS_DIR`, else the cache.
+    pub fn resolve_all(&self, flags: &[PathBuf]) -> Vec<PathBuf> {
+        if !flags.is_empty() {
+            return flags.to_vec();
+        }
+        self.resolve(None).into_iter().collect()
+    }
 }
 
 /// The loaded sources for one target, in resolution order.
@@ -610,9 +620,16 @@ impl Database {
             target,
             sources,
             sysfs: None,
-            events_dirs: default_events_dirs(&[]),
+            events_dirs: Vec::new(),
             unavailable: Vec::new(),
         }
+    }
+
+    /// The same database with `dirs` as [`Database::events_dirs`] (where
+    /// the metric library looks for tables).
+    pub fn with_events_dirs(mut self, dirs: Vec<PathBuf>) -> Database {
+        self.events_dirs = dirs;
+        self
     }
 
     /// The cheap database: the kernel's generic and software events and
@@ -636,7 +653,7 @@ impl Database {
             .chain(&opts.more_events_dirs)
             .cloned()
             .collect();
-        let dirs = default_events_dirs(&flags);
+        let dirs = opts.events_dir_default.resolve_all(&flags);
         let mut db = Database {
             target: target.clone(),
             sources: Vec::new(),
@@ -654,7 +671,7 @@ impl Database {
             db.set_sysfs(std::sync::Arc::new(sysfs::SysfsEvents::load(&root)));
         }
         if target.cpu.vendor == Vendor::Intel {
-            db.load_intel_tables(&dirs);
+            db.load_intel_tables(&dirs, opts.events_dir_default.cache.as_deref());
         } else if dirs.is_empty() {
             db.unavailable.push((
                 SourceKind::PerfJson,
@@ -686,8 +703,7 @@ impl Database {
     /// Intel's tables from the first directory that has them for the CPU
     /// (a single directory is read as Intel's layout, as it always was),
     /// else the tables built into pmx ([`tables::intel`]).
-    fn load_intel_tables(&mut self, dirs: &[PathBuf]) {
-        let cache = events_dir_from(None, &pmx_io::dirs::Dirs::from_env());
+    fn load_intel_tables(&mut self, dirs: &[PathBuf], cache: Option<&std::path::Path>) {
         let mut errors = Vec::new();
         for dir in dirs {
             let intel = dirs.len() == 1
@@ -703,7 +719,7 @@ impl Database {
             }
             match intel_json::IntelJson::load(dir, &self.target.cpu) {
                 Ok(mut src) => {
-                    if cache.as_deref() == Some(dir.as_path()) {
+                    if cache == Some(dir.as_path()) {
                         src.set_provenance(format!("cache {}", dir.display()));
                     }
                     self.sources.push(Box::new(src));
@@ -772,7 +788,7 @@ impl Database {
     }
 
     /// The events directories searched, in order (every `--events-dir`,
-    /// else `$PMX_EVENTS_DIR`, else the cache: [`default_events_dirs`]);
+    /// else `$PMX_EVENTS_DIR`, else the cache: [`EventsDirDefault`]);
     /// the metric library reads the same list.
     pub fn events_dirs(&self) -> &[PathBuf] {
         &self.events_dirs
@@ -1036,5 +1052,31 @@ impl Database {
             attr,
             register,
         })
+    }
+}
+
+#[cfg(test)]
+mod events_dir_default_tests {
+    use super::EventsDirDefault;
+    use pmx_io::dirs::Dirs;
+    use std::path::PathBuf;
+
+    fn dirs(pmx_events_dir: Option<&str>) -> EventsDirDefault {
+        let home = Dirs::from_vars(|k| (k == "HOME").then(|| "/h".into()));
+        EventsDirDefault::new(pmx_events_dir.map(Into::into), &home)
+    }
+
+    #[test]
+    fn the_flag_then_the_variable_then_the_cache() {
+        let cache = PathBuf::from("/h/.cache/pmx/events");
+        let flag = PathBuf::from("/flag");
+        assert_eq!(dirs(Some("/env")).resolve(Some(flag.clone())), Some(flag));
+        assert_eq!(dirs(Some("/env")).resolve(None), Some("/env".into()));
+        assert_eq!(dirs(Some("")).resolve(None), Some(cache.clone()));
+        assert_eq!(dirs(None).resolve(None), Some(cache.clone()));
+        assert_eq!(dirs(None).resolve_all(&[]), vec![cache]);
+        let flags = vec![PathBuf::from("/a"), PathBuf::from("/b")];
+        assert_eq!(dirs(Some("/env")).resolve_all(&flags), flags);
+        assert_eq!(EventsDirDefault::default().resolve(None), None);
     }
 }

@@ -50,6 +50,9 @@ pub struct TopOptions {
     /// How names are shown and where binaries and caches are read (the
     /// caller reads the environment).
     pub symbols: pmx_symbols::SymbolOptions,
+    /// Where `-M`'s metric tables are (`$PMX_EVENTS_DIR`, else the cache;
+    /// the caller reads the environment).
+    pub events_dir_default: pmx_count::database::EventsDirDefault,
 }
 
 impl TopOptions {
@@ -85,6 +88,7 @@ impl TopOptions {
             metrics: None,
             notes: Vec::new(),
             symbols: Default::default(),
+            events_dir_default: Default::default(),
         }
     }
 }
@@ -163,7 +167,7 @@ pub fn metrics(opts: &TopOptions) -> Result<Option<MetricSet>, TopError> {
         return Ok(None);
     };
     let names: Vec<String> = opts.events.iter().map(|e| e.name.clone()).collect();
-    MetricSet::for_recording(list, None, &names)
+    MetricSet::for_recording(list, None, &names, &opts.events_dir_default)
         .map(Some)
         .map_err(|e| TopError::Metrics(e.to_string()))
 }

@@ -28,11 +28,14 @@ pub enum NameKind {
 /// with it (without case). This CPU's database from the default events
 /// directories; nothing when it cannot be loaded.
 pub fn complete(kind: NameKind, current: &str) -> Vec<String> {
-    let opts = DatabaseOptions::default();
+    let opts = DatabaseOptions {
+        events_dir_default: crate::events_dirs::from_env(),
+        ..Default::default()
+    };
     let Ok(db) = database::load(&opts) else {
         return Vec::new();
     };
-    let dir = database::default_events_dir(None);
+    let dir = opts.events_dir_default.resolve(None);
     let names = |k: &str| raw_dump(k, &db, dir.as_deref()).unwrap_or_default();
     let known = match kind {
         NameKind::Events => [names("events"), names("pmu")].concat(),

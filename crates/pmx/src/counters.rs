@@ -58,7 +58,7 @@ pub use crate::backend_msr::MsrOptions;
 use crate::eventlist::{parse_event_list, EventGroup};
 use crate::metrics::{MetricSet, MetricValue};
 use crate::stat::{self, EventStatus, StatPlan};
-use pmx_events::{Database, LoadOptions};
+use pmx_events::{Database, EventsDirDefault, LoadOptions};
 use pmx_model::count::Count;
 use pmx_perf::{read_format, Counter, OpenCause, Target};
 use std::io;
@@ -260,7 +260,8 @@ impl Builder {
     }
 
     /// Intel's perfmon tables (default: `$PMX_EVENTS_DIR`, then the
-    /// cache `pmx events fetch` fills).
+    /// cache `pmx events fetch` fills, read when the counters open:
+    /// [`events_dirs::from_env`](crate::events_dirs::from_env)).
     pub fn events_dir(mut self, dir: impl Into<PathBuf>) -> Builder {
         self.events_dir = Some(dir.into());
         self
@@ -288,10 +289,11 @@ impl Builder {
         if let Backend::Msr(opts) = &self.backend {
             return self.open_msr(groups, opts);
         }
-        let events_dir = pmx_events::default_events_dir(self.events_dir.clone());
+        let defaults = crate::events_dirs::from_env();
+        let events_dir = defaults.resolve(self.events_dir.clone());
         let (metrics, mut db) = match &self.metrics {
             Some(list) => {
-                let db = full_database(events_dir.clone())?;
+                let db = full_database(events_dir.clone(), &defaults)?;
                 let set = MetricSet::new(list, &db)?;
                 for spec in set.event_specs() {
                     let present = groups
@@ -308,7 +310,7 @@ impl Builder {
         if groups.is_empty() {
             return Err(Error::Open("no events given".to_string()));
         }
-        let plan = plan_groups(&groups, db.take(), events_dir)?;
+        let plan = plan_groups(&groups, db.take(), events_dir, &defaults)?;
         let mut c = Counters::open_plan(&plan, &self.target)?;
         c.metrics = metrics;
         Ok(c)
@@ -338,12 +340,14 @@ impl Builder {
                 host: true,
             },
         };
+        let defaults = crate::events_dirs::from_env();
         let db = Database::load(
             target,
             &LoadOptions {
-                events_dir: pmx_events::default_events_dir(self.events_dir.clone()),
+                events_dir: defaults.resolve(self.events_dir.clone()),
                 sysfs_root: None,
                 no_libpfm: false,
+                events_dir_default: defaults,
                 ..Default::default()
             },
         );
@@ -374,8 +378,12 @@ impl Builder {
 }
 
 /// The full event database for this machine (kernel events, sysfs,
-/// Intel's tables from `events_dir`, libpfm4).
-pub(crate) fn full_database(events_dir: Option<PathBuf>) -> Result<Database, Error> {
+/// Intel's tables from `events_dir`, libpfm4); `defaults` says which
+/// directory is the cache.
+pub(crate) fn full_database(
+    events_dir: Option<PathBuf>,
+    defaults: &EventsDirDefault,
+) -> Result<Database, Error> {
     let cpu = pmx_sys::caps::cpu_id(&pmx_sys::NativeCpuid).ok_or(Error::NoCpu)?;
     let target = pmx_events::Target { cpu, host: true };
     Ok(Database::load(
@@ -384,6 +392,7 @@ pub(crate) fn full_database(events_dir: Option<PathBuf>) -> Result<Database, Err
             events_dir,
             sysfs_root: None,
             no_libpfm: false,
+            events_dir_default: defaults.clone(),
             ..Default::default()
         },
     ))
@@ -396,16 +405,18 @@ pub(crate) fn plan_groups(
     groups: &[EventGroup],
     db: Option<Database>,
     events_dir: Option<PathBuf>,
+    defaults: &EventsDirDefault,
 ) -> Result<StatPlan, Error> {
     let mut plan = match db {
         Some(db) => stat::plan(groups, &db)?,
         None => {
             let cpu = pmx_sys::caps::cpu_id(&pmx_sys::NativeCpuid).ok_or(Error::NoCpu)?;
             let target = pmx_events::Target { cpu, host: true };
-            let light = Database::light(target, std::path::Path::new("/"));
+            let light = Database::light(target, std::path::Path::new("/"))
+                .with_events_dirs(defaults.resolve_all(&[]));
             match stat::plan(groups, &light) {
                 Ok(p) => p,
-                Err(_) => stat::plan(groups, &full_database(events_dir)?)?,
+                Err(_) => stat::plan(groups, &full_database(events_dir, defaults)?)?,
             }
         }
     };

@@ -132,7 +132,7 @@ pub fn events_fetch(
         .clone()
         .unwrap_or_else(|| tables.default_base_url().to_string());
     let origin = Origin::parse(&from).map_err(EventsFetchError::BadOrigin)?;
-    let (dest, place) = destination(opts.events_dir.clone())?;
+    let (dest, place) = destination(opts.events_dir.clone(), &crate::events_dirs::from_env())?;
     let fetch_opts = pmx_events::fetch::FetchOptions {
         tables,
         origin,
@@ -205,10 +205,15 @@ fn selection(opts: &EventsFetchOptions) -> Result<(Selection, Tables), EventsFet
     Ok((Selection::Cpu(cpu), tables))
 }
 
-/// The events directory (absolute) and how it was chosen.
-pub fn destination(flag: Option<PathBuf>) -> Result<(PathBuf, Place), EventsFetchError> {
-    let env_set = std::env::var_os("PMX_EVENTS_DIR").is_some_and(|d| !d.is_empty());
-    let default = pmx_events::default_events_dir(None).map(|d| absolute(&d));
+/// The events directory (absolute) and how it was chosen: `flag`, else
+/// `defaults` (`$PMX_EVENTS_DIR`, else the cache, as
+/// [`events_dirs::from_env`](crate::events_dirs::from_env) reads them).
+pub fn destination(
+    flag: Option<PathBuf>,
+    defaults: &crate::events_dirs::EventsDirDefault,
+) -> Result<(PathBuf, Place), EventsFetchError> {
+    let env_set = defaults.env.is_some();
+    let default = defaults.resolve(None).map(|d| absolute(&d));
     let is_default = match &flag {
         Some(f) => default.as_deref() == Some(absolute(f).as_path()),
         None => true,
@@ -218,7 +223,9 @@ pub fn destination(flag: Option<PathBuf>) -> Result<(PathBuf, Place), EventsFetc
         (true, true) => Place::Env,
         (true, false) => Place::Cache,
     };
-    let dir = pmx_events::default_events_dir(flag).ok_or(EventsFetchError::NoEventsDir)?;
+    let dir = defaults
+        .resolve(flag)
+        .ok_or(EventsFetchError::NoEventsDir)?;
     if dir.exists() && !dir.is_dir() {
         return Err(EventsFetchError::NotADirectory(dir));
     }
@@ -293,16 +300,38 @@ mod tests {
     #[test]
     fn a_named_directory_is_a_flag_place() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, place) = destination(Some(dir.path().join("ev"))).unwrap();
+        let (path, place) = destination(Some(dir.path().join("ev")), &Default::default()).unwrap();
         assert_eq!(path, dir.path().join("ev"));
         assert_eq!(place, Place::Flag);
         let file = dir.path().join("file");
         std::fs::write(&file, "x").unwrap();
-        let e = destination(Some(file.clone())).unwrap_err();
+        let e = destination(Some(file.clone()), &Default::default()).unwrap_err();
         assert_eq!(
             e.to_string(),
             format!("{}: exists and is not a directory", file.display())
         );
+    }
+
+    #[test]
+    fn the_default_place_is_the_variable_else_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let (env, cache) = (dir.path().join("env"), dir.path().join("cache"));
+        let both = crate::events_dirs::EventsDirDefault {
+            env: Some(env.clone()),
+            cache: Some(cache.clone()),
+        };
+        assert_eq!(destination(None, &both).unwrap(), (env.clone(), Place::Env));
+        assert_eq!(destination(Some(env), &both).unwrap().1, Place::Env);
+        let cached = crate::events_dirs::EventsDirDefault {
+            env: None,
+            cache: Some(cache.clone()),
+        };
+        assert_eq!(destination(None, &cached).unwrap(), (cache, Place::Cache));
+        let none = crate::events_dirs::EventsDirDefault::default();
+        assert!(matches!(
+            destination(None, &none),
+            Err(EventsFetchError::NoEventsDir)
+        ));
     }
 
     #[test]

@@ -44,7 +44,9 @@
 //! [`events_fetch::events_fetch`] (Intel's tables into the events
 //! directory), [`registers::encode`] and [`registers::decode`] (specs to
 //! register values and back), [`completion`] (what a shell offers after
-//! `-e` and `-M`).
+//! `-e` and `-M`). Where the event tables are by default
+//! (`$PMX_EVENTS_DIR`, else the cache) is read in one place,
+//! [`events_dirs::from_env`].
 //!
 //! Nothing here prints: the renderers live in `pmx-output`; the region
 //! results render themselves to strings for the library's users.
@@ -55,6 +57,7 @@ mod backend_rdpmc;
 pub mod catalog;
 pub mod completion;
 pub mod counters;
+pub mod events_dirs;
 pub mod events_fetch;
 pub mod info;
 pub mod measure;

@@ -109,16 +109,17 @@ pub fn count_command(opts: &CommandOptions) -> Result<CommandCounts, MeasureErro
     for l in lists {
         groups.extend(crate::parse_event_list(l).map_err(Error::from)?);
     }
+    let defaults = crate::events_dirs::from_env();
     let (set, db) = match &opts.metrics {
         Some(list) => {
-            let db = full_database(pmx_events::default_events_dir(None))?;
+            let db = full_database(defaults.resolve(None), &defaults)?;
             let set = MetricSet::new(list, &db).map_err(Error::from)?;
             groups.extend(set.event_groups(&groups));
             (Some(set), Some(db))
         }
         None => (None, None),
     };
-    let plan = plan_groups(&groups, db, pmx_events::default_events_dir(None))?;
+    let plan = plan_groups(&groups, db, defaults.resolve(None), &defaults)?;
     let mut session = Session::new(
         plan,
         SessionOptions {
@@ -216,6 +217,7 @@ pub fn analyze_file(
     }
     let db_opts = crate::database::DatabaseOptions {
         cpu: cpu.map(str::to_string),
+        events_dir_default: crate::events_dirs::from_env(),
         ..Default::default()
     };
     let (db, note) =

@@ -117,7 +117,8 @@ impl PerfHandle {
                 "a recorder handle is one event; '{spec}' has {n}"
             )));
         }
-        let plan = crate::counters::plan_groups(&groups, None, None)?;
+        let defaults = crate::events_dirs::from_env();
+        let plan = crate::counters::plan_groups(&groups, None, None, &defaults)?;
         let attr = plan.events[0]
             .attr
             .clone()

@@ -249,10 +249,12 @@ fn default_events() -> String {
 fn build_registry(config: Config) -> Result<Registry, String> {
     let events = config.events.clone().unwrap_or_else(default_events);
     let mut groups = parse_event_list(&events).map_err(|e| format!("{ENV_EVENTS}: {e}"))?;
-    let events_dir = pmx_events::default_events_dir(None);
+    let defaults = crate::events_dirs::from_env();
+    let events_dir = defaults.resolve(None);
     let (metrics, db) = match &config.metrics {
         Some(list) => {
-            let db = counters::full_database(events_dir.clone()).map_err(|e| e.to_string())?;
+            let db = counters::full_database(events_dir.clone(), &defaults)
+                .map_err(|e| e.to_string())?;
             let set = MetricSet::new(list, &db).map_err(|e| format!("{ENV_METRICS}: {e}"))?;
             for spec in set.event_specs() {
                 if !groups
@@ -266,7 +268,8 @@ fn build_registry(config: Config) -> Result<Registry, String> {
         }
         None => (None, None),
     };
-    let plan = counters::plan_groups(&groups, db, events_dir).map_err(|e| e.to_string())?;
+    let plan =
+        counters::plan_groups(&groups, db, events_dir, &defaults).map_err(|e| e.to_string())?;
     if config.out.is_some() {
         extern "C" fn at_exit() {
             let _ = finalize();

@@ -93,7 +93,7 @@ pub fn database(
     let mut dirs: Vec<std::path::PathBuf> = opts.events_dir.iter().cloned().collect();
     dirs.extend(opts.more_events_dirs.iter().cloned());
     if dirs.is_empty() {
-        dirs.extend(pmx_count::database::default_events_dir(None));
+        dirs.extend(opts.events_dir_default.resolve(None));
     }
     let refs: Vec<&Path> = dirs.iter().map(|d| d.as_path()).collect();
     let choice = choose(report, host.as_ref(), &refs);

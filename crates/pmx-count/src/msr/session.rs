@@ -47,6 +47,9 @@ pub struct MsrSessionOptions {
     pub cpu: Option<CpuId>,
     /// Program even when the counters look in use.
     pub force: bool,
+    /// Where Intel's tables are ([`pmx_events::EventsDirDefault`]:
+    /// `$PMX_EVENTS_DIR`, else the cache, read by the caller).
+    pub events_dir_default: pmx_events::EventsDirDefault,
 }
 
 /// Open msr devices, and the counters programmed through them.
@@ -155,7 +158,7 @@ impl MsrSession {
         let db = pmx_events::Database::load(
             target.clone(),
             &pmx_events::LoadOptions {
-                events_dir: pmx_events::default_events_dir(None),
+                events_dir_default: self.opts.events_dir_default.clone(),
                 ..Default::default()
             },
         );

@@ -21,6 +21,7 @@ fn options(m: &Machine) -> MsrSessionOptions {
         sysfs_root: Some(m.path().to_path_buf()),
         cpu: Some("GenuineIntel-6-55-4".parse().unwrap()),
         force: false,
+        events_dir_default: pmx::events_dirs::from_env(),
     }
 }
 
