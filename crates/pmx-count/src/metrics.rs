@@ -55,7 +55,7 @@ pub struct MetricValue {
 
 /// A metric name or group the CPU's library does not have.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown metric '{name}' for {cpu}{}", suggest(.suggestions))]
+#[error("unknown metric '{name}' for {cpu}{}{}", suggest(.suggestions), note(.why))]
 pub struct UnknownMetric {
     /// The name as given.
     pub name: String,
@@ -63,6 +63,33 @@ pub struct UnknownMetric {
     pub cpu: String,
     /// Close names.
     pub suggestions: Vec<String>,
+    /// Why the CPU has no such metric, where its generation says it (a
+    /// top-down group asked of an AMD Zen 1–3).
+    pub why: Option<String>,
+}
+
+fn note(why: &Option<String>) -> String {
+    why.as_ref().map_or(String::new(), |w| format!(": {w}"))
+}
+
+/// Why a top-down group (`TopdownL1`, `PipelineL2`, `tma_…`) is unknown on
+/// `cpu`, when the CPU's generation is the reason: AMD publishes its
+/// pipeline-utilization (top-down) tree from Zen 4 on, and its earlier
+/// cores have none (nor has Linux perf for them).
+fn topdown_absent(name: &str, cpu: &pmx_model::cpu::CpuId) -> Option<String> {
+    use pmx_events::amd_builtin::{generation_for, Zen};
+    let n = name.to_ascii_lowercase();
+    let topdown = ["topdown", "pipeline", "tma_"]
+        .iter()
+        .any(|p| n.starts_with(p));
+    let zen = generation_for(cpu)?;
+    (topdown && matches!(zen, Zen::Zen1 | Zen::Zen2 | Zen::Zen3)).then(|| {
+        format!(
+            "AMD defines its top-down (pipeline utilization) metrics from Zen 4 on, \
+             and this CPU is {} (Linux perf has none for it either)",
+            zen.code().replace("zen", "Zen ")
+        )
+    })
 }
 
 /// Why a recording's metrics could not be chosen.
@@ -208,6 +235,7 @@ impl MetricSet {
                     name: e.name.clone(),
                     cpu: db.target.cpu.to_string(),
                     suggestions: e.suggestions.clone(),
+                    why: topdown_absent(&e.name, &db.target.cpu),
                 })
             })?,
             None => Vec::new(),

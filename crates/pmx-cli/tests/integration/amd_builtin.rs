@@ -118,6 +118,37 @@ fn stat_pipeline_groups_run_without_tables() {
     }
 }
 
+/// Zen 1–3 have no top-down tree (AMD defines one from Zen 4 on, and
+/// Linux perf has none for them): `-M TopdownL1` there is an unknown
+/// metric that says why, exit 2, not a silent empty run; Zen 4's runs.
+#[test]
+fn topdown_on_zen_1_to_3_says_amd_defines_it_from_zen_4() {
+    for (cpu, zen) in [
+        ("AuthenticAMD-23-1-2", "Zen 1"),
+        ("AuthenticAMD-23-31-0", "Zen 2"),
+        ("AuthenticAMD-25-1-1", "Zen 3"),
+    ] {
+        let o = fresh(&["stat", "--cpu", cpu, "-M", "TopdownL1", "--", "true"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{cpu}: {err}");
+        assert!(
+            err.contains("unknown metric 'TopdownL1'")
+                && err.contains(&format!("from Zen 4 on, and this CPU is {zen}")),
+            "{cpu}: {err}"
+        );
+    }
+    let o = fresh(&[
+        "stat",
+        "--cpu",
+        "AuthenticAMD-25-11-1",
+        "-M",
+        "TopdownL1",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
 /// `pmx tma` on Zen 5 without tables: the built-in tree, both levels.
 #[test]
 fn tma_on_zen5_uses_the_builtin_tree() {
