@@ -678,7 +678,7 @@ impl Database {
                 "no events directory: give --events-dir or set PMX_EVENTS_DIR".to_string(),
             ));
         } else {
-            db.load_perf_tables(&dirs);
+            db.load_perf_tables(&dirs, opts.events_dir_default.cache.as_deref());
         }
         // AMD's built-in tables: the hook (see `amd_builtin`).
         if let Some(src) = amd_builtin::AmdBuiltin::for_cpu(&target.cpu) {
@@ -746,7 +746,7 @@ impl Database {
     /// Linux perf's tables from the first directory that has them for the
     /// CPU; uncore terms placed by this machine's PMU formats when it is
     /// the host.
-    fn load_perf_tables(&mut self, dirs: &[PathBuf]) {
+    fn load_perf_tables(&mut self, dirs: &[PathBuf], cache: Option<&std::path::Path>) {
         let formats = perf_json::UncoreFormats {
             host: match &self.sysfs {
                 Some(s) if self.target.host => s
@@ -775,7 +775,10 @@ impl Database {
             }
             for x86 in perf {
                 match perf_json::PerfJson::load(&x86, &self.target.cpu, &formats) {
-                    Ok(src) => {
+                    Ok(mut src) => {
+                        if cache == Some(dir.as_path()) {
+                            src.place = "cache";
+                        }
                         self.sources.push(Box::new(src));
                         return;
                     }

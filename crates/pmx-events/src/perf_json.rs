@@ -591,6 +591,9 @@ fn uncore_event(
 pub struct PerfJson {
     cpu_key: String,
     x86_dir: PathBuf,
+    /// Where the tables were found, for [`EventSource::provenance`]:
+    /// `directory` (given) or `cache` (pmx's, `pmx events fetch`'s).
+    pub place: &'static str,
     table: String,
     version: String,
     files: Vec<(String, usize)>,
@@ -634,6 +637,7 @@ impl PerfJson {
         let mut out = PerfJson {
             cpu_key: cpu.to_string(),
             x86_dir: x86_dir.to_path_buf(),
+            place: "directory",
             table: dir_name.clone(),
             version: row.version.clone(),
             files: Vec::new(),
@@ -764,7 +768,8 @@ impl EventSource for PerfJson {
 
     fn provenance(&self, def: &EventDef) -> Option<String> {
         let dir = self.x86_dir.display();
-        Some(format!("directory {dir}, {} {}", def.origin, self.version))
+        let place = self.place;
+        Some(format!("{place} {dir}, {} {}", def.origin, self.version))
     }
 
     fn events(&self) -> Vec<EventDef> {

@@ -268,6 +268,40 @@ fn a_cached_newer_table_takes_precedence() {
     );
 }
 
+/// Linux perf's AMD tables fetched into the cache win over the built-in
+/// AMD table, and `explain` says they came from the cache (not "directory").
+#[test]
+fn cached_perf_tables_win_and_say_cache() {
+    let Some(src) = pmx_testkit::shared::linux_perf_events() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let cache = home.path().join(".cache/pmx/events");
+    let x86 = cache.join("x86");
+    std::fs::create_dir_all(x86.join("amdzen4")).unwrap();
+    std::fs::copy(src.join("x86/mapfile.csv"), x86.join("mapfile.csv")).unwrap();
+    for f in std::fs::read_dir(src.join("x86/amdzen4")).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, x86.join("amdzen4").join(f.file_name().unwrap())).unwrap();
+    }
+    let out = fresh(
+        home.path(),
+        &[
+            "explain",
+            "--no-libpfm",
+            "--cpu=AuthenticAMD-25-11-1",
+            "ex_ret_ops",
+        ],
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("source       perf-json"), "{text}");
+    assert!(
+        text.contains(&format!("from         cache {}, ", x86.display())),
+        "{text}"
+    );
+}
+
 #[test]
 fn info_names_the_built_in_tables_and_their_versions() {
     let home = tempfile::tempdir().unwrap();
