@@ -97,6 +97,7 @@ impl Default for Limits {
                 "pmx-analysis",
                 "pmx-args",
                 "pmx-profile",
+                "pmx-precise",
                 "pmx-symbols",
                 "pmx-cli",
                 "pmx-tui",

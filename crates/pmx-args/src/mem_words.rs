@@ -2,7 +2,9 @@
 //! ARGS` is `report --mem-mode -n ARGS` (with perf mem's store sort order
 //! for `-t store`); `mem [-t T] record [--ldlat N] ARGS` is `record -d -W
 //! -e EVENT… ARGS` with the machine's precise memory events
-//! ([`pmx_record::mem_events`]), or why there are none.
+//! ([`events::mem_events`]), or why there are none.
+
+pub mod events;
 
 use std::ffi::OsString;
 
@@ -43,7 +45,7 @@ pub fn report_words(op: &str, args: &[OsString]) -> Result<Vec<OsString>, String
 /// `record`'s words for `mem -t OP record --ldlat N ARGS` on this machine.
 pub fn record_words(op: &str, ldlat: u32, args: &[OsString]) -> Result<Vec<OsString>, String> {
     let (load, store) = ops(op)?;
-    let events = pmx_record::mem_events(&pmx_record::SysRoot::host(), load, store, ldlat)?;
+    let events = events::mem_events(&pmx_record::SysRoot::host(), load, store, ldlat)?;
     let mut words: Vec<OsString> = ["record", "-d", "-W"].map(Into::into).to_vec();
     for e in events {
         words.extend(["-e".into(), e.into()]);

@@ -24,10 +24,12 @@ use std::path::Path;
 
 /// A perf command pmx does not implement (perf exits 1 for it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'perf {what}' is not implemented by pmx; pmx implements perf {}", IMPLEMENTED.join(", "))]
+#[error("'perf {what}' is not implemented by pmx; pmx implements perf {}", implemented.join(", "))]
 pub struct NotImplemented {
     /// The command as given (`trace`, `(no command)`).
     pub what: String,
+    /// The perf commands pmx implements, in pmx's order.
+    pub implemented: Vec<String>,
 }
 
 /// A perf command line pmx cannot take: a command it does not implement
@@ -54,23 +56,58 @@ impl LineError {
     }
 }
 
-/// The perf commands pmx implements.
-pub const IMPLEMENTED: &[&str] = &[
-    "stat",
+/// perf 6.1's commands (`perf help -a`'s list, and `version`). A pmx
+/// command of one of these names is that perf command under the perf
+/// personality; the list of pmx's commands comes from the command line's
+/// own declaration ([`command_line`]'s `pmx_commands`), so a new perf
+/// command in pmx needs no change here.
+pub const PERF_COMMANDS: &[&str] = &[
+    "annotate",
+    "archive",
+    "bench",
+    "buildid-cache",
+    "buildid-list",
+    "c2c",
+    "config",
+    "daemon",
+    "data",
+    "diff",
+    "evlist",
+    "ftrace",
+    "help",
+    "inject",
+    "iostat",
+    "kallsyms",
+    "kmem",
+    "kvm",
+    "kwork",
+    "list",
+    "lock",
+    "mem",
+    "probe",
     "record",
     "report",
-    "top",
+    "sched",
     "script",
-    "mem",
-    "c2c",
-    "annotate",
-    "inject",
-    "evlist",
-    "buildid-list",
-    "buildid-cache",
-    "list",
+    "stat",
+    "test",
+    "timechart",
+    "top",
+    "trace",
     "version",
 ];
+
+/// The perf commands pmx implements: those of `pmx_commands` (pmx's own
+/// command names, in their order) that perf has, and `version` (printed
+/// by the CLI).
+pub fn implemented(pmx_commands: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = (pmx_commands.iter())
+        .filter(|c| c.as_str() != "version" && PERF_COMMANDS.contains(&c.as_str()))
+        .cloned()
+        .collect();
+    v.push("version".to_string());
+    v
+}
 
 /// The program is run as `perf` (`args[0]`'s file name).
 pub fn as_perf(args: &[OsString]) -> bool {
@@ -82,9 +119,12 @@ pub fn as_perf(args: &[OsString]) -> bool {
 /// The command line to parse: `args` as given, or, when the program's name
 /// (`args[0]`) is `perf`, perf's subcommand as pmx's (`--no-pager`
 /// dropped; `stat` gets `--format perf`; a global `--buildid-dir DIR`
-/// before the subcommand is taken off and returned).
+/// before the subcommand is taken off and returned). `pmx_commands`
+/// gives pmx's command names (asked only when run as perf): a perf
+/// command is implemented when pmx has a command of its name.
 pub fn command_line(
     mut args: Vec<OsString>,
+    pmx_commands: &dyn Fn() -> Vec<String>,
 ) -> Result<(Vec<OsString>, Option<OsString>), LineError> {
     if !as_perf(&args) {
         return Ok((args, None));
@@ -115,13 +155,19 @@ pub fn command_line(
             args.splice(1.., top);
             Ok((args, buildid_dir))
         }
-        s if IMPLEMENTED.contains(&s) => Ok((args, buildid_dir)),
-        _ => Err(LineError::NotImplemented(NotImplemented {
-            what: match sub.as_str() {
-                "" => "(no command)".to_string(),
-                s => s.to_string(),
-            },
-        })),
+        s => {
+            let implemented = implemented(&pmx_commands());
+            if !s.is_empty() && implemented.iter().any(|c| c == s) {
+                return Ok((args, buildid_dir));
+            }
+            Err(LineError::NotImplemented(NotImplemented {
+                what: match s {
+                    "" => "(no command)".to_string(),
+                    s => s.to_string(),
+                },
+                implemented,
+            }))
+        }
     }
 }
 
@@ -190,9 +236,16 @@ mod tests {
         assert!((err - 1.0).abs() < 1e-9, "{err}");
     }
 
+    /// pmx's commands as pmx-cli declares them (the perf ones among
+    /// pmx's own).
+    fn pmx_commands() -> Vec<String> {
+        let names = "stat tma analyze compare plot record report top script mem c2c annotate inject evlist buildid-list buildid-cache serve merge msr encode decode info list explain events completions man";
+        names.split(' ').map(String::from).collect()
+    }
+
     fn line(words: &[&str]) -> Result<Vec<String>, String> {
         let args = words.iter().map(OsString::from).collect();
-        (command_line(args).map_err(|e| e.to_string()))
+        (command_line(args, &pmx_commands).map_err(|e| e.to_string()))
             .map(|(v, _)| v.iter().map(|a| a.to_string_lossy().into_owned()).collect())
     }
 
@@ -238,10 +291,12 @@ mod tests {
         assert_eq!(line(&["perf", "trace"]), refused("trace"));
         // perf's global --buildid-dir: taken off, returned.
         let args = ["perf", "--buildid-dir", "/tmp/d", "buildid-cache", "-l"];
-        let (v, dir) = command_line(args.iter().map(OsString::from).collect()).unwrap();
+        let (v, dir) =
+            command_line(args.iter().map(OsString::from).collect(), &pmx_commands).unwrap();
         assert_eq!((v.len(), dir), (3, Some(OsString::from("/tmp/d"))));
         let args = ["perf", "--buildid-dir=/x", "script"];
-        let (v, dir) = command_line(args.iter().map(OsString::from).collect()).unwrap();
+        let (v, dir) =
+            command_line(args.iter().map(OsString::from).collect(), &pmx_commands).unwrap();
         assert_eq!(
             (v[1].to_str(), dir),
             (Some("script"), Some(OsString::from("/x")))

@@ -1,8 +1,8 @@
 //! `pmx c2c` (`perf c2c` under perf's name): `report --stats`, the memory
-//! samples counted as perf c2c counts them (`pmx_profile::c2c`).
+//! samples counted as perf c2c counts them (`pmx_precise::c2c`).
 
 use crate::exit::UsageError;
-use pmx_profile::{c2c, mem::MemError};
+use pmx_precise::{c2c, mem::MemError};
 
 /// Arguments of `pmx c2c`.
 #[derive(Debug, clap::Args)]

@@ -137,7 +137,7 @@ enum EventsCommand {
 fn main() {
     // A shell asking for completions (the scripts of `pmx completions`).
     pmx_shell::complete::answer_if_asked(Cli::command);
-    let line = perf_cli::command_line();
+    let line = perf_cli::command_line(&command_names);
     // `pmx stat` is parsed without building every other command's flags.
     let parsed = if line.get(1).is_some_and(|a| a == "stat") {
         // With `record`, an option given again overrides (perf's last wins).
@@ -211,6 +211,15 @@ fn main() {
 }
 
 /// `pmx stat`'s flags alone.
+/// pmx's command names, as declared above (the perf personality takes
+/// those that are perf's).
+fn command_names() -> Vec<String> {
+    let cli = Cli::command();
+    (cli.get_subcommands().map(|c| c.get_name().to_string()))
+        .filter(|n| n != "help")
+        .collect()
+}
+
 fn stat_command() -> clap::Command {
     <stat::StatArgs as clap::Args>::augment_args(clap::Command::new("stat").bin_name("pmx stat"))
 }

@@ -1,11 +1,11 @@
 //! `pmx mem` (`perf mem` under perf's name): `record` and `report` as
 //! `pmx record -d -W -e …` and `pmx report --mem-mode -n`
 //! (`pmx_args::mem_words`); `report --mem-mode` and the memory keys of
-//! `pmx report` (the engine is `pmx_profile::mem`).
+//! `pmx report` (the engine is `pmx_precise::mem`).
 
 use crate::exit::UsageError;
 use crate::report::ReportArgs;
-use pmx_profile::mem::{self, MemError, MemOptions};
+use pmx_precise::mem::{self, MemError, MemOptions};
 use std::ffi::OsString;
 
 /// Arguments of `pmx mem`.
@@ -24,7 +24,7 @@ pub enum MemCommand {
     /// Sample memory accesses with this machine's memory events (Intel mem-loads/-stores, AMD ibs_op).
     Record {
         /// The load-latency threshold in cycles (Intel's ldlat).
-        #[arg(long, value_name = "CYCLES", default_value_t = pmx::record::DEFAULT_LDLAT)]
+        #[arg(long, value_name = "CYCLES", default_value_t = pmx_args::mem_words::events::DEFAULT_LDLAT)]
         ldlat: u32,
         /// pmx record's options and the command.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

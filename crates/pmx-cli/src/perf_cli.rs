@@ -16,8 +16,8 @@ use std::time::Duration;
 /// as perf does; `perf version` printed here). Exits (status 1, as perf)
 /// for a perf command pmx does not implement, 2 for a perf top option
 /// it refuses.
-pub fn command_line() -> Vec<OsString> {
-    match personality::command_line(std::env::args_os().collect()) {
+pub fn command_line(pmx_commands: &dyn Fn() -> Vec<String>) -> Vec<OsString> {
+    match personality::command_line(std::env::args_os().collect(), pmx_commands) {
         Ok((args, dir)) => {
             if let Some(d) = dir {
                 std::env::set_var("PERF_BUILDID_DIR", d);

@@ -10,7 +10,7 @@
 
 use crate::exit::UsageError;
 use pmx_output::progress::Progress;
-use pmx_profile::branch::BranchError;
+use pmx_precise::branch::BranchError;
 use pmx_profile::{default_sort, render, DiffOptions, Report, ReportError, ReportOptions};
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,9 +1,9 @@
 //! `pmx report -b/--branch-stack`: the branches of a file's branch
-//! stacks counted by perf's branch keys (`pmx_profile::branch`), printed
+//! stacks counted by perf's branch keys (`pmx_precise::branch`), printed
 //! in perf's layout or as JSON.
 
 use pmx_output::progress::Progress;
-use pmx_profile::branch::{self, BranchError};
+use pmx_precise::branch::{self, BranchError};
 use pmx_profile::ReportOptions;
 use std::io::Write;
 

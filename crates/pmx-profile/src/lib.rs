@@ -40,12 +40,9 @@
 //! streamed to a writer, one line per sample in `perf script`'s layout
 //! (`-F` fields, call chains) or JSON lines.
 //!
-//! **Memory accesses** ([`mem`]): a sample's data address, `data_src`
-//! and weights in perf's words; `pmx script`'s `addr`, `data_src`,
-//! `weight`, `ins_lat`, `phys_addr` and page-size fields.
-//!
-//! **Cache-line contention** ([`c2c`]): the memory samples counted as
-//! `perf c2c report --stats` counts them.
+//! **A `data_src` in words** ([`data_src`]): the operation, level,
+//! snoop, TLB, lock and block of a memory sample as perf writes them,
+//! for `pmx script`'s memory fields and pmx-precise's memory reports.
 //!
 //! **Exports** ([`export`]): every sample (a
 //! [`profile::sink::SampleSink`] on the replay) with its thread, time,
@@ -71,12 +68,6 @@
 //! [`render::diff`] (table, JSON) and [`flame::diff`] (differential flame
 //! graph, folded stacks with both counts).
 //!
-//! **Branch reports** ([`branch`]): `pmx report -b`, the branches of
-//! the samples' branch stacks (LBR and the like) counted by perf's
-//! branch keys (`dso_from`, `symbol_to`, `mispredict`, `cycles` …), each
-//! end looked up in the maps of its sample's moment through a
-//! [`profile::sink::SampleSink`]; perf's `--branch-stack` table or JSON.
-//!
 //! **Annotation** ([`annotate()`]): one function's x86-64 machine code
 //! (iced-x86, in objdump's text) with each instruction's samples per
 //! event, from the profile's places ([`build_with_addresses`]: per leaf
@@ -84,14 +75,12 @@
 //! source lines, rendered by [`annotate::render`] (text, JSON).
 
 pub mod annotate;
-pub mod branch;
-pub mod c2c;
+pub mod data_src;
 pub mod diff;
 pub mod export;
 pub mod flame;
 pub mod group_metrics;
 pub mod inject;
-pub mod mem;
 pub mod perf_text;
 pub mod profile;
 pub mod render;

@@ -43,7 +43,7 @@ pub use types::{
 
 /// Whether the kernel addresses of a file with these features are the
 /// running kernel's (`script` asks too).
-pub(crate) fn kernel_is_here(f: &pmx_perfdata::read::FileFeatures, this: &MachineId) -> bool {
+pub fn kernel_is_here(f: &pmx_perfdata::read::FileFeatures, this: &MachineId) -> bool {
     recorded_here(f, this)
 }
 

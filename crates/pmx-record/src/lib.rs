@@ -111,7 +111,6 @@ mod default;
 mod existing;
 mod features;
 mod groups;
-mod mem;
 mod offcpu;
 mod open;
 mod options;
@@ -140,7 +139,6 @@ pub use buildid::{of_elf_file as build_id_of_file, of_running_kernel as kernel_b
 pub use callgraph::{CallGraph, CallGraphError, DEFAULT_STACK_SIZE, MAX_STACK_SIZE};
 pub use choose::{event_groups, sample_rate, sampling_events};
 pub use default::{default_event, max_sample_rate, DEFAULT_FREQUENCY};
-pub use mem::{mem_events, DEFAULT_LDLAT};
 pub use options::{
     EventSamples, FileOptions, GroupMember, OffCpuOptions, RecordError, RecordEvent, RecordOptions,
     RecordSummary,

@@ -2,7 +2,7 @@
 //! perf's recordings (bit flips, truncation, zeroed ranges, extreme values
 //! in the header's and the records' size fields, records duplicated and
 //! swapped) through `pmx_profile::report` and its renderers (and the
-//! branch report, `pmx_profile::branch`, of files with branch stacks). Expected of
+//! branch report, `pmx_precise::branch`, of files with branch stacks). Expected of
 //! every case: no panic, no hang (a time bound per case), and either a
 //! report or an error that names the file.
 //!
@@ -111,7 +111,7 @@ fn report_case(path: &Path, symfs: &Path) -> Result<(), String> {
     pmx_profile::render::table(&mut sink, &r).unwrap();
     let _ = pmx_profile::render::json(&r).to_string();
     // The branch report too (`report -b`), for files with branch stacks.
-    use pmx_profile::branch::{self, BranchError};
+    use pmx_precise::branch::{self, BranchError};
     match branch::report(&options(path, symfs), "", &mut |_, _| {}) {
         Ok(b) => {
             branch::table::print(&mut sink, &b).unwrap();

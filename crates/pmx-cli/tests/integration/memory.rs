@@ -395,7 +395,7 @@ fn record_d_samples_the_faulting_addresses() {
 #[test]
 fn mem_record_uses_the_memory_events_or_says_why_not() {
     let root = pmx_sys::SysRoot::host();
-    if pmx::record::mem_events(&root, true, true, 30).is_ok() {
+    if pmx_args::mem_words::events::mem_events(&root, true, true, 30).is_ok() {
         return pmx_testkit::skip("this machine has memory events: the refusal is not tested");
     }
     let dir = tempfile::tempdir().unwrap();

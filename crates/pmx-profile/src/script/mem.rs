@@ -42,7 +42,7 @@ pub(crate) fn text_before_ip(b: &mut Vec<u8>, m: &MemFields, f: Fields, width: &
         let _ = write!(s, "{:16x}", m.addr);
     }
     if f.has(Field::DataSrc) {
-        let d = crate::mem::decode::script_field(m.data_src);
+        let d = crate::data_src::script_field(m.data_src);
         *width = (*width).max(d.len());
         let _ = write!(s, "{d:<w$}", w = *width);
     }
@@ -62,18 +62,10 @@ pub(crate) fn text_after_ip(b: &mut Vec<u8>, m: &MemFields, f: Fields) {
         let _ = write!(s, "{:16x}", m.phys_addr);
     }
     if f.has(Field::DataPageSize) {
-        let _ = write!(
-            s,
-            " {}",
-            crate::mem::decode::page_size_name(m.data_page_size)
-        );
+        let _ = write!(s, " {}", crate::data_src::page_size_name(m.data_page_size));
     }
     if f.has(Field::CodePageSize) {
-        let _ = write!(
-            s,
-            " {}",
-            crate::mem::decode::page_size_name(m.code_page_size)
-        );
+        let _ = write!(s, " {}", crate::data_src::page_size_name(m.code_page_size));
     }
     b.extend_from_slice(s.as_bytes());
 }
@@ -87,7 +79,7 @@ pub(crate) fn json(b: &mut Vec<u8>, m: &MemFields, f: Fields) {
     }
     if f.has(Field::DataSrc) {
         let d = pmx_perfdata::mem::DataSrc::from_raw(m.data_src);
-        use crate::mem::decode as w;
+        use crate::data_src as w;
         let _ = write!(
             s,
             ",\"data_src\":\"{:#x}\",\"mem\":{{\"op\":\"{}\",\"lvl\":\"{}\",\"snoop\":\"{}\",\"tlb\":\"{}\",\"lock\":\"{}\",\"blk\":\"{}\"}}",

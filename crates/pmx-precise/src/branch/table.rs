@@ -3,8 +3,8 @@
 //! and as JSON.
 
 use super::{BranchEvent, BranchKey, BranchReport};
-use crate::perf_text::abbreviated;
-use crate::report::pct;
+use pmx_profile::perf_text::abbreviated;
+use pmx_profile::report::pct;
 use std::io::Write;
 
 /// perf's table of every event with branches.

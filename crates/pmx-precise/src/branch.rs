@@ -17,7 +17,7 @@
 //! comparators break them; [`table`] prints perf's `--stdio` layout.
 //!
 //! The replay hands each sample's entries to a [`SampleSink`]
-//! ([`crate::profile::sink::SampleRef::branches`]), so the maps and
+//! ([`pmx_profile::profile::sink::SampleRef::branches`]), so the maps and
 //! command names are those of the sample's moment; kernel names wait for
 //! the end of the replay, as everywhere in this crate.
 
@@ -28,8 +28,8 @@ pub mod table;
 
 pub use keys::{BranchKey, DEFAULT_KEYS};
 
-use crate::profile::sink::SampleSink;
-use crate::report::{report_with, Report, ReportError, ReportOptions};
+use pmx_profile::profile::sink::SampleSink;
+use pmx_profile::report::{report_with, Report, ReportError, ReportOptions};
 
 /// One end of a branch as a row shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -5,9 +5,9 @@
 
 use super::rbtree::Tree;
 use super::{BranchEvent, BranchKey, BranchRow, End};
-use crate::profile::sink::{SampleRef, SampleSink, Side};
 use pmx_perfdata::branch::BranchFlags;
 use pmx_perfdata::format::misc;
+use pmx_profile::profile::sink::{SampleRef, SampleSink, Side};
 use pmx_symbols::symbolize::{FrameId, FrameName, Symbolizer, UNKNOWN_DSO};
 use rustc_hash::FxHashMap as HashMap;
 

@@ -58,7 +58,7 @@ pub fn print(out: &mut dyn Write, r: &MemReport, cols: MemColumns) -> std::io::R
         writeln!(
             out,
             "# Samples: {} of event '{}'",
-            crate::perf_text::abbreviated(e.samples),
+            pmx_profile::perf_text::abbreviated(e.samples),
             e.name
         )?;
         writeln!(out, "# Total weight : {}", e.total)?;
@@ -101,7 +101,7 @@ fn event_table(
     for row in &e.rows {
         let mut cells: Vec<String> = Vec::new();
         if cols.overhead {
-            let pct = crate::report::pct(row.period, e.total);
+            let pct = pmx_profile::report::pct(row.period, e.total);
             cells.push(format!("{pct:>9.2}%"));
         }
         if cols.samples {

@@ -197,7 +197,8 @@ pub fn mem_report(opts: &MemOptions) -> Result<MemReport, MemError> {
             return Err(MemError::UnknownEvent(e.clone()));
         }
     }
-    let here = crate::profile::kernel_is_here(reader.features(), &crate::MachineId::current());
+    let here =
+        pmx_profile::profile::kernel_is_here(reader.features(), &pmx_profile::MachineId::current());
     let build_ids = (reader.features().build_ids.iter())
         .map(|b| (b.filename.clone(), b.build_id.clone()))
         .collect();
@@ -250,7 +251,7 @@ pub fn mem_report(opts: &MemOptions) -> Result<MemReport, MemError> {
     }
     let mut warnings = resolver.sym.warnings().to_vec();
     if let Some(t) = reader.truncation() {
-        warnings.insert(0, crate::truncation_warning(t, reader.bytes_read()));
+        warnings.insert(0, pmx_profile::truncation_warning(t, reader.bytes_read()));
     }
     Ok(MemReport {
         sort: opts.sort.clone(),
@@ -334,7 +335,7 @@ fn order_value(k: MemKey, a: &Acc, r: &Resolver) -> OrderVal {
 
 /// The cell of key `k` for a row, as perf prints it (unpadded).
 fn cell(k: MemKey, a: &Acc, r: &Resolver) -> String {
-    use super::decode as w;
+    use pmx_profile::data_src as w;
     let s = &a.first;
     let d = DataSrc::from_raw(s.data_src);
     let level = if s.kernel { 'k' } else { '.' };

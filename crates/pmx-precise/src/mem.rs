@@ -1,14 +1,12 @@
 //! Memory-access samples (`perf record -d`, PEBS load latency, IBS op):
-//! what their `data_src` says in perf's words ([`decode`]), and the
-//! memory report (`report --mem-mode`, `perf mem report`): the samples
+//! the memory report (`report --mem-mode`, `perf mem report`): the samples
 //! replayed (`replay`: each instruction and data address resolved in
 //! the maps of the sample's mode and moment), grouped by the memory keys
 //! ([`keys`]) with each row's cost its samples' weight ([`report`]), in
 //! perf's `--stdio` layout ([`table`]), its keys and columns from perf's
-//! flags ([`mod@layout`]). `pmx script`'s memory fields use
-//! [`decode`] too.
+//! flags ([`mod@layout`]). A `data_src` in perf's words is
+//! [`pmx_profile::data_src`], which `pmx script`'s memory fields use too.
 
-pub mod decode;
 pub mod keys;
 pub mod layout;
 mod replay;

@@ -231,7 +231,8 @@ pub fn c2c_report(opts: &C2cOptions) -> Result<C2cReport, MemError> {
         return Err(MemError::NoMemData);
     }
     let events = reader.events().iter().map(|e| e.name.clone()).collect();
-    let here = crate::profile::kernel_is_here(reader.features(), &crate::MachineId::current());
+    let here =
+        pmx_profile::profile::kernel_is_here(reader.features(), &pmx_profile::MachineId::current());
     let mut sym = Symbolizer::new(Default::default(), Default::default(), None, &opts.symbols);
     sym.allow_running_vdso(here);
     let mut resolver = Resolver::new(sym, here, opts.symbols.dirs.cache.clone());
