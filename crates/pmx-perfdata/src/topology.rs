@@ -46,28 +46,9 @@ fn strings(c: &mut Cur) -> Option<Vec<String>> {
     (0..n).map(|_| c.string("sibling list").ok()).collect()
 }
 
-/// A CPU list as the kernel and perf write it (`0-3,8`).
-pub fn cpu_list_text(cpus: &[u32]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        let mut end = start;
-        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
-            i += 1;
-            end = sorted[i];
-        }
-        parts.push(match end > start {
-            true => format!("{start}-{end}"),
-            false => start.to_string(),
-        });
-        i += 1;
-    }
-    parts.join(",")
-}
+/// A CPU list as the kernel and perf write it (`0-3,8`): pmx-model's
+/// one writer of the form.
+pub use pmx_model::topology::format_cpu_list as cpu_list_text;
 
 /// The ids of each CPU (index = CPU number) in a `CPU_TOPOLOGY` body;
 /// `nr_cpus`: the file's `NRCPUS` "available" count, the number of
