@@ -64,6 +64,9 @@ fn read_error(e: ReadError, path: &std::path::Path) -> anyhow::Error {
 /// Run `pmx analyze`.
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
     let counts = pmx_formats::read_file(&args.file).map_err(|e| read_error(e, &args.file))?;
+    if let Some(cut) = counts.provenance.cut {
+        eprintln!("pmx: warning: {} {cut}", args.file.display());
+    }
     if args.tree.level == 0 {
         return Err(UsageError("-l 0: levels start at 1".to_string()).into());
     }

@@ -51,7 +51,8 @@ pub use model::{
 };
 pub use read::{read_file, read_text, ReadError};
 pub use report::{
-    PrintedMetric, Provenance, ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport, Tool,
+    Cut, PrintedMetric, Provenance, ReportMetric, ReportRow, RowStatus, SourceFormat, StatReport,
+    Tool,
 };
 pub use timeline::Timeline;
 pub use write::{IntervalCsv, IntervalJson, IntervalRows, StatView};

@@ -92,6 +92,29 @@ pub struct Provenance {
     pub host: Option<String>,
     /// The MPI rank that wrote it (per-rank files).
     pub rank: Option<u64>,
+    /// Where a text file stops inside a line: its last line has no end of
+    /// line, as no writer leaves it (perf and pmx end every line), so the
+    /// file may be cut short. Readers keep what they read and say it.
+    pub cut: Option<Cut>,
+}
+
+/// Where a file's text stops inside a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// The 1-based number of the unfinished last line.
+    pub line: usize,
+    /// The file's size in bytes (where it stops).
+    pub byte: usize,
+}
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ends inside line {} (at byte {}) with no end of line, so it may be cut short",
+            self.line, self.byte
+        )
+    }
 }
 
 /// The status of a row as files spell it.

@@ -87,7 +87,7 @@ pub enum CompareError {
     #[error("{0}: holds no event count or metric to compare")]
     Empty(String),
     /// The sides have nothing in common.
-    #[error("the sides have no event or metric in common ({0})")]
+    #[error("the sides have no event or metric in common: {0}")]
     NothingInCommon(String),
     /// The top-down trees could not be made.
     #[error(transparent)]
@@ -269,7 +269,11 @@ pub fn compare(opts: &Options) -> Result<Report, CompareError> {
                 return Err(CompareError::IntervalsOnly(f.display().to_string()));
             }
             if r.rows.is_empty() && r.metrics.is_empty() {
-                return Err(CompareError::Empty(f.display().to_string()));
+                let mut name = f.display().to_string();
+                if let Some(cut) = r.provenance.cut {
+                    name = format!("{name} ({cut})");
+                }
+                return Err(CompareError::Empty(name));
             }
             reports.push(r);
         }
@@ -310,12 +314,10 @@ pub fn compare_sides(sides: &[Side], threshold: f64) -> Result<Report, CompareEr
         .collect();
     let rows = rows(&per_side, threshold);
     if rows.is_empty() {
-        let held: Vec<String> = sides
-            .iter()
-            .zip(&per_side)
-            .map(|(s, series)| format!("{}: {} series", s.label, series.len()))
+        let held: Vec<String> = (sides.iter().zip(&per_side))
+            .map(|(s, series)| side_holds(s, series))
             .collect();
-        return Err(CompareError::NothingInCommon(held.join(", ")));
+        return Err(CompareError::NothingInCommon(held.join("; ")));
     }
     notes.extend(one_sided(&per_side, sides));
     let summaries = (1..sides.len())
@@ -337,6 +339,36 @@ pub fn compare_sides(sides: &[Side], threshold: f64) -> Result<Report, CompareEr
         tma: None,
         notes,
     })
+}
+
+/// What a side holds, for the message of sides with nothing in common:
+/// its files and its first series by name (`A (a.csv): 2 series:
+/// cycles, instructions`).
+fn side_holds(s: &Side, series: &[Series]) -> String {
+    let files: Vec<String> = (s.reports.iter())
+        .map(|r| match r.provenance.cut {
+            Some(cut) => format!("{}, which {cut}", source_name(r, &s.label)),
+            None => source_name(r, &s.label),
+        })
+        .collect();
+    let mut names: Vec<String> = (series.iter().take(4))
+        .map(|x| match x.key.2.as_str() {
+            "" => x.key.1.clone(),
+            d => format!("{} ({d})", x.key.1),
+        })
+        .collect();
+    if series.len() > 4 {
+        names.push(format!("… {} more", series.len() - 4));
+    }
+    let what = match series.len() {
+        0 => "no series".to_string(),
+        1 => format!("1 series: {}", names.join(", ")),
+        n => format!("{n} series: {}", names.join(", ")),
+    };
+    match files.as_slice() {
+        [only] if *only == s.label => format!("{}: {what}", s.label),
+        _ => format!("{} ({}): {what}", s.label, files.join(", ")),
+    }
 }
 
 fn source_name(r: &StatReport, label: &str) -> String {

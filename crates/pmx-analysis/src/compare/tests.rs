@@ -113,11 +113,17 @@ fn three_sides_one_sided_rows_and_errors() {
         compare_sides(&[a.clone(), b], 1.5),
         Err(CompareError::Threshold(_))
     ));
-    let other = side("X", &[("cycles", &[1.0])]);
-    assert!(matches!(
-        compare_sides(&[a, other], 0.05),
-        Err(CompareError::NothingInCommon(_))
-    ));
+    let mut other = side("X", &[("cycles", &[1.0])]);
+    other.reports[0].provenance.path = Some("x.csv".into());
+    other.reports[0].provenance.cut = Some(pmx_formats::Cut { line: 3, byte: 250 });
+    let e = compare_sides(&[a, other], 0.05).unwrap_err();
+    assert!(matches!(e, CompareError::NothingInCommon(_)));
+    assert_eq!(
+        e.to_string(),
+        "the sides have no event or metric in common: A: 2 series: page-faults, gone; \
+         X (x.csv, which ends inside line 3 (at byte 250) with no end of line, so it may be \
+         cut short): 1 series: cycles"
+    );
 }
 
 #[test]

@@ -196,3 +196,57 @@ fn analyze_names_the_file_of_an_entry_without_an_event() {
         format!("pmx: {}: an entry without \"event\"", f.display())
     );
 }
+
+/// Found by the long campaign's seed 7 (issue 45): seven mutants of perf
+/// CSV files, each cut inside a line (one also with a 29-digit count),
+/// compared with their intact originals, were refused with `the sides
+/// have no event or metric in common (A: 9 series, B: 1 series)`, naming
+/// neither file nor where the damaged one stops. Each case is the
+/// campaign's own mutant (`mutate::text(original, seed)`).
+#[test]
+fn compare_names_the_cut_file_and_where_it_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    // Where each stops: the line a damaged line is on (0: the file is
+    // cut inside its last line).
+    let cases = [
+        ("skl_l1.csv", 18, 0),
+        ("skl_l1.csv", 43, 0),
+        ("skl_l1_missing.csv", 1_000_039, 1),
+        ("skl_l1_missing.csv", 1_000_053, 1),
+        ("zen4_amd_cache.csv", 5_000_033, 0),
+        ("zen4_pipeline_l1.csv", 6_000_015, 0),
+        ("zen4_pipeline_l1.csv", 6_000_050, 0),
+    ];
+    for (file, seed, line) in cases {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/analyze")
+            .join(file);
+        let m = mutate::text(&std::fs::read(&src).unwrap(), seed);
+        let name = format!("mutant-{seed}-{file}");
+        let path = put(dir.path(), &name, &m.bytes);
+        let r = run_bounded(
+            Command::new(PMX).arg("compare").arg(&src).arg(&path),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let case = format!("{file} seed {seed} ({})", m.what);
+        assert_eq!(r.status.code(), Some(2), "{case}: {}", r.stderr);
+        assert!(r.stderr.contains(&name), "{case}: {}", r.stderr);
+        if line > 0 {
+            let at = format!("{name}:{line}: ");
+            assert!(r.stderr.contains(&at), "{case}: {}", r.stderr);
+            continue;
+        }
+        let lines = m.bytes.iter().filter(|&&b| b == b'\n').count() + 1;
+        let cut = format!(
+            "ends inside line {lines} (at byte {}) with no end of line",
+            m.bytes.len()
+        );
+        assert!(r.stderr.contains(&cut), "{case}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(&*src.to_string_lossy()),
+            "{case}: {}",
+            r.stderr
+        );
+    }
+}

@@ -44,26 +44,42 @@ pub fn split_csv(line: &str, sep: char) -> Vec<String> {
 }
 
 /// perf does not quote `cpu/event=0x9c,umask=0x01/` in `-x,` output:
-/// join fields until each has balanced slashes.
-fn rejoin_slashes(fields: Vec<String>, sep: char) -> Vec<String> {
+/// join fields until each has balanced slashes. An event's terms that
+/// never close (`cpu/event=0x9c,` and then the rest of the line: a line
+/// cut or run into the next) give the event as it opens.
+fn rejoin_slashes(fields: Vec<String>, sep: char) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::with_capacity(fields.len());
     let mut open = false;
+    let mut joined = 0;
     for f in fields {
         let odd = f.matches('/').count() % 2 == 1;
         if open {
             let last = out.last_mut().expect("open implies a field");
             last.push(sep);
             last.push_str(&f);
+            joined += 1;
             if odd {
                 open = false;
             }
         } else {
             // A cgroup path (`/user.slice`) opens no event.
             open = odd && !f.starts_with('/');
+            joined = 0;
             out.push(f);
         }
     }
-    out
+    match out.last() {
+        // A unit (`K/sec`) has no terms; an event's first term has `=`.
+        Some(last) if open && joined > 0 => {
+            let (pmu, terms) = last.split_once('/').unwrap_or((last, ""));
+            let first = terms.split(sep).next().unwrap_or("");
+            if first.contains('=') {
+                return Err(format!("{pmu}/{first}{sep}"));
+            }
+            Ok(out)
+        }
+        _ => Ok(out),
+    }
 }
 
 /// The separator: of `,` `;` `:` `'` `|` and tab (perf's `-x SEP` takes
@@ -101,7 +117,15 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
             }
             continue;
         }
-        let f: Vec<String> = rejoin_slashes(split_csv(line, sep), sep);
+        let f: Vec<String> =
+            rejoin_slashes(split_csv(line, sep), sep).map_err(|event| ReadError::Line {
+                path: path.to_path_buf(),
+                line: n + 1,
+                message: format!(
+                    "the event '{event}…' never closes its terms with '/' (perf writes \
+                     pmu/terms/): the line is cut short or runs into another"
+                ),
+            })?;
         let f: Vec<&str> = f.iter().map(|s| s.trim()).collect();
         // pmx header lines.
         // (perf's `--metric-only -I` header is ` time,cpu,GHz,…`.)

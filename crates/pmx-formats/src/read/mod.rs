@@ -96,13 +96,41 @@ pub fn read_text(path: &Path, text: &str) -> Result<StatReport, ReadError> {
         // longer output) is read as such when it is not CSV (CSV lines
         // without counts, such as perf's `--metric-only` ones with no
         // metric, are CSV).
+        // A damaged CSV line (fields, no column spacing) stays a CSV
+        // error, with its line.
         csv::parse(path, text).or_else(|e| match e {
             ReadError::NoCounts { .. } => Err(e),
+            ReadError::Line { line, .. } if csv_like(text.lines().nth(line - 1)) => Err(e),
             e => perf_text::parse(path, text).map_err(|_| e),
         })?
     };
     report.provenance.path = Some(path.to_path_buf());
+    if !first.starts_with('{') {
+        report.provenance.cut = cut(text);
+    }
     Ok(report)
+}
+
+/// A line of separated fields (four or more commas or semicolons, no
+/// run of spaces), not a row of perf's text table (`1,000,000  cycles`).
+fn csv_like(line: Option<&str>) -> bool {
+    let Some(l) = line else { return false };
+    let fields = l.matches(',').count().max(l.matches(';').count());
+    fields >= 4 && !l.trim().contains("  ")
+}
+
+/// Where `text` stops inside a line that holds something other than a
+/// comment (`None` when it ends with an end of line).
+fn cut(text: &str) -> Option<crate::report::Cut> {
+    let last = text.rsplit('\n').next()?;
+    let t = last.trim();
+    if t.is_empty() || t.starts_with('#') {
+        return None;
+    }
+    Some(crate::report::Cut {
+        line: text.matches('\n').count() + 1,
+        byte: text.len(),
+    })
 }
 
 /// A number field: trimmed, finite, `None` when empty or not a number.
@@ -191,6 +219,41 @@ mod tests {
             err("{\"events\":[{\"value\":1}]}"),
             "an entry without \"event\""
         );
+    }
+
+    #[test]
+    fn a_text_that_stops_inside_a_line_says_where() {
+        let read = |t: &str| read_text(Path::new("c.csv"), t).unwrap().provenance.cut;
+        let cut = read("# x\n12,,cycles,,\n1000000,,CPU_CLK_U").unwrap();
+        assert_eq!((cut.line, cut.byte), (3, 35));
+        assert_eq!(
+            cut.to_string(),
+            "ends inside line 3 (at byte 35) with no end of line, so it may be cut short"
+        );
+        assert_eq!(read("12,,cycles,,\n"), None);
+        // A line run into the next inside an event's terms.
+        assert_eq!(
+            err("800000,,cpu/event=0x9c,1000000,,CPU_CLK_UNHALTED.THREAD,500000000,100.00,,\n"),
+            "c.csv:1: the event 'cpu/event=0x9c,…' never closes its terms with '/' (perf \
+             writes pmu/terms/): the line is cut short or runs into another"
+        );
+        // A damaged count in a CSV line is that line's error, not a text
+        // table's row.
+        assert_eq!(
+            err("100000\u{10},,CPU_CLK_UNHALTED.THREAD,500000000,100.00,,\n"),
+            "c.csv:1: not a line of pmx stat -x, or perf stat -x, output: \
+             '100000\u{10},,CPU_CLK_UNHALTED.THREAD,500000000,100.00,,'"
+        );
+        // A unit with a slash at the end of a line opens nothing.
+        let r = read_text(
+            Path::new("c"),
+            "49,,page-faults,593034,100.00,82.626,K/sec\n",
+        );
+        assert_eq!(r.unwrap().rows.len(), 1);
+        assert_eq!(read("12,,cycles,,\n# a comment"), None);
+        // A JSON document is whole when it parses.
+        let json = "{\"events\":[{\"event\":\"cycles\",\"value\":1}]}";
+        assert_eq!(read(json), None);
     }
 
     #[test]
