@@ -8,6 +8,7 @@
 mod faults_limits;
 mod faults_outputs;
 mod faults_perfdata;
+mod faults_precise;
 mod faults_profiles;
 mod faults_serve;
 mod faults_signals;

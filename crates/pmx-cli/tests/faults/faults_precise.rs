@@ -1,0 +1,173 @@
+//! Fault campaign, the precise records (issue 45, item 3): mutants of
+//! perf.data files with branch stacks, data addresses and sources, weights,
+//! tracepoint data, off-CPU samples and switch/namespace records — the
+//! shared recordings from real machines that have them and files pmx
+//! records here (`record -d`, `record --off-cpu`, a tracepoint) — through
+//! the readers that decode those parts: the memory report
+//! (`pmx_precise::mem`), c2c's statistics, the branch report and `script`
+//! with every record shown. Expected of every case: no panic, no hang (a
+//! time bound per case), and a result or an error that names the file.
+//! A file without the records a report needs ("no mem data", "no branch
+//! stacks") is refused as perf refuses it, whatever the damage.
+//!
+//! `cargo test` runs a few cases per source; `PMX_FAULTS_LONG=1`
+//! (bench/faults.sh) hundreds. A failure prints the source and the seed:
+//! `pmx_testkit::mutate::perfdata(&original, seed)` gives the same bytes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::faults_support::*;
+use pmx_precise::{branch, c2c, mem};
+use pmx_testkit::mutate;
+
+/// The shared recordings with precise records (branch stacks, PEBS
+/// weights and sources, switch and namespace records).
+const SHARED: &[&str] = &[
+    "perf_data_converter__perf.data.branch-4.14",
+    "perf_data_converter__perf.data.branch_stack_hw_index",
+    "perf_data_converter__perf.data.weight_struct",
+    "perf_data_converter__perf.data.ctx_switch_namespaces-4.14",
+];
+
+/// pmx's own recordings of the new record kinds, made here.
+fn recorded(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let runs: [(&str, Vec<&str>); 3] = [
+        (
+            "record -d -e page-faults",
+            vec![
+                "-d",
+                "-e",
+                "page-faults",
+                "-c",
+                "1",
+                "--",
+                WORKLOAD,
+                "pages",
+                "64",
+            ],
+        ),
+        (
+            "record --off-cpu",
+            vec!["--off-cpu", "-g", "--", "/bin/sleep", "0.05"],
+        ),
+        (
+            "record -e sched:sched_switch",
+            vec!["-e", "sched:sched_switch", "-g", "--", "/bin/sleep", "0.05"],
+        ),
+    ];
+    let mut out = Vec::new();
+    for (i, (name, args)) in runs.into_iter().enumerate() {
+        let file = dir.join(format!("src{i}.data"));
+        let st = Command::new(PMX)
+            .arg("record")
+            .arg("-o")
+            .arg(&file)
+            .args(&args)
+            .output()
+            .unwrap();
+        match std::fs::read(&file) {
+            Ok(b) if st.status.success() => out.push((format!("pmx {name}"), b)),
+            _ => pmx_testkit::skip(format_args!(
+                "pmx {name}: it failed here: {}",
+                pmx_testkit::text(&st.stderr)
+            )),
+        }
+    }
+    out
+}
+
+fn sources(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = recorded(dir);
+    if let Some(shared) = pmx_testkit::shared::shared_data("perfdata") {
+        for name in SHARED {
+            if let Ok(b) = std::fs::read(shared.join(name)) {
+                out.push((name.to_string(), b));
+            }
+        }
+    }
+    out
+}
+
+/// Every reader of the precise parts over one file; the first error that
+/// is not "this file has none of it".
+fn read_all(path: &Path, symfs: &Path) -> Result<(), String> {
+    let mut sink = Vec::new();
+    let keys = mem::keys::parse(mem::DEFAULT_SORT).unwrap();
+    let mut m = mem::MemOptions::new(path.to_path_buf(), keys, mem::DEFAULT_SORT.into());
+    m.symfs = Some(symfs.to_path_buf());
+    match mem::mem_report(&m) {
+        Ok(r) => mem::table::print(&mut sink, &r, Default::default()).unwrap(),
+        Err(mem::MemError::NoMemData) => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    let c = c2c::C2cOptions {
+        input: path.to_path_buf(),
+        ..Default::default()
+    };
+    match c2c::c2c_report(&c) {
+        Ok(r) => c2c::print_stats(&mut sink, &r).unwrap(),
+        Err(mem::MemError::NoMemData) => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    let b = pmx_profile::ReportOptions {
+        symfs: Some(symfs.to_path_buf()),
+        ..pmx_profile::ReportOptions::for_input(path)
+    };
+    match branch::report(&b, "", &mut |_, _| {}) {
+        Ok(r) => branch::table::print(&mut sink, &r).unwrap(),
+        Err(branch::BranchError::NoBranches(..)) => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    let mut s =
+        pmx_profile::script::ScriptOptions::new(path.to_path_buf(), Vec::new(), false, true);
+    s.symfs = Some(symfs.to_path_buf());
+    (s.show_switch_events, s.show_namespace_events) = (true, true);
+    pmx_profile::script::script(&s, &mut sink).map_err(|e| e.to_string())?;
+    s.json = true;
+    pmx_profile::script::script(&s, &mut sink).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+#[test]
+fn mutated_precise_records_give_a_result_or_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let srcs = sources(dir.path());
+    if srcs.is_empty() {
+        return;
+    }
+    let symfs: PathBuf = dir.path().join("symfs");
+    std::fs::create_dir_all(&symfs).unwrap();
+    let mut t = Tally::new("precise perf.data → mem, c2c, branch, script");
+    let base = base_seed();
+    for (i, (name, bytes)) in srcs.iter().enumerate() {
+        for k in 0..cases(6, 300) {
+            let seed = base + (i * 1_000_000 + k) as u64;
+            let m = mutate::perfdata(bytes, seed);
+            let path = put(dir.path(), &format!("p{}.data", seed % 4), &m.bytes);
+            let case = format!("{name} seed {seed} ({})", m.what);
+            let shown = path.display().to_string();
+            let sym = symfs.clone();
+            t.tried += 1;
+            match bounded(Duration::from_secs(30), move || read_all(&path, &sym)) {
+                Outcome::Done(Ok(())) => t.accepted += 1,
+                Outcome::Done(Err(msg)) => {
+                    t.refused += 1;
+                    if !msg.contains(&shown) {
+                        t.unclear(&case, &msg);
+                    }
+                }
+                Outcome::Panic(p) => t.panic(&case, &p),
+                Outcome::Hang => t.hang(&case),
+            }
+        }
+    }
+    eprintln!(
+        "sources: {}",
+        (srcs.iter().map(|(n, b)| format!("{n} ({} bytes)", b.len())))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    t.finish();
+}
