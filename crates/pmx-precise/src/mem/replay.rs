@@ -133,7 +133,7 @@ impl Resolver {
                         .iter()
                         .find(|m| m.0 <= s.addr && s.addr < m.1);
                     s.object = at.map(|m| m.2);
-                    s.data_rel = at.map_or(s.addr, |m| s.addr - m.0 + m.3);
+                    s.data_rel = at.map_or(s.addr, |m| (s.addr - m.0).wrapping_add(m.3));
                 } else {
                     s.frame = self.sym.user_frame(pid, ip);
                     let map = self.sym.mapping(pid, s.addr);
@@ -152,7 +152,7 @@ impl Resolver {
                         .iter()
                         .any(|p| path.starts_with(p));
                         if !identity {
-                            s.data_rel = s.addr - start + pgoff;
+                            s.data_rel = (s.addr.wrapping_sub(start)).wrapping_add(pgoff);
                         }
                         let name = self.sym.dso(dso).short.clone();
                         self.object(&name)
