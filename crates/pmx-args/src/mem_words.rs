@@ -54,6 +54,21 @@ pub fn record_words(op: &str, ldlat: u32, args: &[OsString]) -> Result<Vec<OsStr
     Ok(words)
 }
 
+/// `record`'s words for `c2c record --ldlat N ARGS` on this machine, as
+/// perf c2c record's: data addresses, weights, physical addresses and
+/// CPUs of the loads (with the latency threshold) and stores.
+pub fn c2c_record_words(ldlat: u32, args: &[OsString]) -> Result<Vec<OsString>, String> {
+    let events = events::mem_events(&pmx_record::SysRoot::host(), true, true, ldlat)?;
+    let mut words: Vec<OsString> = ["record", "-W", "-d", "--phys-data"]
+        .map(Into::into)
+        .to_vec();
+    for e in events {
+        words.extend(["-e".into(), e.into()]);
+    }
+    words.extend(args.iter().cloned());
+    Ok(words)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
