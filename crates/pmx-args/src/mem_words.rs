@@ -2,8 +2,10 @@
 //! ARGS` is `report --mem-mode -n ARGS` (with perf mem's store sort order
 //! for `-t store`); `mem [-t T] record [--ldlat N] ARGS` is `record -d -W
 //! -e EVENT… ARGS` with the machine's precise memory events
-//! ([`events::mem_events`]), or why there are none.
+//! ([`events::mem_events`]), or why there are none; `c2c record` and
+//! `c2c report`'s words ([`c2c`]) likewise.
 
+pub mod c2c;
 pub mod events;
 
 use std::ffi::OsString;
@@ -54,10 +56,20 @@ pub fn record_words(op: &str, ldlat: u32, args: &[OsString]) -> Result<Vec<OsStr
     Ok(words)
 }
 
-/// `record`'s words for `c2c record --ldlat N ARGS` on this machine, as
-/// perf c2c record's: data addresses, weights, physical addresses and
-/// CPUs of the loads (with the latency threshold) and stores.
-pub fn c2c_record_words(ldlat: u32, args: &[OsString]) -> Result<Vec<OsString>, String> {
+/// `record`'s words for `c2c record [--ldlat N] ARGS` on this machine,
+/// as perf c2c record's: data addresses, weights and physical addresses
+/// of the loads (with the latency threshold, default 30) and stores.
+pub fn c2c_record_words(args: &[OsString]) -> Result<Vec<OsString>, String> {
+    let (mut ldlat, mut args) = (events::DEFAULT_LDLAT, args);
+    if let [flag, n, rest @ ..] = args {
+        if flag == "--ldlat" {
+            let n = n.to_string_lossy();
+            ldlat = n
+                .parse()
+                .map_err(|_| format!("--ldlat {n}: a number of cycles"))?;
+            args = rest;
+        }
+    }
     let events = events::mem_events(&pmx_record::SysRoot::host(), true, true, ldlat)?;
     let mut words: Vec<OsString> = ["record", "-W", "-d", "--phys-data"]
         .map(Into::into)

@@ -1,7 +1,7 @@
 //! `pmx c2c` (`perf c2c` under perf's name): `record` (`pmx record -W -d
-//! --phys-data` with the memory events, `pmx_args::mem_words`) and
-//! `report`: the counts (`--stats`) and the cache-line tables
-//! (`pmx_precise::c2c`).
+//! --phys-data` with the memory events) and `report`'s counts
+//! (`--stats`) and cache-line tables (`pmx_precise::c2c`); the words are
+//! `pmx_args::mem_words`'.
 
 use crate::exit::UsageError;
 use pmx_precise::c2c::{self, table::TableOptions, Display};
@@ -18,85 +18,45 @@ pub struct C2cArgs {
 /// `pmx c2c`'s commands.
 #[derive(Debug, clap::Subcommand)]
 pub enum C2cCommand {
-    /// Sample loads and stores with data addresses (perf c2c record's events).
+    /// Sample loads and stores with data addresses ([--ldlat N] and pmx record's options).
     Record {
-        /// The load-latency threshold in cycles (Intel's ldlat).
-        #[arg(long, value_name = "CYCLES", default_value_t = pmx_args::mem_words::events::DEFAULT_LDLAT)]
-        ldlat: u32,
-        /// pmx record's options and the command.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
-    /// Loads and stores by level, HITMs, shared cache lines of a perf.data file.
+    /// HITMs, loads by level and shared cache lines of a perf.data file (-i, --stats, -d tot|lcl|rmt|peer, -c pid,tid,iaddr,dso, --full-symbols, --no-source, --show-all, --stdio).
     Report {
-        /// Input file.
-        #[arg(short, long, value_name = "FILE", default_value = "perf.data")]
-        input: std::path::PathBuf,
-        /// Only the counts, not the cache-line tables.
-        #[arg(long)]
-        stats: bool,
-        /// Text on standard output (pmx's only interface).
-        #[arg(long)]
-        stdio: bool,
-        /// What the lines are sorted on: tot, lcl, rmt or peer.
-        #[arg(short, long, value_name = "DISPLAY", default_value = "tot")]
-        display: String,
-        /// A line's entries after the offset: pid, tid, iaddr, dso.
-        #[arg(short, long, value_name = "KEYS", default_value = "iaddr")]
-        coalesce: String,
-        /// Symbols not cut at 30 characters.
-        #[arg(long)]
-        full_symbols: bool,
-        /// No source line column.
-        #[arg(long)]
-        no_source: bool,
-        /// Every line, also those without the display's count.
-        #[arg(long)]
-        show_all: bool,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
     },
 }
 
 /// Run `pmx c2c`.
 pub fn run(a: &C2cArgs) -> anyhow::Result<i32> {
-    let (input, stats, display, coalesce, full_symbols, no_source, show_all) = match &a.command {
-        C2cCommand::Record { ldlat, args } => {
-            let w = pmx_args::mem_words::c2c_record_words(*ldlat, args)
-                .map_err(|e| UsageError(format!("c2c record: {e}")))?;
-            return crate::record::run(&crate::mem::parse(clap::Command::new("record"), w)?);
+    use pmx_args::mem_words as w;
+    let args = match &a.command {
+        C2cCommand::Record { args } => {
+            let words =
+                w::c2c_record_words(args).map_err(|e| UsageError(format!("c2c record: {e}")))?;
+            return crate::record::run(&crate::mem::parse(clap::Command::new("record"), words)?);
         }
-        C2cCommand::Report {
-            input,
-            stats,
-            display,
-            coalesce,
-            full_symbols,
-            no_source,
-            show_all,
-            ..
-        } => (
-            input,
-            *stats,
-            display,
-            coalesce,
-            *full_symbols,
-            *no_source,
-            *show_all,
-        ),
+        C2cCommand::Report { args } => w::c2c::report(args).map_err(UsageError)?,
     };
-    let bad = |w: &str| {
-        UsageError(format!(
-            "c2c report: unknown display type '{w}' (tot, lcl, rmt or peer)"
-        ))
-    };
-    let display = Display::parse(display).ok_or_else(|| bad(display))?;
-    let coalesce = c2c::parse_coalesce(coalesce).map_err(|w| {
-        UsageError(format!(
-            "c2c report: unrecognized -c key '{w}' (pid, tid, iaddr, dso)"
+    let bad = |e: String| UsageError(format!("c2c report: {e}"));
+    let display = Display::parse(&args.display).ok_or_else(|| {
+        bad(format!(
+            "unknown display type '{}' (tot, lcl, rmt or peer)",
+            args.display
         ))
     })?;
-    let symbols = crate::symbols::options(Default::default());
+    let coalesce = c2c::parse_coalesce(&args.coalesce)
+        .map_err(|k| bad(format!("unrecognized -c key '{k}' (pid, tid, iaddr, dso)")))?;
+    let (input, symbols) = (
+        args.input.clone(),
+        crate::symbols::options(Default::default()),
+    );
+    let no_source = args.no_source;
     let opts = c2c::C2cOptions {
-        input: input.clone(),
+        input,
         symbols,
         display,
         coalesce: coalesce.clone(),
@@ -108,7 +68,8 @@ pub fn run(a: &C2cArgs) -> anyhow::Result<i32> {
     };
     let out = &mut std::io::stdout().lock();
     c2c::print_stats(out, &r, display)?;
-    if !stats {
+    if !args.stats {
+        let (full_symbols, show_all) = (args.full_symbols, args.show_all);
         let t = TableOptions {
             display,
             coalesce,

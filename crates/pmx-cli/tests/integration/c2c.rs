@@ -132,9 +132,10 @@ pub(crate) fn c2c_file(dir: &Path) -> PathBuf {
 
 /// perf's output of `perf ARGS -i FILE`: perf feeds a missing binary's
 /// addresses to an addr2line child, which may exit first and end perf
-/// with SIGPIPE, so a run that failed is run again (up to six times).
+/// with SIGPIPE (about every other run here), so a run that failed is
+/// run again, up to 40 times.
 fn perf_retrying(args: &[&str], file: &Path) -> String {
-    for _ in 0..5 {
+    for _ in 0..39 {
         let o = perf::on_file(args, file);
         if o.status.success() {
             return crate::common::stdout(&o);
