@@ -2,8 +2,10 @@
 //! ARGS` is `report --mem-mode -n ARGS` (with perf mem's store sort order
 //! for `-t store`); `mem [-t T] record [--ldlat N] ARGS` is `record -d -W
 //! -e EVENT… ARGS` with the machine's precise memory events
-//! ([`events::mem_events`]), or why there are none.
+//! ([`events::mem_events`]), or why there are none; `c2c record` and
+//! `c2c report`'s words ([`c2c`]) likewise.
 
+pub mod c2c;
 pub mod events;
 
 use std::ffi::OsString;
@@ -47,6 +49,31 @@ pub fn record_words(op: &str, ldlat: u32, args: &[OsString]) -> Result<Vec<OsStr
     let (load, store) = ops(op)?;
     let events = events::mem_events(&pmx_record::SysRoot::host(), load, store, ldlat)?;
     let mut words: Vec<OsString> = ["record", "-d", "-W"].map(Into::into).to_vec();
+    for e in events {
+        words.extend(["-e".into(), e.into()]);
+    }
+    words.extend(args.iter().cloned());
+    Ok(words)
+}
+
+/// `record`'s words for `c2c record [--ldlat N] ARGS` on this machine,
+/// as perf c2c record's: data addresses, weights and physical addresses
+/// of the loads (with the latency threshold, default 30) and stores.
+pub fn c2c_record_words(args: &[OsString]) -> Result<Vec<OsString>, String> {
+    let (mut ldlat, mut args) = (events::DEFAULT_LDLAT, args);
+    if let [flag, n, rest @ ..] = args {
+        if flag == "--ldlat" {
+            let n = n.to_string_lossy();
+            ldlat = n
+                .parse()
+                .map_err(|_| format!("--ldlat {n}: a number of cycles"))?;
+            args = rest;
+        }
+    }
+    let events = events::mem_events(&pmx_record::SysRoot::host(), true, true, ldlat)?;
+    let mut words: Vec<OsString> = ["record", "-W", "-d", "--phys-data"]
+        .map(Into::into)
+        .to_vec();
     for e in events {
         words.extend(["-e".into(), e.into()]);
     }

@@ -55,7 +55,7 @@ pub fn run(a: &MemArgs) -> anyhow::Result<i32> {
 }
 
 /// `words` as a command's flags.
-fn parse<A: clap::Args + clap::FromArgMatches>(
+pub(crate) fn parse<A: clap::Args + clap::FromArgMatches>(
     c: clap::Command,
     words: Vec<OsString>,
 ) -> anyhow::Result<A> {

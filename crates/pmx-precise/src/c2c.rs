@@ -4,15 +4,25 @@
 //! stores, locked and blocked accesses, samples whose data or code
 //! address is in no mapping), the same counts over the shared cache lines
 //! (lines with a HITM or a peer hit; a line is a 64-byte line of its
-//! mapping), and perf's `--stats` text.
+//! mapping), and perf's `--stats` text; then the cache lines themselves
+//! ([`lines`]: per line and, inside it, per offset and coalescing keys)
+//! in perf's two `--stdio` tables ([`table`]): the Shared Data Cache Line
+//! Table and the Shared Cache Line Distribution Pareto.
+
+pub mod lines;
+pub mod table;
+
+pub use lines::{parse_coalesce, Coalesce, Display};
 
 use crate::mem::report::MemError;
 use crate::mem::Resolver;
+use lines::{Entry, EntryKey, Line, LineKey, Sampled};
 use pmx_perfdata::mem::{blk, lock, lvl, op, snoop, snoopx, DataSrc};
 use pmx_perfdata::Reader;
 use pmx_symbols::symbolize::{Symbolizer, UNKNOWN_DSO};
 use pmx_symbols::SymbolOptions;
 use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -23,6 +33,13 @@ pub struct C2cOptions {
     pub input: PathBuf,
     /// Demangling, directories and binary cache of the symbolizer.
     pub symbols: SymbolOptions,
+    /// `-d`: what the lines are sorted and filtered on.
+    pub display: Display,
+    /// `-c`: the keys of a line's entries after the offset (perf's
+    /// default: `iaddr`).
+    pub coalesce: Vec<Coalesce>,
+    /// `--no-source`: no source line column.
+    pub no_source: bool,
 }
 
 /// perf's `struct c2c_stats`: counts of memory samples by what their
@@ -147,7 +164,7 @@ impl C2cStats {
         }
     }
 
-    fn merge(&mut self, o: &C2cStats) {
+    pub(crate) fn merge(&mut self, o: &C2cStats) {
         let a: [&mut u64; 32] = self.fields_mut();
         let b = o.fields();
         for (x, y) in a.into_iter().zip(b) {
@@ -216,6 +233,12 @@ pub struct C2cReport {
     pub events: Vec<String>,
     /// Warnings of the symbolizer.
     pub warnings: Vec<String>,
+    /// Every cache line, in perf's tree order.
+    pub lines: Vec<lines::Line>,
+    /// The NUMA node of each CPU (from the file's topology).
+    pub cpu_node: Vec<Option<u32>>,
+    /// `-c`'s keys as perf names them (`iaddr`).
+    pub grouping: String,
 }
 
 /// Count the memory samples of `opts.input` as perf c2c does.
@@ -236,35 +259,143 @@ pub fn c2c_report(opts: &C2cOptions) -> Result<C2cReport, MemError> {
     let mut sym = Symbolizer::new(Default::default(), Default::default(), None, &opts.symbols);
     sym.allow_running_vdso(here);
     let mut resolver = Resolver::new(sym, here, opts.symbols.dirs.cache.clone());
+    let has_cpu: Vec<bool> = (reader.events().iter())
+        .map(|e| e.attr.sample_type & pmx_perfdata::format::sample_type::CPU != 0)
+        .collect();
+    let cpu_node = numa_of(reader.features());
     let mut stats = C2cStats::default();
-    let mut lines: HashMap<(Option<u32>, u64), C2cStats> = HashMap::default();
+    let mut shared: HashMap<(Option<u32>, u64), C2cStats> = HashMap::default();
+    let mut by_line: BTreeMap<LineKey, Line> = BTreeMap::new();
     let mut add = |s: &crate::mem::MemSample, r: &mut Resolver| {
         let d = DataSrc::from_raw(s.data_src);
         let mapped = s.object.is_some() && r.sym.frame(s.frame).dso != UNKNOWN_DSO;
         let mut one = C2cStats::default();
         one.add(&d, s.addr, mapped);
         stats.merge(&one);
-        lines
-            .entry((s.object, s.data_rel & !63))
-            .or_default()
-            .merge(&one);
+        (shared.entry((s.object, s.data_rel & !63)).or_default()).merge(&one);
+        let cpu = has_cpu
+            .get(s.event)
+            .copied()
+            .unwrap_or(false)
+            .then_some(s.cpu);
+        let key = line_key(s);
+        let line = by_line.entry(key).or_insert_with(|| Line::new(s.addr));
+        line.add(Sampled {
+            stats: &one,
+            key: entry_key(s, &opts.coalesce, r),
+            addr: s.addr,
+            data_rel: s.data_rel,
+            weight: s.weight,
+            cpu,
+            make: &mut || entry_of(s, opts, r),
+        });
     };
     crate::mem::replay_run(&mut reader, &mut resolver, &mut add).map_err(read_err)?;
     let mut report = C2cReport {
         stats,
         events,
         warnings: resolver.sym.warnings().to_vec(),
+        lines: by_line.into_values().collect(),
+        cpu_node,
+        grouping: lines::coalesce_words(&opts.coalesce),
         ..C2cReport::default()
     };
-    for l in lines.values().filter(|l| l.tot_hitm + l.tot_peer > 0) {
+    for l in shared.values().filter(|l| l.tot_hitm + l.tot_peer > 0) {
         report.shared_lines += 1;
         report.shared.merge(l);
     }
     Ok(report)
 }
 
+/// The node of each CPU, from the file's NUMA topology.
+fn numa_of(f: &pmx_perfdata::read::FileFeatures) -> Vec<Option<u32>> {
+    let raw = f.raw.get(&pmx_perfdata::format::feature::NUMA_TOPOLOGY);
+    let nodes = raw.and_then(|b| pmx_perfdata::topology::parse_numa_topology(b));
+    let mut out = Vec::new();
+    for n in nodes.unwrap_or_default() {
+        for &c in &n.cpus {
+            let c = c as usize;
+            if out.len() <= c {
+                out.resize(c + 1, None);
+            }
+            out[c] = Some(n.node);
+        }
+    }
+    out
+}
+
+/// perf's `dcacheline` key of a sample: its mode, its mapping (files by
+/// their object; anonymous memory as one space per process), the line.
+fn line_key(s: &crate::mem::MemSample) -> LineKey {
+    let anon = !s.kernel && s.anon;
+    LineKey {
+        mode: if s.kernel { 1 } else { 2 },
+        unmapped: s.object.is_none(),
+        object: match s.object {
+            Some(o) if !anon => o + 1,
+            _ => 0,
+        },
+        pid: if anon { s.pid } else { 0 },
+        line: s.data_rel & !63,
+    }
+}
+
+fn entry_key(s: &crate::mem::MemSample, keys: &[Coalesce], r: &Resolver) -> EntryKey {
+    use lines::Part;
+    let parts = keys.iter().map(|k| match k {
+        Coalesce::Pid => Part::Pid(s.pid),
+        Coalesce::Tid => Part::Tid(s.tid),
+        Coalesce::Iaddr => Part::Iaddr(s.ip),
+        Coalesce::Dso => Part::Dso(dso_of(s, r)),
+    });
+    EntryKey {
+        offset: s.addr & 63,
+        parts: parts.collect(),
+    }
+}
+
+fn dso_of(s: &crate::mem::MemSample, r: &Resolver) -> Option<String> {
+    let d = r.sym.frame(s.frame).dso;
+    (d != UNKNOWN_DSO).then(|| r.sym.dso(d).short.clone())
+}
+
+/// The columns of a new entry: symbol, object, command, source line.
+fn entry_of(s: &crate::mem::MemSample, opts: &C2cOptions, r: &mut Resolver) -> Entry {
+    let mut e = Entry::new(s.ip, s.pid, s.tid);
+    let level = if s.kernel { 'k' } else { '.' };
+    e.symbol = format!("[{level}] {}", r.sym.frame(s.frame).label());
+    e.dso = dso_of(s, r);
+    e.comm = r.comms[s.comm as usize].clone();
+    if opts.coalesce.contains(&Coalesce::Iaddr) && !opts.no_source {
+        e.srcline = srcline(s, r, e.dso.as_deref());
+    }
+    e
+}
+
+/// perf's source line of a code address: `file:line` from DWARF, else
+/// the object and the address in it (`prog[1139]`), else `??:0`.
+fn srcline(s: &crate::mem::MemSample, r: &mut Resolver, dso: Option<&str>) -> String {
+    if !s.kernel {
+        if let Some((file, line)) = r.sym.source_line(s.pid, s.ip) {
+            let base = file.rsplit('/').next().unwrap_or(&file).to_string();
+            return format!("{base}:{line}");
+        }
+    }
+    let Some(dso) = dso else {
+        return "??:0".into();
+    };
+    let rel = match r.sym.user_vaddr(s.pid, s.ip) {
+        Some((_, v)) if !s.kernel => v,
+        _ => match r.sym.mapping(s.pid, s.ip) {
+            Some((start, _, pgoff, _)) if !s.kernel => s.ip - start + pgoff,
+            _ => s.ip,
+        },
+    };
+    format!("{dso}[{rel:x}]")
+}
+
 /// perf c2c report's `--stats` text.
-pub fn print_stats(out: &mut dyn Write, r: &C2cReport) -> std::io::Result<()> {
+pub fn print_stats(out: &mut dyn Write, r: &C2cReport, d: Display) -> std::io::Result<()> {
     let s = &r.stats;
     let rule = "=================================================";
     let head = |out: &mut dyn Write, t: &str| writeln!(out, "{rule}\n{t}\n{rule}");
@@ -344,6 +475,10 @@ pub fn print_stats(out: &mut dyn Write, r: &C2cReport) -> std::io::Result<()> {
         let name = if i == 0 { "Events" } else { "" };
         writeln!(out, "  {name:<34}: {e}")?;
     }
-    writeln!(out, "  {:<34}: Total HITMs", "Cachelines sort on")?;
-    writeln!(out, "  {:<34}: offset,iaddr", "Cacheline data grouping")
+    writeln!(out, "  {:<34}: {}", "Cachelines sort on", d.name())?;
+    writeln!(
+        out,
+        "  {:<34}: offset,{}",
+        "Cacheline data grouping", r.grouping
+    )
 }

@@ -19,7 +19,8 @@
 //! [`data_src`](pmx_profile::data_src), shared with `pmx script`.
 //!
 //! **Cache-line contention** ([`c2c`]): the memory samples counted as
-//! `perf c2c report --stats` counts them (HITMs, peers, shared lines).
+//! `perf c2c report --stats` counts them (HITMs, peers, shared lines),
+//! and its cache-line tables (each shared line, its offsets and code).
 //!
 //! Its boundary: it reads files and builds reports; the replay of maps
 //! and symbols is pmx-profile's and pmx-symbols', recording is

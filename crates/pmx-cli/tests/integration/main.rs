@@ -19,6 +19,7 @@ mod analyze;
 mod annotate;
 mod branches;
 mod builtin_tables;
+mod c2c;
 #[path = "../common/mod.rs"]
 mod common;
 mod compare;

@@ -13,19 +13,19 @@ use pmx_testkit::{cc, perf};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn weight_struct() -> Option<PathBuf> {
+pub(crate) fn weight_struct() -> Option<PathBuf> {
     pmx_testkit::shared::shared_data("perfdata/perf_data_converter__perf.data.weight_struct")
 }
 
 /// perf's output of `perf ARGS -i FILE` (stderr dropped).
-fn perf_out(args: &[&str], file: &Path) -> String {
+pub(crate) fn perf_out(args: &[&str], file: &Path) -> String {
     let o = perf::on_file(args, file);
     assert!(o.status.success(), "perf {args:?}: {}", stderr(&o));
     stdout(&o)
 }
 
 /// pmx's output of `pmx ARGS -i FILE`, which must succeed.
-fn pmx_out(args: &[&str], file: &Path) -> String {
+pub(crate) fn pmx_out(args: &[&str], file: &Path) -> String {
     let mut a = args.to_vec();
     let f = file.to_str().unwrap();
     a.extend(["-i", f]);
@@ -35,14 +35,14 @@ fn pmx_out(args: &[&str], file: &Path) -> String {
 }
 
 /// The lines of a report but perf's tip (a random line of perf's, pmx's own).
-fn without_tip(s: &str) -> Vec<String> {
+pub(crate) fn without_tip(s: &str) -> Vec<String> {
     s.lines()
         .filter(|l| !l.starts_with("# (Tip:"))
         .map(String::from)
         .collect()
 }
 
-fn same_lines(what: &str, pmx: &[String], perf: &[String]) {
+pub(crate) fn same_lines(what: &str, pmx: &[String], perf: &[String]) {
     for (i, (a, b)) in pmx.iter().zip(perf).enumerate() {
         assert_eq!(
             a,

@@ -29,6 +29,13 @@ pub(crate) struct MemSample {
     pub(crate) ins_lat: u16,
     pub(crate) phys_addr: u64,
     pub(crate) data_page_size: u64,
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    pub(crate) cpu: u32,
+    pub(crate) ip: u64,
+    /// The data address is in a user mapping perf takes for anonymous
+    /// (its lines are per process).
+    pub(crate) anon: bool,
 }
 
 /// A record waiting for its round.
@@ -154,6 +161,7 @@ impl Resolver {
                         if !identity {
                             s.data_rel = (s.addr.wrapping_sub(start)).wrapping_add(pgoff);
                         }
+                        s.anon = identity;
                         let name = self.sym.dso(dso).short.clone();
                         self.object(&name)
                     });
@@ -214,6 +222,11 @@ fn item(rec: Record<'_>, memory: &[bool], resolver: &mut Resolver) -> Option<(u6
                 ins_lat: s.ins_lat,
                 phys_addr: s.phys_addr,
                 data_page_size: s.data_page_size,
+                pid: s.pid,
+                tid: s.tid,
+                cpu: s.cpu,
+                ip: s.ip,
+                anon: false,
             };
             let (pid, tid, ip, misc, time) = (s.pid, s.tid, s.ip, s.misc, s.time);
             let s = Box::new(m);
