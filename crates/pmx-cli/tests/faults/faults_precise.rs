@@ -107,7 +107,10 @@ fn read_all(path: &Path, symfs: &Path) -> Result<(), String> {
         ..Default::default()
     };
     match c2c::c2c_report(&c) {
-        Ok(r) => c2c::print_stats(&mut sink, &r).unwrap(),
+        Ok(r) => {
+            c2c::print_stats(&mut sink, &r, Default::default()).unwrap();
+            c2c::table::print_tables(&mut sink, &r, &Default::default()).unwrap();
+        }
         Err(mem::MemError::NoMemData) => {}
         Err(e) => return Err(e.to_string()),
     }
