@@ -21,6 +21,8 @@
 //! command names are those of the sample's moment; kernel names wait for
 //! the end of the replay, as everywhere in this crate.
 
+pub mod autofdo;
+pub mod bolt;
 mod collect;
 mod keys;
 mod rbtree;
@@ -116,6 +118,9 @@ pub enum BranchError {
     /// No selected event records branch stacks.
     #[error("{0}: no event samples branch stacks (record with -b or -j; its events: {1})")]
     NoBranches(String, String),
+    /// BOLT's profile could not be made (the binary …).
+    #[error("{0}")]
+    Bolt(String),
 }
 
 /// Read `opts.input` and count its branches by `keys` (perf's names,
