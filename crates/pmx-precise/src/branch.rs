@@ -20,6 +20,10 @@
 //! ([`pmx_profile::profile::sink::SampleRef::branches`]), so the maps and
 //! command names are those of the sample's moment; kernel names wait for
 //! the end of the replay, as everywhere in this crate.
+//!
+//! [`bolt`] and [`autofdo`] read the same branch stacks for the
+//! optimizers: BOLT's fdata (`pmx report --bolt`) and llvm-profgen's
+//! range and branch counts (`pmx report --autofdo`).
 
 pub mod autofdo;
 pub mod bolt;
