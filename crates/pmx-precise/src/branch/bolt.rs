@@ -247,8 +247,8 @@ fn target(
         return Err(fail(format!("{file}: no sample is in a binary on disk")));
     };
     let path = PathBuf::from(&raw.dsos[dso as usize].0);
-    let binary = Binary::open(&path)
-        .map_err(|e| fail(format!("{e} (name the binary with --bolt-binary)")))?;
+    let binary =
+        Binary::open(&path).map_err(|e| fail(format!("{e} (name a copy of it with --binary)")))?;
     Ok((dso, path, binary))
 }
 

@@ -261,7 +261,7 @@ fn split(insns: &[Instruction], labels: &BTreeSet<u64>, start: u64) -> Vec<Block
             flow,
             FlowControl::UnconditionalBranch | FlowControl::ConditionalBranch
         )
-        .then(|| ins.near_branch_target() - start);
+        .then(|| ins.near_branch_target().wrapping_sub(start));
     }
     for i in 0..blocks.len().saturating_sub(1) {
         if targets[i] == Some(blocks[i + 1].start) {
