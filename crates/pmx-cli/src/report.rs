@@ -106,6 +106,18 @@ pub struct ReportArgs {
     /// The group tables as CSV.
     #[arg(long, conflicts_with_all = ["json", "folded"])]
     pub csv: bool,
+    /// Write BOLT's profile (perf2bolt's fdata) of the branch stacks.
+    #[arg(long, value_name = "OUT.fdata")]
+    pub bolt: Option<PathBuf>,
+    /// Write AutoFDO's range and branch counts (llvm-profgen's unsymbolized profile).
+    #[arg(long, value_name = "OUT.txt", conflicts_with = "bolt")]
+    pub autofdo: Option<PathBuf>,
+    /// The binary --bolt/--autofdo profile (default: the one most branches touch).
+    #[arg(long, value_name = "BINARY")]
+    pub binary: Option<PathBuf>,
+    /// --bolt from the samples' addresses, not their branches (perf2bolt -nl).
+    #[arg(long, requires = "bolt")]
+    pub bolt_no_lbr: bool,
     #[command(flatten)]
     pub perf: crate::report_perf::PerfReportArgs,
 }
@@ -123,7 +135,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     if p.tasks {
         return p.tasks(&args.input);
     }
-    if p.branch_stack {
+    if p.branch_stack || args.bolt.is_some() || args.autofdo.is_some() {
         let options = ReportOptions {
             event: args.event.clone(),
             symfs: args.symfs.clone(),
@@ -132,13 +144,20 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
             ..ReportOptions::for_input(&args.input)
         };
         let keys = args.sort.as_deref().unwrap_or("");
-        return (crate::report_branch::run(&options, keys, args.json, args.quiet)).map_err(|e| {
-            match e {
-                BranchError::Report(e) => failure(e),
-                BranchError::Key(k) => UsageError(format!("--sort {k}")).into(),
-                BranchError::Output(io) => io.into(),
-                e => e.into(),
+        let run = match args.bolt.is_some() || args.autofdo.is_some() {
+            true => {
+                let (binary, no_lbr) = (args.binary.clone(), args.bolt_no_lbr);
+                let bolt = pmx_precise::branch::bolt::BoltOptions { binary, no_lbr };
+                let to = (&args.bolt, &args.autofdo);
+                crate::report_branch::optimizer(&options, &bolt, to, args.quiet)
             }
+            false => crate::report_branch::run(&options, keys, args.json, args.quiet),
+        };
+        return run.map_err(|e| match e {
+            BranchError::Report(e) => failure(e),
+            BranchError::Key(k) => UsageError(format!("--sort {k}")).into(),
+            BranchError::Output(io) => io.into(),
+            e => e.into(),
         });
     }
     let (fields, cols) = p.fields(args.sort.as_deref(), args.percent_limit)?;

@@ -6,6 +6,7 @@ use pmx_output::progress::Progress;
 use pmx_precise::branch::{self, BranchError};
 use pmx_profile::ReportOptions;
 use std::io::Write;
+use std::path::PathBuf;
 
 /// Count the branches of `options.input` by `keys` (perf's, comma-separated;
 /// empty: perf's default) and print them (perf's table, or JSON).
@@ -30,5 +31,33 @@ pub fn run(
     written
         .and_then(|_| out.flush())
         .map_err(BranchError::Output)?;
+    Ok(crate::exit::OK)
+}
+
+/// `pmx report --bolt OUT` (BOLT's fdata) or `--autofdo OUT` (AutoFDO's
+/// range and branch counts) of `options.input`.
+pub fn optimizer(
+    options: &ReportOptions,
+    bolt: &branch::bolt::BoltOptions,
+    to: (&Option<PathBuf>, &Option<PathBuf>),
+    quiet: bool,
+) -> Result<i32, BranchError> {
+    let mut progress = Progress::new(quiet);
+    let mut step = |d, t| progress.update(d, t);
+    let (r, out) = match to {
+        (Some(out), _) => (branch::bolt::fdata(options, bolt, &mut step), out),
+        (None, Some(out)) => {
+            let binary = bolt.binary.as_deref();
+            (branch::autofdo::profile(options, binary, &mut step), out)
+        }
+        (None, None) => return Ok(crate::exit::OK),
+    };
+    progress.finish();
+    let r = r?;
+    pmx_io::write(out, r.text.as_bytes()).map_err(BranchError::Output)?;
+    if !quiet {
+        let what = (r.binary.display(), out.display(), r.records);
+        eprintln!("pmx: {}: {} written ({} records)", what.0, what.1, what.2);
+    }
     Ok(crate::exit::OK)
 }

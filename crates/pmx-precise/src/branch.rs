@@ -20,7 +20,13 @@
 //! ([`pmx_profile::profile::sink::SampleRef::branches`]), so the maps and
 //! command names are those of the sample's moment; kernel names wait for
 //! the end of the replay, as everywhere in this crate.
+//!
+//! [`bolt`] and [`autofdo`] read the same branch stacks for the
+//! optimizers: BOLT's fdata (`pmx report --bolt`) and llvm-profgen's
+//! range and branch counts (`pmx report --autofdo`).
 
+pub mod autofdo;
+pub mod bolt;
 mod collect;
 mod keys;
 mod rbtree;
@@ -116,6 +122,9 @@ pub enum BranchError {
     /// No selected event records branch stacks.
     #[error("{0}: no event samples branch stacks (record with -b or -j; its events: {1})")]
     NoBranches(String, String),
+    /// BOLT's profile could not be made (the binary …).
+    #[error("{0}")]
+    Bolt(String),
 }
 
 /// Read `opts.input` and count its branches by `keys` (perf's names,

@@ -9,7 +9,10 @@
 //! `symbol_to`, `mispredict`, `cycles` …), each end looked up in the
 //! maps of its sample's moment through pmx-profile's
 //! [`SampleSink`](pmx_profile::profile::sink::SampleSink); perf's
-//! `--branch-stack` table or JSON.
+//! `--branch-stack` table or JSON. From the same branch stacks, the
+//! optimizers' inputs: BOLT's fdata as `perf2bolt` writes it
+//! ([`branch::bolt`]) and the range and branch counts `llvm-profgen`
+//! reads ([`branch::autofdo`]).
 //!
 //! **Memory accesses** ([`mem`]): `report --mem-mode`, `perf mem
 //! report`: each sample's instruction and data address resolved in the

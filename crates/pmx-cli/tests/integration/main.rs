@@ -33,6 +33,7 @@ mod merge;
 mod metric_dirs;
 mod msr;
 mod offcpu;
+mod optimizers;
 mod outputs;
 mod perf_corpus;
 mod perf_events;
