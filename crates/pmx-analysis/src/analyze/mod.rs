@@ -324,7 +324,9 @@ fn select(
             let mut seen: Vec<bool> = vec![false; lib.len()];
             let mut out = Vec::new();
             for (id, _) in lib.iter() {
-                if seen[id.index()] {
+                // LIKWID's groups answer when asked for by name (`-M MEM`).
+                let on_request = lib.source_of(id).kind == pmx_metrics::SourceKind::Groups;
+                if seen[id.index()] || on_request {
                     continue;
                 }
                 let alts = lib.alternatives(id);
