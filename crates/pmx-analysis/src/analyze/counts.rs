@@ -278,10 +278,10 @@ fn box_stem(pmu: &str) -> Option<&str> {
     (numbered && (stem.starts_with("uncore_") || stem.starts_with("amd_"))).then_some(stem)
 }
 
-/// The event a per-box line counts and the box: `NAME [uncore_imc_2]` →
-/// (`NAME`, `uncore_imc_2`); `uncore_imc_2/event=0x4,umask=0x3/` →
-/// (`uncore_imc/event=0x4,umask=0x3/`, `uncore_imc_2`). `None` for any
-/// other name.
+/// The event a per-box line counts and the box: `NAME [uncore_imc_2]`
+/// and `uncore_imc_2/NAME/` → (`NAME`, `uncore_imc_2`);
+/// `uncore_imc_2/event=0x4,umask=0x3/` → (`uncore_imc/event=0x4,umask=0x3/`,
+/// `uncore_imc_2`). `None` for any other name.
 pub(crate) fn per_box(name: &str) -> Option<(String, String)> {
     if let Some(inner) = name.strip_suffix(']') {
         let (event, pmu) = inner.rsplit_once(" [")?;
@@ -290,7 +290,13 @@ pub(crate) fn per_box(name: &str) -> Option<(String, String)> {
     }
     let (pmu, rest) = name.split_once('/')?;
     let stem = box_stem(pmu)?;
-    Some((format!("{stem}/{rest}"), pmu.to_string()))
+    // `uncore_imc_2/UNC_M_CAS_COUNT.RD/`: the event's own name, as the
+    // other spelling gives it.
+    let named = rest
+        .strip_suffix('/')
+        .filter(|b| !b.is_empty() && !b.contains(['=', ',', '/']));
+    let event = named.map_or_else(|| format!("{stem}/{rest}"), str::to_string);
+    Some((event, pmu.to_string()))
 }
 
 /// perf counts an event once per metric group that needs it: rows of the
@@ -495,7 +501,11 @@ mod tests {
         );
         assert_eq!(
             per_box("amd_umc_11/umc_cas_cmd.rd/"),
-            Some(("amd_umc/umc_cas_cmd.rd/".into(), "amd_umc_11".into()))
+            Some(("umc_cas_cmd.rd".into(), "amd_umc_11".into()))
+        );
+        assert_eq!(
+            per_box("amd_umc_1/event=0xa,rdwrmask=0x1/"),
+            Some(("amd_umc/event=0xa,rdwrmask=0x1/".into(), "amd_umc_1".into()))
         );
         for other in [
             "cpu/cycles/",

@@ -59,7 +59,7 @@ pub struct AnalyzeOptions<'a> {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AnalyzeError {
     /// `-M` names no metric or group of the library.
-    #[error("-M: no metric or group '{name}' for {cpu}{}", did_you_mean(.suggestions))]
+    #[error("-M: no metric or group '{name}' for {cpu}{}{}", did_you_mean(.suggestions), because(.why))]
     UnknownMetric {
         /// The name given.
         name: String,
@@ -67,6 +67,9 @@ pub enum AnalyzeError {
         cpu: String,
         /// Names close to it.
         suggestions: Vec<String>,
+        /// Why the CPU has no such group, when pmx knows (a LIKWID group
+        /// its generation cannot count: [`pmx_metrics::likwid::absent`]).
+        why: Option<String>,
     },
     /// `--tma` on a CPU without a top-down tree.
     #[error("no top-down metrics are known for {cpu}")]
@@ -74,6 +77,10 @@ pub enum AnalyzeError {
         /// The CPU.
         cpu: String,
     },
+}
+
+fn because(why: &Option<String>) -> String {
+    why.as_ref().map_or(String::new(), |w| format!(": {w}"))
 }
 
 fn did_you_mean(suggestions: &[String]) -> String {
@@ -315,6 +322,7 @@ fn select(
 ) -> Result<Vec<Vec<MetricId>>, AnalyzeError> {
     match opts.metrics {
         Some(list) => lib.select(list).map_err(|u| AnalyzeError::UnknownMetric {
+            why: pmx_metrics::likwid::absent(&u.name, &opts.db.target.cpu),
             name: u.name,
             cpu: cpu.to_string(),
             suggestions: u.suggestions,
