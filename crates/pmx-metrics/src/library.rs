@@ -497,7 +497,7 @@ impl Library {
     /// order added.
     ///
     /// Group names match in any case, with one exception: LIKWID's groups
-    /// ([`crate::likwid::GROUPS`], [`SourceKind::Groups`]) share names with
+    /// ([`SourceKind::Groups`], `MEM`, `FLOPS_DP` …) share names with
     /// other sources' groups in another case (`MEM` and Intel's `Mem`,
     /// `BRANCH` and `branch`). LIKWID's name as LIKWID spells it selects
     /// LIKWID's group; any other spelling selects the other group, or
@@ -509,7 +509,11 @@ impl Library {
         let likwid =
             |i: &u32| self.sources[self.metrics[*i as usize].source].kind == SourceKind::Groups;
         let (ours, others): (Vec<u32>, Vec<u32>) = all.iter().partition(|i| likwid(i));
-        let exact = crate::likwid::GROUPS.contains(&group.trim());
+        // Spelled as LIKWID's metrics spell their group.
+        let exact = ours.iter().any(|&i| {
+            let groups = &self.metrics[i as usize].groups;
+            groups.iter().any(|g| g == group.trim())
+        });
         let ids = match (exact, ours.is_empty(), others.is_empty()) {
             (true, false, _) | (false, false, true) => ours,
             _ => others,

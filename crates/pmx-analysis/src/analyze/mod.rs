@@ -7,11 +7,13 @@
 //! 0. [`events`]: every event as read — value, unit, running share,
 //!    per-interval spread, hybrid PMU — shown before the metrics.
 //! 1. `Counts::of`: the rows folded per event and interval (rows
-//!    of one event in several domains summed; perf's msec clocks in ns).
+//!    of one event in several domains summed, and perf's per-box lines
+//!    of an uncore event, `NAME [uncore_imc_3]`; perf's msec clocks in ns).
 //! 2. [`keys`]: every event name of the file and of the metric library
 //!    matched by encoding.
 //! 3. `select`: the metrics asked for (`-M`), or every metric of the
-//!    library, one per set of alternatives.
+//!    library but LIKWID's groups (`pmx_metrics::likwid`, computed when
+//!    named), one per set of alternatives.
 //! 4. `evaluate`: each over the summed totals of all intervals (the
 //!    headline values), with the inputs the file lacks when it has none.
 //! 5. `spreads`: for interval files, each metric per interval: minimum,
