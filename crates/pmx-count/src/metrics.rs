@@ -235,7 +235,8 @@ impl MetricSet {
                     name: e.name.clone(),
                     cpu: db.target.cpu.to_string(),
                     suggestions: e.suggestions.clone(),
-                    why: topdown_absent(&e.name, &db.target.cpu),
+                    why: topdown_absent(&e.name, &db.target.cpu)
+                        .or_else(|| pmx_metrics::likwid::absent(&e.name, &db.target.cpu)),
                 })
             })?,
             None => Vec::new(),

@@ -40,7 +40,10 @@
 //! Intel's format and in perf's format, found through `mapfile.csv` in an
 //! events directory, else built into pmx: `pmx_events::tables`), and
 //! [`perf_x86`] (Linux perf's AMD Zen tables, `x86/mapfile.csv` +
-//! `amdzenN/*.json`, with the pipeline-utilization tree).
+//! `amdzenN/*.json`, with the pipeline-utilization tree), and [`likwid`]
+//! (LIKWID's performance groups by LIKWID's names — `MEM`, `FLOPS_DP`,
+//! `L3` … — for Intel's server and client cores and AMD Zen 2–5; asked
+//! for by name only, [`SourceKind::Groups`]).
 //!
 //! ## How the CLI uses it
 //!
@@ -79,6 +82,7 @@ pub mod eval;
 pub mod event;
 pub mod formula;
 pub mod library;
+pub mod likwid;
 pub mod perf_x86;
 pub mod requirements;
 pub mod tables;
@@ -151,6 +155,9 @@ impl Library {
             _ => {}
         }
         lib.add_table(builtin::builtin_table(cpu));
+        if let Some(t) = likwid::table(cpu) {
+            lib.add_table(t);
+        }
         lib
     }
 

@@ -36,6 +36,10 @@ pub enum SourceKind {
     PerfFormat,
     /// pmx's built-in definitions.
     Builtin,
+    /// pmx's definitions of LIKWID's performance groups ([`crate::likwid`]):
+    /// computed when asked for by name or group (`-M MEM`), never in an
+    /// "every metric" listing.
+    Groups,
 }
 
 impl SourceKind {
@@ -46,6 +50,7 @@ impl SourceKind {
             SourceKind::IntelFormat => 10,
             SourceKind::PerfFormat => 20,
             SourceKind::Builtin => 30,
+            SourceKind::Groups => 40,
         }
     }
 }
@@ -490,12 +495,31 @@ impl Library {
 
     /// The metrics of a group, best definition of each name only, in the
     /// order added.
+    ///
+    /// Group names match in any case, with one exception: LIKWID's groups
+    /// ([`SourceKind::Groups`], `MEM`, `FLOPS_DP` …) share names with
+    /// other sources' groups in another case (`MEM` and Intel's `Mem`,
+    /// `BRANCH` and `branch`). LIKWID's name as LIKWID spells it selects
+    /// LIKWID's group; any other spelling selects the other group, or
+    /// LIKWID's when there is no other.
     pub fn group(&self, group: &str) -> Vec<MetricId> {
-        let Some(ids) = self.by_group.get(&group.trim().to_ascii_lowercase()) else {
+        let Some(all) = self.by_group.get(&group.trim().to_ascii_lowercase()) else {
             return Vec::new();
         };
+        let likwid =
+            |i: &u32| self.sources[self.metrics[*i as usize].source].kind == SourceKind::Groups;
+        let (ours, others): (Vec<u32>, Vec<u32>) = all.iter().partition(|i| likwid(i));
+        // Spelled as LIKWID's metrics spell their group.
+        let exact = ours.iter().any(|&i| {
+            let groups = &self.metrics[i as usize].groups;
+            groups.iter().any(|g| g == group.trim())
+        });
+        let ids = match (exact, ours.is_empty(), others.is_empty()) {
+            (true, false, _) | (false, false, true) => ours,
+            _ => others,
+        };
         let mut out: Vec<MetricId> = Vec::new();
-        for &i in ids {
+        for &i in &ids {
             let m = &self.metrics[i as usize];
             // Skip a definition when a better one of the same name exists.
             let best = self.find(&m.name).map(|b| b.0);
@@ -515,16 +539,20 @@ impl Library {
 
     /// Every group name, sorted.
     pub fn groups(&self) -> Vec<String> {
-        let mut seen: HashMap<String, String> = HashMap::new();
+        // LIKWID's group names are kept apart from other sources' names
+        // that differ in case only (`MEM`, Intel's `Mem`): `-M` tells them
+        // apart ([`Library::group`]).
+        let mut seen: HashMap<(bool, String), String> = HashMap::new();
         for m in &self.metrics {
+            let ours = self.sources[m.source].kind == SourceKind::Groups;
             for g in &m.groups {
-                seen.entry(g.to_ascii_lowercase())
+                seen.entry((ours, g.to_ascii_lowercase()))
                     .or_insert_with(|| g.clone());
             }
         }
-        let mut v: Vec<String> = seen.into_values().collect();
-        v.sort_by_key(|g| g.to_ascii_lowercase());
-        v
+        let mut v: Vec<(bool, String)> = seen.into_iter().map(|((o, _), g)| (o, g)).collect();
+        v.sort_by_key(|(o, g)| (g.to_ascii_lowercase(), *o));
+        v.into_iter().map(|(_, g)| g).collect()
     }
 
     /// Every definition that answers to any name of `id` (its name or an

@@ -315,7 +315,8 @@ fn kernel_mapping(db: &Database, r: &Resolved) -> Option<String> {
 /// What `perf list --raw-dump KIND` prints, from `db` (and Intel's
 /// tables in `events_dir`): `pmu`, the kernel PMUs' sysfs events as
 /// `pmu/event/`; `metrics` and `metricgroups`, the names and groups of the
-/// CPU's metric library (what `pmx stat -M` accepts); `events` (no kind),
+/// CPU's metric library (what `pmx stat -M` accepts; LIKWID's groups by
+/// their group names only); `events` (no kind),
 /// every event name. `None` for another kind.
 pub fn raw_dump(
     kind: &str,
@@ -337,7 +338,15 @@ pub fn raw_dump(
         "pmu" => events(Some(SourceKind::Sysfs))
             .map(|e| format!("{}/{}/", e.pmu, e.name))
             .collect(),
-        "metrics" => lib().metrics().iter().map(|m| m.name.clone()).collect(),
+        // LIKWID's metric names have spaces (`Memory bandwidth [MBytes/s]`):
+        // perf's listing, which scripts split on spaces, names their groups.
+        "metrics" => {
+            let lib = lib();
+            lib.iter()
+                .filter(|(id, _)| lib.source_of(*id).kind != pmx_metrics::SourceKind::Groups)
+                .map(|(_, m)| m.name.clone())
+                .collect()
+        }
         "metricgroups" => lib().groups(),
         "events" => events(None).map(|e| e.name).collect(),
         _ => return None,

@@ -2,6 +2,13 @@
 //! and interval the summed value (rows of one event in several domains
 //! are summed), the running share weighted by running time, or why there
 //! is no value.
+//!
+//! An uncore event counted on every box of a PMU (the memory controllers
+//! `uncore_imc_0…N`, AMD's `amd_umc_0…N`) is one input: perf's per-box
+//! lines (`UNC_M_CAS_COUNT.RD [uncore_imc_2]`, as perf up to 6.5 writes
+//! them with `--no-merge`; `uncore_imc_2/…/`) are summed under the event's
+//! name ([`per_box`]). When a box has no value, the sum has none either:
+//! it says which box and why.
 
 use pmx_formats::{ReportRow, RowStatus, StatReport, Tool};
 use pmx_metrics::{Inputs, Reading};
@@ -20,6 +27,8 @@ pub(crate) struct Acc {
     share_known: bool,
     not_supported: Option<String>,
     not_counted: Option<String>,
+    /// A box of a per-box sum without a value, and why.
+    box_missing: Option<String>,
 }
 
 impl Acc {
@@ -48,9 +57,19 @@ impl Acc {
         if self.not_counted.is_none() {
             self.not_counted.clone_from(&o.not_counted);
         }
+        if self.box_missing.is_none() {
+            self.box_missing.clone_from(&o.box_missing);
+        }
     }
 
     fn reading(&self) -> Reading {
+        if let Some(why) = self.box_missing.as_ref().filter(|_| self.has_value) {
+            return Reading::NotCounted {
+                why: Some(format!(
+                    "{why}; the sum over the other boxes would be partial"
+                )),
+            };
+        }
         if self.has_value {
             Reading::Scaled {
                 value: self.value,
@@ -214,10 +233,21 @@ impl Counts {
             if interval && row.time.is_none() {
                 continue;
             }
-            let acc = c.acc(row.time, &row.event);
+            let boxed = per_box(&row.event);
+            let acc = c.acc(row.time, boxed.as_ref().map_or(&row.event, |(e, _)| e));
             match row.origin {
                 Tool::Pmx => pmx_row(acc, row),
                 Tool::Perf => perf_row(acc, row),
+            }
+            let empty = row.value.is_none()
+                || matches!(row.status, RowStatus::NotSupported | RowStatus::NotCounted);
+            if let Some((_, pmu)) = boxed.filter(|_| empty && acc.box_missing.is_none()) {
+                let why = if row.reason.is_empty() {
+                    "no value".to_string()
+                } else {
+                    row.reason.clone()
+                };
+                acc.box_missing = Some(format!("box {pmu}: {why}"));
             }
             // An interval's metric lines follow its rows.
             let last_of_time = rows.get(i + 1).is_none_or(|n| n.time != row.time);
@@ -238,6 +268,35 @@ impl Counts {
         c.finish();
         c
     }
+}
+
+/// An uncore PMU's box: `uncore_imc_2` → `uncore_imc`, `amd_umc_0` →
+/// `amd_umc` (a PMU name with a box number, of an uncore kind).
+fn box_stem(pmu: &str) -> Option<&str> {
+    let (stem, n) = pmu.rsplit_once('_')?;
+    let numbered = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    (numbered && (stem.starts_with("uncore_") || stem.starts_with("amd_"))).then_some(stem)
+}
+
+/// The event a per-box line counts and the box: `NAME [uncore_imc_2]`
+/// and `uncore_imc_2/NAME/` → (`NAME`, `uncore_imc_2`);
+/// `uncore_imc_2/event=0x4,umask=0x3/` → (`uncore_imc/event=0x4,umask=0x3/`,
+/// `uncore_imc_2`). `None` for any other name.
+pub(crate) fn per_box(name: &str) -> Option<(String, String)> {
+    if let Some(inner) = name.strip_suffix(']') {
+        let (event, pmu) = inner.rsplit_once(" [")?;
+        box_stem(pmu)?;
+        return Some((event.trim().to_string(), pmu.to_string()));
+    }
+    let (pmu, rest) = name.split_once('/')?;
+    let stem = box_stem(pmu)?;
+    // `uncore_imc_2/UNC_M_CAS_COUNT.RD/`: the event's own name, as the
+    // other spelling gives it.
+    let named = rest
+        .strip_suffix('/')
+        .filter(|b| !b.is_empty() && !b.contains(['=', ',', '/']));
+    let event = named.map_or_else(|| format!("{stem}/{rest}"), str::to_string);
+    Some((event, pmu.to_string()))
 }
 
 /// perf counts an event once per metric group that needs it: rows of the
@@ -432,6 +491,50 @@ mod tests {
         // (32110597 × 3000 + 31363579 × 1000) / 4000, not their sum.
         assert_eq!(value, (32110597.0 * 3.0 + 31363579.0) / 4.0);
         assert!((running_share.unwrap() - (0.7248 * 3.0 + 0.7337) / 4.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn per_box_lines_are_one_input_summed_over_the_boxes() {
+        assert_eq!(
+            per_box("UNC_M_CAS_COUNT.RD [uncore_imc_2]"),
+            Some(("UNC_M_CAS_COUNT.RD".into(), "uncore_imc_2".into()))
+        );
+        assert_eq!(
+            per_box("amd_umc_11/umc_cas_cmd.rd/"),
+            Some(("umc_cas_cmd.rd".into(), "amd_umc_11".into()))
+        );
+        assert_eq!(
+            per_box("amd_umc_1/event=0xa,rdwrmask=0x1/"),
+            Some(("amd_umc/event=0xa,rdwrmask=0x1/".into(), "amd_umc_1".into()))
+        );
+        for other in [
+            "cpu/cycles/",
+            "cpu_core/cycles/",
+            "power/energy-pkg/",
+            "x [cpu_core]",
+        ] {
+            assert_eq!(per_box(other), None, "{other}");
+        }
+        let c = counts(
+            "100,,UNC_M_CAS_COUNT.RD [uncore_imc_0],1000,100.00,,\n\
+             250,,UNC_M_CAS_COUNT.RD [uncore_imc_1],1000,100.00,,\n\
+             7,,uncore_imc_0/event=0x4,umask=0xc/,1000,100.00,,\n\
+             <not supported>,,uncore_imc_1/event=0x4,umask=0xc/,0,100.00,,\n",
+        );
+        assert_eq!(
+            c.events,
+            ["UNC_M_CAS_COUNT.RD", "uncore_imc/event=0x4,umask=0xc/"]
+        );
+        let Reading::Scaled { value, .. } = reading(&c, 0, "UNC_M_CAS_COUNT.RD") else {
+            panic!()
+        };
+        assert_eq!(value, 350.0);
+        let Reading::NotCounted { why: Some(why) } =
+            reading(&c, 0, "uncore_imc/event=0x4,umask=0xc/")
+        else {
+            panic!()
+        };
+        assert!(why.starts_with("box uncore_imc_1: "), "{why}");
     }
 
     #[test]

@@ -7,11 +7,13 @@
 //! 0. [`events`]: every event as read — value, unit, running share,
 //!    per-interval spread, hybrid PMU — shown before the metrics.
 //! 1. `Counts::of`: the rows folded per event and interval (rows
-//!    of one event in several domains summed; perf's msec clocks in ns).
+//!    of one event in several domains summed, and perf's per-box lines
+//!    of an uncore event, `NAME [uncore_imc_3]`; perf's msec clocks in ns).
 //! 2. [`keys`]: every event name of the file and of the metric library
 //!    matched by encoding.
 //! 3. `select`: the metrics asked for (`-M`), or every metric of the
-//!    library, one per set of alternatives.
+//!    library but LIKWID's groups (`pmx_metrics::likwid`, computed when
+//!    named), one per set of alternatives.
 //! 4. `evaluate`: each over the summed totals of all intervals (the
 //!    headline values), with the inputs the file lacks when it has none.
 //! 5. `spreads`: for interval files, each metric per interval: minimum,
@@ -59,7 +61,7 @@ pub struct AnalyzeOptions<'a> {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AnalyzeError {
     /// `-M` names no metric or group of the library.
-    #[error("-M: no metric or group '{name}' for {cpu}{}", did_you_mean(.suggestions))]
+    #[error("-M: no metric or group '{name}' for {cpu}{}{}", did_you_mean(.suggestions), because(.why))]
     UnknownMetric {
         /// The name given.
         name: String,
@@ -67,6 +69,9 @@ pub enum AnalyzeError {
         cpu: String,
         /// Names close to it.
         suggestions: Vec<String>,
+        /// Why the CPU has no such group, when pmx knows (a LIKWID group
+        /// its generation cannot count: [`pmx_metrics::likwid::absent`]).
+        why: Option<String>,
     },
     /// `--tma` on a CPU without a top-down tree.
     #[error("no top-down metrics are known for {cpu}")]
@@ -74,6 +79,10 @@ pub enum AnalyzeError {
         /// The CPU.
         cpu: String,
     },
+}
+
+fn because(why: &Option<String>) -> String {
+    why.as_ref().map_or(String::new(), |w| format!(": {w}"))
 }
 
 fn did_you_mean(suggestions: &[String]) -> String {
@@ -315,6 +324,7 @@ fn select(
 ) -> Result<Vec<Vec<MetricId>>, AnalyzeError> {
     match opts.metrics {
         Some(list) => lib.select(list).map_err(|u| AnalyzeError::UnknownMetric {
+            why: pmx_metrics::likwid::absent(&u.name, &opts.db.target.cpu),
             name: u.name,
             cpu: cpu.to_string(),
             suggestions: u.suggestions,
@@ -324,7 +334,9 @@ fn select(
             let mut seen: Vec<bool> = vec![false; lib.len()];
             let mut out = Vec::new();
             for (id, _) in lib.iter() {
-                if seen[id.index()] {
+                // LIKWID's groups answer when asked for by name (`-M MEM`).
+                let on_request = lib.source_of(id).kind == pmx_metrics::SourceKind::Groups;
+                if seen[id.index()] || on_request {
                     continue;
                 }
                 let alts = lib.alternatives(id);

@@ -28,6 +28,7 @@ mod encode_decode;
 mod fetch;
 mod info;
 mod kernel_cache;
+mod likwid_groups;
 mod memory;
 mod merge;
 mod metric_dirs;

@@ -23,7 +23,11 @@ fn synthetic(config: u64) -> f64 {
 fn inputs(lib: &Library, db: &Database) -> Inputs {
     let mut out = Inputs::new();
     for e in lib.events() {
-        if e.name == "duration_time" {
+        // The kernel's own PMUs (RAPL `power/`, `msr/`, which LIKWID's
+        // ENERGY and CLOCK groups read) resolve through this machine's
+        // sysfs only; the pipeline tree reads neither.
+        let kernel_pmu = e.name.starts_with("power/") || e.name.starts_with("msr/");
+        if e.name == "duration_time" || kernel_pmu {
             continue;
         }
         let spec = e.spec("cpu").unwrap_or_else(|| panic!("{}", e.name));
