@@ -32,6 +32,7 @@ mod merge;
 mod metric_dirs;
 mod msr;
 mod offcpu;
+mod offcpu_wall;
 mod outputs;
 mod perf_corpus;
 mod perf_events;
