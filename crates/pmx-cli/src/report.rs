@@ -146,7 +146,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
             }
         });
     }
-    let (fields, cols) = p.fields(args.sort.as_deref(), args.percent_limit)?;
+    let (fields, mut cols) = p.fields(args.sort.as_deref(), args.percent_limit)?;
+    cols.quiet = args.quiet && crate::report_perf::PerfReportArgs::as_perf();
     let (filter, perf_layout) = (p.filter()?, p.layout());
     let shown = (perf_layout
         .then(|| fields.sort.clone())

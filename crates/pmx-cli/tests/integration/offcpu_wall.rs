@@ -263,3 +263,64 @@ fn wall_clock_needs_both_halves() {
         "{err}"
     );
 }
+
+/// perf report's `-t SEP` rows (and heading) as perf 6.1 prints them,
+/// pmx in perf's place: the off-CPU check of perf's `record_offcpu.sh`
+/// reads the third field of `-s comm -q -n -t ';'`.
+#[test]
+fn field_separator_rows_as_perf() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((data, _)) = recording(dir.path()) else {
+        return;
+    };
+    let as_perf = dir.path().join("perf");
+    std::os::unix::fs::symlink(crate::common::PMX, &as_perf).unwrap();
+    let cases: [&[&str]; 4] = [
+        &["-s", "comm", "-q", "-n", "-t", ";", "--percent-limit=1"],
+        &[
+            "--no-children",
+            "-s",
+            "comm,dso",
+            "-n",
+            "-t",
+            ";",
+            "-g",
+            "none",
+        ],
+        // Rows over 5%: with children a start-up frame of ld.so may be
+        // named otherwise by perf (a difference of names, not of -t).
+        &[
+            "-s",
+            "comm,dso,sym",
+            "-t",
+            "\t",
+            "-g",
+            "none",
+            "--percent-limit=5",
+        ],
+        &["--no-children", "-s", "dso,sym", "-t", "|", "-g", "none"],
+    ];
+    // The heading and the rows, which -t changes.
+    let rows = |out: &[u8], sep: &str| -> Vec<String> {
+        (text(out).lines())
+            .filter(|l| l.contains(sep) && !l.starts_with("# (Tip"))
+            .map(str::to_string)
+            .collect()
+    };
+    for args in cases {
+        let sep = args[args.iter().position(|a| *a == "-t").unwrap() + 1];
+        let all = [&["report", "--stdio"], args].concat();
+        let theirs = perf::on_file(&all, &data);
+        assert!(theirs.status.success(), "{}", text(&theirs.stderr));
+        let ours = Command::new(&as_perf)
+            .args(&all)
+            .arg("-i")
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(ours.status.success(), "{}", text(&ours.stderr));
+        let theirs = rows(&theirs.stdout, sep);
+        assert!(theirs.len() > 1, "{args:?}: {theirs:?}");
+        assert_eq!(rows(&ours.stdout, sep), theirs, "{args:?}");
+    }
+}
