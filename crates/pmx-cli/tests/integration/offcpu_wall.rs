@@ -324,3 +324,60 @@ fn field_separator_rows_as_perf() {
         assert_eq!(rows(&ours.stdout, sep), theirs, "{args:?}");
     }
 }
+
+/// `record --off-cpu` without tracefs (unmounted in a mount namespace of
+/// its own) and as a user who may not read it (nobody, through setpriv):
+/// one sentence with the fix, exit 2, no file. Needs root.
+#[test]
+fn no_tracefs_and_no_permission_say_how_to_fix_it() {
+    let root = Command::new("id").arg("-u").output().unwrap();
+    if text(&root.stdout).trim() != "0" || !perf::require("") {
+        pmx_testkit::skip("needs root (unshare -m, setpriv)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o777);
+    std::fs::set_permissions(dir.path(), mode).unwrap();
+    let out = dir.path().join("x.data");
+    let record = format!(
+        "{} record -q --off-cpu -o {} -- true",
+        crate::common::PMX,
+        out.display()
+    );
+    let umount = "for m in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug; \
+                  do umount $m 2>/dev/null; done";
+    let o = Command::new("unshare")
+        .args(["-m", "sh", "-c", &format!("{umount}; exec {record}")])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "tracefs is not mounted: mount it with `mount -t tracefs nodev /sys/kernel/tracing`"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("tracefs").count(), 2, "one sentence: {err}");
+    assert!(!out.exists());
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
+        .arg(&record)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("this user may not read it: run as root"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // The machine's tracefs is still there.
+    assert!(Path::new("/sys/kernel/tracing/events/header_page").exists());
+}
