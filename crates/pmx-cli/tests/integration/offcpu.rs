@@ -35,7 +35,10 @@ pub(crate) fn record(args: &[&str]) -> String {
 }
 
 /// The waits as the program measured them (`wait_sleep 401.2` lines), in
-/// ms, each at least its nominal time `unit` × 4.
+/// ms, each there (`unit`: the program's unit, for the message). No lower
+/// bound: on a loaded machine the waiting thread may start its clock
+/// late, after the other thread began the 4 × `unit` it waits for (seen
+/// here at a load of 18); the tests compare with what it measured.
 pub(crate) fn measured(stdout: &str, unit: f64) -> HashMap<String, f64> {
     let m: HashMap<String, f64> = (stdout.lines())
         .filter_map(|l| {
@@ -45,8 +48,8 @@ pub(crate) fn measured(stdout: &str, unit: f64) -> HashMap<String, f64> {
         .collect();
     for f in WAITS {
         assert!(
-            m.get(f).is_some_and(|&ms| ms >= 4.0 * unit - 1.0),
-            "{f}: {m:?}"
+            m.get(f).is_some_and(|&ms| ms > 0.0),
+            "{f} (4 × {unit} ms): {m:?}"
         );
     }
     m
