@@ -41,6 +41,7 @@ mod regions;
 mod report;
 mod report_branch;
 mod report_perf;
+mod report_wall;
 mod sampling;
 mod script;
 mod serve;

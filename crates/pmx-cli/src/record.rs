@@ -96,7 +96,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
         inherit: !args.no_inherit,
         rate: sampling.rate,
         call_graph: sampling.call_graph,
-        mmap_pages: sampling.mmap_pages.unwrap_or(record::DEFAULT_MMAP_PAGES),
+        mmap_pages: (sampling.mmap_pages).unwrap_or(record::default_mmap_pages(off_cpu.is_some())),
         duration,
         output: args.output.clone(),
         cmdline: std::env::args().collect(),

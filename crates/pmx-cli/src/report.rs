@@ -103,6 +103,11 @@ pub struct ReportArgs {
     /// Per-thread totals from the READ records (perf record -s), as perf report -T.
     #[arg(short = 'T', long)]
     pub threads: bool,
+    /// Wall-clock time per thread and function: on the CPU (cpu-clock or
+    /// task-clock periods) and off it (offcpu-time, record --off-cpu) in ms;
+    /// with --folded, --flamegraph, --json, --firefox, --pprof the same.
+    #[arg(long, conflicts_with_all = ["diff", "annotate", "csv", "group"])]
+    pub wall_clock: bool,
     /// The group tables as CSV.
     #[arg(long, conflicts_with_all = ["json", "folded"])]
     pub csv: bool,
@@ -160,7 +165,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
             e => e.into(),
         });
     }
-    let (fields, cols) = p.fields(args.sort.as_deref(), args.percent_limit)?;
+    let (fields, mut cols) = p.fields(args.sort.as_deref(), args.percent_limit)?;
+    cols.quiet = args.quiet && crate::report_perf::PerfReportArgs::as_perf();
     let (filter, perf_layout) = (p.filter()?, p.layout());
     let shown = (perf_layout
         .then(|| fields.sort.clone())
@@ -186,6 +192,19 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     };
     if let Some(files) = &args.diff {
         return diff(args, options, files);
+    }
+    if args.wall_clock {
+        let a = args;
+        let w = crate::report_wall::Wall {
+            firefox: &a.firefox,
+            pprof: &a.pprof,
+            flamegraph: a.flamegraph.as_deref(),
+            folded: a.folded,
+            json: a.json,
+            stdio: a.stdio,
+            quiet: a.quiet,
+        };
+        return crate::report_wall::run(&w, &options, failure);
     }
     let mut progress = Progress::new(args.quiet);
     let to = pmx_profile::export::targets(&args.firefox, &args.pprof);

@@ -62,6 +62,9 @@ pub struct PerfReportArgs {
     /// Call graphs without inlined frames (perf shows them by default).
     #[arg(long)]
     pub no_inline: bool,
+    /// Columns separated by this character (perf's -t), numbers left-aligned.
+    #[arg(short = 't', long = "field-separator", value_name = "SEP")]
+    pub field_separator: Option<char>,
     /// perf's TUI: pmx has none, the table is printed (--stdio).
     #[arg(long)]
     pub tui: bool,
@@ -76,9 +79,15 @@ pub struct PerfReportArgs {
 impl PerfReportArgs {
     /// perf's layout: run as `perf`, or given a flag of perf's layout.
     pub fn layout(&self) -> bool {
-        let as_perf = pmx_args::perf_personality::as_perf(&std::env::args_os().collect::<Vec<_>>());
+        let as_perf = Self::as_perf();
         let parts = self.header || self.header_only || self.stats;
-        as_perf || self.fields.is_some() || self.nr_samples || parts
+        let t = self.field_separator.is_some();
+        as_perf || self.fields.is_some() || self.nr_samples || parts || t
+    }
+
+    /// pmx runs as `perf`.
+    pub fn as_perf() -> bool {
+        pmx_args::perf_personality::as_perf(&std::env::args_os().collect::<Vec<_>>())
     }
 
     /// `--tasks`: the file's tasks.
@@ -143,6 +152,8 @@ impl PerfReportArgs {
             header_only: self.header_only,
             stats: self.stats,
             graph,
+            separator: self.field_separator,
+            quiet: false,
         };
         Ok((f, cols))
     }

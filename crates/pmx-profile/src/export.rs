@@ -120,6 +120,9 @@ pub struct ExportEvent {
     pub kept: bool,
     /// Its period is CPU time in nanoseconds (cpu-clock, task-clock).
     pub clock: bool,
+    /// Its period is the nanoseconds a thread slept (`offcpu-time`,
+    /// `record --off-cpu`).
+    pub off_cpu: bool,
     /// Members of its sample-read group: one column each.
     pub members: Vec<String>,
     /// Its first column (sample count; then period, then members).
@@ -177,6 +180,9 @@ pub struct Export {
     pub epoch_offset: Option<i128>,
     /// First and last sample time.
     pub span: (u64, u64),
+    /// Folded into wall-clock time ([`Export::to_wall_clock`]): the kept
+    /// events, on and off the CPU, are one column.
+    pub wall_clock: bool,
 }
 
 /// Which format to write.
@@ -289,6 +295,7 @@ impl Export {
                     name: e.name.clone(),
                     kept,
                     clock: base == "cpu-clock" || base == "task-clock",
+                    off_cpu: base == "offcpu-time",
                     members: (members.iter())
                         .map(|&m| events.get(m as usize).map_or("?", |e| &e.name).to_string())
                         .collect(),
@@ -339,11 +346,16 @@ impl Export {
                 unit: unit.into(),
             });
         };
+        if self.wall_clock {
+            push("wall-clock_samples".into(), "count");
+            push("wall-clock".into(), "nanoseconds");
+            return out;
+        }
         for e in self.events.iter().filter(|e| e.kept) {
             let name = without_group_read(&e.name);
             push(format!("{name}_samples"), "count");
             // offcpu-time's period is the nanoseconds a thread waited.
-            let ns = e.clock || name == "offcpu-time";
+            let ns = e.clock || e.off_cpu;
             push(name, if ns { "nanoseconds" } else { "count" });
             for m in &e.members {
                 push(without_group_read(m), "count");
@@ -441,6 +453,7 @@ mod tests {
             name: name.into(),
             kept: true,
             clock: name.starts_with("cpu-clock"),
+            off_cpu: false,
             members: members.iter().map(|m| m.to_string()).collect(),
             column,
         };

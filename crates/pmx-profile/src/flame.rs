@@ -17,6 +17,10 @@ use pmx_model::xml::escape;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+/// The last frame of an off-CPU stack in the wall-clock view's folded
+/// stacks and flame graphs (drawn blue).
+pub const OFF_CPU_FRAME: &str = "[off-CPU]";
+
 /// Folded-stack text: `frames joined by ';' count` per line, sorted.
 pub fn folded(stacks: &[(Vec<String>, u64, u64)]) -> String {
     let mut out = String::new();
@@ -170,6 +174,9 @@ fn draw(
     let y = height - PAD_BOTTOM - FRAME_H * (depth as f64 + 1.0);
     let (r, g, b) = if depth == 0 {
         (220, 220, 220)
+    } else if name == OFF_CPU_FRAME {
+        // Time off the CPU: blue, apart from the warm colours of code.
+        (90, 140, 220)
     } else {
         colour(name)
     };

@@ -50,6 +50,13 @@
 //! processed profile ([`export::firefox`]) or pprof's `profile.proto`
 //! ([`export::pprof`]).
 //!
+//! **Wall-clock time** ([`wallclock`]): a recording with `offcpu-time`
+//! (`record --off-cpu`) and a clock event, each thread's time on the CPU
+//! (the clock samples' periods) and off it (the waits) in nanoseconds,
+//! per thread, function and stack; the exports and flame graphs of it.
+//! An `offcpu-time` event's own flame graph and folded stacks weigh its
+//! samples by their periods (nanoseconds), not their count.
+//!
 //! **Sample-read groups** (`{cycles,instructions}:S`): every sample of
 //! the leader reads every member; each member is credited, at the
 //! sample's row, its delta since the same counter's previous sample on
@@ -86,6 +93,7 @@ pub mod profile;
 pub mod render;
 pub mod report;
 pub mod script;
+pub mod wallclock;
 
 pub use annotate::{
     annotate, annotate_all, annotate_places, AnnotateError, AnnotateOptions, Annotation,

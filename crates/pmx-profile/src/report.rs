@@ -125,6 +125,10 @@ pub enum ReportError {
     /// Folded stacks or a flame graph of events without samples.
     #[error("no samples to draw")]
     NoSamples,
+    /// `--wall-clock` of a file without on- or off-CPU time (the file and
+    /// what it lacks).
+    #[error("--wall-clock: {0}")]
+    NoWallClock(String),
     /// Two files compared (`--diff`) have no event in common.
     #[error("{base} and {new} have no event in common ({base}: {}; {new}: {})", known_list(.base_events), known_list(.new_events))]
     NoCommonEvent {
@@ -392,9 +396,23 @@ impl Report {
 
     /// The flame graph SVG of event `index`, titled with the file's name,
     /// the event and its samples.
+    /// An `offcpu-time` event is drawn in nanoseconds waited.
     pub fn flame_svg(&self, index: usize) -> String {
         let e = &self.profile.events[index];
         let name = self.file.rsplit('/').next().unwrap_or(&self.file);
+        if let Some(stacks) = self.off_cpu_stacks(index) {
+            let ms = e.period as f64 / 1e6;
+            let title = format!("{name} — {} ({ms:.1} ms off the CPU)", e.name);
+            let unit = "ns".into();
+            return flame::svg(
+                &stacks,
+                &FlameOptions {
+                    title,
+                    unit,
+                    ..FlameOptions::default()
+                },
+            );
+        }
         let title = format!("{name} — {} ({} samples)", e.name, e.samples);
         flame::svg(
             &e.stacks,
@@ -405,14 +423,29 @@ impl Report {
         )
     }
 
+    /// The stacks of event `index` weighed by their periods when it is
+    /// `offcpu-time` (nanoseconds waited: one sample per wait says little).
+    fn off_cpu_stacks(&self, index: usize) -> Option<Vec<(Vec<String>, u64, u64)>> {
+        let e = &self.profile.events[index];
+        (e.name.split(':').next() == Some("offcpu-time")).then(|| {
+            (e.stacks.iter())
+                .map(|(f, _, p)| (f.clone(), *p, *p))
+                .collect()
+        })
+    }
+
     /// The names of the file's events, in order.
     pub fn event_names(&self) -> Vec<String> {
         self.profile.events.iter().map(|e| e.name.clone()).collect()
     }
 
-    /// The folded stacks of event `index`.
+    /// The folded stacks of event `index` (of `offcpu-time`, in
+    /// nanoseconds waited).
     pub fn folded(&self, index: usize) -> String {
-        flame::folded(&self.profile.events[index].stacks)
+        match self.off_cpu_stacks(index) {
+            Some(stacks) => flame::folded(&stacks),
+            None => flame::folded(&self.profile.events[index].stacks),
+        }
     }
 }
 

@@ -155,6 +155,19 @@ pub use switch::SwitchOutput;
 /// pages: what `kernel.perf_event_mlock_kb`'s default of 516 allows).
 pub const DEFAULT_MMAP_PAGES: usize = 128;
 
+/// The ring size when `-m` is not given: perf's, or with `--off-cpu` four
+/// times it for root (whom `perf_event_mlock_kb` does not bind): the
+/// `sched_switch` samples of a program switching hundreds of thousands of
+/// times a second come in bursts that overflow perf's size before the
+/// reader wakes (docs/BENCHMARKS.md, off-CPU recording).
+pub fn default_mmap_pages(off_cpu: bool) -> usize {
+    // SAFETY: geteuid has no preconditions.
+    match off_cpu && unsafe { libc::geteuid() } == 0 {
+        true => 4 * DEFAULT_MMAP_PAGES,
+        false => DEFAULT_MMAP_PAGES,
+    }
+}
+
 pub use pmx_count::signals::{install as install_signal_handlers, stop_requested};
 
 /// Record `events` as `opts` says, into `opts.output`.

@@ -445,11 +445,10 @@ pub(super) fn with_switch_event(
 ) -> Result<WithSwitch, super::RecordError> {
     use super::RecordError::Invalid;
     let root = super::tracepoints::tracefs().ok_or_else(|| {
-        Invalid(
-            "--off-cpu reads the scheduler's tracepoint sched:sched_switch, but tracefs is not \
-             mounted (or not readable): mount it with `mount -t tracefs nodev /sys/kernel/tracing`"
-                .into(),
-        )
+        Invalid(format!(
+            "--off-cpu reads the scheduler's tracepoint sched:sched_switch, but {}",
+            super::tracepoints::tracefs_missing()
+        ))
     })?;
     let dir = root.join("events/sched/sched_switch");
     let read = |f: &str| {

@@ -19,6 +19,25 @@ pub(super) fn tracefs() -> Option<PathBuf> {
         .find(|p| p.join("events/header_page").is_file())
 }
 
+/// Why [`tracefs`] found none, and the fix: a tracefs this user may not
+/// read (a non-root user: tracefs is root's by default), or none mounted.
+pub(super) fn tracefs_missing() -> &'static str {
+    let denied = [
+        "/sys/kernel/tracing",
+        "/sys/kernel/debug/tracing",
+        "/sys/kernel/debug",
+    ]
+    .iter()
+    .any(|p| std::fs::read_dir(p).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied));
+    if denied {
+        "tracefs (/sys/kernel/tracing) is root's and this user may not read it: run as root, or \
+         let the user read it (`mount -o remount,mode=755 /sys/kernel/tracing`) and open \
+         tracepoints (`sysctl kernel.perf_event_paranoid=1` or CAP_PERFMON)"
+    } else {
+        "tracefs is not mounted: mount it with `mount -t tracefs nodev /sys/kernel/tracing`"
+    }
+}
+
 /// A tracepoint's sampling attr: every hit, with its raw data.
 pub(super) fn adjust(attr: &mut Attr, own_rate: Option<SampleRate>) {
     if attr.type_ != TRACEPOINT {
@@ -85,9 +104,7 @@ pub(super) fn tracing_data(attrs: &[Attr]) -> Result<Option<Vec<u8>>, String> {
     }
     ids.sort_unstable();
     ids.dedup();
-    let root = tracefs().ok_or(
-        "tracefs is not mounted (or not readable): mount it with `mount -t tracefs nodev /sys/kernel/tracing`",
-    )?;
+    let root = tracefs().ok_or_else(tracefs_missing)?;
     let read = |p: PathBuf| read_tracefs(&p).map_err(|e| format!("{}: {e}", p.display()));
     let mut files = TracingFiles {
         header_page: read(root.join("events/header_page"))?,

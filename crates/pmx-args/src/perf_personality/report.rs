@@ -170,11 +170,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--parent", "pmx has no parent filter"),
     ("-x", "pmx has no parent filter"),
     ("--exclude-other", "pmx has no parent filter"),
-    ("-t", "pmx report writes tables, JSON or CSV (--csv)"),
-    (
-        "--field-separator",
-        "pmx report writes tables, JSON or CSV (--csv)",
-    ),
     ("-w", "pmx sizes its columns to their contents"),
     ("--column-widths", "pmx sizes its columns to their contents"),
     ("--hierarchy", "pmx report has no hierarchy view"),

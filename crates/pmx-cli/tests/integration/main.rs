@@ -34,6 +34,7 @@ mod merge;
 mod metric_dirs;
 mod msr;
 mod offcpu;
+mod offcpu_wall;
 mod optimizers;
 mod outputs;
 mod perf_corpus;

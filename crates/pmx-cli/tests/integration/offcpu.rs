@@ -16,7 +16,7 @@ use std::process::Command;
 /// The waiting functions of `waits`.
 const WAITS: [&str; 3] = ["wait_sleep", "wait_pipe", "wait_mutex"];
 
-fn waits_program(dir: &Path) -> Option<PathBuf> {
+pub(crate) fn waits_program(dir: &Path) -> Option<PathBuf> {
     if !cc::require() {
         return None;
     }
@@ -26,7 +26,7 @@ fn waits_program(dir: &Path) -> Option<PathBuf> {
 }
 
 /// `pmx record -q --off-cpu ARGS…`; the command's standard output.
-fn record(args: &[&str]) -> String {
+pub(crate) fn record(args: &[&str]) -> String {
     let mut all = vec!["record", "-q", "--off-cpu"];
     all.extend_from_slice(args);
     let o = pmx(&all);
@@ -35,8 +35,11 @@ fn record(args: &[&str]) -> String {
 }
 
 /// The waits as the program measured them (`wait_sleep 401.2` lines), in
-/// ms, each at least its nominal time `unit` × 4.
-fn measured(stdout: &str, unit: f64) -> HashMap<String, f64> {
+/// ms, each there (`unit`: the program's unit, for the message). No lower
+/// bound: on a loaded machine the waiting thread may start its clock
+/// late, after the other thread began the 4 × `unit` it waits for (seen
+/// here at a load of 18); the tests compare with what it measured.
+pub(crate) fn measured(stdout: &str, unit: f64) -> HashMap<String, f64> {
     let m: HashMap<String, f64> = (stdout.lines())
         .filter_map(|l| {
             let (f, ms) = l.split_once(' ')?;
@@ -45,8 +48,8 @@ fn measured(stdout: &str, unit: f64) -> HashMap<String, f64> {
         .collect();
     for f in WAITS {
         assert!(
-            m.get(f).is_some_and(|&ms| ms >= 4.0 * unit - 1.0),
-            "{f}: {m:?}"
+            m.get(f).is_some_and(|&ms| ms > 0.0),
+            "{f} (4 × {unit} ms): {m:?}"
         );
     }
     m
@@ -96,7 +99,7 @@ fn off_cpu(
     (ms, counts, comms)
 }
 
-fn within(got: f64, want: f64) -> bool {
+pub(crate) fn within(got: f64, want: f64) -> bool {
     (got - want).abs() <= 0.15 * want
 }
 
@@ -352,7 +355,7 @@ fn the_pprof_export_has_the_waits_in_nanoseconds() {
     assert!(rows.iter().all(|r| r.name != "spin"), "{top}");
 }
 
-fn which_go() -> Result<PathBuf, ()> {
+pub(crate) fn which_go() -> Result<PathBuf, ()> {
     let o = Command::new("go").arg("version").output().map_err(|_| ())?;
     o.status.success().then(|| PathBuf::from("go")).ok_or(())
 }

@@ -8,7 +8,10 @@
  * Usage: waits [MS] (the unit of every wait, 100 by default). At the end
  * it prints, per waiting function, the wall-clock ms its waits took
  * (`wait_sleep 401.2`): on a loaded machine a woken thread may wait for
- * a CPU, and that time is both off the CPU and in these figures. */
+ * a CPU, and that time is both off the CPU and in these figures. Then
+ * the CPU ms spin took (`spin_cpu`), and of the main thread its wall
+ * time from main's start (`main_wall`) and the time it waited for a CPU
+ * meanwhile (`main_delay`, schedstat's run delay), in ms. */
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <pthread.h>
@@ -128,14 +131,40 @@ __attribute__((noinline)) void spin(void)
 	} while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < 2 * unit_ms);
 }
 
+static double cpu_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* This thread's time waiting on a run queue (ms; 0 without schedstat). */
+static double run_delay_ms(void)
+{
+	unsigned long long run = 0, delay = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	if (f) {
+		if (fscanf(f, "%llu %llu", &run, &delay) != 2)
+			delay = 0;
+		fclose(f);
+	}
+	return delay / 1e6;
+}
+
 int main(int argc, char **argv)
 {
+	double start = now_ms(), delay = run_delay_ms();
 	if (argc > 1)
 		unit_ms = atol(argv[1]);
+	double c = cpu_ms();
 	spin();
+	double spin_cpu = cpu_ms() - c;
 	wait_sleep();
 	wait_pipe();
 	wait_mutex();
+	double wall = now_ms() - start;
+	delay = run_delay_ms() - delay;
 	printf("wait_sleep %.3f\nwait_pipe %.3f\nwait_mutex %.3f\n", sleep_ms, pipe_ms, mutex_ms);
+	printf("spin_cpu %.3f\nmain_wall %.3f\nmain_delay %.3f\n", spin_cpu, wall, delay);
 	return 0;
 }

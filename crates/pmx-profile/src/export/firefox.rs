@@ -22,6 +22,12 @@
 //!   read a count of it, on the same stack, weighing that count (so the
 //!   call tree's sample counts are the member's counts), with no CPU
 //!   time;
+//! - `offcpu-time` samples (`record --off-cpu`) on a track of their own
+//!   (`comm (offcpu-time)`), at the end of each wait, with no CPU time and
+//!   a weight of the wait in sampling intervals (the rest carried to the
+//!   track's next sample), so the call tree's running time of a waiting
+//!   function is the time it waited; with `--wall-clock` one track per
+//!   thread holds both, the clock samples weighed the same way;
 //! - markers on the busiest track: `Lost records` and `Lost samples`
 //!   (instants, with the count), `Throttled` (from THROTTLE to UNTHROTTLE
 //!   of the event; an instant when the UNTHROTTLE is missing).
@@ -50,6 +56,19 @@ struct Track {
     handle: ThreadHandle,
     last: Option<u64>,
     samples: u64,
+    /// Nanoseconds not yet counted in a weight.
+    carry: u64,
+}
+
+impl Track {
+    /// `ns` in whole intervals, the rest carried to the next sample (so
+    /// the weights of a track add up to its time).
+    fn in_intervals(&mut self, ns: u64, interval: u64) -> i32 {
+        let all = self.carry.saturating_add(ns);
+        let n = all / interval.max(1);
+        self.carry = all - n * interval.max(1);
+        i32::try_from(n).unwrap_or(i32::MAX)
+    }
 }
 
 /// The profile's builder: its tracks and interned stacks.
@@ -95,25 +114,35 @@ pub fn build(x: &Export) -> Profile {
         track_of: HashMap::default(),
         stacks: HashMap::default(),
         names: vec![None; x.functions.len()],
-        several: x.samples.iter().any(|s| s.event != x.samples[0].event)
-            || x.samples.iter().any(|s| s.extra.1 > 0),
+        several: !x.wall_clock
+            && (x.samples.iter().any(|s| s.event != x.samples[0].event)
+                || x.samples.iter().any(|s| s.extra.1 > 0)),
     };
     for s in &x.samples {
         let t = b.track(s.thread, s.event, s.time - t0);
         let stack = s.stack.map(|n| b.stack(t, n));
         let track = &mut b.tracks[t];
-        let clock = x.events[s.event as usize].clock;
-        let cpu = if clock {
+        let ev = &x.events[s.event as usize];
+        let cpu = if ev.off_cpu {
+            0
+        } else if ev.clock {
             s.period
         } else {
             track
                 .last
                 .map_or(interval, |l| s.time.saturating_sub(l).min(interval))
         };
+        // Time off the CPU (and in the wall-clock view time on it) in
+        // sampling intervals: the call tree's running time.
+        let weight = if ev.off_cpu || x.wall_clock {
+            track.in_intervals(s.period, interval)
+        } else {
+            1
+        };
         track.last = Some(s.time);
         track.samples += 1;
         let ts = Timestamp::from_nanos_since_reference(s.time - t0);
-        b.p.add_sample(track.handle, ts, stack, CpuDelta::from_nanos(cpu), 1);
+        b.p.add_sample(track.handle, ts, stack, CpuDelta::from_nanos(cpu), weight);
         let (start, len) = (s.extra.0 as usize, s.extra.1 as usize);
         for &(member, v) in x.extra.get(start..start + len).unwrap_or(&[]) {
             let Some(name) = x.events[s.event as usize].members.get(member as usize) else {
@@ -185,6 +214,7 @@ impl Builder<'_> {
             handle,
             last: None,
             samples: 0,
+            carry: 0,
         });
         self.track_of.insert(key, self.tracks.len() - 1);
         self.tracks.len() - 1
@@ -284,11 +314,12 @@ impl Builder<'_> {
 }
 
 /// The median time between consecutive samples of a thread and event
-/// (1 ms without two such samples).
+/// (1 ms without two such samples), off-CPU samples aside.
 fn interval_ns(x: &Export) -> u64 {
     let mut last: HashMap<(u32, u32), u64> = HashMap::default();
     let mut gaps = Vec::new();
-    for s in &x.samples {
+    let off = |s: &super::Sample| x.events.get(s.event as usize).is_some_and(|e| e.off_cpu);
+    for s in x.samples.iter().filter(|s| !off(s)) {
         if let Some(l) = last.insert((s.thread, s.event), s.time) {
             if s.time > l {
                 gaps.push(s.time - l);

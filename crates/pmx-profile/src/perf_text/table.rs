@@ -35,6 +35,11 @@ pub struct Columns {
     /// first with children). The Children column is shown when the
     /// report has children shares and the file call chains (perf's rule).
     pub graph: Graph,
+    /// `-t/--field-separator`: the columns joined by it instead of two
+    /// spaces, a number left-aligned after a space, no dotted line.
+    pub separator: Option<char>,
+    /// perf's `-q`: no `#` line (headings, counts, tips), rows only.
+    pub quiet: bool,
 }
 
 /// The header, the record counts or the table, as `cols` says.
@@ -46,7 +51,15 @@ pub fn print(out: &mut dyn Write, r: &Report, cols: &Columns) -> std::io::Result
         one_value_lines(out, r)?;
         return super::stats(out, r);
     }
-    if !cols.header_only {
+    if !cols.header_only && cols.quiet {
+        let mut all = Vec::new();
+        table(&mut all, r, cols)?;
+        for l in all.split_inclusive(|&b| b == b'\n') {
+            if !l.starts_with(b"#") {
+                out.write_all(l)?;
+            }
+        }
+    } else if !cols.header_only {
         table(out, r, cols)?;
     }
     Ok(())
@@ -155,29 +168,36 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         }
         rows.sort_by(|a, b| a.2.cmp(&b.2));
         let widths = column_widths(&heads, &rows, nums, &keys, e);
-        let line = |cells: &[String]| {
+        let sep = cols.separator.map(String::from);
+        let sep = sep.as_deref();
+        let line = |cells: &[String], head: bool| {
             let v: Vec<String> = (cells.iter().zip(&widths).enumerate())
                 .map(|(j, (s, &w))| match j < nums {
+                    // perf -t: ` 1.49%  `, ` 134        ` (a cell, not a heading).
+                    true if sep.is_some() && !head => format!(" {s:<0$}", w.saturating_sub(1)),
                     true => format!("{s:>w$}"),
                     // perf cuts a command to its column (`%-*.*s`).
                     false if keys[j - nums] == SortKey::Comm => format!("{s:<w$.w$}"),
                     false => format!("{s:<w$}"),
                 })
                 .collect();
-            v.join("  ")
+            v.join(sep.unwrap_or("  "))
         };
         let heads: Vec<String> = heads.iter().map(|h| h.to_string()).collect();
-        writeln!(out, "# {}", line(&heads))?;
-        let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
-        writeln!(out, "# {}\n#", dots.join("  "))?;
+        writeln!(out, "# {}", line(&heads, true))?;
+        if sep.is_none() {
+            let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
+            writeln!(out, "# {}\n#", dots.join("  "))?;
+        }
+        let indent = if sep.is_some() { "" } else { "  " };
         // perf pads every cell to its column's width but a function's
         // name in the last column.
         let sym_last = keys.last() == Some(&SortKey::Symbol);
         for (c, below, _) in &rows {
-            let l = line(c);
+            let l = line(c, false);
             match sym_last {
-                true => writeln!(out, "  {}", l.trim_end())?,
-                false => writeln!(out, "  {l}")?,
+                true => writeln!(out, "{indent}{}", l.trim_end())?,
+                false => writeln!(out, "{indent}{l}")?,
             }
             out.write_all(below)?;
         }

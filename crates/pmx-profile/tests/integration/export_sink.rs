@@ -122,6 +122,7 @@ fn export() -> Export {
         name: "cpu-clock".into(),
         kept: true,
         clock: true,
+        off_cpu: false,
         members: Vec::new(),
         column: 0,
     }];
