@@ -8,9 +8,11 @@
 //! the header (and a `truncated` object in the JSON).
 //! `--diff BASE NEW` compares two files (`pmx_profile::diff`).
 
+mod branch;
+mod wall;
+
 use crate::exit::UsageError;
 use pmx_output::progress::Progress;
-use pmx_precise::branch::BranchError;
 use pmx_profile::{default_sort, render, DiffOptions, Report, ReportError, ReportOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -111,18 +113,8 @@ pub struct ReportArgs {
     /// The group tables as CSV.
     #[arg(long, conflicts_with_all = ["json", "folded"])]
     pub csv: bool,
-    /// Write BOLT's profile (perf2bolt's fdata) of the branch stacks.
-    #[arg(long, value_name = "OUT.fdata")]
-    pub bolt: Option<PathBuf>,
-    /// Write AutoFDO's range and branch counts (llvm-profgen's unsymbolized profile).
-    #[arg(long, value_name = "OUT.txt", conflicts_with = "bolt")]
-    pub autofdo: Option<PathBuf>,
-    /// The binary --bolt/--autofdo profile (default: the one most branches touch).
-    #[arg(long, value_name = "BINARY")]
-    pub binary: Option<PathBuf>,
-    /// --bolt from the samples' addresses, not their branches (perf2bolt -nl).
-    #[arg(long, requires = "bolt")]
-    pub bolt_no_lbr: bool,
+    #[command(flatten)]
+    pub optimizers: branch::OptimizerArgs,
     #[command(flatten)]
     pub perf: crate::report_perf::PerfReportArgs,
 }
@@ -140,30 +132,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     if p.tasks {
         return p.tasks(&args.input);
     }
-    if p.branch_stack || args.bolt.is_some() || args.autofdo.is_some() {
-        let options = ReportOptions {
-            event: args.event.clone(),
-            symfs: args.symfs.clone(),
-            percent_limit: args.percent_limit,
-            symbols,
-            ..ReportOptions::for_input(&args.input)
-        };
-        let keys = args.sort.as_deref().unwrap_or("");
-        let run = match args.bolt.is_some() || args.autofdo.is_some() {
-            true => {
-                let (binary, no_lbr) = (args.binary.clone(), args.bolt_no_lbr);
-                let bolt = pmx_precise::branch::bolt::BoltOptions { binary, no_lbr };
-                let to = (&args.bolt, &args.autofdo);
-                crate::report_branch::optimizer(&options, &bolt, to, args.quiet)
-            }
-            false => crate::report_branch::run(&options, keys, args.json, args.quiet),
-        };
-        return run.map_err(|e| match e {
-            BranchError::Report(e) => failure(e),
-            BranchError::Key(k) => UsageError(format!("--sort {k}")).into(),
-            BranchError::Output(io) => io.into(),
-            e => e.into(),
-        });
+    if let Some(done) = branch::dispatch(args, symbols.clone()) {
+        return done;
     }
     let (fields, mut cols) = p.fields(args.sort.as_deref(), args.percent_limit)?;
     cols.quiet = args.quiet && crate::report_perf::PerfReportArgs::as_perf();
@@ -194,17 +164,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         return diff(args, options, files);
     }
     if args.wall_clock {
-        let a = args;
-        let w = crate::report_wall::Wall {
-            firefox: &a.firefox,
-            pprof: &a.pprof,
-            flamegraph: a.flamegraph.as_deref(),
-            folded: a.folded,
-            json: a.json,
-            stdio: a.stdio,
-            quiet: a.quiet,
-        };
-        return crate::report_wall::run(&w, &options, failure);
+        return wall::run(args, &options, failure);
     }
     let mut progress = Progress::new(args.quiet);
     let to = pmx_profile::export::targets(&args.firefox, &args.pprof);
@@ -284,7 +244,7 @@ fn diff(args: &ReportArgs, report: ReportOptions, files: &[PathBuf]) -> anyhow::
 
 /// The report's error as the CLI reports it: the flag at fault for a
 /// usage error (after the warnings found before it).
-fn failure(e: ReportError) -> anyhow::Error {
+pub(crate) fn failure(e: ReportError) -> anyhow::Error {
     if let ReportError::UnknownEvent { ref warnings, .. } = e {
         warnings.iter().for_each(|w| eprintln!("pmx: warning: {w}"));
     }

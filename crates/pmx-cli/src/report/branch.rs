@@ -2,11 +2,68 @@
 //! stacks counted by perf's branch keys (`pmx_precise::branch`), printed
 //! in perf's layout or as JSON.
 
+use crate::exit::UsageError;
 use pmx_output::progress::Progress;
 use pmx_precise::branch::{self, BranchError};
 use pmx_profile::ReportOptions;
 use std::io::Write;
 use std::path::PathBuf;
+
+/// `pmx report`'s flags for the optimizers' inputs.
+#[derive(Debug, clap::Args)]
+pub struct OptimizerArgs {
+    /// Write BOLT's profile (perf2bolt's fdata) of the branch stacks.
+    #[arg(long, value_name = "OUT.fdata")]
+    pub bolt: Option<PathBuf>,
+    /// Write AutoFDO's range and branch counts (llvm-profgen's unsymbolized profile).
+    #[arg(long, value_name = "OUT.txt", conflicts_with = "bolt")]
+    pub autofdo: Option<PathBuf>,
+    /// The binary --bolt/--autofdo profile (default: the one most branches touch).
+    #[arg(long, value_name = "BINARY")]
+    pub binary: Option<PathBuf>,
+    /// --bolt from the samples' addresses, not their branches (perf2bolt -nl).
+    #[arg(long, requires = "bolt")]
+    pub bolt_no_lbr: bool,
+}
+
+/// `report -b`, `--bolt` or `--autofdo` as `args` ask; `None` for any
+/// other report.
+pub fn dispatch(
+    args: &super::ReportArgs,
+    symbols: pmx_symbols::SymbolOptions,
+) -> Option<anyhow::Result<i32>> {
+    let o = &args.optimizers;
+    let optimize = o.bolt.is_some() || o.autofdo.is_some();
+    if !args.perf.branch_stack && !optimize {
+        return None;
+    }
+    let options = ReportOptions {
+        event: args.event.clone(),
+        symfs: args.symfs.clone(),
+        percent_limit: args.percent_limit,
+        symbols,
+        ..ReportOptions::for_input(&args.input)
+    };
+    let done = match optimize {
+        true => {
+            let (binary, no_lbr) = (o.binary.clone(), o.bolt_no_lbr);
+            let bolt = branch::bolt::BoltOptions { binary, no_lbr };
+            optimizer(&options, &bolt, (&o.bolt, &o.autofdo), args.quiet)
+        }
+        false => run(
+            &options,
+            args.sort.as_deref().unwrap_or(""),
+            args.json,
+            args.quiet,
+        ),
+    };
+    Some(done.map_err(|e| match e {
+        BranchError::Report(e) => super::failure(e),
+        BranchError::Key(k) => UsageError(format!("--sort {k}")).into(),
+        BranchError::Output(io) => io.into(),
+        e => e.into(),
+    }))
+}
 
 /// Count the branches of `options.input` by `keys` (perf's, comma-separated;
 /// empty: perf's default) and print them (perf's table, or JSON).

@@ -5,27 +5,15 @@
 use pmx_output::progress::Progress;
 use pmx_profile::{export, wallclock, ReportError, ReportOptions};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-
-/// `pmx report`'s flags that say what to write.
-pub struct Wall<'a> {
-    pub firefox: &'a Option<PathBuf>,
-    pub pprof: &'a Option<PathBuf>,
-    pub flamegraph: Option<&'a Path>,
-    pub folded: bool,
-    pub json: bool,
-    pub stdio: bool,
-    pub quiet: bool,
-}
 
 /// Report `options.input`'s wall-clock time as `args` asks; `failure`
 /// says a report's error as the CLI does.
 pub fn run(
-    args: &Wall<'_>,
+    args: &super::ReportArgs,
     options: &ReportOptions,
     failure: fn(ReportError) -> anyhow::Error,
 ) -> anyhow::Result<i32> {
-    let to = export::targets(args.firefox, args.pprof);
+    let to = export::targets(&args.firefox, &args.pprof);
     let mut progress = Progress::new(args.quiet);
     let pprof = to.iter().any(|t| t.1 == export::Format::Pprof);
     let result = wallclock::report(options, pprof, &mut |d, t| progress.update(d, t));
@@ -39,7 +27,7 @@ pub fn run(
         x.write(*f, &mut out)?;
         out.commit()?;
     }
-    if let Some(svg) = args.flamegraph {
+    if let Some(svg) = &args.flamegraph {
         pmx_io::write(svg, w.flame_svg().as_bytes())?;
         (!args.quiet)
             .then(|| eprintln!("pmx: wall-clock flame graph written to {}", svg.display()));
