@@ -18,6 +18,7 @@ mod addresses;
 mod aggregate;
 mod described;
 mod groups;
+mod interned;
 pub mod live;
 mod replay;
 mod rows;
@@ -107,8 +108,10 @@ fn build_full<'o>(
     let mut st = State::new(options, sym);
     st.sink = sink;
     st.addresses = addresses.then(AddressAcc::default);
+    st.interned = Some(Default::default());
     let mut replay = Replay::new(reader, here);
     replay.run(reader, &mut st, &options.this_machine, progress)?;
+    st.credit_interned();
     let State {
         mut sym,
         comms,
