@@ -10,7 +10,9 @@
 //! The build is a pipeline: `replay` reads the records and applies them
 //! in time order per round to the `aggregate` state (command names, maps,
 //! per-event rows by sort keys, stacks), symbolizing user addresses as
-//! they come; `rows` then resolves kernel addresses and turns the
+//! they come (in a file's report, a plain sample adds a count to its
+//! raw stack's entry in `interned`'s table, symbolized once per
+//! distinct stack); `rows` then resolves kernel addresses and turns the
 //! accumulators into [`Profile`]'s rows and stacks. The values are in
 //! `types`.
 
