@@ -10,7 +10,9 @@
 //! The build is a pipeline: `replay` reads the records and applies them
 //! in time order per round to the `aggregate` state (command names, maps,
 //! per-event rows by sort keys, stacks), symbolizing user addresses as
-//! they come; `rows` then resolves kernel addresses and turns the
+//! they come (in a file's report, a plain sample adds a count to its
+//! raw stack's entry in `interned`'s table, symbolized once per
+//! distinct stack); `rows` then resolves kernel addresses and turns the
 //! accumulators into [`Profile`]'s rows and stacks. The values are in
 //! `types`.
 
@@ -18,6 +20,7 @@ mod addresses;
 mod aggregate;
 mod described;
 mod groups;
+mod interned;
 pub mod live;
 mod replay;
 mod rows;
@@ -107,8 +110,10 @@ fn build_full<'o>(
     let mut st = State::new(options, sym);
     st.sink = sink;
     st.addresses = addresses.then(AddressAcc::default);
+    st.interned = Some(Default::default());
     let mut replay = Replay::new(reader, here);
     replay.run(reader, &mut st, &options.this_machine, progress)?;
+    st.credit_interned();
     let State {
         mut sym,
         comms,

@@ -5,6 +5,7 @@
 
 use super::addresses::{AddressAcc, Weight};
 use super::groups::GroupAcc;
+use super::interned::{Resolved, StackTable};
 use super::sink::{SampleRef, SampleSink, Side};
 use super::types::{Options, SortKey};
 use pmx_perfdata::format::{callchain, misc};
@@ -132,6 +133,10 @@ pub(super) struct State<'o> {
     /// The sample being credited has a user stack unwound from its copy
     /// (`--call-graph dwarf`): only such frames get inline frames, as perf.
     unwinding: bool,
+    /// Stacks interned once (a file's report): plain samples add a count
+    /// to their raw stack's entry, credited when a side-band record or
+    /// the end comes (see `interned`).
+    pub(super) interned: Option<StackTable<RawKey>>,
 }
 
 impl<'o> State<'o> {
@@ -168,6 +173,7 @@ impl<'o> State<'o> {
             cur_tid: 0,
             stack_marks: Vec::new(),
             unwinding: false,
+            interned: None,
         }
     }
 
@@ -223,6 +229,13 @@ impl<'o> State<'o> {
                 reads,
                 ref user,
             } => {
+                let plain = reads == 0 && branches == 0 && user.is_none();
+                let alone = self.sink.is_none() && self.addresses.is_none();
+                if plain && alone && self.interned.is_some() && self.options.tids.is_none() {
+                    let at = (pid, tid, cpu);
+                    self.sample_interned(event, m, ip, at, period, &arena[chain.clone()]);
+                    return;
+                }
                 let (chain, pairs) =
                     arena[chain.clone()].split_at(chain.len() - 2 * reads as usize);
                 let (chain, branches) = chain.split_at(chain.len() - 3 * branches as usize);
@@ -237,6 +250,11 @@ impl<'o> State<'o> {
                     let at = (pid, tid, cpu, m);
                     self.give_sink(event, time, at, period, pairs, branches);
                 }
+            }
+            _ if self.interned.as_ref().is_some_and(|t| !t.is_empty()) => {
+                // What the interned stacks mean may change: credit them first.
+                self.credit_interned();
+                self.apply(time, item, arena);
             }
             Item::Comm { pid, tid, comm } => {
                 self.thread_comm.insert(tid, comm);
@@ -335,38 +353,17 @@ impl<'o> State<'o> {
         chain: &[u64],
         pairs: &[u64],
     ) {
-        let [k_comm, k_pid, k_dso, k_sym, k_cpu, k_tid] = self.keys;
         if (self.options.tids.as_ref()).is_some_and(|t| !t.contains(&tid)) {
             let acc = self.acc(event);
             acc.samples += 1;
             acc.period = acc.period.saturating_add(period);
             return;
         }
-        let mode = m & misc::CPUMODE_MASK;
-        let kernel = mode == misc::KERNEL || (mode != misc::USER && ip >= 0xffff_8000_0000_0000);
-        let leaf = if kernel {
-            self.sym.kernel_frame(ip)
-        } else {
-            self.sym.user_frame(pid, ip)
-        };
-        let comm = self.comm_of(pid, tid);
-        (self.leaf_kernel, self.cur_tid) = (kernel, tid);
-        let frame = self.sym.frame(leaf);
-        let dso = frame.dso;
+        let r = self.resolve(event, m, ip, (pid, tid, cpu), chain);
+        let (key, comm, kernel, leaf) = (r.key, r.comm, r.kernel, r.leaf);
         self.sample_count += 1;
-        if !kernel && matches!(frame.name, FrameName::Address(_)) {
+        if let Some(dso) = r.unresolved {
             *self.unresolved.entry(dso).or_default() += 1;
-        }
-        let key = RawKey {
-            comm: if k_comm { comm } else { NONE },
-            pid: if k_pid { pid } else { NONE },
-            dso: if k_dso || k_sym { dso } else { NONE },
-            frame: if k_sym || k_dso { leaf } else { NONE },
-            cpu: if k_cpu { cpu } else { NONE },
-            tid: if k_tid { tid } else { NONE },
-        };
-        if self.wants_chains() {
-            self.chain_frames(chain, kernel, pid, (leaf, ip));
         }
         if pairs.is_empty() {
             self.credit(event, key, comm, (pid, ip), period);
@@ -408,24 +405,143 @@ impl<'o> State<'o> {
         }
     }
 
+    /// What a sample's stack means: its row key, command, leaf mode, the
+    /// binary of an unnamed user leaf; its call chain's frames into
+    /// `self.frames` (when stacks, children or a sink want them). Sets
+    /// the sample being credited (`leaf_kernel`, `cur_tid`).
+    fn resolve(
+        &mut self,
+        event: usize,
+        m: u16,
+        ip: u64,
+        (pid, tid, cpu): (u32, u32, u32),
+        chain: &[u64],
+    ) -> Resolved<RawKey> {
+        let [k_comm, k_pid, k_dso, k_sym, k_cpu, k_tid] = self.keys;
+        let mode = m & misc::CPUMODE_MASK;
+        let kernel = mode == misc::KERNEL || (mode != misc::USER && ip >= 0xffff_8000_0000_0000);
+        let leaf = if kernel {
+            self.sym.kernel_frame(ip)
+        } else {
+            self.sym.user_frame(pid, ip)
+        };
+        let comm = self.comm_of(pid, tid);
+        (self.leaf_kernel, self.cur_tid) = (kernel, tid);
+        let frame = self.sym.frame(leaf);
+        let dso = frame.dso;
+        let unnamed = !kernel && matches!(frame.name, FrameName::Address(_));
+        let key = RawKey {
+            comm: if k_comm { comm } else { NONE },
+            pid: if k_pid { pid } else { NONE },
+            dso: if k_dso || k_sym { dso } else { NONE },
+            frame: if k_sym || k_dso { leaf } else { NONE },
+            cpu: if k_cpu { cpu } else { NONE },
+            tid: if k_tid { tid } else { NONE },
+        };
+        if self.wants_chains() {
+            self.chain_frames(chain, kernel, pid, (leaf, ip));
+        }
+        Resolved {
+            event,
+            key,
+            comm,
+            pid,
+            tid,
+            ip,
+            kernel,
+            leaf,
+            unresolved: unnamed.then_some(dso),
+        }
+    }
+
+    /// A plain sample (no group read, branch stack, stack copy; no sink)
+    /// counted in the interned stacks: resolved when its raw stack is new.
+    fn sample_interned(
+        &mut self,
+        event: usize,
+        m: u16,
+        ip: u64,
+        (pid, tid, cpu): (u32, u32, u32),
+        period: u64,
+        chain: &[u64],
+    ) {
+        let Some(mut t) = self.interned.take() else {
+            return;
+        };
+        let cpu = if self.keys[4] { u64::from(cpu) } else { 0 };
+        t.raw.clear();
+        let who = (u64::from(pid) << 32) | u64::from(tid);
+        let mode = u64::from(m & misc::CPUMODE_MASK);
+        t.raw.extend_from_slice(&[event as u64, mode, ip, who, cpu]);
+        let chains = self.wants_chains();
+        if chains {
+            t.raw.extend_from_slice(chain);
+        }
+        if !t.count(period) {
+            let r = self.resolve(event, m, ip, (pid, tid, cpu as u32), chain);
+            t.add(r, if chains { &self.frames } else { &[] }, period);
+            if t.full() {
+                self.credit_table(&mut t);
+            }
+        }
+        self.interned = Some(t);
+    }
+
+    /// Credit every interned stack's samples and empty the table.
+    pub(super) fn credit_interned(&mut self) {
+        if let Some(mut t) = self.interned.take() {
+            self.credit_table(&mut t);
+            self.interned = Some(t);
+        }
+    }
+
+    /// Credit the entries of `t` in the order their stacks first came.
+    fn credit_table(&mut self, t: &mut StackTable<RawKey>) {
+        for e in &t.entries {
+            let r = e.resolved;
+            self.frames.clear();
+            self.frames.extend_from_slice(&t.frames[e.frames.clone()]);
+            (self.leaf_kernel, self.cur_tid) = (r.kernel, r.tid);
+            self.sample_count += e.samples;
+            if let Some(dso) = r.unresolved {
+                *self.unresolved.entry(dso).or_default() += e.samples;
+            }
+            let w = (e.samples, e.period);
+            self.credit_n(r.event, r.key, r.comm, (r.pid, r.ip), w);
+        }
+        t.clear();
+    }
+
     /// Count one sample of `event` at `key` weighing `period` (with its
     /// call chain, in `self.frames`, when stacks or children are kept).
-    fn credit(&mut self, event: usize, key: RawKey, comm: u32, (pid, ip): (u32, u64), period: u64) {
+    fn credit(&mut self, event: usize, key: RawKey, comm: u32, at: (u32, u64), period: u64) {
+        self.credit_n(event, key, comm, at, (1, period));
+    }
+
+    /// [`State::credit`] for `n` samples of one stack weighing `period` in all.
+    fn credit_n(
+        &mut self,
+        event: usize,
+        key: RawKey,
+        comm: u32,
+        (pid, ip): (u32, u64),
+        (n, period): (u64, u64),
+    ) {
         let (tid, k_comm) = (self.cur_tid, self.keys[0]);
         let acc = self.acc(event);
         if k_comm {
             acc.first_tid.entry(key).or_insert(tid);
         }
-        acc.samples += 1;
+        acc.samples += n;
         acc.period = acc.period.saturating_add(period);
         let e = acc.rows.entry(key).or_insert((0, 0, pid, ip));
-        e.0 += 1;
+        e.0 += n;
         e.1 = e.1.saturating_add(period);
         if self.options.children {
-            self.add_children(event, key, pid, ip, period);
+            self.add_children(event, key, (pid, ip), (n, period));
         }
         if self.options.stacks {
-            self.add_stack(event, comm, period);
+            self.add_stack(event, comm, (n, period));
         }
     }
 
@@ -511,7 +627,8 @@ impl<'o> State<'o> {
     /// frame before it as it walks the chain callers first (its default
     /// with children), the first by the sample's own mode; the sample's
     /// own row by its mode; a row keeps the mark of its first sample.
-    fn add_children(&mut self, event: usize, key: RawKey, pid: u32, ip: u64, period: u64) {
+    fn add_children(&mut self, event: usize, key: RawKey, (pid, ip): (u32, u64), w: (u64, u64)) {
+        let (n, period) = w;
         let [_, _, k_dso, k_sym, _, _] = self.keys;
         let acc = &mut self.accs[event];
         let mut mark = self.leaf_kernel;
@@ -539,7 +656,7 @@ impl<'o> State<'o> {
                 ..key
             };
             let e = acc.children.entry(k).or_insert((0, 0, pid, ip));
-            e.0 += 1;
+            e.0 += n;
             e.1 = e.1.saturating_add(period);
             if self.keys[0] {
                 acc.first_tid.entry(k).or_insert(self.cur_tid);
@@ -555,7 +672,7 @@ impl<'o> State<'o> {
         let renamed = self.options.inline && self.unwinding && !self.leaf_kernel;
         if renamed && key.frame != NONE && !self.frames.contains(&key.frame) {
             let e = acc.children.entry(key).or_insert((0, 0, pid, ip));
-            e.0 += 1;
+            e.0 += n;
             e.1 = e.1.saturating_add(period);
         }
     }
@@ -593,17 +710,17 @@ impl<'o> State<'o> {
     }
 
     /// Count the stack `comm; self.frames root → leaf`.
-    fn add_stack(&mut self, event: usize, comm: u32, period: u64) {
+    fn add_stack(&mut self, event: usize, comm: u32, (n, period): (u64, u64)) {
         self.stack_buf.clear();
         self.stack_buf.push(comm);
         self.stack_buf.extend(self.frames.iter().rev());
         let acc = &mut self.accs[event];
         if let Some(v) = acc.stacks.get_mut(&self.stack_buf[..]) {
-            v.0 += 1;
+            v.0 += n;
             v.1 = v.1.saturating_add(period);
         } else {
             acc.stacks
-                .insert(self.stack_buf.clone().into_boxed_slice(), (1, period));
+                .insert(self.stack_buf.clone().into_boxed_slice(), (n, period));
         }
     }
 }

@@ -7,6 +7,7 @@
 mod annotate;
 mod bounded;
 mod export_sink;
+mod interned;
 mod jit_vdso;
 mod live;
 mod perf_chains;
