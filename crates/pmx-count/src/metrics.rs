@@ -247,7 +247,7 @@ impl MetricSet {
             None => e
                 .spec("cpu")
                 .and_then(|s| parse_spec(&s).ok())
-                .is_some_and(|spec| db.resolve(&spec).is_ok()),
+                .is_some_and(|spec| db.try_resolve(&spec).is_some()),
         };
         let mut chosen: Vec<MetricId> = wanted
             .iter()

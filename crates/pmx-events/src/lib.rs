@@ -886,6 +886,20 @@ impl Database {
 
     /// Resolve a parsed spec to an encoding.
     pub fn resolve(&self, spec: &EventSpec) -> Result<Resolved, SpecError> {
+        self.resolve_as(spec, true)
+    }
+
+    /// [`Database::resolve`] for a caller that only asks what a spec
+    /// resolves to, if anything: an unknown name costs no close matches
+    /// (which compare it with every name the sources know; `pmx analyze`
+    /// tries each event of a file this way).
+    pub fn try_resolve(&self, spec: &EventSpec) -> Option<Resolved> {
+        self.resolve_as(spec, false).ok()
+    }
+
+    /// [`Database::resolve`], an unknown name's error with close matches
+    /// when `suggest`.
+    fn resolve_as(&self, spec: &EventSpec, suggest: bool) -> Result<Resolved, SpecError> {
         let arch = self.target.arch();
         spec.settings()?;
         match &spec.body {
@@ -958,7 +972,11 @@ impl Database {
                     _ => self.find(&name),
                 };
                 let Some(def) = def else {
-                    let sugg = self.suggest(&name);
+                    let sugg = if suggest {
+                        self.suggest(&name)
+                    } else {
+                        Vec::new()
+                    };
                     let mut msg = format!("unknown event '{name}' for {}", self.target.cpu);
                     if !self.unavailable.is_empty() {
                         let why: Vec<String> = self

@@ -156,7 +156,7 @@ pub fn choose(report: &StatReport, host: Option<&Database>, dirs: &[&Path]) -> C
         let known = host.is_some_and(|db| {
             pmx_model::spec::parse_spec(&base)
                 .ok()
-                .is_some_and(|s| db.resolve(&s).is_ok())
+                .is_some_and(|s| db.try_resolve(&s).is_some())
         });
         if !known {
             unknown.push(base);

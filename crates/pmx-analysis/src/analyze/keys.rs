@@ -24,7 +24,7 @@ fn encoding_key(db: &pmx_events::Database, name: &str) -> Option<String> {
     }
     let text = er.spec("cpu").unwrap_or_else(|| name.to_string());
     let spec = pmx_model::spec::parse_spec(&text).ok()?;
-    let r = db.resolve(&spec).ok()?;
+    let r = db.try_resolve(&spec)?;
     let a = &r.attr;
     let pmu = if a.pmu.is_empty() {
         "cpu"
