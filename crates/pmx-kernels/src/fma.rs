@@ -153,10 +153,14 @@ mod x86 {
             #[target_feature(enable = $feat)]
             #[inline(never)]
             pub unsafe fn $name(iterations: u64) {
-                let ($m, $a) = ($init(0.999_999), $init(1e-6));
+                // Opaque inputs, so nothing folds at compile time.
+                let ($m, $a) = (
+                    $init(std::hint::black_box(0.999_999)),
+                    $init(std::hint::black_box(1e-6)),
+                );
                 let mut accs: [$ty; super::ACCUMULATORS as usize] =
-                    [$init(1.0); super::ACCUMULATORS as usize];
-                for _ in 0..iterations {
+                    std::hint::black_box([$init(1.0); super::ACCUMULATORS as usize]);
+                for _ in 0..std::hint::black_box(iterations) {
                     for $acc in accs.iter_mut() {
                         *$acc = $step;
                     }

@@ -19,6 +19,7 @@ mod analyze;
 mod annotate;
 mod branches;
 mod builtin_tables;
+mod check;
 #[path = "../common/mod.rs"]
 mod common;
 mod compare;
@@ -50,6 +51,7 @@ mod report_diff;
 mod report_export;
 mod report_groups;
 mod report_threads;
+mod roofline;
 mod script;
 mod script_trace;
 mod serve;
