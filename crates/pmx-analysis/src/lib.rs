@@ -8,14 +8,18 @@
 //! counts through `pmx-count`); [`merge`] combines per-rank result files;
 //! [`stat_file`] reads and writes `perf stat record`'s files; [`tma`]
 //! counts the top-down tree's inputs for a command and evaluates the
-//! tree.
+//! tree; [`check`] counts `pmx-kernels`' work with known answers and
+//! compares; [`roofline`] measures the machine's ceilings with them and
+//! counts a command's FLOPs and bytes.
 //!
 //! What this crate never does: parse command lines, render (the
 //! renderers are `pmx-output`'s), or open a counter but through
 //! `pmx-count`'s engine.
 
 pub mod analyze;
+pub mod check;
 pub mod compare;
 pub mod merge;
+pub mod roofline;
 pub mod stat_file;
 pub mod tma;

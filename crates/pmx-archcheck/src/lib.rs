@@ -87,7 +87,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            cli_total: 4000,
+            cli_total: 4100,
             cli_file: 300,
             fn_lines: 120,
             fn_crates: [

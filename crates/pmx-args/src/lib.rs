@@ -10,11 +10,14 @@
 //! command) and one `pmx stat` run's options from its flags;
 //! [`stat_file_args`] the words of `pmx stat record`/`report`;
 //! [`record_flags`] the sampling flags `record` and `top` share (and
-//! `record`'s memory flags); [`mem_words`] `perf mem`'s commands (and the machine's precise memory events, [`mem_words::events`]).
+//! `record`'s memory flags); [`mem_words`] `perf mem`'s commands (and the
+//! machine's precise memory events, [`mem_words::events`]);
+//! [`check_flags`] the words of `check` and `roofline`.
 //!
 //! What this crate never does: count, sample or render; it makes
 //! options and checks them, with one message per rule.
 
+pub mod check_flags;
 pub mod mem_words;
 pub mod perf_personality;
 pub mod record_flags;

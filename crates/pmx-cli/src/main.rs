@@ -21,6 +21,7 @@
 mod analyze;
 mod annotate;
 mod c2c;
+mod check;
 mod compare;
 mod db;
 mod decode;
@@ -40,6 +41,7 @@ mod record;
 mod regions;
 mod report;
 mod report_perf;
+mod roofline;
 mod sampling;
 mod script;
 mod serve;
@@ -70,6 +72,10 @@ enum Command {
     Stat(Box<stat::StatArgs>),
     /// Top-down analysis of a command: count the tree's inputs, print the tree.
     Tma(tma::TmaArgs),
+    /// Check the counters against kernels with known answers.
+    Check(check::CheckArgs),
+    /// Measure the machine's ceilings and place a command under them.
+    Roofline(roofline::RooflineArgs),
     /// Metrics and the top-down tree from counts saved earlier (pmx or perf CSV/JSON).
     Analyze(analyze::AnalyzeArgs),
     /// Is B faster than A? Counts and metrics of runs compared, with statistics.
@@ -177,6 +183,8 @@ fn main() {
         Command::Stat(args) if args.compare => compare::ab(args),
         Command::Stat(args) => stat::run(args),
         Command::Tma(args) => tma::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Roofline(args) => roofline::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Plot(args) => plot::run(args),

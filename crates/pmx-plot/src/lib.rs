@@ -18,6 +18,9 @@
 //!    everything else as `<path>`); [`raster`] draws it into pixels and
 //!    encodes a PNG.
 //!
+//! [`roofline`] is the other chart: `pmx roofline`'s ceilings and point
+//! on log-log axes, as SVG.
+//!
 //! [`output`] chooses where `pmx plot` writes (the format from the file
 //! name) and words the summary it prints.
 //!
@@ -29,6 +32,7 @@ pub mod chart;
 mod font;
 pub mod output;
 pub mod raster;
+pub mod roofline;
 mod scene;
 pub mod svg;
 

@@ -10,7 +10,9 @@
 //!   [`metrics`], [`schedule`], [`launch`], [`msr`], [`eventlist`]);
 //! - sampling: `pmx-record` ([`record`]);
 //! - analyses of counts: `pmx-analysis` ([`analyze`], [`compare`],
-//!   [`merge`], [`stat_file`], [`tma`]).
+//!   [`merge`], [`stat_file`], [`tma`], [`check`], [`roofline`]);
+//! - work with known answers: `pmx-kernels` ([`kernels`], what `check`
+//!   and `roofline` run).
 //!
 //! ## Instrumenting a program
 //!
@@ -66,10 +68,11 @@ pub mod region;
 pub mod registers;
 pub mod results;
 
-pub use pmx_analysis::{analyze, compare, merge, stat_file, tma};
+pub use pmx_analysis::{analyze, check, compare, merge, roofline, stat_file, tma};
 pub use pmx_count::{
     console, database, eventlist, launch, metrics, msr, schedule, signals, stat, stat_msr,
 };
+pub use pmx_kernels as kernels;
 pub use pmx_record as record;
 
 pub use counters::{Backend, CountTarget, Counters, MsrOptions, Reading};

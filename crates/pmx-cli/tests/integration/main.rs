@@ -20,6 +20,7 @@ mod annotate;
 mod branches;
 mod builtin_tables;
 mod c2c;
+mod check;
 #[path = "../common/mod.rs"]
 mod common;
 mod compare;
@@ -54,6 +55,7 @@ mod report_diff;
 mod report_export;
 mod report_groups;
 mod report_threads;
+mod roofline;
 mod script;
 mod script_trace;
 mod serve;

@@ -1,0 +1,176 @@
+//! `pmx roofline -- CMD`: the ceilings are measured (here too, where no
+//! FP or memory-controller counter exists), the chart is valid SVG with
+//! each ceiling's line and label, the JSON has the documented shape, and
+//! the DRAM ceiling agrees with a STREAM triad compiled here with
+//! `cc -O2` — both best-of-N, measured back to back, retried, with a
+//! bound generous enough for a loaded machine.
+
+use crate::common::pmx;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// Tags open and close in order (`<x …/>` closes itself); nothing but
+/// whitespace outside the root element.
+fn well_formed(svg: &str) -> bool {
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = svg.trim();
+    if !rest.starts_with("<svg") {
+        return false;
+    }
+    while let Some(i) = rest.find('<') {
+        let Some(j) = rest[i..].find('>') else {
+            return false;
+        };
+        let tag = &rest[i + 1..i + j];
+        if let Some(name) = tag.strip_prefix('/') {
+            if stack.pop().as_deref() != Some(name.trim()) {
+                return false;
+            }
+        } else if !tag.ends_with('/') {
+            stack.push(tag.split_whitespace().next().unwrap_or("").to_string());
+        }
+        rest = &rest[i + j + 1..];
+    }
+    stack.is_empty()
+}
+
+fn roofline(dir: &Path) -> (Value, String) {
+    let svg = dir.join("r.svg");
+    let out = pmx(&[
+        "roofline",
+        "--json",
+        "--threads",
+        "1",
+        "-o",
+        svg.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    (v, std::fs::read_to_string(svg).expect("chart written"))
+}
+
+#[test]
+fn roofline_measures_ceilings_writes_the_chart_and_explains_the_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let (v, svg) = roofline(dir.path());
+    assert_eq!(v["threads"], 1);
+    let ceilings = v["ceilings"].as_array().unwrap();
+    let named = |n: &str| {
+        ceilings
+            .iter()
+            .find(|c| c["name"] == n)
+            .unwrap_or_else(|| panic!("{n}: {v}"))
+    };
+    assert_eq!(named("DRAM")["kind"], "memory");
+    assert_eq!(named("scalar")["kind"], "compute");
+    for c in ceilings {
+        assert!(
+            c["one_core"].as_f64().unwrap() > 0.0 && c["all_cores"].as_f64().unwrap() > 0.0,
+            "{c}"
+        );
+        assert!(c["how"].is_string());
+    }
+    let p = &v["point"];
+    assert!(p["seconds"].as_f64().unwrap() >= 0.0);
+    if !Path::new("/sys/bus/event_source/devices/uncore_imc_0").exists() {
+        assert_eq!(p["available"], false, "{p}");
+        assert!(
+            p["reason"].as_str().unwrap().contains("memory-controller"),
+            "{p}"
+        );
+        assert!(p["intensity"].is_null());
+    }
+    assert!(well_formed(&svg), "{svg}");
+    assert!(
+        svg.matches("class=\"memory-roof\"").count()
+            == ceilings.iter().filter(|c| c["kind"] == "memory").count()
+    );
+    assert!(
+        svg.matches("class=\"compute-roof\"").count()
+            == ceilings.iter().filter(|c| c["kind"] == "compute").count()
+    );
+    assert!(
+        svg.contains(">DRAM ") && svg.contains(">scalar "),
+        "labels: {svg}"
+    );
+    if p["available"] == false {
+        assert!(svg.contains("point unavailable"), "{svg}");
+    }
+    let bad = pmx(&["roofline", "-o", "chart.png", "--", "true"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("name a .svg file"));
+}
+
+const STREAM_TRIAD: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+int main(int argc, char **argv) {
+    long n = atol(argv[1]);
+    double *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c);
+    if (!a || !b || !c) return 1;
+    for (long i = 0; i < n; i++) { a[i] = 0; b[i] = 1; c[i] = 2; }
+    double best = 1e30, s = 3.0;
+    for (int k = 0; k < 5; k++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (long i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double t = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (t < best) best = t;
+    }
+    printf("%f %f\n", 24.0 * n / best, a[n / 2]);
+    return 0;
+}
+"#;
+
+#[test]
+fn the_dram_ceiling_agrees_with_a_stream_triad_built_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("triad.c");
+    let bin = dir.path().join("triad");
+    std::fs::write(&src, STREAM_TRIAD).unwrap();
+    let built = Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        pmx_testkit::skip(format_args!("no C compiler (cc) to build the STREAM triad"));
+        return;
+    }
+    let llc = pmx::kernels::cache::CacheInfo::read(Path::new("/"))
+        .llc
+        .unwrap_or(32 << 20);
+    let n = pmx::kernels::triad::elements_beyond(llc, 4);
+    let stream = || -> f64 {
+        let out = Command::new(&bin).arg(n.to_string()).output().unwrap();
+        let s = String::from_utf8_lossy(&out.stdout);
+        s.split_whitespace()
+            .next()
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let c = stream();
+        let (v, _) = roofline(dir.path());
+        let ours = v["ceilings"][0]["one_core"].as_f64().unwrap();
+        let c = c.max(stream());
+        let ratio = ours / c;
+        seen.push(format!("pmx {ours:.3e} B/s, STREAM {c:.3e} B/s"));
+        if (0.5..=2.0).contains(&ratio) {
+            return;
+        }
+    }
+    panic!("the DRAM ceiling and STREAM's triad disagree by more than 2x: {seen:?}");
+}
