@@ -220,7 +220,7 @@ fn software(machine: &Machine, tsc_hz: Option<f64>) -> Vec<Probe> {
             (100, 600),
             "500 more pipe round trips on one CPU".into(),
         )
-        .exact(1000.0, "switches"),
+        .absolute(1000.0, 2.0, 2.0, "switches"),
         Probe::new(
             "task-clock",
             "task-clock",
