@@ -40,7 +40,7 @@ pub struct SampleRef<'a> {
     /// The header's misc (the CPU mode in its low bits).
     pub misc: u16,
     /// The branch stack (`PERF_SAMPLE_BRANCH_STACK`): (from, to, flag
-    /// word) triples, most recent first ([`crate::branch`] reads them);
+    /// word) triples, most recent first (pmx-precise's `branch` reads them);
     /// empty for a sample without one.
     pub branches: &'a [u64],
 }
