@@ -13,7 +13,13 @@ use pmx_testkit::{cc, perf, skip, text};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+// The program stays on one CPU: the members of a sample-read group are
+// read per CPU, so faults made on a CPU the thread then leaves are read
+// by no later sample (perf's semantics too); under load the scheduler
+// moved it and a function's faults went uncredited.
 const PROGRAM: &str = r#"
+#define _GNU_SOURCE
+#include <sched.h>
 #include <sys/mman.h>
 #define SPIN 40000000L
 #define TOUCH_AND_SPIN(n) do { \
@@ -25,6 +31,10 @@ const PROGRAM: &str = r#"
 __attribute__((noinline)) void faults_300(void) { TOUCH_AND_SPIN(300); }
 __attribute__((noinline)) void faults_1200(void) { TOUCH_AND_SPIN(1200); }
 int main(void) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    sched_setaffinity(0, sizeof one, &one);
     for (volatile long k = 0; k < SPIN; k++);
     faults_300();
     faults_1200();
