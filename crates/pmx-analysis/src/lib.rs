@@ -12,9 +12,12 @@
 //! compares; [`roofline`] measures the machine's ceilings with them and
 //! counts a command's FLOPs and bytes.
 //!
-//! What this crate never does: parse command lines, render (the
-//! renderers are `pmx-output`'s), or open a counter but through
-//! `pmx-count`'s engine.
+//! What this crate never does: parse command lines, or open a counter
+//! but through `pmx-count`'s engine. The renderers of the analyses that
+//! share `pmx stat`'s tables (analyze, compare, merge, tma) are
+//! `pmx-output`'s; a command added since renders beside its engine
+//! ([`check::render`], [`roofline::render`]), so adding one touches no
+//! renderer crate.
 
 pub mod analyze;
 pub mod check;

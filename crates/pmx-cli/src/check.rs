@@ -1,6 +1,6 @@
 //! `pmx check [--json] [--backend perf|msr] [-e ROWS] [-M METRICS]`:
 //! kernels with known answers counted, each row checked
-//! ([`pmx::check::run`], rendered by [`pmx_output::check`]). The hidden
+//! ([`pmx::check::run`], rendered by [`pmx::check::render`]). The hidden
 //! `--run-kernel NAME ARGS…` is the kernel's process check starts.
 
 use crate::db::DbArgs;
@@ -60,8 +60,8 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<i32> {
         e => anyhow::Error::from(e),
     })?;
     match args.json {
-        true => println!("{}", pmx_output::check::json(&report)),
-        false => print!("{}", pmx_output::check::text(&report)),
+        true => println!("{}", pmx::check::render::json(&report)),
+        false => print!("{}", pmx::check::render::text(&report)),
     }
     Ok(report.exit_code())
 }

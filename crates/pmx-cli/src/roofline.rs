@@ -1,6 +1,6 @@
 //! `pmx roofline [-o CHART.svg] [--json] [--threads N] -- CMD`: the
 //! machine's ceilings measured by pmx's kernels and the command's point
-//! ([`pmx::roofline::run`], rendered by [`pmx_output::roofline`]).
+//! ([`pmx::roofline::run`], rendered by [`pmx::roofline::render`]).
 
 use crate::db::DbArgs;
 use crate::exit::UsageError;
@@ -43,13 +43,13 @@ pub fn run(args: &RooflineArgs) -> anyhow::Result<i32> {
         e => anyhow::Error::from(e),
     })?;
     match args.json {
-        true => println!("{}", pmx_output::roofline::json(&report)),
-        false => eprint!("{}", pmx_output::roofline::text(&report)),
+        true => println!("{}", pmx::roofline::render::json(&report)),
+        false => eprint!("{}", pmx::roofline::render::text(&report)),
     }
     if let Some(path) = &args.output {
         eprintln!(
             "{}",
-            pmx_output::roofline::write_svg(&report, path).map_err(anyhow::Error::msg)?
+            pmx::roofline::render::write_svg(&report, path).map_err(anyhow::Error::msg)?
         );
     }
     Ok(report.exit_code)

@@ -12,8 +12,8 @@
 //! (`pmx events fetch`'s progress and summary), [`analyze`] (`pmx
 //! analyze`'s metrics), [`compare`] (`pmx compare`'s benchstat-like
 //! table, CSV, JSON, trees side by side) and [`merge`] (`pmx merge`'s
-//! table, CSV, JSON); [`check`] (`pmx check`'s rows) and [`roofline`]
-//! (`pmx roofline`'s ceilings and point).
+//! table, CSV, JSON). Commands added since render beside their engines
+//! (`pmx check`'s and `pmx roofline`'s in `pmx-analysis`).
 //! [`stat_render`] puts `pmx stat`'s output together from [`stat`]'s
 //! writers for both backends: the interval rows as they are measured,
 //! the `-M` metric lines, the totals, the `--plot` chart; [`sink`] is
@@ -21,7 +21,6 @@
 
 pub mod analyze;
 pub mod catalog;
-pub mod check;
 pub mod compare;
 pub mod fetch;
 pub mod info;
@@ -29,7 +28,6 @@ pub mod merge;
 pub mod msr;
 pub mod progress;
 pub mod registers;
-pub mod roofline;
 pub mod sink;
 pub mod stat;
 pub mod stat_render;

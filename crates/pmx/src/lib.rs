@@ -68,7 +68,8 @@ pub mod region;
 pub mod registers;
 pub mod results;
 
-pub use pmx_analysis::{analyze, check, compare, merge, roofline, stat_file, tma};
+// Every analysis module, one added later included, without naming it here.
+pub use pmx_analysis::*;
 pub use pmx_count::{
     console, database, eventlist, launch, metrics, msr, schedule, signals, stat, stat_msr,
 };

@@ -17,10 +17,11 @@
 //! The report ([`CheckReport`]) serializes as `pmx check --json`'s
 //! schema: `{ "backend", "rows": [ { "id", "event", "pmu", "kernel",
 //! "unit", "expected", "measured", "low", "high", "tolerance", "status"
-//! ("pass" | "fail" | "skipped"), "reason", "tries" } ], "notes" }`.
+//! ("pass" | "fail" | "skipped"), "reason", "tries" } ], "notes" }`; [`render`] prints it.
 
 pub(crate) mod count;
 pub mod probes;
+pub mod render;
 pub mod why;
 
 use count::Where;

@@ -5,7 +5,7 @@
 //! bytes/s and FLOP/s) and the chart ([`svg`], through `pmx-plot`;
 //! [`write_svg`] writes it).
 
-use pmx::roofline::RooflineReport;
+use super::RooflineReport;
 use pmx_plot::roofline::{Roof, Roofline};
 use std::fmt::Write as _;
 
@@ -31,7 +31,7 @@ pub fn text(r: &RooflineReport) -> String {
     let _ = writeln!(
         s,
         "Ceilings (best of {} runs; all cores = {} threads):",
-        pmx::roofline::TRIES,
+        super::TRIES,
         r.threads
     );
     let _ = writeln!(s, "  {:8} {:>16} {:>16}  how", "", "one core", "all cores");

@@ -9,7 +9,10 @@
 //! ceilings are still measured.
 //!
 //! Each ceiling is measured on one core and on `threads` cores at once
-//! (every thread its own arrays), the best of [`TRIES`].
+//! (every thread its own arrays), the best of [`TRIES`]. [`render`]
+//! prints the report (text, JSON, the chart through `pmx-plot`).
+
+pub mod render;
 
 use crate::check::{count, why::Machine};
 use pmx_count::database::{self, DatabaseOptions};

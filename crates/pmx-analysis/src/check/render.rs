@@ -1,9 +1,10 @@
 //! `pmx check`'s report: a table of rows (expected, measured, tolerance,
 //! result) with each skipped row's reason under it ([`text`]), or the
-//! report as JSON ([`json`], the schema in `pmx::check`'s docs and
-//! docs/check.md).
+//! report as JSON ([`json`], the schema in [`super`]'s docs and
+//! docs/check.md). It lives beside the engine, as every new command's
+//! renderer does (ARCHITECTURE.md, "Where to add …").
 
-use pmx::check::{CheckReport, Status};
+use super::{CheckReport, Status};
 use std::fmt::Write as _;
 
 /// A value as the table prints it: whole numbers whole, others with
