@@ -8,49 +8,47 @@ use crate::report::ReportArgs;
 use pmx_precise::mem::{self, MemError, MemOptions};
 use std::ffi::OsString;
 
-/// Arguments of `pmx mem`.
+/// Arguments of `pmx mem` (perf mem's, `pmx_args::mem_words::parse`).
 #[derive(Debug, clap::Args)]
 pub struct MemArgs {
-    /// The accesses: load, store or load,store (perf mem's -t).
-    #[arg(short = 't', long = "type", default_value = "load,store")]
-    pub op: String,
-    #[command(subcommand)]
-    pub command: MemCommand,
-}
-
-/// `pmx mem`'s commands.
-#[derive(Debug, clap::Subcommand)]
-pub enum MemCommand {
-    /// Sample memory accesses with this machine's memory events (Intel mem-loads/-stores, AMD ibs_op).
-    Record {
-        /// The load-latency threshold in cycles (Intel's ldlat).
-        #[arg(long, value_name = "CYCLES", default_value_t = pmx_args::mem_words::events::DEFAULT_LDLAT)]
-        ldlat: u32,
-        /// pmx record's options and the command.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<OsString>,
-    },
-    /// The memory accesses of a perf.data file (report --mem-mode -n).
-    Report {
-        /// pmx report's options.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<OsString>,
-    },
+    /// record [--ldlat N] [-K|--all-user] ARGS | report ARGS; anywhere: -t load|store|load,store, -D (dump), -x SEP, -C CPUS, -U (hide unresolved), -p (physical), --data-page-size, -i FILE.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    pub words: Vec<OsString>,
 }
 
 /// Run `pmx mem`: its command's words as `pmx record`'s or `pmx report`'s.
 pub fn run(a: &MemArgs) -> anyhow::Result<i32> {
-    use pmx_args::mem_words::{record_words, report_words};
-    match &a.command {
-        MemCommand::Record { ldlat, args } => {
-            let w = record_words(&a.op, *ldlat, args)
+    use pmx_args::mem_words::{parse as line, MemCommand};
+    let l = line(&a.words).map_err(|e| UsageError(format!("mem: {e}")))?;
+    match l.command {
+        MemCommand::Record => {
+            let w = l
+                .record_words()
                 .map_err(|e| UsageError(format!("mem record: {e}")))?;
             crate::record::run(&parse(clap::Command::new("record"), w)?)
         }
-        MemCommand::Report { args } => {
-            let w = report_words(&a.op, args).map_err(UsageError)?;
-            report(&parse(clap::Command::new("report"), w)?)
+        MemCommand::Report if l.dump_raw => {
+            let input = l.input.map_or_else(|| "perf.data".into(), Into::into);
+            let o = mem::RawOptions {
+                input,
+                separator: l.separator,
+                phys: l.phys,
+                data_page_size: l.data_page_size,
+                hide_unresolved: l.hide_unresolved,
+                cpus: l.cpus,
+                symbols: crate::symbols::options(Default::default()),
+            };
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            match mem::dump(&o, &mut out) {
+                Err(e @ MemError::Refused(_)) => Err(UsageError(e.to_string()))?,
+                r => r?,
+            }
+            Ok(std::io::Write::flush(&mut out).map(|_| crate::exit::OK)?)
         }
+        MemCommand::Report => report(&parse(
+            clap::Command::new("report"),
+            l.report_words().map_err(UsageError)?,
+        )?),
     }
 }
 
@@ -75,7 +73,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
     let l = l.map_err(UsageError)?;
     let mut opts = MemOptions::new(a.input.clone(), l.keys, l.sort_order);
     (opts.event, opts.symfs) = (a.event.clone(), a.symfs.clone());
-    opts.symbols = crate::symbols::options(a.demangle);
+    (opts.symbols, opts.data_objects) = (crate::symbols::options(a.demangle), !p.layout());
     let r = match mem::mem_report(&opts) {
         Err(e @ MemError::NoMemData) => Err(UsageError(e.to_string()))?,
         r => r?,

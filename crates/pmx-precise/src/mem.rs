@@ -4,17 +4,19 @@
 //! the maps of the sample's mode and moment), grouped by the memory keys
 //! ([`keys`]) with each row's cost its samples' weight ([`report`]), in
 //! perf's `--stdio` layout ([`table`]), its keys and columns from perf's
-//! flags ([`mod@layout`]). A `data_src` in perf's words is
+//! flags ([`mod@layout`]); `perf mem report -D`'s dump ([`raw`]). A `data_src` in perf's words is
 //! [`pmx_profile::data_src`], which `pmx script`'s memory fields use too.
 
 pub mod keys;
 pub mod layout;
+pub mod raw;
 mod replay;
 pub mod report;
 pub mod table;
 
 pub use keys::{is_memory_key, MemKey, DEFAULT_SORT};
 pub use layout::{layout, wanted, Layout};
+pub use raw::{dump, RawOptions};
 pub use report::{mem_report, MemError, MemEvent, MemOptions, MemReport, MemRow};
 pub use table::MemColumns;
 

@@ -1,8 +1,10 @@
 //! One ELF binary's symbols: the function symbols of `.symtab` (else
 //! `.dynsym`), the load segments that turn a file offset into a virtual
-//! address, its GNU build-id, and DWARF line info on demand.
+//! address, its GNU build-id, and DWARF line info on demand; its data
+//! objects ([`data`]) in a table of their own, read only when asked for.
 
 pub mod cache;
+pub mod data;
 mod held;
 mod plt;
 mod table;
@@ -47,6 +49,8 @@ pub struct ElfFile {
     table_dir: Option<PathBuf>,
     /// Every symbol with its raw name, made on first use of [`ElfFile::symbols`].
     symbols: OnceLock<Vec<Symbol>>,
+    /// The data objects, read on first use of [`ElfFile::data_symbols`].
+    data: OnceLock<data::DataSymbols>,
     /// Load segments: (file offset, file size, vaddr).
     segments: Vec<(u64, u64, u64)>,
     build_id: Option<Vec<u8>>,
@@ -201,6 +205,7 @@ impl ElfFile {
             tables: Default::default(),
             table_dir: None,
             symbols: OnceLock::new(),
+            data: OnceLock::new(),
             segments,
             build_id,
             lines: Mutex::new(None),
@@ -292,6 +297,28 @@ impl ElfFile {
             Some(dsyms) if dsyms.len() > symbols.len() => dsyms,
             _ => symbols,
         }
+    }
+
+    /// The data objects (`STT_OBJECT`, with sizes) of the binary, or of
+    /// its debug file when that has more; read on first use, never by
+    /// the function lookups.
+    pub fn data_symbols(&self) -> &data::DataSymbols {
+        self.data.get_or_init(|| {
+            let parse = |m: &memmap2::Mmap| {
+                object::File::parse(&m[..])
+                    .map(|o| data::DataSymbols::read(&o))
+                    .unwrap_or_default()
+            };
+            let mut t = parse(&self.map);
+            if let Some(d) = self.debug.as_deref().map(parse) {
+                if d.len() > t.len() {
+                    t = d;
+                }
+            }
+            self.held.fetch_add(t.heap_bytes(), Ordering::Relaxed);
+            self.release_pages();
+            t
+        })
     }
 
     /// The GNU build-id, when the file has one.

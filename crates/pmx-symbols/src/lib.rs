@@ -8,7 +8,9 @@
 //!
 //! - [`elf`]: one binary ([`elf::ElfFile`], `Send + Sync`): its function
 //!   symbols (`.symtab`, else `.dynsym`, the PLT's `NAME@plt` entries),
-//!   the load segments that turn a file offset into a virtual address,
+//!   its data objects with their sizes in a table of their own
+//!   ([`elf::data`], read only when a data address is asked for), the
+//!   load segments that turn a file offset into a virtual address,
 //!   its build id, DWARF lines and inline frames read on demand, the
 //!   separate debug file; [`elf::cache::BinaryCache`] shares parsed
 //!   binaries between symbolizers within a byte budget.
@@ -19,7 +21,9 @@
 //!   disk, keyed by kernel build id, boot and modules.
 //! - [`symbolize`]: a recording's processes and maps (from its MMAP
 //!   records) over those binaries: a sample's address → a frame (binary,
-//!   symbol or address), JIT maps, the vDSO; [`map_files`]: the mapped
+//!   symbol or address), a data address → its object
+//!   ([`symbolize::DataObject`]: a binary's symbol, the heap, a stack,
+//!   anonymous memory), JIT maps, the vDSO; [`map_files`]: the mapped
 //!   file of a live process (`/proc/PID/map_files`).
 //! - [`unwind`]: `--call-graph dwarf` stacks unwound with framehop over
 //!   each binary's CFI.

@@ -1,6 +1,8 @@
 //! Addresses → frames: process maps from MMAP/MMAP2 records, ELF symbols
 //! of the mapped files, kernel symbols from kallsyms, with a cache per
-//! (binary, file offset) and per kernel address.
+//! (binary, file offset) and per kernel address; a data address by
+//! the object holding it ([`Symbolizer::data_object`], over each binary's
+//! data table, [`crate::elf::data`]).
 //!
 //! Two kinds of user code have no file to read:
 //!
@@ -27,7 +29,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod data;
 mod load;
+
+pub use data::DataObject;
 
 /// Entries each per-address cache (user, kernel, inlined frames) holds
 /// at most; a full cache is emptied (the frames stay interned, so a

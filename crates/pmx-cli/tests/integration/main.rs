@@ -30,6 +30,8 @@ mod fetch;
 mod info;
 mod kernel_cache;
 mod likwid_groups;
+mod mem_flags;
+mod mem_objects;
 mod memory;
 mod merge;
 mod metric_dirs;

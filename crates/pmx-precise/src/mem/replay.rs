@@ -7,7 +7,7 @@
 use pmx_perfdata::format::{misc, sample_type};
 use pmx_perfdata::read::Record;
 use pmx_perfdata::Reader;
-use pmx_symbols::symbolize::{FrameId, Symbolizer};
+use pmx_symbols::symbolize::{DataObject, FrameId, Symbolizer};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 
@@ -36,6 +36,17 @@ pub(crate) struct MemSample {
     /// The data address is in a user mapping perf takes for anonymous
     /// (its lines are per process).
     pub(crate) anon: bool,
+    /// The data object: an id of [`Resolver::data_names`] (`u32::MAX`:
+    /// not asked for).
+    pub(crate) dobj: u32,
+}
+
+/// What a data object is keyed by: a kernel sample's kernel map, a user
+/// sample's object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum DataKey {
+    Kernel(Option<u32>),
+    User(DataObject),
 }
 
 /// A record waiting for its round.
@@ -64,6 +75,10 @@ pub(crate) struct Resolver {
     /// Data objects' names (perf's Data Object column).
     pub(crate) objects: Vec<String>,
     object_ids: HashMap<String, u32>,
+    /// Data objects' names (pmx's `symbol_daddr`), when asked for
+    /// ([`Resolver::name_data_objects`]).
+    pub(crate) data_names: Vec<String>,
+    data_ids: Option<HashMap<DataKey, u32>>,
     here: bool,
     kernel_loaded: bool,
     cache_dir: Option<PathBuf>,
@@ -79,9 +94,60 @@ impl Resolver {
             kernel_maps: Vec::new(),
             objects: Vec::new(),
             object_ids: HashMap::default(),
+            data_names: Vec::new(),
+            data_ids: None,
             here,
             kernel_loaded: false,
             cache_dir,
+        }
+    }
+
+    /// Name each sample's data address by its object (pmx's own
+    /// `symbol_daddr`).
+    pub(crate) fn name_data_objects(&mut self) {
+        self.data_ids = Some(HashMap::default());
+    }
+
+    /// The id of a sample's data object, named on first sight.
+    fn data_object(&mut self, s: &MemSample) -> u32 {
+        let Some(ids) = &self.data_ids else {
+            return u32::MAX;
+        };
+        let key = if s.kernel {
+            DataKey::Kernel(s.object)
+        } else {
+            DataKey::User(self.sym.data_object(s.pid, s.addr))
+        };
+        if let Some(&id) = ids.get(&key) {
+            return id;
+        }
+        let name = match key {
+            DataKey::Kernel(Some(o)) => self.objects[o as usize].clone(),
+            DataKey::User(d) => self.data_name(d),
+            DataKey::Kernel(None) => "[unknown]".into(),
+        };
+        let id = self.data_names.len() as u32;
+        self.data_names.push(name);
+        self.data_ids
+            .get_or_insert_with(Default::default)
+            .insert(key, id);
+        id
+    }
+
+    /// A user data object's name: its symbol, `[heap]`, `[stack]`,
+    /// `[anon]`, `[BINARY data]` (a binary's memory no object covers),
+    /// `[unknown]` (no mapping).
+    fn data_name(&self, d: DataObject) -> String {
+        match d {
+            DataObject::Symbol { dso, index } => match self.sym.data_symbol(dso, index) {
+                Some((name, _, _)) => name,
+                None => format!("[{} data]", self.sym.dso(dso).short),
+            },
+            DataObject::Binary(dso) => format!("[{} data]", self.sym.dso(dso).short),
+            DataObject::Heap => "[heap]".into(),
+            DataObject::Stack => "[stack]".into(),
+            DataObject::Anon => "[anon]".into(),
+            DataObject::Unmapped => "[unknown]".into(),
         }
     }
 
@@ -166,6 +232,7 @@ impl Resolver {
                         self.object(&name)
                     });
                 }
+                s.dobj = self.data_object(&s);
                 out(&s, self);
             }
             Item::Comm(tid, comm) => {
@@ -227,6 +294,7 @@ fn item(rec: Record<'_>, memory: &[bool], resolver: &mut Resolver) -> Option<(u6
                 cpu: s.cpu,
                 ip: s.ip,
                 anon: false,
+                dobj: u32::MAX,
             };
             let (pid, tid, ip, misc, time) = (s.pid, s.tid, s.ip, s.misc, s.time);
             let s = Box::new(m);

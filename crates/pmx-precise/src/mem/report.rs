@@ -28,6 +28,10 @@ pub struct MemOptions {
     pub symfs: Option<PathBuf>,
     /// Demangling, directories and binary cache of the symbolizer.
     pub symbols: SymbolOptions,
+    /// pmx's own `symbol_daddr`: a data address named by its object (a
+    /// binary's data symbol, `[heap]`, `[stack]`, `[anon]`), one row per
+    /// object; else perf 6.1's (the address).
+    pub data_objects: bool,
 }
 
 impl MemOptions {
@@ -56,6 +60,12 @@ pub enum MemError {
     /// No event of the file samples data sources (perf's words).
     #[error("Selected --mem-mode but no mem data. Did you call perf record without -d?")]
     NoMemData,
+    /// A flag the file cannot take (perf's words).
+    #[error("{0}")]
+    Refused(String),
+    /// The output could not be written.
+    #[error("writing the dump: {0}")]
+    Write(std::io::Error),
     /// `--event` names no event of the file.
     #[error("--event {0}: no such event in the file")]
     UnknownEvent(String),
@@ -165,6 +175,7 @@ fn group_value(k: MemKey, s: &MemSample, sym: &Symbolizer) -> u64 {
         MemKey::Blocked => d.blk.into(),
         MemKey::Sym => s.frame.into(),
         MemKey::Dso => sym.frame(s.frame).dso.into(),
+        MemKey::SymbolDaddr if s.dobj != u32::MAX => s.dobj.into(),
         MemKey::SymbolDaddr => s.addr,
         MemKey::DsoDaddr => s.object.map_or(u64::MAX, u64::from),
         MemKey::Dcacheline => s.data_rel & !63,
@@ -210,6 +221,9 @@ pub fn mem_report(opts: &MemOptions) -> Result<MemReport, MemError> {
     );
     sym.allow_running_vdso(here);
     let mut resolver = Resolver::new(sym, here, opts.symbols.dirs.cache.clone());
+    if opts.data_objects && opts.sort.contains(&MemKey::SymbolDaddr) {
+        resolver.name_data_objects();
+    }
     type Groups = (HashMap<Vec<u64>, usize>, Vec<Acc>);
     let mut per_event: Vec<Groups> = Vec::new();
     let mut key = Vec::new();
@@ -329,6 +343,9 @@ fn order_value(k: MemKey, a: &Acc, r: &Resolver) -> OrderVal {
         MemKey::Dcacheline => OrderVal::Line(s.object.is_none(), s.data_rel & !63),
         MemKey::DsoDaddr => OrderVal::NameDesc(s.object.map(|o| r.objects[o as usize].clone())),
         MemKey::Comm => OrderVal::NameAsc(Some(r.comms[s.comm as usize].clone())),
+        MemKey::SymbolDaddr if s.dobj != u32::MAX => {
+            OrderVal::NameAsc(Some(r.data_names[s.dobj as usize].clone()))
+        }
         _ => OrderVal::Asc(group_value(k, s, &r.sym)),
     }
 }
@@ -349,6 +366,9 @@ fn cell(k: MemKey, a: &Acc, r: &Resolver) -> String {
         MemKey::Blocked => w::blk_text(&d),
         MemKey::Sym => format!("[{level}] {}", r.sym.frame(s.frame).label()),
         MemKey::Dso => dso_name(a, r).unwrap_or_else(|| "[unknown]".into()),
+        MemKey::SymbolDaddr if s.dobj != u32::MAX => {
+            format!("[{level}] {}", r.data_names[s.dobj as usize])
+        }
         MemKey::SymbolDaddr => format!("[{level}] {}", w::address(s.addr)),
         MemKey::DsoDaddr => match s.object {
             Some(o) => r.objects[o as usize].clone(),
