@@ -32,6 +32,12 @@
 //! kernel part of the chain. With [`Options::inline`] every user address
 //! of a chain is preceded by the functions DWARF says were inlined there.
 //!
+//! **LBR call stacks** (`lbr`, private): an event recorded with
+//! `--call-graph lbr` (`branch_sample_type` with `CALL_STACK`) gets the
+//! chain perf builds from the branch stack (the kernel part, then the
+//! newest call's target and every call's source) in reports, script,
+//! folded stacks and the exports alike.
+//!
 //! **Reports** ([`report()`]): `pmx report` as a call, options in, a typed
 //! [`Report`] out (the profile, the events selected, the rows to show);
 //! [`render`] draws it as perf's table or as JSON.
@@ -88,6 +94,7 @@ pub mod export;
 pub mod flame;
 pub mod group_metrics;
 pub mod inject;
+mod lbr;
 pub mod perf_text;
 pub mod profile;
 pub mod render;

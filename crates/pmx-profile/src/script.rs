@@ -161,6 +161,8 @@ struct Run<'w> {
     /// pmx's cache directory (the kernel symbols' index).
     cache_dir: Option<PathBuf>,
     writer: Writer<'w>,
+    /// Per event: its chains are LBR call stacks (`crate::lbr`).
+    lbr: Vec<bool>,
 }
 
 /// Print every sample of `opts.input` to `out`.
@@ -212,6 +214,7 @@ pub fn script_with_progress(
         kernel_loaded: false,
         cache_dir: opts.symbols.dirs.cache.clone(),
         writer,
+        lbr: crate::lbr::events(reader.events()),
     };
     let (mut max_time, mut prev_round_max) = (0u64, 0u64);
     let mut features_seen = reader.features().present.len();
@@ -338,7 +341,9 @@ impl Run<'_> {
         Some(match rec {
             Record::Sample(s) => {
                 let start = self.arena.len();
-                if self.writer.chain(s.event) {
+                if self.writer.chain(s.event) && self.lbr.get(s.event).is_some_and(|&l| l) {
+                    crate::lbr::extend_chain(&mut self.arena, s.callchain(), &s.branches);
+                } else if self.writer.chain(s.event) {
                     self.arena.extend(s.callchain());
                 }
                 let n = if self.writer.branches(s.event) {
@@ -549,7 +554,7 @@ impl Run<'_> {
             for i in s.chain_only() {
                 let a = self.arena[i];
                 if a >= callchain::CONTEXT_MAX {
-                    if !callchain::is_context(a) {
+                    if !crate::lbr::is_context(a) {
                         // A corrupt chain: perf prints none of it.
                         sites.clear();
                         break;

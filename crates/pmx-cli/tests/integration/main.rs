@@ -29,6 +29,7 @@ mod encode_decode;
 mod fetch;
 mod info;
 mod kernel_cache;
+mod lbr_stacks;
 mod likwid_groups;
 mod mem_flags;
 mod mem_objects;

@@ -566,21 +566,23 @@ impl<'o> State<'o> {
     fn chain_frames(&mut self, chain: &[u64], kernel: bool, pid: u32, leaf: (FrameId, u64)) {
         self.frames.clear();
         self.addrs.clear();
-        let mut ctx_kernel = kernel;
+        let (mut ctx_kernel, mut lbr) = (kernel, false);
         let mut first = true;
         for &a in chain {
             if a >= callchain::CONTEXT_MAX {
-                if !callchain::is_context(a) {
+                if !crate::lbr::is_context(a) {
                     // A corrupt chain: perf drops all of it.
                     self.frames.clear();
                     self.addrs.clear();
                     break;
                 }
                 ctx_kernel = a == callchain::CONTEXT_KERNEL;
+                lbr = a == crate::lbr::CONTEXT_USER_LBR;
                 continue;
             }
-            // Return addresses point after the call: look up the call itself.
-            let call = if first { a } else { a.saturating_sub(1) };
+            // Return addresses point after the call: look up the call
+            // itself (an LBR stack's are the calls).
+            let call = if first || lbr { a } else { a.saturating_sub(1) };
             first = false;
             let (f, addr) = self.caller_frame(ctx_kernel, pid, call, a);
             // perf 6.1 adds inline frames to the frames it unwinds from a

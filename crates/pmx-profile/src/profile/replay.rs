@@ -93,6 +93,8 @@ pub(super) struct Replay {
     reads: Vec<MemberDelta>,
     /// READ records' totals per thread.
     pub(super) thread_reads: ThreadReads,
+    /// Per event: its chains are LBR call stacks (`crate::lbr`).
+    lbr: Vec<bool>,
 }
 
 impl Replay {
@@ -108,6 +110,7 @@ impl Replay {
             deltas: Deltas::new(reader),
             reads: Vec::new(),
             thread_reads: ThreadReads::default(),
+            lbr: crate::lbr::events(reader.events()),
         }
     }
 
@@ -254,7 +257,9 @@ impl Replay {
                 }
                 let start = self.queue.arena.len();
                 let chains = st.wants_chains();
-                if chains {
+                if chains && self.lbr.get(s.event).is_some_and(|&l| l) {
+                    crate::lbr::extend_chain(&mut self.queue.arena, s.callchain(), &s.branches);
+                } else if chains {
                     self.queue.arena.extend(s.callchain());
                 }
                 // Branch stacks, for a sink (branch reports): triples.
