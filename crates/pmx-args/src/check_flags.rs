@@ -27,9 +27,9 @@ pub fn skew(s: &str) -> Result<(String, i64), String> {
 /// `roofline -o FILE`: the chart is SVG, so the name ends in `.svg`.
 pub fn chart_path(p: &std::path::Path) -> Result<(), String> {
     match p.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("svg") => Ok(()),
+        Some(e) if e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png") => Ok(()),
         _ => Err(format!(
-            "-o {}: the roofline chart is SVG; name a .svg file",
+            "-o {}: the roofline chart is SVG or PNG; name a .svg or .png file",
             p.display()
         )),
     }
@@ -47,6 +47,7 @@ mod tests {
         assert_eq!(skew("a=-2"), Ok(("a".into(), -2)));
         assert!(skew("=1").is_err() && skew("a").is_err() && skew("a=x").is_err());
         assert!(chart_path(std::path::Path::new("r.SVG")).is_ok());
-        assert!(chart_path(std::path::Path::new("r.png")).is_err());
+        assert!(chart_path(std::path::Path::new("r.png")).is_ok());
+        assert!(chart_path(std::path::Path::new("r.jpg")).is_err());
     }
 }

@@ -12,8 +12,8 @@ use pmx::roofline::{RooflineError, RooflineOptions};
     after_help = "Exit status: the command's own; 2 for bad input; 1 when the chart cannot be written. docs/roofline.md explains the ceilings, the point and the --json schema."
 )]
 pub struct RooflineArgs {
-    /// Write the chart here (SVG).
-    #[arg(short = 'o', long = "output", value_name = "FILE.svg")]
+    /// Write the chart here (SVG, or PNG for a .png name).
+    #[arg(short = 'o', long = "output", value_name = "FILE.svg|png")]
     pub output: Option<std::path::PathBuf>,
     /// JSON output (ceilings and point) on standard output.
     #[arg(long)]
@@ -47,10 +47,9 @@ pub fn run(args: &RooflineArgs) -> anyhow::Result<i32> {
         false => eprint!("{}", pmx::roofline::render::text(&report)),
     }
     if let Some(path) = &args.output {
-        eprintln!(
-            "{}",
-            pmx::roofline::render::write_svg(&report, path).map_err(anyhow::Error::msg)?
-        );
+        let png = pmx_plot::roofline::write_png_of(&serde_json::json!(report), path);
+        let written = png.unwrap_or_else(|| pmx::roofline::render::write_svg(&report, path));
+        eprintln!("{}", written.map_err(anyhow::Error::msg)?);
     }
     Ok(report.exit_code)
 }

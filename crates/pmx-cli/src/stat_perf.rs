@@ -43,9 +43,11 @@ pub struct PerfFlags {
     /// No thousands' separators.
     #[arg(long = "no-big-num")]
     pub no_big_num: bool,
-    /// Taken as perf means them, already pmx's way: -B/--big-num (the default), --no-merge (pmx never
-    /// merges same-named events), -c/--scale (always scaled).
-    #[arg(long = "big-num", short = 'B', aliases = ["no-merge", "scale"], short_alias = 'c', action = ArgAction::Count)]
+    /// A row per box of an uncore PMU of numbered boxes (uncore_imc_0 …), not their sum.
+    #[arg(long = "no-merge")]
+    pub no_merge: bool,
+    /// Taken as perf means them, already pmx's way: -B/--big-num (the default), -c/--scale (always scaled).
+    #[arg(long = "big-num", short = 'B', aliases = ["scale"], short_alias = 'c', action = ArgAction::Count)]
     pub as_perf: u8,
     /// With -I, the totals too (pmx's formats always print them; perf's -x: a `summary` column).
     #[arg(long)]
@@ -130,6 +132,7 @@ impl PerfFlags {
             sync: self.sync,
             pre: self.pre.clone(),
             post: self.post.clone(),
+            no_merge: self.no_merge,
         }
     }
 }

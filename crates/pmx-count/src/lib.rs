@@ -42,6 +42,8 @@ pub mod signals;
 pub mod stat;
 pub mod stat_msr;
 mod ticker;
+#[cfg(test)]
+mod uncore_tests;
 
 pub use database::{Database, DatabaseOptions};
 pub use eventlist::{parse_event_list, EventGroup};

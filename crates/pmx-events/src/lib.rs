@@ -897,6 +897,84 @@ impl Database {
         self.resolve_as(spec, false).ok()
     }
 
+    /// An event of a PMU the kernel registers only as numbered boxes,
+    /// resolved on each box, as perf opens it on every box (and sums
+    /// them): `uncore_imc/cas_count_read/` or `uncore_imc/event=0x4/` on
+    /// `uncore_imc_0` …, a table's `UNC_M_CAS_COUNT.RD` (PMU `uncore_imc`)
+    /// the same, a bare sysfs alias (`cas_count_read`) on every box of its
+    /// PMU that has it. Each [`Resolved`] names its box in `attr.pmu`, with
+    /// the box's `type`. `Ok(None)`: not such an event (or a name that
+    /// does not resolve: [`Database::resolve`] says why); an error: the
+    /// spec resolves on none of the boxes.
+    pub fn resolve_boxes(&self, spec: &EventSpec) -> Result<Option<Vec<Resolved>>, SpecError> {
+        let Some(sys) = self.sysfs.as_deref() else {
+            return Ok(None);
+        };
+        let on = |pmu: &str| {
+            let mut s = spec.clone();
+            s.pmu = Some(pmu.to_string());
+            self.resolve(&s)
+        };
+        if let Some(pmu) = spec.pmu.as_deref().filter(|p| !is_core_pmu(p)) {
+            let boxes = sys.boxes(pmu);
+            if boxes.is_empty() {
+                return Ok(None);
+            }
+            let (mut out, mut first_error) = (Vec::new(), None);
+            for b in boxes {
+                match on(&b.name) {
+                    Ok(r) => out.push(r),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            return match (out.is_empty(), first_error) {
+                (true, Some(e)) => Err(e),
+                _ => Ok(Some(out)),
+            };
+        }
+        let Ok(r) = self.resolve_as(spec, false) else {
+            return Ok(None);
+        };
+        // The kernel's generic events never read sysfs.
+        let generic = r.attr.type_.is_some_and(|t| t <= perf_type::BREAKPOINT);
+        if generic && r.source != SourceKind::Sysfs {
+            return Ok(None);
+        }
+        if sys.pmu(&r.attr.pmu).is_none() {
+            let boxes = sys.boxes(&r.attr.pmu);
+            let each = boxes.iter().map(|b| {
+                let mut x = r.clone();
+                x.attr.pmu = b.name.clone();
+                x.attr.type_ = b.type_id;
+                x
+            });
+            return Ok(Some(each.collect()).filter(|v: &Vec<Resolved>| !v.is_empty()));
+        }
+        let alias = r.def.as_ref().filter(|d| d.source == SourceKind::Sysfs);
+        let (Some(def), None) = (alias, spec.pmu.as_ref()) else {
+            return Ok(None);
+        };
+        let Some((base, _)) = sysfs::box_base(&def.pmu) else {
+            return Ok(None);
+        };
+        let has = |b: &&pmx_sys::pmu::KernelPmu| {
+            b.events
+                .iter()
+                .any(|e| e.name.eq_ignore_ascii_case(&def.name))
+        };
+        let boxes: Vec<_> = sys.boxes(base).into_iter().filter(has).collect();
+        if boxes.len() < 2 {
+            return Ok(None);
+        }
+        boxes
+            .iter()
+            .map(|b| on(&b.name))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
     /// [`Database::resolve`], an unknown name's error with close matches
     /// when `suggest`.
     fn resolve_as(&self, spec: &EventSpec, suggest: bool) -> Result<Resolved, SpecError> {

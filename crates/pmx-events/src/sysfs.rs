@@ -7,6 +7,12 @@
 //! companions). This source reads them all and places every alias through
 //! its PMU's format, so `msr/tsc/` and `uncore_imc/cas_count_read/` resolve
 //! to exact config words — only on the machine pmx runs on.
+//!
+//! A PMU the kernel registers only as numbered boxes (`uncore_imc_0` …
+//! `uncore_imc_5`, `amd_umc_0` …) is named by its base as perf names it:
+//! [`SysfsEvents::boxes`] lists the boxes of `uncore_imc`, in box order, and
+//! [`box_base`] splits a box's name; [`Database::resolve_boxes`](crate::Database::resolve_boxes)
+//! resolves an event on each.
 
 use crate::{Counters, EventDef, EventSource, Precise, Resolved, SourceKind};
 use pmx_model::encoding::{is_core_pmu, PerfAttr};
@@ -128,6 +134,26 @@ impl SysfsEvents {
         self.loaded().pmus.iter().find(|p| p.name == name)
     }
 
+    /// The numbered boxes of `name` when the kernel has no PMU of that
+    /// very name: `uncore_imc` → `uncore_imc_0`, `uncore_imc_1` … in box
+    /// order (not `uncore_imc_free_running_0`, whose base is another).
+    /// Empty when `name` is a PMU itself or has no boxes.
+    pub fn boxes(&self, name: &str) -> Vec<&KernelPmu> {
+        if name.is_empty() || self.pmu(name).is_some() {
+            return Vec::new();
+        }
+        let mut out: Vec<(u32, &KernelPmu)> = self
+            .pmus()
+            .iter()
+            .filter_map(|p| match box_base(&p.name) {
+                Some((base, n)) if base == name => Some((n, p)),
+                _ => None,
+            })
+            .collect();
+        out.sort_by_key(|(n, _)| *n);
+        out.into_iter().map(|(_, p)| p).collect()
+    }
+
     /// Resolve `pmu/terms/` for a PMU that is not the core one.
     pub fn place_spec(&self, spec: &EventSpec, pmu: &str) -> Option<Result<Resolved, SpecError>> {
         let p = self.pmu(pmu)?;
@@ -162,6 +188,16 @@ impl SysfsEvents {
             }
         }))
     }
+}
+
+/// A box's base and number: `uncore_imc_3` → `("uncore_imc", 3)`; `None`
+/// for a name without a `_N` suffix.
+pub fn box_base(pmu: &str) -> Option<(&str, u32)> {
+    let (base, n) = pmu.rsplit_once('_')?;
+    if base.is_empty() || n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((base, n.parse().ok()?))
 }
 
 fn alias_def(root: &Path, p: &KernelPmu, alias: &pmx_sys::pmu::EventAlias) -> EventDef {

@@ -18,7 +18,9 @@
 //! - [`ops::touch_pages`] (one page fault per page), [`ops::ping_pong`]
 //!   (two context switches per round trip on one CPU), [`ops::spin`] and
 //!   `std::thread::sleep` (CPU time against wall time), [`ops::tsc_hz`]
-//!   (the time-stamp counter against the monotonic clock).
+//!   (the time-stamp counter against the monotonic clock);
+//! - [`clock::hz`]: the core's running clock from a chain of dependent
+//!   additions (one a cycle), for roofline's FMA ceiling check.
 //!
 //! [`runner`] names the kernels so another process can run one
 //! (`pmx check` counts them as a command, from exec to exit, and takes
@@ -29,6 +31,7 @@
 
 pub mod cache;
 pub mod chase;
+pub mod clock;
 pub mod fma;
 pub mod ops;
 pub mod runner;

@@ -44,7 +44,7 @@ pub fn encode_png(image: &Image) -> Result<Vec<u8>, PlotError> {
     Ok(out)
 }
 
-fn draw(scene: &Scene) -> Image {
+pub(crate) fn draw(scene: &Scene) -> Image {
     let (w, h) = (scene.width as usize, scene.height as usize);
     let mut img = Image {
         width: scene.width,

@@ -208,94 +208,105 @@ impl Collector {
 
     fn open_cpu(&mut self, cpu: u32) -> CpuCounters {
         let mut groups = Vec::new();
-        for g in &self.plan.groups {
-            let members: Vec<usize> = g
-                .members
-                .iter()
-                .copied()
+        let planned: Vec<Vec<usize>> = (self.plan.groups.iter())
+            .map(|g| g.members.clone())
+            .collect();
+        for members in planned {
+            let members: Vec<usize> = (members.into_iter())
                 .filter(|&i| self.plan.events[i].attr.is_ok())
                 .filter(|&i| !matches!(self.status[i], EventStatus::NotSupported(_)))
                 .collect();
-            if members.is_empty() {
-                continue;
-            }
-            // Events with their own CPU list (uncore) count only there.
-            if let Some(list) = &self.plan.events[members[0]].cpus {
-                if !list.contains(&cpu) {
-                    continue;
+            // A PMU of numbered boxes (uncore_imc_0 …): the group on each
+            // box, the boxes' counts summed when read.
+            let boxes = members.iter().map(|&m| self.plan.events[m].box_count());
+            for b in 0..boxes.max().unwrap_or(0) {
+                if let Some(g) = self.open_group(cpu, &members, b) {
+                    groups.push(g);
                 }
             }
-            let grouped = members.len() > 1;
-            let mut counters: Vec<(usize, Counter)> = Vec::new();
-            for &ei in &members {
-                let mut attr = self.plan.events[ei].attr.clone().expect("filtered");
-                attr.inherit = false;
-                attr.enable_on_exec = false;
-                let leader = counters.first().map(|(_, c)| c);
-                if leader.is_none() {
-                    attr.disabled = true;
-                    if grouped {
-                        attr.read_format |= pmx_perf::read_format::GROUP;
-                    }
-                } else {
-                    attr.disabled = false;
+        }
+        CpuCounters { groups }
+    }
+
+    /// Open `members` of one group on box `b` of their PMU (0: the PMU of
+    /// their attr) on `cpu`, unless the box counts on other CPUs.
+    fn open_group(&mut self, cpu: u32, members: &[usize], b: usize) -> Option<OpenGroup> {
+        let members: Vec<usize> = (members.iter().copied())
+            .filter(|&m| self.plan.events[m].on_box(b).is_some())
+            .collect();
+        let (_, own_cpus) = self.plan.events[*members.first()?].on_box(b)?;
+        // Events with their own CPU list (uncore) count only there.
+        if own_cpus.is_some_and(|list| !list.contains(&cpu)) {
+            return None;
+        }
+        let grouped = members.len() > 1;
+        let mut counters: Vec<(usize, Counter)> = Vec::new();
+        for &ei in &members {
+            let (mut attr, _) = self.plan.events[ei].on_box(b)?;
+            attr.inherit = false;
+            attr.enable_on_exec = false;
+            let leader = counters.first().map(|(_, c)| c);
+            if leader.is_none() {
+                attr.disabled = true;
+                if grouped {
+                    attr.read_format |= pmx_perf::read_format::GROUP;
                 }
-                match Counter::open(
-                    &attr,
-                    Target {
-                        pid: -1,
-                        cpu: cpu as i32,
-                    },
-                    leader,
-                ) {
-                    Ok(c) => {
-                        counters.push((ei, c));
-                        self.status[ei] = EventStatus::Counted;
-                    }
-                    Err(e) => {
-                        let first = self.open_logged.insert(ei);
-                        let name = &self.plan.events[ei].name;
-                        if e.cause.is_unsupported_event() {
-                            if self.status[ei] != EventStatus::Counted {
-                                self.status[ei] = EventStatus::NotSupported(open_reason(&e));
-                            }
-                            if first {
-                                self.log.push(format!("{name}: not supported: {e}"));
-                            }
-                        } else {
-                            if self.status[ei] != EventStatus::Counted {
-                                self.status[ei] = EventStatus::NotCounted(open_reason(&e));
-                            }
-                            if first {
-                                self.log
-                                    .push(format!("{name}: cannot open on CPU {cpu}: {e}"));
-                            }
+            } else {
+                attr.disabled = false;
+            }
+            match Counter::open(
+                &attr,
+                Target {
+                    pid: -1,
+                    cpu: cpu as i32,
+                },
+                leader,
+            ) {
+                Ok(c) => {
+                    counters.push((ei, c));
+                    self.status[ei] = EventStatus::Counted;
+                }
+                Err(e) => {
+                    let first = self.open_logged.insert(ei);
+                    let name = &self.plan.events[ei].name;
+                    if e.cause.is_unsupported_event() {
+                        if self.status[ei] != EventStatus::Counted {
+                            self.status[ei] = EventStatus::NotSupported(open_reason(&e));
+                        }
+                        if first {
+                            self.log.push(format!("{name}: not supported: {e}"));
+                        }
+                    } else {
+                        if self.status[ei] != EventStatus::Counted {
+                            self.status[ei] = EventStatus::NotCounted(open_reason(&e));
+                        }
+                        if first {
+                            self.log
+                                .push(format!("{name}: cannot open on CPU {cpu}: {e}"));
                         }
                     }
                 }
             }
-            if counters.is_empty() {
-                continue;
-            }
-            if let Err(e) = counters[0].1.enable(true) {
-                self.log
-                    .push(format!("CPU {cpu}: cannot enable a group: {e}"));
-                continue;
-            }
-            let grouped =
-                grouped && counters[0].1.read_format() & pmx_perf::read_format::GROUP != 0;
-            let by_id = counters
-                .iter()
-                .enumerate()
-                .map(|(k, (_, c))| (c.id(), k))
-                .collect();
-            groups.push(OpenGroup {
-                counters,
-                grouped,
-                by_id,
-            });
         }
-        CpuCounters { groups }
+        if counters.is_empty() {
+            return None;
+        }
+        if let Err(e) = counters[0].1.enable(true) {
+            self.log
+                .push(format!("CPU {cpu}: cannot enable a group: {e}"));
+            return None;
+        }
+        let grouped = grouped && counters[0].1.read_format() & pmx_perf::read_format::GROUP != 0;
+        let by_id = counters
+            .iter()
+            .enumerate()
+            .map(|(k, (_, c))| (c.id(), k))
+            .collect();
+        Some(OpenGroup {
+            counters,
+            grouped,
+            by_id,
+        })
     }
 
     /// Read one CPU's counters into `last`; returns how many failed.
@@ -305,13 +316,21 @@ impl Collector {
         };
         let mut errors = 0;
         let mut failed: Vec<(usize, String)> = Vec::new();
+        // This read's counts, the boxes of an event summed.
+        let mut fresh: BTreeMap<Key, Count> = BTreeMap::new();
+        let mut add = |k: Key, c: Count| {
+            let e = fresh.entry(k).or_default();
+            e.value = e.value.wrapping_add(c.value);
+            e.enabled += c.enabled;
+            e.running += c.running;
+        };
         for g in &cc.groups {
             if g.grouped {
                 match g.counters[0].1.read_group() {
                     Ok(entries) => {
                         for (id, count) in entries {
                             if let Some(&k) = g.by_id.get(&id) {
-                                self.last.insert((cpu, g.counters[k].0), count);
+                                add((cpu, g.counters[k].0), count);
                             }
                         }
                     }
@@ -323,15 +342,19 @@ impl Collector {
             } else {
                 for (ei, c) in &g.counters {
                     match c.read() {
-                        Ok(count) => {
-                            self.last.insert((cpu, *ei), count);
-                        }
+                        Ok(count) => add((cpu, *ei), count),
                         Err(e) => {
                             errors += 1;
                             failed.push((*ei, e.to_string()));
                         }
                     }
                 }
+            }
+        }
+        // An event with a box that could not be read keeps its last value.
+        for (k, c) in fresh {
+            if !failed.iter().any(|(ei, _)| *ei == k.1) {
+                self.last.insert(k, c);
             }
         }
         for (ei, why) in failed {
@@ -405,6 +428,7 @@ pub(crate) mod tests {
             need: Need::None,
             cgroup: None,
             settings: Default::default(),
+            boxes: Vec::new(),
         }
     }
 

@@ -11,6 +11,12 @@
 //! Each ceiling is measured on one core and on `threads` cores at once
 //! (every thread its own arrays), the best of [`TRIES`]. [`render`]
 //! prints the report (text, JSON, the chart through `pmx-plot`).
+//!
+//! The widest compute ceiling is checked against the hardware's figure
+//! ([`FmaCheck`]): cores × clock × FLOPs per cycle, the clock measured
+//! as it runs ([`pmx_kernels::clock`]) and the FLOPs per cycle from the
+//! FMA pipes and their datapath width for the CPU ([`flops_per_cycle`]);
+//! within [`FMA_TOLERANCE`] it agrees.
 
 pub mod render;
 
@@ -19,6 +25,7 @@ use pmx_count::database::{self, DatabaseOptions};
 use pmx_kernels::cache::CacheInfo;
 use pmx_kernels::fma::{self, Width};
 use pmx_kernels::triad::{self, Triad};
+use pmx_model::cpu::{CpuId, Vendor};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Barrier;
@@ -86,6 +93,92 @@ pub struct RooflineReport {
     pub point: Point,
     /// The command's exit status.
     pub exit_code: i32,
+    /// The widest compute ceiling against cores × clock × FLOPs per
+    /// cycle; `None` without a compute ceiling or a clock.
+    pub fma_check: Option<FmaCheck>,
+}
+
+/// How far a measured FMA ceiling may be from the hardware's figure.
+pub const FMA_TOLERANCE: f64 = 0.20;
+
+/// The widest compute ceiling against the hardware's figure.
+#[derive(Debug, Clone, Serialize)]
+pub struct FmaCheck {
+    /// The width (`avx2`).
+    pub width: String,
+    /// Cores the all-core ceiling ran on (its threads).
+    pub cores: usize,
+    /// The core clock in Hz, measured with a chain of dependent additions.
+    pub hz: f64,
+    /// Double-precision FLOPs per cycle and core at this width.
+    pub flops_per_cycle: f64,
+    /// Where that figure comes from (pipes, datapath).
+    pub basis: String,
+    /// cores × hz × flops_per_cycle, FLOP/s.
+    pub expected: f64,
+    /// The measured all-core ceiling, FLOP/s.
+    pub measured: f64,
+    /// measured / expected.
+    pub ratio: f64,
+    /// The one-core ceiling over hz × flops_per_cycle.
+    pub one_core_ratio: f64,
+    /// `ratio` within [`FMA_TOLERANCE`] of 1.
+    pub within: bool,
+}
+
+/// Double-precision FLOPs per cycle on one core for `w`, and why: two
+/// FMA pipes of the CPU's datapath width (Zen 1: 128 bits, Zen 2–4: 256
+/// bits, so AVX-512 in two halves; Zen 5 and Intel: the full width; Intel
+/// parts with one AVX-512 FMA unit reach half), two FLOPs per lane; a
+/// multiply pipe and an add pipe without FMA.
+pub fn flops_per_cycle(w: Width, cpu: Option<&CpuId>, fused: bool) -> (f64, String) {
+    let amd = cpu.filter(|c| c.vendor == Vendor::Amd);
+    let (bits, path) = match amd.map(|c| (c.family, c.model)) {
+        Some((0x17, m)) if m < 0x30 => (128, "Zen 1 (128-bit FP pipes)"),
+        Some((0x17 | 0x19, _)) => (256, "Zen 2-4 (256-bit FP pipes)"),
+        _ => (512, "pipes of the full width"),
+    };
+    let lanes = w.lanes().min(bits / 64) as f64;
+    match fused {
+        true => (
+            4.0 * lanes,
+            format!("2 FMA pipes x {lanes} doubles x 2 FLOPs, {path}"),
+        ),
+        false => (
+            2.0 * lanes,
+            format!("a multiply and an add pipe x {lanes} doubles, {path}"),
+        ),
+    }
+}
+
+/// Check the widest compute ceiling of `ceilings` against `threads` ×
+/// `hz` × [`flops_per_cycle`].
+pub fn fma_check(
+    ceilings: &[Ceiling],
+    threads: usize,
+    hz: f64,
+    cpu: Option<&CpuId>,
+) -> Option<FmaCheck> {
+    let c = ceilings.iter().rfind(|c| c.kind == "compute")?;
+    let w = Width::from_name(&c.name)?;
+    let (fpc, basis) = flops_per_cycle(w, cpu, fma::fused());
+    let expected = threads as f64 * hz * fpc;
+    if expected.is_nan() || expected <= 0.0 {
+        return None;
+    }
+    let ratio = c.all_cores / expected;
+    Some(FmaCheck {
+        width: c.name.clone(),
+        cores: threads,
+        hz,
+        flops_per_cycle: fpc,
+        basis,
+        expected,
+        measured: c.all_cores,
+        ratio,
+        one_core_ratio: c.one_core / (hz * fpc),
+        within: (ratio - 1.0).abs() <= FMA_TOLERANCE,
+    })
 }
 
 /// Why roofline could not run.
@@ -109,6 +202,9 @@ pub fn run(opts: &RooflineOptions) -> Result<RooflineReport, RooflineError> {
         n => n,
     };
     let ceilings = ceilings(&CacheInfo::read(&opts.root), threads);
+    let hz = pmx_kernels::clock::hz(2_000_000, TRIES);
+    let cpu = database::host_cpu_id();
+    let fma_check = hz.and_then(|hz| fma_check(&ceilings, threads, hz, cpu.as_ref()));
     let db = database::load(&opts.database)?;
     let machine = Machine::read(&opts.root);
     let (point, exit_code) = point(opts, &machine, &db)?;
@@ -117,6 +213,7 @@ pub fn run(opts: &RooflineOptions) -> Result<RooflineReport, RooflineError> {
         ceilings,
         point,
         exit_code,
+        fma_check,
     })
 }
 
@@ -361,4 +458,68 @@ fn point(
         flop_rate: flops.map(|f| f / seconds.max(1e-9)),
     };
     Ok((point, run.exit_code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpu(s: &str) -> CpuId {
+        s.parse().unwrap()
+    }
+
+    /// Two FMA pipes × the lanes the datapath carries × 2 FLOPs.
+    #[test]
+    fn flops_per_cycle_follow_the_pipes_and_the_datapath() {
+        let fpc = |w, c: &str, fused| flops_per_cycle(w, Some(&cpu(c)), fused).0;
+        assert_eq!(
+            fpc(Width::Avx2, "AuthenticAMD-23-1", true),
+            8.0,
+            "Zen 1: 128-bit"
+        );
+        assert_eq!(fpc(Width::Avx2, "AuthenticAMD-25-1", true), 16.0, "Zen 3");
+        assert_eq!(
+            fpc(Width::Avx512, "AuthenticAMD-25-11", true),
+            16.0,
+            "Zen 4: halves"
+        );
+        assert_eq!(fpc(Width::Avx512, "AuthenticAMD-26-2", true), 32.0, "Zen 5");
+        assert_eq!(fpc(Width::Avx512, "GenuineIntel-6-55-4", true), 32.0);
+        assert_eq!(
+            fpc(Width::Sse, "GenuineIntel-6-55-4", false),
+            4.0,
+            "mul + add"
+        );
+        assert_eq!(flops_per_cycle(Width::Scalar, None, true).0, 4.0);
+    }
+
+    /// expected = cores × clock × FLOPs per cycle, against the widest
+    /// compute ceiling's all-core rate.
+    #[test]
+    fn the_widest_ceiling_is_compared() {
+        let c = |name: &str, kind, all| Ceiling {
+            name: name.into(),
+            kind,
+            one_core: all / 2.0,
+            all_cores: all,
+            how: String::new(),
+        };
+        let ceilings = [
+            c("DRAM", "memory", 1e10),
+            c("sse", "compute", 1e10),
+            c("avx2", "compute", 1.2e11),
+        ];
+        let zen3 = cpu("AuthenticAMD-25-1");
+        let f = fma_check(&ceilings, 2, 3e9, Some(&zen3)).unwrap();
+        assert_eq!(f.width, "avx2");
+        let fpc = flops_per_cycle(Width::Avx2, Some(&zen3), fma::fused()).0;
+        assert_eq!(f.expected, 2.0 * 3e9 * fpc);
+        assert_eq!(f.ratio, 1.2e11 / f.expected);
+        assert_eq!(f.one_core_ratio, 6e10 / (3e9 * fpc));
+        assert_eq!(f.within, (f.ratio - 1.0).abs() <= FMA_TOLERANCE);
+        assert!(
+            fma_check(&ceilings[..1], 2, 3e9, None).is_none(),
+            "no compute ceiling"
+        );
+    }
 }

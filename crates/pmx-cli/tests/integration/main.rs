@@ -73,3 +73,4 @@ mod stat_perf;
 mod stat_record;
 mod tma;
 mod top;
+mod uncore_boxes;

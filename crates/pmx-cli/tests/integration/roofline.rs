@@ -105,9 +105,78 @@ fn roofline_measures_ceilings_writes_the_chart_and_explains_the_point() {
     if p["available"] == false {
         assert!(svg.contains("point unavailable"), "{svg}");
     }
-    let bad = pmx(&["roofline", "-o", "chart.png", "--", "true"]);
+    let bad = pmx(&["roofline", "-o", "chart.jpg", "--", "true"]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("name a .svg file"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("name a .svg or .png file"));
+}
+
+/// `-o r.png`: the chart as a PNG of 800 × 560 with the roofs drawn in
+/// their colours and dark text; `fma_check` in the JSON compares the
+/// widest compute ceiling with cores × clock × FLOPs per cycle, its
+/// arithmetic as documented (docs/roofline.md).
+#[test]
+fn roofline_writes_a_png_and_checks_the_fma_ceiling() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.png");
+    let args = [
+        "roofline",
+        "--json",
+        "--threads",
+        "1",
+        "-o",
+        path.to_str().unwrap(),
+        "--",
+        "true",
+    ];
+    let out = pmx(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let bytes = std::fs::read(&path).expect("the PNG is written");
+    let mut reader = png::Decoder::new(std::io::Cursor::new(&bytes))
+        .read_info()
+        .expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).expect("a frame");
+    assert_eq!(
+        (info.width, info.height, info.color_type),
+        (800, 560, png::ColorType::Rgb)
+    );
+    let px: Vec<&[u8]> = buf[..info.buffer_size()].chunks(3).collect();
+    // The first roof's colour (#1f77b4, the DRAM roof) and dark text.
+    let near = |p: &[u8], c: [u8; 3]| p.iter().zip(c).all(|(a, b)| a.abs_diff(b) < 10);
+    let roof = px.iter().filter(|p| near(p, [0x1f, 0x77, 0xb4])).count();
+    assert!(roof > 100, "only {roof} pixels of the DRAM roof");
+    assert!(
+        px.iter().filter(|p| p.iter().all(|&c| c < 0x50)).count() > 200,
+        "no text"
+    );
+    assert!(px.iter().filter(|p| p.iter().all(|&c| c == 0xff)).count() > px.len() / 2);
+
+    let f = &v["fma_check"];
+    let num = |k: &str| f[k].as_f64().unwrap_or_else(|| panic!("{k}: {f}"));
+    let widest = v["ceilings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rfind(|c| c["kind"] == "compute")
+        .unwrap();
+    assert_eq!(f["width"], widest["name"]);
+    assert_eq!(f["cores"], 1);
+    assert_eq!(num("measured"), widest["all_cores"].as_f64().unwrap());
+    let expected = num("cores") * num("hz") * num("flops_per_cycle");
+    assert!((num("expected") - expected).abs() <= 1e-9 * expected, "{f}");
+    assert!(
+        (num("ratio") - num("measured") / expected).abs() < 1e-9,
+        "{f}"
+    );
+    assert_eq!(f["within"], (num("ratio") - 1.0).abs() <= 0.2, "{f}");
+    assert!(num("flops_per_cycle") >= 2.0 && f["basis"].as_str().unwrap().contains("doubles"));
 }
 
 const STREAM_TRIAD: &str = r#"

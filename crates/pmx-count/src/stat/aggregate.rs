@@ -240,6 +240,7 @@ mod tests {
             need: crate::schedule::Need::None,
             cgroup: None,
             settings: Default::default(),
+            boxes: Vec::new(),
         }
     }
 

@@ -52,6 +52,8 @@
 
 mod aggregate;
 mod backend;
+#[cfg(test)]
+mod boxes_tests;
 mod clock;
 mod follow;
 mod open;
@@ -82,7 +84,7 @@ pub use perf_options::{
     host_stall_events, refused_perf_option, run_hook, DetailLevel, PerfOptionError,
     PerfStatOptions, Privilege, RunHooks, Start, CGROUP_ROOT, REFUSED_PERF_OPTIONS,
 };
-pub use plan::{plan, tracepoint_id, PlanGroup, PlannedEvent, StatPlan, DEFAULT_EVENTS};
+pub use plan::{plan, tracepoint_id, PlanGroup, PlannedEvent, PmuBox, StatPlan, DEFAULT_EVENTS};
 /// The result values, defined in `pmx-formats` (whose readers and writers
 /// take them) and used here under their old paths.
 pub use pmx_formats::{Domain, EventStatus, Reason, Row, Spread, ESTIMATE_BELOW};

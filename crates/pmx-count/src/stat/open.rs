@@ -95,37 +95,56 @@ impl OpenSet {
                 .copied()
                 .filter(|&i| plan.events[i].attr.is_ok())
                 .collect();
-            if members.is_empty() {
-                continue;
-            }
-            // Events with their own CPU list (uncore) are opened
-            // system-wide on those CPUs; the group shares the first
-            // member's placement.
-            let own_cpus = plan.events[members[0]].cpus.as_ref();
-            let group_slots: Vec<(i32, i32)> = match own_cpus {
-                Some(c) => c.iter().map(|&c| (-1, c as i32)).collect(),
-                None => slots.to_vec(),
-            };
-            // System-wide groups of software events read at intervals get
-            // a hidden sampling leader on each CPU (see `crate::ticker`);
-            // not those counted in a cgroup (`-G`: a group's members count
-            // in their leader's cgroup, the kernel refuses others).
-            let tickable = own_cpus.is_none()
-                && members.iter().all(|&i| {
-                    plan.events[i].cgroup.is_none()
-                        && (plan.events[i].attr.as_ref())
-                            .is_ok_and(|a| ticker::joins_ticker(a.type_))
-                });
-            for &(pid, cpu) in &group_slots {
-                let ticker = match (tickable && pid == -1 && cpu >= 0, place.ticker_interval) {
-                    (true, Some(iv)) => Ticker::open(cpu, iv),
-                    _ => None,
-                };
-                let own = own_cpus.is_some();
-                set.open_group(plan, &place, &members, own, (pid, cpu), ticker, status);
+            // A PMU of numbered boxes: the group once per box.
+            let boxes = members.iter().map(|&m| plan.events[m].box_count());
+            for b in 0..boxes.max().unwrap_or(1) {
+                set.open_on_box(plan, &place, &members, b, slots, status);
             }
         }
         set
+    }
+
+    /// Open one group's `members` on box `b` of their PMU (0: the PMU
+    /// of their attr) on every slot.
+    fn open_on_box(
+        &mut self,
+        plan: &StatPlan,
+        place: &Placement,
+        members: &[usize],
+        b: usize,
+        slots: &[(i32, i32)],
+        status: &mut [EventStatus],
+    ) {
+        let members: Vec<usize> = (members.iter().copied())
+            .filter(|&i| plan.events[i].on_box(b).is_some())
+            .collect();
+        let Some((_, own_cpus)) = members.first().and_then(|&m| plan.events[m].on_box(b)) else {
+            return;
+        };
+        // Events with their own CPU list (uncore) are opened
+        // system-wide on those CPUs; the group shares the first
+        // member's placement.
+        let group_slots: Vec<(i32, i32)> = match own_cpus {
+            Some(c) => c.iter().map(|&c| (-1, c as i32)).collect(),
+            None => slots.to_vec(),
+        };
+        // System-wide groups of software events read at intervals get
+        // a hidden sampling leader on each CPU (see `crate::ticker`);
+        // not those counted in a cgroup (`-G`: a group's members count
+        // in their leader's cgroup, the kernel refuses others).
+        let tickable = own_cpus.is_none()
+            && members.iter().all(|&i| {
+                plan.events[i].cgroup.is_none()
+                    && (plan.events[i].attr.as_ref()).is_ok_and(|a| ticker::joins_ticker(a.type_))
+            });
+        for &(pid, cpu) in &group_slots {
+            let ticker = match (tickable && pid == -1 && cpu >= 0, place.ticker_interval) {
+                (true, Some(iv)) => Ticker::open(cpu, iv),
+                _ => None,
+            };
+            let own = own_cpus.is_some();
+            self.open_group(plan, place, (&members, b), own, (pid, cpu), ticker, status);
+        }
     }
 
     /// Open one group's `members` on one slot, under `ticker` when given.
@@ -134,7 +153,7 @@ impl OpenSet {
         &mut self,
         plan: &StatPlan,
         place: &Placement,
-        members: &[usize],
+        (members, b): (&[usize], usize),
         own_cpus: bool,
         (pid, cpu): (i32, i32),
         ticker: Option<Ticker>,
@@ -146,7 +165,9 @@ impl OpenSet {
             if status[ei] != EventStatus::Counted {
                 continue;
             }
-            let mut attr = plan.events[ei].attr.clone().expect("filtered");
+            let Some((mut attr, _)) = plan.events[ei].on_box(b) else {
+                continue;
+            };
             let is_leader = leader_idx.is_none() && ticker.is_none();
             // `no-inherit` on the event keeps it on the task itself.
             attr.inherit =
@@ -196,7 +217,11 @@ impl OpenSet {
                 }
                 Err(e) => {
                     let name = &plan.events[ei].name;
-                    let failed = failure(&e, name, place.attaching_pids);
+                    let mut failed = failure(&e, name, place.attaching_pids);
+                    // A box that cannot be opened is named.
+                    if let Some(x) = plan.events[ei].boxes.get(b) {
+                        failed.status = failed.status.map(|s| on_box(s, &x.pmu));
+                    }
                     if let Some(fatal) = failed.fatal {
                         self.hard_error.get_or_insert(fatal);
                     }
@@ -268,6 +293,19 @@ fn open_in_cgroup(
         }
     };
     Counter::open_in_cgroup(attr, cgroups[k].1.as_fd(), cpu, group)
+}
+
+/// `status` of an event whose box `pmu` failed: the box named first.
+fn on_box(status: EventStatus, pmu: &str) -> EventStatus {
+    let named = |r: pmx_formats::Reason| match r.detail() {
+        Some(d) => pmx_formats::Reason::with_detail(format!("{pmu}: {d}"), r.cause()),
+        None => pmx_formats::Reason::with_detail(pmu, r.cause()),
+    };
+    match status {
+        EventStatus::NotSupported(r) => EventStatus::NotSupported(named(r)),
+        EventStatus::NotCounted(r) => EventStatus::NotCounted(named(r)),
+        s => s,
+    }
 }
 
 /// What a failed open means for the run.

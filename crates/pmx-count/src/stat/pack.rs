@@ -51,6 +51,7 @@ impl StatPlan {
         let is_sw = |e: &PlannedEvent| {
             e.need == Need::None
                 && e.cpus.is_none()
+                && e.boxes.is_empty()
                 && e.cgroup.is_none()
                 && e.attr
                     .as_ref()
@@ -121,6 +122,7 @@ mod tests {
             need: Need::None,
             cgroup: None,
             settings: Default::default(),
+            boxes: Vec::new(),
         }
     }
 

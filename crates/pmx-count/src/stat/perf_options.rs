@@ -57,6 +57,9 @@ pub struct PerfStatOptions {
     pub pre: Option<String>,
     /// `--post CMD`.
     pub post: Option<String>,
+    /// `--no-merge`: a row per box of a PMU of numbered boxes
+    /// ([`StatPlan::split_boxes`]).
+    pub no_merge: bool,
 }
 
 /// When the command's counters start.
@@ -228,6 +231,9 @@ impl PerfStatOptions {
     /// event counted in a cgroup is named `EVENT (cgroup NAME)` in every
     /// output (its `cgroup` keeps the name alone).
     pub fn apply(&self, plan: &mut StatPlan) -> Result<(), PerfOptionError> {
+        if self.no_merge {
+            plan.split_boxes();
+        }
         for e in &mut plan.events {
             if let Ok(a) = e.attr.as_mut() {
                 match self.privilege {

@@ -1,5 +1,12 @@
 //! Plan: the `-e` groups resolved through the event database to perf
 //! attrs (or to the reason an event cannot be counted here), in groups.
+//!
+//! An event of a PMU the kernel registers only as numbered boxes
+//! (`uncore_imc/cas_count_read/`, a table's `UNC_M_CAS_COUNT.RD` where
+//! sysfs has `uncore_imc_0` … `uncore_imc_5`) is one planned event with
+//! its [`PmuBox`]es: opened on every box, the boxes' counts summed into
+//! its row, as perf merges them. [`StatPlan::split_boxes`] (`--no-merge`)
+//! makes each box an event of its own, named as perf names it.
 
 use crate::eventlist::EventGroup;
 use crate::schedule::Need;
@@ -43,6 +50,63 @@ pub struct PlannedEvent {
     /// counting run uses `inherit`; the sampling ones are record's.
     #[serde(skip)]
     pub settings: Settings,
+    /// The numbered boxes the event is opened on, first box first (`attr`
+    /// and `cpus` are the first's); empty: `attr` alone.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub boxes: Vec<PmuBox>,
+}
+
+/// One box of a PMU the kernel registers only as numbered boxes
+/// (`uncore_imc_3`): what its attr has of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PmuBox {
+    /// The box's PMU (`uncore_imc_3`).
+    pub pmu: String,
+    /// Its `attr.type`.
+    #[serde(rename = "type")]
+    pub type_: u32,
+    /// `config`, `config1`, `config2` as placed by its format.
+    pub config: [u64; 3],
+    /// Its `cpumask`, when it has one.
+    pub cpus: Option<Vec<u32>>,
+}
+
+impl PlannedEvent {
+    /// How many places the event opens on per CPU or task: its boxes, or 1.
+    pub fn box_count(&self) -> usize {
+        self.boxes.len().max(1)
+    }
+
+    /// The attr and CPU list of box `b` (`b` 0 without boxes); `None`
+    /// past the last box or when the event has no attr.
+    pub fn on_box(&self, b: usize) -> Option<(Attr, Option<&[u32]>)> {
+        let attr = self.attr.as_ref().ok()?;
+        if self.boxes.is_empty() {
+            return (b == 0).then(|| (attr.clone(), self.cpus.as_deref()));
+        }
+        let x = self.boxes.get(b)?;
+        let mut a = attr.clone();
+        a.type_ = x.type_;
+        [a.config, a.config1, a.config2] = x.config;
+        Some((a, x.cpus.as_deref()))
+    }
+
+    /// The name of box `b` of this event as perf names it with
+    /// `--no-merge`: `uncore_imc_3/cas_count_read/` for a spec with a
+    /// PMU, `UNC_M_CAS_COUNT.RD [uncore_imc_3]` for a name alone, the
+    /// `name=` given unchanged.
+    pub fn box_name(&self, b: usize) -> String {
+        let Some(x) = self.boxes.get(b) else {
+            return self.name.clone();
+        };
+        if self.settings.name.is_some() {
+            return self.name.clone();
+        }
+        match self.name.find('/') {
+            Some(at) => format!("{}{}", x.pmu, &self.name[at..]),
+            None => format!("{} [{}]", self.name, x.pmu),
+        }
+    }
 }
 
 /// The events, resolved, in groups.
@@ -61,6 +125,55 @@ pub struct PlanGroup {
     pub members: Vec<usize>,
     /// Written as `{…}` by the user.
     pub explicit: bool,
+}
+
+impl StatPlan {
+    /// `--no-merge`: each event with boxes becomes one event per box,
+    /// named as perf names it ([`PlannedEvent::box_name`]), in box order
+    /// where the event was; a group with such events becomes one group
+    /// per box (an event without boxes stays in the first).
+    pub fn split_boxes(&mut self) {
+        if self.events.iter().all(|e| e.boxes.is_empty()) {
+            return;
+        }
+        let (mut events, mut groups) = (Vec::new(), Vec::new());
+        for g in &self.groups {
+            let n = g.members.iter().map(|&m| self.events[m].box_count());
+            for b in 0..n.max().unwrap_or(1) {
+                let mut members = Vec::new();
+                for &m in &g.members {
+                    let e = &self.events[m];
+                    let Some((attr, cpus)) = e.on_box(b) else {
+                        if b == 0 {
+                            // No attr: kept once, with its reason.
+                            members.push(events.len());
+                            events.push(PlannedEvent {
+                                group: groups.len(),
+                                ..e.clone()
+                            });
+                        }
+                        continue;
+                    };
+                    members.push(events.len());
+                    events.push(PlannedEvent {
+                        name: e.box_name(b),
+                        group: groups.len(),
+                        attr: Ok(attr),
+                        cpus: cpus.map(<[u32]>::to_vec),
+                        boxes: Vec::new(),
+                        ..e.clone()
+                    });
+                }
+                if !members.is_empty() {
+                    groups.push(PlanGroup {
+                        members,
+                        explicit: g.explicit,
+                    });
+                }
+            }
+        }
+        (self.events, self.groups) = (events, groups);
+    }
 }
 
 /// Resolve the `-e` groups against the database. An event with no attr
@@ -117,6 +230,7 @@ fn unsupported(
         need: Need::None,
         cgroup: None,
         settings,
+        boxes: Vec::new(),
     })
 }
 
@@ -138,6 +252,7 @@ fn plan_one(
         need: Need::None,
         cgroup: None,
         settings,
+        boxes: Vec::new(),
     };
     if let Body::Breakpoint { addr, len, access } = &spec.body {
         let bp = match access.as_str() {
@@ -151,6 +266,9 @@ fn plan_one(
         apply_modifiers(&mut a, &spec.modifiers);
         ev.attr = Ok(a);
         return Ok(ev);
+    }
+    if let Some(boxes) = db.resolve_boxes(spec)? {
+        return Ok(on_boxes(ev, &boxes, db));
     }
     let resolved = match db.resolve(spec) {
         Ok(r) => r,
@@ -182,6 +300,39 @@ fn plan_one(
     }
     ev.need = need_of(&resolved, db);
     Ok(ev)
+}
+
+/// `ev` planned on every box it resolved on (`boxes`, at least one): the
+/// first box's attr, unit and scale, each box's own type, config and CPUs.
+fn on_boxes(mut ev: PlannedEvent, boxes: &[Resolved], db: &Database) -> PlannedEvent {
+    for (k, r) in boxes.iter().enumerate() {
+        let mut one = ev.clone();
+        apply_resolved(&mut one, r, db);
+        if let Ok(a) = &mut one.attr {
+            a.sample = None;
+        }
+        if k == 0 {
+            ev.source = Some(r.source);
+            ev.need = need_of(r, db);
+            (ev.attr, ev.cpus, ev.unit, ev.scale) =
+                (one.attr.clone(), one.cpus.clone(), one.unit, one.scale);
+        }
+        match one.attr {
+            Ok(a) => ev.boxes.push(PmuBox {
+                pmu: r.attr.pmu.clone(),
+                type_: a.type_,
+                config: [a.config, a.config1, a.config2],
+                cpus: one.cpus,
+            }),
+            // A box without a type: the event is not countable as a whole.
+            Err(why) => {
+                ev.attr = Err(format!("{}: {why}", r.attr.pmu));
+                ev.boxes.clear();
+                return ev;
+            }
+        }
+    }
+    ev
 }
 
 /// The modifiers of an event the database does not resolve (breakpoints,

@@ -229,6 +229,7 @@ pub(super) fn stat_event(name: &str, group: usize, unit: Option<&str>) -> Planne
         need: Need::None,
         cgroup: None,
         settings: Default::default(),
+        boxes: Vec::new(),
     }
 }
 

@@ -1,0 +1,137 @@
+//! `pmx stat` on a PMU the kernel registers only as numbered boxes, side
+//! by side with the installed perf. The boxes `uncore_imc_0` …
+//! `uncore_imc_2` of a fixture sysfs tree are the software PMU's
+//! page-fault counter (type 1, config 2) under an uncore name and alias
+//! (`cas_count_read` = `event=0x2`), so the kernel counts for real: each
+//! box counts the command's page faults, the merged row is three times
+//! the `page-faults` row of the same run, and `--no-merge` prints a row
+//! per box. perf 6.1 is shown the same tree (bind-mounted over
+//! `/sys/bus/event_source/devices` in a mount namespace of its own) and
+//! must name and sum the rows alike.
+
+use crate::common::{pmx, stderr};
+use pmx_testkit::skip;
+use std::path::Path;
+use std::process::Command;
+
+/// The tree: three boxes and, for perf, the machine's own PMUs beside them.
+fn tree(dir: &Path) -> std::path::PathBuf {
+    let dev = dir.join("sys/bus/event_source/devices");
+    for n in 0..3 {
+        let b = dev.join(format!("uncore_imc_{n}"));
+        std::fs::create_dir_all(b.join("format")).unwrap();
+        std::fs::create_dir_all(b.join("events")).unwrap();
+        std::fs::write(b.join("type"), "1\n").unwrap();
+        std::fs::write(b.join("format/event"), "config:0-63\n").unwrap();
+        std::fs::write(b.join("events/cas_count_read"), "event=0x2\n").unwrap();
+    }
+    for e in std::fs::read_dir("/sys/bus/event_source/devices")
+        .unwrap()
+        .flatten()
+    {
+        if let Ok(target) = std::fs::canonicalize(e.path()) {
+            let _ = std::os::unix::fs::symlink(target, dev.join(e.file_name()));
+        }
+    }
+    dev
+}
+
+/// `-x,` lines as (value, event), pmx's columns or perf's.
+fn rows(text: &str, event_col: usize) -> Vec<(u64, String)> {
+    text.lines()
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f.len() > event_col && f[event_col - 2].parse::<u64>().is_ok())
+        .map(|f| (f[event_col - 2].parse().unwrap(), f[event_col].to_string()))
+        .collect()
+}
+
+const EVENTS: &str = "uncore_imc/cas_count_read/,cas_count_read,page-faults";
+
+fn pmx_rows(root: &Path, extra: &[&str]) -> Vec<(u64, String)> {
+    let root = root.to_str().unwrap();
+    let mut args = vec!["stat", "--sysfs-root", root, "-x,", "-e", EVENTS];
+    args.extend(extra);
+    args.push("true");
+    let o = pmx(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    rows(&stderr(&o), 3)
+}
+
+/// perf's rows with the tree mounted, or `None` (said) where perf or a
+/// mount namespace is not to be had.
+fn perf_rows(dev: &Path, extra: &str) -> Option<Vec<(u64, String)>> {
+    let script = format!(
+        "mount --bind {} /sys/bus/event_source/devices && perf stat -x, {extra} -e {EVENTS} true",
+        dev.display()
+    );
+    let o = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output();
+    match o {
+        Ok(o) if o.status.success() => Some(rows(&String::from_utf8_lossy(&o.stderr), 2)),
+        Ok(o) => {
+            skip(format!(
+                "perf on the fixture tree: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ));
+            None
+        }
+        Err(e) => {
+            skip(format!("unshare: {e}"));
+            None
+        }
+    }
+}
+
+/// The three boxes' sum in one row per event, named as typed.
+fn check_merged(rows: &[(u64, String)], who: &str) {
+    let names: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "uncore_imc/cas_count_read/",
+            "cas_count_read",
+            "page-faults"
+        ],
+        "{who}"
+    );
+    let faults = rows[2].0;
+    assert!(faults > 0, "{who}");
+    assert_eq!(
+        (rows[0].0, rows[1].0),
+        (3 * faults, 3 * faults),
+        "{who}: {rows:?}"
+    );
+}
+
+/// A row per box, each the command's page faults.
+fn check_split(rows: &[(u64, String)], who: &str) {
+    let mut names: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    names.sort_unstable();
+    let want = [
+        "cas_count_read [uncore_imc_0]",
+        "cas_count_read [uncore_imc_1]",
+        "cas_count_read [uncore_imc_2]",
+        "page-faults",
+        "uncore_imc_0/cas_count_read/",
+        "uncore_imc_1/cas_count_read/",
+        "uncore_imc_2/cas_count_read/",
+    ];
+    assert_eq!(names, want, "{who}");
+    let faults = rows.iter().find(|r| r.1 == "page-faults").unwrap().0;
+    assert!(rows.iter().all(|r| r.0 == faults), "{who}: {rows:?}");
+}
+
+#[test]
+fn numbered_boxes_are_summed_unless_no_merge_as_perf_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = tree(dir.path());
+    check_merged(&pmx_rows(dir.path(), &[]), "pmx");
+    check_split(&pmx_rows(dir.path(), &["--no-merge"]), "pmx --no-merge");
+    if let Some(rows) = perf_rows(&dev, "") {
+        check_merged(&rows, "perf");
+    }
+    if let Some(rows) = perf_rows(&dev, "--no-merge") {
+        check_split(&rows, "perf --no-merge");
+    }
+}
