@@ -5,33 +5,64 @@
 # place, a FIFO, a directory, a link; then `pmx serve` under load (idle
 # floods, 20 concurrent keep-alive clients, RSS over 100,000 requests).
 #
-#   bench/faults.sh [SEED]
+#   bench/faults.sh [SEEDS] [FILTER]      e.g.  nice -n 10 bench/faults.sh 1-20
 #
-# `cargo test` runs the same tests with a few cases each; here
-# PMX_FAULTS_LONG=1 gives the long counts and SEED (default 0) moves
-# every seed (PMX_FAULTS_SEED), so another seed is another campaign. A
-# failure prints its seed and what was done to the file: replay it with
+# SEEDS is one seed (default 0), a range `A-B` or a comma list (`1-6,8`);
+# each seed is a campaign of its own (its mutants are seeds SEED×10⁹ +
+# source×10⁶ + case, so no two seeds share one) and prints its own table.
+# FILTER (a test-name filter such as `faults_perfdata::`; the module names
+# are the categories) runs some categories only. `cargo test` runs the
+# same tests with a few cases each; here PMX_FAULTS_LONG=1 gives the long
+# counts. Built with the `faults` profile (Cargo.toml: optimized, with
+# debug assertions and overflow checks on, so an overflow still panics as
+# in a debug build). `pmx serve` under load runs once, after the last
+# seed (SERVE_LOAD=0 leaves it out). A failure prints its seed and what
+# was done to the file: replay it with
 # `pmx_testkit::mutate::{perfdata, text}(&original, seed)`.
-# Prints the table of docs/RELIABILITY.md (category, cases, panics, hangs,
-# unclear errors, data lost, seconds, accepted, refused) and the load
-# figures. Exit status: non-zero when any case failed.
+# Prints the table of docs/RELIABILITY.md per seed (category, cases,
+# panics, hangs, unclear errors, data lost, seconds, ran, refused) and the
+# load figures. Exit status: non-zero when any case failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-SEED=${1:-0}
+SPEC=${1:-0}
+FILTER=${2:-}
+seeds=()
+IFS=',' read -ra parts <<<"$SPEC"
+for p in "${parts[@]}"; do
+    if [[ $p =~ ^([0-9]+)-([0-9]+)$ ]]; then
+        for ((s = BASH_REMATCH[1]; s <= BASH_REMATCH[2]; s++)); do seeds+=("$s"); done
+    elif [[ $p =~ ^[0-9]+$ ]]; then
+        seeds+=("$p")
+    else
+        echo "bench/faults.sh: '$p' is not a seed, a range A-B or a comma list" >&2
+        exit 2
+    fi
+done
 LOG=$(mktemp)
 trap 'rm -f "$LOG"' EXIT
 status=0
-PMX_FAULTS_LONG=1 PMX_FAULTS_SEED=$SEED cargo test -q --no-fail-fast -p pmx-cli \
-    --test faults -- --nocapture --test-threads 1 >"$LOG" 2>&1 || status=1
-cargo test -q -p pmx-cli --test integration serve_load:: -- --include-ignored --nocapture \
-    --test-threads 1 >>"$LOG" 2>&1 || status=1
-echo "seed $SEED, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo
-echo "| category | cases | panics | hangs | unclear errors | data lost | seconds | ran | refused |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-grep -o 'FAULTS|.*' "$LOG" | cut -d'|' -f2- | awk -F'|' '{ printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; print "" }'
-echo
-grep -oE '(scrape alone|scrape with|20 clients|RSS over|a scrape with).*' "$LOG"
-grep -E '^(PANIC|HANG|UNCLEAR ERROR|DATA LOST)' "$LOG" | head -40
-[ $status -eq 0 ] || { echo; echo "FAILED: see the cases above"; grep -E 'panicked at|test result: FAILED' "$LOG" | head; }
+cargo test -q --profile faults -p pmx-cli --test faults --no-run || exit 1
+for SEED in "${seeds[@]}"; do
+    seed_status=0
+    PMX_FAULTS_LONG=1 PMX_FAULTS_SEED=$SEED cargo test -q --profile faults --no-fail-fast \
+        -p pmx-cli --test faults -- $FILTER --nocapture --test-threads 1 >"$LOG" 2>&1 || seed_status=1
+    echo "seed $SEED, profile faults, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M) UTC"
+    echo
+    echo "| category | cases | panics | hangs | unclear errors | data lost | seconds | ran | refused |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    grep -o 'FAULTS|.*' "$LOG" | cut -d'|' -f2- | awk -F'|' '{ printf "|"; for (i = 1; i <= NF; i++) printf " %s |", $i; print "" }'
+    echo
+    grep -E '^(PANIC|HANG|UNCLEAR ERROR|DATA LOST)' "$LOG" | head -40
+    if [ $seed_status -ne 0 ]; then
+        status=1
+        echo "seed $SEED FAILED: see the cases above"
+        grep -E 'panicked at|test result: FAILED' "$LOG" | head
+        echo
+    fi
+done
+if [ "${SERVE_LOAD:-1}" != 0 ]; then
+    cargo test -q --profile faults -p pmx-cli --test integration serve_load:: -- --include-ignored \
+        --nocapture --test-threads 1 >"$LOG" 2>&1 || status=1
+    grep -oE '(scrape alone|scrape with|20 clients|RSS over|a scrape with).*' "$LOG"
+fi
 exit $status

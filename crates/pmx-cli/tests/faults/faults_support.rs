@@ -199,12 +199,17 @@ pub fn cases(fast: usize, long: usize) -> usize {
     }
 }
 
-/// The first seed of a run (0 unless `PMX_FAULTS_SEED` says otherwise).
+/// The first seed of a run: 0, or `PMX_FAULTS_SEED` × 10⁹. A case's
+/// seed is this plus its source's index × 10⁶ plus its number, so the
+/// campaigns of two seeds share no mutant (with `SEED` itself as the base,
+/// seed 1's 400 cases of a source were seed 0's cases 1–399 again, plus
+/// one); the seed a failure prints is the mutant's own.
 pub fn base_seed() -> u64 {
     std::env::var("PMX_FAULTS_SEED")
         .ok()
-        .and_then(|s| s.parse().ok())
+        .and_then(|s| s.parse::<u64>().ok())
         .unwrap_or(0)
+        .wrapping_mul(1_000_000_000)
 }
 
 /// Write `bytes` to `dir/name` and return the path.
