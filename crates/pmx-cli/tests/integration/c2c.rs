@@ -6,7 +6,7 @@
 //! pmx-perfdata's writer, and on the real `weight_struct` recording.
 
 use crate::common::{pmx, stderr};
-use crate::memory::{perf_out, pmx_out, same_lines, weight_struct, without_tip};
+use crate::memory::{pmx_out, same_lines, weight_struct, without_tip};
 use pmx_perfdata::format::{feature, record_type, sample_type};
 use pmx_testkit::perf;
 use pmx_testkit::perfdata::{attr, comm, memory_writer, mmap2, record};
@@ -130,18 +130,27 @@ pub(crate) fn c2c_file(dir: &Path) -> PathBuf {
     path
 }
 
-/// perf's output of `perf ARGS -i FILE`: perf feeds a missing binary's
-/// addresses to an addr2line child, which may exit first and end perf
-/// with SIGPIPE (about every other run here), so a run that failed is
-/// run again, up to 40 times.
+/// perf's output of `perf ARGS -i FILE`. perf feeds a missing binary's
+/// addresses to an addr2line child, which may exit first: under SIGPIPE's
+/// default action that write ended perf (about every other run here).
+/// perf runs with SIGPIPE ignored, so the write fails with EPIPE and perf
+/// carries on with the line unknown, as when addr2line answers `??:0`.
 fn perf_retrying(args: &[&str], file: &Path) -> String {
-    for _ in 0..39 {
-        let o = perf::on_file(args, file);
-        if o.status.success() {
-            return crate::common::stdout(&o);
-        }
+    use std::os::unix::process::CommandExt;
+    let mut perf = std::process::Command::new("perf");
+    perf.args(args).arg("-i").arg(file);
+    perf.stdin(std::process::Stdio::null());
+    // SAFETY: signal(2) is async-signal-safe, and the closure touches
+    // nothing else between fork and exec.
+    unsafe {
+        perf.pre_exec(|| {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            Ok(())
+        });
     }
-    perf_out(args, file)
+    let o = perf.output().expect("run perf");
+    assert!(o.status.success(), "perf {args:?}: {}", stderr(&o));
+    crate::common::stdout(&o)
 }
 
 /// Every display, coalescing, `--full-symbols` and `--no-source` on the

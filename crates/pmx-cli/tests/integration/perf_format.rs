@@ -127,6 +127,17 @@ fn run(program: &str, args: &[&str]) -> String {
     pmx_testkit::text(&out.stderr)
 }
 
+/// perf's and pmx's stderr for their arguments, the two run at once (the
+/// layouts are compared, not the values): half the wall time of the
+/// hundreds of mostly sleeping runs here.
+fn both(perf_args: &[&str], pmx_args: &[&str]) -> (String, String) {
+    std::thread::scope(|s| {
+        let perf = s.spawn(|| run("perf", perf_args));
+        let pmx = run(crate::common::PMX, pmx_args);
+        (perf.join().expect("perf's thread"), pmx)
+    })
+}
+
 /// The lines whose shapes are compared: without blank lines, and for
 /// intervals only the distinct shapes (the number of intervals is
 /// timing).
@@ -192,8 +203,7 @@ fn perf_format_has_perfs_layout() {
             // before it counts.
             let mut last = None;
             for _ in 0..3 {
-                let perf = run("perf", &perf_args);
-                let pmx = run(crate::common::PMX, &pmx_args);
+                let (perf, pmx) = both(&perf_args, &pmx_args);
                 if same(&perf, &pmx) {
                     last = None;
                     break;
@@ -242,7 +252,7 @@ fn side_by_side(
                 .collect();
             let mut last = None;
             for _ in 0..3 {
-                let (perf, pmx) = (run("perf", &perf_args), run(crate::common::PMX, &pmx_args));
+                let (perf, pmx) = both(&perf_args, &pmx_args);
                 if same(form.first().copied().unwrap_or(""), &perf, &pmx) {
                     last = None;
                     break;

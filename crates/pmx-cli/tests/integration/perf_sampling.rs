@@ -346,7 +346,15 @@ fn every_perf_sampling_command_option_is_taken_or_refused_by_name() {
 #[test]
 fn switch_output_writes_files_perf_reports_each_on_its_own() {
     let Some(s) = Setup::new() else { return };
-    let prog = s.program("(void)0");
+    // A fixed amount of work, not a second of wall time: task-clock
+    // samples come per CPU time, so a loaded machine (which gave the
+    // program little of its second) makes as many as an idle one. About
+    // 0.5 s of CPU here, 2,000 samples of 40 bytes: 6 or 7 files of
+    // 16 KiB, and at least 2 on a CPU 3 times as fast.
+    let src = "volatile unsigned long sink;\n\
+        __attribute__((noinline)) void noploop(void) { for (unsigned long i = 0; i < 600000000UL; i++) sink = i; }\n\
+        int main(void) { noploop(); return 0; }\n";
+    let prog = pmx_testkit::cc::compile(s.dir.path(), "work", src, &["-O1"]).expect("cc");
     let out = s.path("s.data");
     let args = [
         "record",
@@ -855,13 +863,21 @@ fn record_cpu_is_perfs_cpu_list() {
     let Some(s) = Setup::new() else { return };
     let data = s.path("cpu.data");
     let d = data.to_str().unwrap();
+    // The samples are of whatever ran on CPU 0 (compilers, other tests):
+    // the reports look for no binaries (an empty --symfs), or reading
+    // their symbols takes both tools most of their time, for a column
+    // that needs none.
+    let empty = s.path("no-binaries");
+    std::fs::create_dir(&empty).unwrap();
+    let empty = empty.to_str().unwrap();
     // perf's -C/--cpu LIST, not pmx's event-database --cpu.
     for flag in [&["--cpu", "0"][..], &["--cpu=0"]] {
         let mut args = vec!["record", "-q", "-e", "cpu-clock", "-o", d];
         args.extend_from_slice(flag);
         args.extend(["sleep", "0.3"]);
         s.run(true, &args);
-        let (perf, _) = s.both(&["report", "-i", d, "--stdio", "-s", "cpu"]);
+        let report = ["report", "-i", d, "--stdio", "-s", "cpu", "--symfs", empty];
+        let (perf, _) = s.both(&report);
         let cpus = rows(&perf, 0.0);
         assert!(!cpus.is_empty(), "{perf}");
         assert!(cpus.iter().all(|r| r.ends_with(" 000")), "{flag:?}: {perf}");

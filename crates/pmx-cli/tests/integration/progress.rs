@@ -56,9 +56,14 @@ fn big_records(n: u64) -> impl Iterator<Item = Vec<u8>> {
     }))
 }
 
-/// `big.data` (file mode) and `big.pipe` (pipe mode, as `perf record -o
-/// -` writes) of `n` samples, written with pmx-perfdata's writers.
-fn big_files(dir: &std::path::Path, n: u64) -> (std::path::PathBuf, std::path::PathBuf) {
+/// `big.data` (file mode) of `n` samples and `big.pipe` (pipe mode, as
+/// `perf record -o -` writes) of `n_pipe`, written with pmx-perfdata's
+/// writers.
+fn big_files(
+    dir: &std::path::Path,
+    n: u64,
+    n_pipe: u64,
+) -> (std::path::PathBuf, std::path::PathBuf) {
     use pmx_perfdata::format::sample_type as st;
     use pmx_perfdata::{Features, FileAttr, PipeWriter};
     use pmx_testkit::perfdata::{attr, memory_writer, SAMPLE_ID_ALL};
@@ -77,6 +82,8 @@ fn big_files(dir: &std::path::Path, n: u64) -> (std::path::PathBuf, std::path::P
     let mut p = PipeWriter::create(Vec::new(), attrs, &Features::default()).unwrap();
     for r in big_records(n) {
         w.write_record(&r).unwrap();
+    }
+    for r in big_records(n_pipe) {
         p.write_record(&r).unwrap();
     }
     let (file, pipe) = (dir.join("big.data"), dir.join("big.pipe"));
@@ -99,9 +106,11 @@ fn in_pty(cmd: &str) -> String {
 /// `pmx script` and `pmx report` draw the bar on a terminal once a read
 /// has taken over a second, and nothing when stderr is a pipe. Made slow
 /// for certain: a pipe-mode stream that stops for 2 s after its first MiB
-/// (the bar then shows the MiB read: a pipe has no total). A file read
-/// shows its share when the read happens to take that long (here, in a
-/// debug build, it does; a faster machine is told and not asserted).
+/// (the bar then shows the MiB read: a pipe has no total; readers report
+/// every 65,536 records, so 200,000 give updates after the stop). A file
+/// read shows its share when the read happens to take that long (here, in
+/// a debug build, it does; a faster machine is told and not asserted).
+/// With stderr a pipe, the stopped stream draws nothing.
 #[test]
 fn long_reads_show_a_bar_on_a_terminal_only() {
     if Command::new("script").arg("--version").output().is_err() {
@@ -109,13 +118,13 @@ fn long_reads_show_a_bar_on_a_terminal_only() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (file, pipe) = big_files(dir.path(), 600_000);
+    let (file, pipe) = big_files(dir.path(), 600_000, 200_000);
     let (f, p) = (file.display(), pipe.display());
+    let slow = |cmd: &str| {
+        format!("{{ head -c 1048576 {p}; sleep 2; tail -c +1048577 {p}; }} | {PMX} {cmd} -i - > /dev/null")
+    };
     for cmd in ["script", "report --stdio"] {
-        let slow = format!(
-            "{{ head -c 1048576 {p}; sleep 2; tail -c +1048577 {p}; }} | {PMX} {cmd} -i - > /dev/null"
-        );
-        let tty = in_pty(&slow);
+        let tty = in_pty(&slow(cmd));
         assert!(tty.contains(" MiB read"), "{cmd}: {tty:?}");
         assert!(tty.ends_with("\r\x1b[K"), "the bar is cleared: {tty:?}");
         let start = std::time::Instant::now();
@@ -129,10 +138,9 @@ fn long_reads_show_a_bar_on_a_terminal_only() {
             eprintln!("{cmd} -i {f}: under 3 s here, the share is not asserted");
         }
     }
-    // stderr a pipe: nothing.
-    let out = Command::new(PMX)
-        .args(["script", "-i"])
-        .arg(&file)
+    // stderr a pipe: nothing, though the read takes over a second.
+    let out = Command::new("sh")
+        .args(["-c", &slow("script")])
         .output()
         .expect("run pmx");
     assert!(out.status.success(), "{}", stderr(&out));

@@ -16,47 +16,53 @@ use pmx_testkit::{cc, perf, text};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 struct Files {
-    _dir: tempfile::TempDir,
     flat: PathBuf,
     chains: PathBuf,
 }
 
+/// The module's two recordings, made once for all its tests (which only
+/// read them); `None` (said once) where perf or a C compiler is missing.
+fn setup() -> Option<&'static Files> {
+    static FILES: OnceLock<Option<Files>> = OnceLock::new();
+    let files = FILES.get_or_init(record).as_ref();
+    if files.is_none() {
+        pmx_testkit::skip("script's recordings could not be made (see above)");
+    }
+    files
+}
+
 /// Record the program twice with perf (cpu-clock at 5 kHz: periods vary):
-/// without and with call chains.
-fn setup() -> Option<Files> {
+/// without and with call chains. In `script/` under Cargo's directory for
+/// test files, replaced by each run (a static's temporary directory would
+/// never be removed).
+fn record() -> Option<Files> {
     if !perf::require("") {
         return None;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("script");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
     let src = "#include <stdlib.h>\n\
         __attribute__((noipa)) long leaf_a(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * i) ^ (s >> 3); return s; }\n\
         __attribute__((noipa)) long leaf_b(long n) { long s = 1; for (long i = 0; i < n; i++) s += i ^ s; return s; }\n\
         __attribute__((noipa)) long mid(long n) { return leaf_a(n) + leaf_b(n / 3); }\n\
         int main(void) { long r = 0; for (int k = 0; k < 150; k++) r += mid(1000000); return (int)(r & 1); }\n";
-    let Ok(bin) = cc::compile(
-        dir.path(),
-        "three",
-        src,
-        &["-O1", "-fno-omit-frame-pointer"],
-    ) else {
+    let Ok(bin) = cc::compile(&dir, "three", src, &["-O1", "-fno-omit-frame-pointer"]) else {
         pmx_testkit::skip("no C compiler");
         return None;
     };
-    let flat = dir.path().join("flat.data");
-    let chains = dir.path().join("chains.data");
+    let flat = dir.join("flat.data");
+    let chains = dir.join("chains.data");
     for (out, extra) in [(&flat, &[][..]), (&chains, &["-g"][..])] {
         if let Err(why) = perf::record_cpu_clock(extra, out, &bin) {
             pmx_testkit::skip(why);
             return None;
         }
     }
-    Some(Files {
-        _dir: dir,
-        flat,
-        chains,
-    })
+    Some(Files { flat, chains })
 }
 
 fn pmx_script(file: &Path, args: &[&str]) -> String {
