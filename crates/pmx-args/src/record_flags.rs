@@ -91,6 +91,15 @@ pub fn off_cpu_flags(
     Ok(off_cpu.then_some(pmx_record::OffCpuOptions { thresh_ns }))
 }
 
+/// `top --off-cpu`'s events: the user's `-e`, or with none the waits
+/// alone (`dummy`, which never samples, carries the side band).
+pub fn top_off_cpu_events(events: &[String], off_cpu: bool) -> Vec<String> {
+    match off_cpu && events.is_empty() {
+        true => vec!["dummy".into()],
+        false => events.to_vec(),
+    }
+}
+
 /// `record`'s memory-access flags: which sample fields to add to every
 /// event (perf record's `-d`, `--phys-data`, `--data-page-size`,
 /// `--code-page-size`, `-W`).

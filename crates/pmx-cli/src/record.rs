@@ -61,6 +61,9 @@ pub struct RecordArgs {
     /// Record context switches (PERF_RECORD_SWITCH; SWITCH_CPU_WIDE with -a/-C).
     #[arg(long = "switch-events")]
     pub switch_events: bool,
+    /// Record namespace changes (PERF_RECORD_NAMESPACES), with the existing tasks' namespaces.
+    #[arg(long = "namespaces")]
+    pub namespaces: bool,
     /// Build ids of every mapped binary, hit or not (what pmx always writes).
     #[arg(long = "buildid-all")]
     pub buildid_all: bool,
@@ -107,6 +110,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
             switch_output,
             switch_events: args.switch_events,
             off_cpu,
+            namespaces: args.namespaces,
         },
     };
     record::install_signal_handlers();

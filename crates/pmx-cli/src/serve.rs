@@ -12,7 +12,7 @@ use std::path::PathBuf;
 /// Arguments of `pmx serve`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Series: pmx_events_total (raw counts), pmx_event_enabled_seconds_total, pmx_event_running_seconds_total, pmx_event_running_ratio, pmx_event_supported, pmx_metric, pmx_metric_reliability, pmx_build_info, pmx_up, pmx_scrape_duration_seconds, pmx_profile_sessions. Profiles (pprof): GET /debug/pprof/profile?seconds=N&hz=N&pid=&comm=&cgroup= (loopback only unless --profiles; docs/pprof.md). See docs/serve.md.\nExit status: 0 after SIGTERM/SIGINT; 1 when it cannot count or listen; 2 for bad input."
+    after_help = "Series: pmx_events_total (raw counts), pmx_event_enabled_seconds_total, pmx_event_running_seconds_total, pmx_event_running_ratio, pmx_event_supported, pmx_metric, pmx_metric_reliability, pmx_build_info, pmx_up, pmx_scrape_duration_seconds, pmx_profile_sessions. Profiles (pprof): GET /debug/pprof/profile?seconds=N&hz=N&pid=&comm=&cgroup=&offcpu=1 (offcpu=1: where threads wait; loopback only unless --profiles; docs/pprof.md). See docs/serve.md.\nExit status: 0 after SIGTERM/SIGINT; 1 when it cannot count or listen; 2 for bad input."
 )]
 pub struct ServeArgs {
     /// Address to listen on, ADDRESS:PORT (default 127.0.0.1:9464: loopback

@@ -37,6 +37,9 @@ pub struct TopArgs {
     /// Metrics per row of a {A,B}:S group, with their 95% interval.
     #[arg(short = 'M', long = "metrics", value_name = "LIST")]
     pub metrics: Option<String>,
+    /// Where threads wait (offcpu-time from sched_switch, as record --off-cpu; without -e the waits alone).
+    #[arg(long = "off-cpu")]
+    pub off_cpu: bool,
     /// Rows of a --stdio table.
     #[arg(short = 'E', long = "entries", value_name = "N", default_value_t = 20)]
     pub entries: usize,
@@ -49,13 +52,15 @@ pub fn run(args: &TopArgs) -> anyhow::Result<i32> {
     let flags = args.target.flags(&[], true);
     let scope = crate::target::scope(&flags, "sample")?;
     top::check_targets(&scope).map_err(|e| UsageError(e.to_string()))?;
-    let sampling = args.sampling.check(&args.db)?;
+    let mut sampling = args.sampling.clone();
+    sampling.events = pmx_args::record_flags::top_off_cpu_events(&sampling.events, args.off_cpu);
+    let sampling = sampling.check(&args.db)?;
     let mut opts = TopOptions::new(sampling.events, scope, sampling.rate);
     opts.delay = crate::target::duration(Some(args.delay))?.expect("a delay");
     opts.record.call_graph = sampling.call_graph;
-    if let Some(pages) = sampling.mmap_pages {
-        opts.record.mmap_pages = pages;
-    }
+    opts.record.file.off_cpu = args.off_cpu.then(Default::default);
+    opts.record.mmap_pages =
+        (sampling.mmap_pages).unwrap_or(pmx::record::default_mmap_pages(args.off_cpu));
     (opts.refreshes, opts.zero, opts.entries) = (args.refreshes, args.zero, args.entries);
     (opts.metrics, opts.events_dir_default) = (args.metrics.clone(), pmx::events_dirs::from_env());
     opts.symbols = crate::symbols::options(pmx_symbols::Demangle::Short);

@@ -48,6 +48,7 @@ pub(crate) fn from_attr(attr: &Attr) -> PerfEventAttr {
         (attr.comm_exec, flag::COMM_EXEC),
         (attr.task, flag::TASK),
         (attr.context_switch, flag::CONTEXT_SWITCH),
+        (attr.namespaces, flag::NAMESPACES),
         (attr.sample_id_all, flag::SAMPLE_ID_ALL),
         (
             attr.exclude_callchain_kernel,

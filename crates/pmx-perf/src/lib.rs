@@ -230,6 +230,9 @@ pub struct Attr {
     pub task: bool,
     /// `context_switch`: PERF_RECORD_SWITCH at every context switch.
     pub context_switch: bool,
+    /// `namespaces`: PERF_RECORD_NAMESPACES when a task is created or
+    /// changes namespaces.
+    pub namespaces: bool,
     /// `exclude_callchain_kernel`: call chains without the kernel part.
     pub exclude_callchain_kernel: bool,
     /// `exclude_callchain_user`: call chains without the user part.
@@ -322,6 +325,7 @@ impl Default for Attr {
             comm_exec: false,
             task: false,
             context_switch: false,
+            namespaces: false,
             exclude_callchain_kernel: false,
             exclude_callchain_user: false,
             branch_sample_type: 0,

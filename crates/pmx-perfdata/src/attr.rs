@@ -162,6 +162,8 @@ pub mod flag {
     pub const USE_CLOCKID: u64 = 1 << 25;
     /// `context_switch`.
     pub const CONTEXT_SWITCH: u64 = 1 << 26;
+    /// `namespaces`.
+    pub const NAMESPACES: u64 = 1 << 28;
 }
 
 macro_rules! flag {

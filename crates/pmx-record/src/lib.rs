@@ -111,6 +111,7 @@ mod default;
 mod existing;
 mod features;
 mod groups;
+mod namespaces;
 mod offcpu;
 mod open;
 mod options;
@@ -251,7 +252,8 @@ fn record_with(
         Some(((e, o, _), _)) => (&e[..], o),
         None => (events, opts),
     };
-    let mut plan = Plan::new(events, opts, child.as_ref().map(|c| c.pid))?;
+    let child_pid = child.as_ref().map(|c| c.pid);
+    let mut plan = Plan::new(events, opts, child_pid)?;
     if off_cpu.is_some() {
         // The kernel says when a traced thread comes back on a CPU.
         let switch = plan.attrs.last_mut().expect("the switch event");
@@ -259,6 +261,7 @@ fn record_with(
         // The user stack is the sample (as perf's): kernel frames would
         // only fill the rings.
         switch.exclude_callchain_kernel = true;
+        plan.attrs[0].wakeup = offcpu::wakeup(opts.mmap_pages);
     }
     let (opened, mut rings) = open::open(&plan, events, opts.mmap_pages)?;
     // What the file says of the events: the switch event is offcpu-time there.
@@ -298,7 +301,16 @@ fn record_with(
         plan.attrs[0].mmap_data,
         &mut notes,
     );
-    for r in &synth {
+    let ns = match opts.file.namespaces {
+        true => namespaces::existing(
+            &opts.scope,
+            child_pid,
+            plan.attrs[0].sample_type,
+            opened.first_id(),
+        ),
+        false => Vec::new(),
+    };
+    for r in synth.iter().chain(&ns) {
         sink.write(r)?;
     }
 

@@ -24,6 +24,16 @@
 //! `--off-cpu-thresh`: waits shorter than it are summed per thread and
 //! stack and written at the end (upstream perf's rule), longer ones as
 //! their own samples.
+//!
+//! With `--call-graph dwarf` the tracepoint records no call chain at all
+//! (neither the user's, which dwarf replaces, nor the kernel's) but the
+//! blocked thread's user registers and stack: the `offcpu-time` sample
+//! carries those bytes as they were, with no chain and the user IP from
+//! the registers, for the reader to unwind (no thresh: nothing to sum by).
+//!
+//! The rings of an off-CPU recording wake their reader at an eighth
+//! ([`wakeup`]): a program that switches all the time fills them at a
+//! steady rate, and a reader woken late still has room.
 
 use super::options::OffCpuOptions;
 use pmx_perf::{sample_type as st, Attr};
@@ -41,6 +51,19 @@ const SWITCH_OUT: u16 = 1 << 13;
 const SLEEPING: u64 = 0x1 | 0x2;
 /// `prev_state`'s "preempted" bit (the kernel's TASK_REPORT_MAX).
 const PREEMPTED: u64 = 0x100;
+
+/// When the reader of an off-CPU recording's rings (`pages` data pages
+/// each) is woken: at an eighth of a ring, not the kernel's half. The
+/// scheduler writes a sample at every switch, a steady stream when a
+/// program switches all the time; the reader, woken late on a busy
+/// machine, then still has seven eighths of the ring to drain into
+/// before records are lost (docs/BENCHMARKS.md).
+pub(super) fn wakeup(pages: usize) -> pmx_perf::Wakeup {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let bytes = (pages * page / 8).clamp(page, u32::MAX as usize);
+    pmx_perf::Wakeup::Watermark(bytes as u32)
+}
 
 /// `offcpu-time`'s attr in the file: a software bpf-output event with
 /// the switch event's sample layout (without its raw data).
@@ -61,8 +84,20 @@ struct Ev {
     time: u64,
     /// A switch-in already kept over one round.
     kept: bool,
-    /// Switch-out: (sleeping, pid, cpu, stack); `None`: switch-in.
-    out: Option<(bool, u32, u32, Vec<u64>)>,
+    /// Switch-out: where and why; `None`: switch-in.
+    out: Option<Out>,
+}
+
+/// A thread's switch-out.
+struct Out {
+    sleeping: bool,
+    pid: u32,
+    cpu: u32,
+    /// The blocked stack (`PERF_CONTEXT_USER` and the frames).
+    stack: Vec<u64>,
+    /// `--call-graph dwarf`: the sample's REGS_USER and STACK_USER
+    /// fields as the kernel wrote them, and the user IP from the regs.
+    user: Option<(Vec<u8>, u64)>,
 }
 
 /// The converter between the rings and the sink.
@@ -70,6 +105,8 @@ pub(super) struct OffCpu {
     ids: Vec<u64>,
     /// The switch event's sample_type.
     st: u64,
+    /// Its `sample_regs_user` (`--call-graph dwarf`).
+    regs_mask: u64,
     /// `prev_state`'s (offset, size) in the raw data.
     prev_state: (usize, usize),
     thresh: Option<u64>,
@@ -106,6 +143,7 @@ impl OffCpu {
         OffCpu {
             ids,
             st: attr.sample_type,
+            regs_mask: attr.sample_regs_user,
             prev_state,
             thresh: opts.thresh_ns,
             pending: HashMap::new(),
@@ -256,15 +294,58 @@ impl OffCpu {
                 state = b.iter().rev().fold(0u64, |v, &x| v << 8 | x as u64);
             }
         }
+        let user = self.user_regs_and_stack(rec, at);
         let sleeping = state & SLEEPING != 0 && state & PREEMPTED == 0;
+        let stack = match &user {
+            // Dwarf: no frames (neither chain is recorded); the reader
+            // unwinds the user stack from the regs.
+            Some(_) if chain.is_empty() => Vec::new(),
+            _ => blocked_stack(&chain),
+        };
+        let out = Out {
+            sleeping,
+            pid,
+            cpu,
+            stack,
+            user,
+        };
         Some((
             tid,
             Ev {
                 time,
                 kept: false,
-                out: Some((sleeping, pid, cpu, blocked_stack(&chain))),
+                out: Some(out),
             },
         ))
+    }
+
+    /// `--call-graph dwarf`: the REGS_USER and STACK_USER fields from
+    /// `at` (after RAW) as bytes, and the user IP; `None` without them or
+    /// without user regs (a kernel thread).
+    fn user_regs_and_stack(&self, rec: &[u8], at: usize) -> Option<(Vec<u8>, u64)> {
+        if self.st & st::REGS_USER == 0 || self.st & st::BRANCH_STACK != 0 {
+            return None;
+        }
+        let abi = u64_at(rec, at);
+        if abi == 0 {
+            return None;
+        }
+        let regs = self.regs_mask.count_ones() as usize;
+        // x86-64's IP is register 8: its place among the recorded ones.
+        let ip_at = (self.regs_mask & 0xff).count_ones() as usize;
+        let ip = match self.regs_mask & (1 << 8) != 0 {
+            true => u64_at(rec, at + 8 + 8 * ip_at),
+            false => 0,
+        };
+        let mut end = at + 8 + 8 * regs;
+        if self.st & st::STACK_USER != 0 {
+            let size = u64_at(rec, end) as usize;
+            end += 8;
+            if size != 0 {
+                end = end.checked_add(size)?.checked_add(8)?;
+            }
+        }
+        Some((rec.get(at..end)?.to_vec(), ip))
     }
 
     /// Pair what can be paired (each thread's events in time order: a
@@ -289,6 +370,7 @@ impl OffCpu {
                         keep.push(std::mem::replace(&mut evs[i], dummy()));
                         i += 1;
                     }
+
                     // A switch-in whose switch-out may still come (read
                     // later from another CPU's ring): kept one round.
                     (false, _) if at_end && !last && !evs[i].kept => {
@@ -303,47 +385,58 @@ impl OffCpu {
             *evs = keep;
         }
         self.pending.retain(|_, v| !v.is_empty());
-        for (tid, out, back) in done {
-            let Some((true, pid, cpu, stack)) = out.out else {
+        for (tid, ev, back) in done {
+            let Some(out) = ev.out.filter(|o| o.sleeping) else {
                 continue;
             };
-            let ns = back.saturating_sub(out.time);
+            let ns = back.saturating_sub(ev.time);
             if ns == 0 {
                 continue;
             }
             match self.thresh {
                 Some(t) if ns < t => {
-                    let e = self.summed.entry((pid, tid, stack)).or_insert((0, cpu));
+                    let key = (out.pid, tid, out.stack);
+                    let e = self.summed.entry(key).or_insert((0, out.cpu));
                     e.0 += ns;
                 }
-                _ => self.write_sample(write, (pid, tid, cpu), back, ns, &stack),
+                _ => {
+                    let user = out.user.as_ref().map(|(b, ip)| (&b[..], *ip));
+                    let who = (out.pid, tid, out.cpu);
+                    self.write_sample(write, who, (back, ns), &out.stack, user);
+                }
             }
         }
         if last {
             let summed = std::mem::take(&mut self.summed);
             let end = self.last_time;
             for ((pid, tid, stack), (ns, cpu)) in summed {
-                self.write_sample(write, (pid, tid, cpu), end, ns, &stack);
+                self.write_sample(write, (pid, tid, cpu), (end, ns), &stack, None);
             }
         }
     }
 
+    /// One `offcpu-time` sample; `user`: dwarf's regs and stack bytes and
+    /// the user IP.
     fn write_sample(
         &mut self,
         write: &mut dyn FnMut(&[u8]),
         (pid, tid, cpu): (u32, u32, u32),
-        time: u64,
-        ns: u64,
+        (time, ns): (u64, u64),
         stack: &[u64],
+        user: Option<(&[u8], u64)>,
     ) {
-        let user = stack.first() == Some(&callchain::CONTEXT_USER);
+        let ip = match user {
+            Some((_, ip)) if stack.is_empty() => ip,
+            _ => stack.get(1).copied().unwrap_or(0),
+        };
+        let in_user = stack.first() == Some(&callchain::CONTEXT_USER) || ip != 0 && user.is_some();
         let mut b = vec![0u8; 8];
         let s = self.st & !st::RAW;
         if s & st::IDENTIFIER != 0 {
             b.extend_from_slice(&OFFCPU_ID.to_ne_bytes());
         }
         if s & st::IP != 0 {
-            b.extend_from_slice(&stack.get(1).copied().unwrap_or(0).to_ne_bytes());
+            b.extend_from_slice(&ip.to_ne_bytes());
         }
         if s & st::TID != 0 {
             b.extend_from_slice(&pid.to_ne_bytes());
@@ -370,7 +463,19 @@ impl OffCpu {
                 b.extend_from_slice(&a.to_ne_bytes());
             }
         }
-        let misc: u16 = if user { 2 } else { 1 };
+        if s & (st::REGS_USER | st::STACK_USER) != 0 {
+            match user {
+                Some((bytes, _)) => b.extend_from_slice(bytes),
+                // No user regs (abi 0), and an empty stack (size 0).
+                None => {
+                    b.extend_from_slice(&0u64.to_ne_bytes());
+                    if s & st::STACK_USER != 0 {
+                        b.extend_from_slice(&0u64.to_ne_bytes());
+                    }
+                }
+            }
+        }
+        let misc: u16 = if in_user { 2 } else { 1 };
         let size = b.len() as u16;
         b[0..4].copy_from_slice(&record_type::SAMPLE.to_ne_bytes());
         b[4..6].copy_from_slice(&misc.to_ne_bytes());
@@ -486,10 +591,11 @@ pub(super) fn with_switch_event(
         group: None,
     });
     let mut opts = opts.clone();
-    if matches!(opts.call_graph, super::CallGraph::Dwarf { .. }) {
+    let dwarf = matches!(opts.call_graph, super::CallGraph::Dwarf { .. });
+    if dwarf && opts.file.off_cpu.is_some_and(|o| o.thresh_ns.is_some()) {
         return Err(Invalid(
-            "--off-cpu takes its stacks from frame pointers (-g); --call-graph dwarf is not \
-             supported with it yet"
+            "--off-cpu-thresh sums short waits per stack, which needs frame-pointer stacks (-g): \
+             with --call-graph dwarf every wait is a sample of its own; drop one of them"
                 .into(),
         ));
     }

@@ -92,6 +92,9 @@ pub struct FileOptions {
     pub switch_events: bool,
     /// `--off-cpu`: `offcpu-time` samples from `sched:sched_switch`.
     pub off_cpu: Option<OffCpuOptions>,
+    /// `--namespaces`: NAMESPACES records (the kernel's, and synthesized
+    /// for the tasks that existed before).
+    pub namespaces: bool,
 }
 
 impl Default for FileOptions {
@@ -102,6 +105,7 @@ impl Default for FileOptions {
             switch_output: None,
             switch_events: false,
             off_cpu: None,
+            namespaces: false,
         }
     }
 }

@@ -160,6 +160,7 @@ pub(super) fn sampling_attr(
     let data = st & sample_type::ADDR != 0;
     attr.mmap_data = side_band && (data || matches!(call_graph, CallGraph::Dwarf { .. }));
     attr.context_switch = side_band && opts.file.switch_events;
+    attr.namespaces = side_band && opts.file.namespaces;
     super::tracepoints::adjust(&mut attr, ev.attr.sample.filter(|_| ev.attr.is_sampling()));
     attr
 }

@@ -300,6 +300,15 @@ impl Sink {
         notes: &mut Vec<String>,
     ) -> io::Result<Written> {
         self.off_cpu_samples(true)?;
+        let lost = self.tally.lost_records;
+        if self.offcpu.is_some() && lost > 0 {
+            // A wait needs its sched_switch sample and its switch-in.
+            notes.push(format!(
+                "--off-cpu: with the {lost} records lost, up to {lost} waits are missing from \
+                 the profile (a wait is its switch-out sample and its switch-in record); a \
+                 larger -m keeps them"
+            ));
+        }
         let mut feats = features(cmdline, &self.tally, notes);
         feats.group_desc = self.groups;
         feats.tracing_data = self.tracing_data;

@@ -14,6 +14,14 @@
 //! `cgroup` (the process's cgroup read from `/proc/PID/cgroup` when the
 //! profile is made: a process that exited meanwhile has none).
 //!
+//! - **Off-CPU** (`offcpu=1`): where threads waited instead, as `pmx
+//!   record --off-cpu` records it (`sched:sched_switch` without BPF:
+//!   docs/offcpu.md) on the same CPUs or `pid`s, with no CPU event (a
+//!   `dummy` carries the side band); one sample type, `offcpu-time` in
+//!   `nanoseconds` (and `offcpu-time_samples`, the waits), so `go tool
+//!   pprof -top` ranks the functions that blocked by the time they
+//!   waited, as Go's block profile. Only waits that end within the N
+//!   seconds are in it.
 //! - **Concurrency**: at most `sessions` profiles are sampled or exported
 //!   at once (default 2);
 //!   one more gets `429 Too Many Requests` with `Retry-After` (seconds
@@ -65,6 +73,27 @@ pub const DEFAULT_KEEPALIVE_SECONDS: u64 = 5;
 /// Data pages per CPU ring (128 KiB with 4 KiB pages: 100 ms of samples
 /// at the highest rate with deep stacks).
 const RING_PAGES: usize = 32;
+
+/// Data pages per CPU ring of an off-CPU profile (512 KiB): a
+/// `sched_switch` sample with its stack at every switch of a busy
+/// machine, drained every 100 ms at the latest.
+const OFFCPU_RING_PAGES: usize = 128;
+
+/// `dummy` (a software event that never samples): the side band of an
+/// off-CPU profile, which has no CPU event.
+fn dummy() -> RecordEvent {
+    RecordEvent {
+        name: "dummy".into(),
+        attr: pmx_perf::Attr {
+            type_: 1,
+            config: 9,
+            ..Default::default()
+        },
+        inherit: None,
+        call_graph: None,
+        group: None,
+    }
+}
 
 /// How profiles are served.
 #[derive(Debug, Clone)]
@@ -210,7 +239,7 @@ impl Profiles {
 
     /// Sample as `q` says until done or `gone`; the stream's bytes.
     fn record(&self, q: &Query, gone: &Arc<AtomicBool>) -> Result<Vec<u8>, RecordError> {
-        let opts = RecordOptions {
+        let mut opts = RecordOptions {
             // `?pid=`: only those processes are sampled (and their
             // binaries symbolized), not every CPU's samples filtered.
             scope: match q.pids.is_empty() {
@@ -233,10 +262,20 @@ impl Profiles {
             file: Default::default(),
         };
         let mut with_extra = lock(&self.extra_failed).is_none() && self.settings.extra.is_some();
+        if q.offcpu {
+            opts.file.off_cpu = Some(Default::default());
+            opts.mmap_pages = OFFCPU_RING_PAGES;
+            opts.cmdline[2].push_str("&offcpu=1");
+            with_extra = false;
+        }
         loop {
             let buf = Arc::new(Mutex::new(Vec::new()));
             let out = Box::new(Capped(Arc::clone(&buf)));
-            match pmx_record::stream(&self.events(with_extra), &opts, out, Arc::clone(gone)) {
+            let events = match q.offcpu {
+                true => vec![dummy()],
+                false => self.events(with_extra),
+            };
+            match pmx_record::stream(&events, &opts, out, Arc::clone(gone)) {
                 Ok(_) => return Ok(std::mem::take(&mut *lock(&buf))),
                 Err(e @ (RecordError::Open(_) | RecordError::NotSampleable(_))) if with_extra => {
                     let why = e.to_string();
@@ -359,6 +398,8 @@ fn encode(
         // The rows are not used: the cheapest key, and no folded
         // stacks (the export's collector keeps its own).
         sort: "pid".into(),
+        // An off-CPU profile's one event (not the dummy's).
+        event: q.offcpu.then(|| "offcpu-time".to_string()),
         symbols: symbols.clone(),
         ..pmx_profile::ReportOptions::for_input("-")
     };

@@ -1,7 +1,7 @@
 //! `pmx top --stdio` (and `pmx top` when standard output is not a
 //! terminal): the header and a table of the heaviest rows every refresh.
 
-use crate::table::{columns, extra, lines, widths, Order};
+use crate::table::{by_time, columns, extra, lines, widths, Order};
 use crate::top::{Aging, Frame, Session, TopError, TopOptions, TopOutcome, DECAY};
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -66,7 +66,12 @@ pub fn write(out: &mut dyn Write, frame: &Frame, entries: usize) -> std::io::Res
         let columns = columns(frame, i);
         let widths = widths(&columns);
         let children = rows.iter().any(|l| l.children.is_some());
-        writeln!(out, "\n{}: {} samples (aged)", ev.name, ev.samples)?;
+        // Waits are weighed by their time: the share is of it, in ms.
+        let (waited, unit) = match by_time(&ev.name) {
+            true => (format!(", {} ms waited", ev.period / 1_000_000), "ms"),
+            false => (String::new(), "samples"),
+        };
+        writeln!(out, "\n{}: {} samples{waited} (aged)", ev.name, ev.samples)?;
         let w = rows
             .iter()
             .map(|l| l.dso.len())
@@ -84,7 +89,7 @@ pub fn write(out: &mut dyn Write, frame: &Frame, entries: usize) -> std::io::Res
         writeln!(
             out,
             "{head}  {:>8}  {extra_head}{:<15} {:<w$} symbol",
-            "samples", "command", "binary"
+            unit, "command", "binary"
         )?;
         for l in rows {
             if let Some(c) = l.children {

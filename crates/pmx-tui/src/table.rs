@@ -1,5 +1,9 @@
 //! The rows both renderers draw: one line per profile row, with its
-//! share of the event's samples, filtered and ordered as asked.
+//! share of the event's samples, filtered and ordered as asked. The
+//! rows of `offcpu-time` (`pmx top --off-cpu`) are weighed by their
+//! time instead: a sample is a wait, its period the nanoseconds waited,
+//! so a row's share is of the time waited and its `samples` cell the
+//! milliseconds ([`by_time`]).
 
 use crate::top::Frame;
 use pmx_profile::Row;
@@ -52,7 +56,7 @@ pub struct Line {
     /// Share of the samples whose call chain holds the function (with
     /// call chains), in %.
     pub children: Option<f64>,
-    /// Samples (aged).
+    /// Samples (aged); of an `offcpu-time` row, the milliseconds waited.
     pub samples: u64,
     /// Command.
     pub comm: String,
@@ -68,13 +72,27 @@ pub struct Line {
     pub cells: Vec<String>,
 }
 
+/// The event whose rows are weighed by time: `--off-cpu`'s waits.
+pub fn by_time(event: &str) -> bool {
+    event == "offcpu-time"
+}
+
 impl Line {
-    fn of(r: &Row, total: u64, children: bool) -> Line {
+    /// `total`: the event's samples, or (`waited`) its nanoseconds.
+    fn of(r: &Row, total: u64, children: bool, waited: bool) -> Line {
         let pct = |n: u64| 100.0 * n as f64 / total.max(1) as f64;
+        let (own, inclusive) = match waited {
+            true => (r.period, r.children_period),
+            false => (r.samples, r.children_samples),
+        };
         Line {
-            share: pct(r.samples),
-            children: children.then(|| pct(r.children_samples)),
-            samples: r.samples,
+            share: pct(own),
+            children: children.then(|| pct(inclusive)),
+            samples: if waited {
+                r.period / 1_000_000
+            } else {
+                r.samples
+            },
             comm: r.comm.clone().unwrap_or_default(),
             dso: r.dso.clone().unwrap_or_else(|| "[unknown]".into()),
             symbol: r.symbol.clone().unwrap_or_else(|| "[unknown]".into()),
@@ -124,19 +142,23 @@ pub fn lines(frame: &Frame, event: usize, order: Order, filter: &str) -> Vec<Lin
             .map(|r| Line {
                 counts: r.counts.clone(),
                 cells: r.cells.clone(),
-                ..Line::of(&r.row, ev.samples, false)
+                ..Line::of(&r.row, ev.samples, false, false)
             })
             .collect(),
         _ => {
             let children = ev.rows.iter().any(|r| r.children_samples > 0);
+            let waited = by_time(&ev.name);
+            let total = if waited { ev.period } else { ev.samples };
             (ev.rows.iter())
                 .filter(|r| r.samples > 0 || r.children_samples > 0)
-                .map(|r| Line::of(r, ev.samples, children))
+                .map(|r| Line::of(r, total, children, waited))
                 .collect()
         }
     };
     v.retain(|l| l.matches(&needle));
-    let by_samples = |a: &Line, b: &Line| b.samples.cmp(&a.samples);
+    // The share orders: it is of the samples, or of an off-CPU row's time.
+    let by_samples =
+        |a: &Line, b: &Line| b.share.total_cmp(&a.share).then(b.samples.cmp(&a.samples));
     match order {
         Order::Samples => v.sort_by(by_samples),
         Order::Children => v.sort_by(|a, b| {

@@ -50,7 +50,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--user-callchains", "pmx records the call chains --call-graph asks for"),
     ("--max-size", "pmx record does not stop at a size; use --switch-output=SIZE"),
     ("--mmap-flush", "pmx drains every ring each round"),
-    ("--namespaces", "pmx records no namespace events"),
     ("--no-buffering", "pmx drains the rings every round"),
     ("--num-thread-synthesize", "pmx synthesizes the existing tasks from one thread"),
     ("--per-thread", "pmx maps one ring per CPU for a command"),

@@ -359,3 +359,79 @@ pub(crate) fn which_go() -> Result<PathBuf, ()> {
     let o = Command::new("go").arg("version").output().map_err(|_| ())?;
     o.status.success().then(|| PathBuf::from("go")).ok_or(())
 }
+
+#[test]
+fn dwarf_stacks_of_the_blocked_threads_are_unwound_by_perf() {
+    if !perf::require("") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(prog) = waits_program(dir.path()) else {
+        return;
+    };
+    let data = dir.path().join("dwarf.data");
+    let file = data.to_str().unwrap();
+    let args = [
+        "--call-graph",
+        "dwarf",
+        "-o",
+        file,
+        "--",
+        prog.to_str().unwrap(),
+        "50",
+    ];
+    let known = measured(&record(&args), 50.0);
+    let (ms, _) = off_cpu_ms(&data, &["wait_sleep", "wait_pipe", "wait_mutex", "spin"]);
+    for f in WAITS {
+        let (got, want) = (ms.get(f).copied().unwrap_or(0.0), known[f]);
+        assert!(within(got, want), "{f}: {got:.1} ms, {want} known: {ms:?}");
+    }
+    assert_eq!(ms.get("spin"), None, "{ms:?}");
+    // The stacks go on below the blocked function: perf unwound them
+    // from the registers and stack copied at the switch.
+    let o = perf::on_file(&["script", "-F", "event,sym"], &data);
+    let out = text(&o.stdout);
+    let unwound = out
+        .split("\n\n")
+        .filter(|s| s.contains("offcpu-time:"))
+        .any(|s| s.contains("wait_pipe") && s.contains("main"));
+    assert!(
+        unwound,
+        "no offcpu-time stack from wait_pipe to main:\n{out}"
+    );
+    // pmx reads its file the same way: the waits are offcpu-time's rows.
+    let o = pmx(&[
+        "report",
+        "--stdio",
+        "-s",
+        "sym",
+        "--event",
+        "offcpu-time",
+        "-i",
+        file,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for f in WAITS {
+        assert!(text(&o.stdout).contains(f), "{f}:\n{}", text(&o.stdout));
+    }
+    // Summing short waits needs stacks to sum by: refused with dwarf.
+    let o = pmx(&[
+        "record",
+        "-q",
+        "--off-cpu",
+        "--off-cpu-thresh",
+        "1",
+        "--call-graph",
+        "dwarf",
+        "-o",
+        file,
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--off-cpu-thresh"),
+        "{}",
+        text(&o.stderr)
+    );
+}

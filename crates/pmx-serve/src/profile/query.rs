@@ -1,7 +1,8 @@
 //! The query of `GET /debug/pprof/profile`: `seconds` (default 30, as Go's
 //! `net/http/pprof`), `hz` (default 100), and the filters `pid` (a comma
 //! list), `comm` (a command name, exactly) and `cgroup` (a cgroup path and
-//! everything under it). Values are percent-decoded; a bad or out-of-range
+//! everything under it); `offcpu=1` asks for where threads waited instead
+//! of where they ran (`hz` is then not used). Values are percent-decoded; a bad or out-of-range
 //! value is an error whose text is the 400's body. Other keys are ignored,
 //! as Go's handler ignores them.
 
@@ -23,6 +24,8 @@ pub struct Query {
     pub comm: Option<String>,
     /// Only processes in this cgroup or below it.
     pub cgroup: Option<String>,
+    /// `offcpu=1`: the off-CPU profile (`offcpu=0`: the CPU profile).
+    pub offcpu: bool,
 }
 
 /// The limits a query is checked against.
@@ -83,6 +86,7 @@ impl Query {
             pids: Vec::new(),
             comm: None,
             cgroup: None,
+            offcpu: false,
         };
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -115,6 +119,13 @@ impl Query {
                     ))
                 }
                 "cgroup" => q.cgroup = Some(v.trim_end_matches('/').to_string()),
+                "offcpu" => {
+                    q.offcpu = match v.as_str() {
+                        "1" | "true" => true,
+                        "0" | "false" => false,
+                        _ => return Err(format!("offcpu={v}: give 1 (where threads wait) or 0")),
+                    }
+                }
                 _ => {}
             }
         }
@@ -160,6 +171,8 @@ mod tests {
         .unwrap();
         assert_eq!((q.seconds, q.hz, q.pids.clone()), (3, 250, vec![1, 22]));
         assert_eq!(q.comm.as_deref(), Some("my prog"));
+        assert!(!q.offcpu);
+        assert!(Query::parse("offcpu=1", L).unwrap().offcpu);
         assert_eq!(q.cgroup.as_deref(), Some("/a/b"));
         assert!(q.keeps(22, "my prog", Some("/a/b/c")));
         assert!(q.keeps(1, "my prog", Some("/a/b")));
@@ -190,6 +203,7 @@ mod tests {
             ("comm=", "command name"),
             ("cgroup=a", "from the root"),
             ("seconds=%zz", "percent-encoding"),
+            ("offcpu=yes", "give 1"),
         ] {
             let e = Query::parse(bad, L).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

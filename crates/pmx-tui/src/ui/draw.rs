@@ -130,10 +130,16 @@ fn table(f: &mut Frame, app: &App, area: Rect) {
     let extra_head: String = (columns.iter().zip(&widths))
         .map(|(c, w)| format!("{c:>w$}  "))
         .collect();
+    // An off-CPU table's cells are milliseconds waited.
+    let event = (app.frame.as_ref()).and_then(|f| f.profile.events.get(app.event));
+    let unit = match event.is_some_and(|e| crate::table::by_time(&e.name)) {
+        true => "ms",
+        false => "samples",
+    };
     let mut text = vec![Line::styled(
         format!(
             "{lead}  {:>8}  {extra_head}{:<15} {:<w$} symbol",
-            "samples", "command", "binary"
+            unit, "command", "binary"
         ),
         Style::default().add_modifier(Modifier::UNDERLINED),
     )];
