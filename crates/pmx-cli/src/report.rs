@@ -105,6 +105,9 @@ pub struct ReportArgs {
     /// Per-thread totals from the READ records (perf record -s), as perf report -T.
     #[arg(short = 'T', long)]
     pub threads: bool,
+    /// Threads reading the samples [default: the machine's cores]; the report is the same with any number.
+    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    pub jobs: usize,
     /// Wall-clock time per thread and function: on the CPU (cpu-clock or
     /// task-clock periods) and off it (offcpu-time, record --off-cpu) in ms;
     /// with --folded, --flamegraph, --json, --firefox, --pprof the same.
@@ -166,6 +169,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     if args.wall_clock {
         return wall::run(args, &options, failure);
     }
+    pmx_profile::set_jobs(args.jobs);
     let mut progress = Progress::new(args.quiet);
     let to = pmx_profile::export::targets(&args.firefox, &args.pprof);
     let mut step = |d, t| progress.update(d, t);

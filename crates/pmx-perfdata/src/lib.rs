@@ -54,12 +54,14 @@
 //! tracepoints' format files a reader decodes raw data with, read on
 //! demand: the reader only notes where it is); [`sideband`] decodes the
 //! `SWITCH`, `SWITCH_CPU_WIDE` and `NAMESPACES` records the reader passes
-//! on as [`Record::Other`].
+//! on as [`Record::Other`]; [`plain`] reads a plain sample's fields in
+//! place (no decoding of the rest, no copy), for reports over a mapped file.
 
 pub mod attr;
 pub mod branch;
 pub mod format;
 pub mod mem;
+pub mod plain;
 pub mod read;
 pub mod sideband;
 pub mod stat;

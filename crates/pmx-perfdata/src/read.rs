@@ -27,6 +27,7 @@ use crate::format::{
     check_magic, feature, le_u32, le_u64, misc, read_format, record_type, sample_type, EventHeader,
     FileHeader, Section, EVENT_HEADER_SIZE, FILE_HEADER_SIZE, PIPE_HEADER_SIZE,
 };
+use crate::plain::{Layout, Plain};
 use crate::write::BuildIdEntry;
 use crate::Error;
 use std::collections::{BTreeMap, HashMap};
@@ -441,6 +442,22 @@ pub struct Task {
     pub id: SampleId,
 }
 
+/// What [`Reader::next_in_place`] gives.
+#[derive(Debug, Clone, Copy)]
+pub enum Next<'a> {
+    /// A plain sample left in the mapped data section.
+    InPlace {
+        /// Index into [`Reader::events`].
+        event: usize,
+        /// Where its record starts in [`Reader::mapped`].
+        offset: usize,
+        /// Its fields.
+        sample: Plain<'a>,
+    },
+    /// Any other record, decoded.
+    Record(Record<'a>),
+}
+
 /// A decoded record.
 #[derive(Debug, Clone, Copy)]
 pub enum Record<'a> {
@@ -581,7 +598,14 @@ pub struct Reader {
     pipe: bool,
     header: Option<FileHeader>,
     events: Vec<Event>,
-    id_to_event: HashMap<u64, usize>,
+    /// (sample id, event index), sorted by id: looked up by a binary
+    /// search, not hashed.
+    id_to_event: Vec<(u64, usize)>,
+    /// Each event's [`Layout`] when its samples are plain.
+    layouts: Vec<Option<Layout>>,
+    /// Offset in a mapped data section from which pages are kept (the
+    /// caller still reads records there: [`Reader::hold`]).
+    hold: Option<usize>,
     features: FileFeatures,
     buf: Window,
     pos: usize,
@@ -841,7 +865,7 @@ impl Reader {
 
     /// Drop the pages of a mapped file that the reader has passed.
     fn release_read_pages(&mut self) {
-        let pos = self.pos;
+        let pos = self.pos.min(self.hold.unwrap_or(usize::MAX));
         if let Window::Mapped {
             map,
             start,
@@ -849,7 +873,7 @@ impl Reader {
             ..
         } = &mut self.buf
         {
-            if pos - *released < RELEASE_STEP {
+            if pos.saturating_sub(*released) < RELEASE_STEP {
                 return;
             }
             let from = (*start + *released) & !4095;
@@ -881,7 +905,9 @@ impl Reader {
             pipe: false,
             header: None,
             events: Vec::new(),
-            id_to_event: HashMap::new(),
+            id_to_event: Vec::new(),
+            layouts: Vec::new(),
+            hold: None,
             features: FileFeatures::default(),
             buf: Window::Owned(vec![0u8; WINDOW]),
             pos: 0,
@@ -1072,10 +1098,14 @@ impl Reader {
 
     fn add_event(&mut self, attr: PerfEventAttr, raw: Vec<u8>, ids: Vec<u64>) {
         let idx = self.events.len();
-        for id in &ids {
-            self.id_to_event.insert(*id, idx);
+        for &id in &ids {
+            match self.id_to_event.binary_search_by_key(&id, |e| e.0) {
+                Ok(at) => self.id_to_event[at].1 = idx,
+                Err(at) => self.id_to_event.insert(at, (id, idx)),
+            }
         }
         let name = attr.default_name();
+        self.layouts.push(Layout::of(&attr));
         self.events.push(Event {
             attr,
             raw,
@@ -1087,7 +1117,7 @@ impl Reader {
     /// Names from EVENT_DESC (matched by id, else by position) and EVENT_UPDATE.
     fn apply_names(&mut self) {
         for (i, (name, _, ids)) in self.features.event_desc.iter().enumerate() {
-            let by_id = ids.iter().find_map(|id| self.id_to_event.get(id).copied());
+            let by_id = ids.iter().find_map(|&id| self.id_event(id));
             let idx = by_id
                 .or_else(|| (self.features.event_desc.len() == self.events.len()).then_some(i));
             if let Some(idx) = idx {
@@ -1097,7 +1127,7 @@ impl Reader {
             }
         }
         for (id, name) in &self.names_from_update {
-            if let Some(&idx) = self.id_to_event.get(id) {
+            if let Some(idx) = self.id_event(*id) {
                 self.events[idx].name = name.clone();
             }
         }
@@ -1125,7 +1155,31 @@ impl Reader {
         if self.events.len() == 1 {
             return Some(0);
         }
-        self.id_to_event.get(&id).copied()
+        self.id_event(id)
+    }
+
+    /// The event of sample id `id`, by a binary search.
+    fn id_event(&self, id: u64) -> Option<usize> {
+        let at = self.id_to_event.binary_search_by_key(&id, |e| e.0).ok()?;
+        Some(self.id_to_event[at].1)
+    }
+
+    /// The [`Layout`] of event `event`'s samples when they are plain.
+    pub fn layout(&self, event: usize) -> Option<Layout> {
+        self.layouts.get(event).copied().flatten()
+    }
+
+    /// The data section of a file read through a memory map (see
+    /// [`Reader::open`]), which [`Next::InPlace`] offsets point into.
+    pub fn mapped(&self) -> Option<&[u8]> {
+        matches!(self.buf, Window::Mapped { .. }).then_some(&self.buf[..])
+    }
+
+    /// Keep the mapped pages from `offset` (in [`Reader::mapped`]) on
+    /// while reading further (records the caller will read in place);
+    /// `None`: pages already read may be dropped.
+    pub fn hold(&mut self, offset: Option<usize>) {
+        self.hold = offset;
     }
 
     /// The feature sections (pipe mode: those seen so far).
@@ -1519,6 +1573,51 @@ impl Reader {
     /// record's are those decompressed), or `None` at the end of the
     /// data: for copying records (`perf inject`).
     pub fn next_record_bytes(&mut self) -> Result<Option<(Record<'_>, &[u8])>, Error> {
+        let Some((loc, at, event)) = self.next_loc()? else {
+            return Ok(None);
+        };
+        let data = self.loc_bytes(loc);
+        self.decode(data, at, event).map(|r| Some((r, data)))
+    }
+
+    /// The next record, a plain sample of an event `in_place` marks
+    /// (index: event) in a mapped file left where it is: its event,
+    /// offset in [`Reader::mapped`] and fields ([`crate::plain`]), with
+    /// no [`Sample`] built. Any other record is decoded as
+    /// [`Reader::next_record`] does (a sample that does not fit its
+    /// layout too, so its error is the same).
+    pub fn next_in_place(&mut self, in_place: &[bool]) -> Result<Option<Next<'_>>, Error> {
+        let Some((loc, at, event)) = self.next_loc()? else {
+            return Ok(None);
+        };
+        if let (Loc::Main(s, e), Some(ev), Window::Mapped { .. }) = (loc, event, &self.buf) {
+            let layout = self.layouts.get(ev).copied().flatten();
+            if let (Some(true), Some(l)) = (in_place.get(ev), layout) {
+                if let Some(sample) = l.read(&self.buf[s..e]) {
+                    let offset = s;
+                    return Ok(Some(Next::InPlace {
+                        event: ev,
+                        offset,
+                        sample,
+                    }));
+                }
+            }
+        }
+        let data = self.loc_bytes(loc);
+        self.decode(data, at, event).map(|r| Some(Next::Record(r)))
+    }
+
+    fn loc_bytes(&self, loc: Loc) -> &[u8] {
+        match loc {
+            Loc::Main(s, e) => &self.buf[s..e],
+            Loc::Decomp(s, e) => &self.dbuf[s..e],
+        }
+    }
+
+    /// The next record to give out: where its bytes are, its offset and,
+    /// for a sample, its event.
+    fn next_loc(&mut self) -> Result<Option<(Loc, u64, Option<usize>)>, Error> {
+        let mut event = None;
         let (loc, at) = loop {
             let (loc, at) = if let Some((s, e)) = self.next_decomp()? {
                 (Loc::Decomp(s, e), self.doffset)
@@ -1561,7 +1660,8 @@ impl Reader {
                         Loc::Main(s, e) => &self.buf[s..e],
                         Loc::Decomp(s, e) => &self.dbuf[s..e],
                     };
-                    if self.sample_event(data).is_none() {
+                    event = self.sample_event(data);
+                    if event.is_none() {
                         self.stats.unknown_id_samples += 1;
                         continue;
                     }
@@ -1581,11 +1681,7 @@ impl Reader {
             }
             break (loc, at);
         };
-        let data = match loc {
-            Loc::Main(s, e) => &self.buf[s..e],
-            Loc::Decomp(s, e) => &self.dbuf[s..e],
-        };
-        self.decode(data, at).map(|r| Some((r, data)))
+        Ok(Some((loc, at, event)))
     }
 
     /// The event a sample belongs to: the only one, or found by its id.
@@ -1614,7 +1710,7 @@ impl Reader {
         if id == 0 {
             return Some(0);
         }
-        self.id_to_event.get(&id).copied()
+        self.id_event(id)
     }
 
     /// A READ record (at least 24 bytes): its event from the trailer's id,
@@ -1646,7 +1742,12 @@ impl Reader {
         trailer_of(self.events.first().map(|e| &e.attr), rec)
     }
 
-    fn decode<'a>(&'a self, rec: &'a [u8], at: u64) -> Result<Record<'a>, Error> {
+    fn decode<'a>(
+        &'a self,
+        rec: &'a [u8],
+        at: u64,
+        event: Option<usize>,
+    ) -> Result<Record<'a>, Error> {
         let h = EventHeader::parse(rec);
         let short = |what: &str| {
             fmt_err(
@@ -1656,7 +1757,7 @@ impl Reader {
         };
         Ok(match h.kind {
             record_type::SAMPLE => {
-                let ev = self.sample_event(rec).unwrap_or(0);
+                let ev = event.or_else(|| self.sample_event(rec)).unwrap_or(0);
                 Record::Sample(parse_sample(rec, ev, &self.events[ev].attr, at)?)
             }
             record_type::MMAP | record_type::MMAP2 => {

@@ -22,6 +22,8 @@
 //! --no-children`: the leaf frame only). With stacks on, every sample's
 //! call chain (markers `PERF_CONTEXT_*` dropped, root first, kernel frames
 //! after user ones) is counted for [`flame::folded`] and [`flame::svg`].
+//! A mapped file's plain samples are read in place and counted on
+//! [`Options::jobs`] threads ([`set_jobs`]), with the same result as one.
 //!
 //! **DWARF call graphs** ([`pmx_symbols::unwind`]): samples recorded with
 //! `--call-graph dwarf` (by pmx or perf) carry the user registers and a
@@ -111,7 +113,7 @@ pub use profile::{
     Live, LiveStats, MachineId, Options, Profile, Row, SortKey, Weight,
 };
 pub use profile::{
-    for_each_sample, BinaryStack, Deltas, GroupRow, GroupTable, MemberDelta, Moments,
+    for_each_sample, set_jobs, BinaryStack, Deltas, GroupRow, GroupTable, MemberDelta, Moments,
 };
 pub use report::{report, Report, ReportError, ReportOptions, StackEvent};
 

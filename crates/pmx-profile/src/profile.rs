@@ -12,7 +12,8 @@
 //! per-event rows by sort keys, stacks), symbolizing user addresses as
 //! they come (in a file's report, a plain sample adds a count to its
 //! raw stack's entry in `interned`'s table, symbolized once per
-//! distinct stack); `rows` then resolves kernel addresses and turns the
+//! distinct stack; a mapped file's plain samples are read in place and
+//! counted in batches on several threads by `plain`); `rows` then resolves kernel addresses and turns the
 //! accumulators into [`Profile`]'s rows and stacks. The values are in
 //! `types`.
 
@@ -22,6 +23,7 @@ mod described;
 mod groups;
 mod interned;
 pub mod live;
+mod plain;
 mod replay;
 mod rows;
 pub mod sink;
@@ -39,6 +41,7 @@ use sink::SampleSink;
 pub use addresses::{AddressSamples, Weight};
 pub use groups::{for_each_sample, Deltas, MemberDelta, Moments};
 pub use live::{Live, LiveStats};
+pub use plain::set_jobs;
 pub use types::{
     truncation_warning, BinaryStack, EventProfile, GroupRow, GroupTable, KernelSymbols, MachineId,
     Options, Profile, Row, SortKey, ThreadReads, SOURCE_LINE_ROWS,
@@ -111,7 +114,7 @@ fn build_full<'o>(
     st.sink = sink;
     st.addresses = addresses.then(AddressAcc::default);
     st.interned = Some(Default::default());
-    let mut replay = Replay::new(reader, here);
+    let mut replay = Replay::with_jobs(reader, here, plain::jobs(options.jobs));
     replay.run(reader, &mut st, &options.this_machine, progress)?;
     st.credit_interned();
     let State {

@@ -278,6 +278,7 @@ pub fn report_reader(
         root: opts.symfs.clone(),
         tids: opts.tids.clone(),
         symbols: opts.symbols.clone(),
+        jobs: 0,
     };
     let sink = sink.map(|s| s as &mut dyn SampleSink);
     let profile = match build_with(reader, &options, progress, sink) {

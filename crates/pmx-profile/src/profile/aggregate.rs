@@ -473,18 +473,31 @@ impl<'o> State<'o> {
         let who = (u64::from(pid) << 32) | u64::from(tid);
         let mode = u64::from(m & misc::CPUMODE_MASK);
         t.raw.extend_from_slice(&[event as u64, mode, ip, who, cpu]);
-        let chains = self.wants_chains();
-        if chains {
+        if self.wants_chains() {
             t.raw.extend_from_slice(chain);
         }
-        if !t.count(period) {
-            let r = self.resolve(event, m, ip, (pid, tid, cpu as u32), chain);
-            t.add(r, if chains { &self.frames } else { &[] }, period);
-            if t.full() {
-                self.credit_table(&mut t);
-            }
-        }
+        self.count_raw(&mut t, 1, period);
         self.interned = Some(t);
+    }
+
+    /// Count `n` samples weighing `period` in all of the raw stack in
+    /// `t.raw` (event, CPU mode, address, pid and tid, CPU or 0, then
+    /// the chain when chains are kept): resolved from it when new.
+    pub(super) fn count_raw(&mut self, t: &mut StackTable<RawKey>, n: u64, period: u64) {
+        if t.count_n(n, period) {
+            return;
+        }
+        let raw = std::mem::take(&mut t.raw);
+        let who = raw[3];
+        let at = ((who >> 32) as u32, who as u32, raw[4] as u32);
+        let chain = if self.wants_chains() { &raw[5..] } else { &[] };
+        let r = self.resolve(raw[0] as usize, raw[1] as u16, raw[2], at, chain);
+        t.raw = raw;
+        let chains = self.wants_chains();
+        t.add_n(r, if chains { &self.frames } else { &[] }, n, period);
+        if t.full() {
+            self.credit_table(t);
+        }
     }
 
     /// Credit every interned stack's samples and empty the table.

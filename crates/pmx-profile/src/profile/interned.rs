@@ -65,21 +65,22 @@ impl<K> Default for StackTable<K> {
 }
 
 impl<K> StackTable<K> {
-    /// Count a sample of the raw stack in `self.raw` when it is known:
-    /// `true` then, `false` when it must be resolved and [`Self::add`]ed.
-    pub(super) fn count(&mut self, period: u64) -> bool {
+    /// Count `n` samples of the raw stack in `self.raw` weighing `period`
+    /// in all when it is known: `true` then, `false` when it must be
+    /// resolved and [`Self::add_n`]ed.
+    pub(super) fn count_n(&mut self, n: u64, period: u64) -> bool {
         let Some(&i) = self.index.get(&self.raw[..]) else {
             return false;
         };
         let e = &mut self.entries[i as usize];
-        e.samples += 1;
+        e.samples += n;
         e.period = e.period.saturating_add(period);
         true
     }
 
     /// A new raw stack (the one in `self.raw`), resolved, with `frames`
-    /// and its first sample of `period`.
-    pub(super) fn add(&mut self, resolved: Resolved<K>, frames: &[u32], period: u64) {
+    /// and its first `n` samples weighing `period` in all.
+    pub(super) fn add_n(&mut self, resolved: Resolved<K>, frames: &[u32], n: u64, period: u64) {
         let start = self.frames.len();
         self.frames.extend_from_slice(frames);
         let i = self.entries.len() as u32;
@@ -87,7 +88,7 @@ impl<K> StackTable<K> {
         self.entries.push(Entry {
             resolved,
             frames: start..self.frames.len(),
-            samples: 1,
+            samples: n,
             period,
         });
     }

@@ -4,10 +4,11 @@
 
 use super::aggregate::{Item, MmapItem, State};
 use super::groups::{Deltas, MemberDelta};
+use super::plain::Pending;
 use super::sink::{Side, SideKind};
 use super::types::{MachineId, ThreadReads};
 use pmx_perfdata::format::misc;
-use pmx_perfdata::read::{FileFeatures, Record};
+use pmx_perfdata::read::{FileFeatures, Next, Record};
 use pmx_perfdata::Reader;
 use pmx_symbols::unwind::UserStack;
 
@@ -32,36 +33,83 @@ pub(super) fn recorded_here(f: &FileFeatures, here: &MachineId) -> bool {
     }
 }
 
-/// Records waiting for their round, and the call chains of their samples.
+/// Records waiting for their round: each with its time, in arrival
+/// order; a decoded record is an item (its sample's call chain in the
+/// arena), a plain sample left in the mapped file only its event and
+/// offset there (see [`super::plain`]).
 #[derive(Default)]
 struct Queue {
-    items: Vec<(u64, Item)>,
+    order: Vec<Queued>,
+    items: Vec<Option<Item>>,
     arena: Vec<u64>,
 }
+
+/// One queued record: `at` is an index into `items` (`event == ITEM`) or
+/// a plain sample's offset in the mapped data section.
+#[derive(Clone, Copy)]
+struct Queued {
+    time: u64,
+    at: usize,
+    event: u32,
+}
+
+const ITEM: u32 = u32::MAX;
 
 /// Above this many queued records a round is processed anyway (files
 /// without FINISHED_ROUND records).
 const MAX_QUEUED: usize = 1 << 20;
 
 impl Queue {
-    /// Apply, in time order, the queued records up to time `limit`; keep the rest.
-    fn flush(&mut self, limit: u64, state: &mut State<'_>) {
-        self.items.sort_by_key(|(t, _)| *t);
-        let n = self.items.partition_point(|(t, _)| *t <= limit);
-        for (time, item) in &self.items[..n] {
-            state.apply(*time, item, &self.arena);
+    fn push(&mut self, time: u64, item: Item) {
+        let at = self.items.len();
+        self.items.push(Some(item));
+        self.order.push(Queued {
+            time,
+            at,
+            event: ITEM,
+        });
+    }
+
+    /// Apply, in time order, the queued records up to time `limit`; keep
+    /// the rest. Plain samples join `pending` (counted before any other
+    /// record is applied); `data`: the mapped data section they are in.
+    fn flush(&mut self, limit: u64, st: &mut State<'_>, pending: &mut Pending, data: &[u8]) {
+        self.order.sort_by_key(|q| q.time);
+        let n = self.order.partition_point(|q| q.time <= limit);
+        for q in &self.order[..n] {
+            if q.event != ITEM {
+                pending.push(q.event, q.at, st, data);
+                continue;
+            }
+            pending.count(st, data);
+            if let Some(item) = &self.items[q.at] {
+                st.apply(q.time, item, &self.arena);
+            }
         }
-        self.items.drain(..n);
-        // Rebuild the arena for the records kept.
+        self.order.drain(..n);
+        if self.items.is_empty() {
+            return;
+        }
+        // Rebuild the items and the arena for the records kept.
+        let mut items = Vec::new();
         let mut arena = Vec::new();
-        for (_, item) in &mut self.items {
-            if let Item::Sample { chain, .. } = item {
+        for q in self.order.iter_mut().filter(|q| q.event == ITEM) {
+            let mut item = self.items[q.at].take();
+            if let Some(Item::Sample { chain, .. }) = &mut item {
                 let start = arena.len();
                 arena.extend_from_slice(&self.arena[chain.clone()]);
                 *chain = start..arena.len();
             }
+            q.at = items.len();
+            items.push(item);
         }
-        self.arena = arena;
+        (self.items, self.arena) = (items, arena);
+    }
+
+    /// The offset of the oldest plain sample queued.
+    fn oldest(&self) -> Option<usize> {
+        let plain = self.order.iter().filter(|q| q.event != ITEM);
+        plain.map(|q| q.at).min()
     }
 }
 
@@ -82,6 +130,10 @@ enum Step {
 /// the samples, and what the pipe-mode features said so far.
 pub(super) struct Replay {
     queue: Queue,
+    /// Plain samples applied, not yet counted.
+    pending: Pending,
+    /// Per event: its samples are read in place.
+    in_place: Vec<bool>,
     /// First and last sample time.
     pub(super) time_range: Option<(u64, u64)>,
     /// The kernel addresses are this machine's (updated in pipe mode).
@@ -100,8 +152,15 @@ pub(super) struct Replay {
 impl Replay {
     /// Before the first record of `reader`; `here`: recorded on this machine.
     pub(super) fn new(reader: &Reader, here: bool) -> Replay {
+        Replay::with_jobs(reader, here, 1)
+    }
+
+    /// [`Replay::new`], counting plain samples on `jobs` threads.
+    pub(super) fn with_jobs(reader: &Reader, here: bool, jobs: usize) -> Replay {
         Replay {
             queue: Queue::default(),
+            pending: Pending::new(jobs),
+            in_place: Vec::new(),
             time_range: None,
             here,
             features_seen: reader.features().present.len(),
@@ -132,13 +191,41 @@ impl Replay {
                 break;
             }
         }
-        self.queue.flush(u64::MAX, st);
+        self.flush(u64::MAX, st, reader);
+        let data = reader.mapped().unwrap_or(&[]);
+        self.pending.count(st, data);
         Ok(())
     }
 
-    /// Apply everything still queued (the end of a stream).
+    /// Apply everything still queued (the end of a live stream, which
+    /// reads nothing in place).
     pub(super) fn flush_all(&mut self, st: &mut State<'_>) {
-        self.queue.flush(u64::MAX, st);
+        self.queue.flush(u64::MAX, st, &mut self.pending, &[]);
+    }
+
+    /// Apply the queued records up to `limit`; the reader keeps the pages
+    /// of the plain samples still waiting.
+    fn flush(&mut self, limit: u64, st: &mut State<'_>, reader: &mut Reader) {
+        let data = reader.mapped().unwrap_or(&[]);
+        self.queue.flush(limit, st, &mut self.pending, data);
+        if !self.in_place.is_empty() {
+            let oldest = [self.pending.oldest(), self.queue.oldest()];
+            reader.hold(oldest.into_iter().flatten().min());
+        }
+    }
+
+    /// Which events' samples are read in place: plain ones, when the
+    /// state counts them in interned stacks and nobody else wants them.
+    fn refresh_in_place(&mut self, reader: &Reader, st: &State<'_>) {
+        let n = reader.events().len();
+        if self.in_place.len() == n || reader.mapped().is_none() {
+            return;
+        }
+        let alone = st.sink.is_none() && st.addresses.is_none();
+        let counted = alone && st.interned.is_some() && st.options.tids.is_none();
+        self.pending.layouts = (0..n).map(|e| reader.layout(e)).collect();
+        let ok = |l: &Option<_>| counted && l.is_some();
+        self.in_place = self.pending.layouts.iter().map(ok).collect();
     }
 
     /// Read one record of `reader` and queue or apply it: `None` at the
@@ -155,13 +242,27 @@ impl Replay {
                 self.pipe_features(reader.features(), st, this_machine);
             }
             self.deltas.refresh(reader);
-            let Some(rec) = reader.next_record()? else {
-                return Ok(None);
+            self.refresh_in_place(reader, st);
+            let step = match reader.next_in_place(&self.in_place)? {
+                None => return Ok(None),
+                Some(Next::InPlace {
+                    event,
+                    offset,
+                    sample,
+                }) => {
+                    self.plain(sample.time, event as u32, offset);
+                    Step::Queued
+                }
+                Some(Next::Record(rec)) => self.record(rec, st),
             };
-            match self.record(rec, st) {
-                // The round was applied; the queue's size is looked at
+            match step {
+                // The round is applied; the queue's size is looked at
                 // after the next record.
-                Step::RoundEnd => return Ok(Some(true)),
+                Step::RoundEnd => {
+                    self.flush(self.prev_round_max, st, reader);
+                    self.prev_round_max = self.max_time;
+                    return Ok(Some(true));
+                }
                 Step::Side(id, time, kind) => {
                     let event = id.and_then(|id| reader.event_of_id(id));
                     if let Some(e) = event {
@@ -184,8 +285,8 @@ impl Replay {
                 }
                 Step::Queued => {}
             }
-            if self.queue.items.len() >= MAX_QUEUED {
-                self.queue.flush(u64::MAX, st);
+            if self.queue.order.len() >= MAX_QUEUED {
+                self.flush(u64::MAX, st, reader);
             }
         }
         Ok(Some(false))
@@ -229,19 +330,27 @@ impl Replay {
                 };
                 Step::Side(Some(id), Some(time), kind)
             }
-            Record::FinishedRound => {
-                self.queue.flush(self.prev_round_max, st);
-                self.prev_round_max = self.max_time;
-                Step::RoundEnd
-            }
+            Record::FinishedRound => Step::RoundEnd,
             rec => {
                 if let Some((time, item)) = self.item(rec, st) {
                     self.max_time = self.max_time.max(time);
-                    self.queue.items.push((time, item));
+                    self.queue.push(time, item);
                 }
                 Step::Queued
             }
         }
+    }
+
+    /// Queue a plain sample left in the mapped file.
+    fn plain(&mut self, time: u64, event: u32, at: usize) {
+        if time != 0 {
+            self.time_range = Some(
+                self.time_range
+                    .map_or((time, time), |(a, b)| (a.min(time), b.max(time))),
+            );
+        }
+        self.max_time = self.max_time.max(time);
+        self.queue.order.push(Queued { time, at, event });
     }
 
     /// The queued form of a record and its time; `None` for records the

@@ -77,6 +77,10 @@ pub struct Options {
     /// How names are demangled, where binaries and caches are read (the
     /// kernel symbols' index, perf's build-id cache), the binary cache.
     pub symbols: SymbolOptions,
+    /// Threads counting a mapped file's plain samples (the report is the
+    /// same with any number): 0 is what [`set_jobs`](super::set_jobs)
+    /// said, else the machine's cores.
+    pub jobs: usize,
 }
 
 /// Where kernel symbols come from.
@@ -137,6 +141,7 @@ impl Default for Options {
             inline: false,
             tids: None,
             symbols: SymbolOptions::default(),
+            jobs: 0,
         }
     }
 }

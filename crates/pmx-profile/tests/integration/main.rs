@@ -9,6 +9,7 @@ mod bounded;
 mod export_sink;
 mod interned;
 mod jit_vdso;
+mod jobs;
 mod live;
 mod perf_chains;
 mod script_maps;
