@@ -92,6 +92,11 @@ pub struct FileOptions {
     pub switch_events: bool,
     /// `--off-cpu`: `offcpu-time` samples from `sched:sched_switch`.
     pub off_cpu: Option<OffCpuOptions>,
+    /// `--threads`: this many reader threads empty the rings (dealt
+    /// among them; one per CPU's ring as perf's `--threads`), while the
+    /// calling thread writes the one file; 0: the calling thread does
+    /// both.
+    pub reader_threads: usize,
 }
 
 impl Default for FileOptions {
@@ -102,6 +107,7 @@ impl Default for FileOptions {
             switch_output: None,
             switch_events: false,
             off_cpu: None,
+            reader_threads: 0,
         }
     }
 }
