@@ -7,18 +7,28 @@ minimum of the wall time (posix_spawn to wait4) and of the CPU time
 the per-pair ratios B/A. Alternating keeps a busy host's drift out of
 the ratio.
 
-    startup.py [-n N] [-w W] 'A …' 'B …'
+With --bare, A runs under bench/bare_exec.c (compiled here with cc):
+a process that forks, execs A and waits, the floor of any launcher, so
+`startup.py --bare true 'pmx stat -e task-clock -- true'` measures pmx
+against the least a program that starts `true` must cost, both the
+same way (one process spawned, itself and what it waited for timed).
+
+    startup.py [-n N] [-w W] [--bare] 'A …' 'B …'
 """
 import argparse
 import os
 import shlex
 import shutil
 import statistics
+import subprocess
+import tempfile
 import time
 
 p = argparse.ArgumentParser()
 p.add_argument("-n", type=int, default=200)
 p.add_argument("-w", type=int, default=20)
+p.add_argument("--bare", action="store_true",
+               help="run A under a bare fork+exec launcher (bench/bare_exec.c)")
 p.add_argument("a")
 p.add_argument("b")
 args = p.parse_args()
@@ -44,6 +54,13 @@ def run(words):
 
 
 a, b = argv(args.a), argv(args.b)
+if args.bare:
+    here = os.path.dirname(os.path.abspath(__file__))
+    bare = os.path.join(tempfile.mkdtemp(prefix="pmx-startup-"), "bare_exec")
+    subprocess.run(["cc", "-O2", "-o", bare, os.path.join(here, "bare_exec.c")],
+                   check=True)
+    a = [bare] + a
+    args.a = "bare_exec " + args.a
 for _ in range(args.w):
     run(a), run(b)
 ra, rb = [], []

@@ -100,6 +100,27 @@ pub fn top_off_cpu_events(events: &[String], off_cpu: bool) -> Vec<String> {
     }
 }
 
+/// `record --threads[=SPEC]` as the recording's number of ring reader
+/// threads ([`pmx_record::FileOptions::reader_threads`]): none without
+/// the flag; one per CPU's ring for `--threads` and `--threads=cpu`
+/// (perf's default spec); `--threads=N`, N readers with the rings dealt
+/// among them. perf's other specs (`core`, `package`, `numa`, CPU masks)
+/// are refused with what pmx takes instead.
+pub fn reader_threads(spec: Option<&str>) -> Result<usize, RecordError> {
+    match spec {
+        None => Ok(0),
+        Some("" | "cpu") => Ok(usize::MAX),
+        Some(n) => match n.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(RecordError::Invalid(format!(
+                "--threads={n}: pmx reads the rings with one thread per CPU (--threads, \
+                 --threads=cpu) or with N threads (--threads=N, N ≥ 1); perf's core, package, \
+                 numa and mask layouts are not taken"
+            ))),
+        },
+    }
+}
+
 /// `record`'s memory-access flags: which sample fields to add to every
 /// event (perf record's `-d`, `--phys-data`, `--data-page-size`,
 /// `--code-page-size`, `-W`).
@@ -155,6 +176,18 @@ impl DataFlags {
 mod tests {
     use super::*;
     use pmx_record::SampleRate;
+
+    #[test]
+    fn threads_specs_are_per_cpu_or_a_count() {
+        assert_eq!(reader_threads(None).unwrap(), 0);
+        assert_eq!(reader_threads(Some("cpu")).unwrap(), usize::MAX);
+        assert_eq!(reader_threads(Some("")).unwrap(), usize::MAX);
+        assert_eq!(reader_threads(Some("3")).unwrap(), 3);
+        for bad in ["0", "core", "numa", "-1", "0x3"] {
+            let e = reader_threads(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains(&format!("--threads={bad}:")), "{e}");
+        }
+    }
 
     fn check(f: SamplingFlags) -> Result<Sampling, String> {
         f.check(&DatabaseOptions::default())

@@ -67,6 +67,9 @@ pub struct RecordArgs {
     /// Build ids of every mapped binary, hit or not (what pmx always writes).
     #[arg(long = "buildid-all")]
     pub buildid_all: bool,
+    /// Empty the rings on reader threads of their own: one per CPU (cpu), or N; the file stays one.
+    #[arg(long, value_name = "SPEC", num_args = 0..=1, require_equals = true, default_missing_value = "cpu")]
+    pub threads: Option<String>,
     /// No messages on standard error (errors still appear).
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -111,6 +114,8 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<i32> {
             switch_events: args.switch_events,
             off_cpu,
             namespaces: args.namespaces,
+            reader_threads: pmx_args::record_flags::reader_threads(args.threads.as_deref())
+                .map_err(failure)?,
         },
     };
     record::install_signal_handlers();

@@ -421,6 +421,35 @@ impl Mmap {
         n
     }
 
+    /// Append every unread byte of the ring to `out` as it is (whole
+    /// records, in at most two copies), then release the space to the
+    /// kernel; returns the bytes appended. What a reader thread does to
+    /// empty a ring fast and leave the parsing to another: the records are
+    /// walked by their headers afterwards (the kernel moves the head past
+    /// whole records only). A tail more than a ring behind the head (words
+    /// the kernel did not write) drops what is there, as
+    /// [`Mmap::read_records`] does.
+    pub fn read_into(&mut self, out: &mut Vec<u8>) -> usize {
+        if self.data_size == 0 {
+            return 0;
+        }
+        let head = self.atomic_u64(off::DATA_HEAD).load(Ordering::Acquire);
+        let tail = self.load_u64(off::DATA_TAIL);
+        let avail = head.wrapping_sub(tail);
+        let n = match avail <= self.data_size as u64 {
+            true => avail as usize,
+            false => 0,
+        };
+        let start = (tail & (self.data_size - 1) as u64) as usize;
+        let first = n.min(self.data_size - start);
+        out.reserve(n);
+        out.extend_from_slice(self.ring_bytes(self.data_offset, start, first));
+        out.extend_from_slice(self.ring_bytes(self.data_offset, 0, n - first));
+        self.atomic_u64(off::DATA_TAIL)
+            .store(head, Ordering::Release);
+        n
+    }
+
     /// `len` bytes of the ring from `start` (no wrap: the caller splits).
     fn ring_bytes(&self, ring: usize, start: usize, len: usize) -> &[u8] {
         let len = len.min(self.data_size.saturating_sub(start));

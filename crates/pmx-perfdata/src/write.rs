@@ -184,6 +184,31 @@ impl<W: Write + Seek> Writer<W> {
         Ok(())
     }
 
+    /// Append whole records laid end to end (a ring's bytes as read):
+    /// each header's size must take the walk exactly to the slice's end.
+    /// One write for all, where [`Writer::write_record`] makes one each.
+    pub fn write_records(&mut self, records: &[u8]) -> io::Result<()> {
+        let mut at = 0;
+        while at < records.len() {
+            let size = records
+                .get(at..at + 8)
+                .map_or(0, |h| EventHeader::parse(h).size as usize);
+            if size < 8 || at + size > records.len() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "the record at byte {at} of {} says {size} bytes",
+                        records.len()
+                    ),
+                ));
+            }
+            at += size;
+        }
+        self.out.write_all(records)?;
+        self.data_size += records.len() as u64;
+        Ok(())
+    }
+
     /// Bytes of records written so far.
     pub fn data_size(&self) -> u64 {
         self.data_size
@@ -426,5 +451,27 @@ mod tests {
         assert!(w.write_record(&rec).is_err());
         assert!(w.write_record(&rec[..4]).is_err());
         assert_eq!(w.data_size(), 0);
+    }
+
+    #[test]
+    fn records_end_to_end_are_written_at_once_when_they_tile() {
+        let mut w = Writer::create(io::Cursor::new(Vec::new()), vec![]).unwrap();
+        let mut two = EventHeader {
+            kind: 9,
+            misc: 0,
+            size: 16,
+        }
+        .to_bytes()
+        .to_vec();
+        two.resize(16, 7);
+        two.extend_from_slice(&two.clone());
+        w.write_records(&two).unwrap();
+        assert_eq!(w.data_size(), 32);
+        // A size past the end, a zero size, a header cut short: refused.
+        assert!(w.write_records(&two[..24]).is_err());
+        assert!(w.write_records(&[0u8; 16]).is_err());
+        assert!(w.write_records(&two[..20]).is_err());
+        assert_eq!(w.data_size(), 32);
+        w.write_records(&[]).unwrap();
     }
 }

@@ -97,7 +97,9 @@
 //!
 //! [`plan`](self) turns events into attrs, CPUs and tasks; `open` opens
 //! them and maps one ring per CPU; `sink` is the write stage and the
-//! counts of what went in (`tally`) over an `output` ([`RecordSink`]); `existing` synthesizes what was there before;
+//! counts of what went in (`tally`) over an `output` ([`RecordSink`]); `readers` empties the
+//! rings, from the calling thread or (`--threads`, [`FileOptions::reader_threads`]) from
+//! reader threads of their own that hand the bytes to the one writer; `existing` synthesizes what was there before;
 //! `target` launches, watches and ends the command or tasks; `features`
 //! describes the machine at the end. `tracepoints` samples every hit of
 //! a tracepoint with its raw data and writes the `TRACING_DATA` feature;
@@ -117,6 +119,7 @@ mod open;
 mod options;
 mod output;
 mod plan;
+mod readers;
 mod sampling;
 mod sink;
 mod switch;
@@ -125,7 +128,6 @@ mod tally;
 mod target;
 mod tracepoints;
 
-use open::Ring;
 use plan::Plan;
 use pmx_count::launch::Launched;
 use pmx_count::stat::Scope;
@@ -263,7 +265,7 @@ fn record_with(
         switch.exclude_callchain_kernel = true;
         plan.attrs[0].wakeup = offcpu::wakeup(opts.mmap_pages);
     }
-    let (opened, mut rings) = open::open(&plan, events, opts.mmap_pages)?;
+    let (opened, rings) = open::open(&plan, events, opts.mmap_pages)?;
     // What the file says of the events: the switch event is offcpu-time there.
     let (mut attrs, mut ids, mut by_id) = (plan.attrs.clone(), opened.ids.clone(), opened.by_id());
     let converter = off_cpu.as_ref().map(|((_, _, prev_state), o)| {
@@ -285,6 +287,8 @@ fn record_with(
     )?;
     sink.set_tracing_data(tracing_data)?;
     sink.offcpu = converter;
+    // Reader threads empty the rings from now on, the synthesis included.
+    let mut drain = readers::Drain::start(rings, opts.file.reader_threads)?;
 
     // Start: the command's events at its exec; the others now, before the
     // synthesis below, so nothing that starts meanwhile falls in a gap (a
@@ -315,10 +319,9 @@ fn record_with(
     }
 
     let mut life = Lifecycle::start(child, opts, stop)?;
-    let elapsed = drain_until_over(&mut life, &mut rings, &mut sink)?;
+    let elapsed = drain.until_over(&mut life, &mut sink)?;
     opened.disable();
-    sink.drain(&mut rings)?;
-    drop(rings);
+    drain.finish(&mut sink)?;
     drop(opened);
     let (exit, interrupted) = life.finish()?;
     let written = sink.finish(&opts.cmdline, &mut notes)?;
@@ -331,28 +334,6 @@ fn record_with(
         elapsed,
         notes,
     ))
-}
-
-/// The drain stage's loop: drain every ring, then sleep until a ring
-/// passes its wake-up mark, the command exits or 100 ms pass, until the
-/// target says the recording is over. Returns the time recorded.
-fn drain_until_over(
-    life: &mut Lifecycle,
-    rings: &mut [Ring],
-    sink: &mut Sink,
-) -> std::io::Result<Duration> {
-    // The ring owners' fds poll readable when their ring passes the
-    // wake-up mark; the pidfd when the command exits.
-    let mut poll_set: Vec<i32> = rings.iter().map(|r| r.fd).collect();
-    poll_set.extend(life.poll_fd());
-    loop {
-        sink.drain(rings)?;
-        sink.maybe_switch()?;
-        if life.over() {
-            return Ok(life.elapsed());
-        }
-        target::poll_fds(&poll_set, life.timeout_ms());
-    }
 }
 
 /// The summary of a finished recording.

@@ -95,6 +95,11 @@ pub struct FileOptions {
     /// `--namespaces`: NAMESPACES records (the kernel's, and synthesized
     /// for the tasks that existed before).
     pub namespaces: bool,
+    /// `--threads`: this many reader threads empty the rings (dealt
+    /// among them; one per CPU's ring as perf's `--threads`), while the
+    /// calling thread writes the one file; 0: the calling thread does
+    /// both.
+    pub reader_threads: usize,
 }
 
 impl Default for FileOptions {
@@ -106,6 +111,7 @@ impl Default for FileOptions {
             switch_events: false,
             off_cpu: None,
             namespaces: false,
+            reader_threads: 0,
         }
     }
 }

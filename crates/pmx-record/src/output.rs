@@ -30,6 +30,21 @@ pub trait RecordSink: Send {
     /// the kernel wrote it, or one pmx synthesized).
     fn record(&mut self, rec: &[u8]) -> io::Result<()>;
 
+    /// Several records laid end to end (a ring's bytes, whole records,
+    /// each header's size leading to the next); the default hands each
+    /// to [`RecordSink::record`].
+    fn records(&mut self, recs: &[u8]) -> io::Result<()> {
+        let mut at = 0;
+        while let Some(h) = recs.get(at..at + 8) {
+            let size = usize::from(u16::from_ne_bytes([h[6], h[7]]));
+            let rec = recs.get(at..at + size).filter(|_| size >= 8);
+            let rec = rec.ok_or_else(|| io::Error::other("a record runs past its buffer"))?;
+            self.record(rec)?;
+            at += size;
+        }
+        Ok(())
+    }
+
     /// A live reader: the session ends every drain with a
     /// FINISHED_ROUND, records or not (at least every 100 ms), so the
     /// reader always knows how far time has come.
@@ -221,6 +236,10 @@ impl RecordSink for FileSink {
 
     fn record(&mut self, rec: &[u8]) -> io::Result<()> {
         self.writer()?.write_record(rec)
+    }
+
+    fn records(&mut self, recs: &[u8]) -> io::Result<()> {
+        self.writer()?.write_records(recs)
     }
 
     fn finish(self: Box<Self>, features: &Features) -> io::Result<u64> {

@@ -253,9 +253,8 @@ impl Sink {
         err.map_or(Ok(any), Err)
     }
 
-    /// Drain every ring into the file, then a FINISHED_ROUND if anything
-    /// came. A live sink gets its round marker every time (a live reader
-    /// learns that time has passed); every sink is flushed.
+    /// Drain every ring into the file, then end the round
+    /// ([`Sink::end_round`]).
     pub(super) fn drain(&mut self, rings: &mut [Ring]) -> io::Result<()> {
         let mut any = false;
         let mut write_err: Option<io::Error> = None;
@@ -273,6 +272,46 @@ impl Sink {
         if let Some(e) = write_err {
             return Err(e);
         }
+        self.end_round(any)
+    }
+
+    /// Write the records of `bytes` (a ring's bytes as a reader thread
+    /// copied them: whole records one after the other); whether there
+    /// were any. A header that does not fit ends the walk (the rest is
+    /// not records). Each record is counted; without `--off-cpu`, `-z`
+    /// or `--switch-output` (which look at each) they are written at once.
+    pub(super) fn write_chunk(&mut self, bytes: &[u8]) -> io::Result<bool> {
+        let whole = self.offcpu.is_none() && self.compressor.is_none() && self.switch.is_none();
+        let mut at = 0;
+        while let Some(h) = bytes.get(at..at + 8) {
+            let size = usize::from(u16::from_ne_bytes([h[6], h[7]]));
+            if size < 8 || size % 8 != 0 || at + size > bytes.len() {
+                break;
+            }
+            let rec = &bytes[at..at + size];
+            match whole {
+                true => {
+                    self.tally.see(rec, self.sample_type, &self.by_id);
+                    self.records += 1;
+                }
+                false => self.write(rec)?,
+            }
+            at += size;
+        }
+        if whole && at != 0 {
+            match &mut self.writer {
+                Out::File(w) => w.records(&bytes[..at])?,
+                Out::Other(w) => w.records(&bytes[..at])?,
+            }
+        }
+        Ok(at != 0)
+    }
+
+    /// The end of a round of draining (`any`: records came): the
+    /// off-CPU samples paired so far, then a FINISHED_ROUND if anything
+    /// came. A live sink gets its round marker every time (a live reader
+    /// learns that time has passed); every sink is flushed.
+    pub(super) fn end_round(&mut self, mut any: bool) -> io::Result<()> {
         any |= self.off_cpu_samples(false)?;
         if let Some((c, _)) = &mut self.compressor {
             c.flush(&mut |r| self.writer.write_record(r))?;

@@ -62,7 +62,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--switch-output-event", "pmx switches on a size, a time or SIGUSR2"),
     ("--synth", "pmx always synthesizes the existing tasks and maps"),
     ("--tail-synthesize", "pmx synthesizes the existing tasks at the start"),
-    ("--threads", "pmx reads the rings from one thread"),
     ("--timestamp-boundary", "pmx writes the first and last sample time always"),
     ("--timestamp-filename", "pmx names --switch-output files perf.data.N"),
     ("--vmlinux", "pmx reads kernel symbols from /proc/kallsyms"),

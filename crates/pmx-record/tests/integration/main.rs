@@ -2,4 +2,5 @@
 //! subject, on the real kernel (software events and cpu-clock sampling
 //! work without a PMU).
 
+mod readers;
 mod sink;
