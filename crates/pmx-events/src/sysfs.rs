@@ -283,3 +283,46 @@ impl EventSource for SysfsEvents {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_box_is_a_base_and_a_number() {
+        assert_eq!(box_base("uncore_imc_3"), Some(("uncore_imc", 3)));
+        assert_eq!(
+            box_base("uncore_imc_free_running_0"),
+            Some(("uncore_imc_free_running", 0))
+        );
+        for not_a_box in ["uncore_imc", "cpu_core", "msr", "_3", "amd_umc_"] {
+            assert_eq!(box_base(not_a_box), None, "{not_a_box}");
+        }
+    }
+
+    /// Boxes in number order (10 after 2), not another base's, and none
+    /// for a PMU that exists by that very name.
+    #[test]
+    fn boxes_of_a_base() {
+        let root = std::env::temp_dir().join(format!("pmx-sysfs-boxes-{}", std::process::id()));
+        let dev = root.join(PMU_DIR);
+        for p in [
+            "uncore_imc_10",
+            "uncore_imc_2",
+            "uncore_imc_free_running_0",
+            "msr",
+        ] {
+            std::fs::create_dir_all(dev.join(p)).unwrap();
+            std::fs::write(dev.join(p).join("type"), "30\n").unwrap();
+        }
+        let sys = SysfsEvents::load(&root);
+        let names: Vec<&str> = sys
+            .boxes("uncore_imc")
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, ["uncore_imc_2", "uncore_imc_10"]);
+        assert!(sys.boxes("msr").is_empty() && sys.boxes("uncore_cha").is_empty());
+        let _ = std::fs::remove_dir_all(root);
+    }
+}

@@ -16,7 +16,8 @@
 //! ([`FmaCheck`]): cores × clock × FLOPs per cycle, the clock measured
 //! as it runs ([`pmx_kernels::clock`]) and the FLOPs per cycle from the
 //! FMA pipes and their datapath width for the CPU ([`flops_per_cycle`]);
-//! within [`FMA_TOLERANCE`] it agrees.
+//! the one-core ceiling within [`FMA_TOLERANCE`] of one core's figure
+//! agrees.
 
 pub mod render;
 
@@ -122,7 +123,10 @@ pub struct FmaCheck {
     pub ratio: f64,
     /// The one-core ceiling over hz × flops_per_cycle.
     pub one_core_ratio: f64,
-    /// `ratio` within [`FMA_TOLERANCE`] of 1.
+    /// `one_core_ratio` within [`FMA_TOLERANCE`] of 1: the clock is
+    /// measured on one core, and all cores at once may run slower (a
+    /// lower turbo, other work on a shared machine), so `ratio` is shown
+    /// but not judged.
     pub within: bool,
 }
 
@@ -177,7 +181,7 @@ pub fn fma_check(
         measured: c.all_cores,
         ratio,
         one_core_ratio: c.one_core / (hz * fpc),
-        within: (ratio - 1.0).abs() <= FMA_TOLERANCE,
+        within: (c.one_core / (hz * fpc) - 1.0).abs() <= FMA_TOLERANCE,
     })
 }
 
@@ -202,7 +206,8 @@ pub fn run(opts: &RooflineOptions) -> Result<RooflineReport, RooflineError> {
         n => n,
     };
     let ceilings = ceilings(&CacheInfo::read(&opts.root), threads);
-    let hz = pmx_kernels::clock::hz(2_000_000, TRIES);
+    // Short runs, many: one a scheduler tick on a loaded CPU does not spoil.
+    let hz = pmx_kernels::clock::hz(100_000, 50);
     let cpu = database::host_cpu_id();
     let fma_check = hz.and_then(|hz| fma_check(&ceilings, threads, hz, cpu.as_ref()));
     let db = database::load(&opts.database)?;
@@ -516,7 +521,7 @@ mod tests {
         assert_eq!(f.expected, 2.0 * 3e9 * fpc);
         assert_eq!(f.ratio, 1.2e11 / f.expected);
         assert_eq!(f.one_core_ratio, 6e10 / (3e9 * fpc));
-        assert_eq!(f.within, (f.ratio - 1.0).abs() <= FMA_TOLERANCE);
+        assert_eq!(f.within, (f.one_core_ratio - 1.0).abs() <= FMA_TOLERANCE);
         assert!(
             fma_check(&ceilings[..1], 2, 3e9, None).is_none(),
             "no compute ceiling"

@@ -97,6 +97,7 @@ fn build_case(path: &Path, symfs: &Path, ks: &Kallsyms) -> Result<(), String> {
         root: Some(symfs.to_path_buf()),
         tids: None,
         symbols: Default::default(),
+        jobs: 0,
     };
     let p = build(&mut reader, &opts, &mut |_, _| {}).map_err(|e| e.to_string())?;
     let _ = format!("{p:?}");
