@@ -206,6 +206,7 @@ mod tests {
             comm_exec: true,
             task: true,
             context_switch: true,
+            namespaces: true,
             exclude_callchain_kernel: true,
             exclude_callchain_user: true,
             branch_sample_type: 0x2_c801,
@@ -241,8 +242,8 @@ mod tests {
         assert_eq!(u64::from_ne_bytes(b[72..80].try_into().unwrap()), 0x2_c801);
         assert_eq!(u64::from_ne_bytes(b[80..88].try_into().unwrap()), 0xff_0fff);
         assert_eq!(u32::from_ne_bytes(b[88..92].try_into().unwrap()), 8192);
-        // Every bit from 0 to 26 except inherit_stat (11).
-        assert_eq!(k.flags, ((1u64 << 27) - 1) & !(1 << 11));
+        // Every bit from 0 to 26 except inherit_stat (11), and namespaces (28).
+        assert_eq!(k.flags, (((1u64 << 27) - 1) & !(1 << 11)) | (1 << 28));
 
         let one = |a: Attr| from_attr(&a).flags;
         let d = Attr::default;
