@@ -1,4 +1,4 @@
-//! A roofline chart as SVG ([`svg`]) or PNG ([`png`]): log-log axes of
+//! A roofline chart as SVG ([`svg`]) or PNG ([`png()`]): log-log axes of
 //! operational intensity (FLOP/byte) and FLOP rate (FLOP/s), one sloped
 //! roof per memory ceiling (rate = bandwidth × intensity), one flat roof
 //! per compute ceiling, each labelled, and the measured point when there
