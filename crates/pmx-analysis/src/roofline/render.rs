@@ -46,6 +46,21 @@ pub fn text(r: &RooflineReport) -> String {
             c.how
         );
     }
+    if let Some(f) = &r.fma_check {
+        let _ = writeln!(
+            s,
+            "FMA check ({}): one core {:.2}× of {:.2} GHz × {} FLOPs/cycle ({}), {} {:.0}%; all cores {:.2}× of {}FLOP/s",
+            f.width,
+            f.one_core_ratio,
+            f.hz / 1e9,
+            f.flops_per_cycle,
+            f.basis,
+            if f.within { "within" } else { "OUTSIDE" },
+            super::FMA_TOLERANCE * 100.0,
+            f.ratio,
+            si(f.expected)
+        );
+    }
     let p = &r.point;
     let _ = writeln!(s, "Command: {:.3} s", p.seconds);
     match (p.intensity, p.flop_rate) {
