@@ -382,6 +382,57 @@ pub fn name_key(name: &str) -> String {
     name.trim().to_ascii_lowercase().replace(':', ".")
 }
 
+/// `pmx_model::spec::closest(word, keys, n)` for lower-case keys, the same
+/// answer found with less work (thousands of names for one misspelt name,
+/// in a debug build's `pmx analyze` most of its time): `closest` keeps a
+/// key at most half the longer length of edits away (at least one), and
+/// once `n` keys are kept, a key further away than the `n`th cannot be
+/// one of them. Within that limit, a key whose length differs by more is
+/// not compared (each edit changes the length by one at most), and a
+/// comparison stops at the first row of the distance table over it (a
+/// row's least value never falls in the next).
+fn closest_keys<'a>(word: &str, keys: impl Iterator<Item = &'a str>, n: usize) -> Vec<String> {
+    let w: Vec<char> = word.chars().collect();
+    // The best so far, by (distance, key), each key once.
+    let mut best: Vec<(usize, &str)> = Vec::new();
+    for c in keys {
+        let mut limit = (c.len().max(word.len()) / 2).max(1);
+        if best.len() == n {
+            limit = limit.min(best[n - 1].0);
+        }
+        let Some(d) = distance_within(&w, c, limit) else {
+            continue;
+        };
+        if let Err(at) = best.binary_search(&(d, c)) {
+            best.insert(at, (d, c));
+            best.truncate(n);
+        }
+    }
+    best.into_iter().map(|(_, c)| c.to_string()).collect()
+}
+
+/// The edit distance between `w` and `c` when it is at most `limit`.
+fn distance_within(w: &[char], c: &str, limit: usize) -> Option<usize> {
+    let c: Vec<char> = c.chars().collect();
+    if w.len().abs_diff(c.len()) > limit {
+        return None;
+    }
+    let mut prev: Vec<usize> = (0..=c.len()).collect();
+    let mut cur = vec![0; c.len() + 1];
+    for i in 1..=w.len() {
+        cur[0] = i;
+        for j in 1..=c.len() {
+            let cost = usize::from(w[i - 1] != c[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        if cur.iter().min().is_some_and(|&m| m > limit) {
+            return None;
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    Some(prev[c.len()]).filter(|&d| d <= limit)
+}
+
 /// A source of event definitions.
 pub trait EventSource {
     /// Which kind of source this is.
@@ -872,7 +923,7 @@ impl Database {
         let key = name_key(name);
         // Compare in key space so '.' and ':' do not count as edits.
         let keys: Vec<(String, &String)> = names.iter().map(|n| (name_key(n), n)).collect();
-        let best = closest(&key, keys.iter().map(|(k, _)| k.as_str()), 3);
+        let best = closest_keys(&key, keys.iter().map(|(k, _)| k.as_str()), 3);
         let mut out: Vec<String> = Vec::new();
         for b in best {
             if let Some((_, n)) = keys.iter().find(|(k, _)| *k == b) {
@@ -1177,5 +1228,32 @@ mod events_dir_default_tests {
         let flags = vec![PathBuf::from("/a"), PathBuf::from("/b")];
         assert_eq!(dirs(Some("/env")).resolve_all(&flags), flags);
         assert_eq!(EventsDirDefault::default().resolve(None), None);
+    }
+}
+
+#[cfg(test)]
+mod suggest_tests {
+    use super::{closest_keys, distance_within};
+
+    #[test]
+    fn distances_past_the_limit_are_not_given() {
+        let w: Vec<char> = "cycles".chars().collect();
+        assert_eq!(distance_within(&w, "cycels", 2), Some(2));
+        assert_eq!(distance_within(&w, "cycels", 1), None);
+        // Too far off in length: no comparison at all.
+        assert_eq!(distance_within(&w, "cyclesabcdefg", 6), None);
+        assert_eq!(distance_within(&w, "cyclesabcdef", 6), Some(6));
+    }
+
+    #[test]
+    fn closest_keys_answers_as_closest() {
+        let keys = ["cycles", "cycle", "cpu-cycles", "bycles", "cycles", "xyzzy"];
+        for word in ["cycels", "cycle", "x", "cpu_cycle"] {
+            assert_eq!(
+                closest_keys(word, keys.into_iter(), 3),
+                pmx_model::spec::closest(word, keys, 3),
+                "{word}"
+            );
+        }
     }
 }

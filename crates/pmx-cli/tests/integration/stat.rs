@@ -475,13 +475,21 @@ fn sigint_leaves_a_complete_interval_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("run.jsonl");
     let child = crate::common::spawn_system_intervals("100", "--json", &file);
-    // Interrupt once 8 intervals are in the file (about 0.85 s on an idle
-    // machine; a loaded one starts pmx later).
+    // Interrupt once 8 intervals are written (about 0.85 s on an idle
+    // machine; a loaded one starts pmx later). Until pmx ends they are in
+    // its temporary file beside the named one (pmx-io's `OutFile`), so
+    // every file of the directory is read.
     let latest = || {
-        std::fs::read_to_string(&file)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?["time"].as_f64())
+        let files = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+        files
+            .map(|f| std::fs::read_to_string(f.path()).unwrap_or_default())
+            .flat_map(|text| {
+                (text.lines())
+                    .filter_map(|l| {
+                        serde_json::from_str::<serde_json::Value>(l).ok()?["time"].as_f64()
+                    })
+                    .collect::<Vec<_>>()
+            })
             .fold(0.0, f64::max)
     };
     let start = std::time::Instant::now();
