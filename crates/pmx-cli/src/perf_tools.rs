@@ -80,24 +80,7 @@ pub fn file(a: &FileArgs, list: bool) -> anyhow::Result<i32> {
 /// Run `pmx buildid-cache`.
 pub fn buildid_cache(a: &CacheArgs) -> anyhow::Result<i32> {
     let dir = pmx_io::dirs::Dirs::from_env().buildid;
-    for p in &a.add {
-        let id = cache::add(&dir, p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-        if a.verbose {
-            println!("Adding {} {}: Ok", pmx_symbols::elf::hex(&id), p.display());
-        }
-    }
-    for p in &a.remove {
-        let had = if cache::remove(&dir, p)? {
-            "Ok"
-        } else {
-            "not cached"
-        };
-        (a.verbose).then(|| println!("Removing {}: {had}", p.display()));
-    }
-    if a.list {
-        for (id, path) in cache::list(&dir)? {
-            println!("{id} {}", path.display());
-        }
-    }
+    let out = &mut std::io::stdout().lock();
+    cache::run(&dir, &a.add, &a.remove, a.list, a.verbose, out)?;
     Ok(crate::exit::OK)
 }

@@ -120,6 +120,42 @@ pub fn remove(dir: &Path, path: &Path) -> io::Result<bool> {
     Ok(had)
 }
 
+/// `perf buildid-cache`'s work in one call: add `add`, take out
+/// `remove`, then with `list` list the cache, writing to `out` as it goes
+/// (with `verbose`, a line per binary added or removed, as perf's `-v`).
+/// An error names the binary it was about.
+pub fn run(
+    dir: &Path,
+    add_paths: &[PathBuf],
+    remove_paths: &[PathBuf],
+    list_all: bool,
+    verbose: bool,
+    out: &mut dyn io::Write,
+) -> io::Result<()> {
+    let named = |p: &Path, e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", p.display()));
+    for p in add_paths {
+        let id = add(dir, p).map_err(|e| named(p, e))?;
+        if verbose {
+            writeln!(out, "Adding {} {}: Ok", hex(&id), p.display())?;
+        }
+    }
+    for p in remove_paths {
+        let had = match remove(dir, p).map_err(|e| named(p, e))? {
+            true => "Ok",
+            false => "not cached",
+        };
+        if verbose {
+            writeln!(out, "Removing {}: {had}", p.display())?;
+        }
+    }
+    if list_all {
+        for (id, path) in list(dir)? {
+            writeln!(out, "{id} {}", path.display())?;
+        }
+    }
+    Ok(())
+}
+
 /// The cached copy of the binary with build id `id` in `dir`, if there is one.
 /// A 20-byte id padded with zeros (perf's form of an md5 id) is also
 /// looked up without the padding.
