@@ -509,7 +509,7 @@ impl Symbolizer {
             if m.end > end {
                 out.push(Map {
                     start: end,
-                    pgoff: m.pgoff + (end - m.start),
+                    pgoff: m.pgoff.wrapping_add(end - m.start),
                     ..m
                 });
             }
@@ -872,7 +872,7 @@ impl Symbolizer {
         }
         let base = base.clone();
         let m = maps[i - 1];
-        let offset = addr - m.start + m.pgoff;
+        let offset = (addr - m.start).wrapping_add(m.pgoff);
         if let Some(frames) = self.inline_cache.get(&(m.dso, offset)) {
             out.extend_from_slice(frames);
             return;

@@ -200,3 +200,24 @@ fn campaign(per_source: usize, report_every: usize) {
 fn mutated_perf_data_gives_a_report_or_an_error_naming_the_file() {
     campaign(cases(25, 400), cases(1_000_000, 25));
 }
+
+/// Found by the long campaign's seed 5 (issue 45): a mutant of the shared
+/// `branch-4.14` recording (seed 5004000066: a word of an MMAP record
+/// became 0xffffffffffffffff, a file offset near 2^64) whose mapping was
+/// then split by a later one: the split's file offset was added without
+/// wrapping and overflowed (a panic with overflow checks, a wrong offset
+/// without). Computed modulo 2^64 now, as the other offsets of the maps.
+#[test]
+fn a_split_mapping_at_the_top_file_offset_is_no_overflow() {
+    let Some(shared) = pmx_testkit::shared::shared_data("perfdata") else {
+        return;
+    };
+    let original =
+        std::fs::read(shared.join("perf_data_converter__perf.data.branch-4.14")).unwrap();
+    let m = mutate::perfdata(&original, 5_004_000_066);
+    let dir = tempfile::tempdir().unwrap();
+    let path = put(dir.path(), "split.data", &m.bytes);
+    let ks = Kallsyms::load();
+    // A report or a refusal: either, but no panic.
+    let _ = build_case(&path, dir.path(), &ks);
+}
