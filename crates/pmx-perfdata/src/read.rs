@@ -2463,3 +2463,89 @@ mod tests {
         assert!(parse_sample(&r, 0, &ea, 0).is_err());
     }
 }
+
+#[cfg(test)]
+mod plain_tests {
+    use crate::attr::PerfEventAttr;
+    use crate::format::sample_type;
+    use crate::plain::Layout;
+    use crate::read::parse_sample;
+
+    fn attr(st: u64) -> PerfEventAttr {
+        PerfEventAttr {
+            sample_type: st,
+            sample_period: 4000,
+            ..Default::default()
+        }
+    }
+
+    /// Every plain field agrees with the full decoder, for each subset of
+    /// the plain bits; other bits have no layout.
+    #[test]
+    fn agrees_with_parse_sample() {
+        let bits = [
+            sample_type::IDENTIFIER,
+            sample_type::IP,
+            sample_type::TID,
+            sample_type::TIME,
+            sample_type::ADDR,
+            sample_type::ID,
+            sample_type::STREAM_ID,
+            sample_type::CPU,
+            sample_type::PERIOD,
+            sample_type::CALLCHAIN,
+        ];
+        for mask in 0u32..1 << bits.len() {
+            let st = (0..bits.len())
+                .filter(|i| mask & (1 << i) != 0)
+                .fold(0, |a, i| a | bits[i]);
+            let a = attr(st);
+            let l = Layout::of(&a).expect("plain");
+            let mut rec = vec![9, 0, 0, 0, 2, 0, 0, 0];
+            let mut v = 0x1111u64;
+            for b in bits {
+                if st & b == 0 {
+                    continue;
+                }
+                if b == sample_type::CALLCHAIN {
+                    rec.extend(3u64.to_le_bytes());
+                    for k in 0..3u64 {
+                        rec.extend((0x4000 + k).to_le_bytes());
+                    }
+                } else {
+                    rec.extend(v.to_le_bytes());
+                    v = v.wrapping_mul(0x1_0001) + 7;
+                }
+            }
+            let size = rec.len() as u16;
+            rec[6..8].copy_from_slice(&size.to_le_bytes());
+            let s = parse_sample(&rec, 0, &a, 0).expect("valid");
+            let p = l.read(&rec).expect("fits");
+            assert_eq!(
+                (p.misc, p.ip, p.pid, p.tid, p.time, p.cpu, p.period),
+                (s.misc, s.ip, s.pid, s.tid, s.time, s.cpu, s.period),
+                "sample_type {st:#x}"
+            );
+            assert_eq!(p.chain, s.callchain_bytes);
+            if st & sample_type::CALLCHAIN != 0 {
+                // A chain longer than its record: no fields, and an error
+                // from the full decoder.
+                let mut bad = rec.clone();
+                let at = l.chain as usize;
+                bad[at..at + 8].copy_from_slice(&4u64.to_le_bytes());
+                assert!(l.read(&bad).is_none());
+                assert!(parse_sample(&bad, 0, &a, 0).is_err());
+            }
+            assert!(l.read(&rec[..l.fixed as usize - 1]).is_none());
+        }
+        for other in [
+            sample_type::READ,
+            sample_type::RAW,
+            sample_type::BRANCH_STACK,
+            sample_type::STACK_USER,
+            sample_type::WEIGHT,
+        ] {
+            assert!(Layout::of(&attr(sample_type::IP | other)).is_none());
+        }
+    }
+}
