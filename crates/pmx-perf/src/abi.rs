@@ -206,6 +206,8 @@ mod tests {
             comm_exec: true,
             task: true,
             context_switch: true,
+            // Bit 28, beyond the bits checked below.
+            namespaces: false,
             exclude_callchain_kernel: true,
             exclude_callchain_user: true,
             branch_sample_type: 0x2_c801,
