@@ -64,7 +64,7 @@ fn namespace_records_are_written_and_shown_as_perf_shows_them() {
             ours.to_str().unwrap(),
             "--",
         ][..],
-        &cmd,
+        &cmd[..],
     ]
     .concat());
     assert!(o.status.success(), "{}", text(&o.stderr));
