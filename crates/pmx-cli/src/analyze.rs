@@ -53,17 +53,17 @@ pub struct TreeArgs {
 
 /// A file that cannot be read is the user's mistake (exit 2), except a
 /// JSON document with a nameless entry, which is reported as a failure
-/// (with the file: that error does not carry it).
-fn read_error(e: ReadError, path: &std::path::Path) -> anyhow::Error {
+/// (the error names the file).
+fn read_error(e: ReadError) -> anyhow::Error {
     match e {
-        ReadError::EntryWithoutEvent => anyhow::anyhow!("{}: {e}", path.display()),
+        ReadError::EntryWithoutEvent { .. } => anyhow::anyhow!("{e}"),
         e => UsageError(e.to_string()).into(),
     }
 }
 
 /// Run `pmx analyze`.
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<i32> {
-    let counts = pmx_formats::read_file(&args.file).map_err(|e| read_error(e, &args.file))?;
+    let counts = pmx_formats::read_file(&args.file).map_err(read_error)?;
     if let Some(cut) = counts.provenance.cut {
         eprintln!("pmx: warning: {} {cut}", args.file.display());
     }

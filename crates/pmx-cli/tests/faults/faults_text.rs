@@ -203,6 +203,32 @@ fn analyze_names_the_file_of_an_entry_without_an_event() {
 /// have no event or metric in common (A: 9 series, B: 1 series)`, naming
 /// neither file nor where the damaged one stops. Each case is the
 /// campaign's own mutant (`mutate::text(original, seed)`).
+/// Found by the long campaign's seed 3 (issue 45): two lines of a pmx
+/// JSON document swapped leave an `events` entry without its `event`;
+/// compare said so without naming the file. The JSON reader's error now
+/// carries it, for every command.
+#[test]
+fn a_json_entry_without_event_names_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/analyze/skl_l1_pmx.json");
+    let m = mutate::text(&std::fs::read(&src).unwrap(), 3_004_000_052);
+    let path = put(dir.path(), "mutant-3004000052-skl_l1_pmx.json", &m.bytes);
+    let r = run_bounded(
+        Command::new(PMX).arg("compare").arg(&src).arg(&path),
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    let want = format!("{}: an entry without \"event\"", path.display());
+    assert!(
+        r.stderr.contains(&want),
+        "{} ({}): {}",
+        m.what,
+        want,
+        r.stderr
+    );
+    assert_ne!(r.status.code(), Some(0), "{}", r.stderr);
+}
+
 #[test]
 fn compare_names_the_cut_file_and_where_it_stops() {
     let dir = tempfile::tempdir().unwrap();

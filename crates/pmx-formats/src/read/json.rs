@@ -50,7 +50,7 @@ pub fn parse(path: &Path, text: &str) -> Result<StatReport, ReadError> {
     // The pmx totals document.
     if let Ok(doc) = serde_json::from_str::<Value>(text) {
         if doc.get("events").and_then(Value::as_array).is_some() {
-            return document(&doc);
+            return document(&doc, path);
         }
     }
     let mut report = StatReport::default();
@@ -106,7 +106,9 @@ fn json_line(report: &mut StatReport, v: &Value) -> Result<(), String> {
         // The totals document pmx writes after its interval lines: the
         // intervals already hold these counts.
         if report.rows.is_empty() && report.metrics.is_empty() {
-            let doc = document(v).map_err(|e| e.to_string())?;
+            // The line's error names the file and line.
+            let doc =
+                document(v, Path::new("")).map_err(|_| "an entry without \"event\"".to_string())?;
             report.provenance.format = doc.provenance.format;
             report.elapsed_s = doc.elapsed_s;
             report.rows = doc.rows;
@@ -124,13 +126,17 @@ fn json_line(report: &mut StatReport, v: &Value) -> Result<(), String> {
 }
 
 /// pmx's document: `events`, `metrics`, and what was measured.
-pub fn document(doc: &Value) -> Result<StatReport, ReadError> {
-    document_with(doc, true)
+pub fn document(doc: &Value, path: &Path) -> Result<StatReport, ReadError> {
+    document_with(doc, true, path)
 }
 
 /// [`document`]; when not `strict`, entries without `event` (or metrics
 /// without `name`) are skipped instead of failing the read.
-pub(crate) fn document_with(doc: &Value, strict: bool) -> Result<StatReport, ReadError> {
+pub(crate) fn document_with(
+    doc: &Value,
+    strict: bool,
+    path: &Path,
+) -> Result<StatReport, ReadError> {
     let mut report = StatReport::default();
     report.provenance.format = Some(SourceFormat::PmxJson);
     report.provenance.cpu = jstr(doc, "cpu").map(str::to_string);
@@ -148,7 +154,10 @@ pub(crate) fn document_with(doc: &Value, strict: bool) -> Result<StatReport, Rea
         match pmx_row(e, None) {
             Ok(row) => report.rows.push(row),
             Err(_) if !strict => {}
-            Err(_) => return Err(ReadError::EntryWithoutEvent),
+            Err(_) => {
+                let path = path.to_path_buf();
+                return Err(ReadError::EntryWithoutEvent { path });
+            }
         }
     }
     let metrics = doc.get("metrics").and_then(Value::as_array);

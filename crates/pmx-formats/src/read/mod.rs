@@ -51,8 +51,11 @@ pub enum ReadError {
         message: String,
     },
     /// An entry of a JSON document's `events` list has no `event`.
-    #[error("an entry without \"event\"")]
-    EntryWithoutEvent,
+    #[error("{}: an entry without \"event\"", path.display())]
+    EntryWithoutEvent {
+        /// The file.
+        path: PathBuf,
+    },
     /// The file parsed but holds no counts.
     #[error("{}: no counts found", path.display())]
     NoCounts {
@@ -217,7 +220,7 @@ mod tests {
         );
         assert_eq!(
             err("{\"events\":[{\"value\":1}]}"),
-            "an entry without \"event\""
+            "c.csv: an entry without \"event\""
         );
     }
 

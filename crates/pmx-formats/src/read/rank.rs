@@ -17,7 +17,7 @@ pub fn read_rank_file(path: &Path) -> Result<StatReport, ReadError> {
         path: path.to_path_buf(),
     })?;
     // Entries without a name are skipped, as `pmx merge` always has.
-    let mut report = super::json::document_with(&doc, false)?;
+    let mut report = super::json::document_with(&doc, false, path)?;
     report.provenance.path = Some(path.to_path_buf());
     Ok(report)
 }
