@@ -388,8 +388,9 @@ fn dwarf_stacks_of_the_blocked_threads_are_unwound_by_perf() {
     }
     assert_eq!(ms.get("spin"), None, "{ms:?}");
     // The stacks go on below the blocked function: perf unwound them
-    // from the registers and stack copied at the switch.
-    let o = perf::on_file(&["script", "-F", "event,sym"], &data);
+    // from the registers and stack copied at the switch. (perf 6.1's
+    // script prints a sample's chain only with `ip` among the fields.)
+    let o = perf::on_file(&["script", "-F", "event,ip,sym"], &data);
     let out = text(&o.stdout);
     let unwound = out
         .split("\n\n")
