@@ -69,12 +69,12 @@ fn check(stdout: &str, results: &Path) {
     let main_tid = seen
         .iter()
         .find(|s| s.0 == "alloc" && s.2 == 40)
-        .expect("main alloc")
+        .unwrap_or_else(|| panic!("no alloc region with 40 faults: {seen:?}"))
         .1;
     let other_tid = seen
         .iter()
         .find(|s| s.0 == "alloc" && s.2 == 80)
-        .expect("other alloc")
+        .unwrap_or_else(|| panic!("no alloc region with 80 faults: {seen:?}"))
         .1;
     assert_ne!(main_tid, other_tid);
     let want = [
