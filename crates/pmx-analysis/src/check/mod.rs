@@ -7,7 +7,8 @@
 //! the start-up of the kernel's process cancels; each size is run up to
 //! [`ROUNDS`] times and the smallest count kept, because load only ever
 //! adds (faults, switches, instructions of interrupted work), until the
-//! row passes. The kernels' processes start without address-space
+//! row passes — but at least [`MIN_ROUNDS`] times, so that one run's
+//! extra count cannot pass a wrong answer. The kernels' processes start without address-space
 //! randomization ([`Unrandomized`]), so their start-up touches the same
 //! pages at both sizes and an exact count stays exact. A row that cannot run says why in one sentence
 //! ([`why::Machine`]: no PMU exposed, multiplexed, the NMI watchdog,
@@ -33,6 +34,12 @@ use std::time::Duration;
 
 /// Runs of each size at most, until the row passes.
 pub const ROUNDS: u32 = 4;
+
+/// Runs of each size at least, for a row that takes a difference: one
+/// extra count in a single run of the small size (a fault or a switch of
+/// a start-up that a loaded machine delayed) would otherwise make the
+/// difference one short — and pass a kernel that is one unit too large.
+pub const MIN_ROUNDS: u32 = 2;
 
 /// Which counter backend counts the rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -329,17 +336,17 @@ fn check_row(
                 return r;
             }
         };
-        let measured = match value {
+        let (measured, settled) = match value {
             Sample::Pair(s, l) => {
                 (small, large) = (small.min(s), large.min(l));
-                large - small
+                (large - small, round >= MIN_ROUNDS)
             }
-            Sample::One(v) => v,
+            Sample::One(v) => (v, true),
         };
         r.measured = Some(measured);
         let pass = measured >= p.range.0 && measured <= p.range.1;
         r.status = if pass { Status::Pass } else { Status::Fail };
-        if pass {
+        if pass && settled {
             break;
         }
     }
