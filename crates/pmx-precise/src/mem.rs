@@ -6,6 +6,8 @@
 //! perf's `--stdio` layout ([`table`]), its keys and columns from perf's
 //! flags ([`mod@layout`]); `perf mem report -D`'s dump ([`raw`]). A `data_src` in perf's words is
 //! [`pmx_profile::data_src`], which `pmx script`'s memory fields use too.
+//! The data-type keys (`type`, `typeoff`) decode the sampled instruction's
+//! memory operand (`types`) for DWARF's answer.
 
 pub mod keys;
 pub mod layout;
@@ -13,6 +15,7 @@ pub mod raw;
 mod replay;
 pub mod report;
 pub mod table;
+mod types;
 
 pub use keys::{is_memory_key, MemKey, DEFAULT_SORT};
 pub use layout::{layout, wanted, Layout};

@@ -8,6 +8,7 @@ pub mod data;
 mod held;
 mod plt;
 mod table;
+pub mod types;
 
 use crate::demangle::{demangle_as, Demangle};
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
@@ -51,6 +52,8 @@ pub struct ElfFile {
     symbols: OnceLock<Vec<Symbol>>,
     /// The data objects, read on first use of [`ElfFile::data_symbols`].
     data: OnceLock<data::DataSymbols>,
+    /// The DWARF variables' types, read on first use of [`ElfFile::data_types`].
+    types: OnceLock<Option<types::DataTypes>>,
     /// Load segments: (file offset, file size, vaddr).
     segments: Vec<(u64, u64, u64)>,
     build_id: Option<Vec<u8>>,
@@ -206,6 +209,7 @@ impl ElfFile {
             table_dir: None,
             symbols: OnceLock::new(),
             data: OnceLock::new(),
+            types: OnceLock::new(),
             segments,
             build_id,
             lines: Mutex::new(None),
@@ -465,6 +469,45 @@ impl ElfFile {
     }
 
     fn load_lines(&self) -> Option<LineTable> {
+        // The bytes of `.debug_ranges` (DWARF 4 address ranges): a unit's
+        // `DW_AT_ranges` lists there every range addr2line keeps for it,
+        // 16 bytes each, dead code's included.
+        let range_bytes = std::cell::Cell::new(0usize);
+        let dwarf = self.dwarf(&range_bytes)?;
+        let ranges = self.symbol_count().max(range_bytes.get() / 16);
+        let (units, start) = held::Units::new(&dwarf, ranges);
+        let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
+        self.held.fetch_add(start, Ordering::Relaxed);
+        Some(LineTable { ctx, units })
+    }
+
+    /// The types of the binary's variables (of its debug file when it has
+    /// one), read on first use (`None`: no DWARF describes them).
+    pub fn data_types(&self) -> Option<&types::DataTypes> {
+        self.types
+            .get_or_init(|| {
+                let t = types::DataTypes::read(self.dwarf(&Default::default())?)?;
+                self.held.fetch_add(t.heap_bytes(), Ordering::Relaxed);
+                Some(t)
+            })
+            .as_ref()
+    }
+
+    /// `len` bytes of the file at virtual address `vaddr` (fewer at the
+    /// end of its segment), e.g. an instruction's.
+    pub fn bytes_at(&self, vaddr: u64, len: usize) -> Option<&[u8]> {
+        let (off, size, va) =
+            *(self.segments.iter()).find(|(_, size, va)| vaddr >= *va && vaddr - va < *size)?;
+        let at = usize::try_from(vaddr - va + off).ok()?;
+        let end = at
+            .saturating_add(len)
+            .min(usize::try_from(off + size).ok()?);
+        self.map.get(at..end)
+    }
+
+    /// The DWARF sections of the debug file, else of the binary
+    /// (`.debug_ranges`' size into `range_bytes`).
+    fn dwarf(&self, range_bytes: &std::cell::Cell<usize>) -> Option<Dwarf> {
         let file = self.debug.as_ref().unwrap_or(&self.map);
         let obj = object::File::parse(&file[..]).ok()?;
         obj.section_by_name(".debug_line")?;
@@ -473,10 +516,6 @@ impl ElfFile {
         } else {
             gimli::RunTimeEndian::Big
         };
-        // The bytes of `.debug_ranges` (DWARF 4 address ranges): a unit's
-        // `DW_AT_ranges` lists there every range addr2line keeps for it,
-        // 16 bytes each, dead code's included.
-        let range_bytes = std::cell::Cell::new(0usize);
         let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
             let data = obj
                 .section_by_name(id.name())
@@ -508,12 +547,7 @@ impl ElfFile {
             }
             Ok(gimli::EndianReader::new(bytes, endian))
         };
-        let dwarf: Dwarf = gimli::Dwarf::load(load).ok()?;
-        let ranges = self.symbol_count().max(range_bytes.get() / 16);
-        let (units, start) = held::Units::new(&dwarf, ranges);
-        let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
-        self.held.fetch_add(start, Ordering::Relaxed);
-        Some(LineTable { ctx, units })
+        gimli::Dwarf::load(load).ok()
     }
 }
 

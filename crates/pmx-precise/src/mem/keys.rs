@@ -45,6 +45,10 @@ pub enum MemKey {
     PhysDaddr,
     /// `comm`.
     Comm,
+    /// `type`: the data type the access touches (perf 6.8's; DWARF's).
+    Type,
+    /// `typeoff`: the data type, the offset in it and the field there.
+    TypeOff,
     /// `ipc_null`: perf mem's store order ends with it (an IPC column of
     /// dashes: a memory sample has no branch cycles).
     IpcNull,
@@ -72,6 +76,8 @@ pub const NAMES: &[(&str, MemKey)] = &[
     ("data_page_size", MemKey::DataPageSize),
     ("phys_daddr", MemKey::PhysDaddr),
     ("comm", MemKey::Comm),
+    ("type", MemKey::Type),
+    ("typeoff", MemKey::TypeOff),
     ("ipc_null", MemKey::IpcNull),
 ];
 
@@ -129,6 +135,8 @@ impl MemKey {
             MemKey::DataPageSize => "Data Page Size",
             MemKey::PhysDaddr => "Data Physical Address",
             MemKey::Comm => "Command",
+            MemKey::Type => "Data Type",
+            MemKey::TypeOff => "Data Type Offset",
             MemKey::IpcNull => "IPC   [IPC Coverage]",
         }
     }

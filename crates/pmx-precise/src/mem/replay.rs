@@ -39,6 +39,9 @@ pub(crate) struct MemSample {
     /// The data object: an id of [`Resolver::data_names`] (`u32::MAX`:
     /// not asked for).
     pub(crate) dobj: u32,
+    /// The data type and the type, offset and field: ids of
+    /// [`Resolver::type_names`] (`u32::MAX`: not asked for).
+    pub(crate) dtype: (u32, u32),
 }
 
 /// What a data object is keyed by: a kernel sample's kernel map, a user
@@ -79,6 +82,13 @@ pub(crate) struct Resolver {
     /// ([`Resolver::name_data_objects`]).
     pub(crate) data_names: Vec<String>,
     data_ids: Option<HashMap<DataKey, u32>>,
+    /// Data types' and fields' names (`type`, `typeoff`), when asked for
+    /// ([`Resolver::name_data_types`]).
+    pub(crate) type_names: Vec<String>,
+    type_ids: Option<HashMap<String, u32>>,
+    /// Each instruction's memory operand (DWARF base register and
+    /// displacement), decoded once.
+    operands: HashMap<(u32, u64), Option<(u16, i64)>>,
     here: bool,
     kernel_loaded: bool,
     cache_dir: Option<PathBuf>,
@@ -96,6 +106,9 @@ impl Resolver {
             object_ids: HashMap::default(),
             data_names: Vec::new(),
             data_ids: None,
+            type_names: Vec::new(),
+            type_ids: None,
+            operands: HashMap::default(),
             here,
             kernel_loaded: false,
             cache_dir,
@@ -106,6 +119,54 @@ impl Resolver {
     /// `symbol_daddr`).
     pub(crate) fn name_data_objects(&mut self) {
         self.data_ids = Some(HashMap::default());
+    }
+
+    /// Name each user sample's data type and field (`type`, `typeoff`).
+    pub(crate) fn name_data_types(&mut self) {
+        self.type_ids = Some(HashMap::default());
+    }
+
+    fn type_id(&mut self, name: String) -> u32 {
+        let ids = self.type_ids.get_or_insert_with(Default::default);
+        if let Some(&id) = ids.get(&name) {
+            return id;
+        }
+        let id = self.type_names.len() as u32;
+        ids.insert(name.clone(), id);
+        self.type_names.push(name);
+        id
+    }
+
+    /// The ids of a user sample's data type and of its type, offset and
+    /// field (`(unknown)` where DWARF does not say).
+    fn data_type(&mut self, s: &MemSample) -> (u32, u32) {
+        if self.type_ids.is_none() {
+            return (u32::MAX, u32::MAX);
+        }
+        let t = if s.kernel {
+            None
+        } else {
+            let (pid, ip) = (s.pid, s.ip);
+            let base = match self.operands.get(&(pid, ip)) {
+                Some(&b) => b,
+                None => {
+                    let code = self.sym.user_code(pid, ip, 15);
+                    let b = code.and_then(|c| super::types::memory_operand(&c, ip));
+                    self.operands.insert((pid, ip), b);
+                    b
+                }
+            };
+            self.sym.data_type(pid, ip, s.addr, base)
+        };
+        let (name, off) = match t {
+            Some(t) if t.field.is_empty() => (t.name.clone(), format!("{} +{}", t.name, t.offset)),
+            Some(t) => (
+                t.name.clone(),
+                format!("{} +{} ({})", t.name, t.offset, t.field),
+            ),
+            None => ("(unknown)".into(), "(unknown)".into()),
+        };
+        (self.type_id(name), self.type_id(off))
     }
 
     /// The id of a sample's data object, named on first sight.
@@ -233,6 +294,7 @@ impl Resolver {
                     });
                 }
                 s.dobj = self.data_object(&s);
+                s.dtype = self.data_type(&s);
                 out(&s, self);
             }
             Item::Comm(tid, comm) => {
@@ -295,6 +357,7 @@ fn item(rec: Record<'_>, memory: &[bool], resolver: &mut Resolver) -> Option<(u6
                 ip: s.ip,
                 anon: false,
                 dobj: u32::MAX,
+                dtype: (u32::MAX, u32::MAX),
             };
             let (pid, tid, ip, misc, time) = (s.pid, s.tid, s.ip, s.misc, s.time);
             let s = Box::new(m);

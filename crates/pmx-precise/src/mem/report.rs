@@ -185,6 +185,8 @@ fn group_value(k: MemKey, s: &MemSample, sym: &Symbolizer) -> u64 {
         MemKey::PhysDaddr => s.phys_addr,
         MemKey::Comm => s.comm.into(),
         MemKey::IpcNull => 0,
+        MemKey::Type => s.dtype.0.into(),
+        MemKey::TypeOff => s.dtype.1.into(),
     }
 }
 
@@ -223,6 +225,13 @@ pub fn mem_report(opts: &MemOptions) -> Result<MemReport, MemError> {
     let mut resolver = Resolver::new(sym, here, opts.symbols.dirs.cache.clone());
     if opts.data_objects && opts.sort.contains(&MemKey::SymbolDaddr) {
         resolver.name_data_objects();
+    }
+    if opts
+        .sort
+        .iter()
+        .any(|k| matches!(k, MemKey::Type | MemKey::TypeOff))
+    {
+        resolver.name_data_types();
     }
     type Groups = (HashMap<Vec<u64>, usize>, Vec<Acc>);
     let mut per_event: Vec<Groups> = Vec::new();
@@ -346,6 +355,8 @@ fn order_value(k: MemKey, a: &Acc, r: &Resolver) -> OrderVal {
         MemKey::SymbolDaddr if s.dobj != u32::MAX => {
             OrderVal::NameAsc(Some(r.data_names[s.dobj as usize].clone()))
         }
+        MemKey::Type => OrderVal::NameAsc(r.type_names.get(s.dtype.0 as usize).cloned()),
+        MemKey::TypeOff => OrderVal::NameAsc(r.type_names.get(s.dtype.1 as usize).cloned()),
         _ => OrderVal::Asc(group_value(k, s, &r.sym)),
     }
 }
@@ -385,5 +396,15 @@ fn cell(k: MemKey, a: &Acc, r: &Resolver) -> String {
         MemKey::PhysDaddr => format!("[{level}] {}", w::address(s.phys_addr)),
         MemKey::Comm => r.comms[s.comm as usize].clone(),
         MemKey::IpcNull => "-      -".into(),
+        MemKey::Type => r
+            .type_names
+            .get(s.dtype.0 as usize)
+            .cloned()
+            .unwrap_or_default(),
+        MemKey::TypeOff => r
+            .type_names
+            .get(s.dtype.1 as usize)
+            .cloned()
+            .unwrap_or_default(),
     }
 }

@@ -2,10 +2,13 @@
 //! holding it, else what memory it is (a binary's unnamed data, the heap,
 //! a stack, anonymous memory). A binary's `.bss` past its file's last page
 //! is mapped anonymous right after the binary's writable mapping: an
-//! address there is looked up in that binary.
+//! address there is looked up in that binary. The type and field an
+//! access touches: [`Symbolizer::data_type`], from DWARF
+//! ([`crate::elf::types`]).
 
 use super::{DsoId, Map, Symbolizer};
 use crate::demangle::demangle_as;
+use crate::elf::types::TypeAt;
 
 /// What a data address is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,6 +77,42 @@ impl Symbolizer {
             },
             None => fallback,
         }
+    }
+
+    /// The type and field that a user access of process `pid` touches:
+    /// the global variable holding data address `addr`, else the pointer
+    /// variable that DWARF places in the instruction's base register
+    /// (`base`: its DWARF number and the operand's displacement) at `ip`.
+    /// `None`: DWARF does not say.
+    pub fn data_type(
+        &mut self,
+        pid: u32,
+        ip: u64,
+        addr: u64,
+        base: Option<(u16, i64)>,
+    ) -> Option<TypeAt> {
+        if let DataObject::Symbol { dso, .. } | DataObject::Binary(dso) =
+            self.data_object(pid, addr)
+        {
+            let bias = self.load_bias(pid, dso, addr);
+            let elf = self.dsos[dso as usize].elf.clone();
+            let global = bias.and_then(|b| elf?.data_types()?.global(addr.wrapping_sub(b)));
+            if global.is_some() {
+                return global;
+            }
+        }
+        let (reg, disp) = base?;
+        let (dso, pc) = self.user_vaddr(pid, ip)?;
+        let elf = self.dsos[dso as usize].elf.clone()?;
+        elf.data_types()?.through_register(pc, reg, disp)
+    }
+
+    /// Up to `len` bytes of the binary's code at user address `ip` of
+    /// process `pid` (an instruction's, to decode).
+    pub fn user_code(&mut self, pid: u32, ip: u64, len: usize) -> Option<Vec<u8>> {
+        let (dso, pc) = self.user_vaddr(pid, ip)?;
+        let elf = self.dsos[dso as usize].elf.as_ref()?;
+        elf.bytes_at(pc, len).map(<[u8]>::to_vec)
     }
 
     /// Binary `dso`'s load bias in process `pid` (its ELF virtual address
