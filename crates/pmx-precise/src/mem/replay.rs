@@ -78,6 +78,8 @@ pub(crate) struct Resolver {
     /// Data objects' names (perf's Data Object column).
     pub(crate) objects: Vec<String>,
     object_ids: HashMap<String, u32>,
+    /// Each binary's object id, once named.
+    dso_objects: HashMap<u32, u32>,
     /// Data objects' names (pmx's `symbol_daddr`), when asked for
     /// ([`Resolver::name_data_objects`]).
     pub(crate) data_names: Vec<String>,
@@ -104,6 +106,7 @@ impl Resolver {
             kernel_maps: Vec::new(),
             objects: Vec::new(),
             object_ids: HashMap::default(),
+            dso_objects: HashMap::default(),
             data_names: Vec::new(),
             data_ids: None,
             type_names: Vec::new(),
@@ -289,8 +292,15 @@ impl Resolver {
                             s.data_rel = (s.addr.wrapping_sub(start)).wrapping_add(pgoff);
                         }
                         s.anon = identity;
-                        let name = self.sym.dso(dso).short.clone();
-                        self.object(&name)
+                        match self.dso_objects.get(&dso) {
+                            Some(&id) => id,
+                            None => {
+                                let name = self.sym.dso(dso).short.clone();
+                                let id = self.object(&name);
+                                self.dso_objects.insert(dso, id);
+                                id
+                            }
+                        }
                     });
                 }
                 s.dobj = self.data_object(&s);
