@@ -77,8 +77,11 @@ install -m 0644 "$repo/crates/pmx-events/data/LICENSE-intel-perfmon" "$doc/"
 } >"$doc/copyright"
 
 # The newest glibc symbol version the binaries need.
-glibc=$(objdump -T "$root/usr/bin/pmx" "$root/usr/lib/libpmx.so" 2>/dev/null |
-    grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
+# Packed relative relocations (DT_RELR, crates/pmx-cli/build.rs) need 2.36.
+relr=$(objdump -p "$root/usr/bin/pmx" | grep -c GLIBC_ABI_DT_RELR || true)
+glibc=$({ objdump -T "$root/usr/bin/pmx" "$root/usr/lib/libpmx.so" 2>/dev/null |
+    grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//'
+    [ "$relr" = 0 ] || echo 2.36; } | sort -uV | tail -n 1)
 size=$(du -sk "$root" | cut -f1)
 install -d "$root/DEBIAN"
 cat >"$root/DEBIAN/control" <<CONTROL

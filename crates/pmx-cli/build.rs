@@ -19,6 +19,12 @@ fn main() {
         None => version,
     };
     println!("cargo:rustc-env=PMX_VERSION={full}");
+    // The binary's size and start-up (docs/BENCHMARKS.md, issue 43): its
+    // relative relocations packed (RELR: a bitmap, not 24 bytes each, so
+    // ld.so reads ~10 KiB instead of ~700 KiB at every start) and
+    // identical functions folded into one.
+    println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
     // Built again when HEAD moves: HEAD itself, the branch it names, and
     // the packed refs a `git gc` moves branches into.
     let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];

@@ -9,6 +9,7 @@
 //! [`stat_flags`] where a measurement happens (`-p`, `-t`, `-C`, `-a`, a
 //! command) and one `pmx stat` run's options from its flags;
 //! [`stat_file_args`] the words of `pmx stat record`/`report`;
+//! [`stat_fast`] stat's common lines read without clap (start-up);
 //! [`record_flags`] the sampling flags `record` and `top` share (and
 //! `record`'s memory flags); [`mem_words`] `perf mem`'s commands (and the
 //! machine's precise memory events, [`mem_words::events`]);
@@ -22,5 +23,6 @@ pub mod mem_words;
 pub mod perf_personality;
 pub mod record_flags;
 pub mod stat_events;
+pub mod stat_fast;
 pub mod stat_file_args;
 pub mod stat_flags;

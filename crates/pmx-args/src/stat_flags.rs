@@ -242,6 +242,15 @@ pub fn aggregation(f: AggregationFlags) -> Aggregation {
         .map_or(Aggregation::Total, |x| x.1)
 }
 
+/// The command after stat's options (with or without `--`); the one
+/// place that reads the trailing arguments.
+pub fn command(trailing: &[String]) -> Vec<String> {
+    match trailing.first().map(String::as_str) {
+        Some("--") => trailing[1..].to_vec(),
+        _ => trailing.to_vec(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use pmx::database::{self, Database, DatabaseOptions, Target};
 use std::path::PathBuf;
 
 /// Flags that choose the CPU and the event tables.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct DbArgs {
     /// CPU to resolve for, as perf prints it: vendor-family-model[-stepping],
     /// family in decimal, model and stepping in hex (GenuineIntel-6-55-4,

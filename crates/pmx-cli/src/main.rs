@@ -150,8 +150,10 @@ fn main() {
             let mut m = cmd.args_override_self(again).try_get_matches_from(words)?;
             <stat::StatArgs as clap::FromArgMatches>::from_arg_matches_mut(&mut m)
         };
-        // perf's `stat record` takes stat's options after `record` too.
-        let args = parse(stat_command(), &line[1..], false).and_then(|a| {
+        // Common lines skip clap; perf's `stat record` takes stat's options after `record` too.
+        let fast = pmx_args::stat_fast::common(&line[1..]).map(stat::StatArgs::common);
+        let args = fast.map_or_else(|| parse(stat_command(), &line[1..], false), Ok);
+        let args = args.and_then(|a| {
             match pmx_args::stat_file_args::record_words(&line[1..], &a.command) {
                 Some(words) => parse(stat_command(), &words, true).map(stat::StatArgs::recording),
                 None => Ok(a),
@@ -217,7 +219,6 @@ fn main() {
     std::process::exit(exit::from_result(result));
 }
 
-/// `pmx stat`'s flags alone.
 /// pmx's command names, as declared above (the perf personality takes
 /// those that are perf's).
 fn command_names() -> Vec<String> {

@@ -56,15 +56,10 @@ impl PerfView {
     pub fn of(args: &StatArgs) -> PerfView {
         let command_only = !args.all_cpus && args.cpus.is_none() && !args.command.is_empty();
         let named = args.pid.is_some() || args.tid.is_some() || args.cpus.is_some();
-        let p = &args.perf;
+        let (p, cpus) = (&args.perf, args.cpus.as_deref());
+        let (pid, tid) = (args.pid.as_deref(), args.tid.as_deref());
         PerfView {
-            target: personality::target(
-                args.all_cpus,
-                args.cpus.as_deref(),
-                args.pid.as_deref(),
-                args.tid.as_deref(),
-                &args.command,
-            ),
+            target: personality::target(args.all_cpus, cpus, pid, tid, &args.command),
             command_once: command_only && args.repeat == 1,
             system_wide: args.all_cpus || (!named && args.command.is_empty()),
             summary: (p.summary, p.no_csv_summary, p.metric_only),

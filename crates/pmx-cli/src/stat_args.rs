@@ -8,6 +8,7 @@ use crate::db::DbArgs;
 use crate::exit::UsageError;
 use pmx::database::Database;
 use pmx_args::stat_events::{stat_events, StatEventFlags, StatEventsError};
+use pmx_args::stat_fast::CommonStat;
 use pmx_output::sink::{Opened, Sink, SinkError};
 use pmx_output::stat_render::StatMetrics;
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
 }
 
 /// Arguments of `pmx stat`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 #[command(
     after_help = "Exit status: the command's own (128+N when killed by signal N); 127 when it cannot be run; 2 for bad input; 1 when counting failed."
 )]
@@ -151,13 +152,30 @@ impl StatArgs {
     /// CPU list is read as -C), `--timeout MS`.
     pub(crate) fn normalized(&self) -> StatArgs {
         let mut a = self.clone();
-        a.command = crate::stat_perf::command(&self.command);
+        a.command = pmx_args::stat_flags::command(&self.command);
         let list = |c: &&String| pmx_model::topology::parse_cpu_list(c).is_ok();
         if a.cpus.is_none() {
             a.cpus = a.db.cpu.take_if(|c| list(&&*c));
         }
         a.duration = a.perf.timeout.map(|ms| ms as f64 / 1000.0).or(a.duration);
         a
+    }
+
+    /// A common line read without clap ([`pmx_args::stat_fast`]); the rest at clap's defaults.
+    pub(crate) fn common(c: CommonStat) -> StatArgs {
+        StatArgs {
+            events: c.events,
+            all_cpus: c.all_cpus,
+            repeat: c.repeat,
+            separator: c.separator,
+            json: c.json,
+            output: c.output,
+            command: c.command,
+            timestamps: "relative".into(),
+            backend: "perf".into(),
+            format: "pmx".into(),
+            ..Default::default()
+        }
     }
 
     /// These flags for `stat record`: `-o` names the data file (`-`: a
@@ -171,16 +189,13 @@ impl StatArgs {
     /// `-o FILE` (with `%h %p %r %j` expanded; appended to with `append`),
     /// `--log-fd N`, nothing with `-q`, or stderr.
     pub(crate) fn output(&self, append: bool) -> anyhow::Result<Opened> {
-        let sink = Sink::of(
-            self.perf.quiet,
-            self.perf.log_fd,
-            self.output.as_ref(),
-            append,
-        );
-        sink.open().map_err(|e| match e {
-            SinkError::Usage(m) => usage(m),
-            SinkError::Open(m) => anyhow::anyhow!("{m}"),
-        })
+        let (quiet, fd, file) = (self.perf.quiet, self.perf.log_fd, self.output.as_ref());
+        Sink::of(quiet, fd, file, append)
+            .open()
+            .map_err(|e| match e {
+                SinkError::Usage(m) => usage(m),
+                SinkError::Open(m) => anyhow::anyhow!("{m}"),
+            })
     }
 
     /// `-I MS`: at least 1 ms (a warning under 10 ms), not with `-r`.

@@ -6,7 +6,7 @@ use clap::ArgAction;
 use pmx::stat::{DetailLevel, PerfStatOptions, Privilege};
 
 /// perf stat's options, as perf spells them (perf-stat(1)).
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = "perf stat options")]
 pub struct PerfFlags {
     /// perf's detailed events: -d L1/LLC, -dd also L1i and TLB, -ddd also prefetches.
@@ -102,15 +102,6 @@ pub struct PerfFlags {
     /// Stop after MS milliseconds (perf's --timeout; see --duration).
     #[arg(long, value_name = "MS", conflicts_with = "duration")]
     pub timeout: Option<u64>,
-}
-
-/// The command after the options (with or without `--`); the one place
-/// that reads the trailing arguments.
-pub fn command(trailing: &[String]) -> Vec<String> {
-    match trailing.first().map(String::as_str) {
-        Some("--") => trailing[1..].to_vec(),
-        _ => trailing.to_vec(),
-    }
 }
 
 impl PerfFlags {

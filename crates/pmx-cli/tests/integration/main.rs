@@ -70,6 +70,7 @@ mod serve_pprof;
 mod serve_support;
 mod shell;
 mod stat;
+mod stat_fast;
 mod stat_msr;
 mod stat_perf;
 mod stat_record;

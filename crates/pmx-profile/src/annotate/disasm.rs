@@ -6,7 +6,8 @@
 
 use super::types::Syntax;
 use iced_x86::{
-    Decoder, DecoderOptions, Formatter, GasFormatter, Instruction, IntelFormatter, OpKind, Register,
+    Code, Decoder, DecoderOptions, Formatter, GasFormatter, Instruction, IntelFormatter, OpKind,
+    Register,
 };
 
 /// One decoded instruction.
@@ -192,7 +193,7 @@ fn att_operands(ins: &Instruction, text: &mut String) {
     let by_one = matches!(
         m,
         M::Shl | M::Shr | M::Sar | M::Sal | M::Rol | M::Ror | M::Rcl | M::Rcr
-    ) && format!("{:?}", ins.code()).ends_with("_1");
+    ) && by_one(ins.code());
     if by_one {
         *text = text.replacen("$0x1,", "", 1);
     } else if m == M::Imul && ins.op_count() == 3 && text.matches(',').count() == 1 {
@@ -260,9 +261,9 @@ fn intel_operands(ins: &Instruction, text: &mut String) {
         }
         return;
     };
-    let code = format!("{:?}", ins.code());
+    let code = ins.code();
     let mut mnemonic = format!("{}{name}", &text[..skip]);
-    if code == "Mov_r64_imm64" || code.contains("moffs") {
+    if code == Code::Mov_r64_imm64 || moffs(code) {
         mnemonic = mnemonic.replacen("mov", "movabs", 1);
     }
     let mut ops: Vec<String> = operands
@@ -271,7 +272,7 @@ fn intel_operands(ins: &Instruction, text: &mut String) {
         .map(str::to_string)
         .collect();
     let memory = (0..ins.op_count()).any(|i| ins.op_kind(i) == OpKind::Memory);
-    if code.ends_with("_1") && ops.last().is_some_and(|o| o == "0x1") {
+    if by_one(code) && ops.last().is_some_and(|o| o == "0x1") {
         *ops.last_mut().expect("an operand") = "1".into();
     } else if m == M::Imul && ins.op_count() == 3 && ops.len() == 2 {
         ops.insert(0, ops[0].clone());
@@ -291,6 +292,21 @@ fn intel_operands(ins: &Instruction, text: &mut String) {
     pad_mnemonic(&mut mnemonic);
     mnemonic.push_str(&ops.join(","));
     *text = mnemonic;
+}
+
+/// A shift or rotate by an implicit 1 (opcodes D0/D1, iced's `Rol_rm8_1`
+/// … `Sar_rm64_1`, contiguous in `Code`). Compared by value, never by
+/// `Code`'s name: formatting a `Code` with `{:?}` keeps iced's table of
+/// 4,936 names in the binary, 79 KiB of pointers the loader relocates at
+/// every start of pmx.
+fn by_one(code: Code) -> bool {
+    (Code::Rol_rm8_1 as u16..=Code::Sar_rm64_1 as u16).contains(&(code as u16))
+}
+
+/// `mov` between the accumulator and an absolute address (A0–A3, iced's
+/// `Mov_AL_moffs8` … `Mov_moffs64_RAX`, contiguous): objdump's `movabs`.
+fn moffs(code: Code) -> bool {
+    (Code::Mov_AL_moffs8 as u16..=Code::Mov_moffs64_RAX as u16).contains(&(code as u16))
 }
 
 /// x87 arithmetic whose `st(i)` form objdump writes as `st,st(i)`.
@@ -525,5 +541,16 @@ mod tests {
         assert_eq!(d[0].text, "lea    rdi,[rip+0xe9c]        # 2003 <msg>");
         assert_eq!(d[1].text, "call   QWORD PTR [rip+0x3d6dbe]        # 3d7f2b");
         assert_eq!(d[2].text, "mov    QWORD PTR [rsp+0x10],0x0");
+    }
+
+    /// The ranges of `by_one` and `moffs` are exactly the codes whose
+    /// names say so, in the iced-x86 of Cargo.lock.
+    #[test]
+    fn code_ranges_match_the_names() {
+        for c in Code::values() {
+            let name = format!("{c:?}");
+            assert_eq!(by_one(c), name.ends_with("_1"), "{name}");
+            assert_eq!(moffs(c), name.contains("moffs"), "{name}");
+        }
     }
 }
