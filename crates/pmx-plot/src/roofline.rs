@@ -8,7 +8,7 @@
 //! ([`crate::raster`]), text in its stroke font.
 
 use crate::chart::{palette, Rgb};
-use crate::font::{text_strokes, Anchor};
+use crate::font::{text_strokes, text_width, Anchor};
 use crate::scene::{Item, Role, Scene};
 use pmx_model::xml::escape;
 use std::fmt::Write as _;
@@ -33,7 +33,8 @@ pub struct Roofline {
     pub compute: Vec<Roof>,
     /// The measured (intensity, FLOP/s) with its label.
     pub point: Option<(f64, f64, String)>,
-    /// A note under the chart (why there is no point).
+    /// A note under the chart (why there is no point), wrapped at words
+    /// to the plot's width, three lines at most.
     pub note: Option<String>,
 }
 
@@ -257,12 +258,11 @@ pub fn svg(r: &Roofline) -> Option<String> {
             escape(label)
         );
     }
-    if let Some(note) = &r.note {
+    for (line, y) in note_lines(r) {
         let _ = writeln!(
             s,
-            r#"<text class="note" x="{LEFT}" y="{}" font-size="11">{}</text>"#,
-            H - 14.0,
-            escape(note)
+            r#"<text class="note" x="{LEFT}" y="{y}" font-size="{NOTE_SIZE}">{}</text>"#,
+            escape(&line)
         );
     }
     s.push_str("</svg>\n");
@@ -458,8 +458,8 @@ fn scene(r: &Roofline) -> Option<Scene> {
             INK,
         );
     }
-    if let Some(note) = &r.note {
-        text(&mut items, note, (l, H - 14.0), 11.0, Anchor::Start, INK);
+    for (line, y) in note_lines(r) {
+        text(&mut items, &line, (l, y), NOTE_SIZE, Anchor::Start, INK);
     }
     Some(Scene {
         width: W as u32,
@@ -469,11 +469,141 @@ fn scene(r: &Roofline) -> Option<Scene> {
     })
 }
 
+const NOTE_SIZE: f64 = 11.0;
+/// Lines of the note at most: they sit between the axis title and the
+/// bottom edge.
+const NOTE_LINES: usize = 3;
+
+/// The width of `text` at `size` as either output may draw it: the
+/// stroke font's (the PNG's) or 0.6 em a character, about the widest a
+/// sans-serif font sets (the SVG's), whichever is wider.
+pub fn note_width(text: &str, size: f64) -> f64 {
+    text_width(text, size).max(text.chars().count() as f64 * 0.6 * size)
+}
+
+/// The note wrapped at words to the plot's width (from `LEFT` to the
+/// frame's right edge), at most [`NOTE_LINES`] lines (the last cut with
+/// an ellipsis), each with its baseline; the last line 14 px above the
+/// bottom edge.
+fn note_lines(r: &Roofline) -> Vec<(String, f64)> {
+    let Some(note) = &r.note else {
+        return Vec::new();
+    };
+    let room = W - RIGHT - LEFT;
+    let fits = |s: &str| note_width(s, NOTE_SIZE) <= room;
+    let mut lines: Vec<String> = Vec::new();
+    for word in note.split_whitespace() {
+        match lines.last_mut() {
+            Some(last) if fits(&format!("{last} {word}")) => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    let cut = lines.len() > NOTE_LINES;
+    lines.truncate(NOTE_LINES);
+    let last = lines.len().saturating_sub(1);
+    for (i, line) in lines.iter_mut().enumerate() {
+        let more = if cut && i == last { "…" } else { "" };
+        while !line.is_empty() && !fits(&format!("{line}{more}")) {
+            line.pop();
+        }
+        line.push_str(more);
+    }
+    let n = lines.len();
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| (l, H - 14.0 - 13.0 * (n - 1 - i) as f64))
+        .collect()
+}
+
 /// `10^d` as a short label: `0.01`, `1`, `100`, `1e9`.
 fn tick(d: i32) -> String {
     match d {
         -3..=-1 => format!("{}", 10f64.powi(d)),
         0..=3 => format!("{}", 10i64.pow(d as u32)),
         _ => format!("1e{d}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(note: &str) -> Roofline {
+        let roofs = [
+            ("DRAM", "memory", 12e9),
+            ("L2", "memory", 80e9),
+            ("scalar", "compute", 4e9),
+        ];
+        Roofline::measured(2, roofs, None, Some(note))
+    }
+
+    /// The reason `pmx roofline` gives on a machine without FP counters.
+    const LONG: &str = "no FP_ARITH_INST_RETIRED or FP_RET_SSE_AVX_OPS event counts here (not supported: the kernel exposes no hardware PMU, as under a hypervisor that does not pass one through), and no memory-controller PMU is exposed (no uncore_imc_*, amd_umc_* or amd_df under /sys/bus/event_source/devices); hypervisors and most cloud instances hide them";
+
+    #[test]
+    fn a_long_note_wraps_inside_the_frame_in_both_outputs() {
+        let r = chart(LONG);
+        let svg = svg(&r).unwrap();
+        let notes: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.contains(r#"class="note""#))
+            .map(|l| l.split('>').nth(1).unwrap().trim_end_matches("</text"))
+            .collect();
+        assert!(notes.len() > 1 && notes.len() <= NOTE_LINES, "{svg}");
+        for n in &notes {
+            assert!(LEFT + note_width(n, NOTE_SIZE) <= W - RIGHT, "{n}");
+        }
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        let shown = words(&notes.join(" "));
+        let whole = words(&format!("point unavailable: {LONG}"));
+        match shown.last().unwrap().ends_with('…') {
+            true => assert!(shown.len() <= whole.len()),
+            false => assert_eq!(shown, whole),
+        }
+        // The PNG: nothing drawn right of the frame below the plot, where
+        // a note that overran would land.
+        let img = crate::raster::draw(&scene(&r).unwrap());
+        let ink: Vec<(u32, u32)> = (H as u32 - BOTTOM as u32 + 2..H as u32)
+            .flat_map(|y| (W as u32 - RIGHT as u32 + 2..W as u32).map(move |x| (x, y)))
+            .filter(|&(x, y)| {
+                let i = 3 * (y * img.width + x) as usize;
+                img.rgb[i..i + 3] != [0xff, 0xff, 0xff]
+            })
+            .collect();
+        assert!(ink.is_empty(), "{} pixels right of the frame", ink.len());
+        let inked = |y: u32| {
+            (LEFT as u32..W as u32).any(|x| {
+                let i = 3 * (y * img.width + x) as usize;
+                img.rgb[i..i + 3] != [0xff, 0xff, 0xff]
+            })
+        };
+        for (_, base) in note_lines(&r) {
+            assert!((base as u32 - 8..=base as u32).any(inked), "line at {base}");
+        }
+    }
+
+    #[test]
+    fn a_note_too_long_for_three_lines_ends_with_an_ellipsis() {
+        let r = chart(&LONG.repeat(4));
+        let lines = note_lines(&r);
+        assert_eq!(lines.len(), NOTE_LINES);
+        assert!(lines[2].0.ends_with('…'), "{lines:?}");
+        assert!(lines
+            .iter()
+            .all(|(l, _)| LEFT + note_width(l, NOTE_SIZE) <= W - RIGHT));
+        assert_eq!(lines[2].1, H - 14.0);
+        assert!(
+            lines[0].1 > H - BOTTOM + 40.0,
+            "below the axis title: {lines:?}"
+        );
+        let short = note_lines(&chart("no point"));
+        assert_eq!(
+            short,
+            vec![("point unavailable: no point".to_string(), H - 14.0)]
+        );
     }
 }

@@ -64,25 +64,28 @@ pub fn run(events: &[String], argv: &[String], at: &Where, db: &Database) -> Res
         topology: None,
         signals: true,
     };
-    let mut session = Session::new(plan, opts).map_err(|e| e.to_string())?;
+    let session = Session::new(plan, opts).map_err(|e| e.to_string())?;
+    counted(session, events.len())
+}
+
+/// Count `session`'s command: per event of the `n` asked for, its value
+/// or why it has none. A counter that cannot be opened is every event's
+/// reason, not an error.
+pub fn counted(mut session: Session, n: usize) -> Result<Run, String> {
     let counted = match session.count(&mut ()) {
         Ok(c) => c,
         Err(stat::RunError::Open(failed)) => {
             let why = failed.as_reason().to_string();
-            let values = events.iter().map(|_| Value {
-                value: Err(why.clone()),
-                share: None,
-            });
-            return Ok(Run {
-                values: values.collect(),
-                elapsed: Duration::ZERO,
-                exit_code: 0,
-            });
+            return Ok(none(n, &why));
         }
+        Err(stat::RunError::Backend { message, .. }) => return Ok(none(n, &message)),
         Err(e) => return Err(e.to_string()),
     };
+    if let Some(e) = counted.late_error {
+        return Ok(none(n, &e));
+    }
     let s = counted.summary;
-    let values = (0..events.len())
+    let values = (0..n)
         .map(|i| {
             let row = s.rows.iter().find(|r| r.event == i);
             let value = match (&s.status[i], row.and_then(|r| r.value)) {
@@ -103,4 +106,17 @@ pub fn run(events: &[String], argv: &[String], at: &Where, db: &Database) -> Res
         elapsed: s.elapsed,
         exit_code: counted.exit_code,
     })
+}
+
+/// A run in which none of `n` events could count, each for `why`.
+pub fn none(n: usize, why: &str) -> Run {
+    let values = (0..n).map(|_| Value {
+        value: Err(why.to_string()),
+        share: None,
+    });
+    Run {
+        values: values.collect(),
+        elapsed: Duration::ZERO,
+        exit_code: 0,
+    }
 }

@@ -15,12 +15,17 @@
 //! `perf_event_paranoid`, no such event in the tables, no such vector
 //! unit), decided from what the kernel and CPUID say at run time.
 //!
+//! With [`Backend::Msr`] the hardware rows count through the msr devices
+//! (`msr.rs`: `MsrBackend` on one CPU, the kernel pinned there) and are
+//! judged alike; the kernel's own counts say they are not the PMU's.
+//!
 //! The report ([`CheckReport`]) serializes as `pmx check --json`'s
 //! schema: `{ "backend", "rows": [ { "id", "event", "pmu", "kernel",
 //! "unit", "expected", "measured", "low", "high", "tolerance", "status"
 //! ("pass" | "fail" | "skipped"), "reason", "tries" } ], "notes" }`; [`render`] prints it.
 
 pub(crate) mod count;
+pub(crate) mod msr;
 pub mod probes;
 pub mod render;
 pub mod why;
@@ -162,12 +167,12 @@ pub fn run(opts: &CheckOptions) -> Result<CheckReport, CheckError> {
         ));
     }
     let _layout = Unrandomized::new();
-    let msr_missing = opts.backend == Backend::Msr && !opts.root.join("dev/cpu/0/msr").exists();
+    let msr_missing = msr::missing(&opts.root);
     let rows = chosen
         .iter()
         .map(|p| match opts.backend {
-            Backend::Msr => msr_row(p, msr_missing),
-            Backend::Perf => check_row(p, opts, &machine, &db),
+            Backend::Msr if !p.hardware || msr_missing => msr_row(p),
+            _ => check_row(p, opts, &machine, &db),
         })
         .collect();
     Ok(CheckReport {
@@ -210,6 +215,53 @@ impl Drop for Unrandomized {
             unsafe { libc::personality(old as libc::c_ulong) };
         }
     }
+}
+
+/// While it lives, this thread runs in the real-time class
+/// (`SCHED_FIFO`, the lowest priority), so the processes it starts are
+/// born in it and other tasks on a loaded CPU do not preempt them; the
+/// old policy comes back when it drops. Nothing when the kernel refuses
+/// (no privilege): the normal class then, as before.
+pub struct Realtime(Option<(libc::c_int, libc::sched_param)>);
+
+impl Realtime {
+    /// Take the real-time class, keeping the policy to restore.
+    pub fn new() -> Realtime {
+        // SAFETY: querying this thread's own policy and parameter.
+        let (policy, mut old) = (unsafe { libc::sched_getscheduler(0) }, unsafe {
+            std::mem::zeroed::<libc::sched_param>()
+        });
+        // SAFETY: `old` is a valid sched_param to fill.
+        if policy < 0 || unsafe { libc::sched_getparam(0, &mut old) } != 0 {
+            return Realtime(None);
+        }
+        let rt = libc::sched_param { sched_priority: 1 };
+        // SAFETY: a valid sched_param for this thread.
+        let set = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &rt) } == 0;
+        Realtime(set.then_some((policy, old)))
+    }
+}
+
+impl Default for Realtime {
+    fn default() -> Realtime {
+        Realtime::new()
+    }
+}
+
+impl Drop for Realtime {
+    fn drop(&mut self) {
+        if let Some((policy, old)) = self.0 {
+            // SAFETY: restoring the policy read in `new`.
+            unsafe { libc::sched_setscheduler(0, policy, &old) };
+        }
+    }
+}
+
+/// The CPU this thread runs on, to pin a real-time row's kernel there.
+fn this_cpu() -> Option<Vec<u32>> {
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u32::try_from(cpu).ok().map(|c| vec![c])
 }
 
 fn select(all: Vec<Probe>, opts: &CheckOptions) -> Result<Vec<Probe>, CheckError> {
@@ -283,14 +335,13 @@ fn row(p: &Probe) -> CheckRow {
     }
 }
 
-/// The msr backend programs the PMU's registers itself: the software
-/// rows are the kernel's, and without the devices nothing runs.
-fn msr_row(p: &Probe, missing: bool) -> CheckRow {
+/// A row the msr backend cannot count: the software rows are the
+/// kernel's own counts, and without the devices no hardware row runs.
+fn msr_row(p: &Probe) -> CheckRow {
     let mut r = row(p);
-    r.reason = Some(match (p.hardware, missing) {
-        (false, _) => "the msr backend counts the PMU's registers; this row is one of the kernel's own counts (use --backend perf)".into(),
-        (true, true) => "no /dev/cpu/0/msr: load the msr module (modprobe msr) and run as root".into(),
-        (true, false) => r.reason.unwrap_or_else(|| "pmx check does not count through the msr backend yet; use --backend perf".into()),
+    r.reason = Some(match p.hardware {
+        false => "the msr backend counts the PMU's registers; this row is one of the kernel's own counts (use --backend perf)".into(),
+        true => "no /dev/cpu/0/msr: load the msr module (modprobe msr) and run as root".into(),
     });
     r
 }
@@ -311,8 +362,12 @@ fn check_row(
         .filter(|(id, _)| *id == p.id)
         .map_or(0, |s| s.1);
     let sizes = (p.sizes.0, p.sizes.1.saturating_add_signed(skew));
+    let _realtime = p.realtime.then(Realtime::new);
     let at = Where {
-        pin: p.pin.clone(),
+        pin: p
+            .pin
+            .clone()
+            .or_else(|| p.realtime.then(this_cpu).flatten()),
         cpus: p.cpus.clone(),
     };
     let (mut small, mut large) = (f64::MAX, f64::MAX);
@@ -321,9 +376,10 @@ fn check_row(
         let value = match measure_round(p, sizes, &at, opts, db) {
             Ok(v) => v,
             Err(Failure::Skip(why)) => {
-                r.reason = Some(match p.hardware {
-                    true => machine.no_value(&why),
-                    false => format!("not counted: {why}"),
+                r.reason = Some(match (opts.backend, p.hardware) {
+                    (Backend::Msr, _) => format!("not counted through the msr devices: {why}"),
+                    (_, true) => machine.no_value(&why),
+                    (_, false) => format!("not counted: {why}"),
                 });
                 return r;
             }
@@ -378,7 +434,11 @@ fn measure_round(
         a
     };
     let once = |size: u64| -> Result<count::Run, Failure> {
-        let run = count::run(&p.events, &argv(size), at, db).map_err(Failure::Kernel)?;
+        let run = match opts.backend {
+            Backend::Perf => count::run(&p.events, &argv(size), at, db),
+            Backend::Msr => msr::run(&p.events, &argv(size), at, &opts.root, db),
+        };
+        let run = run.map_err(Failure::Kernel)?;
         if run.exit_code != 0 {
             let why = format!(
                 "its process exited with status {} (its message is above)",

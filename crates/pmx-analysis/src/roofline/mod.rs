@@ -62,6 +62,10 @@ pub struct Ceiling {
     pub all_cores: f64,
     /// How it was measured.
     pub how: String,
+    /// A memory ceiling's buffer on one core: the triad's three arrays,
+    /// in bytes (the all-core DRAM ceiling splits it among the threads;
+    /// the cache ceilings give each thread its own); `None` for compute.
+    pub buffer_bytes: Option<u64>,
 }
 
 /// The command's place on the chart.
@@ -271,6 +275,7 @@ pub fn ceilings(caches: &CacheInfo, threads: usize) -> Vec<Ceiling> {
             one_core: one,
             all_cores: all,
             how,
+            buffer_bytes: None,
         });
     }
     out
@@ -334,6 +339,7 @@ fn memory(name: &str, n: usize, passes: u32, threads: usize, split: bool, how: S
         one_core: rate(1),
         all_cores: rate(threads),
         how,
+        buffer_bytes: Some(n as u64 * triad::BYTES_PER_ELEMENT),
     }
 }
 
@@ -508,6 +514,7 @@ mod tests {
             one_core: all / 2.0,
             all_cores: all,
             how: String::new(),
+            buffer_bytes: None,
         };
         let ceilings = [
             c("DRAM", "memory", 1e10),

@@ -21,6 +21,7 @@ mod branches;
 mod builtin_tables;
 mod c2c;
 mod check;
+mod check_msr;
 #[path = "../common/mod.rs"]
 mod common;
 mod compare;

@@ -72,6 +72,7 @@ fn roofline_measures_ceilings_writes_the_chart_and_explains_the_point() {
     };
     assert_eq!(named("DRAM")["kind"], "memory");
     assert_eq!(named("scalar")["kind"], "compute");
+    memory_ceilings_fit_their_level_in_order(ceilings);
     for c in ceilings {
         assert!(
             c["one_core"].as_f64().unwrap() > 0.0 && c["all_cores"].as_f64().unwrap() > 0.0,
@@ -108,6 +109,36 @@ fn roofline_measures_ceilings_writes_the_chart_and_explains_the_point() {
     let bad = pmx(&["roofline", "-o", "chart.jpg", "--", "true"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("name a .svg or .png file"));
+}
+
+/// Each memory ceiling carries its buffer, sized for its level (a cache
+/// ceiling's three arrays fill half the cache; DRAM's are 4 × the
+/// last-level cache each), and the measured rates fall level by level:
+/// L2 ≥ L3 ≥ DRAM on one core, where each is measured.
+fn memory_ceilings_fit_their_level_in_order(ceilings: &[Value]) {
+    let caches = pmx::kernels::cache::CacheInfo::read(Path::new("/"));
+    let mut order = Vec::new();
+    for (name, level) in [("L2", caches.l2), ("L3", caches.llc), ("DRAM", caches.llc)] {
+        let Some(c) = ceilings.iter().find(|c| c["name"] == name) else {
+            continue;
+        };
+        let buffer = c["buffer_bytes"].as_u64().unwrap_or_else(|| panic!("{c}"));
+        if let Some(size) = level {
+            match name {
+                "DRAM" => assert!(buffer >= 3 * 4 * size - 3 * 8, "{c}"),
+                _ => assert!(buffer <= size / 2 && buffer > size / 4, "{c}"),
+            }
+        }
+        order.push((name, c["one_core"].as_f64().unwrap()));
+    }
+    assert!(order.iter().any(|o| o.0 == "DRAM"), "{ceilings:?}");
+    assert!(
+        order.windows(2).all(|w| w[0].1 >= w[1].1),
+        "L2 ≥ L3 ≥ DRAM: {order:?}"
+    );
+    for c in ceilings.iter().filter(|c| c["kind"] == "compute") {
+        assert!(c["buffer_bytes"].is_null(), "{c}");
+    }
 }
 
 /// `-o r.png`: the chart as a PNG of 800 × 560 with the roofs drawn in

@@ -7,7 +7,8 @@
 //! the `page-faults` row of the same run, and `--no-merge` prints a row
 //! per box. perf 6.1 is shown the same tree (bind-mounted over
 //! `/sys/bus/event_source/devices` in a mount namespace of its own) and
-//! must name and sum the rows alike.
+//! must name and sum the rows alike. `pmx serve` opens the same boxes
+//! on every CPU and exports their sum as one series per CPU.
 
 use crate::common::{pmx, stderr};
 use pmx_testkit::skip;
@@ -134,4 +135,43 @@ fn numbered_boxes_are_summed_unless_no_merge_as_perf_does() {
     if let Some(rows) = perf_rows(&dev, "--no-merge") {
         check_split(&rows, "perf --no-merge");
     }
+}
+
+/// `pmx serve --sysfs-root`: the boxes of `uncore_imc` opened on every
+/// CPU and summed into one series per CPU, so after N pages touched the
+/// box event grows by three times what `page-faults` grew (each box
+/// counts every fault), and by at least 3 N.
+#[test]
+fn serve_opens_every_box_and_exports_their_sum() {
+    use crate::serve_support::{samples, scrape, series, start, sum};
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    let root = dir.path().to_str().unwrap();
+    let cas = "uncore_imc/cas_count_read/";
+    let d = start(&["--sysfs-root", root, "-e", &format!("{cas},page-faults")]);
+    let a = samples(&scrape(&d.addr, true));
+    assert_eq!(sum(&a, "pmx_event_supported", &[("event", cas)]), 1.0);
+    let per_cpu = series(&a, "pmx_events_total", &[("event", cas)]);
+    let faults_cpus = series(&a, "pmx_events_total", &[("event", "page-faults")]);
+    assert!(
+        !per_cpu.is_empty() && per_cpu.len() == faults_cpus.len(),
+        "{per_cpu:?}"
+    );
+    assert!(per_cpu.iter().all(|l| l.contains_key("cpu")), "{per_cpu:?}");
+    let n = 30_000u64;
+    pmx_testkit::workload::touch_pages(n as usize).unwrap();
+    let b = samples(&scrape(&d.addr, true));
+    let grew = |e: &str| {
+        sum(&b, "pmx_events_total", &[("event", e)]) - sum(&a, "pmx_events_total", &[("event", e)])
+    };
+    let (boxes, faults) = (grew(cas), grew("page-faults"));
+    assert!(
+        boxes >= 3.0 * n as f64,
+        "boxes grew by {boxes}, faults by {faults}"
+    );
+    let ratio = boxes / faults;
+    assert!(
+        (2.7..=3.3).contains(&ratio),
+        "boxes {boxes} / faults {faults} = {ratio}"
+    );
 }
