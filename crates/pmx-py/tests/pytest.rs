@@ -22,10 +22,10 @@ fn the_python_package_passes_its_pytest_suite() {
         pmx_testkit::skip("no python3 with pytest (pip install pytest numpy)");
         return;
     }
-    // `cargo test` builds test binaries, not the cdylib: build it now.
-    pmx_testkit::cc::cargo_build("pmx-py");
-    // This build's module: in deps/ beside the test binary (what `cargo
-    // test` just built), else the directory above (`cargo build`'s).
+    // This build's module: in deps/ beside the test binary (pmx-py is a
+    // dev-dependency of itself, so `cargo test` just built it there with
+    // this invocation's features), else the directory above (`cargo
+    // build`'s).
     let exe = std::env::current_exe().unwrap();
     let deps = exe.parent().unwrap();
     let candidates = [

@@ -58,30 +58,12 @@ pub fn built_library(name: &str) -> Option<PathBuf> {
     found
 }
 
-/// Build `package` with cargo now, in this test build's profile, once
-/// per package and test binary (`cargo test` builds test binaries, not a
-/// cdylib or staticlib, so those would be stale or missing; cargo does
-/// nothing when they are fresh). Panics when the build fails.
-pub fn cargo_build(package: &str) {
-    static DONE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
-    if done.iter().any(|p| p == package) {
-        return;
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-q", "-p", package]);
-    if !cfg!(debug_assertions) {
-        cmd.arg("--release");
-    }
-    let ok = cmd.status().is_ok_and(|s| s.success());
-    assert!(ok, "cargo build -p {package} failed");
-    done.push(package.to_string());
-}
-
-/// [`built_library`] after [`cargo_build`] of `pmx-capi`.
+/// [`built_library`] for pmx-capi's own tests: pmx-capi is a
+/// dev-dependency of itself (and of pmx-cli), so `cargo test` built
+/// `libpmx.a` and `libpmx.so` into `deps/` beside the test binary, fresh
+/// and with the features of the same invocation (`cargo test` builds no
+/// cdylib or staticlib of a package that nothing depends on).
 pub fn built_capi(name: &str) -> Option<PathBuf> {
-    cargo_build("pmx-capi");
     built_library(name)
 }
 
