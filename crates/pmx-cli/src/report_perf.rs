@@ -71,6 +71,9 @@ pub struct PerfReportArgs {
     /// Count the branches of the branch stacks (files recorded with -b/-j), rows by perf's branch keys.
     #[arg(short = 'b', long = "branch-stack")]
     pub branch_stack: bool,
+    /// The samples, not their branches, of a file recorded with -b/-j (such files read as with -b by default, as perf).
+    #[arg(long, conflicts_with = "branch_stack")]
+    pub no_branch_stack: bool,
     /// The memory accesses: perf's memory keys and layout, rows weighted by the accesses' weights.
     #[arg(long)]
     pub mem_mode: bool,

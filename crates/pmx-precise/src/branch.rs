@@ -36,6 +36,7 @@ pub use keys::{BranchKey, DEFAULT_KEYS};
 
 use pmx_profile::profile::sink::SampleSink;
 use pmx_profile::report::{report_with, Report, ReportError, ReportOptions};
+use std::sync::Arc;
 
 /// One end of a branch as a row shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -43,9 +44,9 @@ pub struct End {
     /// perf's level mark: `.` (user), `k` (kernel), `H` (no map).
     pub level: char,
     /// The binary's short name; `None` when no map covers the address.
-    pub dso: Option<String>,
+    pub dso: Option<Arc<str>>,
     /// The function's name, when a symbol covers the address.
-    pub symbol: Option<String>,
+    pub symbol: Option<Arc<str>>,
     /// The function's start (for perf's order of rows), when a symbol covers it.
     pub start: u64,
     /// The address's offset in that function.
@@ -57,14 +58,16 @@ pub struct End {
 }
 
 /// A row of a branch table: the values of its keys and its branches.
+/// Rows share their ends and names (a table may have millions of rows):
+/// what no key shows (an end no key names, an address) may be left blank.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BranchRow {
     /// The command (with the `comm` key).
-    pub comm: Option<String>,
+    pub comm: Option<Arc<str>>,
     /// The branch's source.
-    pub from: End,
+    pub from: Arc<End>,
     /// Its target.
-    pub to: End,
+    pub to: Arc<End>,
     /// The level of the sample the row's first branch came with (the
     /// `addr_from`/`addr_to` columns' mark, as perf).
     pub sample_level: char,
@@ -125,6 +128,25 @@ pub enum BranchError {
     /// BOLT's profile could not be made (the binary …).
     #[error("{0}")]
     Bolt(String),
+}
+
+/// Whether perf report reads `path` in branch mode unless told not to
+/// (`--no-branch-stack`): its header has the BRANCH_STACK feature (perf
+/// record's `-b`/`-j` set it; `--call-graph lbr` does not) and no event
+/// samples user stacks (perf 6.1's rule), and `sort` (`--sort`) names
+/// branch keys only. A pipe or a file that cannot be read: no (the
+/// report then says why).
+pub fn by_default(path: &std::path::Path, sort: Option<&str>) -> bool {
+    use pmx_perfdata::format::{feature, sample_type};
+    if path.as_os_str() == "-" || sort.is_some_and(|s| keys::parse(s).is_err()) {
+        return false;
+    }
+    let Ok(reader) = pmx_perfdata::Reader::open(path) else {
+        return false;
+    };
+    let stacks =
+        (reader.events().iter()).any(|e| e.attr.sample_type & sample_type::STACK_USER != 0);
+    reader.features().present.contains(&feature::BRANCH_STACK) && !stacks
 }
 
 /// Read `opts.input` and count its branches by `keys` (perf's names,

@@ -6,7 +6,6 @@ use crate::exit::UsageError;
 use pmx_output::progress::Progress;
 use pmx_precise::branch::{self, BranchError};
 use pmx_profile::ReportOptions;
-use std::io::Write;
 use std::path::PathBuf;
 
 /// `pmx report`'s flags for the optimizers' inputs.
@@ -34,7 +33,12 @@ pub fn dispatch(
 ) -> Option<anyhow::Result<i32>> {
     let o = &args.optimizers;
     let optimize = o.bolt.is_some() || o.autofdo.is_some();
-    if !args.perf.branch_stack && !optimize {
+    let (a, p) = (args, &args.perf);
+    let other = a.folded || a.json || a.group || a.threads || a.wall_clock || a.csv || p.stats;
+    let out = a.flamegraph.is_some() || a.firefox.is_some() || a.pprof.is_some() || p.header_only;
+    let auto = !(other || out || a.diff.is_some() || a.metrics.is_some() || p.no_branch_stack)
+        && branch::by_default(&a.input, a.sort.as_deref());
+    if !args.perf.branch_stack && !optimize && !auto {
         return None;
     }
     let options = ReportOptions {
@@ -81,13 +85,7 @@ pub fn run(
         eprintln!("pmx: warning: {w}");
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let written = match json {
-        true => writeln!(out, "{:#}", branch::table::json(&r)),
-        false => branch::table::print(&mut out, &r),
-    };
-    written
-        .and_then(|_| out.flush())
-        .map_err(BranchError::Output)?;
+    branch::table::write(&mut out, &r, json).map_err(BranchError::Output)?;
     Ok(crate::exit::OK)
 }
 

@@ -111,6 +111,35 @@ fn branch_tables_as_perf_prints_them() {
 }
 
 #[test]
+fn branch_files_read_in_branch_mode_by_default_as_perf_reads_them() {
+    let Some(t) = tools("branch mode by default against perf") else {
+        return;
+    };
+    // The three files have HEADER_BRANCH_STACK: perf report shows their
+    // branch tables without -b, and the samples with --no-branch-stack
+    // (the columns' names compared: their widths are not this test's).
+    for name in FILES {
+        let file = t.data.join(name);
+        let (ours, theirs) = both(&t, &["report", "--stdio"], &file);
+        let (a, b) = (significant(&ours), significant(&theirs));
+        assert!(
+            a.iter().any(|l| l.contains("Source Symbol")),
+            "{name}: {ours}"
+        );
+        assert_eq!(a, b, "{name}");
+        let args = ["report", "--stdio", "--no-branch-stack"];
+        let (ours, theirs) = both(&t, &args, &file);
+        let heading = |o: &str| {
+            let mut l = o.lines();
+            l.find(|l| l.starts_with("# Overhead") || l.starts_with("# Children"))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        };
+        assert_eq!(heading(&ours), heading(&theirs), "{name}: {ours}");
+        assert!(!ours.contains("Source Symbol"), "{name}: {ours}");
+    }
+}
+
+#[test]
 fn brstack_lines_as_perf_prints_them() {
     let Some(t) = tools("brstack lines against perf") else {
         return;

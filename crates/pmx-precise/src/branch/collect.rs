@@ -2,6 +2,13 @@
 //! maps of its sample's moment, counted per (command, ends, flags) as
 //! the replay goes; at the end the kernel names are settled and the
 //! counts grouped by the keys into rows in perf's order.
+//!
+//! Memory is what bounds a branch report (a million samples of 16
+//! branches can make ten million rows), so a branch is counted in its
+//! keys' terms only: an end no key shows is dropped, a user end inside a
+//! function keeps only the function when no key shows its address, the
+//! flags keep the bits the keys compare. Each distinct end is kept once
+//! (the counted keys hold its index), rows share their ends and names.
 
 use super::rbtree::Tree;
 use super::{BranchEvent, BranchKey, BranchRow, End};
@@ -10,13 +17,63 @@ use pmx_perfdata::format::misc;
 use pmx_profile::profile::sink::{SampleRef, SampleSink, Side};
 use pmx_symbols::symbolize::{FrameId, FrameName, Symbolizer, UNKNOWN_DSO};
 use rustc_hash::FxHashMap as HashMap;
+use std::sync::Arc;
 
 /// The lowest kernel address (x86-64's canonical upper half).
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
-/// The flag bits a row can tell apart: mispred, predicted, in_tx,
-/// abort, cycles, type.
-const ROW_FLAGS: u64 = 0xff_ffff;
+/// The flag bits each key tells apart (mispred, predicted, in_tx,
+/// abort, cycles, type).
+fn flag_bits(k: BranchKey) -> u32 {
+    match k {
+        BranchKey::Mispredict => 0b11,
+        BranchKey::InTx => 0b100,
+        BranchKey::Abort => 0b1000,
+        BranchKey::Cycles => 0xffff << 4,
+        BranchKey::Type => 0xf << 20,
+        _ => 0,
+    }
+}
+
+/// How much of a branch's end its keys show.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Need {
+    /// Nothing: no key names this end.
+    Nothing,
+    /// Its binary or function (`dso_*`, `symbol_*`).
+    Function,
+    /// Its address (`addr_*`).
+    Address,
+}
+
+/// What the keys need of a branch.
+#[derive(Clone, Copy)]
+struct Needs {
+    from: Need,
+    to: Need,
+    flags: u32,
+    /// The sample's level (the `addr_*` columns' mark).
+    level: bool,
+}
+
+impl Needs {
+    fn of(keys: &[BranchKey]) -> Needs {
+        let need = |k: &BranchKey, from: bool| match k {
+            BranchKey::AddrFrom if from => Need::Address,
+            BranchKey::AddrTo if !from => Need::Address,
+            BranchKey::DsoFrom | BranchKey::SymbolFrom if from => Need::Function,
+            BranchKey::DsoTo | BranchKey::SymbolTo if !from => Need::Function,
+            _ => Need::Nothing,
+        };
+        let most = |from| keys.iter().map(|k| need(k, from)).max();
+        Needs {
+            from: most(true).unwrap_or(Need::Nothing),
+            to: most(false).unwrap_or(Need::Nothing),
+            flags: keys.iter().fold(0, |f, &k| f | flag_bits(k)),
+            level: keys.contains(&BranchKey::AddrFrom) || keys.contains(&BranchKey::AddrTo),
+        }
+    }
+}
 
 /// One end as the replay resolved it (`frame` `None`: no map covers it).
 #[derive(Clone, Copy, Hash, PartialEq, Eq)]
@@ -28,13 +85,16 @@ struct Raw {
     addr: u64,
 }
 
+/// A branch as counted: its command, its ends (indices of
+/// [`Collect::ends`]), its sample's level and its flags, as far as the
+/// keys tell them apart.
 #[derive(Clone, Copy, Hash, PartialEq, Eq)]
 struct RawKey {
     comm: u32,
+    from: u32,
+    to: u32,
     level: u8,
-    from: Raw,
-    to: Raw,
-    flags: u64,
+    flags: u32,
 }
 
 /// Counts per event, in the order first seen.
@@ -53,9 +113,13 @@ pub(super) struct Collect {
     /// The file's kernel modules: start, end, file offset, perf's name.
     modules: Vec<(u64, u64, u64, String)>,
     keys: Vec<BranchKey>,
+    needs: Needs,
     unordered: bool,
     comm_ids: HashMap<String, u32>,
     comms: Vec<String>,
+    /// The distinct ends, each once, and their indices.
+    ends: Vec<Raw>,
+    end_ids: HashMap<Raw, u32>,
     events: Vec<Counts>,
 }
 
@@ -64,11 +128,33 @@ impl Collect {
         Collect {
             modules: Vec::new(),
             keys: keys.to_vec(),
+            needs: Needs::of(keys),
             unordered: keys.iter().any(|k| k.unordered()),
             comm_ids: HashMap::default(),
             comms: Vec::new(),
+            ends: Vec::new(),
+            end_ids: HashMap::default(),
             events: Vec::new(),
         }
+    }
+
+    /// The index of the end of `addr` in process `pid`, as far as `need` asks.
+    fn end_id(&mut self, sym: &mut Symbolizer, pid: u32, addr: u64, need: Need) -> u32 {
+        let raw = match need {
+            Need::Nothing => NO_END,
+            Need::Function => {
+                let raw = resolve(sym, pid, addr);
+                function_only(sym, raw)
+            }
+            Need::Address => resolve(sym, pid, addr),
+        };
+        if let Some(&id) = self.end_ids.get(&raw) {
+            return id;
+        }
+        let id = self.ends.len() as u32;
+        self.ends.push(raw);
+        self.end_ids.insert(raw, id);
+        id
     }
 
     /// Event `i`'s table, when it had branches.
@@ -120,6 +206,30 @@ fn resolve(sym: &mut Symbolizer, pid: u32, addr: u64) -> Raw {
     }
 }
 
+/// An end no key shows.
+const NO_END: Raw = Raw {
+    frame: None,
+    level: b'.',
+    shown: 0,
+    space: 0,
+    addr: 0,
+};
+
+/// A user end inside a function without its address (the function's
+/// keys compare the function alone); others as they are.
+fn function_only(sym: &Symbolizer, raw: Raw) -> Raw {
+    let named = |f| matches!(sym.frame(f).name, FrameName::Symbol(_));
+    match raw.frame {
+        Some(f) if raw.level == b'.' && named(f) => Raw {
+            shown: 0,
+            space: 0,
+            addr: 0,
+            ..raw
+        },
+        _ => raw,
+    }
+}
+
 /// perf's name of a kernel module's map (`[name]`, `-` as `_`), from the
 /// path an MMAP record gives (`/lib/modules/…/ath9k.ko`, `.ko.xz` …).
 fn module_name(path: &str) -> Option<String> {
@@ -131,10 +241,28 @@ fn module_name(path: &str) -> Option<String> {
 /// The module map covering a kernel address.
 type Modules<'m> = &'m [(u64, u64, u64, String)];
 
+/// The names rows share, each text made once (so that two names are
+/// equal when they are the same `Arc`: perf's comparators test that
+/// first).
+#[derive(Default)]
+struct Names(rustc_hash::FxHashSet<Arc<str>>);
+
+impl Names {
+    fn get(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.0.get(name) {
+            return n.clone();
+        }
+        let n: Arc<str> = name.into();
+        self.0.insert(n.clone());
+        n
+    }
+}
+
 /// An end as a row shows it, with the kernel frames settled: a kernel
 /// address no symbol names, in a module the file mapped, is that
 /// module's (shown relative to it, as perf).
-fn end(sym: &Symbolizer, remap: &[FrameId], modules: Modules<'_>, raw: &Raw) -> End {
+fn end(sym: &Symbolizer, remap: &[FrameId], ctx: (Modules<'_>, &mut Names), raw: &Raw) -> End {
+    let (modules, names) = ctx;
     let mut e = End {
         level: raw.level as char,
         dso: None,
@@ -148,16 +276,16 @@ fn end(sym: &Symbolizer, remap: &[FrameId], modules: Modules<'_>, raw: &Raw) -> 
         let f = remap.get(f as usize).copied().unwrap_or(f);
         let frame = sym.frame(f);
         if frame.dso != UNKNOWN_DSO {
-            e.dso = Some(sym.dso(frame.dso).short.clone());
+            e.dso = Some(names.get(&sym.dso(frame.dso).short));
         }
         if let FrameName::Symbol(s) = &frame.name {
-            e.symbol = Some(s.clone());
+            e.symbol = Some(names.get(s));
             e.start = sym.frame_start(f).unwrap_or(0);
             e.offset = raw.space.saturating_sub(e.start);
         } else if raw.level == b'k' {
             let m = modules.iter().find(|m| (m.0..m.1).contains(&raw.addr));
             if let Some((start, _, pgoff, name)) = m {
-                e.dso = Some(name.clone());
+                e.dso = Some(names.get(name));
                 e.shown = (raw.addr - start).wrapping_add(*pgoff);
             }
         }
@@ -172,6 +300,7 @@ impl SampleSink for Collect {
         }
         let comm = self.comm(s.comm);
         let level = match s.misc & misc::CPUMODE_MASK {
+            _ if !self.needs.level => 0,
             misc::KERNEL => b'k',
             misc::USER => b'.',
             _ => b'H',
@@ -179,24 +308,21 @@ impl SampleSink for Collect {
         if self.events.len() <= s.event {
             self.events.resize_with(s.event + 1, Counts::default);
         }
+        let needs = self.needs;
         for e in s.branches.chunks_exact(3) {
             let key = RawKey {
                 comm,
                 level,
-                from: resolve(sym, s.pid, e[0]),
-                to: resolve(sym, s.pid, e[1]),
-                flags: e[2] & ROW_FLAGS,
+                from: self.end_id(sym, s.pid, e[0], needs.from),
+                to: self.end_id(sym, s.pid, e[1], needs.to),
+                flags: e[2] as u32 & needs.flags,
             };
             let c = &mut self.events[s.event];
             c.total += 1;
-            let i = match c.index.get(&key) {
-                Some(&i) => i,
-                None => {
-                    c.index.insert(key, c.keys.len() as u32);
-                    c.keys.push((key, 0));
-                    c.keys.len() as u32 - 1
-                }
-            };
+            let i = *c.index.entry(key).or_insert_with(|| {
+                c.keys.push((key, 0));
+                c.keys.len() as u32 - 1
+            });
             c.keys[i as usize].1 += 1;
             if self.unordered {
                 c.sequence.push(i);
@@ -215,10 +341,17 @@ impl SampleSink for Collect {
     }
 
     fn finish(&mut self, sym: &mut Symbolizer, remap: &[FrameId]) {
+        self.end_ids = HashMap::default();
+        let mut names = Names::default();
+        let ends: Vec<Arc<End>> = (self.ends.iter())
+            .map(|r| Arc::new(end(sym, remap, (&self.modules, &mut names), r)))
+            .collect();
+        self.ends = Vec::new();
+        let comms: Vec<Arc<str>> = self.comms.iter().map(|c| names.get(c)).collect();
         for c in &mut self.events {
             c.index = HashMap::default();
             let raw: Vec<BranchRow> = (c.keys.iter())
-                .map(|(k, n)| row(sym, remap, &self.modules, &self.comms, (k, *n)))
+                .map(|(k, n)| row(&ends, &comms, (k, *n)))
                 .collect();
             c.keys = Vec::new();
             let sequence = std::mem::take(&mut c.sequence);
@@ -228,18 +361,12 @@ impl SampleSink for Collect {
 }
 
 /// The row of one raw key.
-fn row(
-    sym: &Symbolizer,
-    remap: &[FrameId],
-    modules: Modules<'_>,
-    comms: &[String],
-    (k, n): (&RawKey, u64),
-) -> BranchRow {
-    let f = BranchFlags(k.flags);
+fn row(ends: &[Arc<End>], comms: &[Arc<str>], (k, n): (&RawKey, u64)) -> BranchRow {
+    let f = BranchFlags(u64::from(k.flags));
     BranchRow {
         comm: Some(comms[k.comm as usize].clone()),
-        from: end(sym, remap, modules, &k.from),
-        to: end(sym, remap, modules, &k.to),
+        from: ends[k.from as usize].clone(),
+        to: ends[k.to as usize].clone(),
         sample_level: k.level as char,
         mispred: f.mispred(),
         predicted: f.predicted(),

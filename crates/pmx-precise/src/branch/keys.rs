@@ -3,6 +3,7 @@
 //! of rows of equal share.
 
 use super::{BranchRow, End};
+use std::sync::Arc;
 
 /// A key branch rows are grouped by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -131,10 +132,10 @@ impl BranchKey {
             Some(s) => format!("[{}] {s}", r.sample_level),
             None => format!("[{}] {}", r.sample_level, hex(e.shown)),
         };
-        let dso = |e: &End| e.dso.clone().unwrap_or_else(|| "[unknown]".into());
+        let dso = |e: &End| e.dso.as_deref().unwrap_or("[unknown]").to_string();
         let mark = |on: bool, c: &str| if on { c } else { "." }.to_string();
         match self {
-            BranchKey::Comm => r.comm.clone().unwrap_or_default(),
+            BranchKey::Comm => r.comm.as_deref().unwrap_or_default().to_string(),
             BranchKey::DsoFrom => dso(&r.from),
             BranchKey::DsoTo => dso(&r.to),
             BranchKey::SymbolFrom => sym(&r.from),
@@ -197,7 +198,8 @@ impl BranchKey {
     /// the two are one row. Commands and addresses come ascending
     /// (addresses compared as perf does, by the sign of a wrapping
     /// difference), binaries' names descending with no binary first,
-    /// functions by their start with a function before an address,
+    /// functions by their start alone (two functions of one name are two
+    /// rows, as perf's symbols are) with a function before an address,
     /// cycles descending. `mispredict`, `abort` and `in_tx` answer only
     /// 0 or 1 (see [`super::rbtree`]).
     pub(super) fn perf_cmp(self, l: &BranchRow, r: &BranchRow) -> i64 {
@@ -207,15 +209,19 @@ impl BranchKey {
             (true, false) => -1,
             _ => 1,
         };
-        let dso = |l: &Option<String>, r: &Option<String>| match (l, r) {
+        // The rows' names are shared, one `Arc` per text (see
+        // `collect`): the same `Arc` is the same name without comparing
+        // texts; the same end is equal.
+        let dso = |l: &Option<Arc<str>>, r: &Option<Arc<str>>| match (l, r) {
+            (Some(a), Some(b)) if Arc::ptr_eq(a, b) => 0,
             (Some(a), Some(b)) => a.cmp(b) as i64,
             // `cmp_null(dso_r, dso_l)`.
             _ => null(r.is_none(), l.is_none()),
         };
         let addr = |l: u64, r: u64| r.wrapping_sub(l) as i64;
         let sym = |l: &End, r: &End| match (&l.symbol, &r.symbol) {
+            _ if std::ptr::eq(l, r) => 0,
             (None, None) => addr(l.addr, r.addr),
-            (Some(_), Some(_)) if l.dso == r.dso && l.symbol == r.symbol => 0,
             (Some(_), Some(_)) => addr(l.start, r.start),
             _ => null(l.symbol.is_none(), r.symbol.is_none()),
         };
@@ -224,7 +230,10 @@ impl BranchKey {
             c => c,
         };
         match self {
-            BranchKey::Comm => r.comm.cmp(&l.comm) as i64,
+            BranchKey::Comm => match (&l.comm, &r.comm) {
+                (Some(a), Some(b)) if Arc::ptr_eq(a, b) => 0,
+                _ => r.comm.cmp(&l.comm) as i64,
+            },
             BranchKey::DsoFrom => dso(&l.from.dso, &r.from.dso),
             BranchKey::DsoTo => dso(&l.to.dso, &r.to.dso),
             BranchKey::SymbolFrom => sym(&l.from, &r.from),

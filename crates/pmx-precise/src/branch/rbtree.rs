@@ -6,16 +6,29 @@
 //! them depend on the shape of its trees. Building the same trees gives
 //! the same rows.
 
-/// A node: the item it holds and its links.
+/// No node (a link's end).
+const NIL: u32 = u32::MAX;
+
+/// A node: the item it holds and its links ([`NIL`]: none), 20 bytes
+/// where `Option<usize>` links took 64: a branch table may have
+/// millions of rows.
 struct Node {
-    item: usize,
-    left: Option<usize>,
-    right: Option<usize>,
-    parent: Option<usize>,
+    item: u32,
+    left: u32,
+    right: u32,
+    parent: u32,
     red: bool,
 }
 
-/// A red-black tree of item indices.
+fn link(n: u32) -> Option<usize> {
+    (n != NIL).then_some(n as usize)
+}
+
+fn unlink(n: Option<usize>) -> u32 {
+    n.map_or(NIL, |n| n as u32)
+}
+
+/// A red-black tree of item indices (fewer than `u32::MAX`).
 #[derive(Default)]
 pub(super) struct Tree {
     nodes: Vec<Node>,
@@ -23,6 +36,22 @@ pub(super) struct Tree {
 }
 
 impl Tree {
+    fn left(&self, n: usize) -> Option<usize> {
+        link(self.nodes[n].left)
+    }
+
+    fn right(&self, n: usize) -> Option<usize> {
+        link(self.nodes[n].right)
+    }
+
+    fn parent(&self, n: usize) -> Option<usize> {
+        link(self.nodes[n].parent)
+    }
+
+    fn item(&self, n: usize) -> usize {
+        self.nodes[n].item as usize
+    }
+
     /// Walk from the root as perf does: `cmp(item at node)` is `None`
     /// for a match (its item is returned), `Some(true)` to go left.
     /// Without a match, `new` is linked where the walk ended and the
@@ -37,30 +66,26 @@ impl Tree {
         let mut at = self.root;
         while let Some(n) = at {
             parent = Some(n);
-            match cmp(self.nodes[n].item) {
-                None => return Some(self.nodes[n].item),
+            match cmp(self.item(n)) {
+                None => return Some(self.item(n)),
                 Some(l) => {
                     left = l;
-                    at = if l {
-                        self.nodes[n].left
-                    } else {
-                        self.nodes[n].right
-                    };
+                    at = if l { self.left(n) } else { self.right(n) };
                 }
             }
         }
         let id = self.nodes.len();
         self.nodes.push(Node {
-            item: new,
-            left: None,
-            right: None,
-            parent,
+            item: new as u32,
+            left: NIL,
+            right: NIL,
+            parent: unlink(parent),
             red: true,
         });
         match parent {
             None => self.root = Some(id),
-            Some(p) if left => self.nodes[p].left = Some(id),
-            Some(p) => self.nodes[p].right = Some(id),
+            Some(p) if left => self.nodes[p].left = id as u32,
+            Some(p) => self.nodes[p].right = id as u32,
         }
         self.fix(id);
         None
@@ -74,11 +99,11 @@ impl Tree {
         while at.is_some() || !stack.is_empty() {
             while let Some(n) = at {
                 stack.push(n);
-                at = self.nodes[n].left;
+                at = self.left(n);
             }
             if let Some(n) = stack.pop() {
-                out.push(self.nodes[n].item);
-                at = self.nodes[n].right;
+                out.push(self.item(n));
+                at = self.right(n);
             }
         }
         out
@@ -91,22 +116,22 @@ impl Tree {
     /// Restore the red-black rules after linking red `node`.
     fn fix(&mut self, mut node: usize) {
         loop {
-            let Some(parent) = self.nodes[node].parent else {
+            let Some(parent) = self.parent(node) else {
                 self.nodes[node].red = false;
                 return;
             };
             if !self.nodes[parent].red {
                 return;
             }
-            let Some(gparent) = self.nodes[parent].parent else {
+            let Some(gparent) = self.parent(parent) else {
                 self.nodes[parent].red = false;
                 return;
             };
-            let parent_left = self.nodes[gparent].left == Some(parent);
+            let parent_left = self.left(gparent) == Some(parent);
             let uncle = if parent_left {
-                self.nodes[gparent].right
+                self.right(gparent)
             } else {
-                self.nodes[gparent].left
+                self.left(gparent)
             };
             if self.red(uncle) {
                 let u = uncle.unwrap_or(gparent);
@@ -117,10 +142,10 @@ impl Tree {
                 continue;
             }
             let mut parent = parent;
-            if parent_left && self.nodes[parent].right == Some(node) {
+            if parent_left && self.right(parent) == Some(node) {
                 self.rotate(parent, true);
                 parent = node;
-            } else if !parent_left && self.nodes[parent].left == Some(node) {
+            } else if !parent_left && self.left(parent) == Some(node) {
                 self.rotate(parent, false);
                 parent = node;
             }
@@ -133,34 +158,28 @@ impl Tree {
 
     /// Rotate at `x`: left (its right child rises) or right.
     fn rotate(&mut self, x: usize, to_left: bool) {
-        let child = |t: &Tree, n: usize, l: bool| {
-            if l {
-                t.nodes[n].left
-            } else {
-                t.nodes[n].right
-            }
-        };
+        let child = |t: &Tree, n: usize, l: bool| if l { t.left(n) } else { t.right(n) };
         let Some(y) = child(self, x, !to_left) else {
             return;
         };
         let inner = child(self, y, to_left);
         if to_left {
-            self.nodes[x].right = inner;
-            self.nodes[y].left = Some(x);
+            self.nodes[x].right = unlink(inner);
+            self.nodes[y].left = x as u32;
         } else {
-            self.nodes[x].left = inner;
-            self.nodes[y].right = Some(x);
+            self.nodes[x].left = unlink(inner);
+            self.nodes[y].right = x as u32;
         }
         if let Some(i) = inner {
-            self.nodes[i].parent = Some(x);
+            self.nodes[i].parent = x as u32;
         }
-        let up = self.nodes[x].parent;
-        self.nodes[y].parent = up;
-        self.nodes[x].parent = Some(y);
+        let up = self.parent(x);
+        self.nodes[y].parent = unlink(up);
+        self.nodes[x].parent = y as u32;
         match up {
             None => self.root = Some(y),
-            Some(p) if self.nodes[p].left == Some(x) => self.nodes[p].left = Some(y),
-            Some(p) => self.nodes[p].right = Some(y),
+            Some(p) if self.left(p) == Some(x) => self.nodes[p].left = y as u32,
+            Some(p) => self.nodes[p].right = y as u32,
         }
     }
 }
@@ -193,11 +212,11 @@ mod tests {
         };
         let node = &t.nodes[n];
         if node.red {
-            assert!(!t.red(node.left) && !t.red(node.right), "red under red");
+            assert!(!t.red(t.left(n)) && !t.red(t.right(n)), "red under red");
         }
         let d = depth + usize::from(!node.red);
-        check(t, node.left, black, d);
-        check(t, node.right, black, d);
+        check(t, t.left(n), black, d);
+        check(t, t.right(n), black, d);
     }
 
     #[test]

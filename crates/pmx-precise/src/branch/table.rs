@@ -7,6 +7,15 @@ use pmx_profile::perf_text::abbreviated;
 use pmx_profile::report::pct;
 use std::io::Write;
 
+/// The report to `out`: perf's table, or JSON; flushed.
+pub fn write(out: &mut dyn Write, r: &BranchReport, json: bool) -> std::io::Result<()> {
+    match json {
+        true => writeln!(out, "{:#}", self::json(r))?,
+        false => print(out, r)?,
+    }
+    out.flush()
+}
+
 /// perf's table of every event with branches.
 pub fn print(out: &mut dyn Write, r: &BranchReport) -> std::io::Result<()> {
     writeln!(
