@@ -271,7 +271,7 @@ fn shared_files_as_perf_prints_them() {
     ] {
         for fields in ["ip,brstackoff", "brstackinsnlen", "ip,sym,brstackinsn"] {
             let (ours, theirs) = both(&["script", "-F", fields], &data.join(name));
-            assert!(theirs.len() > 200, "{theirs}");
+            assert!(theirs.lines().count() > 10, "{theirs}");
             assert_same(&format!("{name} -F {fields}"), &ours, &theirs);
         }
     }
