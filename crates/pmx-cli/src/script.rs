@@ -8,7 +8,7 @@ pub struct ScriptArgs {
     /// Input file ('-' reads a pipe-mode stream from standard input).
     #[arg(short, long, value_name = "FILE", default_value = "perf.data")]
     input: std::path::PathBuf,
-    /// Fields as perf script's -F: [hw:|sw:|trace:|raw:][+|-]comm,tid,pid,time,cpu,event,trace,ip,sym,symoff,dso,period,brstack,brstacksym,addr,data_src,weight,ins_lat,phys_addr,data_page_size,code_page_size.
+    /// Fields as perf script's -F: [hw:|sw:|trace:|raw:][+|-]comm,tid,pid,time,cpu,event,trace,ip,sym,symoff,dso,period,brstack,brstacksym,brstackoff,brstackinsn,brstackinsnlen,brcntr,addr,data_src,weight,ins_lat,phys_addr,data_page_size,code_page_size.
     #[arg(short = 'F', long, value_name = "FIELDS", allow_hyphen_values = true)]
     fields: Vec<String>,
     /// One JSON object per sample (time in ns, addresses as "0x…" strings).

@@ -20,12 +20,13 @@
 mod code;
 pub mod disasm;
 pub mod find;
+mod precise;
 pub mod render;
 mod types;
 
 pub use types::{
-    AnnotateOptions, Annotation, EventColumn, GroupSamples, Instruction, MetricColumn, SourceLine,
-    Syntax, HOT_PERCENT, WARM_PERCENT,
+    AnnotateOptions, Annotation, EventColumn, GroupSamples, Instruction, MemoryCell, MetricColumn,
+    SourceLine, Syntax, HOT_PERCENT, WARM_PERCENT,
 };
 
 use crate::group_metrics::{cells, Evaluate};
@@ -156,7 +157,9 @@ pub fn annotate(
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Annotation, AnnotateError> {
     let (profile, places, precise, file) = read(opts, progress)?;
-    annotate_places(&profile, &places, &precise, &file, opts)
+    let mut a = annotate_places(&profile, &places, &precise, &file, opts)?;
+    precise::add(&mut a, &profile, &places, opts)?;
+    Ok(a)
 }
 
 /// One function of [`annotate_all`]: `NAME in DSO`, and its annotation
@@ -180,6 +183,10 @@ pub fn annotate_all(
             let mut o = opts.clone();
             (o.symbol, o.dso) = (c.symbol.clone(), Some(c.dso_path.clone()));
             let a = annotate_places(&profile, &places, &precise, &file, &o);
+            let a = a.and_then(|mut a| {
+                precise::add(&mut a, &profile, &places, &o)?;
+                Ok(a)
+            });
             (format!("{} in {}", c.symbol, c.dso), a)
         })
         .collect())
@@ -521,6 +528,7 @@ fn disassemble(
         metrics: Vec::new(),
         warnings: Vec::new(),
         cpuid: None,
+        memory: Vec::new(),
     })
 }
 

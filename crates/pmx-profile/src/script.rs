@@ -22,6 +22,7 @@
 
 mod branches;
 mod fields;
+mod insn;
 mod mem;
 mod side_band;
 mod trace;
@@ -163,6 +164,8 @@ struct Run<'w> {
     writer: Writer<'w>,
     /// Per event: its chains are LBR call stacks (`crate::lbr`).
     lbr: Vec<bool>,
+    /// The branch fields read from the binaries (`brstackoff`, `brstackinsn`).
+    code: branches::Code,
 }
 
 /// Print every sample of `opts.input` to `out`.
@@ -215,6 +218,7 @@ pub fn script_with_progress(
         cache_dir: opts.symbols.dirs.cache.clone(),
         writer,
         lbr: crate::lbr::events(reader.events()),
+        code: branches::Code::new(opts),
     };
     let (mut max_time, mut prev_round_max) = (0u64, 0u64);
     let mut features_seen = reader.features().present.len();
@@ -346,14 +350,20 @@ impl Run<'_> {
                 } else if self.writer.chain(s.event) {
                     self.arena.extend(s.callchain());
                 }
-                let n = if self.writer.branches(s.event) {
+                let (n, counters) = if self.writer.branches(s.event) {
                     let b = s.branches;
                     (self.arena).extend(b.iter().flat_map(|e| [e.from, e.to, e.flags.0]));
-                    b.len() as u32
+                    let c = self.writer.counters(s.event) && b.counters().next().is_some();
+                    if c {
+                        self.arena
+                            .extend(b.counters().chain(std::iter::repeat(0)).take(b.len()));
+                    }
+                    (b.len() as u32, c)
                 } else {
-                    0
+                    (0, false)
                 };
                 let mut r = write::SampleRec::new(&s, start..self.arena.len(), n);
+                r.counters = counters;
                 if self.writer.wants_raw(s.event) {
                     r.raw = Some(s.raw.into());
                 }
@@ -374,6 +384,7 @@ impl Run<'_> {
             ),
             Record::Mmap(m) => {
                 if m.pid == u32::MAX || m.misc & misc::CPUMODE_MASK == misc::KERNEL {
+                    self.code.kernel_map(m.start, m.len);
                     return None;
                 }
                 let b = m.build_id.map(<[u8]>::to_vec);
@@ -505,6 +516,7 @@ impl Run<'_> {
             return site;
         }
         let (frame, shown, space) = self.sym.user_site(pid, addr);
+        self.code.loaded(&self.sym, frame);
         let site = Site {
             shown,
             addr,
@@ -576,7 +588,7 @@ impl Run<'_> {
             self.user_site(s.pid, s.ip)
         };
         leaf.shown = s.ip;
-        let br = s.chain_only().end..s.chain.end;
+        let br = s.branch_range();
         let mut ends = Vec::new();
         if self.writer.branch_sites(s.event) {
             for i in br.clone().step_by(3) {
@@ -587,14 +599,87 @@ impl Run<'_> {
                 }
             }
         }
+        let extra = self.branch_extra(s, kernel, br.clone());
         let r = self.writer.sample(
             s,
             &self.comm_names[comm as usize],
             leaf,
-            (&sites, &ends, &self.arena[br]),
+            (&sites, &ends, &self.arena[br], &extra),
             &self.sym,
         );
         self.sites = sites;
         r
+    }
+}
+
+impl Run<'_> {
+    /// The `brstackoff`, `brcntr` and `brstackinsn` text of a sample
+    /// (after `brstack`/`brstacksym`, as perf orders them).
+    fn branch_extra(
+        &mut self,
+        s: &write::SampleRec,
+        kernel: bool,
+        br: std::ops::Range<usize>,
+    ) -> Vec<u8> {
+        let f = self.writer.fields(s.event);
+        let mut out = Vec::new();
+        if br.is_empty() || self.writer.json() {
+            return out;
+        }
+        let raw: Vec<u64> = self.arena[br.clone()].to_vec();
+        if f.has(Field::Brstackoff) && !f.has(Field::Brstack) && !f.has(Field::Brstacksym) {
+            for e in raw.chunks_exact(3) {
+                let from = self.code.offset(&self.sym, s.pid, kernel, e[0]);
+                let to = self.code.offset(&self.sym, s.pid, kernel, e[1]);
+                branches::offsets(&mut out, from, to, e[2]);
+            }
+        }
+        if f.has(Field::Brcntr) {
+            let cntr = &self.arena[br.end..s.chain.end];
+            branches::counters(&mut out, &raw, cntr);
+        }
+        if f.has(Field::Brstackinsn) || f.has(Field::Brstackinsnlen) {
+            let mut look = InsnLookup {
+                run: self,
+                pid: s.pid,
+            };
+            insn::text(
+                &mut out,
+                &mut look,
+                s.ip,
+                &raw,
+                f.has(Field::Brstackinsnlen),
+            );
+        }
+        out
+    }
+}
+
+/// The replay as `brstackinsn` sees it: one process's code and symbols.
+struct InsnLookup<'r, 'w> {
+    run: &'r mut Run<'w>,
+    pid: u32,
+}
+
+impl insn::Lookup for InsnLookup<'_, '_> {
+    fn code(&mut self, addr: u64, len: u64, out: &mut Vec<u8>) {
+        let run = &mut *self.run;
+        run.code.read(&run.sym, self.pid, addr, len, out);
+    }
+
+    fn symbol(&mut self, kernel: bool, addr: u64) -> Option<(u32, String, i64)> {
+        let site = if kernel {
+            self.run.kernel_site(addr)
+        } else {
+            self.run.sym.mapping(self.pid, addr)?;
+            self.run.user_site(self.pid, addr)
+        };
+        let sym = &self.run.sym;
+        match (&sym.frame(site.frame).name, sym.frame_start(site.frame)) {
+            (pmx_symbols::symbolize::FrameName::Symbol(n), Some(start)) => {
+                Some((site.frame, n.clone(), site.space.wrapping_sub(start) as i64))
+            }
+            _ => None,
+        }
     }
 }

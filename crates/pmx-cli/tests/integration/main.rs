@@ -17,6 +17,8 @@
 mod amd_builtin;
 mod analyze;
 mod annotate;
+mod annotate_memory;
+mod branch_insn;
 mod branches;
 mod builtin_tables;
 mod c2c;

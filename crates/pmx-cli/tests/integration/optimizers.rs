@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PROGRAM: &str = r#"
+pub(crate) const PROGRAM: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>
 __attribute__((noinline)) unsigned step(unsigned x) {
@@ -50,21 +50,21 @@ int main(int argc, char **argv) {
 "#;
 
 /// Where the program's text is mapped (a PIE's usual base).
-const BASE: u64 = 0x5555_5555_4000;
-const PID: u32 = 4242;
+pub(crate) const BASE: u64 = 0x5555_5555_4000;
+pub(crate) const PID: u32 = 4242;
 
 /// One instruction as objdump shows it: address, next address, mnemonic,
 /// direct target.
 #[derive(Debug, Clone)]
-struct Insn {
-    next: u64,
-    op: String,
-    target: Option<u64>,
-    callee: String,
+pub(crate) struct Insn {
+    pub(crate) next: u64,
+    pub(crate) op: String,
+    pub(crate) target: Option<u64>,
+    pub(crate) callee: String,
 }
 
 /// The instructions of `prog`'s `.text`, by address.
-fn disassemble(prog: &Path) -> BTreeMap<u64, Insn> {
+pub(crate) fn disassemble(prog: &Path) -> BTreeMap<u64, Insn> {
     let o = Command::new("objdump")
         .args(["-d", "--no-show-raw-insn", "-j", ".text"])
         .arg(prog)
@@ -107,9 +107,9 @@ fn disassemble(prog: &Path) -> BTreeMap<u64, Insn> {
 }
 
 /// A small deterministic generator.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -120,7 +120,7 @@ impl Rng {
 /// Walk the program's control flow from `main`'s call of `work`: the
 /// taken branches (link-time addresses) in order, and at each the
 /// address reached.
-fn walk(code: &BTreeMap<u64, Insn>, call_work: u64, branches: usize) -> Vec<(u64, u64)> {
+pub(crate) fn walk(code: &BTreeMap<u64, Insn>, call_work: u64, branches: usize) -> Vec<(u64, u64)> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let work = code[&call_work].target.unwrap();
     let back = code[&call_work].next;

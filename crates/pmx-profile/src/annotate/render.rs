@@ -4,7 +4,7 @@
 //! interleaved, the hottest instructions in colour or marked) and JSON
 //! ([`json`], a stable schema).
 
-use super::types::{Annotation, MetricColumn, Syntax, HOT_PERCENT, WARM_PERCENT};
+use super::types::{Annotation, MemoryCell, MetricColumn, Syntax, HOT_PERCENT, WARM_PERCENT};
 use crate::group_metrics::MIN_SAMPLES;
 use std::io::Write;
 
@@ -117,6 +117,15 @@ pub fn text(a: &Annotation, colour: bool, out: &mut dyn Write) -> std::io::Resul
         names.push_str(&" ".repeat(w + 2));
         heads.push_str(&format!("  {:>w$}", m.label));
     }
+    let extra = extra_columns(a);
+    for (label, cells) in &extra {
+        let w = cells
+            .iter()
+            .map(|c| c.chars().count())
+            .fold(label.chars().count(), usize::max);
+        names.push_str(&" ".repeat(w + 2));
+        heads.push_str(&format!("  {label:>w$}"));
+    }
     if cols > 1 {
         writeln!(out, "{}", names.trim_end())?;
     }
@@ -160,9 +169,35 @@ pub fn text(a: &Annotation, colour: bool, out: &mut dyn Write) -> std::io::Resul
         for (m, w) in a.metrics.iter().zip(&widths) {
             row.push_str(&format!("  {:>w$}", metric_cell(m, i)));
         }
+        for (label, cells) in &extra {
+            let w = cells
+                .iter()
+                .map(|c| c.chars().count())
+                .fold(label.chars().count(), usize::max);
+            row.push_str(&format!("  {:>w$}", cells[i]));
+        }
         writeln!(out, "{on}{row} :  {:>8x}:  {}{off}", ins.addr, ins.text)?;
     }
     summary(a, out)
+}
+
+/// The columns of the samples' precise records: (heading, cell per
+/// instruction) — the memory samples' average weight and levels.
+fn extra_columns(a: &Annotation) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    if !a.memory.is_empty() {
+        let cell = |f: &dyn Fn(&MemoryCell) -> String| -> Vec<String> {
+            (a.memory.iter())
+                .map(|m| m.as_ref().map(f).unwrap_or_default())
+                .collect()
+        };
+        out.push((
+            "Avg weight".to_string(),
+            cell(&|m| format!("{:.1}", m.average())),
+        ));
+        out.push(("Memory levels".to_string(), cell(&|m| m.levels_text())));
+    }
+    out
 }
 
 /// The source lines by share, as `perf annotate -l`'s sorted summary.
@@ -222,7 +257,8 @@ pub fn to_stdout(a: &Annotation, as_json: bool, allow_colour: bool) -> std::io::
 /// `precise`), `skid`, `instructions` (`addr`, `offset`, `bytes`, `text`,
 /// `target`?, `source` {`file`, `line`, `text`?}?, `samples`, `period`
 /// and `percent` by event name, `metrics` by metric label: the cell or
-/// null), `metrics` (per metric and group: `name`, `label`, `members`
+/// null; `memory` {`samples`, `weight`, `average_weight`, `levels`:
+/// [{`level`, `samples`}]} where memory samples landed), `metrics` (per metric and group: `name`, `label`, `members`
 /// and the function's cell: `value`, `low`, `high`, `samples`,
 /// `few_samples`), `warnings`.
 pub fn json(a: &Annotation) -> serde_json::Value {
@@ -275,6 +311,15 @@ pub fn json(a: &Annotation) -> serde_json::Value {
             });
             if let Some(t) = ins.target {
                 o["target"] = json!(t);
+            }
+            if let Some(Some(m)) = a.memory.get(i) {
+                let levels: Vec<Value> = (m.levels.iter())
+                    .map(|(l, n)| json!({"level": l, "samples": n}))
+                    .collect();
+                o["memory"] = json!({
+                    "samples": m.samples, "weight": m.weight, "average_weight": m.average(),
+                    "levels": levels,
+                });
             }
             if let Some(s) = &ins.source {
                 o["source"] = json!({"file": s.file, "line": s.line});

@@ -168,6 +168,41 @@ pub struct Annotation {
     /// The recording's CPU as perf's `CPUID` header gives it
     /// (`GenuineIntel,6,78,3`), for choosing a metric library.
     pub cpuid: Option<String>,
+    /// Per instruction, its memory samples (those carrying `data_src`
+    /// or a weight); empty when the function has none.
+    pub memory: Vec<Option<MemoryCell>>,
+}
+
+/// The memory samples of one instruction: their count, the sum of their
+/// weights (the access latency the PMU measured, in cycles) and how many
+/// were served at each level (perf's words, `L1 or L1 hit`), most first.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemoryCell {
+    /// Samples.
+    pub samples: u64,
+    /// The sum of their weights.
+    pub weight: u64,
+    /// (level, samples), most samples first, then by name.
+    pub levels: Vec<(String, u64)>,
+}
+
+impl MemoryCell {
+    /// The average weight.
+    pub fn average(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            self.weight as f64 / self.samples as f64
+        }
+    }
+
+    /// `LEVEL ×N, LEVEL ×M`: the levels as a column shows them.
+    pub fn levels_text(&self) -> String {
+        let parts: Vec<String> = (self.levels.iter())
+            .map(|(l, n)| format!("{l} \u{d7}{n}"))
+            .collect();
+        parts.join(", ")
+    }
 }
 
 /// Instructions with at least this share (percent) of a column are hot

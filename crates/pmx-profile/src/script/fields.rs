@@ -50,6 +50,14 @@ pub enum Field {
     DataPageSize,
     /// `code_page_size`: the instruction's page size.
     CodePageSize,
+    /// `brstackoff`: the branch stack by binary offset (perf's rule).
+    Brstackoff,
+    /// `brstackinsn`: the instructions between consecutive branches.
+    Brstackinsn,
+    /// `brstackinsnlen`: `brstackinsn` with each branch's length.
+    Brstackinsnlen,
+    /// `brcntr`: each branch's counter word (`PERF_SAMPLE_BRANCH_COUNTERS`).
+    Brcntr,
 }
 
 impl Field {
@@ -58,7 +66,7 @@ impl Field {
 }
 
 /// Every field, in the order of [`Field`]'s values.
-pub const ALL: [(Field, &str); 21] = [
+pub const ALL: [(Field, &str); 25] = [
     (Field::Comm, "comm"),
     (Field::Tid, "tid"),
     (Field::Pid, "pid"),
@@ -80,6 +88,10 @@ pub const ALL: [(Field, &str); 21] = [
     (Field::PhysAddr, "phys_addr"),
     (Field::DataPageSize, "data_page_size"),
     (Field::CodePageSize, "code_page_size"),
+    (Field::Brstackoff, "brstackoff"),
+    (Field::Brstackinsn, "brstackinsn"),
+    (Field::Brstackinsnlen, "brstackinsnlen"),
+    (Field::Brcntr, "brcntr"),
 ];
 
 /// perf script's other field names, which pmx does not print.
@@ -89,9 +101,6 @@ const PERF_ONLY: &[&str] = &[
     "uregs",
     "flags",
     "bpf-output",
-    "brstackinsn",
-    "brstackinsnlen",
-    "brstackoff",
     "callindent",
     "insn",
     "insnlen",
@@ -199,6 +208,7 @@ fn needs(f: Field) -> Option<(u64, &'static str)> {
         Field::PhysAddr => Some((sample_type::PHYS_ADDR, "PHYS_ADDR")),
         Field::DataPageSize => Some((sample_type::DATA_PAGE_SIZE, "DATA_PAGE_SIZE")),
         Field::CodePageSize => Some((sample_type::CODE_PAGE_SIZE, "CODE_PAGE_SIZE")),
+        Field::Brcntr => Some((sample_type::BRANCH_STACK, "BRANCH_STACK")),
         _ => None,
     }
 }
@@ -311,7 +321,7 @@ pub fn resolve(specs: &[String], events: &[Event]) -> Result<Vec<Fields>, String
             t.1 = Field::CHAIN_SITE.iter().fold(t.1, |s, &f| s.with(f, true));
         }
     }
-    events
+    let out: Vec<Fields> = events
         .iter()
         .map(|e| {
             let (_, mut fields, asked) = *per.iter().find(|p| p.0 == kind_of(e)).expect("kind");
@@ -332,5 +342,17 @@ pub fn resolve(specs: &[String], events: &[Event]) -> Result<Vec<Fields>, String
             }
             Ok(fields)
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let insn = |f: &Fields| f.has(Field::Brstackinsn) || f.has(Field::Brstackinsnlen);
+    let any = (events.iter()).fold(0, |b, e| b | e.attr.branch_sample_type)
+        & pmx_perfdata::format::branch_sample_type::ANY;
+    if any == 0 && out.iter().any(insn) {
+        // As perf: the blocks between branches need every taken branch.
+        return Err(
+            "brstackinsn needs every taken branch, but this file's branch stacks \
+                    were recorded with a filter, or none (record them with -b or -j any)"
+                .to_string(),
+        );
+    }
+    Ok(out)
 }

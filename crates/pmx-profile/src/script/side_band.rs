@@ -68,6 +68,7 @@ pub(super) fn item(
         time: id.time.unwrap_or(0),
         period: 0,
         chain: 0..0,
+        counters: false,
         branches: 0,
         mem: Default::default(),
         raw: None,

@@ -33,6 +33,8 @@ pub(crate) struct SampleRec {
     /// (from, to, flags) triples when they are printed.
     pub(crate) chain: Range<usize>,
     pub(crate) branches: u32,
+    /// Whether each branch's counter word follows the triples (`brcntr`).
+    pub(crate) counters: bool,
     /// A tracepoint's raw data, when its fields are printed.
     pub(crate) raw: Option<Box<[u8]>>,
 }
@@ -51,13 +53,21 @@ impl SampleRec {
             mem: MemFields::of(s),
             chain,
             branches,
+            counters: false,
             raw: None,
         }
     }
 
     /// The call chain alone (without the branch triples after it).
     pub(crate) fn chain_only(&self) -> Range<usize> {
-        self.chain.start..self.chain.end - 3 * self.branches as usize
+        let per = if self.counters { 4 } else { 3 };
+        self.chain.start..self.chain.end - per * self.branches as usize
+    }
+
+    /// The branch triples (without the counter words after them).
+    pub(crate) fn branch_range(&self) -> Range<usize> {
+        let start = self.chain_only().end;
+        start..start + 3 * self.branches as usize
     }
 }
 
@@ -71,6 +81,10 @@ pub(crate) struct Site {
     pub(crate) frame: FrameId,
     pub(crate) space: u64,
 }
+
+/// A sample's call chain, branch ends (brstacksym), branch triples and
+/// its further branch fields' text (brstackoff, brcntr, brstackinsn).
+pub(crate) type BranchParts<'a> = (&'a [Site], &'a [(FrameId, u64)], &'a [u64], &'a [u8]);
 
 /// The output: per event its name, fields and whether chains are printed.
 pub(crate) struct Writer<'w> {
@@ -156,7 +170,31 @@ impl<'w> Writer<'w> {
     /// Whether the branch stacks of `event` are printed.
     pub(crate) fn branches(&self, event: usize) -> bool {
         let f = self.events.get(event).map(|e| e.1).unwrap_or_default();
-        f.has(Field::Brstack) || f.has(Field::Brstacksym)
+        [
+            Field::Brstack,
+            Field::Brstacksym,
+            Field::Brstackoff,
+            Field::Brstackinsn,
+            Field::Brstackinsnlen,
+            Field::Brcntr,
+        ]
+        .iter()
+        .any(|&b| f.has(b))
+    }
+
+    /// Whether the branches' counter words of `event` are printed.
+    pub(crate) fn counters(&self, event: usize) -> bool {
+        (self.events.get(event)).is_some_and(|e| e.1.has(Field::Brcntr))
+    }
+
+    /// The fields of `event` (none for an unknown one).
+    pub(crate) fn fields(&self, event: usize) -> Fields {
+        self.events.get(event).map_or(Fields::default(), |e| e.1)
+    }
+
+    /// Whether the lines are JSON.
+    pub(crate) fn json(&self) -> bool {
+        self.json
     }
 
     /// Whether the branches' ends are printed by function.
@@ -176,7 +214,7 @@ impl<'w> Writer<'w> {
         s: &SampleRec,
         comm: &str,
         leaf: Site,
-        (chain, br_ends, br): (&[Site], &[(FrameId, u64)], &[u64]),
+        (chain, br_ends, br, extra): BranchParts<'_>,
         sym: &Symbolizer,
     ) -> std::io::Result<()> {
         let Some((name, f, with_chain)) = self.events.get(s.event) else {
@@ -210,6 +248,7 @@ impl<'w> Writer<'w> {
             if !br.is_empty() && buf.last() == Some(&b'\n') {
                 buf.pop();
                 super::branches::text(&mut buf, f, br, br_ends, sym);
+                buf.extend_from_slice(extra);
                 buf.push(b'\n');
             }
         }
