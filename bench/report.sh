@@ -10,6 +10,13 @@
 #   bench/report.sh                # record (once, kept in $OUT) and compare
 #   RUNS=30 bench/report.sh        # hyperfine runs per command (default 20)
 #   SIZES="1k 160k" bench/report.sh
+#   PAIRED=1 SIZES="1k 160k 1.25M 10M dwarf" bench/report.sh
+#                                  # issue 43's figures: pmx and perf
+#                                  # alternated (bench/paired.py, ROUNDS,
+#                                  # default 5; 2 at 10M), CPU medians,
+#                                  # peak RSS, --jobs 1 against --jobs 2
+# 10M is resampled too; "dwarf" is a perf record --call-graph dwarf of
+# the workload (5 s at 1 kHz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p pmx-cli
@@ -50,7 +57,12 @@ if [ ! -s "$BASE" ]; then
 fi
 record() {
   local n
-  case $1 in 1k) n=1000 ;; 160k) n=160000 ;; 1.25M) n=1250000 ;; esac
+  case $1 in 1k) n=1000 ;; 160k) n=160000 ;; 1.25M) n=1250000 ;; 10M) n=10000000 ;;
+    dwarf)
+      [ -s "$OUT/dwarf.data" ] || perf record -q -e cpu-clock -F 1000 --call-graph dwarf \
+        -o "$OUT/dwarf.data" -- timeout 5 "$OUT/work" 1000000 || true
+      return ;;
+  esac
   [ -s "$OUT/$1.data" ] || python3 bench/resample.py "$BASE" "$OUT/$1.data" "$n"
 }
 
@@ -61,6 +73,26 @@ peak() { # the least max RSS (KiB) of 3 runs of "$@"
 }
 
 echo "machine: $(nproc) CPUs, $(uname -r), $(perf version), load: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${PAIRED:-}" ]; then
+  for size in ${SIZES:-1k 160k 1.25M 10M dwarf}; do
+    record "$size"
+    data=$OUT/$size.data
+    n=${ROUNDS:-5}
+    [ "$size" = 10M ] && n=${ROUNDS:-2}
+    echo
+    echo "== $size: $(stat -c %s "$data") bytes, $($P report -q -i "$data" --limit 0 | grep -E '^# Samples' | tr '\n' ' ')"
+    $PMX report -q -i "$data" >/dev/null   # the kernel-symbol cache in place
+    echo " report, flat"
+    nice python3 bench/paired.py -n "$n" "pmx=$PMX report -q -i $data" \
+      "perf=perf report --stdio --no-children -g none -i $data" "pmx --jobs 1=$PMX report -q --jobs 1 -i $data"
+    echo " report, call chains"
+    nice python3 bench/paired.py -n "$n" "pmx -g=$PMX report -q -g -i $data" \
+      "perf=perf report --stdio --no-children -i $data"
+    echo " script"
+    nice python3 bench/paired.py -n "$n" "pmx=$PMX script -i $data" "perf=perf script -i $data"
+  done
+  exit 0
+fi
 for size in ${SIZES:-1k 160k 1.25M}; do
   record "$size"
   data=$OUT/$size.data

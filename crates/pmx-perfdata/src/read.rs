@@ -621,6 +621,9 @@ pub struct Reader {
     /// Offset of the COMPRESSED record that produced the pending bytes.
     doffset: u64,
     stats: Stats,
+    /// Records seen per type below 128 (the kernel's and perf's): counted
+    /// here per record, put into [`Stats::records`] by [`Reader::stats`].
+    kinds: Box<[u64; 128]>,
     names_from_update: HashMap<u64, String>,
     /// Units and scales from EVENT_UPDATE (`perf stat record`), by id.
     units_from_update: HashMap<u64, String>,
@@ -920,6 +923,7 @@ impl Reader {
             dpos: 0,
             doffset: 0,
             stats: Stats::default(),
+            kinds: Box::new([0; 128]),
             names_from_update: HashMap::new(),
             units_from_update: HashMap::new(),
             scales_from_update: HashMap::new(),
@@ -1198,8 +1202,12 @@ impl Reader {
     }
 
     /// Counts so far.
-    pub fn stats(&self) -> &Stats {
-        &self.stats
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats.clone();
+        for (kind, &n) in (0u32..).zip(self.kinds.iter()).filter(|(_, n)| **n > 0) {
+            s.records.insert(kind, n);
+        }
+        s
     }
 
     /// Bytes of the data section (or stream) consumed so far.
@@ -1646,7 +1654,10 @@ impl Reader {
                 Loc::Decomp(s, _) => (s, &self.dbuf[..]),
             };
             let h = EventHeader::parse(&buf[s..]);
-            *self.stats.records.entry(h.kind).or_insert(0) += 1;
+            match self.kinds.get_mut(h.kind as usize) {
+                Some(n) => *n += 1,
+                None => *self.stats.records.entry(h.kind).or_insert(0) += 1,
+            }
             match h.kind {
                 record_type::COMPRESSED | record_type::COMPRESSED2 => {
                     let Loc::Main(s, e) = loc else {

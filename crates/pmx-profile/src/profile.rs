@@ -145,7 +145,7 @@ fn build_full<'o>(
     let mut out = Profile {
         events: Vec::new(),
         features: reader.features().clone(),
-        stats: reader.stats().clone(),
+        stats: reader.stats(),
         pipe: reader.is_pipe(),
         data_bytes: reader.bytes_read(),
         kernel_symbols_used,

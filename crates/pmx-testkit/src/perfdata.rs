@@ -8,9 +8,9 @@
 //! back with pmx's reader or the installed perf. Samples are left to each
 //! test: their layout follows the test's own `sample_type`.
 
-use pmx_perfdata::format::{sample_type, EventHeader};
+use pmx_perfdata::format::{callchain, misc, record_type, sample_type, EventHeader};
 use pmx_perfdata::{FileAttr, Writer};
-use std::io::Cursor;
+use std::io::{self, Cursor, Seek, Write};
 
 /// IP, TID, TIME, CPU, PERIOD and CALLCHAIN: the samples of `perf record
 /// -g` (and `pmx record -g`) on one event.
@@ -108,6 +108,81 @@ pub fn memory_writer(attr: Vec<u8>) -> Writer<Cursor<Vec<u8>>> {
         }],
     )
     .unwrap()
+}
+
+/// Where [`many_samples`] maps its libraries.
+pub const MANY_BASE: u64 = 0x5555_0000_0000;
+
+/// A `perf record -g` sample ([`CALLCHAIN_SAMPLES`], the chain's second
+/// entry as IP, period 1000 + time % 7).
+fn chain_sample(pid: u32, time: u64, cpu: u32, chain: &[u64], kernel: bool) -> Vec<u8> {
+    let mut b = chain[1].to_le_bytes().to_vec();
+    b.extend_from_slice(&sample_id(pid, time, cpu));
+    b.extend_from_slice(&(1000 + time % 7).to_le_bytes());
+    b.extend_from_slice(&(chain.len() as u64).to_le_bytes());
+    for c in chain {
+        b.extend_from_slice(&c.to_le_bytes());
+    }
+    let m = if kernel { misc::KERNEL } else { misc::USER };
+    record(record_type::SAMPLE, m, &b)
+}
+
+/// Writes `n` plain samples into `w` (made with `attr(128, 1000,
+/// CALLCHAIN_SAMPLES, SAMPLE_ID_ALL)`): three processes over ~600
+/// distinct stacks (a fifth with a kernel part at 0xffffffff81000000),
+/// a COMM and an MMAP2 of `/nonexistent/libK.so` every 40,000 samples, a
+/// FINISHED_ROUND every 1,000 samples whose times are written a little
+/// out of order. The same `n` gives the same bytes; `progress` hears the
+/// samples written every 2^20. Tests of many samples and the bench's
+/// multi-GB files (pmx-perfdata's `many_samples` example) use it.
+pub fn many_samples<W: Write + Seek>(
+    w: &mut Writer<W>,
+    n: u64,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for i in 0..n {
+        let time = 1000 + i;
+        if i % 40_000 == 0 {
+            let (pid, k) = (100 + (i / 40_000) as u32 % 3, i / 40_000);
+            let mut c = comm(pid, &format!("prog{k}"));
+            c.extend_from_slice(&sample_id(pid, time, 0));
+            w.write_record(&record(record_type::COMM, misc::COMM_EXEC, &c))?;
+            let start = MANY_BASE + k * 0x10_0000;
+            let mut mm = mmap2(pid, start, 0x10_0000, 5, &format!("/nonexistent/lib{k}.so"));
+            mm.extend_from_slice(&sample_id(pid, time, 0));
+            w.write_record(&record(record_type::MMAP2, misc::USER, &mm))?;
+        }
+        let r = next();
+        let pid = 100 + (r % 3) as u32;
+        let leaf = MANY_BASE + (r >> 8) % 200 * 0x40;
+        let mut chain = vec![
+            callchain::CONTEXT_USER,
+            leaf,
+            MANY_BASE + 0x9000 + (r >> 20) % 3 * 8,
+        ];
+        let kernel = (r >> 30) % 5 == 0;
+        if kernel {
+            let k = 0xffff_ffff_8100_0000 + (r >> 33) % 4 * 0x10;
+            chain.splice(0..0, [callchain::CONTEXT_KERNEL, k]);
+        }
+        // Out of order within the round: a little later or earlier.
+        let (jitter, cpu) = ((r >> 40) % 5, (r >> 50) as u32 % 4);
+        w.write_record(&chain_sample(pid, time + jitter, cpu, &chain, kernel))?;
+        if i % 1000 == 999 {
+            w.write_record(&record(record_type::FINISHED_ROUND, 0, &[]))?;
+        }
+        if (i + 1) % (1 << 20) == 0 {
+            progress(i + 1);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

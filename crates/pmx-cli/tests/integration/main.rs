@@ -62,6 +62,7 @@ mod report_binaries;
 mod report_diff;
 mod report_export;
 mod report_groups;
+mod report_jobs;
 mod report_threads;
 mod roofline;
 mod script;

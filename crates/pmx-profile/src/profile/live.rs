@@ -115,7 +115,7 @@ impl<'o> Live<'o> {
         let mut out = Profile {
             events: Vec::with_capacity(events.len()),
             features: self.reader.features().clone(),
-            stats: self.reader.stats().clone(),
+            stats: self.reader.stats(),
             pipe: self.reader.is_pipe(),
             data_bytes: self.reader.bytes_read(),
             kernel_symbols_used: true,

@@ -6,82 +6,19 @@
 //! samples out of order within rounds, kernel and user stacks) and on
 //! the shared recordings.
 
-use pmx_perfdata::format::{callchain, misc, record_type};
 use pmx_perfdata::Reader;
 use pmx_profile::{build, KernelSymbols, Options, Profile, SortKey};
 use pmx_symbols::kernel::Kallsyms;
-use pmx_testkit::perfdata::{self, record as rec, sample_id, SAMPLE_ID_ALL};
+use pmx_testkit::perfdata::{self, SAMPLE_ID_ALL};
 use std::io::Cursor;
 use std::path::Path;
 
-const BASE: u64 = 0x5555_0000_0000;
-
-fn sample(pid: u32, time: u64, cpu: u32, chain: &[u64], kernel: bool) -> Vec<u8> {
-    let ip = chain[1];
-    let mut b = ip.to_le_bytes().to_vec();
-    b.extend_from_slice(&sample_id(pid, time, cpu));
-    b.extend_from_slice(&(1000 + time % 7).to_le_bytes());
-    b.extend_from_slice(&(chain.len() as u64).to_le_bytes());
-    for c in chain {
-        b.extend_from_slice(&c.to_le_bytes());
-    }
-    let m = if kernel { misc::KERNEL } else { misc::USER };
-    rec(record_type::SAMPLE, m, &b)
-}
-
-/// `n` samples of three processes over ~600 distinct stacks (some with a
-/// kernel part), a COMM and an MMAP2 every 40,000 samples, a round every
-/// 1,000 records whose samples are written out of time order.
+/// `n` samples of [`perfdata::many_samples`]: side-band records between
+/// the batches, rounds written out of time order.
 fn big_file(n: u64) -> Vec<u8> {
     let st = perfdata::CALLCHAIN_SAMPLES;
     let mut w = perfdata::memory_writer(perfdata::attr(128, 1000, st, SAMPLE_ID_ALL));
-    let mut put = |r: Vec<u8>| w.write_record(&r).unwrap();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    for i in 0..n {
-        let time = 1000 + i;
-        if i % 40_000 == 0 {
-            let (pid, k) = (100 + (i / 40_000) as u32 % 3, i / 40_000);
-            let mut c = perfdata::comm(pid, &format!("prog{k}"));
-            c.extend_from_slice(&sample_id(pid, time, 0));
-            put(rec(record_type::COMM, misc::COMM_EXEC, &c));
-            let start = BASE + k * 0x10_0000;
-            let mut mm =
-                perfdata::mmap2(pid, start, 0x10_0000, 5, &format!("/nonexistent/lib{k}.so"));
-            mm.extend_from_slice(&sample_id(pid, time, 0));
-            put(rec(record_type::MMAP2, misc::USER, &mm));
-        }
-        let r = next();
-        let pid = 100 + (r % 3) as u32;
-        let leaf = BASE + (r >> 8) % 200 * 0x40;
-        let mut chain = vec![
-            callchain::CONTEXT_USER,
-            leaf,
-            BASE + 0x9000 + (r >> 20) % 3 * 8,
-        ];
-        let kernel = (r >> 30) % 5 == 0;
-        if kernel {
-            let k = 0xffff_ffff_8100_0000 + (r >> 33) % 4 * 0x10;
-            chain.splice(0..0, [callchain::CONTEXT_KERNEL, k]);
-        }
-        // Out of order within the round: a little later or earlier.
-        let jitter = (r >> 40) % 5;
-        put(sample(
-            pid,
-            time + jitter,
-            (r >> 50) as u32 % 4,
-            &chain,
-            kernel,
-        ));
-        if i % 1000 == 999 {
-            put(rec(record_type::FINISHED_ROUND, 0, &[]));
-        }
-    }
+    perfdata::many_samples(&mut w, n, &mut |_| {}).unwrap();
     w.finish(&Default::default()).unwrap().into_inner()
 }
 
