@@ -19,12 +19,18 @@ fn main() {
         None => version,
     };
     println!("cargo:rustc-env=PMX_VERSION={full}");
-    // The binary's size and start-up (docs/BENCHMARKS.md, issue 43): its
-    // relative relocations packed (RELR: a bitmap, not 24 bytes each, so
-    // ld.so reads ~10 KiB instead of ~700 KiB at every start) and
-    // identical functions folded into one.
-    println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
-    println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+    // The released binary's size and start-up (docs/BENCHMARKS.md, issue
+    // 43): its relative relocations packed (RELR: a bitmap, not 24 bytes
+    // each, so ld.so reads ~6 KiB instead of ~700 KiB at every start) and
+    // identical functions folded into one (lld's option: only when rustc
+    // links with its own lld). Test builds are linked as before: their
+    // symbols stay one address each.
+    if std::env::var("PROFILE").is_ok_and(|p| p == "release") {
+        println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+        if links_with_rust_lld() {
+            println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+        }
+    }
     // Built again when HEAD moves: HEAD itself, the branch it names, and
     // the packed refs a `git gc` moves branches into.
     let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
@@ -38,6 +44,24 @@ fn main() {
             }
         }
     }
+}
+
+/// rustc links this target with its own lld: 1.90 or later on
+/// x86_64-unknown-linux-gnu, with no linker named in the configuration
+/// or the flags (GNU ld refuses `--icf`; an older rustc links with it).
+fn links_with_rust_lld() -> bool {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+    let own = var("TARGET") == "x86_64-unknown-linux-gnu"
+        && var("RUSTC_LINKER").is_empty()
+        && !var("CARGO_ENCODED_RUSTFLAGS").contains("link");
+    let version = Command::new(var("RUSTC")).arg("-vV").output();
+    let minor = version.ok().and_then(|o| {
+        let text = String::from_utf8(o.stdout).ok()?;
+        let release = text.lines().find_map(|l| l.strip_prefix("release: 1."))?;
+        release.split('.').next()?.parse::<u32>().ok()
+    });
+    own && minor.is_some_and(|m| m >= 90)
 }
 
 /// One line of git's output, None when git is missing, fails (not a git

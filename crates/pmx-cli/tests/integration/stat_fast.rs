@@ -6,20 +6,23 @@
 //! the counts' digits are set aside.
 
 use crate::common::{pmx, stderr, stdout};
+use std::path::Path;
 
-/// `text` with each run of digits as `N` and each run of blanks as one
+/// `text` with each number (digits, with or without a fraction: a mean
+/// of `-r` runs may be whole) as `N` and each run of blanks as one
 /// space: the counts and their column widths vary from run to run.
 fn shape(text: &str) -> String {
     let mut out = String::new();
     for word in text.split_whitespace() {
         let mut digits = false;
         for c in word.chars() {
-            match (c.is_ascii_digit(), digits) {
+            let number = c.is_ascii_digit() || (digits && c == '.');
+            match (number, digits) {
                 (true, true) => {}
                 (true, false) => out.push('N'),
                 (false, _) => out.push(c),
             }
-            digits = c.is_ascii_digit();
+            digits = number;
         }
         out.push(' ');
     }
@@ -27,7 +30,7 @@ fn shape(text: &str) -> String {
 }
 
 /// The exit status, stdout, stderr and `-o` file of `pmx stat ARGS`.
-fn run(args: &[&str], file: Option<&std::path::Path>) -> (Option<i32>, String, String, String) {
+fn run(args: &[&str], file: Option<&Path>) -> (Option<i32>, String, String, String) {
     let o = pmx(args);
     let written = file.map(|f| std::fs::read_to_string(f).unwrap_or_default());
     let report = shape(&written.unwrap_or_default());
@@ -39,7 +42,7 @@ fn run(args: &[&str], file: Option<&std::path::Path>) -> (Option<i32>, String, S
     )
 }
 
-fn same(line: &[&str], file: Option<&std::path::Path>) {
+fn same(line: &[&str], file: Option<&Path>) {
     let fast = run(line, file);
     let mut slow = line.to_vec();
     slow.insert(1, "--backend");
@@ -61,15 +64,15 @@ fn common_lines_mean_what_clap_makes_of_them() {
         &["--field-separator=,", "--", "sh", "-c", "exit 3"],
         &["-x,", "--", "/nonexistent/program"],
     ] {
-        same(&[&["stat"], &ev[..], tail].concat(), None);
+        same(&[&["stat"][..], &ev, tail].concat(), None);
     }
     same(
         &["stat", "-o", out, "-x,", "-etask-clock", "--", "true"],
-        Some(out.as_ref()),
+        Some(Path::new(out)),
     );
     same(
         &["stat", "--output", out, "--event=page-faults", "--", "true"],
-        Some(out.as_ref()),
+        Some(Path::new(out)),
     );
     // An error comes from the same place.
     same(&["stat", "-e", "no-such-event", "--", "true"], None);
