@@ -564,10 +564,12 @@ mod tests {
             true => assert!(shown.len() <= whole.len()),
             false => assert_eq!(shown, whole),
         }
-        // The PNG: nothing drawn right of the frame below the plot, where
-        // a note that overran would land.
+        // The PNG: nothing drawn right of the frame in the note's band
+        // (below the tick labels and the axis title), where a note that
+        // overran would land.
         let img = crate::raster::draw(&scene(&r).unwrap());
-        let ink: Vec<(u32, u32)> = (H as u32 - BOTTOM as u32 + 2..H as u32)
+        let top = note_lines(&r)[0].1 - 12.0;
+        let ink: Vec<(u32, u32)> = (top as u32..H as u32)
             .flat_map(|y| (W as u32 - RIGHT as u32 + 2..W as u32).map(move |x| (x, y)))
             .filter(|&(x, y)| {
                 let i = 3 * (y * img.width + x) as usize;
