@@ -78,7 +78,7 @@ fn recorded(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-fn sources(dir: &Path) -> Vec<(String, Vec<u8>)> {
+pub fn sources(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = recorded(dir);
     if let Some(shared) = pmx_testkit::shared::shared_data("perfdata") {
         for name in SHARED {

@@ -1,0 +1,132 @@
+//! Fault campaign, the precise records through the views that print them
+//! (issue 45, item 3): the mutants of `faults_precise`'s sources (branch
+//! stacks, PEBS weights and data sources, off-CPU samples, tracepoint
+//! data, switch and namespace records), and the shared recording with
+//! call chains and branch stacks together (`callgraph_and_branch-3.8`),
+//! through `report -g` (call graphs, children, with the branch-stack
+//! rows of `report --branch-stack` when the file has them) and `script
+//! -F +brstack,+brstacksym,+addr,+data_src,+weight,+trace` (text and
+//! JSON). Expected of every case: no panic, no hang, and a result or an
+//! error that names the file. A field asked of `script` that the mutant's
+//! attr no longer carries is refused as perf refuses it ("samples of 'E'
+//! do not have the ADDR attribute set"): that error names the event.
+//!
+//! `cargo test` runs two cases per source; `PMX_FAULTS_LONG=1`
+//! (bench/faults.sh) 150. A failure prints the source and the seed:
+//! `pmx_testkit::mutate::perfdata(&original, seed)` gives the same bytes.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::faults_support::*;
+use pmx_perfdata::format::sample_type;
+use pmx_perfdata::Reader;
+use pmx_testkit::mutate;
+
+/// The `-F` specs for a source: the fields that print what the precise
+/// records carry; the data ones only when every event of the original has
+/// them (perf refuses a field an event's samples lack).
+fn fields_of(original: &Path) -> Vec<String> {
+    let mut f = vec!["+brstack", "+brstacksym", "+trace"];
+    let events = Reader::open(original)
+        .map(|r| r.events().to_vec())
+        .unwrap_or_default();
+    let all =
+        |bits: u64| !events.is_empty() && events.iter().all(|e| e.attr.sample_type & bits != 0);
+    if all(sample_type::ADDR) {
+        f.push("+addr");
+    }
+    if all(sample_type::DATA_SRC) {
+        f.push("+data_src");
+    }
+    if all(sample_type::WEIGHT | sample_type::WEIGHT_STRUCT) {
+        f.push("+weight");
+    }
+    vec![f.join(",")]
+}
+
+/// `report -g` (and `--branch-stack`) and `script -F` over one file.
+fn view_all(path: &Path, symfs: &Path, fields: &[String]) -> Result<(), String> {
+    let mut sink = Vec::new();
+    let opts = pmx_profile::ReportOptions {
+        stacks: true,
+        graphs: true,
+        children: true,
+        symfs: Some(symfs.to_path_buf()),
+        ..pmx_profile::ReportOptions::for_input(path)
+    };
+    let r = pmx_profile::report(&opts, &mut |_, _| {}).map_err(|e| e.to_string())?;
+    pmx_profile::render::table(&mut sink, &r).unwrap();
+    let _ = pmx_profile::render::json(&r).to_string();
+    use pmx_precise::branch::{self, BranchError};
+    match branch::report(&opts, "", &mut |_, _| {}) {
+        Ok(b) => {
+            branch::table::print(&mut sink, &b).unwrap();
+            let _ = branch::table::json(&b).to_string();
+        }
+        Err(BranchError::NoBranches(..)) => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    let mut s =
+        pmx_profile::script::ScriptOptions::new(path.to_path_buf(), fields.to_vec(), false, true);
+    s.symfs = Some(symfs.to_path_buf());
+    for json in [false, true] {
+        s.json = json;
+        match pmx_profile::script::script(&s, &mut sink) {
+            Ok(_) => {}
+            Err(pmx_profile::script::ScriptError::Fields(m)) if m.starts_with("samples of '") => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn mutated_precise_records_print_or_give_an_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut srcs = crate::faults_precise::sources(dir.path());
+    if let Some(shared) = pmx_testkit::shared::shared_data("perfdata") {
+        let name = "perf_data_converter__perf.data.callgraph_and_branch-3.8";
+        if let Ok(b) = std::fs::read(shared.join(name)) {
+            srcs.push((name.to_string(), b));
+        }
+    }
+    if srcs.is_empty() {
+        return;
+    }
+    let symfs = dir.path().join("symfs");
+    std::fs::create_dir_all(&symfs).unwrap();
+    let mut t = Tally::new("precise perf.data → report -g/-b, script -F");
+    let base = base_seed();
+    for (i, (name, bytes)) in srcs.iter().enumerate() {
+        let fields = fields_of(&put(dir.path(), "original.data", bytes));
+        for k in 0..cases(2, 150) {
+            // Seeds of their own: faults_precise's sources are 0–6 here too.
+            let seed = base + ((i + 50) * 1_000_000 + k) as u64;
+            let m = mutate::perfdata(bytes, seed);
+            let path = put(dir.path(), &format!("v{}.data", seed % 4), &m.bytes);
+            let case = format!("{name} seed {seed} ({})", m.what);
+            let shown = path.display().to_string();
+            let (sym, f) = (symfs.clone(), fields.clone());
+            t.tried += 1;
+            match bounded(Duration::from_secs(30), move || view_all(&path, &sym, &f)) {
+                Outcome::Done(Ok(())) => t.accepted += 1,
+                Outcome::Done(Err(msg)) => {
+                    t.refused += 1;
+                    if !msg.contains(&shown) {
+                        t.unclear(&case, &msg);
+                    }
+                }
+                Outcome::Panic(p) => t.panic(&case, &p),
+                Outcome::Hang => t.hang(&case),
+            }
+        }
+    }
+    eprintln!(
+        "sources: {}",
+        (srcs.iter().map(|(n, b)| format!("{n} ({} bytes)", b.len())))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    t.finish();
+}
