@@ -36,6 +36,7 @@ mod lbr_stacks;
 mod likwid_groups;
 mod mem_flags;
 mod mem_objects;
+mod mem_types;
 mod memory;
 mod merge;
 mod metric_dirs;
