@@ -38,7 +38,7 @@ fn member_offset(bin: &Path, name: &str) -> Option<u64> {
     for l in text.lines() {
         if l.contains("Abbrev Number") {
             (in_member, named) = (l.contains("DW_TAG_member"), false);
-        } else if in_member && l.trim_start().starts_with("DW_AT_name") {
+        } else if in_member && l.contains("DW_AT_name") {
             named = l.rsplit(':').next().map(str::trim) == Some(name);
         } else if in_member && named && l.contains("DW_AT_data_member_location") {
             return l.rsplit(':').next()?.trim().parse().ok();
