@@ -233,6 +233,19 @@ fn column_widths(
             *w = (*w).max(n);
         }
     }
+    // perf widens the Shared Object column to an address's 16 hex digits
+    // when any row's symbol is unresolved (its `hists__set_unres_dso_col_len`).
+    let unresolved = |r: &Row| {
+        (r.symbol.as_deref()).is_some_and(|s| {
+            s.strip_prefix("0x")
+                .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
+    };
+    if keys.contains(&SortKey::Symbol) && e.rows.iter().any(unresolved) {
+        if let Some(i) = keys.iter().position(|&k| k == SortKey::Dso) {
+            widths[nums + i] = widths[nums + i].max(16);
+        }
+    }
     widths
 }
 
