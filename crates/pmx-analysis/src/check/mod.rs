@@ -222,11 +222,11 @@ impl Drop for Unrandomized {
 /// born in it and other tasks on a loaded CPU do not preempt them; the
 /// old policy comes back when it drops. Nothing when the kernel refuses
 /// (no privilege): the normal class then, as before.
-pub struct Realtime(Option<(libc::c_int, libc::sched_param)>);
+pub(crate) struct Realtime(Option<(libc::c_int, libc::sched_param)>);
 
 impl Realtime {
     /// Take the real-time class, keeping the policy to restore.
-    pub fn new() -> Realtime {
+    pub(crate) fn new() -> Realtime {
         // SAFETY: querying this thread's own policy and parameter.
         let (policy, mut old) = (unsafe { libc::sched_getscheduler(0) }, unsafe {
             std::mem::zeroed::<libc::sched_param>()
@@ -239,12 +239,6 @@ impl Realtime {
         // SAFETY: a valid sched_param for this thread.
         let set = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &rt) } == 0;
         Realtime(set.then_some((policy, old)))
-    }
-}
-
-impl Default for Realtime {
-    fn default() -> Realtime {
-        Realtime::new()
     }
 }
 

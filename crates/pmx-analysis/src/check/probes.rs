@@ -59,7 +59,7 @@ pub struct Probe {
     /// Why it cannot run, known before running.
     pub unavailable: Option<String>,
     /// Run the kernel's process in the real-time class from its exec on,
-    /// pinned to the CPU check runs on ([`super::Realtime`]): its
+    /// pinned to the CPU check runs on (`Realtime`): its
     /// start-up, not only its kernel, cannot be preempted or migrated.
     pub realtime: bool,
 }
