@@ -400,7 +400,7 @@ fn closest_keys<'a>(word: &str, keys: impl Iterator<Item = &'a str>, n: usize) -
         if best.len() == n {
             limit = limit.min(best[n - 1].0);
         }
-        let Some(d) = distance_within(&w, c, limit) else {
+        let Some(d) = pmx_model::spec::distance_within(&w, c, limit) else {
             continue;
         };
         if let Err(at) = best.binary_search(&(d, c)) {
@@ -409,28 +409,6 @@ fn closest_keys<'a>(word: &str, keys: impl Iterator<Item = &'a str>, n: usize) -
         }
     }
     best.into_iter().map(|(_, c)| c.to_string()).collect()
-}
-
-/// The edit distance between `w` and `c` when it is at most `limit`.
-fn distance_within(w: &[char], c: &str, limit: usize) -> Option<usize> {
-    let c: Vec<char> = c.chars().collect();
-    if w.len().abs_diff(c.len()) > limit {
-        return None;
-    }
-    let mut prev: Vec<usize> = (0..=c.len()).collect();
-    let mut cur = vec![0; c.len() + 1];
-    for i in 1..=w.len() {
-        cur[0] = i;
-        for j in 1..=c.len() {
-            let cost = usize::from(w[i - 1] != c[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-        }
-        if cur.iter().min().is_some_and(|&m| m > limit) {
-            return None;
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    Some(prev[c.len()]).filter(|&d| d <= limit)
 }
 
 /// A source of event definitions.
@@ -1233,7 +1211,8 @@ mod events_dir_default_tests {
 
 #[cfg(test)]
 mod suggest_tests {
-    use super::{closest_keys, distance_within};
+    use super::closest_keys;
+    use pmx_model::spec::distance_within;
 
     #[test]
     fn distances_past_the_limit_are_not_given() {

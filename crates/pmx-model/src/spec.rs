@@ -491,6 +491,30 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// The edit distance between `w` (a word's characters) and `c` when it is
+/// at most `limit`, given up as soon as every path exceeds it (for close
+/// matches among thousands of names).
+pub fn distance_within(w: &[char], c: &str, limit: usize) -> Option<usize> {
+    let c: Vec<char> = c.chars().collect();
+    if w.len().abs_diff(c.len()) > limit {
+        return None;
+    }
+    let mut prev: Vec<usize> = (0..=c.len()).collect();
+    let mut cur = vec![0; c.len() + 1];
+    for i in 1..=w.len() {
+        cur[0] = i;
+        for j in 1..=c.len() {
+            let cost = usize::from(w[i - 1] != c[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        if cur.iter().min().is_some_and(|&m| m > limit) {
+            return None;
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    Some(prev[c.len()]).filter(|&d| d <= limit)
+}
+
 /// Up to `n` candidates closest to `word` (case-insensitive), best first,
 /// keeping only plausible ones.
 pub fn closest<'a>(

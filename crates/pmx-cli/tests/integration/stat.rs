@@ -409,15 +409,23 @@ fn system_wide_intervals_add_up_per_cpu_and_follow_the_grid() {
             .map(|r| r[7].parse::<f64>().unwrap() / 1e6)
             .collect();
         assert!(clock.len() >= 15, "{text}");
-        // The first and the partial last interval aside.
+        // The first and the partial last interval aside. A loaded machine
+        // may read a boundary a period late: that row then holds two
+        // periods (about 40 ms) and the run has a row less. A sample
+        // given to the wrong boundary shows as an interval near 0 beside
+        // one of two periods, so each interval must be about a whole,
+        // non-zero number of periods.
         let inner = &clock[1..clock.len() - 1];
         let off = inner
             .iter()
-            .filter(|&&ms| !(10.0..=30.0).contains(&ms))
+            .filter(|&&ms| {
+                let periods = (ms / 20.0).round();
+                periods < 1.0 || (ms - 20.0 * periods).abs() > 10.0
+            })
             .count();
         assert!(
             off * 5 <= inner.len(),
-            "{cpu}: cpu-clock per 20 ms interval should be about 20 ms: {clock:?}"
+            "{cpu}: cpu-clock per 20 ms interval should be a whole number of periods: {clock:?}"
         );
     }
 }
