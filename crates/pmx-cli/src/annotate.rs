@@ -12,8 +12,8 @@ pub struct AnnotateArgs {
     /// The function (perf's -s/--symbol).
     #[arg(short = 's', long = "symbol", conflicts_with = "symbol")]
     sym: Option<String>,
-    /// Text output (the default; accepted as perf's --stdio).
-    #[arg(long)]
+    /// Text output (the default; accepted as perf's --stdio and --stdio2).
+    #[arg(long, alias = "stdio2")]
     stdio: bool,
     /// Input file ('-' reads a pipe-mode stream from standard input).
     #[arg(short, long, default_value = "perf.data")]

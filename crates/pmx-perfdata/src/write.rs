@@ -13,6 +13,10 @@
 //! Pipe mode (`perf record -o -`), for outputs that cannot seek, is
 //! [`PipeWriter`] (module `pipe`).
 //!
+//! A file with an event sampling branch records other than an LBR call
+//! stack gets the empty BRANCH_STACK feature, as `perf record -b`/`-j`
+//! set it (perf report and annotate then read it in branch mode).
+//!
 //! Attrs larger than perf 6.1 accepts (136-byte `PERF_ATTR_SIZE_VER8`)
 //! are written as 128 bytes when the extra bytes are zero (the kernel
 //! treats a zero tail the same), so older perf reads the file.
@@ -227,6 +231,10 @@ impl<W: Write + Seek> Writer<W> {
         let attr_len = (self.header.attr_size - 16) as usize;
         let mut bodies = feature_bodies(&self.attrs, attr_len, features);
         bodies.extend(raw.iter().cloned());
+        if branch_records(&self.attrs) && !bodies.iter().any(|(id, _)| *id == feature::BRANCH_STACK)
+        {
+            bodies.push((feature::BRANCH_STACK, Vec::new()));
+        }
         bodies.sort_by_key(|(id, _)| *id);
         let index_start = self.header.data.offset + self.data_size;
         let mut pos = index_start + 16 * bodies.len() as u64;
@@ -253,6 +261,20 @@ impl<W: Write + Seek> Writer<W> {
         self.out.flush()?;
         Ok(self.out)
     }
+}
+
+/// Whether perf record would set the (empty) BRANCH_STACK feature for
+/// these events: one samples branch records (`PERF_SAMPLE_BRANCH_STACK`)
+/// other than an LBR call stack (`-b`/`-j`, not `--call-graph lbr`).
+/// perf report and annotate read such a file in branch mode.
+fn branch_records(attrs: &[FileAttr]) -> bool {
+    use crate::format::{branch_sample_type, sample_type};
+    attrs.iter().any(|a| {
+        let word = |at: usize| {
+            (a.attr.get(at..at + 8)).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8")))
+        };
+        word(24) & sample_type::BRANCH_STACK != 0 && word(72) & branch_sample_type::CALL_STACK == 0
+    })
 }
 
 /// The feature bodies in bit order (the order perf expects the index in).

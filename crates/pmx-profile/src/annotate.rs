@@ -16,8 +16,13 @@
 //! ([`GroupSamples`]); [`Annotation::add_metrics`] then evaluates metrics
 //! over them (IPC per instruction and over the function, with their 95%
 //! intervals, as `pmx report -M` does per row: [`crate::group_metrics`]).
+//! Branch stacks with cycle counts give perf annotate's IPC and Cycle
+//! columns ([`BranchCycles`], module `cycles`: perf's `cyc_hist` model),
+//! memory samples their levels and weights (module `precise`); both read
+//! the file a second time.
 
 mod code;
+mod cycles;
 pub mod disasm;
 pub mod find;
 mod precise;
@@ -25,8 +30,8 @@ pub mod render;
 mod types;
 
 pub use types::{
-    AnnotateOptions, Annotation, EventColumn, GroupSamples, Instruction, MemoryCell, MetricColumn,
-    SourceLine, Syntax, HOT_PERCENT, WARM_PERCENT,
+    AnnotateOptions, Annotation, BranchCycles, CycleCell, EventColumn, GroupSamples, Instruction,
+    MemoryCell, MetricColumn, SourceLine, Syntax, HOT_PERCENT, WARM_PERCENT,
 };
 
 use crate::group_metrics::{cells, Evaluate};
@@ -159,6 +164,7 @@ pub fn annotate(
     let (profile, places, precise, file) = read(opts, progress)?;
     let mut a = annotate_places(&profile, &places, &precise, &file, opts)?;
     precise::add(&mut a, &profile, &places, opts)?;
+    cycles::add(&mut a, &profile, &places, opts)?;
     Ok(a)
 }
 
@@ -185,6 +191,7 @@ pub fn annotate_all(
             let a = annotate_places(&profile, &places, &precise, &file, &o);
             let a = a.and_then(|mut a| {
                 precise::add(&mut a, &profile, &places, &o)?;
+                cycles::add(&mut a, &profile, &places, &o)?;
                 Ok(a)
             });
             (format!("{} in {}", c.symbol, c.dso), a)
@@ -529,6 +536,7 @@ fn disassemble(
         warnings: Vec::new(),
         cpuid: None,
         memory: Vec::new(),
+        cycles: None,
     })
 }
 

@@ -17,6 +17,7 @@
 mod amd_builtin;
 mod analyze;
 mod annotate;
+mod annotate_lbr;
 mod annotate_memory;
 mod branch_insn;
 mod branches;

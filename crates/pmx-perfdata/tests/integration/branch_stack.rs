@@ -217,3 +217,37 @@ fn a_count_past_the_record_is_an_error_naming_it() {
     };
     assert!(err.contains("branch stack of 17 entries"), "{err}");
 }
+
+/// The writer sets the (empty) BRANCH_STACK feature as `perf record -b`
+/// and `-j` do, and not for an LBR call stack (`--call-graph lbr`, which
+/// perf record does not mark either); perf's header says so.
+#[test]
+fn the_branch_stack_feature_is_set_as_perf_record_sets_it() {
+    use pmx_perfdata::format::feature;
+    let dir = tempfile::tempdir().unwrap();
+    for (branch_type, marked) in [
+        (bst::ANY | bst::USER, true),
+        (bst::ANY_CALL | bst::HW_INDEX, true),
+        (bst::USER | bst::CALL_STACK, false),
+    ] {
+        let bytes = file(branch_type);
+        let r = Reader::new(Cursor::new(bytes.clone())).unwrap();
+        let present = r.features().present.contains(&feature::BRANCH_STACK);
+        assert_eq!(present, marked, "branch_sample_type {branch_type:#x}");
+        if !pmx_testkit::perf::require("perf's header") {
+            continue;
+        }
+        let path = dir.path().join(format!("f{branch_type:x}.data"));
+        std::fs::write(&path, &bytes).unwrap();
+        let o = pmx_testkit::perf::on_file(&["report", "--header-only"], &path);
+        let header = pmx_testkit::text(&o.stdout);
+        assert!(o.status.success(), "{}", pmx_testkit::text(&o.stderr));
+        assert_eq!(
+            header.contains("# contains samples with branch stack"),
+            marked,
+            "branch_sample_type {branch_type:#x}: {header}"
+        );
+        // perf reads the entries as before.
+        assert_eq!(perf_entries(&path).unwrap().len(), 21, "{branch_type:#x}");
+    }
+}

@@ -14,7 +14,7 @@ use super::AnnotateError;
 use crate::profile::{AddressSamples, Profile};
 use crate::report::ReportError;
 use pmx_perfdata::format::{misc, sample_type};
-use pmx_perfdata::read::Record;
+use pmx_perfdata::read::{Record, Sample};
 use pmx_perfdata::Reader;
 use pmx_symbols::symbolize::Symbolizer;
 use rustc_hash::FxHashMap as HashMap;
@@ -42,7 +42,7 @@ pub(super) fn add(
             source,
         })
     };
-    let mut reader = Reader::open(&opts.input).map_err(read_err)?;
+    let reader = Reader::open(&opts.input).map_err(read_err)?;
     let wanted: Vec<bool> = (0..reader.events().len())
         .map(|e| selected.contains(&e) && reader.events()[e].attr.sample_type & MEMORY != 0)
         .collect();
@@ -52,51 +52,24 @@ pub(super) fn add(
     let has_src: Vec<bool> = (reader.events().iter())
         .map(|e| e.attr.sample_type & sample_type::DATA_SRC != 0)
         .collect();
-    let (elf, _) = (opts.symbols.binaries.open(Path::new(&a.path))).map_err(|reason| {
-        AnnotateError::NoCode {
-            symbol: a.symbol.clone(),
-            reason,
-        }
-    })?;
-    let mut sym = Symbolizer::new(Default::default(), Default::default(), None, &opts.symbols);
     // Per instruction: samples, weight, level → samples.
     let mut cells: Vec<(u64, u64, HashMap<String, u64>)> =
         vec![Default::default(); a.instructions.len()];
-    while let Some(rec) = reader.next_record().map_err(read_err)? {
-        match rec {
-            Record::Mmap(m) if m.pid != u32::MAX && m.misc & misc::CPUMODE_MASK != misc::KERNEL => {
-                sym.add_mapping(m.pid, m.start, m.len, m.pgoff, m.filename, m.inode);
-            }
-            Record::Fork(t) => sym.fork(t.ppid, t.pid),
-            Record::Sample(s) if wanted.get(s.event) == Some(&true) => {
-                if s.misc & misc::CPUMODE_MASK == misc::KERNEL {
-                    continue;
-                }
-                let Some((start, _, pgoff, dso)) = sym.mapping(s.pid, s.ip) else {
-                    continue;
-                };
-                if sym.dso(dso).path != chosen.dso_path {
-                    continue;
-                }
-                let off = (s.ip - start).wrapping_add(pgoff);
-                let Some(vaddr) = elf.offset_to_vaddr(off) else {
-                    continue;
-                };
-                let i = a.instructions.partition_point(|ins| ins.addr <= vaddr);
-                if i == 0 || vaddr >= a.end {
-                    continue;
-                }
-                let c = &mut cells[i - 1];
-                c.0 += 1;
-                c.1 += s.weight;
-                if has_src[s.event] {
-                    let d = pmx_perfdata::mem::DataSrc::from_raw(s.data_src);
-                    *c.2.entry(crate::data_src::lvl_text(&d)).or_default() += 1;
-                }
-            }
-            _ => {}
+    let mut each = |s: &Sample<'_>, at: &dyn Fn(u64) -> Option<u64>| {
+        if s.misc & misc::CPUMODE_MASK == misc::KERNEL {
+            return;
         }
-    }
+        let Some(vaddr) = at(s.ip) else { return };
+        let i = a.instructions.partition_point(|ins| ins.addr <= vaddr) - 1;
+        let c = &mut cells[i];
+        c.0 += 1;
+        c.1 += s.weight;
+        if has_src[s.event] {
+            let d = pmx_perfdata::mem::DataSrc::from_raw(s.data_src);
+            *c.2.entry(crate::data_src::lvl_text(&d)).or_default() += 1;
+        }
+    };
+    samples(a, &chosen.dso_path, reader, &wanted, opts, &mut each)?;
     if cells.iter().all(|c| c.0 == 0) {
         return Ok(());
     }
@@ -111,5 +84,58 @@ pub(super) fn add(
             })
         })
         .collect();
+    Ok(())
+}
+
+/// A sample given with the way to its function's addresses ([`samples`]).
+pub(super) type Each<'a> = dyn FnMut(&Sample<'_>, &dyn Fn(u64) -> Option<u64>) + 'a;
+
+/// Read the rest of `reader`: its side band (maps, forks) applied in file
+/// order, each sample of a `wanted` event given to `each` with a way to
+/// take a user address of the sample's process to the annotated
+/// binary's virtual addresses (through its mapping of `dso_path`):
+/// `Some` only inside `a`'s code, at or after its first instruction.
+pub(super) fn samples(
+    a: &Annotation,
+    dso_path: &str,
+    mut reader: Reader,
+    wanted: &[bool],
+    opts: &AnnotateOptions,
+    each: &mut Each<'_>,
+) -> Result<(), AnnotateError> {
+    let read_err = |source| {
+        AnnotateError::Report(ReportError::Read {
+            file: a.file.clone(),
+            source,
+        })
+    };
+    let (elf, _) = (opts.symbols.binaries.open(Path::new(&a.path))).map_err(|reason| {
+        AnnotateError::NoCode {
+            symbol: a.symbol.clone(),
+            reason,
+        }
+    })?;
+    let mut sym = Symbolizer::new(Default::default(), Default::default(), None, &opts.symbols);
+    while let Some(rec) = reader.next_record().map_err(read_err)? {
+        match rec {
+            Record::Mmap(m) if m.pid != u32::MAX && m.misc & misc::CPUMODE_MASK != misc::KERNEL => {
+                sym.add_mapping(m.pid, m.start, m.len, m.pgoff, m.filename, m.inode);
+            }
+            Record::Fork(t) => sym.fork(t.ppid, t.pid),
+            Record::Sample(s) if wanted.get(s.event) == Some(&true) => {
+                let at = |addr: u64| {
+                    let (start, _, pgoff, dso) = sym.mapping(s.pid, addr)?;
+                    if sym.dso(dso).path != dso_path {
+                        return None;
+                    }
+                    let vaddr = elf.offset_to_vaddr((addr - start).wrapping_add(pgoff))?;
+                    let first = a.instructions.first()?.addr;
+                    (vaddr >= first && vaddr < a.end).then_some(vaddr)
+                };
+                each(&s, &at);
+            }
+            _ => {}
+        }
+    }
     Ok(())
 }

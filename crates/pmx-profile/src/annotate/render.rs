@@ -4,7 +4,9 @@
 //! interleaved, the hottest instructions in colour or marked) and JSON
 //! ([`json`], a stable schema).
 
-use super::types::{Annotation, MemoryCell, MetricColumn, Syntax, HOT_PERCENT, WARM_PERCENT};
+use super::types::{
+    Annotation, CycleCell, MemoryCell, MetricColumn, Syntax, HOT_PERCENT, WARM_PERCENT,
+};
 use crate::group_metrics::MIN_SAMPLES;
 use std::io::Write;
 
@@ -49,6 +51,18 @@ pub fn header(a: &Annotation, colour: bool) -> Vec<String> {
         ));
     }
     h.extend(metric_lines(a));
+    if let Some(c) = &a.cycles {
+        h.push(format!(
+            "LBR cycles: average IPC {:.2}, IPC coverage {:.1}% ({} of {} instructions); IPC: \
+             of the basic block measured there (its instructions per cycle), Cycle: a branch \
+             from there, the average cycles since the branch before (min/max beside), as \
+             perf annotate's columns",
+            c.average_ipc(),
+            c.coverage(),
+            c.covered,
+            c.total
+        ));
+    }
     h.push(SKID.to_string());
     h.push(if colour {
         format!("hot: {RED}red{RESET} from {HOT_PERCENT}% of a column, {GREEN}green{RESET} from {WARM_PERCENT}%")
@@ -182,9 +196,30 @@ pub fn text(a: &Annotation, colour: bool, out: &mut dyn Write) -> std::io::Resul
 }
 
 /// The columns of the samples' precise records: (heading, cell per
-/// instruction) — the memory samples' average weight and levels.
+/// instruction) — the LBR's IPC and cycles, the memory samples' average
+/// weight and levels.
 fn extra_columns(a: &Annotation) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
+    if let Some(c) = &a.cycles {
+        let cells = |f: &dyn Fn(&CycleCell) -> String| c.instructions.iter().map(f).collect();
+        out.push((
+            "IPC".to_string(),
+            cells(&|c| {
+                if c.ipc == 0.0 {
+                    String::new()
+                } else {
+                    format!("{:.2}", c.ipc)
+                }
+            }),
+        ));
+        out.push((
+            "Cycle".to_string(),
+            cells(&|c| match c.cycles {
+                0 => String::new(),
+                n => format!("{n} ({}/{})", c.min, c.max),
+            }),
+        ));
+    }
     if !a.memory.is_empty() {
         let cell = |f: &dyn Fn(&MemoryCell) -> String| -> Vec<String> {
             (a.memory.iter())
@@ -258,9 +293,13 @@ pub fn to_stdout(a: &Annotation, as_json: bool, allow_colour: bool) -> std::io::
 /// `target`?, `source` {`file`, `line`, `text`?}?, `samples`, `period`
 /// and `percent` by event name, `metrics` by metric label: the cell or
 /// null; `memory` {`samples`, `weight`, `average_weight`, `levels`:
-/// [{`level`, `samples`}]} where memory samples landed), `metrics` (per metric and group: `name`, `label`, `members`
-/// and the function's cell: `value`, `low`, `high`, `samples`,
-/// `few_samples`), `warnings`.
+/// [{`level`, `samples`}]} where memory samples landed; `ipc` where a
+/// block measured by the LBR's cycles holds it, `cycles` {`average`,
+/// `min`, `max`, `branches`} where branches from it were counted),
+/// `metrics` (per metric and group: `name`, `label`, `members` and the
+/// function's cell: `value`, `low`, `high`, `samples`, `few_samples`),
+/// `lbr` {`average_ipc`, `ipc_coverage` (percent), `covered`,
+/// `instructions`} when the branch stacks have cycles, `warnings`.
 pub fn json(a: &Annotation) -> serde_json::Value {
     use serde_json::{json, Map, Value};
     let metrics: Vec<Value> = (a.metrics.iter())
@@ -312,6 +351,16 @@ pub fn json(a: &Annotation) -> serde_json::Value {
             if let Some(t) = ins.target {
                 o["target"] = json!(t);
             }
+            if let Some(c) = a.cycles.as_ref().map(|c| c.instructions[i]) {
+                if c.ipc != 0.0 {
+                    o["ipc"] = json!((f64::from(c.ipc) * 100.0).round() / 100.0);
+                }
+                if c.branches > 0 {
+                    o["cycles"] = json!({
+                        "average": c.cycles, "min": c.min, "max": c.max, "branches": c.branches,
+                    });
+                }
+            }
             if let Some(Some(m)) = a.memory.get(i) {
                 let levels: Vec<Value> = (m.levels.iter())
                     .map(|(l, n)| json!({"level": l, "samples": n}))
@@ -330,10 +379,18 @@ pub fn json(a: &Annotation) -> serde_json::Value {
             o
         })
         .collect();
-    json!({
+    let mut o = json!({
         "file": a.file, "symbol": a.symbol, "dso": a.dso, "path": a.path, "build_id": a.build_id,
         "arch": a.arch, "syntax": a.syntax.name(), "start": a.start, "end": a.end,
         "events": events, "skid": SKID, "instructions": instructions, "metrics": metrics,
         "warnings": a.warnings,
-    })
+    });
+    if let Some(c) = &a.cycles {
+        o["lbr"] = json!({
+            "average_ipc": (c.average_ipc() * 100.0).round() / 100.0,
+            "ipc_coverage": (c.coverage() * 10.0).round() / 10.0,
+            "covered": c.covered, "instructions": c.total,
+        });
+    }
+    o
 }

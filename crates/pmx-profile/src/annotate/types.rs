@@ -171,6 +171,64 @@ pub struct Annotation {
     /// Per instruction, its memory samples (those carrying `data_src`
     /// or a weight); empty when the function has none.
     pub memory: Vec<Option<MemoryCell>>,
+    /// perf annotate's IPC and Cycle columns, from the branch stacks'
+    /// cycle counts; `None` when no branch from the function has any.
+    pub cycles: Option<BranchCycles>,
+}
+
+/// One instruction's figures from the LBR's cycle counts.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CycleCell {
+    /// The IPC of the basic block measured that holds it (perf's
+    /// 32-bit float); 0 when none was.
+    pub ipc: f32,
+    /// A branch from here: the average cycles since the branch before
+    /// (integer division, as perf); 0 when none counted.
+    pub cycles: u64,
+    /// Their minimum (perf: the smallest non-zero after a first zero)…
+    pub min: u64,
+    /// … and maximum.
+    pub max: u64,
+    /// The branches from here counted.
+    pub branches: u64,
+}
+
+/// The function's IPC and Cycle columns (perf's `cyc_hist` model, see
+/// [the module](super)).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BranchCycles {
+    /// Per instruction, in the order of [`Annotation::instructions`].
+    pub instructions: Vec<CycleCell>,
+    /// The cycles of the blocks that gave an IPC.
+    pub hit_cycles: u64,
+    /// Their instructions, each block's times its branches.
+    pub hit_insn: u64,
+    /// Instructions given an IPC.
+    pub covered: u64,
+    /// The function's instructions.
+    pub total: u64,
+}
+
+impl BranchCycles {
+    /// perf's "Average IPC": the instructions of the blocks measured
+    /// over their cycles.
+    pub fn average_ipc(&self) -> f64 {
+        if self.hit_cycles == 0 {
+            0.0
+        } else {
+            self.hit_insn as f64 / self.hit_cycles as f64
+        }
+    }
+
+    /// perf's "IPC Coverage": the share (percent) of the function's
+    /// instructions that have an IPC.
+    pub fn coverage(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.covered as f64 * 100.0 / self.total as f64
+        }
+    }
 }
 
 /// The memory samples of one instruction: their count, the sum of their
