@@ -39,8 +39,15 @@ fn recorded() -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
     let src = dir.path().join("hot.c");
     std::fs::write(&src, SOURCE).unwrap();
     let bin = dir.path().join("hot");
+    // A build id of this run's own: the build-id cache (~/.debug) may hold
+    // an earlier build of the same source, which would resolve the moved
+    // binary below by its id.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let id = format!("-Wl,--build-id=0x{:08x}{nanos:032x}", std::process::id());
     let cc = Command::new("gcc")
-        .args(["-O1", "-g", "-o"])
+        .args(["-O1", "-g", &id, "-o"])
         .arg(&bin)
         .arg(&src)
         .output();
