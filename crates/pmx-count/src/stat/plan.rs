@@ -165,7 +165,7 @@ impl StatPlan {
                         attr: Ok(attr),
                         cpus: cpus.map(<[u32]>::to_vec),
                         boxes: Vec::new(),
-                        origin: Some((e.name.clone(), b)),
+                        origin: (!e.boxes.is_empty()).then(|| (e.name.clone(), b)),
                         ..e.clone()
                     });
                 }
