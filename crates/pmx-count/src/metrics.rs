@@ -443,20 +443,21 @@ impl MetricSet {
         domains.dedup();
         let mut out = Vec::new();
         for d in &domains {
-            let lookup = |text: &str| match plan.events.iter().position(|e| e.name == text) {
-                None => Input::NotCounted("not scheduled".to_string()),
-                Some(ei) => match status.get(ei) {
-                    Some(EventStatus::NotSupported(why)) => Input::NotSupported(why.to_string()),
-                    Some(EventStatus::NotCounted(why)) => Input::NotCounted(why.to_string()),
-                    Some(EventStatus::Counted) => match rows
-                        .iter()
-                        .find(|r| r.event == ei && (&r.domain == d || r.domain == Domain::Total))
-                    {
-                        Some(r) if r.count.running > 0 => Input::Count(r.count),
-                        _ => Input::NotCounted(idle.to_string()),
-                    },
-                    None => Input::NotCounted("not scheduled".to_string()),
+            let one = |ei: usize| match status.get(ei) {
+                Some(EventStatus::NotSupported(why)) => Input::NotSupported(why.to_string()),
+                Some(EventStatus::NotCounted(why)) => Input::NotCounted(why.to_string()),
+                Some(EventStatus::Counted) => match rows
+                    .iter()
+                    .find(|r| r.event == ei && (&r.domain == d || r.domain == Domain::Total))
+                {
+                    Some(r) if r.count.running > 0 => Input::Count(r.count),
+                    _ => Input::NotCounted(idle.to_string()),
                 },
+                None => Input::NotCounted("not scheduled".to_string()),
+            };
+            let lookup = |text: &str| match plan.events.iter().position(|e| e.name == text) {
+                Some(ei) => one(ei),
+                None => boxes_summed(plan, text, &one),
             };
             out.extend(
                 self.evaluate_inputs(&lookup, Some(duration))
@@ -466,6 +467,39 @@ impl MetricSet {
         }
         out
     }
+}
+
+/// An input split into its boxes (`--no-merge`: the plan's events whose
+/// origin is `text`) is their sum, as perf 6.1 computes a metric over
+/// box events: one value, every box's count added. The first box that
+/// is not counted decides, named in the reason.
+fn boxes_summed(plan: &StatPlan, text: &str, one: &dyn Fn(usize) -> Input) -> Input {
+    let mut sum: Option<Count> = None;
+    for (ei, _) in plan
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.origin.as_ref().is_some_and(|(o, _)| o == text))
+    {
+        match one(ei) {
+            Input::Count(c) => {
+                let s = sum.get_or_insert(Count::default());
+                s.value += c.value;
+                s.enabled += c.enabled;
+                s.running += c.running;
+            }
+            Input::NotSupported(why) => {
+                return Input::NotSupported(format!("{}: {why}", plan.events[ei].name))
+            }
+            Input::NotCounted(why) => {
+                return Input::NotCounted(format!("{}: {why}", plan.events[ei].name))
+            }
+        }
+    }
+    sum.map_or_else(
+        || Input::NotCounted("not scheduled".to_string()),
+        Input::Count,
+    )
 }
 
 /// An event's name without its PMU (`cpu/cycles/` → `cycles`) and

@@ -19,6 +19,8 @@
 //!   `PERF_CTRx`, the core-counter extension, PerfMonV2, RAPL — with names
 //!   (case-insensitive, `IA32_PERFEVTSEL0`), addresses, vendor, [`Scope`]
 //!   and writable bits; fields through `pmx-model`'s register layouts.
+//! - [`cache_events`]: the kernel's generic cache events (`L1-dcache-loads`
+//!   …) as event selects, from its per-model tables.
 //! - [`scope`]: core- and package-scope registers are read once per domain,
 //!   from one CPU of it, and reported per domain.
 //! - [`allow`]: writes go only to the vendor's PMU control and counter
@@ -61,6 +63,7 @@
 #![warn(missing_docs)]
 
 pub mod allow;
+pub mod cache_events;
 pub mod catalogue;
 pub mod device;
 pub mod error;
@@ -71,6 +74,7 @@ pub mod session;
 pub mod signal;
 
 pub use allow::{check as check_write, Refusal, WritePolicy};
+pub use cache_events::{generic_cache_event, CacheGap};
 pub use catalogue::{lookup_address, lookup_name, resolve, Msr, MsrDef, Register, Scope};
 pub use device::{Mode, MsrDevice, MsrRoot};
 pub use error::MsrError;

@@ -18,7 +18,9 @@
 //! perf's name for fixed counter *n* (`INST_RETIRED.ANY` is 0x00/0x01);
 //! [`generic_hardware_event`] maps the kernel's generic `instructions`,
 //! `cycles` and `ref-cycles` to those fixed counters, and the other generic
-//! hardware events to the architectural (Intel) or Zen (AMD) encodings.
+//! hardware events to the architectural (Intel) or Zen (AMD) encodings;
+//! [`crate::generic_cache_event`] maps the generic cache events by CPU
+//! model ([`crate::cache_events`]).
 //!
 //! Thread-scope events are programmed on every selected CPU; client uncore
 //! events (PMU `uncore_cbox_N`, `uncore_arb`) once per package, on the
@@ -511,6 +513,13 @@ pub fn generic_hardware_event(arch: Arch, config: u64, attr: &PerfAttr) -> Optio
             _ => return None,
         },
     };
+    Some(raw_event(arch, raw, attr))
+}
+
+/// A core-PMU event select `raw` as a register encoding, privilege and
+/// the other bits from `attr` (as the kernel adds them to a table's
+/// value).
+pub(crate) fn raw_event(arch: Arch, raw: u64, attr: &PerfAttr) -> Encoded {
     let a = PerfAttr {
         pmu: "cpu".to_string(),
         type_: Some(PERF_TYPE_RAW),
@@ -519,8 +528,7 @@ pub fn generic_hardware_event(arch: Arch, config: u64, attr: &PerfAttr) -> Optio
         config2: 0,
         ..attr.clone()
     };
-    let mut notes = Vec::new();
-    Some(encode_attr(a, arch.core_layout(), arch, false, &mut notes))
+    encode_attr(a, arch.core_layout(), arch, false, &mut Vec::new())
 }
 
 /// The Intel fixed counter an event select stands for (event 0x00, unit

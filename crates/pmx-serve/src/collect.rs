@@ -429,6 +429,7 @@ pub(crate) mod tests {
             cgroup: None,
             settings: Default::default(),
             boxes: Vec::new(),
+            origin: None,
         }
     }
 

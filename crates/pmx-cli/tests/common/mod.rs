@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // Each test target uses a different part.
 
+pub mod msr_pmu;
+
 use pmx_testkit::msr::Machine;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

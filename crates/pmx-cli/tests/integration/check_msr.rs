@@ -10,28 +10,24 @@
 //! ended, so every step happens while it counts: no timing is involved.
 //! A row passes only when check programmed the right event on the right
 //! CPU and read its delta back; the registers are put back afterwards.
-//! The cache rows say why they cannot run (the msr backend has no
-//! encoding of the kernel's cache events).
+//! The L1 cache rows program the kernel's Skylake-SP encodings of its
+//! generic cache events (`MEM_INST_RETIRED.ALL_LOADS`, `L1D.REPLACEMENT`);
+//! the LLC row says why it cannot run (an `OFFCORE_RESPONSE` event).
 
+use crate::common::msr_pmu::{
+    files, get, put, snapshot, CPU, CPUS, EVTSEL0, FIXED_CTR0, FIXED_CTRL, GLOBAL_CTRL, PMC0,
+};
 use pmx::check::{Backend, CheckOptions};
 use pmx_testkit::msr::Machine;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::collections::BTreeSet;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-const CPU: &str = "GenuineIntel-6-55-4";
-const CPUS: u32 = 4;
-const GLOBAL_CTRL: u32 = 0x38f;
-const FIXED_CTRL: u32 = 0x38d;
-const PMC0: u32 = 0xc1;
-const EVTSEL0: u32 = 0x186;
-const FIXED_CTR0: u32 = 0x309;
 /// What a process's start-up adds to every counter, at both sizes.
 const START_UP: u64 = 123_457;
 
@@ -43,17 +39,6 @@ fn machine() -> Machine {
     std::os::unix::fs::symlink(".", m.dev().join("cpu")).unwrap();
     std::fs::create_dir_all(m.path().join("sync")).unwrap();
     m
-}
-
-fn get(f: &File, address: u32) -> u64 {
-    let mut b = [0u8; 8];
-    f.read_exact_at(&mut b, u64::from(address) * 8).unwrap();
-    u64::from_le_bytes(b)
-}
-
-fn put(f: &File, address: u32, value: u64) {
-    f.write_all_at(&value.to_le_bytes(), u64::from(address) * 8)
-        .unwrap();
 }
 
 /// What the kernel `words` (its name, arguments and size) counts for a
@@ -75,6 +60,8 @@ fn counts(words: &[&str], event: Option<(u64, u64)>, branch_extra: u64) -> u64 {
             ("loop", Some((0xc4, 0x00))) => size + size / 1_000_000 * branch_extra,
             ("loop", Some((0xc4, 0x20))) => size,
             ("fma", Some((0xc7, u))) if u == fma_umask(words[1]) => ops * size,
+            ("chase", Some((0xd0, 0x81))) => size,
+            ("chase", Some((0x51, 0x01))) => size / 1000,
             _ => 0,
         }
 }
@@ -89,12 +76,7 @@ struct Seen {
 
 /// Answer each run of the runner until `stop`.
 fn simulate(m: &Machine, branch_extra: u64, stop: Arc<AtomicBool>) -> JoinHandle<Seen> {
-    let files: Vec<File> = (0..CPUS)
-        .map(|c| {
-            let p = m.dev().join(format!("cpu{c}/msr"));
-            OpenOptions::new().read(true).write(true).open(p).unwrap()
-        })
-        .collect();
+    let files = files(m);
     let sync = m.path().join("sync");
     std::thread::spawn(move || {
         let mut seen = Seen::default();
@@ -143,19 +125,6 @@ fn runner(sync: &Path) -> Vec<String> {
         r#"echo "$*" > "{d}/started.tmp"; mv "{d}/started.tmp" "{d}/started"; while [ ! -e "{d}/done" ]; do sleep 0.002; done; rm "{d}/done""#
     );
     vec!["sh".into(), "-c".into(), script, "runner".into()]
-}
-
-/// Every register of the catalogue on every CPU.
-fn snapshot(m: &Machine) -> BTreeMap<(u32, u32), u64> {
-    let mut out = BTreeMap::new();
-    for def in pmx_msr::catalogue::CATALOGUE {
-        for i in 0..def.count {
-            for cpu in 0..CPUS {
-                out.insert((cpu, def.address(i)), m.get(cpu, def.address(i)));
-            }
-        }
-    }
-    out
 }
 
 /// Set in the child: the fixture's root, a tab, the rows.
@@ -223,7 +192,7 @@ fn hardware_rows_count_through_the_msr_devices_and_pass() {
     let before = snapshot(&m);
     let (r, seen) = check(
         &m,
-        "page-faults,instructions,branches,taken-branches,L1-dcache-loads,L1-dcache-load-misses,fp-scalar",
+        "page-faults,instructions,branches,taken-branches,L1-dcache-loads,L1-dcache-load-misses,LLC-load-misses,fp-scalar",
         0,
     );
     assert_eq!(r["backend"], "msr");
@@ -236,6 +205,8 @@ fn hardware_rows_count_through_the_msr_devices_and_pass() {
         ("branches", 10_000_000.0),
         ("taken-branches", 10_000_000.0),
         ("fp-scalar", fp_ops),
+        ("L1-dcache-loads", 10_000_000.0),
+        ("L1-dcache-load-misses", 10_000.0),
     ] {
         let x = row(&r, id);
         assert_eq!(x["status"], "pass", "{x}");
@@ -243,27 +214,22 @@ fn hardware_rows_count_through_the_msr_devices_and_pass() {
         let rounds = u64::from(pmx::check::MIN_ROUNDS);
         assert_eq!(x["tries"].as_u64(), Some(rounds), "{x}");
     }
-    // The kernel's cache events have no register encoding in the msr
-    // backend: the rows say so, and nothing ran for them.
-    for id in ["L1-dcache-loads", "L1-dcache-load-misses"] {
-        let x = row(&r, id);
-        assert_eq!(x["status"], "skipped", "{x}");
-        let why = reason(x);
-        assert!(
-            why.starts_with("not counted through the msr devices: "),
-            "{x}"
-        );
-    }
+    // The kernel counts LLC misses on Skylake-SP with OFFCORE_RESPONSE
+    // and an extra register: the row says so, and nothing ran for it.
+    let llc = row(&r, "LLC-load-misses");
+    assert_eq!(llc["status"], "skipped", "{llc}");
+    assert!(
+        reason(llc).contains("OFFCORE_RESPONSE (event select 0x1b7)"),
+        "{llc}"
+    );
     // Only the measured CPU (the first online one) was programmed; every
-    // size of the four rows that ran, twice.
+    // size of the six rows that ran, twice.
     assert_eq!(seen.cpus, BTreeSet::from([0]), "{seen:?}");
     assert!(seen.runs.contains(&"loop 1000000".to_string()), "{seen:?}");
     assert!(seen.runs.contains(&"loop 11000000".to_string()), "{seen:?}");
-    assert_eq!(seen.runs.len(), 4 * 2 * 2, "{seen:?}");
-    assert!(
-        !seen.runs.iter().any(|r| r.starts_with("chase")),
-        "{seen:?}"
-    );
+    assert_eq!(seen.runs.len(), 6 * 2 * 2, "{seen:?}");
+    let far = seen.runs.iter().filter(|r| r.ends_with(" 100000"));
+    assert_eq!(far.count(), 0, "{seen:?}");
     let after = snapshot(&m);
     let counter =
         |a: u32| (PMC0..PMC0 + 8).contains(&a) || (FIXED_CTR0..FIXED_CTR0 + 4).contains(&a);

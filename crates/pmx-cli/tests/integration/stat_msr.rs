@@ -13,11 +13,13 @@
 //! equal exactly what the simulator records it added, however slow the
 //! machine is.
 
+use crate::common::msr_pmu::{
+    files, get, put, snapshot, CPU, CPUS, EVTSEL0, FIXED_CTR0, FIXED_CTRL, GLOBAL_CTRL, PMC0,
+};
 use crate::common::{stderr, PMX};
 use pmx_testkit::msr::Machine;
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,14 +27,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-const CPU: &str = "GenuineIntel-6-55-4";
-const CPUS: u32 = 4;
-
-const GLOBAL_CTRL: u32 = 0x38f;
-const FIXED_CTRL: u32 = 0x38d;
-const PMC0: u32 = 0xc1;
-const EVTSEL0: u32 = 0x186;
-const FIXED_CTR0: u32 = 0x309;
 const RAPL_UNIT: u32 = 0x606;
 const PKG_ENERGY: u32 = 0x611;
 /// PU 3, ESU 14 (1/16384 J), TU 10: a typical Intel value.
@@ -69,30 +63,12 @@ impl StatFixture for Machine {
     }
 
     fn files(&self) -> Vec<File> {
-        (0..CPUS)
-            .map(|cpu| {
-                OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .open(self.dev().join(format!("cpu{cpu}/msr")))
-                    .unwrap()
-            })
-            .collect()
+        files(self)
     }
 
     /// Every catalogue register on every CPU.
     fn snapshot(&self) -> BTreeMap<(u32, u32), u64> {
-        let files = self.files();
-        let mut out = BTreeMap::new();
-        for def in pmx_msr::catalogue::CATALOGUE {
-            for i in 0..def.count {
-                let a = def.address(i);
-                for cpu in 0..CPUS {
-                    out.insert((cpu, a), get(&files[cpu as usize], a));
-                }
-            }
-        }
-        out
+        snapshot(self)
     }
 
     /// Values "someone" left before pmx: plenty of bits to put back, but
@@ -146,17 +122,6 @@ impl StatFixture for Machine {
             self.sync().display().to_string(),
         ]
     }
-}
-
-fn get(f: &File, address: u32) -> u64 {
-    let mut b = [0u8; 8];
-    f.read_exact_at(&mut b, address as u64 * 8).unwrap();
-    u64::from_le_bytes(b)
-}
-
-fn put(f: &File, address: u32, value: u64) {
-    f.write_all_at(&value.to_le_bytes(), address as u64 * 8)
-        .unwrap();
 }
 
 /// A counter of the simulated PMU.

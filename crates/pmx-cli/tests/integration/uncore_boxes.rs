@@ -175,3 +175,115 @@ fn serve_opens_every_box_and_exports_their_sum() {
         "boxes {boxes} / faults {faults} = {ratio}"
     );
 }
+
+/// A data fabric of three boxes (`amd_df_0` … `amd_df_2`, each with a
+/// cpumask): the software PMU's `cpu-clock` (type 1, config 0) under the
+/// names of perf's Zen 3 table, whose `event` and `umask` terms land in
+/// `config1`/`config2`, which the software PMU ignores — so each of
+/// `dram_channel_data_controller_0…7` counts real time on every box.
+fn fabric(dir: &Path) -> std::path::PathBuf {
+    let dev = dir.join("sys/bus/event_source/devices");
+    for n in 0..3 {
+        let b = dev.join(format!("amd_df_{n}"));
+        std::fs::create_dir_all(b.join("format")).unwrap();
+        std::fs::write(b.join("type"), "1\n").unwrap();
+        std::fs::write(b.join("cpumask"), "0\n").unwrap();
+        std::fs::write(b.join("format/event"), "config1:0-7,32-35\n").unwrap();
+        std::fs::write(b.join("format/umask"), "config2:8-15\n").unwrap();
+    }
+    for e in std::fs::read_dir("/sys/bus/event_source/devices")
+        .unwrap()
+        .flatten()
+    {
+        if let Ok(target) = std::fs::canonicalize(e.path()) {
+            let _ = std::os::unix::fs::symlink(target, dev.join(e.file_name()));
+        }
+    }
+    dev
+}
+
+/// Of `-x,` lines: the event rows' values summed, the values of the
+/// metric's lines. `value`/`name`: the columns of a row's value and
+/// name; a metric line has `nps1_die_to_dram` in its name column.
+fn sum_and_metric(text: &str, value: usize, name: usize) -> (f64, Vec<f64>) {
+    let (mut sum, mut metric) = (0.0, Vec::new());
+    for f in text.lines().map(|l| l.split(',').collect::<Vec<_>>()) {
+        let Some(v) = f.get(value).and_then(|v| v.parse::<f64>().ok()) else {
+            continue;
+        };
+        match f.get(name) {
+            Some(n) if n.contains("nps1_die_to_dram") => metric.push(v),
+            Some(n) if n.starts_with("dram_channel_data_controller_") => sum += v,
+            _ => {}
+        }
+    }
+    (sum, metric)
+}
+
+/// A metric over box events with `--no-merge`: perf 6.1 prints one value,
+/// its inputs summed over every box (not one per box), so pmx does too:
+/// with and without `--no-merge` the one value is the same multiple of
+/// the rows' sum (perf's is the table's `6.1e-5MiB`).
+#[test]
+fn a_metric_over_split_boxes_has_the_boxes_sum_as_perf_gives_it() {
+    let Some(tables) = pmx_testkit::shared::shared_data("linux-perf-events") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dev = fabric(dir.path());
+    let pmx_run = |extra: &[&str]| {
+        let (root, tables) = (dir.path().to_str().unwrap(), tables.to_str().unwrap());
+        let mut args = vec!["stat", "--cpu", "AuthenticAMD-25-1-1", "--sysfs-root", root];
+        args.extend(["--events-dir", tables, "-x,", "-M", "nps1_die_to_dram"]);
+        args.extend(extra);
+        args.push("true");
+        let o = pmx(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        // pmx's -x, lines: the raw count in column 6, the name in 3; a
+        // metric line's value in 1.
+        let text = stderr(&o);
+        let (sum, _) = sum_and_metric(&text, 6, 3);
+        let (_, metric) = sum_and_metric(&text, 1, 3);
+        let rows = text.matches("dram_channel_data_controller_").count();
+        (sum, metric, rows, text)
+    };
+    let (merged, m1, n1, t1) = pmx_run(&[]);
+    let (split, m2, n2, t2) = pmx_run(&["--no-merge"]);
+    assert_eq!((n1, n2), (8, 24), "{t1}{t2}");
+    assert_eq!((m1.len(), m2.len()), (1, 1), "{t1}{t2}");
+    let (f1, f2) = (m1[0] / merged, m2[0] / split);
+    assert!((f1 - f2).abs() <= f1 * 1e-6, "{f1} {f2}\n{t1}{t2}");
+    // perf on the same tree, where this host's CPU gives perf the metric.
+    let script = format!(
+        "mount --bind {} /sys/bus/event_source/devices && perf stat -x, --no-merge -a -M nps1_die_to_dram sleep 0.01",
+        dev.display()
+    );
+    let o = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output();
+    let text = match o {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stderr).into_owned(),
+        Ok(o) => {
+            return skip(format!(
+                "perf on the fabric tree: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ))
+        }
+        Err(e) => return skip(format!("unshare: {e}")),
+    };
+    if !text.contains("nps1_die_to_dram") {
+        return skip(format!("perf has no nps1_die_to_dram for this CPU: {text}"));
+    }
+    let (sum, _) = sum_and_metric(&text, 0, 2);
+    let (_, metric) = sum_and_metric(&text, 4, 5);
+    assert_eq!(
+        text.matches("dram_channel_data_controller_").count(),
+        24,
+        "{text}"
+    );
+    assert_eq!(metric.len(), 1, "perf's one value: {text}");
+    assert!(
+        (metric[0] / sum / 6.1e-5 - 1.0).abs() < 1e-3,
+        "{sum} {metric:?}\n{text}"
+    );
+}

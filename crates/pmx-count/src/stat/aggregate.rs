@@ -241,6 +241,7 @@ mod tests {
             cgroup: None,
             settings: Default::default(),
             boxes: Vec::new(),
+            origin: None,
         }
     }
 

@@ -116,6 +116,23 @@ fn every_box_is_opened_and_summed() {
         ]
     );
     assert_eq!(plan.groups.len(), 7);
+    // Each box remembers the event it was split from and its index.
+    let origins: Vec<Option<(&str, usize)>> = (plan.events.iter())
+        .map(|e| e.origin.as_ref().map(|(o, b)| (o.as_str(), *b)))
+        .collect();
+    let (spec, alias) = ("uncore_imc/cas_count_read/", "cas_count_read");
+    assert_eq!(
+        origins,
+        [
+            Some((spec, 0)),
+            Some((spec, 1)),
+            Some((spec, 2)),
+            Some((alias, 0)),
+            Some((alias, 1)),
+            Some((alias, 2)),
+            None
+        ]
+    );
     let r = run(&plan, &command(&["true"])).expect("run");
     let rows = aggregate(&plan, &r.instances, Aggregation::Total, None);
     let faults = rows[6].count.value;

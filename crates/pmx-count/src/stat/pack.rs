@@ -123,6 +123,7 @@ mod tests {
             cgroup: None,
             settings: Default::default(),
             boxes: Vec::new(),
+            origin: None,
         }
     }
 

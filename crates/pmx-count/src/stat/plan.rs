@@ -54,6 +54,10 @@ pub struct PlannedEvent {
     /// and `cpus` are the first's); empty: `attr` alone.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub boxes: Vec<PmuBox>,
+    /// After [`StatPlan::split_boxes`]: the event this one is a box of
+    /// (its name before the split) and the box's index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<(String, usize)>,
 }
 
 /// One box of a PMU the kernel registers only as numbered boxes
@@ -161,6 +165,7 @@ impl StatPlan {
                         attr: Ok(attr),
                         cpus: cpus.map(<[u32]>::to_vec),
                         boxes: Vec::new(),
+                        origin: (!e.boxes.is_empty()).then(|| (e.name.clone(), b)),
                         ..e.clone()
                     });
                 }
@@ -231,6 +236,7 @@ fn unsupported(
         cgroup: None,
         settings,
         boxes: Vec::new(),
+        origin: None,
     })
 }
 
@@ -253,6 +259,7 @@ fn plan_one(
         cgroup: None,
         settings,
         boxes: Vec::new(),
+        origin: None,
     };
     if let Body::Breakpoint { addr, len, access } = &spec.body {
         let bp = match access.as_str() {

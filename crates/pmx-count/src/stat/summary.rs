@@ -177,6 +177,7 @@ mod tests {
                 cgroup: None,
                 settings: Default::default(),
                 boxes: Vec::new(),
+                origin: None,
             }],
             groups: Vec::new(),
         };

@@ -8,7 +8,9 @@ use pmx_events::{Counters, Database, SourceKind};
 use pmx_model::encoding::{encode_spec, Arch, EncodeOptions, Encoded};
 use pmx_model::spec::{Body, EventSpec, SpecError};
 use pmx_model::topology::Topology;
-use pmx_msr::{generic_hardware_event, MsrEvent, MsrRoot, PmuCounters};
+use pmx_msr::{
+    generic_cache_event, generic_hardware_event, CacheGap, MsrEvent, MsrRoot, PmuCounters,
+};
 use pmx_sys::{NativeCpuid, PmuCaps};
 
 /// Why an event of an `-e` list cannot be programmed through the msr
@@ -34,6 +36,19 @@ pub enum MsrEventError {
         name: String,
         /// The register set.
         arch: Arch,
+    },
+    /// A generic cache event the kernel's table for this CPU does not
+    /// give as one event select (no table, not counted, or an
+    /// `OFFCORE_RESPONSE` event with its extra register).
+    NoCacheEncoding {
+        /// The spec as typed.
+        event: String,
+        /// The event's name in the database.
+        name: String,
+        /// The CPU.
+        cpu: String,
+        /// Why.
+        gap: CacheGap,
     },
     /// An event the kernel counts by itself (software, tracepoint…).
     KernelCounted {
@@ -63,6 +78,11 @@ impl MsrEventError {
                 "the kernel has no {} encoding for '{name}', so neither has the msr backend",
                 pmx_msr::catalogue::arch_name(*arch)
             ),
+            MsrEventError::NoCacheEncoding { name, cpu, gap, .. } => match gap {
+                CacheGap::NoTable => format!("pmx has no copy of the kernel's cache-event table for {cpu}, so the msr backend cannot encode '{name}'"),
+                CacheGap::NotCounted => format!("the kernel's cache-event table for {cpu} does not count '{name}'"),
+                CacheGap::Offcore(select) => format!("the kernel counts '{name}' on {cpu} as OFFCORE_RESPONSE (event select {select:#x}) with an extra register (MSR_OFFCORE_RSP_x) the msr backend does not program"),
+            },
             MsrEventError::KernelCounted { name, pmu, .. } => format!(
                 "'{name}' is counted by the kernel ({pmu} PMU), not by a PMU counter the msr backend can program"
             ),
@@ -83,6 +103,7 @@ impl std::fmt::Display for MsrEventError {
             ),
             MsrEventError::UncoreAlias { event, .. }
             | MsrEventError::NoGenericEncoding { event, .. }
+            | MsrEventError::NoCacheEncoding { event, .. }
             | MsrEventError::KernelCounted { event, .. } => {
                 write!(f, "{event}: {}", self.reason())
             }
@@ -95,7 +116,8 @@ impl std::error::Error for MsrEventError {}
 /// An event of an `-e` list as a register encoding the msr backend can
 /// program: core-PMU encodings from the database, the kernel's generic
 /// hardware events through [`generic_hardware_event`] (fixed counters on
-/// Intel), client-uncore terms through the register model, the counter
+/// Intel), its cache events through [`generic_cache_event`] (the table
+/// of the database's CPU model), client-uncore terms through the register model, the counter
 /// constraint from the event's definition. Anything the kernel counts
 /// (software events, tracepoints) is an error. The one resolver of
 /// `pmx stat --backend msr`, `pmx msr plan` and `pmx::Backend::Msr`.
@@ -132,6 +154,19 @@ pub fn msr_event(db: &Database, spec: &EventSpec, arch: Arch) -> Result<MsrEvent
                     event: text.clone(),
                     name: def.name.clone(),
                     arch,
+                }
+            })?
+        }
+        (None, Some(def))
+            if def.source == SourceKind::Kernel
+                && def.perf_type == Some(pmx_events::perf_type::HW_CACHE) =>
+        {
+            generic_cache_event(&db.target.cpu, def.config, &r.attr).map_err(|gap| {
+                MsrEventError::NoCacheEncoding {
+                    event: text.clone(),
+                    name: def.name.clone(),
+                    cpu: db.target.cpu.to_string(),
+                    gap,
                 }
             })?
         }
@@ -230,6 +265,7 @@ pub(super) fn stat_event(name: &str, group: usize, unit: Option<&str>) -> Planne
         cgroup: None,
         settings: Default::default(),
         boxes: Vec::new(),
+        origin: None,
     }
 }
 
