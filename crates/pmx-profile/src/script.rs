@@ -721,7 +721,8 @@ impl Run<'_> {
             }
             r
         });
-        (batch.samples.clear(), batch.sites.clear());
+        batch.samples.clear();
+        batch.sites.clear();
         r
     }
 
