@@ -17,6 +17,12 @@
 #                                  # peak RSS, --jobs 1 against --jobs 2
 # 10M is resampled too; "dwarf" is a perf record --call-graph dwarf of
 # the workload (5 s at 1 kHz).
+#   BIG=3 bench/report.sh          # bounded memory: a file of ~3 GB
+#                                  # (pmx-perfdata's many_samples example,
+#                                  # 11.1M samples per GB), pmx report's
+#                                  # peak RSS with its progress line on a
+#                                  # terminal (script(1) gives it one); the
+#                                  # file is deleted afterwards
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p pmx-cli
@@ -73,6 +79,19 @@ peak() { # the least max RSS (KiB) of 3 runs of "$@"
 }
 
 echo "machine: $(nproc) CPUs, $(uname -r), $(perf version), load: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "${BIG:-}" ]; then
+  big=$OUT/big.data
+  cargo run --release -q -p pmx-perfdata --example many_samples -- "$big" $((BIG * 11100000))
+  echo "== big: $(stat -c %s "$big") bytes"
+  for args in "report -q" "report" "script --jobs 1"; do
+    # The progress line goes to the terminal script(1) makes; the peak RSS to a file.
+    script -qec "/usr/bin/time -f %M -o $OUT/big.rss $PMX $args -i $big >/dev/null" /dev/null |
+      tr '\r' '\n' | grep -v '^$' | tail -2
+    echo " pmx $args: peak RSS $(cat "$OUT/big.rss") KiB"
+  done
+  rm -f "$big"
+  exit 0
+fi
 if [ -n "${PAIRED:-}" ]; then
   for size in ${SIZES:-1k 160k 1.25M 10M dwarf}; do
     record "$size"

@@ -1,6 +1,6 @@
 //! `pmx script`: every sample as `perf script` prints it, or JSON lines.
 
-use pmx_profile::script::{ScriptError as E, ScriptOptions};
+use pmx_profile::script::{script_with_progress, ScriptError as E, ScriptOptions};
 
 /// Arguments of `pmx script` (call chains are shown when the file has them).
 #[derive(Debug, clap::Args)]
@@ -26,19 +26,21 @@ pub struct ScriptArgs {
     /// Print namespace records (recorded with `record --namespaces`).
     #[arg(long)]
     show_namespace_events: bool,
+    /// Threads formatting the lines; the output is the same with any number.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    jobs: usize,
 }
 
 /// Run `pmx script`; a closed pipe (`| head`) ends it quietly.
 pub fn run(a: &ScriptArgs) -> anyhow::Result<i32> {
     let (input, fields) = (a.input.clone(), a.fields.clone());
     let mut opts = ScriptOptions::new(input, fields, a.json, !a.hide_call_graph);
-    opts.symbols = crate::symbols::options(a.demangle);
+    (opts.symbols, opts.jobs) = (crate::symbols::options(a.demangle), a.jobs);
     opts.show_switch_events = a.show_switch_events;
     opts.show_namespace_events = a.show_namespace_events;
     let mut progress = pmx_output::progress::Progress::beside_stdout(false);
     let out = &mut std::io::stdout().lock();
-    let summary =
-        pmx_profile::script::script_with_progress(&opts, out, &mut |d, t| progress.update(d, t));
+    let summary = script_with_progress(&opts, out, &mut |d, t| progress.update(d, t));
     progress.finish();
     let summary = match summary {
         Err(E::Output(e)) => return Err(e.into()),

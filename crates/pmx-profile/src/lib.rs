@@ -46,7 +46,8 @@
 //!
 //! **Every sample** ([`script::script`]): `pmx script`, the same replay
 //! streamed to a writer, one line per sample in `perf script`'s layout
-//! (`-F` fields, call chains) or JSON lines.
+//! (`-F` fields, call chains) or JSON lines; the lines formatted on
+//! [`script::ScriptOptions::jobs`] threads, the output the same as one's.
 //!
 //! **A `data_src` in words** ([`data_src`]): the operation, level,
 //! snoop, TLB, lock and block of a memory sample as perf writes them,

@@ -6,6 +6,21 @@
 //! and each round's samples are written as they are applied; nothing
 //! grows with the number of samples.
 //!
+//! On several threads ([`ScriptOptions::jobs`]): the replay's thread
+//! still reads, orders and applies every record and resolves each
+//! sample's command and sites (the symbolizer's caches and lazily read
+//! binaries stay on one thread); the resolved samples gather in a batch
+//! (16,384 at most), which the jobs format in contiguous parts, each
+//! into a buffer of its own, written in the parts' order: the output is
+//! the one thread's, byte for byte. A batch is written before any other
+//! line (a side-band record, a sample whose line needs tracepoint
+//! formats, branch fields or `data_src`'s running width, which are
+//! formatted in order as before); maps, commands and forks do not end
+//! it, as its samples are already resolved. One thread is the default:
+//! on the 2-CPU machine of docs/BENCHMARKS.md two jobs took 37% more
+//! CPU time than one (threads started per batch, the lines copied
+//! once more) and no less wall time.
+//!
 //! `-F brstack`/`brstacksym` print each sample's branch stack as perf
 //! script does (the ends of `brstacksym` looked up in the sample's mode
 //! first, then the other, as perf's fallback).
@@ -60,6 +75,10 @@ pub struct ScriptOptions {
     pub show_switch_events: bool,
     /// Print namespace records (perf's `--show-namespace-events`).
     pub show_namespace_events: bool,
+    /// Threads formatting the lines (0 or 1: the replay's thread alone,
+    /// the default: more threads cost CPU time, see the module's
+    /// documentation); the output is the same with any number.
+    pub jobs: usize,
 }
 
 impl ScriptOptions {
@@ -75,6 +94,7 @@ impl ScriptOptions {
             symbols: SymbolOptions::default(),
             show_switch_events: false,
             show_namespace_events: false,
+            jobs: 0,
         }
     }
 }
@@ -166,7 +186,31 @@ struct Run<'w> {
     lbr: Vec<bool>,
     /// The branch fields read from the binaries (`brstackoff`, `brstackinsn`).
     code: branches::Code,
+    /// Threads formatting lines, and the lines and output of each but
+    /// the first (the writer's own).
+    jobs: usize,
+    workers: Vec<(write::Lines, Vec<u8>)>,
+    /// Samples of a round resolved, waiting to be formatted.
+    batch: Batch,
 }
+
+/// Samples resolved in order (command, leaf, call chain's sites), to be
+/// formatted by the jobs: each sample, its command, its leaf and its
+/// chain in `sites`. Written before anything else is (a side-band line,
+/// a sample formatted alone) and at the end.
+#[derive(Default)]
+struct Batch {
+    samples: Vec<BatchSample>,
+    sites: Vec<Site>,
+}
+
+/// One sample of a [`Batch`].
+type BatchSample = (write::SampleRec, u32, Site, std::ops::Range<usize>);
+
+/// Samples a batch holds before its lines are formatted.
+const BATCH: usize = 1 << 14;
+/// Below this many samples per job a batch is formatted on one thread.
+const PER_JOB: usize = 1 << 11;
 
 /// Print every sample of `opts.input` to `out`.
 pub fn script(opts: &ScriptOptions, out: &mut dyn Write) -> Result<ScriptSummary, ScriptError> {
@@ -219,6 +263,9 @@ pub fn script_with_progress(
         writer,
         lbr: crate::lbr::events(reader.events()),
         code: branches::Code::new(opts),
+        jobs: opts.jobs.max(1),
+        workers: Vec::new(),
+        batch: Batch::default(),
     };
     let (mut max_time, mut prev_round_max) = (0u64, 0u64);
     let mut features_seen = reader.features().present.len();
@@ -245,6 +292,9 @@ pub fn script_with_progress(
         if reader.events().len() != run.writer.event_count() {
             // A pipe's attrs come as records, before its samples.
             let (fields, chains) = event_fields(opts, &reader)?;
+            // The lines before it with the events they were resolved with.
+            run.emit()?;
+            run.workers.clear();
             run.writer.set_events(reader.events(), fields, chains);
             wants_trace = (0..reader.events().len()).any(|i| run.writer.wants_raw(i));
         }
@@ -274,6 +324,7 @@ pub fn script_with_progress(
         }
     }
     run.flush(u64::MAX)?;
+    run.emit()?;
     run.writer.finish()?;
     let mut warnings = run.sym.warnings().to_vec();
     if let Some(t) = reader.truncation() {
@@ -415,10 +466,24 @@ impl Run<'_> {
         // (each CPU's records are in order) are found.
         order.sort_by_key(|&(t, _)| t);
         let n = order.partition_point(|(t, _)| *t <= limit);
-        let items = std::mem::take(&mut self.items);
+        let mut items = std::mem::take(&mut self.items);
         let mut r = Ok(());
         for &(_, i) in &order[..n] {
-            r = self.apply(&items[i as usize].1);
+            let item = &mut items[i as usize].1;
+            r = match item {
+                // Formatted by the jobs, in this order (moved: the
+                // records applied are dropped below).
+                Item::Sample(s) if self.jobs > 1 && self.writer.parallel(s.event) => {
+                    let s = std::mem::replace(s, write::SampleRec::taken());
+                    self.resolve_into(s)
+                }
+                // A line: the batch's lines first.
+                item @ (Item::Sample(_) | Item::Side(_)) => {
+                    self.emit().and_then(|()| self.apply(item))
+                }
+                // A map, command or fork: the batch's samples are resolved.
+                item => self.apply(item),
+            };
             if r.is_err() {
                 break;
             }
@@ -555,20 +620,21 @@ impl Run<'_> {
         }
     }
 
-    fn sample(&mut self, s: &write::SampleRec) -> std::io::Result<()> {
+    /// What a sample's line shows: its command, its leaf's site, its
+    /// call chain's sites (appended to `sites`), whether the leaf is the
+    /// kernel's.
+    fn resolve(&mut self, s: &write::SampleRec, sites: &mut Vec<Site>) -> (u32, Site, bool) {
         let comm = self.comm_of(s.tid);
         let mode = s.misc & misc::CPUMODE_MASK;
         let kernel = mode == misc::KERNEL || (mode != misc::USER && s.ip >= 0xffff_8000_0000_0000);
-        let mut sites = std::mem::take(&mut self.sites);
-        sites.clear();
         if self.writer.chain(s.event) {
-            let mut ctx_kernel = kernel;
+            let (mut ctx_kernel, start) = (kernel, sites.len());
             for i in s.chain_only() {
                 let a = self.arena[i];
                 if a >= callchain::CONTEXT_MAX {
                     if !crate::lbr::is_context(a) {
                         // A corrupt chain: perf prints none of it.
-                        sites.clear();
+                        sites.truncate(start);
                         break;
                     }
                     ctx_kernel = a == callchain::CONTEXT_KERNEL;
@@ -588,6 +654,82 @@ impl Run<'_> {
             self.user_site(s.pid, s.ip)
         };
         leaf.shown = s.ip;
+        (comm, leaf, kernel)
+    }
+
+    /// Resolve sample `s` into the batch, written when it is full.
+    fn resolve_into(&mut self, s: write::SampleRec) -> std::io::Result<()> {
+        let mut batch = std::mem::take(&mut self.batch);
+        let start = batch.sites.len();
+        let (comm, leaf, _) = self.resolve(&s, &mut batch.sites);
+        (batch.samples).push((s, comm, leaf, start..batch.sites.len()));
+        self.batch = batch;
+        if self.batch.samples.len() < BATCH {
+            return Ok(());
+        }
+        self.emit()
+    }
+
+    /// Format the batch's samples on the jobs (each a contiguous part,
+    /// its lines into a buffer of its own) and write them in order.
+    fn emit(&mut self) -> std::io::Result<()> {
+        if self.batch.samples.is_empty() {
+            return Ok(());
+        }
+        let batch = &mut self.batch;
+        let jobs = self.jobs.min(batch.samples.len() / PER_JOB).max(1);
+        while self.workers.len() + 1 < jobs {
+            self.workers.push((self.writer.worker(), Vec::new()));
+        }
+        let per = batch.samples.len().div_ceil(jobs);
+        let (sym, names, sites) = (&self.sym, &self.comm_names, &batch.sites[..]);
+        let format = |lines: &mut write::Lines, out: &mut Vec<u8>, part: &[BatchSample]| {
+            let mut n = 0u64;
+            for (s, comm, leaf, chain) in part {
+                let parts = (&sites[chain.clone()], &[][..], &[][..], &[][..]);
+                n += u64::from(lines.sample(out, s, &names[*comm as usize], *leaf, parts, sym));
+            }
+            n
+        };
+        let mut chunks = batch.samples.chunks(per);
+        let first = chunks.next().unwrap_or(&[]);
+        let writer = &mut self.writer;
+        let r = std::thread::scope(|sc| {
+            let mut r = Ok(());
+            let workers = self.workers.iter_mut();
+            let handles: Vec<_> = (chunks.zip(workers))
+                .map(|(part, (lines, out))| {
+                    out.clear();
+                    sc.spawn(move || (format(lines, out, part), out))
+                })
+                .collect();
+            for (s, comm, leaf, chain) in first {
+                let parts = (&sites[chain.clone()], &[][..], &[][..], &[][..]);
+                r = r.and_then(|()| writer.sample(s, &names[*comm as usize], *leaf, parts, sym));
+            }
+            for h in handles {
+                // A job does not panic on resolved samples; if one did,
+                // the output stops with an error, not with lines missing.
+                let joined = h
+                    .join()
+                    .map_err(|_| std::io::Error::other("a script job failed"));
+                r = r.and_then(|()| {
+                    let (n, out) = joined?;
+                    writer.samples += n;
+                    writer.write_lines(out)
+                });
+            }
+            r
+        });
+        batch.samples.clear();
+        batch.sites.clear();
+        r
+    }
+
+    fn sample(&mut self, s: &write::SampleRec) -> std::io::Result<()> {
+        let mut sites = std::mem::take(&mut self.sites);
+        sites.clear();
+        let (comm, leaf, kernel) = self.resolve(s, &mut sites);
         let br = s.branch_range();
         let mut ends = Vec::new();
         if self.writer.branch_sites(s.event) {

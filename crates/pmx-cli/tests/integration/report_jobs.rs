@@ -1,11 +1,16 @@
-//! `pmx report --jobs N` (issue 43): the plain samples of a mapped file
-//! are counted on N threads, and every report form is the one a single
+//! `pmx report --jobs N` and `pmx script --jobs N` (issue 43): the plain
+//! samples of a mapped file are counted (report) or their lines
+//! formatted (script) on N threads, and every form is the one a single
 //! job prints, byte for byte: the table, `-g`, `--folded` and `--json`,
-//! on every shared recording and on a generated file of 120,000 samples
-//! (pmx-testkit's `many_samples`: three processes, a COMM and an MMAP2
-//! every 40,000 samples, kernel and user stacks, rounds out of order).
+//! script's default lines, `-F` fields and `--json`, on every shared
+//! recording and on a generated file of 120,000 samples (pmx-testkit's
+//! `many_samples`: three processes, a COMM and an MMAP2 every 40,000
+//! samples, kernel and user stacks, rounds out of order). And two jobs
+//! really are two threads: the kernel's `task:task_newtask` tracepoint,
+//! counted by `pmx stat` over the command, sees threads made with
+//! `--jobs 2` and none with `--jobs 1`.
 
-use crate::common::{pmx, stderr};
+use crate::common::{pmx, stderr, PMX};
 use pmx_testkit::perfdata::{self, SAMPLE_ID_ALL};
 use pmx_testkit::shared::shared_data;
 use std::path::Path;
@@ -43,15 +48,105 @@ fn same_with_two_jobs(file: &Path) -> Vec<Vec<u8>> {
     ok
 }
 
-#[test]
-fn a_generated_file_reports_the_same_with_one_job_and_two() {
+/// The script forms compared.
+const SCRIPT_FORMS: [&[&str]; 3] = [&[], &["-F", "comm,tid,time,ip,sym,dso,period"], &["--json"]];
+
+/// Every script form with one job and with two: the same bytes. Returns
+/// the one-job outputs of the forms that succeeded.
+fn script_same_with_two_jobs(file: &Path) -> Vec<Vec<u8>> {
+    let mut ok = Vec::new();
+    for form in SCRIPT_FORMS {
+        let run = |jobs| {
+            let mut args = vec!["script", "-i", file.to_str().unwrap(), "--jobs", jobs];
+            args.extend_from_slice(form);
+            pmx(&args)
+        };
+        let (one, two) = (run("1"), run("2"));
+        assert!(
+            one.status.code() == two.status.code() && one.stdout == two.stdout,
+            "{} script {form:?}: --jobs 1 and --jobs 2 differ (status {:?} / {:?}; {})",
+            file.display(),
+            one.status.code(),
+            two.status.code(),
+            stderr(&two)
+        );
+        if one.status.success() {
+            ok.push(one.stdout);
+        }
+    }
+    ok
+}
+
+/// A file of 120,000 generated samples in `dir`.
+fn generated(dir: &Path) -> std::path::PathBuf {
     let st = perfdata::CALLCHAIN_SAMPLES;
     let mut w = perfdata::memory_writer(perfdata::attr(128, 1000, st, SAMPLE_ID_ALL));
     perfdata::many_samples(&mut w, 120_000, &mut |_| {}).unwrap();
     let bytes = w.finish(&Default::default()).unwrap().into_inner();
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("many.data");
+    let file = dir.join("many.data");
     std::fs::write(&file, bytes).unwrap();
+    file
+}
+
+/// Threads (and processes) `pmx ARGS` made: `task:task_newtask` counted
+/// by `pmx stat`; `None` where the tracepoint cannot be counted here.
+fn new_tasks(args: &[&str]) -> Option<u64> {
+    let mut stat = vec!["stat", "-x", ",", "-e", "task:task_newtask", "--", PMX];
+    stat.extend_from_slice(args);
+    let o = pmx(&stat);
+    let err = stderr(&o);
+    // `-x ,`: the value two fields before the event's name.
+    let line = err.lines().find(|l| l.contains("task:task_newtask"))?;
+    let fields: Vec<&str> = line.split(',').collect();
+    let at = fields.iter().position(|f| *f == "task:task_newtask")?;
+    fields.get(at.checked_sub(2)?)?.trim().parse().ok()
+}
+
+#[test]
+fn two_jobs_count_and_format_on_two_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = generated(dir.path());
+    let f = file.to_str().unwrap();
+    let report = |jobs| new_tasks(&["report", "-q", "--jobs", jobs, "-i", f]);
+    let script = |jobs| new_tasks(&["script", "--jobs", jobs, "-i", f, "-F", "comm,ip,sym"]);
+    let Some(one) = report("1") else {
+        pmx_testkit::skip("task:task_newtask cannot be counted here (no tracefs?)");
+        return;
+    };
+    assert_eq!(one, 0, "pmx report --jobs 1 made no thread");
+    let two = report("2").unwrap();
+    assert!(two >= 1, "pmx report --jobs 2 counted on one thread only");
+    assert_eq!(script("1"), Some(0), "pmx script --jobs 1 made no thread");
+    let two = script("2").unwrap();
+    assert!(two >= 1, "pmx script --jobs 2 formatted on one thread only");
+}
+
+#[test]
+fn a_generated_file_scripts_the_same_with_one_job_and_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let outs = script_same_with_two_jobs(&generated(dir.path()));
+    assert_eq!(outs.len(), SCRIPT_FORMS.len(), "every form reads the file");
+    let lines = outs[2].iter().filter(|&&b| b == b'\n').count();
+    assert_eq!(lines, 120_000, "a JSON line per sample");
+}
+
+#[test]
+fn shared_recordings_script_the_same_with_one_job_and_two() {
+    let Some(dir) = shared_data("perfdata") else {
+        return;
+    };
+    let mut read = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        read += usize::from(script_same_with_two_jobs(&path).len() == SCRIPT_FORMS.len());
+    }
+    assert!(read >= 5, "only {read} shared recordings were scripted");
+}
+
+#[test]
+fn a_generated_file_reports_the_same_with_one_job_and_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = generated(dir.path());
     let outs = same_with_two_jobs(&file);
     assert_eq!(outs.len(), FORMS.len(), "every form reads the file");
     let json: serde_json::Value = serde_json::from_slice(&outs[3]).unwrap();

@@ -26,11 +26,14 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Samples per batch: what a full batch holds (its offsets: 16 bytes
-/// each, and the mapped pages from its oldest sample on, which the
-/// reader keeps: ~6 MiB of `perf record -g` samples) bounds the memory
+/// each, and the mapped pages from its lowest offset on, which the
+/// reader keeps: at most [`SPAN`] bytes) bounds the memory
 /// the batching adds. (2^18 held ~23 MiB of pages: a third of the peak
 /// RSS at 1.25M samples.)
 const BATCH: usize = 1 << 16;
+/// A batch is counted when its samples span this many bytes of the
+/// file (the pages from its lowest offset on stay mapped until then).
+const SPAN: usize = 4 << 20;
 /// Below this many samples per job a batch is counted on one thread.
 const PER_JOB: usize = 1 << 13;
 
@@ -57,6 +60,10 @@ pub(super) fn jobs(asked: usize) -> usize {
 pub(super) struct Pending {
     /// (event, offset of the record in the mapped data section).
     samples: Vec<(u32, usize)>,
+    /// The lowest and highest offsets of `samples` (pushed in time
+    /// order, not in the file's).
+    low: usize,
+    high: usize,
     /// Each event's layout (`None`: not read in place).
     pub(super) layouts: Vec<Option<Layout>>,
     jobs: usize,
@@ -101,6 +108,8 @@ impl Pending {
     pub(super) fn new(jobs: usize) -> Pending {
         Pending {
             samples: Vec::new(),
+            low: usize::MAX,
+            high: 0,
             layouts: Vec::new(),
             jobs: jobs.max(1),
         }
@@ -110,14 +119,17 @@ impl Pending {
     /// is full.
     pub(super) fn push(&mut self, event: u32, offset: usize, st: &mut State<'_>, data: &[u8]) {
         self.samples.push((event, offset));
-        if self.samples.len() >= BATCH {
+        (self.low, self.high) = (self.low.min(offset), self.high.max(offset));
+        if self.samples.len() >= BATCH || self.high - self.low >= SPAN {
             self.count(st, data);
         }
     }
 
-    /// The offset of the oldest sample waiting.
+    /// The lowest offset of the samples waiting (the first pushed is
+    /// the oldest in time, not always the first in the file: a page
+    /// dropped under a later one would be read again, and stay mapped).
     pub(super) fn oldest(&self) -> Option<usize> {
-        self.samples.first().map(|s| s.1)
+        (!self.samples.is_empty()).then_some(self.low)
     }
 
     /// Count the batch into `st`'s interned stacks and empty it.
@@ -127,6 +139,7 @@ impl Pending {
         }
         let Some(mut t) = st.interned.take() else {
             self.samples.clear();
+            (self.low, self.high) = (usize::MAX, 0);
             return;
         };
         let (cpu_key, chains) = (st.keys[4], st.wants_chains());
@@ -185,5 +198,6 @@ impl Pending {
         }
         st.interned = Some(t);
         self.samples.clear();
+        (self.low, self.high) = (usize::MAX, 0);
     }
 }

@@ -58,6 +58,26 @@ impl SampleRec {
         }
     }
 
+    /// What is left of a sample moved into a parallel batch (a record
+    /// of no event, never written).
+    pub(crate) fn taken() -> SampleRec {
+        SampleRec {
+            event: usize::MAX,
+            misc: 0,
+            ip: 0,
+            pid: 0,
+            tid: 0,
+            cpu: 0,
+            time: 0,
+            period: 0,
+            mem: MemFields::default(),
+            chain: 0..0,
+            branches: 0,
+            counters: false,
+            raw: None,
+        }
+    }
+
     /// The call chain alone (without the branch triples after it).
     pub(crate) fn chain_only(&self) -> Range<usize> {
         let per = if self.counters { 4 } else { 3 };
@@ -86,11 +106,21 @@ pub(crate) struct Site {
 /// its further branch fields' text (brstackoff, brcntr, brstackinsn).
 pub(crate) type BranchParts<'a> = (&'a [Site], &'a [(FrameId, u64)], &'a [u64], &'a [u8]);
 
-/// The output: per event its name, fields and whether chains are printed.
+/// The output: the lines' formatting ([`Lines`], reached through
+/// `Deref`), gathered in a buffer and given to `out` 256 KiB at a time.
 pub(crate) struct Writer<'w> {
     out: &'w mut dyn Write,
     /// Text lines are written here, and `out` given 256 KiB at a time.
     buf: Vec<u8>,
+    /// Samples written.
+    pub(crate) samples: u64,
+    lines: Lines,
+}
+
+/// How lines are formatted: per event its name, fields and whether
+/// chains are printed, and the texts already formatted. A job of a
+/// parallel `script` has one of its own ([`Lines::worker`]).
+pub(crate) struct Lines {
     events: Vec<(String, Fields, bool)>,
     name_width: usize,
     json: bool,
@@ -104,12 +134,23 @@ pub(crate) struct Writer<'w> {
     site_bytes: Vec<u8>,
     /// The longest `data_src` text so far (perf pads to its running maximum).
     data_src_width: usize,
-    /// Samples written.
-    pub(crate) samples: u64,
     /// Per event: its tracepoint id when its fields are printed.
     trace_ids: Vec<Option<u64>>,
     /// The print formats of the recording's tracepoints.
     pub(crate) traces: Option<super::trace::TracePrinter>,
+}
+
+impl std::ops::Deref for Writer<'_> {
+    type Target = Lines;
+    fn deref(&self) -> &Lines {
+        &self.lines
+    }
+}
+
+impl std::ops::DerefMut for Writer<'_> {
+    fn deref_mut(&mut self) -> &mut Lines {
+        &mut self.lines
+    }
 }
 
 impl<'w> Writer<'w> {
@@ -120,9 +161,80 @@ impl<'w> Writer<'w> {
         chains: Vec<bool>,
         json: bool,
     ) -> Writer<'w> {
-        let mut w = Writer {
+        let mut lines = Lines::empty(json);
+        lines.set_events(events, fields, chains);
+        Writer {
             out,
             buf: Vec::with_capacity(BUF + (1 << 12)),
+            samples: 0,
+            lines,
+        }
+    }
+
+    pub(crate) fn finish(&mut self) -> std::io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        self.out.flush()
+    }
+
+    /// Write `bytes` (lines a job formatted) after the lines so far.
+    pub(crate) fn write_lines(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.buf.extend_from_slice(bytes);
+        self.give_out()
+    }
+
+    /// Give the buffer to `out` when it is full.
+    fn give_out(&mut self) -> std::io::Result<()> {
+        if self.buf.len() < BUF {
+            return Ok(());
+        }
+        let r = self.out.write_all(&self.buf);
+        self.buf.clear();
+        r
+    }
+
+    /// Write one sample: its leaf and (when printed) its call chain.
+    pub(crate) fn sample(
+        &mut self,
+        s: &SampleRec,
+        comm: &str,
+        leaf: Site,
+        parts: BranchParts<'_>,
+        sym: &Symbolizer,
+    ) -> std::io::Result<()> {
+        let mut buf = std::mem::take(&mut self.buf);
+        let written = self.lines.sample(&mut buf, s, comm, leaf, parts, sym);
+        self.buf = buf;
+        self.samples += u64::from(written);
+        self.give_out()
+    }
+
+    /// A side-band record (`--show-switch-events` …): the start of a line
+    /// as for `s`'s event, then `text` (which ends the line).
+    pub(crate) fn side_band(
+        &mut self,
+        s: &SampleRec,
+        comm: &str,
+        text: &str,
+    ) -> std::io::Result<()> {
+        let Some((_, f, with_chain)) = self.lines.events.get(s.event) else {
+            return Ok(());
+        };
+        if self.lines.json {
+            return Ok(());
+        }
+        let (f, with_chain) = (*f, *with_chain);
+        let mut buf = std::mem::take(&mut self.buf);
+        self.lines.start(&mut buf, s, comm, f, !with_chain);
+        buf.extend_from_slice(text.as_bytes());
+        self.buf = buf;
+        self.give_out()
+    }
+}
+
+impl Lines {
+    fn empty(json: bool) -> Lines {
+        Lines {
             events: Vec::new(),
             name_width: 0,
             json,
@@ -132,12 +244,28 @@ impl<'w> Writer<'w> {
             site_texts: HashMap::default(),
             site_bytes: Vec::new(),
             data_src_width: 0,
-            samples: 0,
             trace_ids: Vec::new(),
             traces: None,
-        };
-        w.set_events(events, fields, chains);
+        }
+    }
+
+    /// Lines for a job of a parallel `script`: the same events and
+    /// fields, texts of its own (no tracepoint formats: samples whose
+    /// lines need them, or a running width, are written in order by
+    /// the writer itself: [`Lines::parallel`]).
+    pub(crate) fn worker(&self) -> Lines {
+        let mut w = Lines::empty(self.json);
+        (w.events, w.name_width) = (self.events.clone(), self.name_width);
+        w.trace_ids = vec![None; self.trace_ids.len()];
         w
+    }
+
+    /// Whether `event`'s lines can be formatted by any job: they depend
+    /// on the sample alone (no tracepoint fields, branch fields or
+    /// `data_src`'s running width).
+    pub(crate) fn parallel(&self, event: usize) -> bool {
+        let f = self.fields(event);
+        !self.wants_raw(event) && !self.branches(event) && !f.has(Field::DataSrc)
     }
 
     /// The events, their fields and whether their chains are printed (a
@@ -202,26 +330,21 @@ impl<'w> Writer<'w> {
         (self.events.get(event)).is_some_and(|e| e.1.has(Field::Brstacksym))
     }
 
-    pub(crate) fn finish(&mut self) -> std::io::Result<()> {
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
-        self.out.flush()
-    }
-
-    /// Write one sample: its leaf and (when printed) its call chain.
+    /// Format one sample into `buf`: its leaf and (when printed) its
+    /// call chain; false for a sample of an event not known.
     pub(crate) fn sample(
         &mut self,
+        buf: &mut Vec<u8>,
         s: &SampleRec,
         comm: &str,
         leaf: Site,
         (chain, br_ends, br, extra): BranchParts<'_>,
         sym: &Symbolizer,
-    ) -> std::io::Result<()> {
+    ) -> bool {
         let Some((name, f, with_chain)) = self.events.get(s.event) else {
-            return Ok(());
+            return false;
         };
         let (f, with_chain) = (*f, *with_chain);
-        let mut buf = std::mem::take(&mut self.buf);
         if self.json {
             // The JSON writer looks back at the start of its line.
             let mut line = std::mem::take(&mut self.line);
@@ -244,24 +367,15 @@ impl<'w> Writer<'w> {
             buf.extend_from_slice(&line);
             self.line = line;
         } else {
-            self.text_line(&mut buf, s, comm, f, leaf, with_chain.then_some(chain), sym);
+            self.text_line(buf, s, comm, f, leaf, with_chain.then_some(chain), sym);
             if !br.is_empty() && buf.last() == Some(&b'\n') {
                 buf.pop();
-                super::branches::text(&mut buf, f, br, br_ends, sym);
+                super::branches::text(buf, f, br, br_ends, sym);
                 buf.extend_from_slice(extra);
                 buf.push(b'\n');
             }
         }
-        let r = if buf.len() >= BUF {
-            let r = self.out.write_all(&buf);
-            buf.clear();
-            r
-        } else {
-            Ok(())
-        };
-        self.buf = buf;
-        self.samples += 1;
-        r
+        true
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -352,35 +466,6 @@ impl<'w> Writer<'w> {
             dec_right_zero(b, usecs, 6);
             b.extend_from_slice(b": ");
         }
-    }
-
-    /// A side-band record (`--show-switch-events` …): the start of a line
-    /// as for `s`'s event, then `text` (which ends the line).
-    pub(crate) fn side_band(
-        &mut self,
-        s: &SampleRec,
-        comm: &str,
-        text: &str,
-    ) -> std::io::Result<()> {
-        let Some((_, f, with_chain)) = self.events.get(s.event) else {
-            return Ok(());
-        };
-        if self.json {
-            return Ok(());
-        }
-        let (f, with_chain) = (*f, *with_chain);
-        let mut buf = std::mem::take(&mut self.buf);
-        self.start(&mut buf, s, comm, f, !with_chain);
-        buf.extend_from_slice(text.as_bytes());
-        let r = if buf.len() >= BUF {
-            let r = self.out.write_all(&buf);
-            buf.clear();
-            r
-        } else {
-            Ok(())
-        };
-        self.buf = buf;
-        r
     }
 
     /// `%16x sym+0xOFF (dso)`, as the fields ask: formatted once per
