@@ -99,7 +99,7 @@ pub fn records(data: &[u8]) -> Vec<(usize, usize)> {
 }
 
 fn put_u64(b: &mut [u8], at: usize, v: u64) {
-    if at + 8 <= b.len() {
+    if at.saturating_add(8) <= b.len() {
         b[at..at + 8].copy_from_slice(&v.to_le_bytes());
     }
 }
@@ -351,6 +351,142 @@ pub fn text(original: &[u8], seed: u64) -> Mutant {
     }
 }
 
+/// The sections of a little-endian ELF64 file: (name, offset, size, and
+/// where its section header is), as the section headers say; empty when
+/// the headers are not where they should be.
+pub fn elf_sections(data: &[u8]) -> Vec<(String, usize, usize, usize)> {
+    let word = |o: usize, n: usize| -> Option<u64> {
+        let b = data.get(o..o.checked_add(n)?)?;
+        Some(b.iter().rev().fold(0u64, |v, &x| v << 8 | x as u64))
+    };
+    if data.get(..6) != Some(&[0x7f, b'E', b'L', b'F', 2, 1][..]) {
+        return Vec::new();
+    }
+    let (Some(shoff), Some(shentsize), Some(shnum), Some(shstrndx)) =
+        (word(0x28, 8), word(0x3a, 2), word(0x3c, 2), word(0x3e, 2))
+    else {
+        return Vec::new();
+    };
+    let header = |i: u64| (shoff as usize).saturating_add((i * shentsize) as usize);
+    let str_off = word(header(shstrndx).saturating_add(0x18), 8).unwrap_or(0) as usize;
+    let mut out = Vec::new();
+    for i in 0..shnum {
+        let h = header(i);
+        let (Some(name), Some(off), Some(size)) = (
+            word(h, 4),
+            word(h.saturating_add(0x18), 8),
+            word(h.saturating_add(0x20), 8),
+        ) else {
+            break;
+        };
+        let start = str_off.saturating_add(name as usize).min(data.len());
+        let end = data[start..]
+            .iter()
+            .position(|&c| c == 0)
+            .map_or(data.len(), |e| start + e);
+        let name = String::from_utf8_lossy(&data[start..end]).into_owned();
+        out.push((name, off as usize, size as usize, h));
+    }
+    out
+}
+
+/// One mutation inside ELF section `(name, offset, size, header)`: bytes
+/// of DWARF's LEB128 numbers and offsets made extreme, bits flipped,
+/// ranges zeroed or copied from elsewhere in the section (references
+/// that point back at themselves), or the section's size in its header
+/// made smaller, zero or past the end of the file.
+fn elf_once(
+    rng: &mut Rng,
+    b: &mut [u8],
+    sec: &(String, usize, usize, usize),
+    what: &mut Vec<String>,
+) {
+    let (name, off, size, header) = sec;
+    let (off, size) = (*off, (*size).min(b.len().saturating_sub(*off)));
+    if size == 0 {
+        return;
+    }
+    let at = off + rng.below(size);
+    match rng.below(7) {
+        0 => {
+            let bit = rng.below(8);
+            b[at] ^= 1 << bit;
+            what.push(format!("{name}: flip bit {bit} of byte {at:#x}"));
+        }
+        1 => {
+            // A LEB128 byte ended, continued or emptied; an abbreviation
+            // code, attribute or form number out of range.
+            let v = *rng.pick(&[0u8, 1, 0x7f, 0x80, 0xff]);
+            b[at] = v;
+            what.push(format!("{name}: byte {at:#x} = {v:#x}"));
+        }
+        2 => {
+            // A 4-byte word: unit length, abbreviation offset, a ref4.
+            let v = *rng.pick(&EXTREME_U32);
+            let end = (at + 4).min(off + size);
+            b[at..end].copy_from_slice(&v.to_le_bytes()[..end - at]);
+            what.push(format!("{name}: u32 at {at:#x} = {v:#x}"));
+        }
+        3 => {
+            let n = 1 + rng.below(64);
+            let end = (at + n).min(off + size);
+            b[at..end].fill(0);
+            what.push(format!("{name}: zero {n} bytes at {at:#x}"));
+        }
+        4 => {
+            let from = off + rng.below(size);
+            let n = (1 + rng.below(32))
+                .min(off + size - from)
+                .min(off + size - at);
+            b.copy_within(from..from + n, at);
+            what.push(format!("{name}: {n} bytes of {from:#x} copied to {at:#x}"));
+        }
+        5 => {
+            // A 2-byte version, a 1-byte address size.
+            let v = *rng.pick(&[0u8, 1, 2, 3, 4, 5, 6, 0xff]);
+            b[at] = v;
+            if at + 1 < off + size {
+                b[at + 1] = 0;
+            }
+            what.push(format!("{name}: short at {at:#x} = {v}"));
+        }
+        _ => {
+            let v = *rng.pick(&[
+                0u64,
+                1,
+                size as u64 / 2,
+                size as u64 - 1,
+                u32::MAX as u64,
+                u64::MAX,
+            ]);
+            put_u64(b, header.saturating_add(0x20), v);
+            what.push(format!("{name}: size in its header = {v:#x}"));
+        }
+    }
+}
+
+/// An ELF mutant of `original` damaged inside the sections named
+/// `sections` only (`.debug_info`, `.debug_abbrev`): one to three
+/// mutations; no change when the file has none of them.
+pub fn elf(original: &[u8], sections: &[&str], seed: u64) -> Mutant {
+    let mut rng = Rng::new(seed);
+    let mut b = original.to_vec();
+    let secs: Vec<_> = (elf_sections(original).into_iter())
+        .filter(|s| sections.contains(&s.0.as_str()) && s.1 < original.len())
+        .collect();
+    let mut what = Vec::new();
+    if !secs.is_empty() {
+        for _ in 0..1 + rng.below(3) {
+            let sec = rng.pick(&secs).clone();
+            elf_once(&mut rng, &mut b, &sec, &mut what);
+        }
+    }
+    Mutant {
+        bytes: b,
+        what: what.join("; "),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,6 +500,28 @@ mod tests {
             let (x, y) = (text(&src, seed), text(&src, seed));
             assert_eq!((x.bytes, x.what), (y.bytes, y.what));
         }
+    }
+
+    #[test]
+    fn elf_mutants_change_only_their_sections() {
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        let secs = elf_sections(&exe);
+        let text = secs.iter().find(|s| s.0 == ".text").expect(".text");
+        let (start, end) = (text.1, text.1 + text.2);
+        let shdr = secs.iter().map(|s| s.3).min().unwrap();
+        for seed in 0..100 {
+            let m = elf(&exe, &[".text"], seed);
+            assert!(!m.what.is_empty() && m.bytes.len() == exe.len());
+            let changed = (0..exe.len()).filter(|&i| m.bytes[i] != exe[i]);
+            for i in changed {
+                assert!(
+                    (start..end).contains(&i) || i >= shdr,
+                    "{}: byte {i:#x}",
+                    m.what
+                );
+            }
+        }
+        assert!(elf(b"not an ELF file", &[".text"], 1).what.is_empty());
     }
 
     #[test]

@@ -105,7 +105,20 @@ fn interval_sums(csv: &str) -> (Vec<(f64, f64)>, Option<f64>) {
     (rows, total)
 }
 
+/// Killed by the very signal the case sent: it came before pmx installed
+/// its handlers (a process still starting on a loaded machine; found by
+/// seed 2, SIGTERM 50 ms in at load 17), the default action, as for any
+/// program. A shell reports it as 128+N too; a command left running or
+/// counts left unprinted are caught by the checks after this one.
+fn killed_by(r: &Run, sig: i32) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    r.status.signal() == Some(sig)
+}
+
 fn judge_exit(t: &mut Tally, case: &str, sig: i32, r: &Run) -> bool {
+    if killed_by(r, sig) {
+        return true;
+    }
     if r.panicked() || r.crashed() {
         t.panic(case, &r.stderr);
         return false;
@@ -150,25 +163,63 @@ fn interval_case(t: &mut Tally, dir: &Path, seed: u64) {
             &case,
             &format!("no totals after {} rows: {}", rows.len(), r.stderr),
         ),
-        Some(total) => {
-            let sum: f64 = rows.iter().map(|r| r.1).sum();
-            // Every interval printed, and nothing counted left out of them.
-            // (A tick due just before the stop may be folded into the
-            // partial last row on a loaded machine: nothing is lost.)
-            let tenths = |t: f64| ((t * 10.0).round() - t * 10.0).abs() < 1e-6;
-            let whole = rows.iter().filter(|r| tenths(r.0)).count();
-            let last = rows.last().map(|r| r.0).unwrap_or(0.0);
-            let due = (last * 10.0 + 1e-6).floor() as usize;
-            if (sum - total).abs() > 1e-3 * total.max(1.0) || whole + 1 < due {
-                t.lost(
-                    &case,
-                    &format!("rows sum {sum} ms, totals {total} ms: {}", r.stderr),
-                );
-            } else {
-                t.accepted += 1;
-            }
-        }
+        Some(total) => match interval_loss(&rows, total) {
+            Some(why) => t.lost(&case, &format!("{why}: {}", r.stderr)),
+            None => t.accepted += 1,
+        },
     }
+}
+
+/// What the interval rows lost against the totals, if anything: the
+/// counts not in any row (to 10⁻³). A boundary missing from the rows is
+/// no loss: a wake-up later than one interval (seed 2 at load 17, every
+/// case that failed had its rows summing to the totals) skips the
+/// boundaries it missed and its row covers them (`pmx-count`'s
+/// `clock::next_tick_after`, on the grid instead of drifting); the
+/// check that every boundary had its row made the campaign depend on
+/// the machine's load.
+fn interval_loss(rows: &[(f64, f64)], total: f64) -> Option<String> {
+    let sum: f64 = rows.iter().map(|r| r.1).sum();
+    ((sum - total).abs() > 1e-3 * total.max(1.0))
+        .then(|| format!("rows sum {sum} ms, totals {total} ms"))
+}
+
+/// Found by seed 2 (load 17): 0.1 s then 0.4 s, the 0.2 and 0.3 s
+/// boundaries skipped by late wake-ups, the rows' sum the totals' —
+/// counted as data lost before (two boundaries missing failed the old
+/// check, one was let pass).
+#[test]
+fn a_skipped_boundary_whose_counts_are_in_the_next_row_is_no_loss() {
+    let rows = [(0.1, 4.0), (0.4, 7.5), (0.45, 1.5)];
+    assert_eq!(interval_loss(&rows, 13.0), None);
+    assert!(interval_loss(&rows[..2], 13.0).is_some());
+}
+
+/// Found by seed 2 (SIGTERM 50 ms in, load 17): pmx killed by the signal
+/// itself before its handlers were installed was counted as a crash.
+#[test]
+fn death_by_the_signal_sent_is_no_crash() {
+    use std::os::unix::process::ExitStatusExt;
+    let run = |raw| Run {
+        status: std::process::ExitStatus::from_raw(raw),
+        stdout: String::new(),
+        stderr: String::new(),
+        took: Duration::ZERO,
+    };
+    let mut t = Tally::new("test");
+    assert!(judge_exit(
+        &mut t,
+        "SIGTERM",
+        libc::SIGTERM,
+        &run(libc::SIGTERM)
+    ));
+    assert!(!judge_exit(
+        &mut t,
+        "SIGSEGV",
+        libc::SIGTERM,
+        &run(libc::SIGSEGV)
+    ));
+    assert_eq!((t.panics, t.unclear), (1, 0));
 }
 
 fn repeat_case(t: &mut Tally, dir: &Path, seed: u64) {

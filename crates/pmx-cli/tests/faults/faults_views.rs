@@ -4,10 +4,15 @@
 //! data, switch and namespace records), and the shared recording with
 //! call chains and branch stacks together (`callgraph_and_branch-3.8`),
 //! through `report -g` (call graphs, children, with the branch-stack
-//! rows of `report --branch-stack` when the file has them) and `script
-//! -F +brstack,+brstacksym,+addr,+data_src,+weight,+trace` (text and
-//! JSON). Expected of every case: no panic, no hang, and a result or an
-//! error that names the file. A field asked of `script` that the mutant's
+//! rows of `report --branch-stack` when the file has them), `script -F
+//! +brstack,+brstacksym,+addr,+data_src,+weight,+trace` (text and JSON)
+//! and, on a file with branch stacks, `script -F
+//! +brstackinsn,+brstackinsnlen,+brstackoff,+brcntr`; on a file with
+//! memory samples, `report --sort type,typeoff` and `annotate --json`'s
+//! memory columns (both with the binaries where the recording says, so
+//! pmx's own `record -d` file reads the workload's code and DWARF).
+//! Expected of every case: no panic, no hang, and a result or an error
+//! that names the file. A field asked of `script` that the mutant's
 //! attr no longer carries is refused as perf refuses it ("samples of 'E'
 //! do not have the ADDR attribute set"): that error names the event.
 //!
@@ -23,9 +28,11 @@ use pmx_perfdata::format::sample_type;
 use pmx_perfdata::Reader;
 use pmx_testkit::mutate;
 
-/// The `-F` specs for a source: the fields that print what the precise
-/// records carry; the data ones only when every event of the original has
-/// them (perf refuses a field an event's samples lack).
+/// The `-F` specs for a source, one `script` run each: the fields that
+/// print what the precise records carry; the data ones only when every
+/// event of the original has them (perf refuses a field an event's
+/// samples lack); the branch fields read from the binaries (and
+/// `brcntr`) only when every event has branch stacks.
 fn fields_of(original: &Path) -> Vec<String> {
     let mut f = vec!["+brstack", "+brstacksym", "+trace"];
     let events = Reader::open(original)
@@ -42,7 +49,36 @@ fn fields_of(original: &Path) -> Vec<String> {
     if all(sample_type::WEIGHT | sample_type::WEIGHT_STRUCT) {
         f.push("+weight");
     }
-    vec![f.join(",")]
+    let mut specs = vec![f.join(",")];
+    if all(sample_type::BRANCH_STACK) {
+        specs.push("+brstackinsn,+brstackinsnlen,+brstackoff,+brcntr".into());
+    }
+    specs
+}
+
+/// `report --sort type,typeoff` and `annotate --json` (every sampled
+/// function, with its memory columns) over a file with memory samples.
+fn view_memory(path: &Path) -> Result<(), String> {
+    use pmx_precise::mem::{self, MemError};
+    let keys = mem::keys::parse("type,typeoff").unwrap();
+    let m = mem::MemOptions::new(path.to_path_buf(), keys, "type,typeoff".into());
+    match mem::mem_report(&m) {
+        Ok(r) => mem::table::print(&mut Vec::new(), &r, Default::default()).unwrap(),
+        Err(MemError::NoMemData) => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    }
+    let a = pmx_profile::annotate::AnnotateOptions {
+        input: path.to_path_buf(),
+        ..Default::default()
+    };
+    let all = pmx_profile::annotate_all(&a, &mut |_, _| {}).map_err(|e| e.to_string())?;
+    for (_, one) in all {
+        // A function whose code cannot be read is a warning of its own.
+        if let Ok(one) = one {
+            let _ = pmx_profile::annotate::render::json(&one).to_string();
+        }
+    }
+    Ok(())
 }
 
 /// `report -g` (and `--branch-stack`) and `script -F` over one file.
@@ -67,18 +103,21 @@ fn view_all(path: &Path, symfs: &Path, fields: &[String]) -> Result<(), String> 
         Err(BranchError::NoBranches(..)) => {}
         Err(e) => return Err(e.to_string()),
     }
-    let mut s =
-        pmx_profile::script::ScriptOptions::new(path.to_path_buf(), fields.to_vec(), false, true);
-    s.symfs = Some(symfs.to_path_buf());
-    for json in [false, true] {
-        s.json = json;
-        match pmx_profile::script::script(&s, &mut sink) {
-            Ok(_) => {}
-            Err(pmx_profile::script::ScriptError::Fields(m)) if m.starts_with("samples of '") => {}
-            Err(e) => return Err(e.to_string()),
+    for spec in fields {
+        let (path, spec) = (path.to_path_buf(), vec![spec.clone()]);
+        let mut s = pmx_profile::script::ScriptOptions::new(path, spec, false, true);
+        s.symfs = Some(symfs.to_path_buf());
+        for json in [false, true] {
+            s.json = json;
+            match pmx_profile::script::script(&s, &mut sink) {
+                Ok(_) => {}
+                Err(pmx_profile::script::ScriptError::Fields(m))
+                    if m.starts_with("samples of '") => {}
+                Err(e) => return Err(e.to_string()),
+            }
         }
     }
-    Ok(())
+    view_memory(path)
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod faults_serve;
 mod faults_signals;
 mod faults_support;
 mod faults_text;
+mod faults_types;
 mod faults_views;
 #[path = "../serve_support/mod.rs"]
 mod serve_support;
