@@ -66,7 +66,7 @@ pub fn wanted(a: &ReportArgs) -> bool {
     mem::wanted(a.perf.mem_mode, a.sort.as_deref(), a.perf.fields.as_deref())
 }
 
-/// `pmx report --mem-mode` (or with a memory key): the table in perf's layout.
+/// `pmx report --mem-mode` (or a memory key): perf's table, or `--pprof`/`--flamegraph`/`--folded`.
 pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
     let p = &a.perf;
     let l = mem::layout(a.sort.as_deref(), p.fields.as_deref(), p.nr_samples);
@@ -74,6 +74,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
     let mut opts = MemOptions::new(a.input.clone(), l.keys, l.sort_order);
     (opts.event, opts.symfs) = (a.event.clone(), a.symfs.clone());
     (opts.symbols, opts.data_objects) = (crate::symbols::options(a.demangle), !p.layout());
+    opts.exports = mem::MemExports::new(a.folded, &a.flamegraph, &a.pprof);
     let r = match mem::mem_report(&opts) {
         Err(e @ MemError::NoMemData) => Err(UsageError(e.to_string()))?,
         r => r?,
@@ -82,7 +83,7 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<i32> {
         .iter()
         .for_each(|w| eprintln!("pmx: warning: {w}"));
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    mem::table::print(&mut out, &r, l.columns)?;
+    mem::table::print_exports(&mut out, &r, l.columns, &opts.exports)?;
     std::io::Write::flush(&mut out)?;
     Ok(crate::exit::OK)
 }

@@ -11,7 +11,9 @@
 //! ([`Export::columns`]) are, per event, its sample count and the sum of
 //! its periods, then one per member of its sample-read group (a
 //! [`Sample`]'s `extra` weights); pprof writes each column as a sample
-//! type, the Firefox Profiler one track per thread and event.
+//! type, the Firefox Profiler one track per thread and event. A maker
+//! may name the columns itself and label samples (pmx-precise's memory
+//! samples: weight, memory level, data object), which pprof writes.
 
 pub mod collect;
 pub mod firefox;
@@ -183,6 +185,15 @@ pub struct Export {
     /// Folded into wall-clock time ([`Export::to_wall_clock`]): the kept
     /// events, on and off the CPU, are one column.
     pub wall_clock: bool,
+    /// The columns, when the export's maker names them (pmx-precise's
+    /// memory samples: their count and weight) in place of the events'.
+    pub named_columns: Option<Vec<Column>>,
+    /// Each sample's labels beyond its thread's (an index of
+    /// `label_sets`, by the sample's index; empty: none), as pmx-precise
+    /// labels a memory sample's level and data object.
+    pub sample_labels: Vec<u32>,
+    /// The label sets: (key, text) pairs.
+    pub label_sets: Vec<Vec<(String, String)>>,
 }
 
 /// Which format to write.
@@ -332,6 +343,9 @@ impl Export {
     /// `--profile-events` leader that is also the CPU profile's event), so
     /// pprof's `-sample_index=NAME` finds one.
     pub fn columns(&self) -> Vec<Column> {
+        if let Some(c) = &self.named_columns {
+            return c.clone();
+        }
         let mut out: Vec<Column> = Vec::new();
         let mut taken: std::collections::HashMap<String, u32> = Default::default();
         let mut push = |name: String, unit: &str| {

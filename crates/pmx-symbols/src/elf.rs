@@ -56,6 +56,9 @@ pub struct ElfFile {
     types: OnceLock<Option<types::DataTypes>>,
     /// Load segments: (file offset, file size, vaddr).
     segments: Vec<(u64, u64, u64)>,
+    /// Allocated sections but TLS ones: (file offset, size, vaddr, no
+    /// bits in the file), as perf places symbols ([`ElfFile::section_vaddr`]).
+    sections: Vec<(u64, u64, u64, bool)>,
     build_id: Option<Vec<u8>>,
     lines: Mutex<Option<Option<LineTable>>>,
     /// Bytes of memory the tables read so far hold (an estimate, for the
@@ -187,6 +190,7 @@ impl ElfFile {
                 .collect();
             (segments, obj.build_id().ok().flatten().map(|b| b.to_vec()))
         };
+        let sections = alloc_sections(&map[..]);
         let (mut debug, mut debug_stamp) = (None, 0);
         if let Some(id) = build_id.as_deref().filter(|id| id.len() > 1) {
             let hexid = hex(id);
@@ -211,6 +215,7 @@ impl ElfFile {
             data: OnceLock::new(),
             types: OnceLock::new(),
             segments,
+            sections,
             build_id,
             lines: Mutex::new(None),
             held: AtomicUsize::new(0),
@@ -368,6 +373,18 @@ impl ElfFile {
             .iter()
             .find(|(off, size, _)| offset >= *off && offset - off < *size)
             .and_then(|(off, _, vaddr)| (offset - off).checked_add(*vaddr))
+    }
+
+    /// The virtual address of a file offset as perf places symbols: a
+    /// symbol's offset is its address less its section's address plus the
+    /// section's file offset, `.bss` included (its offset is where it
+    /// would start in the file), so an offset is looked for in the
+    /// sections with bytes in the file, then in `.bss`.
+    pub fn section_vaddr(&self, offset: u64) -> Option<u64> {
+        let within = |s: &&(u64, u64, u64, bool)| offset >= s.0 && offset - s.0 < s.1;
+        let s = (self.sections.iter().filter(|s| !s.3).find(within))
+            .or_else(|| self.sections.iter().filter(|s| s.3).find(within))?;
+        (offset - s.0).checked_add(s.2)
     }
 
     /// The file offset of a virtual address, through the load segments.
@@ -549,6 +566,29 @@ impl ElfFile {
         };
         gimli::Dwarf::load(load).ok()
     }
+}
+
+/// The allocated sections of a 64-bit ELF image but TLS ones: (file
+/// offset, size, address, `SHT_NOBITS`).
+fn alloc_sections(data: &[u8]) -> Vec<(u64, u64, u64, bool)> {
+    use object::elf::{FileHeader64, SHF_ALLOC, SHF_TLS, SHT_NOBITS};
+    use object::read::elf::{FileHeader, SectionHeader};
+    let Ok(h) = FileHeader64::<object::Endianness>::parse(data) else {
+        return Vec::new();
+    };
+    let Ok(e) = h.endian() else {
+        return Vec::new();
+    };
+    let Ok(headers) = h.section_headers(e, data) else {
+        return Vec::new();
+    };
+    (headers.iter())
+        .filter(|s| s.sh_flags(e) & u64::from(SHF_ALLOC | SHF_TLS) == u64::from(SHF_ALLOC))
+        .map(|s| {
+            let nobits = s.sh_type(e) == SHT_NOBITS;
+            (s.sh_offset(e), s.sh_size(e), s.sh_addr(e), nobits)
+        })
+        .collect()
 }
 
 /// Bytes as lowercase hex (a build id as perf prints it).

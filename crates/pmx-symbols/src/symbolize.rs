@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 mod data;
 mod load;
 
-pub use data::DataObject;
+pub use data::{DataObject, PerfDataSymbol};
 
 /// Entries each per-address cache (user, kernel, inlined frames) holds
 /// at most; a full cache is emptied (the frames stay interned, so a

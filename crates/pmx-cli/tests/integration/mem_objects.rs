@@ -4,10 +4,15 @@
 //! by pmx. On both files perf and pmx print the same data addresses and
 //! the same `--mem-mode --sort dso_daddr` table, and pmx's own
 //! `--sort symbol_daddr` gives each array the share of the samples that
-//! `nm`'s address ranges give perf script's addresses.
+//! `nm`'s address ranges give perf script's addresses. Under perf's name
+//! `--sort symbol_daddr` and `dcacheline` are perf 6.1's (the `.data`
+//! array's addresses as `big_data+0xOFF`), and the exports of the memory
+//! samples (`--folded`, pprof's labels read by `go tool pprof -tags`)
+//! give each array its faults.
 
 use crate::common::{pmx, stderr, stdout, PMX};
 use crate::memory::{perf_out, pmx_out, same_lines, without_tip};
+use crate::offcpu::which_go;
 use pmx_testkit::{cc, perf};
 use std::path::Path;
 use std::process::Command;
@@ -126,6 +131,12 @@ fn data_objects_are_named_and_each_array_gets_its_share() {
                 "{report}"
             );
         }
+        perf_names(&file, tool);
+        exports(&file, tool, &ranges, |name| {
+            let (start, size) = ranges.iter().find(|r| r.0 == name).unwrap().1;
+            let at = start + bias;
+            addrs.iter().filter(|a| (at..at + size).contains(a)).count()
+        });
         // The heap block is anonymous memory (malloc mmaps it), named so.
         let in_heap = addrs
             .iter()
@@ -137,4 +148,101 @@ fn data_objects_are_named_and_each_array_gets_its_share() {
             "{report}"
         );
     }
+}
+
+/// Under perf's name, `--sort symbol_daddr` names the `.data` array's
+/// addresses as perf 6.1 does (`big_data+0xOFF`, each row where perf has
+/// it), and the cache lines are perf's (their cells; the column's width
+/// follows the longest name of any binary, where pmx and perf name some
+/// of libc's PLT entries apart: docs/memory.md).
+fn perf_names(file: &Path, tool: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let as_perf = dir.path().join("perf");
+    std::os::unix::fs::symlink(PMX, &as_perf).unwrap();
+    let trimmed = |s: &str, keep: &dyn Fn(&str) -> bool| -> Vec<String> {
+        (without_tip(s).iter())
+            .filter(|l| keep(l))
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    for key in ["symbol_daddr", "dcacheline"] {
+        let args = ["report", "--mem-mode", "--stdio", "--sort", key];
+        let theirs = perf_out(&args, file);
+        let o = Command::new(&as_perf)
+            .args(args)
+            .arg("-i")
+            .arg(file)
+            .output();
+        let o = o.unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let ours = stdout(&o);
+        let keep: &dyn Fn(&str) -> bool = match key {
+            "symbol_daddr" => &|l: &str| l.contains("big_data"),
+            _ => &|l: &str| !l.starts_with("# ."),
+        };
+        let (a, b) = (trimmed(&ours, keep), trimmed(&theirs, keep));
+        if key == "symbol_daddr" {
+            assert!(
+                b.len() >= 40 && b[0].contains("[.] big_data+0x"),
+                "{theirs}"
+            );
+        }
+        same_lines(&format!("{key} of {tool}'s file"), &a, &b);
+    }
+}
+
+/// The exports of `file`'s memory samples: the folded stacks of data
+/// objects and pprof's `data_object` labels give each array `faults(name)`
+/// samples (a page fault weighs nothing: each costs 1).
+fn exports(file: &Path, tool: &str, ranges: &[(&str, (u64, u64))], faults: impl Fn(&str) -> usize) {
+    let f = file.to_str().unwrap();
+    let o = pmx(&["report", "--mem-mode", "--folded", "-i", f]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let folded = stdout(&o);
+    for (name, _) in ranges {
+        let n: usize = (folded.lines())
+            .filter(|l| l.split(';').nth(1) == Some(name))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<usize>().unwrap())
+            .sum();
+        assert_eq!(n, faults(name), "{tool}: {name} in\n{folded}");
+    }
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.ends_with(";main 1") || l.contains(";main ")),
+        "{folded}"
+    );
+    let Ok(go) = which_go() else {
+        return pmx_testkit::skip("go tool pprof: golang-go is not installed");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pb = dir.path().join("mem.pb.gz");
+    let o = pmx(&[
+        "report",
+        "--mem-mode",
+        "--pprof",
+        pb.to_str().unwrap(),
+        "-i",
+        f,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = Command::new(&go)
+        .args(["tool", "pprof", "-tags", "-sample_index=weight"])
+        .arg(&pb)
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    let tags = stdout(&o);
+    assert!(o.status.success(), "{}{tags}", stderr(&o));
+    for (name, _) in ranges {
+        // `   200 (48.19%): big_bss`
+        let n = (tags.lines())
+            .find(|l| l.trim_end().ends_with(&format!(": {name}")))
+            .and_then(|l| l.split_whitespace().next()?.parse::<usize>().ok());
+        assert_eq!(n, Some(faults(name)), "{tool}: {name} in\n{tags}");
+    }
+    assert!(
+        tags.contains("mem_level:") && tags.contains("data_map:"),
+        "{tags}"
+    );
 }

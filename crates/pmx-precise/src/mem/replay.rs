@@ -7,12 +7,13 @@
 use pmx_perfdata::format::{misc, sample_type};
 use pmx_perfdata::read::Record;
 use pmx_perfdata::Reader;
-use pmx_symbols::symbolize::{DataObject, FrameId, Symbolizer};
+use pmx_symbols::elf::types::TypeSpot;
+use pmx_symbols::symbolize::{DataObject, DsoId, FrameId, PerfDataSymbol, Symbolizer};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 
 /// A memory sample as its row keys need it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MemSample {
     pub(crate) event: usize,
     pub(crate) kernel: bool,
@@ -42,6 +43,26 @@ pub(crate) struct MemSample {
     /// The data type and the type, offset and field: ids of
     /// [`Resolver::type_names`] (`u32::MAX`: not asked for).
     pub(crate) dtype: (u32, u32),
+    /// perf 6.1's symbol of the data address: an id of
+    /// [`Resolver::perf_symbols`] (`u32::MAX`: none, or not asked for).
+    pub(crate) dsym: u32,
+}
+
+/// A queued sample: the fields of its record a memory sample is made of.
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    event: u32,
+    misc: u16,
+    ins_lat: u16,
+    pid: u32,
+    tid: u32,
+    cpu: u32,
+    ip: u64,
+    addr: u64,
+    data_src: u64,
+    weight: u64,
+    phys_addr: u64,
+    data_page_size: u64,
 }
 
 /// What a data object is keyed by: a kernel sample's kernel map, a user
@@ -52,19 +73,22 @@ enum DataKey {
     User(DataObject),
 }
 
-/// A record waiting for its round.
+/// A record waiting for its round (small: a file without rounds queues
+/// every sample; a sample's fields wait in [`Queue::samples`]).
 enum Item {
-    Sample {
-        s: Box<MemSample>,
-        pid: u32,
-        tid: u32,
-        ip: u64,
-        misc: u16,
-    },
+    Sample(u32),
     Comm(u32, u32),
     Fork(u32, u32, u32, u32),
     Mmap(Box<(u32, u64, u64, u64, Vec<u8>)>),
-    KernelMap(u64, u64, u64, String),
+    KernelMap(Box<(u64, u64, u64, String)>),
+}
+
+/// The records of the rounds not yet applied: each with its time, the
+/// samples' fields apart.
+#[derive(Default)]
+struct Queue {
+    items: Vec<(u64, Item)>,
+    samples: Vec<Queued>,
 }
 
 /// The symbolizer, command names, kernel maps and data objects of a replay.
@@ -88,9 +112,16 @@ pub(crate) struct Resolver {
     /// ([`Resolver::name_data_types`]).
     pub(crate) type_names: Vec<String>,
     type_ids: Option<HashMap<String, u32>>,
-    /// Each instruction's memory operand (DWARF base register and
-    /// displacement), decoded once.
-    operands: HashMap<(u32, u64), Option<(u16, i64)>>,
+    /// Each instruction's type through its memory operand's base
+    /// register (DWARF's answer for the instruction), found once.
+    operands: HashMap<(u32, u64), Option<(DsoId, TypeSpot)>>,
+    /// The type ids of each spot (`None`: unknown), named once.
+    spot_ids: HashMap<Option<(DsoId, TypeSpot)>, (u32, u32)>,
+    /// perf 6.1's data symbols (`symbol_daddr` under perf's name), when
+    /// asked for ([`Resolver::name_perf_symbols`]): the name and, for an
+    /// object (`NAME+0xOFF`), its start as a file offset.
+    pub(crate) perf_symbols: Vec<(String, Option<u64>)>,
+    perf_symbol_ids: Option<HashMap<PerfDataSymbol, u32>>,
     here: bool,
     kernel_loaded: bool,
     cache_dir: Option<PathBuf>,
@@ -112,6 +143,9 @@ impl Resolver {
             type_names: Vec::new(),
             type_ids: None,
             operands: HashMap::default(),
+            spot_ids: HashMap::default(),
+            perf_symbols: Vec::new(),
+            perf_symbol_ids: None,
             here,
             kernel_loaded: false,
             cache_dir,
@@ -129,6 +163,32 @@ impl Resolver {
         self.type_ids = Some(HashMap::default());
     }
 
+    /// Name each user sample's data address as perf 6.1 does (the symbol
+    /// of the mapped binary's table covering it).
+    pub(crate) fn name_perf_symbols(&mut self) {
+        self.perf_symbol_ids = Some(HashMap::default());
+    }
+
+    /// The id of a user sample's perf data symbol.
+    fn perf_symbol(&mut self, s: &MemSample) -> u32 {
+        if s.kernel || s.anon || s.object.is_none() || self.perf_symbol_ids.is_none() {
+            return u32::MAX;
+        }
+        let Some((sym, off)) = self.sym.perf_data_symbol(s.pid, s.addr) else {
+            return u32::MAX;
+        };
+        let ids = self.perf_symbol_ids.get_or_insert_with(Default::default);
+        if let Some(&id) = ids.get(&sym) {
+            return id;
+        }
+        let id = self.perf_symbols.len() as u32;
+        ids.insert(sym, id);
+        let start = sym.object.then(|| s.data_rel.wrapping_sub(off));
+        let name = self.sym.perf_data_symbol_name(sym);
+        self.perf_symbols.push((name, start));
+        id
+    }
+
     fn type_id(&mut self, name: String) -> u32 {
         let ids = self.type_ids.get_or_insert_with(Default::default);
         if let Some(&id) = ids.get(&name) {
@@ -141,26 +201,24 @@ impl Resolver {
     }
 
     /// The ids of a user sample's data type and of its type, offset and
-    /// field (`(unknown)` where DWARF does not say).
+    /// field (`(unknown)` where DWARF does not say): the spot of the
+    /// global holding the address, else the instruction's (found once per
+    /// instruction), each spot named once.
     fn data_type(&mut self, s: &MemSample) -> (u32, u32) {
         if self.type_ids.is_none() {
             return (u32::MAX, u32::MAX);
         }
-        let t = if s.kernel {
-            None
-        } else {
-            let (pid, ip) = (s.pid, s.ip);
-            let base = match self.operands.get(&(pid, ip)) {
-                Some(&b) => b,
-                None => {
-                    let code = self.sym.user_code(pid, ip, 15);
-                    let b = code.and_then(|c| super::types::memory_operand(&c, ip));
-                    self.operands.insert((pid, ip), b);
-                    b
-                }
-            };
-            self.sym.data_type(pid, ip, s.addr, base)
+        let spot = match s.kernel {
+            true => None,
+            false => match self.sym.global_type_spot(s.pid, s.addr) {
+                Some(g) => Some(g),
+                None => self.register_spot(s.pid, s.ip),
+            },
         };
+        if let Some(&ids) = self.spot_ids.get(&spot) {
+            return ids;
+        }
+        let t = spot.and_then(|(dso, spot)| self.sym.type_at_spot(dso, spot));
         let (name, off) = match t {
             Some(t) if t.field.is_empty() => (t.name.clone(), format!("{} +{}", t.name, t.offset)),
             Some(t) => (
@@ -169,32 +227,53 @@ impl Resolver {
             ),
             None => ("(unknown)".into(), "(unknown)".into()),
         };
-        (self.type_id(name), self.type_id(off))
+        let ids = (self.type_id(name), self.type_id(off));
+        self.spot_ids.insert(spot, ids);
+        ids
     }
 
-    /// The id of a sample's data object, named on first sight.
+    /// The type spot of the instruction at `ip` through its memory
+    /// operand's base register, decoded and looked up once.
+    fn register_spot(&mut self, pid: u32, ip: u64) -> Option<(DsoId, TypeSpot)> {
+        if let Some(&spot) = self.operands.get(&(pid, ip)) {
+            return spot;
+        }
+        let code = self.sym.user_code(pid, ip, 15);
+        let base = code.and_then(|c| super::types::memory_operand(&c, ip));
+        let spot = base.and_then(|b| self.sym.register_type_spot(pid, ip, b));
+        self.operands.insert((pid, ip), spot);
+        spot
+    }
+
+    /// The id of a sample's data object when they are named (pmx's
+    /// `symbol_daddr`).
     fn data_object(&mut self, s: &MemSample) -> u32 {
-        let Some(ids) = &self.data_ids else {
-            return u32::MAX;
-        };
+        match self.data_ids {
+            Some(_) => self.object_id(s),
+            None => u32::MAX,
+        }
+    }
+
+    /// The id of a sample's data object (an id of
+    /// [`Resolver::data_names`]), named on first sight.
+    pub(crate) fn object_id(&mut self, s: &MemSample) -> u32 {
         let key = if s.kernel {
             DataKey::Kernel(s.object)
         } else {
             DataKey::User(self.sym.data_object(s.pid, s.addr))
         };
+        let ids = self.data_ids.get_or_insert_with(Default::default);
         if let Some(&id) = ids.get(&key) {
             return id;
         }
+        let id = self.data_names.len() as u32;
+        ids.insert(key, id);
         let name = match key {
             DataKey::Kernel(Some(o)) => self.objects[o as usize].clone(),
             DataKey::User(d) => self.data_name(d),
             DataKey::Kernel(None) => "[unknown]".into(),
         };
-        let id = self.data_names.len() as u32;
         self.data_names.push(name);
-        self.data_ids
-            .get_or_insert_with(Default::default)
-            .insert(key, id);
         id
     }
 
@@ -246,16 +325,39 @@ impl Resolver {
         self.sym.kernel_frame(addr)
     }
 
-    fn apply(&mut self, item: Item, out: &mut dyn FnMut(&MemSample, &mut Resolver)) {
+    fn apply(
+        &mut self,
+        item: Item,
+        samples: &[Queued],
+        out: &mut dyn FnMut(&MemSample, &mut Resolver),
+    ) {
         match item {
-            Item::Sample {
-                mut s,
-                pid,
-                tid,
-                ip,
-                misc: m,
-            } => {
-                let mode = m & misc::CPUMODE_MASK;
+            Item::Sample(i) => {
+                let q = samples[i as usize];
+                let (pid, tid, ip) = (q.pid, q.tid, q.ip);
+                let mut s = MemSample {
+                    event: q.event as usize,
+                    kernel: false,
+                    frame: 0,
+                    comm: 0,
+                    addr: q.addr,
+                    object: None,
+                    data_rel: q.addr,
+                    data_src: q.data_src,
+                    weight: q.weight,
+                    ins_lat: q.ins_lat,
+                    phys_addr: q.phys_addr,
+                    data_page_size: q.data_page_size,
+                    pid,
+                    tid,
+                    cpu: q.cpu,
+                    ip,
+                    anon: false,
+                    dobj: u32::MAX,
+                    dtype: (u32::MAX, u32::MAX),
+                    dsym: u32::MAX,
+                };
+                let mode = q.misc & misc::CPUMODE_MASK;
                 s.kernel =
                     mode == misc::KERNEL || (mode != misc::USER && ip >= 0xffff_8000_0000_0000);
                 s.comm = match self.thread_comm.get(&tid).or(self.thread_comm.get(&pid)) {
@@ -305,6 +407,7 @@ impl Resolver {
                 }
                 s.dobj = self.data_object(&s);
                 s.dtype = self.data_type(&s);
+                s.dsym = self.perf_symbol(&s);
                 out(&s, self);
             }
             Item::Comm(tid, comm) => {
@@ -321,7 +424,8 @@ impl Resolver {
                 let (pid, start, len, pgoff, path) = *m;
                 self.sym.add_mapping(pid, start, len, pgoff, &path, None);
             }
-            Item::KernelMap(start, end, pgoff, name) => {
+            Item::KernelMap(m) => {
+                let (start, end, pgoff, name) = *m;
                 let id = self.object(&name);
                 self.kernel_maps.push((start, end, id, pgoff));
             }
@@ -342,45 +446,32 @@ fn kernel_map_name(path: &[u8]) -> String {
 }
 
 /// The queued form of a record and its time (`None`: not used).
-fn item(rec: Record<'_>, memory: &[bool], resolver: &mut Resolver) -> Option<(u64, Item)> {
+fn item(
+    rec: Record<'_>,
+    memory: &[bool],
+    resolver: &mut Resolver,
+    samples: &mut Vec<Queued>,
+) -> Option<(u64, Item)> {
     Some(match rec {
         Record::Sample(s) => {
             if !memory.get(s.event).copied().unwrap_or(false) {
                 return None;
             }
-            let m = MemSample {
-                event: s.event,
-                kernel: false,
-                frame: 0,
-                comm: 0,
-                addr: s.addr,
-                object: None,
-                data_rel: s.addr,
-                data_src: s.data_src,
-                weight: s.weight,
+            samples.push(Queued {
+                event: s.event as u32,
+                misc: s.misc,
                 ins_lat: s.ins_lat,
-                phys_addr: s.phys_addr,
-                data_page_size: s.data_page_size,
                 pid: s.pid,
                 tid: s.tid,
                 cpu: s.cpu,
                 ip: s.ip,
-                anon: false,
-                dobj: u32::MAX,
-                dtype: (u32::MAX, u32::MAX),
-            };
-            let (pid, tid, ip, misc, time) = (s.pid, s.tid, s.ip, s.misc, s.time);
-            let s = Box::new(m);
-            (
-                time,
-                Item::Sample {
-                    s,
-                    pid,
-                    tid,
-                    ip,
-                    misc,
-                },
-            )
+                addr: s.addr,
+                data_src: s.data_src,
+                weight: s.weight,
+                phys_addr: s.phys_addr,
+                data_page_size: s.data_page_size,
+            });
+            (s.time, Item::Sample(samples.len() as u32 - 1))
         }
         Record::Comm(c) => {
             let comm = resolver.intern_comm(c.comm);
@@ -390,10 +481,8 @@ fn item(rec: Record<'_>, memory: &[bool], resolver: &mut Resolver) -> Option<(u6
         Record::Mmap(m) if m.pid == u32::MAX || m.misc & misc::CPUMODE_MASK == misc::KERNEL => {
             let end = m.start.saturating_add(m.len);
             let name = kernel_map_name(m.filename);
-            (
-                m.id.time.unwrap_or(0),
-                Item::KernelMap(m.start, end, m.pgoff, name),
-            )
+            let map = Box::new((m.start, end, m.pgoff, name));
+            (m.id.time.unwrap_or(0), Item::KernelMap(map))
         }
         Record::Mmap(m) => {
             let map = (m.pid, m.start, m.len, m.pgoff, m.filename.to_vec());
@@ -401,6 +490,38 @@ fn item(rec: Record<'_>, memory: &[bool], resolver: &mut Resolver) -> Option<(u6
         }
         _ => return None,
     })
+}
+
+impl Queue {
+    /// Apply the records up to time `limit` in time order (stable:
+    /// records of one time keep their order); the samples' fields of
+    /// those applied are let go.
+    fn flush(
+        &mut self,
+        limit: u64,
+        r: &mut Resolver,
+        out: &mut dyn FnMut(&MemSample, &mut Resolver),
+    ) {
+        if !self.items.is_sorted_by_key(|(t, _)| *t) {
+            self.items.sort_by_key(|(t, _)| *t);
+        }
+        let n = self.items.partition_point(|(t, _)| *t <= limit);
+        for (_, item) in self.items.drain(..n) {
+            r.apply(item, &self.samples, out);
+        }
+        if self.items.is_empty() {
+            self.samples.clear();
+        } else if self.samples.len() > 2 * self.items.len() + 4096 {
+            let mut kept = Vec::with_capacity(self.items.len());
+            for (_, item) in &mut self.items {
+                if let Item::Sample(i) = item {
+                    kept.push(self.samples[*i as usize]);
+                    *i = kept.len() as u32 - 1;
+                }
+            }
+            self.samples = kept;
+        }
+    }
 }
 
 /// Replay every record of `reader`, giving each memory sample (one with
@@ -416,16 +537,8 @@ pub(crate) fn run(
             .collect()
     };
     let mut memory = memory_of(reader);
-    let mut items: Vec<(u64, Item)> = Vec::new();
+    let mut queue = Queue::default();
     let (mut max_time, mut prev_round_max) = (0u64, 0u64);
-    let mut flush = |items: &mut Vec<(u64, Item)>, limit: u64, r: &mut Resolver| {
-        // Stable: records of one time keep their order.
-        items.sort_by_key(|(t, _)| *t);
-        let n = items.partition_point(|(t, _)| *t <= limit);
-        for (_, item) in items.drain(..n) {
-            r.apply(item, out);
-        }
-    };
     loop {
         if reader.events().len() != memory.len() {
             memory = memory_of(reader); // a pipe's attrs come in the stream
@@ -434,18 +547,18 @@ pub(crate) fn run(
             break;
         };
         if let Record::FinishedRound = rec {
-            flush(&mut items, prev_round_max, resolver);
+            queue.flush(prev_round_max, resolver, out);
             prev_round_max = max_time;
             continue;
         }
-        if let Some((time, it)) = item(rec, &memory, resolver) {
+        if let Some((time, it)) = item(rec, &memory, resolver, &mut queue.samples) {
             max_time = max_time.max(time);
-            items.push((time, it));
-            if items.len() >= 1 << 20 {
-                flush(&mut items, u64::MAX, resolver);
+            queue.items.push((time, it));
+            if queue.items.len() >= 1 << 20 {
+                queue.flush(u64::MAX, resolver, out);
             }
         }
     }
-    flush(&mut items, u64::MAX, resolver);
+    queue.flush(u64::MAX, resolver, out);
     Ok(())
 }

@@ -2,14 +2,15 @@
 //! file grouped by memory keys, each row's cost its samples' weight
 //! (a sample of weight 0 costs 1), as perf's memory mode counts it.
 
+use super::export::{Collected, MemExports};
 use super::keys::{desc, wrapping_asc, MemKey};
 use super::replay::{self, MemSample, Resolver};
 use pmx_perfdata::mem::DataSrc;
 use pmx_perfdata::Reader;
 use pmx_symbols::symbolize::{FrameName, Symbolizer, UNKNOWN_DSO};
 use pmx_symbols::SymbolOptions;
-use rustc_hash::FxHashMap as HashMap;
 use std::cmp::Ordering;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// What to report.
@@ -32,6 +33,8 @@ pub struct MemOptions {
     /// binary's data symbol, `[heap]`, `[stack]`, `[anon]`), one row per
     /// object; else perf 6.1's (the address).
     pub data_objects: bool,
+    /// The exports to collect (pprof's, the flame graph of data objects).
+    pub exports: MemExports,
 }
 
 impl MemOptions {
@@ -71,7 +74,8 @@ pub enum MemError {
     UnknownEvent(String),
 }
 
-/// One row: its cells (per key, unpadded) and totals.
+/// One row: its totals, and its first sample, which names it
+/// ([`MemReport::cell`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemRow {
     /// Samples.
@@ -82,9 +86,7 @@ pub struct MemRow {
     pub weight: u64,
     /// The sum of the samples' instruction latencies.
     pub ins_lat: u64,
-    /// The text of each key's cell, in the keys' order.
-    pub cells: Vec<String>,
-    order: Vec<OrderVal>,
+    pub(crate) first: MemSample,
 }
 
 /// One event's rows.
@@ -100,8 +102,8 @@ pub struct MemEvent {
     pub rows: Vec<MemRow>,
 }
 
-/// A memory report.
-#[derive(Debug, Clone)]
+/// A memory report: the rows of each event, and what names their cells
+/// ([`MemReport::cell`]).
 pub struct MemReport {
     /// The keys.
     pub sort: Vec<MemKey>,
@@ -113,66 +115,31 @@ pub struct MemReport {
     pub lost_samples: u64,
     /// Warnings of the symbolizer.
     pub warnings: Vec<String>,
+    pub(crate) names: Resolver,
+    /// What the exports are made of, when asked for.
+    pub(crate) collected: Option<Collected>,
 }
 
-/// How a key orders two rows of equal cost, per perf's comparison.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum OrderVal {
-    /// The smaller first (perf's `r - l`), modulo 2⁶⁴.
-    Asc(u64),
-    /// The larger first (perf's `l - r`).
-    Desc(u64),
-    /// By name, ascending; no name after any name (perf's symbol sort).
-    NameAsc(Option<String>),
-    /// By name, descending; no name before any (perf's `strcmp(l, r)`).
-    NameDesc(Option<String>),
-    /// A data cache line: (no mapping, line), the mapped first, then the
-    /// smaller line.
-    Line(bool, u64),
-}
-
-fn order(a: &OrderVal, b: &OrderVal) -> Ordering {
-    use OrderVal::*;
-    match (a, b) {
-        (Asc(x), Asc(y)) => wrapping_asc(*x, *y),
-        (Desc(x), Desc(y)) => desc(*x, *y),
-        (NameAsc(x), NameAsc(y)) => match (x, y) {
-            (Some(x), Some(y)) => x.cmp(y),
-            (None, Some(_)) => Ordering::Greater,
-            (Some(_), None) => Ordering::Less,
-            (None, None) => Ordering::Equal,
-        },
-        (Line(x, l), Line(y, m)) => x.cmp(y).then(l.cmp(m)),
-        (NameDesc(x), NameDesc(y)) => match (x, y) {
-            (Some(x), Some(y)) => y.cmp(x),
-            (None, Some(_)) => Ordering::Less,
-            (Some(_), None) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        },
-        _ => Ordering::Equal,
+impl std::fmt::Debug for MemReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemReport")
+            .field("sort", &self.sort)
+            .field("events", &self.events)
+            .finish_non_exhaustive()
     }
-}
-
-/// A row being built: its first sample names it.
-struct Acc {
-    first: MemSample,
-    samples: u64,
-    period: u64,
-    weight: u64,
-    ins_lat: u64,
 }
 
 /// The grouping value of a sample for `k` (perf's `cmp`: `mem` groups
 /// by `mem_lvl` alone, `snoop` by `mem_snoop`, …).
-fn group_value(k: MemKey, s: &MemSample, sym: &Symbolizer) -> u64 {
-    let d = DataSrc::from_raw(s.data_src);
+pub(crate) fn group_value(k: MemKey, s: &MemSample, sym: &Symbolizer) -> u64 {
+    let d = || DataSrc::from_raw(s.data_src);
     match k {
         MemKey::LocalWeight | MemKey::Weight => s.weight,
-        MemKey::Mem => d.lvl.into(),
-        MemKey::Snoop => d.snoop.into(),
-        MemKey::Tlb => d.dtlb.into(),
-        MemKey::Locked => d.lock.into(),
-        MemKey::Blocked => d.blk.into(),
+        MemKey::Mem => d().lvl.into(),
+        MemKey::Snoop => d().snoop.into(),
+        MemKey::Tlb => d().dtlb.into(),
+        MemKey::Locked => d().lock.into(),
+        MemKey::Blocked => d().blk.into(),
         MemKey::Sym => s.frame.into(),
         MemKey::Dso => sym.frame(s.frame).dso.into(),
         MemKey::SymbolDaddr if s.dobj != u32::MAX => s.dobj.into(),
@@ -188,6 +155,95 @@ fn group_value(k: MemKey, s: &MemSample, sym: &Symbolizer) -> u64 {
         MemKey::Type => s.dtype.0.into(),
         MemKey::TypeOff => s.dtype.1.into(),
     }
+}
+
+/// The rows of one event being grouped, found by the hash of their keys'
+/// values (a row's values are its first sample's, compared on a match).
+#[derive(Default)]
+struct Groups {
+    index: hashbrown::HashTable<u32>,
+    rows: Vec<MemRow>,
+}
+
+/// The hash of a sample's values of `keys` (and of its data mapping: a
+/// cache line is of its mapping).
+fn key_hash(keys: &[MemKey], s: &MemSample, sym: &Symbolizer) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = rustc_hash::FxBuildHasher.build_hasher();
+    keys.iter()
+        .for_each(|&k| group_value(k, s, sym).hash(&mut h));
+    if keys.contains(&MemKey::Dcacheline) {
+        s.object.hash(&mut h);
+    }
+    h.finish()
+}
+
+/// Whether two samples have the same values of `keys`.
+fn same(keys: &[MemKey], a: &MemSample, b: &MemSample, sym: &Symbolizer) -> bool {
+    keys.iter()
+        .all(|&k| group_value(k, a, sym) == group_value(k, b, sym))
+        && (a.object == b.object || !keys.contains(&MemKey::Dcacheline))
+}
+
+impl Groups {
+    /// Count `s` in its row (a new row when it is the first of its values).
+    fn add(&mut self, keys: &[MemKey], s: &MemSample, sym: &Symbolizer) {
+        let hash = key_hash(keys, s, sym);
+        let rows = &mut self.rows;
+        let found = (self.index).find(hash, |&i| same(keys, &rows[i as usize].first, s, sym));
+        let i = match found {
+            Some(&i) => i as usize,
+            None => {
+                rows.push(MemRow {
+                    samples: 0,
+                    period: 0,
+                    weight: 0,
+                    ins_lat: 0,
+                    first: *s,
+                });
+                // The table keeps no hashes: a growth hashes its rows again.
+                let rehash = |&j: &u32| key_hash(keys, &rows[j as usize].first, sym);
+                self.index
+                    .insert_unique(hash, rows.len() as u32 - 1, rehash);
+                rows.len() - 1
+            }
+        };
+        let a = &mut rows[i];
+        a.samples += 1;
+        a.period = a.period.saturating_add(s.weight.max(1));
+        a.weight = a.weight.saturating_add(s.weight);
+        a.ins_lat += u64::from(s.ins_lat);
+    }
+}
+
+/// The replay's resolver, asked for what `opts`' keys name.
+fn resolver(opts: &MemOptions, reader: &Reader) -> Resolver {
+    let here =
+        pmx_profile::profile::kernel_is_here(reader.features(), &pmx_profile::MachineId::current());
+    let build_ids = (reader.features().build_ids.iter())
+        .map(|b| (b.filename.clone(), b.build_id.clone()))
+        .collect();
+    let mut sym = Symbolizer::new(
+        Default::default(),
+        build_ids,
+        opts.symfs.clone(),
+        &opts.symbols,
+    );
+    sym.allow_running_vdso(here);
+    let mut resolver = Resolver::new(sym, here, opts.symbols.dirs.cache.clone());
+    let has = |k| opts.sort.contains(&k);
+    if opts.data_objects && has(MemKey::SymbolDaddr) {
+        resolver.name_data_objects();
+    }
+    // perf's data symbols: the column's text, and the width of it and of
+    // the cache line's column.
+    if !opts.data_objects && (has(MemKey::SymbolDaddr) || has(MemKey::Dcacheline)) {
+        resolver.name_perf_symbols();
+    }
+    if has(MemKey::Type) || has(MemKey::TypeOff) {
+        resolver.name_data_types();
+    }
+    resolver
 }
 
 /// Build the memory report of `opts.input`.
@@ -210,67 +266,37 @@ pub fn mem_report(opts: &MemOptions) -> Result<MemReport, MemError> {
             return Err(MemError::UnknownEvent(e.clone()));
         }
     }
-    let here =
-        pmx_profile::profile::kernel_is_here(reader.features(), &pmx_profile::MachineId::current());
-    let build_ids = (reader.features().build_ids.iter())
-        .map(|b| (b.filename.clone(), b.build_id.clone()))
-        .collect();
-    let mut sym = Symbolizer::new(
-        Default::default(),
-        build_ids,
-        opts.symfs.clone(),
-        &opts.symbols,
-    );
-    sym.allow_running_vdso(here);
-    let mut resolver = Resolver::new(sym, here, opts.symbols.dirs.cache.clone());
-    if opts.data_objects && opts.sort.contains(&MemKey::SymbolDaddr) {
-        resolver.name_data_objects();
-    }
-    if opts
-        .sort
-        .iter()
-        .any(|k| matches!(k, MemKey::Type | MemKey::TypeOff))
-    {
-        resolver.name_data_types();
-    }
-    type Groups = (HashMap<Vec<u64>, usize>, Vec<Acc>);
+    let mut resolver = resolver(opts, &reader);
     let mut per_event: Vec<Groups> = Vec::new();
-    let mut key = Vec::new();
+    let mut collected = opts.exports.any().then(Collected::default);
     let mut add = |s: &MemSample, r: &mut Resolver| {
         if per_event.len() <= s.event {
             per_event.resize_with(s.event + 1, Default::default);
         }
-        key.clear();
-        key.extend(opts.sort.iter().map(|&k| group_value(k, s, &r.sym)));
-        if opts.sort.contains(&MemKey::Dcacheline) {
-            // A line is of its mapping.
-            key.push(s.object.map_or(u64::MAX, u64::from));
+        per_event[s.event].add(&opts.sort, s, &r.sym);
+        if let Some(c) = &mut collected {
+            c.add(s, r, names.get(s.event).map_or("", |n| n.as_str()));
         }
-        let (index, accs) = &mut per_event[s.event];
-        let i = *index.entry(key.clone()).or_insert_with(|| {
-            accs.push(Acc {
-                first: *s,
-                samples: 0,
-                period: 0,
-                weight: 0,
-                ins_lat: 0,
-            });
-            accs.len() - 1
-        });
-        let a = &mut accs[i];
-        a.samples += 1;
-        a.period = a.period.saturating_add(s.weight.max(1));
-        a.weight = a.weight.saturating_add(s.weight);
-        a.ins_lat += u64::from(s.ins_lat);
     };
     replay::run(&mut reader, &mut resolver, &mut add).map_err(read_err)?;
     let mut events = Vec::new();
-    for (i, (_, accs)) in per_event.into_iter().enumerate() {
+    for (i, g) in per_event.into_iter().enumerate() {
         let name = names.get(i).cloned().unwrap_or_default();
-        if accs.is_empty() || opts.event.as_ref().is_some_and(|e| *e != name) {
+        if g.rows.is_empty() || opts.event.as_ref().is_some_and(|e| *e != name) {
             continue;
         }
-        events.push(event(name, accs, &opts.sort, &resolver));
+        drop(g.index);
+        let mut rows = g.rows;
+        sort(&mut rows, &opts.sort, &resolver);
+        events.push(MemEvent {
+            name,
+            samples: rows.iter().map(|r| r.samples).sum(),
+            total: rows.iter().map(|r| r.period).sum(),
+            rows,
+        });
+    }
+    if let Some(c) = &mut collected {
+        c.finish(&names, &file);
     }
     let mut warnings = resolver.sym.warnings().to_vec();
     if let Some(t) = reader.truncation() {
@@ -282,129 +308,270 @@ pub fn mem_report(opts: &MemOptions) -> Result<MemReport, MemError> {
         events,
         lost_samples: reader.stats().lost_samples,
         warnings,
+        names: resolver,
+        collected,
     })
 }
 
-/// One event's rows named and in perf's order: the cost, then each key's
-/// order, then the samples.
-fn event(name: String, accs: Vec<Acc>, sort: &[MemKey], r: &Resolver) -> MemEvent {
-    let mut rows: Vec<MemRow> = accs
-        .into_iter()
-        .map(|a| {
-            let cells = sort.iter().map(|&k| cell(k, &a, r)).collect();
-            let order = sort.iter().map(|&k| order_value(k, &a, r)).collect();
-            MemRow {
-                samples: a.samples,
-                period: a.period,
-                weight: a.weight,
-                ins_lat: a.ins_lat,
-                cells,
-                order,
-            }
-        })
+// The rows put in perf's order and named: rows of equal cost ordered
+// key by key as perf's compare functions order them, names compared
+// through their ranks (each distinct name ranked once), each row's cells
+// written from its first sample when the table is printed, never kept.
+
+/// No name: after every name in a rank's ascending order.
+const NONE: u32 = u32::MAX;
+
+/// Each id's rank among `names` (by name, ascending; equal names equal
+/// ranks; [`NONE`] where an id has no name).
+fn ranks<'a>(names: impl Iterator<Item = Option<&'a str>>) -> Vec<u32> {
+    let names: Vec<Option<&str>> = names.collect();
+    let mut ids: Vec<u32> = (0..names.len() as u32)
+        .filter(|&i| names[i as usize].is_some())
         .collect();
-    rows.sort_by(|a, b| {
+    ids.sort_by_key(|&i| names[i as usize]);
+    let mut out = vec![NONE; names.len()];
+    let mut rank = 0u32;
+    for (n, &i) in ids.iter().enumerate() {
+        if n > 0 && names[ids[n - 1] as usize] != names[i as usize] {
+            rank += 1;
+        }
+        out[i as usize] = rank;
+    }
+    out
+}
+
+/// The ranks of the names a memory report orders by.
+struct Ranks {
+    frames: Vec<u32>,
+    dsos: Vec<u32>,
+    objects: Vec<u32>,
+    comms: Vec<u32>,
+    data: Vec<u32>,
+    types: Vec<u32>,
+}
+
+impl Ranks {
+    fn of(keys: &[MemKey], r: &Resolver) -> Ranks {
+        let has = |k| keys.contains(&k);
+        let stats = r.sym.stats();
+        let frames = (0..stats.frames as u32).map(|f| match &r.sym.frame(f).name {
+            FrameName::Symbol(s) => Some(s.as_str()),
+            FrameName::Address(_) => None,
+        });
+        let dsos =
+            (0..stats.dsos as u32).map(|d| (d != UNKNOWN_DSO).then(|| r.sym.dso(d).short.as_str()));
+        let all = |v: &[String]| ranks(v.iter().map(|s| Some(s.as_str())));
+        Ranks {
+            frames: if has(MemKey::Sym) {
+                ranks(frames)
+            } else {
+                Vec::new()
+            },
+            dsos: if has(MemKey::Dso) {
+                ranks(dsos)
+            } else {
+                Vec::new()
+            },
+            objects: all(&r.objects),
+            comms: all(&r.comms),
+            data: all(&r.data_names),
+            types: all(&r.type_names),
+        }
+    }
+}
+
+fn rank(v: &[u32], id: u32) -> u32 {
+    v.get(id as usize).copied().unwrap_or(NONE)
+}
+
+/// perf's order of two rows of equal cost by key `k`.
+fn by_key(k: MemKey, a: &MemRow, b: &MemRow, ranks: &Ranks, r: &Resolver) -> Ordering {
+    let (s, t) = (&a.first, &b.first);
+    let per = |x: u64, n: u64| x / n.max(1);
+    match k {
+        MemKey::LocalWeight => desc(per(a.weight, a.samples), per(b.weight, b.samples)),
+        MemKey::Weight => desc(a.weight, b.weight),
+        MemKey::LocalInsLat => desc(per(a.ins_lat, a.samples), per(b.ins_lat, b.samples)),
+        MemKey::InsLat => desc(a.ins_lat, b.ins_lat),
+        MemKey::LocalPStageCyc | MemKey::PStageCyc | MemKey::IpcNull => Ordering::Equal,
+        MemKey::Sym => rank(&ranks.frames, s.frame).cmp(&rank(&ranks.frames, t.frame)),
+        // perf's `sort__dso_cmp` swaps its sides: names ascending, no
+        // binary last.
+        MemKey::Dso => {
+            let d = |x: &MemSample| rank(&ranks.dsos, r.sym.frame(x.frame).dso);
+            d(s).cmp(&d(t))
+        }
+        // By the line's address in its mapping, the smaller first, no
+        // mapping last.
+        MemKey::Dcacheline => {
+            (s.object.is_none(), s.data_rel & !63).cmp(&(t.object.is_none(), t.data_rel & !63))
+        }
+        // By name, descending; no mapping before any (`strcmp(l, r)`).
+        MemKey::DsoDaddr => match (s.object, t.object) {
+            (Some(x), Some(y)) => rank(&ranks.objects, y).cmp(&rank(&ranks.objects, x)),
+            (None, Some(_)) => Ordering::Less,
+            (Some(_), None) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        },
+        MemKey::Comm => rank(&ranks.comms, s.comm).cmp(&rank(&ranks.comms, t.comm)),
+        MemKey::SymbolDaddr if s.dobj != u32::MAX => {
+            rank(&ranks.data, s.dobj).cmp(&rank(&ranks.data, t.dobj))
+        }
+        MemKey::Type => rank(&ranks.types, s.dtype.0).cmp(&rank(&ranks.types, t.dtype.0)),
+        MemKey::TypeOff => rank(&ranks.types, s.dtype.1).cmp(&rank(&ranks.types, t.dtype.1)),
+        _ => wrapping_asc(group_value(k, s, &r.sym), group_value(k, t, &r.sym)),
+    }
+}
+
+/// Put `rows` in perf's order: the cost, then each key's order, then the
+/// samples; rows equal in all keep their order (a stable sort of the
+/// rows' indices, the rows then moved in place).
+pub(crate) fn sort(rows: &mut [MemRow], keys: &[MemKey], r: &Resolver) {
+    let ranks = Ranks::of(keys, r);
+    let mut order: Vec<u32> = (0..rows.len() as u32).collect();
+    order.sort_by(|&i, &j| {
+        let (a, b) = (&rows[i as usize], &rows[j as usize]);
         (b.period.cmp(&a.period))
             .then_with(|| {
-                (a.order.iter().zip(&b.order))
-                    .map(|(x, y)| order(x, y))
+                (keys.iter())
+                    .map(|&k| by_key(k, a, b, &ranks, r))
                     .find(|o| o.is_ne())
                     .unwrap_or(Ordering::Equal)
             })
             .then(b.samples.cmp(&a.samples))
     });
-    MemEvent {
-        name,
-        samples: rows.iter().map(|r| r.samples).sum(),
-        total: rows.iter().map(|r| r.period).sum(),
-        rows,
+    // Row `order[k]` goes to place `k`: each cycle of the permutation
+    // walked once, its rows swapped along.
+    for start in 0..order.len() {
+        let mut k = start;
+        loop {
+            let from = order[k] as usize;
+            order[k] = k as u32;
+            if from == start || from == k {
+                break;
+            }
+            rows.swap(k, from);
+            k = from;
+        }
     }
 }
 
-/// The symbol's name of the row's instruction (`None`: an address).
-fn symbol_name(a: &Acc, r: &Resolver) -> Option<String> {
-    match &r.sym.frame(a.first.frame).name {
-        FrameName::Symbol(s) => Some(s.clone()),
-        FrameName::Address(_) => None,
+/// The length of an address as perf prints it (`%#018llx`: zero as 16
+/// zeros).
+fn address_len(a: u64) -> usize {
+    if a == 0 {
+        16
+    } else {
+        18
     }
 }
 
-/// The binary of the row's instruction (`None`: no mapping).
-fn dso_name(a: &Acc, r: &Resolver) -> Option<String> {
-    let d = r.sym.frame(a.first.frame).dso;
-    (d != UNKNOWN_DSO).then(|| r.sym.dso(d).short.clone())
-}
-
-fn order_value(k: MemKey, a: &Acc, r: &Resolver) -> OrderVal {
-    let s = &a.first;
-    match k {
-        MemKey::LocalWeight => OrderVal::Desc(a.weight / a.samples.max(1)),
-        MemKey::Weight => OrderVal::Desc(a.weight),
-        MemKey::LocalInsLat => OrderVal::Desc(a.ins_lat / a.samples.max(1)),
-        MemKey::InsLat => OrderVal::Desc(a.ins_lat),
-        MemKey::LocalPStageCyc | MemKey::PStageCyc | MemKey::IpcNull => OrderVal::Desc(0),
-        MemKey::Sym => OrderVal::NameAsc(symbol_name(a, r)),
-        // perf's `sort__dso_cmp` swaps its sides: names ascending, no
-        // binary last.
-        MemKey::Dso => OrderVal::NameAsc(dso_name(a, r)),
-        // By the line's address in its mapping, the smaller first, no
-        // mapping last.
-        MemKey::Dcacheline => OrderVal::Line(s.object.is_none(), s.data_rel & !63),
-        MemKey::DsoDaddr => OrderVal::NameDesc(s.object.map(|o| r.objects[o as usize].clone())),
-        MemKey::Comm => OrderVal::NameAsc(Some(r.comms[s.comm as usize].clone())),
-        MemKey::SymbolDaddr if s.dobj != u32::MAX => {
-            OrderVal::NameAsc(Some(r.data_names[s.dobj as usize].clone()))
-        }
-        MemKey::Type => OrderVal::NameAsc(r.type_names.get(s.dtype.0 as usize).cloned()),
-        MemKey::TypeOff => OrderVal::NameAsc(r.type_names.get(s.dtype.1 as usize).cloned()),
-        _ => OrderVal::Asc(group_value(k, s, &r.sym)),
+impl MemReport {
+    /// The text of key `sort[i]`'s cell of `row`, as perf prints it
+    /// (unpadded).
+    pub fn cell(&self, row: &MemRow, i: usize) -> String {
+        let mut out = String::new();
+        self.write_cell(&mut out, self.sort[i], row);
+        out
     }
-}
 
-/// The cell of key `k` for a row, as perf prints it (unpadded).
-fn cell(k: MemKey, a: &Acc, r: &Resolver) -> String {
-    use pmx_profile::data_src as w;
-    let s = &a.first;
-    let d = DataSrc::from_raw(s.data_src);
-    let level = if s.kernel { 'k' } else { '.' };
-    match k {
-        MemKey::LocalWeight => (a.weight / a.samples.max(1)).to_string(),
-        MemKey::Weight => a.weight.to_string(),
-        MemKey::Mem => w::lvl_text(&d),
-        MemKey::Snoop => w::snoop_text(&d),
-        MemKey::Tlb => w::tlb_text(&d),
-        MemKey::Locked => w::lock_text(&d).to_string(),
-        MemKey::Blocked => w::blk_text(&d),
-        MemKey::Sym => format!("[{level}] {}", r.sym.frame(s.frame).label()),
-        MemKey::Dso => dso_name(a, r).unwrap_or_else(|| "[unknown]".into()),
-        MemKey::SymbolDaddr if s.dobj != u32::MAX => {
-            format!("[{level}] {}", r.data_names[s.dobj as usize])
+    /// The length of [`MemReport::cell`] for the keys whose columns are
+    /// as wide as their longest cell, without writing it.
+    pub(crate) fn cell_len(&self, k: MemKey, row: &MemRow) -> usize {
+        let (r, s) = (&self.names, &row.first);
+        match k {
+            MemKey::Sym => match &r.sym.frame(s.frame).name {
+                FrameName::Symbol(n) => 4 + n.len(),
+                FrameName::Address(a) => 4 + address_len(*a),
+            },
+            MemKey::SymbolDaddr if s.dobj != u32::MAX => 4 + r.data_names[s.dobj as usize].len(),
+            MemKey::SymbolDaddr => 4 + address_len(s.addr),
+            MemKey::Dcacheline => 4 + address_len(s.data_rel & !63),
+            MemKey::Dso => {
+                let d = r.sym.frame(s.frame).dso;
+                if d == UNKNOWN_DSO {
+                    9
+                } else {
+                    r.sym.dso(d).short.len()
+                }
+            }
+            MemKey::DsoDaddr => s.object.map_or(9, |o| r.objects[o as usize].len()),
+            MemKey::Comm => r.comms[s.comm as usize].len(),
+            _ => self
+                .cell(row, self.sort.iter().position(|&x| x == k).unwrap_or(0))
+                .len(),
         }
-        MemKey::SymbolDaddr => format!("[{level}] {}", w::address(s.addr)),
-        MemKey::DsoDaddr => match s.object {
-            Some(o) => r.objects[o as usize].clone(),
-            None => "[unknown]".into(),
-        },
-        MemKey::Dcacheline => {
-            let level = if s.object.is_none() { 'X' } else { level };
-            format!("[{level}] {}", w::address(s.data_rel & !63))
+    }
+
+    /// Whether the symbol of `row`'s instruction is unresolved.
+    pub(crate) fn unresolved(&self, row: &MemRow) -> bool {
+        let f = self.names.sym.frame(row.first.frame);
+        matches!(f.name, FrameName::Address(_))
+    }
+
+    /// The length of the name of perf's data symbol of `row`'s address
+    /// (`None`: no symbol), which widens perf's data columns.
+    pub(crate) fn perf_symbol_len(&self, row: &MemRow) -> Option<usize> {
+        let id = row.first.dsym;
+        (self.names.perf_symbols.get(id as usize)).map(|(n, _)| n.len())
+    }
+
+    /// Write the cell of key `k` for `row` to `out`, as perf prints it.
+    pub(crate) fn write_cell(&self, out: &mut String, k: MemKey, row: &MemRow) {
+        use pmx_profile::data_src as w;
+        let (r, s) = (&self.names, &row.first);
+        let d = DataSrc::from_raw(s.data_src);
+        let level = if s.kernel { 'k' } else { '.' };
+        let mut put = |args: std::fmt::Arguments<'_>| {
+            let _ = out.write_fmt(args);
+        };
+        let type_name = |id: u32| r.type_names.get(id as usize).map_or("", |t| t.as_str());
+        match k {
+            MemKey::LocalWeight => put(format_args!("{}", row.weight / row.samples.max(1))),
+            MemKey::Weight => put(format_args!("{}", row.weight)),
+            MemKey::Mem => put(format_args!("{}", w::lvl_text(&d))),
+            MemKey::Snoop => put(format_args!("{}", w::snoop_text(&d))),
+            MemKey::Tlb => put(format_args!("{}", w::tlb_text(&d))),
+            MemKey::Locked => put(format_args!("{}", w::lock_text(&d))),
+            MemKey::Blocked => put(format_args!("{}", w::blk_text(&d))),
+            MemKey::Sym => match &r.sym.frame(s.frame).name {
+                FrameName::Symbol(n) => put(format_args!("[{level}] {n}")),
+                FrameName::Address(_) => {
+                    put(format_args!("[{level}] {}", r.sym.frame(s.frame).label()))
+                }
+            },
+            MemKey::Dso => match r.sym.frame(s.frame).dso {
+                UNKNOWN_DSO => put(format_args!("[unknown]")),
+                d => put(format_args!("{}", r.sym.dso(d).short)),
+            },
+            MemKey::SymbolDaddr if s.dobj != u32::MAX => {
+                put(format_args!("[{level}] {}", r.data_names[s.dobj as usize]))
+            }
+            MemKey::SymbolDaddr => match r.perf_symbols.get(s.dsym as usize) {
+                Some((n, Some(start))) => put(format_args!(
+                    "[{level}] {n}+{:#x}",
+                    s.data_rel.wrapping_sub(*start)
+                )),
+                Some((n, None)) => put(format_args!("[{level}] {n}")),
+                None => put(format_args!("[{level}] {}", w::address(s.addr))),
+            },
+            MemKey::DsoDaddr => match s.object {
+                Some(o) => put(format_args!("{}", r.objects[o as usize])),
+                None => put(format_args!("[unknown]")),
+            },
+            MemKey::Dcacheline => {
+                let level = if s.object.is_none() { 'X' } else { level };
+                put(format_args!("[{level}] {}", w::address(s.data_rel & !63)))
+            }
+            MemKey::LocalInsLat => put(format_args!("{}", row.ins_lat / row.samples.max(1))),
+            MemKey::InsLat => put(format_args!("{}", row.ins_lat)),
+            MemKey::LocalPStageCyc | MemKey::PStageCyc => put(format_args!("0")),
+            MemKey::DataPageSize => put(format_args!("{}", w::page_size_name(s.data_page_size))),
+            MemKey::PhysDaddr => put(format_args!("[{level}] {}", w::address(s.phys_addr))),
+            MemKey::Comm => put(format_args!("{}", r.comms[s.comm as usize])),
+            MemKey::IpcNull => put(format_args!("-      -")),
+            MemKey::Type => put(format_args!("{}", type_name(s.dtype.0))),
+            MemKey::TypeOff => put(format_args!("{}", type_name(s.dtype.1))),
         }
-        MemKey::LocalInsLat => (a.ins_lat / a.samples.max(1)).to_string(),
-        MemKey::InsLat => a.ins_lat.to_string(),
-        MemKey::LocalPStageCyc | MemKey::PStageCyc => "0".into(),
-        MemKey::DataPageSize => w::page_size_name(s.data_page_size),
-        MemKey::PhysDaddr => format!("[{level}] {}", w::address(s.phys_addr)),
-        MemKey::Comm => r.comms[s.comm as usize].clone(),
-        MemKey::IpcNull => "-      -".into(),
-        MemKey::Type => r
-            .type_names
-            .get(s.dtype.0 as usize)
-            .cloned()
-            .unwrap_or_default(),
-        MemKey::TypeOff => r
-            .type_names
-            .get(s.dtype.1 as usize)
-            .cloned()
-            .unwrap_or_default(),
     }
 }

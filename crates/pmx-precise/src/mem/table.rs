@@ -3,8 +3,10 @@
 //! the event count), the columns two spaces apart and padded to perf's
 //! widths (each key's least width, its heading's, its cells'), the tip.
 
+use super::export::MemExports;
 use super::keys::MemKey;
 use super::report::{MemEvent, MemReport};
+use std::fmt::Write as _;
 use std::io::Write;
 
 /// Which number columns to print before the keys.
@@ -27,21 +29,57 @@ impl Default for MemColumns {
 
 /// The width of key `k`'s column: perf's least width for the key (for the
 /// symbol and data columns, what an unresolved address takes), its
-/// heading's, and for names, the longest.
-fn width(k: MemKey, i: usize, e: &MemEvent) -> usize {
-    let longest = || e.rows.iter().map(|r| r.cells[i].len()).max().unwrap_or(0);
+/// heading's, and for names, the longest. perf widens the data symbol's
+/// column for a named address to the name and 22 (what an address takes
+/// with its level), the cache line's to one more.
+fn width(k: MemKey, r: &MemReport, e: &MemEvent) -> usize {
+    let longest = || {
+        e.rows
+            .iter()
+            .map(|row| r.cell_len(k, row))
+            .max()
+            .unwrap_or(0)
+    };
+    let named = || (e.rows.iter().filter_map(|row| r.perf_symbol_len(row))).max();
     let least = match k {
         // `[k] 0x` and 16 digits, or a name with its level.
-        MemKey::Sym | MemKey::SymbolDaddr | MemKey::Dcacheline => longest().max(22),
-        // An unresolved object takes 16 (perf's unresolved column).
+        MemKey::Sym => longest().max(22),
+        MemKey::SymbolDaddr => longest().max(22).max(named().map_or(0, |n| n + 22)),
+        MemKey::Dcacheline => longest().max(22).max(named().map_or(0, |n| n + 23)),
+        // An unresolved object takes 16 (perf's unresolved column), and
+        // the code's binary as much when a row's symbol is unresolved
+        // (perf's `hists__set_unres_dso_col_len`).
+        MemKey::Dso if e.rows.iter().any(|row| r.unresolved(row)) => longest().max(16),
         MemKey::Dso | MemKey::DsoDaddr => {
-            let unknown = e.rows.iter().any(|r| r.cells[i] == "[unknown]");
+            let unknown = e.rows.iter().any(|row| {
+                r.cell_len(k, row) == 9 && {
+                    let mut c = String::new();
+                    r.write_cell(&mut c, k, row);
+                    c == "[unknown]"
+                }
+            });
             longest().max(if unknown { 16 } else { 0 })
         }
         MemKey::Comm => longest(),
         _ => k.least_width(),
     };
     least.max(k.heading().len())
+}
+
+/// A count as perf's `convert_unit` shortens it (`1000K`: a unit is taken
+/// only past 1000).
+fn abbreviated(mut n: u64) -> String {
+    let mut unit = ' ';
+    for u in ['K', 'M', 'G'] {
+        if n > 1000 {
+            n /= 1000;
+            unit = u;
+        }
+    }
+    match unit {
+        ' ' => format!("{n} "),
+        u => format!("{n}{u}"),
+    }
 }
 
 /// Print `r` as perf report does with `--mem-mode --stdio`.
@@ -58,7 +96,7 @@ pub fn print(out: &mut dyn Write, r: &MemReport, cols: MemColumns) -> std::io::R
         writeln!(
             out,
             "# Samples: {} of event '{}'",
-            pmx_profile::perf_text::abbreviated(e.samples),
+            abbreviated(e.samples),
             e.name
         )?;
         writeln!(out, "# Total weight : {}", e.total)?;
@@ -77,9 +115,9 @@ fn event_table(
     e: &MemEvent,
     cols: MemColumns,
 ) -> std::io::Result<()> {
-    let keys: Vec<(usize, MemKey, usize)> = (r.sort.iter().enumerate())
-        .filter(|(_, k)| k.shown())
-        .map(|(i, &k)| (i, k, width(k, i, e)))
+    let keys: Vec<(MemKey, usize)> = (r.sort.iter())
+        .filter(|k| k.shown())
+        .map(|&k| (k, width(k, r, e)))
         .collect();
     let mut heads: Vec<String> = Vec::new();
     let mut dots: Vec<String> = Vec::new();
@@ -91,32 +129,78 @@ fn event_table(
         heads.push(format!("{:>12}", "Samples"));
         dots.push(".".repeat(12));
     }
-    for &(_, k, w) in &keys {
+    for &(k, w) in &keys {
         heads.push(format!("{:<w$}", k.heading()));
         dots.push(".".repeat(w));
     }
     writeln!(out, "# {}", heads.join("  "))?;
     writeln!(out, "# {}", dots.join("  "))?;
     writeln!(out, "#")?;
+    let (mut line, mut cell) = (String::new(), String::new());
     for row in &e.rows {
-        let mut cells: Vec<String> = Vec::new();
+        line.clear();
+        // The first column sits under `# `'s heading.
+        if !cols.overhead {
+            line.push_str("  ");
+        }
+        let mut sep = "";
         if cols.overhead {
             let pct = pmx_profile::report::pct(row.period, e.total);
-            cells.push(format!("{pct:>9.2}%"));
+            let _ = write!(line, "{pct:>9.2}%");
+            sep = "  ";
         }
         if cols.samples {
-            cells.push(format!("{:>12}", row.samples));
+            let _ = write!(line, "{sep}{:>12}", row.samples);
+            sep = "  ";
         }
-        for &(i, _, w) in &keys {
-            cells.push(format!("{:<w$}", row.cells[i]));
+        for &(k, w) in &keys {
+            cell.clear();
+            r.write_cell(&mut cell, k, row);
+            line.push_str(sep);
+            line.push_str(&cell);
+            let n = if cell.is_ascii() {
+                cell.len()
+            } else {
+                cell.chars().count()
+            };
+            line.extend(std::iter::repeat_n(' ', w.saturating_sub(n)));
+            sep = "  ";
         }
-        let line = cells.join("  ");
-        // The first column sits under `# `'s heading.
-        if cols.overhead {
-            writeln!(out, "{line}")?;
-        } else {
-            writeln!(out, "  {line}")?;
-        }
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Write `r` as `x` asks: the files of `--pprof` and `--flamegraph`, the
+/// folded stacks to `out`; the table (perf's `--stdio` layout) when no
+/// export is asked for.
+pub fn print_exports(
+    out: &mut dyn Write,
+    r: &MemReport,
+    cols: MemColumns,
+    x: &MemExports,
+) -> std::io::Result<()> {
+    let Some(c) = r.collected.as_ref().filter(|_| x.any()) else {
+        return print(out, r, cols);
+    };
+    if let Some(path) = &x.pprof {
+        let mut bytes = Vec::new();
+        c.export
+            .write(pmx_profile::export::Format::Pprof, &mut bytes)?;
+        pmx_io::write(path, &bytes)?;
+    }
+    let stacks = c.stacks(&r.names);
+    if let Some(path) = &x.flamegraph {
+        let opts = pmx_profile::flame::FlameOptions {
+            title: "Data objects by weight".into(),
+            unit: "weight".into(),
+            ..Default::default()
+        };
+        pmx_io::write(path, pmx_profile::flame::svg(&stacks, &opts).as_bytes())?;
+    }
+    if x.folded {
+        out.write_all(pmx_profile::flame::folded(&stacks).as_bytes())?;
     }
     Ok(())
 }

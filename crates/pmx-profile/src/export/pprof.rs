@@ -6,8 +6,9 @@
 //!   `count` and `E` in `nanoseconds` for cpu-clock/task-clock, else
 //!   `count`; then group members); `default_sample_type` and
 //!   `period_type`: the first event's period column;
-//! - one `Sample` per distinct (stack, thread) with the summed weights,
-//!   labels `pid`, `tid` (numbers), `comm` and, when known, `cgroup`;
+//! - one `Sample` per distinct (stack, thread, label set), weights summed,
+//!   labels `pid`, `tid` (numbers), `comm` and, when known, `cgroup`,
+//!   and the export's own labels of the sample (a memory sample's);
 //! - `Mapping`: each binary mapping sampled (start, limit, file offset,
 //!   path, build id in hex), `has_functions` (pmx symbolized them) and
 //!   `has_filenames`/`has_line_numbers` when DWARF lines were found;
@@ -151,13 +152,15 @@ pub fn encode(x: &Export) -> Vec<u8> {
 
 /// One `Sample` per distinct (stack, thread), weights summed.
 fn samples(x: &Export, ncols: usize, p: &mut Msg, st: &mut Strings) {
-    // (stack, thread) → row of weights.
-    type Key = (Option<u32>, u32);
+    // (stack, thread, label set) → row of weights.
+    type Key = (Option<u32>, u32, u32);
     let mut agg: HashMap<Key, usize> = HashMap::default();
     let mut rows: Vec<(Key, Vec<i64>)> = Vec::new();
-    for s in &x.samples {
-        let i = *agg.entry((s.stack, s.thread)).or_insert_with(|| {
-            rows.push(((s.stack, s.thread), vec![0; ncols]));
+    for (n, s) in x.samples.iter().enumerate() {
+        let labels = x.sample_labels.get(n).copied().unwrap_or(u32::MAX);
+        let key = (s.stack, s.thread, labels);
+        let i = *agg.entry(key).or_insert_with(|| {
+            rows.push((key, vec![0; ncols]));
             rows.len() - 1
         });
         x.add_weights(s, &mut rows[i].1);
@@ -168,7 +171,7 @@ fn samples(x: &Export, ncols: usize, p: &mut Msg, st: &mut Strings) {
         true => st.id("cgroup"),
         false => 0,
     };
-    for ((stack, thread), values) in rows {
+    for ((stack, thread, labels), values) in rows {
         let t = &x.threads[thread as usize];
         let mut m = Msg::default();
         m.packed(1, x.stack_locations(stack).map(|l| u64::from(l) + 1));
@@ -186,6 +189,12 @@ fn samples(x: &Export, ncols: usize, p: &mut Msg, st: &mut Strings) {
                 l.int(2, st.id(text));
                 m.msg(3, l);
             }
+        }
+        for (key, text) in x.label_sets.get(labels as usize).into_iter().flatten() {
+            let mut l = Msg::default();
+            l.int(1, st.id(key));
+            l.int(2, st.id(text));
+            m.msg(3, l);
         }
         p.msg(2, m);
     }

@@ -7,8 +7,9 @@
 use object::{Object, ObjectSymbol, SymbolKind};
 
 /// One binary's data objects, sorted by start, each `[start, end)` in the
-/// ELF's virtual addresses (sized objects only: an object of size 0 names
-/// no byte).
+/// ELF's virtual addresses (an object of size 0 names no byte in
+/// [`DataSymbols::lookup`]; perf's lookup stretches it,
+/// [`DataSymbols::lookup_perf`]).
 #[derive(Debug, Default)]
 pub struct DataSymbols {
     /// (start, end, name offset, name length).
@@ -59,6 +60,17 @@ impl DataSymbols {
         (vaddr < self.entries[i].1).then_some(i)
     }
 
+    /// The object perf 6.1 names `vaddr` by: the one holding it, else an
+    /// object of size 0 before it and no other (perf stretches such a
+    /// symbol to the next one).
+    pub fn lookup_perf(&self, vaddr: u64) -> Option<usize> {
+        let i = self.entries.partition_point(|e| e.0 <= vaddr);
+        let i = i.checked_sub(1)?;
+        let (start, end, _, _) = self.entries[i];
+        let next = self.entries.get(i + 1).map_or(u64::MAX, |e| e.0);
+        (vaddr < end || (start == end && vaddr < next)).then_some(i)
+    }
+
     /// Object `i`'s raw (mangled) name.
     pub fn name(&self, i: usize) -> &str {
         let (_, _, off, len) = self.entries[i];
@@ -78,11 +90,11 @@ impl DataSymbols {
     }
 }
 
-/// (start, size, local, name) of the sized, named, defined objects of a table.
+/// (start, size, local, name) of the named, defined objects of a table.
 fn objects<'d: 'f, 'f>(
     it: impl Iterator<Item = object::Symbol<'d, 'f>>,
 ) -> Vec<(u64, u64, bool, &'d str)> {
-    it.filter(|s| s.kind() == SymbolKind::Data && !s.is_undefined() && s.size() > 0)
+    it.filter(|s| s.kind() == SymbolKind::Data && !s.is_undefined())
         .filter_map(|s| {
             let name = s.name().ok().filter(|n| !n.is_empty())?;
             Some((s.address(), s.size(), !s.is_global(), name))

@@ -25,6 +25,16 @@ pub struct TypeAt {
     pub field: String,
 }
 
+/// Where an access lands: a type (past arrays) of one unit and the offset
+/// in it; what a [`TypeAt`] is made from, so equal spots name alike
+/// (a cheap key to cache names by).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TypeSpot {
+    unit: u32,
+    ty: usize,
+    offset: u64,
+}
+
 /// One binary's variables with a type, indexed for the two lookups.
 pub struct DataTypes {
     dwarf: Dwarf,
@@ -128,6 +138,12 @@ impl DataTypes {
 
     /// The global variable holding `vaddr`, and the type and field there.
     pub fn global(&self, vaddr: u64) -> Option<TypeAt> {
+        self.name_spot(self.global_spot(vaddr)?)
+    }
+
+    /// Where in its type an access of the global variable holding `vaddr`
+    /// lands ([`DataTypes::name_spot`] names it).
+    pub fn global_spot(&self, vaddr: u64) -> Option<TypeSpot> {
         let i = self
             .globals
             .partition_point(|g| g.0 <= vaddr)
@@ -136,12 +152,17 @@ impl DataTypes {
         if vaddr - start >= size {
             return None;
         }
-        self.at(&self.units[u as usize], ty, vaddr - start)
+        self.spot(u, ty, vaddr - start)
     }
 
     /// The type and field at `disp` from the pointer that the variable
     /// held in DWARF register `reg` at `pc` points to.
     pub fn through_register(&self, pc: u64, reg: u16, disp: i64) -> Option<TypeAt> {
+        self.name_spot(self.register_spot(pc, reg, disp)?)
+    }
+
+    /// Where [`DataTypes::through_register`]'s access lands in its type.
+    pub fn register_spot(&self, pc: u64, reg: u16, disp: i64) -> Option<TypeSpot> {
         let disp = u64::try_from(disp).ok()?;
         let end = self.functions.partition_point(|f| f.0 <= pc);
         let f = self.functions[..end].iter().rev().find(|f| pc < f.1)?;
@@ -157,7 +178,7 @@ impl DataTypes {
         if disp >= self.size(unit, pointee)? {
             return None;
         }
-        self.at(unit, pointee, disp)
+        self.spot(f.2, pointee, disp)
     }
 
     /// The type of the variable or parameter of `node`'s scope (and the
@@ -303,15 +324,10 @@ impl DataTypes {
         Some(format!("{prefix}{}", own?))
     }
 
-    /// The type and field at `offset` in a variable of type `ty`: arrays
-    /// down to their element (the offset modulo its size), the name of
-    /// the type reached, the field path through its members.
-    fn at(
-        &self,
-        unit: &gimli::Unit<Reader>,
-        mut ty: UnitOffset,
-        mut offset: u64,
-    ) -> Option<TypeAt> {
+    /// Where `offset` lands in a variable of type `ty` of unit `u`: arrays
+    /// down to their element (the offset modulo its size).
+    fn spot(&self, u: u32, mut ty: UnitOffset, mut offset: u64) -> Option<TypeSpot> {
+        let unit = &self.units[u as usize];
         loop {
             let s = self.strip(unit, ty)?;
             if unit.entry(s).ok()?.tag() != gimli::DW_TAG_array_type {
@@ -321,6 +337,18 @@ impl DataTypes {
             offset %= self.size(unit, elem).filter(|&n| n > 0)?;
             ty = elem;
         }
+        Some(TypeSpot {
+            unit: u,
+            ty: ty.0,
+            offset,
+        })
+    }
+
+    /// A spot's type and field: the name of the type reached, the field
+    /// path through its members.
+    pub fn name_spot(&self, spot: TypeSpot) -> Option<TypeAt> {
+        let unit = self.units.get(spot.unit as usize)?;
+        let (ty, offset) = (UnitOffset(spot.ty), spot.offset);
         // The name: a typedef's (an anonymous struct has only that one).
         let name = self
             .name(unit, ty)

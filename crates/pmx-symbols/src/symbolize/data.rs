@@ -8,7 +8,7 @@
 
 use super::{DsoId, Map, Symbolizer};
 use crate::demangle::demangle_as;
-use crate::elf::types::TypeAt;
+use crate::elf::types::{TypeAt, TypeSpot};
 
 /// What a data address is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +31,20 @@ pub enum DataObject {
     Anon,
     /// No mapping covers the address.
     Unmapped,
+}
+
+/// perf 6.1's symbol of a data address (its `symbol_daddr`): the function
+/// or the object of the mapped binary's table covering the address's
+/// place in the file ([`Symbolizer::perf_data_symbol`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PerfDataSymbol {
+    /// The binary.
+    pub dso: DsoId,
+    /// The symbol's index in the binary's function table, or in its data
+    /// table (`object`).
+    pub index: u32,
+    /// A data object (perf prints `NAME+0xOFF`), not a function.
+    pub object: bool,
 }
 
 /// How the maps name memory that is no file's.
@@ -79,6 +93,59 @@ impl Symbolizer {
         }
     }
 
+    /// The symbol perf 6.1 names user data address `addr` of process `pid`
+    /// by, and the address's offset in it (0 for a function, whose name
+    /// perf prints alone): perf looks the address's place in a file's
+    /// mapping up in the binary's one table of functions and objects
+    /// (each at its section's file offset, `.bss` included); anonymous
+    /// memory, the heap and stacks have none.
+    pub fn perf_data_symbol(&mut self, pid: u32, addr: u64) -> Option<(PerfDataSymbol, u64)> {
+        let (start, _, pgoff, dso) = self.mapping(pid, addr)?;
+        if special(&self.dsos[dso as usize].path).is_some() {
+            return None;
+        }
+        let d = &self.dsos[dso as usize];
+        if !d.tried && d.elf.is_none() && self.dso_file(dso).is_some_and(|p| !is_elf(&p)) {
+            return None;
+        }
+        self.load(dso, Some((pid, addr)));
+        let elf = self.dsos[dso as usize].elf.as_ref()?;
+        let offset = (addr.wrapping_sub(start)).wrapping_add(pgoff);
+        let vaddr = (elf.section_vaddr(offset)).or_else(|| elf.offset_to_vaddr(offset))?;
+        if let Some(i) = elf.lookup_as(vaddr, self.options.demangle) {
+            let s = PerfDataSymbol {
+                dso,
+                index: i as u32,
+                object: false,
+            };
+            return Some((s, 0));
+        }
+        let t = elf.data_symbols();
+        let i = t.lookup_perf(vaddr)?;
+        let s = PerfDataSymbol {
+            dso,
+            index: i as u32,
+            object: true,
+        };
+        Some((s, vaddr - t.bounds(i).0))
+    }
+
+    /// The name of a [`PerfDataSymbol`], demangled as the symbolizer
+    /// shows names.
+    pub fn perf_data_symbol_name(&self, s: PerfDataSymbol) -> String {
+        let Some(elf) = self.dsos.get(s.dso as usize).and_then(|d| d.elf.as_ref()) else {
+            return String::new();
+        };
+        let i = s.index as usize;
+        match s.object {
+            true if i < elf.data_symbols().len() => {
+                demangle_as(elf.data_symbols().name(i), self.options.demangle)
+            }
+            true => String::new(),
+            false => elf.shown_name(i, self.options.demangle),
+        }
+    }
+
     /// The type and field that a user access of process `pid` touches:
     /// the global variable holding data address `addr`, else the pointer
     /// variable that DWARF places in the instruction's base register
@@ -91,20 +158,43 @@ impl Symbolizer {
         addr: u64,
         base: Option<(u16, i64)>,
     ) -> Option<TypeAt> {
-        if let DataObject::Symbol { dso, .. } | DataObject::Binary(dso) =
+        let (dso, spot) = (self.global_type_spot(pid, addr))
+            .or_else(|| self.register_type_spot(pid, ip, base?))?;
+        self.type_at_spot(dso, spot)
+    }
+
+    /// [`Symbolizer::data_type`]'s first case as a spot: the global
+    /// variable of the binary holding data address `addr`.
+    pub fn global_type_spot(&mut self, pid: u32, addr: u64) -> Option<(DsoId, TypeSpot)> {
+        let (DataObject::Symbol { dso, .. } | DataObject::Binary(dso)) =
             self.data_object(pid, addr)
-        {
-            let bias = self.load_bias(pid, dso, addr);
-            let elf = self.dsos[dso as usize].elf.clone();
-            let global = bias.and_then(|b| elf?.data_types()?.global(addr.wrapping_sub(b)));
-            if global.is_some() {
-                return global;
-            }
-        }
-        let (reg, disp) = base?;
+        else {
+            return None;
+        };
+        let bias = self.load_bias(pid, dso, addr)?;
+        let elf = self.dsos[dso as usize].elf.as_ref()?;
+        let spot = elf.data_types()?.global_spot(addr.wrapping_sub(bias))?;
+        Some((dso, spot))
+    }
+
+    /// [`Symbolizer::data_type`]'s second case as a spot: the pointer in
+    /// the base register (`base`: DWARF number, displacement) at `ip`.
+    /// It depends on the instruction alone: a caller may keep it per `ip`.
+    pub fn register_type_spot(
+        &mut self,
+        pid: u32,
+        ip: u64,
+        (reg, disp): (u16, i64),
+    ) -> Option<(DsoId, TypeSpot)> {
         let (dso, pc) = self.user_vaddr(pid, ip)?;
-        let elf = self.dsos[dso as usize].elf.clone()?;
-        elf.data_types()?.through_register(pc, reg, disp)
+        let elf = self.dsos[dso as usize].elf.as_ref()?;
+        Some((dso, elf.data_types()?.register_spot(pc, reg, disp)?))
+    }
+
+    /// The type and field of a spot of binary `dso`.
+    pub fn type_at_spot(&self, dso: DsoId, spot: TypeSpot) -> Option<TypeAt> {
+        let elf = self.dsos.get(dso as usize)?.elf.as_ref()?;
+        elf.data_types()?.name_spot(spot)
     }
 
     /// Up to `len` bytes of the binary's code at user address `ip` of
