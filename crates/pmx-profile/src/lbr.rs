@@ -18,8 +18,8 @@
 //! bit 32 of the mode word), for the user part's addresses are the
 //! branches' ends themselves, not return addresses, and the call graph
 //! looks each up as it is. No value inside the chain marks it, so a
-//! corrupt chain holding any other context value is dropped, as perf
-//! drops it.
+//! chain holding any other value of perf's context range (pmx's old
+//! marker `PERF_CONTEXT_USER - 1` too) is corrupt and dropped whole.
 
 use pmx_perfdata::branch::BranchStack;
 use pmx_perfdata::format::{branch_sample_type, callchain};
