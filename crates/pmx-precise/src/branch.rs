@@ -29,6 +29,7 @@ pub mod autofdo;
 pub mod bolt;
 mod collect;
 mod keys;
+mod order;
 mod rbtree;
 pub mod table;
 

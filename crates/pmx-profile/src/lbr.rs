@@ -12,22 +12,18 @@
 //! stack is empty (perf 6.1 then reads past the stack; pmx keeps the
 //! frame-pointer chain). perf's `--stitch-lbr` is not done.
 //!
-//! In the built chain the user part follows [`CONTEXT_USER_LBR`], pmx's
-//! own marker: its addresses are the branches' ends themselves, not
-//! return addresses, so the call graph looks each up as it is.
+//! The built chain keeps perf's `PERF_CONTEXT_USER` before its user
+//! part, and [`extend_chain`] says that it built one: the sample carries
+//! that as a flag beside its chain (in the report's interned raw stacks,
+//! bit 32 of the mode word), for the user part's addresses are the
+//! branches' ends themselves, not return addresses, and the call graph
+//! looks each up as it is. No value inside the chain marks it, so a
+//! chain holding any other value of perf's context range (pmx's old
+//! marker `PERF_CONTEXT_USER - 1` too) is corrupt and dropped whole.
 
 use pmx_perfdata::branch::BranchStack;
 use pmx_perfdata::format::{branch_sample_type, callchain};
 use pmx_perfdata::read::Event;
-
-/// pmx's marker of an LBR user part (inside perf's range of context
-/// values, a value perf never writes): user mode, addresses as they are.
-pub(crate) const CONTEXT_USER_LBR: u64 = callchain::CONTEXT_USER - 1;
-
-/// Whether `a` is a context marker pmx knows (perf's or [`CONTEXT_USER_LBR`]).
-pub(crate) fn is_context(a: u64) -> bool {
-    a == CONTEXT_USER_LBR || callchain::is_context(a)
-}
 
 /// Per event of a file: whether its samples' chains are LBR call stacks.
 pub(crate) fn events(events: &[Event]) -> Vec<bool> {
@@ -38,25 +34,26 @@ pub(crate) fn events(events: &[Event]) -> Vec<bool> {
 
 /// Append to `out` the call chain of a sample whose chain is `chain` and
 /// whose branch stack is `stack`: perf's LBR call stack, or `chain`
-/// itself where perf keeps it.
+/// itself where perf keeps it. True when the chain's user part (after
+/// its `PERF_CONTEXT_USER`) is the branch stack's.
 pub(crate) fn extend_chain(
     out: &mut Vec<u64>,
     chain: impl Iterator<Item = u64>,
     stack: &BranchStack<'_>,
-) {
+) -> bool {
     let Some(first) = stack.get(0) else {
         out.extend(chain);
-        return;
+        return false;
     };
     for a in chain {
+        out.push(a);
         if a == callchain::CONTEXT_USER {
-            out.push(CONTEXT_USER_LBR);
             out.push(first.to);
             out.extend(stack.iter().map(|e| e.from));
-            return;
+            return true;
         }
-        out.push(a);
     }
+    false
 }
 
 #[cfg(test)]
@@ -65,7 +62,7 @@ mod tests {
     use pmx_perfdata::branch::{encode, parse, BranchEntry, BranchFlags};
     use pmx_perfdata::format::branch_sample_type as bst;
 
-    fn chain_of(chain: &[u64], calls: &[(u64, u64)]) -> Vec<u64> {
+    fn chain_of(chain: &[u64], calls: &[(u64, u64)]) -> (Vec<u64>, bool) {
         let entries: Vec<BranchEntry> = (calls.iter())
             .map(|&(from, to)| BranchEntry {
                 from,
@@ -77,8 +74,8 @@ mod tests {
         encode(&mut bytes, bst::CALL_STACK, None, &entries, &[]);
         let (stack, _) = parse(&bytes, bst::CALL_STACK, 0).unwrap();
         let mut out = vec![7];
-        extend_chain(&mut out, chain.iter().copied(), &stack);
-        out
+        let lbr = extend_chain(&mut out, chain.iter().copied(), &stack);
+        (out, lbr)
     }
 
     #[test]
@@ -87,15 +84,16 @@ mod tests {
         let calls = [(0x150, 0x200), (0x120, 0x140)];
         assert_eq!(
             chain_of(&[k, 0xff10, 0xff20, u, 0x210, 0x999], &calls),
-            [7, k, 0xff10, 0xff20, CONTEXT_USER_LBR, 0x200, 0x150, 0x120]
+            (vec![7, k, 0xff10, 0xff20, u, 0x200, 0x150, 0x120], true)
         );
         assert_eq!(
             chain_of(&[u, 0x210], &calls),
-            [7, CONTEXT_USER_LBR, 0x200, 0x150, 0x120]
+            (vec![7, u, 0x200, 0x150, 0x120], true)
         );
-        // No user part, or no branches: the chain itself.
-        assert_eq!(chain_of(&[k, 0xff10], &calls), [7, k, 0xff10]);
-        assert_eq!(chain_of(&[u, 0x210], &[]), [7, u, 0x210]);
-        assert!(is_context(CONTEXT_USER_LBR) && is_context(u) && !is_context(u - 2));
+        // No user part, or no branches: the chain itself, no flag.
+        assert_eq!(chain_of(&[k, 0xff10], &calls), (vec![7, k, 0xff10], false));
+        assert_eq!(chain_of(&[u, 0x210], &[]), (vec![7, u, 0x210], false));
+        // The value pmx once marked LBR parts with is no context.
+        assert!(!callchain::is_context(u - 1));
     }
 }

@@ -632,7 +632,7 @@ impl Run<'_> {
             for i in s.chain_only() {
                 let a = self.arena[i];
                 if a >= callchain::CONTEXT_MAX {
-                    if !crate::lbr::is_context(a) {
+                    if !callchain::is_context(a) {
                         // A corrupt chain: perf prints none of it.
                         sites.truncate(start);
                         break;

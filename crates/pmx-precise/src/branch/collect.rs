@@ -10,6 +10,7 @@
 //! flags keep the bits the keys compare. Each distinct end is kept once
 //! (the counted keys hold its index), rows share their ends and names.
 
+use super::order::{self, Counted};
 use super::rbtree::Tree;
 use super::{BranchEvent, BranchKey, BranchRow, End};
 use pmx_perfdata::branch::BranchFlags;
@@ -34,6 +35,12 @@ fn flag_bits(k: BranchKey) -> u32 {
         _ => 0,
     }
 }
+
+/// A process's map as [`Symbolizer::mapping`] gives it.
+type Map = (u64, u64, u64, pmx_symbols::symbolize::DsoId);
+
+/// The most addresses `Collect::end_id` remembers (emptied when full).
+const MAX_CACHED_ADDRESSES: usize = 1 << 20;
 
 /// How much of a branch's end its keys show.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -97,6 +104,24 @@ struct RawKey {
     flags: u32,
 }
 
+impl From<RawKey> for Counted {
+    fn from(k: RawKey) -> Counted {
+        let RawKey {
+            comm,
+            from,
+            to,
+            flags,
+            ..
+        } = k;
+        Counted {
+            comm,
+            from,
+            to,
+            flags,
+        }
+    }
+}
+
 /// Counts per event, in the order first seen.
 #[derive(Default)]
 struct Counts {
@@ -120,6 +145,9 @@ pub(super) struct Collect {
     /// The distinct ends, each once, and their indices.
     ends: Vec<Raw>,
     end_ids: HashMap<Raw, u32>,
+    /// The end of (pid, address, function only) and the map it was
+    /// looked up in (see `end_id`).
+    by_address: HashMap<(u32, u64, bool), (Option<Map>, u32)>,
     events: Vec<Counts>,
 }
 
@@ -134,20 +162,45 @@ impl Collect {
             comms: Vec::new(),
             ends: Vec::new(),
             end_ids: HashMap::default(),
+            by_address: HashMap::default(),
             events: Vec::new(),
         }
     }
 
-    /// The index of the end of `addr` in process `pid`, as far as `need` asks.
+    /// The index of the end of `addr` in process `pid`, as far as `need`
+    /// asks: looked up once per address while the process's map there
+    /// stays the same (an address in the kernel, or in a binary's map,
+    /// means the same each time; one in no map or anonymous memory may
+    /// be a JIT's, whose symbols change: looked up each time).
     fn end_id(&mut self, sym: &mut Symbolizer, pid: u32, addr: u64, need: Need) -> u32 {
-        let raw = match need {
-            Need::Nothing => NO_END,
-            Need::Function => {
-                let raw = resolve(sym, pid, addr);
-                function_only(sym, raw)
+        if need == Need::Nothing {
+            return self.intern_end(NO_END);
+        }
+        let map = sym.mapping(pid, addr);
+        let key = (pid, addr, need == Need::Function);
+        if let Some(&(m, id)) = self.by_address.get(&key) {
+            if m == map {
+                return id;
             }
-            Need::Address => resolve(sym, pid, addr),
+        }
+        let raw = resolve(sym, pid, addr, map.is_some());
+        let raw = match need {
+            Need::Function => function_only(sym, raw),
+            _ => raw,
         };
+        let id = self.intern_end(raw);
+        let same = |m: Map| raw.frame.is_some_and(|f| sym.frame(f).dso == m.3);
+        if raw.level == b'k' || map.is_some_and(same) {
+            if self.by_address.len() >= MAX_CACHED_ADDRESSES {
+                self.by_address = HashMap::default();
+            }
+            self.by_address.insert(key, (map, id));
+        }
+        id
+    }
+
+    /// The index of `raw` among the distinct ends.
+    fn intern_end(&mut self, raw: Raw) -> u32 {
         if let Some(&id) = self.end_ids.get(&raw) {
             return id;
         }
@@ -180,8 +233,8 @@ impl Collect {
 
 /// Where `addr` of process `pid` is, tried as perf tries: the process's
 /// maps, the kernel, nowhere.
-fn resolve(sym: &mut Symbolizer, pid: u32, addr: u64) -> Raw {
-    if sym.mapping(pid, addr).is_some() {
+fn resolve(sym: &mut Symbolizer, pid: u32, addr: u64, mapped: bool) -> Raw {
+    if mapped {
         let (frame, shown, space) = sym.user_site(pid, addr);
         let level = b'.';
         return Raw {
@@ -342,6 +395,7 @@ impl SampleSink for Collect {
 
     fn finish(&mut self, sym: &mut Symbolizer, remap: &[FrameId]) {
         self.end_ids = HashMap::default();
+        self.by_address = HashMap::default();
         let mut names = Names::default();
         let ends: Vec<Arc<End>> = (self.ends.iter())
             .map(|r| Arc::new(end(sym, remap, (&self.modules, &mut names), r)))
@@ -350,6 +404,14 @@ impl SampleSink for Collect {
         let comms: Vec<Arc<str>> = self.comms.iter().map(|c| names.get(c)).collect();
         for c in &mut self.events {
             c.index = HashMap::default();
+            let at = |i: usize| (Counted::from(c.keys[i].0), c.keys[i].1);
+            if let Some(rows) = order::rows(&self.keys, (&ends, &comms), c.keys.len(), at) {
+                c.rows = (rows.into_iter())
+                    .map(|(i, n)| row(&ends, &comms, (&c.keys[i].0, n)))
+                    .collect();
+                c.keys = Vec::new();
+                continue;
+            }
             let raw: Vec<BranchRow> = (c.keys.iter())
                 .map(|(k, n)| row(&ends, &comms, (k, *n)))
                 .collect();

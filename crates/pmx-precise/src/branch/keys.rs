@@ -101,15 +101,6 @@ pub fn parse(list: &str) -> Result<Vec<BranchKey>, String> {
     Ok(keys)
 }
 
-/// An address as perf's `%-#.*llx` prints it (no `0x` for zero).
-fn hex(a: u64) -> String {
-    if a == 0 {
-        "0000000000000000".into()
-    } else {
-        format!("{a:#018x}")
-    }
-}
-
 impl BranchKey {
     /// perf's name of the key.
     pub fn name(self) -> &'static str {
@@ -123,38 +114,66 @@ impl BranchKey {
 
     /// The row's cell (not padded).
     pub fn cell(self, r: &BranchRow) -> String {
-        let sym = |e: &End| match &e.symbol {
-            Some(s) => format!("[{}] {s}", e.level),
-            None => format!("[{}] {}", e.level, hex(e.shown)),
+        let mut s = String::new();
+        self.cell_into(r, &mut s);
+        s
+    }
+
+    /// The row's cell (not padded) appended to `out`.
+    pub(super) fn cell_into(self, r: &BranchRow, out: &mut String) {
+        use std::fmt::Write;
+        // An address as perf's `%-#.*llx` prints it (no `0x` for zero).
+        let hex = |out: &mut String, a: u64| match a {
+            0 => out.push_str("0000000000000000"),
+            a => {
+                _ = write!(out, "{a:#018x}");
+            }
         };
-        let addr = |e: &End| match &e.symbol {
-            Some(s) if e.offset > 0 => format!("[{}] {s}+{:#x}", r.sample_level, e.offset),
-            Some(s) => format!("[{}] {s}", r.sample_level),
-            None => format!("[{}] {}", r.sample_level, hex(e.shown)),
+        let sym = |out: &mut String, e: &End| {
+            _ = write!(out, "[{}] ", e.level);
+            match &e.symbol {
+                Some(s) => out.push_str(s),
+                None => hex(out, e.shown),
+            }
         };
-        let dso = |e: &End| e.dso.as_deref().unwrap_or("[unknown]").to_string();
-        let mark = |on: bool, c: &str| if on { c } else { "." }.to_string();
-        match self {
-            BranchKey::Comm => r.comm.as_deref().unwrap_or_default().to_string(),
+        let addr = |out: &mut String, e: &End| {
+            _ = write!(out, "[{}] ", r.sample_level);
+            match &e.symbol {
+                Some(s) if e.offset > 0 => {
+                    _ = write!(out, "{s}+{:#x}", e.offset);
+                }
+                Some(s) => out.push_str(s),
+                None => hex(out, e.shown),
+            }
+        };
+        fn dso(e: &End) -> &str {
+            e.dso.as_deref().unwrap_or("[unknown]")
+        }
+        let mark = |on: bool, c: &'static str| if on { c } else { "." };
+        let text = match self {
+            BranchKey::Comm => r.comm.as_deref().unwrap_or_default(),
             BranchKey::DsoFrom => dso(&r.from),
             BranchKey::DsoTo => dso(&r.to),
-            BranchKey::SymbolFrom => sym(&r.from),
-            BranchKey::SymbolTo => sym(&r.to),
-            BranchKey::AddrFrom => addr(&r.from),
-            BranchKey::AddrTo => addr(&r.to),
+            BranchKey::SymbolFrom => return sym(out, &r.from),
+            BranchKey::SymbolTo => return sym(out, &r.to),
+            BranchKey::AddrFrom => return addr(out, &r.from),
+            BranchKey::AddrTo => return addr(out, &r.to),
             BranchKey::Mispredict => match (r.predicted, r.mispred) {
                 (true, _) => "N",
                 (false, true) => "Y",
                 _ => "N/A",
-            }
-            .to_string(),
+            },
             // perf's `%hd`: a count past 32767 shows as negative.
-            BranchKey::Cycles if r.cycles == 0 => "-".to_string(),
-            BranchKey::Cycles => (r.cycles as i16).to_string(),
+            BranchKey::Cycles if r.cycles == 0 => "-",
+            BranchKey::Cycles => {
+                _ = write!(out, "{}", r.cycles as i16);
+                return;
+            }
             BranchKey::Abort => mark(r.abort, "A"),
             BranchKey::InTx => mark(r.in_tx, "T"),
-            BranchKey::Type => TYPE_NAMES[r.kind as usize & 15].to_string(),
-        }
+            BranchKey::Type => TYPE_NAMES[r.kind as usize & 15],
+        };
+        out.push_str(text);
     }
 
     /// The narrowest column perf gives the row's cell (`hists__calc_col_len`):
@@ -172,6 +191,15 @@ impl BranchKey {
             BranchKey::DsoTo => dso(&r.to),
             BranchKey::SymbolFrom | BranchKey::AddrFrom => sym(&r.from),
             BranchKey::SymbolTo | BranchKey::AddrTo => sym(&r.to),
+            BranchKey::Cycles if r.cycles == 0 => 1,
+            BranchKey::Cycles => {
+                let c = i32::from(r.cycles as i16);
+                let digits = c
+                    .unsigned_abs()
+                    .checked_ilog10()
+                    .map_or(1, |d| d as usize + 1);
+                digits + usize::from(c < 0)
+            }
             _ => self.cell(r).chars().count(),
         }
     }

@@ -5,6 +5,7 @@
 use super::{BranchEvent, BranchKey, BranchReport};
 use pmx_profile::perf_text::abbreviated;
 use pmx_profile::report::pct;
+use std::fmt::Write as _;
 use std::io::Write;
 
 /// The report to `out`: perf's table, or JSON; flushed.
@@ -57,35 +58,62 @@ fn event_table(
     }
     // perf pads every cell but a function or address in the last
     // column of a row (its headings are padded).
-    let line = |cells: Vec<String>, row: bool| {
-        let mut l = String::new();
+    let line = |l: &mut String, cells: &[&str], row: bool| {
         for (j, (c, (&w, k))) in cells.iter().zip(widths.iter().zip(keys)).enumerate() {
-            l.push_str("  ");
-            let c = match k.cut() {
-                true => c.chars().take(w).collect::<String>(),
-                false => c.clone(),
-            };
-            if row && j + 1 == keys.len() && k.unpadded_last() {
-                l.push_str(&c);
-            } else {
-                l.push_str(&format!("{c:<w$}"));
-            }
+            padded(
+                l,
+                c,
+                w,
+                k.cut(),
+                !(row && j + 1 == keys.len() && k.unpadded_last()),
+            );
         }
-        l
     };
-    let heads = keys.iter().map(|k| k.heading().to_string()).collect();
-    writeln!(out, "# Overhead{}", line(heads, false))?;
-    let dots = widths.iter().map(|&w| ".".repeat(w)).collect();
-    writeln!(out, "# ........{}\n#", line(dots, false))?;
+    let mut l = String::new();
+    let heads: Vec<&str> = keys.iter().map(|k| k.heading()).collect();
+    line(&mut l, &heads, false);
+    writeln!(out, "# Overhead{l}")?;
+    let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
+    l.clear();
+    line(
+        &mut l,
+        &dots.iter().map(|d| &**d).collect::<Vec<_>>(),
+        false,
+    );
+    writeln!(out, "# ........{l}\n#")?;
+    let mut cell = String::new();
     for row in &e.rows {
         let share = pct(row.count, e.branches);
         if share < limit {
             continue;
         }
-        let cells = keys.iter().map(|k| k.cell(row)).collect();
-        writeln!(out, "  {:>7.2}%{}", share, line(cells, true))?;
+        l.clear();
+        _ = write!(l, "  {share:>7.2}%");
+        for (j, (k, &w)) in keys.iter().zip(&widths).enumerate() {
+            cell.clear();
+            k.cell_into(row, &mut cell);
+            let pad = !(j + 1 == keys.len() && k.unpadded_last());
+            padded(&mut l, &cell, w, k.cut(), pad);
+        }
+        l.push('\n');
+        out.write_all(l.as_bytes())?;
     }
     Ok(())
+}
+
+/// A cell after its two spaces: cut to `w` characters when `cut`,
+/// padded to `w` when `pad` (perf's `%-*.*s` and `%-*s`).
+fn padded(l: &mut String, c: &str, w: usize, cut: bool, pad: bool) {
+    l.push_str("  ");
+    let c = match cut {
+        true => c.char_indices().nth(w).map_or(c, |(i, _)| &c[..i]),
+        false => c,
+    };
+    l.push_str(c);
+    if pad {
+        let n = c.chars().count();
+        l.extend(std::iter::repeat_n(' ', w.saturating_sub(n)));
+    }
 }
 
 /// The report as JSON: per event its branches and rows (each key's cell

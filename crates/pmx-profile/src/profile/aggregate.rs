@@ -59,6 +59,8 @@ pub(super) enum Item {
         chain: std::ops::Range<usize>,
         branches: u32,
         reads: u32,
+        /// The chain's user part is an LBR call stack (`crate::lbr`).
+        lbr: bool,
         /// `--call-graph dwarf`: registers and stack to unwind.
         user: Option<Box<UserStack>>,
     },
@@ -133,6 +135,10 @@ pub(super) struct State<'o> {
     /// The sample being credited has a user stack unwound from its copy
     /// (`--call-graph dwarf`): only such frames get inline frames, as perf.
     unwinding: bool,
+    /// The sample being credited has an LBR call stack after its chain's
+    /// `PERF_CONTEXT_USER` (`crate::lbr`): its addresses are looked up as
+    /// they are.
+    lbr: bool,
     /// Stacks interned once (a file's report): plain samples add a count
     /// to their raw stack's entry, credited when a side-band record or
     /// the end comes (see `interned`).
@@ -173,6 +179,7 @@ impl<'o> State<'o> {
             cur_tid: 0,
             stack_marks: Vec::new(),
             unwinding: false,
+            lbr: false,
             interned: None,
         }
     }
@@ -227,8 +234,10 @@ impl<'o> State<'o> {
                 ref chain,
                 branches,
                 reads,
+                lbr,
                 ref user,
             } => {
+                self.lbr = lbr;
                 let plain = reads == 0 && branches == 0 && user.is_none();
                 let alone = self.sink.is_none() && self.addresses.is_none();
                 if plain && alone && self.interned.is_some() && self.options.tids.is_none() {
@@ -471,7 +480,8 @@ impl<'o> State<'o> {
         let cpu = if self.keys[4] { u64::from(cpu) } else { 0 };
         t.raw.clear();
         let who = (u64::from(pid) << 32) | u64::from(tid);
-        let mode = u64::from(m & misc::CPUMODE_MASK);
+        // The LBR flag beside the CPU mode (plain samples have none).
+        let mode = u64::from(m & misc::CPUMODE_MASK) | (u64::from(self.lbr) << 32);
         t.raw.extend_from_slice(&[event as u64, mode, ip, who, cpu]);
         if self.wants_chains() {
             t.raw.extend_from_slice(chain);
@@ -481,8 +491,9 @@ impl<'o> State<'o> {
     }
 
     /// Count `n` samples weighing `period` in all of the raw stack in
-    /// `t.raw` (event, CPU mode, address, pid and tid, CPU or 0, then
-    /// the chain when chains are kept): resolved from it when new.
+    /// `t.raw` (event, CPU mode with the LBR flag at bit 32, address, pid
+    /// and tid, CPU or 0, then the chain when chains are kept): resolved
+    /// from it when new.
     pub(super) fn count_raw(&mut self, t: &mut StackTable<RawKey>, n: u64, period: u64) {
         if t.count_n(n, period) {
             return;
@@ -491,6 +502,7 @@ impl<'o> State<'o> {
         let who = raw[3];
         let at = ((who >> 32) as u32, who as u32, raw[4] as u32);
         let chain = if self.wants_chains() { &raw[5..] } else { &[] };
+        self.lbr = raw[1] >> 32 & 1 != 0;
         let r = self.resolve(raw[0] as usize, raw[1] as u16, raw[2], at, chain);
         t.raw = raw;
         let chains = self.wants_chains();
@@ -583,14 +595,14 @@ impl<'o> State<'o> {
         let mut first = true;
         for &a in chain {
             if a >= callchain::CONTEXT_MAX {
-                if !crate::lbr::is_context(a) {
+                if !callchain::is_context(a) {
                     // A corrupt chain: perf drops all of it.
                     self.frames.clear();
                     self.addrs.clear();
                     break;
                 }
                 ctx_kernel = a == callchain::CONTEXT_KERNEL;
-                lbr = a == crate::lbr::CONTEXT_USER_LBR;
+                lbr = self.lbr && a == callchain::CONTEXT_USER;
                 continue;
             }
             // Return addresses point after the call: look up the call

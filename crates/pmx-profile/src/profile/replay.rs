@@ -366,8 +366,10 @@ impl Replay {
                 }
                 let start = self.queue.arena.len();
                 let chains = st.wants_chains();
+                let mut lbr = false;
                 if chains && self.lbr.get(s.event).is_some_and(|&l| l) {
-                    crate::lbr::extend_chain(&mut self.queue.arena, s.callchain(), &s.branches);
+                    lbr =
+                        crate::lbr::extend_chain(&mut self.queue.arena, s.callchain(), &s.branches);
                 } else if chains {
                     self.queue.arena.extend(s.callchain());
                 }
@@ -395,6 +397,7 @@ impl Replay {
                     chain: start..self.queue.arena.len(),
                     branches,
                     reads: self.reads.len() as u32,
+                    lbr,
                     user: chains
                         .then(|| UserStack::of_sample(&s))
                         .flatten()

@@ -1,8 +1,9 @@
 //! Call chains read as perf reads them (found by the differential suite
 //! against perf, `crates/pmx-cli/tests/perf_diff.rs`): a chain with a
 //! value in the marker range that is no marker (a corrupt frame-pointer
-//! walk, e.g. `u64::MAX`) is dropped whole, by `report` (children,
-//! stacks) and by `script`; a caller's return address that no symbol
+//! walk, e.g. `u64::MAX`, or `PERF_CONTEXT_USER - 1`, the value pmx once
+//! marked its LBR call stacks with inside the chain) is dropped whole, by
+//! `report` (children, stacks) and by `script`; a caller's return address that no symbol
 //! covers is shown as that address, not the call's (one less).
 
 use pmx_perfdata::format::{callchain, misc, record_type};
@@ -45,10 +46,14 @@ fn with_trailer(mut body: Vec<u8>, time: u64) -> Vec<u8> {
     body
 }
 
+/// The values in the marker range that are no marker the tests put in a
+/// chain.
+const CORRUPT: [u64; 2] = [u64::MAX, callchain::CONTEXT_USER - 1];
+
 /// Two samples in `chain_leaf`: one with a sound chain (leaf, caller, an
-/// unknown return address), one whose chain holds `u64::MAX` after the
+/// unknown return address), one whose chain holds `corrupt` after the
 /// caller.
-fn file() -> Vec<u8> {
+fn file(corrupt: u64) -> Vec<u8> {
     assert_ne!(chain_caller(1), 0);
     let exe = std::env::current_exe().unwrap();
     let elf = ElfFile::open(&exe).unwrap();
@@ -86,7 +91,7 @@ fn file() -> Vec<u8> {
     put(sample(
         leaf + 2,
         101,
-        &[user, leaf + 2, caller + 5, u64::MAX, NOWHERE + 0x100],
+        &[user, leaf + 2, caller + 5, corrupt, NOWHERE + 0x100],
     ));
     put(rec(record_type::FINISHED_ROUND, 0, &[]));
     w.finish(&Features::default()).unwrap().into_inner()
@@ -94,7 +99,13 @@ fn file() -> Vec<u8> {
 
 #[test]
 fn report_drops_a_corrupt_chain_and_shows_unknown_callers_at_their_address() {
-    let mut r = Reader::new(Cursor::new(file())).unwrap();
+    for corrupt in CORRUPT {
+        report_drops(corrupt);
+    }
+}
+
+fn report_drops(corrupt: u64) {
+    let mut r = Reader::new(Cursor::new(file(corrupt))).unwrap();
     let o = Options {
         sort: vec![SortKey::Dso, SortKey::Symbol],
         children: true,
@@ -124,9 +135,15 @@ fn report_drops_a_corrupt_chain_and_shows_unknown_callers_at_their_address() {
 
 #[test]
 fn script_prints_no_frame_of_a_corrupt_chain() {
+    for corrupt in CORRUPT {
+        script_drops(corrupt);
+    }
+}
+
+fn script_drops(corrupt: u64) {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("chains.data");
-    std::fs::write(&input, file()).unwrap();
+    std::fs::write(&input, file(corrupt)).unwrap();
     let opts = ScriptOptions::new(input, vec![], false, true);
     let mut out = Vec::new();
     script(&opts, &mut out).unwrap();

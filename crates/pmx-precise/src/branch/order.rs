@@ -1,0 +1,183 @@
+//! perf's rows without perf's trees, where its comparators are an order.
+//!
+//! perf merges and orders a branch table's entries in red-black trees
+//! ([`super::rbtree`]) walked with its comparators. When every key's
+//! comparator is a total preorder, the trees' outcome does not depend
+//! on their shape: the entries tree merges exactly the branches that
+//! compare equal (into the first one read), the collapsed tree (same
+//! comparators) merges nothing more, and the output tree is a sort by
+//! share, then by the keys, greatest first. That is a hash-free sort
+//! here: each key's comparison read from per-end and per-command dense
+//! ranks made once, a branch's ranks packed into one integer, the
+//! branches sorted by it, equal neighbours merged, then the groups
+//! sorted by share (keys packed in more than 128 bits: the trees).
+//!
+//! Which key sets qualify: `mispredict`, `abort` and `in_tx` answer only
+//! "equal" or "greater" (no order: the trees decide). perf compares
+//! addresses by the sign of their wrapping difference, an order only
+//! while no two values compared lie 2⁶³ or more apart (as signed
+//! numbers); canonical x86-64 addresses (user below 2⁴⁷, kernel from
+//! 2⁶⁴ − 2⁴⁷) always do, a corrupt file may not: [`rows`] then answers
+//! `None` and the trees do the work.
+
+use super::{BranchKey, End};
+use pmx_perfdata::branch::BranchFlags;
+use std::sync::Arc;
+
+/// A counted branch as the order reads it: its command's index, its
+/// ends' indices (into the `ends` given to [`rows`]), its flag bits.
+#[derive(Clone, Copy)]
+pub(super) struct Counted {
+    pub comm: u32,
+    pub from: u32,
+    pub to: u32,
+    pub flags: u32,
+}
+
+/// An address in an order where the greater comes first by perf's
+/// comparator (the lower signed value: `sort__addr_cmp`'s `r - l`).
+fn desc(a: u64) -> u64 {
+    !(a ^ (1 << 63))
+}
+
+/// Dense ranks of `values` (0 for the least; equal values equal).
+fn dense<T: Ord + Copy>(values: &[T]) -> Vec<u32> {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    (values.iter())
+        .map(|v| sorted.binary_search(v).map_or(0, |i| i as u32))
+        .collect()
+}
+
+/// What perf's comparators read of each end and command, as dense ranks
+/// whose order is theirs (greater: shown first among equal shares).
+struct Ranks {
+    comm: Vec<u32>,
+    /// Per end: its binary's name by text, no binary greatest.
+    dso: Vec<u32>,
+    /// Per end: a function (by its start) above an address (by itself).
+    sym: Vec<u32>,
+    /// Per end: its binary, then its address.
+    at: Vec<u32>,
+}
+
+impl Ranks {
+    /// `None` when two addresses perf may compare lie too far apart.
+    fn of(ends: &[Arc<End>], comms: &[Arc<str>]) -> Option<Ranks> {
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+        for e in ends {
+            for v in [e.addr, e.start] {
+                (lo, hi) = (lo.min(v as i64), hi.max(v as i64));
+            }
+        }
+        if !ends.is_empty() && i128::from(hi) - i128::from(lo) > i128::from(i64::MAX) {
+            return None;
+        }
+        // perf: `r->comm` against `l->comm`: the lower text first.
+        let comm: Vec<std::cmp::Reverse<&str>> =
+            comms.iter().map(|c| std::cmp::Reverse(&**c)).collect();
+        // `cmp_null`: no binary is the greatest.
+        let dso: Vec<(bool, &str)> = (ends.iter())
+            .map(|e| (e.dso.is_none(), e.dso.as_deref().unwrap_or("")))
+            .collect();
+        let dso = dense(&dso);
+        let sym: Vec<(bool, u64)> = (ends.iter())
+            .map(|e| match e.symbol {
+                Some(_) => (true, desc(e.start)),
+                None => (false, desc(e.addr)),
+            })
+            .collect();
+        let at: Vec<(u32, u64)> = (ends.iter().zip(&dso))
+            .map(|(e, &d)| (d, desc(e.addr)))
+            .collect();
+        Some(Ranks {
+            comm: dense(&comm),
+            sym: dense(&sym),
+            at: dense(&at),
+            dso,
+        })
+    }
+
+    /// Key `k`'s rank of branch `b` (greater: perf's greater).
+    fn rank(&self, k: BranchKey, b: &Counted) -> u32 {
+        let (from, to) = (b.from as usize, b.to as usize);
+        let f = BranchFlags(u64::from(b.flags));
+        match k {
+            BranchKey::Comm => self.comm[b.comm as usize],
+            BranchKey::DsoFrom => self.dso[from],
+            BranchKey::DsoTo => self.dso[to],
+            BranchKey::SymbolFrom => self.sym[from],
+            BranchKey::SymbolTo => self.sym[to],
+            BranchKey::AddrFrom => self.at[from],
+            BranchKey::AddrTo => self.at[to],
+            BranchKey::Cycles => u32::from(f.cycles()),
+            BranchKey::Type => u32::from(u8::MAX - f.kind()),
+            BranchKey::Mispredict | BranchKey::Abort | BranchKey::InTx => 0,
+        }
+    }
+
+    /// The bits each key's ranks need.
+    fn widths(&self, keys: &[BranchKey]) -> Vec<u32> {
+        let bits = |v: &[u32]| 32 - v.iter().max().map_or(0, |m| m.leading_zeros().min(32));
+        (keys.iter())
+            .map(|k| match k {
+                BranchKey::Comm => bits(&self.comm),
+                BranchKey::DsoFrom | BranchKey::DsoTo => bits(&self.dso),
+                BranchKey::SymbolFrom | BranchKey::SymbolTo => bits(&self.sym),
+                BranchKey::AddrFrom | BranchKey::AddrTo => bits(&self.at),
+                BranchKey::Cycles => 16,
+                BranchKey::Type => 8,
+                BranchKey::Mispredict | BranchKey::Abort | BranchKey::InTx => 0,
+            })
+            .collect()
+    }
+}
+
+/// perf's rows of `n` counted branches (`at(i)`: the `i`th and its
+/// count, in the order first read) as (the index of the row's first
+/// branch, the row's count), in perf's order: what its trees make, when
+/// the keys' comparators are an order over these ends; else `None`.
+///
+/// Each branch's keys are packed into one integer, the first key in its
+/// highest bits (`hist_entry__cmp`'s first difference decides), so that
+/// merging and ordering are sorts of integers.
+pub(super) fn rows(
+    keys: &[BranchKey],
+    (ends, comms): (&[Arc<End>], &[Arc<str>]),
+    n: usize,
+    at: impl Fn(usize) -> (Counted, u64),
+) -> Option<Vec<(usize, u64)>> {
+    if keys.iter().any(|k| k.unordered()) || n >= u32::MAX as usize {
+        return None;
+    }
+    let ranks = Ranks::of(ends, comms)?;
+    let widths = ranks.widths(keys);
+    if widths.iter().sum::<u32>() > 128 {
+        return None;
+    }
+    let pack = |b: &Counted| {
+        (keys.iter().zip(&widths))
+            .fold(0u128, |p, (&k, &w)| (p << w) | u128::from(ranks.rank(k, b)))
+    };
+    // Equal branches next to each other, the first read first.
+    let mut order: Vec<(u128, u32)> = (0..n).map(|i| (pack(&at(i).0), i as u32)).collect();
+    order.sort_unstable();
+    let mut groups: Vec<(u64, u128, u32)> = Vec::new();
+    for (key, i) in order {
+        let count = at(i as usize).1;
+        match groups.last_mut() {
+            Some(g) if g.1 == key => g.0 += count,
+            _ => groups.push((count, key, i)),
+        }
+    }
+    // perf's output tree: the greater share first, then the greater keys
+    // (no two groups compare equal).
+    groups.sort_unstable_by_key(|g| std::cmp::Reverse((g.0, g.1)));
+    Some(
+        groups
+            .into_iter()
+            .map(|(c, _, i)| (i as usize, c))
+            .collect(),
+    )
+}
