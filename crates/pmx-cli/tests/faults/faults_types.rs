@@ -130,7 +130,12 @@ fn types_report(data: &Path, symfs: &Path) -> Result<(u64, u64, Vec<String>), St
         .map(|r| r.samples)
         .sum();
     let texts = (r.events.iter().flat_map(|e| &e.rows))
-        .map(|r| r.cells.join(" "))
+        .map(|row| {
+            (0..r.sort.len())
+                .map(|i| r.cell(row, i))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect();
     Ok((samples, rows, texts))
 }
