@@ -13,7 +13,7 @@ pub struct AnnotateArgs {
     #[arg(short = 's', long = "symbol", conflicts_with = "symbol")]
     sym: Option<String>,
     /// Text output (the default; accepted as perf's --stdio and --stdio2).
-    #[arg(long, alias = "stdio2")]
+    #[arg(long, visible_alias = "stdio2")]
     stdio: bool,
     /// Input file ('-' reads a pipe-mode stream from standard input).
     #[arg(short, long, default_value = "perf.data")]

@@ -318,6 +318,7 @@ fn every_perf_sampling_command_option_is_taken_or_refused_by_name() {
         let help = crate::common::stdout(&s.run(true, &[command, "--help"]));
         let taken = |o: &str| {
             (help.split(|c: char| c.is_whitespace() || c == ',' || c == '='))
+                .map(|w| w.trim_end_matches(']'))
                 .any(|w| w.trim_end_matches("...") == o || w.split('[').next() == Some(o))
         };
         for o in &opts {
