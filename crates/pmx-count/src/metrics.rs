@@ -41,9 +41,11 @@ impl std::fmt::Debug for MetricSet {
 pub struct MetricValue {
     /// The metric's name (`IPC`, `tma_frontend_bound`).
     pub name: String,
-    /// The value; `None` when an input is missing.
+    /// The value in `unit`: the formula's result times the metric's scale
+    /// (perf's `ScaleUnit`: `100%` × 100, `6.1e-5MiB` × 6.1e-5), as perf
+    /// prints it; `None` when an input is missing.
     pub value: Option<f64>,
-    /// Unit (`%`, `GHz`, …), may be empty.
+    /// Unit (`%`, `GHz`, `MiB`, …), may be empty.
     pub unit: String,
     /// Smallest running share among the inputs used.
     pub reliability: Option<f64>,
@@ -414,7 +416,7 @@ impl MetricSet {
                 let r = ev.metric(id);
                 MetricValue {
                     name: m.name.clone(),
-                    value: r.value(),
+                    value: r.value().map(|v| m.display_value(v)),
                     unit: m.unit.clone(),
                     reliability: r.reliability,
                     estimate: r.is_estimate(),
@@ -577,7 +579,63 @@ pub fn this_machine() -> Machine {
 
 #[cfg(test)]
 mod tests {
-    use super::recording_cpu;
+    use super::{recording_cpu, Input, MetricSet};
+    use crate::database::{load, DatabaseOptions};
+    use pmx_model::count::Count;
+
+    /// A metric's value is its formula times its table's `ScaleUnit`
+    /// number, in the unit after it, as perf prints it: Zen 3's
+    /// `branch_misprediction_ratio` (`100%`) and Zen 5's
+    /// `all_data_cache_accesses_pti` (`1e3per_1k_instr`) from perf's
+    /// tables; 25 of 100 branches mispredicted, 400 of 1,000 instructions
+    /// dispatched loads.
+    #[test]
+    fn values_carry_the_tables_scale_unit() {
+        let Some(dir) = pmx_testkit::shared::shared_data("linux-perf-events") else {
+            return;
+        };
+        let count = |spec: &str| {
+            let value = match spec {
+                s if s.contains("brn_misp") => 25,
+                s if s.contains("brn") => 100,
+                s if s.contains("ls_dispatch") => 400,
+                _ => 1_000,
+            };
+            Input::Count(Count {
+                value,
+                enabled: 1,
+                running: 1,
+            })
+        };
+        for (cpu, metric, value, unit) in [
+            (
+                "AuthenticAMD-25-1-1",
+                "branch_misprediction_ratio",
+                25.0,
+                "%",
+            ),
+            (
+                "AuthenticAMD-26-2-1",
+                "all_data_cache_accesses_pti",
+                400.0,
+                "per_1k_instr",
+            ),
+        ] {
+            let opts = DatabaseOptions {
+                cpu: Some(cpu.to_string()),
+                events_dir: Some(dir.clone()),
+                no_libpfm: true,
+                ..DatabaseOptions::default()
+            };
+            let db = load(&opts).unwrap();
+            let set = MetricSet::new(metric, &db).unwrap();
+            let v = set.evaluate_inputs(&|spec| count(spec), Some(1.0));
+            assert_eq!(v.len(), 1, "{v:?}");
+            let got = v[0].value.unwrap_or_else(|| panic!("{v:?}"));
+            assert!((got - value).abs() < 1e-9, "{metric}: {v:?}");
+            assert_eq!(v[0].unit, unit, "{metric}");
+        }
+    }
 
     #[test]
     fn perf_cpuid_headers_become_cpu_keys() {

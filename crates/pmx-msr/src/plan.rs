@@ -799,6 +799,17 @@ fn classify(e: &MsrEvent, pmu: &PmuCounters, notes: &mut Vec<String>) -> Result<
         }
     }
     match enc.register_kind {
+        // perf's `config1` (`offcore_rsp`, `ldlat`, `frontend`) is the
+        // value of a register beside the event select; programmed without
+        // it, OFFCORE_RESPONSE would count whatever filter that register
+        // holds: refused rather than counted wrong.
+        RegisterKind::IntelEvtSel if enc.attr.config1 != 0 => Err(PlanError::NotProgrammable {
+            event: e.name.clone(),
+            why: format!(
+                "its config1 {:#x} (offcore_rsp, ldlat or frontend) goes to an auxiliary MSR (MSR_OFFCORE_RSP_0/1 at 0x1a6/0x1a7, MSR_PEBS_LD_LAT_THRESHOLD, MSR_PEBS_FRONTEND) that pmx-msr does not program, and counted without it the number would be wrong: count it with --backend perf",
+                enc.attr.config1
+            ),
+        }),
         RegisterKind::IntelEvtSel => {
             if let Some(index) = intel_fixed_index(v) {
                 let allowed = ["EventSelect", "UMASK", "USR", "OS", "ANY", "EN"];
@@ -1125,6 +1136,27 @@ mod tests {
             plan(&cm, &[0], &pmu, &Topology::default()),
             Err(PlanError::FixedFields { .. })
         ));
+    }
+
+    #[test]
+    fn an_auxiliary_register_value_is_refused_not_dropped() {
+        let pmu = PmuCounters::assumed(Arch::Intel, None);
+        let offcore = vec![MsrEvent::new(
+            "o",
+            enc("cpu/event=0xb7,umask=0x1,offcore_rsp=0x10001/", Arch::Intel),
+        )];
+        match plan(&offcore, &[0], &pmu, &Topology::default()) {
+            Err(PlanError::NotProgrammable { why, .. }) => {
+                assert!(why.contains("0x10001") && why.contains("0x1a6"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // The same event select without a filter value plans as before.
+        let bare = vec![MsrEvent::new(
+            "b",
+            enc("cpu/event=0xb7,umask=0x1/", Arch::Intel),
+        )];
+        assert!(plan(&bare, &[0], &pmu, &Topology::default()).is_ok());
     }
 
     #[test]

@@ -1,9 +1,8 @@
 //! `pmx roofline -- CMD`: the ceilings are measured (here too, where no
 //! FP or memory-controller counter exists), the chart is valid SVG with
 //! each ceiling's line and label, the JSON has the documented shape, and
-//! the DRAM ceiling agrees with a STREAM triad compiled here with
-//! `cc -O2` — both best-of-N, measured back to back, retried, with a
-//! bound generous enough for a loaded machine.
+//! the DRAM ceiling is within the issue's 15% of a STREAM triad compiled
+//! here with `cc -O3` — both measured in turns, each side's best kept.
 
 use crate::common::pmx;
 use serde_json::Value;
@@ -133,7 +132,8 @@ fn memory_ceilings_fit_their_level(ceilings: &[Value]) {
     assert!(order.iter().any(|o| o.0 == "DRAM"), "{ceilings:?}");
     // The rates themselves are the machine's: on a loaded machine every
     // try of one level can be preempted (L3 measured at half of DRAM's
-    // rate at load 10), so their order is shown, not asserted.
+    // rate at load 10), so one run's order is shown here; the order of
+    // the bests over several runs is asserted beside STREAM's triad.
     assert!(order.iter().all(|o| o.1 > 0.0), "{order:?}");
     if !order.windows(2).all(|w| w[0].1 >= w[1].1) {
         eprintln!("measured out of order (a busy machine?): {order:?}");
@@ -218,6 +218,15 @@ fn roofline_writes_a_png_and_checks_the_fma_ceiling() {
     assert!((num("one_core_ratio") - one_ratio).abs() < 1e-9, "{f}");
     assert_eq!(f["within"], (one_ratio - 1.0).abs() <= 0.2, "{f}");
     assert!(num("flops_per_cycle") >= 2.0 && f["basis"].as_str().unwrap().contains("doubles"));
+    // The issue's bound (within 20% of one core's figure) is the JSON's
+    // `within`, computed as documented above and not asserted: under load
+    // the FMA rate itself falls while the clock's integer adds do not
+    // (best of five runs of five tries each: 0.19–0.47 of the figure at
+    // load 13 on this 2-vCPU guest, 0.99 when quiet — the FP units are
+    // shared with work outside the test), so no retry makes it load-proof.
+    if f["within"] == false {
+        eprintln!("the FMA ceiling is not within 20% here (a busy machine?): {f}");
+    }
 }
 
 const STREAM_TRIAD: &str = r#"
@@ -243,6 +252,19 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// The issue's bound: the DRAM ceiling within 15% of STREAM's triad.
+const STREAM_TOLERANCE: f64 = 0.15;
+
+/// pmx's DRAM ceiling (one core) within [`STREAM_TOLERANCE`] of a STREAM
+/// triad compiled here. The triad is built with `cc -O3` and no `-march`:
+/// vectorized for the baseline x86-64 instruction set, as pmx's kernel
+/// is compiled (at `-O2` GCC leaves the loop scalar and one core moves
+/// ~30% less; with `-march=native` up to ~30% more). On a loaded machine
+/// any one measurement may be slowed (a preempted pass, another
+/// builder's memory traffic), never sped up, so both sides are measured
+/// in turns, each keeping its best so far (STREAM keeps its best pass
+/// too), until the two bests agree or the rounds run out. The bests of
+/// the memory levels must be in their order, L2 ≥ L3 ≥ DRAM, too.
 #[test]
 fn the_dram_ceiling_agrees_with_a_stream_triad_built_here() {
     let dir = tempfile::tempdir().unwrap();
@@ -250,7 +272,7 @@ fn the_dram_ceiling_agrees_with_a_stream_triad_built_here() {
     let bin = dir.path().join("triad");
     std::fs::write(&src, STREAM_TRIAD).unwrap();
     let built = Command::new("cc")
-        .args(["-O2", "-o"])
+        .args(["-O3", "-o"])
         .arg(&bin)
         .arg(&src)
         .status();
@@ -270,17 +292,31 @@ fn the_dram_ceiling_agrees_with_a_stream_triad_built_here() {
             .and_then(|x| x.parse().ok())
             .unwrap_or(0.0)
     };
-    let mut seen = Vec::new();
-    for _ in 0..3 {
-        let c = stream();
+    // Each memory level's best one-core rate so far: L2, L3, DRAM (a
+    // level this machine does not report stays 0 and is left out).
+    let (mut best, mut theirs, mut seen) = ([0.0f64; 3], 0.0f64, Vec::new());
+    for round in 0..10 {
+        theirs = theirs.max(stream());
         let (v, _) = roofline(dir.path());
-        let ours = v["ceilings"][0]["one_core"].as_f64().unwrap();
-        let c = c.max(stream());
-        let ratio = ours / c;
-        seen.push(format!("pmx {ours:.3e} B/s, STREAM {c:.3e} B/s"));
-        if (0.5..=2.0).contains(&ratio) {
+        for (i, name) in ["L2", "L3", "DRAM"].iter().enumerate() {
+            let c = v["ceilings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == *name);
+            if let Some(rate) = c.and_then(|c| c["one_core"].as_f64()) {
+                best[i] = best[i].max(rate);
+            }
+        }
+        theirs = theirs.max(stream());
+        let ours = best[2];
+        let ours_all = best.map(|b| format!("{b:.3e}")).join(" ");
+        seen.push(format!("pmx {ours_all} B/s, STREAM {theirs:.3e} B/s"));
+        let levels: Vec<f64> = best.iter().copied().filter(|&b| b > 0.0).collect();
+        let ordered = levels.windows(2).all(|w| w[0] >= w[1]);
+        if round >= 1 && ordered && (ours / theirs - 1.0).abs() <= STREAM_TOLERANCE {
             return;
         }
     }
-    panic!("the DRAM ceiling and STREAM's triad disagree by more than 2x: {seen:?}");
+    panic!("the memory ceilings' bests (L2, L3, DRAM) out of order, or DRAM's more than 15% from STREAM's triad, by round: {seen:?}");
 }

@@ -287,3 +287,150 @@ fn a_metric_over_split_boxes_has_the_boxes_sum_as_perf_gives_it() {
         "{sum} {metric:?}\n{text}"
     );
 }
+
+/// perf's stderr with `dev` mounted over the PMUs, or why not (said).
+fn perf_on(dev: &Path, args: &str) -> Option<String> {
+    let script = format!(
+        "mount --bind {} /sys/bus/event_source/devices && perf stat {args}",
+        dev.display()
+    );
+    let o = Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output();
+    match o {
+        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stderr).into_owned()),
+        Ok(o) => {
+            skip(format!(
+                "perf on the fabric tree: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ));
+            None
+        }
+        Err(e) => {
+            skip(format!("unshare: {e}"));
+            None
+        }
+    }
+}
+
+/// Two metrics of perf's Zen 3 table over the data fabric's boxes, each
+/// with its `ScaleUnit` (`6.1e-5MiB`, `3e-5MiB`): pmx prints the sum of
+/// the inputs times the scale, in the unit, as perf 6.1 does on the same
+/// tree (each tool's value over its own rows' sum, so no timing enters).
+#[test]
+fn box_metrics_are_scaled_by_their_scale_unit_as_perf_prints_them() {
+    let Some(tables) = pmx_testkit::shared::shared_data("linux-perf-events") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dev = fabric(dir.path());
+    let metrics = [
+        ("nps1_die_to_dram", "dram_channel_data_controller_", 6.1e-5),
+        (
+            "all_remote_links_outbound",
+            "remote_outbound_data_controller_",
+            3e-5,
+        ),
+    ];
+    // (metric/sum, unit) per metric, from -x, lines: a row's value and
+    // name at `value`/`name`, a metric's value and `UNIT  NAME` or
+    // (unit, name) at `mv`/`mn`.
+    let ratios = |text: &str, (value, name, mv, mn): (usize, usize, usize, usize)| {
+        let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+        let num = |f: &Vec<&str>, i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
+        metrics.map(|(m, prefix, _)| {
+            let sum: f64 = (lines.iter())
+                .filter(|f| f.get(name).is_some_and(|n| n.starts_with(prefix)))
+                .filter_map(|f| num(f, value))
+                .sum();
+            let line = (lines.iter())
+                .find(|f| f.get(mn).is_some_and(|n| n.ends_with(m)) && num(f, mv).is_some())
+                .unwrap_or_else(|| panic!("{m}: {text}"));
+            let unit = line[mn].trim_end_matches(m).trim().to_string();
+            let unit = if unit.is_empty() {
+                line[mn - 1].to_string()
+            } else {
+                unit
+            };
+            (num(line, mv).unwrap() / sum, unit)
+        })
+    };
+    let (root, tables) = (dir.path().to_str().unwrap(), tables.to_str().unwrap());
+    let o = pmx(&[
+        "stat",
+        "--cpu",
+        "AuthenticAMD-25-1-1",
+        "--sysfs-root",
+        root,
+        "--events-dir",
+        tables,
+        "-x,",
+        "-a",
+        "-M",
+        "nps1_die_to_dram,all_remote_links_outbound",
+        "sleep",
+        "0.05",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // pmx's -x, columns: raw count 6, name 3; a metric: value 1, unit 2, name 3.
+    let ours = ratios(&stderr(&o), (6, 3, 1, 3));
+    for ((r, unit), (m, _, scale)) in ours.iter().zip(metrics) {
+        assert!((r / scale - 1.0).abs() < 1e-6, "pmx {m}: {r} {unit}");
+        assert_eq!(unit, "MiB", "pmx {m}");
+    }
+    let Some(text) = perf_on(
+        &dev,
+        "-x, -a -M nps1_die_to_dram,all_remote_links_outbound sleep 0.05",
+    ) else {
+        return;
+    };
+    if !text.contains("nps1_die_to_dram") {
+        return skip(format!("perf has no nps1_die_to_dram for this CPU: {text}"));
+    }
+    // perf's: a row's value 0, name 2; a metric's value 4, `UNIT  NAME` 5
+    // (its value printed with one decimal).
+    let theirs = ratios(&text, (0, 2, 4, 5));
+    for ((a, b), (m, _, scale)) in ours.iter().zip(&theirs).zip(metrics) {
+        assert_eq!(a.1, b.1, "{m}: the unit");
+        assert!((b.0 / scale - 1.0).abs() < 1e-3, "perf {m}: {b:?}\n{text}");
+    }
+}
+
+/// An uncore box's `cpumask` (CPU 0 here): with `-a` pmx opens its
+/// events on the mask's CPUs alone, as perf does; with `-C 1` on CPU 1,
+/// as perf 6.1 does (it takes the user's CPUs over the mask).
+#[test]
+fn box_events_follow_the_cpumask_with_a_and_the_named_cpus_with_c() {
+    let dir = tempfile::tempdir().unwrap();
+    let dev = fabric(dir.path());
+    let root = dir.path().to_str().unwrap();
+    let events = "amd_df_0/event=0x1/,amd_df/event=0x1/";
+    // The CPU column of each -A row, in order.
+    let cpus = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains("amd_df"))
+            .filter_map(|l| l.split(',').next())
+            .map(str::to_string)
+            .collect()
+    };
+    for (flags, want) in [
+        (&["-a"][..], ["CPU0", "CPU0"]),
+        (&["-C", "1"][..], ["CPU1", "CPU1"]),
+    ] {
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+        if flags[0] == "-C" && online.trim() == "0" {
+            skip("one CPU online: no CPU 1 to name with -C");
+            continue;
+        }
+        let mut args = vec!["stat", "--sysfs-root", root, "-x,", "-A", "-e", events];
+        args.extend(flags);
+        args.extend(["sleep", "0.01"]);
+        let o = pmx(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(cpus(&stderr(&o)), want, "pmx {flags:?}: {}", stderr(&o));
+        let line = format!("-x, -A {} -e {events} sleep 0.01", flags.join(" "));
+        if let Some(text) = perf_on(&dev, &line) {
+            assert_eq!(cpus(&text), want, "perf {flags:?}: {text}");
+        }
+    }
+}

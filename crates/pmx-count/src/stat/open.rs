@@ -52,6 +52,9 @@ struct Placement {
     attaching_pids: bool,
     /// `-I`, when tickers may be used.
     ticker_interval: Option<std::time::Duration>,
+    /// `-C` named CPUs (not every online one, as `-a` does): perf 6.1
+    /// opens an uncore event on them too, not on its PMU's `cpumask`.
+    user_cpus: bool,
 }
 
 /// Raise this process's soft `RLIMIT_NOFILE` to its hard limit, as perf
@@ -86,6 +89,7 @@ impl OpenSet {
             by_exec: opts.scope == Scope::Command && opts.hooks.start == Start::Now,
             attaching_pids: matches!(opts.scope, Scope::Pids(_) | Scope::AllThreads),
             ticker_interval: opts.interval.filter(|_| opts.tickers),
+            user_cpus: matches!(&opts.scope, Scope::Cpus(c) if *c != super::tasks::online_cpus()),
         };
         let mut set = OpenSet::default();
         for g in &plan.groups {
@@ -121,9 +125,11 @@ impl OpenSet {
         let Some((_, own_cpus)) = members.first().and_then(|&m| plan.events[m].on_box(b)) else {
             return;
         };
-        // Events with their own CPU list (uncore) are opened
-        // system-wide on those CPUs; the group shares the first
-        // member's placement.
+        // Events with their own CPU list (uncore: the PMU's `cpumask`)
+        // are opened system-wide on those CPUs, with -a or a command as
+        // with neither; `-C LIST` places them on its CPUs, as perf 6.1
+        // does. The group shares the first member's placement.
+        let own_cpus = own_cpus.filter(|_| !place.user_cpus);
         let group_slots: Vec<(i32, i32)> = match own_cpus {
             Some(c) => c.iter().map(|&c| (-1, c as i32)).collect(),
             None => slots.to_vec(),

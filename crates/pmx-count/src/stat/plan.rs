@@ -397,9 +397,14 @@ fn apply_resolved(ev: &mut PlannedEvent, r: &Resolved, db: &Database) {
         ev.scale = 1e-6;
     }
     let mut attr = a.clone();
-    // The kernel's generic types (0–5) have a fixed number and no cpumask
-    // that applies: no need to read sysfs for them.
-    let generic = a.type_.is_some_and(|t| t <= 5);
+    // The kernel's generic PMUs (types 0–5 under their own names) have
+    // no cpumask that applies: no need to read sysfs for them. A PMU of
+    // another name is asked, whatever its type (perf reads its cpumask).
+    let generic = a.type_.is_some_and(|t| t <= 5)
+        && matches!(
+            a.pmu.as_str(),
+            "" | "cpu" | "software" | "tracepoint" | "breakpoint"
+        );
     if let Some(sys) = db.sysfs().filter(|_| !generic) {
         if let Some(pmu) = sys.pmu(&a.pmu) {
             if attr.type_.is_none() {
