@@ -390,4 +390,20 @@ mod tests {
         assert!(parse(&[1, 2, 3], 0, 0).is_err());
         assert!(parse(&0u64.to_le_bytes(), bst::HW_INDEX, 0).is_err());
     }
+
+    #[test]
+    fn cpu_pmu_caps_give_the_lbr_depth() {
+        let (id, body) = crate::write::cpu_pmu_caps(&[("pmu_name", "skylake"), ("branches", "32")]);
+        let caps = cpu_pmu_caps(&body).unwrap();
+        assert_eq!(caps[1], ("branches".to_string(), "32".to_string()));
+        let mut raw = std::collections::BTreeMap::new();
+        raw.insert(id, body.clone());
+        assert_eq!(max_branches(&raw), Some(32));
+        // Cut short, or without the capability: none.
+        raw.insert(id, body[..body.len() - 70].to_vec());
+        assert_eq!(max_branches(&raw), None);
+        let (_, other) = crate::write::cpu_pmu_caps(&[("pmu_name", "skylake")]);
+        raw.insert(id, other);
+        assert_eq!(max_branches(&raw), None);
+    }
 }

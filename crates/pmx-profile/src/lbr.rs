@@ -184,4 +184,26 @@ mod tests {
         // The value pmx once marked LBR parts with is no context.
         assert!(!callchain::is_context(u - 1));
     }
+
+    #[test]
+    fn stitching_finds_the_shared_entries_in_their_slots() {
+        let e = |n: u64| BranchEntry {
+            from: n,
+            to: n + 0x100,
+            flags: BranchFlags(0),
+        };
+        // Depth 4: calls 1..4 in slots 0..3 (top 3), then 5, 6 over
+        // slots 0, 1 (top 1): the current oldest (3, slot 2) is the
+        // previous sample's entry 1; its older entries 1, 2 are lost.
+        let prev = [e(4), e(3), e(2), e(1)];
+        let cur = [e(6), e(5), e(4), e(3)];
+        assert_eq!(stitched(4, (&prev, 3), (&cur, 1)), Some(1));
+        // A different entry in that slot: nothing.
+        let other = [e(6), e(5), e(4), e(9)];
+        assert_eq!(stitched(4, (&prev, 3), (&other, 1)), None);
+        // The previous top is the current base: perf's distance is the
+        // depth, beyond the previous stack.
+        assert_eq!(stitched(4, (&prev[..1], 2), (&cur, 1)), None);
+        assert_eq!(stitched(4, (&[], 0), (&cur, 1)), None);
+    }
 }
