@@ -162,6 +162,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         limit: args.limit,
         tids: p.tids()?,
         symbols,
+        stitch_lbr: p.stitch_lbr,
     };
     if let Some(files) = &args.diff {
         return diff(args, options, files);

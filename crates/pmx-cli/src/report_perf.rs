@@ -74,6 +74,12 @@ pub struct PerfReportArgs {
     /// The samples, not their branches, of a file recorded with -b/-j (such files read as with -b by default, as perf).
     #[arg(long, conflicts_with = "branch_stack")]
     pub no_branch_stack: bool,
+    /// With the branch table: the basic blocks by the LBR's cycles instead (perf's --total-cycles).
+    #[arg(long)]
+    pub total_cycles: bool,
+    /// LBR call stacks (--call-graph lbr files) stitched across each thread's samples, as perf.
+    #[arg(long)]
+    pub stitch_lbr: bool,
     /// The memory accesses: perf's memory keys and layout, rows weighted by the accesses' weights.
     #[arg(long)]
     pub mem_mode: bool,

@@ -29,6 +29,9 @@ pub struct ScriptArgs {
     /// Threads formatting the lines; the output is the same with any number.
     #[arg(long, value_name = "N", default_value_t = 1)]
     jobs: usize,
+    /// LBR call stacks (--call-graph lbr files) stitched across each thread's samples, as perf.
+    #[arg(long)]
+    stitch_lbr: bool,
 }
 
 /// Run `pmx script`; a closed pipe (`| head`) ends it quietly.
@@ -37,7 +40,7 @@ pub fn run(a: &ScriptArgs) -> anyhow::Result<i32> {
     let mut opts = ScriptOptions::new(input, fields, a.json, !a.hide_call_graph);
     (opts.symbols, opts.jobs) = (crate::symbols::options(a.demangle), a.jobs);
     opts.show_switch_events = a.show_switch_events;
-    opts.show_namespace_events = a.show_namespace_events;
+    (opts.show_namespace_events, opts.stitch_lbr) = (a.show_namespace_events, a.stitch_lbr);
     let mut progress = pmx_output::progress::Progress::beside_stdout(false);
     let out = &mut std::io::stdout().lock();
     let summary = script_with_progress(&opts, out, &mut |d, t| progress.update(d, t));

@@ -21,7 +21,9 @@
 //! [`BranchStack`] is a view of those bytes in a sample (checked once,
 //! when the sample is parsed, by [`parse`]); [`BranchEntry`] one entry;
 //! [`BranchFlags`] its flag word; [`encode`] writes the field back, for
-//! samples a writer builds.
+//! samples a writer builds. [`max_branches`] reads the LBR's depth from
+//! the header's CPU_PMU_CAPS (`branches=`; written by
+//! [`crate::write::cpu_pmu_caps`]).
 
 use crate::format::branch_sample_type as bst;
 use crate::Error;
@@ -275,6 +277,38 @@ pub fn encode(
     }
 }
 
+/// The capabilities of a CPU_PMU_CAPS section (`u32 nr`, then each name
+/// and value as a perf string: u32 length, the bytes NUL-padded); `None`
+/// when the section is short or not UTF-8.
+pub fn cpu_pmu_caps(body: &[u8]) -> Option<Vec<(String, String)>> {
+    let word = |at: usize| Some(u32::from_le_bytes(body.get(at..at + 4)?.try_into().ok()?));
+    let nr = word(0)? as usize;
+    let mut at = 4;
+    let string = |at: &mut usize| -> Option<String> {
+        let len = word(*at)? as usize;
+        let bytes = body.get(*at + 4..(*at + 4).checked_add(len)?)?;
+        *at += 4 + len;
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        String::from_utf8(bytes[..end].to_vec()).ok()
+    };
+    let mut out = Vec::with_capacity(nr.min(64));
+    for _ in 0..nr {
+        let name = string(&mut at)?;
+        out.push((name, string(&mut at)?));
+    }
+    Some(out)
+}
+
+/// The LBR's depth a file's header gives (CPU_PMU_CAPS `branches=`), as
+/// perf reads it, from its features' raw sections (`FileFeatures::raw`);
+/// `None` without it.
+pub fn max_branches(raw: &std::collections::BTreeMap<u32, Vec<u8>>) -> Option<u64> {
+    let body = raw.get(&crate::format::feature::CPU_PMU_CAPS)?;
+    let caps = cpu_pmu_caps(body)?;
+    let (_, v) = caps.into_iter().find(|(n, _)| n == "branches")?;
+    v.trim().parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,5 +389,21 @@ mod tests {
         assert!(e.contains("HW_INDEX"), "{e}");
         assert!(parse(&[1, 2, 3], 0, 0).is_err());
         assert!(parse(&0u64.to_le_bytes(), bst::HW_INDEX, 0).is_err());
+    }
+
+    #[test]
+    fn cpu_pmu_caps_give_the_lbr_depth() {
+        let (id, body) = crate::write::cpu_pmu_caps(&[("pmu_name", "skylake"), ("branches", "32")]);
+        let caps = cpu_pmu_caps(&body).unwrap();
+        assert_eq!(caps[1], ("branches".to_string(), "32".to_string()));
+        let mut raw = std::collections::BTreeMap::new();
+        raw.insert(id, body.clone());
+        assert_eq!(max_branches(&raw), Some(32));
+        // Cut short, or without the capability: none.
+        raw.insert(id, body[..body.len() - 70].to_vec());
+        assert_eq!(max_branches(&raw), None);
+        let (_, other) = crate::write::cpu_pmu_caps(&[("pmu_name", "skylake")]);
+        raw.insert(id, other);
+        assert_eq!(max_branches(&raw), None);
     }
 }

@@ -383,6 +383,20 @@ fn check_record(record: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// A CPU_PMU_CAPS feature section, for [`Writer::finish_with`]: u32 nr,
+/// then each capability's name and value as perf strings (perf record
+/// writes the core PMU's `caps/` files; `branches` is the LBR's depth,
+/// which `report --stitch-lbr` needs). Read back by
+/// [`crate::branch::max_branches`].
+pub fn cpu_pmu_caps(caps: &[(&str, &str)]) -> (u32, Vec<u8>) {
+    let mut b = (caps.len() as u32).to_le_bytes().to_vec();
+    for (name, value) in caps {
+        b.extend(perf_string(name));
+        b.extend(perf_string(value));
+    }
+    (feature::CPU_PMU_CAPS, b)
+}
+
 /// A perf header string: u32 length (the string's bytes plus a NUL,
 /// rounded up to 64), then the string padded with NULs.
 pub fn perf_string(s: &str) -> Vec<u8> {

@@ -21,11 +21,13 @@
 //! command names are those of the sample's moment; kernel names wait for
 //! the end of the replay, as everywhere in this crate.
 //!
-//! [`bolt`] and [`autofdo`] read the same branch stacks for the
+//! [`blocks`] tables the basic blocks by the LBR's cycles (`report
+//! --total-cycles`). [`bolt`] and [`autofdo`] read the same branch stacks for the
 //! optimizers: BOLT's fdata (`pmx report --bolt`) and llvm-profgen's
 //! range and branch counts (`pmx report --autofdo`).
 
 pub mod autofdo;
+pub mod blocks;
 pub mod bolt;
 mod collect;
 mod keys;
@@ -181,4 +183,70 @@ pub fn report(
         keys,
         events,
     })
+}
+
+/// What `report -b` prints: the branch table, or the table of basic
+/// blocks (`--total-cycles`).
+#[derive(Debug)]
+pub enum Tables {
+    /// The branches by the keys.
+    Branches(BranchReport),
+    /// The blocks by their cycles.
+    Blocks(blocks::BlockReport),
+}
+
+impl Tables {
+    /// The report's warnings (binaries without symbols …).
+    pub fn warnings(&self) -> &[String] {
+        match self {
+            Tables::Branches(r) => &r.report.profile.warnings,
+            Tables::Blocks(r) => &r.report.profile.warnings,
+        }
+    }
+
+    /// The tables to `out` in perf's layout, or as JSON; flushed.
+    pub fn write(&self, out: &mut dyn std::io::Write, json: bool) -> std::io::Result<()> {
+        match self {
+            Tables::Branches(r) => table::write(out, r, json),
+            Tables::Blocks(r) => blocks::write(out, r, json),
+        }
+    }
+}
+
+/// [`report`] by `keys`, or with `blocks` [`blocks::report`].
+pub fn tables(
+    opts: &ReportOptions,
+    keys: &str,
+    blocks: bool,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<Tables, BranchError> {
+    match blocks {
+        true => blocks::report(opts, progress).map(Tables::Blocks),
+        false => report(opts, keys, progress).map(Tables::Branches),
+    }
+}
+
+/// `report --bolt OUT` (BOLT's fdata, `to.0`) or `--autofdo OUT`
+/// (AutoFDO's range and branch counts, `to.1`) of `opts.input`, written
+/// whole; the note that says what was written (`None`: neither asked).
+pub fn optimize(
+    opts: &ReportOptions,
+    bolt: &bolt::BoltOptions,
+    to: (Option<&std::path::Path>, Option<&std::path::Path>),
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<Option<String>, BranchError> {
+    let (r, out) = match to {
+        (Some(out), _) => (bolt::fdata(opts, bolt, progress)?, out),
+        (None, Some(out)) => (
+            autofdo::profile(opts, bolt.binary.as_deref(), progress)?,
+            out,
+        ),
+        (None, None) => return Ok(None),
+    };
+    pmx_io::write(out, r.text.as_bytes()).map_err(BranchError::Output)?;
+    let what = (r.binary.display(), out.display(), r.records);
+    Ok(Some(format!(
+        "{}: {} written ({} records)",
+        what.0, what.1, what.2
+    )))
 }

@@ -12,7 +12,8 @@
 //! `--branch-stack` table or JSON. From the same branch stacks, the
 //! optimizers' inputs: BOLT's fdata as `perf2bolt` writes it
 //! ([`branch::bolt`]) and the range and branch counts `llvm-profgen`
-//! reads ([`branch::autofdo`]).
+//! reads ([`branch::autofdo`]); the basic blocks by their cycles
+//! (`--total-cycles`, [`branch::blocks`]).
 //!
 //! **Memory accesses** ([`mem`]): `report --mem-mode`, `perf mem
 //! report`: each sample's instruction and data address resolved in the

@@ -18,8 +18,8 @@
 //! intervals, as `pmx report -M` does per row: [`crate::group_metrics`]).
 //! Branch stacks with cycle counts give perf annotate's IPC and Cycle
 //! columns ([`BranchCycles`], module `cycles`: perf's `cyc_hist` model),
-//! memory samples their levels and weights (module `precise`); both read
-//! the file a second time.
+//! memory samples their levels and weights (module `precise`); both come
+//! from one second read of the file.
 
 mod code;
 mod cycles;
@@ -29,6 +29,7 @@ mod precise;
 pub mod render;
 mod types;
 
+pub use cycles::CycHist;
 pub use types::{
     AnnotateOptions, Annotation, BranchCycles, CycleCell, EventColumn, GroupSamples, Instruction,
     MemoryCell, MetricColumn, SourceLine, Syntax, HOT_PERCENT, WARM_PERCENT,
@@ -163,8 +164,7 @@ pub fn annotate(
 ) -> Result<Annotation, AnnotateError> {
     let (profile, places, precise, file) = read(opts, progress)?;
     let mut a = annotate_places(&profile, &places, &precise, &file, opts)?;
-    precise::add(&mut a, &profile, &places, opts)?;
-    cycles::add(&mut a, &profile, &places, opts)?;
+    second_read(&mut a, &profile, &places, opts)?;
     Ok(a)
 }
 
@@ -189,14 +189,65 @@ pub fn annotate_all(
             let mut o = opts.clone();
             (o.symbol, o.dso) = (c.symbol.clone(), Some(c.dso_path.clone()));
             let a = annotate_places(&profile, &places, &precise, &file, &o);
-            let a = a.and_then(|mut a| {
-                precise::add(&mut a, &profile, &places, &o)?;
-                cycles::add(&mut a, &profile, &places, &o)?;
-                Ok(a)
-            });
+            let a = a.and_then(|mut a| second_read(&mut a, &profile, &places, &o).map(|()| a));
             (format!("{} in {}", c.symbol, c.dso), a)
         })
         .collect())
+}
+
+/// Add `a`'s memory columns (module `precise`) and IPC and Cycle columns
+/// (module `cycles`) from one more read of `opts.input`, made only when
+/// one of the selected events feeds either (not from a pipe, which
+/// cannot be read twice).
+fn second_read(
+    a: &mut Annotation,
+    profile: &Profile,
+    places: &[AddressSamples],
+    opts: &AnnotateOptions,
+) -> Result<(), AnnotateError> {
+    if opts.input.as_os_str() == "-" {
+        return Ok(());
+    }
+    let selected = select(profile, opts.event.as_deref(), &a.file)?;
+    let chosen = choose(places, &selected, opts, &a.file)?;
+    let reader = Reader::open(&opts.input).map_err(|source| {
+        AnnotateError::Report(ReportError::Read {
+            file: a.file.clone(),
+            source,
+        })
+    })?;
+    let types: Vec<u64> = reader.events().iter().map(|e| e.attr.sample_type).collect();
+    let mut cyc = cycles::Cycles::new(a);
+    let pick = |want: fn(u64) -> bool, on: bool| -> Vec<bool> {
+        let each = types.iter().enumerate();
+        each.map(|(e, &t)| on && selected.contains(&e) && want(t))
+            .collect()
+    };
+    let mem_wanted = pick(precise::Memory::wants, true);
+    let cyc_wanted = pick(cycles::Cycles::wants, cyc.is_some());
+    let wanted: Vec<bool> = mem_wanted
+        .iter()
+        .zip(&cyc_wanted)
+        .map(|(m, c)| m | c)
+        .collect();
+    if !wanted.contains(&true) {
+        return Ok(());
+    }
+    let mut mem = precise::Memory::new(a, &types);
+    let mut each = |s: &pmx_perfdata::read::Sample<'_>, at: &dyn Fn(u64) -> Option<u64>| {
+        if mem_wanted[s.event] {
+            mem.sample(a, s, at);
+        }
+        if let (Some(c), true) = (cyc.as_mut(), cyc_wanted[s.event]) {
+            c.sample(s, at);
+        }
+    };
+    precise::samples(a, &chosen.dso_path, reader, &wanted, opts, &mut each)?;
+    mem.finish(a);
+    if let Some(c) = cyc {
+        c.finish(a);
+    }
+    Ok(())
 }
 
 /// The file's profile with its places, each event's `precise_ip`, and

@@ -10,7 +10,19 @@
 //! source (each caller's call site), oldest last. A chain without a user
 //! part (a kernel thread) stays as it is, and so does one whose branch
 //! stack is empty (perf 6.1 then reads past the stack; pmx keeps the
-//! frame-pointer chain). perf's `--stitch-lbr` is not done.
+//! frame-pointer chain).
+//!
+//! [`Stitch`] is perf's `--stitch-lbr`: the LBR holds at most its depth
+//! of calls (CPU_PMU_CAPS `branches=`, 32 on recent Intel cores), so a
+//! deeper stack loses its outer callers; a thread's previous sample may
+//! still hold them. With `hw_idx` (the LBR's top of stack, `HW_INDEX`),
+//! perf finds where the current sample's oldest entry sat in the
+//! previous sample's (`distance`: the previous top of stack minus the
+//! current base, `depth − nr + hw_idx + 1`, modulo the depth); when at
+//! least that entry is the same (from, to, flags), the previous sample's
+//! entries older than it are the callers the current one lost: their
+//! sources are appended after its own, and so are those stitched onto
+//! the previous sample, as long as every sample of the thread stitches.
 //!
 //! The built chain keeps perf's `PERF_CONTEXT_USER` before its user
 //! part, and [`extend_chain`] says that it built one: the sample carries
@@ -21,9 +33,11 @@
 //! chain holding any other value of perf's context range (pmx's old
 //! marker `PERF_CONTEXT_USER - 1` too) is corrupt and dropped whole.
 
-use pmx_perfdata::branch::BranchStack;
+use pmx_perfdata::branch::{BranchEntry, BranchStack};
 use pmx_perfdata::format::{branch_sample_type, callchain};
 use pmx_perfdata::read::Event;
+use pmx_perfdata::Reader;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Per event of a file: whether its samples' chains are LBR call stacks.
 pub(crate) fn events(events: &[Event]) -> Vec<bool> {
@@ -54,6 +68,80 @@ pub(crate) fn extend_chain(
         }
     }
     false
+}
+
+/// perf's `--stitch-lbr` state: per thread, its previous LBR call stack
+/// and the callers stitched onto it.
+pub(crate) struct Stitch {
+    /// The LBR's depth.
+    depth: u64,
+    threads: HashMap<u32, Thread>,
+}
+
+/// A thread's previous sample: its entries, its `hw_idx`, and the
+/// sources stitched after them (the outer callers, innermost first).
+struct Thread {
+    entries: Vec<BranchEntry>,
+    hw_idx: u64,
+    stitched: Vec<u64>,
+}
+
+impl Stitch {
+    /// The state for `reader`'s file when `on` (`--stitch-lbr`); `None`
+    /// when off, or when its header gives no LBR depth (perf then
+    /// stitches nothing either).
+    pub(crate) fn new(reader: &Reader, on: bool) -> Option<Stitch> {
+        let depth = pmx_perfdata::branch::max_branches(&reader.features().raw)?;
+        (on && depth > 0).then(|| Stitch {
+            depth,
+            threads: HashMap::default(),
+        })
+    }
+
+    /// After [`extend_chain`] built thread `tid`'s LBR call stack from
+    /// `stack` into `out`: append the callers stitched from its previous
+    /// samples. A stack without `hw_idx` is left as it is.
+    pub(crate) fn extend(&mut self, out: &mut Vec<u64>, tid: u32, stack: &BranchStack<'_>) {
+        let Some(hw_idx) = stack.hw_idx else { return };
+        let cur: Vec<BranchEntry> = stack.iter().collect();
+        let depth = self.depth;
+        let t = self.threads.entry(tid).or_insert_with(|| Thread {
+            entries: Vec::new(),
+            hw_idx: 0,
+            stitched: Vec::new(),
+        });
+        match stitched(depth, (&t.entries, t.hw_idx), (&cur, hw_idx)) {
+            Some(distance) => {
+                let lost = t.entries[distance + 1..].iter().map(|e| e.from);
+                t.stitched.splice(0..0, lost);
+            }
+            None => t.stitched.clear(),
+        }
+        out.extend_from_slice(&t.stitched);
+        (t.entries, t.hw_idx) = (cur, hw_idx);
+    }
+}
+
+/// perf's `has_stitched_lbr`: where the current stack's oldest entry
+/// sits in the previous one (`Some(distance)`) when both hold it, the
+/// same entry in the same LBR slot.
+fn stitched(depth: u64, prev: (&[BranchEntry], u64), cur: (&[BranchEntry], u64)) -> Option<usize> {
+    let ((p, p_idx), (c, c_idx)) = (prev, cur);
+    if p.is_empty() || c.is_empty() {
+        return None;
+    }
+    let base = depth
+        .wrapping_sub(c.len() as u64)
+        .wrapping_add(c_idx)
+        .wrapping_add(1);
+    let distance = match p_idx > base {
+        true => p_idx - base,
+        false => depth.wrapping_add(p_idx).wrapping_sub(base),
+    };
+    let distance = usize::try_from(distance).ok().filter(|&d| d < p.len())?;
+    let same = (p[..=distance].iter().rev()).zip(c.iter().rev());
+    let identical = same.take_while(|(a, b)| a == b).count();
+    (identical > 0).then_some(distance)
 }
 
 #[cfg(test)]
@@ -95,5 +183,27 @@ mod tests {
         assert_eq!(chain_of(&[u, 0x210], &[]), (vec![7, u, 0x210], false));
         // The value pmx once marked LBR parts with is no context.
         assert!(!callchain::is_context(u - 1));
+    }
+
+    #[test]
+    fn stitching_finds_the_shared_entries_in_their_slots() {
+        let e = |n: u64| BranchEntry {
+            from: n,
+            to: n + 0x100,
+            flags: BranchFlags(0),
+        };
+        // Depth 4: calls 1..4 in slots 0..3 (top 3), then 5, 6 over
+        // slots 0, 1 (top 1): the current oldest (3, slot 2) is the
+        // previous sample's entry 1; its older entries 1, 2 are lost.
+        let prev = [e(4), e(3), e(2), e(1)];
+        let cur = [e(6), e(5), e(4), e(3)];
+        assert_eq!(stitched(4, (&prev, 3), (&cur, 1)), Some(1));
+        // A different entry in that slot: nothing.
+        let other = [e(6), e(5), e(4), e(9)];
+        assert_eq!(stitched(4, (&prev, 3), (&other, 1)), None);
+        // The previous top is the current base: perf's distance is the
+        // depth, beyond the previous stack.
+        assert_eq!(stitched(4, (&prev[..1], 2), (&cur, 1)), None);
+        assert_eq!(stitched(4, (&[], 0), (&cur, 1)), None);
     }
 }

@@ -115,6 +115,7 @@ fn build_full<'o>(
     st.addresses = addresses.then(AddressAcc::default);
     st.interned = Some(Default::default());
     let mut replay = Replay::with_jobs(reader, here, plain::jobs(options.jobs));
+    replay.stitch = crate::lbr::Stitch::new(reader, options.stitch_lbr);
     replay.run(reader, &mut st, &options.this_machine, progress)?;
     st.credit_interned();
     let State {

@@ -49,6 +49,9 @@ pub struct ReportOptions {
     pub tids: Option<Vec<u32>>,
     /// Demangling, directories and binary cache of the symbolizer.
     pub symbols: SymbolOptions,
+    /// Stitch LBR call stacks across a thread's samples (perf's
+    /// `--stitch-lbr`).
+    pub stitch_lbr: bool,
 }
 
 /// The sort keys when none are given: perf report's (`comm,dso,symbol`),
@@ -83,6 +86,7 @@ impl ReportOptions {
             limit: None,
             tids: None,
             symbols: SymbolOptions::default(),
+            stitch_lbr: false,
         }
     }
 }
@@ -279,6 +283,7 @@ pub fn report_reader(
         tids: opts.tids.clone(),
         symbols: opts.symbols.clone(),
         jobs: 0,
+        stitch_lbr: opts.stitch_lbr,
     };
     let sink = sink.map(|s| s as &mut dyn SampleSink);
     let profile = match build_with(reader, &options, progress, sink) {

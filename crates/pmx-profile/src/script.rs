@@ -79,6 +79,9 @@ pub struct ScriptOptions {
     /// the default: more threads cost CPU time, see the module's
     /// documentation); the output is the same with any number.
     pub jobs: usize,
+    /// Stitch LBR call stacks across a thread's samples (perf's
+    /// `--stitch-lbr`).
+    pub stitch_lbr: bool,
 }
 
 impl ScriptOptions {
@@ -95,6 +98,7 @@ impl ScriptOptions {
             show_switch_events: false,
             show_namespace_events: false,
             jobs: 0,
+            stitch_lbr: false,
         }
     }
 }
@@ -184,6 +188,8 @@ struct Run<'w> {
     writer: Writer<'w>,
     /// Per event: its chains are LBR call stacks (`crate::lbr`).
     lbr: Vec<bool>,
+    /// `--stitch-lbr`'s state, when asked.
+    stitch: Option<crate::lbr::Stitch>,
     /// The branch fields read from the binaries (`brstackoff`, `brstackinsn`).
     code: branches::Code,
     /// Threads formatting lines, and the lines and output of each but
@@ -262,6 +268,7 @@ pub fn script_with_progress(
         cache_dir: opts.symbols.dirs.cache.clone(),
         writer,
         lbr: crate::lbr::events(reader.events()),
+        stitch: crate::lbr::Stitch::new(&reader, opts.stitch_lbr),
         code: branches::Code::new(opts),
         jobs: opts.jobs.max(1),
         workers: Vec::new(),
@@ -397,7 +404,10 @@ impl Run<'_> {
             Record::Sample(s) => {
                 let start = self.arena.len();
                 if self.writer.chain(s.event) && self.lbr.get(s.event).is_some_and(|&l| l) {
-                    crate::lbr::extend_chain(&mut self.arena, s.callchain(), &s.branches);
+                    let lbr = crate::lbr::extend_chain(&mut self.arena, s.callchain(), &s.branches);
+                    if let (true, Some(t)) = (lbr, &mut self.stitch) {
+                        t.extend(&mut self.arena, s.tid, &s.branches);
+                    }
                 } else if self.writer.chain(s.event) {
                     self.arena.extend(s.callchain());
                 }

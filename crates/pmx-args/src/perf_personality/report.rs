@@ -186,8 +186,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--vmlinux", "pmx reads kernel symbols from /proc/kallsyms"),
     ("--kallsyms", "pmx reads kernel symbols from /proc/kallsyms"),
     ("--gtk", "pmx has no GTK interface"),
-    ("--stitch-lbr", "pmx builds each LBR call stack from its own sample and stitches none across samples yet"),
-    ("--total-cycles", "pmx has no table of basic blocks by cycles yet; pmx annotate shows the LBR's IPC and cycles per instruction"),
     ("--mmaps", "pmx report lists no memory maps; use pmx script"),
     ("--socket-filter", "pmx has no socket filter"),
     (

@@ -74,7 +74,6 @@ pub const SCRIPT: &[(&str, &str)] = &[
     ("--show-round-events", "pmx script prints the samples only; the side-band records are in perf report --tasks and --stats"),
     ("--show-task-events", "pmx script prints the samples only; the side-band records are in perf report --tasks and --stats"),
     ("--show-text-poke-events", "pmx script prints the samples only; the side-band records are in perf report --tasks and --stats"),
-    ("--stitch-lbr", "pmx builds each LBR call stack from its own sample and stitches none across samples yet"),
     ("--switch-off", "pmx script reads the whole file"),
     ("--switch-on", "pmx script reads the whole file"),
     ("--time", "pmx script reads the whole file"),

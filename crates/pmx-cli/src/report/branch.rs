@@ -57,8 +57,7 @@ pub fn dispatch(
         false => run(
             &options,
             args.sort.as_deref().unwrap_or(""),
-            args.json,
-            args.quiet,
+            (args.json, args.quiet, p.total_cycles),
         ),
     };
     Some(done.map_err(|e| match e {
@@ -70,22 +69,22 @@ pub fn dispatch(
 }
 
 /// Count the branches of `options.input` by `keys` (perf's, comma-separated;
-/// empty: perf's default) and print them (perf's table, or JSON).
+/// empty: perf's default), or its blocks (`--total-cycles`), and print them.
 pub fn run(
     options: &ReportOptions,
     keys: &str,
-    json: bool,
-    quiet: bool,
+    how: (bool, bool, bool),
 ) -> Result<i32, BranchError> {
+    let (json, quiet, blocks) = how;
     let mut progress = Progress::new(quiet);
-    let r = branch::report(options, keys, &mut |d, t| progress.update(d, t));
+    let r = branch::tables(options, keys, blocks, &mut |d, t| progress.update(d, t));
     progress.finish();
     let r = r?;
-    for w in &r.report.profile.warnings {
+    for w in r.warnings() {
         eprintln!("pmx: warning: {w}");
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    branch::table::write(&mut out, &r, json).map_err(BranchError::Output)?;
+    r.write(&mut out, json).map_err(BranchError::Output)?;
     Ok(crate::exit::OK)
 }
 
@@ -98,21 +97,11 @@ pub fn optimizer(
     quiet: bool,
 ) -> Result<i32, BranchError> {
     let mut progress = Progress::new(quiet);
-    let mut step = |d, t| progress.update(d, t);
-    let (r, out) = match to {
-        (Some(out), _) => (branch::bolt::fdata(options, bolt, &mut step), out),
-        (None, Some(out)) => {
-            let binary = bolt.binary.as_deref();
-            (branch::autofdo::profile(options, binary, &mut step), out)
-        }
-        (None, None) => return Ok(crate::exit::OK),
-    };
+    let to = (to.0.as_deref(), to.1.as_deref());
+    let note = branch::optimize(options, bolt, to, &mut |d, t| progress.update(d, t));
     progress.finish();
-    let r = r?;
-    pmx_io::write(out, r.text.as_bytes()).map_err(BranchError::Output)?;
-    if !quiet {
-        let what = (r.binary.display(), out.display(), r.records);
-        eprintln!("pmx: {}: {} written ({} records)", what.0, what.1, what.2);
+    if let (Some(note), false) = (note?, quiet) {
+        eprintln!("pmx: {note}");
     }
     Ok(crate::exit::OK)
 }

@@ -98,6 +98,7 @@ fn build_case(path: &Path, symfs: &Path, ks: &Kallsyms) -> Result<(), String> {
         tids: None,
         symbols: Default::default(),
         jobs: 0,
+        stitch_lbr: false,
     };
     let p = build(&mut reader, &opts, &mut |_, _| {}).map_err(|e| e.to_string())?;
     let _ = format!("{p:?}");

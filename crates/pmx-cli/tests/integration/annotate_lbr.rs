@@ -17,19 +17,19 @@ use std::collections::BTreeMap;
 /// One branch source's counts: (cycles sum, branches, min, max, longest
 /// block's start, its cycles, its branches, whether it has a start).
 #[derive(Default, Debug)]
-struct Want {
-    sum: u64,
-    n: u64,
+pub(crate) struct Want {
+    pub(crate) sum: u64,
+    pub(crate) n: u64,
     min: u64,
     max: u64,
-    start: u64,
-    cycles: u64,
-    num: u64,
-    have_start: bool,
+    pub(crate) start: u64,
+    pub(crate) cycles: u64,
+    pub(crate) num: u64,
+    pub(crate) have_start: bool,
 }
 
 /// perf script's entries per sample (link-time addresses, newest first).
-fn perf_entries(s: &Setup) -> Vec<Vec<(u64, u64, u64)>> {
+pub(crate) fn perf_entries(s: &Setup) -> Vec<Vec<(u64, u64, u64)>> {
     let o = pmx_testkit::perf::on_file(&["script", "-F", "brstack"], &s.data);
     assert!(o.status.success(), "{}", stderr(&o));
     let hex = |t: &str| u64::from_str_radix(t.trim_start_matches("0x"), 16).unwrap();
@@ -49,7 +49,7 @@ fn perf_entries(s: &Setup) -> Vec<Vec<(u64, u64, u64)>> {
 /// Each branch source in `lo..hi` counted over perf's entries: the
 /// cycles of every entry, and the longest block from a target in the
 /// function before the source (a longer one restarts the count).
-fn expected(samples: &[Vec<(u64, u64, u64)>], lo: u64, hi: u64) -> BTreeMap<u64, Want> {
+pub(crate) fn expected(samples: &[Vec<(u64, u64, u64)>], lo: u64, hi: u64) -> BTreeMap<u64, Want> {
     let mut out: BTreeMap<u64, Want> = BTreeMap::new();
     let inside = |a: u64| (lo..hi).contains(&a);
     for s in samples.iter().filter(|s| s[0].2 > 0) {

@@ -37,12 +37,12 @@ const PID: u32 = 5151;
 
 /// The program's functions (link-time address) and its call sites
 /// (`caller>callee` → the call's link-time address).
-struct Code {
-    functions: BTreeMap<String, u64>,
-    calls: BTreeMap<String, u64>,
+pub(crate) struct Code {
+    pub(crate) functions: BTreeMap<String, u64>,
+    pub(crate) calls: BTreeMap<String, u64>,
 }
 
-fn code(prog: &Path) -> Code {
+pub(crate) fn code(prog: &Path) -> Code {
     let o = Command::new("objdump")
         .args(["-d", "--no-show-raw-insn", "-j", ".text"])
         .arg(prog)
@@ -291,7 +291,7 @@ fn both(s: &Setup, args: &[&str]) -> (String, String) {
 }
 
 /// Every line the same, and as many.
-fn same_lines(ours: &str, theirs: &str, what: &str) {
+pub(crate) fn same_lines(ours: &str, theirs: &str, what: &str) {
     for (i, (x, y)) in ours.lines().zip(theirs.lines()).enumerate() {
         assert_eq!(
             x,
@@ -328,7 +328,7 @@ fn script_prints_the_call_stacks_perf_builds() {
 }
 
 /// perf report's body (the lines not starting with `#`).
-fn body(t: &str) -> String {
+pub(crate) fn body(t: &str) -> String {
     (t.lines()
         .filter(|l| !l.starts_with('#'))
         .collect::<Vec<_>>())

@@ -20,37 +20,42 @@
 //!   coverage the share of its instructions given an IPC.
 //!
 //! A sample counts only when its newest entry has cycles (perf's test:
-//! a CPU that records none, an LBR call stack). The file is read a second
-//! time, as for the memory columns.
+//! a CPU that records none, an LBR call stack). The counts come from the
+//! file's second read, shared with the memory columns (`super::second_read`).
 
-use super::types::{AnnotateOptions, Annotation, BranchCycles, CycleCell};
-use super::AnnotateError;
-use crate::profile::{AddressSamples, Profile};
-use crate::report::ReportError;
+use super::types::{Annotation, BranchCycles, CycleCell};
 use pmx_perfdata::format::sample_type;
 use pmx_perfdata::read::Sample;
-use pmx_perfdata::Reader;
 use std::collections::BTreeMap;
 
-/// perf's `struct cyc_hist`: one branch source's counts.
+/// perf's `struct cyc_hist`: one branch source's counts (also what
+/// `pmx report --total-cycles` tables by block, in pmx-precise).
 #[derive(Debug, Default, Clone, Copy)]
-struct CycHist {
+pub struct CycHist {
     /// The start (offset) of the longest block counted.
-    start: u64,
-    cycles: u64,
-    have_start: bool,
-    num: u64,
-    reset: u16,
-    cycles_aggr: u64,
-    num_aggr: u64,
-    cycles_max: u64,
-    cycles_min: u64,
+    pub start: u64,
+    /// The cycles of the blocks counted (those from `start`).
+    pub cycles: u64,
+    /// Whether `start` is known (a block wholly inside the function).
+    pub have_start: bool,
+    /// The branches counted in `cycles`.
+    pub num: u64,
+    /// How often a longer block restarted the count.
+    pub reset: u16,
+    /// The cycles of every branch from here.
+    pub cycles_aggr: u64,
+    /// Every branch from here with cycles.
+    pub num_aggr: u64,
+    /// The most cycles of one branch.
+    pub cycles_max: u64,
+    /// The fewest (non-zero) cycles of one branch.
+    pub cycles_min: u64,
 }
 
 impl CycHist {
     /// One branch from here after `cycles`, its block starting at
     /// `start` (an offset) when known.
-    fn account(&mut self, start: Option<u64>, cycles: u64) {
+    pub fn account(&mut self, start: Option<u64>, cycles: u64) {
         self.num_aggr += 1;
         self.cycles_aggr += cycles;
         self.cycles_max = self.cycles_max.max(cycles);
@@ -75,37 +80,31 @@ impl CycHist {
     }
 }
 
-/// Add `a`'s IPC and Cycle columns from the branch stacks of
-/// `opts.input` (not from a pipe, which cannot be read twice).
-pub(super) fn add(
-    a: &mut Annotation,
-    profile: &Profile,
-    places: &[AddressSamples],
-    opts: &AnnotateOptions,
-) -> Result<(), AnnotateError> {
-    if opts.input.as_os_str() == "-" || a.instructions.is_empty() {
-        return Ok(());
-    }
-    let selected = super::select(profile, opts.event.as_deref(), &a.file)?;
-    let chosen = super::choose(places, &selected, opts, &a.file)?;
-    let reader = Reader::open(&opts.input).map_err(|source| {
-        AnnotateError::Report(ReportError::Read {
-            file: a.file.clone(),
-            source,
+/// The IPC and Cycle columns being counted: each branch source's
+/// `cyc_hist`, by offset from the function's start.
+pub(super) struct Cycles {
+    start: u64,
+    hist: BTreeMap<u64, CycHist>,
+}
+
+impl Cycles {
+    /// Counts for `a`, or `None` when it has no instructions to give
+    /// columns to.
+    pub(super) fn new(a: &Annotation) -> Option<Self> {
+        (!a.instructions.is_empty()).then(|| Cycles {
+            start: a.start,
+            hist: BTreeMap::new(),
         })
-    })?;
-    let wanted: Vec<bool> = (0..reader.events().len())
-        .map(|e| {
-            selected.contains(&e)
-                && reader.events()[e].attr.sample_type & sample_type::BRANCH_STACK != 0
-        })
-        .collect();
-    if !wanted.contains(&true) {
-        return Ok(());
     }
-    let start = a.start;
-    let mut hist: BTreeMap<u64, CycHist> = BTreeMap::new();
-    let mut each = |s: &Sample<'_>, at: &dyn Fn(u64) -> Option<u64>| {
+
+    /// Whether an event with this `sample_type` feeds the columns.
+    pub(super) fn wants(sample_type: u64) -> bool {
+        sample_type & sample_type::BRANCH_STACK != 0
+    }
+
+    /// One sample of a wanted event, `at` taking an address to the
+    /// function's (`Some` only inside it).
+    pub(super) fn sample(&mut self, s: &Sample<'_>, at: &dyn Fn(u64) -> Option<u64>) {
         if s.branches.get(0).is_none_or(|e| e.flags.cycles() == 0) {
             return;
         }
@@ -116,17 +115,19 @@ pub(super) fn add(
             let from = (cycles > 0).then(|| at(e.from)).flatten();
             if let Some(from) = from {
                 let begin = prev.and_then(at).filter(|&t| t < from);
-                (hist.entry(from - start).or_default()).account(begin.map(|b| b - start), cycles);
+                let h = self.hist.entry(from - self.start).or_default();
+                h.account(begin.map(|b| b - self.start), cycles);
             }
             prev = Some(e.to);
         }
-    };
-    super::precise::samples(a, &chosen.dso_path, reader, &wanted, opts, &mut each)?;
-    if !hist.values().any(|h| h.cycles > 0) {
-        return Ok(());
     }
-    a.cycles = Some(compute(a, &hist));
-    Ok(())
+
+    /// Give `a` its columns, if any block had cycles.
+    pub(super) fn finish(self, a: &mut Annotation) {
+        if self.hist.values().any(|h| h.cycles > 0) {
+            a.cycles = Some(compute(a, &self.hist));
+        }
+    }
 }
 
 /// perf's `annotation__compute_ipc` over the counts by offset.

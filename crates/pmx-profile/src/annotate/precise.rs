@@ -3,15 +3,15 @@
 //! (`-d`/`-W`, PEBS load latency, IBS), each instruction's memory levels
 //! (perf's words for `data_src`'s level, as `perf script` prints them)
 //! and average weight. perf annotate 6.1 has no such columns
-//! (docs/memory.md). The file is read a second time for them, only when
-//! one of its selected events carries those fields; its side band (maps,
-//! forks) is applied in file order, and each user sample's address is
-//! taken to the annotated binary's virtual addresses through its
-//! mapping.
+//! (docs/memory.md). They come from the file's second read (`samples`,
+//! shared with the IPC and Cycle columns: `super::second_read`), made only
+//! when one of its selected events carries those fields or branch
+//! stacks; its side band (maps, forks) is applied in file order, and each
+//! user sample's address is taken to the annotated binary's virtual
+//! addresses through its mapping.
 
 use super::types::{AnnotateOptions, Annotation, MemoryCell};
 use super::AnnotateError;
-use crate::profile::{AddressSamples, Profile};
 use crate::report::ReportError;
 use pmx_perfdata::format::{misc, sample_type};
 use pmx_perfdata::read::{Record, Sample};
@@ -23,68 +23,70 @@ use std::path::Path;
 /// The sample fields that make a memory sample.
 const MEMORY: u64 = sample_type::DATA_SRC | sample_type::WEIGHT | sample_type::WEIGHT_STRUCT;
 
-/// Add `a`'s memory columns from `opts.input` (not from a pipe, which
-/// cannot be read twice).
-pub(super) fn add(
-    a: &mut Annotation,
-    profile: &Profile,
-    places: &[AddressSamples],
-    opts: &AnnotateOptions,
-) -> Result<(), AnnotateError> {
-    if opts.input.as_os_str() == "-" {
-        return Ok(());
+/// The memory columns being counted: per instruction, samples, weight
+/// and samples per level.
+pub(super) struct Memory {
+    cells: Vec<(u64, u64, HashMap<String, u64>)>,
+    /// Per event of the file: whether its samples carry `data_src`.
+    has_src: Vec<bool>,
+}
+
+impl Memory {
+    /// Counts for `a`'s instructions, the file's events' sample types
+    /// given.
+    pub(super) fn new(a: &Annotation, sample_types: &[u64]) -> Self {
+        Memory {
+            cells: vec![Default::default(); a.instructions.len()],
+            has_src: (sample_types.iter())
+                .map(|t| t & sample_type::DATA_SRC != 0)
+                .collect(),
+        }
     }
-    let selected = super::select(profile, opts.event.as_deref(), &a.file)?;
-    let chosen = super::choose(places, &selected, opts, &a.file)?;
-    let read_err = |source| {
-        AnnotateError::Report(ReportError::Read {
-            file: a.file.clone(),
-            source,
-        })
-    };
-    let reader = Reader::open(&opts.input).map_err(read_err)?;
-    let wanted: Vec<bool> = (0..reader.events().len())
-        .map(|e| selected.contains(&e) && reader.events()[e].attr.sample_type & MEMORY != 0)
-        .collect();
-    if !wanted.contains(&true) {
-        return Ok(());
+
+    /// Whether an event with this `sample_type` feeds the columns.
+    pub(super) fn wants(sample_type: u64) -> bool {
+        sample_type & MEMORY != 0
     }
-    let has_src: Vec<bool> = (reader.events().iter())
-        .map(|e| e.attr.sample_type & sample_type::DATA_SRC != 0)
-        .collect();
-    // Per instruction: samples, weight, level → samples.
-    let mut cells: Vec<(u64, u64, HashMap<String, u64>)> =
-        vec![Default::default(); a.instructions.len()];
-    let mut each = |s: &Sample<'_>, at: &dyn Fn(u64) -> Option<u64>| {
+
+    /// One sample of a wanted event, `at` taking an address to the
+    /// function's (`Some` only inside it).
+    pub(super) fn sample(
+        &mut self,
+        a: &Annotation,
+        s: &Sample<'_>,
+        at: &dyn Fn(u64) -> Option<u64>,
+    ) {
         if s.misc & misc::CPUMODE_MASK == misc::KERNEL {
             return;
         }
         let Some(vaddr) = at(s.ip) else { return };
         let i = a.instructions.partition_point(|ins| ins.addr <= vaddr) - 1;
-        let c = &mut cells[i];
+        let c = &mut self.cells[i];
         c.0 += 1;
         c.1 += s.weight;
-        if has_src[s.event] {
+        if self.has_src.get(s.event) == Some(&true) {
             let d = pmx_perfdata::mem::DataSrc::from_raw(s.data_src);
             *c.2.entry(crate::data_src::lvl_text(&d)).or_default() += 1;
         }
-    };
-    samples(a, &chosen.dso_path, reader, &wanted, opts, &mut each)?;
-    if cells.iter().all(|c| c.0 == 0) {
-        return Ok(());
     }
-    a.memory = (cells.into_iter())
-        .map(|(samples, weight, levels)| {
-            let mut levels: Vec<(String, u64)> = levels.into_iter().collect();
-            levels.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
-            (samples > 0).then_some(MemoryCell {
-                samples,
-                weight,
-                levels,
+
+    /// Give `a` its columns, if any of its instructions had a sample.
+    pub(super) fn finish(self, a: &mut Annotation) {
+        if self.cells.iter().all(|c| c.0 == 0) {
+            return;
+        }
+        a.memory = (self.cells.into_iter())
+            .map(|(samples, weight, levels)| {
+                let mut levels: Vec<(String, u64)> = levels.into_iter().collect();
+                levels.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+                (samples > 0).then_some(MemoryCell {
+                    samples,
+                    weight,
+                    levels,
+                })
             })
-        })
-        .collect();
-    Ok(())
+            .collect();
+    }
 }
 
 /// A sample given with the way to its function's addresses ([`samples`]).

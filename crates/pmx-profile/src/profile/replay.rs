@@ -147,6 +147,8 @@ pub(super) struct Replay {
     pub(super) thread_reads: ThreadReads,
     /// Per event: its chains are LBR call stacks (`crate::lbr`).
     lbr: Vec<bool>,
+    /// `--stitch-lbr`'s state, when asked.
+    pub(super) stitch: Option<crate::lbr::Stitch>,
 }
 
 impl Replay {
@@ -170,6 +172,7 @@ impl Replay {
             reads: Vec::new(),
             thread_reads: ThreadReads::default(),
             lbr: crate::lbr::events(reader.events()),
+            stitch: None,
         }
     }
 
@@ -370,6 +373,9 @@ impl Replay {
                 if chains && self.lbr.get(s.event).is_some_and(|&l| l) {
                     lbr =
                         crate::lbr::extend_chain(&mut self.queue.arena, s.callchain(), &s.branches);
+                    if let (true, Some(t)) = (lbr, &mut self.stitch) {
+                        t.extend(&mut self.queue.arena, s.tid, &s.branches);
+                    }
                 } else if chains {
                     self.queue.arena.extend(s.callchain());
                 }

@@ -81,6 +81,9 @@ pub struct Options {
     /// same with any number): 0 is what [`set_jobs`](super::set_jobs)
     /// said, else the machine's cores.
     pub jobs: usize,
+    /// Stitch LBR call stacks across a thread's samples (perf's
+    /// `--stitch-lbr`).
+    pub stitch_lbr: bool,
 }
 
 /// Where kernel symbols come from.
@@ -142,6 +145,7 @@ impl Default for Options {
             tids: None,
             symbols: SymbolOptions::default(),
             jobs: 0,
+            stitch_lbr: false,
         }
     }
 }
