@@ -17,6 +17,7 @@
 //!
 //! Run as `perf` (a symlink named `perf`), pmx takes perf's subcommands
 //! (`perf_cli.rs`): `perf stat` is `pmx stat --format perf`.
+#![cfg_attr(not(test), no_main)]
 
 mod analyze;
 mod annotate;
@@ -139,6 +140,7 @@ enum EventsCommand {
     Fetch(fetch::FetchArgs),
 }
 
+pmx_sys::entry!(main); // std's runtime start skipped: pmx_sys::start
 fn main() {
     // A shell asking for completions (the scripts of `pmx completions`).
     pmx_shell::complete::answer_if_asked(Cli::command);

@@ -105,8 +105,8 @@ pub struct ReportArgs {
     /// Per-thread totals from the READ records (perf record -s), as perf report -T.
     #[arg(short = 'T', long)]
     pub threads: bool,
-    /// Threads reading the samples [default: the machine's cores]; the report is the same with any number.
-    #[arg(long, value_name = "N", default_value_t = 0, hide_default_value = true)]
+    /// Threads reading the samples (0: the machine's cores); the report is the same with any number.
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub jobs: usize,
     /// Wall-clock time per thread and function: on the CPU (cpu-clock or
     /// task-clock periods) and off it (offcpu-time, record --off-cpu) in ms;

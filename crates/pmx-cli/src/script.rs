@@ -26,7 +26,7 @@ pub struct ScriptArgs {
     /// Print namespace records (recorded with `record --namespaces`).
     #[arg(long)]
     show_namespace_events: bool,
-    /// Threads formatting the lines; the output is the same with any number.
+    /// Threads formatting the lines (0: the machine's cores); the output is the same with any number.
     #[arg(long, value_name = "N", default_value_t = 1)]
     jobs: usize,
     /// LBR call stacks (--call-graph lbr files) stitched across each thread's samples, as perf.

@@ -16,10 +16,11 @@
 //! line (a side-band record, a sample whose line needs tracepoint
 //! formats, branch fields or `data_src`'s running width, which are
 //! formatted in order as before); maps, commands and forks do not end
-//! it, as its samples are already resolved. One thread is the default:
-//! on the 2-CPU machine of docs/BENCHMARKS.md two jobs took 37% more
-//! CPU time than one (threads started per batch, the lines copied
-//! once more) and no less wall time.
+//! it, as its samples are already resolved. One thread is the default,
+//! as for reports (`--jobs 0`: the machine's cores): on the 2-CPU
+//! machine of docs/BENCHMARKS.md two jobs took 37% more CPU time than
+//! one (threads started per batch, the lines copied once more) and no
+//! less wall time.
 //!
 //! `-F brstack`/`brstacksym` print each sample's branch stack as perf
 //! script does (the ends of `brstacksym` looked up in the sample's mode
@@ -75,9 +76,10 @@ pub struct ScriptOptions {
     pub show_switch_events: bool,
     /// Print namespace records (perf's `--show-namespace-events`).
     pub show_namespace_events: bool,
-    /// Threads formatting the lines (0 or 1: the replay's thread alone,
-    /// the default: more threads cost CPU time, see the module's
-    /// documentation); the output is the same with any number.
+    /// Threads formatting the lines (1, the default: the replay's thread
+    /// alone, as more threads cost CPU time, see the module's
+    /// documentation; 0: the machine's cores, as `pmx report --jobs 0`);
+    /// the output is the same with any number.
     pub jobs: usize,
     /// Stitch LBR call stacks across a thread's samples (perf's
     /// `--stitch-lbr`).
@@ -97,7 +99,7 @@ impl ScriptOptions {
             symbols: SymbolOptions::default(),
             show_switch_events: false,
             show_namespace_events: false,
-            jobs: 0,
+            jobs: 1,
             stitch_lbr: false,
         }
     }
@@ -270,7 +272,10 @@ pub fn script_with_progress(
         lbr: crate::lbr::events(reader.events()),
         stitch: crate::lbr::Stitch::new(&reader, opts.stitch_lbr),
         code: branches::Code::new(opts),
-        jobs: opts.jobs.max(1),
+        jobs: match opts.jobs {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        },
         workers: Vec::new(),
         batch: Batch::default(),
     };

@@ -28,7 +28,8 @@
 //!
 //! One process-wide facility lives here too, because every session crate
 //! already depends on this one: [`signal`], the one place a signal's
-//! disposition is set.
+//! disposition is set, and [`start`], pmx's entry without std's runtime
+//! start ([`entry!`]).
 //!
 //! The pure vocabulary (CPU identity, topology, CPU lists) lives in
 //! `pmx-model`; this crate adds the reading.
@@ -43,6 +44,7 @@ pub mod pmu;
 pub mod report;
 pub mod root;
 pub mod signal;
+pub mod start;
 pub mod topology;
 
 pub use access::Access;

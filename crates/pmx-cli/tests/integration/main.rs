@@ -76,6 +76,7 @@ mod serve_pprof;
 #[path = "../serve_support/mod.rs"]
 mod serve_support;
 mod shell;
+mod start;
 mod stat;
 mod stat_fast;
 mod stat_msr;

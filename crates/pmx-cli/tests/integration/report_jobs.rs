@@ -121,6 +121,33 @@ fn two_jobs_count_and_format_on_two_threads() {
     assert!(two >= 1, "pmx script --jobs 2 formatted on one thread only");
 }
 
+/// One rule for both commands: one job unless told (no thread made),
+/// `--jobs 0` the machine's cores (threads made where there are two).
+#[test]
+fn the_default_is_one_job_and_jobs_0_the_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = generated(dir.path());
+    let f = file.to_str().unwrap();
+    let script = ["script", "-i", f, "-F", "comm,ip,sym"];
+    let Some(report) = new_tasks(&["report", "-q", "-i", f]) else {
+        pmx_testkit::skip("task:task_newtask cannot be counted here (no tracefs?)");
+        return;
+    };
+    assert_eq!(report, 0, "pmx report made a thread by default");
+    assert_eq!(
+        new_tasks(&script),
+        Some(0),
+        "pmx script made a thread by default"
+    );
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return pmx_testkit::skip("one CPU: --jobs 0 is one job");
+    }
+    let all = new_tasks(&["report", "-q", "--jobs", "0", "-i", f]).unwrap();
+    assert!(all >= 1, "pmx report --jobs 0 counted on one thread only");
+    let all = new_tasks(&[&script[..], &["--jobs", "0"]].concat()).unwrap();
+    assert!(all >= 1, "pmx script --jobs 0 formatted on one thread only");
+}
+
 #[test]
 fn a_generated_file_scripts_the_same_with_one_job_and_two() {
     let dir = tempfile::tempdir().unwrap();

@@ -38,12 +38,16 @@ const SPAN: usize = 4 << 20;
 const PER_JOB: usize = 1 << 13;
 
 /// The jobs of a report whose options leave it to the process (0: the
-/// machine's cores); see [`set_jobs`].
-static JOBS: AtomicUsize = AtomicUsize::new(0);
+/// machine's cores); see [`set_jobs`]. One unless told: the rule of
+/// `pmx report` and `pmx script` alike (docs/BENCHMARKS.md, issue 43:
+/// on a busy 2-CPU machine a second job cost 11–13% more CPU time and
+/// saved no wall time).
+static JOBS: AtomicUsize = AtomicUsize::new(1);
 
 /// How many threads count a file's plain samples in reports whose
 /// [`Options::jobs`](super::Options::jobs) is 0 (`pmx report --jobs N`):
-/// 0 is the machine's cores, 1 counts on the replay's thread.
+/// 0 is the machine's cores, 1 (the default) counts on the replay's
+/// thread.
 pub fn set_jobs(n: usize) {
     JOBS.store(n, Ordering::Relaxed);
 }

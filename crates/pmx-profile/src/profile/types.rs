@@ -79,7 +79,7 @@ pub struct Options {
     pub symbols: SymbolOptions,
     /// Threads counting a mapped file's plain samples (the report is the
     /// same with any number): 0 is what [`set_jobs`](super::set_jobs)
-    /// said, else the machine's cores.
+    /// said (one job unless told otherwise).
     pub jobs: usize,
     /// Stitch LBR call stacks across a thread's samples (perf's
     /// `--stitch-lbr`).
