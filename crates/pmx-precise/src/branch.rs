@@ -19,7 +19,9 @@
 //! The replay hands each sample's entries to a [`SampleSink`]
 //! ([`pmx_profile::profile::sink::SampleRef::branches`]), so the maps and
 //! command names are those of the sample's moment; kernel names wait for
-//! the end of the replay, as everywhere in this crate.
+//! the end of the replay, as everywhere in this crate. The table's sink
+//! reads the samples alone: the replay neither keeps nor resolves their
+//! call chains, and builds no ordinary rows beside it.
 //!
 //! [`blocks`] tables the basic blocks by the LBR's cycles (`report
 //! --total-cycles`). [`bolt`] and [`autofdo`] read the same branch stacks for the
@@ -102,10 +104,11 @@ pub struct BranchEvent {
 }
 
 /// A branch report: the file's ordinary report (header, lost samples,
-/// events) and each selected event's branch table.
+/// events; no rows: the samples are the branch table's alone, see
+/// [`SampleSink::alone`]) and each selected event's branch table.
 #[derive(Debug)]
 pub struct BranchReport {
-    /// The ordinary report of the same file.
+    /// The ordinary report of the same file, without its rows.
     pub report: Report,
     /// The keys the rows are grouped by.
     pub keys: Vec<BranchKey>,

@@ -36,8 +36,22 @@ fn flag_bits(k: BranchKey) -> u32 {
     }
 }
 
-/// A process's map as [`Symbolizer::mapping`] gives it.
-type Map = (u64, u64, u64, pmx_symbols::symbolize::DsoId);
+/// What an address's end depends on in its process's map: the binary
+/// and where its file starts in memory (start − file offset); no map:
+/// `(0, NO_MAP)`. The same address in a map with the same binary and
+/// base is at the same place in the same file.
+type MapBase = (u64, pmx_symbols::symbolize::DsoId);
+
+/// The binary of no map.
+const NO_MAP: pmx_symbols::symbolize::DsoId = pmx_symbols::symbolize::DsoId::MAX;
+
+/// The [`MapBase`] of `addr` in process `pid`.
+fn map_base(sym: &Symbolizer, pid: u32, addr: u64) -> MapBase {
+    sym.mapping(pid, addr)
+        .map_or((0, NO_MAP), |(start, _, pgoff, dso)| {
+            (start.wrapping_sub(pgoff), dso)
+        })
+}
 
 /// The most addresses `Collect::end_id` remembers (emptied when full).
 const MAX_CACHED_ADDRESSES: usize = 1 << 20;
@@ -93,16 +107,19 @@ struct Raw {
 }
 
 /// A branch as counted: its command, its ends (indices of
-/// [`Collect::ends`]), its sample's level and its flags, as far as the
-/// keys tell them apart.
+/// [`Collect::ends`]), its flags as far as the keys tell them apart
+/// (bits 0–23) and its sample's level (bits 24–31): 16 bytes, as a
+/// million-sample file may count ten million of them.
 #[derive(Clone, Copy, Hash, PartialEq, Eq)]
 struct RawKey {
     comm: u32,
     from: u32,
     to: u32,
-    level: u8,
-    flags: u32,
+    bits: u32,
 }
+
+/// Where [`RawKey::bits`] keeps the sample's level.
+const LEVEL_SHIFT: u32 = 24;
 
 impl From<RawKey> for Counted {
     fn from(k: RawKey) -> Counted {
@@ -110,28 +127,53 @@ impl From<RawKey> for Counted {
             comm,
             from,
             to,
-            flags,
-            ..
+            bits,
         } = k;
         Counted {
             comm,
             from,
             to,
-            flags,
+            flags: bits & ((1 << LEVEL_SHIFT) - 1),
         }
     }
 }
 
-/// Counts per event, in the order first seen.
+/// Counts per event, in the order first seen: each distinct key once
+/// (in `keys`, found through `index` by its hash), its count beside it.
 #[derive(Default)]
 struct Counts {
-    index: HashMap<RawKey, u32>,
-    keys: Vec<(RawKey, u64)>,
+    index: hashbrown::HashTable<u32>,
+    keys: Vec<RawKey>,
+    counts: Vec<u64>,
     /// With a key perf cannot order (`mispredict` …): every branch's
     /// index into `keys`, in the order read, which perf's trees depend on.
     sequence: Vec<u32>,
     total: u64,
     rows: Vec<BranchRow>,
+}
+
+impl Counts {
+    /// Count one branch; its key's index.
+    fn add(&mut self, key: RawKey) -> u32 {
+        use std::hash::BuildHasher;
+        let hash = |k: &RawKey| rustc_hash::FxBuildHasher.hash_one(k);
+        let h = hash(&key);
+        let keys = &self.keys;
+        let i = match self.index.find(h, |&i| keys[i as usize] == key) {
+            Some(&i) => i,
+            None => {
+                let i = self.keys.len() as u32;
+                self.keys.push(key);
+                self.counts.push(0);
+                let keys = &self.keys;
+                (self.index).insert_unique(h, i, |&j| hash(&keys[j as usize]));
+                i
+            }
+        };
+        self.counts[i as usize] += 1;
+        self.total += 1;
+        i
+    }
 }
 
 pub(super) struct Collect {
@@ -142,12 +184,15 @@ pub(super) struct Collect {
     unordered: bool,
     comm_ids: HashMap<String, u32>,
     comms: Vec<String>,
-    /// The distinct ends, each once, and their indices.
+    /// The distinct ends, each once, found through `end_ids` by their
+    /// hash.
     ends: Vec<Raw>,
-    end_ids: HashMap<Raw, u32>,
-    /// The end of (pid, address, function only) and the map it was
-    /// looked up in (see `end_id`).
-    by_address: HashMap<(u32, u64, bool), (Option<Map>, u32)>,
+    end_ids: hashbrown::HashTable<u32>,
+    /// The index of [`NO_END`], once used.
+    no_end: Option<u32>,
+    /// The end of (address, pid × 2 + function only) and the map it
+    /// was looked up in (see `end_id`).
+    by_address: HashMap<(u64, u64), (MapBase, u32)>,
     events: Vec<Counts>,
 }
 
@@ -161,7 +206,8 @@ impl Collect {
             comm_ids: HashMap::default(),
             comms: Vec::new(),
             ends: Vec::new(),
-            end_ids: HashMap::default(),
+            end_ids: hashbrown::HashTable::new(),
+            no_end: None,
             by_address: HashMap::default(),
             events: Vec::new(),
         }
@@ -174,23 +220,30 @@ impl Collect {
     /// be a JIT's, whose symbols change: looked up each time).
     fn end_id(&mut self, sym: &mut Symbolizer, pid: u32, addr: u64, need: Need) -> u32 {
         if need == Need::Nothing {
-            return self.intern_end(NO_END);
+            let id = self.no_end.unwrap_or_else(|| self.intern_end(NO_END));
+            self.no_end = Some(id);
+            return id;
         }
-        let map = sym.mapping(pid, addr);
-        let key = (pid, addr, need == Need::Function);
+        let map = map_base(sym, pid, addr);
+        let key = (
+            addr,
+            u64::from(pid) << 1 | u64::from(need == Need::Function),
+        );
         if let Some(&(m, id)) = self.by_address.get(&key) {
             if m == map {
                 return id;
             }
         }
-        let raw = resolve(sym, pid, addr, map.is_some());
+        let raw = resolve(sym, pid, addr, map.1 != NO_MAP);
         let raw = match need {
             Need::Function => function_only(sym, raw),
             _ => raw,
         };
         let id = self.intern_end(raw);
-        let same = |m: Map| raw.frame.is_some_and(|f| sym.frame(f).dso == m.3);
-        if raw.level == b'k' || map.is_some_and(same) {
+        let same = raw
+            .frame
+            .is_some_and(|f| map.1 != NO_MAP && sym.frame(f).dso == map.1);
+        if raw.level == b'k' || same {
             if self.by_address.len() >= MAX_CACHED_ADDRESSES {
                 self.by_address = HashMap::default();
             }
@@ -201,12 +254,17 @@ impl Collect {
 
     /// The index of `raw` among the distinct ends.
     fn intern_end(&mut self, raw: Raw) -> u32 {
-        if let Some(&id) = self.end_ids.get(&raw) {
+        use std::hash::BuildHasher;
+        let hash = |r: &Raw| rustc_hash::FxBuildHasher.hash_one(r);
+        let h = hash(&raw);
+        let ends = &self.ends;
+        if let Some(&id) = self.end_ids.find(h, |&i| ends[i as usize] == raw) {
             return id;
         }
         let id = self.ends.len() as u32;
         self.ends.push(raw);
-        self.end_ids.insert(raw, id);
+        let ends = &self.ends;
+        (self.end_ids).insert_unique(h, id, |&i| hash(&ends[i as usize]));
         id
     }
 
@@ -365,18 +423,12 @@ impl SampleSink for Collect {
         for e in s.branches.chunks_exact(3) {
             let key = RawKey {
                 comm,
-                level,
                 from: self.end_id(sym, s.pid, e[0], needs.from),
                 to: self.end_id(sym, s.pid, e[1], needs.to),
-                flags: e[2] as u32 & needs.flags,
+                bits: e[2] as u32 & needs.flags | u32::from(level) << LEVEL_SHIFT,
             };
             let c = &mut self.events[s.event];
-            c.total += 1;
-            let i = *c.index.entry(key).or_insert_with(|| {
-                c.keys.push((key, 0));
-                c.keys.len() as u32 - 1
-            });
-            c.keys[i as usize].1 += 1;
+            let i = c.add(key);
             if self.unordered {
                 c.sequence.push(i);
             }
@@ -384,6 +436,11 @@ impl SampleSink for Collect {
     }
 
     fn side(&mut self, _: Side) {}
+
+    /// Nothing prints the ordinary profile of a branch report.
+    fn alone(&self) -> bool {
+        true
+    }
 
     fn kernel_map(&mut self, start: u64, len: u64, pgoff: u64, path: &[u8]) {
         let path = String::from_utf8_lossy(path);
@@ -394,7 +451,7 @@ impl SampleSink for Collect {
     }
 
     fn finish(&mut self, sym: &mut Symbolizer, remap: &[FrameId]) {
-        self.end_ids = HashMap::default();
+        self.end_ids = hashbrown::HashTable::new();
         self.by_address = HashMap::default();
         let mut names = Names::default();
         let ends: Vec<Arc<End>> = (self.ends.iter())
@@ -403,19 +460,20 @@ impl SampleSink for Collect {
         self.ends = Vec::new();
         let comms: Vec<Arc<str>> = self.comms.iter().map(|c| names.get(c)).collect();
         for c in &mut self.events {
-            c.index = HashMap::default();
-            let at = |i: usize| (Counted::from(c.keys[i].0), c.keys[i].1);
+            c.index = hashbrown::HashTable::new();
+            let at = |i: usize| (Counted::from(c.keys[i]), c.counts[i]);
             if let Some(rows) = order::rows(&self.keys, (&ends, &comms), c.keys.len(), at) {
+                c.counts = Vec::new();
                 c.rows = (rows.into_iter())
-                    .map(|(i, n)| row(&ends, &comms, (&c.keys[i].0, n)))
+                    .map(|(i, n)| row(&ends, &comms, (&c.keys[i], n)))
                     .collect();
                 c.keys = Vec::new();
                 continue;
             }
-            let raw: Vec<BranchRow> = (c.keys.iter())
+            let raw: Vec<BranchRow> = (c.keys.iter().zip(&c.counts))
                 .map(|(k, n)| row(&ends, &comms, (k, *n)))
                 .collect();
-            c.keys = Vec::new();
+            (c.keys, c.counts) = (Vec::new(), Vec::new());
             let sequence = std::mem::take(&mut c.sequence);
             c.rows = perf_rows(&self.keys, raw, &sequence);
         }
@@ -424,12 +482,12 @@ impl SampleSink for Collect {
 
 /// The row of one raw key.
 fn row(ends: &[Arc<End>], comms: &[Arc<str>], (k, n): (&RawKey, u64)) -> BranchRow {
-    let f = BranchFlags(u64::from(k.flags));
+    let f = BranchFlags(u64::from(k.bits & ((1 << LEVEL_SHIFT) - 1)));
     BranchRow {
         comm: Some(comms[k.comm as usize].clone()),
         from: ends[k.from as usize].clone(),
         to: ends[k.to as usize].clone(),
-        sample_level: k.level as char,
+        sample_level: (k.bits >> LEVEL_SHIFT) as u8 as char,
         mispred: f.mispred(),
         predicted: f.predicted(),
         in_tx: f.in_tx(),

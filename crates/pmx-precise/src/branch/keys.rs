@@ -123,21 +123,29 @@ impl BranchKey {
     pub(super) fn cell_into(self, r: &BranchRow, out: &mut String) {
         use std::fmt::Write;
         // An address as perf's `%-#.*llx` prints it (no `0x` for zero).
+        // (`{a:#018x}` written by hand: a table may have millions.)
         let hex = |out: &mut String, a: u64| match a {
             0 => out.push_str("0000000000000000"),
             a => {
-                _ = write!(out, "{a:#018x}");
+                out.push_str("0x");
+                let digits = (0..16).rev().map(|i| (a >> (4 * i)) as usize & 15);
+                out.extend(digits.map(|d| char::from(b"0123456789abcdef"[d])));
             }
         };
+        let mark = |out: &mut String, level: char| {
+            out.push('[');
+            out.push(level);
+            out.push_str("] ");
+        };
         let sym = |out: &mut String, e: &End| {
-            _ = write!(out, "[{}] ", e.level);
+            mark(out, e.level);
             match &e.symbol {
                 Some(s) => out.push_str(s),
                 None => hex(out, e.shown),
             }
         };
         let addr = |out: &mut String, e: &End| {
-            _ = write!(out, "[{}] ", r.sample_level);
+            mark(out, r.sample_level);
             match &e.symbol {
                 Some(s) if e.offset > 0 => {
                     _ = write!(out, "{s}+{:#x}", e.offset);
@@ -149,7 +157,7 @@ impl BranchKey {
         fn dso(e: &End) -> &str {
             e.dso.as_deref().unwrap_or("[unknown]")
         }
-        let mark = |on: bool, c: &'static str| if on { c } else { "." };
+        let flag = |on: bool, c: &'static str| if on { c } else { "." };
         let text = match self {
             BranchKey::Comm => r.comm.as_deref().unwrap_or_default(),
             BranchKey::DsoFrom => dso(&r.from),
@@ -169,8 +177,8 @@ impl BranchKey {
                 _ = write!(out, "{}", r.cycles as i16);
                 return;
             }
-            BranchKey::Abort => mark(r.abort, "A"),
-            BranchKey::InTx => mark(r.in_tx, "T"),
+            BranchKey::Abort => flag(r.abort, "A"),
+            BranchKey::InTx => flag(r.in_tx, "T"),
             BranchKey::Type => TYPE_NAMES[r.kind as usize & 15],
         };
         out.push_str(text);

@@ -10,7 +10,7 @@
 //! here: each key's comparison read from per-end and per-command dense
 //! ranks made once, a branch's ranks packed into one integer, the
 //! branches sorted by it, equal neighbours merged, then the groups
-//! sorted by share (keys packed in more than 128 bits: the trees).
+//! sorted by share (keys packed in more than 96 bits: the trees).
 //!
 //! Which key sets qualify: `mispredict`, `abort` and `in_tx` answer only
 //! "equal" or "greater" (no order: the trees decide). perf compares
@@ -153,31 +153,44 @@ pub(super) fn rows(
     }
     let ranks = Ranks::of(ends, comms)?;
     let widths = ranks.widths(keys);
-    if widths.iter().sum::<u32>() > 128 {
+    if widths.iter().sum::<u32>() > 96 {
         return None;
     }
-    let pack = |b: &Counted| {
-        (keys.iter().zip(&widths))
-            .fold(0u128, |p, (&k, &w)| (p << w) | u128::from(ranks.rank(k, b)))
+    // A branch's keys above its index: equal branches sort next to each
+    // other, the first read first (16 bytes a branch).
+    let pack = |i: usize| {
+        let b = at(i).0;
+        let key = (keys.iter().zip(&widths)).fold(0u128, |p, (&k, &w)| {
+            (p << w) | u128::from(ranks.rank(k, &b))
+        });
+        key << 32 | i as u128
     };
-    // Equal branches next to each other, the first read first.
-    let mut order: Vec<(u128, u32)> = (0..n).map(|i| (pack(&at(i).0), i as u32)).collect();
+    let mut order: Vec<u128> = (0..n).map(pack).collect();
     order.sort_unstable();
-    let mut groups: Vec<(u64, u128, u32)> = Vec::new();
-    for (key, i) in order {
-        let count = at(i as usize).1;
-        match groups.last_mut() {
-            Some(g) if g.1 == key => g.0 += count,
-            _ => groups.push((count, key, i)),
+    // Merge equal neighbours in place: the groups, in the order of their
+    // keys, at the front; their counts beside.
+    let (mut groups, mut counts) = (0, Vec::new());
+    for j in 0..order.len() {
+        let (packed, count) = (order[j], at(order[j] as u32 as usize).1);
+        match groups {
+            g if g > 0 && order[g - 1] >> 32 == packed >> 32 => counts[g - 1] += count,
+            g => {
+                order[g] = packed;
+                counts.push(count);
+                groups += 1;
+            }
         }
     }
+    order.truncate(groups);
     // perf's output tree: the greater share first, then the greater keys
-    // (no two groups compare equal).
-    groups.sort_unstable_by_key(|g| std::cmp::Reverse((g.0, g.1)));
+    // (no two groups compare equal; a group's place is its keys' order).
+    let mut shares: Vec<(u64, u32)> = (counts.into_iter().enumerate())
+        .map(|(g, c)| (c, g as u32))
+        .collect();
+    shares.sort_unstable_by_key(|&s| std::cmp::Reverse(s));
     Some(
-        groups
-            .into_iter()
-            .map(|(c, _, i)| (i as usize, c))
+        (shares.into_iter())
+            .map(|(c, g)| (order[g as usize] as u32 as usize, c))
             .collect(),
     )
 }

@@ -211,7 +211,10 @@ impl<'o> State<'o> {
 
     /// Whether samples' call chains are needed.
     pub(super) fn wants_chains(&self) -> bool {
-        self.options.stacks || self.options.children || self.sink.is_some()
+        match self.sink.as_deref() {
+            Some(s) => !s.alone(),
+            None => self.options.stacks || self.options.children,
+        }
     }
 
     /// Give a side-band record to the sink.
@@ -249,6 +252,7 @@ impl<'o> State<'o> {
                     arena[chain.clone()].split_at(chain.len() - 2 * reads as usize);
                 let (chain, branches) = chain.split_at(chain.len() - 3 * branches as usize);
                 match user {
+                    _ if self.sink.as_deref().is_some_and(|s| s.alone()) => {}
                     Some(u) => {
                         let at = (pid, tid, cpu);
                         self.sample_unwound(event, m, ip, at, period, chain, pairs, u)

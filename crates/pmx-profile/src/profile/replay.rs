@@ -59,6 +59,9 @@ const ITEM: u32 = u32::MAX;
 /// without FINISHED_ROUND records).
 const MAX_QUEUED: usize = 1 << 20;
 
+/// Above this many words of queued chains and branch stacks (128 MiB) too.
+const MAX_QUEUED_WORDS: usize = 1 << 24;
+
 impl Queue {
     fn push(&mut self, time: u64, item: Item) {
         let at = self.items.len();
@@ -288,7 +291,7 @@ impl Replay {
                 }
                 Step::Queued => {}
             }
-            if self.queue.order.len() >= MAX_QUEUED {
+            if self.queue.order.len() >= MAX_QUEUED || self.queue.arena.len() >= MAX_QUEUED_WORDS {
                 self.flush(u64::MAX, st, reader);
             }
         }

@@ -89,6 +89,13 @@ pub trait SampleSink {
     /// mode: the kernel or a module, `path` as written), given as it is
     /// read; the profile itself names kernel code from kallsyms.
     fn kernel_map(&mut self, _start: u64, _len: u64, _pgoff: u64, _path: &[u8]) {}
+    /// Whether the sink alone reads the samples (a branch report): the
+    /// build then neither unwinds nor credits them (the profile keeps
+    /// its events, lost counts and warnings, with no rows), and
+    /// [`SampleRef::frames`] and [`SampleRef::addrs`] are empty.
+    fn alone(&self) -> bool {
+        false
+    }
     /// The end: `remap` turns the provisional kernel frames given so far
     /// into resolved ones (see [`Symbolizer::resolve_deferred`]).
     fn finish(&mut self, sym: &mut Symbolizer, remap: &[FrameId]);
