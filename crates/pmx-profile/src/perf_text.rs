@@ -42,17 +42,19 @@ pub fn evlist(path: &Path, verbose: bool) -> Result<String, pmx_perfdata::Error>
     Ok(s)
 }
 
-/// perf's number of samples in the table header: `2K` for 2723 (divided
-/// by 1000 while it is 1000 or more, up to G), `542 ` (a space for the
-/// unit) for 542.
+/// perf's number of samples in the table header, as its `convert_unit`
+/// shortens it: divided by 1000 while it is over 1000, up to G (`2K` for
+/// 2723, `1000K` for 1,000,000); `542 ` and `1000 ` keep a space for the
+/// unit.
 pub fn abbreviated(mut n: u64) -> String {
-    let units = [" ", "K", "M", "G"];
-    let mut i = 0;
-    while n >= 1000 && i < units.len() - 1 {
-        n /= 1000;
-        i += 1;
+    let mut unit = ' ';
+    for u in ['K', 'M', 'G'] {
+        if n > 1000 {
+            n /= 1000;
+            unit = u;
+        }
     }
-    format!("{n}{}", units[i])
+    format!("{n}{unit}")
 }
 
 /// `perf report --stats`: the records of the file by type (`TOTAL` first,

@@ -239,16 +239,7 @@ pub fn script_with_progress(
     };
     let this = MachineId::current();
     let here = crate::profile::kernel_is_here(reader.features(), &this);
-    let build_ids = (reader.features().build_ids.iter())
-        .map(|b| (b.filename.clone(), b.build_id.clone()))
-        .collect();
-    let mut sym = Symbolizer::new(
-        Default::default(),
-        build_ids,
-        opts.symfs.clone(),
-        &opts.symbols,
-    );
-    sym.allow_running_vdso(here);
+    let sym = Symbolizer::for_reader(&reader, here, opts.symfs.clone(), &opts.symbols);
     let (fields, chains) = event_fields(opts, &reader)?;
     let mut writer = Writer::new(out, reader.events(), fields, chains, opts.json);
     let mut wants_trace = (0..reader.events().len()).any(|i| writer.wants_raw(i));

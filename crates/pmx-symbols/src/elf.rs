@@ -54,10 +54,11 @@ pub struct ElfFile {
     data: OnceLock<data::DataSymbols>,
     /// The DWARF variables' types, read on first use of [`ElfFile::data_types`].
     types: OnceLock<Option<types::DataTypes>>,
-    /// Load segments: (file offset, file size, vaddr).
-    segments: Vec<(u64, u64, u64)>,
+    /// Load segments: (file offset, file size, vaddr, size in memory).
+    segments: Vec<(u64, u64, u64, u64)>,
     /// Allocated sections but TLS ones: (file offset, size, vaddr, no
-    /// bits in the file), as perf places symbols ([`ElfFile::section_vaddr`]).
+    /// bits in the file), where perf places a symbol no segment holds
+    /// ([`ElfFile::perf_vaddr`]).
     sections: Vec<(u64, u64, u64, bool)>,
     build_id: Option<Vec<u8>>,
     lines: Mutex<Option<Option<LineTable>>>,
@@ -185,7 +186,8 @@ impl ElfFile {
                 .segments()
                 .filter_map(|s| {
                     let (off, size) = s.file_range();
-                    (size > 0).then_some((off, size, s.address()))
+                    let mem = s.size();
+                    (size.max(mem) > 0).then_some((off, size, s.address(), mem))
                 })
                 .collect();
             (segments, obj.build_id().ok().flatten().map(|b| b.to_vec()))
@@ -371,16 +373,24 @@ impl ElfFile {
     pub fn offset_to_vaddr(&self, offset: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|(off, size, _)| offset >= *off && offset - off < *size)
-            .and_then(|(off, _, vaddr)| (offset - off).checked_add(*vaddr))
+            .find(|(off, size, _, _)| offset >= *off && offset - off < *size)
+            .and_then(|(off, _, vaddr, _)| (offset - off).checked_add(*vaddr))
     }
 
-    /// The virtual address of a file offset as perf places symbols: a
-    /// symbol's offset is its address less its section's address plus the
-    /// section's file offset, `.bss` included (its offset is where it
-    /// would start in the file), so an offset is looked for in the
-    /// sections with bytes in the file, then in `.bss`.
-    pub fn section_vaddr(&self, offset: u64) -> Option<u64> {
+    /// The virtual address of a file offset as perf 6.1 places symbols:
+    /// a symbol's offset is its address less its load segment's address
+    /// plus the segment's file offset, the segment's size in memory
+    /// counted (so `.bss` follows `.data` as in memory, whatever offset
+    /// the section header gives it), else less its section's address
+    /// plus the section's offset. So an offset is looked for in the
+    /// segments, then in the sections with bytes in the file, then in
+    /// `.bss`.
+    pub fn perf_vaddr(&self, offset: u64) -> Option<u64> {
+        let seg = (self.segments.iter())
+            .find(|(off, size, _, mem)| offset >= *off && offset - off < *size.max(mem));
+        if let Some((off, _, vaddr, _)) = seg {
+            return (offset - off).checked_add(*vaddr);
+        }
         let within = |s: &&(u64, u64, u64, bool)| offset >= s.0 && offset - s.0 < s.1;
         let s = (self.sections.iter().filter(|s| !s.3).find(within))
             .or_else(|| self.sections.iter().filter(|s| s.3).find(within))?;
@@ -391,8 +401,8 @@ impl ElfFile {
     pub fn vaddr_to_offset(&self, vaddr: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|(_, size, va)| vaddr >= *va && vaddr - va < *size)
-            .and_then(|(off, _, va)| (vaddr - va).checked_add(*off))
+            .find(|(_, size, va, _)| vaddr >= *va && vaddr - va < *size)
+            .and_then(|(off, _, va, _)| (vaddr - va).checked_add(*off))
     }
 
     /// The index of the symbol containing `vaddr`.
@@ -513,8 +523,8 @@ impl ElfFile {
     /// `len` bytes of the file at virtual address `vaddr` (fewer at the
     /// end of its segment), e.g. an instruction's.
     pub fn bytes_at(&self, vaddr: u64, len: usize) -> Option<&[u8]> {
-        let (off, size, va) =
-            *(self.segments.iter()).find(|(_, size, va)| vaddr >= *va && vaddr - va < *size)?;
+        let (off, size, va, _) =
+            *(self.segments.iter()).find(|(_, size, va, _)| vaddr >= *va && vaddr - va < *size)?;
         let at = usize::try_from(vaddr - va + off).ok()?;
         let end = at
             .saturating_add(len)

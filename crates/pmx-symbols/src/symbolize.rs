@@ -330,6 +330,24 @@ impl Symbolizer {
         s
     }
 
+    /// A symbolizer for the recording `reader` reads: the build-ids of its
+    /// header, binaries looked up under `root` (perf's `--symfs`), no
+    /// kernel symbols yet; `here`: the file was recorded on the running
+    /// kernel ([`Symbolizer::allow_running_vdso`]).
+    pub fn for_reader(
+        reader: &pmx_perfdata::Reader,
+        here: bool,
+        root: Option<PathBuf>,
+        options: &SymbolOptions,
+    ) -> Self {
+        let build_ids = (reader.features().build_ids.iter())
+            .map(|b| (b.filename.clone(), b.build_id.clone()))
+            .collect();
+        let mut s = Symbolizer::new(Kallsyms::default(), build_ids, root, options);
+        s.allow_running_vdso(here);
+        s
+    }
+
     /// Resolve kernel addresses later: [`Symbolizer::kernel_frame`] gives a
     /// provisional frame per address until [`Symbolizer::resolve_deferred`]
     /// (so the kernel symbols can be loaded meanwhile, and pipe mode can

@@ -165,11 +165,7 @@ fn perf_names(file: &Path, tool: &str) {
             .map(|l| l.trim_end().to_string())
             .collect()
     };
-    // `dcacheline` is left out: on this program's recordings one line
-    // differs (perf `[X] 0x000055683ec66040`, an address in no map; pmx
-    // `[.] 0000000000000000`), cause not yet found (issue 40's open item).
-    {
-        let key = "symbol_daddr";
+    for key in ["symbol_daddr", "dcacheline"] {
         let args = ["report", "--mem-mode", "--stdio", "--sort", key];
         let theirs = perf_out(&args, file);
         let o = Command::new(&as_perf)

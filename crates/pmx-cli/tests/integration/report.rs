@@ -615,3 +615,53 @@ fn bad_input_and_flags() {
     let o = pmx(&["report", "--no-such-flag"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// The table header's sample count is shortened as perf's `convert_unit`
+/// shortens it, a unit taken only past 1000 (`1000 `, then `1K`): pmx
+/// under perf's name beside perf on files of 999 to 2001 samples written
+/// by pmx-perfdata's writer.
+#[test]
+fn samples_header_shortens_counts_as_perf_does() {
+    use pmx_perfdata::format::{misc, record_type, sample_type};
+    use pmx_testkit::perfdata::{attr, memory_writer, record};
+    if !perf::require("") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let as_perf = dir.path().join("perf");
+    std::os::unix::fs::symlink(PMX, &as_perf).unwrap();
+    let header = |out: &[u8]| {
+        (text(out).lines())
+            .find(|l| l.starts_with("# Samples:"))
+            .map(String::from)
+    };
+    for (n, want) in [
+        (999u64, "999 "),
+        (1000, "1000 "),
+        (1001, "1K"),
+        (2000, "2K"),
+        (2001, "2K"),
+    ] {
+        let st = sample_type::IP | sample_type::TID | sample_type::TIME | sample_type::PERIOD;
+        let mut w = memory_writer(attr(128, 1, st, 0));
+        for i in 0..n {
+            let mut b = Vec::new();
+            for x in [0x40_1000 + i % 7, 7 | 7 << 32, 1000 + i, 1] {
+                b.extend_from_slice(&x.to_le_bytes());
+            }
+            (w.write_record(&record(record_type::SAMPLE, misc::USER, &b))).unwrap();
+        }
+        let path = dir.path().join(format!("{n}.data"));
+        std::fs::write(&path, w.finish(&Default::default()).unwrap().into_inner()).unwrap();
+        let theirs = header(&perf::on_file(&["report", "--stdio"], &path).stdout);
+        let want = format!("# Samples: {want} of event 'cpu-clock'");
+        assert_eq!(theirs.as_deref(), Some(want.as_str()), "perf, {n} samples");
+        let o = Command::new(&as_perf)
+            .args(["report", "--stdio", "-i"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(header(&o.stdout), theirs, "{n} samples");
+    }
+}

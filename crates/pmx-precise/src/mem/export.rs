@@ -12,8 +12,8 @@
 
 use super::replay::{MemSample, Resolver};
 use pmx_perfdata::mem::DataSrc;
-use pmx_profile::export::{Column, Export, ExportEvent, Function, Location, Mapping};
-use pmx_profile::export::{Sample, StackNode, Thread};
+use pmx_profile::export::collect::Tables;
+use pmx_profile::export::{Column, Export, ExportEvent, Function, Location, Sample, StackNode};
 use pmx_symbols::symbolize::{FrameId, UNKNOWN_DSO};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
@@ -49,8 +49,7 @@ impl MemExports {
 #[derive(Default)]
 pub(crate) struct Collected {
     pub(crate) export: Export,
-    threads: HashMap<(u32, u32), u32>,
-    mappings: HashMap<(u64, u64, u64, u32), u32>,
+    tables: Tables,
     /// A frame's location (and stack node: one frame each).
     locations: HashMap<FrameId, u32>,
     functions: HashMap<FrameId, u32>,
@@ -71,7 +70,8 @@ impl Collected {
         let cost = s.weight.max(1);
         self.weighed |= s.weight > 0;
         *self.folded.entry((s.object, object, s.frame)).or_default() += cost;
-        let thread = self.thread(s, r);
+        let comm = &r.comms[s.comm as usize];
+        let thread = (self.tables).thread(&mut self.export, s.pid, s.tid, comm);
         let location = self.location(s, r);
         let next = self.export.label_sets.len() as u32;
         let labels = *self
@@ -100,22 +100,6 @@ impl Collected {
         });
     }
 
-    fn thread(&mut self, s: &MemSample, r: &Resolver) -> u32 {
-        let next = self.export.threads.len() as u32;
-        let i = *self.threads.entry((s.pid, s.tid)).or_insert(next);
-        if i == next {
-            self.export.threads.push(Thread {
-                pid: s.pid,
-                tid: s.tid,
-                comm: r.comms[s.comm as usize].clone(),
-                samples: 0,
-                cgroup: None,
-            });
-        }
-        self.export.threads[i as usize].samples += 1;
-        i
-    }
-
     /// The location (and one-frame stack) of `s`'s instruction: its
     /// function, in its mapping; the first address seen of the function.
     fn location(&mut self, s: &MemSample, r: &Resolver) -> u32 {
@@ -137,26 +121,10 @@ impl Collected {
                 file: None,
             });
         }
-        let mapping = (!s.kernel).then(|| r.sym.mapping(s.pid, s.ip)).flatten();
-        let mapping = mapping.map(|(start, limit, offset, dso)| {
-            let next = self.export.mappings.len() as u32;
-            let id = *self
-                .mappings
-                .entry((start, limit, offset, dso))
-                .or_insert(next);
-            if id == next {
-                let d = r.sym.dso(dso);
-                self.export.mappings.push(Mapping {
-                    start,
-                    limit,
-                    offset,
-                    path: d.path.clone(),
-                    build_id: d.expected_build_id.clone(),
-                    kernel: false,
-                });
-            }
-            id
-        });
+        let mapping = match s.kernel {
+            true => None,
+            false => (self.tables).user_mapping(&mut self.export, &r.sym, s.pid, s.ip),
+        };
         let l = self.export.locations.len() as u32;
         self.export.locations.push(Location {
             address: s.ip,

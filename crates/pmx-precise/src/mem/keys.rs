@@ -2,8 +2,6 @@
 //! headings, least widths and orders) and the ordinary keys a memory
 //! report may mix in (`sym`, `dso`, `comm`).
 
-use std::cmp::Ordering;
-
 /// A row key of a memory report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MemKey {
@@ -164,34 +162,15 @@ impl MemKey {
     }
 }
 
-/// perf's `(int64_t)(r - l)` of two fields as an order: the row `a` comes
-/// first when it is positive (the smaller value first, modulo 2⁶⁴ as perf's
-/// subtraction wraps).
-pub(crate) fn wrapping_asc(a: u64, b: u64) -> Ordering {
-    (b.wrapping_sub(a) as i64).cmp(&0).reverse()
-}
-
-/// perf's `l - r`: the larger value first.
-pub(crate) fn desc(a: u64, b: u64) -> Ordering {
-    b.cmp(&a)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn keys_parse_and_orders_follow_perfs_subtractions() {
+    fn keys_parse() {
         assert_eq!(parse(DEFAULT_SORT).unwrap().len(), 12);
         assert_eq!(parse("sym,symbol,mem").unwrap(), [MemKey::Sym, MemKey::Mem]);
         assert!(parse("mem,nope").unwrap_err().starts_with("nope:"));
         assert!(is_memory_key("snoop") && !is_memory_key("sym"));
-        assert_eq!(wrapping_asc(1, 2), Ordering::Less);
-        // A kernel address before a user one: perf's subtraction wraps.
-        assert_eq!(
-            wrapping_asc(0xffff_8000_0000_0000, 0x5555_0000),
-            Ordering::Less
-        );
-        assert_eq!(desc(3, 2), Ordering::Less);
     }
 }

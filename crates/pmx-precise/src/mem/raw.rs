@@ -10,7 +10,7 @@ use super::replay::{self, MemSample, Resolver};
 use super::report::MemError;
 use pmx_perfdata::format::sample_type;
 use pmx_perfdata::Reader;
-use pmx_symbols::symbolize::{FrameName, Symbolizer, UNKNOWN_DSO};
+use pmx_symbols::symbolize::{FrameName, UNKNOWN_DSO};
 use pmx_symbols::SymbolOptions;
 use std::io::Write;
 use std::path::PathBuf;
@@ -63,14 +63,7 @@ pub fn dump(opts: &RawOptions, out: &mut dyn Write) -> Result<(), MemError> {
     if let Some(list) = &opts.cpus {
         check_cpus(list, &reader).map_err(MemError::Refused)?;
     }
-    let here =
-        pmx_profile::profile::kernel_is_here(reader.features(), &pmx_profile::MachineId::current());
-    let build_ids = (reader.features().build_ids.iter())
-        .map(|b| (b.filename.clone(), b.build_id.clone()))
-        .collect();
-    let mut sym = Symbolizer::new(Default::default(), build_ids, None, &opts.symbols);
-    sym.allow_running_vdso(here);
-    let mut resolver = Resolver::new(sym, here, opts.symbols.dirs.cache.clone());
+    let mut resolver = Resolver::for_reader(&reader, None, &opts.symbols);
     let mut head = String::from("# PID, TID, IP, ADDR, ");
     if opts.phys {
         head.push_str("PHYS ADDR, ");

@@ -8,7 +8,7 @@ use pmx_perfdata::format::{misc, sample_type};
 use pmx_perfdata::read::Record;
 use pmx_perfdata::Reader;
 use pmx_symbols::elf::types::TypeSpot;
-use pmx_symbols::symbolize::{DataObject, DsoId, FrameId, PerfDataSymbol, Symbolizer};
+use pmx_symbols::symbolize::{DataObject, DsoId, FrameId, MappedInode, PerfDataSymbol, Symbolizer};
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 
@@ -73,13 +73,16 @@ enum DataKey {
     User(DataObject),
 }
 
+/// A user MMAP's pid, start, length, file offset, path and inode.
+type UserMap = (u32, u64, u64, u64, Vec<u8>, Option<MappedInode>);
+
 /// A record waiting for its round (small: a file without rounds queues
 /// every sample; a sample's fields wait in [`Queue::samples`]).
 enum Item {
     Sample(u32),
     Comm(u32, u32),
     Fork(u32, u32, u32, u32),
-    Mmap(Box<(u32, u64, u64, u64, Vec<u8>)>),
+    Mmap(Box<UserMap>),
     KernelMap(Box<(u64, u64, u64, String)>),
 }
 
@@ -101,6 +104,12 @@ pub(crate) struct Resolver {
     kernel_maps: Vec<(u64, u64, u32, u64)>,
     /// Data objects' names (perf's Data Object column).
     pub(crate) objects: Vec<String>,
+    /// Each data object's file as perf's `dso__cmp_id` orders it (device
+    /// and inode of the first MMAP2 of its path; zeros: anonymous memory,
+    /// the kernel, or a file of no MMAP2).
+    pub(crate) object_inodes: Vec<(u32, u32, u64, u64)>,
+    /// The inode of each mapped path's first MMAP2.
+    path_inodes: HashMap<Vec<u8>, MappedInode>,
     object_ids: HashMap<String, u32>,
     /// Each binary's object id, once named.
     dso_objects: HashMap<u32, u32>,
@@ -136,6 +145,8 @@ impl Resolver {
             thread_comm: HashMap::default(),
             kernel_maps: Vec::new(),
             objects: Vec::new(),
+            object_inodes: Vec::new(),
+            path_inodes: HashMap::default(),
             object_ids: HashMap::default(),
             dso_objects: HashMap::default(),
             data_names: Vec::new(),
@@ -150,6 +161,20 @@ impl Resolver {
             kernel_loaded: false,
             cache_dir,
         }
+    }
+
+    /// The resolver of the recording `reader` reads: its build-ids,
+    /// binaries under `root` (perf's `--symfs`), the running kernel's
+    /// symbols when the file was recorded on it.
+    pub(crate) fn for_reader(
+        reader: &Reader,
+        root: Option<PathBuf>,
+        symbols: &pmx_symbols::SymbolOptions,
+    ) -> Resolver {
+        let this = pmx_profile::MachineId::current();
+        let here = pmx_profile::profile::kernel_is_here(reader.features(), &this);
+        let sym = Symbolizer::for_reader(reader, here, root, symbols);
+        Resolver::new(sym, here, symbols.dirs.cache.clone())
     }
 
     /// Name each sample's data address by its object (pmx's own
@@ -310,7 +335,26 @@ impl Resolver {
         }
         let id = self.objects.len() as u32;
         self.objects.push(name.to_string());
+        self.object_inodes.push((0, 0, 0, 0));
         self.object_ids.insert(name.to_string(), id);
+        id
+    }
+
+    /// The data object id of binary `dso` (its short name), made on
+    /// first sight with the inode of its path's first MMAP2.
+    fn dso_object(&mut self, dso: DsoId) -> u32 {
+        if let Some(&id) = self.dso_objects.get(&dso) {
+            return id;
+        }
+        let d = self.sym.dso(dso);
+        let (name, path) = (d.short.clone(), d.path.as_bytes());
+        let inode = self.path_inodes.get(path).copied();
+        let id = self.object(&name);
+        let known = &mut self.object_inodes[id as usize];
+        if let Some(i) = inode.filter(|_| known.2 == 0) {
+            *known = (i.maj, i.min, i.ino, i.generation);
+        }
+        self.dso_objects.insert(dso, id);
         id
     }
 
@@ -394,15 +438,7 @@ impl Resolver {
                             s.data_rel = (s.addr.wrapping_sub(start)).wrapping_add(pgoff);
                         }
                         s.anon = identity;
-                        match self.dso_objects.get(&dso) {
-                            Some(&id) => id,
-                            None => {
-                                let name = self.sym.dso(dso).short.clone();
-                                let id = self.object(&name);
-                                self.dso_objects.insert(dso, id);
-                                id
-                            }
-                        }
+                        self.dso_object(dso)
                     });
                 }
                 s.dobj = self.data_object(&s);
@@ -421,7 +457,10 @@ impl Resolver {
                 self.sym.fork(ppid, pid);
             }
             Item::Mmap(m) => {
-                let (pid, start, len, pgoff, path) = *m;
+                let (pid, start, len, pgoff, path, inode) = *m;
+                if let Some(i) = inode.filter(|_| !self.path_inodes.contains_key(&path)) {
+                    self.path_inodes.insert(path.clone(), i);
+                }
                 self.sym.add_mapping(pid, start, len, pgoff, &path, None);
             }
             Item::KernelMap(m) => {
@@ -485,7 +524,7 @@ fn item(
             (m.id.time.unwrap_or(0), Item::KernelMap(map))
         }
         Record::Mmap(m) => {
-            let map = (m.pid, m.start, m.len, m.pgoff, m.filename.to_vec());
+            let map = (m.pid, m.start, m.len, m.pgoff, m.filename.to_vec(), m.inode);
             (m.id.time.unwrap_or(0), Item::Mmap(Box::new(map)))
         }
         _ => return None,

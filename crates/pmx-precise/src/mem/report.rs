@@ -3,13 +3,12 @@
 //! (a sample of weight 0 costs 1), as perf's memory mode counts it.
 
 use super::export::{Collected, MemExports};
-use super::keys::{desc, wrapping_asc, MemKey};
+use super::keys::MemKey;
 use super::replay::{self, MemSample, Resolver};
 use pmx_perfdata::mem::DataSrc;
 use pmx_perfdata::Reader;
 use pmx_symbols::symbolize::{FrameName, Symbolizer, UNKNOWN_DSO};
 use pmx_symbols::SymbolOptions;
-use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -173,7 +172,7 @@ fn key_hash(keys: &[MemKey], s: &MemSample, sym: &Symbolizer) -> u64 {
     keys.iter()
         .for_each(|&k| group_value(k, s, sym).hash(&mut h));
     if keys.contains(&MemKey::Dcacheline) {
-        s.object.hash(&mut h);
+        line_group(s).hash(&mut h);
     }
     h.finish()
 }
@@ -182,7 +181,15 @@ fn key_hash(keys: &[MemKey], s: &MemSample, sym: &Symbolizer) -> u64 {
 fn same(keys: &[MemKey], a: &MemSample, b: &MemSample, sym: &Symbolizer) -> bool {
     keys.iter()
         .all(|&k| group_value(k, a, sym) == group_value(k, b, sym))
-        && (a.object == b.object || !keys.contains(&MemKey::Dcacheline))
+        && (line_group(a) == line_group(b) || !keys.contains(&MemKey::Dcacheline))
+}
+
+/// What a cache line is of besides its address, as perf's `dcacheline`
+/// groups lines: the sample's mode, its data mapping, and for anonymous
+/// user memory, its process.
+fn line_group(s: &MemSample) -> (bool, Option<u32>, u32) {
+    let pid = if s.anon && !s.kernel { s.pid } else { 0 };
+    (s.kernel, s.object, pid)
 }
 
 impl Groups {
@@ -218,19 +225,7 @@ impl Groups {
 
 /// The replay's resolver, asked for what `opts`' keys name.
 fn resolver(opts: &MemOptions, reader: &Reader) -> Resolver {
-    let here =
-        pmx_profile::profile::kernel_is_here(reader.features(), &pmx_profile::MachineId::current());
-    let build_ids = (reader.features().build_ids.iter())
-        .map(|b| (b.filename.clone(), b.build_id.clone()))
-        .collect();
-    let mut sym = Symbolizer::new(
-        Default::default(),
-        build_ids,
-        opts.symfs.clone(),
-        &opts.symbols,
-    );
-    sym.allow_running_vdso(here);
-    let mut resolver = Resolver::new(sym, here, opts.symbols.dirs.cache.clone());
+    let mut resolver = Resolver::for_reader(reader, opts.symfs.clone(), &opts.symbols);
     let has = |k| opts.sort.contains(&k);
     if opts.data_objects && has(MemKey::SymbolDaddr) {
         resolver.name_data_objects();
@@ -348,6 +343,8 @@ struct Ranks {
     comms: Vec<u32>,
     data: Vec<u32>,
     types: Vec<u32>,
+    /// Data objects by their files' ids (perf's `dso__cmp_id`).
+    inodes: Vec<u32>,
 }
 
 impl Ranks {
@@ -376,6 +373,21 @@ impl Ranks {
             comms: all(&r.comms),
             data: all(&r.data_names),
             types: all(&r.type_names),
+            inodes: {
+                let mut ids: Vec<u32> = (0..r.object_inodes.len() as u32).collect();
+                ids.sort_by_key(|&i| r.object_inodes[i as usize]);
+                let mut out = vec![0; ids.len()];
+                for (n, &i) in ids.iter().enumerate() {
+                    let same = n > 0
+                        && r.object_inodes[ids[n - 1] as usize] == r.object_inodes[i as usize];
+                    out[i as usize] = if same {
+                        out[ids[n - 1] as usize]
+                    } else {
+                        n as u32
+                    };
+                }
+                out
+            },
         }
     }
 }
@@ -384,62 +396,79 @@ fn rank(v: &[u32], id: u32) -> u32 {
     v.get(id as usize).copied().unwrap_or(NONE)
 }
 
-/// perf's order of two rows of equal cost by key `k`.
-fn by_key(k: MemKey, a: &MemRow, b: &MemRow, ranks: &Ranks, r: &Resolver) -> Ordering {
-    let (s, t) = (&a.first, &b.first);
+/// A value of `x` whose unsigned order is perf's order by `(int64_t)(r -
+/// l)` (the smaller first, modulo 2⁶⁴: a kernel address before a user
+/// one) for values less than 2⁶³ apart (any two canonical addresses).
+fn signed(x: u64) -> u64 {
+    x ^ 1 << 63
+}
+
+/// The values of row `a` whose ascending order is perf's order of rows
+/// of equal cost by key `k`, pushed to `out` (none for a key that orders
+/// nothing, two for a cache line).
+fn key_values(k: MemKey, a: &MemRow, ranks: &Ranks, r: &Resolver, out: &mut Vec<u64>) {
+    let s = &a.first;
     let per = |x: u64, n: u64| x / n.max(1);
-    match k {
-        MemKey::LocalWeight => desc(per(a.weight, a.samples), per(b.weight, b.samples)),
-        MemKey::Weight => desc(a.weight, b.weight),
-        MemKey::LocalInsLat => desc(per(a.ins_lat, a.samples), per(b.ins_lat, b.samples)),
-        MemKey::InsLat => desc(a.ins_lat, b.ins_lat),
-        MemKey::LocalPStageCyc | MemKey::PStageCyc | MemKey::IpcNull => Ordering::Equal,
-        MemKey::Sym => rank(&ranks.frames, s.frame).cmp(&rank(&ranks.frames, t.frame)),
+    let v = match k {
+        // perf's `l - r`: the larger first.
+        MemKey::LocalWeight => !per(a.weight, a.samples),
+        MemKey::Weight => !a.weight,
+        MemKey::LocalInsLat => !per(a.ins_lat, a.samples),
+        MemKey::InsLat => !a.ins_lat,
+        MemKey::LocalPStageCyc | MemKey::PStageCyc | MemKey::IpcNull => return,
+        MemKey::Sym => rank(&ranks.frames, s.frame).into(),
         // perf's `sort__dso_cmp` swaps its sides: names ascending, no
         // binary last.
-        MemKey::Dso => {
-            let d = |x: &MemSample| rank(&ranks.dsos, r.sym.frame(x.frame).dso);
-            d(s).cmp(&d(t))
-        }
-        // By the line's address in its mapping, the smaller first, no
-        // mapping last.
+        MemKey::Dso => rank(&ranks.dsos, r.sym.frame(s.frame).dso).into(),
+        // perf's `sort__dcacheline_cmp`: kernel samples first, then
+        // mapped lines by their files' ids (anonymous memory first, by
+        // process), the addresses in no mapping last; then by the line's
+        // address in its mapping, the smaller first.
         MemKey::Dcacheline => {
-            (s.object.is_none(), s.data_rel & !63).cmp(&(t.object.is_none(), t.data_rel & !63))
+            let (kernel, object, pid) = line_group(s);
+            let file = object.map_or(0, |o| rank(&ranks.inodes, o));
+            let group = u64::from(!kernel) << 63
+                | u64::from(object.is_none()) << 62
+                | u64::from(file) << 32
+                | u64::from(pid);
+            out.push(group);
+            s.data_rel & !63
         }
         // By name, descending; no mapping before any (`strcmp(l, r)`).
-        MemKey::DsoDaddr => match (s.object, t.object) {
-            (Some(x), Some(y)) => rank(&ranks.objects, y).cmp(&rank(&ranks.objects, x)),
-            (None, Some(_)) => Ordering::Less,
-            (Some(_), None) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        },
-        MemKey::Comm => rank(&ranks.comms, s.comm).cmp(&rank(&ranks.comms, t.comm)),
-        MemKey::SymbolDaddr if s.dobj != u32::MAX => {
-            rank(&ranks.data, s.dobj).cmp(&rank(&ranks.data, t.dobj))
-        }
-        MemKey::Type => rank(&ranks.types, s.dtype.0).cmp(&rank(&ranks.types, t.dtype.0)),
-        MemKey::TypeOff => rank(&ranks.types, s.dtype.1).cmp(&rank(&ranks.types, t.dtype.1)),
-        _ => wrapping_asc(group_value(k, s, &r.sym), group_value(k, t, &r.sym)),
-    }
+        MemKey::DsoDaddr => s
+            .object
+            .map_or(0, |o| 1 + u64::from(u32::MAX - rank(&ranks.objects, o))),
+        MemKey::Comm => rank(&ranks.comms, s.comm).into(),
+        MemKey::SymbolDaddr if s.dobj != u32::MAX => rank(&ranks.data, s.dobj).into(),
+        MemKey::Type => rank(&ranks.types, s.dtype.0).into(),
+        MemKey::TypeOff => rank(&ranks.types, s.dtype.1).into(),
+        _ => signed(group_value(k, s, &r.sym)),
+    };
+    out.push(v);
 }
 
 /// Put `rows` in perf's order: the cost, then each key's order, then the
-/// samples; rows equal in all keep their order (a stable sort of the
-/// rows' indices, the rows then moved in place).
+/// samples; rows equal in all keep their order. Each row's order is
+/// computed once, as values compared in order ([`key_values`]), the
+/// row's index last; the rows are then moved in place.
 pub(crate) fn sort(rows: &mut [MemRow], keys: &[MemKey], r: &Resolver) {
     let ranks = Ranks::of(keys, r);
+    let mut values: Vec<u64> = Vec::new();
+    let mut n = 0;
+    for (i, row) in rows.iter().enumerate() {
+        let start = values.len();
+        values.push(!row.period);
+        for &k in keys {
+            key_values(k, row, &ranks, r, &mut values);
+        }
+        values.push(!row.samples);
+        values.push(i as u64);
+        n = values.len() - start;
+    }
     let mut order: Vec<u32> = (0..rows.len() as u32).collect();
-    order.sort_by(|&i, &j| {
-        let (a, b) = (&rows[i as usize], &rows[j as usize]);
-        (b.period.cmp(&a.period))
-            .then_with(|| {
-                (keys.iter())
-                    .map(|&k| by_key(k, a, b, &ranks, r))
-                    .find(|o| o.is_ne())
-                    .unwrap_or(Ordering::Equal)
-            })
-            .then(b.samples.cmp(&a.samples))
-    });
+    let of = |i: u32| &values[i as usize * n..(i as usize + 1) * n];
+    order.sort_unstable_by(|&i, &j| of(i).cmp(of(j)));
+    drop(values);
     // Row `order[k]` goes to place `k`: each cycle of the permutation
     // walked once, its rows swapped along.
     for start in 0..order.len() {
@@ -486,7 +515,6 @@ impl MemReport {
             },
             MemKey::SymbolDaddr if s.dobj != u32::MAX => 4 + r.data_names[s.dobj as usize].len(),
             MemKey::SymbolDaddr => 4 + address_len(s.addr),
-            MemKey::Dcacheline => 4 + address_len(s.data_rel & !63),
             MemKey::Dso => {
                 let d = r.sym.frame(s.frame).dso;
                 if d == UNKNOWN_DSO {
@@ -559,9 +587,21 @@ impl MemReport {
                 Some(o) => put(format_args!("{}", r.objects[o as usize])),
                 None => put(format_args!("[unknown]")),
             },
+            // perf prints the line's address through the data symbol: an
+            // object's offset from the line in the file to the object's
+            // start in memory (perf's mix of the two, wrapping).
             MemKey::Dcacheline => {
                 let level = if s.object.is_none() { 'X' } else { level };
-                put(format_args!("[{level}] {}", w::address(s.data_rel & !63)))
+                let line = s.data_rel & !63;
+                match r.perf_symbols.get(s.dsym as usize) {
+                    Some((n, Some(start))) => {
+                        let bias = s.addr.wrapping_sub(s.data_rel);
+                        let off = line.wrapping_sub(start.wrapping_add(bias));
+                        put(format_args!("[{level}] {n}+{off:#x}"))
+                    }
+                    Some((n, None)) => put(format_args!("[{level}] {n}")),
+                    None => put(format_args!("[{level}] {}", w::address(line))),
+                }
             }
             MemKey::LocalInsLat => put(format_args!("{}", row.ins_lat / row.samples.max(1))),
             MemKey::InsLat => put(format_args!("{}", row.ins_lat)),
@@ -572,6 +612,27 @@ impl MemReport {
             MemKey::IpcNull => put(format_args!("-      -")),
             MemKey::Type => put(format_args!("{}", type_name(s.dtype.0))),
             MemKey::TypeOff => put(format_args!("{}", type_name(s.dtype.1))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// perf's order of two fields: `l` first when `(int64_t)(r - l) > 0`.
+    fn perf_first(l: u64, r: u64) -> bool {
+        (r.wrapping_sub(l) as i64) > 0
+    }
+
+    #[test]
+    fn signed_values_order_as_perfs_wrapping_subtraction() {
+        let kernel = 0xffff_8000_0000_0000u64;
+        for (l, r) in [
+            (1, 2),
+            (kernel, 0x5555_0000),
+            (0x7fff_ffff_f000, kernel + 8),
+        ] {
+            assert_eq!(super::signed(l) < super::signed(r), perf_first(l, r));
+            assert_eq!(super::signed(r) < super::signed(l), perf_first(r, l));
         }
     }
 }

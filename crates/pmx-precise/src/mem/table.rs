@@ -6,6 +6,7 @@
 use super::export::MemExports;
 use super::keys::MemKey;
 use super::report::{MemEvent, MemReport};
+use pmx_profile::perf_text::abbreviated;
 use std::fmt::Write as _;
 use std::io::Write;
 
@@ -66,22 +67,6 @@ fn width(k: MemKey, r: &MemReport, e: &MemEvent) -> usize {
     least.max(k.heading().len())
 }
 
-/// A count as perf's `convert_unit` shortens it (`1000K`: a unit is taken
-/// only past 1000).
-fn abbreviated(mut n: u64) -> String {
-    let mut unit = ' ';
-    for u in ['K', 'M', 'G'] {
-        if n > 1000 {
-            n /= 1000;
-            unit = u;
-        }
-    }
-    match unit {
-        ' ' => format!("{n} "),
-        u => format!("{n}{u}"),
-    }
-}
-
 /// Print `r` as perf report does with `--mem-mode --stdio`.
 pub fn print(out: &mut dyn Write, r: &MemReport, cols: MemColumns) -> std::io::Result<()> {
     writeln!(
@@ -136,6 +121,12 @@ fn event_table(
     writeln!(out, "# {}", heads.join("  "))?;
     writeln!(out, "# {}", dots.join("  "))?;
     writeln!(out, "#")?;
+    // perf pads a symbol's cell (`sym`, `symbol_daddr`, `dcacheline`)
+    // only before another column: not when its key is the last.
+    let unpadded = r
+        .sort
+        .last()
+        .filter(|k| matches!(k, MemKey::Sym | MemKey::SymbolDaddr | MemKey::Dcacheline));
     let (mut line, mut cell) = (String::new(), String::new());
     for row in &e.rows {
         line.clear();
@@ -163,7 +154,9 @@ fn event_table(
             } else {
                 cell.chars().count()
             };
-            line.extend(std::iter::repeat_n(' ', w.saturating_sub(n)));
+            if unpadded != Some(&k) {
+                line.extend(std::iter::repeat_n(' ', w.saturating_sub(n)));
+            }
             sep = "  ";
         }
         line.push('\n');

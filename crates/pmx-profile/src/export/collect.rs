@@ -11,14 +11,75 @@ use rustc_hash::FxHashMap as HashMap;
 
 const NONE: u32 = u32::MAX;
 
+/// An export's threads and user mappings, each added once (shared by the
+/// exports of other reports, e.g. pmx-precise's memory samples).
+#[derive(Default)]
+pub struct Tables {
+    threads: HashMap<(u32, u32), u32>,
+    mappings: HashMap<(u64, u64, u64, u32), u32>,
+}
+
+impl Tables {
+    /// The index in `out.threads` of thread `tid` of `pid`, added on
+    /// first sight, a sample counted; the latest name wins (a fork's
+    /// child is named after its exec).
+    pub fn thread(&mut self, out: &mut Export, pid: u32, tid: u32, comm: &str) -> u32 {
+        let next = out.threads.len() as u32;
+        let i = *self.threads.entry((pid, tid)).or_insert(next);
+        if i == next {
+            out.threads.push(Thread {
+                pid,
+                tid,
+                comm: comm.to_string(),
+                samples: 0,
+                cgroup: None,
+            });
+        }
+        let t = &mut out.threads[i as usize];
+        t.samples += 1;
+        if t.comm != comm {
+            t.comm = comm.to_string();
+        }
+        i
+    }
+
+    /// The index in `out.mappings` of the mapping holding user address
+    /// `addr` of `pid` (`None`: no mapping), added on first sight.
+    pub fn user_mapping(
+        &mut self,
+        out: &mut Export,
+        sym: &Symbolizer,
+        pid: u32,
+        addr: u64,
+    ) -> Option<u32> {
+        let (start, end, pgoff, dso) = sym.mapping(pid, addr)?;
+        let next = out.mappings.len() as u32;
+        let id = *self
+            .mappings
+            .entry((start, end, pgoff, dso))
+            .or_insert(next);
+        if id == next {
+            let d = sym.dso(dso);
+            out.mappings.push(Mapping {
+                start,
+                limit: end,
+                offset: pgoff,
+                path: d.path.clone(),
+                build_id: d.expected_build_id.clone(),
+                kernel: false,
+            });
+        }
+        Some(id)
+    }
+}
+
 /// Collects an [`Export`] from the samples of a build.
 #[derive(Default)]
 pub struct Collector {
     /// Find each user location's source line (DWARF), for pprof.
     lines: bool,
     out: Export,
-    threads: HashMap<(u32, u32), u32>,
-    mappings: HashMap<(u64, u64, u64, u32), u32>,
+    tables: Tables,
     /// (mapping or NONE, address, frame) → location.
     locations: HashMap<(u32, u64, FrameId), u32>,
     /// The frame of each location (provisional for kernel frames).
@@ -41,51 +102,6 @@ impl Collector {
     /// [`Export::describe`]).
     pub fn into_export(self) -> Export {
         self.out
-    }
-
-    fn thread(&mut self, s: &SampleRef<'_>) -> u32 {
-        let next = self.out.threads.len() as u32;
-        let i = *self.threads.entry((s.pid, s.tid)).or_insert(next);
-        if i == next {
-            self.out.threads.push(Thread {
-                pid: s.pid,
-                tid: s.tid,
-                comm: s.comm.to_string(),
-                samples: 0,
-                cgroup: None,
-            });
-        }
-        let t = &mut self.out.threads[i as usize];
-        t.samples += 1;
-        if t.comm != s.comm {
-            // The latest name wins (a fork's child is named after its exec).
-            t.comm = s.comm.to_string();
-        }
-        i
-    }
-
-    /// The mapping id of a user address of `pid`, or NONE.
-    fn user_mapping(&mut self, sym: &Symbolizer, pid: u32, addr: u64) -> u32 {
-        let Some((start, end, pgoff, dso)) = sym.mapping(pid, addr) else {
-            return NONE;
-        };
-        let next = self.out.mappings.len() as u32;
-        let id = *self
-            .mappings
-            .entry((start, end, pgoff, dso))
-            .or_insert(next);
-        if id == next {
-            let d = sym.dso(dso);
-            self.out.mappings.push(Mapping {
-                start,
-                limit: end,
-                offset: pgoff,
-                path: d.path.clone(),
-                build_id: d.expected_build_id.clone(),
-                kernel: false,
-            });
-        }
-        id
     }
 
     /// The kernel mapping's id, its range grown to cover `addr`.
@@ -146,7 +162,9 @@ impl Collector {
         let mapping = if kernel {
             self.kernel_mapping(sym, addr)
         } else {
-            self.user_mapping(sym, pid, addr)
+            (self.tables)
+                .user_mapping(&mut self.out, sym, pid, addr)
+                .unwrap_or(NONE)
         };
         let next = self.out.locations.len() as u32;
         let id = *self.locations.entry((mapping, addr, f)).or_insert(next);
@@ -169,7 +187,7 @@ impl Collector {
 
 impl SampleSink for Collector {
     fn sample(&mut self, s: &SampleRef<'_>, sym: &mut Symbolizer) {
-        let thread = self.thread(s);
+        let thread = (self.tables).thread(&mut self.out, s.pid, s.tid, s.comm);
         let mut parent = NONE;
         for (&f, &addr) in s.frames.iter().zip(s.addrs).rev() {
             let location = self.location(sym, s.pid, addr, f);

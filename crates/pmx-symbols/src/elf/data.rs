@@ -15,6 +15,46 @@ pub struct DataSymbols {
     /// (start, end, name offset, name length).
     entries: Vec<(u64, u64, u32, u32)>,
     names: String,
+    /// Where perf keeps another of the objects starting there (perf's
+    /// `choose_best_symbol`): entry → (end, name offset, name length).
+    perf: std::collections::HashMap<u32, (u64, u32, u32)>,
+}
+
+/// An object of a symbol table: start, size, binding, name.
+struct Found<'d> {
+    start: u64,
+    size: u64,
+    binding: Binding,
+    name: &'d str,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Binding {
+    Global,
+    Weak,
+    Local,
+}
+
+/// Whether perf's `choose_best_symbol` keeps `b` over `a` (`a` earlier in
+/// the table): a sized one over one of size 0, not weak over weak, global
+/// over not global, fewer leading underscores, a longer name; else `a`.
+fn perf_prefers(a: &Found<'_>, b: &Found<'_>) -> bool {
+    if (a.size == 0) != (b.size == 0) {
+        return a.size == 0;
+    }
+    let weak = |f: &Found<'_>| f.binding == Binding::Weak;
+    if weak(a) != weak(b) {
+        return weak(a);
+    }
+    let global = |f: &Found<'_>| f.binding == Binding::Global;
+    if global(a) != global(b) {
+        return global(b);
+    }
+    let under = |f: &Found<'_>| f.name.len() - f.name.trim_start_matches('_').len();
+    if under(a) != under(b) {
+        return under(a) > under(b);
+    }
+    b.name.len() > a.name.len()
 }
 
 impl DataSymbols {
@@ -24,19 +64,37 @@ impl DataSymbols {
         if found.is_empty() {
             found = objects(obj.dynamic_symbols());
         }
-        // One object per start: the bigger first, then a global before a
-        // local, then the table's order (a stable sort).
-        found.sort_by_key(|&(start, size, local, _)| (start, std::cmp::Reverse(size), local));
-        found.dedup_by_key(|o| o.0);
+        // By start, in the table's order (a stable sort); one object per
+        // start: the bigger first, then a global before a local, then the
+        // table's order; perf's choice kept beside where it differs.
+        found.sort_by_key(|f| f.start);
         let mut t = DataSymbols {
             entries: Vec::with_capacity(found.len()),
-            names: String::with_capacity(found.iter().map(|o| o.3.len()).sum()),
+            names: String::with_capacity(found.iter().map(|f| f.name.len()).sum()),
+            perf: Default::default(),
         };
-        for (start, size, _, name) in found {
-            let off = t.names.len() as u32;
-            t.names.push_str(name);
-            t.entries
-                .push((start, start.saturating_add(size), off, name.len() as u32));
+        for group in found.chunk_by(|a, b| a.start == b.start) {
+            let local = |f: &Found<'_>| f.binding == Binding::Local;
+            let ours = (group.iter())
+                .min_by_key(|f| (std::cmp::Reverse(f.size), local(f)))
+                .unwrap_or(&group[0]);
+            let mut perf = &group[0];
+            for f in &group[1..] {
+                if perf_prefers(perf, f) {
+                    perf = f;
+                }
+            }
+            let mut put = |f: &Found<'_>| {
+                let off = t.names.len() as u32;
+                t.names.push_str(f.name);
+                (f.start.saturating_add(f.size), off, f.name.len() as u32)
+            };
+            let (end, off, len) = put(ours);
+            if !std::ptr::eq(ours, perf) {
+                let alias = put(perf);
+                t.perf.insert(t.entries.len() as u32, alias);
+            }
+            t.entries.push((ours.start, end, off, len));
         }
         t
     }
@@ -66,7 +124,11 @@ impl DataSymbols {
     pub fn lookup_perf(&self, vaddr: u64) -> Option<usize> {
         let i = self.entries.partition_point(|e| e.0 <= vaddr);
         let i = i.checked_sub(1)?;
-        let (start, end, _, _) = self.entries[i];
+        let start = self.entries[i].0;
+        let end = self
+            .perf
+            .get(&(i as u32))
+            .map_or(self.entries[i].1, |p| p.0);
         let next = self.entries.get(i + 1).map_or(u64::MAX, |e| e.0);
         (vaddr < end || (start == end && vaddr < next)).then_some(i)
     }
@@ -79,6 +141,17 @@ impl DataSymbols {
             .unwrap_or("")
     }
 
+    /// The raw name perf gives object `i` (of objects at one start, the
+    /// one perf's `choose_best_symbol` keeps).
+    pub fn perf_name(&self, i: usize) -> &str {
+        let Some(&(_, off, len)) = self.perf.get(&(i as u32)) else {
+            return self.name(i);
+        };
+        self.names
+            .get(off as usize..(off + len) as usize)
+            .unwrap_or("")
+    }
+
     /// Object `i`'s start and end.
     pub fn bounds(&self, i: usize) -> (u64, u64) {
         (self.entries[i].0, self.entries[i].1)
@@ -86,18 +159,29 @@ impl DataSymbols {
 
     /// Bytes of heap the table holds.
     pub fn heap_bytes(&self) -> usize {
-        self.entries.capacity() * 24 + self.names.capacity()
+        self.entries.capacity() * 24 + self.names.capacity() + self.perf.len() * 32
     }
 }
 
 /// (start, size, local, name) of the named, defined objects of a table.
-fn objects<'d: 'f, 'f>(
-    it: impl Iterator<Item = object::Symbol<'d, 'f>>,
-) -> Vec<(u64, u64, bool, &'d str)> {
+fn objects<'d: 'f, 'f>(it: impl Iterator<Item = object::Symbol<'d, 'f>>) -> Vec<Found<'d>> {
+    // Absolute symbols (a library's version names, `GLIBC_PRIVATE`) hold
+    // no data: perf leaves them out too.
     it.filter(|s| s.kind() == SymbolKind::Data && !s.is_undefined())
+        .filter(|s| s.section() != object::SymbolSection::Absolute)
         .filter_map(|s| {
             let name = s.name().ok().filter(|n| !n.is_empty())?;
-            Some((s.address(), s.size(), !s.is_global(), name))
+            let binding = match (s.is_global(), s.is_weak()) {
+                (false, _) => Binding::Local,
+                (true, true) => Binding::Weak,
+                (true, false) => Binding::Global,
+            };
+            Some(Found {
+                start: s.address(),
+                size: s.size(),
+                binding,
+                name,
+            })
         })
         .collect()
 }

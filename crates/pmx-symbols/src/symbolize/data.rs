@@ -97,8 +97,9 @@ impl Symbolizer {
     /// by, and the address's offset in it (0 for a function, whose name
     /// perf prints alone): perf looks the address's place in a file's
     /// mapping up in the binary's one table of functions and objects
-    /// (each at its section's file offset, `.bss` included); anonymous
-    /// memory, the heap and stacks have none.
+    /// (each at its place in the file through its load segment, `.bss`
+    /// following `.data` as in memory: [`crate::elf::ElfFile::perf_vaddr`]);
+    /// anonymous memory, the heap and stacks have none.
     pub fn perf_data_symbol(&mut self, pid: u32, addr: u64) -> Option<(PerfDataSymbol, u64)> {
         let (start, _, pgoff, dso) = self.mapping(pid, addr)?;
         if special(&self.dsos[dso as usize].path).is_some() {
@@ -111,7 +112,7 @@ impl Symbolizer {
         self.load(dso, Some((pid, addr)));
         let elf = self.dsos[dso as usize].elf.as_ref()?;
         let offset = (addr.wrapping_sub(start)).wrapping_add(pgoff);
-        let vaddr = (elf.section_vaddr(offset)).or_else(|| elf.offset_to_vaddr(offset))?;
+        let vaddr = elf.perf_vaddr(offset)?;
         if let Some(i) = elf.lookup_as(vaddr, self.options.demangle) {
             let s = PerfDataSymbol {
                 dso,
@@ -139,7 +140,7 @@ impl Symbolizer {
         let i = s.index as usize;
         match s.object {
             true if i < elf.data_symbols().len() => {
-                demangle_as(elf.data_symbols().name(i), self.options.demangle)
+                demangle_as(elf.data_symbols().perf_name(i), self.options.demangle)
             }
             true => String::new(),
             false => elf.shown_name(i, self.options.demangle),

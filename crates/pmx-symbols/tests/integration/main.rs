@@ -1,5 +1,6 @@
 //! pmx-symbols' integration tests, one test binary (a module per
-//! subject): broken ELF files written by the tests (`crafted_elf`), PLT
+//! subject): broken ELF files written by the tests (`crafted_elf`), perf
+//! 6.1's data symbols of libc (`perf_data`), PLT
 //! entries against objdump's (`plt`). The sweep of every ELF file of the
 //! machine (`elf_sweep.rs`, long) and the heap measure of
 //! `line_memory.rs` (a counting global allocator) are targets of their
@@ -8,4 +9,5 @@
 //! handlers).
 
 mod crafted_elf;
+mod perf_data;
 mod plt;
