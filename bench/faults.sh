@@ -5,13 +5,14 @@
 # place, a FIFO, a directory, a link; then `pmx serve` under load (idle
 # floods, 20 concurrent keep-alive clients, RSS over 100,000 requests).
 #
-#   bench/faults.sh [SEEDS] [FILTER]      e.g.  nice -n 10 bench/faults.sh 1-20
+#   bench/faults.sh [SEEDS] [FILTER…]     e.g.  nice -n 10 bench/faults.sh 1-20
 #
 # SEEDS is one seed (default 0), a range `A-B` or a comma list (`1-6,8`);
 # each seed is a campaign of its own (its mutants are seeds SEED×10⁹ +
 # source×10⁶ + case, so no two seeds share one) and prints its own table.
-# FILTER (a test-name filter such as `faults_perfdata::`; the module names
-# are the categories) runs some categories only. `cargo test` runs the
+# FILTER (test-name filters such as `faults_perfdata:: faults_precise::`,
+# as separate words or one quoted string; the module names are the
+# categories) runs some categories only. `cargo test` runs the
 # same tests with a few cases each; here PMX_FAULTS_LONG=1 gives the long
 # counts. The test binary is built once, before the first seed, and run
 # directly for each (an edit during a campaign changes no later seed). Built with the `faults` profile (Cargo.toml: optimized, with
@@ -26,7 +27,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SPEC=${1:-0}
-FILTER=${2:-}
+FILTER="${*:2}"
 seeds=()
 IFS=',' read -ra parts <<<"$SPEC"
 for p in "${parts[@]}"; do
