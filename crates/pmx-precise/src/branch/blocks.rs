@@ -315,12 +315,7 @@ pub fn write(out: &mut dyn Write, r: &BlockReport, json: bool) -> std::io::Resul
 
 /// perf's block table of every event with branches.
 pub fn print(out: &mut dyn Write, r: &BlockReport) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "# To display the perf.data header info, please use --header/--header-only options.\n#"
-    )?;
-    let lost = r.report.profile.stats.lost_samples;
-    writeln!(out, "#\n# Total Lost Samples: {lost}\n#")?;
+    super::table::preamble(out, &r.report)?;
     let limit = r.report.options.percent_limit;
     for (n, e) in r.events.iter().enumerate() {
         if n > 0 {

@@ -4,9 +4,20 @@
 
 use super::{BranchEvent, BranchKey, BranchReport};
 use pmx_profile::perf_text::abbreviated;
-use pmx_profile::report::pct;
+use pmx_profile::report::{pct, Report};
 use std::fmt::Write as _;
 use std::io::Write;
+
+/// perf's lines before a branch or block table: where the header is, the
+/// lost samples.
+pub(crate) fn preamble(out: &mut dyn Write, report: &Report) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "# To display the perf.data header info, please use --header/--header-only options.\n#"
+    )?;
+    let lost = report.profile.stats.lost_samples;
+    writeln!(out, "#\n# Total Lost Samples: {lost}\n#")
+}
 
 /// The report to `out`: perf's table, or JSON; flushed.
 pub fn write(out: &mut dyn Write, r: &BranchReport, json: bool) -> std::io::Result<()> {
@@ -19,12 +30,7 @@ pub fn write(out: &mut dyn Write, r: &BranchReport, json: bool) -> std::io::Resu
 
 /// perf's table of every event with branches.
 pub fn print(out: &mut dyn Write, r: &BranchReport) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "# To display the perf.data header info, please use --header/--header-only options.\n#"
-    )?;
-    let lost = r.report.profile.stats.lost_samples;
-    writeln!(out, "#\n# Total Lost Samples: {lost}\n#")?;
+    preamble(out, &r.report)?;
     for (n, e) in r.events.iter().enumerate() {
         if n > 0 {
             writeln!(out, "\n")?;
