@@ -245,10 +245,11 @@ fn perf_data(prog: &Path, samples: &[Sample], out: &Path) {
     w.finish(&features).unwrap();
 }
 
-struct Setup {
-    dir: tempfile::TempDir,
-    data: PathBuf,
-    as_perf: PathBuf,
+/// A recording written for a program built here, and pmx as `perf` beside it.
+pub(crate) struct Setup {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) data: PathBuf,
+    pub(crate) as_perf: PathBuf,
 }
 
 fn setup(what: &str, kernel_part: bool) -> Option<Setup> {
@@ -270,7 +271,7 @@ fn setup(what: &str, kernel_part: bool) -> Option<Setup> {
 }
 
 /// `perf ARGS -i FILE` by pmx as perf and by perf: both outputs.
-fn both(s: &Setup, args: &[&str]) -> (String, String) {
+pub(crate) fn both(s: &Setup, args: &[&str]) -> (String, String) {
     let run = |bin: &Path| {
         let o = Command::new(bin)
             .args(args)

@@ -11,16 +11,15 @@
 //! with `--stitch-lbr`, and the stitched callers must be there only with
 //! it.
 
-use super::lbr_stacks::{body, code, same_lines, Code};
-use crate::common::{stderr, PMX};
+use super::lbr_stacks::{body, both, code, same_lines, Code, Setup};
+use crate::common::PMX;
 use pmx_perfdata::branch::{self, BranchEntry, BranchFlags};
 use pmx_perfdata::format::sample_type as st;
 use pmx_perfdata::format::{branch_sample_type as bst, callchain, misc, record_type};
 use pmx_perfdata::write::{cpu_pmu_caps, BuildIdEntry, Features};
 use pmx_perfdata::FileAttr;
 use pmx_testkit::perfdata::{comm, mmap2, record as rec, sample_id, SAMPLE_ID_ALL};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 const PROGRAM: &str = r#"
 __attribute__((noinline)) int f6(int x) { return x * 3 + 1; }
@@ -143,12 +142,6 @@ fn perf_data(prog: &Path, c: &Code, samples: &[Sample], out: &Path) {
     w.finish_with(&features, &[caps]).unwrap();
 }
 
-struct Setup {
-    dir: tempfile::TempDir,
-    data: PathBuf,
-    as_perf: PathBuf,
-}
-
 fn setup(what: &str) -> Option<Setup> {
     if !pmx_testkit::cc::require() || !pmx_testkit::perf::require(what) {
         return None;
@@ -161,27 +154,6 @@ fn setup(what: &str) -> Option<Setup> {
     let as_perf = dir.path().join("perf");
     std::os::unix::fs::symlink(PMX, &as_perf).unwrap();
     Some(Setup { dir, data, as_perf })
-}
-
-/// `perf ARGS -i FILE` by pmx as perf and by perf: both outputs.
-fn both(s: &Setup, args: &[&str]) -> (String, String) {
-    let run = |bin: &Path| {
-        let o = Command::new(bin)
-            .args(args)
-            .arg("-i")
-            .arg(&s.data)
-            .current_dir(s.dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{} {args:?}: {}",
-            bin.display(),
-            stderr(&o)
-        );
-        pmx_testkit::text(&o.stdout)
-    };
-    (run(&s.as_perf), run(Path::new("perf")))
 }
 
 /// perf script's call chains, one per sample, as function names.
