@@ -142,6 +142,9 @@ enum FrameKey {
     /// A JIT map's function: its start and name (the map's lines are
     /// read again when it grows, so no index into them).
     Jit(DsoId, u64, String),
+    /// An unnamed address of a mapped binary by its absolute address (a
+    /// frame of perf's call chains: [`Symbolizer::chain_frame`]).
+    Abs(DsoId, u64),
 }
 
 /// How much per-process and per-address state a [`Symbolizer`] holds
@@ -638,6 +641,26 @@ impl Symbolizer {
         f
     }
 
+    /// The frame of a user call-chain address as perf's call chains name
+    /// it: [`Symbolizer::user_frame`]'s, but an address no symbol covers
+    /// in a mapped binary is its own frame by its absolute address (perf
+    /// prints a chain's unnamed frames as the address the process ran
+    /// at, `0x55d1c3a0be77`, and makes a row of each, one per process
+    /// where the binary's base differs), not by the binary's offset.
+    pub fn chain_frame(&mut self, pid: u32, addr: u64) -> FrameId {
+        let f = self.user_frame(pid, addr);
+        let fr = &self.frames[f as usize];
+        if fr.dso == UNKNOWN_DSO || !matches!(fr.name, FrameName::Address(a) if a != addr) {
+            return f;
+        }
+        let dso = fr.dso;
+        self.intern(FrameKey::Abs(dso, addr), || Frame {
+            dso,
+            name: FrameName::Address(addr),
+            kernel: false,
+        })
+    }
+
     /// The frame of `addr` from process `pid`'s `perf-PID.map`, if it has
     /// one that covers the address. The file is looked at again every
     /// [`JIT_RECHECK`]: read again when it changed (a runtime appends as
@@ -951,7 +974,7 @@ impl Symbolizer {
         let id = self.frames.len() as FrameId;
         let frame = make();
         let start = match key {
-            FrameKey::Addr(..) | FrameKey::Inline(..) => None,
+            FrameKey::Addr(..) | FrameKey::Inline(..) | FrameKey::Abs(..) => None,
             FrameKey::Jit(_, start, _) => Some(start),
             FrameKey::Sym(_, i) if frame.kernel => Some(self.kallsyms.symbol(i).start),
             FrameKey::Sym(dso, i) => (self.dsos[dso as usize].elf.as_ref()).map(|e| e.bounds(i).0),

@@ -142,11 +142,37 @@ impl<'a> Node<'a> {
         c.add(&chain[common..], w);
     }
 
-    /// perf's order: heaviest first, equal weights by name.
-    fn sort(&mut self) {
+    /// perf's order: heaviest first; equal weights as perf keeps its
+    /// siblings, descending: by binary and place in it (its binaries by
+    /// when they were made: none first, then the kernel, then as the
+    /// maps came), or by name where an inlined function is among them
+    /// (perf compares names when either of two is inlined).
+    fn sort(&mut self, starts: &Starts) {
+        let place = |n: &Node| {
+            let link = n.names[0];
+            let rank = match link.1 {
+                pmx_symbols::symbolize::UNKNOWN_DSO => 0,
+                pmx_symbols::symbolize::KERNEL_DSO => 1,
+                d => u64::from(d) + 1,
+            };
+            (rank, starts.get(&link).copied().unwrap_or(u64::MAX))
+        };
+        let by_place =
+            |a: &Node, b: &Node| place(b).cmp(&place(a)).then(a.names[0].cmp(&b.names[0]));
+        let by_name = |a: &Node, b: &Node| {
+            b.names[0]
+                .0
+                .cmp(a.names[0].0)
+                .then(a.names[0].1.cmp(&b.names[0].1))
+        };
         self.children
-            .sort_by(|a, b| b.cumul.cmp(&a.cumul).then(a.names[0].cmp(&b.names[0])));
-        self.children.iter_mut().for_each(Node::sort);
+            .sort_by(|a, b| b.cumul.cmp(&a.cumul).then_with(|| by_place(a, b)));
+        for run in self.children.chunk_by_mut(|a, b| a.cumul == b.cumul) {
+            if run.len() > 1 && run.iter().any(|n| place(n).1 == u64::MAX) {
+                run.sort_by(by_name);
+            }
+        }
+        self.children.iter_mut().for_each(|c| c.sort(starts));
     }
 
     /// Drop the children (at every depth) below the threshold: an absolute
@@ -181,11 +207,26 @@ fn shown(name: &str) -> std::borrow::Cow<'_, str> {
 /// chains are found without a pass over every stack.
 pub type Index<'a> = std::collections::HashMap<Link<'a>, Vec<usize>>;
 
+/// Each frame's place in its binary (a symbol's start, an unnamed
+/// frame's address), the order of siblings of equal weight.
+pub type Starts<'a> = std::collections::HashMap<Link<'a>, u64>;
+
+/// The [`Starts`] of `e`'s frames.
+pub fn starts(e: &EventProfile) -> Starts<'_> {
+    let mut out = Starts::new();
+    for stack in &e.binary_stacks {
+        for ((name, binary), &start) in stack.frames.iter().zip(&stack.starts) {
+            out.entry((name.as_str(), *binary)).or_insert(start);
+        }
+    }
+    out
+}
+
 /// The [`Index`] of `e`'s stacks.
 pub fn index(e: &EventProfile) -> Index<'_> {
     let mut ix: Index = Index::new();
     for (i, stack) in e.binary_stacks.iter().enumerate() {
-        for (name, binary) in &stack.frames {
+        for (name, binary) in stack.frames.iter().chain(&stack.own) {
             let v = ix.entry((name.as_str(), *binary)).or_default();
             if v.last() != Some(&i) {
                 v.push(i);
@@ -207,9 +248,9 @@ pub fn chains<'a>(
 ) -> (Vec<(Vec<Link<'a>>, u64)>, u64) {
     let mut out = Vec::new();
     let mut total = 0u64;
-    // The row's function: its name and binary (a row of no function, or
-    // of functions of several binaries joined, takes every stack, or
-    // those of every binary with a function of that name).
+    // The row's function: its name and binary (a row of no function
+    // looks at every stack; one of functions of several binaries joined
+    // at those of every binary with a function of that name).
     let sym = row.symbol.as_deref();
     let mut which: Vec<usize> = match (sym, row.binary) {
         (Some(s), Some(b)) => ix.get(&(s, b)).cloned().unwrap_or_default(),
@@ -223,13 +264,21 @@ pub fn chains<'a>(
         which.sort_unstable();
         which.dedup();
     }
-    let is_row = |f: &Link| Some(f.0) == sym && row.binary.is_none_or(|b| b == f.1);
+    // A row of a binary and no function (`-s dso`) is each of its
+    // functions; a row of neither takes every chain whole.
+    let is_row = |f: &Link| match sym {
+        Some(s) => f.0 == s && row.binary.is_none_or(|b| b == f.1),
+        None => row.binary == Some(f.1),
+    };
+    let whole = sym.is_none() && row.binary.is_none();
     for stack in which.iter().map(|&i| &e.binary_stacks[i]) {
         let (comm, frames, period) = (&stack.comm, &stack.frames, &stack.period);
         if row.comm.as_ref().is_some_and(|c| c != comm) || frames.is_empty() {
             continue;
         }
-        let leaf = frames.last().map(|(n, b)| (n.as_str(), *b));
+        // The samples' own row: their whole chains (perf's entry of the
+        // sample itself), named in the chain or apart from it.
+        let leaf = (stack.own.as_ref().or(frames.last())).map(|(n, b)| (n.as_str(), *b));
         let caller = g.caller.unwrap_or(children);
         let n = g.max_stack.unwrap_or(usize::MAX).min(frames.len());
         let kept = if caller {
@@ -241,7 +290,7 @@ pub fn chains<'a>(
         if !caller {
             order.reverse();
         }
-        let chain = if sym.is_none() || leaf.as_ref().is_some_and(is_row) {
+        let chain = if whole || leaf.as_ref().is_some_and(is_row) {
             order
         } else if let Some(p) = children.then(|| order.iter().position(is_row)) {
             match p {
@@ -262,7 +311,7 @@ pub fn chains<'a>(
 /// shows) as perf does under a `--stdio` row.
 pub fn print(
     out: &mut dyn Write,
-    chains: &[(Vec<Link>, u64)],
+    (chains, starts): (&[(Vec<Link>, u64)], &Starts),
     parent: u64,
     event_total: u64,
     g: &Graph,
@@ -271,7 +320,7 @@ pub fn print(
     for (c, w) in chains {
         root.add(c, *w);
     }
-    root.sort();
+    root.sort(starts);
     let min = (event_total as f64 * (g.threshold / 100.0)) as u64;
     let pct = |v: u64, t: u64| {
         if t == 0 {
@@ -476,7 +525,7 @@ mod tests {
             .map(|(c, w)| (c.iter().map(|n| (*n, 0)).collect(), *w))
             .collect();
         let mut v = Vec::new();
-        print(&mut v, &c, parent, total, g).unwrap();
+        print(&mut v, (&c, &Starts::new()), parent, total, g).unwrap();
         String::from_utf8(v).unwrap()
     }
 
@@ -532,12 +581,67 @@ mod tests {
             (vec![("_start", 2), ("_dl_start", 2)], 10),
         ];
         let mut v = Vec::new();
-        print(&mut v, &chains, 100, 100, &Graph::default()).unwrap();
+        print(
+            &mut v,
+            (&chains, &Starts::new()),
+            100,
+            100,
+            &Graph::default(),
+        )
+        .unwrap();
         let t = String::from_utf8(v).unwrap();
         assert!(
             t.contains("|--90.00%--_start\n") && t.contains(" --10.00%--_start\n"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn siblings_of_equal_weight_come_in_perfs_order() {
+        // perf 6.1 on an `sh -c` loop: equal children by binary (the later
+        // mapped first, none last), then by place in it, both descending;
+        // by name, descending, where one is inlined.
+        let (libc, dash, none) = (4, 3, pmx_symbols::symbolize::UNKNOWN_DSO);
+        let order = |links: &[(&'static str, u32, u64)]| {
+            let starts: Starts = links.iter().map(|&(n, b, s)| ((n, b), s)).collect();
+            let chains: Vec<(Vec<Link>, u64)> = (links.iter())
+                .map(|&(n, b, _)| (vec![("main", dash), (n, b)], 1))
+                .collect();
+            let mut v = Vec::new();
+            let n = links.len() as u64;
+            print(&mut v, (&chains, &starts), n, n, &Graph::default()).unwrap();
+            let t = String::from_utf8(v).unwrap();
+            let names: Vec<String> = (t.lines())
+                .filter_map(|l| Some(l.split("%--").nth(1)?.to_string()))
+                .collect();
+            names
+        };
+        let got = order(&[
+            ("0x56526892ccc8", dash, 0x5652_6892_ccc8),
+            ("0x7fff9fd7ee70", none, 0x7fff_9fd7_ee70),
+            ("__vsnprintf_chk", libc, 0x13_5000),
+            ("0x56526892cfa2", dash, 0x5652_6892_cfa2),
+            ("__memmove_avx_unaligned_erms", libc, 0x19_a000),
+        ]);
+        let want = [
+            "__memmove_avx_unaligned_erms",
+            "__vsnprintf_chk",
+            "0x56526892cfa2",
+            "0x56526892ccc8",
+            "0x7fff9fd7ee70",
+        ];
+        assert_eq!(got, want);
+        let got = order(&[
+            ("__find_specmb (inlined)", libc, u64::MAX),
+            ("_itoa_word", libc, 0x5_5000),
+            ("outstring_func (inlined)", libc, u64::MAX),
+        ]);
+        let want = [
+            "outstring_func (inlined)",
+            "_itoa_word",
+            "__find_specmb (inlined)",
+        ];
+        assert_eq!(got, want);
     }
 
     #[test]

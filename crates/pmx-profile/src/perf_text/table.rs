@@ -127,6 +127,10 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         } else {
             graph::Index::new()
         };
+        let starts = match shape.shown {
+            true => graph::starts(e),
+            false => graph::Starts::new(),
+        };
         let (heads, nums) = headings(&keys, cols, &shape);
         let mut rows: Vec<Line> = Vec::new();
         for r in report.visible(e) {
@@ -138,12 +142,18 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
             }
             let mut below = Vec::new();
             let parent = inclusive.unwrap_or(if shape.children {
-                inclusive_period(r)
+                r.children_period
             } else {
                 r.period
             });
             if shape.shown {
-                graph::print(&mut below, &chains, parent, e.period, &shape.graph)?;
+                graph::print(
+                    &mut below,
+                    (&chains, &starts),
+                    parent,
+                    e.period,
+                    &shape.graph,
+                )?;
             }
             // perf puts a caller above its callee of equal children share:
             // the deeper tree first in caller order, the shallower in callee.
@@ -338,16 +348,6 @@ pub fn call_chains(path: &std::path::Path) -> Option<bool> {
     Some((r.events().iter()).any(|x| x.attr.sample_type & CALLCHAIN != 0))
 }
 
-/// A row's children period: a row without a function (`-s comm`, `-s
-/// pid`) holds each of its samples once, as perf's children entries of
-/// one key are one.
-fn inclusive_period(r: &Row) -> u64 {
-    match r.symbol {
-        Some(_) => r.children_period,
-        None => r.period,
-    }
-}
-
 /// The key columns shown: those a filter holds to one value left out
 /// (perf's elision), unless none would be left.
 fn shown_keys(report: &Report) -> Vec<SortKey> {
@@ -388,7 +388,7 @@ fn cells(
 ) -> Vec<String> {
     let mut c = Vec::new();
     if shape.column {
-        let v = inclusive.unwrap_or(inclusive_period(r));
+        let v = inclusive.unwrap_or(r.children_period);
         c.push(format!("{:.2}%", pct(v, total)));
     }
     if shape.own {

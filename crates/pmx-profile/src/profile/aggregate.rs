@@ -44,6 +44,20 @@ pub(super) struct EventAcc {
 
 pub(super) const NONE: u32 = u32::MAX;
 
+/// In a stack's key, before the sample's own frame when the chain names
+/// its leaf otherwise (see `State::add_stack`): no frame id reaches it.
+pub(super) const OWN_ROW: u32 = u32::MAX - 1;
+
+/// A stack's key (`comm`, frames root → leaf, maybe [`OWN_ROW`] and the
+/// sample's own frame) as its frames and that own frame.
+pub(super) fn stack_frames(key: &[u32]) -> (&[u32], Option<FrameId>) {
+    match key {
+        [_, frames @ .., OWN_ROW, own] => (frames, Some(*own)),
+        [_, frames @ ..] => (frames, None),
+        [] => (&[], None),
+    }
+}
+
 /// A record kept until its round is processed in time order.
 pub(super) enum Item {
     Sample {
@@ -105,6 +119,8 @@ pub(super) struct State<'o> {
     pub(super) thread_comm: HashMap<u32, u32>,
     pub(super) accs: Vec<EventAcc>,
     pub(super) stack_buf: Vec<u32>,
+    /// The rows one sample's chain has counted in (`add_children`).
+    seen_rows: Vec<u64>,
     pub(super) frames: Vec<u32>,
     pub(super) unwinder: Unwinder,
     unwound: Vec<u64>,
@@ -165,6 +181,7 @@ impl<'o> State<'o> {
             thread_comm: HashMap::default(),
             accs: Vec::new(),
             stack_buf: Vec::new(),
+            seen_rows: Vec::new(),
             frames: Vec::new(),
             unwinder: Unwinder::new(),
             unwound: Vec::new(),
@@ -570,7 +587,7 @@ impl<'o> State<'o> {
             self.add_children(event, key, (pid, ip), (n, period));
         }
         if self.options.stacks {
-            self.add_stack(event, comm, (n, period));
+            self.add_stack(event, comm, key.frame, (n, period));
         }
     }
 
@@ -640,19 +657,35 @@ impl<'o> State<'o> {
     /// first byte of a function (a call ending an unsymbolized stretch)
     /// is that function. (Kernel frames are resolved after the replay,
     /// so they keep the call's address.)
+    ///
+    /// For perf's call-graph text ([`Options::binary_stacks`]) an unnamed
+    /// user frame is its absolute address, as perf's chains name it (see
+    /// [`Symbolizer::chain_frame`]); a caller unwound from a stack copy
+    /// is named at the call (`a - 1`), as perf's DWARF unwinder gives it.
     fn caller_frame(&mut self, kernel: bool, pid: u32, call: u64, a: u64) -> (FrameId, u64) {
         if kernel {
             return (self.sym.kernel_frame(call), call);
         }
         let f = self.sym.user_frame(pid, call);
-        if call == a || !matches!(self.sym.frame(f).name, FrameName::Address(_)) {
+        let named = !matches!(self.sym.frame(f).name, FrameName::Address(_));
+        if named || (call == a && !self.options.binary_stacks) {
             return (f, call);
+        }
+        if self.options.binary_stacks {
+            let at = if self.unwinding { call } else { a };
+            return (self.sym.chain_frame(pid, at), a);
         }
         (self.sym.user_frame(pid, a), a)
     }
 
-    /// Count the sample once for each distinct function of `self.frames`
-    /// (recursion counts once) in the event's inclusive rows.
+    /// Count the sample once in the inclusive rows of each distinct row
+    /// its chain passes through (`self.frames`, recursion counted once),
+    /// and once in its own row's: perf's rule (its own entry first, then
+    /// each chain entry unless an entry of equal sort keys already took
+    /// the sample). Its own row is not always in the chain as such: DWARF
+    /// may name the leaf otherwise (an inlined frame), perf's chains name
+    /// an unnamed leaf by its absolute address; under `--sort dso` a
+    /// binary is one row however many of its functions the chain holds.
     ///
     /// perf marks a row of an address in no mapping (`[unknown]`) by the
     /// frame before it as it walks the chain callers first (its default
@@ -673,13 +706,24 @@ impl<'o> State<'o> {
             marks.push(mark);
         }
         marks.reverse();
+        // A frame's row as the sort keys tell rows apart.
+        let sym = &self.sym;
+        let row_of = |f: FrameId| match (k_sym, k_dso) {
+            (true, _) => u64::from(f),
+            (false, true) => (1 << 32) | u64::from(sym.frame(f).dso),
+            (false, false) => 1 << 33,
+        };
+        let mut seen = std::mem::take(&mut self.seen_rows);
+        seen.clear();
         for (i, &f) in self.frames.iter().enumerate() {
-            if self.frames[..i].contains(&f) {
+            let row = row_of(f);
+            if seen.contains(&row) {
                 continue;
             }
+            seen.push(row);
             let k = RawKey {
                 dso: if k_dso || k_sym {
-                    self.sym.frame(f).dso
+                    sym.frame(f).dso
                 } else {
                     NONE
                 },
@@ -692,20 +736,23 @@ impl<'o> State<'o> {
             if self.keys[0] {
                 acc.first_tid.entry(k).or_insert(self.cur_tid);
             }
-            if self.sym.frame(f).dso == UNKNOWN_DSO {
+            if sym.frame(f).dso == UNKNOWN_DSO {
                 let m = if i == 0 { self.leaf_kernel } else { marks[i] };
                 acc.marks.entry(k).or_insert(m);
             }
         }
         self.stack_marks = marks;
-        // The sample's own row holds it too when its function is not in
-        // the chain as such (DWARF names it otherwise: an inlined frame).
-        let renamed = self.options.inline && self.unwinding && !self.leaf_kernel;
-        if renamed && key.frame != NONE && !self.frames.contains(&key.frame) {
+        let own = if key.frame == NONE {
+            1 << 33
+        } else {
+            row_of(key.frame)
+        };
+        if !seen.contains(&own) {
             let e = acc.children.entry(key).or_insert((0, 0, pid, ip));
             e.0 += n;
             e.1 = e.1.saturating_add(period);
         }
+        self.seen_rows = seen;
     }
 
     /// Give the sample whose frames are in `self.frames` to the sink,
@@ -740,11 +787,18 @@ impl<'o> State<'o> {
         sink.sample(&s, &mut self.sym);
     }
 
-    /// Count the stack `comm; self.frames root → leaf`.
-    fn add_stack(&mut self, event: usize, comm: u32, (n, period): (u64, u64)) {
+    /// Count the stack `comm; self.frames root → leaf`; for perf's
+    /// call-graph text, followed by [`OWN_ROW`] and the sample's own
+    /// frame `own` where the chain names its leaf otherwise (an unnamed
+    /// address: the chain's is absolute, the row's the binary's offset).
+    fn add_stack(&mut self, event: usize, comm: u32, own: FrameId, (n, period): (u64, u64)) {
         self.stack_buf.clear();
         self.stack_buf.push(comm);
         self.stack_buf.extend(self.frames.iter().rev());
+        let apart = self.frames.first().is_some_and(|&f| f != own);
+        if self.options.binary_stacks && own != NONE && apart {
+            self.stack_buf.extend([OWN_ROW, own]);
+        }
         let acc = &mut self.accs[event];
         if let Some(v) = acc.stacks.get_mut(&self.stack_buf[..]) {
             v.0 += n;

@@ -9,7 +9,7 @@ use super::types::{
     SOURCE_LINE_ROWS,
 };
 use pmx_symbols::kernel::Kallsyms;
-use pmx_symbols::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
+use pmx_symbols::symbolize::{FrameId, FrameName, Symbolizer, KERNEL_DSO};
 use rustc_hash::FxHashMap as HashMap;
 
 /// The kernel symbols to resolve with: none unless the file has kernel
@@ -51,7 +51,8 @@ pub(super) fn event_profile(
     let mut by_names: std::collections::BTreeMap<Vec<String>, (u64, u64)> = Default::default();
     for (k, &(samples, period)) in &acc.stacks {
         let mut names = vec![comms[k[0] as usize].clone()];
-        names.extend(k[1..].iter().map(|&f| sym.frame(remap_frame(f)).label()));
+        let frames = super::aggregate::stack_frames(k).0;
+        names.extend(frames.iter().map(|&f| sym.frame(remap_frame(f)).label()));
         let e = by_names.entry(names).or_default();
         e.0 += samples;
         e.1 = e.1.saturating_add(period);
@@ -82,28 +83,40 @@ fn binary_stacks(
     remap_frame: &dyn Fn(FrameId) -> FrameId,
     comms: &[String],
 ) -> Vec<BinaryStack> {
-    type Key = (String, Vec<(String, u32)>);
-    let mut by_names: std::collections::BTreeMap<Key, (u64, u64)> = Default::default();
+    type Key = (String, Vec<(String, u32)>, Option<(String, u32)>);
+    let mut by_names: std::collections::BTreeMap<Key, (u64, u64, Vec<u64>)> = Default::default();
+    let named = |f: FrameId| {
+        let fr = sym.frame(remap_frame(f));
+        (fr.label(), fr.dso)
+    };
+    let start = |f: FrameId| {
+        let f = remap_frame(f);
+        match (sym.frame_start(f), &sym.frame(f).name) {
+            (Some(s), _) => s,
+            (None, FrameName::Address(a)) => *a,
+            (None, _) => u64::MAX,
+        }
+    };
     for (k, &(samples, period)) in &acc.stacks {
-        let frames = (k[1..].iter())
-            .map(|&f| {
-                let fr = sym.frame(remap_frame(f));
-                (fr.label(), fr.dso)
-            })
-            .collect();
+        let (frames, own) = super::aggregate::stack_frames(k);
+        let names = frames.iter().map(|&f| named(f)).collect();
         let e = by_names
-            .entry((comms[k[0] as usize].clone(), frames))
-            .or_default();
+            .entry((comms[k[0] as usize].clone(), names, own.map(named)))
+            .or_insert_with(|| (0, 0, frames.iter().map(|&f| start(f)).collect()));
         e.0 += samples;
         e.1 = e.1.saturating_add(period);
     }
     (by_names.into_iter())
-        .map(|((comm, frames), (samples, period))| BinaryStack {
-            comm,
-            frames,
-            samples,
-            period,
-        })
+        .map(
+            |((comm, frames, own), (samples, period, starts))| BinaryStack {
+                comm,
+                frames,
+                own,
+                starts,
+                samples,
+                period,
+            },
+        )
         .collect()
 }
 
@@ -188,7 +201,8 @@ fn named_row(
         dso: (options.sort.contains(&SortKey::Dso) && k.dso != NONE)
             .then(|| sym.dso(k.dso).short.clone()),
         symbol: frame.as_ref().map(|f| f.label()),
-        binary: frame.as_ref().map(|f| f.dso),
+        binary: (frame.as_ref().map(|f| f.dso))
+            .or((options.sort.contains(&SortKey::Dso) && k.dso != NONE).then_some(k.dso)),
         kernel: frame.as_ref().is_some_and(|f| f.kernel)
             || (k.frame == NONE && k.dso == KERNEL_DSO),
         cpu: (k.cpu != NONE).then_some(k.cpu),

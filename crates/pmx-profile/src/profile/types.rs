@@ -161,9 +161,10 @@ pub struct Row {
     pub dso: Option<String>,
     /// Symbol (or hex address).
     pub symbol: Option<String>,
-    /// The binary of the row's function: an id of the profile's, the
-    /// same as in [`EventProfile::binary_stacks`] (`None` for a row of no
-    /// function, or one joined from functions of several binaries).
+    /// The binary of the row's function, or of a row of a binary and no
+    /// function (`--sort dso`): an id of the profile's, the same as in
+    /// [`EventProfile::binary_stacks`] (`None` for a row of neither, or
+    /// one joined from functions of several binaries).
     pub binary: Option<u32>,
     /// Whether the symbol is kernel code (`[k]`) rather than user (`[.]`).
     pub kernel: bool,
@@ -224,6 +225,14 @@ pub struct BinaryStack {
     /// The frames root → leaf (kernel after user): each frame's name and
     /// its binary's id (as [`Row::binary`]).
     pub frames: Vec<(String, u32)>,
+    /// The samples' own frame where the chain names its leaf otherwise
+    /// (an unnamed address: absolute in perf's chains, the binary's
+    /// offset in the sample's row), so that row finds these stacks.
+    pub own: Option<(String, u32)>,
+    /// Each frame's place in its binary, the order perf gives siblings
+    /// of equal weight by: the symbol's start, or the address of an
+    /// unnamed frame (`u64::MAX` for an inlined function).
+    pub starts: Vec<u64>,
     /// Samples.
     pub samples: u64,
     /// Sum of periods.
