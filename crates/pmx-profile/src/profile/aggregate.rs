@@ -742,12 +742,14 @@ impl<'o> State<'o> {
             }
         }
         self.stack_marks = marks;
+        // (A kernel leaf's frame is provisional until the replay ends, one
+        // per address: its chain's first entry is the sample's address.)
         let own = if key.frame == NONE {
             1 << 33
         } else {
             row_of(key.frame)
         };
-        if !seen.contains(&own) {
+        if !self.leaf_kernel && !seen.contains(&own) {
             let e = acc.children.entry(key).or_insert((0, 0, pid, ip));
             e.0 += n;
             e.1 = e.1.saturating_add(period);
