@@ -44,7 +44,7 @@ pub use live::{Live, LiveStats};
 pub use plain::set_jobs;
 pub use types::{
     truncation_warning, BinaryStack, EventProfile, GroupRow, GroupTable, KernelSymbols, MachineId,
-    Options, Profile, Row, SortKey, ThreadReads, SOURCE_LINE_ROWS,
+    Options, Profile, Row, SortKey, ThreadReads, INLINED, SOURCE_LINE_ROWS,
 };
 
 /// Whether the kernel addresses of a file with these features are the

@@ -138,7 +138,10 @@ pub struct Map {
 enum FrameKey {
     Sym(DsoId, usize),
     Addr(DsoId, u64),
-    Inline(DsoId, String),
+    /// An inlined function by its binary, the function it is inlined
+    /// into and its name: one frame (one row) per outer function, as
+    /// perf's inlined symbols span their outer function.
+    Inline(DsoId, FrameId, String),
     /// A JIT map's function: its start and name (the map's lines are
     /// read again when it grows, so no index into them).
     Jit(DsoId, u64, String),
@@ -193,6 +196,8 @@ pub struct Symbolizer {
     /// compared with the file at its path.
     here: bool,
     inline_cache: HashMap<(DsoId, u64), Box<[FrameId]>>,
+    /// Each inlined function's frame: the frame it is inlined into.
+    inlined_into: HashMap<FrameId, FrameId>,
     /// Processes forgotten since the binaries were last released.
     forgotten: usize,
     /// The demangling style, the directories, the binary cache.
@@ -325,6 +330,7 @@ impl Symbolizer {
             vdso_here: false,
             here: false,
             inline_cache: HashMap::default(),
+            inlined_into: HashMap::default(),
             forgotten: 0,
             options: options.clone(),
         };
@@ -933,11 +939,13 @@ impl Symbolizer {
                     return f;
                 }
                 let label = format!("{n} (inlined)");
-                self.intern(FrameKey::Inline(m.dso, label.clone()), || Frame {
+                let id = self.intern(FrameKey::Inline(m.dso, f, label.clone()), || Frame {
                     dso: m.dso,
                     name: FrameName::Symbol(label),
                     kernel: false,
-                })
+                });
+                self.inlined_into.insert(id, f);
+                id
             })
             .collect();
         let frames = if frames.is_empty() {
@@ -983,6 +991,12 @@ impl Symbolizer {
         self.frames.push(frame);
         self.frame_ids.insert(key, id);
         id
+    }
+
+    /// The frame an inlined function's frame ([`Symbolizer::inline_frames`])
+    /// is inlined into; `None` for any other frame.
+    pub fn inlined_into(&self, id: FrameId) -> Option<FrameId> {
+        self.inlined_into.get(&id).copied()
     }
 
     /// The start of a frame's symbol (ELF virtual address for user code,

@@ -1045,3 +1045,102 @@ fn annotate_without_a_symbol_annotates_every_sampled_function_as_perf() {
         }
     }
 }
+
+/// A `--stdio` report's rows, each with the call graph under it, sorted
+/// (rows of equal share come in another order: docs/perf-sampling.md),
+/// without those of the dynamic loader's start-up (whose entry perf and
+/// pmx name by two aliases, `_dl_start_user` and `_start`); a PLT entry's
+/// name is `@plt` (perf 6.1 names libc's so: docs/memory.md).
+fn row_blocks(out: &str) -> Vec<String> {
+    let plt = |l: &str| match l.rsplit_once(' ') {
+        Some((head, name)) if name.ends_with("@plt") => format!("{head} @plt"),
+        _ => l.to_string(),
+    };
+    let is_row = |l: &str| {
+        l.starts_with(' ')
+            && l.split_whitespace()
+                .next()
+                .is_some_and(|x| x.ends_with('%'))
+    };
+    let mut blocks: Vec<String> = Vec::new();
+    for l in out.lines().filter(|l| !l.starts_with('#')) {
+        let l = &plt(l);
+        match blocks.last_mut() {
+            Some(b) if !is_row(l) => {
+                b.push_str(l.trim_end());
+                b.push('\n');
+            }
+            _ if is_row(l) => blocks.push(format!("{}\n", l.trim_end())),
+            _ => {}
+        }
+    }
+    let mut v: Vec<String> = (blocks.into_iter())
+        .map(|b| b.trim_end().to_string())
+        .filter(|b| !b.contains("_start") && !b.contains("ld-linux"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn unnamed_frames_of_a_stripped_program_are_named_as_perf_names_them() {
+    let Some(s) = Setup::new() else { return };
+    // Debian's sh (dash) is stripped: its functions are addresses. perf
+    // prints a chain's unnamed frame at the address the process ran it
+    // (`0x55d1c3a0be77`) and makes a row of it, apart from the sample's
+    // own row at the binary's offset (`0x000000000000ae77`), which holds
+    // the sample's chains; with DWARF chains a caller is named at the
+    // call (its return address - 1). `-s dso` counts a sample once per
+    // binary on its chain.
+    let sh = "/bin/sh";
+    let script = "i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done";
+    for (name, how) in [("sh-fp.data", "fp"), ("sh-dw.data", "dwarf")] {
+        let data = s.path(name);
+        let d = data.to_str().unwrap();
+        let rec = ["record", "-q", "--call-graph", how, "-e", "task-clock:u"];
+        s.run(false, &[&rec[..], &["-o", d, sh, "-c", script]].concat());
+        for extra in [
+            &[][..],
+            &["--no-children"],
+            &["-s", "dso"],
+            &["-g", "caller"],
+        ] {
+            let args = [&["report", "-i", d, "--stdio"][..], extra].concat();
+            let (perf, pmx) = s.both(&args);
+            let absolute = |out: &str| out.contains("[.] 0x00005");
+            if extra.is_empty() && !absolute(&perf) {
+                eprintln!("note: {sh} has symbols here: no unnamed frame to compare");
+            }
+            if how == "fp" {
+                let (p, x) = (row_blocks(&perf), row_blocks(&pmx));
+                assert_eq!(p, x, "{name} {extra:?}\nperf:\n{perf}\npmx:\n{pmx}");
+                continue;
+            }
+            // pmx's unwinder and perf's (libdw) end a few stacks of a
+            // stripped program apart: the rows' names and shares, each
+            // row of 2% in either present in both within a point.
+            let (p, x) = (row_shares(&perf), row_shares(&pmx));
+            for (row, share) in p.iter().chain(&x).filter(|(_, v)| **v >= 2.0) {
+                let (a, b) = (p.get(row).copied(), x.get(row).copied());
+                let close = a.zip(b).is_some_and(|(a, b)| (a - b).abs() <= 1.0);
+                assert!(
+                    close,
+                    "{name} {extra:?} {row} ({share}%): perf {a:?}, pmx {b:?}"
+                );
+            }
+        }
+    }
+}
+
+/// A `--stdio` report's rows (their key cells) and first share.
+fn row_shares(out: &str) -> std::collections::HashMap<String, f64> {
+    (out.lines())
+        .filter(|l| l.starts_with(' ') && !l.trim_start().starts_with('|'))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let share = w.next()?.strip_suffix('%')?.parse().ok()?;
+            let key: Vec<&str> = w.skip_while(|c| c.ends_with('%')).collect();
+            Some((key.join(" "), share))
+        })
+        .collect()
+}

@@ -44,6 +44,10 @@ pub(super) struct EventAcc {
 
 pub(super) const NONE: u32 = u32::MAX;
 
+/// Where the kernel's half of the address space begins (x86-64, AArch64
+/// with 48-bit addresses: above it only kernel code runs).
+const KERNEL_SPACE: u64 = 0xffff_0000_0000_0000;
+
 /// In a stack's key, before the sample's own frame when the chain names
 /// its leaf otherwise (see `State::add_stack`): no frame id reaches it.
 pub(super) const OWN_ROW: u32 = u32::MAX - 1;
@@ -664,7 +668,11 @@ impl<'o> State<'o> {
     /// is named at the call (`a - 1`), as perf's DWARF unwinder gives it.
     fn caller_frame(&mut self, kernel: bool, pid: u32, call: u64, a: u64) -> (FrameId, u64) {
         if kernel {
-            return (self.sym.kernel_frame(call), call);
+            // A user-space value after a kernel marker (a frame-pointer
+            // walk through code without frame pointers can write one) is
+            // in no kernel symbol: perf shows it as read.
+            let at = if a < KERNEL_SPACE { a } else { call };
+            return (self.sym.kernel_frame(at), at);
         }
         let f = self.sym.user_frame(pid, call);
         let named = !matches!(self.sym.frame(f).name, FrameName::Address(_));

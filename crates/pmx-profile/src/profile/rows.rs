@@ -5,7 +5,7 @@
 use super::aggregate::{EventAcc, RawKey, NONE};
 use super::groups::{GroupAcc, Moments};
 use super::types::{
-    BinaryStack, EventProfile, GroupRow, GroupTable, KernelSymbols, Options, Row, SortKey,
+    BinaryStack, EventProfile, GroupRow, GroupTable, KernelSymbols, Options, Row, SortKey, INLINED,
     SOURCE_LINE_ROWS,
 };
 use pmx_symbols::kernel::Kallsyms;
@@ -86,8 +86,8 @@ fn binary_stacks(
     type Key = (String, Vec<(String, u32)>, Option<(String, u32)>);
     let mut by_names: std::collections::BTreeMap<Key, (u64, u64, Vec<u64>)> = Default::default();
     let named = |f: FrameId| {
-        let fr = sym.frame(remap_frame(f));
-        (fr.label(), fr.dso)
+        let f = remap_frame(f);
+        (sym.frame(f).label(), link_binary(sym, f))
     };
     let start = |f: FrameId| {
         let f = remap_frame(f);
@@ -118,6 +118,17 @@ fn binary_stacks(
             },
         )
         .collect()
+}
+
+/// A frame's [`Row::binary`]: its binary's id, or for an inlined
+/// function [`INLINED`] and the frame it is inlined into (perf's row of
+/// an inlined function spans the function it is inlined into, so one of
+/// one name inlined into two functions is two rows, each with its chains).
+fn link_binary(sym: &Symbolizer, f: FrameId) -> u32 {
+    match sym.inlined_into(f) {
+        Some(outer) => INLINED | outer,
+        None => sym.frame(f).dso,
+    }
 }
 
 /// A leader's group table: its rows merged like [`rows`]' and named.
@@ -201,8 +212,11 @@ fn named_row(
         dso: (options.sort.contains(&SortKey::Dso) && k.dso != NONE)
             .then(|| sym.dso(k.dso).short.clone()),
         symbol: frame.as_ref().map(|f| f.label()),
-        binary: (frame.as_ref().map(|f| f.dso))
-            .or((options.sort.contains(&SortKey::Dso) && k.dso != NONE).then_some(k.dso)),
+        binary: ((k.frame != NONE).then(|| link_binary(sym, k.frame))).or((options
+            .sort
+            .contains(&SortKey::Dso)
+            && k.dso != NONE)
+            .then_some(k.dso)),
         kernel: frame.as_ref().is_some_and(|f| f.kernel)
             || (k.frame == NONE && k.dso == KERNEL_DSO),
         cpu: (k.cpu != NONE).then_some(k.cpu),

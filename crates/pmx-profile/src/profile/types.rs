@@ -150,6 +150,11 @@ impl Default for Options {
     }
 }
 
+/// The bit of [`Row::binary`] (and a [`BinaryStack`] frame's binary)
+/// that marks an inlined function: the rest is the frame it is inlined
+/// into, not a binary.
+pub const INLINED: u32 = 1 << 31;
+
 /// One row of a hotspot table: the key's parts (those sorted by) and the totals.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
@@ -164,7 +169,9 @@ pub struct Row {
     /// The binary of the row's function, or of a row of a binary and no
     /// function (`--sort dso`): an id of the profile's, the same as in
     /// [`EventProfile::binary_stacks`] (`None` for a row of neither, or
-    /// one joined from functions of several binaries).
+    /// one joined from functions of several binaries). An inlined
+    /// function's is [`INLINED`] with the id of the frame it is inlined
+    /// into (one row, and one set of chains, per outer function, as perf).
     pub binary: Option<u32>,
     /// Whether the symbol is kernel code (`[k]`) rather than user (`[.]`).
     pub kernel: bool,
