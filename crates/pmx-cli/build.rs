@@ -20,13 +20,15 @@ fn main() {
     };
     println!("cargo:rustc-env=PMX_VERSION={full}");
     // The released binary's size and start-up (docs/BENCHMARKS.md, issue
-    // 43): its relative relocations packed (RELR: a bitmap, not 24 bytes
-    // each, so ld.so reads ~6 KiB instead of ~700 KiB at every start) and
-    // identical functions folded into one (lld's option: only when rustc
-    // links with its own lld). Test builds are linked as before: their
-    // symbols stay one address each.
+    // 43): relative relocations packed (RELR), identical functions folded
+    // (lld's `--icf`, only when rustc links with its own lld), and `pmx`
+    // linked position-dependent (`-no-pie`; glibc still shared, so libpfm4
+    // is dlopen'ed): ld.so applies none of its ~29,000 relative relocations
+    // and writes none of its pages, but its own code loses ASLR (libraries,
+    // heap, stack keep it). Test builds are linked as before.
     if std::env::var("PROFILE").is_ok_and(|p| p == "release") {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+        println!("cargo:rustc-link-arg-bin=pmx=-no-pie");
         if links_with_rust_lld() {
             println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
         }
