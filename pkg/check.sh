@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The install paths, as a user takes them (run by .ci/run):
 #  1. `cargo install --locked --path crates/pmx-cli` gives a binary of at
-#     most 20 MiB that runs and names its commit;
+#     most 20 MiB that runs and names its commit, most names of
+#     crates/pmx-cli/startup.order still its functions;
 #  2. pkg/deb.sh builds the Debian package; its file list holds every
 #     file it must; extracted into a temporary root, its binary runs, its
 #     man page renders with `man -l`, a C program builds against its
 #     libpmx through its pmx.pc and counts, and its bash completion
 #     completes `pmx stat -e task-c` to task-clock.
 # Both builds share target/release (cargo install --target-dir), so the
-# release build is made once. Needs dpkg-deb, man (man-db), gcc,
+# release build is made once. Needs dpkg-deb, binutils, man (man-db), gcc,
 # pkg-config, bash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,13 @@ pmx=$tmp/cargo/bin/pmx
 size=$(stat -c %s "$pmx")
 echo "cargo install: $pmx, $((size / 1024)) KiB"
 [ "$size" -le $((20 * 1024 * 1024)) ] || fail "the installed pmx is $size bytes, over 20 MiB"
+# Its start-up functions side by side (crates/pmx-cli/build.rs): the names
+# in startup.order carry crate hashes, which a new toolchain or dependency
+# changes; when most are gone from the binary, the order file is stale.
+order=crates/pmx-cli/startup.order
+kept=$(nm --defined-only "$pmx" | awk '{print $3}' | sort -u | comm -12 - <(sort -u "$order") | wc -l)
+[ $((kept * 2)) -ge "$(wc -l <"$order")" ] ||
+  fail "only $kept names of $order are in the installed pmx: run python3 bench/startup_order.py, then build again"
 version=$("$pmx" --version)
 grep -Eq '^pmx [0-9.]+ \([0-9a-f]{12} [0-9-]{10}\)$' <<<"$version" ||
   fail "pmx --version does not name the commit: $version"

@@ -10,9 +10,11 @@
 #   /lib/systemd/system/pmx-serve.service and /etc/pmx/serve.conf (a
 #                                         conffile) from deploy/
 #   /usr/share/doc/pmx/                   copyright, both licenses, README
-# The release build is `cargo build --release --locked -p pmx-cli -p
-# pmx-capi` unless PMX_NO_BUILD is set (the binaries are already in
-# $CARGO_TARGET_DIR/release, e.g. after `cargo install --target-dir`).
+# The release build is `cargo build --release --locked -p pmx-cli`, then
+# `-p pmx-capi` (apart, as `cargo install` builds pmx: the same crates, so
+# the function names of crates/pmx-cli/startup.order) unless PMX_NO_BUILD
+# is set (the binaries are already in $CARGO_TARGET_DIR/release, e.g.
+# after `cargo install --target-dir`).
 # Needs dpkg-deb, gzip, strip and objdump (binutils); no root (files are owned by root in the
 # package through --root-owner-group).
 set -eu
@@ -20,7 +22,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$repo/target/debian}
 rel=${CARGO_TARGET_DIR:-$repo/target}/release
 if [ -z "${PMX_NO_BUILD:-}" ]; then
-    cargo build --release --locked -q -p pmx-cli -p pmx-capi --manifest-path "$repo/Cargo.toml"
+    cargo build --release --locked -q -p pmx-cli --manifest-path "$repo/Cargo.toml"
+    cargo build --release --locked -q -p pmx-capi --manifest-path "$repo/Cargo.toml"
 fi
 for f in pmx libpmx.so libpmx.a; do
     [ -e "$rel/$f" ] || { echo "pkg/deb.sh: $rel/$f is missing (cargo build --release -p pmx-cli -p pmx-capi)" >&2; exit 1; }

@@ -20,15 +20,24 @@ fn main() {
     };
     println!("cargo:rustc-env=PMX_VERSION={full}");
     // The released binary's size and start-up (docs/BENCHMARKS.md, issue
-    // 43): its relative relocations packed (RELR: a bitmap, not 24 bytes
-    // each, so ld.so reads ~6 KiB instead of ~700 KiB at every start) and
-    // identical functions folded into one (lld's option: only when rustc
-    // links with its own lld). Test builds are linked as before: their
-    // symbols stay one address each.
+    // 43): relative relocations packed (RELR), identical functions folded
+    // (lld's `--icf`, only when rustc links with its own lld), and `pmx`
+    // linked position-dependent (`-no-pie`; glibc still shared, so libpfm4
+    // is dlopen'ed): ld.so applies none of its ~29,000 relative relocations
+    // and writes none of its pages, but its own code loses ASLR (libraries,
+    // heap, stack keep it). With lld, the functions a short run executes
+    // (startup.order, written by bench/startup_order.py) are placed side by
+    // side: ~6 windows of text faulted in at start instead of ~47. Test
+    // builds are linked as before.
     if std::env::var("PROFILE").is_ok_and(|p| p == "release") {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+        println!("cargo:rustc-link-arg-bin=pmx=-no-pie");
         if links_with_rust_lld() {
             println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+            let order = Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
+                .join("startup.order");
+            println!("cargo:rerun-if-changed={}", order.display());
+            println!("cargo:rustc-link-arg-bin=pmx=-Wl,--no-warn-symbol-ordering,--symbol-ordering-file={}", order.display());
         }
     }
     // Built again when HEAD moves: HEAD itself, the branch it names, and
