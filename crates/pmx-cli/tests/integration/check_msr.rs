@@ -114,7 +114,7 @@ fn simulate(m: &Machine, branch_extra: u64, stop: Arc<AtomicBool>) -> JoinHandle
                         let ev = (sel & 0xff, (sel >> 8) & 0xff);
                         let filtered =
                             ev != (0xb7, 0x01) || get(f, OFFCORE_RSP_0) == LLC_MISS_FILTER;
-                        let ev = Some(ev).filter(|_| filtered).unwrap_or((0, 0));
+                        let ev = if filtered { ev } else { (0, 0) };
                         bump(PMC0 + i, counts(&words, Some(ev), branch_extra));
                     }
                 }
