@@ -192,6 +192,21 @@ mod tests {
         try_write("0x38d", 0x3, &p).unwrap();
         try_write("IA32_PMC3", (1 << 48) - 1, &p).unwrap();
         try_write("MSR_UNC_PERF_GLOBAL_CTRL", 0x2000_001f, &p).unwrap();
+        // The offcore-response filters: bits 37:0.
+        try_write("MSR_OFFCORE_RSP_0", 0x3f_fc02_0001, &p).unwrap();
+        try_write("0x1a7", 0x3f_ffff_ffff, &p).unwrap();
+    }
+
+    #[test]
+    fn offcore_filters_and_pebs_qualifiers() {
+        let p = intel();
+        let e = try_write("MSR_OFFCORE_RSP_1", 1 << 38, &p).unwrap_err();
+        assert!(e.to_string().contains("reserved bits 63:38"), "{e}");
+        for name in ["MSR_PEBS_LD_LAT_THRESHOLD", "0x3f7"] {
+            let e = try_write(name, 3, &p).unwrap_err();
+            assert!(matches!(e, Refusal::ReadOnly { .. }), "{name}: {e}");
+            assert!(e.to_string().contains("PEBS"), "{e}");
+        }
     }
 
     #[test]

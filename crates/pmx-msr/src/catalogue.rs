@@ -368,6 +368,27 @@ pub static RAPL_ENERGY_FIELDS: &[FieldDef] = &[
     rsv(32, 63),
 ];
 
+/// `MSR_OFFCORE_RSP_0/1` (0x1A6/0x1A7): request types in 15:0, response
+/// (supplier and snoop) types in 37:16, bit by bit per model (SDM vol.
+/// 3B, "Off-core Response Performance Monitoring", per microarchitecture).
+pub static OFFCORE_RSP_FIELDS: &[FieldDef] = &[
+    val(
+        "REQUEST",
+        0,
+        15,
+        "request types (demand data read bit 0, RFO bit 1, code read bit 2 …; per model)",
+    ),
+    bit("ANY_RESPONSE", 16, "any response type"),
+    val(
+        "SUPPLIER",
+        17,
+        30,
+        "supplier (where the data came from; per model)",
+    ),
+    val("SNOOP", 31, 37, "snoop response (per model)"),
+    rsv(38, 63),
+];
+
 /// `MSR_UNC_PERF_GLOBAL_CTRL` (6th-gen Core, 0xE01).
 pub static UNC_GLOBAL_CTRL_FIELDS: &[FieldDef] = &[
     bit("SLICE0_SEL", 0, "core/slice 0 select for the PMI"),
@@ -557,6 +578,12 @@ pub static CATALOGUE: &[MsrDef] = &[
         "write 1s to clear IA32_PERF_GLOBAL_STATUS bits"),
     def("IA32_PEBS_ENABLE", &["MSR_IA32_PEBS_ENABLE"], 0x3F1, 0, 1, INTEL, S::Thread, R::Control, None, &[], W::No,
         "PEBS enables; not written by pmx: PEBS needs a DS save area the kernel sets up"),
+    def("MSR_OFFCORE_RSP_x", &["MSR_OFFCORE_RESPONSE_x", "OFFCORE_RSP_x"], 0x1A6, 1, 2, INTEL, S::Thread, R::Control, None, OFFCORE_RSP_FIELDS, W::LayoutFields,
+        "offcore-response filter x: what OFFCORE_RESPONSE_x (0x01b7/0x01bb; OCR 0x012a/0x012b from Sapphire Rapids on) counts (perf's offcore_rsp)"),
+    def("MSR_PEBS_LD_LAT_THRESHOLD", &["MSR_PEBS_LD_LAT", "PEBS_LD_LAT"], 0x3F6, 0, 1, INTEL, S::Thread, R::Control, None, &[], W::No,
+        "load-latency threshold of PEBS records (perf's ldlat); not written by pmx: it qualifies only PEBS, which needs the kernel's DS area"),
+    def("MSR_PEBS_FRONTEND", &["PEBS_FRONTEND"], 0x3F7, 0, 1, INTEL, S::Thread, R::Control, None, &[], W::No,
+        "front-end event qualifier of FRONTEND_RETIRED's PEBS records (perf's frontend); not written by pmx: it sets up no PEBS"),
     def("IA32_A_PMCx", &["MSR_IA32_PMCx_FULL", "A_PMCx"], 0x4C1, 1, 8, INTEL, S::Thread, R::Counter, None, &[], W::Counter(C::General),
         "full-width write alias of IA32_PMCx"),
     // Intel RAPL (package).
@@ -870,6 +897,7 @@ mod tests {
             AMD_GLOBAL_STATUS_FIELDS,
             AMD_DF_CTL_FIELDS,
             AMD_L3_CTL_FIELDS,
+            OFFCORE_RSP_FIELDS,
         ] {
             let mut next = 0u32;
             for f in list {

@@ -15,19 +15,22 @@
 //!   or the permission to write (kernel lockdown, `msr.allow_writes`).
 //! - [`catalogue`]: the PMU registers pmx knows — Intel `IA32_PMCx`,
 //!   `IA32_PERFEVTSELx`, fixed counters and their control, global
-//!   control/status, RAPL, the 6th-gen Core client uncore; AMD `PERF_CTLx`/
+//!   control/status, the offcore-response filters `MSR_OFFCORE_RSP_0/1`,
+//!   RAPL, the 6th-gen Core client uncore; AMD `PERF_CTLx`/
 //!   `PERF_CTRx`, the core-counter extension, PerfMonV2, RAPL — with names
 //!   (case-insensitive, `IA32_PERFEVTSEL0`), addresses, vendor, [`Scope`]
 //!   and writable bits; fields through `pmx-model`'s register layouts.
 //! - [`cache_events`]: the kernel's generic cache events (`L1-dcache-loads`
-//!   …) as event selects, from its per-model tables.
+//!   …) as event selects, from its per-model tables (on Intel `LLC-*` and
+//!   `node-*` with their `OFFCORE_RESPONSE` filters).
 //! - [`scope`]: core- and package-scope registers are read once per domain,
 //!   from one CPU of it, and reported per domain.
 //! - [`allow`]: writes go only to the vendor's PMU control and counter
 //!   registers, and only to their writable bits.
 //! - [`mod@plan`]: a list of events (as `pmx-model` [`Encoded`] values) becomes
-//!   an ordered list of writes per CPU — counters zeroed, event selects,
-//!   fixed control, global control last — with no side effects.
+//!   an ordered list of writes per CPU — counters zeroed, offcore-response
+//!   filters, event selects, fixed control, global control last — with no
+//!   side effects.
 //! - [`session`]: checks nobody else uses the counters, saves every register
 //!   it will touch, applies a plan, reads deltas with wrap-around at the
 //!   counter width, and restores everything on drop, on panic, and (through

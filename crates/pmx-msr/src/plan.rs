@@ -5,11 +5,14 @@
 //! writes in the order they must happen:
 //!
 //! 1. [`Step::ZeroCounter`]: the counters that will count are set to 0;
-//! 2. [`Step::EventSelect`]: `IA32_PERFEVTSELx` / AMD `PERF_CTLx` / uncore
+//! 2. [`Step::OffcoreFilter`]: an Intel `OFFCORE_RESPONSE` event's filter
+//!    (perf's `offcore_rsp`, `config1`) goes to its `MSR_OFFCORE_RSP_0/1`
+//!    ([`offcore_register`]), before the event select that counts with it;
+//! 3. [`Step::EventSelect`]: `IA32_PERFEVTSELx` / AMD `PERF_CTLx` / uncore
 //!    event selects get the event (with EN set);
-//! 3. [`Step::FixedControl`]: Intel `IA32_FIXED_CTR_CTRL` gets the fields of
+//! 4. [`Step::FixedControl`]: Intel `IA32_FIXED_CTR_CTRL` gets the fields of
 //!    the fixed counters used;
-//! 4. [`Step::GlobalControl`]: `IA32_PERF_GLOBAL_CTRL` (bit x for PMCx, bit
+//! 5. [`Step::GlobalControl`]: `IA32_PERF_GLOBAL_CTRL` (bit x for PMCx, bit
 //!    32 + x for FIXED_CTRx), AMD PerfMonV2 `PerfCntrGlobalCtl`, or the
 //!    client uncore's `MSR_UNC_PERF_GLOBAL_CTRL` — last, so every counter
 //!    starts at once from a known value.
@@ -21,6 +24,12 @@
 //! hardware events to the architectural (Intel) or Zen (AMD) encodings;
 //! [`crate::generic_cache_event`] maps the generic cache events by CPU
 //! model ([`crate::cache_events`]).
+//!
+//! Each filter register holds one value, so one `OFFCORE_RESPONSE` event
+//! per register at a time ([`PlanError::FilterTaken`]). Other `config1`
+//! users are refused with the reason: `ldlat` (`MSR_PEBS_LD_LAT_THRESHOLD`,
+//! 0x3f6) and `frontend` (`MSR_PEBS_FRONTEND`, 0x3f7) qualify PEBS
+//! records, and pmx-msr sets up no PEBS.
 //!
 //! Thread-scope events are programmed on every selected CPU; client uncore
 //! events (PMU `uncore_cbox_N`, `uncore_arb`) once per package, on the
@@ -215,6 +224,8 @@ pub enum CounterId {
 pub enum Step {
     /// Set a counter to zero.
     ZeroCounter,
+    /// Set an `OFFCORE_RESPONSE` event's filter register.
+    OffcoreFilter,
     /// Program an event select.
     EventSelect,
     /// Program the fixed-counter control.
@@ -228,6 +239,7 @@ impl Step {
     pub fn describe(self) -> &'static str {
         match self {
             Step::ZeroCounter => "zero the counter",
+            Step::OffcoreFilter => "set the offcore-response filter",
             Step::EventSelect => "select the event",
             Step::FixedControl => "enable fixed counters",
             Step::GlobalControl => "enable globally",
@@ -444,6 +456,18 @@ pub enum PlanError {
         /// Its allowed counters.
         allowed: Vec<u32>,
     },
+    /// Two `OFFCORE_RESPONSE` events want the same filter register.
+    #[error("{event}: {register} already holds the filter of {other}; one OFFCORE_RESPONSE event per filter register at a time: count this one with the other register's event ({alternative}) or in another run")]
+    FilterTaken {
+        /// The event.
+        event: String,
+        /// The register (`MSR_OFFCORE_RSP_0`).
+        register: String,
+        /// The event that has it.
+        other: String,
+        /// The event select that uses the other register.
+        alternative: String,
+    },
     /// A fixed counter the CPU does not have.
     #[error("{event}: fixed counter {index} does not exist here ({available} fixed counters)")]
     FixedAbsent {
@@ -539,8 +563,44 @@ pub fn intel_fixed_index(register: u64) -> Option<u32> {
     (event == 0 && (1..=8).contains(&umask)).then(|| umask as u32 - 1)
 }
 
+/// `MSR_OFFCORE_RSP_0`; `MSR_OFFCORE_RSP_1` follows it (0x1a7).
+pub const OFFCORE_RSP_BASE: u32 = 0x1A6;
+
+/// The bits of `MSR_OFFCORE_RSP_x` any Intel core defines (37:0; each
+/// model reserves some of them, and the kernel's per-model masks are
+/// narrower): request types 15:0, response types 37:16.
+pub const OFFCORE_RSP_VALID: u64 = (1 << 38) - 1;
+
+/// The `MSR_OFFCORE_RSP_x` (0 or 1) whose filter an Intel event select
+/// counts with, by event and unit mask as the kernel pairs them (its
+/// `extra_regs` tables, Linux 6.1): `OFFCORE_RESPONSE_0` 0x01b7 and
+/// `OFFCORE_RESPONSE_1` 0x01bb (Nehalem to Tiger Lake, Ice Lake-SP),
+/// `OCR` 0x012a/0x012b (Sapphire Rapids, Granite Rapids, the Golden Cove
+/// cores of Alder Lake and later), 0x01b7/0x02b7 (the Atom cores:
+/// Silvermont to Gracemont). `None`: not an offcore-response event.
+pub fn offcore_register(select: u64) -> Option<u32> {
+    match select & 0xffff {
+        0x01b7 | 0x012a => Some(0),
+        0x01bb | 0x02b7 | 0x012b => Some(1),
+        _ => None,
+    }
+}
+
+/// The event select of the same kind that counts with the other filter
+/// register, for [`PlanError::FilterTaken`]'s advice.
+fn offcore_alternative(select: u64) -> &'static str {
+    match select & 0xffff {
+        0x01b7 => "event=0xbb,umask=0x1 on the big cores, event=0xb7,umask=0x2 on Atom cores",
+        0x012a => "event=0x2b,umask=0x1",
+        0x012b => "event=0x2a,umask=0x1",
+        _ => "event=0xb7,umask=0x1",
+    }
+}
+
 enum Kind {
-    General(u64),
+    /// An event select, and the `MSR_OFFCORE_RSP_x` index and value of an
+    /// `OFFCORE_RESPONSE` event.
+    General(u64, Option<(u32, u64)>),
     Fixed(u32, u64),
     Uncore(Unit, u64),
 }
@@ -584,13 +644,14 @@ pub fn plan(
         .zip(notes.iter_mut())
         .map(|(e, n)| classify(e, pmu, n))
         .collect::<Result<_, _>>()?;
+    filters_once(events, &kinds)?;
 
     let counters = assign(events, &kinds, pmu)?;
     let mut planned = Vec::with_capacity(events.len());
     for (i, (e, kind)) in events.iter().zip(&kinds).enumerate() {
         let counter = counters[i];
         let (counter_msr, control_name, value, scope, width) = match (kind, counter) {
-            (Kind::General(v), CounterId::General { index }) => {
+            (Kind::General(v, _), CounterId::General { index }) => {
                 let (ctr, ctl) = general_msrs(pmu, index);
                 (ctr, ctl.name(), *v, Scope::Thread, pmu.widths.general)
             }
@@ -659,6 +720,14 @@ pub fn plan(
                     CounterId::General { index } => {
                         let (ctr, ctl) = general_msrs(pmu, index);
                         push(Step::ZeroCounter, cpu, ctr, 0);
+                        if let Kind::General(_, Some((rsp, filter))) = kinds[i] {
+                            push(
+                                Step::OffcoreFilter,
+                                cpu,
+                                msr("MSR_OFFCORE_RSP_x", rsp),
+                                filter,
+                            );
+                        }
                         push(Step::EventSelect, cpu, ctl, p.control_value);
                         global |= 1 << index;
                     }
@@ -745,6 +814,26 @@ pub fn plan(
     })
 }
 
+/// One `OFFCORE_RESPONSE` event per filter register.
+fn filters_once(events: &[MsrEvent], kinds: &[Kind]) -> Result<(), PlanError> {
+    let mut owner: [Option<usize>; 2] = [None; 2];
+    for (i, k) in kinds.iter().enumerate() {
+        let Kind::General(select, Some((rsp, _))) = *k else {
+            continue;
+        };
+        if let Some(other) = owner[rsp as usize] {
+            return Err(PlanError::FilterTaken {
+                event: events[i].name.clone(),
+                register: format!("MSR_OFFCORE_RSP_{rsp}"),
+                other: events[other].name.clone(),
+                alternative: offcore_alternative(select).to_string(),
+            });
+        }
+        owner[rsp as usize] = Some(i);
+    }
+    Ok(())
+}
+
 fn uncore_ctr_template(index: u32) -> &'static str {
     if index == 0 {
         "MSR_UNC_CBO_x_PERFCTR0"
@@ -799,14 +888,33 @@ fn classify(e: &MsrEvent, pmu: &PmuCounters, notes: &mut Vec<String>) -> Result<
         }
     }
     match enc.register_kind {
-        // perf's `config1` (`offcore_rsp`, `ldlat`, `frontend`) is the
-        // value of a register beside the event select; programmed without
-        // it, OFFCORE_RESPONSE would count whatever filter that register
-        // holds: refused rather than counted wrong.
+        // perf's `config1` is the value of a register beside the event
+        // select: an OFFCORE_RESPONSE event's filter is programmed with
+        // it (also 0, as the kernel writes it: never whatever the register
+        // held); `ldlat` and `frontend` qualify PEBS records only, so an
+        // event with them is refused rather than counted wrong.
+        RegisterKind::IntelEvtSel if offcore_register(v).is_some() => {
+            let filter = enc.attr.config1;
+            let index = offcore_register(v).unwrap_or(0);
+            if filter & !OFFCORE_RSP_VALID != 0 {
+                return Err(PlanError::NotProgrammable {
+                    event: e.name.clone(),
+                    why: format!(
+                        "its offcore_rsp {filter:#x} sets bits {:#x}, above bit 37 of MSR_OFFCORE_RSP_{index}, which no Intel core defines",
+                        filter & !OFFCORE_RSP_VALID
+                    ),
+                });
+            }
+            notes.push(format!(
+                "filter: MSR_OFFCORE_RSP_{index} ({:#x}) = {filter:#x}",
+                OFFCORE_RSP_BASE + index
+            ));
+            Ok(Kind::General(v, Some((index, filter))))
+        }
         RegisterKind::IntelEvtSel if enc.attr.config1 != 0 => Err(PlanError::NotProgrammable {
             event: e.name.clone(),
             why: format!(
-                "its config1 {:#x} (offcore_rsp, ldlat or frontend) goes to an auxiliary MSR (MSR_OFFCORE_RSP_0/1 at 0x1a6/0x1a7, MSR_PEBS_LD_LAT_THRESHOLD, MSR_PEBS_FRONTEND) that pmx-msr does not program, and counted without it the number would be wrong: count it with --backend perf",
+                "its config1 {:#x} (ldlat or frontend) goes to MSR_PEBS_LD_LAT_THRESHOLD (0x3f6) or MSR_PEBS_FRONTEND (0x3f7), which qualify PEBS records, and pmx-msr sets up no PEBS; counted without it the number would be wrong: count it with --backend perf",
                 enc.attr.config1
             ),
         }),
@@ -845,9 +953,9 @@ fn classify(e: &MsrEvent, pmu: &PmuCounters, notes: &mut Vec<String>) -> Result<
                 }
                 return Ok(Kind::Fixed(index, nibble));
             }
-            Ok(Kind::General(v))
+            Ok(Kind::General(v, None))
         }
-        RegisterKind::AmdPerfCtl => Ok(Kind::General(v)),
+        RegisterKind::AmdPerfCtl => Ok(Kind::General(v, None)),
         RegisterKind::IntelUncoreEvtSel => {
             let pmu_name = enc.attr.pmu.as_str();
             let unit = if let Some(n) = pmu_name.strip_prefix("uncore_cbox_") {
@@ -906,7 +1014,7 @@ fn assign(
         }
     }
     let general: Vec<usize> = (0..kinds.len())
-        .filter(|&i| matches!(kinds[i], Kind::General(_)))
+        .filter(|&i| matches!(kinds[i], Kind::General(..)))
         .collect();
     if general.len() > pmu.general as usize {
         return Err(PlanError::TooMany {
@@ -1138,25 +1246,160 @@ mod tests {
         ));
     }
 
+    /// `OFFCORE_RESPONSE_0/1` with their filters: each filter written to
+    /// its register after the counters are zeroed and before the event
+    /// selects, decoded, restored with the rest.
     #[test]
-    fn an_auxiliary_register_value_is_refused_not_dropped() {
+    fn offcore_filters_go_to_their_registers() {
         let pmu = PmuCounters::assumed(Arch::Intel, None);
-        let offcore = vec![MsrEvent::new(
-            "o",
-            enc("cpu/event=0xb7,umask=0x1,offcore_rsp=0x10001/", Arch::Intel),
-        )];
-        match plan(&offcore, &[0], &pmu, &Topology::default()) {
-            Err(PlanError::NotProgrammable { why, .. }) => {
-                assert!(why.contains("0x10001") && why.contains("0x1a6"), "{why}")
-            }
-            other => panic!("{other:?}"),
-        }
-        // The same event select without a filter value plans as before.
+        let events = vec![
+            MsrEvent::new(
+                "o0",
+                enc("cpu/event=0xb7,umask=0x1,offcore_rsp=0x10001/", Arch::Intel),
+            ),
+            MsrEvent::new(
+                "o1",
+                enc(
+                    "cpu/event=0xbb,umask=0x1,offcore_rsp=0x3fc0010002/",
+                    Arch::Intel,
+                ),
+            ),
+        ];
+        let p = plan(&events, &[0], &pmu, &Topology::default()).unwrap();
+        let w: Vec<(Step, u32, u64)> = p
+            .writes
+            .iter()
+            .map(|w| (w.step, w.address, w.new))
+            .collect();
+        assert_eq!(
+            w,
+            vec![
+                (Step::ZeroCounter, 0xc1, 0),
+                (Step::ZeroCounter, 0xc2, 0),
+                (Step::OffcoreFilter, 0x1a6, 0x10001),
+                (Step::OffcoreFilter, 0x1a7, 0x3fc0010002),
+                (Step::EventSelect, 0x186, 0x4301b7),
+                (Step::EventSelect, 0x187, 0x4301bb),
+                (Step::GlobalControl, 0x38f, 0b11),
+            ]
+        );
+        assert_eq!(p.writes[2].name, "MSR_OFFCORE_RSP_0");
+        assert_eq!(p.writes[3].name, "MSR_OFFCORE_RSP_1");
+        let fields: Vec<(&str, u64)> = p.writes[3]
+            .fields
+            .iter()
+            .map(|f| (f.field.name, f.value))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("REQUEST", 2),
+                ("ANY_RESPONSE", 1),
+                ("SUPPLIER", 1 << 13),
+                ("SNOOP", 0x7f),
+                ("reserved", 0)
+            ]
+        );
+        assert!(p.events[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("MSR_OFFCORE_RSP_0 (0x1a6) = 0x10001")));
+        let restored: Vec<u32> = p.restore_order().iter().map(|r| r.address).collect();
+        assert_eq!(
+            restored,
+            [0x38f, 0x187, 0x186, 0x1a7, 0x1a6, 0xc2, 0xc1, 0x38f]
+        );
+        // With no filter the kernel writes 0, and so does pmx: never
+        // whatever the register held.
         let bare = vec![MsrEvent::new(
             "b",
             enc("cpu/event=0xb7,umask=0x1/", Arch::Intel),
         )];
-        assert!(plan(&bare, &[0], &pmu, &Topology::default()).is_ok());
+        let p = plan(&bare, &[0], &pmu, &Topology::default()).unwrap();
+        assert!(p.writes.iter().any(|w| w.address == 0x1a6 && w.new == 0));
+        // The other pairs: Sapphire Rapids' OCR, the Atom cores' umask 2.
+        for (spec, address) in [
+            ("cpu/event=0x2a,umask=0x1,offcore_rsp=0x10001/", 0x1a6),
+            ("cpu/event=0x2b,umask=0x1,offcore_rsp=0x10001/", 0x1a7),
+            ("cpu/event=0xb7,umask=0x2,offcore_rsp=0x10001/", 0x1a7),
+        ] {
+            let p = plan(
+                &[MsrEvent::new("x", enc(spec, Arch::Intel))],
+                &[0],
+                &pmu,
+                &Topology::default(),
+            )
+            .unwrap();
+            let f: Vec<u32> = p
+                .writes
+                .iter()
+                .filter(|w| w.step == Step::OffcoreFilter)
+                .map(|w| w.address)
+                .collect();
+            assert_eq!(f, [address], "{spec}");
+        }
+    }
+
+    /// One event per filter register: a second on the same register (a
+    /// third offcore event always is one) is refused with the advice.
+    #[test]
+    fn a_filter_register_counts_one_event_at_a_time() {
+        let pmu = PmuCounters::assumed(Arch::Intel, None);
+        let o = |name: &str, spec: &str| MsrEvent::new(name, enc(spec, Arch::Intel));
+        let events = vec![
+            o("o0", "cpu/event=0xb7,umask=0x1,offcore_rsp=0x10001/"),
+            o("o1", "cpu/event=0xbb,umask=0x1,offcore_rsp=0x10002/"),
+            o("o2", "cpu/event=0xb7,umask=0x1,offcore_rsp=0x10004/"),
+        ];
+        match plan(&events, &[0], &pmu, &Topology::default()) {
+            Err(e @ PlanError::FilterTaken { .. }) => {
+                let why = e.to_string();
+                assert!(
+                    why.starts_with("o2: MSR_OFFCORE_RSP_0 already holds the filter of o0"),
+                    "{why}"
+                );
+                assert!(why.contains("event=0xbb,umask=0x1"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(plan(&events[..2], &[0], &pmu, &Topology::default()).is_ok());
+        let ocr = vec![
+            o("a", "cpu/event=0x2b,umask=0x1,offcore_rsp=0x1/"),
+            o("b", "cpu/event=0x2b,umask=0x1,offcore_rsp=0x2/"),
+        ];
+        let e = plan(&ocr, &[0], &pmu, &Topology::default()).unwrap_err();
+        assert!(
+            e.to_string().contains("MSR_OFFCORE_RSP_1") && e.to_string().contains("event=0x2a"),
+            "{e}"
+        );
+    }
+
+    /// `ldlat` and `frontend` qualify PEBS records only: refused with the
+    /// register and the reason, never counted without their value; a
+    /// filter past bit 37 likewise.
+    #[test]
+    fn pebs_qualifiers_are_refused_not_dropped() {
+        let pmu = PmuCounters::assumed(Arch::Intel, None);
+        for (spec, register) in [
+            ("cpu/event=0xcd,umask=0x1,ldlat=3/", "0x3f6"),
+            ("cpu/event=0xc6,umask=0x1,frontend=0x11/", "0x3f7"),
+            (
+                "cpu/event=0xb7,umask=0x1,offcore_rsp=0x10000000001/",
+                "above bit 37",
+            ),
+        ] {
+            match plan(
+                &[MsrEvent::new("q", enc(spec, Arch::Intel))],
+                &[0],
+                &pmu,
+                &Topology::default(),
+            ) {
+                Err(PlanError::NotProgrammable { why, .. }) => {
+                    assert!(why.contains(register), "{spec}: {why}")
+                }
+                other => panic!("{spec}: {other:?}"),
+            }
+        }
     }
 
     #[test]

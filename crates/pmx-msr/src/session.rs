@@ -12,8 +12,8 @@
 //!    to 0 first, then every saved register in reverse plan order, the
 //!    global controls' saved values last — and registers it for signals
 //!    ([`crate::signal`]);
-//! 4. applies the plan's writes in order (counters zeroed, event selects,
-//!    fixed control, global control last).
+//! 4. applies the plan's writes in order (counters zeroed, offcore-response
+//!    filters, event selects, fixed control, global control last).
 //!
 //! [`Session::read`] returns, per counter slot, the raw value, the delta
 //! since the last read and the running total; deltas are taken modulo
@@ -359,7 +359,7 @@ fn busy(plan: &Plan, saved: &[(Step, SavedRegister)]) -> Vec<String> {
                     out.push(format!("{label} already enables {}", enabled.join(", ")));
                 }
             }
-            Step::ZeroCounter => {}
+            Step::ZeroCounter | Step::OffcoreFilter => {}
         }
     }
     out

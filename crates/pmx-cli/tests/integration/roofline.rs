@@ -2,7 +2,9 @@
 //! FP or memory-controller counter exists), the chart is valid SVG with
 //! each ceiling's line and label, the JSON has the documented shape, and
 //! the DRAM ceiling is within the 15% of a STREAM triad compiled
-//! here with `cc -O3` — both measured in turns, each side's best kept.
+//! here with `cc -O3`, and the FMA ceiling within its 20% of clock ×
+//! FLOPs per cycle, gated on a multiply-add kernel of the test's own —
+//! each pair measured in turns, each side's best kept.
 
 use crate::common::pmx;
 use serde_json::Value;
@@ -218,12 +220,10 @@ fn roofline_writes_a_png_and_checks_the_fma_ceiling() {
     assert!((num("one_core_ratio") - one_ratio).abs() < 1e-9, "{f}");
     assert_eq!(f["within"], (one_ratio - 1.0).abs() <= 0.2, "{f}");
     assert!(num("flops_per_cycle") >= 2.0 && f["basis"].as_str().unwrap().contains("doubles"));
-    // The bound (within 20% of one core's figure) is the JSON's
-    // `within`, computed as documented above and not asserted: under load
-    // the FMA rate itself falls while the clock's integer adds do not
-    // (best of five runs of five tries each: 0.19–0.47 of the figure at
-    // load 13 on this 2-vCPU guest, 0.99 when quiet — the FP units are
-    // shared with work outside the test), so no retry makes it load-proof.
+    // One run's `within` is not asserted here: under load the FMA rate
+    // falls while the clock's integer adds do not (0.19–0.47 of the figure
+    // at load 13 on this 2-vCPU guest, 0.99 when quiet); the bound
+    // is asserted, load-proof, by the_fma_ceiling_is_within_20_percent_of_the_hardware.
     if f["within"] == false {
         eprintln!("the FMA ceiling is not within 20% here (a busy machine?): {f}");
     }
@@ -319,4 +319,181 @@ fn the_dram_ceiling_agrees_with_a_stream_triad_built_here() {
         }
     }
     panic!("the memory ceilings' bests (L2, L3, DRAM) out of order, or DRAM's more than 15% from STREAM's triad, by round: {seen:?}");
+}
+
+/// A multiply-add kernel of the test's own, for [`the_fma_ceiling_is_within_20_percent_of_the_hardware`]:
+/// `iterations` × 10 independent `acc += m·a` on full vectors of `width`
+/// (`avx2`: ymm, `avx512`: zmm), written here in assembly, not pmx's;
+/// its best FLOP rate of 5 runs, or `None` for another width or CPU.
+fn own_fma_rate(width: &str, iterations: u64) -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let lanes = match width {
+            "avx2" if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") => 4,
+            "avx512" if is_x86_feature_detected!("avx512f") => 8,
+            _ => return None,
+        };
+        let consts = [0.999_999f64, 1e-9];
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            // SAFETY: the width's features were detected above; registers
+            // only, besides reading `consts`; every vector register is
+            // caller-saved in the C ABI (`clobber_abi`).
+            unsafe {
+                if lanes == 4 {
+                    std::arch::asm!(
+                        "vbroadcastsd ymm10, qword ptr [rsi]",
+                        "vbroadcastsd ymm11, qword ptr [rsi + 8]",
+                        "vmovapd ymm0, ymm11", "vmovapd ymm1, ymm11", "vmovapd ymm2, ymm11",
+                        "vmovapd ymm3, ymm11", "vmovapd ymm4, ymm11", "vmovapd ymm5, ymm11",
+                        "vmovapd ymm6, ymm11", "vmovapd ymm7, ymm11", "vmovapd ymm8, ymm11",
+                        "vmovapd ymm9, ymm11",
+                        "2:",
+                        "vfmadd231pd ymm0, ymm10, ymm11", "vfmadd231pd ymm1, ymm10, ymm11",
+                        "vfmadd231pd ymm2, ymm10, ymm11", "vfmadd231pd ymm3, ymm10, ymm11",
+                        "vfmadd231pd ymm4, ymm10, ymm11", "vfmadd231pd ymm5, ymm10, ymm11",
+                        "vfmadd231pd ymm6, ymm10, ymm11", "vfmadd231pd ymm7, ymm10, ymm11",
+                        "vfmadd231pd ymm8, ymm10, ymm11", "vfmadd231pd ymm9, ymm10, ymm11",
+                        "dec rcx",
+                        "jnz 2b",
+                        "vzeroupper",
+                        in("rsi") consts.as_ptr(),
+                        inout("rcx") iterations.max(1) => _,
+                        clobber_abi("C"),
+                        options(nostack, readonly),
+                    );
+                } else {
+                    std::arch::asm!(
+                        "vbroadcastsd zmm10, qword ptr [rsi]",
+                        "vbroadcastsd zmm11, qword ptr [rsi + 8]",
+                        "vmovapd zmm0, zmm11", "vmovapd zmm1, zmm11", "vmovapd zmm2, zmm11",
+                        "vmovapd zmm3, zmm11", "vmovapd zmm4, zmm11", "vmovapd zmm5, zmm11",
+                        "vmovapd zmm6, zmm11", "vmovapd zmm7, zmm11", "vmovapd zmm8, zmm11",
+                        "vmovapd zmm9, zmm11",
+                        "2:",
+                        "vfmadd231pd zmm0, zmm10, zmm11", "vfmadd231pd zmm1, zmm10, zmm11",
+                        "vfmadd231pd zmm2, zmm10, zmm11", "vfmadd231pd zmm3, zmm10, zmm11",
+                        "vfmadd231pd zmm4, zmm10, zmm11", "vfmadd231pd zmm5, zmm10, zmm11",
+                        "vfmadd231pd zmm6, zmm10, zmm11", "vfmadd231pd zmm7, zmm10, zmm11",
+                        "vfmadd231pd zmm8, zmm10, zmm11", "vfmadd231pd zmm9, zmm10, zmm11",
+                        "dec rcx",
+                        "jnz 2b",
+                        "vzeroupper",
+                        in("rsi") consts.as_ptr(),
+                        inout("rcx") iterations.max(1) => _,
+                        clobber_abi("C"),
+                        options(nostack, readonly),
+                    );
+                }
+            }
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        Some((iterations.max(1) * 10 * lanes * 2) as f64 / best.max(1e-9))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (width, iterations);
+        None
+    }
+}
+
+/// The bound: the FMA ceiling within 20% of one core's clock ×
+/// FLOPs per cycle for the widest width (`fma_check`'s `hz` and
+/// `flops_per_cycle`, docs/roofline.md).
+const FMA_TOLERANCE: f64 = 0.20;
+
+/// `pmx roofline`'s one-core FMA ceiling of the widest width within 20%
+/// of clock × FLOPs per cycle, asserted so that load cannot fail it. A
+/// busy machine slows multiply-adds (other guests share the core's FP
+/// pipes) while the clock's integer chain keeps its rate, so a bare bound
+/// fails there; load only ever slows a kernel, never speeds it. So the
+/// test runs a kernel of its own ([`own_fma_rate`]) and pmx in turns,
+/// each keeping its best, and:
+/// - always: neither best above the bound by more than 20% (a wrong
+///   FLOP count or clock that overstates);
+/// - once its own kernel has reached 80% of the bound (the machine let
+///   the FP pipes run): pmx's best within 20% of the bound — rounds go
+///   on until pmx's best gets there too, or fail;
+/// - if its own kernel never gets there (a busy machine), pmx's best
+///   within 20% of its own kernel's, and the SKIP line says why the
+///   bound itself was not judged.
+///
+/// Halving pmx's FLOPs per lane fails either way: half the bound when
+/// the machine is quiet, half the test's kernel when it is not. The text
+/// table on stderr shows the same check (its `FMA check` line).
+#[test]
+fn the_fma_ceiling_is_within_20_percent_of_the_hardware() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut ours, mut theirs, mut bound, mut seen) = (0.0f64, 0.0f64, 0.0f64, Vec::new());
+    let mut width = String::new();
+    for round in 0..8 {
+        // In turns: the test's kernel before and after each pmx run.
+        theirs = theirs.max(own_fma_rate(&width, 2_000_000).unwrap_or(0.0));
+        let (v, _) = roofline(dir.path());
+        let f = &v["fma_check"];
+        if f.is_null() {
+            pmx_testkit::skip(format_args!("no FMA check here (no clock kernel): {v}"));
+            return;
+        }
+        width = f["width"].as_str().unwrap().to_string();
+        let widest = v["ceilings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rfind(|c| c["kind"] == "compute")
+            .unwrap();
+        let Some(mine) = own_fma_rate(&width, 2_000_000) else {
+            pmx_testkit::skip(format_args!(
+                "the widest width here is {width}: the test's own kernel covers avx2 and avx512"
+            ));
+            return;
+        };
+        theirs = theirs.max(mine);
+        ours = ours.max(widest["one_core"].as_f64().unwrap());
+        let per_cycle = f["flops_per_cycle"].as_f64().unwrap();
+        bound = bound.max(f["hz"].as_f64().unwrap() * per_cycle);
+        seen.push(format!(
+            "round {round}: pmx {:.3e}, test {:.3e}, bound {:.3e} FLOP/s",
+            ours, theirs, bound
+        ));
+        for (who, rate) in [("pmx's", ours), ("the test's kernel's", theirs)] {
+            assert!(
+                rate <= bound * (1.0 + FMA_TOLERANCE),
+                "{who} {width} rate is above clock × FLOPs per cycle by more than 20%: {seen:?}"
+            );
+        }
+        let machine_ran = theirs >= bound * (1.0 - FMA_TOLERANCE);
+        if machine_ran && (ours / bound - 1.0).abs() <= FMA_TOLERANCE {
+            return text_table_shows_the_check(&width);
+        }
+    }
+    assert!(
+        theirs < bound * (1.0 - FMA_TOLERANCE),
+        "the test's {width} kernel reached 80% of the bound and pmx's ceiling never came within 20% of it: {seen:?}"
+    );
+    assert!(
+        (ours / theirs - 1.0).abs() <= FMA_TOLERANCE,
+        "pmx's {width} ceiling is more than 20% from the test's own kernel: {seen:?}"
+    );
+    pmx_testkit::skip(format_args!(
+        "the bound itself not judged: the test's own {width} kernel never reached 80% of clock × FLOPs per cycle here (a busy machine?); pmx's ceiling agrees with that kernel within 20%: {seen:?}"
+    ));
+    text_table_shows_the_check(&width);
+}
+
+/// The text table (stderr, without `--json`) has the FMA check's line.
+fn text_table_shows_the_check(width: &str) {
+    let out = pmx(&["roofline", "--threads", "1", "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with(&format!("FMA check ({width}): one core ")))
+        .unwrap_or_else(|| panic!("no FMA check line: {err}"));
+    assert!(
+        line.contains(" FLOPs/cycle (")
+            && (line.contains(" within 20%") || line.contains(" OUTSIDE 20%")),
+        "{line}"
+    );
 }

@@ -107,3 +107,74 @@ fn every_cache_event_select_is_one_libpfm_encodes_for_the_model() {
     // 7 Intel tables × at least 9 rows, 5 AMD ones × at least 8.
     assert!(checked >= 100, "{checked} selects checked");
 }
+
+/// libpfm's `OFFCORE_RESPONSE_0/1` (and `OCR`) encodings, event select and
+/// `config1`, for every unit-mask combination it lists of the models whose
+/// dump has them, planned by pmx: the filter lands in the register of the
+/// event select (0x01b7 and 0x012a: `MSR_OFFCORE_RSP_0` at 0x1a6; 0x01bb:
+/// `MSR_OFFCORE_RSP_1` at 0x1a7) with libpfm's value, written before the
+/// event select, which is libpfm's (its INT bit aside: pmx takes no
+/// overflow interrupts). libpfm 4.13 gives Sapphire Rapids'
+/// `OFFCORE_RESPONSE_1` the `OCR` select 0x012a, so there it pairs with
+/// register 0 as the kernel pairs 0x012a.
+#[test]
+fn offcore_response_encodings_agree_with_libpfm() {
+    use pmx_model::encoding::Arch;
+    use pmx_model::topology::Topology;
+    use pmx_msr::{plan, MsrEvent, PmuCounters, Step};
+    use pmx_testkit::events::encode;
+    let pmu = PmuCounters::assumed(Arch::Intel, None);
+    let mut per_model = Vec::new();
+    for model in ["hsw", "bdw", "skl", "skx", "icl", "icx", "spr"] {
+        let Some(dir) = pmx_testkit::shared::shared_data("libpfm-dumps") else {
+            return;
+        };
+        let text = std::fs::read_to_string(dir.join(format!("{model}.tsv"))).unwrap();
+        let mut n = 0;
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split('\t').collect();
+            if f.len() < 11 || f[10] != "ok" {
+                continue;
+            }
+            if !matches!(f[1], "OFFCORE_RESPONSE_0" | "OFFCORE_RESPONSE_1" | "OCR") {
+                continue;
+            }
+            let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+            let (config, filter) = (hex(f[3]), hex(f[4]));
+            let raw = hex(f[6].split(',').next().unwrap());
+            let spec = format!(
+                "cpu/event={:#x},umask={:#x},offcore_rsp={filter:#x}/",
+                config & 0xff,
+                (config >> 8) & 0xff
+            );
+            let e = MsrEvent::new(spec.clone(), encode(&spec, Arch::Intel));
+            let p = plan(&[e], &[0], &pmu, &Topology::default())
+                .unwrap_or_else(|err| panic!("{model} {} {}: {err}", f[1], f[2]));
+            let register = match config {
+                0x1b7 | 0x12a => 0x1a6,
+                0x1bb => 0x1a7,
+                other => panic!("{model} {}: select {other:#x}", f[1]),
+            };
+            let steps: Vec<(Step, u32, u64)> = p
+                .writes
+                .iter()
+                .map(|w| (w.step, w.address, w.new))
+                .collect();
+            let int = 1 << 20;
+            assert_eq!(
+                steps[1..3],
+                [
+                    (Step::OffcoreFilter, register, filter),
+                    (Step::EventSelect, 0x186, raw & !int)
+                ],
+                "{model} {} {}",
+                f[1],
+                f[2]
+            );
+            n += 1;
+        }
+        per_model.push((model, n));
+    }
+    // Every model's dump has dozens of them (47 on Broadwell, 232 on Ice Lake).
+    assert!(per_model.iter().all(|(_, n)| *n >= 40), "{per_model:?}");
+}

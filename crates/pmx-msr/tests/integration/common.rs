@@ -226,6 +226,15 @@ pub fn worked_example() -> Vec<MsrEvent> {
     ]
 }
 
+/// Skylake's `LLC-loads` filter (the kernel's `skl_hw_cache_extra_regs`).
+pub const LLC_LOADS_FILTER: u64 = 0x3f_c001_0001;
+
+/// An `OFFCORE_RESPONSE_0` event with that filter (for `MSR_OFFCORE_RSP_0`).
+pub fn offcore_event() -> MsrEvent {
+    let spec = format!("cpu/event=0xb7,umask=0x1,offcore_rsp={LLC_LOADS_FILTER:#x}/");
+    MsrEvent::new(spec.clone(), encode(&spec, Arch::Intel))
+}
+
 /// Values "someone" left in the registers before pmx: nothing that counts
 /// on the counters pmx uses, but plenty of bits to put back.
 pub fn dirty_intel(fx: &Fixture) {
@@ -237,5 +246,7 @@ pub fn dirty_intel(fx: &Fixture) {
         fx.set(cpu, 0x38d, 0x300); // fixed counter 2 enabled elsewhere
         fx.set(cpu, 0x38f, 0x8 | (1 << 34)); // PMC3 and FIXED_CTR2 enabled
         fx.set(cpu, 0x189, 0x43_003c); // PMC3 counting cycles for someone
+        fx.set(cpu, 0x1a6, 0x8_0004 + c); // someone's offcore filters
+        fx.set(cpu, 0x1a7, 0x1_0008);
     }
 }

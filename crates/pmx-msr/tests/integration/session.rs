@@ -374,3 +374,64 @@ fn amd_idle_global_enable_bits_are_not_busy() {
         "{e}"
     );
 }
+
+/// `OFFCORE_RESPONSE_0/1` through the simulated PMU: the counts depend on
+/// the filter in each event's `MSR_OFFCORE_RSP_x` (the simulation counts
+/// 10 × the filter's request bits), so they come out right only if the
+/// session programmed the filters; both are put back bit for bit, and a
+/// session that started after another had left a filter counts with its
+/// own.
+#[test]
+fn offcore_filters_are_programmed_counted_with_and_restored() {
+    let fx = Fixture::new(2);
+    dirty_intel(&fx);
+    let addresses = all_catalogue_addresses();
+    let before = fx.snapshot(&addresses);
+    let events = vec![
+        offcore_event(),
+        MsrEvent::new(
+            "o1",
+            encode(
+                "cpu/event=0xbb,umask=0x1,offcore_rsp=0x3fc0010002/",
+                Arch::Intel,
+            ),
+        ),
+    ];
+    let sim = SimPmu::intel(&fx);
+    {
+        let mut s = intel_session(&fx, &events, &quiet()).unwrap();
+        for cpu in 0..2 {
+            assert_eq!(fx.get(cpu, 0x1a6), LLC_LOADS_FILTER);
+            assert_eq!(fx.get(cpu, 0x1a7), 0x3fc0010002);
+            assert_eq!(fx.get(cpu, 0x186) & 0xffff, 0x01b7);
+            assert_eq!(fx.get(cpu, 0x187) & 0xffff, 0x01bb);
+        }
+        let by_filter = |cpu: u32, c: Ctr| -> u64 {
+            match c {
+                Ctr::General(i @ (0 | 1)) => 10 * (fx.get(cpu, 0x1a6 + i) & 0xffff),
+                _ => 0,
+            }
+        };
+        sim.step(by_filter);
+        sim.step(by_filter);
+        let r = s.read().unwrap();
+        let deltas: Vec<(usize, u32, u64)> = r
+            .iter()
+            .map(|x| (x.slot.event, x.slot.cpu, x.delta))
+            .collect();
+        assert_eq!(deltas, [(0, 0, 20), (1, 0, 40), (0, 1, 20), (1, 1, 40)]);
+    }
+    assert_eq!(fx.snapshot(&addresses), before, "filters and all restored");
+    // A third offcore event is refused before anything is touched.
+    let mut three = events.clone();
+    three.push(MsrEvent::new(
+        "o2",
+        encode("cpu/event=0xb7,umask=0x1,offcore_rsp=0x10004/", Arch::Intel),
+    ));
+    let e = intel_session(&fx, &three, &quiet()).unwrap_err();
+    assert!(
+        e.to_string().contains("MSR_OFFCORE_RSP_0 already holds"),
+        "{e}"
+    );
+    assert_eq!(fx.snapshot(&addresses), before);
+}

@@ -1,7 +1,8 @@
 //! SIGINT/SIGTERM while counting: a child process (this test binary,
 //! re-run in child mode) programs the fixture PMU and waits; the parent
-//! checks the registers are programmed, signals it, and checks every
-//! register is back to its value before, bit for bit.
+//! checks the registers are programmed (an offcore-response filter among
+//! them), signals it, and checks every register is back to its value
+//! before, bit for bit.
 
 use crate::common::*;
 use pmx_model::encoding::Arch;
@@ -24,7 +25,9 @@ fn child_mode() {
     let root = Path::new(&root);
     let fx = Fixture::existing(root, 2);
     let pmu = PmuCounters::assumed(Arch::Intel, None);
-    let p = plan(&worked_example(), &fx.cpus, &pmu, &Topology::default()).unwrap();
+    let mut events = worked_example();
+    events.push(offcore_event());
+    let p = plan(&events, &fx.cpus, &pmu, &Topology::default()).unwrap();
     let dev = MsrDevice::open(&fx.root(), &p.cpus_touched(), Mode::ReadWrite).unwrap();
     let signals = match mode.as_str() {
         "defer" | "defer-no-poll" => Signals::Defer,
@@ -101,8 +104,9 @@ fn run_child(mode: &str, signals: &[i32]) -> (Fixture, Vec<(u32, u32, u64)>, Exi
     }
     // Programmed.
     for cpu in 0..2 {
-        assert_eq!(fx.get(cpu, 0x38f), (1 << 32) | 1);
+        assert_eq!(fx.get(cpu, 0x38f), (1 << 32) | 0b11);
         assert_eq!(fx.get(cpu, 0x186), 0x41412e);
+        assert_eq!(fx.get(cpu, 0x1a6), LLC_LOADS_FILTER, "the offcore filter");
     }
     SimPmu::intel(&fx).step(|_, _| 1000);
     for (i, &sig) in signals.iter().enumerate() {
@@ -113,7 +117,7 @@ fn run_child(mode: &str, signals: &[i32]) -> (Fixture, Vec<(u32, u32, u64)>, Exi
                 assert!(Instant::now() < deadline, "child never saw the signal");
                 std::thread::sleep(Duration::from_millis(2));
             }
-            assert_eq!(fx.get(0, 0x38f), (1 << 32) | 1, "still programmed");
+            assert_eq!(fx.get(0, 0x38f), (1 << 32) | 0b11, "still programmed");
         }
         // SAFETY: kill(2) on our own child's pid.
         let rc = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
