@@ -443,6 +443,9 @@ pub struct Task {
 }
 
 /// What [`Reader::next_in_place`] gives.
+// A decoded record is the large variant: it is returned by value and
+// matched at once, and boxing it would allocate for every record.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 pub enum Next<'a> {
     /// A plain sample left in the mapped data section.
