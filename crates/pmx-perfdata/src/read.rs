@@ -1600,7 +1600,7 @@ impl Reader {
     /// does not fit its layout too, so its error is the same).
     ///
     /// Inlined into the caller's loop: the common case (the next record
-    /// a plain sample) is [`Reader::next_plain`], the rest a call.
+    /// a plain sample) is `next_plain`, the rest a call.
     #[inline]
     pub fn next_in_place(&mut self, in_place: &[bool]) -> Result<Option<Next<'_>>, Error> {
         if let Some((event, offset, time)) = self.next_plain(in_place) {
