@@ -5,16 +5,19 @@
 //! does not grow with N. The input of issue 43's bounded-memory bench
 //! (`bench/report.sh`'s `SIZES=...g`): 10M samples are about 0.9 GB.
 //!
-//! `cargo run --release -p pmx-perfdata --example many_samples -- OUT N`
+//! `cargo run --release -p pmx-perfdata --example many_samples -- OUT N
+//! [NAMES]`: with NAMES, the COMMs and maps reuse that many names
+//! (`many_samples_named`), so the commands and binaries stop growing.
 
-use pmx_testkit::perfdata::{attr, many_samples, CALLCHAIN_SAMPLES, SAMPLE_ID_ALL};
+use pmx_testkit::perfdata::{attr, many_samples_named, CALLCHAIN_SAMPLES, SAMPLE_ID_ALL};
 use std::io::{BufWriter, IsTerminal, Write};
 
 fn main() -> std::io::Result<()> {
     let a: Vec<String> = std::env::args().skip(1).collect();
     let n = a.get(1).and_then(|n| n.parse::<u64>().ok());
-    let (Some(out), Some(n), 2) = (a.first(), n, a.len()) else {
-        eprintln!("usage: many_samples OUT N (N: the samples to write)");
+    let names = a.get(2).map_or(Some(u64::MAX), |k| k.parse::<u64>().ok());
+    let (Some(out), Some(n), Some(names), 2..=3) = (a.first(), n, names, a.len()) else {
+        eprintln!("usage: many_samples OUT N [NAMES] (N: the samples to write; NAMES: the commands' and binaries' names)");
         std::process::exit(2);
     };
     let file = BufWriter::with_capacity(1 << 20, std::fs::File::create(out)?);
@@ -25,7 +28,7 @@ fn main() -> std::io::Result<()> {
     }];
     let mut w = pmx_perfdata::Writer::create(file, files)?;
     let tty = std::io::stderr().is_terminal();
-    many_samples(&mut w, n, &mut |done| {
+    many_samples_named(&mut w, n, names, &mut |done| {
         if tty {
             eprint!("\r{done} of {n} samples written");
         }

@@ -684,6 +684,7 @@ pub struct EventHeader {
 
 impl EventHeader {
     /// Decode from the first 8 bytes of `b` (which must hold 8 bytes).
+    #[inline]
     pub fn parse(b: &[u8]) -> EventHeader {
         EventHeader {
             kind: le_u32(b, 0),

@@ -101,6 +101,27 @@ impl Layout {
         })
     }
 
+    /// The timestamp of `rec` (0 without `TIME`) when [`Layout::read`]
+    /// would read it, else `None`: what a reader checks and keeps of a
+    /// record it leaves in place (its fields are read later, once).
+    #[inline]
+    pub fn time(&self, rec: &[u8]) -> Option<u64> {
+        if rec.len() < self.fixed as usize {
+            return None;
+        }
+        if self.chain != NONE {
+            let nr = le_u64(rec, self.chain as usize);
+            if nr > ((rec.len() - self.fixed as usize) / 8) as u64 {
+                return None;
+            }
+        }
+        Some(if self.time == NONE {
+            0
+        } else {
+            le_u64(rec, self.time as usize)
+        })
+    }
+
     /// The fields of `rec` (a SAMPLE record of this layout's event,
     /// header included), or `None` when they do not fit the record (a
     /// corrupt one: [`parse_sample`](crate::read::parse_sample) says why).

@@ -27,7 +27,7 @@ use crate::format::{
     check_magic, feature, le_u32, le_u64, misc, read_format, record_type, sample_type, EventHeader,
     FileHeader, Section, EVENT_HEADER_SIZE, FILE_HEADER_SIZE, PIPE_HEADER_SIZE,
 };
-use crate::plain::{Layout, Plain};
+use crate::plain::Layout;
 use crate::write::BuildIdEntry;
 use crate::Error;
 use std::collections::{BTreeMap, HashMap};
@@ -443,6 +443,9 @@ pub struct Task {
 }
 
 /// What [`Reader::next_in_place`] gives.
+// A decoded record is the large variant: it is returned by value and
+// matched at once, and boxing it would allocate for every record.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 pub enum Next<'a> {
     /// A plain sample left in the mapped data section.
@@ -451,8 +454,8 @@ pub enum Next<'a> {
         event: usize,
         /// Where its record starts in [`Reader::mapped`].
         offset: usize,
-        /// Its fields.
-        sample: Plain<'a>,
+        /// Its timestamp (0 without `TIME`).
+        time: u64,
     },
     /// Any other record, decoded.
     Record(Record<'a>),
@@ -867,6 +870,7 @@ impl Reader {
     }
 
     /// Drop the pages of a mapped file that the reader has passed.
+    #[inline]
     fn release_read_pages(&mut self) {
         let pos = self.pos.min(self.hold.unwrap_or(usize::MAX));
         if let Window::Mapped {
@@ -1590,29 +1594,88 @@ impl Reader {
 
     /// The next record, a plain sample of an event `in_place` marks
     /// (index: event) in a mapped file left where it is: its event,
-    /// offset in [`Reader::mapped`] and fields ([`crate::plain`]), with
-    /// no [`Sample`] built. Any other record is decoded as
-    /// [`Reader::next_record`] does (a sample that does not fit its
-    /// layout too, so its error is the same).
+    /// offset in [`Reader::mapped`] and time (its fields are read there
+    /// with the event's [`Layout`]), with no [`Sample`] built. Any other
+    /// record is decoded as [`Reader::next_record`] does (a sample that
+    /// does not fit its layout too, so its error is the same).
+    ///
+    /// Inlined into the caller's loop: the common case (the next record
+    /// a plain sample) is `next_plain`, the rest a call.
+    #[inline]
     pub fn next_in_place(&mut self, in_place: &[bool]) -> Result<Option<Next<'_>>, Error> {
+        if let Some((event, offset, time)) = self.next_plain(in_place) {
+            return Ok(Some(Next::InPlace {
+                event,
+                offset,
+                time,
+            }));
+        }
+        self.next_in_place_long(in_place)
+    }
+
+    /// [`Reader::next_in_place`] for any record: read by
+    /// [`Reader::next_loc`].
+    fn next_in_place_long(&mut self, in_place: &[bool]) -> Result<Option<Next<'_>>, Error> {
         let Some((loc, at, event)) = self.next_loc()? else {
             return Ok(None);
         };
         if let (Loc::Main(s, e), Some(ev), Window::Mapped { .. }) = (loc, event, &self.buf) {
             let layout = self.layouts.get(ev).copied().flatten();
             if let (Some(true), Some(l)) = (in_place.get(ev), layout) {
-                if let Some(sample) = l.read(&self.buf[s..e]) {
-                    let offset = s;
+                if let Some(time) = l.time(&self.buf[s..e]) {
                     return Ok(Some(Next::InPlace {
                         event: ev,
-                        offset,
-                        sample,
+                        offset: s,
+                        time,
                     }));
                 }
             }
         }
         let data = self.loc_bytes(loc);
         self.decode(data, at, event).map(|r| Some(Next::Record(r)))
+    }
+
+    /// The common case of [`Reader::next_in_place`] in one step: a
+    /// complete plain SAMPLE record next in a mapped data section, no
+    /// decompressed bytes pending. Its event, offset and time, the
+    /// record read; `None` (nothing read) for anything else, which
+    /// [`Reader::next_loc`] then reads the long way.
+    #[inline]
+    fn next_plain(&mut self, in_place: &[bool]) -> Option<(usize, usize, u64)> {
+        if self.stopped || self.dpos < self.dbuf.len() {
+            return None;
+        }
+        let (pos, end) = (self.pos, self.end);
+        let Window::Mapped {
+            map,
+            start,
+            end: data_end,
+            ..
+        } = &self.buf
+        else {
+            return None;
+        };
+        let data = map.get(*start..*data_end)?;
+        let head = data.get(pos..pos.checked_add(EVENT_HEADER_SIZE)?.min(end))?;
+        if head.len() < EVENT_HEADER_SIZE {
+            return None;
+        }
+        let h = EventHeader::parse(head);
+        let size = h.size as usize;
+        if h.kind != record_type::SAMPLE || size < EVENT_HEADER_SIZE || end - pos < size {
+            return None;
+        }
+        let rec = &data[pos..pos + size];
+        let ev = self.sample_event(rec)?;
+        let layout = self.layouts.get(ev).copied().flatten()?;
+        if !in_place.get(ev).copied().unwrap_or(false) {
+            return None;
+        }
+        let time = layout.time(rec)?;
+        self.kinds[record_type::SAMPLE as usize] += 1;
+        self.release_read_pages();
+        self.pos = pos + size;
+        Some((ev, pos, time))
     }
 
     fn loc_bytes(&self, loc: Loc) -> &[u8] {
@@ -1696,6 +1759,7 @@ impl Reader {
     }
 
     /// The event a sample belongs to: the only one, or found by its id.
+    #[inline]
     fn sample_event(&self, rec: &[u8]) -> Option<usize> {
         if self.events.len() <= 1 {
             return (!self.events.is_empty()).then_some(0);

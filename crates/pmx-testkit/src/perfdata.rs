@@ -140,6 +140,20 @@ pub fn many_samples<W: Write + Seek>(
     n: u64,
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<()> {
+    many_samples_named(w, n, u64::MAX, progress)
+}
+
+/// [`many_samples`] whose COMMs and MMAP2s reuse `names` names (`progK`
+/// and `libK.so` for K modulo `names`; each map still at its own
+/// address): with a few names, the distinct commands and binaries of
+/// the file stop growing with its length (issue 43's memory bench).
+pub fn many_samples_named<W: Write + Seek>(
+    w: &mut Writer<W>,
+    n: u64,
+    names: u64,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    let names = names.max(1);
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = || {
         x ^= x << 13;
@@ -151,11 +165,17 @@ pub fn many_samples<W: Write + Seek>(
         let time = 1000 + i;
         if i % 40_000 == 0 {
             let (pid, k) = (100 + (i / 40_000) as u32 % 3, i / 40_000);
-            let mut c = comm(pid, &format!("prog{k}"));
+            let mut c = comm(pid, &format!("prog{}", k % names));
             c.extend_from_slice(&sample_id(pid, time, 0));
             w.write_record(&record(record_type::COMM, misc::COMM_EXEC, &c))?;
             let start = MANY_BASE + k * 0x10_0000;
-            let mut mm = mmap2(pid, start, 0x10_0000, 5, &format!("/nonexistent/lib{k}.so"));
+            let mut mm = mmap2(
+                pid,
+                start,
+                0x10_0000,
+                5,
+                &format!("/nonexistent/lib{}.so", k % names),
+            );
             mm.extend_from_slice(&sample_id(pid, time, 0));
             w.write_record(&record(record_type::MMAP2, misc::USER, &mm))?;
         }

@@ -2,6 +2,7 @@
 
 mod branch_stack;
 mod compress;
+mod in_place;
 mod perf_reads;
 mod pipe_write;
 mod sample_read;

@@ -4,7 +4,8 @@
 //! fields and a call chain: [`pmx_perfdata::plain`]; no sink, address
 //! table or `--tid`) of a mapped file is never decoded into a `Sample`
 //! or copied: the replay queues its offset, and once its round is
-//! applied the offset joins a batch. A batch is counted into the
+//! applied the offset joins a batch (with one job it is counted then,
+//! with no batch). A batch is counted into the
 //! interned stacks ([`super::interned`]) before anything else is applied
 //! (a side-band record, another sample) and when it is full.
 //!
@@ -120,8 +121,23 @@ impl Pending {
     }
 
     /// Add a plain sample of `event` at `offset`; counted when the batch
-    /// is full.
+    /// is full, or at once by a report of one job (the same order: a
+    /// batch is counted before anything else is applied).
+    #[inline]
     pub(super) fn push(&mut self, event: u32, offset: usize, st: &mut State<'_>, data: &[u8]) {
+        if self.jobs == 1 {
+            let layout = self.layouts.get(event as usize).copied().flatten();
+            let (Some(p), Some(mut t)) = (
+                layout.and_then(|l| l.read(record_at(data, offset))),
+                st.interned.take(),
+            ) else {
+                return;
+            };
+            raw_key(&mut t.raw, event, &p, st.keys[4], st.wants_chains());
+            st.count_raw(&mut t, 1, p.period);
+            st.interned = Some(t);
+            return;
+        }
         self.samples.push((event, offset));
         (self.low, self.high) = (self.low.min(offset), self.high.max(offset));
         if self.samples.len() >= BATCH || self.high - self.low >= SPAN {

@@ -254,9 +254,9 @@ impl Replay {
                 Some(Next::InPlace {
                     event,
                     offset,
-                    sample,
+                    time,
                 }) => {
-                    self.plain(sample.time, event as u32, offset);
+                    self.plain(time, event as u32, offset);
                     Step::Queued
                 }
                 Some(Next::Record(rec)) => self.record(rec, st),
