@@ -1005,6 +1005,24 @@ impl Symbolizer {
         Some(self.starts[id as usize]).filter(|&s| s != u64::MAX)
     }
 
+    /// Whether binary `dso`, mapped at `at` (pid, address), is one whose
+    /// addresses no symbol names: not anonymous memory (a JIT's map may
+    /// name those), and its symbols could not be read (tried once, as
+    /// [`Symbolizer::user_frame`] tries). An address `a` of such a map
+    /// (start, file offset) is what [`Symbolizer::user_site`] makes of it
+    /// without a frame: shown and in its symbol space as its file offset
+    /// `a - start + offset`, in `dso`. A caller with many such addresses
+    /// (a branch report of a file from another machine) keeps them as
+    /// (binary, offset) and interns no frame.
+    pub fn unnamed_binary(&mut self, dso: DsoId, at: (u32, u64)) -> bool {
+        let d = &self.dsos[dso as usize];
+        if is_anon(&d.path) || d.elf.is_some() {
+            return false;
+        }
+        self.load(dso, Some(at));
+        self.dsos[dso as usize].elf.is_none()
+    }
+
     /// A user address of process `pid` as `perf script` shows it: its
     /// frame, the address shown in call chains (perf's map-relative
     /// address: the file offset in the binary; the address itself in

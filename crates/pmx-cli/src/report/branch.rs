@@ -36,9 +36,8 @@ pub fn dispatch(
     let (a, p) = (args, &args.perf);
     let other = a.folded || a.json || a.group || a.threads || a.wall_clock || a.csv || p.stats;
     let out = a.flamegraph.is_some() || a.firefox.is_some() || a.pprof.is_some() || p.header_only;
-    let auto = !(other || out || a.diff.is_some() || a.metrics.is_some() || p.no_branch_stack)
-        && branch::by_default(&a.input, a.sort.as_deref());
-    if !args.perf.branch_stack && !optimize && !auto {
+    let auto = !(other || out || a.diff.is_some() || a.metrics.is_some() || p.no_branch_stack);
+    if !(p.branch_stack || optimize || (auto && branch::by_default(&a.input, a.sort.as_deref()))) {
         return None;
     }
     let options = ReportOptions {

@@ -91,6 +91,11 @@ impl SampleSink for Counts {
 
     fn side(&mut self, _: Side) {}
 
+    /// The branch stacks alone: nothing prints the ordinary profile.
+    fn alone(&self) -> bool {
+        true
+    }
+
     fn finish(&mut self, _: &mut Symbolizer, _: &[FrameId]) {}
 }
 

@@ -118,6 +118,13 @@ impl SampleSink for Raw {
 
     fn side(&mut self, _: Side) {}
 
+    /// Branch mode reads the branch stacks alone (sample mode reads
+    /// each sample's address, which the replay gives only to a sink
+    /// that is not alone); nothing prints the ordinary profile.
+    fn alone(&self) -> bool {
+        !self.no_lbr
+    }
+
     fn finish(&mut self, sym: &mut Symbolizer, _: &[FrameId]) {
         let n = self.weight.keys().max().map_or(0, |&d| d as usize + 1);
         self.dsos = (0..n)

@@ -9,6 +9,9 @@
 //! function keeps only the function when no key shows its address, the
 //! flags keep the bits the keys compare. Each distinct end is kept once
 //! (the counted keys hold its index), rows share their ends and names.
+//! An end in a binary whose symbols could not be read (a file recorded
+//! on another machine: most of its ends) is its (binary, file offset),
+//! made without the symbolizer: no frame, no name until it is printed.
 
 use super::order::{self, Counted};
 use super::rbtree::Tree;
@@ -96,10 +99,13 @@ impl Needs {
     }
 }
 
-/// One end as the replay resolved it (`frame` `None`: no map covers it).
+/// One end as the replay resolved it (`frame` `None`: no map covers
+/// it, or `dso` is a binary whose symbols could not be read: then the
+/// end is its file offset there, `shown`, and no frame is made).
 #[derive(Clone, Copy, Hash, PartialEq, Eq)]
 struct Raw {
     frame: Option<FrameId>,
+    dso: pmx_symbols::symbolize::DsoId,
     level: u8,
     shown: u64,
     space: u64,
@@ -193,6 +199,9 @@ pub(super) struct Collect {
     /// The end of (address, pid × 2 + function only) and the map it
     /// was looked up in (see `end_id`).
     by_address: HashMap<(u64, u64), (MapBase, u32)>,
+    /// Per binary (by id), once asked: whether no symbol names its
+    /// addresses.
+    unnamed: Vec<Option<bool>>,
     events: Vec<Counts>,
 }
 
@@ -209,15 +218,19 @@ impl Collect {
             end_ids: hashbrown::HashTable::new(),
             no_end: None,
             by_address: HashMap::default(),
+            unnamed: Vec::new(),
             events: Vec::new(),
         }
     }
 
     /// The index of the end of `addr` in process `pid`, as far as `need`
     /// asks: looked up once per address while the process's map there
-    /// stays the same (an address in the kernel, or in a binary's map,
-    /// means the same each time; one in no map or anonymous memory may
-    /// be a JIT's, whose symbols change: looked up each time).
+    /// stays the same (an address in a binary's map means the same each
+    /// time; one in no map or anonymous memory may be a JIT's, whose
+    /// symbols change: looked up each time). An end in a binary without
+    /// symbols is its (binary, file offset), made here without the
+    /// symbolizer's frames; a kernel end is found through the
+    /// symbolizer's cache of kernel addresses.
     fn end_id(&mut self, sym: &mut Symbolizer, pid: u32, addr: u64, need: Need) -> u32 {
         if need == Need::Nothing {
             let id = self.no_end.unwrap_or_else(|| self.intern_end(NO_END));
@@ -225,6 +238,19 @@ impl Collect {
             return id;
         }
         let map = map_base(sym, pid, addr);
+        if map.1 != NO_MAP && self.unnamed(sym, map.1, (pid, addr)) {
+            // What `user_site` would name, without a frame (the most
+            // common end of a file from another machine).
+            let off = addr.wrapping_sub(map.0);
+            return self.intern_end(Raw {
+                frame: None,
+                dso: map.1,
+                level: b'.',
+                shown: off,
+                space: off,
+                addr,
+            });
+        }
         let key = (
             addr,
             u64::from(pid) << 1 | u64::from(need == Need::Function),
@@ -240,16 +266,27 @@ impl Collect {
             _ => raw,
         };
         let id = self.intern_end(raw);
+        // A kernel end is the symbolizer's cache's (by address).
         let same = raw
             .frame
             .is_some_and(|f| map.1 != NO_MAP && sym.frame(f).dso == map.1);
-        if raw.level == b'k' || same {
+        if same {
             if self.by_address.len() >= MAX_CACHED_ADDRESSES {
                 self.by_address = HashMap::default();
             }
             self.by_address.insert(key, (map, id));
         }
         id
+    }
+
+    /// Whether binary `dso` has no symbols to name its addresses
+    /// ([`Symbolizer::unnamed_binary`]), asked once per binary.
+    fn unnamed(&mut self, sym: &mut Symbolizer, dso: u32, at: (u32, u64)) -> bool {
+        let i = dso as usize;
+        if self.unnamed.len() <= i {
+            self.unnamed.resize(i + 1, None);
+        }
+        *self.unnamed[i].get_or_insert_with(|| sym.unnamed_binary(dso, at))
     }
 
     /// The index of `raw` among the distinct ends.
@@ -297,6 +334,7 @@ fn resolve(sym: &mut Symbolizer, pid: u32, addr: u64, mapped: bool) -> Raw {
         let level = b'.';
         return Raw {
             frame: Some(frame),
+            dso: NO_MAP,
             level,
             shown,
             space,
@@ -310,6 +348,7 @@ fn resolve(sym: &mut Symbolizer, pid: u32, addr: u64, mapped: bool) -> Raw {
     };
     Raw {
         frame,
+        dso: NO_MAP,
         level,
         shown: addr,
         space: addr,
@@ -320,6 +359,7 @@ fn resolve(sym: &mut Symbolizer, pid: u32, addr: u64, mapped: bool) -> Raw {
 /// An end no key shows.
 const NO_END: Raw = Raw {
     frame: None,
+    dso: NO_MAP,
     level: b'.',
     shown: 0,
     space: 0,
@@ -356,7 +396,7 @@ type Modules<'m> = &'m [(u64, u64, u64, String)];
 /// equal when they are the same `Arc`: perf's comparators test that
 /// first).
 #[derive(Default)]
-struct Names(rustc_hash::FxHashSet<Arc<str>>);
+struct Names(rustc_hash::FxHashSet<Arc<str>>, Vec<Option<Arc<str>>>);
 
 impl Names {
     fn get(&mut self, name: &str) -> Arc<str> {
@@ -365,6 +405,20 @@ impl Names {
         }
         let n: Arc<str> = name.into();
         self.0.insert(n.clone());
+        n
+    }
+
+    /// The short name of binary `dso`, looked up once per binary.
+    fn dso(&mut self, sym: &Symbolizer, dso: pmx_symbols::symbolize::DsoId) -> Arc<str> {
+        let i = dso as usize;
+        if self.1.len() <= i {
+            self.1.resize(i + 1, None);
+        }
+        if let Some(n) = &self.1[i] {
+            return n.clone();
+        }
+        let n = self.get(&sym.dso(dso).short);
+        self.1[i] = Some(n.clone());
         n
     }
 }
@@ -383,11 +437,14 @@ fn end(sym: &Symbolizer, remap: &[FrameId], ctx: (Modules<'_>, &mut Names), raw:
         shown: raw.shown,
         addr: raw.addr,
     };
+    if raw.frame.is_none() && raw.dso != NO_MAP {
+        e.dso = Some(names.dso(sym, raw.dso));
+    }
     if let Some(f) = raw.frame {
         let f = remap.get(f as usize).copied().unwrap_or(f);
         let frame = sym.frame(f);
         if frame.dso != UNKNOWN_DSO {
-            e.dso = Some(names.get(&sym.dso(frame.dso).short));
+            e.dso = Some(names.dso(sym, frame.dso));
         }
         if let FrameName::Symbol(s) = &frame.name {
             e.symbol = Some(names.get(s));

@@ -127,9 +127,11 @@ impl BranchKey {
         let hex = |out: &mut String, a: u64| match a {
             0 => out.push_str("0000000000000000"),
             a => {
-                out.push_str("0x");
-                let digits = (0..16).rev().map(|i| (a >> (4 * i)) as usize & 15);
-                out.extend(digits.map(|d| char::from(b"0123456789abcdef"[d])));
+                let mut b = *b"0x0000000000000000";
+                for (i, d) in b[2..].iter_mut().rev().enumerate() {
+                    *d = b"0123456789abcdef"[(a >> (4 * i)) as usize & 15];
+                }
+                out.push_str(std::str::from_utf8(&b).unwrap_or_default());
             }
         };
         let mark = |out: &mut String, level: char| {
@@ -188,13 +190,18 @@ impl BranchKey {
     /// a symbol's name and its mark, 22 for an address; a binary's name
     /// only with a symbol, at least 16.
     pub(super) fn width(self, r: &BranchRow) -> usize {
-        let sym = |e: &End| e.symbol.as_ref().map_or(22, |s| s.chars().count() + 4);
+        // Characters, counted fast for the usual ASCII name.
+        let chars = |s: &str| match s.is_ascii() {
+            true => s.len(),
+            false => s.chars().count(),
+        };
+        let sym = |e: &End| e.symbol.as_ref().map_or(22, |s| chars(s) + 4);
         let dso = |e: &End| match (&e.symbol, &e.dso) {
-            (Some(_), Some(d)) => d.chars().count().max(16),
+            (Some(_), Some(d)) => chars(d).max(16),
             _ => 16,
         };
         match self {
-            BranchKey::Comm => r.comm.as_ref().map_or(0, |c| c.chars().count()),
+            BranchKey::Comm => r.comm.as_ref().map_or(0, |c| chars(c)),
             BranchKey::DsoFrom => dso(&r.from),
             BranchKey::DsoTo => dso(&r.to),
             BranchKey::SymbolFrom | BranchKey::AddrFrom => sym(&r.from),
