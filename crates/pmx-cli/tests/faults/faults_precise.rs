@@ -4,8 +4,10 @@
 //! shared recordings from real machines that have them and files pmx
 //! records here (`record -d`, `record --off-cpu`, a tracepoint) — through
 //! the readers that decode those parts: the memory report
-//! (`pmx_precise::mem`), c2c's statistics, the branch report and `script`
-//! with every record shown. Expected of every case: no panic, no hang (a
+//! (`pmx_precise::mem`), c2c's statistics, the branch report, its blocks
+//! (`--total-cycles`), the call graph and `script` with `--stitch-lbr`
+//! (a file of LBR call stacks written here is among the sources), and
+//! `script` with every record shown. Expected of every case: no panic, no hang (a
 //! time bound per case), and a result or an error that names the file.
 //! A file without the records a report needs ("no mem data", "no branch
 //! stacks") is refused as perf refuses it, whatever the damage.
@@ -78,6 +80,78 @@ fn recorded(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// The name of [`lbr_call_stacks`]' source.
+const LBR: &str = "LBR call stacks (written here)";
+
+/// What `perf record --call-graph lbr` writes on a CPU whose LBR holds
+/// four calls (CPU_PMU_CAPS `branches=4`, each stack with `hw_idx` and
+/// each entry with its cycles), two threads whose calls go six deep: the
+/// file `report --stitch-lbr` stitches and `--total-cycles` tables (no
+/// shared recording has LBR call stacks).
+pub fn lbr_call_stacks() -> Vec<u8> {
+    use pmx_perfdata::branch::{encode, BranchEntry, BranchFlags};
+    use pmx_perfdata::format::sample_type as st;
+    use pmx_perfdata::format::{branch_sample_type as bst, callchain, misc, record_type};
+    use pmx_testkit::perfdata::{attr, comm, mmap2, record, sample_id, SAMPLE_ID_ALL};
+    const BASE: u64 = 0x5555_5555_5000;
+    let sample_type = st::IP | st::TID | st::TIME | st::CPU | st::PERIOD;
+    let sample_type = sample_type | st::CALLCHAIN | st::BRANCH_STACK;
+    let mut a = attr(128, 4000, sample_type, SAMPLE_ID_ALL | 1 << 8 | 1 << 9);
+    a[0..4].copy_from_slice(&0u32.to_le_bytes()); // PERF_TYPE_HARDWARE, cycles
+    let filter = bst::USER | bst::CALL_STACK | bst::HW_INDEX;
+    a[72..80].copy_from_slice(&filter.to_le_bytes());
+    let attrs = vec![pmx_perfdata::FileAttr {
+        attr: a,
+        ids: vec![],
+        name: "cycles".into(),
+    }];
+    let mut w = pmx_perfdata::Writer::create(std::io::Cursor::new(Vec::new()), attrs).unwrap();
+    let side = |mut body: Vec<u8>, tid: u32, time: u64| {
+        body.extend_from_slice(&sample_id(tid, time, 0));
+        body
+    };
+    for tid in [4545u32, 4546] {
+        let mut c = comm(4545, "lbr");
+        c[4..8].copy_from_slice(&tid.to_le_bytes());
+        let r = record(record_type::COMM, 0, &side(c, tid, 1));
+        w.write_record(&r).unwrap();
+    }
+    let map = mmap2(4545, BASE, 0x4000, 5, "/usr/lib/pmx-faults/lbr");
+    let r = record(record_type::MMAP2, misc::USER, &side(map, 4545, 2));
+    w.write_record(&r).unwrap();
+    // Function f<k> at BASE + k·0x100 calls f<k+1> from 0x40 into itself.
+    let call = |k: u64, cycles: u16| BranchEntry {
+        from: BASE + k * 0x100 + 0x40,
+        to: BASE + (k + 1) * 0x100,
+        flags: BranchFlags::new(false, false, false, false, cycles, 0, 0, 0, 0),
+    };
+    for n in 0..48u64 {
+        let (tid, deep) = (4545 + (n % 2) as u32, 1 + n / 2 % 6);
+        let ip = BASE + deep * 0x100 + 0x10 + n % 5;
+        let mut body = Vec::new();
+        let ids = 4545 | u64::from(tid) << 32;
+        for v in [ip, ids, 1000 + n, 0, 4000] {
+            body.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [2, callchain::CONTEXT_USER, ip] {
+            body.extend_from_slice(&v.to_le_bytes());
+        }
+        // The newest four calls of the `deep` made, newest first; the
+        // LBR's slots fill in call order, so the newest sits at deep - 1.
+        let calls: Vec<BranchEntry> = (0..deep)
+            .rev()
+            .take(4)
+            .map(|k| call(k, 3 + (k * n % 40) as u16))
+            .collect();
+        encode(&mut body, filter, Some((deep - 1) % 4), &calls, &[]);
+        let r = record(record_type::SAMPLE, misc::USER, &body);
+        w.write_record(&r).unwrap();
+    }
+    let caps = pmx_perfdata::write::cpu_pmu_caps(&[("branches", "4"), ("pmu_name", "skylake")]);
+    let out = w.finish_with(&Default::default(), &[caps]).unwrap();
+    out.into_inner()
+}
+
 pub fn sources(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = recorded(dir);
     if let Some(shared) = pmx_testkit::shared::shared_data("perfdata") {
@@ -87,6 +161,8 @@ pub fn sources(dir: &Path) -> Vec<(String, Vec<u8>)> {
             }
         }
     }
+    // Last, so that the other sources keep the seeds of earlier sessions.
+    out.push((LBR.to_string(), lbr_call_stacks()));
     out
 }
 
@@ -123,10 +199,29 @@ fn read_all(path: &Path, symfs: &Path) -> Result<(), String> {
         Err(branch::BranchError::NoBranches(..)) => {}
         Err(e) => return Err(e.to_string()),
     }
+    // `report --total-cycles`: the blocks by the LBR's cycles.
+    match branch::blocks::report(&b, &mut |_, _| {}) {
+        Ok(r) => {
+            branch::blocks::write(&mut sink, &r, false).unwrap();
+            branch::blocks::write(&mut sink, &r, true).unwrap();
+        }
+        Err(branch::BranchError::NoBranches(..)) => {}
+        Err(e) => return Err(e.to_string()),
+    }
+    // `report -g --stitch-lbr`: the call graph with the stitched callers.
+    let g = pmx_profile::ReportOptions {
+        stacks: true,
+        children: true,
+        stitch_lbr: true,
+        ..b
+    };
+    let r = pmx_profile::report(&g, &mut |_, _| {}).map_err(|e| e.to_string())?;
+    pmx_profile::render::table(&mut sink, &r).unwrap();
     let mut s =
         pmx_profile::script::ScriptOptions::new(path.to_path_buf(), Vec::new(), false, true);
     s.symfs = Some(symfs.to_path_buf());
     (s.show_switch_events, s.show_namespace_events) = (true, true);
+    s.stitch_lbr = true;
     pmx_profile::script::script(&s, &mut sink).map_err(|e| e.to_string())?;
     s.json = true;
     pmx_profile::script::script(&s, &mut sink).map_err(|e| e.to_string())?;
@@ -142,6 +237,10 @@ fn mutated_precise_records_give_a_result_or_an_error_naming_the_file() {
     }
     let symfs: PathBuf = dir.path().join("symfs");
     std::fs::create_dir_all(&symfs).unwrap();
+    // The intact file of LBR call stacks reads: its mutants are not all
+    // refused for what the original already lacks.
+    let lbr = put(dir.path(), "lbr.data", &lbr_call_stacks());
+    read_all(&lbr, &symfs).unwrap();
     let mut t = Tally::new("precise perf.data → mem, c2c, branch, script");
     let base = base_seed();
     for (i, (name, bytes)) in srcs.iter().enumerate() {

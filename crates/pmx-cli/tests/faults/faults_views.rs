@@ -1,8 +1,9 @@
 //! Fault campaign, the precise records through the views that print them
 //! (issue 45, item 3): the mutants of `faults_precise`'s sources (branch
-//! stacks, PEBS weights and data sources, off-CPU samples, tracepoint
-//! data, switch and namespace records), and the shared recording with
-//! call chains and branch stacks together (`callgraph_and_branch-3.8`),
+//! stacks, LBR call stacks, PEBS weights and data sources, off-CPU
+//! samples, tracepoint data, switch and namespace records), and the
+//! shared recording with call chains and branch stacks together
+//! (`callgraph_and_branch-3.8`),
 //! through `report -g` (call graphs, children, with the branch-stack
 //! rows of `report --branch-stack` when the file has them), `script -F
 //! +brstack,+brstacksym,+addr,+data_src,+weight,+trace` (text and JSON)
@@ -24,7 +25,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::faults_support::*;
-use pmx_perfdata::format::sample_type;
+use pmx_perfdata::format::{branch_sample_type, sample_type};
 use pmx_perfdata::Reader;
 use pmx_testkit::mutate;
 
@@ -32,7 +33,8 @@ use pmx_testkit::mutate;
 /// print what the precise records carry; the data ones only when every
 /// event of the original has them (perf refuses a field an event's
 /// samples lack); the branch fields read from the binaries (and
-/// `brcntr`) only when every event has branch stacks.
+/// `brcntr`) only when every event has branch stacks of every taken
+/// branch.
 fn fields_of(original: &Path) -> Vec<String> {
     let mut f = vec!["+brstack", "+brstacksym", "+trace"];
     let events = Reader::open(original)
@@ -50,10 +52,37 @@ fn fields_of(original: &Path) -> Vec<String> {
         f.push("+weight");
     }
     let mut specs = vec![f.join(",")];
-    if all(sample_type::BRANCH_STACK) {
+    // The instructions between branches need every taken branch: perf
+    // and pmx refuse them of stacks recorded with a filter (an LBR call
+    // stack), whatever the damage.
+    let any = (events.iter()).all(|e| e.attr.branch_sample_type & branch_sample_type::ANY != 0);
+    if all(sample_type::BRANCH_STACK) && any {
         specs.push("+brstackinsn,+brstackinsnlen,+brstackoff,+brcntr".into());
     }
     specs
+}
+
+/// Found by this category's seed 4 (session 20), on the LBR call stacks
+/// written here: `-F +brstackinsn` was asked of a file whose stacks were
+/// recorded with a filter (`CALL_STACK`), which pmx refuses as perf does,
+/// and every mutant counted as an unclear error. The intact file is
+/// asked the fields it can print, and prints them.
+#[test]
+fn the_fields_asked_are_those_the_intact_file_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = put(
+        dir.path(),
+        "lbr.data",
+        &crate::faults_precise::lbr_call_stacks(),
+    );
+    let fields = fields_of(&original);
+    assert!(
+        fields.iter().all(|f| !f.contains("brstackinsn")),
+        "{fields:?}"
+    );
+    let symfs = dir.path().join("symfs");
+    std::fs::create_dir_all(&symfs).unwrap();
+    view_all(&original, &symfs, &fields).unwrap();
 }
 
 /// `report --sort type,typeoff` and `annotate --json` (every sampled
@@ -124,12 +153,16 @@ fn view_all(path: &Path, symfs: &Path, fields: &[String]) -> Result<(), String> 
 fn mutated_precise_records_print_or_give_an_error_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let mut srcs = crate::faults_precise::sources(dir.path());
+    // Its last source, the LBR call stacks written here, stays last, so
+    // that the others keep the seeds of earlier sessions.
+    let lbr = srcs.pop();
     if let Some(shared) = pmx_testkit::shared::shared_data("perfdata") {
         let name = "perf_data_converter__perf.data.callgraph_and_branch-3.8";
         if let Ok(b) = std::fs::read(shared.join(name)) {
             srcs.push((name.to_string(), b));
         }
     }
+    srcs.extend(lbr);
     if srcs.is_empty() {
         return;
     }
