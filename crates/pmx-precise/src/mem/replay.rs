@@ -111,8 +111,9 @@ pub(crate) struct Resolver {
     /// The inode of each mapped path's first MMAP2.
     path_inodes: HashMap<Vec<u8>, MappedInode>,
     object_ids: HashMap<String, u32>,
-    /// Each binary's object id, once named.
-    dso_objects: HashMap<u32, u32>,
+    /// Each binary's object id, once named, and whether perf maps it one
+    /// to one (anonymous memory, the heap, stacks).
+    dso_objects: HashMap<u32, (u32, bool)>,
     /// Data objects' names (pmx's `symbol_daddr`), when asked for
     /// ([`Resolver::name_data_objects`]).
     pub(crate) data_names: Vec<String>,
@@ -341,21 +342,33 @@ impl Resolver {
     }
 
     /// The data object id of binary `dso` (its short name), made on
-    /// first sight with the inode of its path's first MMAP2.
-    fn dso_object(&mut self, dso: DsoId) -> u32 {
+    /// first sight with the inode of its path's first MMAP2, and whether
+    /// perf maps the binary's addresses one to one: anonymous memory, the
+    /// heap and stacks (files by their offsets).
+    fn dso_object(&mut self, dso: DsoId) -> (u32, bool) {
         if let Some(&id) = self.dso_objects.get(&dso) {
             return id;
         }
         let d = self.sym.dso(dso);
         let (name, path) = (d.short.clone(), d.path.as_bytes());
+        let identity = [
+            "//anon",
+            "/dev/zero",
+            "/anon_hugepage",
+            "[stack",
+            "/SYSV",
+            "[heap]",
+        ]
+        .iter()
+        .any(|p| d.path.starts_with(p));
         let inode = self.path_inodes.get(path).copied();
         let id = self.object(&name);
         let known = &mut self.object_inodes[id as usize];
         if let Some(i) = inode.filter(|_| known.2 == 0) {
             *known = (i.maj, i.min, i.ino, i.generation);
         }
-        self.dso_objects.insert(dso, id);
-        id
+        self.dso_objects.insert(dso, (id, identity));
+        (id, identity)
     }
 
     fn kernel_frame(&mut self, addr: u64) -> FrameId {
@@ -421,24 +434,12 @@ impl Resolver {
                     s.frame = self.sym.user_frame(pid, ip);
                     let map = self.sym.mapping(pid, s.addr);
                     s.object = map.map(|(start, _, pgoff, dso)| {
-                        let path = &self.sym.dso(dso).path;
-                        // perf maps anonymous memory, the heap and stacks
-                        // one to one; files by their offsets.
-                        let identity = [
-                            "//anon",
-                            "/dev/zero",
-                            "/anon_hugepage",
-                            "[stack",
-                            "/SYSV",
-                            "[heap]",
-                        ]
-                        .iter()
-                        .any(|p| path.starts_with(p));
+                        let (id, identity) = self.dso_object(dso);
                         if !identity {
                             s.data_rel = (s.addr.wrapping_sub(start)).wrapping_add(pgoff);
                         }
                         s.anon = identity;
-                        self.dso_object(dso)
+                        id
                     });
                 }
                 s.dobj = self.data_object(&s);

@@ -157,11 +157,14 @@ pub(crate) fn group_value(k: MemKey, s: &MemSample, sym: &Symbolizer) -> u64 {
 }
 
 /// The rows of one event being grouped, found by the hash of their keys'
-/// values (a row's values are its first sample's, compared on a match).
+/// values (a row's values are its first sample's, compared on a match),
+/// each row's hash kept (a growth of the table moves rows by it, without
+/// hashing their keys again).
 #[derive(Default)]
 struct Groups {
     index: hashbrown::HashTable<u32>,
     rows: Vec<MemRow>,
+    hashes: Vec<u64>,
 }
 
 /// The hash of a sample's values of `keys` (and of its data mapping: a
@@ -208,10 +211,10 @@ impl Groups {
                     ins_lat: 0,
                     first: *s,
                 });
-                // The table keeps no hashes: a growth hashes its rows again.
-                let rehash = |&j: &u32| key_hash(keys, &rows[j as usize].first, sym);
+                self.hashes.push(hash);
+                let hashes = &self.hashes;
                 self.index
-                    .insert_unique(hash, rows.len() as u32 - 1, rehash);
+                    .insert_unique(hash, rows.len() as u32 - 1, |&j| hashes[j as usize]);
                 rows.len() - 1
             }
         };
@@ -280,7 +283,7 @@ pub fn mem_report(opts: &MemOptions) -> Result<MemReport, MemError> {
         if g.rows.is_empty() || opts.event.as_ref().is_some_and(|e| *e != name) {
             continue;
         }
-        drop(g.index);
+        drop((g.index, g.hashes));
         let mut rows = g.rows;
         sort(&mut rows, &opts.sort, &resolver);
         events.push(MemEvent {
@@ -447,28 +450,49 @@ fn key_values(k: MemKey, a: &MemRow, ranks: &Ranks, r: &Resolver, out: &mut Vec<
     out.push(v);
 }
 
+/// How many of a row's first order values its entry in the sort holds
+/// (the cost, then the keys': with perf's default order, up to the data
+/// address, which parts almost every row); rows equal in these are
+/// compared by all their values, computed again.
+const HELD: usize = 6;
+
 /// Put `rows` in perf's order: the cost, then each key's order, then the
-/// samples; rows equal in all keep their order. Each row's order is
-/// computed once, as values compared in order ([`key_values`]), the
-/// row's index last; the rows are then moved in place.
+/// samples; rows equal in all keep their order. Each row's order is its
+/// values compared in order ([`key_values`]), the row's index last; the
+/// first [`HELD`] are computed once and sorted with the row's index (no
+/// look-up elsewhere for most comparisons); the rows are then moved in
+/// place.
 pub(crate) fn sort(rows: &mut [MemRow], keys: &[MemKey], r: &Resolver) {
     let ranks = Ranks::of(keys, r);
-    let mut values: Vec<u64> = Vec::new();
-    let mut n = 0;
-    for (i, row) in rows.iter().enumerate() {
-        let start = values.len();
-        values.push(!row.period);
+    let values = |row: &MemRow, out: &mut Vec<u64>| {
+        out.clear();
+        out.push(!row.period);
         for &k in keys {
-            key_values(k, row, &ranks, r, &mut values);
+            key_values(k, row, &ranks, r, out);
         }
-        values.push(!row.samples);
-        values.push(i as u64);
-        n = values.len() - start;
-    }
-    let mut order: Vec<u32> = (0..rows.len() as u32).collect();
-    let of = |i: u32| &values[i as usize * n..(i as usize + 1) * n];
-    order.sort_unstable_by(|&i, &j| of(i).cmp(of(j)));
-    drop(values);
+        out.push(!row.samples);
+    };
+    let mut v = Vec::new();
+    let mut order: Vec<([u64; HELD], u32)> = (rows.iter().enumerate())
+        .map(|(i, row)| {
+            values(row, &mut v);
+            let mut held = [0; HELD];
+            let n = v.len().min(HELD);
+            held[..n].copy_from_slice(&v[..n]);
+            (held, i as u32)
+        })
+        .collect();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    order.sort_unstable_by(|x, y| {
+        (x.0.cmp(&y.0))
+            .then_with(|| {
+                values(&rows[x.1 as usize], &mut a);
+                values(&rows[y.1 as usize], &mut b);
+                a.cmp(&b)
+            })
+            .then(x.1.cmp(&y.1))
+    });
+    let mut order: Vec<u32> = order.into_iter().map(|(_, i)| i).collect();
     // Row `order[k]` goes to place `k`: each cycle of the permutation
     // walked once, its rows swapped along.
     for start in 0..order.len() {
@@ -481,6 +505,19 @@ pub(crate) fn sort(rows: &mut [MemRow], keys: &[MemKey], r: &Resolver) {
             }
             rows.swap(k, from);
             k = from;
+        }
+    }
+}
+
+/// An address as perf's `%#.*llx` with 16 digits writes it
+/// (`pmx_profile::data_src::address`, written in place).
+struct Address(u64);
+
+impl std::fmt::Display for Address {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            0 => f.write_str("0000000000000000"),
+            a => write!(f, "{a:#018x}"),
         }
     }
 }
@@ -531,6 +568,20 @@ impl MemReport {
         }
     }
 
+    /// The text of a binary's cell (`dso`, `dso_daddr`) of `row`, as
+    /// [`MemReport::write_cell`] writes it; `None` for another key.
+    pub(crate) fn object_name(&self, k: MemKey, row: &MemRow) -> Option<&str> {
+        let (r, s) = (&self.names, &row.first);
+        match k {
+            MemKey::Dso => Some(match r.sym.frame(s.frame).dso {
+                UNKNOWN_DSO => "[unknown]",
+                d => &r.sym.dso(d).short,
+            }),
+            MemKey::DsoDaddr => Some(s.object.map_or("[unknown]", |o| &r.objects[o as usize])),
+            _ => None,
+        }
+    }
+
     /// Whether the symbol of `row`'s instruction is unresolved.
     pub(crate) fn unresolved(&self, row: &MemRow) -> bool {
         let f = self.names.sym.frame(row.first.frame);
@@ -568,10 +619,7 @@ impl MemReport {
                     put(format_args!("[{level}] {}", r.sym.frame(s.frame).label()))
                 }
             },
-            MemKey::Dso => match r.sym.frame(s.frame).dso {
-                UNKNOWN_DSO => put(format_args!("[unknown]")),
-                d => put(format_args!("{}", r.sym.dso(d).short)),
-            },
+            MemKey::Dso | MemKey::DsoDaddr => out.push_str(self.object_name(k, row).unwrap_or("")),
             MemKey::SymbolDaddr if s.dobj != u32::MAX => {
                 put(format_args!("[{level}] {}", r.data_names[s.dobj as usize]))
             }
@@ -581,11 +629,7 @@ impl MemReport {
                     s.data_rel.wrapping_sub(*start)
                 )),
                 Some((n, None)) => put(format_args!("[{level}] {n}")),
-                None => put(format_args!("[{level}] {}", w::address(s.addr))),
-            },
-            MemKey::DsoDaddr => match s.object {
-                Some(o) => put(format_args!("{}", r.objects[o as usize])),
-                None => put(format_args!("[unknown]")),
+                None => put(format_args!("[{level}] {}", Address(s.addr))),
             },
             // perf prints the line's address through the data symbol: an
             // object's offset from the line in the file to the object's
@@ -600,14 +644,14 @@ impl MemReport {
                         put(format_args!("[{level}] {n}+{off:#x}"))
                     }
                     Some((n, None)) => put(format_args!("[{level}] {n}")),
-                    None => put(format_args!("[{level}] {}", w::address(line))),
+                    None => put(format_args!("[{level}] {}", Address(line))),
                 }
             }
             MemKey::LocalInsLat => put(format_args!("{}", row.ins_lat / row.samples.max(1))),
             MemKey::InsLat => put(format_args!("{}", row.ins_lat)),
             MemKey::LocalPStageCyc | MemKey::PStageCyc => put(format_args!("0")),
             MemKey::DataPageSize => put(format_args!("{}", w::page_size_name(s.data_page_size))),
-            MemKey::PhysDaddr => put(format_args!("[{level}] {}", w::address(s.phys_addr))),
+            MemKey::PhysDaddr => put(format_args!("[{level}] {}", Address(s.phys_addr))),
             MemKey::Comm => put(format_args!("{}", r.comms[s.comm as usize])),
             MemKey::IpcNull => put(format_args!("-      -")),
             MemKey::Type => put(format_args!("{}", type_name(s.dtype.0))),

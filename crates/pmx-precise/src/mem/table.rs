@@ -52,13 +52,7 @@ fn width(k: MemKey, r: &MemReport, e: &MemEvent) -> usize {
         // (perf's `hists__set_unres_dso_col_len`).
         MemKey::Dso if e.rows.iter().any(|row| r.unresolved(row)) => longest().max(16),
         MemKey::Dso | MemKey::DsoDaddr => {
-            let unknown = e.rows.iter().any(|row| {
-                r.cell_len(k, row) == 9 && {
-                    let mut c = String::new();
-                    r.write_cell(&mut c, k, row);
-                    c == "[unknown]"
-                }
-            });
+            let unknown = (e.rows.iter()).any(|row| r.object_name(k, row) == Some("[unknown]"));
             longest().max(if unknown { 16 } else { 0 })
         }
         MemKey::Comm => longest(),
@@ -66,6 +60,9 @@ fn width(k: MemKey, r: &MemReport, e: &MemEvent) -> usize {
     };
     least.max(k.heading().len())
 }
+
+/// Spaces a cell is padded with, a slice at a time.
+const SPACES: &str = "                                                                ";
 
 /// Print `r` as perf report does with `--mem-mode --stdio`.
 pub fn print(out: &mut dyn Write, r: &MemReport, cols: MemColumns) -> std::io::Result<()> {
@@ -127,7 +124,8 @@ fn event_table(
         .sort
         .last()
         .filter(|k| matches!(k, MemKey::Sym | MemKey::SymbolDaddr | MemKey::Dcacheline));
-    let (mut line, mut cell) = (String::new(), String::new());
+    let mut line = String::new();
+    let mut words = Words::default();
     for row in &e.rows {
         line.clear();
         // The first column sits under `# `'s heading.
@@ -145,17 +143,25 @@ fn event_table(
             sep = "  ";
         }
         for &(k, w) in &keys {
-            cell.clear();
-            r.write_cell(&mut cell, k, row);
             line.push_str(sep);
-            line.push_str(&cell);
+            let at = line.len();
+            match words.of(k, row.first.data_src) {
+                Some(text) => line.push_str(text),
+                None => r.write_cell(&mut line, k, row),
+            }
+            let cell = &line[at..];
             let n = if cell.is_ascii() {
                 cell.len()
             } else {
                 cell.chars().count()
             };
             if unpadded != Some(&k) {
-                line.extend(std::iter::repeat_n(' ', w.saturating_sub(n)));
+                let mut pad = w.saturating_sub(n);
+                while pad > 0 {
+                    let k = pad.min(SPACES.len());
+                    line.push_str(&SPACES[..k]);
+                    pad -= k;
+                }
             }
             sep = "  ";
         }
@@ -163,6 +169,38 @@ fn event_table(
         out.write_all(line.as_bytes())?;
     }
     Ok(())
+}
+
+/// The words of the `data_src` columns (`mem`, `snoop`, `tlb`, `blocked`),
+/// made once per distinct value rather than once per row.
+#[derive(Default)]
+struct Words {
+    made: rustc_hash::FxHashMap<u64, [String; 4]>,
+}
+
+impl Words {
+    /// The text of key `k`'s cell for a sample of `data_src`; `None` for a
+    /// key not of `data_src`.
+    fn of(&mut self, k: MemKey, data_src: u64) -> Option<&str> {
+        use pmx_profile::data_src as w;
+        let i = match k {
+            MemKey::Mem => 0,
+            MemKey::Snoop => 1,
+            MemKey::Tlb => 2,
+            MemKey::Blocked => 3,
+            _ => return None,
+        };
+        let texts = self.made.entry(data_src).or_insert_with(|| {
+            let d = pmx_perfdata::mem::DataSrc::from_raw(data_src);
+            [
+                w::lvl_text(&d),
+                w::snoop_text(&d),
+                w::tlb_text(&d),
+                w::blk_text(&d),
+            ]
+        });
+        Some(&texts[i])
+    }
 }
 
 /// Write `r` as `x` asks: the files of `--pprof` and `--flamegraph`, the

@@ -60,9 +60,9 @@ fn perf_prefers(a: &Found<'_>, b: &Found<'_>) -> bool {
 impl DataSymbols {
     /// The objects of `.symtab`, else of `.dynsym`.
     pub(crate) fn read(obj: &object::File<'_>) -> DataSymbols {
-        let mut found = objects(obj.symbols());
+        let mut found = objects(obj, obj.symbols());
         if found.is_empty() {
-            found = objects(obj.dynamic_symbols());
+            found = objects(obj, obj.dynamic_symbols());
         }
         // By start, in the table's order (a stable sort); one object per
         // start: the bigger first, then a global before a local, then the
@@ -163,12 +163,32 @@ impl DataSymbols {
     }
 }
 
-/// (start, size, local, name) of the named, defined objects of a table.
-fn objects<'d: 'f, 'f>(it: impl Iterator<Item = object::Symbol<'d, 'f>>) -> Vec<Found<'d>> {
+/// Whether symbol `s` of `obj` is in a section that takes memory when the
+/// binary runs (`SHF_ALLOC`): not libc's `__evoke_link_warning_*`, whose
+/// `.gnu.warning.*` sections only tell the linker what to warn about,
+/// each at address 0; perf 6.1 leaves them out too.
+fn allocated(obj: &object::File<'_>, s: &object::Symbol<'_, '_>) -> bool {
+    use object::{ObjectSection, SectionFlags, SymbolSection};
+    let SymbolSection::Section(i) = s.section() else {
+        return true;
+    };
+    match obj.section_by_index(i).map(|sec| sec.flags()) {
+        Ok(SectionFlags::Elf { sh_flags }) => sh_flags & u64::from(object::elf::SHF_ALLOC) != 0,
+        _ => true,
+    }
+}
+
+/// (start, size, local, name) of the named, defined objects of a table
+/// that take memory ([`allocated`]).
+fn objects<'d: 'f, 'f>(
+    obj: &object::File<'d>,
+    it: impl Iterator<Item = object::Symbol<'d, 'f>>,
+) -> Vec<Found<'d>> {
     // Absolute symbols (a library's version names, `GLIBC_PRIVATE`) hold
     // no data: perf leaves them out too.
     it.filter(|s| s.kind() == SymbolKind::Data && !s.is_undefined())
         .filter(|s| s.section() != object::SymbolSection::Absolute)
+        .filter(|s| allocated(obj, s))
         .filter_map(|s| {
             let name = s.name().ok().filter(|n| !n.is_empty())?;
             let binding = match (s.is_global(), s.is_weak()) {
