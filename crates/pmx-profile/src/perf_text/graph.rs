@@ -21,6 +21,7 @@
 //! `fractal` shares of the parent's; a single top chain holding the whole
 //! row is printed without a share (`---name`).
 
+use super::notes::Note;
 use crate::profile::Row;
 use crate::EventProfile;
 use pmx_symbols::symbolize::is_address;
@@ -99,6 +100,8 @@ pub type Link<'a> = (&'a str, u32);
 #[derive(Debug, Default)]
 struct Node<'a> {
     names: Vec<Link<'a>>,
+    /// With `--branch-history`: each frame's branch note (else empty).
+    notes: Vec<Note>,
     hit: u64,
     cumul: u64,
     children: Vec<Node<'a>>,
@@ -111,7 +114,8 @@ impl<'a> Node<'a> {
 
     /// Add `chain` (weight `w`) below this node, splitting a node where
     /// the chain parts from it or ends inside it.
-    fn add(&mut self, chain: &[Link<'a>], w: u64) {
+    /// `notes`: each frame's branch note, or none.
+    fn add(&mut self, chain: &[Link<'a>], notes: &[Note], w: u64) {
         self.cumul += w;
         let Some(first) = chain.first() else {
             self.hit += w;
@@ -120,6 +124,7 @@ impl<'a> Node<'a> {
         let Some(c) = self.children.iter_mut().find(|c| c.names[0] == *first) else {
             self.children.push(Node {
                 names: chain.to_vec(),
+                notes: notes.iter().map(Note::first).collect(),
                 hit: w,
                 cumul: w,
                 children: Vec::new(),
@@ -129,9 +134,14 @@ impl<'a> Node<'a> {
         let common = (c.names.iter().zip(chain))
             .take_while(|(a, b)| a == b)
             .count();
+        for (mine, theirs) in c.notes.iter_mut().zip(notes).take(common) {
+            mine.add(theirs);
+        }
         if common < c.names.len() {
+            let split = common.min(c.notes.len());
             let tail = Node {
                 names: c.names.split_off(common),
+                notes: c.notes.split_off(split),
                 hit: c.hit,
                 cumul: c.cumul,
                 children: std::mem::take(&mut c.children),
@@ -139,13 +149,22 @@ impl<'a> Node<'a> {
             c.hit = 0;
             c.children.push(tail);
         }
-        c.add(&chain[common..], w);
+        c.add(&chain[common..], notes.get(common..).unwrap_or(&[]), w);
     }
 
-    /// perf's order: heaviest first, equal weights by name.
+    /// perf's order: heaviest first, equal weights by name (with branch
+    /// notes, perf's `-g address` key: by the links' ids, which the
+    /// caller gives in address order, descending: perf's tree of a
+    /// node's children puts a higher address first).
     fn sort(&mut self) {
-        self.children
-            .sort_by(|a, b| b.cumul.cmp(&a.cumul).then(a.names[0].cmp(&b.names[0])));
+        self.children.sort_by(|a, b| {
+            let (x, y) = (a.names[0], b.names[0]);
+            let tie = match a.notes.is_empty() {
+                true => x.cmp(&y),
+                false => y.1.cmp(&x.1),
+            };
+            b.cumul.cmp(&a.cumul).then(tie)
+        });
         self.children.iter_mut().for_each(Node::sort);
     }
 
@@ -269,8 +288,34 @@ pub fn print(
 ) -> std::io::Result<()> {
     let mut root = Node::default();
     for (c, w) in chains {
-        root.add(c, *w);
+        root.add(c, &[], *w);
     }
+    print_tree(out, root, parent, event_total, g)
+}
+
+/// [`print`] with a branch note for every frame of every chain
+/// (`--branch-history`), printed after the frame's name as perf does.
+pub fn print_noted(
+    out: &mut dyn Write,
+    chains: &[(Vec<Link>, Vec<Note>, u64)],
+    parent: u64,
+    event_total: u64,
+    g: &Graph,
+) -> std::io::Result<()> {
+    let mut root = Node::default();
+    for (c, notes, w) in chains {
+        root.add(c, notes, *w);
+    }
+    print_tree(out, root, parent, event_total, g)
+}
+
+fn print_tree(
+    out: &mut dyn Write,
+    mut root: Node,
+    parent: u64,
+    event_total: u64,
+    g: &Graph,
+) -> std::io::Result<()> {
     root.sort();
     let min = (event_total as f64 * (g.threshold / 100.0)) as u64;
     let pct = |v: u64, t: u64| {
@@ -312,6 +357,15 @@ pub fn print(
             let mut p = Printer { out, g, any: false };
             p.top(&root, parent, event_total)
         }
+    }
+}
+
+/// Frame `i` of node `n` as printed: its name, and its branch note when
+/// the graph has them.
+fn noted(n: &Node, i: usize, link: &Link) -> String {
+    match n.notes.get(i) {
+        Some(note) => format!("{}{}", shown(link.0), note.text()),
+        None => shown(link.0).into_owned(),
     }
 }
 
@@ -361,12 +415,13 @@ impl Printer<'_, '_> {
                     if i == 0 && self.g.skip_self {
                         continue;
                     }
+                    let name = noted(only, i, n);
                     if !printed {
-                        writeln!(self.out, "{MARGIN}|\n{MARGIN}---{}", shown(n.0))?;
+                        writeln!(self.out, "{MARGIN}|\n{MARGIN}---{name}")?;
                         margin = 3;
                         printed = true;
                     } else {
-                        writeln!(self.out, "{MARGIN}{:margin$}{}", "", shown(n.0))?;
+                        writeln!(self.out, "{MARGIN}{:margin$}{name}", "")?;
                     }
                     self.any = true;
                     if limit > 0 && i + 1 == limit {
@@ -411,7 +466,8 @@ impl Printer<'_, '_> {
             self.line(depth, mask, margin)?;
             for (i, name) in child.names.iter().enumerate() {
                 let label = (i == 0).then(|| self.value(child.cumul, total));
-                self.entry(depth, new_mask, margin, label.as_deref(), &shown(name.0))?;
+                let name = noted(child, i, name);
+                self.entry(depth, new_mask, margin, label.as_deref(), &name)?;
             }
             let below = if fractal { child.children_hit() } else { total };
             self.level(child, below, depth + 1, new_mask | (1 << depth), margin)?;
