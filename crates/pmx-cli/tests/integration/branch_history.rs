@@ -114,3 +114,33 @@ fn files_with_call_chains_are_refused_with_the_reason() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("has call chains"), "{}", stderr(&o));
 }
+
+/// `perf top --stitch-lbr` and `perf c2c report --stitch-lbr` under the
+/// perf name: pmx refuses both, saying why (perf 6.1's top wants
+/// `--call-graph lbr` with it and then needs a PMU with branch stacks,
+/// which this machine lacks; pmx's top and c2c build no LBR call stacks).
+#[test]
+fn top_and_c2c_refuse_stitch_lbr_with_the_reason() {
+    let Some(t) = tools("top and c2c --stitch-lbr") else {
+        return;
+    };
+    let file = t.data.join(FILES[0]);
+    let top = Command::new(&t.as_perf)
+        .args(["top", "--stitch-lbr", "--stdio"])
+        .output()
+        .unwrap();
+    assert_eq!(top.status.code(), Some(2), "{}", stderr(&top));
+    assert!(stderr(&top).contains("--stitch-lbr") && stderr(&top).contains("LBR"));
+    let theirs = Command::new("perf")
+        .args(["top", "--stitch-lbr", "--stdio"])
+        .output()
+        .unwrap();
+    assert!(stderr(&theirs).contains("--stitch-lbr must be used with --call-graph lbr"));
+    let c2c = Command::new(&t.as_perf)
+        .args(["c2c", "report", "--stitch-lbr", "--stdio", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(c2c.status.code(), Some(2), "{}", stderr(&c2c));
+    assert!(stderr(&c2c).contains("--stitch-lbr"), "{}", stderr(&c2c));
+}

@@ -293,7 +293,7 @@ pub fn print(
     print_tree(out, root, parent, event_total, g)
 }
 
-/// [`print`] with a branch note for every frame of every chain
+/// [`print()`] with a branch note for every frame of every chain
 /// (`--branch-history`), printed after the frame's name as perf does.
 pub fn print_noted(
     out: &mut dyn Write,

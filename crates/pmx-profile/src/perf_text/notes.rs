@@ -207,7 +207,9 @@ mod tests {
         assert_eq!(Note::source(0, 3, 40).text(), " (iter:3 avg_cycles:13)");
         assert_eq!(Note::source(0, 3, 40).first().text(), "");
         assert_eq!(Note::default().text(), " (calltrace)");
-        let j = Note::target(0x1000, 0x10, 1, true, false);
+        let j = Note::target(0x1010, 0x1000, 1, true, false);
         assert_eq!(j.text(), " (JCC bwd)");
+        let far = Note::target(0x1000, 0x10, 4, false, false);
+        assert_eq!(far.text(), " (CALL CROSS_4K predicted:0.0%)");
     }
 }
