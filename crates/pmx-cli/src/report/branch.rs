@@ -38,7 +38,7 @@ pub fn dispatch(
     let out = a.flamegraph.is_some() || a.firefox.is_some() || a.pprof.is_some() || p.header_only;
     let auto = !(other || out || a.diff.is_some() || a.metrics.is_some() || p.no_branch_stack)
         && branch::by_default(&a.input, a.sort.as_deref());
-    if !(p.branch_stack || p.branch_history) && !optimize && !auto {
+    if !(p.branch_stack || p.branch_history || optimize || auto) {
         return None;
     }
     let g = p.fields(None, a.percent_limit).map(|f| f.1.graph);
