@@ -80,6 +80,9 @@ pub struct PerfReportArgs {
     /// LBR call stacks (--call-graph lbr files) stitched across each thread's samples, as perf.
     #[arg(long)]
     pub stitch_lbr: bool,
+    /// Each sample's branch stack added to its call graph, rows by srcline,symbol,dso (perf's --branch-history).
+    #[arg(long, conflicts_with_all = ["branch_stack", "total_cycles"])]
+    pub branch_history: bool,
     /// The memory accesses: perf's memory keys and layout, rows weighted by the accesses' weights.
     #[arg(long)]
     pub mem_mode: bool,

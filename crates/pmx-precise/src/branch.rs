@@ -24,7 +24,8 @@
 //! call chains, and builds no ordinary rows beside it.
 //!
 //! [`blocks`] tables the basic blocks by the LBR's cycles (`report
-//! --total-cycles`). [`bolt`] and [`autofdo`] read the same branch stacks for the
+//! --total-cycles`); [`history`] adds each sample's branches to its call
+//! graph (`report --branch-history`). [`bolt`] and [`autofdo`] read the same branch stacks for the
 //! optimizers: BOLT's fdata (`pmx report --bolt`) and llvm-profgen's
 //! range and branch counts (`pmx report --autofdo`).
 
@@ -32,6 +33,7 @@ pub mod autofdo;
 pub mod blocks;
 pub mod bolt;
 mod collect;
+pub mod history;
 mod keys;
 mod order;
 mod rbtree;
@@ -39,6 +41,7 @@ pub mod table;
 
 pub use keys::{BranchKey, DEFAULT_KEYS};
 
+use pmx_profile::perf_text::Graph;
 use pmx_profile::profile::sink::SampleSink;
 use pmx_profile::report::{report_with, Report, ReportError, ReportOptions};
 use std::sync::Arc;
@@ -188,14 +191,44 @@ pub fn report(
     })
 }
 
-/// What `report -b` prints: the branch table, or the table of basic
-/// blocks (`--total-cycles`).
-#[derive(Debug)]
+/// What `report -b` prints: the branch table, the table of basic
+/// blocks (`--total-cycles`), or the samples with their branch history
+/// (`--branch-history`).
 pub enum Tables {
     /// The branches by the keys.
     Branches(BranchReport),
     /// The blocks by their cycles.
     Blocks(blocks::BlockReport),
+    /// The samples, their branches in the call graph drawn as the graph says.
+    History(history::HistoryReport, Graph),
+}
+
+/// Which of the [`Tables`] to make.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Table {
+    /// The branch table.
+    Branches,
+    /// The blocks (`--total-cycles`).
+    Blocks,
+    /// The branch history, in this graph (`--branch-history`).
+    History(Graph),
+}
+
+impl Table {
+    /// The table `--total-cycles` (`blocks`) and `--branch-history`
+    /// (`history`: its graph) ask for; `children`: not `--no-children`,
+    /// which makes perf's default order `caller` even where the file has
+    /// no call chains (and so no children).
+    pub fn of(blocks: bool, history: Option<Graph>, children: bool) -> Table {
+        match (history, blocks) {
+            (Some(g), _) => Table::History(Graph {
+                caller: g.caller.or(Some(children)),
+                ..g
+            }),
+            (None, true) => Table::Blocks,
+            (None, false) => Table::Branches,
+        }
+    }
 }
 
 impl Tables {
@@ -204,6 +237,7 @@ impl Tables {
         match self {
             Tables::Branches(r) => &r.report.profile.warnings,
             Tables::Blocks(r) => &r.report.profile.warnings,
+            Tables::History(r, _) => r.warnings(),
         }
     }
 
@@ -212,20 +246,26 @@ impl Tables {
         match self {
             Tables::Branches(r) => table::write(out, r, json),
             Tables::Blocks(r) => blocks::write(out, r, json),
+            Tables::History(r, g) => r.write(out, g),
         }
     }
 }
 
-/// [`report`] by `keys`, or with `blocks` [`blocks::report`].
+/// The [`Table`] asked for: [`report`] by `keys`, [`blocks::report`]
+/// or [`history::report`].
 pub fn tables(
     opts: &ReportOptions,
     keys: &str,
-    blocks: bool,
+    table: Table,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<Tables, BranchError> {
-    match blocks {
-        true => blocks::report(opts, progress).map(Tables::Blocks),
-        false => report(opts, keys, progress).map(Tables::Branches),
+    match table {
+        Table::Blocks => blocks::report(opts, progress).map(Tables::Blocks),
+        Table::Branches => report(opts, keys, progress).map(Tables::Branches),
+        Table::History(g) => {
+            let r = history::report(opts, g.caller == Some(true), progress)?;
+            Ok(Tables::History(r, g))
+        }
     }
 }
 

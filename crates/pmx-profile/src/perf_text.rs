@@ -5,11 +5,12 @@
 //! ([`stats`]), `--tasks` ([`tasks`]), and the hotspot table in perf's
 //! `--stdio` layout ([`table`]: perf's header lines, its columns, its
 //! `Samples: 2K` abbreviation) with perf's call graph under each row
-//! ([`graph`]).
+//! ([`graph`]; `--branch-history`'s branch [`notes`]).
 
 mod attr;
 mod filter;
 pub mod graph;
+pub mod notes;
 mod table;
 mod tasks;
 

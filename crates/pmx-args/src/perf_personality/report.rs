@@ -157,10 +157,6 @@ impl CallGraphDisplay {
 
 /// perf report's options pmx report does not take, and why.
 pub const REFUSED: &[(&str, &str)] = &[
-    (
-        "--branch-history",
-        "pmx adds no branches to call graphs yet",
-    ),
     ("-D", "use `perf script` (pmx script) for the records"),
     (
         "--dump-raw-trace",

@@ -37,9 +37,14 @@ pub fn dispatch(
     let other = a.folded || a.json || a.group || a.threads || a.wall_clock || a.csv || p.stats;
     let out = a.flamegraph.is_some() || a.firefox.is_some() || a.pprof.is_some() || p.header_only;
     let auto = !(other || out || a.diff.is_some() || a.metrics.is_some() || p.no_branch_stack);
-    if !(p.branch_stack || optimize || (auto && branch::by_default(&a.input, a.sort.as_deref()))) {
+    let asked = p.branch_stack || p.branch_history || optimize;
+    if !(asked || (auto && branch::by_default(&a.input, a.sort.as_deref()))) {
         return None;
     }
+    let g = p.fields(None, a.percent_limit).map(|f| f.1.graph);
+    let g = p.branch_history.then_some(g).transpose().ok()?; // a bad -g: said below
+    let table = branch::Table::of(p.total_cycles, g, !p.no_children);
+    let keys = a.sort.as_deref().unwrap_or("");
     let options = ReportOptions {
         event: args.event.clone(),
         symfs: args.symfs.clone(),
@@ -53,11 +58,7 @@ pub fn dispatch(
             let bolt = branch::bolt::BoltOptions { binary, no_lbr };
             optimizer(&options, &bolt, (&o.bolt, &o.autofdo), args.quiet)
         }
-        false => run(
-            &options,
-            args.sort.as_deref().unwrap_or(""),
-            (args.json, args.quiet, p.total_cycles),
-        ),
+        false => run(&options, keys, (a.json, a.quiet, table)),
     };
     Some(done.map_err(|e| match e {
         BranchError::Report(e) => super::failure(e),
@@ -72,11 +73,11 @@ pub fn dispatch(
 pub fn run(
     options: &ReportOptions,
     keys: &str,
-    how: (bool, bool, bool),
+    how: (bool, bool, branch::Table),
 ) -> Result<i32, BranchError> {
-    let (json, quiet, blocks) = how;
+    let (json, quiet, table) = how;
     let mut progress = Progress::new(quiet);
-    let r = branch::tables(options, keys, blocks, &mut |d, t| progress.update(d, t));
+    let r = branch::tables(options, keys, table, &mut |d, t| progress.update(d, t));
     progress.finish();
     let r = r?;
     for w in r.warnings() {
@@ -100,8 +101,6 @@ pub fn optimizer(
     let to = (to.0.as_deref(), to.1.as_deref());
     let note = branch::optimize(options, bolt, to, &mut |d, t| progress.update(d, t));
     progress.finish();
-    if let (Some(note), false) = (note?, quiet) {
-        eprintln!("pmx: {note}");
-    }
+    (note?.filter(|_| !quiet)).inspect(|n| eprintln!("pmx: {n}"));
     Ok(crate::exit::OK)
 }

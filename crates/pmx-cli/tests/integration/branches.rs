@@ -13,19 +13,19 @@ use crate::common::{pmx, stderr, PMX};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const FILES: [&str; 3] = [
+pub(crate) const FILES: [&str; 3] = [
     "perf_data_converter__perf.data.branch-4.14",
     "perf_data_converter__perf.data.callgraph_and_branch-3.8",
     "perf_data_converter__perf.data.branch_stack_hw_index",
 ];
 
-struct Tools {
+pub(crate) struct Tools {
     _dir: tempfile::TempDir,
-    as_perf: PathBuf,
-    data: PathBuf,
+    pub(crate) as_perf: PathBuf,
+    pub(crate) data: PathBuf,
 }
 
-fn tools(what: &str) -> Option<Tools> {
+pub(crate) fn tools(what: &str) -> Option<Tools> {
     let data = pmx_testkit::shared::shared_data("perfdata");
     let Some(data) = data else {
         pmx_testkit::skip(format_args!(

@@ -19,6 +19,7 @@ mod analyze;
 mod annotate;
 mod annotate_lbr;
 mod annotate_memory;
+mod branch_history;
 mod branch_insn;
 mod branches;
 mod builtin_tables;

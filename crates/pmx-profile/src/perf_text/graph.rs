@@ -21,6 +21,7 @@
 //! `fractal` shares of the parent's; a single top chain holding the whole
 //! row is printed without a share (`---name`).
 
+use super::notes::Note;
 use crate::profile::Row;
 use crate::EventProfile;
 use pmx_symbols::symbolize::is_address;
@@ -99,6 +100,8 @@ pub type Link<'a> = (&'a str, u32);
 #[derive(Debug, Default)]
 struct Node<'a> {
     names: Vec<Link<'a>>,
+    /// With `--branch-history`: each frame's branch note (else empty).
+    notes: Vec<Note>,
     hit: u64,
     cumul: u64,
     children: Vec<Node<'a>>,
@@ -111,7 +114,8 @@ impl<'a> Node<'a> {
 
     /// Add `chain` (weight `w`) below this node, splitting a node where
     /// the chain parts from it or ends inside it.
-    fn add(&mut self, chain: &[Link<'a>], w: u64) {
+    /// `notes`: each frame's branch note, or none.
+    fn add(&mut self, chain: &[Link<'a>], notes: &[Note], w: u64) {
         self.cumul += w;
         let Some(first) = chain.first() else {
             self.hit += w;
@@ -120,6 +124,7 @@ impl<'a> Node<'a> {
         let Some(c) = self.children.iter_mut().find(|c| c.names[0] == *first) else {
             self.children.push(Node {
                 names: chain.to_vec(),
+                notes: notes.iter().map(Note::first).collect(),
                 hit: w,
                 cumul: w,
                 children: Vec::new(),
@@ -129,9 +134,14 @@ impl<'a> Node<'a> {
         let common = (c.names.iter().zip(chain))
             .take_while(|(a, b)| a == b)
             .count();
+        for (mine, theirs) in c.notes.iter_mut().zip(notes).take(common) {
+            mine.add(theirs);
+        }
         if common < c.names.len() {
+            let split = common.min(c.notes.len());
             let tail = Node {
                 names: c.names.split_off(common),
+                notes: c.notes.split_off(split),
                 hit: c.hit,
                 cumul: c.cumul,
                 children: std::mem::take(&mut c.children),
@@ -139,14 +149,16 @@ impl<'a> Node<'a> {
             c.hit = 0;
             c.children.push(tail);
         }
-        c.add(&chain[common..], w);
+        c.add(&chain[common..], notes.get(common..).unwrap_or(&[]), w);
     }
 
     /// perf's order: heaviest first; equal weights as perf keeps its
     /// siblings, descending: by binary and place in it (its binaries by
     /// when they were made: none first, then the kernel, then as the
     /// maps came), or by name where an inlined function is among them
-    /// (perf compares names when either of two is inlined).
+    /// (perf compares names when either of two is inlined). With branch
+    /// notes, perf's `-g address` key: by the links' ids, which the caller
+    /// gives in address order, descending.
     fn sort(&mut self, starts: &Starts) {
         let place = |n: &Node| {
             let link = n.names[0];
@@ -157,8 +169,10 @@ impl<'a> Node<'a> {
             };
             (rank, starts.get(&link).copied().unwrap_or(u64::MAX))
         };
-        let by_place =
-            |a: &Node, b: &Node| place(b).cmp(&place(a)).then(a.names[0].cmp(&b.names[0]));
+        let by_place = |a: &Node, b: &Node| match a.notes.is_empty() {
+            true => place(b).cmp(&place(a)).then(a.names[0].cmp(&b.names[0])),
+            false => b.names[0].1.cmp(&a.names[0].1),
+        };
         let by_name = |a: &Node, b: &Node| {
             b.names[0]
                 .0
@@ -168,7 +182,8 @@ impl<'a> Node<'a> {
         self.children
             .sort_by(|a, b| b.cumul.cmp(&a.cumul).then_with(|| by_place(a, b)));
         for run in self.children.chunk_by_mut(|a, b| a.cumul == b.cumul) {
-            if run.len() > 1 && run.iter().any(|n| place(n).1 == u64::MAX) {
+            let inlined = run.iter().any(|n| place(n).1 == u64::MAX);
+            if run.len() > 1 && run[0].notes.is_empty() && inlined {
                 run.sort_by(by_name);
             }
         }
@@ -318,8 +333,34 @@ pub fn print(
 ) -> std::io::Result<()> {
     let mut root = Node::default();
     for (c, w) in chains {
-        root.add(c, *w);
+        root.add(c, &[], *w);
     }
+    print_tree(out, (root, starts), parent, event_total, g)
+}
+
+/// [`print()`] with a branch note for every frame of every chain
+/// (`--branch-history`), printed after the frame's name as perf does.
+pub fn print_noted(
+    out: &mut dyn Write,
+    chains: &[(Vec<Link>, Vec<Note>, u64)],
+    parent: u64,
+    event_total: u64,
+    g: &Graph,
+) -> std::io::Result<()> {
+    let mut root = Node::default();
+    for (c, notes, w) in chains {
+        root.add(c, notes, *w);
+    }
+    print_tree(out, (root, &Starts::new()), parent, event_total, g)
+}
+
+fn print_tree(
+    out: &mut dyn Write,
+    (mut root, starts): (Node, &Starts),
+    parent: u64,
+    event_total: u64,
+    g: &Graph,
+) -> std::io::Result<()> {
     root.sort(starts);
     let min = (event_total as f64 * (g.threshold / 100.0)) as u64;
     let pct = |v: u64, t: u64| {
@@ -361,6 +402,15 @@ pub fn print(
             let mut p = Printer { out, g, any: false };
             p.top(&root, parent, event_total)
         }
+    }
+}
+
+/// Frame `i` of node `n` as printed: its name, and its branch note when
+/// the graph has them.
+fn noted(n: &Node, i: usize, link: &Link) -> String {
+    match n.notes.get(i) {
+        Some(note) => format!("{}{}", shown(link.0), note.text()),
+        None => shown(link.0).into_owned(),
     }
 }
 
@@ -410,12 +460,13 @@ impl Printer<'_, '_> {
                     if i == 0 && self.g.skip_self {
                         continue;
                     }
+                    let name = noted(only, i, n);
                     if !printed {
-                        writeln!(self.out, "{MARGIN}|\n{MARGIN}---{}", shown(n.0))?;
+                        writeln!(self.out, "{MARGIN}|\n{MARGIN}---{name}")?;
                         margin = 3;
                         printed = true;
                     } else {
-                        writeln!(self.out, "{MARGIN}{:margin$}{}", "", shown(n.0))?;
+                        writeln!(self.out, "{MARGIN}{:margin$}{name}", "")?;
                     }
                     self.any = true;
                     if limit > 0 && i + 1 == limit {
@@ -460,7 +511,8 @@ impl Printer<'_, '_> {
             self.line(depth, mask, margin)?;
             for (i, name) in child.names.iter().enumerate() {
                 let label = (i == 0).then(|| self.value(child.cumul, total));
-                self.entry(depth, new_mask, margin, label.as_deref(), &shown(name.0))?;
+                let name = noted(child, i, name);
+                self.entry(depth, new_mask, margin, label.as_deref(), &name)?;
             }
             let below = if fractal { child.children_hit() } else { total };
             self.level(child, below, depth + 1, new_mask | (1 << depth), margin)?;

@@ -1,0 +1,146 @@
+//! `report --branch-history` with pmx as `perf` beside Debian's perf 6.1:
+//! on the shared branch recordings without call chains (perf 4.14 `-b`
+//! on Skylake, the Arm file with `hw_idx`) and on the branch file of a
+//! local program (`branch_insn`'s: cycles on every entry, loops), in
+//! callee and caller order: the same output, but for the tip line. The
+//! lines show what the mode adds: the branches in the graph with their
+//! `(cycles:N)`, `(predicted:N%)`, `(iter:N avg_cycles:N)` notes, the
+//! `srcline,symbol,dso` rows and the IPC column. A file with call chains
+//! is refused with the reason (docs/branches.md).
+
+use super::branch_insn;
+use super::branches::{tools, FILES};
+use crate::common::stderr;
+use std::path::Path;
+use std::process::Command;
+
+/// `BIN report --stdio --branch-history ARGS -i FILE`; perf 6.1 dies of
+/// SIGPIPE when its addr2line child fails (a binary that is not here)
+/// unless the signal is ignored, so it runs under `trap '' PIPE`.
+fn run(bin: &Path, args: &[&str], file: &Path) -> String {
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' PIPE; exec \"$0\" report --stdio --branch-history \"$@\"")
+        .arg(bin)
+        .args(args)
+        .arg("-i")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{} {args:?}: {}",
+        bin.display(),
+        stderr(&o)
+    );
+    // The tip under the table is each tool's own.
+    let text = pmx_testkit::text(&o.stdout);
+    text.lines()
+        .filter(|l| !l.starts_with("# (Tip:"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn same(as_perf: &Path, file: &Path, args: &[&str]) -> String {
+    let (ours, theirs) = (run(as_perf, args, file), run(Path::new("perf"), args, file));
+    if ours != theirs {
+        let d = (ours.lines().zip(theirs.lines()))
+            .enumerate()
+            .find(|(_, (a, b))| a != b)
+            .map(|(i, (a, b))| format!("line {}:\n pmx:  {a:?}\n perf: {b:?}", i + 1));
+        panic!(
+            "{} {args:?}: outputs differ ({} and {} lines) at {}",
+            file.display(),
+            ours.lines().count(),
+            theirs.lines().count(),
+            d.unwrap_or_else(|| "the end".into())
+        );
+    }
+    ours
+}
+
+#[test]
+fn shared_files_as_perf_prints_them() {
+    let Some(t) = tools("report --branch-history against perf") else {
+        return;
+    };
+    for name in [FILES[0], FILES[2]] {
+        let file = t.data.join(name);
+        for args in [&[][..], &["--no-children"][..], &["-g", "callee"][..]] {
+            let out = same(&t.as_perf, &file, args);
+            assert!(
+                out.contains("# Overhead  Source:Line") && out.contains("IPC   [IPC Coverage]"),
+                "{name}: {out}"
+            );
+            assert!(
+                out.contains("            ---0x"),
+                "{name}: no branch chain\n{out}"
+            );
+        }
+    }
+    let out = same(&t.as_perf, &t.data.join(FILES[0]), &[]);
+    assert!(
+        out.contains(" (cycles:4)") && out.contains(" (predicted:"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_local_programs_branches_as_perf_prints_them() {
+    let Some(t) = tools("report --branch-history of a local program") else {
+        return;
+    };
+    for pie in [false, true] {
+        let Some(s) = branch_insn::setup("report --branch-history", pie, false) else {
+            return;
+        };
+        for args in [&[][..], &["--no-children"][..], &["-g", "fractal"][..]] {
+            let out = same(&t.as_perf, &s.data, args);
+            assert!(out.contains("(cycles:"), "{out}");
+        }
+    }
+}
+
+#[test]
+fn files_with_call_chains_are_refused_with_the_reason() {
+    let Some(t) = tools("report --branch-history of a -g file") else {
+        return;
+    };
+    let o = Command::new(&t.as_perf)
+        .args(["report", "--stdio", "--branch-history", "-i"])
+        .arg(t.data.join(FILES[1]))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("has call chains"), "{}", stderr(&o));
+}
+
+/// `perf top --stitch-lbr` and `perf c2c report --stitch-lbr` under the
+/// perf name: pmx refuses both, saying why (perf 6.1's top wants
+/// `--call-graph lbr` with it and then needs a PMU with branch stacks,
+/// which this machine lacks; pmx's top and c2c build no LBR call stacks).
+#[test]
+fn top_and_c2c_refuse_stitch_lbr_with_the_reason() {
+    let Some(t) = tools("top and c2c --stitch-lbr") else {
+        return;
+    };
+    let file = t.data.join(FILES[0]);
+    let top = Command::new(&t.as_perf)
+        .args(["top", "--stitch-lbr", "--stdio"])
+        .output()
+        .unwrap();
+    assert_eq!(top.status.code(), Some(2), "{}", stderr(&top));
+    assert!(stderr(&top).contains("--stitch-lbr") && stderr(&top).contains("LBR"));
+    let theirs = Command::new("perf")
+        .args(["top", "--stitch-lbr", "--stdio"])
+        .output()
+        .unwrap();
+    assert!(stderr(&theirs).contains("--stitch-lbr must be used with --call-graph lbr"));
+    let c2c = Command::new(&t.as_perf)
+        .args(["c2c", "report", "--stitch-lbr", "--stdio", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(c2c.status.code(), Some(2), "{}", stderr(&c2c));
+    assert!(stderr(&c2c).contains("--stitch-lbr"), "{}", stderr(&c2c));
+}

@@ -1,0 +1,478 @@
+//! `report --branch-history`: each sample's branch stack added to its
+//! call chain, as perf report's "add last branch records to call
+//! history".
+//!
+//! perf 6.1 builds such a chain from the newest branch back (`-g caller`:
+//! the oldest first): each branch's target, then its source, after
+//! folding repeated runs of the same sources (loops) into one with their
+//! iteration count (`remove_loops`: a run whose sources repeat the run
+//! just before it, found through a 127-slot hash of the sources with no
+//! collision handling, as perf). The chain's frames are keyed by address
+//! (perf's `-g address`): a frame is its function and source line
+//! (`main prog.c:12`; without line information `main+25`, the offset in
+//! decimal) or, without a symbol, the address (`0x78e429407d96`). The
+//! graph notes what the branches said at each frame ([`Note`]). Rows are
+//! perf's default keys of the mode, `srcline,symbol,dso`, each with an
+//! `IPC [IPC Coverage]` cell (`-      -`: no symbol).
+//!
+//! Files with call chains (`-g`) are refused for now: perf appends the
+//! chain after the branches (cut by the branch count, `chain_nr -= nr`)
+//! and reports children by default; pmx does not build that yet.
+
+use super::BranchError;
+use pmx_perfdata::branch::BranchFlags;
+use pmx_perfdata::format::misc;
+use pmx_profile::perf_text::graph::{self, Graph, Link};
+use pmx_profile::perf_text::notes::Note;
+use pmx_profile::profile::sink::{SampleRef, SampleSink, Side};
+use pmx_profile::report::{report_with, Report, ReportOptions};
+use pmx_symbols::symbolize::{FrameId, FrameName, Symbolizer, UNKNOWN_DSO};
+use rustc_hash::FxHashMap as HashMap;
+use std::io::Write;
+
+/// The lowest kernel address (x86-64's canonical upper half).
+const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+
+/// perf's `--max-stack` default (`sysctl_perf_event_max_stack`).
+const MAX_STACK: usize = 127;
+
+/// A place code ran at, as the replay found it.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Site {
+    frame: Option<FrameId>,
+    level: u8,
+    /// The address as perf's rows show it (map-relative for user code).
+    shown: u64,
+    /// The address in the symbol's space (ELF virtual address).
+    space: u64,
+    /// The address itself.
+    addr: u64,
+    /// Its source file (base name) and line, from DWARF.
+    line: Option<(String, u32)>,
+}
+
+/// A sample's row and chain, as site indices.
+struct Sample {
+    site: u32,
+    period: u64,
+    chain: Vec<u32>,
+    notes: Vec<Note>,
+}
+
+#[derive(Default)]
+struct Event {
+    samples: u64,
+    period: u64,
+    list: Vec<Sample>,
+}
+
+/// The sink: every sample's site and branch chain, kept in file order.
+struct History {
+    caller: bool,
+    sites: Vec<Site>,
+    ids: HashMap<Site, u32>,
+    events: Vec<Event>,
+    /// Each site's names, settled at the end.
+    named: Vec<Named>,
+}
+
+/// A branch as perf's `remove_loops` sees it.
+#[derive(Clone, Copy)]
+struct Entry {
+    from: u64,
+    to: u64,
+    flags: BranchFlags,
+}
+
+/// perf 6.1's `hash_64(v, 7) % 127`: the slot of a source address.
+fn slot(v: u64) -> usize {
+    (v.wrapping_mul(0x61C8_8646_80B5_83EB) >> 57) as usize % 127
+}
+
+/// perf's `remove_loops`: each run of sources that repeats the run
+/// before it is removed, its iteration and cycles counted at the entry
+/// after it; (iterations, cycles) per entry kept.
+fn remove_loops(l: &mut Vec<Entry>) -> Vec<(u64, u64)> {
+    let mut iter = vec![(0u64, 0u64); l.len()];
+    let mut hash = [usize::MAX; 127];
+    let mut nr = l.len();
+    let mut i = 0;
+    while i < nr {
+        let h = slot(l[i].from);
+        if hash[h] == usize::MAX {
+            hash[h] = i;
+        } else if l[hash[h]].from == l[i].from {
+            let (mut j, mut off, mut is_loop) = (hash[h], 0, true);
+            while j < i && i + off < nr {
+                if l[j].from != l[i + off].from {
+                    is_loop = false;
+                    break;
+                }
+                j += 1;
+                off += 1;
+            }
+            if is_loop {
+                if nr > i + off {
+                    let cycles: u64 = (l[i..i + off].iter())
+                        .map(|e| u64::from(e.flags.cycles()))
+                        .sum();
+                    let it = &mut iter[i + off];
+                    (it.0, it.1) = (it.0 + 1, cycles);
+                    iter.drain(i..i + off);
+                    l.drain(i..i + off);
+                }
+                nr -= off;
+            }
+        }
+        i += 1;
+    }
+    l.truncate(nr);
+    iter.truncate(nr);
+    iter
+}
+
+impl History {
+    fn site(&mut self, sym: &mut Symbolizer, pid: u32, addr: u64, kernel: Option<bool>) -> u32 {
+        let mapped = sym.mapping(pid, addr).is_some();
+        let s = match kernel {
+            Some(false) | None if mapped => {
+                let (frame, shown, space) = sym.user_site(pid, addr);
+                let named = matches!(sym.frame(frame).name, FrameName::Symbol(_));
+                let line = named.then(|| sym.source_line(pid, addr)).flatten();
+                let line = line.map(|(f, n)| (f.rsplit('/').next().unwrap_or("").to_string(), n));
+                Site {
+                    frame: Some(frame),
+                    level: b'.',
+                    shown,
+                    space,
+                    addr,
+                    line,
+                }
+            }
+            Some(true) | None if addr >= KERNEL_START => Site {
+                frame: Some(sym.kernel_frame(addr)),
+                level: b'k',
+                shown: addr,
+                space: addr,
+                addr,
+                line: None,
+            },
+            _ => Site {
+                frame: None,
+                level: if kernel == Some(true) { b'k' } else { b'.' },
+                shown: addr,
+                space: addr,
+                addr,
+                line: None,
+            },
+        };
+        if let Some(&id) = self.ids.get(&s) {
+            return id;
+        }
+        let id = self.sites.len() as u32;
+        self.ids.insert(s.clone(), id);
+        self.sites.push(s);
+        id
+    }
+}
+
+impl SampleSink for History {
+    fn sample(&mut self, s: &SampleRef<'_>, sym: &mut Symbolizer) {
+        if self.events.len() <= s.event {
+            self.events.resize_with(s.event + 1, Event::default);
+        }
+        let kernel = s.misc & misc::CPUMODE_MASK == misc::KERNEL;
+        let ip = s.addrs.first().copied().unwrap_or(0);
+        let site = self.site(sym, s.pid, ip, Some(kernel));
+        let all: Vec<Entry> = (s.branches.chunks_exact(3))
+            .map(|e| Entry {
+                from: e[0],
+                to: e[1],
+                flags: BranchFlags(e[2]),
+            })
+            .collect();
+        let nr = all.len().min(MAX_STACK);
+        let mut be: Vec<Entry> = match self.caller {
+            false => all[..nr].to_vec(),
+            true => all[all.len() - nr..].iter().rev().copied().collect(),
+        };
+        let iter = remove_loops(&mut be);
+        let (mut chain, mut notes) = (Vec::new(), Vec::new());
+        for (e, &(n, c)) in be.iter().zip(&iter) {
+            let f = e.flags;
+            chain.push(self.site(sym, s.pid, e.to, None));
+            notes.push(match e.from {
+                0 => Note::source(u64::from(f.cycles()), 0, 0),
+                from => Note::target(from, e.to, f.kind(), f.predicted(), f.abort()),
+            });
+            chain.push(self.site(sym, s.pid, e.from, None));
+            notes.push(Note::source(u64::from(f.cycles()), n, c));
+        }
+        let ev = &mut self.events[s.event];
+        ev.samples += 1;
+        ev.period += s.period;
+        ev.list.push(Sample {
+            site,
+            period: s.period,
+            chain,
+            notes,
+        });
+    }
+
+    fn side(&mut self, _: Side) {}
+
+    fn finish(&mut self, sym: &mut Symbolizer, remap: &[FrameId]) {
+        self.named = self.sites.iter().map(|s| named(sym, remap, s)).collect();
+    }
+}
+
+/// A row: its three keys' texts, its weight and its samples' indices.
+struct Row {
+    srcline: String,
+    symbol: String,
+    dso: String,
+    ipc: &'static str,
+    /// No symbol covers the sample's address.
+    unresolved: bool,
+    period: u64,
+    samples: Vec<usize>,
+}
+
+/// One event's rows and chains.
+pub struct HistoryEvent {
+    name: String,
+    samples: u64,
+    period: u64,
+    rows: Vec<Row>,
+    /// Per sample: its period, chain (frames as links) and notes.
+    chains: Vec<(u64, Vec<u32>, Vec<Note>)>,
+}
+
+/// `report --branch-history`: the file's report (header, events) and
+/// each selected event's rows with their branch chains.
+pub struct HistoryReport {
+    /// The ordinary report of the same file (its rows unused).
+    pub report: Report,
+    events: Vec<HistoryEvent>,
+    /// Each site's text in the graph (`main prog.c:12`, `0x401136`).
+    texts: Vec<String>,
+    /// Each site's rank by address: perf orders a graph's equal
+    /// branches by address.
+    ranks: Vec<u32>,
+}
+
+/// Read `opts.input` and build each sample's branch history; `caller`:
+/// the oldest branch first (perf's `-g caller`).
+pub fn report(
+    opts: &ReportOptions,
+    caller: bool,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<HistoryReport, BranchError> {
+    if pmx_profile::perf_text::call_chains(&opts.input) == Some(true) {
+        return Err(BranchError::Key(format!(
+            "--branch-history: {} has call chains (-g); pmx adds branches only to the chains of files without them yet",
+            opts.input.display()
+        )));
+    }
+    let mut sink = History {
+        caller,
+        sites: Vec::new(),
+        ids: HashMap::default(),
+        events: Vec::new(),
+        named: Vec::new(),
+    };
+    let report = report_with(opts, progress, Some(&mut sink as &mut dyn SampleSink))?;
+    let texts = texts(&sink);
+    if !sink
+        .events
+        .iter()
+        .any(|e| e.list.iter().any(|s| !s.chain.is_empty()))
+    {
+        return Err(BranchError::NoBranches(
+            report.file.clone(),
+            "--branch-history needs branch stacks".into(),
+        ));
+    }
+    let mut events = Vec::new();
+    for &i in &report.selected {
+        let Some(e) = sink.events.get_mut(i).filter(|e| e.samples > 0) else {
+            continue;
+        };
+        let e = std::mem::take(e);
+        let name = report.profile.events[i].name.clone();
+        events.push(event(&sink, name, e));
+    }
+    let mut order: Vec<usize> = (0..sink.sites.len()).collect();
+    order.sort_by_key(|&i| (sink.sites[i].addr, i));
+    let mut ranks = vec![0u32; order.len()];
+    for (rank, &i) in order.iter().enumerate() {
+        ranks[i] = rank as u32;
+    }
+    Ok(HistoryReport {
+        report,
+        events,
+        texts,
+        ranks,
+    })
+}
+
+/// A site's symbol (name, start) and binary's short name, settled at
+/// the end of the replay.
+#[derive(Default, Clone)]
+struct Named {
+    symbol: Option<(String, u64)>,
+    dso: Option<String>,
+}
+
+fn named(sym: &Symbolizer, remap: &[FrameId], s: &Site) -> Named {
+    let Some(f) = s.frame else {
+        return Named::default();
+    };
+    let f = remap.get(f as usize).copied().unwrap_or(f);
+    let frame = sym.frame(f);
+    Named {
+        symbol: match &frame.name {
+            FrameName::Symbol(n) => Some((n.clone(), sym.frame_start(f).unwrap_or(0))),
+            FrameName::Address(_) => None,
+        },
+        dso: (frame.dso != UNKNOWN_DSO).then(|| sym.dso(frame.dso).short.clone()),
+    }
+}
+
+/// perf's source line of a site: `file:line`, else `name+OFFSET`
+/// (decimal), else `binary[hex]`, else `??:0`.
+fn srcline(s: &Site, n: &Named) -> String {
+    match (&s.line, &n.symbol, &n.dso) {
+        (Some((f, l)), _, _) => format!("{f}:{l}"),
+        (None, Some((name, start)), _) => format!("{name}+{}", s.space.wrapping_sub(*start)),
+        (None, None, Some(d)) => format!("{d}[{:x}]", s.shown),
+        (None, None, None) => "??:0".into(),
+    }
+}
+
+/// Each site's text in the graph: `name srcline`, or its address.
+fn texts(h: &History) -> Vec<String> {
+    (h.sites.iter().zip(&h.named))
+        .map(|(s, n)| match &n.symbol {
+            Some((name, _)) => format!("{name} {}", srcline(s, n)),
+            None => format!("{:#x}", s.addr),
+        })
+        .collect()
+}
+
+fn event(h: &History, name: String, e: Event) -> HistoryEvent {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut index: HashMap<(String, String, String), usize> = HashMap::default();
+    let mut chains = Vec::new();
+    for (n, s) in e.list.into_iter().enumerate() {
+        let (site, names) = (&h.sites[s.site as usize], &h.named[s.site as usize]);
+        let sym = names.symbol.as_ref();
+        let symbol = match sym {
+            Some((name, _)) => format!("[{}] {name}", site.level as char),
+            None => format!("[{}] {:#018x}", site.level as char, site.shown),
+        };
+        let dso = names.dso.as_deref().unwrap_or("[unknown]").to_string();
+        let key = (srcline(site, names), symbol, dso);
+        let i = *index.entry(key.clone()).or_insert_with(|| {
+            rows.push(Row {
+                srcline: key.0,
+                symbol: key.1,
+                dso: key.2,
+                ipc: "-      -",
+                unresolved: sym.is_none(),
+                period: 0,
+                samples: Vec::new(),
+            });
+            rows.len() - 1
+        });
+        rows[i].period += s.period;
+        rows[i].samples.push(n);
+        chains.push((s.period, s.chain, s.notes));
+    }
+    // perf's order: the heaviest first, then by its keys' comparators
+    // (a source line's text ascending …).
+    rows.sort_by(|a, b| {
+        (b.period.cmp(&a.period))
+            .then_with(|| a.srcline.cmp(&b.srcline))
+            .then_with(|| a.symbol.cmp(&b.symbol))
+            .then_with(|| a.dso.cmp(&b.dso))
+    });
+    HistoryEvent {
+        name,
+        samples: e.samples,
+        period: e.period,
+        rows,
+        chains,
+    }
+}
+
+impl HistoryReport {
+    /// The report's warnings (binaries without symbols …).
+    pub fn warnings(&self) -> &[String] {
+        &self.report.profile.warnings
+    }
+
+    /// perf's `--stdio` table with the graph `g` under each row; flushed.
+    pub fn write(&self, out: &mut dyn Write, g: &Graph) -> std::io::Result<()> {
+        super::table::preamble(out, &self.report)?;
+        for (n, e) in self.events.iter().enumerate() {
+            if n > 0 {
+                writeln!(out, "\n")?;
+            }
+            self.event_table(out, e, g)?;
+        }
+        writeln!(
+            out,
+            "\n\n#\n# (Tip: pmx report -b counts the branches themselves)\n#"
+        )?;
+        out.flush()
+    }
+
+    fn event_table(&self, out: &mut dyn Write, e: &HistoryEvent, g: &Graph) -> std::io::Result<()> {
+        let abbreviated = pmx_profile::perf_text::abbreviated(e.samples);
+        writeln!(out, "# Samples: {abbreviated} of event '{}'", e.name)?;
+        writeln!(out, "# Event count (approx.): {}\n#", e.period)?;
+        let unresolved = e.rows.iter().any(|r| r.unresolved);
+        let w = |f: fn(&Row) -> usize, min: usize| e.rows.iter().map(f).fold(min, usize::max);
+        let ws = w(|r| r.srcline.len(), "Source:Line".len());
+        let wy = w(|r| r.symbol.len(), if unresolved { 22 } else { 6 });
+        let wd = w(|r| r.dso.len(), if unresolved { 16 } else { 13 });
+        let heads = ["Source:Line", "Symbol", "Shared Object"];
+        write!(out, "# Overhead  ")?;
+        for (h, w) in heads.iter().zip([ws, wy, wd]) {
+            write!(out, "{h:w$}  ")?;
+        }
+        writeln!(out, "IPC   [IPC Coverage]")?;
+        write!(out, "# ........  ")?;
+        for w in [ws, wy, wd] {
+            write!(out, "{}  ", ".".repeat(w))?;
+        }
+        writeln!(out, "{}\n#", ".".repeat(20))?;
+        let limit = self.report.options.percent_limit;
+        for r in &e.rows {
+            let share = pmx_profile::report::pct(r.period, e.period);
+            if limit > 0.0 && share < limit {
+                continue;
+            }
+            writeln!(
+                out,
+                "{share:>9.2}%  {:ws$}  {:wy$}  {:wd$}  {:20}",
+                r.srcline, r.symbol, r.dso, r.ipc
+            )?;
+            let chains: Vec<(Vec<Link>, Vec<Note>, u64)> = (r.samples.iter())
+                .map(|&i| &e.chains[i])
+                .filter(|c| !c.1.is_empty())
+                .map(|(p, c, n)| {
+                    let links = (c.iter())
+                        .map(|&s| (self.texts[s as usize].as_str(), self.ranks[s as usize]))
+                        .collect();
+                    (links, n.clone(), *p)
+                })
+                .collect();
+            if !chains.is_empty() {
+                graph::print_noted(out, &chains, r.period, e.period, g)?;
+            }
+        }
+        Ok(())
+    }
+}
