@@ -797,6 +797,10 @@ impl Symbolizer {
             elf.lookup_as(vaddr, self.options.demangle)
         });
         match found {
+            // A symbol met before: its frame, without making its name again.
+            Some(i) if self.frame_ids.contains_key(&FrameKey::Sym(dso, i)) => {
+                self.frame_ids[&FrameKey::Sym(dso, i)]
+            }
             Some(i) => {
                 let elf = self.dsos[dso as usize].elf.as_ref().expect("loaded");
                 let name = elf.shown_name(i, self.options.demangle);
