@@ -1090,6 +1090,13 @@ mod tests {
     use super::*;
     use pmx_testkit::events::encode as enc;
 
+    /// A plan's writes as (step, register, value), in order.
+    fn steps(p: &Plan) -> Vec<(Step, u32, u64)> {
+        (p.writes.iter())
+            .map(|w| (w.step, w.address, w.new))
+            .collect()
+    }
+
     fn instructions(arch: Arch) -> Encoded {
         let attr = PerfAttr {
             type_: Some(0),
@@ -1110,11 +1117,7 @@ mod tests {
         ];
         let pmu = PmuCounters::assumed(Arch::Intel, None);
         let p = plan(&events, &[0], &pmu, &Topology::default()).unwrap();
-        let w: Vec<(Step, u32, u64)> = p
-            .writes
-            .iter()
-            .map(|w| (w.step, w.address, w.new))
-            .collect();
+        let w = steps(&p);
         assert_eq!(
             w,
             vec![
@@ -1266,11 +1269,7 @@ mod tests {
             ),
         ];
         let p = plan(&events, &[0], &pmu, &Topology::default()).unwrap();
-        let w: Vec<(Step, u32, u64)> = p
-            .writes
-            .iter()
-            .map(|w| (w.step, w.address, w.new))
-            .collect();
+        let w = steps(&p);
         assert_eq!(
             w,
             vec![
