@@ -11,16 +11,15 @@ use std::path::{Path, PathBuf};
 /// `PERF_TYPE_TRACEPOINT`.
 pub(super) const TRACEPOINT: u32 = 2;
 
-/// Where tracefs is mounted (`None`: nowhere this process can read).
+/// Where tracefs is mounted (`None`: nowhere this process can read, and
+/// it could mount it nowhere): pmx-sys mounts it as perf does.
 pub(super) fn tracefs() -> Option<PathBuf> {
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("events/header_page").is_file())
+    pmx_sys::tracefs::root()
 }
 
 /// Why [`tracefs`] found none, and the fix: a tracefs this user may not
-/// read (a non-root user: tracefs is root's by default), or none mounted.
+/// read (a non-root user: tracefs is root's by default), or none mounted
+/// (and this process may not mount one).
 pub(super) fn tracefs_missing() -> &'static str {
     let denied = [
         "/sys/kernel/tracing",

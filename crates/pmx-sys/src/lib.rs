@@ -26,6 +26,9 @@
 //!   what CPUID or the kernel hides of what the microarchitecture has
 //!   ([`hidden`]).
 //!
+//! Where tracefs is ([`tracefs`], mounted as perf mounts it when it is
+//! mounted nowhere) is read here too, for the tracepoints' ids and formats.
+//!
 //! One process-wide facility lives here too, because every session crate
 //! already depends on this one: [`signal`], the one place a signal's
 //! disposition is set, and [`start`], pmx's entry without std's runtime
@@ -46,6 +49,7 @@ pub mod root;
 pub mod signal;
 pub mod start;
 pub mod topology;
+pub mod tracefs;
 
 pub use access::Access;
 pub use caps::{

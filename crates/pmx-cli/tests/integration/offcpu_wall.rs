@@ -346,8 +346,32 @@ fn no_tracefs_and_no_permission_say_how_to_fix_it() {
     );
     let umount = "for m in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug; \
                   do umount $m 2>/dev/null; done";
+    // Root mounts tracefs where it is mounted nowhere, as perf does (a
+    // freshly booted machine): the recording is made and tracefs is
+    // mounted in that namespace afterwards.
     let o = Command::new("unshare")
-        .args(["-m", "sh", "-c", &format!("{umount}; exec {record}")])
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            &format!(
+                "{umount}; {record} && grep -c ' /sys/kernel/tracing tracefs ' /proc/self/mounts"
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "1", "{}", text(&o.stderr));
+    assert!(out.exists());
+    std::fs::remove_file(&out).unwrap();
+    // Without CAP_SYS_ADMIN it may not mount: the reason and the fix.
+    let o = Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            &format!("{umount}; exec setpriv --bounding-set=-sys_admin {record}"),
+        ])
         .output()
         .unwrap();
     let err = text(&o.stderr);

@@ -14,7 +14,6 @@ use pmx_events::{Database, Resolved, SourceKind};
 use pmx_model::spec::{Body, EventSpec, Modifiers, Settings};
 use pmx_perf::Attr;
 use serde::Serialize;
-use std::path::Path;
 
 /// perf's default events.
 pub const DEFAULT_EVENTS: &str =
@@ -443,16 +442,11 @@ pub fn tracepoint_id(system: &str, name: &str) -> Option<u64> {
     if system.contains('/') || name.contains('/') || system.contains("..") || name.contains("..") {
         return None;
     }
-    for base in [
-        "/sys/kernel/tracing/events",
-        "/sys/kernel/debug/tracing/events",
-    ] {
-        let p = Path::new(base).join(system).join(name).join("id");
-        if let Ok(s) = std::fs::read_to_string(&p) {
-            if let Ok(id) = s.trim().parse() {
-                return Some(id);
-            }
-        }
-    }
-    None
+    // pmx-sys mounts tracefs, as perf does, where it is mounted nowhere.
+    let p = (pmx_sys::tracefs::root()?)
+        .join("events")
+        .join(system)
+        .join(name)
+        .join("id");
+    std::fs::read_to_string(p).ok()?.trim().parse().ok()
 }
