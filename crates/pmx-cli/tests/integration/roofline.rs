@@ -36,6 +36,14 @@ fn well_formed(svg: &str) -> bool {
     stack.is_empty()
 }
 
+/// The roofline tests one at a time: each measures the machine's
+/// ceilings with every core it may use, and the others' triads and
+/// multiply-adds beside it would be measured too.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn roofline(dir: &Path) -> (Value, String) {
     let svg = dir.join("r.svg");
     let out = pmx(&[
@@ -61,6 +69,7 @@ fn roofline(dir: &Path) -> (Value, String) {
 
 #[test]
 fn roofline_measures_ceilings_writes_the_chart_and_explains_the_point() {
+    let _one_at_a_time = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (v, svg) = roofline(dir.path());
     assert_eq!(v["threads"], 1);
@@ -151,6 +160,7 @@ fn memory_ceilings_fit_their_level(ceilings: &[Value]) {
 /// arithmetic as documented (docs/roofline.md).
 #[test]
 fn roofline_writes_a_png_and_checks_the_fma_ceiling() {
+    let _one_at_a_time = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.png");
     let args = [
@@ -267,6 +277,7 @@ const STREAM_TOLERANCE: f64 = 0.15;
 /// the memory levels must be in their order, L2 ≥ L3 ≥ DRAM, too.
 #[test]
 fn the_dram_ceiling_agrees_with_a_stream_triad_built_here() {
+    let _one_at_a_time = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("triad.c");
     let bin = dir.path().join("triad");
@@ -406,30 +417,34 @@ const FMA_TOLERANCE: f64 = 0.20;
 /// `pmx roofline`'s one-core FMA ceiling of the widest width within 20%
 /// of clock × FLOPs per cycle, asserted so that load cannot fail it. A
 /// busy machine slows multiply-adds (other guests share the core's FP
-/// pipes) while the clock's integer chain keeps its rate, so a bare bound
-/// fails there; load only ever slows a kernel, never speeds it. So the
-/// test runs a kernel of its own ([`own_fma_rate`]) and pmx in turns,
-/// each keeping its best, and:
-/// - always: neither best above the bound by more than 20% (a wrong
-///   FLOP count or clock that overstates);
-/// - once its own kernel has reached 80% of the bound (the machine let
-///   the FP pipes run): pmx's best within 20% of the bound — rounds go
-///   on until pmx's best gets there too, or fail;
-/// - if its own kernel never gets there (a busy machine), pmx's best
-///   within 20% of its own kernel's, and the SKIP line says why the
-///   bound itself was not judged.
+/// pipes, other processes take the core) while the clock's integer chain
+/// keeps its rate, so a bare bound fails there; load only ever slows a
+/// kernel, never speeds it. So the test runs a kernel of its own
+/// ([`own_fma_rate`]) right before and right after each pmx run:
+/// - always: no rate above the bound by more than 20% (a wrong FLOP
+///   count or clock that overstates);
+/// - pmx's best ceiling within 20% of the bound in any round passes
+///   (load cannot raise a rate, so a rate that high is pmx's own);
+/// - a round whose kernel runs before *and* after pmx both reach 80% of
+///   the bound had the FP pipes free around pmx's run (a quiet round);
+///   after eight rounds, three quiet ones and pmx's best never within 20%
+///   of the bound fail;
+/// - with fewer than three quiet rounds (a busy machine: the best of two
+///   maxima of unequal luck is no measure) the bound is not judged, and
+///   the SKIP line says so with every round's figures.
 ///
-/// Halving pmx's FLOPs per lane fails either way: half the bound when
-/// the machine is quiet, half the test's kernel when it is not. The text
-/// table on stderr shows the same check (its `FMA check` line).
+/// Halving pmx's FLOPs per lane fails on a quiet machine (pmx at half
+/// the bound in every round); doubling them fails the upper bound
+/// anywhere. The text table on stderr shows the same check (its `FMA
+/// check` line).
 #[test]
 fn the_fma_ceiling_is_within_20_percent_of_the_hardware() {
+    let _one_at_a_time = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let (mut ours, mut theirs, mut bound, mut seen) = (0.0f64, 0.0f64, 0.0f64, Vec::new());
+    let (mut seen, mut quiet, mut best) = (Vec::new(), 0, 0.0f64);
     let mut width = String::new();
     for round in 0..8 {
-        // In turns: the test's kernel before and after each pmx run.
-        theirs = theirs.max(own_fma_rate(&width, 2_000_000).unwrap_or(0.0));
+        let before = own_fma_rate(&width, 2_000_000).unwrap_or(0.0);
         let (v, _) = roofline(dir.path());
         let f = &v["fma_check"];
         if f.is_null() {
@@ -443,41 +458,39 @@ fn the_fma_ceiling_is_within_20_percent_of_the_hardware() {
             .iter()
             .rfind(|c| c["kind"] == "compute")
             .unwrap();
-        let Some(mine) = own_fma_rate(&width, 2_000_000) else {
+        let Some(after) = own_fma_rate(&width, 2_000_000) else {
             pmx_testkit::skip(format_args!(
                 "the widest width here is {width}: the test's own kernel covers avx2 and avx512"
             ));
             return;
         };
-        theirs = theirs.max(mine);
-        ours = ours.max(widest["one_core"].as_f64().unwrap());
-        let per_cycle = f["flops_per_cycle"].as_f64().unwrap();
-        bound = bound.max(f["hz"].as_f64().unwrap() * per_cycle);
+        // The first round's `before` ran before the width was known.
+        let before = if round == 0 { after } else { before };
+        let ours = widest["one_core"].as_f64().unwrap();
+        best = best.max(ours);
+        let bound = f["hz"].as_f64().unwrap() * f["flops_per_cycle"].as_f64().unwrap();
         seen.push(format!(
-            "round {round}: pmx {:.3e}, test {:.3e}, bound {:.3e} FLOP/s",
-            ours, theirs, bound
+            "round {round}: test {before:.3e}, pmx {ours:.3e}, test {after:.3e}, bound {bound:.3e} FLOP/s"
         ));
-        for (who, rate) in [("pmx's", ours), ("the test's kernel's", theirs)] {
+        for (who, rate) in [("pmx's", ours), ("the test's kernel's", before.max(after))] {
             assert!(
                 rate <= bound * (1.0 + FMA_TOLERANCE),
                 "{who} {width} rate is above clock × FLOPs per cycle by more than 20%: {seen:?}"
             );
         }
-        let machine_ran = theirs >= bound * (1.0 - FMA_TOLERANCE);
-        if machine_ran && (ours / bound - 1.0).abs() <= FMA_TOLERANCE {
+        if best >= bound * (1.0 - FMA_TOLERANCE) {
             return text_table_shows_the_check(&width);
+        }
+        if before.min(after) >= bound * (1.0 - FMA_TOLERANCE) {
+            quiet += 1;
         }
     }
     assert!(
-        theirs < bound * (1.0 - FMA_TOLERANCE),
-        "the test's {width} kernel reached 80% of the bound and pmx's ceiling never came within 20% of it: {seen:?}"
-    );
-    assert!(
-        (ours / theirs - 1.0).abs() <= FMA_TOLERANCE,
-        "pmx's {width} ceiling is more than 20% from the test's own kernel: {seen:?}"
+        quiet < 3,
+        "in {quiet} rounds the test's own {width} kernel reached 80% of the bound both before and after pmx's run, and pmx's best ceiling ({best:.3e}) never came within 20% of it: {seen:?}"
     );
     pmx_testkit::skip(format_args!(
-        "the bound itself not judged: the test's own {width} kernel never reached 80% of clock × FLOPs per cycle here (a busy machine?); pmx's ceiling agrees with that kernel within 20%: {seen:?}"
+        "the bound itself not judged: only {quiet} of 8 rounds were quiet (the test's own {width} kernel at 80% of clock × FLOPs per cycle both before and after pmx's run; a busy machine): {seen:?}"
     ));
     text_table_shows_the_check(&width);
 }
