@@ -121,6 +121,9 @@ pub struct Tally {
     pub refused: usize,
     pub failures: Vec<String>,
     pub started: Option<Instant>,
+    /// The current case's mutant (its seed and file), kept when the
+    /// case fails: [`Tally::mutant`].
+    pub mutant: Option<(u64, std::path::PathBuf)>,
 }
 
 impl Tally {
@@ -132,10 +135,31 @@ impl Tally {
         }
     }
 
+    /// The file of the case about to run (its mutant's seed and path):
+    /// should the case fail, its bytes are kept (`target/tmp/faults-kept/
+    /// SEED.data`, named in the failure line), since a source the test
+    /// records itself differs from run to run and its seed alone does
+    /// not give the same mutant again.
+    pub fn mutant(&mut self, seed: u64, path: &Path) {
+        self.mutant = Some((seed, path.to_path_buf()));
+    }
+
     fn fail(&mut self, kind: &str, case: &str, detail: &str) {
+        let kept = match &self.mutant {
+            Some((seed, from)) => {
+                let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("faults-kept");
+                let to = dir.join(format!("{seed}.data"));
+                match std::fs::create_dir_all(&dir).and_then(|_| std::fs::copy(from, &to)) {
+                    Ok(_) => format!(" [kept as {}]", to.display()),
+                    Err(e) => format!(" [not kept: {e}]"),
+                }
+            }
+            None => String::new(),
+        };
         if self.failures.len() < 20 {
             let detail: String = detail.chars().take(400).collect();
-            self.failures.push(format!("{kind}: {case}: {detail}"));
+            self.failures
+                .push(format!("{kind}: {case}{kept}: {detail}"));
         }
     }
 

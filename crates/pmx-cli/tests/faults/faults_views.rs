@@ -181,6 +181,7 @@ fn mutated_precise_records_print_or_give_an_error_naming_the_file() {
             let shown = path.display().to_string();
             let (sym, f) = (symfs.clone(), fields.clone());
             t.tried += 1;
+            t.mutant(seed, &path);
             match bounded(Duration::from_secs(30), move || view_all(&path, &sym, &f)) {
                 Outcome::Done(Ok(())) => t.accepted += 1,
                 Outcome::Done(Err(msg)) => {
