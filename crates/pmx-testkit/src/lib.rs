@@ -18,7 +18,8 @@
 //! - [`mutate`]: the fault campaign's seeded mutants of perf.data and
 //!   text (CSV, JSON) files.
 //! - [`pprof`]: the rows and total of `go tool pprof -top`.
-//! - [`process`]: stop a child as Ctrl-C would and collect its output.
+//! - [`process`]: stop a child as Ctrl-C would and collect its output;
+//!   a thread's CPU-time clock (a test case's time bound).
 //! - [`cc`]: compile a small C program for a test (or say why not).
 //! - [`elf`]: crafted ELF files written byte by byte (broken section
 //!   headers, `NOBITS` sections, absurd symbols) for the symbol and

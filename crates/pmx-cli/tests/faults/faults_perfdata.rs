@@ -140,6 +140,7 @@ fn check_case(t: &mut Tally, c: Case, ks: &Arc<Kallsyms>, errors: &mut BTreeSet<
     let shown = path.display().to_string();
     let (symfs, ks, full) = (c.dir.to_path_buf(), Arc::clone(ks), c.full);
     t.tried += 1;
+    t.mutant(c.seed, &path);
     let outcome = bounded(Duration::from_secs(30), move || {
         if full {
             report_case(&path, &symfs)

@@ -252,6 +252,7 @@ fn mutated_precise_records_give_a_result_or_an_error_naming_the_file() {
             let shown = path.display().to_string();
             let sym = symfs.clone();
             t.tried += 1;
+            t.mutant(seed, &path);
             match bounded(Duration::from_secs(30), move || read_all(&path, &sym)) {
                 Outcome::Done(Ok(())) => t.accepted += 1,
                 Outcome::Done(Err(msg)) => {

@@ -24,27 +24,88 @@ pub enum Outcome<T> {
     Hang,
 }
 
-/// Run `f` on its own thread, within `bound`, catching a panic. A hung
-/// case's thread is left behind (the test then fails anyway).
+/// Run `f` on its own thread, catching a panic, until it finishes or
+/// its thread has used `cpu` of CPU time (a loop), or ten times that of
+/// wall time (a case that waits for what never comes, or works on other
+/// threads): [`bounded_within`]. A hung case's thread is left behind
+/// (the test then fails anyway).
+///
+/// CPU time, not the wall clock: on the shared 2-CPU machine, at load 16
+/// under `nice -n 10`, views cases of about a second of CPU each took
+/// over 30 s of wall time (session 20, views seed 1; docs/RELIABILITY.md)
+/// and counted as hangs.
 pub fn bounded<T: Send + 'static>(
-    bound: Duration,
+    cpu: Duration,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Outcome<T> {
+    bounded_within(cpu, cpu * 10, f)
+}
+
+/// [`bounded`] with its wall-time bound given (the CPU bound alone where
+/// the system has no thread CPU clock).
+pub fn bounded_within<T: Send + 'static>(
+    cpu: Duration,
+    wall: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Outcome<T> {
+    use pmx_testkit::process::ThreadClock;
     let (tx, rx) = mpsc::channel();
+    let (clock_tx, clock_rx) = mpsc::channel();
+    let started = Instant::now();
     std::thread::spawn(move || {
+        let _ = clock_tx.send(ThreadClock::current());
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
         let _ = tx.send(r);
     });
-    match rx.recv_timeout(bound) {
-        Ok(Ok(v)) => Outcome::Done(v),
-        Ok(Err(p)) => Outcome::Panic(
-            p.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "(not a string)".into()),
-        ),
-        Err(_) => Outcome::Hang,
+    let clock = clock_rx.recv().ok().flatten();
+    let wall = if clock.is_some() { wall } else { cpu };
+    loop {
+        // A result ends the wait at once; the bounds are looked at every
+        // 100 ms.
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Ok(v)) => return Outcome::Done(v),
+            Ok(Err(p)) => {
+                return Outcome::Panic(
+                    p.downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "(not a string)".into()),
+                )
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Outcome::Panic("the case's thread ended without a result".into())
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let worked = clock.and_then(|c| c.used()).is_some_and(|used| used > cpu);
+        if worked || started.elapsed() > wall {
+            return Outcome::Hang;
+        }
     }
+}
+
+/// Found by views seed 1 (session 20): five cases over a 30 s wall-time
+/// bound that each took about a second of CPU. A case that waits five
+/// times its CPU bound finishes; one that spins is a hang.
+#[test]
+fn a_case_is_bounded_by_its_cpu_time_not_the_wall_clock() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let cpu = Duration::from_millis(100);
+    let waits = bounded_within(cpu, Duration::from_secs(120), move || {
+        std::thread::sleep(cpu * 5);
+        7
+    });
+    assert!(matches!(waits, Outcome::Done(7)), "{waits:?}");
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinning = Arc::clone(&stop);
+    let spins = bounded_within(cpu, Duration::from_secs(600), move || {
+        while !spinning.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+    });
+    stop.store(true, Ordering::Relaxed);
+    assert!(matches!(spins, Outcome::Hang), "{spins:?}");
 }
 
 /// A finished `pmx` run.
@@ -121,6 +182,9 @@ pub struct Tally {
     pub refused: usize,
     pub failures: Vec<String>,
     pub started: Option<Instant>,
+    /// The current case's mutant (its seed and file), kept when the
+    /// case fails: [`Tally::mutant`].
+    pub mutant: Option<(u64, std::path::PathBuf)>,
 }
 
 impl Tally {
@@ -132,10 +196,31 @@ impl Tally {
         }
     }
 
+    /// The file of the case about to run (its mutant's seed and path):
+    /// should the case fail, its bytes are kept (`target/tmp/faults-kept/
+    /// SEED.data`, named in the failure line), since a source the test
+    /// records itself differs from run to run and its seed alone does
+    /// not give the same mutant again.
+    pub fn mutant(&mut self, seed: u64, path: &Path) {
+        self.mutant = Some((seed, path.to_path_buf()));
+    }
+
     fn fail(&mut self, kind: &str, case: &str, detail: &str) {
+        let kept = match &self.mutant {
+            Some((seed, from)) => {
+                let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("faults-kept");
+                let to = dir.join(format!("{seed}.data"));
+                match std::fs::create_dir_all(&dir).and_then(|_| std::fs::copy(from, &to)) {
+                    Ok(_) => format!(" [kept as {}]", to.display()),
+                    Err(e) => format!(" [not kept: {e}]"),
+                }
+            }
+            None => String::new(),
+        };
         if self.failures.len() < 20 {
             let detail: String = detail.chars().take(400).collect();
-            self.failures.push(format!("{kind}: {case}: {detail}"));
+            self.failures
+                .push(format!("{kind}: {case}{kept}: {detail}"));
         }
     }
 

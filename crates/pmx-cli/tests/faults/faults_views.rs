@@ -85,6 +85,32 @@ fn the_fields_asked_are_those_the_intact_file_prints() {
     view_all(&original, &symfs, &fields).unwrap();
 }
 
+/// Found by this category's seed 9 (session 21): `branch-4.14` seed
+/// 9053000146 (its attr's `branch_sample_type` made 1, user branches
+/// only) was asked `-F +brstackinsn` as its original is, and pmx refused
+/// it as perf does ("brstackinsn needs every taken branch …"): a refusal
+/// by the mutant's attrs, like a data field its sample_type lost, and no
+/// unclear error.
+#[test]
+fn a_branch_filter_the_mutant_changed_is_a_refusal_by_its_attrs() {
+    let Some(shared) = pmx_testkit::shared::shared_data("perfdata") else {
+        return;
+    };
+    let original = std::fs::read(shared.join("perf_data_converter__perf.data.branch-4.14"))
+        .expect("branch-4.14 among the shared recordings");
+    let dir = tempfile::tempdir().unwrap();
+    let fields = fields_of(&put(dir.path(), "original.data", &original));
+    assert!(
+        fields.iter().any(|f| f.contains("brstackinsn")),
+        "{fields:?}"
+    );
+    let m = mutate::perfdata(&original, 9_053_000_146);
+    let path = put(dir.path(), "v.data", &m.bytes);
+    let symfs = dir.path().join("symfs");
+    std::fs::create_dir_all(&symfs).unwrap();
+    view_all(&path, &symfs, &fields).unwrap();
+}
+
 /// `report --sort type,typeoff` and `annotate --json` (every sampled
 /// function, with its memory columns) over a file with memory samples.
 fn view_memory(path: &Path) -> Result<(), String> {
@@ -140,8 +166,13 @@ fn view_all(path: &Path, symfs: &Path, fields: &[String]) -> Result<(), String> 
             s.json = json;
             match pmx_profile::script::script(&s, &mut sink) {
                 Ok(_) => {}
+                // A field the mutant's attrs no longer allow, refused as
+                // perf refuses it: the data fields of an event whose
+                // sample_type lost them, the instructions of a file whose
+                // branch_sample_type lost ANY (views seed 9).
                 Err(pmx_profile::script::ScriptError::Fields(m))
-                    if m.starts_with("samples of '") => {}
+                    if m.starts_with("samples of '")
+                        || m.starts_with("brstackinsn needs every taken branch") => {}
                 Err(e) => return Err(e.to_string()),
             }
         }
@@ -181,6 +212,7 @@ fn mutated_precise_records_print_or_give_an_error_naming_the_file() {
             let shown = path.display().to_string();
             let (sym, f) = (symfs.clone(), fields.clone());
             t.tried += 1;
+            t.mutant(seed, &path);
             match bounded(Duration::from_secs(30), move || view_all(&path, &sym, &f)) {
                 Outcome::Done(Ok(())) => t.accepted += 1,
                 Outcome::Done(Err(msg)) => {
