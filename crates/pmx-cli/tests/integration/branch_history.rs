@@ -5,10 +5,12 @@
 //! callee and caller order: the same output, but for the tip line. The
 //! lines show what the mode adds: the branches in the graph with their
 //! `(cycles:N)`, `(predicted:N%)`, `(iter:N avg_cycles:N)` notes, the
-//! `srcline,symbol,dso` rows and the IPC column. A file with call chains
-//! is refused with the reason (docs/branches.md).
+//! `srcline,symbol,dso` rows and the IPC column. Files with call chains
+//! (the shared perf 3.8 `-a -b -g` one and a local program's): the chain
+//! after the branches and a row per frame (children). Entries with
+//! types: perf 6.1's names of them.
 
-use super::branch_insn;
+use super::branch_insn::{self, Extras};
 use super::branches::{tools, FILES};
 use crate::common::stderr;
 use std::path::Path;
@@ -101,18 +103,71 @@ fn a_local_programs_branches_as_perf_prints_them() {
     }
 }
 
+/// The shared `-a -b -g` file (perf 3.8, Sandy Bridge): each sample's
+/// chain after its branches, a row per frame of the chains (children,
+/// perf's default there, and callers first), and without children.
 #[test]
-fn files_with_call_chains_are_refused_with_the_reason() {
+fn a_file_with_call_chains_as_perf_prints_it() {
     let Some(t) = tools("report --branch-history of a -g file") else {
         return;
     };
-    let o = Command::new(&t.as_perf)
-        .args(["report", "--stdio", "--branch-history", "-i"])
-        .arg(t.data.join(FILES[1]))
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("has call chains"), "{}", stderr(&o));
+    let file = t.data.join(FILES[1]);
+    let out = same(&t.as_perf, &file, &[]);
+    assert!(out.contains("# Children      Self  Source:Line"), "{out}");
+    assert!(out.contains(" (calltrace)"), "no call chain frame\n{out}");
+    for args in [&["--no-children"][..], &["-g", "callee"][..]] {
+        same(&t.as_perf, &file, args);
+    }
+}
+
+/// A local program's branch file with its user call chains (`-g`) and
+/// each entry's type (`save_type`), in both orders and without children.
+#[test]
+fn a_local_file_with_call_chains_as_perf_prints_it() {
+    let Some(t) = tools("report --branch-history of a local -g file") else {
+        return;
+    };
+    let extras = Extras {
+        chains: true,
+        types: true,
+        ..Extras::default()
+    };
+    let Some(s) = branch_insn::setup_with("report --branch-history -g", true, extras) else {
+        return;
+    };
+    let out = same(&t.as_perf, &s.data, &[]);
+    assert!(
+        out.contains("# Children      Self") && out.contains(" (calltrace)"),
+        "{out}"
+    );
+    for args in [&["--no-children"][..], &["-g", "callee"][..]] {
+        same(&t.as_perf, &s.data, args);
+    }
+}
+
+/// Entries that carry their type (`-j save_type`): perf 6.1 notes the
+/// types at each branch's target by its names (`COND_FWD`, `COND_BWD`,
+/// `UNCOND`, `CALL`, `RET`, `SYSCALL` … and `EXTEND_ABI`'s `FAULT_ALGN`
+/// …, perf 4.x's `JCC fwd`, `JMP` no more) and the boundaries crossed.
+#[test]
+fn branch_types_named_as_perf_names_them() {
+    let Some(t) = tools("report --branch-history branch types") else {
+        return;
+    };
+    let extras = Extras {
+        types: true,
+        ..Extras::default()
+    };
+    let Some(s) = branch_insn::setup_with("report --branch-history types", true, extras) else {
+        return;
+    };
+    for args in [&[][..], &["-g", "caller"][..]] {
+        let out = same(&t.as_perf, &s.data, args);
+        for name in ["COND_FWD", "COND_BWD", "CALL", "RET", "SYSCALL"] {
+            assert!(out.contains(name), "no {name}\n{out}");
+        }
+        assert!(!out.contains("JCC"), "{out}");
+    }
 }
 
 /// `perf top --stitch-lbr` and `perf c2c report --stitch-lbr` under the
