@@ -251,6 +251,7 @@ impl Tables {
         match self {
             Tables::Branches(r) => table::write(out, r, json),
             Tables::Blocks(r) => blocks::write(out, r, json),
+            Tables::History(r, _) if json => r.write_json(out),
             Tables::History(r, g) => r.write(out, g),
         }
     }

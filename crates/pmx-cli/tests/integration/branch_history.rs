@@ -199,3 +199,60 @@ fn top_and_c2c_refuse_stitch_lbr_with_the_reason() {
     assert_eq!(c2c.status.code(), Some(2), "{}", stderr(&c2c));
     assert!(stderr(&c2c).contains("--stitch-lbr"), "{}", stderr(&c2c));
 }
+
+/// `pmx report --branch-history` under its own name: the table perf
+/// prints (the tip aside), and `--json`: the same rows in the same order
+/// with their self and children periods, each row's chains (frames and
+/// notes) summing to its children period.
+#[test]
+fn pmx_prints_the_table_and_json_of_it() {
+    let Some(_perf) = tools("pmx report --branch-history") else {
+        return;
+    };
+    let extras = Extras {
+        chains: true,
+        types: true,
+        ..Extras::default()
+    };
+    let Some(s) = branch_insn::setup_with("pmx report --branch-history --json", true, extras)
+    else {
+        return;
+    };
+    let theirs = run(Path::new("perf"), &[], &s.data);
+    assert_eq!(run(Path::new(crate::common::PMX), &[], &s.data), theirs);
+    let o = Command::new(crate::common::PMX)
+        .args(["report", "--branch-history", "--json", "-q", "-i"])
+        .arg(&s.data)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let e = &v["events"][0];
+    assert_eq!(e["children"], true, "{e}");
+    let total = e["period"].as_u64().unwrap();
+    let rows = e["rows"].as_array().unwrap();
+    // perf's rows: `children% self% srcline`, in order.
+    let perf_rows: Vec<Vec<&str>> = (theirs.lines())
+        .filter(|l| l.starts_with("  ") && l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| l.split_whitespace().take(3).collect())
+        .collect();
+    assert_eq!(perf_rows.len(), rows.len());
+    let mut self_sum = 0;
+    for (r, p) in rows.iter().zip(&perf_rows) {
+        let pct = |k: &str| format!("{:.2}%", r[k].as_f64().unwrap());
+        assert_eq!(
+            [pct("children_percent"), pct("self_percent")],
+            [p[0], p[1]],
+            "{r}"
+        );
+        assert_eq!(r["srcline"], p[2], "{r}");
+        let chained: u64 = (r["chains"].as_array().unwrap().iter())
+            .map(|c| c["period"].as_u64().unwrap())
+            .sum();
+        assert_eq!(chained, r["children"].as_u64().unwrap(), "{r}");
+        self_sum += r["self"].as_u64().unwrap();
+    }
+    assert_eq!(self_sum, total);
+    let notes = o.stdout.windows(9).any(|w| w == b"calltrace");
+    assert!(notes, "no call-chain note in the JSON");
+}
