@@ -77,6 +77,48 @@ pub mod branch_type {
     pub const NO_TX: u8 = 14;
     /// The type is in `new_type` (`PERF_BR_EXTEND_ABI`).
     pub const EXTEND_ABI: u8 = 15;
+
+    /// The names of the types, by value: perf 6.1's (`branch_type_name`:
+    /// `N/A`, `COND`, `UNCOND`, `IND`, `CALL` …, the kernel's `PERF_BR_*`
+    /// without the prefix; perf 4.x and 5.x printed `JCC`, `JMP`,
+    /// `IND_JMP` in some places). perf 6.1's own table stops at `NO_TX`:
+    /// it has no name for 15 and prints C's `(null)` where it prints one
+    /// (`perf script`'s `brstack`); `EXTEND_ABI` here is the kernel's name.
+    /// One table for every output that names a type: `perf script`,
+    /// the branch table's `type` key, `--branch-history`'s notes.
+    pub const NAMES: [&str; 16] = [
+        "N/A",
+        "COND",
+        "UNCOND",
+        "IND",
+        "CALL",
+        "IND_CALL",
+        "RET",
+        "SYSCALL",
+        "SYSRET",
+        "COND_CALL",
+        "COND_RET",
+        "ERET",
+        "IRQ",
+        "SERROR",
+        "NO_TX",
+        "EXTEND_ABI",
+    ];
+
+    /// The names of `new_type`'s values (`PERF_BR_NEW_*`) when the type
+    /// is [`EXTEND_ABI`], as perf 6.1 built for x86 names them
+    /// (`branch_new_type_name`; built for arm64 it names 3–7 `ARM64_FIQ`,
+    /// `ARM64_DEBUG_HALT` …); 8–15 have no name.
+    pub const NEW_NAMES: [&str; 8] = [
+        "FAULT_ALGN",
+        "FAULT_DATA",
+        "FAULT_INST",
+        "ARCH_1",
+        "ARCH_2",
+        "ARCH_3",
+        "ARCH_4",
+        "ARCH_5",
+    ];
 }
 
 impl BranchFlags {

@@ -210,8 +210,10 @@ pub enum Table {
     Branches,
     /// The blocks (`--total-cycles`).
     Blocks,
-    /// The branch history, in this graph (`--branch-history`).
-    History(Graph),
+    /// The branch history, in this graph (`--branch-history`), with
+    /// children where the file has call chains (`true`: not
+    /// `--no-children`).
+    History(Graph, bool),
 }
 
 impl Table {
@@ -221,10 +223,13 @@ impl Table {
     /// no call chains (and so no children).
     pub fn of(blocks: bool, history: Option<Graph>, children: bool) -> Table {
         match (history, blocks) {
-            (Some(g), _) => Table::History(Graph {
-                caller: g.caller.or(Some(children)),
-                ..g
-            }),
+            (Some(g), _) => Table::History(
+                Graph {
+                    caller: g.caller.or(Some(children)),
+                    ..g
+                },
+                children,
+            ),
             (None, true) => Table::Blocks,
             (None, false) => Table::Branches,
         }
@@ -246,6 +251,7 @@ impl Tables {
         match self {
             Tables::Branches(r) => table::write(out, r, json),
             Tables::Blocks(r) => blocks::write(out, r, json),
+            Tables::History(r, _) if json => r.write_json(out),
             Tables::History(r, g) => r.write(out, g),
         }
     }
@@ -262,8 +268,8 @@ pub fn tables(
     match table {
         Table::Blocks => blocks::report(opts, progress).map(Tables::Blocks),
         Table::Branches => report(opts, keys, progress).map(Tables::Branches),
-        Table::History(g) => {
-            let r = history::report(opts, g.caller == Some(true), progress)?;
+        Table::History(g, children) => {
+            let r = history::report(opts, (g.caller == Some(true), children), progress)?;
             Ok(Tables::History(r, g))
         }
     }

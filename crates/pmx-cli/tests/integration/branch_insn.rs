@@ -10,7 +10,7 @@
 use super::optimizers::{disassemble, walk, Insn, Rng, BASE, PID, PROGRAM};
 use crate::common::{stderr, PMX};
 use pmx_perfdata::branch::{self, BranchEntry, BranchFlags};
-use pmx_perfdata::format::{branch_sample_type as bst, record_type, sample_type as st};
+use pmx_perfdata::format::{branch_sample_type as bst, callchain, record_type, sample_type as st};
 use pmx_perfdata::write::{BuildIdEntry, Features};
 use pmx_perfdata::FileAttr;
 use pmx_testkit::perfdata::{padded, pid_tid, record as rec};
@@ -28,6 +28,39 @@ fn base(pie: bool) -> u64 {
     }
 }
 
+/// What a branch file holds besides its branches.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Extras {
+    /// `PERF_SAMPLE_BRANCH_COUNTERS` words (`brcntr`).
+    pub(crate) counters: bool,
+    /// Each entry's type (`-j save_type`): the instruction's (`COND`,
+    /// `UNCOND`, `CALL`, `RET`), every eleventh entry one of the others
+    /// (`SYSCALL` … `EXTEND_ABI` with each `new_type`) so every name shows.
+    pub(crate) types: bool,
+    /// Each sample's user call chain (`-g`): the walk's return addresses
+    /// (and stacks of 2–6 branches, not 16).
+    pub(crate) chains: bool,
+}
+
+/// The type written for the entry leaving `from` (see [`Extras::types`]);
+/// `n` the entry's place in the walk. (type, new_type).
+fn entry_type(code: &BTreeMap<u64, Insn>, from: u64, n: usize) -> (u8, u8) {
+    if n.is_multiple_of(11) {
+        let kind = 7 + ((n / 11) % 9) as u8;
+        return (kind, ((n / 99) % 8) as u8);
+    }
+    let i = &code[&from];
+    let kind = match (i.op.as_str(), i.target) {
+        ("call", Some(_)) => 4,
+        ("call", None) => 5,
+        ("ret", _) => 6,
+        ("jmp", Some(_)) => 2,
+        ("jmp", None) => 3,
+        _ => 1,
+    };
+    (kind, 0)
+}
+
 /// The perf.data of a walk over `prog`: a sample every 20–50 branches
 /// with the last 16 (newest first), cycles on each, the sample's address
 /// the source of the next branch (on the way there).
@@ -35,9 +68,10 @@ pub(crate) fn perf_data(
     prog: &Path,
     code: &BTreeMap<u64, Insn>,
     pie: bool,
-    counters: bool,
+    extras: Extras,
     out: &Path,
 ) {
+    let counters = extras.counters;
     let text = prog.canonicalize().unwrap();
     let call_work = (code.iter())
         .find(|(_, i)| i.op == "call" && i.callee == "<work>")
@@ -45,10 +79,16 @@ pub(crate) fn perf_data(
         .unwrap();
     let taken = walk(code, call_work, 20_000);
     let b = base(pie);
-    let sample_type = st::IP | st::TID | st::TIME | st::PERIOD | st::BRANCH_STACK;
+    let mut sample_type = st::IP | st::TID | st::TIME | st::PERIOD | st::BRANCH_STACK;
+    if extras.chains {
+        sample_type |= st::CALLCHAIN;
+    }
     let mut a = pmx_testkit::perfdata::attr(128, 4000, sample_type, (1 << 18) | (1 << 5));
     a[0..4].copy_from_slice(&0u32.to_le_bytes()); // PERF_TYPE_HARDWARE, cycles
-    let bst = bst::ANY | bst::USER | if counters { bst::COUNTERS } else { 0 };
+    let mut bst = bst::ANY | bst::USER | if counters { bst::COUNTERS } else { 0 };
+    if extras.types {
+        bst |= bst::TYPE_SAVE;
+    }
     a[72..80].copy_from_slice(&bst.to_le_bytes());
     let attrs = vec![FileAttr {
         attr: a,
@@ -77,16 +117,31 @@ pub(crate) fn perf_data(
     w.write_record(&rec(record_type::MMAP2, 2, &mmap)).unwrap();
     let mut rng = Rng(11);
     let (mut at, mut n) = (40usize, 0u64);
+    // The return addresses of the calls not yet returned from, as of
+    // `done` branches into the walk.
+    let (mut stack, mut done) = (Vec::new(), 0usize);
     while at + 1 < taken.len() {
-        let entries: Vec<BranchEntry> = (0..16)
+        // With call chains, short stacks (2–6) so that part of each
+        // chain outlasts perf's cut of as many entries as branches.
+        let depth = if extras.chains {
+            2 + n as usize % 5
+        } else {
+            16
+        };
+        let entries: Vec<BranchEntry> = (0..depth)
             .map(|k| {
                 let (from, to) = taken[at - k];
                 let mispred = (at - k) % 7 == 0;
                 let cycles = (1 + (from ^ to) % 37) as u16;
+                let (kind, new) = match extras.types {
+                    true => entry_type(code, from, at - k),
+                    false => (0, 0),
+                };
+                let f = BranchFlags::new(mispred, !mispred, false, false, cycles, kind, 0, new, 0);
                 BranchEntry {
                     from: b + from,
                     to: b + to,
-                    flags: BranchFlags::new(mispred, !mispred, false, false, cycles, 0, 0, 0, 0),
+                    flags: f,
                 }
             })
             .collect();
@@ -94,6 +149,24 @@ pub(crate) fn perf_data(
         let ip = b + taken[at + 1].0;
         for v in [ip, u64::from(PID) | (u64::from(PID) << 32), 1000 + n, 4000] {
             body.extend_from_slice(&v.to_le_bytes());
+        }
+        if extras.chains {
+            for &(from, _) in &taken[done..=at] {
+                match code[&from].op.as_str() {
+                    "call" => stack.push(code[&from].next),
+                    "ret" => drop(stack.pop()),
+                    _ => {}
+                }
+            }
+            done = at + 1;
+            let chain: Vec<u64> = [callchain::CONTEXT_USER, ip]
+                .into_iter()
+                .chain(stack.iter().rev().map(|r| b + r))
+                .collect();
+            body.extend_from_slice(&(chain.len() as u64).to_le_bytes());
+            for v in chain {
+                body.extend_from_slice(&v.to_le_bytes());
+            }
         }
         let words: Vec<u64> = entries.iter().map(|e| counter_word(e.from, e.to)).collect();
         branch::encode(&mut body, bst, None, &entries, &words);
@@ -128,6 +201,15 @@ pub(crate) struct Setup {
 
 /// The program built (a PIE or not) and its branch file.
 pub(crate) fn setup(what: &str, pie: bool, counters: bool) -> Option<Setup> {
+    let extras = Extras {
+        counters,
+        ..Extras::default()
+    };
+    setup_with(what, pie, extras)
+}
+
+/// [`setup`] with the file's [`Extras`].
+pub(crate) fn setup_with(what: &str, pie: bool, extras: Extras) -> Option<Setup> {
     if !pmx_testkit::cc::require() || !pmx_testkit::perf::require(what) {
         return None;
     }
@@ -139,7 +221,7 @@ pub(crate) fn setup(what: &str, pie: bool, counters: bool) -> Option<Setup> {
     let prog = pmx_testkit::cc::compile(dir.path(), "prog", PROGRAM, &flags).unwrap();
     let code = disassemble(&prog);
     let data = dir.path().join("lbr.data");
-    perf_data(&prog, &code, pie, counters, &data);
+    perf_data(&prog, &code, pie, extras, &data);
     Some(Setup { _dir: dir, data })
 }
 

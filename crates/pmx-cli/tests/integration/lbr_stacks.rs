@@ -77,7 +77,7 @@ pub(crate) fn code(prog: &Path) -> Code {
 
 /// Two kernel functions of this machine's kallsyms (the kernel part of
 /// the chains); `None` when kallsyms hides addresses.
-fn kernel_functions() -> Option<(u64, u64)> {
+pub(crate) fn kernel_functions() -> Option<(u64, u64)> {
     let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
     let find = |name: &str| {
         text.lines().find_map(|l| {
@@ -93,7 +93,7 @@ fn kernel_functions() -> Option<(u64, u64)> {
 }
 
 /// The kernel's text (`_text`, `_etext`) in this machine's kallsyms.
-fn kernel_text() -> Option<(u64, u64)> {
+pub(crate) fn kernel_text() -> Option<(u64, u64)> {
     let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
     let find = |name: &str| {
         text.lines().find_map(|l| {

@@ -11,7 +11,7 @@
 //! with `--stitch-lbr`, and the stitched callers must be there only with
 //! it.
 
-use super::lbr_stacks::{body, both, code, same_lines, Code, Setup};
+use super::lbr_stacks::{body, both, code, kernel_functions, kernel_text, same_lines, Code, Setup};
 use crate::common::PMX;
 use pmx_perfdata::branch::{self, BranchEntry, BranchFlags};
 use pmx_perfdata::format::sample_type as st;
@@ -67,8 +67,11 @@ fn samples() -> Vec<Sample> {
 }
 
 /// The file `perf record --call-graph lbr` writes on a CPU whose LBR
-/// holds four calls.
-fn perf_data(prog: &Path, c: &Code, samples: &[Sample], out: &Path) {
+/// holds four calls; with `kernel` (two kernel functions of this
+/// machine's kallsyms), every third sample (from the second) is taken in the kernel, its
+/// chain a kernel part (`ksys_read`, `do_syscall_64`) before the user
+/// context.
+fn perf_data(prog: &Path, c: &Code, samples: &[Sample], kernel: Option<(u64, u64)>, out: &Path) {
     let text = prog.canonicalize().unwrap();
     let sample_type = st::IP | st::TID | st::TIME | st::CPU | st::PERIOD;
     let sample_type = sample_type | st::CALLCHAIN | st::BRANCH_STACK;
@@ -94,19 +97,42 @@ fn perf_data(prog: &Path, c: &Code, samples: &[Sample], out: &Path) {
         w.write_record(&rec(record_type::COMM, 0, &side(c, tid, 1)))
             .unwrap();
     }
+    // The kernel's map, as perf record synthesizes it.
+    if let (Some(_), Some((start, end))) = (kernel, kernel_text()) {
+        let mut k = [u32::MAX.to_le_bytes(), 0u32.to_le_bytes()].concat();
+        for v in [start, end - start, start] {
+            k.extend_from_slice(&v.to_le_bytes());
+        }
+        k.extend_from_slice(&pmx_testkit::perfdata::padded(b"[kernel.kallsyms]_text"));
+        w.write_record(&rec(record_type::MMAP, misc::KERNEL, &side(k, 0, 0)))
+            .unwrap();
+    }
     let mut map = mmap2(PID, BASE + 0x1000, 0x1000, 5, text.to_str().unwrap());
     map[24..32].copy_from_slice(&0x1000u64.to_le_bytes()); // pgoff
     w.write_record(&rec(record_type::MMAP2, misc::USER, &side(map, PID, 2)))
         .unwrap();
     for (n, s) in samples.iter().enumerate() {
-        let ip = BASE + c.functions[s.func] + 1 + u64::from(s.tid - PID);
+        let uip = BASE + c.functions[s.func] + 1 + u64::from(s.tid - PID);
+        // The kernel's chain: its kernel part, the user context and the
+        // user ip.
+        let (ip, mode, chain) = match kernel {
+            Some((kread, ksys)) if n % 3 == 1 => {
+                let kip = kread + 4 + n as u64;
+                let k = callchain::CONTEXT_KERNEL;
+                (
+                    kip,
+                    misc::KERNEL,
+                    vec![k, kip, ksys + 0x40, callchain::CONTEXT_USER, uip],
+                )
+            }
+            _ => (uip, misc::USER, vec![callchain::CONTEXT_USER, uip]),
+        };
         let mut body = Vec::new();
         let ids = u64::from(PID) | (u64::from(s.tid) << 32);
-        for v in [ip, ids, 1000 + n as u64, 0, 4000] {
+        for v in [ip, ids, 1000 + n as u64, 0, 4000, chain.len() as u64] {
             body.extend_from_slice(&v.to_le_bytes());
         }
-        // The kernel's chain: the user context and the sampled ip.
-        for v in [2, callchain::CONTEXT_USER, ip] {
+        for v in chain {
             body.extend_from_slice(&v.to_le_bytes());
         }
         let entries: Vec<BranchEntry> = (s.calls.iter())
@@ -120,7 +146,7 @@ fn perf_data(prog: &Path, c: &Code, samples: &[Sample], out: &Path) {
             })
             .collect();
         branch::encode(&mut body, filter, Some(s.hw_idx), &entries, &[]);
-        w.write_record(&rec(record_type::SAMPLE, misc::USER, &body))
+        w.write_record(&rec(record_type::SAMPLE, mode, &body))
             .unwrap();
     }
     let id = pmx_symbols::elf::ElfFile::open(&text).unwrap();
@@ -143,6 +169,11 @@ fn perf_data(prog: &Path, c: &Code, samples: &[Sample], out: &Path) {
 }
 
 fn setup(what: &str) -> Option<Setup> {
+    setup_with(what, None)
+}
+
+/// [`setup`], with kernel parts in every third sample's chain.
+fn setup_with(what: &str, kernel: Option<(u64, u64)>) -> Option<Setup> {
     if !pmx_testkit::cc::require() || !pmx_testkit::perf::require(what) {
         return None;
     }
@@ -150,7 +181,7 @@ fn setup(what: &str) -> Option<Setup> {
     let flags = ["-O1", "-fno-optimize-sibling-calls", "-Wl,--build-id"];
     let prog = pmx_testkit::cc::compile(dir.path(), "prog", PROGRAM, &flags).unwrap();
     let data = dir.path().join("lbr.data");
-    perf_data(&prog, &code(&prog), &samples(), &data);
+    perf_data(&prog, &code(&prog), &samples(), kernel, &data);
     let as_perf = dir.path().join("perf");
     std::os::unix::fs::symlink(PMX, &as_perf).unwrap();
     Some(Setup { dir, data, as_perf })
@@ -211,4 +242,72 @@ fn report_stitches_as_perf() {
         same_lines(&body(&ours), &body(&theirs), &format!("{args:?}"));
         assert!(ours.contains("main"), "{ours}");
     }
+}
+
+/// Every third sample (from the second) taken in the kernel (its chain a kernel part
+/// before the user context): the kernel part stays first, the LBR's
+/// calls and the stitched callers follow it, in `script` and in `report
+/// -g` both ways, as perf 6.1 prints them.
+#[test]
+fn kernel_parts_stitch_as_perf() {
+    let what = "--stitch-lbr with kernel parts";
+    let (Some(k), Some(_)) = (kernel_functions(), kernel_text()) else {
+        pmx_testkit::skip(format_args!("{what}: /proc/kallsyms hides addresses"));
+        return;
+    };
+    let Some(s) = setup_with(what, Some(k)) else {
+        return;
+    };
+    let (ours, theirs) = both(&s, &["script", "--stitch-lbr"]);
+    same_lines(&ours, &theirs, "script --stitch-lbr");
+    let stitched = chains(&ours);
+    assert_eq!(stitched.len(), 8, "{ours}");
+    // The second f6 sample of the first thread (the fifth): in the
+    // kernel, its user part stitched whole after the kernel's frames.
+    let f6 = [
+        "ksys_read",
+        "do_syscall_64",
+        "f6",
+        "f5",
+        "f4",
+        "f3",
+        "f2",
+        "f1",
+        "main",
+    ];
+    assert_eq!(stitched[4], f6.map(String::from), "{ours}");
+    for args in [
+        &["report", "--stdio", "--stitch-lbr", "--no-children"][..],
+        &[
+            "report",
+            "--stdio",
+            "--stitch-lbr",
+            "--children",
+            "-g",
+            "callee",
+        ],
+    ] {
+        let (ours, theirs) = both(&s, args);
+        same_lines(&body(&ours), &body(&theirs), &format!("{args:?}"));
+        assert!(
+            ours.contains("ksys_read") && ours.contains("main"),
+            "{ours}"
+        );
+    }
+    // Callers first, perf 6.1 looks the kernel part up after the user
+    // context (its loop runs from the marker down) and so names no
+    // kernel frame of an LBR chain; pmx names them (docs/branches.md).
+    let args = [
+        "report",
+        "--stdio",
+        "--stitch-lbr",
+        "-g",
+        "caller",
+        "--no-children",
+    ];
+    let (ours, theirs) = both(&s, &args);
+    let graph = |t: &str| t.split("---main").nth(1).unwrap_or("").to_string();
+    assert!(graph(&ours).contains("do_syscall_64"), "{ours}");
+    assert!(!graph(&theirs).contains("do_syscall_64"), "{theirs}");
+    assert!(graph(&theirs).contains("0xffffffff"), "{theirs}");
 }

@@ -383,7 +383,7 @@ fn function_only(sym: &Symbolizer, raw: Raw) -> Raw {
 
 /// perf's name of a kernel module's map (`[name]`, `-` as `_`), from the
 /// path an MMAP record gives (`/lib/modules/…/ath9k.ko`, `.ko.xz` …).
-fn module_name(path: &str) -> Option<String> {
+pub(super) fn module_name(path: &str) -> Option<String> {
     let base = path.rsplit('/').next()?;
     let stem = base.split(".ko").next().filter(|_| base.contains(".ko"))?;
     Some(format!("[{}]", stem.replace('-', "_")))

@@ -15,18 +15,28 @@
 //! perf's default keys of the mode, `srcline,symbol,dso`, each with an
 //! `IPC [IPC Coverage]` cell (`-      -`: no symbol).
 //!
-//! Files with call chains (`-g`) are refused for now: perf appends the
-//! chain after the branches (cut by the branch count, `chain_nr -= nr`)
-//! and reports children by default; pmx does not build that yet.
+//! A file with call chains (`-a -b -g`) adds each sample's chain after
+//! its branches, as perf 6.1's `thread__resolve_callchain_sample` does:
+//! the chain less as many entries as there were branches after loops
+//! were folded (`chain_nr -= nr`: the leaf side in `caller` order, the
+//! root side in `callee` order, where the entries the branches overlap
+//! at the leaf are skipped too), each frame looked up in the mode its
+//! `PERF_CONTEXT_*` marker says and noted ` (calltrace)`. Such a file is
+//! reported with children by default ([`rows`]): a row per distinct
+//! frame of every chain.
+
+mod rows;
 
 use super::BranchError;
 use pmx_perfdata::branch::BranchFlags;
+use pmx_perfdata::format::callchain::{self, CONTEXT_MAX};
 use pmx_perfdata::format::misc;
 use pmx_profile::perf_text::graph::{self, Graph, Link};
 use pmx_profile::perf_text::notes::Note;
 use pmx_profile::profile::sink::{SampleRef, SampleSink, Side};
 use pmx_profile::report::{report_with, Report, ReportOptions};
 use pmx_symbols::symbolize::{FrameId, FrameName, Symbolizer, UNKNOWN_DSO};
+use rows::Row;
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
 
@@ -52,11 +62,13 @@ struct Site {
 }
 
 /// A sample's row and chain, as site indices.
-struct Sample {
-    site: u32,
-    period: u64,
-    chain: Vec<u32>,
-    notes: Vec<Note>,
+pub(super) struct Sample {
+    pub(super) site: u32,
+    pub(super) period: u64,
+    /// Its thread (perf breaks ties of children shares within a thread).
+    pub(super) tid: u32,
+    pub(super) chain: Vec<u32>,
+    pub(super) notes: Vec<Note>,
 }
 
 #[derive(Default)]
@@ -64,6 +76,56 @@ struct Event {
     samples: u64,
     period: u64,
     list: Vec<Sample>,
+}
+
+/// The CPU mode a call chain's frames are looked up in (perf's
+/// `cpumode`, set by the chain's context markers).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    User,
+    Kernel,
+    Hypervisor,
+}
+
+/// The mode a context marker sets; `None` for one perf takes for a
+/// corrupt chain (a guest's, or no marker at all).
+fn mode_of(marker: u64) -> Option<Mode> {
+    match marker {
+        callchain::CONTEXT_USER => Some(Mode::User),
+        callchain::CONTEXT_KERNEL => Some(Mode::Kernel),
+        callchain::CONTEXT_HV => Some(Mode::Hypervisor),
+        _ => None,
+    }
+}
+
+/// perf's `find_prev_cpumode`: the mode of the nearest marker below
+/// index `ent` of `chain` (unchanged without one); `Err` for a corrupt
+/// marker.
+fn prev_mode(chain: &[u64], ent: usize, mode: &mut Mode) -> Result<(), ()> {
+    let Some(m) = chain[..ent.min(chain.len())]
+        .iter()
+        .rev()
+        .find(|&&ip| ip >= CONTEXT_MAX)
+    else {
+        return Ok(());
+    };
+    *mode = mode_of(*m).ok_or(())?;
+    Ok(())
+}
+
+/// How many entries at the leaf of `chain` the branches `be` (newest
+/// first) overlap: perf skips a marker, or a return address just after
+/// a branch's source (a call of at most 8 bytes), once per branch.
+fn first_call(be: &[Entry], chain: &[u64]) -> usize {
+    let mut first = 0;
+    for e in be {
+        match chain.get(first) {
+            Some(&ip) if ip >= CONTEXT_MAX => first += 1,
+            Some(&ip) if e.from < ip && e.from >= ip.wrapping_sub(8) => first += 1,
+            _ => {}
+        }
+    }
+    first
 }
 
 /// The sink: every sample's site and branch chain, kept in file order.
@@ -74,6 +136,10 @@ struct History {
     events: Vec<Event>,
     /// Each site's names, settled at the end.
     named: Vec<Named>,
+    /// Some sample had a branch stack.
+    branches: bool,
+    /// The file's kernel modules: start, end, file offset, perf's name.
+    modules: Vec<(u64, u64, u64, String)>,
 }
 
 /// A branch as perf's `remove_loops` sees it.
@@ -166,6 +232,10 @@ impl History {
                 line: None,
             },
         };
+        self.intern(s)
+    }
+
+    fn intern(&mut self, s: Site) -> u32 {
         if let Some(&id) = self.ids.get(&s) {
             return id;
         }
@@ -173,6 +243,63 @@ impl History {
         self.ids.insert(s.clone(), id);
         self.sites.push(s);
         id
+    }
+}
+
+impl History {
+    /// perf's chain after the branches: `chain` less `first` entries at
+    /// the leaf and the `nr` at the end perf's `chain_nr -= nr` cuts,
+    /// each frame looked up in its marker's mode, appended to `out`
+    /// with a call-trace note; `Err` for a corrupt marker (perf then
+    /// empties the sample's whole chain, `callee`, or drops the sample).
+    fn call_trace(
+        &mut self,
+        sym: &mut Symbolizer,
+        pid: u32,
+        (chain, first, nr): (&[u64], usize, usize),
+        out: &mut (Vec<u32>, Vec<Note>),
+    ) -> Result<(), ()> {
+        let len = chain.len();
+        let chain_nr = len.saturating_sub(nr);
+        let mut mode = Mode::User;
+        if self.caller {
+            prev_mode(chain, len, &mut mode)?;
+        }
+        let mut entries = 0;
+        for i in first..chain_nr.max(first) {
+            if entries >= MAX_STACK {
+                break;
+            }
+            let j = if self.caller { len - i - 1 } else { i };
+            let ip = chain[j];
+            if ip >= CONTEXT_MAX {
+                match self.caller {
+                    true => prev_mode(chain, j.saturating_sub(1), &mut mode)?,
+                    false => mode = mode_of(ip).ok_or(())?,
+                }
+                continue;
+            }
+            entries += 1;
+            let site = match mode {
+                Mode::Hypervisor => self.unmapped(ip, b'H'),
+                m => self.site(sym, pid, ip, Some(m == Mode::Kernel)),
+            };
+            out.0.push(site);
+            out.1.push(Note::default());
+        }
+        Ok(())
+    }
+
+    /// A site no map holds.
+    fn unmapped(&mut self, addr: u64, level: u8) -> u32 {
+        self.intern(Site {
+            frame: None,
+            level,
+            shown: addr,
+            space: addr,
+            addr,
+            line: None,
+        })
     }
 }
 
@@ -191,22 +318,38 @@ impl SampleSink for History {
                 flags: BranchFlags(e[2]),
             })
             .collect();
-        let nr = all.len().min(MAX_STACK);
-        let mut be: Vec<Entry> = match self.caller {
-            false => all[..nr].to_vec(),
-            true => all[all.len() - nr..].iter().rev().copied().collect(),
+        // perf skips a stack deeper than PERF_MAX_BRANCH_DEPTH (127),
+        // then keeps the chain whole.
+        let mut be: Vec<Entry> = match (all.len() > MAX_STACK, self.caller) {
+            (true, _) => Vec::new(),
+            (false, false) => all,
+            (false, true) => all.into_iter().rev().collect(),
         };
+        let first = match self.caller {
+            false => first_call(&be, s.chain),
+            true => 0,
+        };
+        self.branches |= !be.is_empty();
         let iter = remove_loops(&mut be);
-        let (mut chain, mut notes) = (Vec::new(), Vec::new());
+        let mut out = (Vec::new(), Vec::new());
         for (e, &(n, c)) in be.iter().zip(&iter) {
             let f = e.flags;
-            chain.push(self.site(sym, s.pid, e.to, None));
-            notes.push(match e.from {
+            out.0.push(self.site(sym, s.pid, e.to, None));
+            out.1.push(match e.from {
                 0 => Note::source(u64::from(f.cycles()), 0, 0),
-                from => Note::target(from, e.to, f.kind(), f.predicted(), f.abort()),
+                from => Note::target(from, e.to, f),
             });
-            chain.push(self.site(sym, s.pid, e.from, None));
-            notes.push(Note::source(u64::from(f.cycles()), n, c));
+            out.0.push(self.site(sym, s.pid, e.from, None));
+            out.1.push(Note::source(u64::from(f.cycles()), n, c));
+        }
+        if !s.chain.is_empty() {
+            let trace = (s.chain, first, be.len());
+            if self.call_trace(sym, s.pid, trace, &mut out).is_err() {
+                if !self.caller {
+                    return;
+                }
+                out = (Vec::new(), Vec::new());
+            }
         }
         let ev = &mut self.events[s.event];
         ev.samples += 1;
@@ -214,28 +357,36 @@ impl SampleSink for History {
         ev.list.push(Sample {
             site,
             period: s.period,
-            chain,
-            notes,
+            tid: s.tid,
+            chain: out.0,
+            notes: out.1,
         });
     }
 
     fn side(&mut self, _: Side) {}
 
+    fn kernel_map(&mut self, start: u64, len: u64, pgoff: u64, path: &[u8]) {
+        if let Some(name) = super::collect::module_name(&String::from_utf8_lossy(path)) {
+            self.modules
+                .push((start, start.saturating_add(len), pgoff, name));
+        }
+    }
+
     fn finish(&mut self, sym: &mut Symbolizer, remap: &[FrameId]) {
         self.named = self.sites.iter().map(|s| named(sym, remap, s)).collect();
+        // A kernel address no symbol names, in a module the file mapped,
+        // is that module's, shown relative to it (as perf).
+        for (s, n) in self.sites.iter_mut().zip(&mut self.named) {
+            if s.level != b'k' || s.frame.is_none() || n.symbol.is_some() {
+                continue;
+            }
+            let m = self.modules.iter().find(|m| (m.0..m.1).contains(&s.addr));
+            if let Some((start, _, pgoff, name)) = m {
+                n.dso = Some(name.clone());
+                s.shown = (s.addr - start).wrapping_add(*pgoff);
+            }
+        }
     }
-}
-
-/// A row: its three keys' texts, its weight and its samples' indices.
-struct Row {
-    srcline: String,
-    symbol: String,
-    dso: String,
-    ipc: &'static str,
-    /// No symbol covers the sample's address.
-    unresolved: bool,
-    period: u64,
-    samples: Vec<usize>,
 }
 
 /// One event's rows and chains.
@@ -259,35 +410,32 @@ pub struct HistoryReport {
     /// Each site's rank by address: perf orders a graph's equal
     /// branches by address.
     ranks: Vec<u32>,
+    /// Rows have children shares (a `Children` column).
+    children: bool,
 }
 
 /// Read `opts.input` and build each sample's branch history; `caller`:
-/// the oldest branch first (perf's `-g caller`).
+/// the oldest branch first (perf's `-g caller`); `children`: a row per
+/// frame of the chains too where the file has call chains (perf's
+/// default; not `--no-children`).
 pub fn report(
     opts: &ReportOptions,
-    caller: bool,
+    (caller, children): (bool, bool),
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<HistoryReport, BranchError> {
-    if pmx_profile::perf_text::call_chains(&opts.input) == Some(true) {
-        return Err(BranchError::Key(format!(
-            "--branch-history: {} has call chains (-g); pmx adds branches only to the chains of files without them yet",
-            opts.input.display()
-        )));
-    }
+    let children = children && pmx_profile::perf_text::call_chains(&opts.input) == Some(true);
     let mut sink = History {
         caller,
         sites: Vec::new(),
         ids: HashMap::default(),
         events: Vec::new(),
         named: Vec::new(),
+        branches: false,
+        modules: Vec::new(),
     };
     let report = report_with(opts, progress, Some(&mut sink as &mut dyn SampleSink))?;
     let texts = texts(&sink);
-    if !sink
-        .events
-        .iter()
-        .any(|e| e.list.iter().any(|s| !s.chain.is_empty()))
-    {
+    if !sink.branches {
         return Err(BranchError::NoBranches(
             report.file.clone(),
             "--branch-history needs branch stacks".into(),
@@ -300,7 +448,7 @@ pub fn report(
         };
         let e = std::mem::take(e);
         let name = report.profile.events[i].name.clone();
-        events.push(event(&sink, name, e));
+        events.push(event(&sink, name, e, children));
     }
     let mut order: Vec<usize> = (0..sink.sites.len()).collect();
     order.sort_by_key(|&i| (sink.sites[i].addr, i));
@@ -313,6 +461,7 @@ pub fn report(
         events,
         texts,
         ranks,
+        children,
     })
 }
 
@@ -360,43 +509,11 @@ fn texts(h: &History) -> Vec<String> {
         .collect()
 }
 
-fn event(h: &History, name: String, e: Event) -> HistoryEvent {
-    let mut rows: Vec<Row> = Vec::new();
-    let mut index: HashMap<(String, String, String), usize> = HashMap::default();
-    let mut chains = Vec::new();
-    for (n, s) in e.list.into_iter().enumerate() {
-        let (site, names) = (&h.sites[s.site as usize], &h.named[s.site as usize]);
-        let sym = names.symbol.as_ref();
-        let symbol = match sym {
-            Some((name, _)) => format!("[{}] {name}", site.level as char),
-            None => format!("[{}] {:#018x}", site.level as char, site.shown),
-        };
-        let dso = names.dso.as_deref().unwrap_or("[unknown]").to_string();
-        let key = (srcline(site, names), symbol, dso);
-        let i = *index.entry(key.clone()).or_insert_with(|| {
-            rows.push(Row {
-                srcline: key.0,
-                symbol: key.1,
-                dso: key.2,
-                ipc: "-      -",
-                unresolved: sym.is_none(),
-                period: 0,
-                samples: Vec::new(),
-            });
-            rows.len() - 1
-        });
-        rows[i].period += s.period;
-        rows[i].samples.push(n);
-        chains.push((s.period, s.chain, s.notes));
-    }
-    // perf's order: the heaviest first, then by its keys' comparators
-    // (a source line's text ascending …).
-    rows.sort_by(|a, b| {
-        (b.period.cmp(&a.period))
-            .then_with(|| a.srcline.cmp(&b.srcline))
-            .then_with(|| a.symbol.cmp(&b.symbol))
-            .then_with(|| a.dso.cmp(&b.dso))
-    });
+fn event(h: &History, name: String, e: Event, children: bool) -> HistoryEvent {
+    let rows = rows::rows((&h.sites, &h.named), &e.list, children, h.caller);
+    let chains = (e.list.into_iter())
+        .map(|s| (s.period, s.chain, s.notes))
+        .collect();
     HistoryEvent {
         name,
         samples: e.samples,
@@ -410,6 +527,75 @@ impl HistoryReport {
     /// The report's warnings (binaries without symbols …).
     pub fn warnings(&self) -> &[String] {
         &self.report.profile.warnings
+    }
+
+    /// pmx's JSON of the report: per event its rows (keys, self and
+    /// children periods and shares) and under each its chains, merged
+    /// where their frames are the same (the period summed, each frame's
+    /// note over the merged samples, as the graph prints it); flushed.
+    pub fn write_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        use serde_json::json;
+        let events: Vec<serde_json::Value> = (self.events.iter())
+            .map(|e| {
+                let rows: Vec<serde_json::Value> = (e.rows.iter())
+                    .map(|r| {
+                        let mut merged: HashMap<&[u32], (u64, Vec<Note>)> = HashMap::default();
+                        let mut order = Vec::new();
+                        for &(i, k) in &r.chains {
+                            let (p, c, n) = &e.chains[i as usize];
+                            let (c, n) = (&c[k as usize..], &n[k as usize..]);
+                            match merged.get_mut(c) {
+                                Some(m) => {
+                                    m.0 += p;
+                                    m.1.iter_mut().zip(n).for_each(|(a, b)| a.add(b));
+                                }
+                                None => {
+                                    order.push(c);
+                                    merged.insert(c, (*p, n.iter().map(Note::first).collect()));
+                                }
+                            }
+                        }
+                        let chains: Vec<serde_json::Value> = (order.iter())
+                            .map(|c| {
+                                let (p, notes) = &merged[c];
+                                let frames: Vec<serde_json::Value> = (c.iter().zip(notes))
+                                    .map(|(&f, n)| {
+                                        let note = n.text();
+                                        let note = note.trim().trim_start_matches('(');
+                                        json!({
+                                            "frame": self.texts[f as usize],
+                                            "note": note.trim_end_matches(')'),
+                                        })
+                                    })
+                                    .collect();
+                                json!({ "period": p, "frames": frames })
+                            })
+                            .collect();
+                        json!({
+                            "srcline": r.srcline,
+                            "symbol": r.symbol,
+                            "level": (r.level as char).to_string(),
+                            "dso": r.dso,
+                            "self": r.period,
+                            "self_percent": pmx_profile::report::pct(r.period, e.period),
+                            "children": r.children,
+                            "children_percent": pmx_profile::report::pct(r.children, e.period),
+                            "chains": chains,
+                        })
+                    })
+                    .collect();
+                json!({
+                    "event": e.name,
+                    "samples": e.samples,
+                    "period": e.period,
+                    "children": self.children,
+                    "rows": rows,
+                })
+            })
+            .collect();
+        let v = json!({ "file": self.report.file, "events": events });
+        writeln!(out, "{v:#}")?;
+        out.flush()
     }
 
     /// perf's `--stdio` table with the graph `g` under each row; flushed.
@@ -435,15 +621,19 @@ impl HistoryReport {
         let unresolved = e.rows.iter().any(|r| r.unresolved);
         let w = |f: fn(&Row) -> usize, min: usize| e.rows.iter().map(f).fold(min, usize::max);
         let ws = w(|r| r.srcline.len(), "Source:Line".len());
-        let wy = w(|r| r.symbol.len(), if unresolved { 22 } else { 6 });
+        let wy = w(|r| r.symbol.len() + 4, if unresolved { 22 } else { 6 });
         let wd = w(|r| r.dso.len(), if unresolved { 16 } else { 13 });
         let heads = ["Source:Line", "Symbol", "Shared Object"];
-        write!(out, "# Overhead  ")?;
+        let (head, dots) = match self.children {
+            true => ("# Children      Self  ", "# ........  ........  "),
+            false => ("# Overhead  ", "# ........  "),
+        };
+        write!(out, "{head}")?;
         for (h, w) in heads.iter().zip([ws, wy, wd]) {
             write!(out, "{h:w$}  ")?;
         }
         writeln!(out, "IPC   [IPC Coverage]")?;
-        write!(out, "# ........  ")?;
+        write!(out, "{dots}")?;
         for w in [ws, wy, wd] {
             write!(out, "{}  ", ".".repeat(w))?;
         }
@@ -451,26 +641,38 @@ impl HistoryReport {
         let limit = self.report.options.percent_limit;
         for r in &e.rows {
             let share = pmx_profile::report::pct(r.period, e.period);
-            if limit > 0.0 && share < limit {
+            let children = pmx_profile::report::pct(r.children, e.period);
+            if limit > 0.0 && (if self.children { children } else { share }) < limit {
                 continue;
             }
+            let w = match self.children {
+                true => {
+                    write!(out, "{children:>9.2}%  ")?;
+                    7
+                }
+                false => 9,
+            };
+            let ipc = "-      -";
             writeln!(
                 out,
-                "{share:>9.2}%  {:ws$}  {:wy$}  {:wd$}  {:20}",
-                r.srcline, r.symbol, r.dso, r.ipc
+                "{share:>w$.2}%  {:ws$}  {:wy$}  {:wd$}  {ipc:20}",
+                r.srcline,
+                r.symbol_cell(),
+                r.dso
             )?;
-            let chains: Vec<(Vec<Link>, Vec<Note>, u64)> = (r.samples.iter())
-                .map(|&i| &e.chains[i])
-                .filter(|c| !c.1.is_empty())
-                .map(|(p, c, n)| {
-                    let links = (c.iter())
+            let chains: Vec<(Vec<Link>, Vec<Note>, u64)> = (r.chains.iter())
+                .map(|&(i, k)| (&e.chains[i as usize], k as usize))
+                .filter(|(c, k)| c.1.len() > *k)
+                .map(|((p, c, n), k)| {
+                    let links = (c[k..].iter())
                         .map(|&s| (self.texts[s as usize].as_str(), self.ranks[s as usize]))
                         .collect();
-                    (links, n.clone(), *p)
+                    (links, n[k..].to_vec(), *p)
                 })
                 .collect();
             if !chains.is_empty() {
-                graph::print_noted(out, &chains, r.period, e.period, g)?;
+                let parent = if self.children { r.children } else { r.period };
+                graph::print_noted(out, &chains, parent, e.period, g)?;
             }
         }
         Ok(())

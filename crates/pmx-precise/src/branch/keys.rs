@@ -52,26 +52,9 @@ const NAMES: [(BranchKey, &str, &str); 12] = [
     (BranchKey::Type, "type", "Branch Type"),
 ];
 
-/// perf 6.1's names of the branch types (`branch_type_name`; 0 prints
-/// as nothing in `perf script`, `N/A` here).
-pub const TYPE_NAMES: [&str; 16] = [
-    "N/A",
-    "COND",
-    "UNCOND",
-    "IND",
-    "CALL",
-    "IND_CALL",
-    "RET",
-    "SYSCALL",
-    "SYSRET",
-    "COND_CALL",
-    "COND_RET",
-    "ERET",
-    "IRQ",
-    "SERROR",
-    "NO_TX",
-    "EXTEND_ABI",
-];
+/// The names of the branch types (`type`), pmx-perfdata's one table
+/// (perf 6.1's `branch_type_name`; 0 is `N/A` here).
+pub use pmx_perfdata::branch::branch_type::NAMES as TYPE_NAMES;
 
 /// Parse perf's comma-separated branch keys (empty: [`DEFAULT_KEYS`]).
 pub fn parse(list: &str) -> Result<Vec<BranchKey>, String> {

@@ -406,9 +406,10 @@ fn print_tree(
 }
 
 /// Frame `i` of node `n` as printed: its name, and its branch note when
-/// the graph has them.
-fn noted(n: &Node, i: usize, link: &Link) -> String {
+/// the graph has them (`cut`: on a line of the levels, as perf cuts it).
+fn noted(n: &Node, i: usize, link: &Link, cut: bool) -> String {
     match n.notes.get(i) {
+        Some(note) if cut => format!("{}{}", shown(link.0), note.text_cut()),
         Some(note) => format!("{}{}", shown(link.0), note.text()),
         None => shown(link.0).into_owned(),
     }
@@ -460,7 +461,7 @@ impl Printer<'_, '_> {
                     if i == 0 && self.g.skip_self {
                         continue;
                     }
-                    let name = noted(only, i, n);
+                    let name = noted(only, i, n, false);
                     if !printed {
                         writeln!(self.out, "{MARGIN}|\n{MARGIN}---{name}")?;
                         margin = 3;
@@ -511,7 +512,7 @@ impl Printer<'_, '_> {
             self.line(depth, mask, margin)?;
             for (i, name) in child.names.iter().enumerate() {
                 let label = (i == 0).then(|| self.value(child.cumul, total));
-                let name = noted(child, i, name);
+                let name = noted(child, i, name, true);
                 self.entry(depth, new_mask, margin, label.as_deref(), &name)?;
             }
             let below = if fractal { child.children_hit() } else { total };
@@ -523,7 +524,13 @@ impl Printer<'_, '_> {
         if fractal && remaining > 0 && remaining != total {
             new_mask &= !(1 << (depth - 1));
             let label = self.value(remaining, total);
-            self.entry(depth, new_mask, margin, Some(&label), "[...]")?;
+            // With branch notes perf notes this line as a frame of no
+            // branch too.
+            let rest = match n.children.iter().any(|c| !c.notes.is_empty()) {
+                true => "[...] (calltrace)",
+                false => "[...]",
+            };
+            self.entry(depth, new_mask, margin, Some(&label), rest)?;
         }
         Ok(())
     }

@@ -11,6 +11,11 @@
 //! them says `(calltrace)`. A node that was a target in one sample and a
 //! source in another is shown as the last sample saw it, as in perf.
 
+use pmx_perfdata::branch::{branch_type, BranchFlags};
+
+/// The longest note perf prints (its buffer's 64 bytes less the NUL).
+const NOTE_MAX: usize = 63;
+
 /// What a graph node's entries said of their branches (perf's
 /// `callchain_list` counts).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,6 +38,8 @@ pub struct Note {
     pub from: u64,
     /// Targets per branch type (`PERF_BR_*`, 16 kinds).
     pub types: [u32; 16],
+    /// Targets of type `EXTEND_ABI` per `new_type` (`PERF_BR_NEW_*`).
+    pub new_types: [u32; 8],
     /// Conditional branches forward and backward; branches crossing a
     /// 4 KiB and a 2 MiB boundary.
     pub cond_fwd: u32,
@@ -44,39 +51,30 @@ pub struct Note {
     pub cross_2m: u32,
 }
 
-/// perf's names of the branch types (`branch_type_name`).
-const TYPES: [&str; 16] = [
-    "N/A",
-    "JCC",
-    "JMP",
-    "IND_JMP",
-    "CALL",
-    "IND_CALL",
-    "RET",
-    "SYSCALL",
-    "SYSRET",
-    "COND_CALL",
-    "COND_RET",
-    "ERET",
-    "IRQ",
-    "SERROR",
-    "NO_TX",
-    "EXTEND_ABI",
-];
-
 impl Note {
-    /// A branch's target (`from` → `to`, its type and flags).
-    pub fn target(from: u64, to: u64, kind: u8, predicted: bool, abort: bool) -> Note {
+    /// A branch's target (`from` → `to`, its flag word): counted as
+    /// perf 6.1's `branch_type_count` counts it (nothing for an unknown
+    /// type or source; `EXTEND_ABI` by its `new_type`, one past perf's
+    /// eight — where perf writes beyond its array — not at all).
+    pub fn target(from: u64, to: u64, flags: BranchFlags) -> Note {
         let mut n = Note {
             branches: 1,
             to: true,
-            predicted: u64::from(predicted),
-            abort: u64::from(abort),
+            predicted: u64::from(flags.predicted()),
+            abort: u64::from(flags.abort()),
             ..Note::default()
         };
-        if kind != 0 && from != 0 {
-            n.types[usize::from(kind & 15)] = 1;
-            if kind == 1 {
+        let kind = flags.kind();
+        if kind != branch_type::UNKNOWN && from != 0 {
+            match kind {
+                branch_type::EXTEND_ABI => {
+                    if let Some(c) = n.new_types.get_mut(usize::from(flags.new_type())) {
+                        *c = 1;
+                    }
+                }
+                k => n.types[usize::from(k & 15)] = 1,
+            }
+            if kind == branch_type::COND {
                 (n.cond_fwd, n.cond_bwd) = (u32::from(to > from), u32::from(to <= from));
             }
             let crosses = |size: u64| from & !(size - 1) != to & !(size - 1);
@@ -127,6 +125,9 @@ impl Note {
         for (a, b) in self.types.iter_mut().zip(o.types) {
             *a += b;
         }
+        for (a, b) in self.new_types.iter_mut().zip(o.new_types) {
+            *a += b;
+        }
         self.cond_fwd += o.cond_fwd;
         self.cond_bwd += o.cond_bwd;
         self.cross_4k += o.cross_4k;
@@ -171,18 +172,35 @@ impl Note {
         }
     }
 
-    /// perf's `branch_type_str`: the conditional directions, the other
-    /// types seen and the boundaries crossed.
+    /// [`Note::text`] as perf prints it on a line of the graph's levels
+    /// (`ipchain__fprintf_graph`): built in a 64-byte buffer, so a longer
+    /// text is cut to 63 bytes, its `)` lost. (The lines of a single top
+    /// chain, `---name`, are printed whole.)
+    pub fn text_cut(&self) -> String {
+        let mut t = self.text();
+        t.truncate(NOTE_MAX);
+        t
+    }
+
+    /// perf 6.1's `branch_type_str`: the conditional directions, the
+    /// other types seen, the extended types, the boundaries crossed; none
+    /// when no target had a type of the main table (perf's total counts
+    /// only those: extended types alone print nothing).
     fn type_text(&self) -> Option<String> {
         if self.types.iter().all(|&n| n == 0) {
             return None;
         }
         let mut w: Vec<&str> = Vec::new();
-        (self.cond_fwd > 0).then(|| w.push("JCC fwd"));
-        (self.cond_bwd > 0).then(|| w.push("JCC bwd"));
+        (self.cond_fwd > 0).then(|| w.push("COND_FWD"));
+        (self.cond_bwd > 0).then(|| w.push("COND_BWD"));
         for (i, &n) in self.types.iter().enumerate() {
-            if i != 1 && n > 0 {
-                w.push(TYPES[i]);
+            if i != usize::from(branch_type::COND) && n > 0 {
+                w.push(branch_type::NAMES[i]);
+            }
+        }
+        for (i, &n) in self.new_types.iter().enumerate() {
+            if n > 0 {
+                w.push(branch_type::NEW_NAMES[i]);
             }
         }
         (self.cross_4k > 0).then(|| w.push("CROSS_4K"));
@@ -197,9 +215,12 @@ mod tests {
 
     #[test]
     fn notes_read_as_perf_prints_them() {
-        let mut t = Note::target(0x10, 0x20, 0, true, false);
+        let f = |kind: u8, new_type: u8, predicted: bool| {
+            BranchFlags::new(!predicted, predicted, false, false, 0, kind, 0, new_type, 0)
+        };
+        let mut t = Note::target(0x10, 0x20, f(0, 0, true));
         assert_eq!(t.text(), "");
-        t.add(&Note::target(0x10, 0x20, 0, false, false));
+        t.add(&Note::target(0x10, 0x20, f(0, 0, false)));
         assert_eq!(t.text(), " (predicted:50.0%)");
         let mut s = Note::source(9, 0, 0);
         s.add(&Note::source(0, 0, 0));
@@ -207,9 +228,33 @@ mod tests {
         assert_eq!(Note::source(0, 3, 40).text(), " (iter:3 avg_cycles:13)");
         assert_eq!(Note::source(0, 3, 40).first().text(), "");
         assert_eq!(Note::default().text(), " (calltrace)");
-        let j = Note::target(0x1010, 0x1000, 1, true, false);
-        assert_eq!(j.text(), " (JCC bwd)");
-        let far = Note::target(0x1000, 0x10, 4, false, false);
+        let j = Note::target(0x1010, 0x1000, f(1, 0, true));
+        assert_eq!(j.text(), " (COND_BWD)");
+        let mut far = Note::target(0x1000, 0x10, f(4, 0, false));
         assert_eq!(far.text(), " (CALL CROSS_4K predicted:0.0%)");
+        far.add(&Note::target(0x1000, 0x1010, f(1, 0, true)));
+        far.add(&Note::target(0x2000, 0x2010, f(15, 2, true)));
+        assert_eq!(
+            far.text(),
+            " (COND_FWD CALL FAULT_INST CROSS_4K predicted:66.7%)"
+        );
+        // Extended types alone: perf's total counts none, no types shown.
+        let ext = Note::target(0x2000, 0x2010, f(15, 0, true));
+        assert_eq!(ext.text(), "");
+        // perf's buffer cuts a long note.
+        let mut all = Note::target(0x2000, 0x2010, f(6, 0, true));
+        for k in [7, 8, 9, 10, 11, 12, 13, 14] {
+            all.add(&Note::target(0x2000, 0x2010, f(k, 0, false)));
+        }
+        assert_eq!(
+            all.text_cut(),
+            " (RET SYSCALL SYSRET COND_CALL COND_RET ERET IRQ SERROR NO_TX p"
+        );
+        assert!(all.text().ends_with(" predicted:11.1%)"), "{}", all.text());
+        // A new_type past perf's eight names is not counted.
+        assert_eq!(
+            Note::target(0x2000, 0x2010, f(15, 9, true)).new_types,
+            [0; 8]
+        );
     }
 }

@@ -282,7 +282,7 @@ impl<'o> State<'o> {
                 }
                 if self.sink.is_some() {
                     let at = (pid, tid, cpu, m);
-                    self.give_sink(event, time, at, period, pairs, branches);
+                    self.give_sink(event, time, at, period, pairs, (branches, chain));
                 }
             }
             _ if self.interned.as_ref().is_some_and(|t| !t.is_empty()) => {
@@ -774,7 +774,7 @@ impl<'o> State<'o> {
         (pid, tid, cpu, misc): (u32, u32, u32, u16),
         period: u64,
         pairs: &[u64],
-        branches: &[u64],
+        (branches, chain): (&[u64], &[u64]),
     ) {
         let comm = self.comm_of(pid, tid);
         let Some(sink) = self.sink.as_deref_mut() else {
@@ -793,6 +793,7 @@ impl<'o> State<'o> {
             reads: pairs,
             misc,
             branches,
+            chain,
         };
         sink.sample(&s, &mut self.sym);
     }

@@ -43,6 +43,11 @@ pub struct SampleRef<'a> {
     /// word) triples, most recent first (pmx-precise's `branch` reads them);
     /// empty for a sample without one.
     pub branches: &'a [u64],
+    /// The call chain as the file holds it (`PERF_SAMPLE_CALLCHAIN`, the
+    /// `PERF_CONTEXT_*` markers kept; an LBR call stack as built from the
+    /// branches); empty without one (`report --branch-history` appends it
+    /// after the branches, as perf does).
+    pub chain: &'a [u64],
 }
 
 impl SampleRef<'_> {

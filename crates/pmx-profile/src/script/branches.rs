@@ -10,34 +10,23 @@
 
 use super::fields::{Field, Fields};
 use super::ScriptOptions;
-use pmx_perfdata::branch::BranchFlags;
+use pmx_perfdata::branch::{branch_type, BranchFlags};
 use pmx_symbols::symbolize::{DsoId, FrameId, FrameName, Symbolizer};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
-/// perf 6.1's names of the branch types, as `perf script` prints them
-/// (nothing for an unknown type; for 15, `EXTEND_ABI`, perf 6.1 has no
-/// name and prints C's `(null)`).
-const TYPES: [&str; 16] = [
-    "",
-    "COND",
-    "UNCOND",
-    "IND",
-    "CALL",
-    "IND_CALL",
-    "RET",
-    "SYSCALL",
-    "SYSRET",
-    "COND_CALL",
-    "COND_RET",
-    "ERET",
-    "IRQ",
-    "SERROR",
-    "NO_TX",
-    "(null)",
-];
+/// A branch type's name as `perf script` prints it: pmx-perfdata's
+/// table (perf 6.1's names), but nothing for an unknown type and, for
+/// 15 (`EXTEND_ABI`), for which perf 6.1 has no name, C's `(null)`.
+fn type_name(kind: u8) -> &'static str {
+    match kind & 15 {
+        branch_type::UNKNOWN => "",
+        branch_type::EXTEND_ABI => "(null)",
+        k => branch_type::NAMES[usize::from(k)],
+    }
+}
 
 /// `/P/-/-/CYCLES/TYPE `: the flags as perf script prints them.
 fn flags(b: &mut Vec<u8>, f: BranchFlags) {
@@ -48,7 +37,7 @@ fn flags(b: &mut Vec<u8>, f: BranchFlags) {
     };
     let tx = if f.in_tx() { 'X' } else { '-' };
     let abort = if f.abort() { 'A' } else { '-' };
-    let kind = TYPES[f.kind() as usize & 15];
+    let kind = type_name(f.kind());
     let _ = write!(b, "/{pred}/{tx}/{abort}/{}/{kind} ", f.cycles());
 }
 
