@@ -872,6 +872,13 @@ impl Reader {
     /// Drop the pages of a mapped file that the reader has passed.
     #[inline]
     fn release_read_pages(&mut self) {
+        self.release_pages(RELEASE_STEP);
+    }
+
+    /// Drop the pages passed (not held), when `step` bytes or more were
+    /// read since the last drop.
+    #[inline]
+    fn release_pages(&mut self, step: usize) {
         let pos = self.pos.min(self.hold.unwrap_or(usize::MAX));
         if let Window::Mapped {
             map,
@@ -880,7 +887,7 @@ impl Reader {
             ..
         } = &mut self.buf
         {
-            if pos.saturating_sub(*released) < RELEASE_STEP {
+            if pos.saturating_sub(*released) < step {
                 return;
             }
             let from = (*start + *released) & !4095;
@@ -1188,6 +1195,14 @@ impl Reader {
     /// `None`: pages already read may be dropped.
     pub fn hold(&mut self, offset: Option<usize>) {
         self.hold = offset;
+    }
+
+    /// Drop every page of a mapped file read so far and not held (see
+    /// [`Reader::hold`]) now: when the caller is done with them, so that
+    /// what it does next (a report's tables) is not on top of them.
+    /// Pages touched again are read back from the file.
+    pub fn release_read(&mut self) {
+        self.release_pages(1);
     }
 
     /// The feature sections (pipe mode: those seen so far).

@@ -66,16 +66,17 @@ pub struct End {
 }
 
 /// A row of a branch table: the values of its keys and its branches.
-/// Rows share their ends and names (a table may have millions of rows):
-/// what no key shows (an end no key names, an address) may be left blank.
+/// Rows share their ends (indices of [`BranchReport::ends`]) and names
+/// (a table may have millions of rows): what no key shows (an end no
+/// key names, an address) may be left blank.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BranchRow {
     /// The command (with the `comm` key).
     pub comm: Option<Arc<str>>,
-    /// The branch's source.
-    pub from: Arc<End>,
-    /// Its target.
-    pub to: Arc<End>,
+    /// The branch's source (its index in the report's ends).
+    pub from: u32,
+    /// Its target (its index in the report's ends).
+    pub to: u32,
     /// The level of the sample the row's first branch came with (the
     /// `addr_from`/`addr_to` columns' mark, as perf).
     pub sample_level: char,
@@ -115,6 +116,8 @@ pub struct BranchReport {
     pub report: Report,
     /// The keys the rows are grouped by.
     pub keys: Vec<BranchKey>,
+    /// The distinct ends the rows of every event share.
+    pub ends: Vec<End>,
     /// The tables of the selected events with branch stacks.
     pub events: Vec<BranchEvent>,
 }
@@ -187,6 +190,7 @@ pub fn report(
     Ok(BranchReport {
         report,
         keys,
+        ends: sink.take_ends(),
         events,
     })
 }

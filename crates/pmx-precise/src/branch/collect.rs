@@ -203,6 +203,8 @@ pub(super) struct Collect {
     /// addresses.
     unnamed: Vec<Option<bool>>,
     events: Vec<Counts>,
+    /// The ends as rows show them, once counted (see `finish`).
+    shown: Vec<End>,
 }
 
 impl Collect {
@@ -220,6 +222,7 @@ impl Collect {
             by_address: HashMap::default(),
             unnamed: Vec::new(),
             events: Vec::new(),
+            shown: Vec::new(),
         }
     }
 
@@ -313,6 +316,11 @@ impl Collect {
             branches: c.total,
             rows: std::mem::take(&mut c.rows),
         })
+    }
+
+    /// The ends the rows' indices name (once: they move out).
+    pub(super) fn take_ends(&mut self) -> Vec<End> {
+        std::mem::take(&mut self.shown)
     }
 
     fn comm(&mut self, name: &str) -> u32 {
@@ -511,8 +519,8 @@ impl SampleSink for Collect {
         self.end_ids = hashbrown::HashTable::new();
         self.by_address = HashMap::default();
         let mut names = Names::default();
-        let ends: Vec<Arc<End>> = (self.ends.iter())
-            .map(|r| Arc::new(end(sym, remap, (&self.modules, &mut names), r)))
+        let ends: Vec<End> = (self.ends.iter())
+            .map(|r| end(sym, remap, (&self.modules, &mut names), r))
             .collect();
         self.ends = Vec::new();
         let comms: Vec<Arc<str>> = self.comms.iter().map(|c| names.get(c)).collect();
@@ -522,28 +530,29 @@ impl SampleSink for Collect {
             if let Some(rows) = order::rows(&self.keys, (&ends, &comms), c.keys.len(), at) {
                 c.counts = Vec::new();
                 c.rows = (rows.into_iter())
-                    .map(|(i, n)| row(&ends, &comms, (&c.keys[i], n)))
+                    .map(|(i, n)| row(&comms, (&c.keys[i], n)))
                     .collect();
                 c.keys = Vec::new();
                 continue;
             }
             let raw: Vec<BranchRow> = (c.keys.iter().zip(&c.counts))
-                .map(|(k, n)| row(&ends, &comms, (k, *n)))
+                .map(|(k, n)| row(&comms, (k, *n)))
                 .collect();
             (c.keys, c.counts) = (Vec::new(), Vec::new());
             let sequence = std::mem::take(&mut c.sequence);
-            c.rows = perf_rows(&self.keys, raw, &sequence);
+            c.rows = perf_rows((&self.keys, &ends), raw, &sequence);
         }
+        self.shown = ends;
     }
 }
 
 /// The row of one raw key.
-fn row(ends: &[Arc<End>], comms: &[Arc<str>], (k, n): (&RawKey, u64)) -> BranchRow {
+fn row(comms: &[Arc<str>], (k, n): (&RawKey, u64)) -> BranchRow {
     let f = BranchFlags(u64::from(k.bits & ((1 << LEVEL_SHIFT) - 1)));
     BranchRow {
         comm: Some(comms[k.comm as usize].clone()),
-        from: ends[k.from as usize].clone(),
-        to: ends[k.to as usize].clone(),
+        from: k.from,
+        to: k.to,
         sample_level: (k.bits >> LEVEL_SHIFT) as u8 as char,
         mispred: f.mispred(),
         predicted: f.predicted(),
@@ -555,10 +564,13 @@ fn row(ends: &[Arc<End>], comms: &[Arc<str>], (k, n): (&RawKey, u64)) -> BranchR
     }
 }
 
+/// The keys and the ends their rows' indices name.
+type Keys<'k> = (&'k [BranchKey], &'k [End]);
+
 /// perf's first comparison that differs (`hist_entry__cmp`).
-fn cmp(keys: &[BranchKey], l: &BranchRow, r: &BranchRow) -> i64 {
+fn cmp((keys, ends): Keys<'_>, l: &BranchRow, r: &BranchRow) -> i64 {
     keys.iter()
-        .map(|k| k.perf_cmp(l, r))
+        .map(|k| k.perf_cmp(ends, l, r))
         .find(|&c| c != 0)
         .unwrap_or(0)
 }
@@ -566,7 +578,7 @@ fn cmp(keys: &[BranchKey], l: &BranchRow, r: &BranchRow) -> i64 {
 /// Add `row` weighing `n` to a tree of perf's (`hists__findnew_entry`,
 /// `hists__collapse_insert_entry`): merged into an equal entry the walk
 /// meets, else a new entry.
-fn add(tree: &mut Tree, items: &mut Vec<BranchRow>, keys: &[BranchKey], row: &BranchRow, n: u64) {
+fn add(tree: &mut Tree, items: &mut Vec<BranchRow>, keys: Keys<'_>, row: &BranchRow, n: u64) {
     let found = tree.insert(items.len(), |at| match cmp(keys, &items[at], row) {
         0 => None,
         c => Some(c < 0),
@@ -585,7 +597,7 @@ fn add(tree: &mut Tree, items: &mut Vec<BranchRow>, keys: &[BranchKey], row: &Br
 /// branch in the order read when a key's comparator is no order, else
 /// each distinct branch once: the same result), its collapsed tree with
 /// the command a key, its output tree (share, then the keys).
-fn perf_rows(keys: &[BranchKey], raw: Vec<BranchRow>, sequence: &[u32]) -> Vec<BranchRow> {
+fn perf_rows(keys: Keys<'_>, raw: Vec<BranchRow>, sequence: &[u32]) -> Vec<BranchRow> {
     let (mut tree, mut items) = (Tree::default(), Vec::new());
     if sequence.is_empty() {
         for r in &raw {
@@ -596,7 +608,7 @@ fn perf_rows(keys: &[BranchKey], raw: Vec<BranchRow>, sequence: &[u32]) -> Vec<B
             add(&mut tree, &mut items, keys, &raw[i as usize], 1);
         }
     }
-    if keys.iter().any(|k| k.collapses()) {
+    if keys.0.iter().any(|k| k.collapses()) {
         let (mut t2, mut i2) = (Tree::default(), Vec::new());
         for i in tree.in_order() {
             add(&mut t2, &mut i2, keys, &items[i], items[i].count);

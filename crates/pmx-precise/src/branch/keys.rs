@@ -95,15 +95,16 @@ impl BranchKey {
         NAMES.iter().find(|n| n.0 == self).map_or("", |n| n.2)
     }
 
-    /// The row's cell (not padded).
-    pub fn cell(self, r: &BranchRow) -> String {
+    /// The row's cell (not padded); `ends`: those its indices name.
+    pub fn cell(self, ends: &[End], r: &BranchRow) -> String {
         let mut s = String::new();
-        self.cell_into(r, &mut s);
+        self.cell_into(ends, r, &mut s);
         s
     }
 
     /// The row's cell (not padded) appended to `out`.
-    pub(super) fn cell_into(self, r: &BranchRow, out: &mut String) {
+    pub(super) fn cell_into(self, ends: &[End], r: &BranchRow, out: &mut String) {
+        let (from, to) = (&ends[r.from as usize], &ends[r.to as usize]);
         use std::fmt::Write;
         // An address as perf's `%-#.*llx` prints it (no `0x` for zero).
         // (`{a:#018x}` written by hand: a table may have millions.)
@@ -145,12 +146,12 @@ impl BranchKey {
         let flag = |on: bool, c: &'static str| if on { c } else { "." };
         let text = match self {
             BranchKey::Comm => r.comm.as_deref().unwrap_or_default(),
-            BranchKey::DsoFrom => dso(&r.from),
-            BranchKey::DsoTo => dso(&r.to),
-            BranchKey::SymbolFrom => return sym(out, &r.from),
-            BranchKey::SymbolTo => return sym(out, &r.to),
-            BranchKey::AddrFrom => return addr(out, &r.from),
-            BranchKey::AddrTo => return addr(out, &r.to),
+            BranchKey::DsoFrom => dso(from),
+            BranchKey::DsoTo => dso(to),
+            BranchKey::SymbolFrom => return sym(out, from),
+            BranchKey::SymbolTo => return sym(out, to),
+            BranchKey::AddrFrom => return addr(out, from),
+            BranchKey::AddrTo => return addr(out, to),
             BranchKey::Mispredict => match (r.predicted, r.mispred) {
                 (true, _) => "N",
                 (false, true) => "Y",
@@ -172,7 +173,8 @@ impl BranchKey {
     /// The narrowest column perf gives the row's cell (`hists__calc_col_len`):
     /// a symbol's name and its mark, 22 for an address; a binary's name
     /// only with a symbol, at least 16.
-    pub(super) fn width(self, r: &BranchRow) -> usize {
+    pub(super) fn width(self, ends: &[End], r: &BranchRow) -> usize {
+        let (from, to) = (&ends[r.from as usize], &ends[r.to as usize]);
         // Characters, counted fast for the usual ASCII name.
         let chars = |s: &str| match s.is_ascii() {
             true => s.len(),
@@ -185,10 +187,10 @@ impl BranchKey {
         };
         match self {
             BranchKey::Comm => r.comm.as_ref().map_or(0, |c| chars(c)),
-            BranchKey::DsoFrom => dso(&r.from),
-            BranchKey::DsoTo => dso(&r.to),
-            BranchKey::SymbolFrom | BranchKey::AddrFrom => sym(&r.from),
-            BranchKey::SymbolTo | BranchKey::AddrTo => sym(&r.to),
+            BranchKey::DsoFrom => dso(from),
+            BranchKey::DsoTo => dso(to),
+            BranchKey::SymbolFrom | BranchKey::AddrFrom => sym(from),
+            BranchKey::SymbolTo | BranchKey::AddrTo => sym(to),
             BranchKey::Cycles if r.cycles == 0 => 1,
             BranchKey::Cycles => {
                 let c = i32::from(r.cycles as i16);
@@ -198,7 +200,7 @@ impl BranchKey {
                     .map_or(1, |d| d as usize + 1);
                 digits + usize::from(c < 0)
             }
-            _ => self.cell(r).chars().count(),
+            _ => self.cell(ends, r).chars().count(),
         }
     }
 
@@ -228,7 +230,7 @@ impl BranchKey {
     /// rows, as perf's symbols are) with a function before an address,
     /// cycles descending. `mispredict`, `abort` and `in_tx` answer only
     /// 0 or 1 (see [`super::rbtree`]).
-    pub(super) fn perf_cmp(self, l: &BranchRow, r: &BranchRow) -> i64 {
+    pub(super) fn perf_cmp(self, ends: &[End], l: &BranchRow, r: &BranchRow) -> i64 {
         // perf's `cmp_null`: -1 when only the left is missing.
         let null = |l: bool, r: bool| match (l, r) {
             (true, true) => 0,
@@ -237,7 +239,7 @@ impl BranchKey {
         };
         // The rows' names are shared, one `Arc` per text (see
         // `collect`): the same `Arc` is the same name without comparing
-        // texts; the same end is equal.
+        // texts; the same end (index) is equal.
         let dso = |l: &Option<Arc<str>>, r: &Option<Arc<str>>| match (l, r) {
             (Some(a), Some(b)) if Arc::ptr_eq(a, b) => 0,
             (Some(a), Some(b)) => a.cmp(b) as i64,
@@ -245,27 +247,33 @@ impl BranchKey {
             _ => null(r.is_none(), l.is_none()),
         };
         let addr = |l: u64, r: u64| r.wrapping_sub(l) as i64;
-        let sym = |l: &End, r: &End| match (&l.symbol, &r.symbol) {
-            _ if std::ptr::eq(l, r) => 0,
-            (None, None) => addr(l.addr, r.addr),
-            (Some(_), Some(_)) => addr(l.start, r.start),
-            _ => null(l.symbol.is_none(), r.symbol.is_none()),
+        let sym = |l: u32, r: u32| match (&ends[l as usize], &ends[r as usize]) {
+            _ if l == r => 0,
+            (l, r) => match (&l.symbol, &r.symbol) {
+                (None, None) => addr(l.addr, r.addr),
+                (Some(_), Some(_)) => addr(l.start, r.start),
+                _ => null(l.symbol.is_none(), r.symbol.is_none()),
+            },
         };
-        let at = |l: &End, r: &End| match dso(&l.dso, &r.dso) {
-            0 => addr(l.addr, r.addr),
-            c => c,
+        let at = |l: u32, r: u32| {
+            let (l, r) = (&ends[l as usize], &ends[r as usize]);
+            match dso(&l.dso, &r.dso) {
+                0 => addr(l.addr, r.addr),
+                c => c,
+            }
         };
+        let end = |i: u32| &ends[i as usize];
         match self {
             BranchKey::Comm => match (&l.comm, &r.comm) {
                 (Some(a), Some(b)) if Arc::ptr_eq(a, b) => 0,
                 _ => r.comm.cmp(&l.comm) as i64,
             },
-            BranchKey::DsoFrom => dso(&l.from.dso, &r.from.dso),
-            BranchKey::DsoTo => dso(&l.to.dso, &r.to.dso),
-            BranchKey::SymbolFrom => sym(&l.from, &r.from),
-            BranchKey::SymbolTo => sym(&l.to, &r.to),
-            BranchKey::AddrFrom => at(&l.from, &r.from),
-            BranchKey::AddrTo => at(&l.to, &r.to),
+            BranchKey::DsoFrom => dso(&end(l.from).dso, &end(r.from).dso),
+            BranchKey::DsoTo => dso(&end(l.to).dso, &end(r.to).dso),
+            BranchKey::SymbolFrom => sym(l.from, r.from),
+            BranchKey::SymbolTo => sym(l.to, r.to),
+            BranchKey::AddrFrom => at(l.from, r.from),
+            BranchKey::AddrTo => at(l.to, r.to),
             BranchKey::Mispredict => (l.mispred != r.mispred || l.predicted != r.predicted) as i64,
             BranchKey::Cycles => i64::from(l.cycles) - i64::from(r.cycles),
             BranchKey::Abort => (l.abort != r.abort) as i64,

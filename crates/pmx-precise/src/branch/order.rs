@@ -51,7 +51,8 @@ fn dense<T: Ord + Copy>(values: &[T]) -> Vec<u32> {
 }
 
 /// What perf's comparators read of each end and command, as dense ranks
-/// whose order is theirs (greater: shown first among equal shares).
+/// whose order is theirs (greater: shown first among equal shares); a
+/// rank no key reads is left empty.
 struct Ranks {
     comm: Vec<u32>,
     /// Per end: its binary's name by text, no binary greatest.
@@ -62,9 +63,31 @@ struct Ranks {
     at: Vec<u32>,
 }
 
+/// Per end: the dense rank of its binary's name (no binary greatest).
+/// Names are shared (one `Arc` per text): each distinct one is ranked
+/// once.
+fn dso_ranks(ends: &[End]) -> Vec<u32> {
+    let mut ids: rustc_hash::FxHashMap<*const u8, u32> = Default::default();
+    let mut texts: Vec<&str> = Vec::new();
+    let id: Vec<u32> = (ends.iter())
+        .map(|e| match &e.dso {
+            None => u32::MAX,
+            Some(d) => *ids.entry(d.as_ptr()).or_insert_with(|| {
+                texts.push(d);
+                texts.len() as u32 - 1
+            }),
+        })
+        .collect();
+    let rank = dense(&texts);
+    let none = rank.iter().max().map_or(0, |&m| m + 1);
+    (id.into_iter())
+        .map(|i| rank.get(i as usize).copied().unwrap_or(none))
+        .collect()
+}
+
 impl Ranks {
     /// `None` when two addresses perf may compare lie too far apart.
-    fn of(ends: &[Arc<End>], comms: &[Arc<str>]) -> Option<Ranks> {
+    fn of(ends: &[End], comms: &[Arc<str>], keys: &[BranchKey]) -> Option<Ranks> {
         let (mut lo, mut hi) = (i64::MAX, i64::MIN);
         for e in ends {
             for v in [e.addr, e.start] {
@@ -74,27 +97,42 @@ impl Ranks {
         if !ends.is_empty() && i128::from(hi) - i128::from(lo) > i128::from(i64::MAX) {
             return None;
         }
+        let uses = |a: BranchKey, b: BranchKey| keys.contains(&a) || keys.contains(&b);
+        let (syms, ats) = (
+            uses(BranchKey::SymbolFrom, BranchKey::SymbolTo),
+            uses(BranchKey::AddrFrom, BranchKey::AddrTo),
+        );
         // perf: `r->comm` against `l->comm`: the lower text first.
         let comm: Vec<std::cmp::Reverse<&str>> =
             comms.iter().map(|c| std::cmp::Reverse(&**c)).collect();
         // `cmp_null`: no binary is the greatest.
-        let dso: Vec<(bool, &str)> = (ends.iter())
-            .map(|e| (e.dso.is_none(), e.dso.as_deref().unwrap_or("")))
-            .collect();
-        let dso = dense(&dso);
-        let sym: Vec<(bool, u64)> = (ends.iter())
-            .map(|e| match e.symbol {
-                Some(_) => (true, desc(e.start)),
-                None => (false, desc(e.addr)),
-            })
-            .collect();
-        let at: Vec<(u32, u64)> = (ends.iter().zip(&dso))
-            .map(|(e, &d)| (d, desc(e.addr)))
-            .collect();
+        let dso = match ats || uses(BranchKey::DsoFrom, BranchKey::DsoTo) {
+            true => dso_ranks(ends),
+            false => Vec::new(),
+        };
+        let sym = match syms {
+            true => dense(
+                &(ends.iter())
+                    .map(|e| match e.symbol {
+                        Some(_) => (true, desc(e.start)),
+                        None => (false, desc(e.addr)),
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            false => Vec::new(),
+        };
+        let at = match ats {
+            true => dense(
+                &(ends.iter().zip(&dso))
+                    .map(|(e, &d)| (d, desc(e.addr)))
+                    .collect::<Vec<_>>(),
+            ),
+            false => Vec::new(),
+        };
         Some(Ranks {
             comm: dense(&comm),
-            sym: dense(&sym),
-            at: dense(&at),
+            sym,
+            at,
             dso,
         })
     }
@@ -144,14 +182,14 @@ impl Ranks {
 /// merging and ordering are sorts of integers.
 pub(super) fn rows(
     keys: &[BranchKey],
-    (ends, comms): (&[Arc<End>], &[Arc<str>]),
+    (ends, comms): (&[End], &[Arc<str>]),
     n: usize,
     at: impl Fn(usize) -> (Counted, u64),
 ) -> Option<Vec<(usize, u64)>> {
     if keys.iter().any(|k| k.unordered()) || n >= u32::MAX as usize {
         return None;
     }
-    let ranks = Ranks::of(ends, comms)?;
+    let ranks = Ranks::of(ends, comms, keys)?;
     let widths = ranks.widths(keys);
     if widths.iter().sum::<u32>() > 96 {
         return None;

@@ -2,7 +2,7 @@
 //! (the lines before the table as perf's, `Samples` counting branches),
 //! and as JSON.
 
-use super::{BranchEvent, BranchKey, BranchReport};
+use super::{BranchEvent, BranchKey, BranchReport, End};
 use pmx_profile::perf_text::abbreviated;
 use pmx_profile::report::{pct, Report};
 use std::fmt::Write as _;
@@ -42,7 +42,7 @@ pub fn print(out: &mut dyn Write, r: &BranchReport) -> std::io::Result<()> {
             e.name
         )?;
         writeln!(out, "# Event count (approx.): {}\n#", e.branches)?;
-        event_table(out, &r.keys, e, r.report.options.percent_limit)?;
+        event_table(out, (&r.keys, &r.ends), e, r.report.options.percent_limit)?;
     }
     writeln!(
         out,
@@ -52,14 +52,14 @@ pub fn print(out: &mut dyn Write, r: &BranchReport) -> std::io::Result<()> {
 
 fn event_table(
     out: &mut dyn Write,
-    keys: &[BranchKey],
+    (keys, ends): (&[BranchKey], &[End]),
     e: &BranchEvent,
     limit: f64,
 ) -> std::io::Result<()> {
     let mut widths: Vec<usize> = keys.iter().map(|k| k.heading().len()).collect();
     for row in &e.rows {
         for (w, k) in widths.iter_mut().zip(keys) {
-            *w = (*w).max(k.width(row));
+            *w = (*w).max(k.width(ends, row));
         }
     }
     // perf pads every cell but a function or address in the last
@@ -97,7 +97,7 @@ fn event_table(
         _ = write!(l, "  {share:>7.2}%");
         for (j, (k, &w)) in keys.iter().zip(&widths).enumerate() {
             cell.clear();
-            k.cell_into(row, &mut cell);
+            k.cell_into(ends, row, &mut cell);
             let pad = !(j + 1 == keys.len() && k.unpadded_last());
             padded(&mut l, &cell, w, k.cut(), pad);
         }
@@ -132,7 +132,7 @@ pub fn json(r: &BranchReport) -> serde_json::Value {
                 .map(|row| {
                     let mut m = serde_json::Map::new();
                     for k in &r.keys {
-                        m.insert(k.name().into(), k.cell(row).into());
+                        m.insert(k.name().into(), k.cell(&r.ends, row).into());
                     }
                     m.insert("branches".into(), row.count.into());
                     m.insert("overhead".into(), pct(row.count, e.branches).into());

@@ -193,6 +193,12 @@ impl Replay {
             if n.is_multiple_of(65536) {
                 progress(reader.bytes_read(), reader.total_bytes());
             }
+            // Records not read in place are copied out when read: the
+            // mapped pages behind them are done with (a small file's
+            // pages would otherwise stay to the end, beside the tables).
+            if n.is_multiple_of(1024) && !self.in_place.contains(&true) {
+                reader.release_read();
+            }
             if self.next(reader, st, this_machine)?.is_none() {
                 break;
             }
@@ -200,6 +206,10 @@ impl Replay {
         self.flush(u64::MAX, st, reader);
         let data = reader.mapped().unwrap_or(&[]);
         self.pending.count(st, data);
+        // Nothing is read in place any more: the report's tables that
+        // follow need not sit on top of the file's pages.
+        reader.hold(None);
+        reader.release_read();
         Ok(())
     }
 
