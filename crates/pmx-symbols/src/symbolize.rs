@@ -31,13 +31,18 @@ use std::time::{Duration, Instant};
 
 mod data;
 mod load;
+mod slots;
 
 pub use data::{DataObject, PerfDataSymbol};
 
 /// Entries each per-address cache (user, kernel, inlined frames) holds
-/// at most; a full cache is emptied (the frames stay interned, so a
-/// lookup after that costs one search of the binary's table).
-pub const MAX_CACHED_ADDRESSES: usize = 1 << 18;
+/// at most. The user and kernel caches have this many slots, an address
+/// taking the place of the one before it in its slot ([`slots`]); the
+/// inlined frames' cache is emptied when full. Either way the frames
+/// stay interned: a lookup of an address no longer cached costs one
+/// search of the binary's table.
+pub const MAX_CACHED_ADDRESSES: usize = 1 << CACHE_BITS;
+const CACHE_BITS: u32 = 18;
 /// How often a process's `perf-PID.map` is looked at again (for growth,
 /// or for a map that was missing).
 const JIT_RECHECK: Duration = Duration::from_millis(500);
@@ -178,8 +183,9 @@ pub struct Symbolizer {
     /// Symbol start per frame (`u64::MAX`: an address frame).
     starts: Vec<u64>,
     frame_ids: HashMap<FrameKey, FrameId>,
-    cache: HashMap<(DsoId, u64), FrameId>,
-    kernel_cache: HashMap<u64, FrameId>,
+    /// Frames by (binary, file offset); a JIT map's by (binary, address).
+    cache: slots::AddressCache<FrameId>,
+    kernel_cache: slots::AddressCache<FrameId>,
     kallsyms: Kallsyms,
     module_dsos: HashMap<String, DsoId>,
     build_ids: HashMap<String, Vec<u8>>,
@@ -315,8 +321,8 @@ impl Symbolizer {
             frames: Vec::new(),
             starts: Vec::new(),
             frame_ids: HashMap::default(),
-            cache: HashMap::default(),
-            kernel_cache: HashMap::default(),
+            cache: slots::AddressCache::new(CACHE_BITS),
+            kernel_cache: slots::AddressCache::new(CACHE_BITS),
             kallsyms,
             module_dsos: HashMap::default(),
             build_ids,
@@ -638,12 +644,12 @@ impl Symbolizer {
             });
         };
         let offset = (addr - m.start).wrapping_add(m.pgoff);
-        if let Some(&f) = self.cache.get(&(m.dso, offset)) {
+        if let Some(f) = self.cache.get(m.dso, offset) {
             return f;
         }
         self.load(m.dso, Some((pid, addr)));
         let f = self.resolve_in_dso(m.dso, offset);
-        bounded_insert(&mut self.cache, (m.dso, offset), f);
+        self.cache.insert(m.dso, offset, f);
         f
     }
 
@@ -684,7 +690,7 @@ impl Symbolizer {
         }
         let jit = self.jit_maps.get(&pid)?.map.as_ref()?;
         let dso = jit.dso;
-        if let Some(&f) = self.cache.get(&(dso, addr)) {
+        if let Some(f) = self.cache.get(dso, addr) {
             return Some(f);
         }
         let i = jit.lookup(addr)?;
@@ -694,7 +700,7 @@ impl Symbolizer {
             name: FrameName::Symbol(name),
             kernel: false,
         });
-        bounded_insert(&mut self.cache, (dso, addr), f);
+        self.cache.insert(dso, addr, f);
         Some(f)
     }
 
@@ -736,7 +742,7 @@ impl Symbolizer {
                 // lines are looked up again.
                 let dsos = &self.dsos;
                 self.cache
-                    .retain(|(d, _), _| *d != dso && !is_anon(&dsos[*d as usize].path));
+                    .retain(|d, _| d != dso && !is_anon(&dsos[d as usize].path));
                 Some(map)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -798,10 +804,10 @@ impl Symbolizer {
         });
         match found {
             // A symbol met before: its frame, without making its name again.
-            Some(i) if self.frame_ids.contains_key(&FrameKey::Sym(dso, i)) => {
-                self.frame_ids[&FrameKey::Sym(dso, i)]
-            }
             Some(i) => {
+                if let Some(&f) = self.frame_ids.get(&FrameKey::Sym(dso, i)) {
+                    return f;
+                }
                 let elf = self.dsos[dso as usize].elf.as_ref().expect("loaded");
                 let name = elf.shown_name(i, self.options.demangle);
                 self.intern(FrameKey::Sym(dso, i), || Frame {
@@ -824,7 +830,7 @@ impl Symbolizer {
 
     /// The frame of a kernel address.
     pub fn kernel_frame(&mut self, addr: u64) -> FrameId {
-        if let Some(&f) = self.kernel_cache.get(&addr) {
+        if let Some(f) = self.kernel_cache.get(KERNEL_DSO, addr) {
             return f;
         }
         if self.defer_kernel {
@@ -834,7 +840,7 @@ impl Symbolizer {
                 kernel: true,
             });
             self.provisional.push((f, addr));
-            bounded_insert(&mut self.kernel_cache, addr, f);
+            self.kernel_cache.insert(KERNEL_DSO, addr, f);
             return f;
         }
         let f = match self.kallsyms.lookup(addr) {
@@ -874,7 +880,7 @@ impl Symbolizer {
                 })
             }
         };
-        bounded_insert(&mut self.kernel_cache, addr, f);
+        self.kernel_cache.insert(KERNEL_DSO, addr, f);
         f
     }
 

@@ -417,7 +417,8 @@ impl Resolver {
                 let mode = q.misc & misc::CPUMODE_MASK;
                 s.kernel =
                     mode == misc::KERNEL || (mode != misc::USER && ip >= 0xffff_8000_0000_0000);
-                s.comm = match self.thread_comm.get(&tid).or(self.thread_comm.get(&pid)) {
+                let thread = self.thread_comm.get(&tid);
+                s.comm = match thread.or_else(|| self.thread_comm.get(&pid)) {
                     Some(&c) => c,
                     None if tid == 0 => self.intern_comm(b"swapper"),
                     None => self.intern_comm(format!(":{tid}").as_bytes()),

@@ -126,6 +126,9 @@ fn event_table(
         .filter(|k| matches!(k, MemKey::Sym | MemKey::SymbolDaddr | MemKey::Dcacheline));
     let mut line = String::new();
     let mut words = Words::default();
+    // The rows come by cost: the percentage of the row before is mostly
+    // this row's too (written once per cost, not once per row).
+    let mut pct_of: (u64, String) = (u64::MAX, String::new());
     for row in &e.rows {
         line.clear();
         // The first column sits under `# `'s heading.
@@ -134,8 +137,13 @@ fn event_table(
         }
         let mut sep = "";
         if cols.overhead {
-            let pct = pmx_profile::report::pct(row.period, e.total);
-            let _ = write!(line, "{pct:>9.2}%");
+            if pct_of.0 != row.period || pct_of.1.is_empty() {
+                let pct = pmx_profile::report::pct(row.period, e.total);
+                pct_of.1.clear();
+                let _ = write!(pct_of.1, "{pct:>9.2}%");
+                pct_of.0 = row.period;
+            }
+            line.push_str(&pct_of.1);
             sep = "  ";
         }
         if cols.samples {
