@@ -45,11 +45,12 @@ pub enum StatEventsError {
     Topdown(pmx_analysis::tma::TmaError),
 }
 
-/// The groups `f` asks for (`default_events` when there is no `-e` and no
-/// metric), the metrics' inputs added, with the database `db` names.
+/// The groups `f` asks for (`default_events`' list when there is no `-e`
+/// and no metric: asked for only then, as it may read sysfs), the
+/// metrics' inputs added, with the database `db` names.
 pub fn stat_events(
     f: &StatEventFlags,
-    default_events: &str,
+    default_events: impl FnOnce() -> String,
     db: &DatabaseOptions,
 ) -> Result<StatEvents, StatEventsError> {
     let usage = StatEventsError::Usage;
@@ -70,7 +71,7 @@ pub fn stat_events(
             .skip(1)
             .collect()
     } else {
-        f.perf.event_lists(f.events, || default_events.to_string())
+        f.perf.event_lists(f.events, default_events)
     };
     let mut groups = Vec::new();
     for l in &lists {
@@ -112,7 +113,27 @@ mod tests {
             td_level: None,
             perf: &perf,
         };
-        stat_events(&f, "task-clock,page-faults", &DatabaseOptions::default())
+        stat_events(
+            &f,
+            || "task-clock,page-faults".into(),
+            &DatabaseOptions::default(),
+        )
+    }
+
+    #[test]
+    fn the_default_list_is_not_made_when_e_lists_are_given() {
+        let events = vec!["task-clock".to_string()];
+        let perf = PerfStatOptions::default();
+        let f = StatEventFlags {
+            events: &events,
+            metrics: None,
+            topdown: false,
+            td_level: None,
+            perf: &perf,
+        };
+        let no_default = || -> String { panic!("the default list was made (it reads sysfs)") };
+        let s = stat_events(&f, no_default, &DatabaseOptions::default());
+        assert_eq!(s.map(|s| s.groups.len()).ok(), Some(1));
     }
 
     #[test]

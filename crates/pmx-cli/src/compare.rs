@@ -73,7 +73,7 @@ pub fn ab(args: &StatArgs) -> anyhow::Result<i32> {
     let interval = args.interval.is_some();
     let commands = compare::runner::ab_commands(&args.command, args.repeat, interval, msr);
     let commands = commands.map_err(usage)?;
-    let (groups, metrics, db) = args.event_groups(stat::DEFAULT_EVENTS)?;
+    let (groups, metrics, db) = args.event_groups(|| stat::DEFAULT_EVENTS.into())?;
     let view = crate::stat_render::StatView::of(args, crate::stat_render::aggregation(args))?;
     let (opts, how) = (crate::stat::run_options(args, &view)?, view.how);
     let plan = args.db.plan(&groups, db.as_ref())?;

@@ -91,8 +91,8 @@ pub(crate) fn run_options(args: &StatArgs, view: &StatView) -> anyhow::Result<Ru
 fn perf_session(args: &StatArgs, view: &StatView) -> anyhow::Result<Prepared> {
     let (mut opts, how) = (run_options(args, view)?, view.how);
     let wide = matches!(opts.scope, Scope::Cpus(_) | Scope::AllThreads);
-    let default = stat::host_default_events(wide, args.db.sysfs_root.as_deref());
-    let (groups, metrics, db) = args.event_groups(&default)?;
+    let default = || stat::host_default_events(wide, args.db.sysfs_root.as_deref());
+    let (groups, metrics, db) = args.event_groups(default)?;
     let mut plan = args.db.plan(&groups, db.as_ref())?;
     let perf = args.perf.options();
     perf.apply(&mut plan).map_err(|e| usage(e.to_string()))?;

@@ -211,7 +211,7 @@ impl StatArgs {
     /// the database when the metrics loaded it.
     pub(crate) fn event_groups(
         &self,
-        default_events: &str,
+        default_events: impl FnOnce() -> String,
     ) -> anyhow::Result<(Vec<pmx::EventGroup>, Option<StatMetrics>, Option<Database>)> {
         let perf = self.perf.options();
         let flags = StatEventFlags {

@@ -40,7 +40,7 @@ pub fn session(args: &StatArgs, view: &StatView) -> anyhow::Result<Prepared> {
     }
     let duration = crate::target::duration(args.duration)?;
     let interval = args.interval()?;
-    let (groups, metrics, db) = args.event_groups(DEFAULT_EVENTS)?;
+    let (groups, metrics, db) = args.event_groups(|| DEFAULT_EVENTS.into())?;
     let target = args.db.target()?;
     let arch = pmx::msr::msr_arch(&target).map_err(|e| usage(e.to_string()))?;
     let db = match db {
