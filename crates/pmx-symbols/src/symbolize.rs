@@ -37,7 +37,7 @@ pub use data::{DataObject, PerfDataSymbol};
 
 /// Entries each per-address cache (user, kernel, inlined frames) holds
 /// at most. The user and kernel caches have this many slots, an address
-/// taking the place of the one before it in its slot ([`slots`]); the
+/// taking the place of the one before it in its slot (`slots`); the
 /// inlined frames' cache is emptied when full. Either way the frames
 /// stay interned: a lookup of an address no longer cached costs one
 /// search of the binary's table.

@@ -22,7 +22,7 @@
 //! root side in `callee` order, where the entries the branches overlap
 //! at the leaf are skipped too), each frame looked up in the mode its
 //! `PERF_CONTEXT_*` marker says and noted ` (calltrace)`. Such a file is
-//! reported with children by default ([`rows`]): a row per distinct
+//! reported with children by default (`rows`): a row per distinct
 //! frame of every chain.
 
 mod rows;
