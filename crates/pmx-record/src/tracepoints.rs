@@ -21,13 +21,11 @@ pub(super) fn tracefs() -> Option<PathBuf> {
 /// read (a non-root user: tracefs is root's by default), or none mounted
 /// (and this process may not mount one).
 pub(super) fn tracefs_missing() -> &'static str {
-    let denied = [
-        "/sys/kernel/tracing",
-        "/sys/kernel/debug/tracing",
-        "/sys/kernel/debug",
-    ]
-    .iter()
-    .any(|p| std::fs::read_dir(p).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied));
+    let denied = (pmx_sys::tracefs::MOUNT_POINTS.iter())
+        .chain(["/sys/kernel/debug"].iter())
+        .any(|p| {
+            std::fs::read_dir(p).is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+        });
     if denied {
         "tracefs (/sys/kernel/tracing) is root's and this user may not read it: run as root, or \
          let the user read it (`mount -o remount,mode=755 /sys/kernel/tracing`) and open \
