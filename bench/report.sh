@@ -105,7 +105,7 @@ if [ -n "${PAIRED:-}" ]; then
     nice python3 bench/paired.py -n "$n" "pmx=$PMX report -q -i $data" \
       "perf=perf report --stdio --no-children -g none -i $data" "pmx --jobs 1=$PMX report -q --jobs 1 -i $data"
     echo " report, call chains"
-    nice python3 bench/paired.py -n "$n" "pmx -g=$PMX report -q -g -i $data" \
+    nice python3 bench/paired.py -n "$n" "pmx -g=$PMX report -q -g --no-children -i $data" \
       "perf=perf report --stdio --no-children -i $data"
     echo " script"
     nice python3 bench/paired.py -n "$n" "pmx=$PMX script -i $data" "perf=perf script -i $data"

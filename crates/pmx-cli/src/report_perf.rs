@@ -17,7 +17,7 @@ pub struct PerfReportArgs {
     /// Self shares only (perf's --no-children; pmx's default).
     #[arg(long, overrides_with = "children")]
     pub no_children: bool,
-    /// perf's call-graph display: graph|flat|fractal|folded|none, threshold, caller|callee, function|address.
+    /// Call graphs in perf's layout: graph|flat|fractal|folded|none, threshold, caller|callee, function|address.
     #[arg(short = 'g', long = "call-graph", value_name = "SPEC", num_args = 0..=1, default_missing_value = "graph,0.5,caller")]
     pub call_graph: Option<String>,
     /// Call chains callers first (perf's --inverted).
@@ -93,7 +93,7 @@ impl PerfReportArgs {
     pub fn layout(&self) -> bool {
         let as_perf = Self::as_perf();
         let parts = self.header || self.header_only || self.stats;
-        let t = self.field_separator.is_some();
+        let t = self.field_separator.is_some() || self.call_graph.is_some() || self.inverted;
         as_perf || self.fields.is_some() || self.nr_samples || parts || t
     }
 

@@ -505,6 +505,24 @@ fn call_graphs_under_the_rows_match_perf_on_the_same_file() {
         assert!(g.contains("# Children      Self  Command"), "{g}");
         assert!(g.contains("---main") || g.contains("--main"), "{g}");
         assert!(g.contains("|--") && g.contains("--b\n"), "{g}");
+        // Under pmx's own name `-g` is perf's layout too (it printed the
+        // flat table before), `-G` as well; without it, pmx's table.
+        let own = |args: &[&str]| {
+            let o = Command::new(crate::common::PMX).args(args).output();
+            crate::common::stdout(&o.expect("run pmx"))
+        };
+        assert_eq!(&own(&["report", "-g", "-i", d]), g, "{name}: pmx report -g");
+        let (_, inverted) = s.both(&["report", "-i", d, "--stdio", "-G"]);
+        assert_eq!(
+            own(&["report", "-G", "-i", d]),
+            inverted,
+            "{name}: pmx report -G"
+        );
+        let flat = own(&["report", "-i", d]);
+        assert!(
+            !flat.contains("---") && !flat.contains("# Children"),
+            "{flat}"
+        );
     }
 }
 
