@@ -106,7 +106,7 @@ if [ -n "${PAIRED:-}" ]; then
       "perf=perf report --stdio --no-children -g none -i $data" "pmx --jobs 1=$PMX report -q --jobs 1 -i $data"
     echo " report, call chains"
     nice python3 bench/paired.py -n "$n" "pmx -g=$PMX report -q -g --no-children -i $data" \
-      "perf=perf report --stdio --no-children -i $data"
+      "perf=perf report --stdio --no-children -g -i $data"
     echo " script"
     nice python3 bench/paired.py -n "$n" "pmx=$PMX script -i $data" "perf=perf script -i $data"
   done

@@ -220,15 +220,15 @@ fn shown(name: &str) -> std::borrow::Cow<'_, str> {
 /// The stacks of an event by the functions on them, each a name and a
 /// binary (indices into [`EventProfile::binary_stacks`]), so a row's
 /// chains are found without a pass over every stack.
-pub type Index<'a> = std::collections::HashMap<Link<'a>, Vec<usize>>;
+pub type Index<'a> = rustc_hash::FxHashMap<Link<'a>, Vec<usize>>;
 
 /// Each frame's place in its binary (a symbol's start, an unnamed
 /// frame's address), the order of siblings of equal weight.
-pub type Starts<'a> = std::collections::HashMap<Link<'a>, u64>;
+pub type Starts<'a> = rustc_hash::FxHashMap<Link<'a>, u64>;
 
 /// The [`Starts`] of `e`'s frames.
 pub fn starts(e: &EventProfile) -> Starts<'_> {
-    let mut out = Starts::new();
+    let mut out = Starts::default();
     for stack in &e.binary_stacks {
         for ((name, binary), &start) in stack.frames.iter().zip(&stack.starts) {
             out.entry((name.as_str(), *binary)).or_insert(start);
@@ -239,7 +239,7 @@ pub fn starts(e: &EventProfile) -> Starts<'_> {
 
 /// The [`Index`] of `e`'s stacks.
 pub fn index(e: &EventProfile) -> Index<'_> {
-    let mut ix: Index = Index::new();
+    let mut ix: Index = Index::default();
     for (i, stack) in e.binary_stacks.iter().enumerate() {
         for (name, binary) in stack.frames.iter().chain(&stack.own) {
             let v = ix.entry((name.as_str(), *binary)).or_default();
@@ -351,7 +351,7 @@ pub fn print_noted(
     for (c, notes, w) in chains {
         root.add(c, notes, *w);
     }
-    print_tree(out, (root, &Starts::new()), parent, event_total, g)
+    print_tree(out, (root, &Starts::default()), parent, event_total, g)
 }
 
 fn print_tree(
@@ -584,7 +584,7 @@ mod tests {
             .map(|(c, w)| (c.iter().map(|n| (*n, 0)).collect(), *w))
             .collect();
         let mut v = Vec::new();
-        print(&mut v, (&c, &Starts::new()), parent, total, g).unwrap();
+        print(&mut v, (&c, &Starts::default()), parent, total, g).unwrap();
         String::from_utf8(v).unwrap()
     }
 
@@ -642,7 +642,7 @@ mod tests {
         let mut v = Vec::new();
         print(
             &mut v,
-            (&chains, &Starts::new()),
+            (&chains, &Starts::default()),
             100,
             100,
             &Graph::default(),

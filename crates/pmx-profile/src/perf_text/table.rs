@@ -125,11 +125,11 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         let index = if shape.shown || shape.children {
             graph::index(e)
         } else {
-            graph::Index::new()
+            graph::Index::default()
         };
         let starts = match shape.shown {
             true => graph::starts(e),
-            false => graph::Starts::new(),
+            false => graph::Starts::default(),
         };
         let (heads, nums) = headings(&keys, cols, &shape);
         let mut rows: Vec<Line> = Vec::new();
