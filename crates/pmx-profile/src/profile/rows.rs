@@ -48,19 +48,30 @@ pub(super) fn event_profile(
                 .map(|(f, l)| format!("{f}:{l}"));
         }
     }
-    let mut by_names: std::collections::BTreeMap<Vec<String>, (u64, u64)> = Default::default();
-    for (k, &(samples, period)) in &acc.stacks {
-        let mut names = vec![comms[k[0] as usize].clone()];
-        let frames = super::aggregate::stack_frames(k).0;
-        names.extend(frames.iter().map(|&f| sym.frame(remap_frame(f)).label()));
-        let e = by_names.entry(names).or_default();
-        e.0 += samples;
-        e.1 = e.1.saturating_add(period);
-    }
     let binary_stacks = match options.binary_stacks {
         true => binary_stacks(acc, sym, &remap_frame, comms),
         false => Vec::new(),
     };
+    let mut by_names: std::collections::BTreeMap<Vec<String>, (u64, u64)> = Default::default();
+    let mut add = |names: Vec<String>, samples: u64, period: u64| {
+        let e = by_names.entry(names).or_default();
+        e.0 += samples;
+        e.1 = e.1.saturating_add(period);
+    };
+    if options.binary_stacks {
+        // The same stacks without the binaries: their names are made.
+        for b in &binary_stacks {
+            let names = std::iter::once(&b.comm).chain(b.frames.iter().map(|(n, _)| n));
+            add(names.cloned().collect(), b.samples, b.period);
+        }
+    } else {
+        for (k, &(samples, period)) in &acc.stacks {
+            let mut names = vec![comms[k[0] as usize].clone()];
+            let frames = super::aggregate::stack_frames(k).0;
+            names.extend(frames.iter().map(|&f| sym.frame(remap_frame(f)).label()));
+            add(names, samples, period);
+        }
+    }
     EventProfile {
         name: name.to_string(),
         samples: acc.samples,
