@@ -294,6 +294,11 @@ pub fn chains<'a>(
         // The samples' own row: their whole chains (perf's entry of the
         // sample itself), named in the chain or apart from it.
         let leaf = (stack.own.as_ref().or(frames.last())).map(|(n, b)| (n.as_str(), *b));
+        let own = whole || leaf.as_ref().is_some_and(is_row);
+        if !own && !children {
+            // Self shares only: a stack the row's function does not end.
+            continue;
+        }
         let caller = g.caller.unwrap_or(children);
         let n = g.max_stack.unwrap_or(usize::MAX).min(frames.len());
         let kept = if caller {
@@ -305,7 +310,7 @@ pub fn chains<'a>(
         if !caller {
             order.reverse();
         }
-        let chain = if whole || leaf.as_ref().is_some_and(is_row) {
+        let chain = if own {
             order
         } else if let Some(p) = children.then(|| order.iter().position(is_row)) {
             match p {
