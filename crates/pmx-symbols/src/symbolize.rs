@@ -184,8 +184,8 @@ pub struct Symbolizer {
     starts: Vec<u64>,
     frame_ids: HashMap<FrameKey, FrameId>,
     /// Frames by (binary, file offset); a JIT map's by (binary, address).
-    cache: slots::AddressCache<FrameId>,
-    kernel_cache: slots::AddressCache<FrameId>,
+    cache: slots::AddressCache,
+    kernel_cache: slots::AddressCache,
     kallsyms: Kallsyms,
     module_dsos: HashMap<String, DsoId>,
     build_ids: HashMap<String, Vec<u8>>,
