@@ -36,8 +36,9 @@ mod slots;
 pub use data::{DataObject, PerfDataSymbol};
 
 /// Entries each per-address cache (user, kernel, inlined frames) holds
-/// at most. The user and kernel caches have this many slots, an address
-/// taking the place of the one before it in its slot (`slots`); the
+/// at most. The user and kernel caches grow to this many slots at most
+/// (from 4,096, as their addresses need), an address taking the place
+/// of the one before it in its slot (`slots`); the
 /// inlined frames' cache is emptied when full. Either way the frames
 /// stay interned: a lookup of an address no longer cached costs one
 /// search of the binary's table.
@@ -184,8 +185,8 @@ pub struct Symbolizer {
     starts: Vec<u64>,
     frame_ids: HashMap<FrameKey, FrameId>,
     /// Frames by (binary, file offset); a JIT map's by (binary, address).
-    cache: slots::AddressCache<FrameId>,
-    kernel_cache: slots::AddressCache<FrameId>,
+    cache: slots::AddressCache,
+    kernel_cache: slots::AddressCache,
     kallsyms: Kallsyms,
     module_dsos: HashMap<String, DsoId>,
     build_ids: HashMap<String, Vec<u8>>,

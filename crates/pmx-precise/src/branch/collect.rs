@@ -48,12 +48,31 @@ type MapBase = (u64, pmx_symbols::symbolize::DsoId);
 /// The binary of no map.
 const NO_MAP: pmx_symbols::symbolize::DsoId = pmx_symbols::symbolize::DsoId::MAX;
 
-/// The [`MapBase`] of `addr` in process `pid`.
-fn map_base(sym: &Symbolizer, pid: u32, addr: u64) -> MapBase {
-    sym.mapping(pid, addr)
-        .map_or((0, NO_MAP), |(start, _, pgoff, dso)| {
-            (start.wrapping_sub(pgoff), dso)
-        })
+/// The maps the ends of one sample were last found in: (start, end,
+/// its [`MapBase`]), the most recent first. A sample's branches mostly
+/// stay in one or two binaries, and no map changes during a sample, so
+/// an address inside one of these needs no search of the process's maps
+/// (emptied at each sample).
+#[derive(Default)]
+struct RecentMaps([Option<(u64, u64, MapBase)>; 2]);
+
+impl RecentMaps {
+    /// The [`MapBase`] of `addr` in process `pid`.
+    fn base(&mut self, sym: &Symbolizer, pid: u32, addr: u64) -> MapBase {
+        for m in self.0.iter().flatten() {
+            if (m.0..m.1).contains(&addr) {
+                return m.2;
+            }
+        }
+        match sym.mapping(pid, addr) {
+            Some((start, end, pgoff, dso)) => {
+                let base = (start.wrapping_sub(pgoff), dso);
+                self.0 = [Some((start, end, base)), self.0[0]];
+                base
+            }
+            None => (0, NO_MAP),
+        }
+    }
 }
 
 /// The most addresses `Collect::end_id` remembers (emptied when full).
@@ -203,6 +222,8 @@ pub(super) struct Collect {
     /// addresses.
     unnamed: Vec<Option<bool>>,
     events: Vec<Counts>,
+    /// The current sample's maps.
+    recent: RecentMaps,
     /// The ends as rows show them, once counted (see `finish`).
     shown: Vec<End>,
 }
@@ -222,6 +243,7 @@ impl Collect {
             by_address: HashMap::default(),
             unnamed: Vec::new(),
             events: Vec::new(),
+            recent: RecentMaps::default(),
             shown: Vec::new(),
         }
     }
@@ -240,7 +262,7 @@ impl Collect {
             self.no_end = Some(id);
             return id;
         }
-        let map = map_base(sym, pid, addr);
+        let map = self.recent.base(sym, pid, addr);
         if map.1 != NO_MAP && self.unnamed(sym, map.1, (pid, addr)) {
             // What `user_site` would name, without a frame (the most
             // common end of a file from another machine).
@@ -485,6 +507,7 @@ impl SampleSink for Collect {
             self.events.resize_with(s.event + 1, Counts::default);
         }
         let needs = self.needs;
+        self.recent = RecentMaps::default();
         for e in s.branches.chunks_exact(3) {
             let key = RawKey {
                 comm,

@@ -109,16 +109,26 @@ fn event_table(
 
 /// A cell after its two spaces: cut to `w` characters when `cut`,
 /// padded to `w` when `pad` (perf's `%-*.*s` and `%-*s`).
+/// An ASCII cell (the usual one) is cut and counted by its bytes, the
+/// padding written in runs of spaces, not a character at a time.
 fn padded(l: &mut String, c: &str, w: usize, cut: bool, pad: bool) {
+    const SPACES: &str = "                                ";
     l.push_str("  ");
+    let ascii = c.is_ascii();
     let c = match cut {
+        true if ascii => &c[..c.len().min(w)],
         true => c.char_indices().nth(w).map_or(c, |(i, _)| &c[..i]),
         false => c,
     };
     l.push_str(c);
     if pad {
-        let n = c.chars().count();
-        l.extend(std::iter::repeat_n(' ', w.saturating_sub(n)));
+        let n = if ascii { c.len() } else { c.chars().count() };
+        let mut rest = w.saturating_sub(n);
+        while rest > 0 {
+            let k = rest.min(SPACES.len());
+            l.push_str(&SPACES[..k]);
+            rest -= k;
+        }
     }
 }
 
