@@ -781,22 +781,24 @@ impl Run<'_> {
     fn sample_kept(&mut self, s: &write::SampleRec) -> std::io::Result<()> {
         let mode = s.misc & misc::CPUMODE_MASK;
         (self.stacks).key(s.event, s.pid, mode, s.ip, &self.arena[s.chain_only()]);
-        let comm = self.comm_of(s.tid);
-        let mut text = std::mem::take(&mut self.chain_text);
-        if self.stacks.get().is_none() {
-            let mut sites = std::mem::take(&mut self.sites);
-            sites.clear();
-            self.resolve(s, &mut sites);
-            text.clear();
-            let f = self.writer.fields(s.event);
-            self.writer.chain_lines(&mut text, f, &sites, &self.sym);
-            self.stacks.insert(&text);
-            self.sites = sites;
+        let comm = self.comm_of(s.tid) as usize;
+        if let Some(lines) = self.stacks.get() {
+            let name = &self.comm_names[comm];
+            return (self.writer).sample_with_lines(s, name, lines, &self.sym);
         }
-        let lines = self.stacks.get().unwrap_or(&text);
-        let name = &self.comm_names[comm as usize];
-        let r = self.writer.sample_with_lines(s, name, lines, &self.sym);
-        self.chain_text = text;
+        let (mut sites, mut text) = (
+            std::mem::take(&mut self.sites),
+            std::mem::take(&mut self.chain_text),
+        );
+        sites.clear();
+        self.resolve(s, &mut sites);
+        text.clear();
+        let f = self.writer.fields(s.event);
+        self.writer.chain_lines(&mut text, f, &sites, &self.sym);
+        self.stacks.insert(&text);
+        let name = &self.comm_names[comm];
+        let r = self.writer.sample_with_lines(s, name, &text, &self.sym);
+        (self.sites, self.chain_text) = (sites, text);
         r
     }
 

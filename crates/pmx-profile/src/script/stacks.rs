@@ -15,14 +15,30 @@ const MAX_BYTES: usize = 1 << 23;
 /// Chains kept before the cache starts over.
 const MAX_CHAINS: usize = 1 << 16;
 
-/// The formatted chains: key words → (start, length) in `bytes`.
+/// The formatted chains. A key's words are folded into a 64-bit hash
+/// as they are written, which indexes the chains; a chain found by it
+/// is one only if its words are the key's (two keys of one hash: the
+/// later replaces the earlier, a cache's loss).
 #[derive(Default)]
 pub(crate) struct StackTexts {
-    index: HashMap<Box<[u64]>, (u32, u32)>,
+    index: HashMap<u64, Chain>,
+    /// The chains' key words, one after the other.
+    words: Vec<u64>,
     bytes: Vec<u8>,
-    /// The key being looked up (reused).
+    /// The key being looked up (reused) and its hash.
     key: Vec<u64>,
+    hash: u64,
 }
+
+/// A chain kept: its key words and its lines (start, length).
+#[derive(Clone, Copy)]
+struct Chain {
+    words: (u32, u32),
+    text: (u32, u32),
+}
+
+/// rustc-hash's multiplier: words folded as FxHasher folds them.
+const K: u64 = 0xf135_7aea_2e62_a9c5;
 
 impl StackTexts {
     /// Make the key of a sample: its event, pid and CPU mode, ip and
@@ -32,31 +48,44 @@ impl StackTexts {
         let head = u64::from(pid) | u64::from(mode) << 32 | (event as u64) << 40;
         self.key.extend_from_slice(&[head, ip]);
         self.key.extend_from_slice(chain);
+        let fold = |h: u64, &w: &u64| (h.rotate_left(26) ^ w).wrapping_mul(K);
+        self.hash = self.key.iter().fold(self.key.len() as u64, fold);
     }
 
     /// The lines of the chain of the last [`StackTexts::key`], if known.
     pub(crate) fn get(&self) -> Option<&[u8]> {
-        let &(at, len) = self.index.get(&self.key[..])?;
-        Some(&self.bytes[at as usize..(at + len) as usize])
+        let c = self.index.get(&self.hash)?;
+        let (w, n) = (c.words.0 as usize, c.words.1 as usize);
+        if self.words.get(w..w + n)? != &self.key[..] {
+            return None;
+        }
+        self.bytes
+            .get(c.text.0 as usize..(c.text.0 + c.text.1) as usize)
     }
 
     /// Keep `text` as the lines of the last [`StackTexts::key`]'s chain.
     pub(crate) fn insert(&mut self, text: &[u8]) {
-        if self.bytes.len() + text.len() > MAX_BYTES || self.index.len() >= MAX_CHAINS {
+        let full = self.bytes.len() + text.len() > MAX_BYTES
+            || self.words.len() + self.key.len() > MAX_BYTES / 8;
+        if full || self.index.len() >= MAX_CHAINS {
             self.clear();
         }
-        if text.len() > MAX_BYTES {
+        if text.len() > MAX_BYTES || self.key.len() > MAX_BYTES / 8 {
             return;
         }
-        let at = self.bytes.len() as u32;
+        let chain = Chain {
+            words: (self.words.len() as u32, self.key.len() as u32),
+            text: (self.bytes.len() as u32, text.len() as u32),
+        };
+        self.words.extend_from_slice(&self.key);
         self.bytes.extend_from_slice(text);
-        let key = self.key.clone().into_boxed_slice();
-        self.index.insert(key, (at, text.len() as u32));
+        self.index.insert(self.hash, chain);
     }
 
     /// Forget every chain (the maps changed).
     pub(crate) fn clear(&mut self) {
         self.index.clear();
+        self.words.clear();
         self.bytes.clear();
     }
 }
@@ -85,6 +114,10 @@ mod tests {
         }
         s.key(0, 7, 2, 0x10, &[1, 2, 3]);
         assert_eq!(s.get(), Some(&b"\tone\n"[..]));
+        // Another key under the same hash is not that chain.
+        s.key(0, 7, 2, 0x10, &[1, 2, 5]);
+        s.hash = s.index.keys().next().copied().unwrap();
+        assert!(s.get().is_none());
         s.clear();
         assert!(s.get().is_none());
     }
