@@ -6,6 +6,11 @@
 //! and each round's samples are written as they are applied; nothing
 //! grows with the number of samples.
 //!
+//! A text line's call chain is formatted once per distinct chain
+//! (`stacks`: keyed by event, pid, CPU mode, ip and the raw chain, valid
+//! until a map or fork changes what the addresses mean); a sample that
+//! repeats a chain is one hash of its words and one copy of its lines.
+//!
 //! On several threads ([`ScriptOptions::jobs`]): the replay's thread
 //! still reads, orders and applies every record and resolves each
 //! sample's command and sites (the symbolizer's caches and lazily read
