@@ -6,6 +6,11 @@
 //! and each round's samples are written as they are applied; nothing
 //! grows with the number of samples.
 //!
+//! A text line's call chain is formatted once per distinct chain
+//! (`stacks`: keyed by event, pid, CPU mode, ip and the raw chain, valid
+//! until a map or fork changes what the addresses mean); a sample that
+//! repeats a chain is one hash of its words and one copy of its lines.
+//!
 //! On several threads ([`ScriptOptions::jobs`]): the replay's thread
 //! still reads, orders and applies every record and resolves each
 //! sample's command and sites (the symbolizer's caches and lazily read
@@ -41,6 +46,7 @@ mod fields;
 mod insn;
 mod mem;
 mod side_band;
+mod stacks;
 mod trace;
 mod write;
 
@@ -183,6 +189,10 @@ struct Run<'w> {
     /// User sites by (pid, address), valid until the next map or fork (at
     /// most 65,536 kept).
     site_cache: HashMap<(u32, u64), Site>,
+    /// Call chains' lines already formatted, valid as `site_cache`.
+    stacks: stacks::StackTexts,
+    /// A chain's lines being formatted (reused).
+    chain_text: Vec<u8>,
     here: bool,
     kernel_loaded: bool,
     /// pmx's cache directory (the kernel symbols' index).
@@ -256,6 +266,8 @@ pub fn script_with_progress(
         arena: Vec::new(),
         sites: Vec::new(),
         site_cache: HashMap::default(),
+        stacks: stacks::StackTexts::default(),
+        chain_text: Vec::new(),
         here,
         kernel_loaded: false,
         cache_dir: opts.symbols.dirs.cache.clone(),
@@ -284,6 +296,7 @@ pub fn script_with_progress(
             run.here = crate::profile::kernel_is_here(reader.features(), &this);
             run.sym.allow_running_vdso(run.here);
             run.site_cache.clear();
+            run.stacks.clear();
             for b in &reader.features().build_ids {
                 run.sym
                     .set_path_build_id(b.filename.as_bytes(), &b.build_id);
@@ -299,6 +312,7 @@ pub fn script_with_progress(
             run.emit()?;
             run.workers.clear();
             run.writer.set_events(reader.events(), fields, chains);
+            run.stacks.clear();
             wants_trace = (0..reader.events().len()).any(|i| run.writer.wants_raw(i));
         }
         if wants_trace && run.writer.traces.is_none() && reader.features().tracing_bytes.is_some() {
@@ -547,6 +561,7 @@ impl Run<'_> {
                 }
                 self.sym.fork(ppid, pid);
                 self.site_cache.clear();
+                self.stacks.clear();
             }
             Item::Mmap(m) => {
                 let (pid, start, len, pgoff, path, build_id, inode) = &**m;
@@ -555,6 +570,7 @@ impl Run<'_> {
                 }
                 (self.sym).add_mapping(*pid, *start, *len, *pgoff, path, *inode);
                 self.site_cache.clear();
+                self.stacks.clear();
             }
         }
         Ok(())
@@ -733,6 +749,9 @@ impl Run<'_> {
     }
 
     fn sample(&mut self, s: &write::SampleRec) -> std::io::Result<()> {
+        if self.writer.chain_lines_kept(s.event) {
+            return self.sample_kept(s);
+        }
         let mut sites = std::mem::take(&mut self.sites);
         sites.clear();
         let (comm, leaf, kernel) = self.resolve(s, &mut sites);
@@ -761,6 +780,33 @@ impl Run<'_> {
 }
 
 impl Run<'_> {
+    /// A text sample with its call chain's lines ([`stacks`]): copied
+    /// when its chain was seen before in this process since the maps
+    /// last changed, else resolved, formatted and kept.
+    fn sample_kept(&mut self, s: &write::SampleRec) -> std::io::Result<()> {
+        let mode = s.misc & misc::CPUMODE_MASK;
+        (self.stacks).key(s.event, s.pid, mode, s.ip, &self.arena[s.chain_only()]);
+        let comm = self.comm_of(s.tid) as usize;
+        if let Some(lines) = self.stacks.get() {
+            let name = &self.comm_names[comm];
+            return (self.writer).sample_with_lines(s, name, lines, &self.sym);
+        }
+        let (mut sites, mut text) = (
+            std::mem::take(&mut self.sites),
+            std::mem::take(&mut self.chain_text),
+        );
+        sites.clear();
+        self.resolve(s, &mut sites);
+        text.clear();
+        let f = self.writer.fields(s.event);
+        self.writer.chain_lines(&mut text, f, &sites, &self.sym);
+        self.stacks.insert(&text);
+        let name = &self.comm_names[comm];
+        let r = self.writer.sample_with_lines(s, name, &text, &self.sym);
+        (self.sites, self.chain_text) = (sites, text);
+        r
+    }
+
     /// The `brstackoff`, `brcntr` and `brstackinsn` text of a sample
     /// (after `brstack`/`brstacksym`, as perf orders them).
     fn branch_extra(

@@ -106,6 +106,14 @@ pub(crate) struct Site {
 /// its further branch fields' text (brstackoff, brcntr, brstackinsn).
 pub(crate) type BranchParts<'a> = (&'a [Site], &'a [(FrameId, u64)], &'a [u64], &'a [u8]);
 
+/// What a text line shows at its `ip` field: the leaf's site, the call
+/// chain's sites, or the chain's lines already formatted.
+enum Ip<'a> {
+    Leaf(Site),
+    Chain(&'a [Site]),
+    Lines(&'a [u8]),
+}
+
 /// The output: the lines' formatting ([`Lines`], reached through
 /// `Deref`), gathered in a buffer and given to `out` 256 KiB at a time.
 pub(crate) struct Writer<'w> {
@@ -206,6 +214,26 @@ impl<'w> Writer<'w> {
         let written = self.lines.sample(&mut buf, s, comm, leaf, parts, sym);
         self.buf = buf;
         self.samples += u64::from(written);
+        self.give_out()
+    }
+
+    /// Write one text sample whose call chain's lines are `lines` (made
+    /// by [`Lines::chain_lines`]; [`Lines::chain_lines_kept`] events).
+    pub(crate) fn sample_with_lines(
+        &mut self,
+        s: &SampleRec,
+        comm: &str,
+        lines: &[u8],
+        sym: &Symbolizer,
+    ) -> std::io::Result<()> {
+        let Some(&(_, f, _)) = self.lines.events.get(s.event) else {
+            return Ok(());
+        };
+        let mut buf = std::mem::take(&mut self.buf);
+        self.lines
+            .text_line(&mut buf, s, comm, f, Ip::Lines(lines), sym);
+        self.buf = buf;
+        self.samples += 1;
         self.give_out()
     }
 
@@ -367,7 +395,12 @@ impl Lines {
             buf.extend_from_slice(&line);
             self.line = line;
         } else {
-            self.text_line(buf, s, comm, f, leaf, with_chain.then_some(chain), sym);
+            let ip = if with_chain {
+                Ip::Chain(chain)
+            } else {
+                Ip::Leaf(leaf)
+            };
+            self.text_line(buf, s, comm, f, ip, sym);
             if !br.is_empty() && buf.last() == Some(&b'\n') {
                 buf.pop();
                 super::branches::text(buf, f, br, br_ends, sym);
@@ -385,11 +418,10 @@ impl Lines {
         s: &SampleRec,
         comm: &str,
         f: Fields,
-        leaf: Site,
-        chain: Option<&[Site]>,
+        ip: Ip<'_>,
         sym: &Symbolizer,
     ) {
-        self.start(b, s, comm, f, chain.is_none());
+        self.start(b, s, comm, f, matches!(ip, Ip::Leaf(_)));
         if f.has(Field::Period) {
             dec_right(b, s.period, 10);
             b.push(b' ');
@@ -407,16 +439,16 @@ impl Lines {
         }
         super::mem::text_before_ip(b, &s.mem, f, &mut self.data_src_width);
         if f.has(Field::Ip) {
-            match chain {
-                Some(chain) => {
+            match ip {
+                Ip::Chain(chain) => {
                     b.push(b'\n');
-                    for site in chain {
-                        b.push(b'\t');
-                        self.site_text(b, f, *site, sym);
-                        b.push(b'\n');
-                    }
+                    self.chain_lines(b, f, chain, sym);
                 }
-                None => {
+                Ip::Lines(lines) => {
+                    b.push(b'\n');
+                    b.extend_from_slice(lines);
+                }
+                Ip::Leaf(leaf) => {
                     b.push(b' ');
                     self.site_text(b, f, leaf, sym);
                 }
@@ -424,6 +456,29 @@ impl Lines {
         }
         super::mem::text_after_ip(b, &s.mem, f);
         b.push(b'\n');
+    }
+
+    /// A call chain's lines under a sample's line: `\t`, the site, a
+    /// newline, per frame.
+    pub(crate) fn chain_lines(
+        &mut self,
+        b: &mut Vec<u8>,
+        f: Fields,
+        chain: &[Site],
+        sym: &Symbolizer,
+    ) {
+        for site in chain {
+            b.push(b'\t');
+            self.site_text(b, f, *site, sym);
+            b.push(b'\n');
+        }
+    }
+
+    /// Whether `event`'s samples are text lines with their chain under
+    /// them and nothing else that needs the sample's sites: their chain's
+    /// lines can be kept and copied (`super::stacks`).
+    pub(crate) fn chain_lines_kept(&self, event: usize) -> bool {
+        !self.json && self.chain(event) && self.parallel(event)
     }
 
     /// perf's start of a line: command, ids, CPU, time (as the fields ask).

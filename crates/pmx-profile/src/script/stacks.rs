@@ -1,0 +1,136 @@
+//! Call chains already formatted: the text lines under a sample's line
+//! (`\t%16x sym+0xOFF (dso)\n` per frame), kept per (event, pid, CPU
+//! mode, ip, raw chain). A sample whose chain was seen before in the
+//! same process, with the maps unchanged, is one hash of its raw words
+//! and one copy of its lines: its frames are neither looked up one by
+//! one nor formatted again (most samples of a profile repeat a few
+//! stacks). Emptied whenever the maps change (a map or fork: the
+//! replay's [`StackTexts::clear`]) and when it reaches its bound, so
+//! nothing grows with the file.
+
+use rustc_hash::FxHashMap as HashMap;
+
+/// Bytes of text kept before the cache starts over.
+const MAX_BYTES: usize = 1 << 23;
+/// Chains kept before the cache starts over.
+const MAX_CHAINS: usize = 1 << 16;
+
+/// The formatted chains. A key's words are folded into a 64-bit hash
+/// as they are written, which indexes the chains; a chain found by it
+/// is one only if its words are the key's (two keys of one hash: the
+/// later replaces the earlier, a cache's loss).
+#[derive(Default)]
+pub(crate) struct StackTexts {
+    index: HashMap<u64, Chain>,
+    /// The chains' key words, one after the other.
+    words: Vec<u64>,
+    bytes: Vec<u8>,
+    /// The key being looked up (reused) and its hash.
+    key: Vec<u64>,
+    hash: u64,
+}
+
+/// A chain kept: its key words and its lines (start, length).
+#[derive(Clone, Copy)]
+struct Chain {
+    words: (u32, u32),
+    text: (u32, u32),
+}
+
+/// rustc-hash's multiplier: words folded as FxHasher folds them.
+const K: u64 = 0xf135_7aea_2e62_a9c5;
+
+impl StackTexts {
+    /// Make the key of a sample: its event, pid and CPU mode, ip and
+    /// raw call chain; then [`StackTexts::get`] or [`StackTexts::insert`].
+    pub(crate) fn key(&mut self, event: usize, pid: u32, mode: u16, ip: u64, chain: &[u64]) {
+        self.key.clear();
+        let head = u64::from(pid) | u64::from(mode) << 32 | (event as u64) << 40;
+        self.key.extend_from_slice(&[head, ip]);
+        self.key.extend_from_slice(chain);
+        let fold = |h: u64, &w: &u64| (h.rotate_left(26) ^ w).wrapping_mul(K);
+        self.hash = self.key.iter().fold(self.key.len() as u64, fold);
+    }
+
+    /// The lines of the chain of the last [`StackTexts::key`], if known.
+    pub(crate) fn get(&self) -> Option<&[u8]> {
+        let c = self.index.get(&self.hash)?;
+        let (w, n) = (c.words.0 as usize, c.words.1 as usize);
+        if self.words.get(w..w + n)? != &self.key[..] {
+            return None;
+        }
+        self.bytes
+            .get(c.text.0 as usize..(c.text.0 + c.text.1) as usize)
+    }
+
+    /// Keep `text` as the lines of the last [`StackTexts::key`]'s chain.
+    pub(crate) fn insert(&mut self, text: &[u8]) {
+        let full = self.bytes.len() + text.len() > MAX_BYTES
+            || self.words.len() + self.key.len() > MAX_BYTES / 8;
+        if full || self.index.len() >= MAX_CHAINS {
+            self.clear();
+        }
+        if text.len() > MAX_BYTES || self.key.len() > MAX_BYTES / 8 {
+            return;
+        }
+        let chain = Chain {
+            words: (self.words.len() as u32, self.key.len() as u32),
+            text: (self.bytes.len() as u32, text.len() as u32),
+        };
+        self.words.extend_from_slice(&self.key);
+        self.bytes.extend_from_slice(text);
+        self.index.insert(self.hash, chain);
+    }
+
+    /// Forget every chain (the maps changed).
+    pub(crate) fn clear(&mut self) {
+        self.index.clear();
+        self.words.clear();
+        self.bytes.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_is_found_by_all_its_key_words() {
+        let mut s = StackTexts::default();
+        s.key(0, 7, 2, 0x10, &[1, 2, 3]);
+        assert!(s.get().is_none());
+        s.insert(b"\tone\n");
+        assert_eq!(s.get(), Some(&b"\tone\n"[..]));
+        for (e, pid, mode, ip, chain) in [
+            (1, 7, 2, 0x10, &[1u64, 2, 3][..]),
+            (0, 8, 2, 0x10, &[1, 2, 3]),
+            (0, 7, 1, 0x10, &[1, 2, 3]),
+            (0, 7, 2, 0x11, &[1, 2, 3]),
+            (0, 7, 2, 0x10, &[1, 2]),
+            (0, 7, 2, 0x10, &[1, 2, 4]),
+        ] {
+            s.key(e, pid, mode, ip, chain);
+            assert!(s.get().is_none(), "{e} {pid} {mode} {ip} {chain:?}");
+        }
+        s.key(0, 7, 2, 0x10, &[1, 2, 3]);
+        assert_eq!(s.get(), Some(&b"\tone\n"[..]));
+        // Another key under the same hash is not that chain.
+        s.key(0, 7, 2, 0x10, &[1, 2, 5]);
+        s.hash = s.index.keys().next().copied().unwrap();
+        assert!(s.get().is_none());
+        s.clear();
+        assert!(s.get().is_none());
+    }
+
+    #[test]
+    fn the_cache_starts_over_at_its_bound() {
+        let mut s = StackTexts::default();
+        for i in 0..MAX_CHAINS as u64 + 1 {
+            s.key(0, 1, 2, i, &[]);
+            s.insert(b"x");
+        }
+        assert_eq!(s.index.len(), 1);
+        s.key(0, 1, 2, MAX_CHAINS as u64, &[]);
+        assert_eq!(s.get(), Some(&b"x"[..]));
+    }
+}
