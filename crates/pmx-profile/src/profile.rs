@@ -22,6 +22,7 @@ mod aggregate;
 mod described;
 mod groups;
 mod interned;
+mod jobs;
 pub mod live;
 mod plain;
 mod replay;
