@@ -13,6 +13,7 @@ use pmx_perfdata::format::misc;
 use pmx_perfdata::plain::{Layout, Plain};
 use pmx_perfdata::MappedData;
 use rustc_hash::FxHashMap as HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{mpsc, Arc};
 
 /// Plain samples to count: (event, offset of the record in the mapped
@@ -69,48 +70,98 @@ pub(super) fn raw_key(raw: &mut Vec<u64>, event: u32, p: &Plain<'_>, cpu_key: bo
 }
 
 /// One batch's counts: raw stacks in first-seen order with their samples
-/// and summed period.
+/// and summed period. The stacks' words are kept in one array and found
+/// by their hash (entries of the same hash chained), so counting a batch
+/// allocates nothing once a part is used again ([`Part::clear`]).
 #[derive(Default)]
 pub(super) struct Part {
-    index: HashMap<Box<[u64]>, u32>,
-    entries: Vec<(Box<[u64]>, u64, u64)>,
+    /// Hash of a raw stack → its latest entry of that hash.
+    index: HashMap<u64, u32>,
+    entries: Vec<PartEntry>,
+    words: Vec<u64>,
+}
+
+/// One raw stack of a part.
+struct PartEntry {
+    /// Its words in [`Part::words`].
+    start: u32,
+    len: u32,
+    /// The previous entry of the same hash (`u32::MAX`: none).
+    next: u32,
+    samples: u64,
+    period: u64,
 }
 
 impl Part {
     /// The raw stacks counted, in first-seen order, with their samples
     /// and summed period.
     pub(super) fn entries(&self) -> impl Iterator<Item = (&[u64], u64, u64)> {
-        self.entries.iter().map(|(k, n, p)| (&k[..], *n, *p))
+        self.entries.iter().map(|e| {
+            let at = e.start as usize..e.start as usize + e.len as usize;
+            (&self.words[at], e.samples, e.period)
+        })
+    }
+
+    /// Empty, its memory kept.
+    pub(super) fn clear(&mut self) {
+        self.index.clear();
+        self.entries.clear();
+        self.words.clear();
+    }
+
+    /// Count one sample of `raw` weighing `period`.
+    #[inline]
+    fn add(&mut self, raw: &[u64], period: u64) {
+        let mut h = rustc_hash::FxHasher::default();
+        raw.hash(&mut h);
+        let hash = h.finish();
+        let head = self.index.get(&hash).copied().unwrap_or(u32::MAX);
+        let mut i = head;
+        while let Some(e) = self.entries.get_mut(i as usize) {
+            let at = e.start as usize..e.start as usize + e.len as usize;
+            if self.words.get(at) == Some(raw) {
+                e.samples += 1;
+                e.period = e.period.saturating_add(period);
+                return;
+            }
+            i = e.next;
+        }
+        self.index.insert(hash, self.entries.len() as u32);
+        self.entries.push(PartEntry {
+            start: self.words.len() as u32,
+            len: raw.len() as u32,
+            next: head,
+            samples: 1,
+            period,
+        });
+        self.words.extend_from_slice(raw);
     }
 }
 
-/// Count `samples` of `data` into a new part.
-pub(super) fn count(data: &[u8], samples: &[(u32, usize)], k: &Keying) -> Part {
-    let mut out = Part::default();
+/// Count `samples` of `data` into `out` (emptied first).
+pub(super) fn count_into(out: &mut Part, data: &[u8], samples: &[(u32, usize)], k: &Keying) {
+    out.clear();
     let mut raw = Vec::new();
     for &s in samples {
         let Some(p) = read(&k.layouts, data, s) else {
             continue;
         };
         raw_key(&mut raw, s.0, &p, k.cpu, k.chains);
-        if let Some(&i) = out.index.get(&raw[..]) {
-            let e = &mut out.entries[i as usize];
-            e.1 += 1;
-            e.2 = e.2.saturating_add(p.period);
-        } else {
-            let key: Box<[u64]> = raw.as_slice().into();
-            out.index.insert(key.clone(), out.entries.len() as u32);
-            out.entries.push((key, 1, p.period));
-        }
+        out.add(&raw, p.period);
     }
-    out
 }
 
-/// A batch for a counting thread.
-struct Job {
-    seq: u64,
-    samples: Batch,
-    keying: Keying,
+/// Work for a counting thread.
+enum Job {
+    /// Count batch `seq` into `part`.
+    Count {
+        seq: u64,
+        samples: Batch,
+        keying: Keying,
+        part: Part,
+    },
+    /// Map these bytes of the data section ahead of the reader.
+    Page(usize, usize),
 }
 
 /// What a counting thread sends back: the batch's number, its part
@@ -127,7 +178,7 @@ pub(super) struct Pool {
     to: Vec<mpsc::Sender<Job>>,
     from: mpsc::Receiver<Counted>,
     threads: Vec<std::thread::JoinHandle<()>>,
-    /// The thread the next batch goes to.
+    /// The thread the next job goes to.
     turn: usize,
 }
 
@@ -161,22 +212,42 @@ impl Pool {
         self.threads.len()
     }
 
-    /// Send batch `seq` to the next thread; the batch back when no
-    /// thread takes it any more.
-    pub(super) fn send(&mut self, seq: u64, samples: Batch, keying: &Keying) -> Result<(), Batch> {
-        let mut job = Job {
+    /// Send batch `seq` to the next thread, with an empty `part` to fill
+    /// (its memory used again); the batch back when no thread takes it.
+    pub(super) fn send(
+        &mut self,
+        seq: u64,
+        samples: Batch,
+        keying: &Keying,
+        part: Part,
+    ) -> Result<(), Batch> {
+        let job = Job::Count {
             seq,
             samples,
             keying: keying.clone(),
+            part,
         };
+        match self.give(job) {
+            Some(Job::Count { samples, .. }) => Err(samples),
+            _ => Ok(()),
+        }
+    }
+
+    /// Have the next thread map bytes `from..to` of the data section.
+    pub(super) fn page(&mut self, from: usize, to: usize) {
+        self.give(Job::Page(from, to));
+    }
+
+    /// `job` to the next thread that takes it; back when none does.
+    fn give(&mut self, mut job: Job) -> Option<Job> {
         for _ in 0..self.to.len() {
             self.turn = (self.turn + 1) % self.to.len();
             match self.to[self.turn].send(job) {
-                Ok(()) => return Ok(()),
+                Ok(()) => return None,
                 Err(mpsc::SendError(j)) => job = j,
             }
         }
-        Err(job.samples)
+        Some(job)
     }
 
     /// A counted batch, waiting for one when `wait`; `None` when none is
@@ -200,16 +271,29 @@ impl Drop for Pool {
     }
 }
 
-/// A counting thread: batches in, parts out, until either side closes.
+/// A counting thread: jobs in, parts out, until either side closes.
 fn work(data: &MappedData, jobs: &mpsc::Receiver<Job>, back: &mpsc::Sender<Counted>) {
     for job in jobs {
+        let (seq, samples, keying, mut part) = match job {
+            Job::Page(from, to) => {
+                data.populate(from, to);
+                continue;
+            }
+            Job::Count {
+                seq,
+                samples,
+                keying,
+                part,
+            } => (seq, samples, keying, part),
+        };
         let counted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            count(data, &job.samples, &job.keying)
+            count_into(&mut part, data, &samples, &keying);
+            part
         }));
         let out = Counted {
-            seq: job.seq,
+            seq,
             part: counted.ok(),
-            samples: job.samples,
+            samples,
         };
         if back.send(out).is_err() {
             return;

@@ -48,6 +48,11 @@ const PER_JOB: usize = 1 << 13;
 /// the replay's thread counts the next one itself.
 const AHEAD: usize = 2;
 
+/// With counting threads, the data section is mapped this far ahead of
+/// the reader, this much at a time (`MappedData::populate`).
+const PAGE_LEAD: usize = 6 << 20;
+const PAGE_STEP: usize = 2 << 20;
+
 /// The jobs of a report whose options leave it to the process (0: the
 /// machine's cores); see [`set_jobs`]. One unless told: the rule of
 /// `pmx report` and `pmx script` alike (docs/BENCHMARKS.md, issue 43:
@@ -104,8 +109,11 @@ pub(super) struct Pending {
     /// number is `first`.
     slots: VecDeque<Slot>,
     first: u64,
-    /// Batches (allocations) to use again.
+    /// Batches and parts (allocations) to use again.
     spare: Vec<Batch>,
+    spare_parts: Vec<Part>,
+    /// The data section is being mapped ahead of the reader up to here.
+    paged: usize,
 }
 
 /// Count the plain sample `s` of `data` into `t` (one thread's way).
@@ -140,6 +148,8 @@ impl Pending {
             slots: VecDeque::new(),
             first: 0,
             spare: Vec::new(),
+            spare_parts: Vec::new(),
+            paged: 0,
         }
     }
 
@@ -161,6 +171,26 @@ impl Pending {
         (self.low, self.high) = (self.low.min(offset), self.high.max(offset));
         if self.samples.len() >= BATCH || self.high - self.low >= SPAN {
             self.submit(st, data);
+        }
+    }
+
+    /// The reader is at `offset` of the data section: with counting
+    /// threads, one maps the pages ahead of it (their faults off this
+    /// thread).
+    #[inline]
+    pub(super) fn reading(&mut self, offset: usize) {
+        if self.jobs > 1 && offset + PAGE_LEAD > self.paged {
+            self.page_ahead(offset);
+        }
+    }
+
+    #[cold]
+    fn page_ahead(&mut self, offset: usize) {
+        let from = self.paged.max(offset);
+        let to = from + PAGE_STEP;
+        self.paged = to;
+        if let Some(pool) = self.pool() {
+            pool.page(from, to);
         }
     }
 
@@ -220,15 +250,21 @@ impl Pending {
             .filter(|s| matches!(s, Slot::Out(_)))
             .count();
         let seq = self.first + self.slots.len() as u64;
+        let part = self.spare_parts.pop().unwrap_or_default();
         let batch = match self.pool() {
-            Some(pool) if out < AHEAD * pool.threads() => match pool.send(seq, batch, &keying) {
-                Ok(()) => {
-                    self.slots.push_back(Slot::Out(low));
-                    return;
+            Some(pool) if out < AHEAD * pool.threads() => {
+                match pool.send(seq, batch, &keying, part) {
+                    Ok(()) => {
+                        self.slots.push_back(Slot::Out(low));
+                        return;
+                    }
+                    Err(batch) => batch,
                 }
-                Err(batch) => batch,
-            },
-            _ => batch,
+            }
+            _ => {
+                self.spare_parts.push(part);
+                batch
+            }
         };
         self.count_here(st, data, batch, &keying);
     }
@@ -244,8 +280,9 @@ impl Pending {
                 st.interned = Some(t);
             }
         } else {
-            self.slots
-                .push_back(Slot::Done(jobs::count(data, &batch, k)));
+            let mut part = self.spare_parts.pop().unwrap_or_default();
+            jobs::count_into(&mut part, data, &batch, k);
+            self.slots.push_back(Slot::Done(part));
         }
         batch.clear();
         self.spare.push(batch);
@@ -308,12 +345,14 @@ impl Pending {
             return;
         };
         match slot {
-            Slot::Done(part) => {
+            Slot::Done(mut part) => {
                 for (key, n, period) in part.entries() {
                     t.raw.clear();
                     t.raw.extend_from_slice(key);
                     st.count_raw(&mut t, n, period);
                 }
+                part.clear();
+                self.spare_parts.push(part);
             }
             Slot::Back(mut batch, _) => {
                 let k = (st.keys[4], st.wants_chains());
@@ -347,7 +386,8 @@ impl Pending {
                     break;
                 };
                 let low = chunk.iter().map(|s| s.1).min().unwrap_or(low);
-                match pool.send(seq, chunk.to_vec(), &keying) {
+                let part = self.spare_parts.pop().unwrap_or_default();
+                match pool.send(seq, chunk.to_vec(), &keying, part) {
                     Ok(()) => self.slots.push_back(Slot::Out(low)),
                     Err(chunk) => self.slots.push_back(Slot::Back(chunk, low)),
                 }

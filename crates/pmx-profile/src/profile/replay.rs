@@ -369,6 +369,7 @@ impl Replay {
         }
         self.max_time = self.max_time.max(time);
         self.queue.order.push(Queued { time, at, event });
+        self.pending.reading(at);
     }
 
     /// The queued form of a record and its time; `None` for records the
