@@ -22,7 +22,9 @@
 //! (the batch in progress cut among the threads when it is big). The
 //! merged table is what one thread would have built (the same entries in
 //! the same first-seen order, the same sums), so the report is the same
-//! byte for byte; symbolization stays on the replay's thread.
+//! byte for byte; symbolization stays on the replay's thread. A counting
+//! thread also maps the data section ahead of the reader, so that the
+//! replay's thread does not take the page faults of the first touch.
 
 use super::aggregate::{RawKey, State};
 use super::interned::StackTable;
