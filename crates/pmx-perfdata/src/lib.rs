@@ -71,7 +71,7 @@ pub mod write;
 
 pub use attr::{FileAttr, PerfEventAttr};
 pub use read::{
-    MappedInode, ReadRecord, ReadValue, ReadValues, Reader, Record, Sample, Truncation,
+    MappedData, MappedInode, ReadRecord, ReadValue, ReadValues, Reader, Record, Sample, Truncation,
 };
 pub use write::{BuildIdEntry, Features, PipeWriter, Writer};
 

@@ -571,13 +571,59 @@ enum Loc {
 enum Window {
     Owned(Vec<u8>),
     Mapped {
-        map: memmap2::Mmap,
+        /// Shared with the [`MappedData`] handles given out.
+        map: std::sync::Arc<memmap2::Mmap>,
         /// The data section in the map.
         start: usize,
         end: usize,
         /// Offset in the section up to which pages were dropped.
         released: usize,
     },
+}
+
+/// The data section of a file read through a memory map, as a handle
+/// of its own ([`Reader::mapped_data`]): it derefs to the bytes that
+/// [`Reader::mapped`] gives, stays valid when the reader moves on or is
+/// dropped, and can be sent to other threads (which read plain samples
+/// in place there, [`Next::InPlace`] offsets). Pages the reader drops
+/// behind its position (not held: [`Reader::hold`]) are read back from
+/// the file when touched.
+#[derive(Clone)]
+pub struct MappedData {
+    map: std::sync::Arc<memmap2::Mmap>,
+    start: usize,
+    end: usize,
+}
+
+impl std::ops::Deref for MappedData {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map[self.start..self.end]
+    }
+}
+
+impl MappedData {
+    /// Map the pages of bytes `from..to` of the data section now (from
+    /// the page cache, or read from the file), so that reading them
+    /// later does not fault: what a thread running ahead of the reader
+    /// does (`MADV_POPULATE_READ`, Linux 5.14; nothing before it, or off
+    /// Linux). Pages the reader passes are dropped as before.
+    pub fn populate(&self, from: usize, to: usize) {
+        let to = to.min(self.end - self.start);
+        if from >= to {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        let _ = self
+            .map
+            .advise_range(memmap2::Advice::PopulateRead, self.start + from, to - from);
+    }
+}
+
+impl std::fmt::Debug for MappedData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MappedData({} bytes)", self.end - self.start)
+    }
 }
 
 /// Bytes read between two drops of a mapped file's pages.
@@ -860,7 +906,7 @@ impl Reader {
         };
         let _ = map.advise_range(memmap2::Advice::Sequential, start, end - start);
         self.buf = Window::Mapped {
-            map,
+            map: std::sync::Arc::new(map),
             start,
             end,
             released: 0,
@@ -1188,6 +1234,21 @@ impl Reader {
     /// [`Reader::open`]), which [`Next::InPlace`] offsets point into.
     pub fn mapped(&self) -> Option<&[u8]> {
         matches!(self.buf, Window::Mapped { .. }).then_some(&self.buf[..])
+    }
+
+    /// [`Reader::mapped`] as a handle that outlives this borrow of the
+    /// reader (threads reading plain samples in place hold one).
+    pub fn mapped_data(&self) -> Option<MappedData> {
+        match &self.buf {
+            Window::Mapped {
+                map, start, end, ..
+            } => Some(MappedData {
+                map: map.clone(),
+                start: *start,
+                end: *end,
+            }),
+            Window::Owned(_) => None,
+        }
     }
 
     /// Keep the mapped pages from `offset` (in [`Reader::mapped`]) on

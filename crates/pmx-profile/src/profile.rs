@@ -13,7 +13,8 @@
 //! they come (in a file's report, a plain sample adds a count to its
 //! raw stack's entry in `interned`'s table, symbolized once per
 //! distinct stack; a mapped file's plain samples are read in place and
-//! counted in batches on several threads by `plain`); `rows` then resolves kernel addresses and turns the
+//! counted in batches by `plain`, on the counting threads of `jobs` while
+//! the replay reads on); `rows` then resolves kernel addresses and turns the
 //! accumulators into [`Profile`]'s rows and stacks. The values are in
 //! `types`.
 
@@ -22,6 +23,7 @@ mod aggregate;
 mod described;
 mod groups;
 mod interned;
+mod jobs;
 pub mod live;
 mod plain;
 mod replay;

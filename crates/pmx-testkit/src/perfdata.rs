@@ -153,7 +153,20 @@ pub fn many_samples_named<W: Write + Seek>(
     names: u64,
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<()> {
-    let names = names.max(1);
+    many_samples_every(w, n, names, 40_000, progress)
+}
+
+/// [`many_samples_named`] with a COMM and an MMAP2 every `every`
+/// samples instead of 40,000 (the same samples otherwise): long runs of
+/// samples with no side-band record between them, or short ones.
+pub fn many_samples_every<W: Write + Seek>(
+    w: &mut Writer<W>,
+    n: u64,
+    names: u64,
+    every: u64,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    let (names, every) = (names.max(1), every.max(1));
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = || {
         x ^= x << 13;
@@ -163,8 +176,8 @@ pub fn many_samples_named<W: Write + Seek>(
     };
     for i in 0..n {
         let time = 1000 + i;
-        if i % 40_000 == 0 {
-            let (pid, k) = (100 + (i / 40_000) as u32 % 3, i / 40_000);
+        if i % every == 0 {
+            let (pid, k) = (100 + (i / every) as u32 % 3, i / every);
             let mut c = comm(pid, &format!("prog{}", k % names));
             c.extend_from_slice(&sample_id(pid, time, 0));
             w.write_record(&record(record_type::COMM, misc::COMM_EXEC, &c))?;

@@ -29,18 +29,25 @@ fn report(file: &Path, form: &[&str], jobs: &str) -> (Option<i32>, Vec<u8>, Stri
 /// Every form with one job and with two: the same bytes. Returns the
 /// one-job outputs of the forms that succeeded.
 fn same_with_two_jobs(file: &Path) -> Vec<Vec<u8>> {
+    same_with_jobs(file, &["2"])
+}
+
+/// Every form with one job and with each of `jobs`: the same bytes.
+fn same_with_jobs(file: &Path, jobs: &[&str]) -> Vec<Vec<u8>> {
     let mut ok = Vec::new();
     for form in FORMS {
         let one = report(file, form, "1");
-        let two = report(file, form, "2");
-        assert!(
-            one.0 == two.0 && one.1 == two.1,
-            "{} {form:?}: --jobs 1 and --jobs 2 differ (status {:?} / {:?}; {})",
-            file.display(),
-            one.0,
-            two.0,
-            two.2
-        );
+        for n in jobs {
+            let other = report(file, form, n);
+            assert!(
+                one.0 == other.0 && one.1 == other.1,
+                "{} {form:?}: --jobs 1 and --jobs {n} differ (status {:?} / {:?}; {})",
+                file.display(),
+                one.0,
+                other.0,
+                other.2
+            );
+        }
         if one.0 == Some(0) {
             ok.push(one.1);
         }
@@ -185,6 +192,26 @@ fn a_generated_file_reports_the_same_with_one_job_and_two() {
     assert!(
         folded.contains("prog2;"),
         "three processes' stacks: {folded:.300}"
+    );
+}
+
+/// Long runs of samples between the side-band records (a COMM and an
+/// MMAP2 every 100,000 samples): batches counted on the threads while the
+/// replay reads on, merged in order before each map applies.
+#[test]
+fn long_runs_between_maps_report_the_same_with_one_job_two_and_three() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = perfdata::CALLCHAIN_SAMPLES;
+    let mut w = perfdata::memory_writer(perfdata::attr(128, 1000, st, SAMPLE_ID_ALL));
+    perfdata::many_samples_every(&mut w, 250_000, u64::MAX, 100_000, &mut |_| {}).unwrap();
+    let file = dir.path().join("runs.data");
+    std::fs::write(&file, w.finish(&Default::default()).unwrap().into_inner()).unwrap();
+    let outs = same_with_jobs(&file, &["2", "3"]);
+    assert_eq!(outs.len(), FORMS.len(), "every form reads the file");
+    let json: serde_json::Value = serde_json::from_slice(&outs[3]).unwrap();
+    assert_eq!(
+        json["events"][0]["samples"], 250_000,
+        "every sample counted"
     );
 }
 

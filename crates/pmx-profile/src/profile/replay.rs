@@ -206,6 +206,7 @@ impl Replay {
         self.flush(u64::MAX, st, reader);
         let data = reader.mapped().unwrap_or(&[]);
         self.pending.count(st, data);
+        self.pending.finish();
         // Nothing is read in place any more: the report's tables that
         // follow need not sit on top of the file's pages.
         reader.hold(None);
@@ -240,6 +241,7 @@ impl Replay {
         let alone = st.sink.is_none() && st.addresses.is_none();
         let counted = alone && st.interned.is_some() && st.options.tids.is_none();
         self.pending.layouts = (0..n).map(|e| reader.layout(e)).collect();
+        self.pending.data = reader.mapped_data();
         let ok = |l: &Option<_>| counted && l.is_some();
         self.in_place = self.pending.layouts.iter().map(ok).collect();
     }
@@ -367,6 +369,7 @@ impl Replay {
         }
         self.max_time = self.max_time.max(time);
         self.queue.order.push(Queued { time, at, event });
+        self.pending.reading(at);
     }
 
     /// The queued form of a record and its time; `None` for records the

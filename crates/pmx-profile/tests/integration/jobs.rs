@@ -22,6 +22,15 @@ fn big_file(n: u64) -> Vec<u8> {
     w.finish(&Default::default()).unwrap().into_inner()
 }
 
+/// `n` samples of [`perfdata::many_samples_every`]: a COMM and an MMAP2
+/// every `every` samples.
+fn spaced_file(n: u64, every: u64) -> Vec<u8> {
+    let st = perfdata::CALLCHAIN_SAMPLES;
+    let mut w = perfdata::memory_writer(perfdata::attr(128, 1000, st, SAMPLE_ID_ALL));
+    perfdata::many_samples_every(&mut w, n, u64::MAX, every, &mut |_| {}).unwrap();
+    w.finish(&Default::default()).unwrap().into_inner()
+}
+
 fn options(jobs: usize) -> Options {
     Options {
         sort: vec![
@@ -56,10 +65,45 @@ fn text(p: &Profile) -> String {
     format!("{p:#?}")
 }
 
+/// A flat report's options (no call chains in the raw stacks).
+fn flat(jobs: usize) -> Options {
+    Options {
+        stacks: false,
+        binary_stacks: false,
+        children: false,
+        ..options(jobs)
+    }
+}
+
 fn mapped(path: &Path, jobs: usize) -> String {
+    mapped_with(path, &options(jobs))
+}
+
+fn mapped_with(path: &Path, options: &Options) -> String {
     let mut r = Reader::open(path).unwrap();
     assert!(r.mapped().is_some(), "a regular file is read through a map");
-    text(&build(&mut r, &options(jobs), &mut |_, _| {}).unwrap())
+    text(&build(&mut r, options, &mut |_, _| {}).unwrap())
+}
+
+/// `bytes` decoded one by one from memory, then read through the map of
+/// a file holding them with each of `jobs`, flat and with chains: the
+/// same profile every time.
+fn same_profiles(bytes: Vec<u8>, samples: u64, jobs: &[usize]) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spaced.data");
+    std::fs::write(&path, &bytes).unwrap();
+    for (form, opts) in [("chains", options as fn(usize) -> Options), ("flat", flat)] {
+        let mut r = Reader::new(Cursor::new(bytes.clone())).unwrap();
+        let decoded = text(&build(&mut r, &opts(1), &mut |_, _| {}).unwrap());
+        let all = format!("samples: {samples}");
+        assert!(decoded.contains(&all), "{form}: every sample counted");
+        for &n in jobs {
+            assert!(
+                mapped_with(&path, &opts(n)) == decoded,
+                "{form}, {n} jobs: a different profile"
+            );
+        }
+    }
 }
 
 #[test]
@@ -79,6 +123,23 @@ fn in_place_and_parallel_counts_equal_decoding_one_by_one() {
             "{jobs} jobs: a different profile"
         );
     }
+}
+
+/// Long runs of samples with no side-band record between them: full
+/// batches are counted on the threads while the replay reads on (several
+/// at a time, or by the replay's thread when the threads are behind),
+/// then a map and a command come and every batch must be merged before
+/// they apply; the last runs end in a batch cut among the jobs.
+#[test]
+fn batches_counted_ahead_are_merged_in_order_before_the_maps_change() {
+    same_profiles(spaced_file(420_000, 150_000), 420_000, &[2, 3, 4]);
+}
+
+/// Short runs: a map and a command every 3,000 samples, so no batch fills
+/// and each is counted when the next side-band record comes.
+#[test]
+fn short_runs_between_maps_count_the_same_with_any_number_of_jobs() {
+    same_profiles(spaced_file(45_000, 3_000), 45_000, &[2, 3]);
 }
 
 #[test]
