@@ -1,7 +1,8 @@
 //! One ELF binary's symbols: the function symbols of `.symtab` (else
 //! `.dynsym`), the load segments that turn a file offset into a virtual
-//! address, its GNU build-id, and DWARF line info on demand; its data
-//! objects ([`data`]) in a table of their own, read only when asked for.
+//! address, its GNU build-id, and DWARF line info on demand (one unit at
+//! a time, `lazy`); its data objects ([`data`]) in a table of their
+//! own, read only when asked for.
 
 pub mod cache;
 pub mod data;
@@ -63,7 +64,7 @@ pub struct ElfFile {
     sections: Vec<(u64, u64, u64, bool)>,
     build_id: Option<Vec<u8>>,
     lines: Mutex<Option<Option<LineTable>>>,
-    /// The DWARF read one unit at a time ([`lazy`]), made on the first
+    /// The DWARF read one unit at a time (`lazy`), made on the first
     /// line or inline lookup; the whole-file `lines` only for what it
     /// cannot answer.
     units: Mutex<Option<Option<lazy::Units>>>,
@@ -286,11 +287,12 @@ impl ElfFile {
     }
 
     /// Bytes of memory the tables read so far hold: the symbol table and
-    /// names, decompressed DWARF sections, and what addr2line's context
-    /// holds — made at the first line or inline lookup (every unit's
-    /// header, file table and abbreviations, counted from the DWARF), then
-    /// each unit's line rows and functions once a lookup parsed them (from
-    /// the unit's sizes). An estimate that `tests/line_memory.rs` keeps
+    /// names, decompressed DWARF sections (or their parts, `lazy`), and
+    /// what addr2line's contexts hold — one unit's, made when a lookup
+    /// first asks it, or the whole file's, made when a unit alone cannot
+    /// answer (every unit's header, file table and abbreviations, counted
+    /// from the DWARF), then each unit's line rows and functions once a
+    /// lookup parsed them (from the unit's sizes). An estimate that `tests/line_memory.rs` keeps
     /// within 1.5× of the heap really held, either way.
     pub fn held_bytes(&self) -> usize {
         self.held.load(Ordering::Relaxed) + self.map.len().min(1 << 16)
