@@ -1,11 +1,13 @@
 //! One ELF binary's symbols: the function symbols of `.symtab` (else
 //! `.dynsym`), the load segments that turn a file offset into a virtual
-//! address, its GNU build-id, and DWARF line info on demand; its data
-//! objects ([`data`]) in a table of their own, read only when asked for.
+//! address, its GNU build-id, and DWARF line info on demand (one unit at
+//! a time, `lazy`); its data objects ([`data`]) in a table of their
+//! own, read only when asked for.
 
 pub mod cache;
 pub mod data;
 mod held;
+mod lazy;
 mod plt;
 mod table;
 pub mod types;
@@ -62,6 +64,10 @@ pub struct ElfFile {
     sections: Vec<(u64, u64, u64, bool)>,
     build_id: Option<Vec<u8>>,
     lines: Mutex<Option<Option<LineTable>>>,
+    /// The DWARF read one unit at a time (`lazy`), made on the first
+    /// line or inline lookup; the whole-file `lines` only for what it
+    /// cannot answer.
+    units: Mutex<Option<Option<lazy::Units>>>,
     /// Bytes of memory the tables read so far hold (an estimate, for the
     /// cache's bound).
     held: AtomicUsize,
@@ -220,6 +226,7 @@ impl ElfFile {
             sections,
             build_id,
             lines: Mutex::new(None),
+            units: Mutex::new(None),
             held: AtomicUsize::new(0),
         })
     }
@@ -280,11 +287,12 @@ impl ElfFile {
     }
 
     /// Bytes of memory the tables read so far hold: the symbol table and
-    /// names, decompressed DWARF sections, and what addr2line's context
-    /// holds — made at the first line or inline lookup (every unit's
-    /// header, file table and abbreviations, counted from the DWARF), then
-    /// each unit's line rows and functions once a lookup parsed them (from
-    /// the unit's sizes). An estimate that `tests/line_memory.rs` keeps
+    /// names, decompressed DWARF sections (or their parts, `lazy`), and
+    /// what addr2line's contexts hold — one unit's, made when a lookup
+    /// first asks it, or the whole file's, made when a unit alone cannot
+    /// answer (every unit's header, file table and abbreviations, counted
+    /// from the DWARF), then each unit's line rows and functions once a
+    /// lookup parsed them (from the unit's sizes). An estimate that `tests/line_memory.rs` keeps
     /// within 1.5× of the heap really held, either way.
     pub fn held_bytes(&self) -> usize {
         self.held.load(Ordering::Relaxed) + self.map.len().min(1 << 16)
@@ -423,6 +431,9 @@ impl ElfFile {
         if vaddr == u64::MAX {
             return None;
         }
+        if let Some(lazy::Found::Answer(a)) = self.by_unit(|u| u.line(vaddr, &self.held)) {
+            return a;
+        }
         let mut lines = self.lines();
         let table = lines.as_mut()?.as_mut()?;
         let found = match table.ctx.find_location(vaddr) {
@@ -439,6 +450,36 @@ impl ElfFile {
             self.charge_unit(table, vaddr);
         }
         found
+    }
+
+    /// `ask` of the DWARF read one unit at a time (made on first use),
+    /// unless the whole file's context was made: it answers everything.
+    fn by_unit<T>(
+        &self,
+        ask: impl FnOnce(&mut lazy::Units) -> lazy::Found<T>,
+    ) -> Option<lazy::Found<T>> {
+        if matches!(
+            &*self.lines.lock().unwrap_or_else(|p| p.into_inner()),
+            Some(Some(_))
+        ) {
+            return None;
+        }
+        let mut units = self.units.lock().unwrap_or_else(|p| p.into_inner());
+        if units.is_none() {
+            *units = Some(self.load_units());
+            self.release_pages();
+        }
+        Some(ask(units.as_mut()?.as_mut()?))
+    }
+
+    /// The DWARF of the debug file (else the binary) to be read one unit
+    /// at a time: `None` without `.debug_line` or `.debug_aranges`.
+    fn load_units(&self) -> Option<lazy::Units> {
+        let file = self.debug.as_ref().unwrap_or(&self.map);
+        let obj = object::File::parse(&file[..]).ok()?;
+        obj.section_by_name(".debug_line")?;
+        let whole = |id| self.section(&obj, file, id);
+        lazy::Units::new(&obj, file, whole, &self.held)
     }
 
     /// The line tables, loaded on first use.
@@ -467,6 +508,10 @@ impl ElfFile {
     pub fn inline_chain(&self, vaddr: u64, style: Demangle) -> Vec<String> {
         if vaddr == u64::MAX {
             return Vec::new();
+        }
+        let by_unit = |u: &mut lazy::Units| u.inline_chain(vaddr, style, &self.held);
+        if let Some(lazy::Found::Answer(names)) = self.by_unit(by_unit) {
+            return names;
         }
         let mut lines = self.lines();
         let Some(Some(table)) = &mut *lines else {
@@ -500,7 +545,7 @@ impl ElfFile {
         // `DW_AT_ranges` lists there every range addr2line keeps for it,
         // 16 bytes each, dead code's included.
         let range_bytes = std::cell::Cell::new(0usize);
-        let dwarf = self.dwarf(&range_bytes)?;
+        let dwarf = self.dwarf(&range_bytes, LINE_SECTIONS)?;
         let ranges = self.symbol_count().max(range_bytes.get() / 16);
         let (units, start) = held::Units::new(&dwarf, ranges);
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
@@ -513,7 +558,7 @@ impl ElfFile {
     pub fn data_types(&self) -> Option<&types::DataTypes> {
         self.types
             .get_or_init(|| {
-                let t = types::DataTypes::read(self.dwarf(&Default::default())?)?;
+                let t = types::DataTypes::read(self.dwarf(&Default::default(), ALL_SECTIONS)?)?;
                 self.held.fetch_add(t.heap_bytes(), Ordering::Relaxed);
                 Some(t)
             })
@@ -532,9 +577,14 @@ impl ElfFile {
         self.map.get(at..end)
     }
 
-    /// The DWARF sections of the debug file, else of the binary
-    /// (`.debug_ranges`' size into `range_bytes`).
-    fn dwarf(&self, range_bytes: &std::cell::Cell<usize>) -> Option<Dwarf> {
+    /// The DWARF sections of the debug file, else of the binary: those
+    /// of `wanted`, the others empty (`.debug_ranges`' size into
+    /// `range_bytes`).
+    fn dwarf(
+        &self,
+        range_bytes: &std::cell::Cell<usize>,
+        wanted: &[gimli::SectionId],
+    ) -> Option<Dwarf> {
         let file = self.debug.as_ref().unwrap_or(&self.map);
         let obj = object::File::parse(&file[..]).ok()?;
         obj.section_by_name(".debug_line")?;
@@ -544,29 +594,13 @@ impl ElfFile {
             gimli::RunTimeEndian::Big
         };
         let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
-            let data = obj
-                .section_by_name(id.name())
-                .and_then(|s| s.uncompressed_data().ok())
-                .unwrap_or_default();
-            let base = file.as_ptr() as usize;
-            let at = (data.as_ptr() as usize).wrapping_sub(base);
-            let bytes = match data {
-                // Stored as is: the file's own bytes.
-                std::borrow::Cow::Borrowed(d) if at.checked_add(d.len()) <= Some(file.len()) => {
-                    Bytes {
-                        held: Held::Map(file.clone()),
-                        start: at,
-                        len: d.len(),
-                    }
-                }
-                d => {
-                    let owned: Arc<[u8]> = Arc::from(d.into_owned().into_boxed_slice());
-                    self.held.fetch_add(owned.len(), Ordering::Relaxed);
-                    Bytes {
-                        len: owned.len(),
-                        held: Held::Owned(owned),
-                        start: 0,
-                    }
+            let bytes = if wanted.contains(&id) {
+                self.section(&obj, file, id)
+            } else {
+                Bytes {
+                    held: Held::Map(file.clone()),
+                    start: 0,
+                    len: 0,
                 }
             };
             if id == gimli::SectionId::DebugRanges {
@@ -576,7 +610,76 @@ impl ElfFile {
         };
         gimli::Dwarf::load(load).ok()
     }
+
+    /// Section `id` of `obj` (the bytes of `file`): the file's own bytes
+    /// when stored as is, else decompressed (counted in the held bytes);
+    /// empty when missing or broken.
+    fn section(
+        &self,
+        obj: &object::File<'_>,
+        file: &Arc<memmap2::Mmap>,
+        id: gimli::SectionId,
+    ) -> Bytes {
+        let data = obj
+            .section_by_name(id.name())
+            .and_then(|s| s.uncompressed_data().ok())
+            .unwrap_or_default();
+        let base = file.as_ptr() as usize;
+        let at = (data.as_ptr() as usize).wrapping_sub(base);
+        match data {
+            // Stored as is: the file's own bytes.
+            std::borrow::Cow::Borrowed(d) if at.checked_add(d.len()) <= Some(file.len()) => Bytes {
+                held: Held::Map(file.clone()),
+                start: at,
+                len: d.len(),
+            },
+            d => {
+                let owned: Arc<[u8]> = Arc::from(d.into_owned().into_boxed_slice());
+                self.held.fetch_add(owned.len(), Ordering::Relaxed);
+                Bytes {
+                    len: owned.len(),
+                    held: Held::Owned(owned),
+                    start: 0,
+                }
+            }
+        }
+    }
 }
+
+/// The sections line and inline lookups read (addr2line's): not the
+/// location lists, macros or type units, which take a C library's debug
+/// file a seventh of its decompressing.
+const LINE_SECTIONS: &[gimli::SectionId] = &[
+    gimli::SectionId::DebugAbbrev,
+    gimli::SectionId::DebugAddr,
+    gimli::SectionId::DebugAranges,
+    gimli::SectionId::DebugInfo,
+    gimli::SectionId::DebugLine,
+    gimli::SectionId::DebugLineStr,
+    gimli::SectionId::DebugStr,
+    gimli::SectionId::DebugStrOffsets,
+    gimli::SectionId::DebugRanges,
+    gimli::SectionId::DebugRngLists,
+];
+
+/// Every section (the data types read the variables' locations).
+const ALL_SECTIONS: &[gimli::SectionId] = &[
+    gimli::SectionId::DebugAbbrev,
+    gimli::SectionId::DebugAddr,
+    gimli::SectionId::DebugAranges,
+    gimli::SectionId::DebugInfo,
+    gimli::SectionId::DebugLine,
+    gimli::SectionId::DebugLineStr,
+    gimli::SectionId::DebugStr,
+    gimli::SectionId::DebugStrOffsets,
+    gimli::SectionId::DebugRanges,
+    gimli::SectionId::DebugRngLists,
+    gimli::SectionId::DebugLoc,
+    gimli::SectionId::DebugLocLists,
+    gimli::SectionId::DebugMacinfo,
+    gimli::SectionId::DebugMacro,
+    gimli::SectionId::DebugTypes,
+];
 
 /// The allocated sections of a 64-bit ELF image but TLS ones: (file
 /// offset, size, address, `SHT_NOBITS`).

@@ -353,3 +353,43 @@ fn line_programs(section: &Reader) -> Vec<Program> {
     }
     programs
 }
+
+/// What addr2line holds of one unit's functions once a lookup parsed
+/// them (from the unit's length in `.debug_info`).
+pub(super) fn unit_functions_bytes(length: u64) -> usize {
+    usize::try_from(length / 100).unwrap_or(usize::MAX / 200) * DIE_FACTOR_PERCENT
+}
+
+/// What addr2line holds of a line program's rows once parsed.
+pub(super) fn program_rows_bytes(h: &gimli::LineProgramHeader<Reader>) -> usize {
+    lines_bytes(h)
+}
+
+/// The heap a context over one unit holds once made
+/// ([`super::lazy`]): as [`context_bytes`] for that unit, its line
+/// program at `stmt`, with the sections' table and the unit's own copy of
+/// its `.debug_aranges` sets (`aranges` bytes).
+pub(super) fn one_unit_bytes(
+    dwarf: &Dwarf,
+    abbrev: u64,
+    stmt: Option<usize>,
+    aranges: usize,
+) -> usize {
+    let programs: Vec<Program> = stmt
+        .and_then(|s| {
+            let p = dwarf
+                .debug_line
+                .program(gimli::DebugLineOffset(s), 8, None, None)
+                .ok()?;
+            Some(Program {
+                offset: s,
+                header: p.header().header_length(),
+            })
+        })
+        .into_iter()
+        .collect();
+    context_bytes(dwarf, &[abbrev], &programs, 1)
+        + std::mem::size_of::<gimli::Dwarf<Reader>>()
+        + 128
+        + aranges
+}
