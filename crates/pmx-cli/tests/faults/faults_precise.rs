@@ -89,7 +89,7 @@ const LBR: &str = "LBR call stacks (written here)";
 /// file `report --stitch-lbr` stitches and `--total-cycles` tables (no
 /// shared recording has LBR call stacks).
 pub fn lbr_call_stacks() -> Vec<u8> {
-    lbr_file(false)
+    lbr_file(false, 4000)
 }
 
 /// The name of [`lbr_call_stacks_kernel`]'s source.
@@ -100,10 +100,11 @@ pub const LBR_KERNEL: &str = "LBR call stacks with kernel parts (written here)";
 /// addresses of a `[kernel.kallsyms]` mapping) before the user one, the
 /// part perf 6.1 keeps in front of the LBR's calls, stitched or not.
 pub fn lbr_call_stacks_kernel() -> Vec<u8> {
-    lbr_file(true)
+    lbr_file(true, 4000)
 }
 
-fn lbr_file(kernel: bool) -> Vec<u8> {
+/// The LBR call stacks, kernel parts or not, each sample of `period`.
+pub fn lbr_file(kernel: bool, period: u64) -> Vec<u8> {
     use pmx_perfdata::branch::{encode, BranchEntry, BranchFlags};
     use pmx_perfdata::format::sample_type as st;
     use pmx_perfdata::format::{branch_sample_type as bst, callchain, misc, record_type};
@@ -155,7 +156,7 @@ fn lbr_file(kernel: bool) -> Vec<u8> {
         let mut body = Vec::new();
         let ids = 4545 | u64::from(tid) << 32;
         let sampled = if in_kernel { kip } else { ip };
-        for v in [sampled, ids, 1000 + n, 0, 4000] {
+        for v in [sampled, ids, 1000 + n, 0, period] {
             body.extend_from_slice(&v.to_le_bytes());
         }
         let chain = match in_kernel {

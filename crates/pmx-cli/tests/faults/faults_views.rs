@@ -349,3 +349,20 @@ fn the_history_and_stitch_views_reach_files_with_call_chains() {
     let json = pmx_profile::render::json(&r).to_string();
     assert!(json.contains("kernel.kallsyms"), "{json}");
 }
+
+/// Found by this category's seed 28 (session 22): a `record -d` file
+/// whose sample's period became 2⁶⁴−1 (seed 28050000131) made
+/// `--branch-history`'s event total overflow, a panic with overflow
+/// checks; its rows, merged JSON chains and the graph's nodes summed the
+/// same way. They saturate now, as the other reports' totals: every
+/// sample here has a period of 2⁶⁴−1, through every view of the history.
+#[test]
+fn a_period_of_2_64_is_no_overflow_in_the_branch_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = crate::faults_precise::lbr_file(true, u64::MAX);
+    let path = put(dir.path(), "huge.data", &bytes);
+    let mut out = Vec::new();
+    view_history(&pmx_profile::ReportOptions::for_input(&path), &mut out).unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("\"period\": 18446744073709551615"), "{text}");
+}
