@@ -89,6 +89,22 @@ const LBR: &str = "LBR call stacks (written here)";
 /// file `report --stitch-lbr` stitches and `--total-cycles` tables (no
 /// shared recording has LBR call stacks).
 pub fn lbr_call_stacks() -> Vec<u8> {
+    lbr_file(false, 4000)
+}
+
+/// The name of [`lbr_call_stacks_kernel`]'s source.
+pub const LBR_KERNEL: &str = "LBR call stacks with kernel parts (written here)";
+
+/// [`lbr_call_stacks`] where every third sample was taken in the kernel
+/// (a system call): its chain a kernel part (`PERF_CONTEXT_KERNEL`, two
+/// addresses of a `[kernel.kallsyms]` mapping) before the user one, the
+/// part perf 6.1 keeps in front of the LBR's calls, stitched or not.
+pub fn lbr_call_stacks_kernel() -> Vec<u8> {
+    lbr_file(true, 4000)
+}
+
+/// The LBR call stacks, kernel parts or not, each sample of `period`.
+pub fn lbr_file(kernel: bool, period: u64) -> Vec<u8> {
     use pmx_perfdata::branch::{encode, BranchEntry, BranchFlags};
     use pmx_perfdata::format::sample_type as st;
     use pmx_perfdata::format::{branch_sample_type as bst, callchain, misc, record_type};
@@ -119,6 +135,13 @@ pub fn lbr_call_stacks() -> Vec<u8> {
     let map = mmap2(4545, BASE, 0x4000, 5, "/usr/lib/pmx-faults/lbr");
     let r = record(record_type::MMAP2, misc::USER, &side(map, 4545, 2));
     w.write_record(&r).unwrap();
+    const KBASE: u64 = 0xffff_ffff_8100_0000;
+    if kernel {
+        let mut k = mmap2(u32::MAX, KBASE, 0x100_0000, 5, "[kernel.kallsyms]_text");
+        k[4..8].copy_from_slice(&0u32.to_le_bytes());
+        let r = record(record_type::MMAP2, misc::KERNEL, &side(k, 0, 3));
+        w.write_record(&r).unwrap();
+    }
     // Function f<k> at BASE + k·0x100 calls f<k+1> from 0x40 into itself.
     let call = |k: u64, cycles: u16| BranchEntry {
         from: BASE + k * 0x100 + 0x40,
@@ -128,12 +151,23 @@ pub fn lbr_call_stacks() -> Vec<u8> {
     for n in 0..48u64 {
         let (tid, deep) = (4545 + (n % 2) as u32, 1 + n / 2 % 6);
         let ip = BASE + deep * 0x100 + 0x10 + n % 5;
+        let in_kernel = kernel && n % 3 == 0;
+        let kip = KBASE + 0x2000 + (n % 4) * 0x40;
         let mut body = Vec::new();
         let ids = 4545 | u64::from(tid) << 32;
-        for v in [ip, ids, 1000 + n, 0, 4000] {
+        let sampled = if in_kernel { kip } else { ip };
+        for v in [sampled, ids, 1000 + n, 0, period] {
             body.extend_from_slice(&v.to_le_bytes());
         }
-        for v in [2, callchain::CONTEXT_USER, ip] {
+        let chain = match in_kernel {
+            true => vec![callchain::CONTEXT_KERNEL, kip, KBASE + 0x100]
+                .into_iter()
+                .chain([callchain::CONTEXT_USER, ip])
+                .collect(),
+            false => vec![callchain::CONTEXT_USER, ip],
+        };
+        body.extend_from_slice(&(chain.len() as u64).to_le_bytes());
+        for v in chain {
             body.extend_from_slice(&v.to_le_bytes());
         }
         // The newest four calls of the `deep` made, newest first; the
@@ -144,7 +178,8 @@ pub fn lbr_call_stacks() -> Vec<u8> {
             .map(|k| call(k, 3 + (k * n % 40) as u16))
             .collect();
         encode(&mut body, filter, Some((deep - 1) % 4), &calls, &[]);
-        let r = record(record_type::SAMPLE, misc::USER, &body);
+        let mode = if in_kernel { misc::KERNEL } else { misc::USER };
+        let r = record(record_type::SAMPLE, mode, &body);
         w.write_record(&r).unwrap();
     }
     let caps = pmx_perfdata::write::cpu_pmu_caps(&[("branches", "4"), ("pmu_name", "skylake")]);
@@ -243,6 +278,9 @@ fn mutated_precise_records_give_a_result_or_an_error_naming_the_file() {
     read_all(&lbr, &symfs).unwrap();
     let mut t = Tally::new("precise perf.data → mem, c2c, branch, script");
     let base = base_seed();
+    // After the others (session 22), which keep the seeds they had.
+    let mut srcs = srcs;
+    srcs.push((LBR_KERNEL.to_string(), lbr_call_stacks_kernel()));
     for (i, (name, bytes)) in srcs.iter().enumerate() {
         for k in 0..cases(6, 300) {
             let seed = base + (i * 1_000_000 + k) as u64;

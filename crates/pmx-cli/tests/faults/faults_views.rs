@@ -3,9 +3,14 @@
 //! stacks, LBR call stacks, PEBS weights and data sources, off-CPU
 //! samples, tracepoint data, switch and namespace records), and the
 //! shared recording with call chains and branch stacks together
-//! (`callgraph_and_branch-3.8`),
+//! (`callgraph_and_branch-3.8`), and (session 22) LBR call stacks with
+//! kernel parts written here,
 //! through `report -g` (call graphs, children, with the branch-stack
-//! rows of `report --branch-stack` when the file has them), `script -F
+//! rows of `report --branch-stack` when the file has them; stitched,
+//! `--stitch-lbr`, when it has LBR call stacks), `report
+//! --branch-history` (callee order as `-g fractal`, `flat`, `folded`,
+//! `graph,2`, caller order with and without children, each `--json`
+//! too), `script -F
 //! +brstack,+brstacksym,+addr,+data_src,+weight,+trace` (text and JSON)
 //! and, on a file with branch stacks, `script -F
 //! +brstackinsn,+brstackinsnlen,+brstackoff,+brcntr`; on a file with
@@ -136,7 +141,50 @@ fn view_memory(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// `report -g` (and `--branch-stack`) and `script -F` over one file.
+/// `report --branch-history` over a file with branch stacks, as the CLI
+/// asks it (`pmx_precise::branch::tables`): callee order drawn as
+/// `-g fractal`, `flat`, `folded` and `graph,2` with `--json`, caller
+/// order as `-g caller` (perf's default with children) and without
+/// children (`--no-children`).
+fn view_history(opts: &pmx_profile::ReportOptions, sink: &mut Vec<u8>) -> Result<(), String> {
+    use pmx_precise::branch::{self, BranchError, Table, Tables};
+    use pmx_profile::perf_text::graph::{Graph, GraphMode};
+    let g = |mode, caller, threshold| Graph {
+        mode,
+        caller: Some(caller),
+        threshold,
+        ..Graph::default()
+    };
+    let callee = [
+        g(GraphMode::Fractal, false, 0.5),
+        g(GraphMode::Flat, false, 0.5),
+        g(GraphMode::Folded, false, 0.5),
+        g(GraphMode::Graph, false, 2.0),
+    ];
+    let runs: [(&[Graph], bool); 3] = [
+        (&callee, true),
+        (&[g(GraphMode::Graph, true, 0.5)], true),
+        (&[g(GraphMode::Graph, true, 0.5)], false),
+    ];
+    for (graphs, children) in runs {
+        let table = Table::of(false, Some(graphs[0]), children);
+        match branch::tables(opts, "", table, &mut |_, _| {}) {
+            Ok(Tables::History(r, _)) => {
+                for g in graphs {
+                    r.write(sink, g).map_err(|e| e.to_string())?;
+                }
+                r.write_json(sink).map_err(|e| e.to_string())?;
+            }
+            Ok(_) => return Err("--branch-history made another table".into()),
+            Err(BranchError::NoBranches(..)) => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(())
+}
+
+/// `report -g` (and `--branch-stack`, `--branch-history`) and `script
+/// -F` over one file.
 fn view_all(path: &Path, symfs: &Path, fields: &[String]) -> Result<(), String> {
     let mut sink = Vec::new();
     let opts = pmx_profile::ReportOptions {
@@ -157,6 +205,21 @@ fn view_all(path: &Path, symfs: &Path, fields: &[String]) -> Result<(), String> 
         }
         Err(BranchError::NoBranches(..)) => {}
         Err(e) => return Err(e.to_string()),
+    }
+    view_history(&opts, &mut sink)?;
+    // `report -g --stitch-lbr` (kernel parts kept before the stitched
+    // user ones) where the mutant still has LBR call stacks.
+    let lbr = |r: Reader| {
+        (r.events().iter()).any(|e| e.attr.branch_sample_type & branch_sample_type::CALL_STACK != 0)
+    };
+    if Reader::open(path).is_ok_and(lbr) {
+        let stitched = pmx_profile::ReportOptions {
+            stitch_lbr: true,
+            ..opts
+        };
+        let r = pmx_profile::report(&stitched, &mut |_, _| {}).map_err(|e| e.to_string())?;
+        pmx_profile::render::table(&mut sink, &r).unwrap();
+        let _ = pmx_profile::render::json(&r).to_string();
     }
     for spec in fields {
         let (path, spec) = (path.to_path_buf(), vec![spec.clone()]);
@@ -194,6 +257,9 @@ fn mutated_precise_records_print_or_give_an_error_naming_the_file() {
         }
     }
     srcs.extend(lbr);
+    // After the others (session 22), which keep the seeds they had.
+    let kernel = crate::faults_precise::lbr_call_stacks_kernel();
+    srcs.push((crate::faults_precise::LBR_KERNEL.to_string(), kernel));
     if srcs.is_empty() {
         return;
     }
@@ -233,4 +299,70 @@ fn mutated_precise_records_print_or_give_an_error_naming_the_file() {
             .join(", ")
     );
     t.finish();
+}
+
+/// The views added in session 22 reach what they are for on the intact
+/// files: `--branch-history`'s chains of a file with call chains (the
+/// shared `callgraph_and_branch-3.8` and the LBR call stacks with kernel
+/// parts written here: frames noted `(calltrace)`, every graph and the
+/// JSON written), and the stitched `-g` of the latter keeps its kernel
+/// part (`[kernel.kallsyms]`).
+#[test]
+fn the_history_and_stitch_views_reach_files_with_call_chains() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = vec![(
+        "lbr-kernel",
+        crate::faults_precise::lbr_call_stacks_kernel(),
+    )];
+    match pmx_testkit::shared::shared_data("perfdata") {
+        Some(shared) => {
+            let name = "perf_data_converter__perf.data.callgraph_and_branch-3.8";
+            files.push(("callgraph", std::fs::read(shared.join(name)).unwrap()));
+        }
+        None => pmx_testkit::skip("callgraph_and_branch-3.8: ../shared is absent"),
+    }
+    for (name, bytes) in files {
+        let path = put(dir.path(), &format!("{name}.data"), &bytes);
+        let opts = pmx_profile::ReportOptions::for_input(&path);
+        let mut out = Vec::new();
+        view_history(&opts, &mut out).unwrap();
+        let text = String::from_utf8_lossy(&out);
+        assert!(text.contains(" (calltrace)"), "{name}: {text}");
+        // Four callee graphs and caller twice, each with its JSON.
+        assert_eq!(text.matches("\"events\"").count(), 3, "{name}");
+        let symfs = dir.path().join("symfs");
+        std::fs::create_dir_all(&symfs).unwrap();
+        view_all(&path, &symfs, &fields_of(&path)).unwrap();
+    }
+    let path = put(
+        dir.path(),
+        "k.data",
+        &crate::faults_precise::lbr_call_stacks_kernel(),
+    );
+    let opts = pmx_profile::ReportOptions {
+        stacks: true,
+        children: true,
+        stitch_lbr: true,
+        ..pmx_profile::ReportOptions::for_input(&path)
+    };
+    let r = pmx_profile::report(&opts, &mut |_, _| {}).unwrap();
+    let json = pmx_profile::render::json(&r).to_string();
+    assert!(json.contains("kernel.kallsyms"), "{json}");
+}
+
+/// Found by this category's seed 28 (session 22): a `record -d` file
+/// whose sample's period became 2⁶⁴−1 (seed 28050000131) made
+/// `--branch-history`'s event total overflow, a panic with overflow
+/// checks; its rows, merged JSON chains and the graph's nodes summed the
+/// same way. They saturate now, as the other reports' totals: every
+/// sample here has a period of 2⁶⁴−1, through every view of the history.
+#[test]
+fn a_period_of_2_64_is_no_overflow_in_the_branch_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = crate::faults_precise::lbr_file(true, u64::MAX);
+    let path = put(dir.path(), "huge.data", &bytes);
+    let mut out = Vec::new();
+    view_history(&pmx_profile::ReportOptions::for_input(&path), &mut out).unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("\"period\": 18446744073709551615"), "{text}");
 }

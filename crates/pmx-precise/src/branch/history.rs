@@ -353,7 +353,9 @@ impl SampleSink for History {
         }
         let ev = &mut self.events[s.event];
         ev.samples += 1;
-        ev.period += s.period;
+        // Saturating, as the other reports' totals: a damaged period
+        // (2^64 - 1) is no overflow.
+        ev.period = ev.period.saturating_add(s.period);
         ev.list.push(Sample {
             site,
             period: s.period,
@@ -546,7 +548,7 @@ impl HistoryReport {
                             let (c, n) = (&c[k as usize..], &n[k as usize..]);
                             match merged.get_mut(c) {
                                 Some(m) => {
-                                    m.0 += p;
+                                    m.0 = m.0.saturating_add(*p);
                                     m.1.iter_mut().zip(n).for_each(|(a, b)| a.add(b));
                                 }
                                 None => {

@@ -115,10 +115,11 @@ impl<'a> Node<'a> {
     /// Add `chain` (weight `w`) below this node, splitting a node where
     /// the chain parts from it or ends inside it.
     /// `notes`: each frame's branch note, or none.
+    /// Saturating: a damaged period (2^64 - 1) is no overflow.
     fn add(&mut self, chain: &[Link<'a>], notes: &[Note], w: u64) {
-        self.cumul += w;
+        self.cumul = self.cumul.saturating_add(w);
         let Some(first) = chain.first() else {
-            self.hit += w;
+            self.hit = self.hit.saturating_add(w);
             return;
         };
         let Some(c) = self.children.iter_mut().find(|c| c.names[0] == *first) else {

@@ -108,7 +108,7 @@ impl Rows {
     /// Sample `n`'s chain from frame `k` on, under row `i`.
     fn add(&mut self, i: usize, (n, smp): (usize, &Sample), k: usize) {
         let r = &mut self.rows[i];
-        r.children += smp.period;
+        r.children = r.children.saturating_add(smp.period);
         r.depth = r.depth.max(smp.chain.len() - k);
         r.chains.push((n as u32, k as u32));
     }
@@ -136,7 +136,8 @@ pub(super) fn rows(
         let ip = (names.symbol.is_none()).then_some(site.shown);
         let i = rows.of(key, (site.level, ip, smp.tid), start(names));
         rows.add(i, (n, smp), 0);
-        rows.rows[i].period += smp.period;
+        let row = &mut rows.rows[i];
+        row.period = row.period.saturating_add(smp.period);
         if !children {
             continue;
         }
