@@ -365,7 +365,10 @@ fn debug_file_found_by_build_id_truncated_at_every_length() {
     std::fs::write(&debug, &full).unwrap();
     let f = ElfFile::open_in(&bin, dir.path()).unwrap();
     assert_eq!(f.symbol_count(), 3, "the debug file's symbols");
+    drop(f);
     for n in 0..full.len() {
+        // A new file per prefix: a mapped file truncated is a SIGBUS.
+        std::fs::remove_file(&debug).unwrap();
         std::fs::write(&debug, &full[..n]).unwrap();
         let f = ElfFile::open_in(&bin, dir.path()).unwrap();
         assert!(f.symbol_count() >= 2, "prefix {n}");
