@@ -545,7 +545,7 @@ impl ElfFile {
         // `DW_AT_ranges` lists there every range addr2line keeps for it,
         // 16 bytes each, dead code's included.
         let range_bytes = std::cell::Cell::new(0usize);
-        let dwarf = self.dwarf(&range_bytes, LINE_SECTIONS)?;
+        let dwarf = self.dwarf(&range_bytes, false)?;
         let ranges = self.symbol_count().max(range_bytes.get() / 16);
         let (units, start) = held::Units::new(&dwarf, ranges);
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
@@ -558,7 +558,7 @@ impl ElfFile {
     pub fn data_types(&self) -> Option<&types::DataTypes> {
         self.types
             .get_or_init(|| {
-                let t = types::DataTypes::read(self.dwarf(&Default::default(), ALL_SECTIONS)?)?;
+                let t = types::DataTypes::read(self.dwarf(&Default::default(), true)?)?;
                 self.held.fetch_add(t.heap_bytes(), Ordering::Relaxed);
                 Some(t)
             })
@@ -577,14 +577,10 @@ impl ElfFile {
         self.map.get(at..end)
     }
 
-    /// The DWARF sections of the debug file, else of the binary: those
-    /// of `wanted`, the others empty (`.debug_ranges`' size into
-    /// `range_bytes`).
-    fn dwarf(
-        &self,
-        range_bytes: &std::cell::Cell<usize>,
-        wanted: &[gimli::SectionId],
-    ) -> Option<Dwarf> {
+    /// The DWARF sections of the debug file, else of the binary: every
+    /// one with `all`, else [`LINE_SECTIONS`] and the others empty
+    /// (`.debug_ranges`' size into `range_bytes`).
+    fn dwarf(&self, range_bytes: &std::cell::Cell<usize>, all: bool) -> Option<Dwarf> {
         let file = self.debug.as_ref().unwrap_or(&self.map);
         let obj = object::File::parse(&file[..]).ok()?;
         obj.section_by_name(".debug_line")?;
@@ -594,7 +590,7 @@ impl ElfFile {
             gimli::RunTimeEndian::Big
         };
         let load = |id: gimli::SectionId| -> Result<Reader, gimli::Error> {
-            let bytes = if wanted.contains(&id) {
+            let bytes = if all || LINE_SECTIONS.contains(&id) {
                 self.section(&obj, file, id)
             } else {
                 Bytes {
@@ -660,25 +656,6 @@ const LINE_SECTIONS: &[gimli::SectionId] = &[
     gimli::SectionId::DebugStrOffsets,
     gimli::SectionId::DebugRanges,
     gimli::SectionId::DebugRngLists,
-];
-
-/// Every section (the data types read the variables' locations).
-const ALL_SECTIONS: &[gimli::SectionId] = &[
-    gimli::SectionId::DebugAbbrev,
-    gimli::SectionId::DebugAddr,
-    gimli::SectionId::DebugAranges,
-    gimli::SectionId::DebugInfo,
-    gimli::SectionId::DebugLine,
-    gimli::SectionId::DebugLineStr,
-    gimli::SectionId::DebugStr,
-    gimli::SectionId::DebugStrOffsets,
-    gimli::SectionId::DebugRanges,
-    gimli::SectionId::DebugRngLists,
-    gimli::SectionId::DebugLoc,
-    gimli::SectionId::DebugLocLists,
-    gimli::SectionId::DebugMacinfo,
-    gimli::SectionId::DebugMacro,
-    gimli::SectionId::DebugTypes,
 ];
 
 /// The allocated sections of a 64-bit ELF image but TLS ones: (file
