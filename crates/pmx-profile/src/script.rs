@@ -295,8 +295,7 @@ pub fn script_with_progress(
             features_seen = reader.features().present.len();
             run.here = crate::profile::kernel_is_here(reader.features(), &this);
             run.sym.allow_running_vdso(run.here);
-            run.site_cache.clear();
-            run.stacks.clear();
+            run.forget_sites();
             for b in &reader.features().build_ids {
                 run.sym
                     .set_path_build_id(b.filename.as_bytes(), &b.build_id);
@@ -560,8 +559,7 @@ impl Run<'_> {
                     self.thread_comm.insert(tid, c);
                 }
                 self.sym.fork(ppid, pid);
-                self.site_cache.clear();
-                self.stacks.clear();
+                self.forget_sites();
             }
             Item::Mmap(m) => {
                 let (pid, start, len, pgoff, path, build_id, inode) = &**m;
@@ -569,8 +567,7 @@ impl Run<'_> {
                     self.sym.set_build_id(path, b);
                 }
                 (self.sym).add_mapping(*pid, *start, *len, *pgoff, path, *inode);
-                self.site_cache.clear();
-                self.stacks.clear();
+                self.forget_sites();
             }
         }
         Ok(())
@@ -780,6 +777,12 @@ impl Run<'_> {
 }
 
 impl Run<'_> {
+    /// The maps changed: the sites and chain lines resolved with them go.
+    fn forget_sites(&mut self) {
+        self.site_cache.clear();
+        self.stacks.clear();
+    }
+
     /// A text sample with its call chain's lines ([`stacks`]): copied
     /// when its chain was seen before in this process since the maps
     /// last changed, else resolved, formatted and kept.

@@ -9,14 +9,15 @@
 //! nothing grows with the file.
 
 use rustc_hash::FxHashMap as HashMap;
+use std::hash::{Hash, Hasher};
 
 /// Bytes of text kept before the cache starts over.
 const MAX_BYTES: usize = 1 << 23;
 /// Chains kept before the cache starts over.
 const MAX_CHAINS: usize = 1 << 16;
 
-/// The formatted chains. A key's words are folded into a 64-bit hash
-/// as they are written, which indexes the chains; a chain found by it
+/// The formatted chains. A key's words are hashed (FxHash) into 64
+/// bits, which index the chains; a chain found by it
 /// is one only if its words are the key's (two keys of one hash: the
 /// later replaces the earlier, a cache's loss).
 #[derive(Default)]
@@ -37,9 +38,6 @@ struct Chain {
     text: (u32, u32),
 }
 
-/// rustc-hash's multiplier: words folded as FxHasher folds them.
-const K: u64 = 0xf135_7aea_2e62_a9c5;
-
 impl StackTexts {
     /// Make the key of a sample: its event, pid and CPU mode, ip and
     /// raw call chain; then [`StackTexts::get`] or [`StackTexts::insert`].
@@ -48,8 +46,9 @@ impl StackTexts {
         let head = u64::from(pid) | u64::from(mode) << 32 | (event as u64) << 40;
         self.key.extend_from_slice(&[head, ip]);
         self.key.extend_from_slice(chain);
-        let fold = |h: u64, &w: &u64| (h.rotate_left(26) ^ w).wrapping_mul(K);
-        self.hash = self.key.iter().fold(self.key.len() as u64, fold);
+        let mut h = rustc_hash::FxHasher::default();
+        self.key.hash(&mut h);
+        self.hash = h.finish();
     }
 
     /// The lines of the chain of the last [`StackTexts::key`], if known.

@@ -171,14 +171,14 @@ pub(super) struct Units {
 
 /// Forms that refer outside their unit (or file): a unit using one is
 /// not read alone.
-const OUTSIDE_FORMS: [u16; 7] = [
-    0x10,   // DW_FORM_ref_addr
-    0x1c,   // DW_FORM_ref_sup4
-    0x1d,   // DW_FORM_strp_sup
-    0x20,   // DW_FORM_ref_sig8
-    0x24,   // DW_FORM_ref_sup8
-    0x1f20, // DW_FORM_GNU_ref_alt
-    0x1f21, // DW_FORM_GNU_strp_alt
+const OUTSIDE_FORMS: [gimli::DwForm; 7] = [
+    gimli::DW_FORM_ref_addr,
+    gimli::DW_FORM_ref_sup4,
+    gimli::DW_FORM_strp_sup,
+    gimli::DW_FORM_ref_sig8,
+    gimli::DW_FORM_ref_sup8,
+    gimli::DW_FORM_GNU_ref_alt,
+    gimli::DW_FORM_GNU_strp_alt,
 ];
 
 impl Units {
@@ -567,7 +567,7 @@ fn outside_forms(section: &Reader, offset: usize) -> bool {
                 if name == 0 && form == 0 {
                     break;
                 }
-                if OUTSIDE_FORMS.iter().any(|&f| u64::from(f) == form) {
+                if OUTSIDE_FORMS.iter().any(|f| u64::from(f.0) == form) {
                     return Some(true);
                 }
                 if form == u64::from(gimli::DW_FORM_implicit_const.0) {
