@@ -122,19 +122,17 @@ fn share_into(l: &mut String, share: f64) {
     let mut b = [b' '; 32];
     let mut i = b.len() - 1;
     b[i] = b'%';
-    let mut put = |i: &mut usize, d: u64| {
-        *i -= 1;
-        b[*i] = b'0' + d as u8;
-    };
-    put(&mut i, n % 10);
-    put(&mut i, n / 10 % 10);
-    i -= 1;
-    b[i] = b'.';
-    let mut whole = n / 100;
-    loop {
-        put(&mut i, whole % 10);
-        whole /= 10;
-        if whole == 0 {
+    // The digits from the last: two decimals, the point, the whole part.
+    let mut rest = n;
+    for k in 0.. {
+        if k == 2 {
+            i -= 1;
+            b[i] = b'.';
+        }
+        i -= 1;
+        b[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if k >= 2 && rest == 0 {
             break;
         }
     }
@@ -212,7 +210,8 @@ mod tests {
         ]);
         let (mut ours, mut theirs) = (String::new(), String::new());
         for s in shares {
-            (ours.clear(), theirs.clear());
+            ours.clear();
+            theirs.clear();
             share_into(&mut ours, s);
             _ = write!(theirs, "  {s:>7.2}%");
             assert_eq!(ours, theirs, "share {s:e}");
