@@ -78,6 +78,43 @@ impl RecentMaps {
 /// The most addresses `Collect::end_id` remembers (emptied when full).
 const MAX_CACHED_ADDRESSES: usize = 1 << 20;
 
+/// log2 of the slots of [`RecentEnds`] (4,096 of 32 bytes: 128 KiB).
+const RECENT_BITS: u32 = 12;
+
+/// The ends of recent addresses, each in the one slot its address and
+/// process pick (a later one takes the slot): `(addr, base, dso,
+/// pid × 4 + need + 1, end)`, 0 in the fourth field for a free slot.
+/// Branch stacks repeat their addresses (a loop's branch in sample
+/// after sample), so most ends are found here before the distinct
+/// ends' table is hashed. Only ends that are a function of the
+/// address, the process, the need and the map there are kept (see
+/// `Collect::end_id`), so a slot found is the end the lookup would make.
+struct RecentEnds(Vec<(u64, u64, u32, u32, u32)>);
+
+impl RecentEnds {
+    fn slot(pid: u32, addr: u64) -> usize {
+        let k = addr ^ u64::from(pid).rotate_left(40);
+        (k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - RECENT_BITS)) as usize
+    }
+
+    fn tag(pid: u32, need: Need) -> u32 {
+        (pid << 2 | need as u32).wrapping_add(1).max(1)
+    }
+
+    fn get(&self, pid: u32, addr: u64, need: Need, map: MapBase) -> Option<u32> {
+        let s = self.0.get(Self::slot(pid, addr))?;
+        let hit = s.0 == addr && s.3 == Self::tag(pid, need) && (s.1, s.2) == map;
+        hit.then_some(s.4)
+    }
+
+    fn insert(&mut self, pid: u32, addr: u64, need: Need, map: MapBase, id: u32) {
+        if self.0.is_empty() {
+            self.0 = vec![(0, 0, 0, 0, 0); 1 << RECENT_BITS];
+        }
+        self.0[Self::slot(pid, addr)] = (addr, map.0, map.1, Self::tag(pid, need), id);
+    }
+}
+
 /// How much of a branch's end its keys show.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Need {
@@ -224,6 +261,8 @@ pub(super) struct Collect {
     events: Vec<Counts>,
     /// The current sample's maps.
     recent: RecentMaps,
+    /// The ends of recent addresses.
+    recent_ends: RecentEnds,
     /// The ends as rows show them, once counted (see `finish`).
     shown: Vec<End>,
 }
@@ -244,6 +283,7 @@ impl Collect {
             unnamed: Vec::new(),
             events: Vec::new(),
             recent: RecentMaps::default(),
+            recent_ends: RecentEnds(Vec::new()),
             shown: Vec::new(),
         }
     }
@@ -263,11 +303,14 @@ impl Collect {
             return id;
         }
         let map = self.recent.base(sym, pid, addr);
+        if let Some(id) = self.recent_ends.get(pid, addr, need, map) {
+            return id;
+        }
         if map.1 != NO_MAP && self.unnamed(sym, map.1, (pid, addr)) {
             // What `user_site` would name, without a frame (the most
             // common end of a file from another machine).
             let off = addr.wrapping_sub(map.0);
-            return self.intern_end(Raw {
+            let id = self.intern_end(Raw {
                 frame: None,
                 dso: map.1,
                 level: b'.',
@@ -275,6 +318,8 @@ impl Collect {
                 space: off,
                 addr,
             });
+            self.recent_ends.insert(pid, addr, need, map, id);
+            return id;
         }
         let key = (
             addr,
@@ -282,6 +327,7 @@ impl Collect {
         );
         if let Some(&(m, id)) = self.by_address.get(&key) {
             if m == map {
+                self.recent_ends.insert(pid, addr, need, map, id);
                 return id;
             }
         }
@@ -291,11 +337,17 @@ impl Collect {
             _ => raw,
         };
         let id = self.intern_end(raw);
-        // A kernel end is the symbolizer's cache's (by address).
+        // A kernel end is the symbolizer's (a frame per kernel address,
+        // the same each time), an address in no map below the kernel
+        // is itself: both kept among the recent ends.
+        if map.1 == NO_MAP {
+            self.recent_ends.insert(pid, addr, need, map, id);
+        }
         let same = raw
             .frame
             .is_some_and(|f| map.1 != NO_MAP && sym.frame(f).dso == map.1);
         if same {
+            self.recent_ends.insert(pid, addr, need, map, id);
             if self.by_address.len() >= MAX_CACHED_ADDRESSES {
                 self.by_address = HashMap::default();
             }
@@ -541,6 +593,7 @@ impl SampleSink for Collect {
     fn finish(&mut self, sym: &mut Symbolizer, remap: &[FrameId]) {
         self.end_ids = hashbrown::HashTable::new();
         self.by_address = HashMap::default();
+        self.recent_ends = RecentEnds(Vec::new());
         let mut names = Names::default();
         let ends: Vec<End> = (self.ends.iter())
             .map(|r| end(sym, remap, (&self.modules, &mut names), r))

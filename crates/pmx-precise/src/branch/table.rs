@@ -94,7 +94,7 @@ fn event_table(
             continue;
         }
         l.clear();
-        _ = write!(l, "  {share:>7.2}%");
+        share_into(&mut l, share);
         for (j, (k, &w)) in keys.iter().zip(&widths).enumerate() {
             cell.clear();
             k.cell_into(ends, row, &mut cell);
@@ -105,6 +105,40 @@ fn event_table(
         out.write_all(l.as_bytes())?;
     }
     Ok(())
+}
+
+/// `"  {share:>7.2}%"` without `fmt`'s float formatting (a table may
+/// have millions of rows). `{:.2}` rounds the share's exact value; the
+/// product `share × 100` is within 10⁻¹¹ of it for a share up to 100,
+/// so where its fraction is not within 10⁻⁶ of a half both round to
+/// the same integer. Near a half, and for any other value, `fmt` does it.
+fn share_into(l: &mut String, share: f64) {
+    let x = share * 100.0;
+    if !(0.0..=1e12).contains(&x) || ((x - x.floor()) - 0.5).abs() < 1e-6 {
+        _ = write!(l, "  {share:>7.2}%");
+        return;
+    }
+    let n = x.round() as u64;
+    let mut b = [b' '; 32];
+    let mut i = b.len() - 1;
+    b[i] = b'%';
+    // The digits from the last: two decimals, the point, the whole part.
+    let mut rest = n;
+    for k in 0.. {
+        if k == 2 {
+            i -= 1;
+            b[i] = b'.';
+        }
+        i -= 1;
+        b[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if k >= 2 && rest == 0 {
+            break;
+        }
+    }
+    // Right-aligned in 7 characters, after two spaces.
+    let start = i.min(b.len() - 1 - 7) - 2;
+    l.push_str(std::str::from_utf8(&b[start..]).unwrap_or_default());
 }
 
 /// A cell after its two spaces: cut to `w` characters when `cut`,
@@ -153,4 +187,34 @@ pub fn json(r: &BranchReport) -> serde_json::Value {
         })
         .collect();
     serde_json::json!({ "file": r.report.file, "events": events })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share_into;
+    use std::fmt::Write as _;
+
+    /// The shares of every count of small and odd totals, ties of the
+    /// product and large values: as `fmt` writes them.
+    #[test]
+    fn shares_are_written_as_fmt_writes_them() {
+        let mut shares: Vec<f64> = Vec::new();
+        for total in [1u64, 3, 7, 8, 16, 200, 999, 1000, 29_696, 65_536, 1_000_003] {
+            let step = (total / 5000).max(1);
+            for part in (0..=total).step_by(step as usize) {
+                shares.push(pmx_profile::report::pct(part, total));
+            }
+        }
+        shares.extend([
+            0.125, 0.005, 0.015, 1.005, 99.995, 100.0, 12345.678, 1e7, 5e-3,
+        ]);
+        let (mut ours, mut theirs) = (String::new(), String::new());
+        for s in shares {
+            ours.clear();
+            theirs.clear();
+            share_into(&mut ours, s);
+            _ = write!(theirs, "  {s:>7.2}%");
+            assert_eq!(ours, theirs, "share {s:e}");
+        }
+    }
 }

@@ -468,7 +468,11 @@ impl Replay {
                 // Branch stacks, for a sink (branch reports): triples.
                 let branches = if st.sink.is_some() {
                     let b = s.branches;
-                    (self.queue.arena).extend(b.iter().flat_map(|e| [e.from, e.to, e.flags.0]));
+                    let arena = &mut self.queue.arena;
+                    arena.reserve(3 * b.len());
+                    for e in b.iter() {
+                        arena.extend_from_slice(&[e.from, e.to, e.flags.0]);
+                    }
                     b.len() as u32
                 } else {
                     0
