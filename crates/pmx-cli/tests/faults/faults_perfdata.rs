@@ -123,8 +123,9 @@ fn build_cases(path: &Path, symfs: &Path, ks: &Kallsyms) -> Result<Option<String
 }
 
 /// Every `report_every`th case goes through `pmx_profile::report` itself
-/// and the renderers: its error must name the file.
-fn report_case(path: &Path, symfs: &Path) -> Result<(), String> {
+/// and the renderers, then `script`: its error must name the file.
+/// `Ok(Some(what))`: `script` with two jobs differs from one.
+fn report_case(path: &Path, symfs: &Path) -> Result<Option<String>, String> {
     let r = report(&options(path, symfs), &mut |_, _| {}).map_err(|e| e.to_string())?;
     let mut sink = Vec::new();
     pmx_profile::render::table(&mut sink, &r).unwrap();
@@ -139,7 +140,25 @@ fn report_case(path: &Path, symfs: &Path) -> Result<(), String> {
         Err(BranchError::NoBranches(..)) => {}
         Err(e) => return Err(e.to_string()),
     }
-    Ok(())
+    script_jobs(path, symfs)
+}
+
+/// `script` (perf's fields, call chains: the chains' text cached per
+/// stack) with one job, then (session 23) with two: the same lines, or
+/// the same error.
+fn script_jobs(path: &Path, symfs: &Path) -> Result<Option<String>, String> {
+    let run = |jobs| {
+        let mut s = pmx_profile::script::ScriptOptions::new(path.into(), vec![], false, true);
+        (s.symfs, s.jobs) = (Some(symfs.to_path_buf()), jobs);
+        let mut out = Vec::new();
+        pmx_profile::script::script(&s, &mut out).map(|_| out)
+    };
+    let one = run(1).map_err(|e| e.to_string())?;
+    Ok(match run(2) {
+        Ok(two) if two == one => None,
+        Ok(_) => Some("script --jobs 2 printed other lines than one job".into()),
+        Err(e) => Some(format!("script --jobs 2 refused what one job read: {e}")),
+    })
 }
 
 struct Case<'a> {
@@ -160,7 +179,7 @@ fn check_case(t: &mut Tally, c: Case, ks: &Arc<Kallsyms>, errors: &mut BTreeSet<
     t.mutant(c.seed, &path);
     let outcome = bounded(Duration::from_secs(30), move || {
         if full {
-            report_case(&path, &symfs).map(|()| None)
+            report_case(&path, &symfs)
         } else {
             build_cases(&path, &symfs, &ks)
         }
