@@ -4,7 +4,11 @@
 //! swapped) through `pmx_profile::report` and its renderers (and the
 //! branch report, `pmx_precise::branch`, of files with branch stacks). Expected of
 //! every case: no panic, no hang (a time bound per case), and either a
-//! report or an error that names the file.
+//! report or an error that names the file. Since session 23 each profile
+//! is built again with two jobs (`report --jobs 2`: the mapped data
+//! section shared with a counting thread, its pages read ahead) and the
+//! full cases run `script` with one job and two: the same result, else
+//! the case counts as data lost.
 //!
 //! `cargo test` runs a few hundred mutants; `PMX_FAULTS_LONG=1`
 //! (bench/faults.sh) thousands. A failure prints the source and the seed:

@@ -13,6 +13,12 @@
 //! or an error that names the binary. Every 25th case runs the `pmx`
 //! binary itself (`pmx report --sort type,typeoff --symfs`).
 //!
+//! Since session 23, also the line tables and inline frames
+//! (`report -g --inline --lines`) of a two-unit program built with
+//! compressed DWARF, its debug sections damaged the same way
+//! ([`LINE_SECTIONS`]); every 10th of those cases runs `pmx report
+//! --stdio -g --inline`.
+//!
 //! `cargo test` runs 3 cases per binary; `PMX_FAULTS_LONG=1`
 //! (bench/faults.sh) 200. A failure prints the binary and the seed:
 //! `pmx_testkit::mutate::elf(&original, &[".debug_info", ".debug_abbrev"],
