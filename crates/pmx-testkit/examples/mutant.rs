@@ -4,19 +4,22 @@
 //! ```text
 //! cargo run -q -p pmx-testkit --example mutant -- perfdata SOURCE SEED OUT
 //! cargo run -q -p pmx-testkit --example mutant -- text SOURCE SEED OUT
+//! cargo run -q -p pmx-testkit --example mutant -- elf:.debug_info,.debug_line BINARY SEED OUT
 //! ```
 //!
 //! SEED is the mutant's own seed as the failure line prints it
 //! (`… seed 1050000064 (…)`); the line printed is what was done to the
 //! bytes, the same words as the failure line's when SOURCE is the file
-//! the campaign mutated.
+//! the campaign mutated. `elf:SECTIONS` damages an ELF file inside the
+//! sections listed (comma-separated) as the DWARF categories do
+//! (`faults_types.rs`: `SECTIONS`, `LINE_SECTIONS`).
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [kind, source, seed, out] = args.as_slice() else {
-        eprintln!("usage: mutant perfdata|text SOURCE SEED OUT");
+        eprintln!("usage: mutant perfdata|text|elf:SECTION,… SOURCE SEED OUT");
         return ExitCode::from(2);
     };
     let Ok(seed) = seed.parse::<u64>() else {
@@ -33,8 +36,12 @@ fn main() -> ExitCode {
     let m = match kind.as_str() {
         "perfdata" => pmx_testkit::mutate::perfdata(&original, seed),
         "text" => pmx_testkit::mutate::text(&original, seed),
+        _ if kind.starts_with("elf:") => {
+            let sections: Vec<&str> = kind["elf:".len()..].split(',').collect();
+            pmx_testkit::mutate::elf(&original, &sections, seed)
+        }
         _ => {
-            eprintln!("mutant: '{kind}' is not a kind: perfdata or text");
+            eprintln!("mutant: '{kind}' is not a kind: perfdata, text or elf:SECTIONS");
             return ExitCode::from(2);
         }
     };

@@ -13,6 +13,12 @@
 //! or an error that names the binary. Every 25th case runs the `pmx`
 //! binary itself (`pmx report --sort type,typeoff --symfs`).
 //!
+//! Since session 23, also the line tables and inline frames
+//! (`report -g --inline --lines`) of a two-unit program built with
+//! compressed DWARF, its debug sections damaged the same way
+//! ([`LINE_SECTIONS`]); every 10th of those cases runs `pmx report
+//! --stdio -g --inline`.
+//!
 //! `cargo test` runs 3 cases per binary; `PMX_FAULTS_LONG=1`
 //! (bench/faults.sh) 200. A failure prints the binary and the seed:
 //! `pmx_testkit::mutate::elf(&original, &[".debug_info", ".debug_abbrev"],
@@ -194,6 +200,205 @@ fn damaged_dwarf_types_give_unknown_or_an_error_naming_the_binary() {
                 Outcome::Done(Ok((n, rows, texts))) => {
                     t.accepted += 1;
                     changed += usize::from(texts != intact);
+                    if n != samples || rows != samples {
+                        let got = format!("{n} samples, {rows} in rows; intact: {samples}");
+                        t.lost(&case, &got);
+                    }
+                }
+                Outcome::Done(Err(msg)) => {
+                    t.refused += 1;
+                    if !msg.contains(&bin_name) {
+                        t.unclear(&case, &msg);
+                    }
+                }
+                Outcome::Panic(p) => t.panic(&case, &p),
+                Outcome::Hang => t.hang(&case),
+            }
+        }
+    }
+    eprintln!("reports that differ from the intact binary's: {changed}");
+    t.finish();
+}
+
+/// Session 23: the line tables and inline frames read one unit at a time
+/// (`pmx-symbols/src/elf/lazy.rs`: units found through `.debug_aranges`,
+/// compressed sections inflated partially). Two units, each with
+/// functions inlined into a hot loop; built with compressed DWARF
+/// (`-gz`), recorded with `--call-graph dwarf` (inline frames are added
+/// to unwound chains only). The units' sections other than the stack
+/// unwinding's (`.eh_frame` stays whole) are damaged: aranges pointing
+/// past their unit, compressed streams cut short or their header's size
+/// made extreme, abbreviation codes out of range.
+const LINES_A: &str = "#include <stdlib.h>\n\
+    volatile unsigned long sink;\n\
+    extern unsigned long other(unsigned long x);\n\
+    static inline __attribute__((always_inline)) unsigned long mix(unsigned long x) { return (x * 2654435761u) ^ (x >> 7); }\n\
+    static inline __attribute__((always_inline)) unsigned long step(unsigned long x) { for (int i = 0; i < 8; i++) x = mix(x + i); return x; }\n\
+    __attribute__((noinline)) unsigned long hot(unsigned long n) { unsigned long x = n; for (unsigned long i = 0; i < n; i++) x = other(step(x)); return x; }\n\
+    int main(int argc, char **argv) { unsigned long n = argc > 1 ? strtoul(argv[1], 0, 10) : 8000000UL; sink = hot(n); return 0; }\n";
+
+/// The second unit (its own aranges, line program and inlined function).
+const LINES_B: &str = "static inline __attribute__((always_inline)) unsigned long fold(unsigned long x) { return (x << 3) - (x >> 5); }\n\
+    __attribute__((noinline)) unsigned long other(unsigned long x) { for (int i = 0; i < 4; i++) x = fold(x + i); return x; }\n";
+
+/// The damaged sections: every one the line and inline readers read.
+const LINE_SECTIONS: &[&str] = &[
+    ".debug_aranges",
+    ".debug_info",
+    ".debug_abbrev",
+    ".debug_line",
+    ".debug_str",
+    ".debug_line_str",
+    ".debug_rnglists",
+    ".debug_ranges",
+];
+
+/// The two-unit programs (DWARF 5 and 4, compressed), each recorded once
+/// with `--call-graph dwarf`.
+fn line_sources(dir: &Path) -> Vec<Source> {
+    if !cc::require() {
+        return Vec::new();
+    }
+    let b = dir.join("lines_b.c");
+    std::fs::write(&b, LINES_B).unwrap();
+    let b = b.to_str().unwrap();
+    let mut out = Vec::new();
+    for (name, debug) in [("lines-O2-gz", "-g"), ("lines-O2-gdwarf-4-gz", "-gdwarf-4")] {
+        let flags = ["-O2", debug, "-gz", "-fomit-frame-pointer", b];
+        let bin = match cc::compile(dir, name, LINES_A, &flags) {
+            Ok(b) => b,
+            Err(e) => {
+                pmx_testkit::skip(format_args!("{name}: {e}"));
+                continue;
+            }
+        };
+        let data = dir.join(format!("{name}.data"));
+        let o = Command::new(PMX)
+            .args(["record", "-q", "--call-graph", "dwarf", "-e", "cpu-clock"])
+            .args(["-F", "1000", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&bin)
+            .output()
+            .unwrap();
+        if !o.status.success() {
+            pmx_testkit::skip(format_args!(
+                "pmx record --call-graph dwarf of {name}: {}",
+                pmx_testkit::text(&o.stderr)
+            ));
+            continue;
+        }
+        let bytes = std::fs::read(&bin).unwrap();
+        out.push(Source {
+            name: name.to_string(),
+            bin,
+            bytes,
+            data,
+        });
+    }
+    out
+}
+
+/// `report -g --children --inline --lines` of `data` with binaries under
+/// `symfs` and a binary cache of its own: (samples, self samples of the
+/// rows, the table and JSON as text).
+fn lines_report(data: &Path, symfs: &Path) -> Result<(u64, u64, String), String> {
+    let opts = pmx_profile::ReportOptions {
+        stacks: true,
+        graphs: true,
+        children: true,
+        lines: true,
+        inline: true,
+        symfs: Some(symfs.to_path_buf()),
+        symbols: SymbolOptions {
+            binaries: Arc::new(BinaryCache::new(16 << 20, None)),
+            ..SymbolOptions::default()
+        },
+        ..pmx_profile::ReportOptions::for_input(data)
+    };
+    let r = pmx_profile::report(&opts, &mut |_, _| {}).map_err(|e| e.to_string())?;
+    let mut sink = Vec::new();
+    pmx_profile::render::table(&mut sink, &r).map_err(|e| e.to_string())?;
+    let json = pmx_profile::render::json(&r).to_string();
+    let samples = r.profile.events.iter().map(|e| e.samples).sum();
+    let rows = (r.profile.events.iter().flat_map(|e| &e.rows))
+        .map(|r| r.samples)
+        .sum();
+    let text = format!("{}\n{json}", String::from_utf8_lossy(&sink));
+    Ok((samples, rows, text))
+}
+
+/// `pmx report ARGS -i DATA --symfs SYMFS`, bounded.
+fn pmx_report(args: &[&str], data: &Path, symfs: &Path) -> Option<Run> {
+    let mut c = Command::new(PMX);
+    c.arg("report").args(args).arg("-i").arg(data);
+    c.arg("--symfs").arg(symfs);
+    run_bounded(&mut c, Duration::from_secs(30))
+}
+
+#[test]
+fn damaged_line_tables_and_inline_frames_give_a_report_or_an_error_naming_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let srcs = line_sources(dir.path());
+    if srcs.is_empty() {
+        return;
+    }
+    let symfs = dir.path().join("symfs");
+    let mut t = Tally::new("damaged DWARF lines → report -g --inline --lines");
+    let base = base_seed();
+    let mut changed = 0;
+    for (i, s) in srcs.iter().enumerate() {
+        let at = symfs.join(s.bin.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::write(&at, &s.bytes).unwrap();
+        let (samples, _, intact) = lines_report(&s.data, &symfs)
+            .unwrap_or_else(|e| panic!("{}: the intact binary: {e}", s.name));
+        // The intact binary reaches what is damaged: inline frames in
+        // both units, and source lines.
+        let folded = pmx_report(&["--folded", "--inline"], &s.data, &symfs).unwrap();
+        for f in ["step (inlined)", "fold (inlined)"] {
+            assert!(
+                folded.stdout.contains(f),
+                "{}: no {f}: {}",
+                s.name,
+                folded.stdout
+            );
+        }
+        assert!(
+            intact.contains(".c:"),
+            "{}: no source line: {intact}",
+            s.name
+        );
+        for k in 0..cases(3, 200) {
+            // After the other sources (session 23): seeds of their own.
+            let seed = base + ((i + 90) * 1_000_000 + k) as u64;
+            let m = mutate::elf(&s.bytes, LINE_SECTIONS, seed);
+            assert!(!m.what.is_empty(), "{}: no debug section to damage", s.name);
+            std::fs::write(&at, &m.bytes).unwrap();
+            let case = format!("{} seed {seed} ({})", s.name, m.what);
+            let bin_name = s.name.clone();
+            t.tried += 1;
+            t.mutant(seed, &at);
+            if k % 10 == 9 {
+                // perf's call-graph text with inline frames, by the CLI.
+                match pmx_report(&["--stdio", "-g", "--inline"], &s.data, &symfs) {
+                    None => t.hang(&case),
+                    Some(r) if r.panicked() || r.crashed() => t.panic(&case, &r.stderr),
+                    Some(r) if r.status.success() => t.accepted += 1,
+                    Some(r) => {
+                        t.refused += 1;
+                        if !r.stderr.contains(&bin_name) {
+                            t.unclear(&case, &r.stderr);
+                        }
+                    }
+                }
+                continue;
+            }
+            let (data, sym) = (s.data.clone(), symfs.clone());
+            match bounded(Duration::from_secs(30), move || lines_report(&data, &sym)) {
+                Outcome::Done(Ok((n, rows, text))) => {
+                    t.accepted += 1;
+                    changed += usize::from(text != intact);
                     if n != samples || rows != samples {
                         let got = format!("{n} samples, {rows} in rows; intact: {samples}");
                         t.lost(&case, &got);
