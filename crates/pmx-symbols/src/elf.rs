@@ -1,9 +1,10 @@
 //! One ELF binary's symbols: the function symbols of `.symtab` (else
 //! `.dynsym`), the load segments that turn a file offset into a virtual
 //! address, its GNU build-id, and DWARF line info on demand (one unit at
-//! a time, `lazy`); its data objects ([`data`]) in a table of their
-//! own, read only when asked for.
+//! a time, `lazy`; the answers kept across runs, `answers`); its data
+//! objects ([`data`]) in a table of their own, read only when asked for.
 
+mod answers;
 pub mod cache;
 pub mod data;
 mod held;
@@ -68,6 +69,9 @@ pub struct ElfFile {
     /// line or inline lookup; the whole-file `lines` only for what it
     /// cannot answer.
     units: Mutex<Option<Option<lazy::Units>>>,
+    /// The line and inline answers kept across runs (with the symbol
+    /// tables, when they are kept on disk), read on the first lookup.
+    answers: OnceLock<Mutex<answers::Answers>>,
     /// Bytes of memory the tables read so far hold (an estimate, for the
     /// cache's bound).
     held: AtomicUsize,
@@ -135,6 +139,9 @@ impl Drop for ElfFile {
     fn drop(&mut self) {
         for t in self.tables.iter_mut().filter_map(OnceLock::get_mut) {
             t.get_mut().unwrap_or_else(|p| p.into_inner()).save();
+        }
+        if let Some(a) = self.answers.get_mut() {
+            a.get_mut().unwrap_or_else(|p| p.into_inner()).save();
         }
     }
 }
@@ -227,6 +234,7 @@ impl ElfFile {
             build_id,
             lines: Mutex::new(None),
             units: Mutex::new(None),
+            answers: OnceLock::new(),
             held: AtomicUsize::new(0),
         })
     }
@@ -283,6 +291,10 @@ impl ElfFile {
         for t in self.tables.iter().filter_map(OnceLock::get) {
             let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
             t.save_unless_within(SAVE_INTERVAL);
+        }
+        if let Some(a) = self.answers.get() {
+            let mut a = a.lock().unwrap_or_else(|p| p.into_inner());
+            a.save_unless_within(SAVE_INTERVAL);
         }
     }
 
@@ -425,12 +437,54 @@ impl ElfFile {
         self.table(style).lookup(vaddr)
     }
 
-    /// Source file and line of `vaddr` from DWARF, when the file has it.
+    /// Source file and line of `vaddr` from DWARF, when the file has it
+    /// (or from the answers kept across runs, `answers`).
     pub fn line(&self, vaddr: u64) -> Option<(String, u32)> {
         // addr2line looks up [vaddr, vaddr + 1): the last address overflows.
         if vaddr == u64::MAX {
             return None;
         }
+        if let Some(known) = self.answers().line(vaddr) {
+            return known;
+        }
+        let found = self.dwarf_line(vaddr);
+        if self.read_dwarf() {
+            let bytes = self.answers().add_line(vaddr, &found);
+            self.held.fetch_add(bytes, Ordering::Relaxed);
+        }
+        found
+    }
+
+    /// The answers kept across runs, read on first use.
+    fn answers(&self) -> std::sync::MutexGuard<'_, answers::Answers> {
+        let a = self.answers.get_or_init(|| {
+            let dir = self.table_dir.as_deref();
+            // A stripped copy keeps the build id: the size tells it apart.
+            let stamp = self.debug_stamp ^ (self.map.len() as u64).rotate_left(29);
+            let a = answers::Answers::open(dir, self.build_id(), stamp);
+            self.held.fetch_add(a.heap_bytes(), Ordering::Relaxed);
+            Mutex::new(a)
+        });
+        a.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether the lookups found DWARF to read: the answers of a binary
+    /// without it cost nothing to find again and are not kept.
+    fn read_dwarf(&self) -> bool {
+        // One lock at a time (as `by_unit`).
+        let units = matches!(
+            &*self.units.lock().unwrap_or_else(|p| p.into_inner()),
+            Some(Some(_))
+        );
+        units
+            || matches!(
+                &*self.lines.lock().unwrap_or_else(|p| p.into_inner()),
+                Some(Some(_))
+            )
+    }
+
+    /// [`ElfFile::line`] from DWARF.
+    fn dwarf_line(&self, vaddr: u64) -> Option<(String, u32)> {
         if let Some(lazy::Found::Answer(a)) = self.by_unit(|u| u.line(vaddr, &self.held)) {
             return a;
         }
@@ -509,6 +563,19 @@ impl ElfFile {
         if vaddr == u64::MAX {
             return Vec::new();
         }
+        if let Some(known) = self.answers().chain(vaddr, style) {
+            return known;
+        }
+        let names = self.dwarf_inline_chain(vaddr, style);
+        if self.read_dwarf() {
+            let bytes = self.answers().add_chain(vaddr, style, &names);
+            self.held.fetch_add(bytes, Ordering::Relaxed);
+        }
+        names
+    }
+
+    /// [`ElfFile::inline_chain`] from DWARF.
+    fn dwarf_inline_chain(&self, vaddr: u64, style: Demangle) -> Vec<String> {
         let by_unit = |u: &mut lazy::Units| u.inline_chain(vaddr, style, &self.held);
         if let Some(lazy::Found::Answer(names)) = self.by_unit(by_unit) {
             return names;

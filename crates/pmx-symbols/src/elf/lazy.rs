@@ -63,7 +63,12 @@ struct Prefix {
     ended: bool,
 }
 
-/// The least a prefix grows by (and at least doubles).
+/// The least a prefix is inflated to. Beyond it, a prefix grows to an
+/// eighth past what is asked, not more: a zlib stream is inflated from
+/// its start, and a unit deep in `.debug_info` (libc's `__libc_fork`, at
+/// 3.4 of 5.8 MB) would otherwise inflate the rest of the section for
+/// nothing. A unit's header is asked first, then its end: the eighth
+/// usually covers the unit already, so the prefix is copied out once.
 const STEP: usize = 64 << 10;
 
 impl Prefix {
@@ -73,7 +78,7 @@ impl Prefix {
         if self.ended || self.shared.len() >= n {
             return self.shared.clone();
         }
-        let target = n.max(self.out.len() * 2).max(STEP).min(self.size);
+        let target = n.saturating_add(n / 8).max(STEP).min(self.size);
         let before = self.out.capacity();
         self.out
             .reserve_exact(target.saturating_sub(self.out.len()));
@@ -441,7 +446,7 @@ impl Units {
             let section = gimli::DebugAbbrev::from(self.reader(bytes.clone()));
             match section.abbreviations(header.debug_abbrev_offset()) {
                 Ok(a) => break (bytes, a),
-                Err(_) if !all => want = want.saturating_mul(2),
+                Err(_) if !all => want = want.saturating_add(want - abbrev_at),
                 Err(_) => return None,
             }
         };

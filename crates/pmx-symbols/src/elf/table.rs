@@ -227,14 +227,14 @@ impl Table {
         if crate::kcache::write_file_atomically(file, &out).is_ok() {
             self.added = 0;
             self.saved_at = Some(std::time::Instant::now());
-            prune(file.parent().unwrap_or(Path::new(".")));
+            prune(file.parent().unwrap_or(Path::new(".")), "sym");
         }
     }
 }
 
 /// Which pmx binary this is (its size and modification time, hashed,
 /// once): a table cached by another build is not this build's.
-fn tool_stamp() -> u64 {
+pub(super) fn tool_stamp() -> u64 {
     static STAMP: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *STAMP.get_or_init(|| {
         std::env::current_exe()
@@ -300,14 +300,19 @@ fn read(file: &Path, style: Demangle, debug_stamp: u64) -> Option<Table> {
     })
 }
 
-/// Keep the newest [`MAX_FILES`] tables.
-fn prune(dir: &Path) {
+/// Keep the newest [`MAX_FILES`] files of `dir` ending in `.EXT` (the
+/// tables, `sym`; the DWARF answers, `dwarf`).
+pub(super) fn prune(dir: &Path, ext: &str) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
     let mut files: Vec<(std::time::SystemTime, PathBuf)> = rd
         .flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".sym")))
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_str().unwrap_or("");
+            name.strip_suffix(ext).is_some_and(|n| n.ends_with('.'))
+        })
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .collect();
     if files.len() <= MAX_FILES {
@@ -422,7 +427,7 @@ mod tests {
             std::fs::write(dir.path().join(format!("{i}.0.sym")), b"x").unwrap();
         }
         std::fs::write(dir.path().join("other"), b"x").unwrap();
-        prune(dir.path());
+        prune(dir.path(), "sym");
         let left = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(left, MAX_FILES + 1);
     }
