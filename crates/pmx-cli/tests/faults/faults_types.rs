@@ -328,11 +328,15 @@ fn lines_report(data: &Path, symfs: &Path) -> Result<(u64, u64, String), String>
     Ok((samples, rows, text))
 }
 
-/// `pmx report ARGS -i DATA --symfs SYMFS`, bounded.
+/// `pmx report ARGS -i DATA --symfs SYMFS`, bounded, with a cache
+/// directory of its own: the DWARF answers pmx keeps per build id would
+/// otherwise answer a mutant (same build id, same size) with what an
+/// earlier case's binary said.
 fn pmx_report(args: &[&str], data: &Path, symfs: &Path) -> Option<Run> {
+    let cache = tempfile::tempdir().ok()?;
     let mut c = Command::new(PMX);
     c.arg("report").args(args).arg("-i").arg(data);
-    c.arg("--symfs").arg(symfs);
+    c.arg("--symfs").arg(symfs).env("XDG_CACHE_HOME", cache.path());
     run_bounded(&mut c, Duration::from_secs(30))
 }
 
