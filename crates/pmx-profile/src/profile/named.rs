@@ -84,10 +84,11 @@ struct Group {
     period: u64,
 }
 
-/// The stacks of `acc` with each frame's binary, the same stacks
-/// named without binaries, and the links their frames index (as [`EventProfile::binary_stacks`] and
-/// [`EventProfile::stacks`]): stacks that differ only in frames' ids
-/// resolving to one name (and binary) are one, in their names' order.
+/// The stacks of `acc` with each frame's binary, the same stacks named
+/// without binaries (as [`EventProfile::binary_stacks`] and
+/// [`EventProfile::stacks`]), and the links the former's frames index:
+/// stacks that differ only in frames' ids resolving to one name (and
+/// binary) are one, in their names' order.
 ///
 /// [`EventProfile::binary_stacks`]: super::EventProfile::binary_stacks
 /// [`EventProfile::stacks`]: super::EventProfile::stacks
