@@ -180,31 +180,9 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         let widths = column_widths(&heads, &rows, nums, &keys, e);
         let sep = cols.separator.map(String::from);
         let sep = sep.as_deref();
-        let line = |cells: &[String], head: bool| {
-            let mut l = String::with_capacity(128);
-            for (j, (s, &w)) in cells.iter().zip(&widths).enumerate() {
-                if j > 0 {
-                    l.push_str(sep.unwrap_or("  "));
-                }
-                let n = s.chars().count();
-                match j < nums {
-                    // perf -t: ` 1.49%  `, ` 134        ` (a cell, not a heading).
-                    true if sep.is_some() && !head => {
-                        l.push(' ');
-                        padded(&mut l, s, 0, w.saturating_sub(1).saturating_sub(n));
-                    }
-                    true => padded(&mut l, s, w.saturating_sub(n), 0),
-                    // perf cuts a command to its column (`%-*.*s`).
-                    false if keys[j - nums] == SortKey::Comm && n > w => {
-                        l.extend(s.chars().take(w));
-                    }
-                    false => padded(&mut l, s, 0, w.saturating_sub(n)),
-                }
-            }
-            l
-        };
+        let text = |cells: &[String], head: bool| line(cells, head, (&widths, nums), &keys, sep);
         let heads: Vec<String> = heads.iter().map(|h| h.to_string()).collect();
-        writeln!(out, "# {}", line(&heads, true))?;
+        writeln!(out, "# {}", text(&heads, true))?;
         if sep.is_none() {
             let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
             writeln!(out, "# {}\n#", dots.join("  "))?;
@@ -214,7 +192,7 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         // name in the last column.
         let sym_last = keys.last() == Some(&SortKey::Symbol);
         for (c, below, _) in &rows {
-            let l = line(c, false);
+            let l = text(c, false);
             match sym_last {
                 true => writeln!(out, "{indent}{}", l.trim_end())?,
                 false => writeln!(out, "{indent}{l}")?,
@@ -226,6 +204,39 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         out,
         "\n\n#\n# (Tip: pmx report --flamegraph OUT.svg draws the same samples)\n#"
     )
+}
+
+/// A row's (or the headings', `head`) cells padded to the columns'
+/// `widths` (the first `nums` of them numbers), joined by `sep` (else
+/// two spaces).
+fn line(
+    cells: &[String],
+    head: bool,
+    (widths, nums): (&[usize], usize),
+    keys: &[SortKey],
+    sep: Option<&str>,
+) -> String {
+    let mut l = String::with_capacity(128);
+    for (j, (s, &w)) in cells.iter().zip(widths).enumerate() {
+        if j > 0 {
+            l.push_str(sep.unwrap_or("  "));
+        }
+        let n = s.chars().count();
+        match j < nums {
+            // perf -t: ` 1.49%  `, ` 134        ` (a cell, not a heading).
+            true if sep.is_some() && !head => {
+                l.push(' ');
+                padded(&mut l, s, 0, w.saturating_sub(1).saturating_sub(n));
+            }
+            true => padded(&mut l, s, w.saturating_sub(n), 0),
+            // perf cuts a command to its column (`%-*.*s`).
+            false if keys[j - nums] == SortKey::Comm && n > w => {
+                l.extend(s.chars().take(w));
+            }
+            false => padded(&mut l, s, 0, w.saturating_sub(n)),
+        }
+    }
+    l
 }
 
 /// `s` into `l` with `before` spaces before it and `after` after it.

@@ -7,7 +7,7 @@
 //! are in) and given owned names.
 
 use super::aggregate::{stack_frames, EventAcc};
-use super::types::BinaryStack;
+use super::types::{BinaryStack, INLINED};
 use pmx_symbols::symbolize::{FrameId, FrameName, Symbolizer};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -35,7 +35,7 @@ impl Links<'_> {
             (None, FrameName::Address(a)) => *a,
             (None, _) => u64::MAX,
         };
-        let key = (frame.label(), super::rows::link_binary(self.sym, g));
+        let key = (frame.label(), link_binary(self.sym, g));
         let next = self.names.len() as u32;
         let id = match self.by_name.get(&key) {
             Some(&id) => id,
@@ -47,6 +47,17 @@ impl Links<'_> {
         };
         self.by_frame.insert(f, (id, start));
         (id, start)
+    }
+}
+
+/// A frame's [`Row::binary`]: its binary's id, or for an inlined
+/// function [`INLINED`] and the frame it is inlined into (perf's row of
+/// an inlined function spans the function it is inlined into, so one of
+/// one name inlined into two functions is two rows, each with its chains).
+pub(super) fn link_binary(sym: &Symbolizer, f: FrameId) -> u32 {
+    match sym.inlined_into(f) {
+        Some(outer) => INLINED | outer,
+        None => sym.frame(f).dso,
     }
 }
 
@@ -182,6 +193,9 @@ pub(super) fn binary_and_named(
     (binary, named, sorted)
 }
 
+/// A named stack's key: its command's rank, its labels' ranks.
+type NameKey = (u32, Vec<u32>);
+
 /// The groups merged by their command and labels alone (binaries and own
 /// frames left out), in that order.
 fn named_stacks(
@@ -191,7 +205,8 @@ fn named_stacks(
     names: &[(String, u32)],
     comm_of: &HashMap<u32, &String>,
 ) -> Vec<(Vec<String>, u64, u64)> {
-    let mut by: HashMap<(u32, Vec<u32>), (u64, u64, usize)> = HashMap::default();
+    // (command, labels) → (samples, period, the first group).
+    let mut by: HashMap<NameKey, (u64, u64, usize)> = HashMap::default();
     for (i, g) in groups.iter().enumerate() {
         let labels = flat[g.links.clone()]
             .iter()
@@ -200,7 +215,7 @@ fn named_stacks(
         e.0 += g.samples;
         e.1 = e.1.saturating_add(g.period);
     }
-    let mut out: Vec<((u32, Vec<u32>), (u64, u64, usize))> = by.into_iter().collect();
+    let mut out: Vec<_> = by.into_iter().collect();
     out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     out.into_iter()
         .map(|((comm, _), (samples, period, i))| {

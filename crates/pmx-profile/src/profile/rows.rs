@@ -5,8 +5,7 @@
 use super::aggregate::{EventAcc, RawKey, NONE};
 use super::groups::{GroupAcc, Moments};
 use super::types::{
-    EventProfile, GroupRow, GroupTable, KernelSymbols, Options, Row, SortKey, INLINED,
-    SOURCE_LINE_ROWS,
+    EventProfile, GroupRow, GroupTable, KernelSymbols, Options, Row, SortKey, SOURCE_LINE_ROWS,
 };
 use pmx_symbols::kernel::Kallsyms;
 use pmx_symbols::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
@@ -91,17 +90,6 @@ fn named_stacks(
     by_names.into_iter().map(|(n, (a, b))| (n, a, b)).collect()
 }
 
-/// A frame's [`Row::binary`]: its binary's id, or for an inlined
-/// function [`INLINED`] and the frame it is inlined into (perf's row of
-/// an inlined function spans the function it is inlined into, so one of
-/// one name inlined into two functions is two rows, each with its chains).
-pub(super) fn link_binary(sym: &Symbolizer, f: FrameId) -> u32 {
-    match sym.inlined_into(f) {
-        Some(outer) => INLINED | outer,
-        None => sym.frame(f).dso,
-    }
-}
-
 /// A leader's group table: its rows merged like [`rows`]' and named.
 fn group_table(
     g: &GroupAcc<RawKey>,
@@ -183,7 +171,7 @@ fn named_row(
         dso: (options.sort.contains(&SortKey::Dso) && k.dso != NONE)
             .then(|| sym.dso(k.dso).short.clone()),
         symbol: frame.as_ref().map(|f| f.label()),
-        binary: ((k.frame != NONE).then(|| link_binary(sym, k.frame))).or((options
+        binary: ((k.frame != NONE).then(|| super::named::link_binary(sym, k.frame))).or((options
             .sort
             .contains(&SortKey::Dso)
             && k.dso != NONE)
