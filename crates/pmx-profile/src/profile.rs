@@ -25,6 +25,7 @@ mod groups;
 mod interned;
 mod jobs;
 pub mod live;
+mod named;
 mod plain;
 mod replay;
 mod rows;

@@ -218,32 +218,47 @@ fn shown(name: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The stacks of an event by the functions on them, each a name and a
-/// binary (indices into [`EventProfile::binary_stacks`]), so a row's
+/// The stacks of an event by the functions on them: for each of its
+/// [`EventProfile::links`], the indices into
+/// [`EventProfile::binary_stacks`] of the stacks holding it, so a row's
 /// chains are found without a pass over every stack.
-pub type Index<'a> = rustc_hash::FxHashMap<Link<'a>, Vec<usize>>;
+pub type Index = Vec<Vec<usize>>;
 
 /// Each frame's place in its binary (a symbol's start, an unnamed
 /// frame's address), the order of siblings of equal weight.
 pub type Starts<'a> = rustc_hash::FxHashMap<Link<'a>, u64>;
 
-/// The [`Starts`] of `e`'s frames.
+/// Link `l` of `e` as a [`Link`].
+fn link(e: &EventProfile, l: u32) -> Link<'_> {
+    let (name, binary) = &e.links[l as usize];
+    (name, *binary)
+}
+
+/// The [`Starts`] of `e`'s frames: each link's start where a stack first
+/// holds it as a frame.
 pub fn starts(e: &EventProfile) -> Starts<'_> {
-    let mut out = Starts::default();
+    let mut first: Vec<Option<u64>> = vec![None; e.links.len()];
     for stack in &e.binary_stacks {
-        for ((name, binary), &start) in stack.frames.iter().zip(&stack.starts) {
-            out.entry((name.as_str(), *binary)).or_insert(start);
+        for (&l, &start) in stack.frames.iter().zip(&stack.starts) {
+            first[l as usize].get_or_insert(start);
+        }
+    }
+    let mut out = Starts::default();
+    out.reserve(first.len());
+    for (l, s) in first.iter().enumerate() {
+        if let Some(s) = s {
+            out.insert(link(e, l as u32), *s);
         }
     }
     out
 }
 
 /// The [`Index`] of `e`'s stacks.
-pub fn index(e: &EventProfile) -> Index<'_> {
-    let mut ix: Index = Index::default();
+pub fn index(e: &EventProfile) -> Index {
+    let mut ix: Index = vec![Vec::new(); e.links.len()];
     for (i, stack) in e.binary_stacks.iter().enumerate() {
-        for (name, binary) in stack.frames.iter().chain(&stack.own) {
-            let v = ix.entry((name.as_str(), *binary)).or_default();
+        for &l in stack.frames.iter().chain(&stack.own) {
+            let v = &mut ix[l as usize];
             if v.last() != Some(&i) {
                 v.push(i);
             }
@@ -257,7 +272,7 @@ pub fn index(e: &EventProfile) -> Index<'_> {
 /// `ix`: the [`index`] of `e`.
 pub fn chains<'a>(
     e: &'a EventProfile,
-    ix: &Index<'_>,
+    ix: &Index,
     row: &Row,
     g: &Graph,
     children: bool,
@@ -268,12 +283,16 @@ pub fn chains<'a>(
     // looks at every stack; one of functions of several binaries joined
     // at those of every binary with a function of that name).
     let sym = row.symbol.as_deref();
+    // (The links are in the order of their names, then binaries.)
+    let links = &e.links;
     let mut which: Vec<usize> = match (sym, row.binary) {
-        (Some(s), Some(b)) => ix.get(&(s, b)).cloned().unwrap_or_default(),
-        (Some(s), None) => (ix.iter())
-            .filter(|((n, _), _)| *n == s)
-            .flat_map(|(_, v)| v.iter().copied())
-            .collect(),
+        (Some(s), Some(b)) => (links.binary_search_by(|(n, x)| (n.as_str(), *x).cmp(&(s, b))))
+            .map_or_else(|_| Vec::new(), |l| ix[l].clone()),
+        (Some(s), None) => {
+            let from = links.partition_point(|(n, _)| n.as_str() < s);
+            let to = from + links[from..].partition_point(|(n, _)| n == s);
+            (from..to).flat_map(|l| ix[l].iter().copied()).collect()
+        }
         (None, _) => (0..e.binary_stacks.len()).collect(),
     };
     if sym.is_some() && row.binary.is_none() {
@@ -294,7 +313,7 @@ pub fn chains<'a>(
         }
         // The samples' own row: their whole chains (perf's entry of the
         // sample itself), named in the chain or apart from it.
-        let leaf = (stack.own.as_ref().or(frames.last())).map(|(n, b)| (n.as_str(), *b));
+        let leaf = (stack.own.or(frames.last().copied())).map(|l| link(e, l));
         let own = whole || leaf.as_ref().is_some_and(is_row);
         if !own && !children {
             // Self shares only: a stack the row's function does not end.
@@ -307,7 +326,7 @@ pub fn chains<'a>(
         } else {
             &frames[frames.len() - n..]
         };
-        let mut order: Vec<Link> = kept.iter().map(|(n, b)| (n.as_str(), *b)).collect();
+        let mut order: Vec<Link> = kept.iter().map(|&l| link(e, l)).collect();
         if !caller {
             order.reverse();
         }

@@ -180,21 +180,9 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         let widths = column_widths(&heads, &rows, nums, &keys, e);
         let sep = cols.separator.map(String::from);
         let sep = sep.as_deref();
-        let line = |cells: &[String], head: bool| {
-            let v: Vec<String> = (cells.iter().zip(&widths).enumerate())
-                .map(|(j, (s, &w))| match j < nums {
-                    // perf -t: ` 1.49%  `, ` 134        ` (a cell, not a heading).
-                    true if sep.is_some() && !head => format!(" {s:<0$}", w.saturating_sub(1)),
-                    true => format!("{s:>w$}"),
-                    // perf cuts a command to its column (`%-*.*s`).
-                    false if keys[j - nums] == SortKey::Comm => format!("{s:<w$.w$}"),
-                    false => format!("{s:<w$}"),
-                })
-                .collect();
-            v.join(sep.unwrap_or("  "))
-        };
+        let text = |cells: &[String], head: bool| line(cells, head, (&widths, nums), &keys, sep);
         let heads: Vec<String> = heads.iter().map(|h| h.to_string()).collect();
-        writeln!(out, "# {}", line(&heads, true))?;
+        writeln!(out, "# {}", text(&heads, true))?;
         if sep.is_none() {
             let dots: Vec<String> = widths.iter().map(|&w| ".".repeat(w)).collect();
             writeln!(out, "# {}\n#", dots.join("  "))?;
@@ -204,7 +192,7 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         // name in the last column.
         let sym_last = keys.last() == Some(&SortKey::Symbol);
         for (c, below, _) in &rows {
-            let l = line(c, false);
+            let l = text(c, false);
             match sym_last {
                 true => writeln!(out, "{indent}{}", l.trim_end())?,
                 false => writeln!(out, "{indent}{l}")?,
@@ -216,6 +204,46 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
         out,
         "\n\n#\n# (Tip: pmx report --flamegraph OUT.svg draws the same samples)\n#"
     )
+}
+
+/// A row's (or the headings', `head`) cells padded to the columns'
+/// `widths` (the first `nums` of them numbers), joined by `sep` (else
+/// two spaces).
+fn line(
+    cells: &[String],
+    head: bool,
+    (widths, nums): (&[usize], usize),
+    keys: &[SortKey],
+    sep: Option<&str>,
+) -> String {
+    let mut l = String::with_capacity(128);
+    for (j, (s, &w)) in cells.iter().zip(widths).enumerate() {
+        if j > 0 {
+            l.push_str(sep.unwrap_or("  "));
+        }
+        let n = s.chars().count();
+        match j < nums {
+            // perf -t: ` 1.49%  `, ` 134        ` (a cell, not a heading).
+            true if sep.is_some() && !head => {
+                l.push(' ');
+                padded(&mut l, s, 0, w.saturating_sub(1).saturating_sub(n));
+            }
+            true => padded(&mut l, s, w.saturating_sub(n), 0),
+            // perf cuts a command to its column (`%-*.*s`).
+            false if keys[j - nums] == SortKey::Comm && n > w => {
+                l.extend(s.chars().take(w));
+            }
+            false => padded(&mut l, s, 0, w.saturating_sub(n)),
+        }
+    }
+    l
+}
+
+/// `s` into `l` with `before` spaces before it and `after` after it.
+fn padded(l: &mut String, s: &str, before: usize, after: usize) {
+    l.extend(std::iter::repeat_n(' ', before));
+    l.push_str(s);
+    l.extend(std::iter::repeat_n(' ', after));
 }
 
 /// The columns' widths: the headings', the number cells', and the key
@@ -317,7 +345,7 @@ impl Shape {
     fn chains<'a>(
         &self,
         e: &'a EventProfile,
-        ix: &graph::Index<'_>,
+        ix: &graph::Index,
         r: &Row,
     ) -> (Vec<(Vec<graph::Link<'a>>, u64)>, u64) {
         if !(self.shown || self.children && self.graph.max_stack.is_some()) {

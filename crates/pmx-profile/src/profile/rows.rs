@@ -5,11 +5,10 @@
 use super::aggregate::{EventAcc, RawKey, NONE};
 use super::groups::{GroupAcc, Moments};
 use super::types::{
-    BinaryStack, EventProfile, GroupRow, GroupTable, KernelSymbols, Options, Row, SortKey, INLINED,
-    SOURCE_LINE_ROWS,
+    EventProfile, GroupRow, GroupTable, KernelSymbols, Options, Row, SortKey, SOURCE_LINE_ROWS,
 };
 use pmx_symbols::kernel::Kallsyms;
-use pmx_symbols::symbolize::{FrameId, FrameName, Symbolizer, KERNEL_DSO};
+use pmx_symbols::symbolize::{FrameId, Symbolizer, KERNEL_DSO};
 use rustc_hash::FxHashMap as HashMap;
 
 /// The kernel symbols to resolve with: none unless the file has kernel
@@ -48,30 +47,14 @@ pub(super) fn event_profile(
                 .map(|(f, l)| format!("{f}:{l}"));
         }
     }
-    let binary_stacks = match options.binary_stacks {
-        true => binary_stacks(acc, sym, &remap_frame, comms),
-        false => Vec::new(),
+    let (binary_stacks, stacks, links) = match options.binary_stacks {
+        true => super::named::binary_and_named(acc, sym, &remap_frame, comms),
+        false => (
+            Vec::new(),
+            named_stacks(acc, sym, &remap_frame, comms),
+            Vec::new(),
+        ),
     };
-    let mut by_names: std::collections::BTreeMap<Vec<String>, (u64, u64)> = Default::default();
-    let mut add = |names: Vec<String>, samples: u64, period: u64| {
-        let e = by_names.entry(names).or_default();
-        e.0 += samples;
-        e.1 = e.1.saturating_add(period);
-    };
-    if options.binary_stacks {
-        // The same stacks without the binaries: their names are made.
-        for b in &binary_stacks {
-            let names = std::iter::once(&b.comm).chain(b.frames.iter().map(|(n, _)| n));
-            add(names.cloned().collect(), b.samples, b.period);
-        }
-    } else {
-        for (k, &(samples, period)) in &acc.stacks {
-            let mut names = vec![comms[k[0] as usize].clone()];
-            let frames = super::aggregate::stack_frames(k).0;
-            names.extend(frames.iter().map(|&f| sym.frame(remap_frame(f)).label()));
-            add(names, samples, period);
-        }
-    }
     EventProfile {
         name: name.to_string(),
         samples: acc.samples,
@@ -79,67 +62,32 @@ pub(super) fn event_profile(
         lost: acc.lost,
         throttled: acc.throttled,
         rows,
-        stacks: by_names.into_iter().map(|(n, (a, b))| (n, a, b)).collect(),
+        stacks,
         binary_stacks,
+        links,
         group,
     }
 }
 
-/// The stacks of `acc` named, each frame with its binary: stacks that
-/// differ only in frames' ids resolving to one name and binary are one,
-/// in the order of their names (as [`EventProfile::stacks`]).
-fn binary_stacks(
+/// The stacks of `acc` named (as [`EventProfile::stacks`]): stacks that
+/// differ only in frames' ids resolving to one name are one, in the order
+/// of their names.
+fn named_stacks(
     acc: &EventAcc,
     sym: &Symbolizer,
     remap_frame: &dyn Fn(FrameId) -> FrameId,
     comms: &[String],
-) -> Vec<BinaryStack> {
-    type Key = (String, Vec<(String, u32)>, Option<(String, u32)>);
-    let mut by_names: std::collections::BTreeMap<Key, (u64, u64, Vec<u64>)> = Default::default();
-    let named = |f: FrameId| {
-        let f = remap_frame(f);
-        (sym.frame(f).label(), link_binary(sym, f))
-    };
-    let start = |f: FrameId| {
-        let f = remap_frame(f);
-        match (sym.frame_start(f), &sym.frame(f).name) {
-            (Some(s), _) => s,
-            (None, FrameName::Address(a)) => *a,
-            (None, _) => u64::MAX,
-        }
-    };
+) -> Vec<(Vec<String>, u64, u64)> {
+    let mut by_names: std::collections::BTreeMap<Vec<String>, (u64, u64)> = Default::default();
     for (k, &(samples, period)) in &acc.stacks {
-        let (frames, own) = super::aggregate::stack_frames(k);
-        let names = frames.iter().map(|&f| named(f)).collect();
-        let e = by_names
-            .entry((comms[k[0] as usize].clone(), names, own.map(named)))
-            .or_insert_with(|| (0, 0, frames.iter().map(|&f| start(f)).collect()));
+        let mut names = vec![comms[k[0] as usize].clone()];
+        let frames = super::aggregate::stack_frames(k).0;
+        names.extend(frames.iter().map(|&f| sym.frame(remap_frame(f)).label()));
+        let e = by_names.entry(names).or_default();
         e.0 += samples;
         e.1 = e.1.saturating_add(period);
     }
-    (by_names.into_iter())
-        .map(
-            |((comm, frames, own), (samples, period, starts))| BinaryStack {
-                comm,
-                frames,
-                own,
-                starts,
-                samples,
-                period,
-            },
-        )
-        .collect()
-}
-
-/// A frame's [`Row::binary`]: its binary's id, or for an inlined
-/// function [`INLINED`] and the frame it is inlined into (perf's row of
-/// an inlined function spans the function it is inlined into, so one of
-/// one name inlined into two functions is two rows, each with its chains).
-fn link_binary(sym: &Symbolizer, f: FrameId) -> u32 {
-    match sym.inlined_into(f) {
-        Some(outer) => INLINED | outer,
-        None => sym.frame(f).dso,
-    }
+    by_names.into_iter().map(|(n, (a, b))| (n, a, b)).collect()
 }
 
 /// A leader's group table: its rows merged like [`rows`]' and named.
@@ -223,7 +171,7 @@ fn named_row(
         dso: (options.sort.contains(&SortKey::Dso) && k.dso != NONE)
             .then(|| sym.dso(k.dso).short.clone()),
         symbol: frame.as_ref().map(|f| f.label()),
-        binary: ((k.frame != NONE).then(|| link_binary(sym, k.frame))).or((options
+        binary: ((k.frame != NONE).then(|| super::named::link_binary(sym, k.frame))).or((options
             .sort
             .contains(&SortKey::Dso)
             && k.dso != NONE)

@@ -219,6 +219,10 @@ pub struct EventProfile {
     /// binary, so that same-named functions of two binaries stay two
     /// (perf's call-graph text); empty otherwise.
     pub binary_stacks: Vec<BinaryStack>,
+    /// The frames of [`EventProfile::binary_stacks`], each distinct name
+    /// and binary (as [`Row::binary`]) once, in the order of (name,
+    /// binary): a stack's frames are indices into it.
+    pub links: Vec<(String, u32)>,
     /// The leader of a sample-read group (`{…}:S`): every member's count
     /// per row.
     pub group: Option<GroupTable>,
@@ -230,12 +234,14 @@ pub struct BinaryStack {
     /// The command.
     pub comm: String,
     /// The frames root → leaf (kernel after user): each frame's name and
-    /// its binary's id (as [`Row::binary`]).
-    pub frames: Vec<(String, u32)>,
+    /// its binary's id (as [`Row::binary`]), an index into
+    /// [`EventProfile::links`].
+    pub frames: Vec<u32>,
     /// The samples' own frame where the chain names its leaf otherwise
     /// (an unnamed address: absolute in perf's chains, the binary's
-    /// offset in the sample's row), so that row finds these stacks.
-    pub own: Option<(String, u32)>,
+    /// offset in the sample's row), so that row finds these stacks (an
+    /// index into [`EventProfile::links`]).
+    pub own: Option<u32>,
     /// Each frame's place in its binary, the order perf gives siblings
     /// of equal weight by: the symbol's start, or the address of an
     /// unnamed frame (`u64::MAX` for an inlined function).
