@@ -336,7 +336,9 @@ fn pmx_report(args: &[&str], data: &Path, symfs: &Path) -> Option<Run> {
     let cache = tempfile::tempdir().ok()?;
     let mut c = Command::new(PMX);
     c.arg("report").args(args).arg("-i").arg(data);
-    c.arg("--symfs").arg(symfs).env("XDG_CACHE_HOME", cache.path());
+    c.arg("--symfs")
+        .arg(symfs)
+        .env("XDG_CACHE_HOME", cache.path());
     run_bounded(&mut c, Duration::from_secs(30))
 }
 
