@@ -77,16 +77,19 @@ impl Queue {
     /// the rest. Plain samples join `pending` (counted before any other
     /// record is applied); `data`: the mapped data section they are in.
     fn flush(&mut self, limit: u64, st: &mut State<'_>, pending: &mut Pending, data: &[u8]) {
-        take_due(&mut self.order, limit, |q| {
+        self.order.sort_by_key(|q| q.time);
+        let n = self.order.partition_point(|q| q.time <= limit);
+        for q in &self.order[..n] {
             if q.event != ITEM {
                 pending.push(q.event, q.at, st, data);
-                return;
+                continue;
             }
             pending.count(st, data);
             if let Some(item) = &self.items[q.at] {
                 st.apply(q.time, item, &self.arena);
             }
-        });
+        }
+        self.order.drain(..n);
         if self.items.is_empty() {
             return;
         }
@@ -110,79 +113,6 @@ impl Queue {
     fn oldest(&self) -> Option<usize> {
         let plain = self.order.iter().filter(|q| q.event != ITEM);
         plain.map(|q| q.at).min()
-    }
-}
-
-/// Call `f` on the records of `order` of time at most `limit`, in time
-/// order (on one time, in arrival order), and remove them; the rest stay
-/// in their order (arrival, or time when they were sorted: runs either
-/// way, and on one time in arrival order).
-fn take_due(order: &mut Vec<Queued>, limit: u64, mut f: impl FnMut(Queued)) {
-    let mut runs = match Runs::of(order) {
-        Some(runs) => runs,
-        None => {
-            order.sort_by_key(|q| q.time);
-            Runs::of(order).unwrap_or_default()
-        }
-    };
-    while let Some(i) = runs.next(order, limit) {
-        f(order[i]);
-    }
-    order.retain(|q| q.time > limit);
-}
-
-/// Runs merged by [`take_due`]; a queue of more is sorted first.
-const RUNS: usize = 16;
-
-/// The queue's records as runs in time order, merged in place: a round
-/// arrives as the records kept from the last one (in time order) and one
-/// buffer's worth per CPU (each in time order), so merging the runs
-/// gives a stable sort's order by time (on one time, the earlier run
-/// first) without its scratch, which is as big as the queue (2.4 MB at
-/// the 10M file's largest rounds).
-#[derive(Default)]
-struct Runs {
-    /// Each run's next record and end, in `Queue::order`.
-    at: [usize; RUNS],
-    end: [usize; RUNS],
-    n: usize,
-}
-
-impl Runs {
-    /// The runs of `order`; `None` when there are more than [`RUNS`].
-    fn of(order: &[Queued]) -> Option<Runs> {
-        let mut runs = Runs::default();
-        let mut start = 0;
-        for i in 1..=order.len() {
-            if i < order.len() && order[i].time >= order[i - 1].time {
-                continue;
-            }
-            if runs.n == RUNS {
-                return None;
-            }
-            (runs.at[runs.n], runs.end[runs.n]) = (start, i);
-            runs.n += 1;
-            start = i;
-        }
-        Some(runs)
-    }
-
-    /// The index of the next record in time order, if its time is at
-    /// most `limit` (within a run, those are a prefix).
-    #[inline]
-    fn next(&mut self, order: &[Queued], limit: u64) -> Option<usize> {
-        let mut best: Option<(u64, usize)> = None;
-        for r in 0..self.n {
-            let Some(q) = order.get(self.at[r]).filter(|_| self.at[r] < self.end[r]) else {
-                continue;
-            };
-            if q.time <= limit && best.is_none_or(|(t, _)| q.time < t) {
-                best = Some((q.time, r));
-            }
-        }
-        let (_, r) = best?;
-        self.at[r] += 1;
-        Some(self.at[r] - 1)
     }
 }
 
@@ -549,62 +479,5 @@ impl Replay {
             }
             _ => return None,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{take_due, Queued};
-
-    /// Rounds of records as a file brings them (`cpus` buffers a round,
-    /// each in time order, their times overlapping, equal times among
-    /// them), applied round by round up to the previous round's latest
-    /// time: the same order as a stable sort of the queue by time at each
-    /// round.
-    fn check(cpus: u64, rounds: u64) {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut rand = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
-        let (mut order, mut sorted) = (Vec::new(), Vec::<Queued>::new());
-        let (mut merged, mut stable) = (Vec::new(), Vec::new());
-        let (mut limit, mut max, mut at) = (0, 0, 0usize);
-        for round in 0..=rounds {
-            for _ in 0..cpus {
-                let mut time = round * 100 + rand(60);
-                for _ in 0..rand(40) {
-                    time += rand(3);
-                    let event = (at % 7) as u32;
-                    order.push(Queued { time, at, event });
-                    sorted.push(Queued { time, at, event });
-                    at += 1;
-                    max = u64::max(max, time);
-                }
-            }
-            if round == rounds {
-                limit = u64::MAX;
-            }
-            take_due(&mut order, limit, |q| merged.push(q.at));
-            // The reference: a stable sort, the prefix applied.
-            sorted.sort_by_key(|q| q.time);
-            let n = sorted.partition_point(|q| q.time <= limit);
-            stable.extend(sorted.drain(..n).map(|q| q.at));
-            limit = max;
-        }
-        assert!(order.is_empty() && sorted.is_empty());
-        assert_eq!(merged.len(), at);
-        assert_eq!(merged, stable);
-    }
-
-    #[test]
-    fn rounds_merged_as_a_stable_sort() {
-        check(1, 100);
-        check(2, 300);
-        check(15, 40);
-        // More runs than are merged: sorted first.
-        check(40, 30);
     }
 }
