@@ -182,38 +182,19 @@ fn damaged_dwarf_types_give_unknown_or_an_error_naming_the_binary() {
                     .arg(&s.data)
                     .arg("--symfs")
                     .arg(&symfs);
-                match run_bounded(&mut c, Duration::from_secs(30)) {
-                    None => t.hang(&case),
-                    Some(r) if r.panicked() || r.crashed() => t.panic(&case, &r.stderr),
-                    Some(r) if r.status.success() => t.accepted += 1,
-                    Some(r) => {
-                        t.refused += 1;
-                        if !r.stderr.contains(&bin_name) {
-                            t.unclear(&case, &r.stderr);
-                        }
-                    }
-                }
+                judge_cli(
+                    &mut t,
+                    &case,
+                    run_bounded(&mut c, Duration::from_secs(30)),
+                    &bin_name,
+                );
                 continue;
             }
             let (data, sym) = (s.data.clone(), symfs.clone());
-            match bounded(Duration::from_secs(30), move || types_report(&data, &sym)) {
-                Outcome::Done(Ok((n, rows, texts))) => {
-                    t.accepted += 1;
-                    changed += usize::from(texts != intact);
-                    if n != samples || rows != samples {
-                        let got = format!("{n} samples, {rows} in rows; intact: {samples}");
-                        t.lost(&case, &got);
-                    }
-                }
-                Outcome::Done(Err(msg)) => {
-                    t.refused += 1;
-                    if !msg.contains(&bin_name) {
-                        t.unclear(&case, &msg);
-                    }
-                }
-                Outcome::Panic(p) => t.panic(&case, &p),
-                Outcome::Hang => t.hang(&case),
-            }
+            let done = bounded(Duration::from_secs(30), move || types_report(&data, &sym));
+            changed += usize::from(judge_report(
+                &mut t, &case, done, samples, &intact, &bin_name,
+            ));
         }
     }
     eprintln!("reports that differ from the intact binary's: {changed}");
@@ -328,6 +309,54 @@ fn lines_report(data: &Path, symfs: &Path) -> Result<(u64, u64, String), String>
     Ok((samples, rows, text))
 }
 
+/// A CLI report of a damaged binary: a hang, a panic, a report, or a
+/// refusal that names the binary.
+fn judge_cli(t: &mut Tally, case: &str, run: Option<Run>, bin_name: &str) {
+    match run {
+        None => t.hang(case),
+        Some(r) if r.panicked() || r.crashed() => t.panic(case, &r.stderr),
+        Some(r) if r.status.success() => t.accepted += 1,
+        Some(r) => {
+            t.refused += 1;
+            if !r.stderr.contains(bin_name) {
+                t.unclear(case, &r.stderr);
+            }
+        }
+    }
+}
+
+/// An in-process report of a damaged binary: every sample in the rows or
+/// an error naming the binary; true when the report differs from the
+/// intact binary's (the damage reached what is printed).
+fn judge_report<T: PartialEq>(
+    t: &mut Tally,
+    case: &str,
+    done: Outcome<Result<(u64, u64, T), String>>,
+    samples: u64,
+    intact: &T,
+    bin_name: &str,
+) -> bool {
+    match done {
+        Outcome::Done(Ok((n, rows, out))) => {
+            t.accepted += 1;
+            if n != samples || rows != samples {
+                let got = format!("{n} samples, {rows} in rows; intact: {samples}");
+                t.lost(case, &got);
+            }
+            return out != *intact;
+        }
+        Outcome::Done(Err(msg)) => {
+            t.refused += 1;
+            if !msg.contains(bin_name) {
+                t.unclear(case, &msg);
+            }
+        }
+        Outcome::Panic(p) => t.panic(case, &p),
+        Outcome::Hang => t.hang(case),
+    }
+    false
+}
+
 /// `pmx report ARGS -i DATA --symfs SYMFS`, bounded, with a cache
 /// directory of its own: the DWARF answers pmx keeps per build id would
 /// otherwise answer a mutant (same build id, same size) with what an
@@ -387,38 +416,15 @@ fn damaged_line_tables_and_inline_frames_give_a_report_or_an_error_naming_the_bi
             t.mutant(seed, &at);
             if k % 10 == 9 {
                 // perf's call-graph text with inline frames, by the CLI.
-                match pmx_report(&["--stdio", "-g", "--inline"], &s.data, &symfs) {
-                    None => t.hang(&case),
-                    Some(r) if r.panicked() || r.crashed() => t.panic(&case, &r.stderr),
-                    Some(r) if r.status.success() => t.accepted += 1,
-                    Some(r) => {
-                        t.refused += 1;
-                        if !r.stderr.contains(&bin_name) {
-                            t.unclear(&case, &r.stderr);
-                        }
-                    }
-                }
+                let run = pmx_report(&["--stdio", "-g", "--inline"], &s.data, &symfs);
+                judge_cli(&mut t, &case, run, &bin_name);
                 continue;
             }
             let (data, sym) = (s.data.clone(), symfs.clone());
-            match bounded(Duration::from_secs(30), move || lines_report(&data, &sym)) {
-                Outcome::Done(Ok((n, rows, text))) => {
-                    t.accepted += 1;
-                    changed += usize::from(text != intact);
-                    if n != samples || rows != samples {
-                        let got = format!("{n} samples, {rows} in rows; intact: {samples}");
-                        t.lost(&case, &got);
-                    }
-                }
-                Outcome::Done(Err(msg)) => {
-                    t.refused += 1;
-                    if !msg.contains(&bin_name) {
-                        t.unclear(&case, &msg);
-                    }
-                }
-                Outcome::Panic(p) => t.panic(&case, &p),
-                Outcome::Hang => t.hang(&case),
-            }
+            let done = bounded(Duration::from_secs(30), move || lines_report(&data, &sym));
+            changed += usize::from(judge_report(
+                &mut t, &case, done, samples, &intact, &bin_name,
+            ));
         }
     }
     eprintln!("reports that differ from the intact binary's: {changed}");

@@ -323,14 +323,8 @@ mod tests {
     use crate::Demangle;
     use std::path::{Path, PathBuf};
 
-    /// A C program with functions inlined into others, its DWARF
-    /// zlib-compressed (`-gz`).
-    const SOURCE: &str = "#include <stdlib.h>\n\
-        static inline long sq(long x) { return x * x + (x >> 3); }\n\
-        static inline long tw(long x) { return sq(x) ^ sq(x + 1); }\n\
-        __attribute__((noinline)) long f(long n) { long t = 0; for (long i = 0; i < n; i++) t += tw(i); return t; }\n\
-        __attribute__((noinline)) long g(long n) { return sq(n) + f(n / 2); }\n\
-        int main(int c, char **v) { return (int)g(c > 1 ? atol(v[1]) : 9); }\n";
+    // A C program with functions inlined into others (lazy.rs's tests').
+    use super::super::lazy::tests::SOURCE;
 
     type Seen = Vec<(u64, Option<(String, u32)>, Vec<String>, Vec<String>)>;
 

@@ -585,15 +585,15 @@ fn outside_forms(section: &Reader, offset: usize) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::ElfFile;
     use super::{Found, Source};
     use crate::Demangle;
     use std::path::{Path, PathBuf};
 
     /// A C program whose functions have functions inlined into them, two
-    /// units, its DWARF zlib-compressed (`-gz`).
-    const SOURCE: &str = "#include <stdlib.h>\n\
+    /// units, its DWARF zlib-compressed (`-gz`); answers.rs's tests too.
+    pub(in crate::elf) const SOURCE: &str = "#include <stdlib.h>\n\
         static inline long sq(long x) { return x * x + (x >> 3); }\n\
         static inline long tw(long x) { return sq(x) ^ sq(x + 1); }\n\
         __attribute__((noinline)) long f(long n) { long t = 0; for (long i = 0; i < n; i++) t += tw(i); return t; }\n\
