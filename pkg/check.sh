@@ -31,6 +31,10 @@ order=crates/pmx-cli/startup.order
 kept=$(nm --defined-only "$pmx" | awk '{print $3}' | sort -u | comm -12 - <(sort -u "$order") | wc -l)
 [ $((kept * 2)) -ge "$(wc -l <"$order")" ] ||
   fail "only $kept names of $order are in the installed pmx: run python3 bench/startup_order.py, then build again"
+# Between half and 90 % kept the order still helps, but less: start-up and
+# issue 41's memory figure rest on it (docs/BENCHMARKS.md, session 23).
+[ $((kept * 10)) -ge $(($(wc -l <"$order") * 9)) ] ||
+  echo "warning: $kept of $(wc -l <"$order") names of $order are in the installed pmx: regenerate it (python3 bench/startup_order.py)"
 version=$("$pmx" --version)
 grep -Eq '^pmx [0-9.]+ \([0-9a-f]{12} [0-9-]{10}\)$' <<<"$version" ||
   fail "pmx --version does not name the commit: $version"
