@@ -272,12 +272,12 @@ fn column_widths(
         }
     }
     // perf widens the Shared Object column to an address's 16 hex digits
-    // when any row's symbol is unresolved (its `hists__set_unres_dso_col_len`).
+    // when any row's symbol is unresolved (its `hists__set_unres_dso_col_len`):
+    // `0x…` in a binary, 16 bare digits where no binary was mapped.
+    let hex = |h: &str| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit());
     let unresolved = |r: &Row| {
-        (r.symbol.as_deref()).is_some_and(|s| {
-            s.strip_prefix("0x")
-                .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
-        })
+        (r.symbol.as_deref())
+            .is_some_and(|s| s.strip_prefix("0x").map_or(s.len() == 16 && hex(s), hex))
     };
     if keys.contains(&SortKey::Symbol) && e.rows.iter().any(unresolved) {
         if let Some(i) = keys.iter().position(|&k| k == SortKey::Dso) {
