@@ -526,6 +526,79 @@ fn call_graphs_under_the_rows_match_perf_on_the_same_file() {
     }
 }
 
+/// `work` (and under it `spin` and `other`) runs under a frame whose
+/// saved frame pointer and return address are both 0, as a thread's
+/// outermost frame can be: the kernel's frame-pointer walk stores the
+/// 0 and stops, so every chain ends in a frame at address 0, which no
+/// mapping holds. Linked statically, so that no binary's name is as
+/// wide as an address (the column widths are what is compared).
+#[cfg(target_arch = "x86_64")]
+const ZERO_FRAME: &str = r#"
+volatile unsigned long sink;
+__attribute__((noinline)) void spin(void) { for (long i = 0; i < 200000000; i++) sink += i; }
+__attribute__((noinline)) void other(void) { for (long i = 0; i < 100000000; i++) sink ^= i; }
+__attribute__((noinline)) void work(void) { spin(); other(); }
+int main(void) {
+    __asm__ volatile("push %%rbp\n\tsub $8, %%rsp\n\tpush $0\n\tpush $0\n\t"
+                     "mov %%rsp, %%rbp\n\tcall work\n\tadd $24, %%rsp\n\tpop %%rbp"
+                     ::: "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11",
+                         "memory", "cc");
+    return 0;
+}
+"#;
+
+/// A frame at address 0 with no binary (`[unknown]  [.] 0000000000000000`)
+/// sizes the columns as perf sizes an entry without a symbol: the Shared
+/// Object column at least an address's 16 digits, the Symbol column 22
+/// (`[.] 0x` and 16 digits), though the row prints neither `0x` nor a
+/// binary. A CI run once failed on a recording that happened to hold
+/// such a frame; this one always does.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_frame_at_address_zero_sizes_the_columns_as_perf() {
+    let Some(s) = Setup::new() else { return };
+    let flags = ["-static", "-O0", "-fno-omit-frame-pointer", "-mno-red-zone"];
+    let prog = match pmx_testkit::cc::compile(s.dir.path(), "zero", ZERO_FRAME, &flags) {
+        Ok(p) => p,
+        Err(e) => return pmx_testkit::skip(format!("no static C library ({e})")),
+    };
+    let prog = prog.to_str().unwrap();
+    for (pmx_records, name) in [(false, "perf.data"), (true, "pmx.data")] {
+        let data = s.path(name);
+        let d = data.to_str().unwrap();
+        s.run(
+            pmx_records,
+            &["record", "-q", "-g", "-e", "task-clock:u", "-o", d, prog],
+        );
+        for args in [
+            &[][..],
+            &["--no-children"],
+            &["-g", "caller"],
+            &["-G"],
+            &["-s", "sym"],
+            &["-s", "dso,sym"],
+        ] {
+            let mut full = vec!["report", "-i", d, "--stdio"];
+            full.extend_from_slice(args);
+            let (perf, pmx) = s.both(&full);
+            // The frame is there (with --no-children only in the graphs:
+            // `0` alone on a line, or after `---`).
+            let at_zero = |l: &str| l.trim().trim_start_matches("---") == "0";
+            let zero = perf.contains("0000000000000000") || perf.lines().any(at_zero);
+            assert!(zero, "{name}: perf report {args:?}: no frame at 0:\n{perf}");
+            let lines = |o: &str| -> Vec<String> {
+                let keep = |l: &&str| !l.contains("Tip") && !l.starts_with("# To display");
+                o.lines().filter(keep).map(String::from).collect()
+            };
+            assert_eq!(
+                lines(&perf),
+                lines(&pmx),
+                "{name}: report {args:?}\nperf:\n{perf}\npmx:\n{pmx}"
+            );
+        }
+    }
+}
+
 /// Two threads, each spinning in a function of its own.
 const THREADS: &str = r#"
 #include <pthread.h>

@@ -7,6 +7,7 @@ use super::graph::{self, Graph, GraphMode};
 use crate::profile::{Row, SortKey};
 use crate::report::{pct, Report};
 use crate::EventProfile;
+use pmx_symbols::symbolize::is_address;
 use std::io::Write;
 
 /// What perf report prints: its number columns (`-F
@@ -271,17 +272,17 @@ fn column_widths(
             *w = (*w).max(n);
         }
     }
-    // perf widens the Shared Object column to an address's 16 hex digits
-    // when any row's symbol is unresolved (its `hists__set_unres_dso_col_len`):
-    // `0x…` in a binary, 16 bare digits where no binary was mapped.
-    let hex = |h: &str| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit());
-    let unresolved = |r: &Row| {
-        (r.symbol.as_deref())
-            .is_some_and(|s| s.strip_prefix("0x").map_or(s.len() == 16 && hex(s), hex))
-    };
-    if keys.contains(&SortKey::Symbol) && e.rows.iter().any(unresolved) {
-        if let Some(i) = keys.iter().position(|&k| k == SortKey::Dso) {
-            widths[nums + i] = widths[nums + i].max(16);
+    // An entry without a symbol (an address, `0x…` in a binary, or the
+    // bare zero where no binary was mapped) sizes perf's columns as an
+    // address would: Symbol `[.] 0x` and 16 digits, Shared Object at
+    // least 16 (`hists__calc_col_len`, `hists__set_unres_dso_col_len`).
+    let unresolved = |r: &Row| r.symbol.as_deref().is_some_and(is_address);
+    if let Some(s) = keys.iter().position(|&k| k == SortKey::Symbol) {
+        if e.rows.iter().any(unresolved) {
+            widths[nums + s] = widths[nums + s].max(4 + 2 + 16);
+            if let Some(i) = keys.iter().position(|&k| k == SortKey::Dso) {
+                widths[nums + i] = widths[nums + i].max(16);
+            }
         }
     }
     widths
