@@ -25,6 +25,7 @@
 //! reported with children by default (`rows`): a row per distinct
 //! frame of every chain.
 
+mod json;
 mod rows;
 
 use super::BranchError;
@@ -535,68 +536,11 @@ impl HistoryReport {
     /// children periods and shares) and under each its chains, merged
     /// where their frames are the same (the period summed, each frame's
     /// note over the merged samples, as the graph prints it); flushed.
+    /// Written as it is made, a chain at a time: a file of many chains
+    /// holds one row's merged chains in memory, not the document.
     pub fn write_json(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        use serde_json::json;
-        let events: Vec<serde_json::Value> = (self.events.iter())
-            .map(|e| {
-                let rows: Vec<serde_json::Value> = (e.rows.iter())
-                    .map(|r| {
-                        let mut merged: HashMap<&[u32], (u64, Vec<Note>)> = HashMap::default();
-                        let mut order = Vec::new();
-                        for &(i, k) in &r.chains {
-                            let (p, c, n) = &e.chains[i as usize];
-                            let (c, n) = (&c[k as usize..], &n[k as usize..]);
-                            match merged.get_mut(c) {
-                                Some(m) => {
-                                    m.0 = m.0.saturating_add(*p);
-                                    m.1.iter_mut().zip(n).for_each(|(a, b)| a.add(b));
-                                }
-                                None => {
-                                    order.push(c);
-                                    merged.insert(c, (*p, n.iter().map(Note::first).collect()));
-                                }
-                            }
-                        }
-                        let chains: Vec<serde_json::Value> = (order.iter())
-                            .map(|c| {
-                                let (p, notes) = &merged[c];
-                                let frames: Vec<serde_json::Value> = (c.iter().zip(notes))
-                                    .map(|(&f, n)| {
-                                        let note = n.text();
-                                        let note = note.trim().trim_start_matches('(');
-                                        json!({
-                                            "frame": self.texts[f as usize],
-                                            "note": note.trim_end_matches(')'),
-                                        })
-                                    })
-                                    .collect();
-                                json!({ "period": p, "frames": frames })
-                            })
-                            .collect();
-                        json!({
-                            "srcline": r.srcline,
-                            "symbol": r.symbol,
-                            "level": (r.level as char).to_string(),
-                            "dso": r.dso,
-                            "self": r.period,
-                            "self_percent": pmx_profile::report::pct(r.period, e.period),
-                            "children": r.children,
-                            "children_percent": pmx_profile::report::pct(r.children, e.period),
-                            "chains": chains,
-                        })
-                    })
-                    .collect();
-                json!({
-                    "event": e.name,
-                    "samples": e.samples,
-                    "period": e.period,
-                    "children": self.children,
-                    "rows": rows,
-                })
-            })
-            .collect();
-        let v = json!({ "file": self.report.file, "events": events });
-        writeln!(out, "{v:#}")?;
+        serde_json::to_writer_pretty(&mut *out, &json::Doc(self)).map_err(std::io::Error::from)?;
+        writeln!(out)?;
         out.flush()
     }
 
