@@ -89,3 +89,63 @@ fn the_shared_recordings_read_the_same_in_place() {
     // Some of them are plain `perf record -g` samples (busy.0-3.8, sleep).
     assert!(plain > 0, "no plain sample read in place in {files:?}");
 }
+
+/// With `pass_releases`, the reader leaves the pages it passed to the
+/// caller: `passed` gives the bytes one after the other (each range
+/// starting where the last ended, from the section's start), never past
+/// what was read nor into a held span; `MappedData::release` drops them
+/// and the bytes read again are the file's.
+#[test]
+fn pages_passed_are_given_to_the_caller_in_order() {
+    let mut w = memory_writer(attr(128, 1000, CALLCHAIN_SAMPLES, SAMPLE_ID_ALL));
+    many_samples(&mut w, 200_000, &mut |_| {}).unwrap();
+    let bytes = w.finish(&Default::default()).unwrap().into_inner();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.data");
+    std::fs::write(&path, bytes).unwrap();
+    let mut r = Reader::open(&path).unwrap();
+    let data = r.mapped_data().expect("a mapped file");
+    let copy = data.to_vec();
+    assert!(r.passed().is_none(), "nothing is passed unless asked");
+    r.pass_releases(true);
+    let all = vec![true; r.events().len()];
+    let (mut upto, mut read, mut held, mut ranges) = (0usize, 0usize, None, 0);
+    let mut n = 0u64;
+    while let Some(next) = r.next_in_place(&all).unwrap() {
+        n += 1;
+        if let Next::InPlace { offset, .. } = next {
+            read = offset;
+            // Hold one sample in four thousand for a while, as a queue does.
+            if n.is_multiple_of(4096) {
+                held = Some(offset);
+            } else if n.is_multiple_of(1024) {
+                held = None;
+            }
+        }
+        r.hold(held);
+        if let Some((from, to)) = r.passed() {
+            assert_eq!(from, upto, "ranges one after the other");
+            assert!(
+                to > from && to <= read,
+                "{from}..{to} past the reader ({read})"
+            );
+            if let Some(h) = held {
+                assert!(to <= h, "{from}..{to} into the span held from {h}");
+            }
+            data.release(from, to);
+            assert_eq!(&data[from..to], &copy[from..to], "read back from the file");
+            upto = to;
+            ranges += 1;
+        }
+    }
+    assert!(
+        ranges > 4 && upto > copy.len() / 2,
+        "{ranges} ranges up to {upto}"
+    );
+    // Turned off, the reader drops the pages itself again.
+    r.pass_releases(false);
+    r.hold(None);
+    r.release_read();
+    assert!(r.passed().is_none());
+    assert_eq!(&data[..], &copy[..]);
+}
