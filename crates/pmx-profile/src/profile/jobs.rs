@@ -18,24 +18,7 @@ use pmx_perfdata::plain::{Layout, Plain};
 use pmx_perfdata::MappedData;
 use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-
-/// Bytes passed by the reader and not yet dropped by the pager beyond
-/// which the reader's thread drops the next ones itself: a pager left
-/// behind (no CPU for it) does not let the passed pages pile up.
-const RELEASE_LAG: usize = 6 << 20;
-
-/// Where the reader and the pager are, for the threads mapping pages.
-#[derive(Default)]
-struct Marks {
-    /// The reader's offset when it last asked for pages ahead or passed
-    /// pages: a thread mapping pages late maps none behind it (they
-    /// would stay).
-    reader: AtomicUsize,
-    /// The pager dropped the pages passed up to here.
-    dropped: AtomicUsize,
-}
 
 /// Plain samples to count: (event, offset of the record in the mapped
 /// data section), in the order they were applied.
@@ -207,7 +190,6 @@ pub(super) struct Pool {
     /// could not be started; the counting threads map ahead instead, and
     /// the passed pages are dropped by the caller).
     pager: Option<(mpsc::Sender<Job>, std::thread::JoinHandle<()>)>,
-    marks: Arc<Marks>,
 }
 
 impl Pool {
@@ -220,14 +202,13 @@ impl Pool {
             threads: Vec::new(),
             turn: 0,
             pager: None,
-            marks: Arc::default(),
         };
         for i in 0..n {
             let (to, jobs) = mpsc::channel::<Job>();
-            let (data, back, marks) = (data.clone(), back.clone(), pool.marks.clone());
+            let (data, back) = (data.clone(), back.clone());
             let thread = std::thread::Builder::new()
                 .name(format!("pmx-count-{i}"))
-                .spawn(move || work(&data, &jobs, &back, &marks));
+                .spawn(move || work(&data, &jobs, &back));
             let Ok(thread) = thread else {
                 break;
             };
@@ -238,10 +219,10 @@ impl Pool {
             return None;
         }
         let (to, jobs) = mpsc::channel::<Job>();
-        let (data, back, marks) = (data.clone(), back.clone(), pool.marks.clone());
+        let (data, back) = (data.clone(), back.clone());
         let pager = std::thread::Builder::new()
             .name("pmx-pager".into())
-            .spawn(move || work(&data, &jobs, &back, &marks));
+            .spawn(move || work(&data, &jobs, &back));
         pool.pager = pager.ok().map(|t| (to, t));
         Some(pool)
     }
@@ -278,10 +259,8 @@ impl Pool {
     }
 
     /// Have the pager (else the next thread) map bytes `from..to` of the
-    /// data section, the reader being at `at` (what is behind it by the
-    /// time the job is done is left alone).
-    pub(super) fn page(&mut self, at: usize, from: usize, to: usize) {
-        self.marks.reader.fetch_max(at, Ordering::Relaxed);
+    /// data section.
+    pub(super) fn page(&mut self, from: usize, to: usize) {
         match &self.pager {
             Some((pager, _)) => {
                 let _ = pager.send(Job::Page(from, to));
@@ -293,17 +272,11 @@ impl Pool {
     }
 
     /// Have the pager drop the pages of bytes `from..to` (passed by the
-    /// reader); `false` when there is none, or it is [`RELEASE_LAG`]
-    /// behind (the caller drops them).
+    /// reader); `false` when there is none (the caller drops them).
     pub(super) fn release(&mut self, from: usize, to: usize) -> bool {
-        // Pages mapped ahead late stop here (whoever drops these).
-        self.marks.reader.fetch_max(to, Ordering::Relaxed);
-        let dropped = self.marks.dropped.load(Ordering::Relaxed);
         match &self.pager {
-            Some((pager, _)) if to.saturating_sub(dropped) <= RELEASE_LAG => {
-                pager.send(Job::Release(from, to)).is_ok()
-            }
-            _ => false,
+            Some((pager, _)) => pager.send(Job::Release(from, to)).is_ok(),
+            None => false,
         }
     }
 
@@ -346,22 +319,15 @@ impl Drop for Pool {
 }
 
 /// A counting thread: jobs in, parts out, until either side closes.
-fn work(
-    data: &MappedData,
-    jobs: &mpsc::Receiver<Job>,
-    back: &mpsc::Sender<Counted>,
-    marks: &Marks,
-) {
+fn work(data: &MappedData, jobs: &mpsc::Receiver<Job>, back: &mpsc::Sender<Counted>) {
     for job in jobs {
         let (seq, samples, keying, mut part) = match job {
             Job::Page(from, to) => {
-                let reader = marks.reader.load(Ordering::Relaxed);
-                data.populate(from.max(reader), to);
+                data.populate(from, to);
                 continue;
             }
             Job::Release(from, to) => {
                 data.release(from, to);
-                marks.dropped.fetch_max(to, Ordering::Relaxed);
                 continue;
             }
             Job::Count {

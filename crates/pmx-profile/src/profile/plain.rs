@@ -222,7 +222,7 @@ impl Pending {
         let to = from + PAGE_STEP;
         self.paged = to;
         if let Some(pool) = self.pool() {
-            pool.page(offset, from, to);
+            pool.page(from, to);
         }
     }
 
