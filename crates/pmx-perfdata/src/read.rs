@@ -620,25 +620,6 @@ impl MappedData {
     }
 }
 
-impl MappedData {
-    /// Drop the pages of bytes `from..to` of the data section (the whole
-    /// pages in it): what [`Reader::passed`] gave. Pages touched again
-    /// are read back from the file.
-    pub fn release(&self, from: usize, to: usize) {
-        let to = to.min(self.end - self.start);
-        let (from, to) = ((self.start + from) & !4095, (self.start + to) & !4095);
-        if from >= to {
-            return;
-        }
-        // SAFETY: a read-only private file mapping: dropped pages are read
-        // again from the file if touched (no borrow sees other bytes).
-        let _ = unsafe {
-            self.map
-                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
-        };
-    }
-}
-
 impl std::fmt::Debug for MappedData {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "MappedData({} bytes)", self.end - self.start)
@@ -674,9 +655,6 @@ pub struct Reader {
     /// Offset in a mapped data section from which pages are kept (the
     /// caller still reads records there: [`Reader::hold`]).
     hold: Option<usize>,
-    /// Pages passed are left for the caller to drop ([`Reader::passed`]):
-    /// the range (in the data section) not dropped yet.
-    passed: Option<Option<(usize, usize)>>,
     features: FileFeatures,
     buf: Window,
     pos: usize,
@@ -958,12 +936,6 @@ impl Reader {
             if pos.saturating_sub(*released) < step {
                 return;
             }
-            if let Some(passed) = &mut self.passed {
-                let from = passed.map_or(*released, |p| p.0);
-                *passed = Some((from, pos));
-                *released = pos;
-                return;
-            }
             let from = (*start + *released) & !4095;
             let to = (*start + pos) & !4095;
             // SAFETY: a read-only private file mapping: dropped pages are
@@ -996,7 +968,6 @@ impl Reader {
             id_to_event: Vec::new(),
             layouts: Vec::new(),
             hold: None,
-            passed: None,
             features: FileFeatures::default(),
             buf: Window::Owned(vec![0u8; WINDOW]),
             pos: 0,
@@ -1285,30 +1256,6 @@ impl Reader {
     /// `None`: pages already read may be dropped.
     pub fn hold(&mut self, offset: Option<usize>) {
         self.hold = offset;
-    }
-
-    /// Leave the dropping of the pages passed (see [`Reader::hold`]) to
-    /// the caller when `on`: the reader only notes them, and
-    /// [`Reader::passed`] gives them, for [`MappedData::release`] on
-    /// another thread (the unmapping's kernel time off the reader's).
-    /// Turned off, what was noted and not taken is dropped here.
-    pub fn pass_releases(&mut self, on: bool) {
-        match (on, self.passed.take()) {
-            (true, p) => self.passed = Some(p.flatten()),
-            (false, Some(Some((from, to)))) => {
-                if let Some(d) = self.mapped_data() {
-                    d.release(from, to);
-                }
-            }
-            (false, _) => {}
-        }
-    }
-
-    /// The bytes of the data section passed since the last call whose
-    /// pages may be dropped (with [`Reader::pass_releases`] on).
-    #[inline]
-    pub fn passed(&mut self) -> Option<(usize, usize)> {
-        self.passed.as_mut().and_then(Option::take)
     }
 
     /// Drop every page of a mapped file read so far and not held (see

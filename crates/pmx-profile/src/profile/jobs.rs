@@ -7,11 +7,7 @@
 //! its own (raw stack → samples and summed period, in first-seen order)
 //! and sends it back with its number. The replay's thread merges the
 //! parts in that order, so the order of first appearance is the one a
-//! single thread would have met. A thread of its own (the pager) maps
-//! the data section ahead of the reader and drops the pages it passed,
-//! so that neither the page faults nor the unmapping are the replay's
-//! thread's (nor wait behind a batch being counted). Nothing here knows
-//! the profile's state.
+//! single thread would have met. Nothing here knows the profile's state.
 
 use pmx_perfdata::format::misc;
 use pmx_perfdata::plain::{Layout, Plain};
@@ -166,8 +162,6 @@ enum Job {
     },
     /// Map these bytes of the data section ahead of the reader.
     Page(usize, usize),
-    /// Drop the pages of these bytes, which the reader passed.
-    Release(usize, usize),
 }
 
 /// What a counting thread sends back: the batch's number, its part
@@ -186,10 +180,6 @@ pub(super) struct Pool {
     threads: Vec<std::thread::JoinHandle<()>>,
     /// The thread the next job goes to.
     turn: usize,
-    /// The pager: pages mapped ahead and dropped behind (`None`: it
-    /// could not be started; the counting threads map ahead instead, and
-    /// the passed pages are dropped by the caller).
-    pager: Option<(mpsc::Sender<Job>, std::thread::JoinHandle<()>)>,
 }
 
 impl Pool {
@@ -201,7 +191,6 @@ impl Pool {
             from,
             threads: Vec::new(),
             turn: 0,
-            pager: None,
         };
         for i in 0..n {
             let (to, jobs) = mpsc::channel::<Job>();
@@ -215,21 +204,7 @@ impl Pool {
             pool.to.push(to);
             pool.threads.push(thread);
         }
-        if pool.threads.is_empty() {
-            return None;
-        }
-        let (to, jobs) = mpsc::channel::<Job>();
-        let (data, back) = (data.clone(), back.clone());
-        let pager = std::thread::Builder::new()
-            .name("pmx-pager".into())
-            .spawn(move || work(&data, &jobs, &back));
-        pool.pager = pager.ok().map(|t| (to, t));
-        Some(pool)
-    }
-
-    /// Whether a thread of its own drops the pages passed ([`Pool::release`]).
-    pub(super) fn pages(&self) -> bool {
-        self.pager.is_some()
+        (!pool.threads.is_empty()).then_some(pool)
     }
 
     /// How many threads count.
@@ -258,26 +233,9 @@ impl Pool {
         }
     }
 
-    /// Have the pager (else the next thread) map bytes `from..to` of the
-    /// data section.
+    /// Have the next thread map bytes `from..to` of the data section.
     pub(super) fn page(&mut self, from: usize, to: usize) {
-        match &self.pager {
-            Some((pager, _)) => {
-                let _ = pager.send(Job::Page(from, to));
-            }
-            None => {
-                self.give(Job::Page(from, to));
-            }
-        }
-    }
-
-    /// Have the pager drop the pages of bytes `from..to` (passed by the
-    /// reader); `false` when there is none (the caller drops them).
-    pub(super) fn release(&mut self, from: usize, to: usize) -> bool {
-        match &self.pager {
-            Some((pager, _)) => pager.send(Job::Release(from, to)).is_ok(),
-            None => false,
-        }
+        self.give(Job::Page(from, to));
     }
 
     /// `job` to the next thread that takes it; back when none does.
@@ -305,14 +263,9 @@ impl Pool {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        // The threads end when their channel closes (the pager once it
-        // did the jobs sent).
+        // The threads end when their channel closes.
         self.to.clear();
-        let pager = self.pager.take().map(|(to, t)| {
-            drop(to);
-            t
-        });
-        for t in self.threads.drain(..).chain(pager) {
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
@@ -324,10 +277,6 @@ fn work(data: &MappedData, jobs: &mpsc::Receiver<Job>, back: &mpsc::Sender<Count
         let (seq, samples, keying, mut part) = match job {
             Job::Page(from, to) => {
                 data.populate(from, to);
-                continue;
-            }
-            Job::Release(from, to) => {
-                data.release(from, to);
                 continue;
             }
             Job::Count {

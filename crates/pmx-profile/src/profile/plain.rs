@@ -24,14 +24,13 @@
 //! the same first-seen order, the same sums), so the report is the same
 //! byte for byte; symbolization stays on the replay's thread. A counting
 //! thread also maps the data section ahead of the reader, so that the
-//! replay's thread does not take the page faults of the first touch,
-//! and drops the pages the reader passed (`Reader::pass_releases`).
+//! replay's thread does not take the page faults of the first touch.
 
 use super::aggregate::{RawKey, State};
 use super::interned::StackTable;
 use super::jobs::{self, Batch, Keying, Part, Pool};
 use pmx_perfdata::plain::Layout;
-use pmx_perfdata::{MappedData, Reader};
+use pmx_perfdata::MappedData;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -117,8 +116,6 @@ pub(super) struct Pending {
     spare_parts: Vec<Part>,
     /// The data section is being mapped ahead of the reader up to here.
     paged: usize,
-    /// The reader leaves the pages it passed to the pager.
-    passing: bool,
 }
 
 /// Count the plain sample `s` of `data` into `t` (one thread's way).
@@ -155,7 +152,6 @@ impl Pending {
             spare: Vec::new(),
             spare_parts: Vec::new(),
             paged: 0,
-            passing: false,
         }
     }
 
@@ -187,32 +183,6 @@ impl Pending {
     pub(super) fn reading(&mut self, offset: usize) {
         if self.jobs > 1 && offset + PAGE_LEAD > self.paged {
             self.page_ahead(offset);
-        }
-    }
-
-    /// After each record read: with a pager, the pages `reader` passed
-    /// are dropped there, not on this thread.
-    #[inline]
-    pub(super) fn passed(&mut self, reader: &mut Reader) {
-        if self.jobs > 1 {
-            self.pass(reader);
-        }
-    }
-
-    fn pass(&mut self, reader: &mut Reader) {
-        let pager = self.pool.as_ref().is_some_and(Pool::pages);
-        if pager != self.passing {
-            self.passing = pager;
-            reader.pass_releases(pager);
-        }
-        let Some((from, to)) = reader.passed() else {
-            return;
-        };
-        let sent = self.pool.as_mut().is_some_and(|p| p.release(from, to));
-        if !sent {
-            if let Some(d) = &self.data {
-                d.release(from, to);
-            }
         }
     }
 
@@ -432,16 +402,9 @@ impl Pending {
         self.merge_ready(st, data, true);
     }
 
-    /// Stop the counting threads and the pager (nothing waits: after
-    /// [`Pending::count`]); the pages passed are dropped by the reader
-    /// again.
-    pub(super) fn finish(&mut self, reader: &mut Reader) {
-        self.passed(reader);
+    /// Stop the counting threads (nothing waits: after [`Pending::count`]).
+    pub(super) fn finish(&mut self) {
         self.pool = None;
-        if self.passing {
-            self.passing = false;
-            reader.pass_releases(false);
-        }
     }
 }
 

@@ -202,12 +202,11 @@ impl Replay {
             if self.next(reader, st, this_machine)?.is_none() {
                 break;
             }
-            self.pending.passed(reader);
         }
         self.flush(u64::MAX, st, reader);
         let data = reader.mapped().unwrap_or(&[]);
         self.pending.count(st, data);
-        self.pending.finish(reader);
+        self.pending.finish();
         // Nothing is read in place any more: the report's tables that
         // follow need not sit on top of the file's pages.
         reader.hold(None);
