@@ -11,6 +11,8 @@
 #   RUNS=30 bench/report.sh        # hyperfine runs per command (default 20)
 #   SIZES="1k 160k" bench/report.sh
 #   PAIRED=1 SIZES="1k 160k 1.25M 10M dwarf" bench/report.sh
+#   SIZES="1.25M 10Mx8" ...     # 10Mx8: 8 copies of 1.25M one after the
+#                                  # other (its rounds a real recording's)
 #                                  # issue 43's figures: pmx and perf
 #                                  # alternated (bench/paired.py, ROUNDS,
 #                                  # default 5; 2 at 10M), CPU medians,
@@ -67,6 +69,11 @@ record() {
     dwarf)
       [ -s "$OUT/dwarf.data" ] || perf record -q -e cpu-clock -F 1000 --call-graph dwarf \
         -o "$OUT/dwarf.data" -- timeout 5 "$OUT/work" 1000000 || true
+      return ;;
+    10Mx8) # 8 copies of 1.25M in a row, times shifted: a real recording's
+      # rounds, 8 times as many (bench/resample.py --copies)
+      record 1.25M
+      [ -s "$OUT/10Mx8.data" ] || python3 bench/resample.py --copies 8 "$OUT/1.25M.data" "$OUT/10Mx8.data"
       return ;;
   esac
   [ -s "$OUT/$1.data" ] || python3 bench/resample.py "$BASE" "$OUT/$1.data" "$n"
