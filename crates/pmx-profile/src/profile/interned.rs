@@ -50,6 +50,18 @@ const MIN_SLOTS: usize = 1 << 10;
 /// Bits of [`StackTable::recent`]'s index.
 const RECENT_BITS: u32 = 10;
 
+/// The lookup side of a [`StackTable`].
+#[derive(Default)]
+struct Index {
+    /// By a hash of a stack's first words: the entry last found with
+    /// them (`u32::MAX`: none).
+    recent: Vec<u32>,
+    /// 0: free; else the hash's low 32 bits above the entry's index + 1.
+    slots: Vec<u64>,
+    /// The raw stacks of the entries, back to back.
+    words: Vec<u64>,
+}
+
 /// The table: raw stack → entry, entries in first-seen order. The raw
 /// stacks are kept back to back in one array and found by open
 /// addressing (linear probing, at most half the slots used): a slot holds
@@ -60,13 +72,10 @@ const RECENT_BITS: u32 = 10;
 /// tried: a program's samples at one address mostly share one stack, so
 /// most samples are found by one comparison, unhashed.
 pub(super) struct StackTable<K> {
-    /// By a hash of a stack's first words: the entry last found with
-    /// them (`u32::MAX`: none).
-    recent: Vec<u32>,
-    /// 0: free; else the hash's low 32 bits above the entry's index + 1.
-    slots: Vec<u64>,
-    /// The raw stacks of the entries, back to back.
-    words: Vec<u64>,
+    /// Boxed: the table is taken out of `State` and put back for each
+    /// sample, which a table of 144 bytes did with three calls to
+    /// `memcpy` (80 bytes are moved inline).
+    ix: Box<Index>,
     pub(super) entries: Vec<Entry<K>>,
     pub(super) frames: Vec<u32>,
     /// The raw stack of the sample being looked up.
@@ -76,9 +85,7 @@ pub(super) struct StackTable<K> {
 impl<K> Default for StackTable<K> {
     fn default() -> Self {
         StackTable {
-            recent: Vec::new(),
-            slots: Vec::new(),
-            words: Vec::new(),
+            ix: Box::default(),
             entries: Vec::new(),
             frames: Vec::new(),
             raw: Vec::new(),
@@ -112,7 +119,7 @@ impl<K> StackTable<K> {
     /// (the best mixed).
     #[inline]
     fn home(&self, h: u64) -> usize {
-        (h >> (64 - self.slots.len().trailing_zeros())) as usize
+        (h >> (64 - self.ix.slots.len().trailing_zeros())) as usize
     }
 
     /// The entry holding the raw stack `raw` of hash `h`, or the free slot
@@ -120,16 +127,16 @@ impl<K> StackTable<K> {
     #[inline]
     fn find(&self, raw: &[u64], h: u64) -> Result<usize, usize> {
         let tag = h << 32;
-        let mask = self.slots.len() - 1;
+        let mask = self.ix.slots.len() - 1;
         let mut s = self.home(h);
         loop {
-            let v = self.slots[s];
+            let v = self.ix.slots[s];
             if v == 0 {
                 return Err(s);
             }
             if v & !0xffff_ffff == tag {
                 let i = (v as u32 - 1) as usize;
-                if self.words[self.entries[i].key.clone()] == *raw {
+                if self.ix.words[self.entries[i].key.clone()] == *raw {
                     return Ok(i);
                 }
             }
@@ -145,12 +152,12 @@ impl<K> StackTable<K> {
             return false;
         }
         let r = recent_slot(&self.raw);
-        let last = self.recent[r] as usize;
+        let last = self.ix.recent[r] as usize;
         let i = match self.entries.get(last) {
-            Some(e) if self.words[e.key.clone()] == self.raw[..] => last,
+            Some(e) if self.ix.words[e.key.clone()] == self.raw[..] => last,
             _ => match self.find(&self.raw, hash(&self.raw)) {
                 Ok(i) => {
-                    self.recent[r] = i as u32;
+                    self.ix.recent[r] = i as u32;
                     i
                 }
                 Err(_) => return false,
@@ -165,7 +172,7 @@ impl<K> StackTable<K> {
     /// A new raw stack (the one in `self.raw`), resolved, with `frames`
     /// and its first `n` samples weighing `period` in all.
     pub(super) fn add_n(&mut self, resolved: Resolved<K>, frames: &[u32], n: u64, period: u64) {
-        if (self.entries.len() + 1) * 2 > self.slots.len() {
+        if (self.entries.len() + 1) * 2 > self.ix.slots.len() {
             self.grow();
         }
         let h = hash(&self.raw);
@@ -180,19 +187,19 @@ impl<K> StackTable<K> {
             Err(s) => s,
         };
         let i = self.entries.len();
-        self.slots[s] = h << 32 | (i as u64 + 1);
-        if self.recent.is_empty() {
-            self.recent = vec![u32::MAX; 1 << RECENT_BITS];
+        self.ix.slots[s] = h << 32 | (i as u64 + 1);
+        if self.ix.recent.is_empty() {
+            self.ix.recent = vec![u32::MAX; 1 << RECENT_BITS];
         }
-        self.recent[recent_slot(&self.raw)] = i as u32;
-        let at = self.words.len();
-        self.words.extend_from_slice(&self.raw);
+        self.ix.recent[recent_slot(&self.raw)] = i as u32;
+        let at = self.ix.words.len();
+        self.ix.words.extend_from_slice(&self.raw);
         let start = self.frames.len();
         self.frames.extend_from_slice(frames);
         self.entries.push(Entry {
             resolved,
             frames: start..self.frames.len(),
-            key: at..self.words.len(),
+            key: at..self.ix.words.len(),
             samples: n,
             period,
         });
@@ -201,16 +208,16 @@ impl<K> StackTable<K> {
     /// Twice the slots (at least [`MIN_SLOTS`]), every entry placed again.
     #[cold]
     fn grow(&mut self) {
-        let n = (self.slots.len() * 2).max(MIN_SLOTS);
-        self.slots.clear();
-        self.slots.resize(n, 0);
+        let n = (self.ix.slots.len() * 2).max(MIN_SLOTS);
+        self.ix.slots.clear();
+        self.ix.slots.resize(n, 0);
         for i in 0..self.entries.len() {
-            let h = hash(&self.words[self.entries[i].key.clone()]);
+            let h = hash(&self.ix.words[self.entries[i].key.clone()]);
             let mut s = self.home(h);
-            while self.slots[s] != 0 {
+            while self.ix.slots[s] != 0 {
                 s = (s + 1) & (n - 1);
             }
-            self.slots[s] = h << 32 | (i as u64 + 1);
+            self.ix.slots[s] = h << 32 | (i as u64 + 1);
         }
     }
 
@@ -222,24 +229,24 @@ impl<K> StackTable<K> {
     /// Forget every stack (after its entries were credited): their slots
     /// freed one by one when they are few, else all at once.
     pub(super) fn clear(&mut self) {
-        if self.entries.len() * 16 < self.slots.len() {
-            let mask = self.slots.len() - 1;
+        if self.entries.len() * 16 < self.ix.slots.len() {
+            let mask = self.ix.slots.len() - 1;
             for (i, e) in self.entries.iter().enumerate() {
-                let h = hash(&self.words[e.key.clone()]);
+                let h = hash(&self.ix.words[e.key.clone()]);
                 let v = h << 32 | (i as u64 + 1);
                 let mut s = self.home(h);
-                while self.slots[s] != v {
+                while self.ix.slots[s] != v {
                     s = (s + 1) & mask;
                 }
-                self.slots[s] = 0;
+                self.ix.slots[s] = 0;
             }
         } else {
-            self.slots.fill(0);
+            self.ix.slots.fill(0);
         }
-        self.recent.fill(u32::MAX);
+        self.ix.recent.fill(u32::MAX);
         self.entries.clear();
         self.frames.clear();
-        self.words.clear();
+        self.ix.words.clear();
     }
 
     /// Whether nothing waits to be credited.
@@ -327,7 +334,7 @@ mod tests {
             assert!(!t.is_empty());
             t.clear();
             assert!(t.is_empty() && t.frames.is_empty());
-            assert!(t.slots.iter().all(|&v| v == 0), "{n} stacks");
+            assert!(t.ix.slots.iter().all(|&v| v == 0), "{n} stacks");
         }
     }
 
@@ -343,7 +350,7 @@ mod tests {
         }
         let counts: Vec<u64> = t.entries.iter().map(|e| e.samples).collect();
         assert_eq!(counts, [6, 6, 6]);
-        assert_eq!(t.words[t.entries[2].key.clone()], chain(3));
+        assert_eq!(t.ix.words[t.entries[2].key.clone()], chain(3));
     }
 
     #[test]
