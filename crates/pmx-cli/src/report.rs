@@ -152,7 +152,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         input: args.input.clone(),
         sort: filter.sort(&shown),
         event: args.event.clone(),
-        stacks: args.folded || args.flamegraph.is_some() || chains,
+        stacks: args.folded || args.flamegraph.is_some(),
         graphs: chains,
         children: (args.children || chains) && !p.no_children,
         lines: args.lines,
@@ -181,9 +181,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
     progress.finish();
     let (mut report, x) = result.map_err(failure)?;
     filter.apply(&mut report, &shown);
-    for w in &report.profile.warnings {
-        eprintln!("pmx: warning: {w}");
-    }
+    (report.profile.warnings.iter()).for_each(|w| eprintln!("pmx: warning: {w}"));
     for (p, f) in &to {
         let mut out = pmx_io::OutFile::create(p, Default::default())?;
         x.write(*f, &mut out)?;
@@ -216,6 +214,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<i32> {
         }
     }
     out.flush()?;
+    std::mem::forget(report); // one-shot: freed by the exit, not table by table
     Ok(crate::exit::OK)
 }
 

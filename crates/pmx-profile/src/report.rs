@@ -22,10 +22,11 @@ pub struct ReportOptions {
     pub sort: String,
     /// Only this event (its name as in the file, or without modifiers).
     pub event: Option<String>,
-    /// Collect call stacks (for folded stacks and flame graphs).
+    /// Collect named call stacks (for folded stacks and flame graphs).
     pub stacks: bool,
-    /// Also the stacks with each frame's binary, which perf's call-graph
-    /// text ([`crate::perf_text`]'s graphs) is built from.
+    /// The stacks with each frame's binary, which perf's call-graph text
+    /// ([`crate::perf_text`]'s graphs) is built from (without `stacks`,
+    /// the named ones are not made).
     pub graphs: bool,
     /// Inclusive ("children") shares, and rows sorted by them.
     pub children: bool,

@@ -329,7 +329,8 @@ impl Shape {
         let children = report.options.children && chains;
         let mut graph = cols.graph;
         graph.caller = Some(graph.caller.unwrap_or(children));
-        let shown = chains && report.options.stacks && graph.mode != GraphMode::None;
+        let stacks = report.options.stacks || report.options.graphs;
+        let shown = chains && stacks && graph.mode != GraphMode::None;
         let column = children && cols.children != Some(false);
         let own = cols.overhead || (!column && cols.children == Some(true));
         Shape {
@@ -361,7 +362,10 @@ impl Shape {
 fn has_call_chains(report: &Report, e: &EventProfile) -> bool {
     match report.file != "standard input" {
         true => call_chains(&report.options.input).unwrap_or(false),
-        false => e.stacks.iter().any(|(s, _, _)| s.len() > 2),
+        false => {
+            e.stacks.iter().any(|(s, _, _)| s.len() > 2)
+                || e.binary_stacks.iter().any(|s| s.frames.len() > 1)
+        }
     }
 }
 

@@ -234,7 +234,7 @@ impl<'o> State<'o> {
     pub(super) fn wants_chains(&self) -> bool {
         match self.sink.as_deref() {
             Some(s) => !s.alone(),
-            None => self.options.stacks || self.options.children,
+            None => self.options.stacks || self.options.binary_stacks || self.options.children,
         }
     }
 
@@ -590,7 +590,7 @@ impl<'o> State<'o> {
         if self.options.children {
             self.add_children(event, key, (pid, ip), (n, period));
         }
-        if self.options.stacks {
+        if self.options.stacks || self.options.binary_stacks {
             self.add_stack(event, comm, key.frame, (n, period));
         }
     }

@@ -96,8 +96,8 @@ struct Group {
 }
 
 /// The stacks of `acc` with each frame's binary, the same stacks named
-/// without binaries (as [`EventProfile::binary_stacks`] and
-/// [`EventProfile::stacks`]), and the links the former's frames index:
+/// without binaries when `named` (as [`EventProfile::binary_stacks`] and
+/// [`EventProfile::stacks`]; none else), and the links the former's frames index:
 /// stacks that differ only in frames' ids resolving to one name (and
 /// binary) are one, in their names' order.
 ///
@@ -108,6 +108,7 @@ pub(super) fn binary_and_named(
     sym: &Symbolizer,
     remap: &dyn Fn(FrameId) -> FrameId,
     comms: &[String],
+    named: bool,
 ) -> Named {
     let comm_rank = ranks(comms);
     let mut links = Links {
@@ -151,35 +152,42 @@ pub(super) fn binary_and_named(
         }
     }
     let names = links.names;
-    let link_rank = ranks(&names);
-    let ranked = |g: &Group| flat[g.links.clone()].iter().map(|&l| link_rank[l as usize]);
-    // (comm, frames, own): own `None` before any.
-    let own_rank = |g: &Group| match g.own {
-        u32::MAX => 0,
-        l => u64::from(link_rank[l as usize]) + 1,
-    };
-    groups.sort_unstable_by(|a, b| {
-        (a.comm.cmp(&b.comm))
-            .then_with(|| ranked(a).cmp(ranked(b)))
-            .then_with(|| own_rank(a).cmp(&own_rank(b)))
-    });
     let comm_of: HashMap<u32, &String> = comms
         .iter()
         .enumerate()
         .map(|(i, c)| (comm_rank[i], c))
         .collect();
-    let labels: Vec<&String> = names.iter().map(|(n, _)| n).collect();
-    let label_rank = ranks(&labels);
-    let named = named_stacks(&groups, &flat, &label_rank, &names, &comm_of);
+    // Named by labels alone: equal labels are equal names, whichever
+    // group of them comes first.
+    let named = match named {
+        true => {
+            let labels: Vec<&String> = names.iter().map(|(n, _)| n).collect();
+            named_stacks(&groups, &flat, &ranks(&labels), &names, &comm_of)
+        }
+        false => Vec::new(),
+    };
+    // The links replaced by their ranks, which order as their names do.
+    let link_rank = ranks(&names);
+    flat.iter_mut().for_each(|l| *l = link_rank[*l as usize]);
+    for g in &mut groups {
+        g.own = match g.own {
+            u32::MAX => u32::MAX,
+            l => link_rank[l as usize],
+        };
+    }
+    // (comm, frames, own): own `None` before any.
+    let own_rank = |g: &Group| g.own.wrapping_add(1);
+    groups.sort_unstable_by(|a, b| {
+        (a.comm.cmp(&b.comm))
+            .then_with(|| flat[a.links.clone()].cmp(&flat[b.links.clone()]))
+            .then_with(|| own_rank(a).cmp(&own_rank(b)))
+    });
     let binary = groups
         .into_iter()
         .map(|g| BinaryStack {
             comm: comm_of[&g.comm].clone(),
-            frames: flat[g.links]
-                .iter()
-                .map(|&l| link_rank[l as usize])
-                .collect(),
-            own: (g.own != u32::MAX).then(|| link_rank[g.own as usize]),
+            frames: flat[g.links].to_vec(),
+            own: (g.own != u32::MAX).then_some(g.own),
             starts: g.starts,
             samples: g.samples,
             period: g.period,
@@ -230,4 +238,95 @@ fn named_stacks(
             (v, samples, period)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::aggregate::OWN_ROW;
+    use super::*;
+    use pmx_symbols::kernel::Kallsyms;
+
+    #[test]
+    fn ranks_order_as_the_keys_with_equal_keys_one_rank() {
+        assert_eq!(ranks(&["b", "a", "c", "a"]), [1, 0, 2, 0]);
+        assert_eq!(ranks::<u32>(&[]), Vec::<u32>::new());
+    }
+
+    /// Kernel frames of three functions, and the stacks (command, frames
+    /// root → leaf) of an event: `ka2` is another address of `kfunc`
+    /// remapped to its frame, as provisional kernel frames are.
+    fn stacks() -> (Symbolizer, EventAcc, Vec<FrameId>) {
+        let ks = "ffffffff81000000 T kfunc\nffffffff81000100 T kother\n\
+                  ffffffff81000200 T another\nffffffff81000300 T zlast\n";
+        let mut sym = Symbolizer::new(
+            Kallsyms::parse(ks),
+            Default::default(),
+            None,
+            &Default::default(),
+        );
+        let f: Vec<FrameId> = [0x10, 0x110, 0x210]
+            .iter()
+            .map(|&a| sym.kernel_frame(0xffff_ffff_8100_0000 + a))
+            .collect();
+        let (kfunc, kother, another) = (f[0], f[1], f[2]);
+        let provisional = 1000;
+        let mut acc = EventAcc::default();
+        for (key, n) in [
+            (vec![1, kother, kfunc], 1),
+            (vec![0, another, kfunc], 2),
+            (vec![1, kother, provisional], 4),
+            (vec![0, kfunc], 8),
+            (vec![1, kother, kfunc, OWN_ROW, another], 16),
+        ] {
+            acc.stacks.insert(key.into_boxed_slice(), (n, 10 * n));
+        }
+        (sym, acc, vec![provisional, kfunc])
+    }
+
+    #[test]
+    fn stacks_merged_by_names_and_sorted_named_only_when_asked() {
+        let (sym, acc, remap) = stacks();
+        let remap = |f: FrameId| if f == remap[0] { remap[1] } else { f };
+        let comms = ["zsh".to_string(), "bash".to_string()];
+        let (binary, named, links) = binary_and_named(&acc, &sym, &remap, &comms, true);
+        let labels: Vec<&str> = links.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(labels, ["another", "kfunc", "kother"]);
+        type Shown<'a> = (&'a str, Vec<&'a str>, Option<&'a str>, u64, u64);
+        let shown: Vec<Shown> = (binary.iter())
+            .map(|s| {
+                let name = |l: &u32| labels[*l as usize];
+                let frames = s.frames.iter().map(name).collect();
+                (
+                    s.comm.as_str(),
+                    frames,
+                    s.own.as_ref().map(name),
+                    s.samples,
+                    s.period,
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("bash", vec!["kother", "kfunc"], None, 5, 50),
+                ("bash", vec!["kother", "kfunc"], Some("another"), 16, 160),
+                ("zsh", vec!["another", "kfunc"], None, 2, 20),
+                ("zsh", vec!["kfunc"], None, 8, 80),
+            ]
+        );
+        let named: Vec<(Vec<&str>, u64)> = (named.iter())
+            .map(|(n, s, _)| (n.iter().map(String::as_str).collect(), *s))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                (vec!["bash", "kother", "kfunc"], 21),
+                (vec!["zsh", "another", "kfunc"], 2),
+                (vec!["zsh", "kfunc"], 8),
+            ]
+        );
+        let (b2, n2, l2) = binary_and_named(&acc, &sym, &remap, &comms, false);
+        assert_eq!((b2, l2), (binary, links));
+        assert!(n2.is_empty());
+    }
 }

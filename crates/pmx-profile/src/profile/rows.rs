@@ -48,7 +48,7 @@ pub(super) fn event_profile(
         }
     }
     let (binary_stacks, stacks, links) = match options.binary_stacks {
-        true => super::named::binary_and_named(acc, sym, &remap_frame, comms),
+        true => super::named::binary_and_named(acc, sym, &remap_frame, comms, options.stacks),
         false => (
             Vec::new(),
             named_stacks(acc, sym, &remap_frame, comms),

@@ -45,7 +45,9 @@ impl SortKey {
 pub struct Options {
     /// Row keys, in order (perf's default: comm, dso, symbol).
     pub sort: Vec<SortKey>,
-    /// Also collect call stacks (for folded output and flame graphs).
+    /// Also collect the named call stacks ([`EventProfile::stacks`], for
+    /// folded output and flame graphs); [`Options::binary_stacks`] does
+    /// not need them (without this, only the binary stacks are named).
     pub stacks: bool,
     /// Also keep the stacks with each frame's binary
     /// ([`EventProfile::binary_stacks`]), which perf's call-graph text
@@ -213,7 +215,7 @@ pub struct EventProfile {
     /// Rows, heaviest first.
     pub rows: Vec<Row>,
     /// Call stacks: comm, then frames root → leaf (kernel after user),
-    /// with sample counts and periods.
+    /// with sample counts and periods (with [`Options::stacks`]; else empty).
     pub stacks: Vec<(Vec<String>, u64, u64)>,
     /// With [`Options::binary_stacks`]: the call stacks with each frame's
     /// binary, so that same-named functions of two binaries stay two
