@@ -169,10 +169,18 @@ pub fn table(out: &mut dyn Write, report: &Report, cols: &Columns) -> std::io::R
                 depth
             };
             let c = cells(&keys, cols, r, e.period, &shape, inclusive);
-            // By self share, perf breaks ties by the keys' names.
+            // By self share, perf breaks ties by the keys' names; by
+            // children share without graphs (`-g none`) too, after the
+            // self share (its caller-first rule needs the chains).
+            let self_first = -(r.period.min(i64::MAX as u64) as i64);
             let key = match (shape.column, shape.children) {
-                (true, _) => (u64::MAX - parent, depth, String::new()),
-                (false, true) => (u64::MAX - r.period, 0, c[nums..].join("\0")),
+                (true, _) if shape.shown => (u64::MAX - parent, depth, String::new()),
+                (true, _) => (
+                    u64::MAX - parent,
+                    self_first,
+                    tie_names(&keys, &c[nums..], r),
+                ),
+                (false, true) => (u64::MAX - r.period, 0, tie_names(&keys, &c[nums..], r)),
                 (false, false) => (0, 0, String::new()),
             };
             rows.push((c, below, key));
@@ -286,6 +294,24 @@ fn column_widths(
         }
     }
     widths
+}
+
+/// The key cells of a row as perf orders equal rows: by each key's text
+/// in turn, a row without a binary or a symbol after those with one
+/// (`sort__dso_cmp`, `sort__sym_sort`: `cmp_null`).
+fn tie_names(keys: &[SortKey], cells: &[String], r: &Row) -> String {
+    let mut t = String::new();
+    for (&k, c) in keys.iter().zip(cells) {
+        let none = match k {
+            SortKey::Dso => r.dso.is_none() || c == "[unknown]",
+            SortKey::Symbol => r.symbol.as_deref().is_none_or(is_address),
+            _ => false,
+        };
+        t.push(if none { '\u{10ffff}' } else { ' ' });
+        t.push_str(c);
+        t.push('\0');
+    }
+    t
 }
 
 /// A cell's width as perf sizes its column: an inlined function's name
