@@ -17,6 +17,9 @@
 //!   `perf report` on a file.
 //! - [`mutate`]: the fault campaign's seeded mutants of perf.data and
 //!   text (CSV, JSON) files.
+//! - [`answers`]: the DWARF answers file pmx keeps per binary, read on
+//!   its own, its mutants and whether one is well formed (the fault
+//!   campaign's `faults_answers.rs`).
 //! - [`pprof`]: the rows and total of `go tool pprof -top`.
 //! - [`process`]: stop a child as Ctrl-C would and collect its output;
 //!   a thread's CPU-time clock (a test case's time bound).
@@ -65,6 +68,7 @@
 
 #![warn(missing_docs)]
 
+pub mod answers;
 pub mod cc;
 pub mod elf;
 pub mod events;

@@ -64,11 +64,11 @@ const KEYS: &str = "type,typeoff";
 const SECTIONS: &[&str] = &[".debug_info", ".debug_abbrev"];
 
 /// A binary, its bytes and its recording.
-struct Source {
-    name: String,
-    bin: PathBuf,
+pub(crate) struct Source {
+    pub(crate) name: String,
+    pub(crate) bin: PathBuf,
     bytes: Vec<u8>,
-    data: PathBuf,
+    pub(crate) data: PathBuf,
 }
 
 /// The programs, each recorded once (none when there is no compiler or
@@ -236,7 +236,7 @@ const LINE_SECTIONS: &[&str] = &[
 
 /// The two-unit programs (DWARF 5 and 4, compressed), each recorded once
 /// with `--call-graph dwarf`.
-fn line_sources(dir: &Path) -> Vec<Source> {
+pub(crate) fn line_sources(dir: &Path) -> Vec<Source> {
     if !cc::require() {
         return Vec::new();
     }

@@ -291,6 +291,14 @@ fn mutated_precise_records_print_or_give_an_error_naming_the_file() {
                 Outcome::Hang => t.hang(&case),
             }
         }
+        // Where a long run is (a seed takes an hour or more), and
+        // whether it has failed so far.
+        let failed = t.panics + t.hangs + t.unclear + t.lost;
+        let secs = t.started.map_or(0, |s| s.elapsed().as_secs());
+        eprintln!(
+            "views: source {i} ({name}) done, {} cases, {failed} failed, {secs} s",
+            t.tried
+        );
     }
     eprintln!(
         "sources: {}",

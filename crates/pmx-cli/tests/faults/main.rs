@@ -5,6 +5,7 @@
 //! it with `PMX_FAULTS_LONG=1` and a seed (`cargo test -p pmx-cli --test
 //! faults`); `cargo test` runs a few cases of each.
 
+mod faults_answers;
 mod faults_limits;
 mod faults_outputs;
 mod faults_perfdata;
