@@ -885,7 +885,7 @@ impl Run<'_> {
                         self.settle_pipe()?;
                         let name = &self.comm_names[comm as usize];
                         let r =
-                            (self.writer).sample_with_lines(&s, name, &self.chain_text, &self.sym);
+                            (self.writer).sample_with_lines(s, name, &self.chain_text, &self.sym);
                         return r;
                     }
                 }

@@ -242,12 +242,10 @@ fn long_and_short_runs_between_maps_script_the_same_with_one_job_two_and_three()
         let lines = outs[2].iter().filter(|&&b| b == b'\n').count();
         assert_eq!(lines as u64, n, "a JSON line per sample");
         let text = String::from_utf8_lossy(&outs[0]);
-        let names = (0..n / every)
-            .map(|k| format!("lib{k}.so"))
-            .filter(|l| text.contains(l.as_str()));
+        let named = text.matches("(/nonexistent/lib0.so)\n").count() as u64;
         assert!(
-            names.count() >= 2,
-            "the maps' binaries are named: {text:.300}"
+            named >= n,
+            "the chains name the first map's binary: {text:.300}"
         );
     }
 }
