@@ -243,8 +243,9 @@ fn long_and_short_runs_between_maps_script_the_same_with_one_job_two_and_three()
         assert_eq!(lines as u64, n, "a JSON line per sample");
         let text = String::from_utf8_lossy(&outs[0]);
         let named = text.matches("(/nonexistent/lib0.so)\n").count() as u64;
+        // pid 100 (a third of the samples) has it mapped: two frames each.
         assert!(
-            named >= n,
+            named >= n / 2,
             "the chains name the first map's binary: {text:.300}"
         );
     }
