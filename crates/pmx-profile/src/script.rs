@@ -298,9 +298,7 @@ pub fn script_with_progress(
         lines_shared: None,
         comms_shared: Arc::default(),
     };
-    if run.jobs > 1 {
-        run.pipe = Some(pipe::Pipe::new(run.jobs - 1));
-    }
+    run.pipe = (run.jobs > 1).then(|| pipe::Pipe::new(run.jobs - 1));
     let (mut max_time, mut prev_round_max) = (0u64, 0u64);
     let mut features_seen = reader.features().present.len();
     let mut n = 0u64;
