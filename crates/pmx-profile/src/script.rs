@@ -14,18 +14,23 @@
 //! On several threads ([`ScriptOptions::jobs`]): the replay's thread
 //! still reads, orders and applies every record and resolves each
 //! sample's command and sites (the symbolizer's caches and lazily read
-//! binaries stay on one thread); the resolved samples gather in a batch
-//! (16,384 at most), which the jobs format in contiguous parts, each
-//! into a buffer of its own, written in the parts' order: the output is
-//! the one thread's, byte for byte. A batch is written before any other
+//! binaries stay on one thread). Text lines with their call chain under
+//! them go to a pipeline (`pipe`): the replay's thread finds the chain's
+//! lines in the cache above (formatting them when new), batches the
+//! samples with their command and lines, and threads started once
+//! format the batches while it reads on; it writes the finished buffers
+//! in the batches' order. Other lines that depend on the sample alone
+//! (JSON, lines without chains) gather resolved in a batch (16,384 at
+//! most), which the jobs format in contiguous parts, each into a buffer
+//! of its own, written in the parts' order. Either way the output is
+//! the one thread's, byte for byte: a batch is written before any other
 //! line (a side-band record, a sample whose line needs tracepoint
 //! formats, branch fields or `data_src`'s running width, which are
 //! formatted in order as before); maps, commands and forks do not end
-//! it, as its samples are already resolved. One thread is the default,
-//! as for reports (`--jobs 0`: the machine's cores): on the 2-CPU
-//! machine of docs/BENCHMARKS.md two jobs took 37% more CPU time than
-//! one (threads started per batch, the lines copied once more) and no
-//! less wall time.
+//! it, as its samples are already resolved (a map or fork sends the
+//! pipeline's batch, whose lines are in the cache it empties). One
+//! thread is the default, as for reports (`--jobs 0`: the machine's
+//! cores).
 //!
 //! `-F brstack`/`brstacksym` print each sample's branch stack as perf
 //! script does (the ends of `brstacksym` looked up in the sample's mode
@@ -45,6 +50,7 @@ mod branches;
 mod fields;
 mod insn;
 mod mem;
+mod pipe;
 mod side_band;
 mod stacks;
 mod trace;
@@ -61,6 +67,7 @@ use pmx_symbols::SymbolOptions;
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use write::{Site, Writer};
 
 /// What to print, from which file.
@@ -210,6 +217,12 @@ struct Run<'w> {
     workers: Vec<(write::Lines, Vec<u8>)>,
     /// Samples of a round resolved, waiting to be formatted.
     batch: Batch,
+    /// With several jobs: the pipeline of the lines with their chain
+    /// (`pipe`), the events' formats and command names its batches
+    /// share (made again when they change).
+    pipe: Option<pipe::Pipe>,
+    lines_shared: Option<Arc<write::Lines>>,
+    comms_shared: Arc<Vec<String>>,
 }
 
 /// Samples resolved in order (command, leaf, call chain's sites), to be
@@ -281,7 +294,11 @@ pub fn script_with_progress(
         },
         workers: Vec::new(),
         batch: Batch::default(),
+        pipe: None,
+        lines_shared: None,
+        comms_shared: Arc::default(),
     };
+    run.pipe = (run.jobs > 1).then(|| pipe::Pipe::new(run.jobs - 1));
     let (mut max_time, mut prev_round_max) = (0u64, 0u64);
     let mut features_seen = reader.features().present.len();
     let mut n = 0u64;
@@ -295,7 +312,7 @@ pub fn script_with_progress(
             features_seen = reader.features().present.len();
             run.here = crate::profile::kernel_is_here(reader.features(), &this);
             run.sym.allow_running_vdso(run.here);
-            run.forget_sites();
+            run.forget_sites()?;
             for b in &reader.features().build_ids {
                 run.sym
                     .set_path_build_id(b.filename.as_bytes(), &b.build_id);
@@ -308,8 +325,9 @@ pub fn script_with_progress(
             // A pipe's attrs come as records, before its samples.
             let (fields, chains) = event_fields(opts, &reader)?;
             // The lines before it with the events they were resolved with.
-            run.emit()?;
+            run.settle()?;
             run.workers.clear();
+            run.lines_shared = None;
             run.writer.set_events(reader.events(), fields, chains);
             run.stacks.clear();
             wants_trace = (0..reader.events().len()).any(|i| run.writer.wants_raw(i));
@@ -340,7 +358,7 @@ pub fn script_with_progress(
         }
     }
     run.flush(u64::MAX)?;
-    run.emit()?;
+    run.settle()?;
     run.writer.finish()?;
     let mut warnings = run.sym.warnings().to_vec();
     if let Some(t) = reader.truncation() {
@@ -490,15 +508,19 @@ impl Run<'_> {
         for &(_, i) in &order[..n] {
             let item = &mut items[i as usize].1;
             r = match item {
-                // Formatted by the jobs, in this order (moved: the
-                // records applied are dropped below).
+                // Formatted by the pipeline's jobs, in this order (moved:
+                // the records applied are dropped below).
+                Item::Sample(s) if self.pipe.is_some() && self.writer.chain_lines_kept(s.event) => {
+                    self.kept_into(s)
+                }
+                // Formatted by the jobs of a batch, in this order.
                 Item::Sample(s) if self.jobs > 1 && self.writer.parallel(s.event) => {
                     let s = std::mem::replace(s, write::SampleRec::taken());
-                    self.resolve_into(s)
+                    self.settle_pipe().and_then(|()| self.resolve_into(s))
                 }
-                // A line: the batch's lines first.
+                // A line: the batches' lines first.
                 item @ (Item::Sample(_) | Item::Side(_)) => {
-                    self.emit().and_then(|()| self.apply(item))
+                    self.settle().and_then(|()| self.apply(item))
                 }
                 // A map, command or fork: the batch's samples are resolved.
                 item => self.apply(item),
@@ -559,7 +581,7 @@ impl Run<'_> {
                     self.thread_comm.insert(tid, c);
                 }
                 self.sym.fork(ppid, pid);
-                self.forget_sites();
+                self.forget_sites()?;
             }
             Item::Mmap(m) => {
                 let (pid, start, len, pgoff, path, build_id, inode) = &**m;
@@ -567,7 +589,7 @@ impl Run<'_> {
                     self.sym.set_build_id(path, b);
                 }
                 (self.sym).add_mapping(*pid, *start, *len, *pgoff, path, *inode);
-                self.forget_sites();
+                self.forget_sites()?;
             }
         }
         Ok(())
@@ -777,10 +799,101 @@ impl Run<'_> {
 }
 
 impl Run<'_> {
-    /// The maps changed: the sites and chain lines resolved with them go.
-    fn forget_sites(&mut self) {
+    /// The maps changed: the sites and chain lines resolved with them go
+    /// (the pipeline's batch sent first: its lines are among them).
+    fn forget_sites(&mut self) -> std::io::Result<()> {
+        self.send_kept()?;
         self.site_cache.clear();
         self.stacks.clear();
+        Ok(())
+    }
+
+    /// Every sample before this point written: the batch of resolved
+    /// samples, then the pipeline's (only one of them has samples).
+    fn settle(&mut self) -> std::io::Result<()> {
+        self.emit()?;
+        self.settle_pipe()
+    }
+
+    /// The pipeline's samples written.
+    fn settle_pipe(&mut self) -> std::io::Result<()> {
+        self.send_kept()?;
+        match &mut self.pipe {
+            Some(p) => p.drain(&mut self.writer),
+            None => Ok(()),
+        }
+    }
+
+    /// Send the pipeline's batch to a job, with the lines' segments,
+    /// command names and formats it needs.
+    fn send_kept(&mut self) -> std::io::Result<()> {
+        let Some(p) = &mut self.pipe else {
+            return Ok(());
+        };
+        if p.is_empty() {
+            return Ok(());
+        }
+        if self.comms_shared.len() != self.comm_names.len() {
+            self.comms_shared = Arc::new(self.comm_names.clone());
+        }
+        let writer = &self.writer;
+        let lines = self
+            .lines_shared
+            .get_or_insert_with(|| Arc::new(writer.worker()));
+        let shared = pipe::Shared {
+            lines: lines.clone(),
+            comms: self.comms_shared.clone(),
+            texts: self.stacks.freeze(),
+        };
+        p.send(shared, &mut self.writer)
+    }
+
+    /// A text sample with its call chain's lines, into the pipeline's
+    /// batch: its command and its chain's lines found (or resolved and
+    /// formatted) now, as [`Run::sample_kept`] does; its line formatted
+    /// by a job.
+    fn kept_into(&mut self, s: &write::SampleRec) -> std::io::Result<()> {
+        self.emit()?;
+        let mode = s.misc & misc::CPUMODE_MASK;
+        (self.stacks).key(s.event, s.pid, mode, s.ip, &self.arena[s.chain_only()]);
+        let comm = self.comm_of(s.tid);
+        let text = match self.stacks.get_ref() {
+            Some(t) => t,
+            None => {
+                let (mut sites, mut text) = (
+                    std::mem::take(&mut self.sites),
+                    std::mem::take(&mut self.chain_text),
+                );
+                sites.clear();
+                self.resolve(s, &mut sites);
+                text.clear();
+                let f = self.writer.fields(s.event);
+                self.writer.chain_lines(&mut text, f, &sites, &self.sym);
+                self.sites = sites;
+                if self.stacks.full(text.len()) {
+                    // Emptied below: the batch's lines go with it first.
+                    self.send_kept()?;
+                }
+                let kept = self.stacks.insert(&text);
+                self.chain_text = text;
+                match kept {
+                    Some(t) => t,
+                    None => {
+                        // Too long to keep: written here, in order.
+                        self.settle_pipe()?;
+                        let name = &self.comm_names[comm as usize];
+                        let r =
+                            (self.writer).sample_with_lines(s, name, &self.chain_text, &self.sym);
+                        return r;
+                    }
+                }
+            }
+        };
+        let full = self.pipe.as_mut().is_some_and(|p| p.push(s, comm, text));
+        if full {
+            self.send_kept()?;
+        }
+        Ok(())
     }
 
     /// A text sample with its call chain's lines ([`stacks`]): copied

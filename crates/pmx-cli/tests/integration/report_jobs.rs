@@ -61,6 +61,12 @@ const SCRIPT_FORMS: [&[&str]; 3] = [&[], &["-F", "comm,tid,time,ip,sym,dso,perio
 /// Every script form with one job and with two: the same bytes. Returns
 /// the one-job outputs of the forms that succeeded.
 fn script_same_with_two_jobs(file: &Path) -> Vec<Vec<u8>> {
+    script_same_with_jobs(file, &["2"])
+}
+
+/// Every script form with one job and with each of `jobs`: the same
+/// bytes. Returns the one-job outputs of the forms that succeeded.
+fn script_same_with_jobs(file: &Path, jobs: &[&str]) -> Vec<Vec<u8>> {
     let mut ok = Vec::new();
     for form in SCRIPT_FORMS {
         let run = |jobs| {
@@ -68,15 +74,18 @@ fn script_same_with_two_jobs(file: &Path) -> Vec<Vec<u8>> {
             args.extend_from_slice(form);
             pmx(&args)
         };
-        let (one, two) = (run("1"), run("2"));
-        assert!(
-            one.status.code() == two.status.code() && one.stdout == two.stdout,
-            "{} script {form:?}: --jobs 1 and --jobs 2 differ (status {:?} / {:?}; {})",
-            file.display(),
-            one.status.code(),
-            two.status.code(),
-            stderr(&two)
-        );
+        let one = run("1");
+        for n in jobs {
+            let two = run(n);
+            assert!(
+                one.status.code() == two.status.code() && one.stdout == two.stdout,
+                "{} script {form:?}: --jobs 1 and --jobs {n} differ (status {:?} / {:?}; {})",
+                file.display(),
+                one.status.code(),
+                two.status.code(),
+                stderr(&two)
+            );
+        }
         if one.status.success() {
             ok.push(one.stdout);
         }
@@ -213,6 +222,33 @@ fn long_runs_between_maps_report_the_same_with_one_job_two_and_three() {
         json["events"][0]["samples"], 250_000,
         "every sample counted"
     );
+}
+
+/// script's pipeline: batches formatted on the jobs while the replay
+/// reads on, over long runs of samples (a COMM and an MMAP2 every
+/// 100,000) and short ones (every 3,000: each map sends the batch being
+/// filled, its chains' lines resolved with the maps before it).
+#[test]
+fn long_and_short_runs_between_maps_script_the_same_with_one_job_two_and_three() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = perfdata::CALLCHAIN_SAMPLES;
+    for (n, every) in [(250_000, 100_000), (45_000, 3_000)] {
+        let mut w = perfdata::memory_writer(perfdata::attr(128, 1000, st, SAMPLE_ID_ALL));
+        perfdata::many_samples_every(&mut w, n, u64::MAX, every, &mut |_| {}).unwrap();
+        let file = dir.path().join(format!("runs{every}.data"));
+        std::fs::write(&file, w.finish(&Default::default()).unwrap().into_inner()).unwrap();
+        let outs = script_same_with_jobs(&file, &["2", "3"]);
+        assert_eq!(outs.len(), SCRIPT_FORMS.len(), "every form reads the file");
+        let lines = outs[2].iter().filter(|&&b| b == b'\n').count();
+        assert_eq!(lines as u64, n, "a JSON line per sample");
+        let text = String::from_utf8_lossy(&outs[0]);
+        let named = text.matches("(/nonexistent/lib0.so)\n").count() as u64;
+        // pid 100 (a third of the samples) has it mapped: two frames each.
+        assert!(
+            named >= n / 2,
+            "the chains name the first map's binary: {text:.300}"
+        );
+    }
 }
 
 #[test]

@@ -8,7 +8,7 @@ use pmx_perfdata::read::Sample;
 use std::fmt::Write as _;
 
 /// A sample's memory fields, kept with it until its round.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct MemFields {
     pub(crate) addr: u64,
     pub(crate) data_src: u64,

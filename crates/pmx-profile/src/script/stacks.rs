@@ -7,9 +7,15 @@
 //! stacks). Emptied whenever the maps change (a map or fork: the
 //! replay's [`StackTexts::clear`]) and when it reaches its bound, so
 //! nothing grows with the file.
+//!
+//! For `--jobs` ≥ 2 the text is kept in segments: [`StackTexts::freeze`]
+//! closes the segment being written and gives every segment (shared,
+//! read-only) to a batch of the jobs, whose samples name their lines by
+//! [`TextRef`]; the replay's thread keeps appending to a new segment.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// Bytes of text kept before the cache starts over.
 const MAX_BYTES: usize = 1 << 23;
@@ -25,17 +31,39 @@ pub(crate) struct StackTexts {
     index: HashMap<u64, Chain>,
     /// The chains' key words, one after the other.
     words: Vec<u64>,
+    /// The segment being written (number `frozen.len()`).
     bytes: Vec<u8>,
+    /// The segments closed by [`StackTexts::freeze`].
+    frozen: Vec<Arc<Vec<u8>>>,
+    /// Bytes in `frozen`.
+    frozen_len: usize,
     /// The key being looked up (reused) and its hash.
     key: Vec<u64>,
     hash: u64,
 }
 
-/// A chain kept: its key words and its lines (start, length).
+/// A chain kept: its key words and its lines.
 #[derive(Clone, Copy)]
 struct Chain {
     words: (u32, u32),
-    text: (u32, u32),
+    text: TextRef,
+}
+
+/// A chain's lines: its segment, start and length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TextRef {
+    seg: u32,
+    start: u32,
+    len: u32,
+}
+
+impl TextRef {
+    /// The lines in `segments` (a [`StackTexts::freeze`] made after the
+    /// chain was kept, before the cache was emptied).
+    pub(crate) fn get<'s>(&self, segments: &'s [Arc<Vec<u8>>]) -> Option<&'s [u8]> {
+        let (start, len) = (self.start as usize, self.len as usize);
+        segments.get(self.seg as usize)?.get(start..start + len)
+    }
 }
 
 impl StackTexts {
@@ -53,39 +81,73 @@ impl StackTexts {
 
     /// The lines of the chain of the last [`StackTexts::key`], if known.
     pub(crate) fn get(&self) -> Option<&[u8]> {
+        let t = self.get_ref()?;
+        match self.frozen.get(t.seg as usize) {
+            Some(seg) => seg.get(t.start as usize..(t.start + t.len) as usize),
+            None => (self.bytes).get(t.start as usize..(t.start + t.len) as usize),
+        }
+    }
+
+    /// Where the lines of the last [`StackTexts::key`]'s chain are, if known.
+    pub(crate) fn get_ref(&self) -> Option<TextRef> {
         let c = self.index.get(&self.hash)?;
         let (w, n) = (c.words.0 as usize, c.words.1 as usize);
         if self.words.get(w..w + n)? != &self.key[..] {
             return None;
         }
-        self.bytes
-            .get(c.text.0 as usize..(c.text.0 + c.text.1) as usize)
+        Some(c.text)
     }
 
-    /// Keep `text` as the lines of the last [`StackTexts::key`]'s chain.
-    pub(crate) fn insert(&mut self, text: &[u8]) {
-        let full = self.bytes.len() + text.len() > MAX_BYTES
-            || self.words.len() + self.key.len() > MAX_BYTES / 8;
-        if full || self.index.len() >= MAX_CHAINS {
+    /// Whether keeping `len` bytes more for the last key empties the
+    /// cache first (its bound reached).
+    pub(crate) fn full(&self, len: usize) -> bool {
+        self.frozen_len + self.bytes.len() + len > MAX_BYTES
+            || self.words.len() + self.key.len() > MAX_BYTES / 8
+            || self.index.len() >= MAX_CHAINS
+    }
+
+    /// Keep `text` as the lines of the last [`StackTexts::key`]'s chain
+    /// (`None`: too long to keep).
+    pub(crate) fn insert(&mut self, text: &[u8]) -> Option<TextRef> {
+        if self.full(text.len()) {
             self.clear();
         }
         if text.len() > MAX_BYTES || self.key.len() > MAX_BYTES / 8 {
-            return;
+            return None;
         }
         let chain = Chain {
             words: (self.words.len() as u32, self.key.len() as u32),
-            text: (self.bytes.len() as u32, text.len() as u32),
+            text: TextRef {
+                seg: self.frozen.len() as u32,
+                start: self.bytes.len() as u32,
+                len: text.len() as u32,
+            },
         };
         self.words.extend_from_slice(&self.key);
         self.bytes.extend_from_slice(text);
         self.index.insert(self.hash, chain);
+        Some(chain.text)
     }
 
-    /// Forget every chain (the maps changed).
+    /// Close the segment being written (when it holds lines) and give
+    /// every segment: what the [`TextRef`]s kept so far point into.
+    pub(crate) fn freeze(&mut self) -> Vec<Arc<Vec<u8>>> {
+        if !self.bytes.is_empty() {
+            self.frozen_len += self.bytes.len();
+            let seg = std::mem::take(&mut self.bytes);
+            self.frozen.push(Arc::new(seg));
+        }
+        self.frozen.clone()
+    }
+
+    /// Forget every chain (the maps changed). The [`TextRef`]s given out
+    /// before are not valid here any more (a batch holds its segments).
     pub(crate) fn clear(&mut self) {
         self.index.clear();
         self.words.clear();
         self.bytes.clear();
+        self.frozen.clear();
+        self.frozen_len = 0;
     }
 }
 
@@ -119,6 +181,30 @@ mod tests {
         assert!(s.get().is_none());
         s.clear();
         assert!(s.get().is_none());
+    }
+
+    #[test]
+    fn frozen_segments_keep_the_lines_their_refs_name() {
+        let mut s = StackTexts::default();
+        s.key(0, 7, 2, 0x10, &[1]);
+        let one = s.insert(b"\tone\n").unwrap();
+        let segs = s.freeze();
+        assert_eq!(one.get(&segs), Some(&b"\tone\n"[..]));
+        // Written after the freeze: a new segment, both still found.
+        s.key(0, 7, 2, 0x20, &[2]);
+        let two = s.insert(b"\ttwo\n").unwrap();
+        assert_eq!(s.get(), Some(&b"\ttwo\n"[..]));
+        s.key(0, 7, 2, 0x10, &[1]);
+        assert_eq!((s.get_ref(), s.get()), (Some(one), Some(&b"\tone\n"[..])));
+        assert_eq!(two.get(&segs), None, "not in the segments given before");
+        let all = s.freeze();
+        assert_eq!(two.get(&all), Some(&b"\ttwo\n"[..]));
+        assert_eq!(s.freeze().len(), 2, "an empty segment is not closed");
+        // Emptied: the segments given out keep their lines.
+        s.clear();
+        assert!(s.get().is_none() && s.freeze().is_empty());
+        assert_eq!(one.get(&all), Some(&b"\tone\n"[..]));
+        assert!(!s.full(1) && s.full(MAX_BYTES + 1));
     }
 
     #[test]

@@ -191,6 +191,18 @@ impl<'w> Writer<'w> {
         self.give_out()
     }
 
+    /// Write `bytes`, `n` samples' lines a job formatted, after the
+    /// lines so far: given to `out` as they are, not copied.
+    pub(crate) fn write_samples(&mut self, bytes: &[u8], n: u64) -> std::io::Result<()> {
+        self.samples += n;
+        if !self.buf.is_empty() {
+            let r = self.out.write_all(&self.buf);
+            self.buf.clear();
+            r?;
+        }
+        self.out.write_all(bytes)
+    }
+
     /// Give the buffer to `out` when it is full.
     fn give_out(&mut self) -> std::io::Result<()> {
         if self.buf.len() < BUF {
@@ -421,23 +433,9 @@ impl Lines {
         ip: Ip<'_>,
         sym: &Symbolizer,
     ) {
-        self.start(b, s, comm, f, matches!(ip, Ip::Leaf(_)));
-        if f.has(Field::Period) {
-            dec_right(b, s.period, 10);
-            b.push(b' ');
-        }
-        if f.has(Field::Event) {
-            let name = &self.events[s.event].0;
-            pad(b, self.name_width, name.len());
-            b.extend_from_slice(name.as_bytes());
-            b.extend_from_slice(b": ");
-        }
-        if let (Some(Some(id)), Some(raw), Some(t)) =
-            (self.trace_ids.get(s.event), &s.raw, &self.traces)
-        {
-            t.print(*id, raw, &mut |_| None, b);
-        }
-        super::mem::text_before_ip(b, &s.mem, f, &mut self.data_src_width);
+        let mut width = self.data_src_width;
+        self.head(b, s, comm, f, matches!(ip, Ip::Leaf(_)), &mut width);
+        self.data_src_width = width;
         if f.has(Field::Ip) {
             match ip {
                 Ip::Chain(chain) => {
@@ -456,6 +454,62 @@ impl Lines {
         }
         super::mem::text_after_ip(b, &s.mem, f);
         b.push(b'\n');
+    }
+
+    /// A text line up to its `ip` field: [`Lines::start`], period,
+    /// event, tracepoint fields, the memory fields before the address.
+    fn head(
+        &self,
+        b: &mut Vec<u8>,
+        s: &SampleRec,
+        comm: &str,
+        f: Fields,
+        pad_comm: bool,
+        width: &mut usize,
+    ) {
+        self.start(b, s, comm, f, pad_comm);
+        if f.has(Field::Period) {
+            dec_right(b, s.period, 10);
+            b.push(b' ');
+        }
+        if f.has(Field::Event) {
+            let name = &self.events[s.event].0;
+            pad(b, self.name_width, name.len());
+            b.extend_from_slice(name.as_bytes());
+            b.extend_from_slice(b": ");
+        }
+        if let (Some(Some(id)), Some(raw), Some(t)) =
+            (self.trace_ids.get(s.event), &s.raw, &self.traces)
+        {
+            t.print(*id, raw, &mut |_| None, b);
+        }
+        super::mem::text_before_ip(b, &s.mem, f, width);
+    }
+
+    /// A [`Lines::chain_lines_kept`] event's text line whose chain's
+    /// lines are `lines`, as [`Writer::sample_with_lines`] writes it
+    /// (for a job: nothing of `self` changes); false for a sample of
+    /// an event not known.
+    pub(crate) fn line_with_text(
+        &self,
+        b: &mut Vec<u8>,
+        s: &SampleRec,
+        comm: &str,
+        lines: &[u8],
+    ) -> bool {
+        let Some(&(_, f, _)) = self.events.get(s.event) else {
+            return false;
+        };
+        // No `data_src` on these lines: the running width is not used.
+        let mut width = self.data_src_width;
+        self.head(b, s, comm, f, false, &mut width);
+        if f.has(Field::Ip) {
+            b.push(b'\n');
+            b.extend_from_slice(lines);
+        }
+        super::mem::text_after_ip(b, &s.mem, f);
+        b.push(b'\n');
+        true
     }
 
     /// A call chain's lines under a sample's line: `\t`, the site, a
