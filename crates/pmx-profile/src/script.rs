@@ -860,23 +860,12 @@ impl Run<'_> {
         let text = match self.stacks.get_ref() {
             Some(t) => t,
             None => {
-                let (mut sites, mut text) = (
-                    std::mem::take(&mut self.sites),
-                    std::mem::take(&mut self.chain_text),
-                );
-                sites.clear();
-                self.resolve(s, &mut sites);
-                text.clear();
-                let f = self.writer.fields(s.event);
-                self.writer.chain_lines(&mut text, f, &sites, &self.sym);
-                self.sites = sites;
-                if self.stacks.full(text.len()) {
+                self.format_chain(s);
+                if self.stacks.full(self.chain_text.len()) {
                     // Emptied below: the batch's lines go with it first.
                     self.send_kept()?;
                 }
-                let kept = self.stacks.insert(&text);
-                self.chain_text = text;
-                match kept {
+                match self.stacks.insert(&self.chain_text) {
                     Some(t) => t,
                     None => {
                         // Too long to keep: written here, in order.
@@ -907,6 +896,15 @@ impl Run<'_> {
             let name = &self.comm_names[comm];
             return (self.writer).sample_with_lines(s, name, lines, &self.sym);
         }
+        self.format_chain(s);
+        self.stacks.insert(&self.chain_text);
+        let name = &self.comm_names[comm];
+        (self.writer).sample_with_lines(s, name, &self.chain_text, &self.sym)
+    }
+
+    /// `s`'s call chain resolved (into `self.sites`) and its lines
+    /// formatted into `self.chain_text`, both buffers reused.
+    fn format_chain(&mut self, s: &write::SampleRec) {
         let (mut sites, mut text) = (
             std::mem::take(&mut self.sites),
             std::mem::take(&mut self.chain_text),
@@ -916,11 +914,7 @@ impl Run<'_> {
         text.clear();
         let f = self.writer.fields(s.event);
         self.writer.chain_lines(&mut text, f, &sites, &self.sym);
-        self.stacks.insert(&text);
-        let name = &self.comm_names[comm];
-        let r = self.writer.sample_with_lines(s, name, &text, &self.sym);
         (self.sites, self.chain_text) = (sites, text);
-        r
     }
 
     /// The `brstackoff`, `brcntr` and `brstackinsn` text of a sample

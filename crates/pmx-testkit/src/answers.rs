@@ -19,7 +19,7 @@
 //! that what is behind the checksum is reached: with the checksum as it
 //! was, the reader would refuse nearly every mutant at once.
 
-use crate::mutate::{Mutant, Rng, EXTREME_U32, EXTREME_U64};
+use crate::mutate::{flip_bit, truncate, zero_run, Mutant, Rng, EXTREME_U32, EXTREME_U64};
 
 /// The file's first bytes.
 pub const MAGIC: &[u8; 8] = b"PMXDWA\0\x01";
@@ -279,26 +279,10 @@ fn entries_once(rng: &mut Rng, es: &mut Vec<Vec<u8>>, late: &mut usize, what: &m
 /// a bit flipped, the file cut, bytes zeroed, a header word made
 /// extreme, bytes appended.
 fn late_once(rng: &mut Rng, b: &mut Vec<u8>, head_len: usize, what: &mut Vec<String>) {
-    let len = b.len().max(1);
     match rng.below(5) {
-        0 => {
-            let (at, bit) = (rng.below(len), rng.below(8));
-            if at < b.len() {
-                b[at] ^= 1 << bit;
-            }
-            what.push(format!("flip bit {bit} of byte {at}"));
-        }
-        1 => {
-            let to = rng.below(len);
-            b.truncate(to);
-            what.push(format!("truncate to {to} bytes"));
-        }
-        2 => {
-            let (at, n) = (rng.below(len), 1 + rng.below(32));
-            let end = (at + n).min(b.len());
-            b[at.min(end)..end].fill(0);
-            what.push(format!("zero {n} bytes at {at}"));
-        }
+        0 => flip_bit(rng, b, what),
+        1 => truncate(rng, b, what),
+        2 => zero_run(rng, b, 32, what),
         3 => {
             // Rules, stamp, id length, count, entries' bytes.
             let (at, width) =

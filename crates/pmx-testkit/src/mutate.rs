@@ -104,32 +104,42 @@ fn put_u64(b: &mut [u8], at: usize, v: u64) {
     }
 }
 
+/// A random bit of `b` flipped (the byte drawn first, then the bit).
+pub(crate) fn flip_bit(rng: &mut Rng, b: &mut [u8], what: &mut Vec<String>) {
+    let at = rng.below(b.len().max(1));
+    let bit = rng.below(8);
+    if at < b.len() {
+        b[at] ^= 1 << bit;
+    }
+    what.push(format!("flip bit {bit} of byte {at}"));
+}
+
+/// `b` cut to a random length.
+pub(crate) fn truncate(rng: &mut Rng, b: &mut Vec<u8>, what: &mut Vec<String>) {
+    let to = rng.below(b.len().max(1));
+    b.truncate(to);
+    what.push(format!("truncate to {to} bytes"));
+}
+
+/// 1 to `max` bytes of `b` zeroed at a random place (the place drawn
+/// first, then the length).
+pub(crate) fn zero_run(rng: &mut Rng, b: &mut [u8], max: usize, what: &mut Vec<String>) {
+    let at = rng.below(b.len().max(1));
+    let n = 1 + rng.below(max);
+    let end = (at + n).min(b.len());
+    b[at.min(end)..end].fill(0);
+    what.push(format!("zero {n} bytes at {at}"));
+}
+
 /// One mutation of a perf.data file, chosen by `rng`; appends its
 /// description to `what`.
 fn perfdata_once(rng: &mut Rng, b: &mut Vec<u8>, what: &mut Vec<String>) {
     let recs = records(b);
     let len = b.len().max(1);
     match rng.below(10) {
-        0 => {
-            let at = rng.below(len);
-            let bit = rng.below(8);
-            if at < b.len() {
-                b[at] ^= 1 << bit;
-            }
-            what.push(format!("flip bit {bit} of byte {at}"));
-        }
-        1 => {
-            let to = rng.below(len);
-            b.truncate(to);
-            what.push(format!("truncate to {to} bytes"));
-        }
-        2 => {
-            let at = rng.below(len);
-            let n = 1 + rng.below(256);
-            let end = (at + n).min(b.len());
-            b[at.min(end)..end].fill(0);
-            what.push(format!("zero {n} bytes at {at}"));
-        }
+        0 => flip_bit(rng, b, what),
+        1 => truncate(rng, b, what),
+        2 => zero_run(rng, b, 256, what),
         3 => {
             // The header's size words: header size, attr size, and each
             // section's offset and size (attrs, data, event types).
@@ -269,11 +279,7 @@ fn text_once(rng: &mut Rng, b: &mut Vec<u8>, what: &mut Vec<String>) {
             b.splice(s..e, v.bytes());
             what.push(format!("number at byte {s} = {v:?}"));
         }
-        3 => {
-            let to = rng.below(len);
-            b.truncate(to);
-            what.push(format!("truncate to {to} bytes"));
-        }
+        3 => truncate(rng, b, what),
         4 => {
             // A structural character removed: , ; : " { } [ ] or a tab.
             let marks: Vec<usize> = (0..b.len())
@@ -301,14 +307,7 @@ fn text_once(rng: &mut Rng, b: &mut Vec<u8>, what: &mut Vec<String>) {
             b.splice(at..at, junk.iter().copied());
             what.push(format!("{junk:?} inserted at byte {at}"));
         }
-        6 => {
-            let at = rng.below(len);
-            let bit = rng.below(8);
-            if at < b.len() {
-                b[at] ^= 1 << bit;
-            }
-            what.push(format!("flip bit {bit} of byte {at}"));
-        }
+        6 => flip_bit(rng, b, what),
         7 => {
             // Two lines swapped.
             let (s1, e1) = line(rng, b);
