@@ -154,11 +154,24 @@ struct Watch {
     file: PipeSink<File>,
 }
 
+/// The reader threads of this process that are not exiting. A thread
+/// already joined can still be listed under /proc/self/task for a
+/// moment (the kernel wakes the joiner in `do_exit` before it unlists
+/// the task): it has `PF_EXITING` (0x4) in its stat's flags, set before
+/// the wake-up, so it is left out whatever the timing.
 fn ring_threads() -> Vec<String> {
+    let running = |task: &std::path::Path| -> Option<String> {
+        let name = std::fs::read_to_string(task.join("comm")).ok()?;
+        let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+        // After the command's `)`: state, ppid, pgrp, session, tty_nr,
+        // tpgid, flags.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let flags: u64 = rest.split_whitespace().nth(6)?.parse().ok()?;
+        (flags & 0x4 == 0).then(|| name.trim().to_string())
+    };
     let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
         .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-        .map(|n| n.trim().to_string())
+        .filter_map(|t| running(&t.ok()?.path()))
         .filter(|n| n.starts_with("pmx-ring-"))
         .collect();
     names.sort();
